@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The hash contract: header window, invariant-field byte masks, H3 matrices and the
+field split of the hash outputs.
+
+This module is the one definition that the gateware (``hw/hash_h3.py``), the golden model
+(``host_sw.golden``) and the host estimators import; nothing here imports Amaranth. It is
+specified byte for byte in ``docs/SPEC.md`` §1–§3.
+
+Data flow (``DESIGN.md``): header tap → **H3 hasher** → classifier/sampler → update
+pipeline. Every frame yields one 64-bit *packet hash* ``P`` computed over its masked header
+window. ``P`` is split into fields:
+
+* ``P[63:32]`` — the *sampling word*; its number of leading zeros (0..32) chooses the LDA
+  bank (and the LDS per-row sampling);
+* ``P[31:0]`` — the *index word*; its low ``log2(rows)`` bits are the LDA row (the row's
+  bit 0 is the ±1 sign of the variance estimator); its top ``log2(k)`` bits are the LDS
+  offset within the flow's virtual LDA;
+* ``P`` as a whole is the RDA packet ID; the low ``digest_bits`` of ``P`` are the LDS
+  digest.
+
+Secondary hashes are H3 too (so XOR-linear, which RDA's pure-bucket test relies on):
+
+* RDA bucket of bank ``l``: ``H3_rda[l](ID)`` (64 → 32 bits), reduced to ``[0, m)`` by
+  multiply-shift ``(h * m) >> 32`` — for a power-of-two ``m`` these are the top ``log2 m``
+  bits of ``h``;
+* LDS flow hash of row ``r``: ``H3_flow[r](window & flow_mask)`` (window → 32 bits), its
+  base cell ``(h * C) >> 32``.
+
+H3 (Carter–Wegman; Ramakrishna et al. 1997): for input bits ``x_i``, ``H(x) = XOR of
+Q[i] for every i with x_i = 1``. Input bit ``i`` is bit ``i % 8`` (LSB = 0) of byte
+``i // 8`` of the input (the window, or the 8 little-endian bytes of an ID). The rows
+``Q[i]`` come from SplitMix64, seeded per purpose, so any implementation can rebuild them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+__all__ = [
+    "MASK64", "GOLDEN_GAMMA", "mix64", "HashPurpose", "h3_rows", "H3",
+    "ETHERTYPE_IPV4", "ETHERTYPE_IPV6", "ETHERTYPE_CONTROL", "MIN_FRAME_BYTES",
+    "DEFAULT_WINDOW_BYTES", "FrameClass", "ByteMask", "default_masks",
+    "header_windows", "classify_frame", "leading_zeros32", "lda_bank",
+    "lda_row", "lda_sign", "range_reduce32", "lds_offset", "lds_digest",
+]
+
+MASK64 = (1 << 64) - 1
+GOLDEN_GAMMA = 0x9E3779B97F4A7C15
+
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
+#: Control/export frames (``DESIGN.md``: EtherType 0x88B5, IEEE local experimental 1).
+ETHERTYPE_CONTROL = 0x88B5
+#: Frames shorter than this (without FCS) are runts: not counted, counted in status.
+MIN_FRAME_BYTES = 60
+#: Bytes of the frame the hash sees. Bytes past the end of a shorter frame read as zero.
+DEFAULT_WINDOW_BYTES = 64
+
+
+def mix64(z: int) -> int:
+    """SplitMix64's finaliser (Steele, Lea, Flood 2014), on Python ints modulo 2**64."""
+    z &= MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+class HashPurpose(enum.IntEnum):
+    """Which H3 function a matrix belongs to; part of its seed derivation."""
+    PACKET = 1      # window → 64-bit packet hash P
+    RDA_BUCKET = 2  # 64-bit ID → 32 bits, one matrix per RDA bank
+    LDS_FLOW = 3    # flow-masked window → 32 bits, one matrix per LDS row
+
+
+@lru_cache(maxsize=256)
+def _h3_rows_cached(seed: int, purpose: int, index: int, in_bits: int,
+                    out_bits: int) -> tuple[int, ...]:
+    state = mix64((seed & MASK64) ^ mix64((purpose << 16) | index))
+    out_mask = (1 << out_bits) - 1
+    rows = []
+    for _ in range(in_bits):
+        state = (state + GOLDEN_GAMMA) & MASK64
+        rows.append(mix64(state) & out_mask)
+    return tuple(rows)
+
+
+def h3_rows(seed: int, purpose: HashPurpose, index: int, in_bits: int,
+            out_bits: int) -> tuple[int, ...]:
+    """The H3 matrix: one ``out_bits``-wide row per input bit.
+
+    ``state0 = mix64(seed XOR mix64((purpose << 16) | index))``; row ``i`` is
+    ``mix64(state0 + (i + 1) * GOLDEN_GAMMA) mod 2**out_bits`` (SplitMix64's stream).
+    """
+    if not 0 <= seed <= MASK64:
+        raise ValueError(f"seed must be a 64-bit unsigned integer, not {seed}")
+    if not 0 <= index < (1 << 16):
+        raise ValueError(f"hash index must be in 0..65535, not {index}")
+    if not 1 <= out_bits <= 64:
+        raise ValueError(f"H3 output width must be 1..64 bits, not {out_bits}")
+    if in_bits < 1:
+        raise ValueError(f"H3 input width must be positive, not {in_bits}")
+    return _h3_rows_cached(seed, int(purpose), index, in_bits, out_bits)
+
+
+class H3:
+    """An H3 function over ``in_bytes`` bytes, evaluated scalar or vectorised.
+
+    The vectorised form uses one 256-entry table per input byte (the XOR of the rows of
+    the byte's set bits), so hashing N inputs costs one gather per *unmasked* byte.
+
+    Parameters
+    ----------
+    seed, purpose, index:
+        Select the matrix (see :func:`h3_rows`).
+    in_bytes:
+        Input width in bytes.
+    out_bits:
+        Output width (≤ 64).
+    byte_mask:
+        Optional; input bytes whose mask is False are ignored (treated as zero).
+    """
+
+    def __init__(self, *, seed: int, purpose: HashPurpose, index: int = 0,
+                 in_bytes: int, out_bits: int, byte_mask=None):
+        self.in_bytes = in_bytes
+        self.out_bits = out_bits
+        self.rows = h3_rows(seed, purpose, index, in_bytes * 8, out_bits)
+        rows = np.array(self.rows, dtype=np.uint64).reshape(in_bytes, 8)
+        values = np.arange(256, dtype=np.uint16)
+        tables = np.zeros((in_bytes, 256), dtype=np.uint64)
+        for bit in range(8):
+            sel = ((values >> bit) & 1).astype(bool)
+            tables[:, sel] ^= rows[:, bit:bit + 1]
+        if byte_mask is not None:
+            byte_mask = np.asarray(byte_mask, dtype=bool)
+            if byte_mask.shape != (in_bytes,):
+                raise ValueError(f"byte mask has {byte_mask.size} entries, the input "
+                                 f"has {in_bytes} bytes")
+            tables[~byte_mask] = 0
+            self.byte_mask = byte_mask
+        else:
+            self.byte_mask = np.ones(in_bytes, dtype=bool)
+        self.tables = tables
+        self._live = np.flatnonzero(self.byte_mask)
+
+    def scalar(self, data: bytes) -> int:
+        """Reference evaluation, bit by bit, straight from the definition."""
+        if len(data) != self.in_bytes:
+            raise ValueError(f"H3 input is {self.in_bytes} bytes, got {len(data)}")
+        h = 0
+        for i, byte in enumerate(data):
+            if not self.byte_mask[i]:
+                continue
+            for bit in range(8):
+                if (byte >> bit) & 1:
+                    h ^= self.rows[8 * i + bit]
+        return h
+
+    def __call__(self, data: np.ndarray) -> np.ndarray:
+        """Hash each row of an ``(N, in_bytes)`` uint8 array; returns uint64 ``(N,)``."""
+        data = np.asarray(data)
+        if data.ndim != 2 or data.shape[1] != self.in_bytes or data.dtype != np.uint8:
+            raise ValueError(f"expected an (N, {self.in_bytes}) uint8 array, got "
+                             f"{data.shape} {data.dtype}")
+        out = np.zeros(data.shape[0], dtype=np.uint64)
+        for b in self._live:
+            out ^= self.tables[b][data[:, b]]
+        return out
+
+    def of_u64(self, values: np.ndarray) -> np.ndarray:
+        """Hash 64-bit integers (their 8 little-endian bytes); requires ``in_bytes == 8``."""
+        if self.in_bytes != 8:
+            raise ValueError("of_u64 needs an H3 over 8 input bytes")
+        values = np.ascontiguousarray(values, dtype=np.uint64)
+        as_bytes = values.view(np.uint8).reshape(-1, 8)  # little-endian on every host we run
+        if np.little_endian is False:  # pragma: no cover
+            as_bytes = as_bytes[:, ::-1]
+        return self(as_bytes)
+
+
+# ---------------------------------------------------------------------------------------
+# Header window and byte masks of invariant fields
+# ---------------------------------------------------------------------------------------
+
+class FrameClass(enum.IntEnum):
+    """What the header tap decides about a frame (at its end)."""
+    IPV4 = 0       # counted (if sampled); IPv4 masks
+    IPV6 = 1       # counted (if sampled); IPv6 masks
+    NON_IP = 2     # not counted; status counter
+    RUNT = 3       # shorter than MIN_FRAME_BYTES; not counted; status counter
+    ERRORED = 4    # error flag at end of frame; not counted; status counter
+    CONTROL = 5    # EtherType 0x88B5: interval control/export, never counted
+
+
+@dataclass(frozen=True)
+class ByteMask:
+    """A window-sized byte mask: ``True`` bytes take part in a hash."""
+    bits: tuple[bool, ...]
+
+    @classmethod
+    def keep(cls, window_bytes: int, *, ranges) -> "ByteMask":
+        bits = [False] * window_bytes
+        for lo, hi in ranges:
+            for i in range(lo, min(hi, window_bytes)):
+                bits[i] = True
+        return cls(tuple(bits))
+
+    def as_int(self) -> int:
+        """Bit ``i`` set when byte ``i`` is kept (the CSR encoding)."""
+        return sum(1 << i for i, b in enumerate(self.bits) if b)
+
+    @classmethod
+    def from_int(cls, value: int, window_bytes: int) -> "ByteMask":
+        return cls(tuple(bool((value >> i) & 1) for i in range(window_bytes)))
+
+    def as_array(self) -> np.ndarray:
+        return np.array(self.bits, dtype=bool)
+
+
+def default_masks(window_bytes: int = DEFAULT_WINDOW_BYTES) -> dict[str, ByteMask]:
+    """The default masks, by name: ``packet_ipv4``, ``packet_ipv6``, ``flow_ipv4``,
+    ``flow_ipv6``.
+
+    Packet masks keep every byte that no router on the path rewrites: they drop the MAC
+    addresses (bytes 0–11), IPv4 TOS (15), TTL (22) and header checksum (24–25); IPv6
+    bytes 14–15 (version/traffic class/flow-label top, byte-granular) and hop limit (21).
+    Flow masks keep the 5-tuple of an option-less IPv4 header / an IPv6 header: protocol
+    or next header, addresses and the two L4 ports.
+    """
+    w = window_bytes
+    return {
+        "packet_ipv4": ByteMask.keep(w, ranges=[(12, 15), (16, 22), (23, 24), (26, w)]),
+        "packet_ipv6": ByteMask.keep(w, ranges=[(12, 14), (16, 21), (22, w)]),
+        "flow_ipv4": ByteMask.keep(w, ranges=[(23, 24), (26, 38)]),
+        "flow_ipv6": ByteMask.keep(w, ranges=[(20, 21), (22, 58)]),
+    }
+
+
+def header_windows(frames, window_bytes: int = DEFAULT_WINDOW_BYTES) -> np.ndarray:
+    """The header windows of a list of frames (bytes, without FCS): ``(N, window)``
+    uint8, zero past the end of a shorter frame."""
+    out = np.zeros((len(frames), window_bytes), dtype=np.uint8)
+    for i, frame in enumerate(frames):
+        head = bytes(frame[:window_bytes])
+        out[i, :len(head)] = np.frombuffer(head, dtype=np.uint8)
+    return out
+
+
+def classify_frame(frame: bytes, *, error: bool = False,
+                   min_frame_bytes: int = MIN_FRAME_BYTES) -> FrameClass:
+    """The tap's decision, in priority order: errored, runt, control, IPv4, IPv6, non-IP.
+
+    IPv4 needs EtherType 0x0800 and version nibble 4; IPv6 needs 0x86DD and version 6.
+    """
+    if error:
+        return FrameClass.ERRORED
+    if len(frame) < min_frame_bytes:
+        return FrameClass.RUNT
+    ethertype = (frame[12] << 8) | frame[13]
+    if ethertype == ETHERTYPE_CONTROL:
+        return FrameClass.CONTROL
+    version = frame[14] >> 4
+    if ethertype == ETHERTYPE_IPV4 and version == 4:
+        return FrameClass.IPV4
+    if ethertype == ETHERTYPE_IPV6 and version == 6:
+        return FrameClass.IPV6
+    return FrameClass.NON_IP
+
+
+# ---------------------------------------------------------------------------------------
+# Field split of the packet hash (vectorised; numpy uint64 in, integer arrays out)
+# ---------------------------------------------------------------------------------------
+
+def leading_zeros32(packet_hash: np.ndarray) -> np.ndarray:
+    """Leading zeros of the sampling word ``P[63:32]``, 0..32 (32 when it is zero)."""
+    word = (np.asarray(packet_hash, dtype=np.uint64) >> np.uint64(32)).astype(np.uint64)
+    lz = np.full(word.shape, 32, dtype=np.int64)
+    nz = word != 0
+    # floor(log2) through float64 is exact for 32-bit integers.
+    lz[nz] = 31 - np.floor(np.log2(word[nz].astype(np.float64))).astype(np.int64)
+    return lz
+
+
+def lda_bank(packet_hash: np.ndarray, thresholds) -> np.ndarray:
+    """The LDA bank of each packet, or -1 when no bank samples it.
+
+    ``thresholds[j]`` is bank ``j``'s leading-zero threshold ``z_j`` (strictly increasing).
+    A packet goes to the bank with the largest ``z_j <= lz`` (the LDA paper's §III-B
+    example: ``z = (3, 7)``; seven leading zeros → bank 1, three to six → bank 0), so the
+    banks' sample sets are disjoint and bank ``j`` samples with probability
+    ``2**-z_j - 2**-z_{j+1}``.
+    """
+    thresholds = np.asarray(thresholds, dtype=np.int64)
+    lz = leading_zeros32(packet_hash)
+    # number of thresholds <= lz, minus one
+    return np.searchsorted(thresholds, lz, side="right").astype(np.int64) - 1
+
+
+def lda_row(packet_hash: np.ndarray, rows: int) -> np.ndarray:
+    """Row index: the low ``log2(rows)`` bits of the index word."""
+    return (np.asarray(packet_hash, dtype=np.uint64) & np.uint64(rows - 1)).astype(np.int64)
+
+
+def lda_sign(row: np.ndarray) -> np.ndarray:
+    """The ±1 sign of the variance estimator: +1 for odd rows, -1 for even rows.
+
+    Rows ``2i`` and ``2i+1`` collapse into ``T[2i+1] - T[2i]`` (the paper's
+    ``T[2i] - T[2i-1]`` with 1-based rows).
+    """
+    return np.where(np.asarray(row) & 1, 1, -1)
+
+
+def range_reduce32(hash32: np.ndarray, size: int) -> np.ndarray:
+    """Map a 32-bit hash to ``[0, size)``: ``(h * size) >> 32`` (Lemire's reduction)."""
+    h = np.asarray(hash32, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
+    if size <= (1 << 32):
+        return ((h * np.uint64(size)) >> np.uint64(32)).astype(np.int64)
+    raise ValueError(f"size must be at most 2**32, not {size}")
+
+
+def lds_offset(packet_hash: np.ndarray, vlda_cells: int) -> np.ndarray:
+    """Offset of a packet in its flow's virtual LDA: ``range_reduce32(P[31:0], k)``."""
+    return range_reduce32(np.asarray(packet_hash, dtype=np.uint64) & np.uint64(0xFFFFFFFF),
+                          vlda_cells)
+
+
+def lds_digest(packet_hash: np.ndarray, digest_bits: int) -> np.ndarray:
+    """The LDS per-packet digest: the low ``digest_bits`` of ``P``."""
+    mask = np.uint64((1 << digest_bits) - 1) if digest_bits < 64 else np.uint64(MASK64)
+    return np.asarray(packet_hash, dtype=np.uint64) & mask
