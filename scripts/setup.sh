@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# One-time (idempotent) set-up on a fresh Debian 12 machine: a virtual environment in
+# .venv with this package and its test extras, and Icarus Verilog for the cocotb benches.
+# Sourced by run_demo.sh and run_tests.sh; safe to run again (it only installs what is
+# missing or what pyproject.toml changed).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+python_bin="${PYTHON:-python3}"
+if ! command -v "$python_bin" >/dev/null 2>&1; then
+  say "python3 is missing: install it with 'apt-get install -y python3 python3-venv'"; exit 1
+fi
+if ! "$python_bin" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+  say "Python 3.11 or newer is needed, found $("$python_bin" --version 2>&1)"; exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  say "creating the virtual environment .venv"
+  if ! "$python_bin" -m venv .venv; then
+    say "python3 -m venv failed: install it with 'apt-get install -y python3-venv'"; exit 1
+  fi
+fi
+
+stamp=".venv/.lda-installed"
+want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  say "installing the package and its dependencies into .venv (pip)"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[test]"
+  echo "$want" > "$stamp"
+fi
+
+if ! command -v iverilog >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    say "installing Icarus Verilog (apt-get install iverilog)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog) >/dev/null
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    say "installing Icarus Verilog (sudo apt-get install iverilog)"
+    (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog) >/dev/null
+  else
+    say "Icarus Verilog is missing and I cannot install it (not root, no sudo):"
+    say "  run 'sudo apt-get install -y iverilog'; the cocotb tests are skipped until then."
+  fi
+fi
