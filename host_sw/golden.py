@@ -23,10 +23,12 @@ import numpy as np
 
 from .config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, check_comparable
 from .hashing import (
-    H3, ByteMask, FrameClass, HashPurpose, classify_frame, header_windows, lda_bank,
-    lda_row, lds_digest, lds_offset, leading_zeros32, range_reduce32,
+    H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, classify_frame,
+    header_windows, lda_bank, lds_digest,
 )
 from .layouts import wrap
+
+_M32 = np.uint64(0xFFFFFFFF)
 
 __all__ = ["PacketHashes", "Synopsis", "Hashers", "hash_windows", "hash_frames",
            "update", "bucket_indices"]
@@ -85,6 +87,40 @@ class Hashers:
         if isinstance(config, RdaConfig):
             self.rda_bucket = [H3(seed=config.seed, purpose=HashPurpose.RDA_BUCKET, index=l,
                                   in_bytes=8, out_bits=32) for l in range(config.banks)]
+        self._rda_pair_tables = None
+
+    def rda_bucket_hashes(self, ids: np.ndarray) -> list[np.ndarray]:
+        """``H3_rda[l](ID)`` (32-bit values as uint64) for each RDA bank ``l``.
+
+        Equal to ``[h.of_u64(ids) for h in self.rda_bucket]``, computed faster: banks are
+        taken two at a time, with 65536-entry tables whose entries hold bank ``2i`` in
+        the low and bank ``2i+1`` in the high 32 bits, one gather per 16 bits of the ID.
+        """
+        ids = np.ascontiguousarray(ids, dtype=np.uint64)
+        if len(ids) < PAIR_TABLE_MIN_ROWS:
+            return [h.of_u64(ids) for h in self.rda_bucket]
+        if self._rda_pair_tables is None:
+            tables = []
+            for i in range(0, len(self.rda_bucket), 2):
+                lo = self.rda_bucket[i].pair_tables()
+                if i + 1 < len(self.rda_bucket):
+                    hi = self.rda_bucket[i + 1].pair_tables()
+                    tables.append([lo[j] | (hi[j] << np.uint64(32)) for j in range(4)])
+                else:
+                    tables.append([lo[j] for j in range(4)])
+            self._rda_pair_tables = tables
+        halves = ids.view(np.uint16).reshape(-1, 4)
+        if not np.little_endian:  # pragma: no cover
+            halves = halves.byteswap()
+        out = []
+        for i, tables in enumerate(self._rda_pair_tables):
+            both = tables[0][halves[:, 0]]
+            for j in (1, 2, 3):
+                both ^= tables[j][halves[:, j]]
+            out.append(both & _M32)
+            if 2 * i + 1 < len(self.rda_bucket):
+                out.append(both >> np.uint64(32))
+        return out
 
 
 def hash_windows(config: SynopsisConfig, windows: np.ndarray, classes=None,
@@ -181,6 +217,54 @@ class Synopsis:
                 and all(np.array_equal(self.fields[k], other.fields[k]) for k in self.fields))
 
 
+def _reduce32(hash32: np.ndarray, size: int) -> np.ndarray:
+    """:func:`~host_sw.hashing.range_reduce32` of values already below 2**32 (int64)."""
+    return ((hash32 * np.uint64(size)) >> np.uint64(32)).astype(np.int64)
+
+
+def _update_groups(config: SynopsisConfig, p: np.ndarray, flow: np.ndarray | None,
+                   hashers: Hashers | None):
+    """Where the (counted) packets ``p`` go, as a list of ``(flat, sel)``: ``flat`` the
+    memory-order bucket index (``bank * shape[1] + column``) of the packets ``sel``
+    (an index array into ``p``, or ``None`` for all of them), one group per bank/row.
+
+    This is the fast path shared by :func:`update` and :func:`bucket_indices`; it computes
+    the same field split as the definitions in :mod:`host_sw.hashing`.
+    """
+    if isinstance(config, LdaConfig):
+        bank = lda_bank(p, config.thresholds)
+        flat = bank * config.rows + (p & np.uint64(config.rows - 1)).astype(np.int64)
+        if config.thresholds[0] == 0:  # every packet sampled by some bank
+            return [(flat, None)]
+        sel = np.flatnonzero(bank >= 0)
+        return [(flat[sel], sel)]
+    if isinstance(config, RdaConfig):
+        hashers = hashers or Hashers(config)
+        m = config.buckets_per_bank
+        return [(_reduce32(h, m) + l * m, None)
+                for l, h in enumerate(hashers.rda_bucket_hashes(p))]
+    if isinstance(config, LdsConfig):
+        if flow is None:
+            raise ValueError("LDS needs per-row flow hashes")
+        c, k = config.cells, config.vlda_cells
+        offset = _reduce32(p & _M32, k) if k > 1 else None
+        groups = []
+        for r, z in enumerate(config.row_thresholds):
+            if z == 0:
+                sel = None
+                base = _reduce32(flow[r] & _M32, c)
+            else:  # lz(P[63:32]) >= z  <=>  P < 2**(64 - z)
+                sel = np.flatnonzero(p < np.uint64(1 << (64 - z)))
+                base = _reduce32(flow[r][sel] & _M32, c)
+            if offset is not None:
+                base += offset if sel is None else offset[sel]
+                base[base >= c] -= c  # base < C and offset < k <= C: one subtraction
+            base += r * c
+            groups.append((base, sel))
+        return groups
+    raise TypeError(f"unknown configuration {type(config).__name__}")
+
+
 def bucket_indices(config: SynopsisConfig, hashes: PacketHashes,
                    hashers: Hashers | None = None):
     """Where each packet goes: ``(row_or_bank, column)`` index arrays of equal length
@@ -189,36 +273,16 @@ def bucket_indices(config: SynopsisConfig, hashes: PacketHashes,
     LDA: one entry per sampled packet. RDA: ``banks`` entries per packet. LDS: one entry
     per row whose threshold samples the packet.
     """
-    n = len(hashes)
-    counted = np.ones(n, bool) if hashes.counted is None else hashes.counted
-    pidx = np.flatnonzero(counted)
+    counted = None if hashes.counted is None else np.asarray(hashes.counted, dtype=bool)
+    pidx = np.arange(len(hashes)) if counted is None else np.flatnonzero(counted)
     p = hashes.packet[pidx]
-    if isinstance(config, LdaConfig):
-        bank = lda_bank(p, config.thresholds)
-        keep = bank >= 0
-        return bank[keep], lda_row(p[keep], config.rows), pidx[keep]
-    if isinstance(config, RdaConfig):
-        hashers = hashers or Hashers(config)
-        banks, cols, who = [], [], []
-        for l, h in enumerate(hashers.rda_bucket):
-            banks.append(np.full(len(p), l, dtype=np.int64))
-            cols.append(range_reduce32(h.of_u64(p), config.buckets_per_bank))
-            who.append(pidx)
-        return np.concatenate(banks), np.concatenate(cols), np.concatenate(who)
-    if isinstance(config, LdsConfig):
-        if hashes.flow is None:
-            raise ValueError("LDS needs per-row flow hashes")
-        lz = leading_zeros32(p)
-        offset = lds_offset(p, config.vlda_cells)
-        rows, cols, who = [], [], []
-        for r in range(config.rows):
-            keep = lz >= config.row_thresholds[r]
-            base = range_reduce32(hashes.flow[r, pidx[keep]], config.cells)
-            rows.append(np.full(int(keep.sum()), r, dtype=np.int64))
-            cols.append((base + offset[keep]) % config.cells)
-            who.append(pidx[keep])
-        return np.concatenate(rows), np.concatenate(cols), np.concatenate(who)
-    raise TypeError(f"unknown configuration {type(config).__name__}")
+    flow = None if hashes.flow is None else hashes.flow[:, pidx]
+    banks, cols, who = [], [], []
+    for flat, sel in _update_groups(config, p, flow, hashers):
+        banks.append(flat // config.shape[1])
+        cols.append(flat % config.shape[1])
+        who.append(pidx if sel is None else pidx[sel])
+    return np.concatenate(banks), np.concatenate(cols), np.concatenate(who)
 
 
 def update(config: SynopsisConfig, hashes: PacketHashes, timestamps: np.ndarray,
@@ -228,41 +292,57 @@ def update(config: SynopsisConfig, hashes: PacketHashes, timestamps: np.ndarray,
 
     ``timestamps`` are non-negative integer ticks (int64/uint64). ``weights`` (LDS flow
     weighting, §4.1; default 1) multiply both the count and the timestamp increments.
+    A given ``synopsis`` is updated in place (and returned).
     """
     timestamps = np.asarray(timestamps)
     if timestamps.shape != (len(hashes),):
         raise ValueError(f"need one timestamp per packet ({len(hashes)}), "
                          f"got shape {timestamps.shape}")
-    if np.issubdtype(timestamps.dtype, np.signedinteger) and (timestamps < 0).any():
-        raise ValueError("timestamps must be non-negative ticks")
     if not np.issubdtype(timestamps.dtype, np.integer):
         raise ValueError(f"timestamps must be integer ticks, not {timestamps.dtype}")
-    ts = timestamps.astype(np.uint64)
+    if np.issubdtype(timestamps.dtype, np.signedinteger) and (timestamps < 0).any():
+        raise ValueError("timestamps must be non-negative ticks")
     if weights is not None and not isinstance(config, LdsConfig):
         raise ValueError("flow weights apply to LDS only")
     syn = Synopsis.empty(config) if synopsis is None else synopsis
     if syn.config != config:
         check_comparable(syn.config, config)
-    bank, col, who = bucket_indices(config, hashes, hashers)
-    flat = bank * config.shape[1] + col
-    layout = config.layout
-    t = ts[who]
-    if weights is not None:
-        w = np.asarray(weights, dtype=np.uint64)[who]
-        inc_count, inc_ts = w, t * w  # uint64 products wrap mod 2**64 ⊇ mod 2**width
+    ts = timestamps.astype(np.uint64, copy=False)
+    p = np.asarray(hashes.packet, dtype=np.uint64)
+    flow = hashes.flow
+    w = None if weights is None else np.asarray(weights).astype(np.uint64, copy=False)
+    if hashes.counted is not None and not np.all(hashes.counted):
+        pidx = np.flatnonzero(hashes.counted)
+        p, ts = p[pidx], ts[pidx]
+        flow = None if flow is None else flow[:, pidx]
+        w = None if w is None else w[pidx]
+    if w is not None:
+        inc_ts = ts * w  # uint64 products wrap mod 2**64, a multiple of 2**width
     else:
-        inc_count, inc_ts = np.ones(len(who), dtype=np.uint64), t
+        inc_ts = ts
+    groups = _update_groups(config, p, flow, hashers)
+    layout = config.layout
     for f in layout.fields:
-        arr = syn.fields[f.name].reshape(-1)
+        arr = np.ascontiguousarray(syn.fields[f.name], dtype=np.uint64).reshape(-1)
         if f.name == "count":
-            np.add.at(arr, flat, inc_count)
+            for flat, sel in groups:
+                if w is None:
+                    arr += np.bincount(flat, minlength=arr.size).astype(np.uint64)
+                else:
+                    np.add.at(arr, flat, w if sel is None else w[sel])
         elif f.name == "ts_sum":
-            np.add.at(arr, flat, inc_ts)
-        elif f.name == "id_xor":
-            np.bitwise_xor.at(arr, flat, hashes.packet[who])
-        elif f.name == "digest":
-            np.bitwise_xor.at(arr, flat, lds_digest(hashes.packet[who], f.width))
+            for flat, sel in groups:
+                np.add.at(arr, flat, inc_ts if sel is None else inc_ts[sel])
+        elif f.name in ("id_xor", "digest"):
+            values = p if f.name == "id_xor" else lds_digest(p, f.width)
+            # XOR on the int64 view: same bits, and numpy's int64 XOR.at is faster.
+            target = arr.view(np.int64)
+            values = values.view(np.int64)
+            for flat, sel in groups:
+                np.bitwise_xor.at(target, flat, values if sel is None else values[sel])
         else:  # pragma: no cover - layouts are defined in config.py
             raise AssertionError(f.name)
-        syn.fields[f.name] = wrap(arr, f.width).reshape(config.shape)
+        if f.width < 64:
+            arr &= np.uint64((1 << f.width) - 1)
+        syn.fields[f.name] = arr.reshape(config.shape)
     return syn
