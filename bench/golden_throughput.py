@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Throughput of the golden model on one core: H3 hashing of header windows and the
+counter update of each synopsis kind (``DESIGN.md``: the golden model must run millions of
+packets per second; target ≥ 5 Mpps per synopsis update).
+
+Measures, for ``N`` packets (default 5 million), the median of ``--runs`` timed runs after
+one untimed warm-up run (which builds the cached H3 tables):
+
+* ``h3_window64`` — one 64-bit H3 over 64-byte windows with the IPv4 packet mask
+  (:class:`host_sw.hashing.H3` ``__call__``), in million windows per second;
+* ``hash_windows_lda`` — :func:`host_sw.golden.hash_windows` for the default LDA
+  configuration (same work plus the class bookkeeping);
+* ``update_lda`` / ``update_rda`` / ``update_lds`` — :func:`host_sw.golden.update` from
+  :class:`~host_sw.golden.PacketHashes` and timestamps to a new
+  :class:`~host_sw.golden.Synopsis`, LDA 2×1024, RDA k=2 × m=1024, LDS R=4 × C=1024 with
+  k=4 and per-row thresholds (0, 1, 2, 3); RDA's time includes hashing the IDs into
+  bucket indices.
+
+Writes ``bench/out/golden_throughput.json`` and the section between the
+``golden_throughput`` markers of ``docs/BENCHMARKS.md``.
+
+Usage::
+
+    .venv/bin/python bench/golden_throughput.py [--packets 5000000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import os
+
+# Single thread (these are integer numpy ops, which do not use BLAS threads anyway).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from host_sw.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
+from host_sw.golden import Hashers, PacketHashes, hash_windows, update  # noqa: E402
+from host_sw.hashing import H3, ByteMask, HashPurpose  # noqa: E402
+
+TARGET_MPPS = 5.0
+BEGIN = "<!-- golden_throughput:begin -->"
+END = "<!-- golden_throughput:end -->"
+
+
+def machine() -> dict:
+    """Where the figures come from."""
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:  # pragma: no cover - non-Linux
+        pass
+    return {"nproc": os.cpu_count(), "cpu_model": model,
+            "python": platform.python_version(), "numpy": np.__version__,
+            "platform": platform.platform()}
+
+
+def timed(fn, runs: int) -> list[float]:
+    fn()  # warm-up: builds cached tables
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def benchmarks(n: int, rng: np.random.Generator):
+    """Yield ``(name, description, function)``; each call processes ``n`` packets."""
+    lda, rda = LdaConfig(), RdaConfig()
+    lds = LdsConfig(rows=4, cells=1024, vlda_cells=4, row_thresholds=(0, 1, 2, 3))
+    windows = rng.integers(0, 256, size=(n, lda.window_bytes), dtype=np.uint8)
+    h3 = H3(seed=lda.seed, purpose=HashPurpose.PACKET, in_bytes=lda.window_bytes,
+            out_bits=64,
+            byte_mask=ByteMask.from_int(lda.mask_packet_ipv4, lda.window_bytes).as_array())
+    yield "h3_window64", "H3 64-bit, 64-byte window, IPv4 packet mask", lambda: h3(windows)
+    lda_hashers = Hashers(lda)
+    yield ("hash_windows_lda", "hash_windows, default LDA config (all IPv4)",
+           lambda: hash_windows(lda, windows, hashers=lda_hashers))
+    del windows
+    packet = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
+    timestamps = np.cumsum(rng.integers(0, 100, size=n, dtype=np.uint64))
+    yield ("update_lda", "update LDA 2×1024, thresholds (0, 6)",
+           lambda: update(lda, PacketHashes(packet), timestamps))
+    rda_hashers = Hashers(rda)
+    yield ("update_rda", "update RDA k=2 × m=1024 (incl. bucket hashes of the IDs)",
+           lambda: update(rda, PacketHashes(packet), timestamps, hashers=rda_hashers))
+    flow = rng.integers(0, 1 << 32, size=(lds.rows, n), dtype=np.uint64)
+    yield ("update_lds", "update LDS R=4 × C=1024, k=4, row thresholds (0, 1, 2, 3)",
+           lambda: update(lds, PacketHashes(packet, flow), timestamps))
+
+
+def markdown(report: dict) -> str:
+    m = report["machine"]
+    lines = [
+        BEGIN,
+        "## Golden model throughput (one core)",
+        "",
+        f"Command: `{report['command']}` — N = {report['packets']:,} packets, median of "
+        f"{report['runs']} runs after a warm-up run, single thread.",
+        f"Machine: {m['nproc']} CPUs (`nproc`), {m['cpu_model']}; Python {m['python']}, "
+        f"numpy {m['numpy']}. (BLAS thread settings do not matter: these are integer ops.)",
+        "",
+        "| what | Mpps (median) | runs (Mpps) | target |",
+        "|---|---:|---|---:|",
+    ]
+    for name, r in report["results"].items():
+        target = f"≥ {TARGET_MPPS:g}" if name.startswith("update_") else "—"
+        runs = ", ".join(f"{x:.1f}" for x in r["runs_mpps"])
+        lines.append(f"| `{name}`: {r['what']} | {r['median_mpps']:.1f} | {runs} | {target} |")
+    lines += ["", "Figures are from a machine shared with other jobs; expect some spread.",
+              END]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(path: Path, section: str) -> None:
+    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        text = head + section + ("\n" + tail if tail else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--packets", type=int, default=5_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(20261126)
+    results = {}
+    for name, what, fn in benchmarks(args.packets, rng):
+        seconds = timed(fn, args.runs)
+        mpps = [args.packets / s / 1e6 for s in seconds]
+        results[name] = {"what": what, "median_mpps": statistics.median(mpps),
+                         "runs_mpps": mpps, "runs_seconds": seconds}
+        print(f"{name:18s} {statistics.median(mpps):7.2f} Mpps  "
+              f"(runs: {', '.join(f'{x:.2f}' for x in mpps)})  {what}", flush=True)
+    command = "python bench/golden_throughput.py" + (
+        "" if argv is None and len(sys.argv) == 1 else " " + " ".join(sys.argv[1:]))
+    report = {"command": command.strip(), "packets": args.packets, "runs": args.runs,
+              "machine": machine(), "target_mpps": TARGET_MPPS, "results": results}
+    if not args.no_write:
+        out = ROOT / "bench" / "out" / "golden_throughput.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n")
+        write_markdown(ROOT / "docs" / "BENCHMARKS.md", markdown(report))
+        print(f"wrote {out.relative_to(ROOT)} and docs/BENCHMARKS.md")
+    return report
+
+
+if __name__ == "__main__":
+    main()
