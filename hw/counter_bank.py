@@ -1,0 +1,470 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Counter bank: the read-modify-write update engine over double-buffered block RAM.
+
+This is the "update pipeline" and "counters in block RAM, two copies" box of
+``DESIGN.md``'s data flow. The bucket selector (``hw/bucket_select.py``) hands it one
+:func:`update_request_signature` request per packet; the bank adds 1 to the count, the
+packet's timestamp to the timestamp sum and XORs the ID/digest into the words the request
+addresses (one word per enabled lane), in the copy the request is tagged with. The interval
+control swaps the copies; the frozen copy is read over the bus (:func:`frozen_read_signature`)
+and then released, which clears it for the next interval.
+
+Word layout, lanes and depth come from the synopsis configuration (``host_sw.config``):
+:func:`word_layout` builds the ``amaranth.lib.data`` layout of one counter word from
+``config.layout`` (never re-typed), :func:`lane_geometry` gives lanes × depth (LDA: 1 lane of
+``banks*rows`` words, address ``bank*rows + row``; RDA: ``banks`` lanes of
+``buckets_per_bank``; LDS: ``rows`` lanes of ``cells``). The flat bus index is lane-major,
+``lane*depth + address``, the order of :meth:`host_sw.golden.Synopsis.words`.
+"""
+
+from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+
+__all__ = ["CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
+           "update_request_signature", "word_layout"]
+
+
+def _check_config(config):
+    if not isinstance(config, SynopsisConfig):
+        raise TypeError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
+                        f"not {config!r}")
+
+
+def word_layout(config: SynopsisConfig) -> data.StructLayout:
+    """The ``amaranth.lib.data`` layout of one counter word.
+
+    Built from ``config.layout`` (:class:`host_sw.layouts.WordLayout`): one unsigned member
+    per field, in field order, LSB first — bit-identical to ``WordLayout.pack``.
+    """
+    _check_config(config)
+    return data.StructLayout({f.name: unsigned(f.width) for f in config.layout.fields})
+
+
+def lane_geometry(config: SynopsisConfig) -> tuple[int, int]:
+    """``(lanes, depth)``: how many words one request can update in parallel, and the
+    words per lane of one copy (``lanes * depth == config.buckets``)."""
+    _check_config(config)
+    if isinstance(config, LdaConfig):
+        return 1, config.banks * config.rows
+    if isinstance(config, RdaConfig):
+        return config.banks, config.buckets_per_bank
+    if isinstance(config, LdsConfig):
+        return config.rows, config.cells
+    raise TypeError(f"unknown configuration {type(config).__name__}")
+
+
+def _bits_for(n: int) -> int:
+    """Address bits for ``n`` entries (at least 1)."""
+    return max(1, (n - 1).bit_length())
+
+
+def _xor_field(config):
+    xor_fields = [f for f in config.layout.fields if f.combine == "xor"]
+    if len(xor_fields) > 1:
+        raise ValueError(f"at most one XOR field is supported, not {len(xor_fields)}")
+    return xor_fields[0] if xor_fields else None
+
+
+def update_request_signature(config: SynopsisConfig) -> wiring.Signature:
+    """The per-packet update request, from the producer's (bucket selector's) side.
+
+    The producer uses ``Out(update_request_signature(config))``; the :class:`CounterBank`
+    uses ``In(...)``, so every member is an input of the bank. No backpressure: a request
+    is taken in the cycle ``valid`` is high.
+
+    Members
+    -------
+    valid : 1
+        One packet's update this cycle.
+    copy : 1
+        The copy (0/1) the packet belongs to, latched at its start of frame.
+    timestamp : ts_bits
+        Added to the ``ts_sum`` field.
+    lane_enable : lanes
+        Which lanes this packet updates (LDA: lane 0; RDA: all; LDS: the sampled rows).
+    lane_address : ArrayLayout(unsigned(addr_bits), lanes)
+        Word address within each lane's copy (LDA: ``bank*rows + row``).
+    xor_value : id_bits / digest_bits
+        XORed into the XOR field (RDA ``id_xor``: the packet hash; LDS ``digest``).
+        Absent for LDA.
+    """
+    _check_config(config)
+    lanes, depth = lane_geometry(config)
+    members = {
+        "valid": Out(1),
+        "copy": Out(1),
+        "timestamp": Out(config.layout.field("ts_sum").width),
+        "lane_enable": Out(lanes),
+        "lane_address": Out(data.ArrayLayout(unsigned(_bits_for(depth)), lanes)),
+    }
+    xor_field = _xor_field(config)
+    if xor_field is not None:
+        members["xor_value"] = Out(xor_field.width)
+    return wiring.Signature(members)
+
+
+def frozen_read_signature(config: SynopsisConfig) -> wiring.Signature:
+    """The bus read port of the frozen copy, from the reader's (bus) side.
+
+    Members
+    -------
+    addr : flat index bits (Out)
+        Flat word index, lane-major: ``lane*depth + address``.
+    en : 1 (Out)
+        Read request (one per clock allowed).
+    data : word width (In)
+        The word, :attr:`CounterBank.READ_LATENCY` cycles after ``en``; zero on error.
+    valid : 1 (In)
+        High for one cycle when ``data``/``error`` answer a request.
+    error : 1 (In)
+        The copy was not FROZEN when ``en`` was sampled, or ``addr`` is out of range.
+    """
+    _check_config(config)
+    lanes, depth = lane_geometry(config)
+    return wiring.Signature({
+        "addr": Out(_bits_for(lanes * depth)),
+        "en": Out(1),
+        "data": In(word_layout(config)),
+        "valid": In(1),
+        "error": In(1),
+    })
+
+
+class CopyState(enum.Enum, shape=3):
+    """Life cycle of one counter copy."""
+    CLEAN = 0      #: all zero, may become ACTIVE at the next swap
+    ACTIVE = 1     #: taking updates
+    DRAINING = 2   #: swapped out; late requests tagged with it and in-flight ones finish
+    FROZEN = 3     #: readable over the bus, waiting for ``release``
+    CLEARING = 4   #: hardware writes zeros, one word per clock per lane
+
+
+class CounterBank(wiring.Component):
+    """Double-buffered counter memory with a pipelined read-modify-write update engine.
+
+    Parameters
+    ----------
+    config : LdaConfig | RdaConfig | LdsConfig
+        Static configuration: word layout (``config.layout``), lanes and depth
+        (:func:`lane_geometry`).
+    drain_cycles : int
+        After a swap, requests still tagged with the old copy are applied to it in the cycle
+        of the swap pulse and the ``drain_cycles`` following cycles (frames that started
+        before the swap end later; the top should cover its longest frame plus its
+        hash/select latency). Later ones are dropped (``dropped``).
+
+    Members
+    -------
+    update : In(update_request_signature(config))
+        One packet's update per clock, no backpressure.
+    frozen : In(frozen_read_signature(config))
+        Bus read port of the frozen copy.
+    swap : In(1)
+        Pulse: the other copy becomes ACTIVE, the active one DRAINING. Honoured only when
+        ``other_clean``; otherwise nothing changes and ``swap_refused`` is high in the same
+        cycle (an overrun, for the top to count). A request presented in the same cycle is
+        accepted whichever copy it is tagged with (the old copy drains it).
+    release : In(1)
+        Pulse: a FROZEN copy starts CLEARING. Ignored in any other state.
+    active_copy, frozen_copy : Out(1)
+        The copy taking updates, and the other one (the one the bus reads).
+    copy_state : Out(ArrayLayout(CopyState, 2))
+        State of each copy.
+    frozen_ready, other_clean, draining, clearing : Out(1)
+        The other copy is FROZEN / CLEAN / DRAINING / CLEARING.
+    busy : Out(1)
+        The other copy is DRAINING or CLEARING.
+    swap_refused : Out(1)
+        Combinational: ``swap`` while the other copy is not CLEAN.
+    dropped : Out(1)
+        Combinational: a valid request tagged with a copy that takes no updates (a CLEAN
+        copy, or the old copy after its drain window) was discarded.
+
+    Update pipeline (per lane; all lanes in parallel, each with its own memories)
+    ------------------------------------------------------------------------------
+    A request presented in cycle ``c`` goes through::
+
+        S0 (c+1)  request register; read address to the copy's read port; keys compared
+                  with S1..S4 (the selects for the forwarding muxes, registered ahead)
+        S1 (c+2)  synchronous read port delivers mem[addr]; registered raw (no logic
+                  after the BRAM output)
+        S2 (c+3)  base = newest of {S4, W1, W2} with the same key, else the read data
+        S3 (c+4)  operand = S4's word if the request just ahead had the same key, else
+                  base; word = operand + increments (XOR for XOR fields)
+        S4 (c+5)  write port writes the word (committed at the edge ending c+5)
+        W1, W2    the last two written words, kept for forwarding
+
+    so a word is written at the 6th clock edge after its request
+    (:attr:`UPDATE_LATENCY`) and one request per clock is sustained. The read in S0
+    misses the writes of the four requests ahead (c-1 … c-4); forwarding covers each of
+    them explicitly: c-1 from S4 into S3, c-2/c-3/c-4 from S4/W1/W2 into S2 (newest wins),
+    so ``transparent_for`` is not used at all and the value the read port returns on an
+    address collision never matters. A key is (copy, address); requests for the other
+    copy never forward. The only single-cycle feedback is S4 → 2:1 mux → adder → S4.
+
+    Frozen read port
+    ----------------
+    ``en`` in cycle ``t`` → ``data``/``valid``/``error`` in cycle ``t + READ_LATENCY``
+    (3): the flat index is split into lane/address and registered, the frozen copy's
+    read ports are addressed, the lane's word is selected and registered. ``error`` (and
+    zero data) when the other copy was not FROZEN at ``t`` or the index is out of range.
+
+    Copy states
+    -----------
+    After reset copy 0 is ACTIVE and copy 1 CLEAN; the memories power up zero (their
+    initial value). A synchronous reset does not clear memory contents. A swap at cycle
+    ``s`` makes the old copy DRAINING; it becomes FROZEN in cycle
+    ``s + drain_cycles + UPDATE_LATENCY + 2``, after the last accepted request's write.
+    ``release`` while FROZEN starts CLEARING (``depth`` cycles, every lane in parallel),
+    then the copy is CLEAN. Do not release while frozen reads are in flight.
+    """
+
+    #: Clock edges from a request to its word's write (see the class docstring).
+    UPDATE_LATENCY = 6
+    #: Cycles from ``frozen.en`` to ``frozen.valid``.
+    READ_LATENCY = 3
+
+    def __init__(self, *, config, drain_cycles=4096):
+        _check_config(config)
+        if not isinstance(drain_cycles, int) or drain_cycles < 0:
+            raise ValueError(f"drain_cycles must be a non-negative integer, "
+                             f"not {drain_cycles!r}")
+        self._config = config
+        self._drain_cycles = drain_cycles
+        self._lanes, self._depth = lane_geometry(config)
+        self._layout = word_layout(config)
+        super().__init__({
+            "update": In(update_request_signature(config)),
+            "frozen": In(frozen_read_signature(config)),
+            "swap": In(1),
+            "release": In(1),
+            "active_copy": Out(1),
+            "frozen_copy": Out(1),
+            "copy_state": Out(data.ArrayLayout(CopyState, 2)),
+            "frozen_ready": Out(1),
+            "other_clean": Out(1),
+            "draining": Out(1),
+            "clearing": Out(1),
+            "busy": Out(1),
+            "swap_refused": Out(1),
+            "dropped": Out(1),
+        })
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    @property
+    def depth(self):
+        return self._depth
+
+    @property
+    def drain_cycles(self):
+        return self._drain_cycles
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, lanes, depth, layout = self._config, self._lanes, self._depth, self._layout
+        addr_bits = _bits_for(depth)
+        word_bits = layout.size
+        req = self.update
+        xor_field = _xor_field(cfg)
+        # Local (per-lane) address of the frozen read in flight, shared by every lane's port.
+        bus_addr = Signal(addr_bits)
+
+        # ---- memories: per copy, per lane; one read and one write port each ----------
+        rd = [[None] * lanes for _ in range(2)]
+        wr = [[None] * lanes for _ in range(2)]
+        for k in range(2):
+            for lane in range(lanes):
+                mem = Memory(shape=unsigned(word_bits), depth=depth, init=[])
+                m.submodules[f"copy{k}_lane{lane}"] = mem
+                wr[k][lane] = mem.write_port()
+                rd[k][lane] = mem.read_port()  # not transparent: forwarding covers it
+
+        # ---- copy state machine ------------------------------------------------------
+        flush = self.UPDATE_LATENCY
+        active = Signal(1)
+        other = Signal(CopyState, init=CopyState.CLEAN)
+        drain_count = Signal(range(self._drain_cycles + flush + 1))
+        clear_addr = Signal(range(depth))
+        other_clean = other == CopyState.CLEAN
+        swap_exec = self.swap & other_clean
+        drain_open = (other == CopyState.DRAINING) & (drain_count > flush)
+
+        with m.Switch(other):
+            with m.Case(CopyState.CLEAN):
+                with m.If(self.swap):
+                    m.d.sync += [active.eq(~active), other.eq(CopyState.DRAINING),
+                                 drain_count.eq(self._drain_cycles + flush)]
+            with m.Case(CopyState.DRAINING):
+                with m.If(drain_count == 0):
+                    m.d.sync += other.eq(CopyState.FROZEN)
+                with m.Else():
+                    m.d.sync += drain_count.eq(drain_count - 1)
+            with m.Case(CopyState.FROZEN):
+                with m.If(self.release):
+                    m.d.sync += [other.eq(CopyState.CLEARING), clear_addr.eq(0)]
+            with m.Case(CopyState.CLEARING):
+                m.d.sync += clear_addr.eq(clear_addr + 1)
+                with m.If(clear_addr == depth - 1):
+                    m.d.sync += other.eq(CopyState.CLEAN)
+
+        m.d.comb += [
+            self.active_copy.eq(active),
+            self.frozen_copy.eq(~active),
+            self.frozen_ready.eq(other == CopyState.FROZEN),
+            self.other_clean.eq(other_clean),
+            self.draining.eq(other == CopyState.DRAINING),
+            self.clearing.eq(other == CopyState.CLEARING),
+            self.busy.eq((other == CopyState.DRAINING) | (other == CopyState.CLEARING)),
+            self.swap_refused.eq(self.swap & ~other_clean),
+        ]
+        for k in range(2):
+            m.d.comb += self.copy_state[k].eq(Mux(active == k, CopyState.ACTIVE, other))
+        clearing_copy = [(other == CopyState.CLEARING) & (active != k) for k in range(2)]
+
+        # ---- acceptance --------------------------------------------------------------
+        new_active = Mux(swap_exec, ~active, active)
+        accept = req.valid & ((req.copy == new_active) | swap_exec | drain_open)
+        m.d.comb += self.dropped.eq(req.valid & ~accept)
+
+        # ---- RMW pipeline ------------------------------------------------------------
+        def stage_regs(name, with_increments):
+            regs = {"copy": Signal(1, name=f"{name}_copy")}
+            if with_increments:
+                regs["ts"] = Signal(len(req.timestamp), name=f"{name}_ts")
+                if xor_field is not None:
+                    regs["xor"] = Signal(xor_field.width, name=f"{name}_xor")
+            return regs
+
+        def lane_regs(name, lane):
+            return {"valid": Signal(name=f"{name}_l{lane}_valid"),
+                    "addr": Signal(addr_bits, name=f"{name}_l{lane}_addr")}
+
+        # shared (all lanes) parts of S0..S3, and the copy of S4/W1/W2
+        shared = {s: stage_regs(s, s in ("s0", "s1", "s2", "s3"))
+                  for s in ("s0", "s1", "s2", "s3", "s4", "w1", "w2")}
+        m.d.sync += shared["s0"]["copy"].eq(req.copy)
+        m.d.sync += shared["s0"]["ts"].eq(req.timestamp)
+        if xor_field is not None:
+            m.d.sync += shared["s0"]["xor"].eq(req.xor_value)
+        for prev, nxt in (("s0", "s1"), ("s1", "s2"), ("s2", "s3"), ("s3", "s4"),
+                          ("s4", "w1"), ("w1", "w2")):
+            for key, sig in shared[nxt].items():
+                m.d.sync += sig.eq(shared[prev][key])
+
+        for lane in range(lanes):
+            st = {s: lane_regs(s, lane) for s in ("s0", "s1", "s2", "s3", "s4", "w1", "w2")}
+            for s in st:
+                st[s]["copy"] = shared[s]["copy"]
+            m.d.sync += [st["s0"]["valid"].eq(accept & req.lane_enable[lane]),
+                         st["s0"]["addr"].eq(req.lane_address[lane])]
+            for prev, nxt in (("s0", "s1"), ("s1", "s2"), ("s2", "s3"), ("s3", "s4"),
+                              ("s4", "w1"), ("w1", "w2")):
+                m.d.sync += [st[nxt]["valid"].eq(st[prev]["valid"]),
+                             st[nxt]["addr"].eq(st[prev]["addr"])]
+
+            def same_key(a, b):
+                return (st[b]["valid"] & (st[a]["addr"] == st[b]["addr"])
+                        & (st[a]["copy"] == st[b]["copy"]))
+
+            # S0: compare keys with the requests ahead. At cycle c+1 S1..S4 hold c-1..c-4;
+            # the results travel with the request to where they select (S2, S3).
+            match_prev = [Signal(name=f"l{lane}_match_prev_{s}") for s in ("s1", "s2", "s3")]
+            match_ahead = Signal(3, name=f"l{lane}_match_ahead")
+            m.d.sync += [
+                match_prev[0].eq(same_key("s0", "s1")),           # c-1, used in S3
+                match_prev[1].eq(match_prev[0]),
+                match_prev[2].eq(match_prev[1]),
+                match_ahead.eq(Cat(same_key("s0", "s2"),     # c-2: in S4 at S2
+                                   same_key("s0", "s3"),     # c-3: in W1 at S2
+                                   same_key("s0", "s4"))),   # c-4: in W2 at S2
+            ]
+            # S1: read data arrives; turn the matches into one-hot selects for S2.
+            s2_rdata = [Signal(word_bits, name=f"l{lane}_s2_rdata{k}") for k in range(2)]
+            s2_select = Signal(5, name=f"l{lane}_s2_select")  # S4, W1, W2, rdata0, rdata1
+            f = match_ahead
+            none = ~f.any()
+            m.d.sync += [s2_rdata[k].eq(rd[k][lane].data) for k in range(2)]
+            m.d.sync += s2_select.eq(Cat(
+                f[0], f[1] & ~f[0], f[2] & ~f[1] & ~f[0],
+                none & (st["s1"]["copy"] == 0), none & (st["s1"]["copy"] == 1)))
+
+            # S2: base word (AND-OR one-hot mux), registered into S3.
+            words = {s: Signal(word_bits, name=f"l{lane}_{s}_word") for s in ("s4", "w1", "w2")}
+            m.d.sync += [words["w1"].eq(words["s4"]), words["w2"].eq(words["w1"])]
+            candidates = [words["s4"], words["w1"], words["w2"], s2_rdata[0], s2_rdata[1]]
+            base_next = 0
+            for i, cand in enumerate(candidates):
+                base_next = base_next | Mux(s2_select[i], cand, 0)
+            s3_base = Signal(word_bits, name=f"l{lane}_s3_base")
+            m.d.sync += s3_base.eq(base_next)
+
+            # S3: operand (forward from the request just ahead, now in S4), add, register.
+            operand = data.View(layout, Mux(match_prev[2], words["s4"], s3_base))
+            result = Signal(layout, name=f"l{lane}_s3_result")
+            for fld in cfg.layout.fields:
+                current = operand[fld.name]
+                if fld.combine == "xor":
+                    m.d.comb += result[fld.name].eq(current ^ shared["s3"]["xor"])
+                elif fld.name == "count":
+                    m.d.comb += result[fld.name].eq(current + 1)
+                elif fld.name == "ts_sum":
+                    m.d.comb += result[fld.name].eq(current + shared["s3"]["ts"])
+                else:  # pragma: no cover - layouts are defined in host_sw/config.py
+                    raise ValueError(f"no increment defined for field {fld.name!r}")
+            m.d.sync += words["s4"].eq(result.as_value())
+
+            # Port wiring per copy: the RMW pipeline owns a copy's ports while it carries
+            # requests for it (ACTIVE/DRAINING); otherwise bus reads and clearing do.
+            for k in range(2):
+                s0_here = st["s0"]["valid"] & (st["s0"]["copy"] == k)
+                s4_here = st["s4"]["valid"] & (st["s4"]["copy"] == k)
+                m.d.comb += [
+                    rd[k][lane].addr.eq(Mux(s0_here, st["s0"]["addr"], bus_addr)),
+                    wr[k][lane].en.eq(s4_here | clearing_copy[k]),
+                    wr[k][lane].addr.eq(Mux(clearing_copy[k], clear_addr, st["s4"]["addr"])),
+                    wr[k][lane].data.eq(Mux(clearing_copy[k], 0, words["s4"])),
+                ]
+
+        # ---- frozen read port --------------------------------------------------------
+        port = self.frozen
+        flat = port.addr
+        lane_of = Signal(range(max(lanes, 2)))
+        local = Signal(addr_bits)
+        m.d.comb += [lane_of.eq(0), local.eq(flat)]
+        for lane in range(1, lanes):
+            with m.If(flat >= lane * depth):
+                m.d.comb += [lane_of.eq(lane), local.eq(flat - lane * depth)]
+        in_range = flat < lanes * depth
+
+        b1_valid, b1_error = Signal(), Signal()
+        b1_lane = Signal.like(lane_of)
+        b1_copy = Signal()
+        m.d.sync += [b1_valid.eq(port.en),
+                     b1_error.eq((other != CopyState.FROZEN) | ~in_range),
+                     b1_lane.eq(lane_of), b1_copy.eq(~active),
+                     bus_addr.eq(local)]
+        b2_valid, b2_error = Signal(), Signal()
+        b2_lane = Signal.like(lane_of)
+        b2_copy = Signal()
+        m.d.sync += [b2_valid.eq(b1_valid), b2_error.eq(b1_error), b2_lane.eq(b1_lane),
+                     b2_copy.eq(b1_copy)]
+        selected = Signal(word_bits)
+        with m.Switch(Cat(b2_lane, b2_copy)):
+            for k in range(2):
+                for lane in range(lanes):
+                    with m.Case(lane | (k << len(b2_lane))):
+                        m.d.comb += selected.eq(rd[k][lane].data)
+        m.d.sync += [port.valid.eq(b2_valid), port.error.eq(b2_valid & b2_error),
+                     port.data.eq(Mux(b2_valid & ~b2_error, selected, 0))]
+        return m
