@@ -1,0 +1,270 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The pipelined H3 hasher: packet hash, RDA bucket hashes, LDS flow hashes.
+
+Where it sits (``DESIGN.md``): header tap → **H3 hasher** → bucket selection.
+
+H3 is ``XOR of Q[i] over the set input bits i``; the matrices ``Q`` come from
+:func:`host_sw.hashing.h3_rows` at elaboration (seed, purpose and index of the
+configuration), so the hardware hash equals :class:`host_sw.hashing.H3` bit for bit. The
+byte masks (invariant header fields) are run-time inputs (CSRs) in the CSR encoding of
+:meth:`host_sw.hashing.ByteMask.as_int` (bit ``i`` keeps byte ``i``).
+
+Design choice — *hash after the window is complete*: the tap hands over a whole window
+per frame (one record per clock at most), and the hasher accepts one window per clock.
+Accumulating partial hashes per beat would also work (H3 is linear), but the mask depends
+on the frame class (EtherType at bytes 12–13, version at byte 14), which is known only
+after those bytes — so a per-beat scheme would need the partial sums of both mask sets
+(IPv4 and IPv6, and for LDS both flow masks too), i.e. twice the XOR logic and registers,
+and would tie the hasher's structure to the data width. Hashing the finished window costs
+one register stage of the masked window and keeps the hasher independent of the data
+width.
+
+Pipeline (every stage registered, so no long combinational XOR tree):
+
+1. mask: the window ANDed with the class's byte mask (IPv6 mask for IPv6 frames, IPv4
+   mask otherwise; for LDS also the flow mask);
+2. XOR tree (:class:`H3Pipeline`): each stage XORs groups of at most ``fan_in`` (16)
+   terms — two LUT4 levels — until one term is left per output bit; a 512-bit window
+   takes 3 stages (512 → 32 → 2 → 1);
+3. RDA only: the bucket hash of each bank, H3 of the 64-bit packet hash (64 → 32), in
+   another :class:`H3Pipeline` after the packet hash.
+
+The flow hashes (LDS) run in parallel with the packet hash; every output is delayed to a
+common latency :attr:`PacketHasher.latency`.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.hashing import FrameClass, HashPurpose, h3_rows
+
+from .header_tap import FRAME_CLASS_BITS, TapRecord
+
+__all__ = ["H3Pipeline", "hashed_record_layout", "HashedRecord", "PacketHasher",
+           "delayed"]
+
+
+def delayed(m: Module, value, cycles: int, *, name: str = "delayed"):
+    """``value`` delayed by ``cycles`` registers (``cycles == 0`` returns it unchanged)."""
+    for i in range(cycles):
+        reg = Signal(value.shape(), name=f"{name}_d{i + 1}")
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value
+
+
+class H3Pipeline(wiring.Component):
+    """One H3 function as a pipelined XOR tree with constant rows.
+
+    Parameters
+    ----------
+    rows:
+        The matrix, one ``out_bits``-wide integer per input bit (from ``h3_rows``).
+    out_bits:
+        Output width.
+    fan_in:
+        Terms XORed per output bit per stage (16 = two LUT4 levels).
+
+    Members
+    -------
+    data: In(len(rows))
+        The (already masked) input; bit ``i`` is bit ``i % 8`` of byte ``i // 8``.
+    hash: Out(out_bits)
+        ``H3(data)``, :attr:`latency` cycles after ``data``.
+    """
+
+    def __init__(self, *, rows, out_bits: int, fan_in: int = 16):
+        rows = tuple(int(r) for r in rows)
+        if not rows:
+            raise ValueError("an H3 matrix needs at least one row")
+        if not isinstance(out_bits, int) or not 1 <= out_bits <= 64:
+            raise ValueError(f"out_bits must be 1..64, not {out_bits!r}")
+        if any(r >> out_bits for r in rows):
+            raise ValueError(f"H3 rows must fit {out_bits} bits")
+        if not isinstance(fan_in, int) or fan_in < 2:
+            raise ValueError(f"fan_in must be at least 2, not {fan_in!r}")
+        self.rows = rows
+        self.out_bits = out_bits
+        self.fan_in = fan_in
+        most_terms = max(sum((r >> o) & 1 for r in rows) for o in range(out_bits))
+        stages, terms = 1, most_terms
+        terms = -(-terms // fan_in)
+        while terms > 1:
+            terms = -(-terms // fan_in)
+            stages += 1
+        #: Register stages from ``data`` to ``hash`` (at least 1).
+        self.latency = stages
+        super().__init__({"data": In(len(rows)), "hash": Out(out_bits)})
+
+    def elaborate(self, platform):
+        m = Module()
+        per_bit = [[self.data[i] for i, r in enumerate(self.rows) if (r >> o) & 1]
+                   for o in range(self.out_bits)]
+        for stage in range(self.latency):
+            next_bits = []
+            for o, terms in enumerate(per_bit):
+                groups = [terms[k:k + self.fan_in] for k in range(0, len(terms), self.fan_in)]
+                regs = []
+                for g, group in enumerate(groups or [[]]):
+                    reg = Signal(name=f"xor_s{stage}_o{o}_g{g}")
+                    m.d.sync += reg.eq(Cat(*group).xor() if group else 0)
+                    regs.append(reg)
+                next_bits.append(regs)
+            per_bit = next_bits
+        assert all(len(t) == 1 for t in per_bit)
+        m.d.comb += self.hash.eq(Cat(t[0] for t in per_bit))
+        return m
+
+
+def hashed_record_layout(config: SynopsisConfig) -> data.StructLayout:
+    """The hasher's output record: ``packet_hash`` (64), ``frame_class``, ``counted``
+    (IPv4/IPv6), ``timestamp``, ``copy``; RDA adds ``bucket_hash`` (32 bits per bank),
+    LDS adds ``flow_hash`` (32 bits per row)."""
+    fields = {
+        "packet_hash": unsigned(64),
+        "frame_class": unsigned(FRAME_CLASS_BITS),
+        "counted": unsigned(1),
+        "timestamp": unsigned(config.ts_bits),
+        "copy": unsigned(1),
+    }
+    if isinstance(config, RdaConfig):
+        fields["bucket_hash"] = data.ArrayLayout(unsigned(32), config.banks)
+    if isinstance(config, LdsConfig):
+        fields["flow_hash"] = data.ArrayLayout(unsigned(32), config.rows)
+    return data.StructLayout(fields)
+
+
+def HashedRecord(config: SynopsisConfig) -> wiring.Signature:
+    """Hasher output port (source view): ``valid``, ``swap`` (in order with the records,
+    as in :func:`~hw.header_tap.TapRecord`) and ``payload``."""
+    return wiring.Signature({
+        "valid": Out(1),
+        "swap": Out(1),
+        "payload": Out(hashed_record_layout(config)),
+    })
+
+
+def _mask_bits(byte_mask):
+    """Expand a byte mask (bit i = byte i) to a bit mask."""
+    return Cat(byte_mask[i].replicate(8) for i in range(len(byte_mask)))
+
+
+class PacketHasher(wiring.Component):
+    """The H3 stage of a synopsis configuration.
+
+    Parameters
+    ----------
+    config:
+        An :class:`~host_sw.config.LdaConfig`, :class:`~host_sw.config.RdaConfig` or
+        :class:`~host_sw.config.LdsConfig` (window size, seed, kind and dimensions).
+
+    Members
+    -------
+    record: In(TapRecord(window_bytes, ts_bits))
+        Tap records; one per clock at most.
+    mask_packet_ipv4, mask_packet_ipv6: In(window_bytes)
+        Packet-hash byte masks (CSRs).
+    mask_flow_ipv4, mask_flow_ipv6: In(window_bytes)
+        Flow-hash byte masks (LDS only).
+    hashed: Out(HashedRecord(config))
+        The record with its hashes, exactly :attr:`latency` cycles after ``record``.
+    """
+
+    def __init__(self, *, config: SynopsisConfig):
+        if not isinstance(config, (LdaConfig, RdaConfig, LdsConfig)):
+            raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
+                             f"not {type(config).__name__}")
+        self.config = config
+        w = config.window_bytes
+        in_bits = w * 8
+        self._packet_tree = H3Pipeline(
+            rows=h3_rows(config.seed, HashPurpose.PACKET, 0, in_bits, 64), out_bits=64)
+        self._bucket_trees = []
+        self._flow_trees = []
+        if isinstance(config, RdaConfig):
+            self._bucket_trees = [
+                H3Pipeline(rows=h3_rows(config.seed, HashPurpose.RDA_BUCKET, l, 64, 32),
+                           out_bits=32) for l in range(config.banks)]
+        if isinstance(config, LdsConfig):
+            self._flow_trees = [
+                H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
+                           out_bits=32) for r in range(config.rows)]
+        packet_latency = 1 + self._packet_tree.latency          # mask stage + tree
+        if self._bucket_trees:
+            packet_latency_total = packet_latency + self._bucket_trees[0].latency
+        else:
+            packet_latency_total = packet_latency
+        flow_latency = 1 + max((t.latency for t in self._flow_trees), default=0)
+        self._packet_latency = packet_latency
+        #: Cycles from ``record`` to ``hashed``.
+        self.latency = max(packet_latency_total, flow_latency)
+        members = {
+            "record": In(TapRecord(w, config.ts_bits)),
+            "mask_packet_ipv4": In(w),
+            "mask_packet_ipv6": In(w),
+            "hashed": Out(HashedRecord(config)),
+        }
+        if isinstance(config, LdsConfig):
+            members["mask_flow_ipv4"] = In(w)
+            members["mask_flow_ipv6"] = In(w)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self.config
+        rec = self.record.payload
+        is_ipv6 = rec.frame_class == FrameClass.IPV6
+        counted = (rec.frame_class == FrameClass.IPV4) | is_ipv6
+
+        # Stage 1: masked window(s).
+        packet_input = Signal(config.window_bytes * 8)
+        m.d.sync += packet_input.eq(
+            rec.window & _mask_bits(Mux(is_ipv6, self.mask_packet_ipv6,
+                                        self.mask_packet_ipv4)))
+        m.submodules.packet_tree = self._packet_tree
+        m.d.comb += self._packet_tree.data.eq(packet_input)
+        packet_hash = self._packet_tree.hash          # at self._packet_latency
+
+        if self._flow_trees:
+            flow_input = Signal(config.window_bytes * 8)
+            m.d.sync += flow_input.eq(
+                rec.window & _mask_bits(Mux(is_ipv6, self.mask_flow_ipv6,
+                                            self.mask_flow_ipv4)))
+            for r, tree in enumerate(self._flow_trees):
+                m.submodules[f"flow_tree_{r}"] = tree
+                m.d.comb += tree.data.eq(flow_input)
+                m.d.comb += self.hashed.payload.flow_hash[r].eq(
+                    delayed(m, tree.hash, self.latency - 1 - tree.latency,
+                            name=f"flow_hash_{r}"))
+
+        for l, tree in enumerate(self._bucket_trees):
+            m.submodules[f"bucket_tree_{l}"] = tree
+            m.d.comb += tree.data.eq(packet_hash)
+            m.d.comb += self.hashed.payload.bucket_hash[l].eq(
+                delayed(m, tree.hash, self.latency - self._packet_latency - tree.latency,
+                        name=f"bucket_hash_{l}"))
+
+        m.d.comb += self.hashed.payload.packet_hash.eq(
+            delayed(m, packet_hash, self.latency - self._packet_latency, name="packet_hash"))
+
+        # Side band, delayed to the common latency. The window is only valid in the
+        # record's cycle; the rest is registered here.
+        side = Signal(data.StructLayout({
+            "valid": 1, "swap": 1, "frame_class": FRAME_CLASS_BITS, "counted": 1,
+            "timestamp": config.ts_bits, "copy": 1}))
+        m.d.comb += [
+            side.valid.eq(self.record.valid), side.swap.eq(self.record.swap),
+            side.frame_class.eq(rec.frame_class), side.counted.eq(counted),
+            side.timestamp.eq(rec.timestamp), side.copy.eq(rec.copy),
+        ]
+        side_out = delayed(m, side, self.latency, name="side")
+        m.d.comb += [
+            self.hashed.valid.eq(side_out.valid), self.hashed.swap.eq(side_out.swap),
+            self.hashed.payload.frame_class.eq(side_out.frame_class),
+            self.hashed.payload.counted.eq(side_out.counted),
+            self.hashed.payload.timestamp.eq(side_out.timestamp),
+            self.hashed.payload.copy.eq(side_out.copy),
+        ]
+        return m

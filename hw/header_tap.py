@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The header tap: one record per frame (header window, class, timestamp, copy).
+
+Where it sits (``DESIGN.md``): frames in → **header tap** → H3 hasher. The tap only
+watches the input stream's transfers (``valid & ready``); it never drives ``ready``, so
+the measurement side cannot stall the data path.
+
+Per frame it
+
+* captures the first ``window_bytes`` bytes into the window register (bytes past the
+  frame's end read as zero — the ``host_sw.hashing.header_windows`` contract);
+* latches the timestamp (``now``) and the active counter copy (``copy``) at the start of
+  frame (SOF) — a frame belongs to the interval of its SOF;
+* classifies it at the end of frame (EOF) with the priorities of
+  :func:`host_sw.hashing.classify_frame`: errored (``error`` on the last beat), runt
+  (fewer than ``min_frame_bytes`` bytes), control (EtherType 0x88B5), IPv4 (0x0800 and
+  version 4), IPv6 (0x86DD and version 6), otherwise non-IP;
+* emits the record the cycle after the EOF transfer, and counts frames per class.
+
+Swap ordering: :attr:`HeaderTap.boundary_ok` says the tap is between frames (no frame
+open, no single-beat frame transferring), so an interval boundary executed in this cycle
+(``swap`` pulse, with ``copy`` already showing the new copy) separates the records
+cleanly: the ``swap`` flag comes out in the record stream strictly after every record of
+a frame that started before it and strictly before every record of a frame that starts
+with or after it. (A stream made only of back-to-back single-beat frames defers a
+boundary until its first gap; at data widths ≤ 64 bits such frames are runts.)
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for, ceil_log2
+
+from host_sw.hashing import (
+    ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MIN_FRAME_BYTES, FrameClass,
+)
+
+from .frame import FrameMonitor, check_data_width
+
+__all__ = ["FRAME_CLASS_BITS", "tap_record_layout", "TapRecord", "TapStatus", "HeaderTap"]
+
+#: Width of a :class:`host_sw.hashing.FrameClass` value in gateware.
+FRAME_CLASS_BITS = 3
+#: Per-class status counters of the tap, in this order.
+TAP_STATUS_NAMES = ("frames", "counted", "errored", "runt", "non_ip", "control")
+
+
+def tap_record_layout(window_bytes: int, ts_bits: int) -> data.StructLayout:
+    """One frame's record: ``window`` (byte ``i`` at bits ``8i+7:8i``), ``frame_class``
+    (a :class:`~host_sw.hashing.FrameClass` value), ``timestamp`` (ticks, low
+    ``ts_bits`` bits, latched at SOF) and ``copy`` (latched at SOF)."""
+    return data.StructLayout({
+        "window": unsigned(window_bytes * 8),
+        "frame_class": unsigned(FRAME_CLASS_BITS),
+        "timestamp": unsigned(ts_bits),
+        "copy": unsigned(1),
+    })
+
+
+def TapRecord(window_bytes: int, ts_bits: int) -> wiring.Signature:
+    """Record port (source view): ``valid`` (one record this cycle), ``swap`` (an interval
+    boundary at this point of the record order; see the module docstring) and
+    ``payload``. No backpressure: the consumer takes every record."""
+    return wiring.Signature({
+        "valid": Out(1),
+        "swap": Out(1),
+        "payload": Out(tap_record_layout(window_bytes, ts_bits)),
+    })
+
+
+def TapStatus(counter_bits: int = 32) -> wiring.Signature:
+    """Status counters (source view), one per name of ``TAP_STATUS_NAMES``: frames seen,
+    counted (IPv4/IPv6), errored, runt, non-IP, control. They wrap modulo
+    ``2**counter_bits``."""
+    return wiring.Signature({name: Out(counter_bits) for name in TAP_STATUS_NAMES})
+
+
+class HeaderTap(wiring.Component):
+    """Watches a frame stream and emits one :func:`TapRecord` per frame.
+
+    Parameters
+    ----------
+    data_width:
+        Stream data width in bits (multiple of 8).
+    window_bytes:
+        Bytes of the header window (``config.window_bytes``, ≥ 15).
+    ts_bits:
+        Timestamp width (``config.ts_bits``); ``now`` is truncated to it.
+    min_frame_bytes:
+        Frames shorter than this are runts.
+    counter_bits:
+        Width of the status counters.
+
+    Members
+    -------
+    watch: In(FrameMonitor(data_width))
+        The watched stream (a transfer is ``valid & ready``).
+    now: In(ts_bits)
+        The timebase.
+    copy: In(1)
+        The active copy, latched at SOF.
+    swap: In(1)
+        An interval boundary is executed this cycle (only when ``boundary_ok``).
+    boundary_ok: Out(1)
+        No frame is open and no single-beat frame transfers this cycle (combinational).
+    record: Out(TapRecord(window_bytes, ts_bits))
+        One record the cycle after each EOF transfer. ``payload.window`` is the window
+        register itself: it is valid only in the cycle ``valid`` is high.
+    status: Out(TapStatus(counter_bits))
+
+    Latency: the record appears 1 cycle after the EOF transfer; ``swap`` appears 1 cycle
+    after the boundary.
+    """
+
+    def __init__(self, *, data_width: int, window_bytes: int, ts_bits: int,
+                 min_frame_bytes: int = MIN_FRAME_BYTES, counter_bits: int = 32):
+        check_data_width(data_width)
+        if not isinstance(window_bytes, int) or window_bytes < 15:
+            raise ValueError(f"window_bytes must be at least 15 (EtherType and IP version), "
+                             f"not {window_bytes!r}")
+        if not isinstance(ts_bits, int) or not 1 <= ts_bits <= 64:
+            raise ValueError(f"ts_bits must be 1..64, not {ts_bits!r}")
+        if not isinstance(min_frame_bytes, int) or min_frame_bytes < 1:
+            raise ValueError(f"min_frame_bytes must be positive, not {min_frame_bytes!r}")
+        if not isinstance(counter_bits, int) or not 1 <= counter_bits <= 64:
+            raise ValueError(f"counter_bits must be 1..64, not {counter_bits!r}")
+        self.data_width = data_width
+        self.window_bytes = window_bytes
+        self.ts_bits = ts_bits
+        self.min_frame_bytes = min_frame_bytes
+        self.counter_bits = counter_bits
+        #: Cycles from the EOF transfer to ``record.valid``.
+        self.latency = 1
+        super().__init__({
+            "watch": In(FrameMonitor(data_width)),
+            "now": In(ts_bits),
+            "copy": In(1),
+            "swap": In(1),
+            "boundary_ok": Out(1),
+            "record": Out(TapRecord(window_bytes, ts_bits)),
+            "status": Out(TapStatus(counter_bits)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self.data_width // 8
+        wbytes = self.window_bytes
+        slots = (wbytes + lanes - 1) // lanes          # beats that reach into the window
+
+        beat = self.watch.payload
+        transfer = Signal()
+        m.d.comb += transfer.eq(self.watch.valid & self.watch.ready)
+
+        in_frame = Signal()          # an SOF was transferred and its EOF not yet
+        first = Signal()             # this transfer is a start of frame
+        m.d.comb += first.eq(~in_frame)
+        with m.If(transfer):
+            m.d.sync += in_frame.eq(~beat.last)
+        m.d.comb += self.boundary_ok.eq(~in_frame & ~(transfer & beat.last))
+
+        # -- window capture ------------------------------------------------------------
+        beat_index = Signal(range(slots + 1))   # saturates at `slots`
+        with m.If(transfer):
+            with m.If(beat.last):
+                m.d.sync += beat_index.eq(0)
+            with m.Else():
+                index_now = Mux(first, 0, beat_index)
+                m.d.sync += beat_index.eq(Mux(index_now >= slots, slots, index_now + 1))
+
+        incoming = Signal(self.data_width)      # the beat with dropped lanes zeroed
+        m.d.comb += incoming.eq(Cat(beat.data.word_select(i, 8) & beat.keep[i].replicate(8)
+                                    for i in range(lanes)))
+
+        window = Signal(wbytes * 8)
+        window_next = Signal(wbytes * 8)
+        slot_values = []
+        for j in range(slots):
+            lo, hi = j * lanes, min((j + 1) * lanes, wbytes)
+            current = window[lo * 8:hi * 8]
+            value = incoming[:(hi - lo) * 8]
+            if j == 0:
+                written = transfer & first
+                cleared = Const(0)
+            else:
+                written = transfer & ~first & (beat_index == j)
+                cleared = transfer & first
+            slot_values.append(Mux(written, value, Mux(cleared, 0, current)))
+        m.d.comb += window_next.eq(Cat(*slot_values))
+        m.d.sync += window.eq(window_next)
+
+        # -- byte count (runt detection), timestamp and copy at SOF --------------------
+        count_width = bits_for(self.min_frame_bytes + lanes)
+        frame_bytes = Signal(count_width)       # bytes before this beat, saturating
+        beat_bytes = Signal(range(lanes + 1))
+        m.d.comb += beat_bytes.eq(sum(beat.keep[i] for i in range(lanes)))
+        total_bytes = Signal(count_width + 1)
+        m.d.comb += total_bytes.eq(Mux(first, 0, frame_bytes) + beat_bytes)
+        with m.If(transfer):
+            m.d.sync += frame_bytes.eq(Mux(total_bytes >= self.min_frame_bytes,
+                                           self.min_frame_bytes, total_bytes))
+
+        sof_timestamp = Signal(self.ts_bits)
+        sof_copy = Signal()
+        with m.If(transfer & first):
+            m.d.sync += [sof_timestamp.eq(self.now), sof_copy.eq(self.copy)]
+
+        # -- classification at EOF -----------------------------------------------------
+        ethertype = Signal(16)
+        version = Signal(4)
+        m.d.comb += [
+            ethertype.eq(Cat(window_next[13 * 8:14 * 8], window_next[12 * 8:13 * 8])),
+            version.eq(window_next[14 * 8 + 4:15 * 8]),
+        ]
+        frame_class = Signal(FRAME_CLASS_BITS)
+        with m.If(beat.error):
+            m.d.comb += frame_class.eq(FrameClass.ERRORED)
+        with m.Elif(total_bytes < self.min_frame_bytes):
+            m.d.comb += frame_class.eq(FrameClass.RUNT)
+        with m.Elif(ethertype == ETHERTYPE_CONTROL):
+            m.d.comb += frame_class.eq(FrameClass.CONTROL)
+        with m.Elif((ethertype == ETHERTYPE_IPV4) & (version == 4)):
+            m.d.comb += frame_class.eq(FrameClass.IPV4)
+        with m.Elif((ethertype == ETHERTYPE_IPV6) & (version == 6)):
+            m.d.comb += frame_class.eq(FrameClass.IPV6)
+        with m.Else():
+            m.d.comb += frame_class.eq(FrameClass.NON_IP)
+
+        # -- record (registered) -------------------------------------------------------
+        rec_valid = Signal()
+        rec_swap = Signal()
+        rec_class = Signal(FRAME_CLASS_BITS)
+        rec_timestamp = Signal(self.ts_bits)
+        rec_copy = Signal()
+        eof = transfer & beat.last
+        m.d.sync += [rec_valid.eq(eof), rec_swap.eq(self.swap)]
+        with m.If(eof):
+            m.d.sync += [
+                rec_class.eq(frame_class),
+                rec_timestamp.eq(Mux(first, self.now, sof_timestamp)),
+                rec_copy.eq(Mux(first, self.copy, sof_copy)),
+            ]
+        m.d.comb += [
+            self.record.valid.eq(rec_valid),
+            self.record.swap.eq(rec_swap),
+            self.record.payload.window.eq(window),
+            self.record.payload.frame_class.eq(rec_class),
+            self.record.payload.timestamp.eq(rec_timestamp),
+            self.record.payload.copy.eq(rec_copy),
+        ]
+
+        # -- status counters (count the registered record) -----------------------------
+        st = self.status
+        with m.If(rec_valid):
+            m.d.sync += st.frames.eq(st.frames + 1)
+            with m.Switch(rec_class):
+                with m.Case(FrameClass.IPV4, FrameClass.IPV6):
+                    m.d.sync += st.counted.eq(st.counted + 1)
+                with m.Case(FrameClass.ERRORED):
+                    m.d.sync += st.errored.eq(st.errored + 1)
+                with m.Case(FrameClass.RUNT):
+                    m.d.sync += st.runt.eq(st.runt + 1)
+                with m.Case(FrameClass.NON_IP):
+                    m.d.sync += st.non_ip.eq(st.non_ip + 1)
+                with m.Case(FrameClass.CONTROL):
+                    m.d.sync += st.control.eq(st.control + 1)
+        return m

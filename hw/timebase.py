@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The free-running timebase: the tick counter that timestamps frames at start of frame.
+
+Where it sits (``DESIGN.md``): beside the header tap, which latches :attr:`Timebase.now`
+at each start of frame; the counters sum its low ``ts_bits`` bits. The host sets it over
+the bus (``set``/``set_value``) to align two measurement points; the unit of a tick is
+``config.tick_ns``.
+"""
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["Timebase"]
+
+
+class Timebase(wiring.Component):
+    """A ``width``-bit tick counter, +1 every clock, settable.
+
+    Parameters
+    ----------
+    width:
+        Counter width in bits (default 64).
+
+    Members
+    -------
+    now: Out(width)
+        The current tick (registered).
+    set: In(1)
+        Load ``set_value`` this cycle; :attr:`now` shows it the next cycle and counts on
+        from there.
+    set_value: In(width)
+    """
+
+    def __init__(self, *, width: int = 64):
+        if not isinstance(width, int) or not 16 <= width <= 64:
+            raise ValueError(f"timebase width must be 16..64 bits, not {width!r}")
+        self.width = width
+        super().__init__({"now": Out(width), "set": In(1), "set_value": In(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.set):
+            m.d.sync += self.now.eq(self.set_value)
+        with m.Else():
+            m.d.sync += self.now.eq(self.now + 1)
+        return m
