@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""cocotb testbenches of the exported core (see sim_tb/runner.py)."""

