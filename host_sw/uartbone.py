@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The UARTBone byte protocol, host side: one definition for every transport.
+
+In DESIGN.md's data flow this is the "bus bridge ◄── UART / byte stream ◄── host" edge: the
+host's serial and simulation transports, and the cocotb testbenches, encode bus accesses
+with these functions; ``hw.uartbone.UARTBoneBridge`` is the gateware end. The protocol is
+LiteX's UARTBone (``litex/soc/cores/uart.py`` ``Stream2Wishbone``, host
+``litex/tools/remote/comm_uart.py``), so LiteX's ``litex_server --uart`` can talk to our
+devices too.
+
+A command is::
+
+    cmd (1 byte) | length (1 byte, 1..255 words) | word address (4 bytes, big-endian)
+    [ length × data word (4 bytes each, big-endian) ]      (writes only)
+
+``cmd`` is :data:`CMD_WRITE_INCR` (0x01), :data:`CMD_READ_INCR` (0x02),
+:data:`CMD_WRITE_FIXED` (0x03) or :data:`CMD_READ_FIXED` (0x04): incrementing commands access
+``address, address + 1, ...``, fixed ones access ``address`` ``length`` times. A read answers
+exactly ``length × 4`` bytes (each word big-endian, in access order); a write answers
+nothing. Addresses here are **word** addresses (LiteX's host divides its byte addresses by
+4 before sending; ``csr.csv`` lists byte addresses).
+
+The bridge drops a command that stops arriving part-way (a timeout in clocks), and drops
+unknown command bytes, so a host resynchronises by pausing longer than the timeout.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CMD_WRITE_INCR", "CMD_READ_INCR", "CMD_WRITE_FIXED", "CMD_READ_FIXED",
+           "MAX_BURST", "encode_read", "encode_write", "decode_read_reply",
+           "read_reply_length"]
+
+CMD_WRITE_INCR = 0x01
+CMD_READ_INCR = 0x02
+CMD_WRITE_FIXED = 0x03
+CMD_READ_FIXED = 0x04
+#: Most words one command carries (the length byte).
+MAX_BURST = 255
+
+
+def _check_address(address: int):
+    if not 0 <= address < (1 << 32):
+        raise ValueError(f"word address must be a 32-bit unsigned integer, not {address}")
+
+
+def _check_burst(max_burst: int):
+    if not 1 <= max_burst <= MAX_BURST:
+        raise ValueError(f"max_burst must be 1..{MAX_BURST}, not {max_burst}")
+
+
+def encode_read(address: int, n: int = 1, *, incrementing: bool = True,
+                max_burst: int = MAX_BURST) -> bytes:
+    """Bytes of the command(s) reading ``n`` words from word ``address``.
+
+    More than ``max_burst`` words become several commands (incrementing: consecutive
+    address ranges; fixed: the same address); the replies, concatenated, are still
+    ``n × 4`` bytes in access order (:func:`decode_read_reply`).
+    """
+    _check_address(address)
+    _check_burst(max_burst)
+    if n < 1:
+        raise ValueError(f"a read needs at least one word, not {n}")
+    if incrementing and address + n > (1 << 32):
+        raise ValueError(f"reading {n} words from {address:#x} passes the end of the "
+                         f"32-bit address space")
+    cmd = CMD_READ_INCR if incrementing else CMD_READ_FIXED
+    out = bytearray()
+    done = 0
+    while done < n:
+        size = min(max_burst, n - done)
+        a = address + done if incrementing else address
+        out += bytes((cmd, size)) + a.to_bytes(4, "big")
+        done += size
+    return bytes(out)
+
+
+def encode_write(address: int, words, *, incrementing: bool = True,
+                 max_burst: int = MAX_BURST) -> bytes:
+    """Bytes of the command(s) writing 32-bit ``words`` from word ``address`` (split in
+    commands of at most ``max_burst`` words)."""
+    _check_address(address)
+    _check_burst(max_burst)
+    words = [int(w) for w in words]
+    if not words:
+        raise ValueError("a write needs at least one word")
+    for w in words:
+        if not 0 <= w < (1 << 32):
+            raise ValueError(f"data words must be 32-bit unsigned integers, not {w}")
+    if incrementing and address + len(words) > (1 << 32):
+        raise ValueError(f"writing {len(words)} words from {address:#x} passes the end of "
+                         f"the 32-bit address space")
+    cmd = CMD_WRITE_INCR if incrementing else CMD_WRITE_FIXED
+    out = bytearray()
+    for done in range(0, len(words), max_burst):
+        chunk = words[done:done + max_burst]
+        a = address + done if incrementing else address
+        out += bytes((cmd, len(chunk))) + a.to_bytes(4, "big")
+        for w in chunk:
+            out += w.to_bytes(4, "big")
+    return bytes(out)
+
+
+def read_reply_length(n: int) -> int:
+    """Bytes the bridge answers to a read of ``n`` words."""
+    return 4 * n
+
+
+def decode_read_reply(data: bytes, n: int | None = None) -> list[int]:
+    """Words of a read reply (big-endian 4-byte words). ``n``, if given, must match."""
+    data = bytes(data)
+    if len(data) % 4:
+        raise ValueError(f"a read reply is whole 4-byte words, got {len(data)} bytes")
+    if n is not None and len(data) != 4 * n:
+        raise ValueError(f"expected {4 * n} bytes for {n} words, got {len(data)}")
+    return [int.from_bytes(data[k:k + 4], "big") for k in range(0, len(data), 4)]

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""UARTBone bridge: host bytes in, CSR bus accesses, reply bytes out.
+
+In DESIGN.md's data flow this is the "bus bridge ◄── UART (board) / byte stream
+(simulation) ◄── host" box: it turns the UARTBone byte protocol (LiteX's
+``Stream2Wishbone``; host side and exact framing in :mod:`host_sw.uartbone`) into accesses
+on the CSR bus of ``hw.csr`` (``hw.csr.csr_bus_signature``). On a board ``rx``/``tx`` come
+from the UART PHY (``hw.uart.UART``); in the exported Verilog they are the
+``bus_rx_*``/``bus_tx_*`` byte streams.
+
+Protocol (all multi-byte values big-endian)::
+
+    cmd | length (words) | word address (4 bytes) | [length × data word (4 bytes)]
+
+* ``0x01`` write, incrementing address; ``0x02`` read, incrementing; ``0x03`` write, fixed
+  address; ``0x04`` read, fixed address.
+* A read answers exactly ``length × 4`` bytes, each word most significant byte first, in
+  access order; a write answers nothing.
+* A length of 0 (outside the protocol's 1..255) is accepted as a no-op: the address bytes
+  are consumed, nothing is accessed and nothing answered.
+* Unknown command bytes are dropped (so are bytes arriving while the bridge waits for a
+  command, whatever they are, if they are not a command).
+* If the next byte of a command does not arrive within ``timeout_cycles`` clocks of the
+  previous one, the half-received command is dropped and the bridge waits for a new
+  command. A host resynchronises by pausing longer than that.
+* ``rx`` is not ready while the bridge performs bus accesses or sends a reply (hosts wait
+  for a read's reply before sending more; the UART PHY flags an overrun otherwise).
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from host_sw.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
+
+from .csr import csr_bus_signature
+
+__all__ = ["UARTBoneBridge"]
+
+
+class UARTBoneBridge(wiring.Component):
+    """Byte streams ↔ CSR bus master.
+
+    Parameters
+    ----------
+    timeout_cycles : int
+        Clocks without a byte after which a half-received command is dropped (≥ 1).
+
+    Members
+    -------
+    rx : In(stream.Signature(8))
+        Bytes from the host.
+    tx : Out(stream.Signature(8))
+        Bytes to the host (read replies).
+    bus : Out(hw.csr.csr_bus_signature())
+        CSR bus master port.
+    """
+
+    def __init__(self, *, timeout_cycles: int):
+        if not isinstance(timeout_cycles, int) or timeout_cycles < 1:
+            raise ValueError(f"timeout_cycles must be a positive integer, not {timeout_cycles}")
+        self.timeout_cycles = timeout_cycles
+        super().__init__({
+            "rx": In(stream.Signature(8)),
+            "tx": Out(stream.Signature(8)),
+            "bus": Out(csr_bus_signature()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        rx, tx, bus = self.rx, self.tx, self.bus
+
+        is_write = Signal()
+        incrementing = Signal()
+        length = Signal(8)
+        done = Signal(8)        # words accessed so far
+        address = Signal(32)
+        word = Signal(32)       # data being received (write) or sent (read)
+        byte_count = Signal(2)  # bytes of the current address/data word
+        timer = Signal(range(self.timeout_cycles + 1))
+        receiving = Signal()    # in the middle of a command, waiting for its next byte
+        timed_out = Signal()
+
+        m.d.comb += [bus.addr.eq(address), bus.w_data.eq(word),
+                     timed_out.eq(receiving & (timer == self.timeout_cycles))]
+        with m.If(~receiving | (rx.valid & rx.ready)):
+            m.d.sync += timer.eq(0)
+        with m.Elif(~timed_out):
+            m.d.sync += timer.eq(timer + 1)
+
+        with m.FSM(name="uartbone"):
+            with m.State("COMMAND"):
+                m.d.comb += rx.ready.eq(1)
+                with m.If(rx.valid):
+                    with m.Switch(rx.payload):
+                        for cmd in (CMD_WRITE_INCR, CMD_READ_INCR, CMD_WRITE_FIXED,
+                                    CMD_READ_FIXED):
+                            with m.Case(cmd):
+                                m.d.sync += [
+                                    is_write.eq(cmd in (CMD_WRITE_INCR, CMD_WRITE_FIXED)),
+                                    incrementing.eq(cmd in (CMD_WRITE_INCR, CMD_READ_INCR)),
+                                ]
+                                m.next = "LENGTH"
+                        # Default: unknown command byte, dropped.
+
+            with m.State("LENGTH"):
+                m.d.comb += [receiving.eq(1), rx.ready.eq(1)]
+                with m.If(timed_out):
+                    m.next = "COMMAND"
+                with m.Elif(rx.valid):
+                    m.d.sync += [length.eq(rx.payload), byte_count.eq(0), done.eq(0)]
+                    m.next = "ADDRESS"
+
+            with m.State("ADDRESS"):
+                m.d.comb += [receiving.eq(1), rx.ready.eq(1)]
+                with m.If(timed_out):
+                    m.next = "COMMAND"
+                with m.Elif(rx.valid):
+                    m.d.sync += [address.eq((address << 8) | rx.payload),
+                                 byte_count.eq(byte_count + 1)]
+                    with m.If(byte_count == 3):
+                        with m.If(length == 0):
+                            m.next = "COMMAND"
+                        with m.Elif(is_write):
+                            m.next = "DATA"
+                        with m.Else():
+                            m.next = "BUS_READ"
+
+            with m.State("DATA"):
+                m.d.comb += [receiving.eq(1), rx.ready.eq(1)]
+                with m.If(timed_out):
+                    m.next = "COMMAND"
+                with m.Elif(rx.valid):
+                    m.d.sync += [word.eq((word << 8) | rx.payload),
+                                 byte_count.eq(byte_count + 1)]
+                    with m.If(byte_count == 3):
+                        m.next = "BUS_WRITE"
+
+            with m.State("BUS_WRITE"):
+                m.d.comb += bus.w_stb.eq(1)
+                with m.If(bus.ack):
+                    m.d.sync += done.eq(done + 1)
+                    with m.If(incrementing):
+                        m.d.sync += address.eq(address + 1)
+                    with m.If(done + 1 == length):
+                        m.next = "COMMAND"
+                    with m.Else():
+                        m.next = "DATA"
+
+            with m.State("BUS_READ"):
+                m.d.comb += bus.r_stb.eq(1)
+                with m.If(bus.ack):
+                    m.d.sync += [word.eq(bus.r_data), byte_count.eq(0)]
+                    m.next = "SEND"
+
+            with m.State("SEND"):
+                m.d.comb += [tx.valid.eq(1), tx.payload.eq(word[24:32])]
+                with m.If(tx.ready):
+                    m.d.sync += [word.eq(word << 8), byte_count.eq(byte_count + 1)]
+                    with m.If(byte_count == 3):
+                        m.d.sync += done.eq(done + 1)
+                        with m.If(incrementing):
+                            m.d.sync += address.eq(address + 1)
+                        with m.If(done + 1 == length):
+                            m.next = "COMMAND"
+                        with m.Else():
+                            m.next = "BUS_READ"
+        return m
