@@ -1,0 +1,402 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Tests of the golden model (``host_sw.golden``) against a slow per-packet reference
+written from the definitions, and of the word layouts and configurations it relies on
+(``host_sw.layouts``, ``host_sw.config``), plus the test vectors printed in docs/SPEC.md."""
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from host_sw.config import (
+    ConfigMismatch, LdaConfig, LdsConfig, RdaConfig, check_comparable, config_from_dict,
+)
+from host_sw.golden import (
+    Hashers, PacketHashes, Synopsis, bucket_indices, hash_frames, hash_windows, update,
+)
+from host_sw.hashing import MASK64, PAIR_TABLE_MIN_ROWS, FrameClass, header_windows
+from host_sw.layouts import Field, WordLayout, signed_difference, wrap
+
+ROOT = Path(__file__).resolve().parent.parent
+U64_ANY_LZ = st.builds(lambda v, shift: v >> shift, st.integers(0, MASK64), st.integers(0, 40))
+
+
+# -- slow per-packet reference (pure Python ints, straight from the definitions) -------------
+
+def ref_lz(p: int) -> int:
+    return 32 - (p >> 32).bit_length()
+
+
+def ref_update(config, packets, timestamps, flows=None, weights=None, counted=None):
+    """Dict of field name → nested lists, updated one packet at a time."""
+    banks, cols = config.shape
+    layout = config.layout
+    mod = {f.name: 1 << f.width for f in layout.fields}
+    mem = {f.name: [[0] * cols for _ in range(banks)] for f in layout.fields}
+    hashers = Hashers(config)
+
+    def add(b, c, p, t, w):
+        mem["count"][b][c] = (mem["count"][b][c] + w) % mod["count"]
+        mem["ts_sum"][b][c] = (mem["ts_sum"][b][c] + t * w) % mod["ts_sum"]
+        if "id_xor" in mem:
+            mem["id_xor"][b][c] ^= p
+        if "digest" in mem:
+            mem["digest"][b][c] ^= p % mod["digest"]
+
+    for i, (p, t) in enumerate(zip(packets, timestamps)):
+        if counted is not None and not counted[i]:
+            continue
+        w = 1 if weights is None else weights[i]
+        if isinstance(config, LdaConfig):
+            bank = -1
+            for j, z in enumerate(config.thresholds):
+                if ref_lz(p) >= z:
+                    bank = j
+            if bank >= 0:
+                add(bank, p % config.rows, p, t, w)
+        elif isinstance(config, RdaConfig):
+            for l, h in enumerate(hashers.rda_bucket):
+                add(l, (h.scalar(p.to_bytes(8, "little")) * cols) >> 32, p, t, w)
+        else:
+            offset = ((p & 0xFFFFFFFF) * config.vlda_cells) >> 32
+            for r, z in enumerate(config.row_thresholds):
+                if ref_lz(p) >= z:
+                    base = ((flows[r][i] & 0xFFFFFFFF) * cols) >> 32
+                    add(r, (base + offset) % cols, p, t, w)
+    return mem
+
+
+def as_lists(syn: Synopsis):
+    return {k: v.tolist() for k, v in syn.fields.items()}
+
+
+small_lda = st.builds(
+    lambda rows, th, cb, tb: LdaConfig(banks=len(th), rows=rows, thresholds=th,
+                                       count_bits=cb, ts_bits=tb),
+    st.sampled_from([2, 4, 8]),
+    st.sets(st.integers(0, 12), min_size=1, max_size=3).map(lambda s: tuple(sorted(s))),
+    st.sampled_from([8, 9, 32]), st.sampled_from([16, 17, 40]))
+small_rda = st.builds(
+    lambda k, m, cb, tb: RdaConfig(banks=k, buckets_per_bank=m, count_bits=cb, ts_bits=tb),
+    st.integers(1, 3), st.sampled_from([1, 3, 8, 10]), st.sampled_from([8, 32]),
+    st.sampled_from([16, 40]))
+small_lds = st.builds(
+    lambda th, c, k, cb, tb, db: LdsConfig(rows=len(th), cells=c, vlda_cells=min(k, c),
+                                           row_thresholds=th, count_bits=cb, ts_bits=tb,
+                                           digest_bits=db),
+    st.lists(st.integers(0, 6), min_size=1, max_size=3).map(tuple), st.sampled_from([1, 5, 16]),
+    st.integers(1, 6), st.sampled_from([8, 32]), st.sampled_from([16, 40]),
+    st.sampled_from([1, 13, 32, 64]))
+
+
+@st.composite
+def traffic(draw, config_strategy, max_packets=300):
+    config = draw(config_strategy)
+    n = draw(st.integers(0, max_packets))
+    packets = draw(st.lists(U64_ANY_LZ, min_size=n, max_size=n))
+    # timestamps around 2**ts_bits, so the sums wrap at their width
+    base = draw(st.sampled_from([0, (1 << config.ts_bits) - 50, (1 << 63) - 5000]))
+    timestamps = draw(st.lists(st.integers(base, base + 1000), min_size=n, max_size=n))
+    counted = draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n))
+    flows = None
+    if isinstance(config, LdsConfig):
+        flows = [draw(st.lists(st.integers(0, 2**32 - 1), min_size=n, max_size=n))
+                 for _ in range(config.rows)]
+    return config, packets, timestamps, flows, counted
+
+
+def run_golden(config, packets, timestamps, flows, counted, weights=None):
+    hashes = PacketHashes(
+        np.array(packets, dtype=np.uint64),
+        None if flows is None else np.array(flows, dtype=np.uint64).reshape(len(flows), -1),
+        None if counted is None else np.array(counted, dtype=bool))
+    return update(config, hashes, np.array(timestamps, dtype=np.uint64), weights=weights)
+
+
+@pytest.mark.parametrize("strategy", [small_lda, small_rda, small_lds], ids=["lda", "rda", "lds"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_update_equals_per_packet_reference(strategy, data):
+    config, packets, timestamps, flows, counted = data.draw(traffic(strategy))
+    syn = run_golden(config, packets, timestamps, flows, counted)
+    assert as_lists(syn) == ref_update(config, packets, timestamps, flows, counted=counted)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_lds_weights(data):
+    config, packets, timestamps, flows, counted = data.draw(traffic(small_lds))
+    weights = data.draw(st.lists(st.integers(0, 2**20), min_size=len(packets),
+                                 max_size=len(packets)))
+    syn = run_golden(config, packets, timestamps, flows, counted,
+                     weights=np.array(weights, dtype=np.uint64))
+    assert as_lists(syn) == ref_update(config, packets, timestamps, flows, weights, counted)
+
+
+def test_count_wraps_at_count_bits():
+    config = LdaConfig(banks=1, rows=2, thresholds=(0,), count_bits=8, ts_bits=16)
+    n = 300  # all packets in row 0
+    syn = run_golden(config, [0] * n, [(1 << 16) - 1] * n, None, None)
+    assert syn.count.tolist() == [[n % 256, 0]]
+    assert syn.ts_sum.tolist() == [[(n * ((1 << 16) - 1)) % (1 << 16), 0]]
+
+
+def test_update_rejects_bad_inputs():
+    config = LdaConfig()
+    hashes = PacketHashes(np.zeros(3, dtype=np.uint64))
+    with pytest.raises(ValueError, match="one timestamp per packet"):
+        update(config, hashes, np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="non-negative"):
+        update(config, hashes, np.array([1, -1, 2]))
+    with pytest.raises(ValueError, match="integer ticks"):
+        update(config, hashes, np.zeros(3))
+    with pytest.raises(ValueError, match="LDS only"):
+        update(config, hashes, np.zeros(3, dtype=np.int64), weights=np.ones(3))
+    with pytest.raises(ValueError, match="flow hashes"):
+        update(LdsConfig(), hashes, np.zeros(3, dtype=np.int64))
+    with pytest.raises(ConfigMismatch, match="differing parameters: rows"):
+        update(config, hashes, np.zeros(3, dtype=np.int64),
+               synopsis=Synopsis.empty(LdaConfig(rows=64)))
+
+
+def test_large_batches_use_the_same_split():
+    """Batches above PAIR_TABLE_MIN_ROWS take the paired-table paths (RDA bucket hashes,
+    H3 of windows); compare them with the small-batch path on the same packets."""
+    rng = np.random.default_rng(5)
+    n = PAIR_TABLE_MIN_ROWS + 1000
+    packets = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
+    timestamps = rng.integers(0, 1 << 40, size=n, dtype=np.uint64)
+    for config in (RdaConfig(banks=3, buckets_per_bank=1000), RdaConfig()):
+        hashers = Hashers(config)
+        fast = hashers.rda_bucket_hashes(packets)
+        assert [f.tolist() for f in fast] == [h.of_u64(packets).tolist()
+                                                for h in hashers.rda_bucket]
+        whole = update(config, PacketHashes(packets), timestamps)
+        pieces = Synopsis.empty(config)
+        for part in np.array_split(np.arange(n), 8):  # each piece below the threshold
+            update(config, PacketHashes(packets[part]), timestamps[part], synopsis=pieces)
+        assert whole == pieces
+
+
+@pytest.mark.parametrize("config", [LdaConfig(rows=16, thresholds=(0, 2)),
+                                    RdaConfig(banks=3, buckets_per_bank=7),
+                                    LdsConfig(rows=2, cells=9, vlda_cells=3,
+                                              row_thresholds=(0, 1))],
+                         ids=["lda", "rda", "lds"])
+def test_merged_equals_update_with_union(config):
+    rng = np.random.default_rng(1)
+    n = 500
+    packets = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
+    timestamps = rng.integers(0, 1 << 50, size=n, dtype=np.uint64)
+    flow = (rng.integers(0, 1 << 32, size=(config.rows, n), dtype=np.uint64)
+            if isinstance(config, LdsConfig) else None)
+    hashes = PacketHashes(packets, flow)
+    first, second = np.arange(n) < 200, np.arange(n) >= 200
+    a = update(config, hashes.select(first), timestamps[first])
+    b = update(config, hashes.select(second), timestamps[second])
+    union = update(config, hashes, timestamps)
+    assert a.merged(b) == union
+    assert b.merged(a) == union
+    with pytest.raises(ConfigMismatch):
+        a.merged(Synopsis.empty(config.replace(seed=config.seed + 1)))
+
+
+def test_bucket_indices_agree_with_update():
+    config = LdsConfig(rows=3, cells=11, vlda_cells=4, row_thresholds=(0, 1, 3))
+    rng = np.random.default_rng(2)
+    n = 400
+    hashes = PacketHashes(rng.integers(0, 1 << 64, size=n, dtype=np.uint64),
+                          rng.integers(0, 1 << 32, size=(3, n), dtype=np.uint64),
+                          rng.random(n) < 0.9)
+    rows, cols, who = bucket_indices(config, hashes)
+    count = np.zeros(config.shape, dtype=np.int64)
+    np.add.at(count, (rows, cols), 1)
+    syn = update(config, hashes, np.zeros(n, dtype=np.int64))
+    assert syn.count.tolist() == count.tolist()
+    assert hashes.counted[who].all()
+
+
+def test_hash_frames_classifies_and_counts():
+    config = LdsConfig(rows=2, cells=8, row_thresholds=(0, 0))
+    ipv4 = bytes(12) + b"\x08\x00\x45" + bytes(60)
+    ipv6 = bytes(12) + b"\x86\xdd\x60" + bytes(60)
+    arp = bytes(12) + b"\x08\x06" + bytes(60)
+    frames = [ipv4, ipv6, arp, ipv4[:40], ipv4]
+    hashes = hash_frames(config, frames, errors=[False, False, False, False, True])
+    assert hashes.counted.tolist() == [True, True, False, False, False]
+    hashers = Hashers(config)
+    windows = header_windows(frames)
+    assert int(hashes.packet[0]) == hashers.packet[FrameClass.IPV4].scalar(windows[0].tobytes())
+    assert int(hashes.packet[1]) == hashers.packet[FrameClass.IPV6].scalar(windows[1].tobytes())
+    assert int(hashes.flow[1, 0]) == hashers.flow[FrameClass.IPV4][1].scalar(
+        windows[0].tobytes())
+    classes = [FrameClass.IPV4, FrameClass.IPV6, FrameClass.NON_IP, FrameClass.RUNT,
+               FrameClass.ERRORED]
+    again = hash_windows(config, windows, classes)
+    assert np.array_equal(again.packet[:2], hashes.packet[:2])
+
+
+# -- word layouts ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", [LdaConfig(rows=4), RdaConfig(buckets_per_bank=3),
+                                    LdsConfig(rows=2, cells=5, row_thresholds=(0, 0),
+                                              digest_bits=64)])
+def test_words_round_trip(config):
+    rng = np.random.default_rng(3)
+    syn = Synopsis.empty(config)
+    for f in config.layout.fields:
+        syn.fields[f.name] = wrap(rng.integers(0, 1 << 64, size=config.shape,
+                                               dtype=np.uint64), f.width)
+    words = syn.words()
+    assert len(words) == config.buckets
+    assert all(0 <= w < (1 << config.layout.width) for w in words)
+    assert Synopsis.from_words(config, words) == syn
+    # memory order: bank/row major; word = count | ts_sum << count_bits | ...
+    b, c = config.shape[0] - 1, 1
+    w = words[b * config.shape[1] + c]
+    assert w & ((1 << config.count_bits) - 1) == int(syn.count[b, c])
+    assert (w >> config.count_bits) & ((1 << config.ts_bits) - 1) == int(syn.ts_sum[b, c])
+    with pytest.raises(ValueError, match=f"has {config.buckets} words, got 1"):
+        Synopsis.from_words(config, words[:1])
+
+
+def test_default_word_widths():
+    assert (LdaConfig().layout.width, LdaConfig().layout.chunks) == (72, 3)
+    assert (RdaConfig().layout.width, RdaConfig().layout.chunks) == (136, 5)
+    assert (LdsConfig().layout.width, LdsConfig().layout.chunks) == (104, 4)
+    assert RdaConfig().layout.offset("id_xor") == 72
+
+
+@given(widths=st.lists(st.integers(1, 64), min_size=1, max_size=4), data=st.data())
+def test_word_layout_round_trips(widths, data):
+    layout = WordLayout(tuple(Field(f"f{i}", w, "sum") for i, w in enumerate(widths)))
+    n = data.draw(st.integers(1, 5))
+    values = {f.name: np.array(data.draw(st.lists(st.integers(0, (1 << f.width) - 1),
+                                                  min_size=n, max_size=n)), dtype=np.uint64)
+              for f in layout.fields}
+    words = layout.pack(values)
+    back = layout.unpack(words)
+    assert all(back[k].tolist() == v.tolist() for k, v in values.items())
+    for w in words:
+        chunks = layout.to_chunks(w)
+        assert len(chunks) == layout.chunks == (layout.width + 31) // 32
+        assert all(0 <= c < (1 << 32) for c in chunks)
+        assert layout.from_chunks(chunks) == w
+        assert chunks[0] == w & 0xFFFFFFFF  # least significant chunk first
+    with pytest.raises(ValueError, match="chunks, got"):
+        layout.from_chunks([0] * (layout.chunks + 1))
+
+
+@given(width=st.integers(8, 64), r=st.integers(0, MASK64), delta=st.integers(-2**62, 2**62))
+def test_signed_difference(width, r, delta):
+    half = 1 << (width - 1)
+    delta = max(-half, min(half - 1, delta))
+    mod = 1 << width
+    receiver = r % mod
+    sender = (receiver - delta) % mod
+    got = signed_difference(np.array([receiver], dtype=np.uint64),
+                            np.array([sender], dtype=np.uint64), width)
+    assert int(got[0]) == delta
+
+
+def test_signed_difference_edges():
+    r = np.array([0, 5, 0x80], dtype=np.uint64)
+    s = np.array([1, 5, 0], dtype=np.uint64)
+    assert signed_difference(r, s, 8).tolist() == [-1, 0, -128]
+
+
+# -- configurations --------------------------------------------------------------------------
+
+def test_default_config_id_is_pinned():
+    """Changing any contract default (or the ID recipe) changes this value: on purpose only,
+    and then also in docs/SPEC.md §5."""
+    assert LdaConfig().config_id == 0xA862EF21
+
+
+COMMON_CHANGES = dict(seed=1, window_bytes=72, count_bits=31, ts_bits=39, tick_ns=2.0,
+                      mask_packet_ipv4=1, mask_packet_ipv6=1, mask_flow_ipv4=1,
+                      mask_flow_ipv6=1)
+# one change per field (coupled fields change together where validation needs it)
+FIELD_CHANGES = {
+    LdaConfig: dict(COMMON_CHANGES, banks=dict(banks=3, thresholds=(0, 6, 9)), rows=512,
+                    thresholds=(1, 6)),
+    RdaConfig: dict(COMMON_CHANGES, banks=3, buckets_per_bank=1000, id_bits=None),
+    LdsConfig: dict(COMMON_CHANGES, rows=dict(rows=3, row_thresholds=(0, 0, 0)), cells=1000,
+                    vlda_cells=2, digest_bits=31, row_thresholds=(0, 0, 0, 1)),
+}
+
+
+@pytest.mark.parametrize("config", [LdaConfig(), RdaConfig(), LdsConfig()],
+                         ids=["lda", "rda", "lds"])
+def test_config_id_depends_on_every_field(config):
+    changes = FIELD_CHANGES[type(config)]
+    assert set(changes) == {f.name for f in dataclasses.fields(config)}
+    ids = {config.config_id}
+    for name, change in changes.items():
+        if change is None:  # id_bits: only 64 is valid
+            continue
+        changed = config.replace(**(change if isinstance(change, dict) else {name: change}))
+        assert changed.config_id not in ids, name
+        ids.add(changed.config_id)
+    assert config.config_id == type(config)().config_id  # stable across instances
+    assert LdaConfig().config_id != RdaConfig().config_id != LdsConfig().config_id
+
+
+@pytest.mark.parametrize("config", [
+    LdaConfig(), LdaConfig(banks=3, rows=64, thresholds=(1, 4, 9), seed=5),
+    RdaConfig(banks=4, buckets_per_bank=333), LdsConfig(rows=2, row_thresholds=(0, 3)),
+])
+def test_config_dict_round_trip(config):
+    assert config_from_dict(config.to_dict()) == config
+    assert config_from_dict(config.to_dict()).config_id == config.config_id
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: LdaConfig(rows=1000), "rows must be a power of two in 2..2\\*\\*20, not 1000"),
+    (lambda: LdaConfig(banks=3), "need one threshold per bank \\(3\\), got 2"),
+    (lambda: LdaConfig(thresholds=(6, 6)), "thresholds must increase strictly"),
+    (lambda: LdaConfig(thresholds=(0, 33)), "thresholds must be 0..32"),
+    (lambda: LdaConfig(banks=0, thresholds=()), "banks must be 1..16, not 0"),
+    (lambda: LdaConfig(seed=-1), "seed must be a 64-bit unsigned integer"),
+    (lambda: LdaConfig(window_bytes=20), "window_bytes must be a multiple of 8"),
+    (lambda: LdaConfig(count_bits=7), "count_bits must be 8..63, not 7"),
+    (lambda: LdaConfig(ts_bits=64), "ts_bits must be 16..63, not 64"),
+    (lambda: LdaConfig(tick_ns=0), "tick_ns must be positive"),
+    (lambda: LdaConfig(window_bytes=16), "mask_packet_ipv4 must fit the 16-byte window"),
+    (lambda: RdaConfig(banks=9), "banks must be 1..8, not 9"),
+    (lambda: RdaConfig(buckets_per_bank=0), "buckets_per_bank must be 1..2\\*\\*24"),
+    (lambda: RdaConfig(id_bits=32), "id_bits must be 64"),
+    (lambda: LdsConfig(vlda_cells=2000), "vlda_cells must be 1..cells \\(1024\\)"),
+    (lambda: LdsConfig(digest_bits=0), "digest_bits must be 1..64"),
+    (lambda: LdsConfig(row_thresholds=(0,)), "need one row threshold per row \\(4\\)"),
+    (lambda: LdsConfig(rows=9), "rows must be 1..8, not 9"),
+    (lambda: config_from_dict({"kind": "xyz"}), "unknown synopsis kind 'xyz'"),
+    (lambda: config_from_dict({"kind": "lda", "cells": 4}), "unknown lda parameters"),
+])
+def test_config_validation_messages(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_check_comparable_names_the_difference():
+    check_comparable(LdaConfig(), LdaConfig())
+    with pytest.raises(ConfigMismatch, match="differing parameters: seed, ts_bits"):
+        check_comparable(LdaConfig(), LdaConfig(seed=1, ts_bits=41))
+
+
+# -- test vectors in docs/SPEC.md ---------------------------------------------------------------
+
+def test_spec_test_vectors_match_the_code():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import make_test_vectors
+    finally:
+        sys.path.pop(0)
+    spec = (ROOT / "docs" / "SPEC.md").read_text()
+    section = make_test_vectors.markdown()
+    assert section in spec, "docs/SPEC.md test vectors are stale: run bench/make_test_vectors.py --write"
+    assert f"{LdaConfig().config_id:#010x}" in spec
