@@ -41,10 +41,12 @@ Core-side interface, one member per non-constant register (named like the regist
   ``current: In(layout)``: reads return it instead of the stored value.
 
 ``layout`` is :func:`register_layout` — a ``data.FlexibleLayout`` with the register's fields,
-so the core writes ``bank.masks.value.packet_ipv4``.
+so the core writes ``bank.masks.value.packet_ipv4``; a register whose only field is
+``value`` (the 32-bit counters, CONFIG_ID, ...) is a plain ``unsigned(32)``:
+``bank.frames_seen.value``.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -101,8 +103,13 @@ def counter_read_signature(*, addr_bits: int, word_bits: int) -> wiring.Signatur
     })
 
 
-def register_layout(register) -> data.FlexibleLayout:
-    """A ``data.FlexibleLayout`` of ``register.width`` bits with the register's fields."""
+def register_layout(register):
+    """The shape of a register's core-side value: ``unsigned(width)`` when its only field is
+    ``value`` covering the whole register, else a ``data.FlexibleLayout`` of
+    ``register.width`` bits with the register's fields."""
+    if len(register.fields) == 1 and register.fields[0].name == "value" \
+            and register.fields[0].width == register.width:
+        return unsigned(register.width)
     return data.FlexibleLayout(register.width, {
         f.name: data.Field(unsigned(f.width), f.offset) for f in register.fields})
 
@@ -210,9 +217,9 @@ class CsrBank(wiring.Component):
                 return Const(reg.reset, reg.width)
             port = getattr(self, reg.name)
             if reg.access == "ro":
-                return port.value.as_value()
+                return Value.cast(port.value)
             if reg.volatile:
-                return port.current.as_value()
+                return Value.cast(port.current)
             pm = _pulse_mask(reg)
             return stored[reg.name] & ~Const(pm, reg.width) if pm else stored[reg.name]
 
