@@ -8,6 +8,8 @@ one untimed warm-up run (which builds the cached H3 tables):
 
 * ``h3_window64`` — one 64-bit H3 over 64-byte windows with the IPv4 packet mask
   (:class:`host_sw.hashing.H3` ``__call__``), in million windows per second;
+* ``h3_window64_bytewise`` — the same hash with one 256-entry table per byte (the
+  algorithm used for small batches, and before this benchmark existed), for comparison;
 * ``hash_windows_lda`` — :func:`host_sw.golden.hash_windows` for the default LDA
   configuration (same work plus the class bookkeeping);
 * ``update_lda`` / ``update_rda`` / ``update_lds`` — :func:`host_sw.golden.update` from
@@ -88,6 +90,14 @@ def benchmarks(n: int, rng: np.random.Generator):
             out_bits=64,
             byte_mask=ByteMask.from_int(lda.mask_packet_ipv4, lda.window_bytes).as_array())
     yield "h3_window64", "H3 64-bit, 64-byte window, IPv4 packet mask", lambda: h3(windows)
+
+    def bytewise():  # the small-batch algorithm (one 256-entry table per byte), for scale
+        out = np.zeros(n, dtype=np.uint64)
+        for b in np.flatnonzero(h3.byte_mask):
+            out ^= h3.tables[b][windows[:, b]]
+        return out
+    yield ("h3_window64_bytewise", "same, byte-table algorithm (before the pair tables)",
+           bytewise)
     lda_hashers = Hashers(lda)
     yield ("hash_windows_lda", "hash_windows, default LDA config (all IPv4)",
            lambda: hash_windows(lda, windows, hashers=lda_hashers))
