@@ -1,0 +1,748 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The path between the two measurement points, simulated: delay, loss, reordering and
+clock offset, turned into both points' per-interval observations plus exact ground truth.
+
+Data flow (``DESIGN.md``): a :class:`~host_sw.traffic.Trace` (what the sender sees) ►
+**channel** ► per interval, the sender's and the receiver's packets with their own
+timestamps (► :func:`host_sw.golden.update` ► synopses ► estimators), and the truth the
+estimates are judged against.
+
+Units: every time is an integer number of **nanoseconds** unless a value carries a unit
+suffix (``ns``, ``us``/``µs``, ``ms``, ``s``) in a specification string. Sampled delays
+are rounded to the nearest integer ns (:func:`numpy.rint`, ties to even) and clipped at 0,
+so receiver timestamps and the truth are exact integers.
+
+Interval assignment (``DESIGN.md``, "Intervals"):
+
+* ``mode="marker"`` — FIFO segments: a packet belongs to the interval of its *send* time
+  at both points (the marker travels with the stream). Boundary reordering has no effect.
+* ``mode="time"`` — each point assigns by its own clock: interval ``i`` is
+  ``[t0 + iδ, t0 + (i+1)δ)``. A packet sent before a boundary and received after it is
+  *lost* in its send interval (sender only) and *reordered* into the next one (receiver
+  only); a receiver clock offset shifts the receiver's boundaries.
+
+Ground truth per interval (:class:`GroundTruth`): ``sent`` / ``received`` are the counted
+packets each point saw; ``lost_ids`` the sender-only ones, ``reordered_ids`` the
+receiver-only ones, so ``sent - lost == received - reordered`` == packets seen by both
+(in marker mode ``reordered`` is empty and ``sent == received + lost``). ``delays`` are
+``receiver timestamp − sender timestamp`` of the packets seen by both, i.e. they include
+the clock offset, as any estimator from the two synopses does; ``mean`` and ``std``
+(population, ddof 0) are over them.
+
+Example
+-------
+The CLI's "N packets, loss P, delay D, configuration C, seed S, runs R"::
+
+    from host_sw.channel import Scenario
+    from host_sw.config import LdaConfig
+    scenario = Scenario(packets=1_000_000, loss=0.01,
+                        delay="weibull:shape=0.6,mean=0.2us", seed=7)
+    trace = scenario.trace()                  # generated once, shared by the runs
+    for run in range(R):
+        sim = scenario.run(run, trace=trace)  # channel randomness differs per run
+        iv = sim.intervals[0]
+        s_hashes = iv.sender.hashes(config)   # PacketHashes; iv.sender.timestamps
+        r_hashes = iv.receiver.hashes(config)
+        s_syn, r_syn = iv.synopses(config)    # golden-model synopses of both points
+        truth = iv.truth                      # .mean, .std, .lost, .lost_ids, ...
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import SynopsisConfig
+from .golden import Hashers, PacketHashes, Synopsis, update
+from .traffic import Trace, synthetic_trace
+
+__all__ = ["DelayDistribution", "LossModel", "Channel", "Transmission", "Observation",
+           "GroundTruth", "IntervalObservation", "Simulation", "Scenario",
+           "parse_time_ns", "split_intervals", "observe", "simulate_interval",
+           "interval_observations"]
+
+_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zµ]*)\s*$")
+_NO_INTERVAL = np.iinfo(np.int64).min
+
+
+def parse_time_ns(text, *, what: str = "time") -> float:
+    """A time in ns from a number (ns) or a string with an optional unit suffix
+    (``"200"``, ``"0.2us"``, ``"1.5 ms"``)."""
+    if isinstance(text, (int, float, np.integer, np.floating)):
+        return float(text)
+    m = _NUMBER.match(str(text))
+    if not m:
+        raise ValueError(f"{what} must be a number with an optional unit "
+                         f"(ns, us, ms, s), not {text!r}")
+    value, unit = float(m.group(1)), m.group(2) or "ns"
+    if unit not in _UNITS:
+        raise ValueError(f"unknown time unit {unit!r} in {what} {text!r}; "
+                         f"use one of {', '.join(_UNITS)}")
+    return value * _UNITS[unit]
+
+
+def _parse_number(text, what):
+    m = _NUMBER.match(str(text))
+    if not m or m.group(2):
+        raise ValueError(f"{what} must be a plain number, not {text!r}")
+    return float(m.group(1))
+
+
+def _parse_spec(spec: str, kind: str) -> tuple[str, dict[str, str]]:
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"{kind} specification must be a non-empty string like "
+                         f"'family:key=value,...', not {spec!r}")
+    family, _, rest = spec.strip().partition(":")
+    params = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise ValueError(f"bad parameter {item!r} in {kind} {spec!r}; "
+                             f"expected key=value")
+        if key.strip() in params:
+            raise ValueError(f"parameter {key.strip()!r} given twice in {kind} {spec!r}")
+        params[key.strip()] = value.strip()
+    return family.strip().lower(), params
+
+
+# ---------------------------------------------------------------------------------------
+# Delay
+# ---------------------------------------------------------------------------------------
+
+#: family → (time-valued parameters, dimensionless parameters, required parameters)
+_DELAY_FAMILIES = {
+    "weibull": (("scale",), ("shape",), ("shape",)),
+    "pareto": (("scale",), ("shape",), ("shape",)),
+    "constant": (("value",), (), ()),
+    "bimodal": (("a", "b"), ("p",), ("a", "b", "p")),
+    "exponential": ((), (), ()),
+    "uniform": (("low", "high"), (), ("low", "high")),
+    "lognormal": (("median",), ("sigma",), ("sigma",)),
+}
+
+
+@dataclass(frozen=True)
+class DelayDistribution:
+    """A one-way delay distribution in ns, parsed from a specification string.
+
+    ``"weibull:scale=133,shape=0.6"`` — ``P(X≤x) = 1 − exp(−(x/scale)^shape)`` (LDA §IV);
+    ``"pareto:scale=…,shape=…"`` — ``P(X≤x) = 1 − (x/scale)^−shape``, ``x ≥ scale``;
+    ``"constant:value=…"``; ``"bimodal:a=…,b=…,p=…"`` — ``a`` with probability ``p``,
+    else ``b``; ``"exponential:mean=…"``; ``"uniform:low=…,high=…"``;
+    ``"lognormal:median=…,sigma=…"``.
+
+    Time values are ns unless suffixed (``0.2us``). ``mean=`` (any family) rescales the
+    time parameters so the distribution's mean is exactly that value — e.g.
+    ``"weibull:shape=0.6,mean=0.2us"`` gives scale ≈ 133 ns, the LDA paper's setup.
+    """
+    family: str
+    params: tuple[tuple[str, float], ...]
+
+    @classmethod
+    def parse(cls, spec: "str | DelayDistribution") -> "DelayDistribution":
+        if isinstance(spec, DelayDistribution):
+            return spec
+        family, raw = _parse_spec(spec, "delay")
+        if family not in _DELAY_FAMILIES:
+            raise ValueError(f"unknown delay family {family!r} in {spec!r}; expected one "
+                             f"of {', '.join(sorted(_DELAY_FAMILIES))}")
+        times, plain, required = _DELAY_FAMILIES[family]
+        allowed = set(times) | set(plain) | {"mean"}
+        unknown = set(raw) - allowed
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {sorted(unknown)} for {family} delay "
+                             f"{spec!r}; allowed: {', '.join(sorted(allowed))}")
+        missing = [k for k in required if k not in raw]
+        if missing:
+            raise ValueError(f"{family} delay {spec!r} needs {', '.join(missing)}")
+        p = {}
+        for k, v in raw.items():
+            p[k] = (_parse_number(v, f"{family} {k}") if k in plain
+                    else parse_time_ns(v, what=f"{family} {k}"))
+        target = p.pop("mean", None)
+        scale_keys = [k for k in times if k in p]
+        if not scale_keys and family != "exponential":
+            if target is None:
+                raise ValueError(f"{family} delay {spec!r} needs "
+                                 f"{' or '.join(times)} or mean=")
+            for k in times:
+                p[k] = 1.0
+        if family == "exponential":
+            if target is None:
+                raise ValueError(f"exponential delay {spec!r} needs mean=")
+            p["mean"] = target
+            target = None
+        dist = cls(family, tuple(sorted(p.items())))
+        dist._validate(spec)
+        if target is not None:
+            if not target >= 0:
+                raise ValueError(f"mean must be non-negative, not {target} ns")
+            current = dist.mean()
+            if not math.isfinite(current):
+                raise ValueError(f"{family} delay {spec!r} has an infinite mean; "
+                                 f"mean= needs shape > 1")
+            if current == 0:
+                raise ValueError(f"cannot rescale {spec!r}: its mean is 0")
+            factor = target / current
+            p.update({k: p[k] * factor for k in times})
+            dist = cls(family, tuple(sorted(p.items())))
+        return dist
+
+    def _validate(self, spec):
+        p = dict(self.params)
+        for k, v in p.items():
+            if k in ("scale", "shape", "sigma") and not v > 0:
+                raise ValueError(f"{self.family} {k} must be positive, not {v} ({spec!r})")
+            if k in ("value", "a", "b", "low", "high", "median", "mean") and not v >= 0:
+                raise ValueError(f"{self.family} {k} must be non-negative, not {v} "
+                                 f"({spec!r})")
+        if "p" in p and not 0 <= p["p"] <= 1:
+            raise ValueError(f"bimodal p must be in [0, 1], not {p['p']} ({spec!r})")
+        if self.family == "uniform" and not p["low"] <= p["high"]:
+            raise ValueError(f"uniform low must not exceed high ({spec!r})")
+
+    def __getitem__(self, key: str) -> float:
+        return dict(self.params)[key]
+
+    def mean(self) -> float:
+        """The distribution's mean in ns (``inf`` for a Pareto shape ≤ 1)."""
+        p = dict(self.params)
+        f = self.family
+        if f == "weibull":
+            return p["scale"] * math.gamma(1 + 1 / p["shape"])
+        if f == "pareto":
+            return math.inf if p["shape"] <= 1 else p["scale"] * p["shape"] / (p["shape"] - 1)
+        if f == "constant":
+            return p["value"]
+        if f == "bimodal":
+            return p["p"] * p["a"] + (1 - p["p"]) * p["b"]
+        if f == "exponential":
+            return p["mean"]
+        if f == "uniform":
+            return (p["low"] + p["high"]) / 2
+        if f == "lognormal":
+            return p["median"] * math.exp(p["sigma"] ** 2 / 2)
+        raise AssertionError(f)
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` float64 delays in ns."""
+        p = dict(self.params)
+        f = self.family
+        if f == "weibull":
+            return p["scale"] * rng.weibull(p["shape"], n)
+        if f == "pareto":
+            return p["scale"] * (1.0 - rng.random(n)) ** (-1.0 / p["shape"])
+        if f == "constant":
+            return np.full(n, p["value"])
+        if f == "bimodal":
+            return np.where(rng.random(n) < p["p"], p["a"], p["b"])
+        if f == "exponential":
+            return rng.exponential(p["mean"], n) if p["mean"] > 0 else np.zeros(n)
+        if f == "uniform":
+            return rng.uniform(p["low"], p["high"], n)
+        if f == "lognormal":
+            return p["median"] * rng.lognormal(0.0, p["sigma"], n)
+        raise AssertionError(f)
+
+    def sample_ns(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` int64 delays: :meth:`sample` rounded to the nearest ns, at least 0."""
+        return np.maximum(np.rint(self.sample(n, rng)), 0).astype(np.int64)
+
+    def __str__(self):
+        return f"{self.family}:" + ",".join(f"{k}={v:g}" for k, v in self.params)
+
+
+# ---------------------------------------------------------------------------------------
+# Loss
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LossModel:
+    """Which packets the path drops.
+
+    ``"none"``; ``"uniform:rate=r"`` (or a bare number ``r``) — exactly ``round(r·N)``
+    packets chosen uniformly at random (the LDA paper's ``L = N·l``);
+    ``"episodes:rate=r,length=100"`` — bursty loss (LDA §IV-C): loss episodes of a
+    geometric number of consecutive packets (mean ``length``) separated by exponential
+    gaps of mean ``length·(1−r)/r`` packets, so the expected loss fraction is ``r``.
+    """
+    kind: str = "none"
+    rate: float = 0.0
+    length: float = 100.0
+
+    @classmethod
+    def parse(cls, spec) -> "LossModel":
+        if isinstance(spec, LossModel):
+            return spec
+        if spec is None:
+            return cls()
+        if isinstance(spec, (int, float, np.integer, np.floating)):
+            return cls._checked("uniform", float(spec), 100.0, spec)
+        try:
+            return cls._checked("uniform", _parse_number(spec, "loss"), 100.0, spec)
+        except ValueError:
+            pass
+        kind, raw = _parse_spec(spec, "loss")
+        if kind == "none":
+            if raw:
+                raise ValueError(f"loss 'none' takes no parameters, got {spec!r}")
+            return cls()
+        allowed = {"uniform": {"rate"}, "episodes": {"rate", "length"}}
+        if kind not in allowed:
+            raise ValueError(f"unknown loss model {kind!r} in {spec!r}; expected none, "
+                             f"uniform or episodes")
+        unknown = set(raw) - allowed[kind]
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {sorted(unknown)} for {kind} loss "
+                             f"{spec!r}")
+        if "rate" not in raw:
+            raise ValueError(f"{kind} loss {spec!r} needs rate=")
+        rate = _parse_number(raw["rate"], "loss rate")
+        length = _parse_number(raw.get("length", "100"), "episode length")
+        return cls._checked(kind, rate, length, spec)
+
+    @classmethod
+    def _checked(cls, kind, rate, length, spec):
+        if not 0 <= rate <= 1:
+            raise ValueError(f"loss rate must be in [0, 1], not {rate} ({spec!r})")
+        if kind == "episodes" and rate >= 1:
+            raise ValueError(f"episodic loss rate must be below 1, not {rate} ({spec!r})")
+        if not length >= 1:
+            raise ValueError(f"episode length must be at least 1 packet, not {length}")
+        return cls(kind if rate > 0 else "none", rate, length)
+
+    def drops(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """bool ``(n,)`` — True for dropped packets."""
+        dropped = np.zeros(n, dtype=bool)
+        if self.kind == "none" or n == 0:
+            return dropped
+        if self.kind == "uniform":
+            dropped[rng.choice(n, size=int(round(self.rate * n)), replace=False)] = True
+            return dropped
+        # alternating renewal process over packet indices
+        gap_mean = self.length * (1 - self.rate) / self.rate
+        expected = n / (gap_mean + self.length)
+        m = int(expected * 1.5 + 10 * math.sqrt(expected) + 10)
+        while True:
+            gaps = np.rint(rng.exponential(gap_mean, m)).astype(np.int64)
+            bursts = rng.geometric(1.0 / self.length, m).astype(np.int64)
+            starts = np.cumsum(gaps + np.concatenate(([0], bursts[:-1])))
+            if starts[-1] >= n or m > 4 * n + 100:
+                break
+            m *= 2
+        starts = starts[starts < n]
+        ends = np.minimum(starts + bursts[:len(starts)], n)
+        edge = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(edge, starts, 1)
+        np.add.at(edge, ends, -1)
+        return np.cumsum(edge[:-1]) > 0
+
+    def __str__(self):
+        if self.kind == "none":
+            return "none"
+        if self.kind == "uniform":
+            return f"uniform:rate={self.rate:g}"
+        return f"episodes:rate={self.rate:g},length={self.length:g}"
+
+
+# ---------------------------------------------------------------------------------------
+# The channel
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Transmission:
+    """What the path did to each packet of a trace.
+
+    ``arrival_ns`` is the true arrival time (sender clock), ``receiver_ts`` the
+    receiver's timestamp (``arrival + clock offset``); both are meaningless where
+    ``dropped``.
+    """
+    send_ts: np.ndarray
+    arrival_ns: np.ndarray
+    receiver_ts: np.ndarray
+    dropped: np.ndarray
+    clock_offset_ns: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Channel:
+    """Delay, loss, reordering and clock offset between the two points.
+
+    Parameters
+    ----------
+    delay:
+        Delay specification (:class:`DelayDistribution`), ns unless suffixed.
+    loss:
+        Loss specification (:class:`LossModel`) or a uniform loss rate.
+    multipath_fraction, multipath_extra:
+        Fraction of packets that take a slower path, and the extra delay it adds
+        (a delay specification) — reordering anywhere in the stream.
+    boundary_reorder_fraction, boundary_reorder_span_ns:
+        Time mode only: of the packets sent within ``span`` before a boundary, this
+        fraction is held until just after it (arrival uniform in ``[b, b + span)``)
+        — the RDA/FineComb reordering model at interval boundaries.
+    clock_offset_ns:
+        Receiver clock = true time + offset (integer ns, may be negative).
+    """
+    delay: DelayDistribution | str = "constant:value=0"
+    loss: LossModel | str | float = 0.0
+    multipath_fraction: float = 0.0
+    multipath_extra: DelayDistribution | str = "constant:value=0"
+    boundary_reorder_fraction: float = 0.0
+    boundary_reorder_span_ns: int = 0
+    clock_offset_ns: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "delay", DelayDistribution.parse(self.delay))
+        object.__setattr__(self, "loss", LossModel.parse(self.loss))
+        object.__setattr__(self, "multipath_extra",
+                           DelayDistribution.parse(self.multipath_extra))
+        for name in ("multipath_fraction", "boundary_reorder_fraction"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], not {getattr(self, name)}")
+        if self.boundary_reorder_span_ns < 0:
+            raise ValueError(f"boundary_reorder_span_ns must be non-negative, not "
+                             f"{self.boundary_reorder_span_ns}")
+        if int(self.clock_offset_ns) != self.clock_offset_ns:
+            raise ValueError(f"clock_offset_ns must be an integer, not "
+                             f"{self.clock_offset_ns}")
+
+    def transmit(self, send_ts: np.ndarray, *, seed=0, boundaries=None) -> Transmission:
+        """Carry packets sent at ``send_ts`` (int64 ns) across the path.
+
+        Delay, loss, multipath and boundary reordering draw from independent child
+        streams of ``seed`` (an int or :class:`numpy.random.SeedSequence`), so changing
+        the loss rate keeps the same delays. ``boundaries`` (sorted int64 ns) enables
+        boundary reordering.
+        """
+        send_ts = np.asarray(send_ts, dtype=np.int64)
+        n = len(send_ts)
+        ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        r_delay, r_loss, r_multi, r_bound = (np.random.default_rng(s) for s in ss.spawn(4))
+        arrival = send_ts + self.delay.sample_ns(n, r_delay)
+        if self.multipath_fraction > 0:
+            slow = r_multi.random(n) < self.multipath_fraction
+            arrival[slow] += self.multipath_extra.sample_ns(int(slow.sum()), r_multi)
+        if (boundaries is not None and self.boundary_reorder_fraction > 0
+                and self.boundary_reorder_span_ns > 0 and len(boundaries)):
+            b = np.asarray(boundaries, dtype=np.int64)
+            nxt = np.searchsorted(b, send_ts, side="right")
+            has = nxt < len(b)
+            bnext = np.where(has, b[np.minimum(nxt, len(b) - 1)], 0)
+            near = has & (bnext - send_ts <= self.boundary_reorder_span_ns)
+            pick = near & (r_bound.random(n) < self.boundary_reorder_fraction)
+            held = bnext[pick] + r_bound.integers(0, self.boundary_reorder_span_ns,
+                                                  int(pick.sum()))
+            arrival[pick] = np.maximum(arrival[pick], held)
+        dropped = self.loss.drops(n, r_loss)
+        receiver_ts = arrival + int(self.clock_offset_ns)
+        if n and (receiver_ts[~dropped] < 0).any():
+            raise ValueError("a receiver timestamp would be negative: raise the trace's "
+                             "start time or the clock offset")
+        return Transmission(send_ts, arrival, receiver_ts, dropped, int(self.clock_offset_ns))
+
+
+# ---------------------------------------------------------------------------------------
+# Observations and truth
+# ---------------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Observation:
+    """The packets one measurement point saw in one interval.
+
+    Attributes
+    ----------
+    trace:
+        The trace the packets come from (the sender's trace in simulation; each point's
+        own capture offline).
+    indices:
+        int64 — the packets' indices in ``trace``, in this point's order of arrival.
+    timestamps:
+        int64 — their timestamps (ns) by this point's clock.
+    packet_ids:
+        int64 — identities shared by both points (for the truth); the trace index in
+        simulation.
+    """
+    trace: Trace
+    indices: np.ndarray
+    timestamps: np.ndarray
+    packet_ids: np.ndarray
+
+    def __len__(self):
+        return len(self.indices)
+
+    def hashes(self, config: SynopsisConfig, hashers: Hashers | None = None) -> PacketHashes:
+        """The H3 outputs of these packets under ``config``."""
+        return self.trace.hashes(config, self.indices, hashers)
+
+    def synopsis(self, config: SynopsisConfig, *, flow_weights=None,
+                 hashers: Hashers | None = None) -> Synopsis:
+        """The golden-model synopsis of this point for the interval.
+
+        ``flow_weights`` (LDS, §4.1): integer weight per flow of the trace.
+        """
+        weights = None
+        if flow_weights is not None:
+            weights = np.asarray(flow_weights, dtype=np.uint64)[self.trace.flow_ids[self.indices]]
+        return update(config, self.hashes(config, hashers), self.timestamps,
+                      weights=weights, hashers=hashers)
+
+
+@dataclass(eq=False)
+class GroundTruth:
+    """Exact truth of one interval (module docstring for the definitions)."""
+    interval: int
+    sent: int
+    received: int
+    both_ids: np.ndarray
+    delays: np.ndarray
+    lost_ids: np.ndarray
+    reordered_ids: np.ndarray
+    dropped_ids: np.ndarray
+    clock_offset_ns: int = 0
+
+    @property
+    def lost(self) -> int:
+        return len(self.lost_ids)
+
+    @property
+    def reordered(self) -> int:
+        return len(self.reordered_ids)
+
+    @property
+    def mean(self) -> float:
+        """Mean of ``delays`` in ns (NaN when no packet was seen by both)."""
+        return float(self.delays.mean()) if len(self.delays) else math.nan
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation (ddof 0) of ``delays`` in ns."""
+        return float(self.delays.std()) if len(self.delays) else math.nan
+
+    @property
+    def delay_sum(self) -> int:
+        """Exact integer sum of ``delays``."""
+        return int(self.delays.sum())
+
+    def per_flow(self, flow_ids: np.ndarray, num_flows: int) -> dict[str, np.ndarray]:
+        """Per-flow truth: ``packets`` seen by both, ``delay_sum`` (int64) and ``mean``
+        delay (ns; NaN for flows with none), ``lost`` and ``reordered`` counts.
+        ``flow_ids`` maps packet ids to flows (the trace's ``flow_ids`` in simulation)."""
+        f_both = flow_ids[self.both_ids]
+        packets = np.bincount(f_both, minlength=num_flows)
+        dsum = np.zeros(num_flows, dtype=np.int64)
+        np.add.at(dsum, f_both, self.delays)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(packets > 0, dsum / np.maximum(packets, 1), np.nan)
+        return {"packets": packets, "delay_sum": dsum, "mean": mean,
+                "lost": np.bincount(flow_ids[self.lost_ids], minlength=num_flows),
+                "reordered": np.bincount(flow_ids[self.reordered_ids], minlength=num_flows)}
+
+
+@dataclass(eq=False)
+class IntervalObservation:
+    """Both points' observations of one interval and its truth."""
+    interval: int
+    sender: Observation
+    receiver: Observation
+    truth: GroundTruth
+
+    def synopses(self, config: SynopsisConfig, *, flow_weights=None,
+                 hashers: Hashers | None = None) -> tuple[Synopsis, Synopsis]:
+        """(sender, receiver) golden-model synopses under ``config``."""
+        hashers = hashers or Hashers(config)
+        return (self.sender.synopsis(config, flow_weights=flow_weights, hashers=hashers),
+                self.receiver.synopsis(config, flow_weights=flow_weights, hashers=hashers))
+
+
+def _group_bounds(keys_sorted: np.ndarray, values: np.ndarray):
+    lo = np.searchsorted(keys_sorted, values, side="left")
+    hi = np.searchsorted(keys_sorted, values, side="right")
+    return lo, hi
+
+
+def interval_observations(*, sender_trace: Trace, receiver_trace: Trace,
+                          sender_index: np.ndarray, receiver_index: np.ndarray,
+                          sender_ts: np.ndarray, receiver_ts: np.ndarray,
+                          sender_interval: np.ndarray, receiver_interval: np.ndarray,
+                          counted: np.ndarray, dropped: np.ndarray | None = None,
+                          clock_offset_ns: int = 0) -> list[IntervalObservation]:
+    """Per-interval observations and truth over a common packet-id space of size G.
+
+    Every argument array is indexed by packet id. ``*_interval`` is the interval each
+    point assigned the packet to, or ``numpy.iinfo(int64).min`` when that point never
+    saw it; ``*_index`` its index in that point's trace. ``counted`` restricts the
+    truth to frames the tap counts. Used by :func:`split_intervals` (simulation) and
+    :func:`host_sw.pcap.pair_captures` (offline).
+    """
+    g = len(counted)
+    ids = np.arange(g, dtype=np.int64)
+    s_iv = np.asarray(sender_interval, dtype=np.int64)
+    r_iv = np.asarray(receiver_interval, dtype=np.int64)
+    dropped = np.zeros(g, bool) if dropped is None else dropped
+    s_order = np.argsort(s_iv, kind="stable")
+    r_order = np.lexsort((receiver_ts, r_iv))
+    s_sorted, r_sorted = s_iv[s_order], r_iv[r_order]
+    present = np.union1d(np.unique(s_iv), np.unique(r_iv))
+    present = present[present != _NO_INTERVAL]
+    s_lo, s_hi = _group_bounds(s_sorted, present)
+    r_lo, r_hi = _group_bounds(r_sorted, present)
+    out = []
+    for i, iv in enumerate(present):
+        s_ids = s_order[s_lo[i]:s_hi[i]]
+        r_ids = r_order[r_lo[i]:r_hi[i]]
+        sc = s_ids[counted[s_ids]]
+        rc = r_ids[counted[r_ids]]
+        in_both = r_iv[sc] == iv
+        both = sc[in_both]
+        lost = sc[~in_both]
+        reordered = np.sort(rc[s_iv[rc] != iv])
+        truth = GroundTruth(
+            interval=int(iv), sent=len(sc), received=len(rc), both_ids=both,
+            delays=receiver_ts[both] - sender_ts[both], lost_ids=lost,
+            reordered_ids=reordered, dropped_ids=lost[dropped[lost]],
+            clock_offset_ns=clock_offset_ns)
+        sender = Observation(sender_trace, sender_index[s_ids], sender_ts[s_ids], ids[s_ids])
+        receiver = Observation(receiver_trace, receiver_index[r_ids], receiver_ts[r_ids],
+                               ids[r_ids])
+        out.append(IntervalObservation(int(iv), sender, receiver, truth))
+    return out
+
+
+def _interval_grid(t0: int, interval_ns: int | None, send_ts: np.ndarray):
+    if interval_ns is None:
+        span = int(send_ts[-1] - t0) + 1 if len(send_ts) else 1
+        return span
+    if int(interval_ns) <= 0:
+        raise ValueError(f"interval_ns must be positive, not {interval_ns}")
+    return int(interval_ns)
+
+
+def split_intervals(trace: Trace, tx: Transmission, *, mode: str = "marker",
+                    interval_ns: int | None = None,
+                    start_ns: int | None = None) -> list[IntervalObservation]:
+    """Assign each packet to intervals at both points (module docstring) and build the
+    observations and truth. ``interval_ns=None``: one interval from ``start_ns``
+    (default: the first send time) to the last send time (time mode: packets arriving
+    after it fall into interval 1, receiver only)."""
+    if mode not in ("marker", "time"):
+        raise ValueError(f"mode must be 'marker' or 'time', not {mode!r}")
+    send = tx.send_ts
+    t0 = int(send[0]) if start_ns is None and len(send) else int(start_ns or 0)
+    delta = _interval_grid(t0, interval_ns, send)
+    s_iv = np.floor_divide(send - t0, delta)
+    if mode == "marker":
+        r_iv = s_iv.copy()
+    else:
+        r_iv = np.floor_divide(tx.receiver_ts - t0, delta)
+    r_iv[tx.dropped] = _NO_INTERVAL
+    idx = np.arange(len(trace), dtype=np.int64)
+    return interval_observations(
+        sender_trace=trace, receiver_trace=trace, sender_index=idx, receiver_index=idx,
+        sender_ts=send, receiver_ts=tx.receiver_ts, sender_interval=s_iv,
+        receiver_interval=r_iv, counted=trace.counted, dropped=tx.dropped,
+        clock_offset_ns=tx.clock_offset_ns)
+
+
+def observe(trace: Trace, channel: Channel, *, mode: str = "marker",
+            interval_ns: int | None = None, start_ns: int | None = None,
+            seed=0) -> list[IntervalObservation]:
+    """Transmit ``trace`` over ``channel`` and split into intervals (both points)."""
+    boundaries = None
+    if mode == "time" and interval_ns is not None and len(trace):
+        t0 = int(trace.timestamps[0]) if start_ns is None else int(start_ns)
+        last = int(trace.timestamps[-1])
+        boundaries = t0 + int(interval_ns) * np.arange(1, (last - t0) // int(interval_ns) + 2,
+                                                       dtype=np.int64)
+    tx = channel.transmit(trace.timestamps, seed=seed, boundaries=boundaries)
+    return split_intervals(trace, tx, mode=mode, interval_ns=interval_ns, start_ns=start_ns)
+
+
+# ---------------------------------------------------------------------------------------
+# Scenario: the one-call API for the CLI and the benchmarks
+# ---------------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Simulation:
+    """One run of a :class:`Scenario`."""
+    scenario: "Scenario"
+    run: int
+    trace: Trace
+    intervals: list[IntervalObservation]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    """Everything that defines a simulated measurement, seeded.
+
+    Traffic: ``packets``, ``flows``, ``rate_pps``, ``gaps``, ``size_dist``, ``shape``,
+    ``frame_bytes``, ``ipv6_fraction``, ``window_bytes``, ``fast`` (see
+    :func:`host_sw.traffic.synthetic_trace`). Path: ``delay``, ``loss``,
+    ``multipath_*``, ``boundary_reorder_*``, ``clock_offset_ns`` (see :class:`Channel`).
+    Intervals: ``mode`` and ``interval_ns`` (``None`` = one interval).
+    ``seed`` seeds the trace (the same for every run, as in the LDA paper) and, with the
+    run number, the channel.
+    """
+    packets: int = 100_000
+    flows: int = 1000
+    rate_pps: float = 5e6
+    gaps: str = "poisson"
+    size_dist: str = "pareto"
+    shape: float = 1.2
+    frame_bytes: object = "imix"
+    ipv6_fraction: float = 0.0
+    window_bytes: int = 64
+    fast: bool = False
+    delay: str | DelayDistribution = "weibull:shape=0.6,mean=200"
+    loss: str | float | LossModel = 0.0
+    multipath_fraction: float = 0.0
+    multipath_extra: str | DelayDistribution = "constant:value=0"
+    boundary_reorder_fraction: float = 0.0
+    boundary_reorder_span_ns: int = 0
+    clock_offset_ns: int = 0
+    mode: str = "marker"
+    interval_ns: int | None = None
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.mode not in ("marker", "time"):
+            raise ValueError(f"mode must be 'marker' or 'time', not {self.mode!r}")
+        if self.interval_ns is not None and int(self.interval_ns) <= 0:
+            raise ValueError(f"interval_ns must be positive, not {self.interval_ns}")
+        self.channel  # validates the path parameters early
+
+    @property
+    def channel(self) -> Channel:
+        return Channel(delay=self.delay, loss=self.loss,
+                       multipath_fraction=self.multipath_fraction,
+                       multipath_extra=self.multipath_extra,
+                       boundary_reorder_fraction=self.boundary_reorder_fraction,
+                       boundary_reorder_span_ns=self.boundary_reorder_span_ns,
+                       clock_offset_ns=self.clock_offset_ns)
+
+    def trace(self) -> Trace:
+        """The scenario's trace (deterministic in ``seed``)."""
+        return synthetic_trace(packets=self.packets, flows=self.flows,
+                               rate_pps=self.rate_pps, gaps=self.gaps,
+                               size_dist=self.size_dist, shape=self.shape,
+                               frame_bytes=self.frame_bytes,
+                               ipv6_fraction=self.ipv6_fraction,
+                               window_bytes=self.window_bytes, fast=self.fast,
+                               seed=self.seed)
+
+    def run(self, run: int = 0, *, trace: Trace | None = None) -> Simulation:
+        """Run ``run`` of the scenario (pass ``trace`` to reuse one across runs)."""
+        trace = self.trace() if trace is None else trace
+        intervals = observe(trace, self.channel, mode=self.mode,
+                            interval_ns=self.interval_ns,
+                            seed=np.random.SeedSequence([self.seed, run]))
+        return Simulation(self, run, trace, intervals)
+
+
+def simulate_interval(**scenario) -> IntervalObservation:
+    """Shortcut: ``Scenario(**scenario).run().intervals[0]``."""
+    return Scenario(**scenario).run().intervals[0]
