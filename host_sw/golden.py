@@ -88,6 +88,42 @@ class Hashers:
             self.rda_bucket = [H3(seed=config.seed, purpose=HashPurpose.RDA_BUCKET, index=l,
                                   in_bytes=8, out_bits=32) for l in range(config.banks)]
         self._rda_pair_tables = None
+        self._flow_pair_tables = {}
+
+    def flow_hashes(self, frame_class: FrameClass, windows: np.ndarray) -> np.ndarray:
+        """LDS flow hashes ``H3_flow[r](window)`` of every row ``r``: uint64 ``(R, N)``.
+
+        Equal to ``[h(windows) for h in self.flow[frame_class]]``; large batches take two
+        rows at a time (one 65536-entry table per byte pair holding row ``2i`` in the low
+        and row ``2i+1`` in the high 32 bits), halving the gathers.
+        """
+        hashers = self.flow[frame_class]
+        windows = np.ascontiguousarray(windows)
+        n = windows.shape[0]
+        out = np.empty((len(hashers), n), dtype=np.uint64)
+        if n < PAIR_TABLE_MIN_ROWS or windows.shape[1] % 2:
+            for r, h in enumerate(hashers):
+                out[r] = h(windows)
+            return out
+        if frame_class not in self._flow_pair_tables:
+            tables = []
+            for i in range(0, len(hashers), 2):
+                lo = hashers[i].pair_tables()
+                hi = hashers[i + 1].pair_tables() if i + 1 < len(hashers) else None
+                tables.append({j: t if hi is None else t | (hi[j] << np.uint64(32))
+                               for j, t in lo.items()})
+            self._flow_pair_tables[frame_class] = tables
+        halves = windows.view(np.uint16)
+        if not np.little_endian:  # pragma: no cover
+            halves = halves.byteswap()
+        for i, tables in enumerate(self._flow_pair_tables[frame_class]):
+            both = np.zeros(n, dtype=np.uint64)
+            for j, table in tables.items():
+                both ^= table[halves[:, j]]
+            out[2 * i] = both & _M32
+            if 2 * i + 1 < len(hashers):
+                out[2 * i + 1] = both >> np.uint64(32)
+        return out
 
     def rda_bucket_hashes(self, ids: np.ndarray) -> list[np.ndarray]:
         """``H3_rda[l](ID)`` (32-bit values as uint64) for each RDA bank ``l``.
@@ -148,8 +184,7 @@ def hash_windows(config: SynopsisConfig, windows: np.ndarray, classes=None,
             sub = windows[sel]
         packet[sel] = hashers.packet[cls](sub)
         if flow is not None:
-            for r, h in enumerate(hashers.flow[cls]):
-                flow[r, sel] = h(sub)
+            flow[:, sel] = hashers.flow_hashes(cls, sub)
     counted = (classes == FrameClass.IPV4) | (classes == FrameClass.IPV6)
     return PacketHashes(packet, flow, counted)
 

@@ -111,10 +111,12 @@ def signed_difference(receiver: np.ndarray, sender: np.ndarray, width: int) -> n
     r = np.asarray(receiver, dtype=np.uint64)
     s = np.asarray(sender, dtype=np.uint64)
     if width <= 63:
-        mod = np.uint64(1 << width)
-        d = ((r - s) & (mod - np.uint64(1))).astype(np.int64)
-        half = 1 << (width - 1)
-        return np.where(d >= half, d - (1 << width), d)
+        # Sign-extend the low `width` bits of the wrapped difference: shift them to the
+        # top of the word, reinterpret as int64 and shift back arithmetically (exact for
+        # every width up to 63; `d - 2**width` would overflow int64 at width 63).
+        shift = 64 - width
+        d = np.asarray(r - s, dtype=np.uint64) << np.uint64(shift)
+        return d.view(np.int64) >> np.int64(shift)
     d = (r - s).astype(object)  # width 64: wraps naturally in uint64
     return np.array([int(x) - (1 << 64) if int(x) >= (1 << 63) else int(x) for x in d.ravel()],
                     dtype=object).reshape(r.shape)

@@ -457,3 +457,16 @@ def test_spec_is_enough_to_reimplement_the_vectors():
     assert canonical == json.dumps(LdaConfig().to_dict(), sort_keys=True,
                                    separators=(",", ":"))
     assert hashlib.sha256(canonical.encode()).digest()[:4] == bytes.fromhex("a862ef21")
+
+
+def test_flow_hashes_of_large_batches_equal_per_row_hashes():
+    rng = np.random.default_rng(9)
+    windows = rng.integers(0, 256, size=(PAIR_TABLE_MIN_ROWS + 5, 64), dtype=np.uint8)
+    for rows in (3, 4):
+        config = LdsConfig(rows=rows, row_thresholds=(0,) * rows)
+        hashers = Hashers(config)
+        for cls in (FrameClass.IPV4, FrameClass.IPV6):
+            fast = hashers.flow_hashes(cls, windows)
+            assert fast.tolist() == [h(windows).tolist() for h in hashers.flow[cls]]
+            assert int(fast[rows - 1, 7]) == hashers.flow[cls][rows - 1].scalar(
+                windows[7].tobytes())
