@@ -1,0 +1,461 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The flow-through measurement core (LDA / RDA / LDS) and its Verilog export.
+
+Where it sits (``DESIGN.md``): this is the whole gateware data flow in one component —
+frames in → pass-through (fixed latency, bit-exact) → frames out, and beside it the
+measurement side that only *watches* the input transfers: header tap
+(:class:`hw.header_tap.HeaderTap`) → H3 hasher (:class:`hw.hash_h3.PacketHasher`) →
+bucket selection (:class:`hw.bucket_select.BucketSelector`) → counter bank
+(:class:`hw.counter_bank.CounterBank`, double buffered), with the interval control
+(swap / overrun / sequence numbers) and the CSR bank (:class:`hw.csr.CsrBank`, generated
+from :func:`host_sw.regmap.register_map`) behind the UARTBone bridge
+(:class:`hw.uartbone.UARTBoneBridge`).
+
+Pass-through
+------------
+A register slice with a skid register (:class:`PassThrough`): every beat leaves exactly
+:data:`PASSTHROUGH_LATENCY` (1) cycle after it entered when ``m_axis`` is ready, in
+order and unaltered; ``s_axis.ready`` is registered and follows ``m_axis.ready`` (one beat
+of skid). The measurement side never drives ``ready``: it cannot stall the data path.
+
+Interval control (swap / overrun)
+---------------------------------
+``CONTROL.swap`` (a CSR pulse) makes a swap *pending*. It is executed at the next frame
+boundary of the input stream (``HeaderTap.boundary_ok``: no frame open), so a frame's
+copy, latched at its SOF, is never split. At that boundary:
+
+* if the counter bank's other copy is CLEAN, the front copy flips (the SOF in that same
+  cycle already takes the new copy), the interval sequence number counts up, the new
+  interval's status (sequence number, overrun flag, packet count, CONFIG_ID) is reset,
+  and a swap pulse enters the measurement pipeline *in order with the records* — it
+  reaches the counter bank after the last update of the old copy and before the first of
+  the new one, so the bank needs no long drain window;
+* otherwise the boundary is an **overrun**: no swap, ``OVERRUNS`` counts up, the sequence
+  number still counts (so two measurement points stay aligned by sequence number), and
+  the current interval is flagged overrun — the flag shows in ``STATUS.frozen_overrun``
+  when that interval is eventually frozen.
+
+While a swap travels through the pipeline no further boundary is taken (a pending request
+waits). ``CONTROL.release`` goes straight to the bank (the frozen copy is cleared).
+``INTERVAL_SEQ`` counts boundaries; an interval's sequence number is the boundary count
+when it began (``FROZEN_SEQ`` for the frozen copy); ``FROZEN_PACKETS`` counts the counted
+(IPv4/IPv6) frames of the frozen interval, sampled or not.
+
+Latencies
+---------
+* pass-through: :data:`PASSTHROUGH_LATENCY` = 1 cycle, independent of the configuration;
+* measurement: :attr:`LdaCore.measurement_latency` cycles from a frame's EOF transfer to
+  its update request at the counter bank (tap 1 + hasher + selector 4; for the default
+  LDA core with a 64-byte window 1 + 4 + 4 = 9), then ``CounterBank.UPDATE_LATENCY``
+  to the memory write.
+
+Verilog export
+--------------
+::
+
+    python -m hw.lda_pipeline --synopsis {lda,rda,lds} [--banks N] [--rows N]
+        [--cells N] [--buckets N] [--vlda-cells N] [--thresholds a,b,..]
+        [--digest-bits N] [--window-bytes N] [--data-width W] [--seed S]
+        [--uart-timeout CYCLES] -o build/lda_core.v
+
+writes the Verilog module ``lda_core`` (ports: ``clk``, ``rst``; ``s_axis_tdata``,
+``s_axis_tkeep``, ``s_axis_tlast``, ``s_axis_tuser`` (frame error, with ``tlast``),
+``s_axis_tvalid``, ``s_axis_tready``; the same ``m_axis_*``; ``bus_rx_tdata[7:0]``,
+``bus_rx_tvalid``, ``bus_rx_tready``; ``bus_tx_tdata[7:0]``, ``bus_tx_tvalid``,
+``bus_tx_tready``), and ``csr.csv`` / ``csr.json`` (``host_sw.regmap``) beside it, and
+prints what it wrote. ``--banks`` is the LDA/RDA bank count, ``--rows`` the LDA rows or
+the LDS rows, ``--cells`` the LDS cells, ``--buckets`` the RDA buckets per bank (also
+accepted: ``--rows`` for RDA), ``--thresholds`` the LDA bank / LDS row thresholds
+(reset values of the THRESHOLDS register).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out, connect
+
+from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.regmap import register_map
+
+from .bucket_select import BucketSelector
+from .counter_bank import CounterBank
+from .csr import CsrBank
+from .frame import FrameStream, check_data_width
+from .hash_h3 import PacketHasher
+from .header_tap import HeaderTap
+from .timebase import Timebase
+from .uartbone import UARTBoneBridge
+
+__all__ = ["PASSTHROUGH_LATENCY", "PassThrough", "LdaCore", "AxisTop", "export_verilog",
+           "config_from_args", "main"]
+
+#: Cycles from a beat's transfer on ``s_axis`` to its ``m_axis.valid`` (no backpressure).
+PASSTHROUGH_LATENCY = 1
+
+
+class PassThrough(wiring.Component):
+    """A full-throughput register slice (output register + one skid register).
+
+    Parameters
+    ----------
+    data_width:
+        Frame stream data width.
+
+    Members
+    -------
+    sink: In(FrameStream(data_width))
+    source: Out(FrameStream(data_width))
+
+    A beat transferred on ``sink`` in cycle ``t`` is valid on ``source`` in cycle ``t + 1``
+    unless ``source`` is stalled; ``sink.ready`` is registered (it falls one cycle after
+    ``source`` stalls with a beat held, the skid register taking the beat in flight).
+    """
+
+    def __init__(self, *, data_width: int):
+        check_data_width(data_width)
+        self.data_width = data_width
+        self.latency = PASSTHROUGH_LATENCY
+        super().__init__({"sink": In(FrameStream(data_width)),
+                          "source": Out(FrameStream(data_width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        skid_valid = Signal()
+        skid = Signal.like(self.sink.payload)
+        m.d.comb += self.sink.ready.eq(~skid_valid)
+        with m.If(~self.source.valid | self.source.ready):
+            # The output register moves: take the skid beat first, else the input.
+            with m.If(skid_valid):
+                m.d.sync += [self.source.payload.eq(skid), self.source.valid.eq(1),
+                             skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [self.source.payload.eq(self.sink.payload),
+                             self.source.valid.eq(self.sink.valid)]
+        with m.Elif(self.sink.valid & self.sink.ready):
+            # Output stalled with a beat held: the beat in flight goes to the skid.
+            m.d.sync += [skid.eq(self.sink.payload), skid_valid.eq(1)]
+        return m
+
+
+def _reg_field(port, name="value"):
+    return getattr(port.value, name)
+
+
+class LdaCore(wiring.Component):
+    """The measurement core: pass-through, measurement pipeline, counters and CSR bus.
+
+    Parameters
+    ----------
+    config:
+        :class:`~host_sw.config.LdaConfig`, :class:`~host_sw.config.RdaConfig` or
+        :class:`~host_sw.config.LdsConfig`. Its run-time fields (thresholds, masks) are the
+        reset values of the THRESHOLDS / MASKS registers.
+    data_width:
+        Frame data width in bits (a power of two, 8..1024).
+    bridge_timeout_cycles:
+        UARTBone: clocks after which a half-received command is dropped.
+
+    Members
+    -------
+    s_axis: In(FrameStream(data_width))
+        Frames in.
+    m_axis: Out(FrameStream(data_width))
+        The same frames out, :data:`PASSTHROUGH_LATENCY` cycle later.
+    bus_rx: In(stream.Signature(8))
+        Host → bridge bytes (UARTBone protocol).
+    bus_tx: Out(stream.Signature(8))
+        Bridge → host bytes.
+
+    Attributes
+    ----------
+    regmap: host_sw.regmap.RegisterMap
+    passthrough_latency: int
+    measurement_latency: int
+        Cycles from a frame's EOF transfer to its update request at the counter bank.
+    """
+
+    def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
+                 bridge_timeout_cycles: int = 100_000):
+        if not isinstance(config, (LdaConfig, RdaConfig, LdsConfig)):
+            raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
+                             f"not {type(config).__name__}")
+        check_data_width(data_width)
+        self.config = config
+        self.data_width = data_width
+        self.bridge_timeout_cycles = bridge_timeout_cycles
+        self.regmap = register_map(config, data_width=data_width)   # validates the width
+        self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
+                              ts_bits=config.ts_bits)
+        self._hasher = PacketHasher(config=config)
+        self._selector = BucketSelector(config=config)
+        self.passthrough_latency = PASSTHROUGH_LATENCY
+        self.measurement_latency = (self._tap.latency + self._hasher.latency
+                                    + self._selector.latency)
+        super().__init__({
+            "s_axis": In(FrameStream(data_width)),
+            "m_axis": Out(FrameStream(data_width)),
+            "bus_rx": In(stream.Signature(8)),
+            "bus_tx": Out(stream.Signature(8)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self.config
+
+        # -- data path -----------------------------------------------------------------
+        m.submodules.passthrough = passthrough = PassThrough(data_width=self.data_width)
+        connect(m, wiring.flipped(self.s_axis), passthrough.sink)
+        connect(m, passthrough.source, wiring.flipped(self.m_axis))
+
+        # -- bus -----------------------------------------------------------------------
+        m.submodules.bridge = bridge = UARTBoneBridge(
+            timeout_cycles=self.bridge_timeout_cycles)
+        m.submodules.csr = csr = CsrBank(regmap=self.regmap)
+        connect(m, wiring.flipped(self.bus_rx), bridge.rx)
+        connect(m, bridge.tx, wiring.flipped(self.bus_tx))
+        connect(m, bridge.bus, csr.bus)
+
+        # -- measurement side ----------------------------------------------------------
+        m.submodules.timebase = timebase = Timebase(width=64)
+        m.submodules.tap = tap = self._tap
+        m.submodules.hasher = hasher = self._hasher
+        m.submodules.selector = selector = self._selector
+        m.submodules.counters = counters = CounterBank(config=config, drain_cycles=1)
+
+        m.d.comb += [
+            tap.watch.valid.eq(self.s_axis.valid),
+            tap.watch.ready.eq(self.s_axis.ready),
+            tap.watch.payload.eq(self.s_axis.payload),
+            tap.now.eq(timebase.now[:config.ts_bits]),
+        ]
+        connect(m, tap.record, hasher.record)
+        connect(m, hasher.hashed, selector.hashed)
+        connect(m, selector.request, counters.update)
+        m.d.comb += counters.swap.eq(selector.swap)
+
+        masks = csr.masks.value
+        m.d.comb += [hasher.mask_packet_ipv4.eq(masks.packet_ipv4),
+                     hasher.mask_packet_ipv6.eq(masks.packet_ipv6)]
+        if isinstance(config, LdsConfig):
+            m.d.comb += [hasher.mask_flow_ipv4.eq(masks.flow_ipv4),
+                         hasher.mask_flow_ipv6.eq(masks.flow_ipv6)]
+        if isinstance(config, LdaConfig):
+            for j in range(config.banks):
+                m.d.comb += selector.thresholds[j].eq(
+                    getattr(csr.thresholds.value, f"bank{j}"))
+        if isinstance(config, LdsConfig):
+            for r in range(config.rows):
+                m.d.comb += selector.row_thresholds[r].eq(
+                    getattr(csr.thresholds.value, f"row{r}"))
+
+        # Timebase over the bus: reads show the running count, writes set it.
+        m.d.comb += [
+            csr.timebase.current.ticks.eq(timebase.now),
+            timebase.set.eq(csr.timebase.written),
+            timebase.set_value.eq(csr.timebase.value.ticks),
+        ]
+
+        # Counter window reads (the bank's port carries a word layout; the CSR bank's a
+        # plain word of the same width).
+        m.d.comb += [
+            counters.frozen.addr.eq(csr.counters.addr),
+            counters.frozen.en.eq(csr.counters.en),
+            csr.counters.data.eq(counters.frozen.data),
+            csr.counters.valid.eq(counters.frozen.valid),
+            csr.counters.error.eq(counters.frozen.error),
+        ]
+        m.d.comb += counters.release.eq(csr.control.value.release)
+
+        # -- interval control: swap / overrun at frame boundaries ----------------------
+        swap_pending = Signal()
+        swap_in_flight = Signal()       # a swap pulse is still in the record pipeline
+        front_copy = Signal()           # the copy frames starting now are tagged with
+        boundary_count = Signal(32)     # INTERVAL_SEQ
+        overruns = Signal(32)
+        interval_seq = Signal(data.ArrayLayout(32, 2))
+        interval_overrun = Signal(data.ArrayLayout(1, 2))
+        interval_packets = Signal(data.ArrayLayout(32, 2))
+        interval_config_id = Signal(data.ArrayLayout(32, 2))
+
+        boundary = swap_pending & tap.boundary_ok & ~swap_in_flight
+        execute = boundary & counters.other_clean
+        overrun = boundary & ~counters.other_clean
+
+        with m.If(csr.control.value.swap):
+            m.d.sync += swap_pending.eq(1)
+        with m.Elif(boundary):
+            m.d.sync += swap_pending.eq(0)
+
+        with m.If(selector.swap):
+            m.d.sync += swap_in_flight.eq(0)
+        with m.If(execute):
+            m.d.sync += swap_in_flight.eq(1)
+
+        new_copy = ~front_copy
+        m.d.comb += [tap.swap.eq(execute), tap.copy.eq(Mux(execute, new_copy, front_copy))]
+        with m.If(boundary):
+            m.d.sync += boundary_count.eq(boundary_count + 1)
+        with m.If(execute):
+            m.d.sync += [
+                front_copy.eq(new_copy),
+                interval_seq[new_copy].eq(boundary_count + 1),
+                interval_overrun[new_copy].eq(0),
+                interval_config_id[new_copy].eq(csr.config_id.value),
+            ]
+        with m.If(overrun):
+            m.d.sync += [overruns.eq(overruns + 1), interval_overrun[front_copy].eq(1)]
+
+        # Packets per interval, counted where the records meet the counter bank (the new
+        # interval's count starts from zero: its copy has no record in flight).
+        request_copy = selector.request.copy
+        for k in range(2):
+            with m.If(execute & (new_copy == k)):
+                m.d.sync += interval_packets[k].eq(0)
+            with m.Elif(selector.counted & (request_copy == k)):
+                m.d.sync += interval_packets[k].eq(interval_packets[k] + 1)
+
+        # At reset copy 0 is ACTIVE: the interval with sequence number 0.
+        frozen = counters.frozen_copy
+        status = csr.status.value
+        m.d.comb += [
+            status.active_copy.eq(counters.active_copy),
+            status.frozen_ready.eq(counters.frozen_ready),
+            status.clearing.eq(counters.clearing),
+            status.frozen_overrun.eq(interval_overrun[frozen]),
+            status.other_clean.eq(counters.other_clean),
+            csr.interval_seq.value.eq(boundary_count),
+            csr.frozen_seq.value.eq(interval_seq[frozen]),
+            csr.frozen_packets.value.eq(interval_packets[frozen]),
+            csr.frozen_config_id.value.eq(interval_config_id[frozen]),
+            csr.overruns.value.eq(overruns),
+            csr.frames_seen.value.eq(tap.status.frames),
+            csr.frames_counted.value.eq(tap.status.counted),
+            csr.frames_errored.value.eq(tap.status.errored),
+            csr.frames_runt.value.eq(tap.status.runt),
+            csr.frames_non_ip.value.eq(tap.status.non_ip),
+            csr.frames_control.value.eq(tap.status.control),
+        ]
+        return m
+
+
+class AxisTop(wiring.Component):
+    """Flat AXI4-Stream port names around an :class:`LdaCore`, for the Verilog export
+    (cocotbext-axi attaches with the bus prefixes ``s_axis`` / ``m_axis``)."""
+
+    def __init__(self, core: LdaCore):
+        self.core = core
+        w = core.data_width
+        super().__init__({
+            "s_axis_tdata": In(w), "s_axis_tkeep": In(w // 8), "s_axis_tlast": In(1),
+            "s_axis_tuser": In(1), "s_axis_tvalid": In(1), "s_axis_tready": Out(1),
+            "m_axis_tdata": Out(w), "m_axis_tkeep": Out(w // 8), "m_axis_tlast": Out(1),
+            "m_axis_tuser": Out(1), "m_axis_tvalid": Out(1), "m_axis_tready": In(1),
+            "bus_rx_tdata": In(8), "bus_rx_tvalid": In(1), "bus_rx_tready": Out(1),
+            "bus_tx_tdata": Out(8), "bus_tx_tvalid": Out(1), "bus_tx_tready": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self.core
+        s, o = core.s_axis, core.m_axis
+        m.d.comb += [
+            s.payload.data.eq(self.s_axis_tdata), s.payload.keep.eq(self.s_axis_tkeep),
+            s.payload.last.eq(self.s_axis_tlast), s.payload.error.eq(self.s_axis_tuser),
+            s.valid.eq(self.s_axis_tvalid), self.s_axis_tready.eq(s.ready),
+            self.m_axis_tdata.eq(o.payload.data), self.m_axis_tkeep.eq(o.payload.keep),
+            self.m_axis_tlast.eq(o.payload.last), self.m_axis_tuser.eq(o.payload.error),
+            self.m_axis_tvalid.eq(o.valid), o.ready.eq(self.m_axis_tready),
+            core.bus_rx.payload.eq(self.bus_rx_tdata), core.bus_rx.valid.eq(self.bus_rx_tvalid),
+            self.bus_rx_tready.eq(core.bus_rx.ready),
+            self.bus_tx_tdata.eq(core.bus_tx.payload), self.bus_tx_tvalid.eq(core.bus_tx.valid),
+            core.bus_tx.ready.eq(self.bus_tx_tready),
+        ]
+        return m
+
+
+def export_verilog(core: LdaCore, path, *, name: str = "lda_core") -> list[Path]:
+    """Write ``core`` as Verilog module ``name`` to ``path`` and ``csr.csv`` /
+    ``csr.json`` beside it; return the paths written."""
+    from amaranth.back import verilog
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = verilog.convert(AxisTop(core), name=name)
+    path.write_text(text)
+    csv_path, json_path = core.regmap.write_exports(path.parent)
+    return [path, Path(csv_path), Path(json_path)]
+
+
+def _int_list(text):
+    return tuple(int(t) for t in text.split(",") if t.strip())
+
+
+def config_from_args(args) -> SynopsisConfig:
+    """The synopsis configuration named by the command-line arguments."""
+    common = {"seed": args.seed}
+    if args.window_bytes is not None:
+        common["window_bytes"] = args.window_bytes
+    if args.synopsis == "lda":
+        banks = args.banks if args.banks is not None else 2
+        kw = {"banks": banks, "rows": args.rows if args.rows is not None else 1024}
+        if args.thresholds is not None:
+            kw["thresholds"] = _int_list(args.thresholds)
+        elif banks != 2:
+            kw["thresholds"] = tuple(range(0, 3 * banks, 3))[:banks]
+        return LdaConfig(**common, **kw)
+    if args.synopsis == "rda":
+        buckets = args.buckets if args.buckets is not None else args.rows
+        return RdaConfig(**common, banks=args.banks if args.banks is not None else 2,
+                         buckets_per_bank=buckets if buckets is not None else 1024)
+    rows = args.rows if args.rows is not None else 4
+    kw = {"rows": rows, "cells": args.cells if args.cells is not None else 1024,
+          "vlda_cells": args.vlda_cells, "row_thresholds": (0,) * rows}
+    if args.thresholds is not None:
+        kw["row_thresholds"] = _int_list(args.thresholds)
+    if args.digest_bits is not None:
+        kw["digest_bits"] = args.digest_bits
+    return LdsConfig(**common, **kw)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m hw.lda_pipeline",
+        description="Export the LDA/RDA/LDS measurement core as Verilog (module lda_core) "
+                    "with csr.csv/csr.json beside it.")
+    parser.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
+    parser.add_argument("--banks", type=int, help="LDA/RDA banks (default 2)")
+    parser.add_argument("--rows", type=int, help="LDA rows (default 1024) / LDS rows "
+                        "(default 4)")
+    parser.add_argument("--cells", type=int, help="LDS cells per row (default 1024)")
+    parser.add_argument("--buckets", type=int, help="RDA buckets per bank (default 1024)")
+    parser.add_argument("--vlda-cells", type=int, default=1, help="LDS virtual-LDA cells")
+    parser.add_argument("--thresholds", help="LDA bank / LDS row thresholds, comma separated")
+    parser.add_argument("--digest-bits", type=int, help="LDS digest bits (default 32)")
+    parser.add_argument("--window-bytes", type=int, help="header window bytes (default 64)")
+    parser.add_argument("--data-width", type=int, default=64, help="frame data width, bits")
+    parser.add_argument("--seed", type=lambda s: int(s, 0), default=LdaConfig().seed,
+                        help="hash seed")
+    parser.add_argument("--uart-timeout", type=int, default=100_000,
+                        help="UARTBone half-command timeout in clocks")
+    parser.add_argument("-o", "--output", default="build/lda_core.v")
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+        core = LdaCore(config=config, data_width=args.data_width,
+                       bridge_timeout_cycles=args.uart_timeout)
+    except ValueError as exc:
+        parser.error(str(exc))
+    written = export_verilog(core, args.output)
+    print(f"{config.kind} core: shape {config.shape}, data width {args.data_width}, "
+          f"config ID {config.config_id:#010x}, register map ID {core.regmap.id_value:#010x}")
+    print(f"pass-through latency {core.passthrough_latency} cycle(s), measurement latency "
+          f"{core.measurement_latency} cycles (EOF to update request)")
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The whole core (hw.lda_pipeline.LdaCore) on Amaranth's simulator: frames pass through
+bit-exact, in order, with a fixed latency and honoured backpressure; the counters and
+status read over the UARTBone byte stream equal host_sw.golden; swap / overrun / release
+control. Small cores and a few dozen frames, to stay quick."""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from host_sw.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.golden import Synopsis, hash_frames, update
+from host_sw.hashing import FrameClass, classify_frame
+from host_sw.regmap import register_map
+from host_sw.uartbone import decode_read_reply, encode_read, encode_write
+from hw.frame import beats_to_frames, frame_to_beats
+from hw.lda_pipeline import PASSTHROUGH_LATENCY, LdaCore
+
+
+def make_frame(rng, length, ethertype=0x0800, version=4):
+    body = bytearray(rng.randbytes(length))
+    body[12:14] = ethertype.to_bytes(2, "big")
+    if length > 14:
+        body[14] = (version << 4) | (body[14] & 0xF)
+    return bytes(body)
+
+
+def mixed_frames(rng, n):
+    frames = []
+    for _ in range(n):
+        kind = rng.random()
+        if kind < 0.55:
+            frames.append((make_frame(rng, rng.randrange(60, 100)), False))
+        elif kind < 0.8:
+            frames.append((make_frame(rng, rng.randrange(60, 100), 0x86DD, 6), False))
+        elif kind < 0.87:
+            frames.append((make_frame(rng, rng.randrange(20, 60)), False))          # runt
+        elif kind < 0.94:
+            frames.append((make_frame(rng, 64, 0x0806), False))                   # non-IP
+        else:
+            frames.append((make_frame(rng, 80), True))                            # errored
+    return frames
+
+
+class CoreBench:
+    """Drives one LdaCore: a frame source, a frame sink and the bus byte streams."""
+
+    def __init__(self, config, data_width, *, seed):
+        self.config = config
+        self.data_width = data_width
+        self.dut = LdaCore(config=config, data_width=data_width, bridge_timeout_cycles=64)
+        self.regmap = register_map(config, data_width=data_width)
+        self.rng = random.Random(seed)
+        self.to_send = []          # (frame, error) queue for the source
+        self.sent = []             # (frame, error, sof_cycle) in input order
+        self.in_beats = []         # (cycle, beat) transferred on s_axis
+        self.out_beats = []        # (cycle, beat) transferred on m_axis
+        self.p_valid = 0.8
+        self.p_ready = 1.0
+        self.replies = bytearray()
+        self.sink_ready_seen_low = False
+
+    # -- background testbenches ----------------------------------------------------------
+    async def source(self, ctx):
+        dut, cycle, beats, in_frame, sof = self.dut, 0, [], False, None
+        while True:
+            if not beats and self.to_send:
+                frame, error = self.to_send.pop(0)
+                beats = [(frame, error, b) for b in frame_to_beats(frame, self.data_width,
+                                                                   error=error)]
+            valid = bool(beats) and self.rng.random() < self.p_valid
+            ctx.set(dut.s_axis.valid, valid)
+            if beats:
+                ctx.set(dut.s_axis.payload, beats[0][2])
+            _, _, ready = await ctx.tick().sample(dut.s_axis.ready)
+            if valid and ready:
+                frame, error, beat = beats.pop(0)
+                if not in_frame:
+                    sof = cycle
+                in_frame = not beat["last"]
+                if beat["last"]:
+                    self.sent.append((frame, error, sof))
+                self.in_beats.append((cycle, beat))
+            cycle += 1
+
+    async def sink(self, ctx):
+        dut, cycle = self.dut, 0
+        while True:
+            ready = self.rng.random() < self.p_ready
+            ctx.set(dut.m_axis.ready, ready)
+            _, _, valid, payload, s_ready = await ctx.tick().sample(
+                dut.m_axis.valid, dut.m_axis.payload, dut.s_axis.ready)
+            if valid and ready:
+                self.out_beats.append((cycle, {k: int(payload[k]) for k in
+                                               ("data", "keep", "last", "error")}))
+            if not s_ready:
+                self.sink_ready_seen_low = True
+            cycle += 1
+
+    async def bus_replies(self, ctx):
+        ctx.set(self.dut.bus_tx.ready, 1)
+        while True:
+            _, _, valid, byte = await ctx.tick().sample(self.dut.bus_tx.valid,
+                                                        self.dut.bus_tx.payload)
+            if valid:
+                self.replies.append(byte)
+
+    # -- bus helpers (main testbench) ----------------------------------------------------
+    async def send_bytes(self, ctx, data):
+        dut = self.dut
+        for byte in data:
+            ctx.set(dut.bus_rx.valid, 1)
+            ctx.set(dut.bus_rx.payload, byte)
+            while True:
+                _, _, ready = await ctx.tick().sample(dut.bus_rx.ready)
+                if ready:
+                    break
+        ctx.set(dut.bus_rx.valid, 0)
+
+    async def read(self, ctx, address, n=1):
+        self.replies.clear()
+        await self.send_bytes(ctx, encode_read(address, n))
+        for _ in range(200 + 40 * n):
+            if len(self.replies) >= 4 * n:
+                break
+            await ctx.tick()
+        return decode_read_reply(bytes(self.replies), n)
+
+    async def read_reg(self, ctx, name):
+        reg = self.regmap[name]
+        return reg.from_words(await self.read(ctx, reg.address, reg.words))
+
+    async def write_reg(self, ctx, name, **fields):
+        reg = self.regmap[name]
+        await self.send_bytes(ctx, encode_write(reg.address, reg.to_words(reg.encode(**fields))))
+
+    async def wait_frames_done(self, ctx, count):
+        while len(self.sent) < count or len(self.out_beats) < len(self.in_beats):
+            await ctx.tick()
+        await ctx.tick().repeat(self.dut.measurement_latency + 12)
+
+    async def wait_status(self, ctx, field, value):
+        for _ in range(50):
+            if self.regmap["status"].decode(await self.read_reg(ctx, "status"))[field] == value:
+                return
+        raise AssertionError(f"STATUS.{field} never became {value}")
+
+    async def read_counters(self, ctx):
+        window = self.regmap.window
+        words = await self.read(ctx, window.address, window.words)
+        return Synopsis.from_words(self.config, window.words_from_bus(words))
+
+    def run(self, main):
+        sim = Simulator(self.dut)
+        sim.add_clock(1e-8)
+        sim.add_testbench(self.source, background=True)
+        sim.add_testbench(self.sink, background=True)
+        sim.add_testbench(self.bus_replies, background=True)
+        sim.add_testbench(main)
+        sim.run()
+
+    def golden(self, sent):
+        frames = [f for f, _, _ in sent]
+        errors = [e for _, e, _ in sent]
+        hashes = hash_frames(self.config, frames, errors)
+        stamps = np.array([t for _, _, t in sent], dtype=np.uint64)
+        return update(self.config, hashes, stamps)
+
+
+def check_passthrough(bench, latency_checked_beats):
+    """Bit-exact and in order; the first ``latency_checked_beats`` beats (sent with the
+    sink always ready) left exactly PASSTHROUGH_LATENCY cycles after they entered."""
+    ins = [b for _, b in bench.in_beats]
+    outs = [b for _, b in bench.out_beats]
+    assert outs == ins
+    assert [f for f, _ in beats_to_frames(outs, bench.data_width)] == [
+        f for f, _, _ in bench.sent]
+    for (t_in, _), (t_out, _) in zip(bench.in_beats[:latency_checked_beats],
+                                     bench.out_beats[:latency_checked_beats]):
+        assert t_out - t_in == PASSTHROUGH_LATENCY
+
+
+def test_lda_core_counters_status_and_passthrough():
+    config = LdaConfig(banks=2, rows=16, thresholds=(0, 2))
+    bench = CoreBench(config, 64, seed=1)
+    rng = random.Random(2)
+    first = mixed_frames(rng, 24)
+    second = mixed_frames(rng, 12)
+    results = {}
+
+    async def main(ctx):
+        # Interval 0: no backpressure (latency check), then a stalling sink.
+        bench.to_send += first[:12]
+        await bench.wait_frames_done(ctx, 12)
+        results["latency_beats"] = len(bench.in_beats)
+        results["ready_low_before"] = bench.sink_ready_seen_low
+        bench.p_ready = 0.5
+        bench.to_send += first[12:]
+        await bench.wait_frames_done(ctx, 24)
+        status = bench.regmap["status"]
+        results["status0"] = status.decode(await bench.read_reg(ctx, "status"))
+        await bench.write_reg(ctx, "control", swap=1)
+        await bench.wait_status(ctx, "frozen_ready", 1)
+        results["interval0"] = await bench.read_counters(ctx)
+        results["sent0"] = list(bench.sent)
+        for name in ("frozen_seq", "frozen_packets", "interval_seq", "overruns",
+                     "frames_seen", "frames_counted", "frames_errored", "frames_runt",
+                     "frames_non_ip", "frames_control"):
+            results[name] = await bench.read_reg(ctx, name)
+        results["status1"] = status.decode(await bench.read_reg(ctx, "status"))
+
+        # Interval 1 runs while copy 0 stays frozen: a second swap is an overrun.
+        bench.to_send += second
+        await bench.write_reg(ctx, "control", swap=1)
+        await bench.wait_frames_done(ctx, 36)
+        results["overruns"] = await bench.read_reg(ctx, "overruns")
+        results["status2"] = status.decode(await bench.read_reg(ctx, "status"))
+        # Release copy 0, wait until it is clean, swap: interval 1 freezes, flagged.
+        await bench.write_reg(ctx, "control", release=1)
+        await bench.wait_status(ctx, "other_clean", 1)
+        await bench.write_reg(ctx, "control", swap=1)
+        await bench.wait_status(ctx, "frozen_ready", 1)
+        results["interval1"] = await bench.read_counters(ctx)
+        results["status3"] = status.decode(await bench.read_reg(ctx, "status"))
+        results["frozen_seq1"] = await bench.read_reg(ctx, "frozen_seq")
+        results["interval_seq1"] = await bench.read_reg(ctx, "interval_seq")
+        results["frozen_packets1"] = await bench.read_reg(ctx, "frozen_packets")
+
+    bench.run(main)
+
+    check_passthrough(bench, results["latency_beats"])
+    assert not results["ready_low_before"]            # no backpressure: ready stays high
+    assert bench.sink_ready_seen_low                   # the stalling sink pushed back
+
+    sent0 = results["sent0"]
+    sent1 = bench.sent[len(sent0):]
+    assert len(sent0) == 24 and len(sent1) == 12
+    golden0 = bench.golden(sent0)
+    assert results["interval0"] == golden0
+    assert golden0.count.sum() >= 5                    # the test does count something
+    classes = [classify_frame(f, error=e) for f, e, _ in sent0]
+    counted = sum(c in (FrameClass.IPV4, FrameClass.IPV6) for c in classes)
+    assert results["frozen_packets"] == counted
+    assert results["frames_seen"] == 24
+    assert results["frames_counted"] == counted
+    assert results["frames_errored"] == classes.count(FrameClass.ERRORED)
+    assert results["frames_runt"] == classes.count(FrameClass.RUNT)
+    assert results["frames_non_ip"] == classes.count(FrameClass.NON_IP)
+    assert results["frames_control"] == 0
+    assert results["status0"]["active_copy"] == 0 and results["status0"]["other_clean"] == 1
+    assert results["status1"] == {"active_copy": 1, "frozen_ready": 1, "clearing": 0,
+                                  "frozen_overrun": 0, "other_clean": 0}
+    assert (results["frozen_seq"], results["interval_seq"]) == (0, 1)
+
+    assert results["overruns"] == 1
+    assert results["status2"]["active_copy"] == 1      # the overrun did not swap
+    assert results["interval1"] == bench.golden(sent1)
+    assert results["status3"]["frozen_overrun"] == 1 and results["status3"]["active_copy"] == 0
+    assert (results["frozen_seq1"], results["interval_seq1"]) == (1, 3)
+    assert results["frozen_packets1"] == sum(
+        classify_frame(f, error=e) in (FrameClass.IPV4, FrameClass.IPV6) for f, e, _ in sent1)
+
+
+@pytest.mark.parametrize("config,data_width", [
+    (RdaConfig(banks=2, buckets_per_bank=12), 8),
+    (LdsConfig(rows=2, cells=10, vlda_cells=3, row_thresholds=(0, 1)), 32),
+], ids=["rda-w8", "lds-w32"])
+def test_rda_lds_core_counters(config, data_width):
+    bench = CoreBench(config, data_width, seed=3)
+    bench.p_ready = 0.7
+    frames = mixed_frames(random.Random(4), 14)
+    results = {}
+
+    async def main(ctx):
+        bench.to_send += frames
+        await bench.wait_frames_done(ctx, len(frames))
+        await bench.write_reg(ctx, "control", swap=1)
+        await bench.wait_status(ctx, "frozen_ready", 1)
+        results["counters"] = await bench.read_counters(ctx)
+
+    bench.run(main)
+    check_passthrough(bench, 0)
+    golden = bench.golden(bench.sent)
+    assert results["counters"] == golden
+    assert golden.count.sum() >= 5
