@@ -251,9 +251,10 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
         Optional membership check (ID arrays or :class:`PacketCache`): a pure-looking
         bucket with ``Δ = −1`` is only peeled when its ID is in ``sender_ids``, one with
         ``Δ = +1`` only when it is in ``receiver_ids``. This rejects the false pure
-        buckets of the XOR-linear bucket hash exactly (see the module notes); without it
-        the guards keep most of them harmless, but at loads ``d/m`` around 1/8 a few
-        percent of decodings can still fail that the check would let succeed.
+        buckets of the XOR-linear bucket hash exactly (see the module notes). Without it
+        the guards make them harmless at ``d ≤ m/8`` (every failure seen there was a
+        true stopping set), but at ``d/m ≈ 0.3–0.4`` decoding can stop with tens of IDs
+        left where the check lets it finish (``bench/rda_decode.py``).
     max_rounds:
         Safety limit on peeling rounds (default ``2·k·m + 16``).
 
@@ -273,6 +274,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
 
     candidates = h.pure(np.flatnonzero(np.abs(delta) == 1), delta, ids)
     peeled_ids, peeled_delta = [], []
+    touched = np.zeros(k * m, dtype=bool)  # scratch mask: buckets changed this round
     rounds = 0
     while candidates.size and rounds < limit:
         rounds += 1
@@ -294,7 +296,9 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
         np.subtract.at(delta, flat, np.tile(dx, k))
         peeled_ids.append(x)
         peeled_delta.append(dx)
-        candidates = h.pure(np.unique(flat), delta, ids)
+        touched[flat] = True
+        candidates = h.pure(np.flatnonzero(touched), delta, ids)
+        touched[flat] = False
 
     undecoded = int(np.count_nonzero((delta != 0) | (ids != 0)))
     cancelled = 0
@@ -316,10 +320,19 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
                        undecoded_buckets=undecoded, rounds=rounds, cancelled_ids=cancelled)
 
 
+def _sorted_unique(values) -> np.ndarray:
+    """Distinct values, sorted (sort-based; numpy's hash-based ``unique`` is slower on
+    large uint64 arrays)."""
+    a = np.sort(np.asarray(values, dtype=np.uint64).ravel())
+    if a.size > 1:
+        a = a[np.concatenate(([True], a[1:] != a[:-1]))]
+    return a
+
+
 def _membership(ids) -> np.ndarray:
     if isinstance(ids, PacketCache):
         return ids.ids
-    return np.unique(np.asarray(ids, dtype=np.uint64).ravel())
+    return np.sort(np.asarray(ids, dtype=np.uint64).ravel())
 
 
 def _contains(sorted_ids: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -348,7 +361,7 @@ def _remove(synopsis: Synopsis, ids: np.ndarray, timestamps: np.ndarray,
 
 
 def _ids_array(ids) -> np.ndarray:
-    return np.unique(np.asarray(ids, dtype=np.uint64).ravel())
+    return _sorted_unique(ids)
 
 
 def repair(sender: Synopsis, receiver: Synopsis, lost_ids, reordered_ids,
@@ -657,7 +670,7 @@ def minhash_sketch(ids, size: int = 1024) -> np.ndarray:
     MinHash sketch; what a measurement point would send instead of its cache)."""
     if size < 1:
         raise ValueError(f"sketch size must be positive, not {size}")
-    values = np.unique(mix64_array(np.asarray(ids, dtype=np.uint64).ravel(), MINHASH_SALT))
+    values = _sorted_unique(mix64_array(np.asarray(ids, dtype=np.uint64).ravel(), MINHASH_SALT))
     return values[:size]
 
 
@@ -696,8 +709,8 @@ def estimate_set_difference(sender_ids, receiver_ids, *,
     The relative error of ``1 − J`` is about ``1 / sqrt(k (1 − J))``, so small
     differences of large sets need a large sketch.
     """
-    a_ids = np.unique(np.asarray(sender_ids, dtype=np.uint64).ravel())
-    b_ids = np.unique(np.asarray(receiver_ids, dtype=np.uint64).ravel())
+    a_ids = _sorted_unique(sender_ids)
+    b_ids = _sorted_unique(receiver_ids)
     a, b = minhash_sketch(a_ids, sketch_size), minhash_sketch(b_ids, sketch_size)
     union_bottom = np.union1d(a, b)[:sketch_size]
     if union_bottom.size == 0:
