@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""LDS estimators: per-flow delay, size and loss from a sender's and a receiver's Lossy
+Difference Sketch (Sanjuàs-Cuxart et al., IMC 2011, ``papers/lds-*``).
+
+Data flow (``DESIGN.md``, host side): snapshot of an interval (two
+:class:`~host_sw.golden.Synopsis` objects of one :class:`~host_sw.config.LdsConfig`) ►
+**these estimators** ► CLI/export. Pure functions over the counter arrays, vectorised
+over flows (the §5.1 reproduction queries ~100 k flows).
+
+A flow is named by its per-row 32-bit flow hashes (``(R,)`` for one flow, ``(R, F)`` for
+F flows), computed from its header with the contract
+``Hashers(config).flow[class][r]`` (:func:`flow_row_hashes`). Its cells in row ``r`` are
+``(base_r + j) mod C`` for ``j in 0..k-1`` with ``base_r = range_reduce32(h_r, C)`` —
+the flow's virtual LDA, exactly the cells :func:`host_sw.golden.bucket_indices` updates.
+
+Delay (Fig. 6, §4.2): a cell is *usable* when sender and receiver agree on its count and
+digest and the count is non-zero (an empty cell carries no sample; Fig. 6 would divide by
+zero). Each usable count is inverted by its row's sampling rate (``n · 2**z_r``); the
+smallest inverted count ``n_min`` is found, and the cells with inverted count
+``≤ (1 + α)·n_min`` are kept (the text's "at most n(1+α)"; Fig. 6 writes ``<``).
+The estimate is ``Σ Δs / Σ n`` over the kept cells with the *raw* counts (§4.2: after
+cell selection "delay estimates are produced normally"), in ns (× ``tick_ns``).
+
+Size (§4.3, count-min): per row, the sum of the flow's ``k`` counts; the minimum over
+rows, times ``2**z`` (the sampling correction). Loss: the same over ``sender −
+receiver`` counts (collisions only add other flows' losses, in marker mode). Only the
+rows with the highest sampling rate (smallest ``z_r``) take part: a sampled row's
+corrected count is unbiased but noisy, and the minimum over noisy rows is biased low
+(with rates 1, 1/2, 1/8, 1/64 the 1/64 row would usually report zero loss). With flow
+weights (§4.1) counts are weighted: pass ``weights`` to divide them back out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import LdsConfig, check_comparable
+from ..golden import Hashers, Synopsis
+from ..hashing import FrameClass, range_reduce32
+from ..layouts import signed_difference
+
+__all__ = ["LdsFlowEstimates", "flow_row_hashes", "flow_cells", "estimate_flows",
+           "DEFAULT_ALPHA"]
+
+#: The paper's tolerance for interference in cell selection (§2.3.4, Fig. 6).
+DEFAULT_ALPHA = 0.1
+
+
+def flow_row_hashes(config: LdsConfig, flow_windows: np.ndarray, classes=None,
+                    hashers: Hashers | None = None) -> np.ndarray:
+    """Per-row flow hashes ``(R, F)`` uint64 of flows given by one header window each
+    (``(F, window_bytes)`` uint8; any packet of the flow will do — the flow mask keeps
+    only the 5-tuple). ``classes`` (default all IPv4) picks IPv4 or IPv6 masks."""
+    if not isinstance(config, LdsConfig):
+        raise ValueError(f"flow hashes need an LDS configuration, not {config.kind}")
+    windows = np.asarray(flow_windows, dtype=np.uint8)
+    if windows.ndim != 2 or windows.shape[1] != config.window_bytes:
+        raise ValueError(f"expected (F, {config.window_bytes}) flow windows, got "
+                         f"{windows.shape}")
+    hashers = hashers or Hashers(config)
+    f = windows.shape[0]
+    classes = (np.full(f, FrameClass.IPV4, dtype=np.int64) if classes is None
+               else np.asarray(classes))
+    out = np.zeros((config.rows, f), dtype=np.uint64)
+    for cls in (FrameClass.IPV4, FrameClass.IPV6):
+        sel = classes == cls
+        if sel.any():
+            for r, h in enumerate(hashers.flow[cls]):
+                out[r, sel] = h(windows[sel])
+    return out
+
+
+def _as_table(config: LdsConfig, flow_hashes) -> tuple[np.ndarray, bool]:
+    table = np.asarray(flow_hashes, dtype=np.uint64)
+    single = table.ndim == 1
+    if single:
+        table = table[:, None]
+    if table.ndim != 2 or table.shape[0] != config.rows:
+        raise ValueError(f"flow hashes must be ({config.rows},) or ({config.rows}, F), "
+                         f"got {np.shape(flow_hashes)}")
+    return table, single
+
+
+def flow_cells(config: LdsConfig, flow_hashes) -> np.ndarray:
+    """Column of each flow's cells: int64 ``(R, F, k)``, ``(base_r + j) mod C``."""
+    table, _ = _as_table(config, flow_hashes)
+    base = range_reduce32(table, config.cells)
+    return (base[:, :, None] + np.arange(config.vlda_cells)) % config.cells
+
+
+@dataclass
+class LdsFlowEstimates:
+    """Per-flow LDS estimates (arrays over the F queried flows; scalars-in-arrays of
+    length 1 when a single flow was queried).
+
+    Attributes
+    ----------
+    delay_ns:
+        float64 — average delay estimate in ns; NaN when no cell is usable.
+    cells_used:
+        int64 — cells that entered the estimate (0 … R·k).
+    usable_cells:
+        int64 — cells whose counts and digests matched (non-empty).
+    packets_used:
+        int64 — Σ n (raw, possibly weighted counts) of the used cells.
+    size:
+        float64 — count-min packet count of the flow at the sender (highest-rate rows,
+        sampling-corrected, divided by the flow weight when given).
+    receiver_size:
+        float64 — the same at the receiver.
+    loss:
+        float64 — count-min of per-row ``sender − receiver`` counts (sampling-corrected).
+    """
+    delay_ns: np.ndarray
+    cells_used: np.ndarray
+    usable_cells: np.ndarray
+    packets_used: np.ndarray
+    size: np.ndarray
+    receiver_size: np.ndarray
+    loss: np.ndarray
+
+    def __len__(self):
+        return len(self.delay_ns)
+
+
+def estimate_flows(sender: Synopsis, receiver: Synopsis, flow_hashes, *,
+                   alpha: float = DEFAULT_ALPHA, weights=None) -> LdsFlowEstimates:
+    """Per-flow delay, size and loss (module docstring) for flows given by their per-row
+    flow hashes ``(R,)`` or ``(R, F)``.
+
+    Parameters
+    ----------
+    sender, receiver:
+        The two points' synopses of one interval (same configuration).
+    flow_hashes:
+        uint64 per-row flow hashes (:func:`flow_row_hashes`, or a trace's
+        :meth:`~host_sw.traffic.Trace.flow_hashes`).
+    alpha:
+        Interference tolerance of the cell selection (≥ 0; the paper uses 0.1).
+    weights:
+        Optional per-flow weights ``(F,)`` used at update time (§4.1); only the size
+        estimates need them (delay needs no change).
+    """
+    config = sender.config
+    if not isinstance(config, LdsConfig):
+        raise ValueError(f"LDS estimators need LDS synopses, not {config.kind}")
+    check_comparable(config, receiver.config)
+    if not alpha >= 0:
+        raise ValueError(f"alpha must be non-negative, not {alpha}")
+    table, _ = _as_table(config, flow_hashes)
+    rows = np.arange(config.rows)[:, None, None]
+    cols = flow_cells(config, table)
+    n_s = sender.count[rows, cols].astype(np.int64)          # (R, F, k)
+    n_r = receiver.count[rows, cols].astype(np.int64)
+    d_s = sender["digest"][rows, cols]
+    d_r = receiver["digest"][rows, cols]
+    dts = signed_difference(receiver.ts_sum[rows, cols], sender.ts_sum[rows, cols],
+                            config.ts_bits).astype(np.int64)
+    scale = (2.0 ** np.asarray(config.row_thresholds, dtype=np.float64))[:, None, None]
+    usable = (n_s == n_r) & (d_s == d_r) & (n_s > 0)
+    inverted = np.where(usable, n_s * scale, np.inf)
+    n_min = inverted.min(axis=(0, 2))                       # (F,)
+    keep = usable & (inverted <= (1.0 + alpha) * n_min[None, :, None])
+    s_sum = np.where(keep, dts, 0).sum(axis=(0, 2))
+    n_sum = np.where(keep, n_s, 0).sum(axis=(0, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        delay = np.where(n_sum > 0, s_sum / np.maximum(n_sum, 1), np.nan) * config.tick_ns
+    # count-min over the rows that sample at the highest rate (see module docstring)
+    z = np.asarray(config.row_thresholds)
+    best = np.flatnonzero(z == z.min())
+    row_scale = 2.0 ** float(z.min())
+    size = n_s[best].sum(axis=2).min(axis=0) * row_scale
+    receiver_size = n_r[best].sum(axis=2).min(axis=0) * row_scale
+    loss = (n_s[best] - n_r[best]).sum(axis=2).min(axis=0) * row_scale
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != size.shape:
+            raise ValueError(f"need one weight per flow ({size.shape[0]}), got {w.shape}")
+        size, receiver_size, loss = size / w, receiver_size / w, loss / w
+    return LdsFlowEstimates(
+        delay_ns=delay, cells_used=keep.sum(axis=(0, 2)).astype(np.int64),
+        usable_cells=usable.sum(axis=(0, 2)).astype(np.int64),
+        packets_used=n_sum.astype(np.int64), size=size, receiver_size=receiver_size,
+        loss=loss)
