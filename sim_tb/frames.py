@@ -37,7 +37,7 @@ from host_sw.hashing import (
 )
 
 __all__ = ["OfferedFrame", "ip_frame", "random_frames", "min_size_burst", "bad_frames",
-           "same_bucket_frames", "write_pcap", "read_pcap", "JUMBO_MAX_BYTES",
+           "same_bucket_frames", "write_pcap", "read_pcap", "make_mixed_pcap", "JUMBO_MAX_BYTES",
            "STANDARD_MAX_BYTES"]
 
 #: Largest standard frame without FCS (1518 with FCS is 1514 without; we follow the
@@ -246,6 +246,20 @@ def write_pcap(path, frames, *, tick_s: float = 1e-6) -> None:
         for i, frame in enumerate(frames):
             data = frame.data if isinstance(frame, OfferedFrame) else frame
             writer.writepkt(data, ts=1_700_000_000 + i * tick_s)
+
+
+def make_mixed_pcap(path, *, seed: int = 2026) -> list[OfferedFrame]:
+    """Write the small mixed capture the testbench replays (``sim_tb/data/
+    mixed_small.pcap``): IPv4/IPv6 UDP/TCP frames of many sizes, minimum-size frames,
+    runts, non-IP and control frames (a pcap has no error flag: the errored frames of
+    :func:`bad_frames` appear as plain frames)."""
+    rng = np.random.default_rng(seed)
+    frames = (random_frames(rng, 24, max_size=STANDARD_MAX_BYTES) + min_size_burst(rng, 8)
+              + bad_frames(rng))
+    order = rng.permutation(len(frames))
+    frames = [OfferedFrame(frames[i].data) for i in order]
+    write_pcap(path, frames)
+    return frames
 
 
 def read_pcap(path) -> list[OfferedFrame]:

@@ -126,7 +126,7 @@ class UartBoneDriver:
         while count > 0:
             n = min(count, self.MAX_WORDS)
             request = self.protocol.encode_read(address, n, incrementing=incrementing)
-            reply = await self.port.transact(request, 4 * n,
+            reply = await self.port.transact(request, self.protocol.read_reply_length(n),
                                              timeout_cycles=self.timeout_cycles)
             self.bytes_sent += len(request)
             self.bytes_received += len(reply)

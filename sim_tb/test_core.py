@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""pytest entry for the cocotb testbenches of the exported core: synopsis kind {LDA,
+RDA, LDS} × data width {8, 64}, each exported and built in its own folder
+(``build/sim/<param-id>/``). A failing cocotb test fails the pytest test with the names
+and messages of the failures (:class:`sim_tb.runner.SimFailure`)."""
+
+import importlib.util
+
+import pytest
+
+from sim_tb.runner import DEFAULT_PARAMS, run_core_tests
+
+pytestmark = [
+    pytest.mark.cocotb,
+    pytest.mark.skipif(importlib.util.find_spec("hw.lda_pipeline") is None,
+                       reason="hw/lda_pipeline.py (the core's top) does not exist yet"),
+]
+
+
+@pytest.mark.parametrize("params", DEFAULT_PARAMS, ids=lambda p: p.param_id)
+def test_core(params):
+    results = run_core_tests(params, "sim_tb.cocotb_core")
+    assert len(results.tests) >= 10, sorted(results.tests)
