@@ -32,12 +32,16 @@ Decoding details beyond the paper (documented because they matter):
 * The bucket hash is H3, which is XOR-linear, and for a power-of-two ``m`` the bucket is
   the top ``log2 m`` bits of the hash. Then ``h_l(a ⊕ b ⊕ c) = h_l(a) ⊕ h_l(b) ⊕ h_l(c)``
   and any bucket holding an *odd* number of IDs passes the ``h_l(ID) == i`` test: e.g.
-  two lost packets and one reordered one (``Δ = −1``) look pure. Two guards keep such
-  false positives harmless: (a) an ID is only peeled when its bucket in every bank holds
-  a non-zero ID (a genuine member of the difference is in all ``k`` of them); (b) peeled
-  IDs are kept as a signed multiset — a false ID is peeled back out with the opposite
-  sign once its constituents are decoded, its entries cancel, and any residue (net count
-  other than ±1, or buckets left non-empty) makes ``decoded`` False.
+  two lost packets and one reordered one (``Δ = −1``) look pure (a non-power-of-two
+  ``m`` helps little: the multiply-shift reduction is monotone in the hash). Guards keep
+  such false positives harmless: (a) an ID is only peeled when its bucket in every bank
+  holds a non-zero ID (a genuine member of the difference is in all ``k`` of them);
+  (b) IDs pure in *every* bank (never a false one) are peeled first, the others only in
+  rounds where no such ID is left; (c) peeled IDs are kept as a signed multiset — a
+  false ID is peeled back out with the opposite sign once its constituents are decoded,
+  its entries cancel, and any residue (net count other than ±1, or buckets left
+  non-empty) makes ``decoded`` False; (d) with the caches, :func:`decode` checks each
+  ID's membership, which rejects false IDs exactly (:func:`estimate_rda` does this).
 * Peeling runs in vectorised rounds: every bucket pure at the start of a round is peeled
   in that round (distinct IDs once each; removals commute), and only the buckets touched
   are re-tested. 100 000 differences decode in well under a second
@@ -256,7 +260,8 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
         true stopping set), but at ``d/m ≈ 0.3–0.4`` decoding can stop with tens of IDs
         left where the check lets it finish (``bench/rda_decode.py``).
     max_rounds:
-        Safety limit on peeling rounds (default ``2·k·m + 16``).
+        Limit on peeling rounds (default 1000; decoding below the peeling threshold
+        takes a few tens). It stops false pure IDs that would be peeled back and forth.
 
     Returns
     -------
@@ -267,19 +272,21 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
     h = _BucketFunction(config, hashers)
     delta = np.array(subtraction.delta, dtype=np.int64).reshape(-1)
     ids = np.array(subtraction.id_xor, dtype=np.uint64).reshape(-1)
-    limit = 2 * k * m + 16 if max_rounds is None else max_rounds
+    limit = 1000 if max_rounds is None else max_rounds
+    if limit < 1:
+        raise ValueError(f"max_rounds must be positive, not {max_rounds}")
 
     members = {-1: None if sender_ids is None else _membership(sender_ids),
                +1: None if receiver_ids is None else _membership(receiver_ids)}
 
     candidates = h.pure(np.flatnonzero(np.abs(delta) == 1), delta, ids)
     peeled_ids, peeled_delta = [], []
-    touched = np.zeros(k * m, dtype=bool)  # scratch mask: buckets changed this round
     rounds = 0
     while candidates.size and rounds < limit:
         rounds += 1
         x, first = np.unique(ids[candidates], return_index=True)
-        dx = delta[candidates[first]]
+        home = candidates[first]
+        dx = delta[home]
         where = h.positions(x)
         # Guard (a): a genuine member of the difference sits in every bank's bucket.
         genuine = np.all(ids[where] != 0, axis=0)
@@ -288,17 +295,23 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
                 side = dx == sign
                 genuine[side] &= _contains(known, x[side])
         if not genuine.all():
-            x, dx, where = x[genuine], dx[genuine], where[:, genuine]
+            x, dx, where, home = x[genuine], dx[genuine], where[:, genuine], home[genuine]
             if x.size == 0:
                 break
+        # Guard (b): IDs pure in every bank go first; the others wait until none is left.
+        confirmed = np.all(ids[where] == x, axis=0)
+        deferred = home[:0]
+        if confirmed.any() and not confirmed.all():
+            deferred = home[~confirmed]
+            x, dx, where = x[confirmed], dx[confirmed], where[:, confirmed]
         flat = where.reshape(-1)
         np.bitwise_xor.at(ids, flat, np.tile(x, k))
         np.subtract.at(delta, flat, np.tile(dx, k))
         peeled_ids.append(x)
         peeled_delta.append(dx)
-        touched[flat] = True
-        candidates = h.pure(np.flatnonzero(touched), delta, ids)
-        touched[flat] = False
+        # Only touched (and deferred) buckets can have become pure; duplicates are
+        # harmless (IDs are deduplicated above).
+        candidates = h.pure(np.concatenate([flat, deferred]), delta, ids)
 
     undecoded = int(np.count_nonzero((delta != 0) | (ids != 0)))
     cancelled = 0
