@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``ldactl simulate``: the JSON contract, estimates near the truth, and usage errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from host_sw.cli import main
+
+
+def run_json(capsys, *args):
+    assert main(["simulate", "--json", *args]) == 0
+    lines = [json.loads(l) for l in capsys.readouterr().out.splitlines() if l.strip()]
+    return lines
+
+
+def test_json_contract_lda(capsys):
+    lines = run_json(capsys, "--packets", "100000", "--loss", "0.001", "--runs", "2",
+                     "--seed", "3")
+    assert len(lines) == 2
+    for line in lines:
+        assert set(line["true"]) == {"mean", "std", "sent", "received", "lost"}
+        assert set(line["estimate"]) == {"mean", "std", "lost", "samples", "ci"}
+        t, e = line["true"], line["estimate"]
+        assert t["sent"] == 100000 and t["lost"] == 100 and t["received"] == 99900
+        lo, hi = e["ci"]
+        assert lo <= e["mean"] <= hi
+        assert abs(e["mean"] - t["mean"]) / t["mean"] < 0.05
+        assert e["samples"] > 10000
+
+
+def test_rda_set_difference_is_exact(capsys):
+    (line,) = run_json(capsys, "--synopsis", "rda", "--packets", "50000",
+                       "--set-difference", "400", "--seed", "5")
+    t, e = line["true"], line["estimate"]
+    assert t["lost"] == 200 and e["lost"] == 200
+    assert e["mean"] == pytest.approx(t["mean"], rel=1e-12)
+    assert e["ci"][0] == e["ci"][1] == e["mean"]
+
+
+def test_lds_no_loss_exact_aggregate(capsys):
+    (line,) = run_json(capsys, "--synopsis", "lds", "--packets", "50000", "--loss", "0")
+    assert line["estimate"]["mean"] == pytest.approx(line["true"]["mean"], rel=1e-12)
+    assert line["estimate"]["lost"] == 0
+
+
+def test_tune_for_loss_single_bank(capsys):
+    (line,) = run_json(capsys, "--packets", "200000", "--loss", "0.05",
+                       "--tune-for-loss", "0.05")
+    e, t = line["estimate"], line["true"]
+    assert abs(e["mean"] - t["mean"]) / t["mean"] < 0.1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--packets", "0"], "positive integer"),
+    (["--loss", "1.5"], "probability"),
+    (["--delay", "weibull:shape=-1,scale=3"], "shape"),
+    (["--delay", "gamma:k=1"], "gamma"),
+    (["--synopsis", "rda", "--tune-for-loss", "0.1"], "lda only"),
+    (["--set-difference", "10"], "rda only"),
+    (["--rows", "1000"], "power of two"),
+])
+def test_bad_options_exit_2(capsys, args, message):
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", *args])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_console_script_table():
+    out = subprocess.run([sys.executable, "-m", "host_sw.cli", "simulate", "--packets",
+                          "20000", "--seed", "2"], capture_output=True, text=True, check=True)
+    assert "est. mean" in out.stdout and "config ID" in out.stdout
