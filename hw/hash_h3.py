@@ -33,7 +33,7 @@ The flow hashes (LDS) run in parallel with the packet hash; every output is dela
 common latency :attr:`PacketHasher.latency`.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -100,21 +100,32 @@ class H3Pipeline(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        per_bit = [[self.data[i] for i, r in enumerate(self.rows) if (r >> o) & 1]
+        # Each stage is one vector; a term list is a list of bit indices into it. A group
+        # is XORed as ``(vector & group_mask).xor()`` — the same XOR of the group's bits
+        # after synthesis, and one operation instead of ``fan_in`` in the simulator.
+        vector = self.data
+        per_bit = [[i for i, r in enumerate(self.rows) if (r >> o) & 1]
                    for o in range(self.out_bits)]
         for stage in range(self.latency):
-            next_bits = []
+            next_bits, results = [], []
             for o, terms in enumerate(per_bit):
                 groups = [terms[k:k + self.fan_in] for k in range(0, len(terms), self.fan_in)]
-                regs = []
-                for g, group in enumerate(groups or [[]]):
-                    reg = Signal(name=f"xor_s{stage}_o{o}_g{g}")
-                    m.d.sync += reg.eq(Cat(*group).xor() if group else 0)
-                    regs.append(reg)
-                next_bits.append(regs)
-            per_bit = next_bits
+                indices = []
+                for group in groups or [[]]:
+                    indices.append(len(results))
+                    if not group:
+                        results.append(Const(0, 1))
+                    elif len(group) == 1:
+                        results.append(vector[group[0]])
+                    else:
+                        mask = sum(1 << i for i in group)
+                        results.append((vector & Const(mask, len(vector))).xor())
+                next_bits.append(indices)
+            stage_reg = Signal(len(results), name=f"xor_stage{stage}")
+            m.d.sync += stage_reg.eq(Cat(*results))
+            vector, per_bit = stage_reg, next_bits
         assert all(len(t) == 1 for t in per_bit)
-        m.d.comb += self.hash.eq(Cat(t[0] for t in per_bit))
+        m.d.comb += self.hash.eq(Cat(vector[t[0]] for t in per_bit))
         return m
 
 
