@@ -11,7 +11,9 @@ the master (``hw.uartbone.UARTBoneBridge``) raises ``r_stb`` or ``w_stb`` with `
 ``w_data``) and holds them until the cycle in which the bank answers ``ack`` (one cycle;
 ``r_data`` is valid in that cycle). In the cycle after ``ack`` the master lowers the strobe
 or presents its next request. Register accesses answer 2 cycles after the strobe rises;
-counter-window reads of chunk 0 take 3 cycles plus the counter bank's read latency.
+counter-window reads take 3 cycles (plus, when the chunk count is not a power of two,
+one cycle per bit of the counter index for the division) and, for chunk 0, the counter
+bank's read latency.
 
 Semantics (see also :mod:`host_sw.regmap`):
 
@@ -223,7 +225,9 @@ class CsrBank(wiring.Component):
             pm = _pulse_mask(reg)
             return stored[reg.name] & ~Const(pm, reg.width) if pm else stored[reg.name]
 
-        # Counter window decode: offset → (index, chunk) by reciprocal multiplication.
+        # Counter window decode: offset → (index, chunk). A power-of-two chunk count is a
+        # shift; otherwise a restoring division by the constant, one quotient bit per clock
+        # (state DIVIDE), keeps the bus path free of long multiplier chains.
         span_bits = max(0, (win.span - 1).bit_length())
         offset = Signal(max(1, span_bits))
         in_window = Signal()
@@ -232,21 +236,17 @@ class CsrBank(wiring.Component):
             in_window.eq((req_addr >= win.address) & (req_addr < win.address + win.words)),
         ]
         chunks = win.chunks
+        divide = chunks & (chunks - 1) != 0
         index = Signal(self.counters.addr.shape().width)
         chunk = Signal(range(chunks) if chunks > 1 else 1)
-        if chunks & (chunks - 1) == 0:
+        if not divide:
             shift = chunks.bit_length() - 1
             m.d.comb += [index.eq(offset >> shift), chunk.eq(offset & (chunks - 1))]
-        else:
-            # floor(n / c) = (n * M) >> k for n < 2**N, k = N + ceil(log2 c), M = ceil(2**k / c).
-            k = span_bits + (chunks - 1).bit_length()
-            mult = -(-(1 << k) // chunks)
-            quotient = Signal(span_bits + 1)
-            m.d.comb += [
-                quotient.eq((offset * mult) >> k),
-                index.eq(quotient),
-                chunk.eq(offset - quotient * chunks),
-            ]
+        q_bits = max(1, (win.buckets - 1).bit_length())
+        remainder = Signal(len(offset))
+        quotient = Signal(q_bits)
+        divisor = Signal(q_bits + chunks.bit_length())
+        div_steps = Signal(range(q_bits + 1))
         win_index = Signal.like(index)
         win_chunk = Signal.like(chunk)
         timer = Signal(range(self.window_timeout + 1))
@@ -263,8 +263,13 @@ class CsrBank(wiring.Component):
             with m.State("EXEC"):
                 m.d.sync += r_data.eq(0)
                 with m.If(in_window & ~req_write):
-                    m.d.sync += [win_index.eq(index), win_chunk.eq(chunk)]
-                    m.next = "WINDOW"
+                    if divide:
+                        m.d.sync += [remainder.eq(offset), quotient.eq(0),
+                                     divisor.eq(chunks << (q_bits - 1)), div_steps.eq(q_bits)]
+                        m.next = "DIVIDE"
+                    else:
+                        m.d.sync += [win_index.eq(index), win_chunk.eq(chunk)]
+                        m.next = "WINDOW"
                 with m.Else():
                     m.d.sync += ack.eq(1)
                     m.next = "IDLE"
@@ -287,6 +292,18 @@ class CsrBank(wiring.Component):
                                             self._write_word(m, reg, kword, lo, req_data,
                                                              stored[reg.name], write_shadow,
                                                              getattr(self, reg.name))
+
+            with m.State("DIVIDE"):
+                with m.If(div_steps == 0):
+                    m.d.sync += [win_index.eq(quotient), win_chunk.eq(remainder)]
+                    m.next = "WINDOW"
+                with m.Else():
+                    m.d.sync += [divisor.eq(divisor >> 1), div_steps.eq(div_steps - 1)]
+                    with m.If(remainder >= divisor):
+                        m.d.sync += [remainder.eq(remainder - divisor),
+                                     quotient.eq(Cat(1, quotient))]
+                    with m.Else():
+                        m.d.sync += quotient.eq(Cat(0, quotient))
 
             with m.State("WINDOW"):
                 with m.If(win_chunk == 0):

@@ -60,10 +60,11 @@ async def write_reg(ctx, bank, name, value):
         await bus_write(ctx, bank.bus, reg.address + k, w)
 
 
-def run(testbench, *, port_latency=2, port_answers=True, processes=(), watch=()):
+def run(testbench, *, port_latency=2, port_answers=True, processes=(), watch=(), rmap=RMAP,
+        word=fake_word):
     """Run ``testbench(ctx, bank)``; return a log of counter-port reads (``en``) and, for
     each register in ``watch``, the values present in the cycles its ``written`` was 1."""
-    bank = CsrBank(regmap=RMAP, window_timeout=50)
+    bank = CsrBank(regmap=rmap, window_timeout=50)
     log = {"en": [], "pulses": []}
     for name in watch:
         log[name] = []
@@ -74,7 +75,8 @@ def run(testbench, *, port_latency=2, port_answers=True, processes=(), watch=())
                 port = getattr(bank, name)
                 if ctx.get(port.written):
                     log[name].append(ctx.get(Value.cast(port.value)))
-            if ctx.get(bank.control.value.swap) or ctx.get(bank.control.value.release):
+            if "control" in watch and (ctx.get(bank.control.value.swap)
+                                       or ctx.get(bank.control.value.release)):
                 log["pulses"].append((ctx.get(bank.control.value.swap),
                                       ctx.get(bank.control.value.release)))
             await ctx.tick()
@@ -89,7 +91,7 @@ def run(testbench, *, port_latency=2, port_answers=True, processes=(), watch=())
             if pending and pending[0][0] == 0:
                 _, a = pending.pop(0)
                 ctx.set(bank.counters.valid, 1)
-                ctx.set(bank.counters.data, fake_word(a))
+                ctx.set(bank.counters.data, word(a))
             if ctx.get(bank.counters.en):
                 a = ctx.get(bank.counters.addr)
                 log["en"].append(a)
@@ -245,33 +247,23 @@ def test_counter_window_read_times_out_to_zero():
     assert log["en"] == [3]
 
 
-@pytest.mark.parametrize("config", [RdaConfig(banks=3, buckets_per_bank=5)])
+@pytest.mark.parametrize("config", [RdaConfig(banks=3, buckets_per_bank=5),
+                                    LdaConfig(banks=3, rows=4, thresholds=(0, 2, 4))],
+                         ids=["rda-5-chunks", "lda-3-chunks"])
 def test_non_power_of_two_chunk_division(config):
-    """RDA words are 5 chunks: the bank's reciprocal-multiply division must be exact."""
+    """5- and 3-chunk words: the bank's division of the window offset must be exact."""
     rmap = register_map(config)
-    bank = CsrBank(regmap=rmap, window_timeout=4)
     win = rmap.window
-    seen = []
 
-    async def tb(ctx):
-        for i in range(win.buckets):
-            for c in (0, win.chunks - 1):
-                ctx.set(bank.bus.addr, win.address_of(i, c))
-                ctx.set(bank.bus.r_stb, 1)
-                await ctx.tick()  # latched
-                ctx.set(bank.bus.r_stb, 0)
-                await ctx.tick()  # EXEC: index/chunk registered
-                seen.append((i, c, ctx.get(bank.counters.addr)))
-                for _ in range(80):
-                    if ctx.get(bank.bus.ack):
-                        break
-                    await ctx.tick()
-                await ctx.tick()
-    sim = Simulator(bank)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
-    assert [(i, a) for i, c, a in seen if c == 0] == [(i, i) for i in range(win.buckets)]
+    def word(i):
+        return (i * 0x0102_0304_0506_0708_090A_0B0C_0D0E_0F10 + i) % (1 << config.layout.width)
+
+    async def tb(ctx, bank):
+        bus_words = [await bus_read(ctx, bank.bus, a)
+                     for a in range(win.address, win.address + win.words)]
+        assert win.words_from_bus(bus_words) == [word(i) for i in range(win.buckets)]
+    log = run(tb, rmap=rmap, word=word)
+    assert log["en"] == list(range(win.buckets))
 
 
 def test_bank_rejects_small_counter_address():
