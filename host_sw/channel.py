@@ -385,6 +385,10 @@ class Channel:
         Time mode only: of the packets sent within ``span`` before a boundary, this
         fraction is held until just after it (arrival uniform in ``[b, b + span)``)
         — the RDA/FineComb reordering model at interval boundaries.
+    flow_extra:
+        Optional delay specification drawn *once per flow* and added to each of its
+        packets (a flow pinned to a slower queue or ECMP path): flows then differ in
+        mean delay, which is what per-flow estimators (LDS) must resolve.
     clock_offset_ns:
         Receiver clock = true time + offset (integer ns, may be negative).
     """
@@ -394,10 +398,13 @@ class Channel:
     multipath_extra: DelayDistribution | str = "constant:value=0"
     boundary_reorder_fraction: float = 0.0
     boundary_reorder_span_ns: int = 0
+    flow_extra: DelayDistribution | str | None = None
     clock_offset_ns: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "delay", DelayDistribution.parse(self.delay))
+        if self.flow_extra is not None:
+            object.__setattr__(self, "flow_extra", DelayDistribution.parse(self.flow_extra))
         object.__setattr__(self, "loss", LossModel.parse(self.loss))
         object.__setattr__(self, "multipath_extra",
                            DelayDistribution.parse(self.multipath_extra))
@@ -411,19 +418,27 @@ class Channel:
             raise ValueError(f"clock_offset_ns must be an integer, not "
                              f"{self.clock_offset_ns}")
 
-    def transmit(self, send_ts: np.ndarray, *, seed=0, boundaries=None) -> Transmission:
+    def transmit(self, send_ts: np.ndarray, *, seed=0, boundaries=None,
+                 flow_ids: np.ndarray | None = None) -> Transmission:
         """Carry packets sent at ``send_ts`` (int64 ns) across the path.
 
-        Delay, loss, multipath and boundary reordering draw from independent child
-        streams of ``seed`` (an int or :class:`numpy.random.SeedSequence`), so changing
-        the loss rate keeps the same delays. ``boundaries`` (sorted int64 ns) enables
-        boundary reordering.
+        Delay, loss, multipath, boundary reordering and per-flow extra delay draw from
+        independent child streams of ``seed`` (an int or
+        :class:`numpy.random.SeedSequence`), so changing the loss rate keeps the same
+        delays. ``boundaries`` (sorted int64 ns) enables boundary reordering;
+        ``flow_ids`` is needed with ``flow_extra``.
         """
         send_ts = np.asarray(send_ts, dtype=np.int64)
         n = len(send_ts)
         ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-        r_delay, r_loss, r_multi, r_bound = (np.random.default_rng(s) for s in ss.spawn(4))
+        r_delay, r_loss, r_multi, r_bound, r_flow = (np.random.default_rng(s)
+                                                     for s in ss.spawn(5))
         arrival = send_ts + self.delay.sample_ns(n, r_delay)
+        if self.flow_extra is not None:
+            if flow_ids is None or len(flow_ids) != n:
+                raise ValueError("flow_extra needs the flow id of every packet")
+            flows = int(np.max(flow_ids)) + 1 if n else 0
+            arrival += self.flow_extra.sample_ns(flows, r_flow)[flow_ids]
         if self.multipath_fraction > 0:
             slow = r_multi.random(n) < self.multipath_fraction
             arrival[slow] += self.multipath_extra.sample_ns(int(slow.sum()), r_multi)
@@ -658,7 +673,8 @@ def observe(trace: Trace, channel: Channel, *, mode: str = "marker",
         last = int(trace.timestamps[-1])
         boundaries = t0 + int(interval_ns) * np.arange(1, (last - t0) // int(interval_ns) + 2,
                                                        dtype=np.int64)
-    tx = channel.transmit(trace.timestamps, seed=seed, boundaries=boundaries)
+    tx = channel.transmit(trace.timestamps, seed=seed, boundaries=boundaries,
+                          flow_ids=trace.flow_ids)
     return split_intervals(trace, tx, mode=mode, interval_ns=interval_ns, start_ns=start_ns)
 
 
@@ -682,7 +698,8 @@ class Scenario:
     Traffic: ``packets``, ``flows``, ``rate_pps``, ``gaps``, ``size_dist``, ``shape``,
     ``frame_bytes``, ``ipv6_fraction``, ``window_bytes``, ``fast`` (see
     :func:`host_sw.traffic.synthetic_trace`). Path: ``delay``, ``loss``,
-    ``multipath_*``, ``boundary_reorder_*``, ``clock_offset_ns`` (see :class:`Channel`).
+    ``multipath_*``, ``boundary_reorder_*``, ``flow_extra``, ``clock_offset_ns`` (see
+:class:`Channel`).
     Intervals: ``mode`` and ``interval_ns`` (``None`` = one interval).
     ``seed`` seeds the trace (the same for every run, as in the LDA paper) and, with the
     run number, the channel.
@@ -703,6 +720,7 @@ class Scenario:
     multipath_extra: str | DelayDistribution = "constant:value=0"
     boundary_reorder_fraction: float = 0.0
     boundary_reorder_span_ns: int = 0
+    flow_extra: str | DelayDistribution | None = None
     clock_offset_ns: int = 0
     mode: str = "marker"
     interval_ns: int | None = None
@@ -722,6 +740,7 @@ class Scenario:
                        multipath_extra=self.multipath_extra,
                        boundary_reorder_fraction=self.boundary_reorder_fraction,
                        boundary_reorder_span_ns=self.boundary_reorder_span_ns,
+                       flow_extra=self.flow_extra,
                        clock_offset_ns=self.clock_offset_ns)
 
     def trace(self) -> Trace:

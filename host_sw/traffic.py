@@ -238,8 +238,8 @@ def flow_assignment(packets: int, flows: int, *, size_dist: str = "pareto",
                     shape: float = 1.2, sigma: float = 2.0,
                     rng: np.random.Generator) -> np.ndarray:
     """The flow of each packet: flows get heavy-tailed popularity weights (Pareto with
-    ``shape``, or lognormal with ``sigma``), packets pick flows independently in
-    proportion (a random interleaving; flow sizes are multinomial around the weights)."""
+    ``shape``, or lognormal with ``sigma``); flow sizes are multinomial in proportion to
+    the weights, and the packets are randomly interleaved."""
     if flows < 1:
         raise ValueError(f"flows must be at least 1, not {flows}")
     if size_dist == "pareto":
@@ -253,10 +253,10 @@ def flow_assignment(packets: int, flows: int, *, size_dist: str = "pareto",
     else:
         raise ValueError(f"size_dist must be 'pareto', 'lognormal' or 'uniform', "
                          f"not {size_dist!r}")
-    cdf = np.cumsum(w)
-    cdf /= cdf[-1]
-    return np.minimum(np.searchsorted(cdf, rng.random(packets), side="right"),
-                      flows - 1).astype(np.int64)
+    counts = rng.multinomial(packets, w / w.sum())
+    flow_ids = np.repeat(np.arange(flows, dtype=np.int64), counts)
+    rng.shuffle(flow_ids)
+    return flow_ids
 
 
 def _rank_in_group(groups: np.ndarray, values: np.ndarray | None = None):
@@ -346,15 +346,19 @@ def build_headers(*, flow_ids: np.ndarray, frame_lengths: np.ndarray,
         r4 = _rows(v4)
         out[r4, 12], out[r4, 13] = ETHERTYPE_IPV4 >> 8, ETHERTYPE_IPV4 & 0xFF
         out[r4, 14] = 0x45
-        _put(out, r4, 16, frame_lengths[r4] - 14, 2)
-        _put(out, r4, 18, (flow_table["ip_id0"][f[r4]] + rank[r4]) & 0xFFFF, 2)
+        total_len = frame_lengths[r4] - 14
+        ip_id = (flow_table["ip_id0"][f[r4]] + rank[r4]) & 0xFFFF
+        src, dst = flow_table["src4"][f[r4]], flow_table["dst4"][f[r4]]
+        _put(out, r4, 16, total_len, 2)
+        _put(out, r4, 18, ip_id, 2)
         out[r4, 20] = 0x40
         out[r4, 22] = 64
         out[r4, 23] = proto[r4].astype(np.uint8)
-        _put(out, r4, 26, flow_table["src4"][f[r4]], 4)
-        _put(out, r4, 30, flow_table["dst4"][f[r4]], 4)
-        words = out[r4, 14:34].astype(np.uint32)
-        total = (words[:, 0::2] << 8 | words[:, 1::2]).sum(axis=1)
+        _put(out, r4, 26, src, 4)
+        _put(out, r4, 30, dst, 4)
+        # header checksum from the field values (ones-complement sum of 16-bit words)
+        total = (0x4500 + total_len + ip_id + 0x4000 + (64 << 8) + proto[r4].astype(np.int64)
+                 + (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF))
         while (total >> 16).any():
             total = (total & 0xFFFF) + (total >> 16)
         _put(out, r4, 24, (~total) & 0xFFFF, 2)
@@ -427,7 +431,8 @@ def _flow_table(flows: int, *, tcp_fraction: float, ipv6_fraction: float,
 
 def _frame_lengths(n: int, frame_bytes, rng) -> np.ndarray:
     if frame_bytes == "imix":  # 7:4:1 simple IMIX (without FCS)
-        return rng.choice(np.array([60, 590, 1514], np.int64), n, p=[7 / 12, 4 / 12, 1 / 12])
+        table = np.array([60] * 7 + [590] * 4 + [1514], dtype=np.int64)
+        return table[rng.integers(0, 12, n)]
     try:
         value = int(frame_bytes)
     except (TypeError, ValueError):

@@ -291,3 +291,18 @@ def test_negative_receiver_timestamps_are_refused():
     trace = synthetic_trace(packets=10, flows=1, start_ns=100, seed=0)
     with pytest.raises(ValueError, match="negative"):
         observe(trace, Channel(clock_offset_ns=-10_000))
+
+
+def test_flow_extra_delay_is_constant_within_a_flow():
+    sim = Scenario(packets=5000, flows=40, delay="constant:value=100",
+                   flow_extra="bimodal:a=0,b=1000,p=0.5", seed=3).run()
+    iv = sim.intervals[0]
+    flows = sim.trace.flow_ids[iv.truth.both_ids]
+    per_flow = {}
+    for f, d in zip(flows.tolist(), iv.truth.delays.tolist()):
+        per_flow.setdefault(f, set()).add(d)
+    assert all(len(v) == 1 for v in per_flow.values())
+    values = {next(iter(v)) for v in per_flow.values()}
+    assert values == {100, 1100}
+    with pytest.raises(ValueError, match="flow id"):
+        Channel(flow_extra="constant:value=1").transmit(np.arange(3))

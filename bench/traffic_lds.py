@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Speed of the traffic/channel simulator and speed and accuracy of the LDS per-flow
+estimators at the LDS paper's §5.1 scale.
+
+Figures (printed, and written to ``bench/out/traffic_lds.json``):
+
+Times are CPU seconds of this process (``time.process_time``), single-threaded numpy.
+
+* ``trace_real`` / ``trace_fast`` — :func:`host_sw.traffic.synthetic_trace` of ``N``
+  packets (default 5 M) with real header windows, and in fast mode;
+* ``hash_real`` — hashing those windows for the default LDA configuration;
+* ``channel`` — :meth:`host_sw.channel.Scenario.run` (delays, 1 % loss, one interval,
+  observations and truth) on the fast trace;
+* ``lds_5_1`` — a stand-in for the §5.1 setup (the paper's trace is not public): 7.76 M
+  packets in 146 000 heavy-tailed flows (fast mode), per-packet Weibull delays
+  (shape 0.6, mean 100 µs) plus a per-flow extra delay (0 or 400 µs, 30 % of flows —
+  the paper's two inbound delay modes), no loss; LDS with R = 4 rows, k = 1, α = 0.1,
+  p = 1 and 1 750, 17 500 and 175 000 cells per row (7 000, 70 000, 700 000 counters).
+  Reports median and 95th percentile relative error of the per-flow delay by flow size,
+  and the time of :func:`host_sw.estimators.lds.estimate_flows` over all flows.
+
+Usage::
+
+    .venv/bin/python bench/traffic_lds.py [--packets 5000000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from host_sw.channel import Scenario  # noqa: E402
+from host_sw.config import LdaConfig, LdsConfig  # noqa: E402
+from host_sw.estimators.lds import estimate_flows  # noqa: E402
+from host_sw.traffic import synthetic_trace  # noqa: E402
+
+SIZE_BINS = [(1, 10), (10, 100), (100, 500), (500, 1000), (1000, None)]
+
+
+def timed(fn):
+    """Result and seconds of CPU time of this process (the machine is shared, so wall
+    time mostly measures the other jobs; the numpy work here is single-threaded)."""
+    t = time.process_time()
+    out = fn()
+    return out, time.process_time() - t
+
+
+def speed(packets: int) -> dict:
+    res = {}
+    trace, dt = timed(lambda: synthetic_trace(packets=packets, flows=100_000, seed=1))
+    res["trace_real"] = {"packets": packets, "seconds": dt, "mpps": packets / dt / 1e6}
+    _, dt = timed(lambda: trace.hashes(LdaConfig()))
+    res["hash_real"] = {"packets": packets, "seconds": dt, "mpps": packets / dt / 1e6}
+    del trace
+    fast, dt = timed(lambda: synthetic_trace(packets=packets, flows=100_000, seed=1,
+                                             fast=True))
+    res["trace_fast"] = {"packets": packets, "seconds": dt, "mpps": packets / dt / 1e6}
+    sc = Scenario(packets=packets, flows=100_000, loss=0.01, fast=True, seed=1)
+    _, dt = timed(lambda: sc.run(trace=fast))
+    res["channel"] = {"packets": packets, "seconds": dt, "mpps": packets / dt / 1e6}
+    return res
+
+
+def lds_accuracy(packets: int, flows: int, cells_per_row) -> dict:
+    sc = Scenario(packets=packets, flows=flows, fast=True, rate_pps=27_000,
+                  delay="weibull:shape=0.6,mean=100us",
+                  flow_extra="bimodal:a=0,b=400us,p=0.7", seed=51)
+    sim, dt_sim = timed(sc.run)
+    iv = sim.intervals[0]
+    pf = iv.truth.per_flow(sim.trace.flow_ids, sim.trace.num_flows)
+    active = pf["packets"] > 0
+    out = {"packets": packets, "flows_with_packets": int(active.sum()),
+           "simulate_seconds": dt_sim, "configs": {}}
+    for cells in cells_per_row:
+        cfg = LdsConfig(rows=4, cells=cells, vlda_cells=1, row_thresholds=(0, 0, 0, 0))
+        (s, r), dt_syn = timed(lambda: iv.synopses(cfg))
+        table = sim.trace.flow_hashes(cfg)
+        est, dt_est = timed(lambda: estimate_flows(s, r, table, alpha=0.1))
+        rel = np.abs(est.delay_ns - pf["mean"]) / pf["mean"]
+        bins = {}
+        for lo, hi in SIZE_BINS:
+            sel = active & (pf["packets"] >= lo) & ((pf["packets"] < hi) if hi else True)
+            if sel.any():
+                bins[f"{lo}-{hi - 1 if hi else 'inf'}"] = {
+                    "flows": int(sel.sum()),
+                    "median_rel_error": float(np.median(rel[sel])),
+                    "p95_rel_error": float(np.percentile(rel[sel], 95))}
+        out["configs"][f"4x{cells}"] = {
+            "counters": 4 * cells, "synopses_seconds": dt_syn,
+            "estimate_seconds": dt_est, "flows_estimated": int(len(est)),
+            "no_estimate": int(np.isnan(est.delay_ns[active]).sum()), "by_flow_size": bins}
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--packets", type=int, default=5_000_000)
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    args = ap.parse_args()
+    if args.quick:
+        packets, lds_packets, lds_flows = 200_000, 300_000, 6000
+    else:
+        packets, lds_packets, lds_flows = args.packets, 7_760_000, 146_000
+    result = {"command": "python bench/traffic_lds.py" + (" --quick" if args.quick else ""),
+              "machine": {"python": platform.python_version(), "numpy": np.__version__,
+                          "platform": platform.platform()},
+              "speed": speed(packets),
+              "lds_5_1": lds_accuracy(lds_packets, lds_flows, (1750, 17_500, 175_000))}
+    for name, v in result["speed"].items():
+        print(f"{name:12s} {v['packets']:>9d} packets  {v['seconds']:6.2f} s CPU  "
+              f"{v['mpps']:6.2f} Mpps")
+    lds = result["lds_5_1"]
+    print(f"LDS §5.1 stand-in: {lds['packets']} packets, {lds['flows_with_packets']} flows")
+    for name, c in lds["configs"].items():
+        print(f"  {name:9s} estimate {c['flows_estimated']} flows in "
+              f"{c['estimate_seconds']:.2f} s; no estimate: {c['no_estimate']}")
+        for b, v in c["by_flow_size"].items():
+            print(f"    flows {b:>9s} ({v['flows']:6d}): median {100 * v['median_rel_error']:7.3f} %"
+                  f"  p95 {100 * v['p95_rel_error']:7.3f} %")
+    out = ROOT / "bench" / "out" / ("traffic_lds_quick.json" if args.quick else "traffic_lds.json")
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
