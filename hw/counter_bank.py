@@ -17,7 +17,7 @@ Word layout, lanes and depth come from the synopsis configuration (``host_sw.con
 ``lane*depth + address``, the order of :meth:`host_sw.golden.Synopsis.words`.
 """
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Cat, ClockSignal, Const, Instance, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -143,6 +143,83 @@ class CopyState(enum.Enum, shape=3):
     CLEARING = 4   #: hardware writes zeros, one word per clock per lane
 
 
+
+#: ECP5 DP16KD data width for a given depth (one block deep), and the lowest address pin.
+_DP16KD_MODES = ((1024, 18, 4), (2048, 9, 3), (4096, 4, 2), (8192, 2, 1), (16384, 1, 0))
+MEMORY_KINDS = ("auto", "generic", "ecp5")
+
+
+class _CounterRam(wiring.Component):
+    """One copy of one lane: simple dual-port RAM (one write, one read port) whose read
+    data is registered once more after the RAM's own synchronous read, so ``r_data``
+    shows ``mem[r_addr]`` two clock edges after ``r_addr`` (the word as it was before a
+    write to the same address at the first of those edges: callers never depend on it).
+
+    ``kind="generic"``: ``amaranth.lib.memory.Memory`` plus a fabric register (simulation,
+    any FPGA). ``kind="ecp5"``: DP16KD blocks with the output register enabled
+    (``REGMODE_B="OUTREG"``), which removes the slow RAM clock-to-output (about 4.3 ns on
+    an ECP5-85F speed 8) from the fabric paths. Both power up zero.
+    """
+
+    def __init__(self, *, width, depth, kind):
+        self._width, self._depth, self._kind = width, depth, kind
+        addr_bits = _bits_for(depth)
+        super().__init__({
+            "w_addr": In(addr_bits), "w_data": In(width), "w_en": In(1),
+            "r_addr": In(addr_bits), "r_data": Out(width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        if self._kind == "generic":
+            mem = Memory(shape=unsigned(self._width), depth=self._depth, init=[])
+            m.submodules.mem = mem
+            wr = mem.write_port()
+            rd = mem.read_port()  # not transparent: the counter bank forwards explicitly
+            out = Signal(self._width, reset_less=True)
+            m.d.comb += [wr.addr.eq(self.w_addr), wr.data.eq(self.w_data),
+                         wr.en.eq(self.w_en), rd.addr.eq(self.r_addr), self.r_data.eq(out)]
+            m.d.sync += out.eq(rd.data)
+            return m
+        depth_max, slice_bits, low_pin = next(mode for mode in _DP16KD_MODES
+                                              if self._depth <= mode[0])
+        addr_bits = _bits_for(self._depth)
+        for index, lsb in enumerate(range(0, self._width, slice_bits)):
+            bits = min(slice_bits, self._width - lsb)
+            ports = {
+                "i_CLKA": ClockSignal(), "i_CLKB": ClockSignal(),
+                "i_CEA": 1, "i_OCEA": 1, "i_WEA": self.w_en, "i_RSTA": 0,
+                "i_CEB": 1, "i_OCEB": 1, "i_WEB": 0, "i_RSTB": 0,
+            }
+            for cs in range(3):
+                ports[f"i_CSA{cs}"] = 0
+                ports[f"i_CSB{cs}"] = 0
+            for pin in range(14):
+                bit = pin - low_pin
+                if 0 <= bit < addr_bits:
+                    ports[f"i_ADA{pin}"] = self.w_addr[bit]
+                    ports[f"i_ADB{pin}"] = self.r_addr[bit]
+                else:
+                    # x18 mode: ADA0/ADA1 are the byte write enables
+                    ports[f"i_ADA{pin}"] = int(slice_bits == 18 and pin < 2)
+                    ports[f"i_ADB{pin}"] = 0
+            for pin in range(18):
+                ports[f"i_DIA{pin}"] = self.w_data[lsb + pin] if pin < bits else 0
+                ports[f"i_DIB{pin}"] = 0
+                if pin < bits:
+                    ports[f"o_DOB{pin}"] = self.r_data[lsb + pin]
+            params = {
+                "p_DATA_WIDTH_A": slice_bits, "p_DATA_WIDTH_B": slice_bits,
+                "p_REGMODE_A": "NOREG", "p_REGMODE_B": "OUTREG",
+                "p_RESETMODE": "SYNC", "p_ASYNC_RESET_RELEASE": "SYNC",
+                "p_CSDECODE_A": "0b000", "p_CSDECODE_B": "0b000",
+                "p_WRITEMODE_A": "NORMAL", "p_WRITEMODE_B": "NORMAL", "p_GSR": "DISABLED",
+            }
+            for init in range(0x40):
+                params[f"p_INITVAL_{init:02X}"] = Const(0, 320)
+            m.submodules[f"dp16kd_{index}"] = Instance("DP16KD", **params, **ports)
+        return m
+
 class CounterBank(wiring.Component):
     """Double-buffered counter memory with a pipelined read-modify-write update engine.
 
@@ -156,6 +233,13 @@ class CounterBank(wiring.Component):
         of the swap pulse and the ``drain_cycles`` following cycles (frames that started
         before the swap end later; the top should cover its longest frame plus its
         hash/select latency). Later ones are dropped (``dropped``).
+    memory : "auto" | "generic" | "ecp5"
+        How the RAMs are built (same cycle behaviour either way): ``"generic"``
+        ``amaranth.lib.memory.Memory`` with a fabric register on the read data (simulation,
+        exported Verilog for any tool); ``"ecp5"`` DP16KD primitives with their output
+        register (needed for ≥ 200 MHz on ECP5: the unregistered block RAM output alone
+        costs about 4.3 ns there; up to 16384 words per lane); ``"auto"`` picks ``"ecp5"``
+        when elaborated for an ECP5 platform, else ``"generic"``.
 
     Members
     -------
@@ -190,8 +274,8 @@ class CounterBank(wiring.Component):
 
         S0 (c+1)  request register; read address to the copy's read port; keys compared
                   with S1..S4 (the selects for the forwarding muxes, registered ahead)
-        S1 (c+2)  synchronous read port delivers mem[addr]; registered raw (no logic
-                  after the BRAM output)
+        S1 (c+2)  the RAM's synchronous read delivers mem[addr] into its output register
+                  (no logic after the RAM output)
         S2 (c+3)  base = newest of {S4, W1, W2} with the same key, else the read data
         S3 (c+4)  operand = S4's word if the request just ahead had the same key, else
                   base; word = operand + increments (XOR for XOR fields)
@@ -209,8 +293,8 @@ class CounterBank(wiring.Component):
     Frozen read port
     ----------------
     ``en`` in cycle ``t`` → ``data``/``valid``/``error`` in cycle ``t + READ_LATENCY``
-    (3): the flat index is split into lane/address and registered, the frozen copy's
-    read ports are addressed, the lane's word is selected and registered. ``error`` (and
+    (4): the flat index is split into lane/address and registered, the frozen copy's
+    RAMs read (two edges, as in S0/S1), the lane's word is selected and registered. ``error`` (and
     zero data) when the other copy was not FROZEN at ``t`` or the index is out of range.
 
     Copy states
@@ -225,17 +309,33 @@ class CounterBank(wiring.Component):
 
     #: Clock edges from a request to its word's write (see the class docstring).
     UPDATE_LATENCY = 6
+    #: Clock edges from a RAM read address to its registered read data.
+    RAM_READ_LATENCY = 2
     #: Cycles from ``frozen.en`` to ``frozen.valid``.
-    READ_LATENCY = 3
+    READ_LATENCY = 4
 
-    def __init__(self, *, config, drain_cycles=4096):
+    def __init__(self, *, config, drain_cycles=4096, memory="auto"):
+        try:
+            self._init(config, drain_cycles, memory)
+        except (TypeError, ValueError):
+            self._MustUse__silence = True  # no "created but never used" for a rejected one
+            raise
+
+    def _init(self, config, drain_cycles, memory):
         _check_config(config)
         if not isinstance(drain_cycles, int) or drain_cycles < 0:
             raise ValueError(f"drain_cycles must be a non-negative integer, "
                              f"not {drain_cycles!r}")
+        if memory not in MEMORY_KINDS:
+            raise ValueError(f"memory must be one of {', '.join(MEMORY_KINDS)}, "
+                             f"not {memory!r}")
         self._config = config
         self._drain_cycles = drain_cycles
         self._lanes, self._depth = lane_geometry(config)
+        if memory == "ecp5" and self._depth > _DP16KD_MODES[-1][0]:
+            raise ValueError(f"memory='ecp5' supports up to {_DP16KD_MODES[-1][0]} words "
+                             f"per lane, not {self._depth}")
+        self._memory = memory
         self._layout = word_layout(config)
         super().__init__({
             "update": In(update_request_signature(config)),
@@ -270,6 +370,10 @@ class CounterBank(wiring.Component):
     def drain_cycles(self):
         return self._drain_cycles
 
+    @property
+    def memory(self):
+        return self._memory
+
     def elaborate(self, platform):
         m = Module()
         cfg, lanes, depth, layout = self._config, self._lanes, self._depth, self._layout
@@ -281,14 +385,15 @@ class CounterBank(wiring.Component):
         bus_addr = Signal(addr_bits)
 
         # ---- memories: per copy, per lane; one read and one write port each ----------
-        rd = [[None] * lanes for _ in range(2)]
-        wr = [[None] * lanes for _ in range(2)]
+        kind = self._memory
+        if kind == "auto":
+            ecp5 = getattr(platform, "family", None) == "ecp5" and depth <= _DP16KD_MODES[-1][0]
+            kind = "ecp5" if ecp5 else "generic"
+        ram = [[None] * lanes for _ in range(2)]
         for k in range(2):
             for lane in range(lanes):
-                mem = Memory(shape=unsigned(word_bits), depth=depth, init=[])
-                m.submodules[f"copy{k}_lane{lane}"] = mem
-                wr[k][lane] = mem.write_port()
-                rd[k][lane] = mem.read_port()  # not transparent: forwarding covers it
+                ram[k][lane] = _CounterRam(width=word_bits, depth=depth, kind=kind)
+                m.submodules[f"copy{k}_lane{lane}"] = ram[k][lane]
 
         # ---- copy state machine ------------------------------------------------------
         flush = self.UPDATE_LATENCY
@@ -296,9 +401,16 @@ class CounterBank(wiring.Component):
         other = Signal(CopyState, init=CopyState.CLEAN)
         drain_count = Signal(range(self._drain_cycles + flush + 1))
         clear_addr = Signal(range(depth))
+        # copy k is CLEARING (registered: it drives the RAM write port muxes)
+        clearing_copy = [Signal(name=f"clearing_copy{k}") for k in range(2)]
         other_clean = other == CopyState.CLEAN
         swap_exec = self.swap & other_clean
-        drain_open = (other == CopyState.DRAINING) & (drain_count > flush)
+        # The drain window is open while DRAINING and drain_count > flush; registered
+        # (computed from the next state) to keep the counter compare off the accept path.
+        drain_open = Signal()
+        m.d.sync += drain_open.eq(Mux(swap_exec, self._drain_cycles > 0,
+                                      (other == CopyState.DRAINING)
+                                      & (drain_count > flush + 1)))
 
         with m.Switch(other):
             with m.Case(CopyState.CLEAN):
@@ -313,10 +425,12 @@ class CounterBank(wiring.Component):
             with m.Case(CopyState.FROZEN):
                 with m.If(self.release):
                     m.d.sync += [other.eq(CopyState.CLEARING), clear_addr.eq(0)]
+                    m.d.sync += [clearing_copy[k].eq(active != k) for k in range(2)]
             with m.Case(CopyState.CLEARING):
                 m.d.sync += clear_addr.eq(clear_addr + 1)
                 with m.If(clear_addr == depth - 1):
                     m.d.sync += other.eq(CopyState.CLEAN)
+                    m.d.sync += [clearing_copy[k].eq(0) for k in range(2)]
 
         m.d.comb += [
             self.active_copy.eq(active),
@@ -330,7 +444,6 @@ class CounterBank(wiring.Component):
         ]
         for k in range(2):
             m.d.comb += self.copy_state[k].eq(Mux(active == k, CopyState.ACTIVE, other))
-        clearing_copy = [(other == CopyState.CLEARING) & (active != k) for k in range(2)]
 
         # ---- acceptance --------------------------------------------------------------
         new_active = Mux(swap_exec, ~active, active)
@@ -368,6 +481,14 @@ class CounterBank(wiring.Component):
                 st[s]["copy"] = shared[s]["copy"]
             m.d.sync += [st["s0"]["valid"].eq(accept & req.lane_enable[lane]),
                          st["s0"]["addr"].eq(req.lane_address[lane])]
+            # per-copy valids of S0 and S4, registered: they steer the RAM port muxes
+            s0_here = [Signal(name=f"l{lane}_s0_copy{k}") for k in range(2)]
+            s4_here = [Signal(name=f"l{lane}_s4_copy{k}") for k in range(2)]
+            for k in range(2):
+                m.d.sync += [
+                    s0_here[k].eq(accept & req.lane_enable[lane] & (req.copy == k)),
+                    s4_here[k].eq(st["s3"]["valid"] & (st["s3"]["copy"] == k)),
+                ]
             for prev, nxt in (("s0", "s1"), ("s1", "s2"), ("s2", "s3"), ("s3", "s4"),
                               ("s4", "w1"), ("w1", "w2")):
                 m.d.sync += [st[nxt]["valid"].eq(st[prev]["valid"]),
@@ -389,12 +510,12 @@ class CounterBank(wiring.Component):
                                    same_key("s0", "s3"),     # c-3: in W1 at S2
                                    same_key("s0", "s4"))),   # c-4: in W2 at S2
             ]
-            # S1: read data arrives; turn the matches into one-hot selects for S2.
-            s2_rdata = [Signal(word_bits, name=f"l{lane}_s2_rdata{k}") for k in range(2)]
+            # S1: the RAM reads; its registered output is S2's read data. Turn the
+            # matches into one-hot selects for S2.
+            s2_rdata = [ram[k][lane].r_data for k in range(2)]
             s2_select = Signal(5, name=f"l{lane}_s2_select")  # S4, W1, W2, rdata0, rdata1
             f = match_ahead
             none = ~f.any()
-            m.d.sync += [s2_rdata[k].eq(rd[k][lane].data) for k in range(2)]
             m.d.sync += s2_select.eq(Cat(
                 f[0], f[1] & ~f[0], f[2] & ~f[1] & ~f[0],
                 none & (st["s1"]["copy"] == 0), none & (st["s1"]["copy"] == 1)))
@@ -427,13 +548,11 @@ class CounterBank(wiring.Component):
             # Port wiring per copy: the RMW pipeline owns a copy's ports while it carries
             # requests for it (ACTIVE/DRAINING); otherwise bus reads and clearing do.
             for k in range(2):
-                s0_here = st["s0"]["valid"] & (st["s0"]["copy"] == k)
-                s4_here = st["s4"]["valid"] & (st["s4"]["copy"] == k)
                 m.d.comb += [
-                    rd[k][lane].addr.eq(Mux(s0_here, st["s0"]["addr"], bus_addr)),
-                    wr[k][lane].en.eq(s4_here | clearing_copy[k]),
-                    wr[k][lane].addr.eq(Mux(clearing_copy[k], clear_addr, st["s4"]["addr"])),
-                    wr[k][lane].data.eq(Mux(clearing_copy[k], 0, words["s4"])),
+                    ram[k][lane].r_addr.eq(Mux(s0_here[k], st["s0"]["addr"], bus_addr)),
+                    ram[k][lane].w_en.eq(s4_here[k] | clearing_copy[k]),
+                    ram[k][lane].w_addr.eq(Mux(clearing_copy[k], clear_addr, st["s4"]["addr"])),
+                    ram[k][lane].w_data.eq(Mux(clearing_copy[k], 0, words["s4"])),
                 ]
 
         # ---- frozen read port --------------------------------------------------------
@@ -459,12 +578,17 @@ class CounterBank(wiring.Component):
         b2_copy = Signal()
         m.d.sync += [b2_valid.eq(b1_valid), b2_error.eq(b1_error), b2_lane.eq(b1_lane),
                      b2_copy.eq(b1_copy)]
+        b3_valid, b3_error = Signal(), Signal()
+        b3_lane = Signal.like(lane_of)
+        b3_copy = Signal()
+        m.d.sync += [b3_valid.eq(b2_valid), b3_error.eq(b2_error), b3_lane.eq(b2_lane),
+                     b3_copy.eq(b2_copy)]
         selected = Signal(word_bits)
-        with m.Switch(Cat(b2_lane, b2_copy)):
+        with m.Switch(Cat(b3_lane, b3_copy)):
             for k in range(2):
                 for lane in range(lanes):
-                    with m.Case(lane | (k << len(b2_lane))):
-                        m.d.comb += selected.eq(rd[k][lane].data)
-        m.d.sync += [port.valid.eq(b2_valid), port.error.eq(b2_valid & b2_error),
-                     port.data.eq(Mux(b2_valid & ~b2_error, selected, 0))]
+                    with m.Case(lane | (k << len(b3_lane))):
+                        m.d.comb += selected.eq(ram[k][lane].r_data)
+        m.d.sync += [port.valid.eq(b3_valid), port.error.eq(b3_valid & b3_error),
+                     port.data.eq(Mux(b3_valid & ~b3_error, selected, 0))]
         return m

@@ -462,3 +462,22 @@ def test_frozen_read_errors():
             (0, word, 0), (9, word, 0), (10, 0, 1), (15, 0, 1), (4, 0, 0), (5, 0, 0)]
 
     run(dut, body)
+
+
+# -- ECP5 memory mapping ----------------------------------------------------------------
+
+def test_ecp5_memory_uses_dp16kd_with_output_register():
+    from amaranth.back import rtlil
+
+    text = rtlil.convert(CounterBank(config=SMALL_RDA, memory="ecp5"), name="counter_bank")
+    # 2 copies x 2 lanes x ceil(136 / 18) = 8 blocks of 1024 x 18 (depth 5)
+    assert SMALL_RDA.layout.width == 136
+    assert text.count("cell \\DP16KD ") == 2 * 2 * 8
+    assert text.count('parameter \\REGMODE_B "OUTREG"') == 32
+    assert text.count("parameter \\DATA_WIDTH_B 18") == 32
+    generic = rtlil.convert(CounterBank(config=SMALL_RDA, memory="generic"), name="cb")
+    assert "DP16KD" not in generic
+    with pytest.raises(ValueError, match="memory must be one of auto, generic, ecp5"):
+        CounterBank(config=SMALL_RDA, memory="bram")
+    with pytest.raises(ValueError, match="up to 16384 words per lane, not 32768"):
+        CounterBank(config=LdaConfig(banks=2, rows=16384, thresholds=(0, 1)), memory="ecp5")
