@@ -10,8 +10,8 @@ The CSR bus (:func:`csr_bus_signature`, master view) is word addressed with 32-b
 the master (``hw.uartbone.UARTBoneBridge``) raises ``r_stb`` or ``w_stb`` with ``addr`` (and
 ``w_data``) and holds them until the cycle in which the bank answers ``ack`` (one cycle;
 ``r_data`` is valid in that cycle). In the cycle after ``ack`` the master lowers the strobe
-or presents its next request. Register accesses answer 2 cycles after the strobe rises;
-counter-window reads take 3 cycles (plus, when the chunk count is not a power of two,
+or presents its next request. Register accesses answer 3 cycles after the strobe rises;
+counter-window reads take 4 cycles (plus, when the chunk count is not a power of two,
 one cycle per bit of the counter index for the division) and, for chunk 0, the counter
 bank's read latency.
 
@@ -230,6 +230,7 @@ class CsrBank(wiring.Component):
         # (state DIVIDE), keeps the bus path free of long multiplier chains.
         span_bits = max(0, (win.span - 1).bit_length())
         offset = Signal(max(1, span_bits))
+        win_offset = Signal.like(offset)  # registered in state DECODE
         in_window = Signal()
         m.d.comb += [
             offset.eq(req_addr - win.address),
@@ -241,12 +242,19 @@ class CsrBank(wiring.Component):
         chunk = Signal(range(chunks) if chunks > 1 else 1)
         if not divide:
             shift = chunks.bit_length() - 1
-            m.d.comb += [index.eq(offset >> shift), chunk.eq(offset & (chunks - 1))]
+            m.d.comb += [index.eq(win_offset >> shift), chunk.eq(win_offset & (chunks - 1))]
         q_bits = max(1, (win.buckets - 1).bit_length())
         remainder = Signal(len(offset))
         quotient = Signal(q_bits)
         divisor = Signal(q_bits + chunks.bit_length())
         div_steps = Signal(range(q_bits + 1))
+        # Address decode (state DECODE): slot k = k-th register word in address order.
+        slots = [(reg, kword) for reg in rm for kword in range(reg.words)]
+        last_reg_address = max(reg.address + reg.words - 1 for reg in rm)
+        slot_bits = max(1, last_reg_address.bit_length())
+        sel = Signal(range(len(slots) + 1))
+        sel_window = Signal()
+
         win_index = Signal.like(index)
         win_chunk = Signal.like(chunk)
         timer = Signal(range(self.window_timeout + 1))
@@ -258,13 +266,24 @@ class CsrBank(wiring.Component):
                 with m.If((bus.r_stb | bus.w_stb) & ~ack):
                     m.d.sync += [req_addr.eq(bus.addr), req_write.eq(bus.w_stb),
                                  req_data.eq(bus.w_data)]
-                    m.next = "EXEC"
+                    m.next = "DECODE"
+
+            with m.State("DECODE"):
+                # Register the address decode: a slot number per register word.
+                m.d.sync += [sel.eq(len(slots)), sel_window.eq(in_window),
+                             win_offset.eq(offset)]
+                with m.If(req_addr[slot_bits:] == 0):
+                    with m.Switch(req_addr[:slot_bits]):
+                        for k, (reg, kword) in enumerate(slots):
+                            with m.Case(reg.address + kword):
+                                m.d.sync += sel.eq(k)
+                m.next = "EXEC"
 
             with m.State("EXEC"):
                 m.d.sync += r_data.eq(0)
-                with m.If(in_window & ~req_write):
+                with m.If(sel_window & ~req_write):
                     if divide:
-                        m.d.sync += [remainder.eq(offset), quotient.eq(0),
+                        m.d.sync += [remainder.eq(win_offset), quotient.eq(0),
                                      divisor.eq(chunks << (q_bits - 1)), div_steps.eq(q_bits)]
                         m.next = "DIVIDE"
                     else:
@@ -273,25 +292,24 @@ class CsrBank(wiring.Component):
                 with m.Else():
                     m.d.sync += ack.eq(1)
                     m.next = "IDLE"
-                    with m.Switch(req_addr):
-                        for reg in rm:
+                    with m.Switch(sel):
+                        for k, (reg, kword) in enumerate(slots):
                             value = read_value(reg)
-                            for kword in range(reg.words):
-                                lo = (reg.words - 1 - kword) * _W
-                                with m.Case(reg.address + kword):
-                                    with m.If(~req_write):
-                                        if reg.words == 1:
-                                            m.d.sync += r_data.eq(value)
-                                        elif kword == 0:
-                                            m.d.sync += [r_data.eq(value[lo:lo + _W]),
-                                                         read_shadow.eq(value)]
-                                        else:
-                                            m.d.sync += r_data.eq(read_shadow[lo:lo + _W])
-                                    if reg.name in stored:
-                                        with m.If(req_write):
-                                            self._write_word(m, reg, kword, lo, req_data,
-                                                             stored[reg.name], write_shadow,
-                                                             getattr(self, reg.name))
+                            lo = (reg.words - 1 - kword) * _W
+                            with m.Case(k):
+                                with m.If(~req_write):
+                                    if reg.words == 1:
+                                        m.d.sync += r_data.eq(value)
+                                    elif kword == 0:
+                                        m.d.sync += [r_data.eq(value[lo:lo + _W]),
+                                                     read_shadow.eq(value)]
+                                    else:
+                                        m.d.sync += r_data.eq(read_shadow[lo:lo + _W])
+                                if reg.name in stored:
+                                    with m.If(req_write):
+                                        self._write_word(m, reg, kword, lo, req_data,
+                                                         stored[reg.name], write_shadow,
+                                                         getattr(self, reg.name))
 
             with m.State("DIVIDE"):
                 with m.If(div_steps == 0):

@@ -10,7 +10,7 @@ from amaranth.hdl import UnusedElaboratable
 from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
-from host_sw.config import LdaConfig, RdaConfig
+from host_sw.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.regmap import register_map
 from hw.csr import CsrBank
 
@@ -248,10 +248,12 @@ def test_counter_window_read_times_out_to_zero():
 
 
 @pytest.mark.parametrize("config", [RdaConfig(banks=3, buckets_per_bank=5),
-                                    LdaConfig(banks=3, rows=4, thresholds=(0, 2, 4))],
-                         ids=["rda-5-chunks", "lda-3-chunks"])
-def test_non_power_of_two_chunk_division(config):
-    """5- and 3-chunk words: the bank's division of the window offset must be exact."""
+                                    LdaConfig(banks=3, rows=4, thresholds=(0, 2, 4)),
+                                    LdsConfig(rows=2, cells=5, row_thresholds=(0, 0))],
+                         ids=["rda-5-chunks", "lda-3-chunks", "lds-4-chunks"])
+def test_window_offset_to_word_and_chunk(config):
+    """5-, 3- and 4-chunk words: the bank's division (or shift) of the window offset must be
+    exact."""
     rmap = register_map(config)
     win = rmap.window
 
