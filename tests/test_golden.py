@@ -126,6 +126,25 @@ def test_update_equals_per_packet_reference(strategy, data):
     assert as_lists(syn) == ref_update(config, packets, timestamps, flows, counted=counted)
 
 
+@pytest.mark.parametrize("config", [
+    LdaConfig(banks=2, rows=8, thresholds=(3, 7)),  # the LDA paper's §III-B example
+    LdaConfig(banks=1, rows=4, thresholds=(1,)),
+    LdaConfig(banks=3, rows=2, thresholds=(0, 1, 32)),
+    LdsConfig(rows=3, cells=10, vlda_cells=10, row_thresholds=(1, 0, 5)),
+], ids=["lda-3-7", "lda-1", "lda-0-1-32", "lds-1-0-5"])
+def test_update_with_thresholds_equals_reference(config):
+    rng = np.random.default_rng(11)
+    n = 600
+    packets = [int(v) >> int(s) for v, s in zip(rng.integers(0, 1 << 64, n, dtype=np.uint64),
+                                                 rng.integers(0, 34, n))]
+    packets += [0, 1 << 63, (1 << 32) - 1]
+    timestamps = [int(t) for t in rng.integers(0, 1 << 45, len(packets))]
+    flows = ([[int(f) for f in rng.integers(0, 1 << 32, len(packets))]
+              for _ in range(config.rows)] if isinstance(config, LdsConfig) else None)
+    syn = run_golden(config, packets, timestamps, flows, None)
+    assert as_lists(syn) == ref_update(config, packets, timestamps, flows)
+
+
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_lds_weights(data):
