@@ -16,8 +16,8 @@ Where it sits (``DESIGN.md``): H3 hasher → **classifier / sampler** → update
 
 Pipeline (:attr:`BucketSelector.latency` = 4 register stages for every kind, so no
 64-bit leading-zero chain or wide multiply sits in one stage): (1) leading zeros of each
-byte of the sampling word / products; (2) the 0..32 leading-zero count / product
-register; (3) threshold compares / the base+offset sum or the bucket; (4) the bank
+byte of the sampling word / products; (2) the 0..32 leading-zero count / the sum
+of the partial products; (3) threshold compares / the base+offset sum or the bucket; (4) the bank
 priority and address / the modulo-C reduction, into the output register.
 """
 
@@ -68,17 +68,27 @@ def leading_zeros_pipelined(m: Module, word, *, name: str = "lz"):
 
 def range_reduce(m: Module, hash32, size: int, *, name: str = "reduced"):
     """``(hash32 * size) >> 32`` (:func:`host_sw.hashing.range_reduce32`) in two register
-    stages (the product and a pipeline register after it). Returns the register."""
-    width = max(1, ceil_log2(size)) if size > 1 else 1
+    stages. Returns the register (valid 2 cycles after ``hash32``).
+
+    A power-of-two ``size`` takes the top bits of the hash. Otherwise the product is split
+    into two 16-bit halves of the hash (two small multipliers, registered), whose sum
+    forms the second stage.
+    """
+    width = max(1, ceil_log2(size))
     out = Signal(width, name=name)
-    product = Signal(32 + width + 1, name=f"{name}_product")
     if size == 1:
-        m.d.sync += product.eq(0)
-    elif is_power_of_two(size):
-        m.d.sync += product.eq(hash32[32 - ceil_log2(size):32] << 32)
-    else:
-        m.d.sync += product.eq(hash32 * size)
-    m.d.sync += out.eq(product[32:32 + width])
+        m.d.sync += out.eq(0)
+        return out
+    if is_power_of_two(size):
+        top = delayed(m, hash32[32 - ceil_log2(size):32], 1, name=f"{name}_top")
+        m.d.sync += out.eq(top)
+        return out
+    size_bits = size.bit_length()
+    product_high = Signal(16 + size_bits, name=f"{name}_high")
+    product_low = Signal(16 + size_bits, name=f"{name}_low")
+    m.d.sync += [product_high.eq(hash32[16:32] * size), product_low.eq(hash32[:16] * size)]
+    total = (product_high << 16) + product_low
+    m.d.sync += out.eq(total[32:32 + width])
     return out
 
 

@@ -29,7 +29,6 @@ boundary until its first gap; at data widths ≤ 64 bits such frames are runts.)
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import bits_for, ceil_log2
 
 from host_sw.hashing import (
     ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MIN_FRAME_BYTES, FrameClass,
@@ -188,16 +187,25 @@ class HeaderTap(wiring.Component):
         m.d.comb += window_next.eq(Cat(*slot_values))
         m.d.sync += window.eq(window_next)
 
-        # -- byte count (runt detection), timestamp and copy at SOF --------------------
-        count_width = bits_for(self.min_frame_bytes + lanes)
-        frame_bytes = Signal(count_width)       # bytes before this beat, saturating
-        beat_bytes = Signal(range(lanes + 1))
-        m.d.comb += beat_bytes.eq(sum(beat.keep[i] for i in range(lanes)))
-        total_bytes = Signal(count_width + 1)
-        m.d.comb += total_bytes.eq(Mux(first, 0, frame_bytes) + beat_bytes)
-        with m.If(transfer):
-            m.d.sync += frame_bytes.eq(Mux(total_bytes >= self.min_frame_bytes,
-                                           self.min_frame_bytes, total_bytes))
+        # -- runt detection, timestamp and copy at SOF ----------------------------------
+        # `bytes_short`: bytes the frame still lacks to reach min_frame_bytes before this
+        # beat. Only the last beat may be partial and its keep is contiguous from lane 0,
+        # so "the last beat has fewer than n bytes" is just ~keep[n - 1]: no popcount or
+        # adder on the path to the class.
+        min_bytes = self.min_frame_bytes
+        bytes_short = Signal(range(min_bytes + 1))
+        short_now = Signal(range(min_bytes + 1))
+        m.d.comb += short_now.eq(Mux(first, min_bytes, bytes_short))
+        with m.If(transfer & ~beat.last):
+            m.d.sync += bytes_short.eq(Mux(short_now > lanes, short_now - lanes, 0))
+        runt = Signal()
+        if lanes == 1:
+            short_keep = ~beat.keep[0]
+        else:
+            index = Signal(range(lanes))
+            m.d.comb += index.eq(short_now - 1)
+            short_keep = ~beat.keep.bit_select(index, 1)
+        m.d.comb += runt.eq(Mux(short_now == 0, 0, Mux(short_now > lanes, 1, short_keep)))
 
         sof_timestamp = Signal(self.ts_bits)
         sof_copy = Signal()
@@ -214,7 +222,7 @@ class HeaderTap(wiring.Component):
         frame_class = Signal(FRAME_CLASS_BITS)
         with m.If(beat.error):
             m.d.comb += frame_class.eq(FrameClass.ERRORED)
-        with m.Elif(total_bytes < self.min_frame_bytes):
+        with m.Elif(runt):
             m.d.comb += frame_class.eq(FrameClass.RUNT)
         with m.Elif(ethertype == ETHERTYPE_CONTROL):
             m.d.comb += frame_class.eq(FrameClass.CONTROL)

@@ -40,8 +40,14 @@ class Timebase(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # Two halves, so no carry chain is longer than 32 bits: the high half counts when
+        # the low half wraps.
+        half = self.width // 2
+        low, high = self.now[:half], self.now[half:]
         with m.If(self.set):
             m.d.sync += self.now.eq(self.set_value)
         with m.Else():
-            m.d.sync += self.now.eq(self.now + 1)
+            m.d.sync += low.eq(low + 1)
+            with m.If(low.all()):
+                m.d.sync += high.eq(high + 1)
         return m

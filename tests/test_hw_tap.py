@@ -13,6 +13,7 @@ from amaranth.sim import Simulator
 from host_sw.hashing import FrameClass, classify_frame, header_windows
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.header_tap import HeaderTap
+from hw.timebase import Timebase
 
 
 def ip_frame(rng, length, ethertype=0x0800, version=4):
@@ -105,7 +106,7 @@ def run_tap(frames, data_width, *, seed, p_valid=0.7, p_ready=0.7, p_swap=0.1):
     return transferred, expected_sof, events, status
 
 
-@pytest.mark.parametrize("data_width", [8, 64])
+@pytest.mark.parametrize("data_width", [8, 16, 64])
 def test_tap_records_match_host_contract(data_width):
     frames = sample_frames(data_width)
     transferred, sof, events, status = run_tap(frames, data_width, seed=data_width)
@@ -167,3 +168,33 @@ def test_rejects_bad_parameters():
         with pytest.raises(ValueError, match="window_bytes"):
             HeaderTap(data_width=8, window_bytes=8, ts_bits=40)
         gc.collect()
+
+
+@pytest.mark.parametrize("width", [16, 64])
+def test_timebase_counts_across_the_halves_and_sets(width):
+    dut = Timebase(width=width)
+    start = (1 << (width // 2)) - 3               # the low half wraps after 3 ticks
+    seen = []
+
+    async def testbench(ctx):
+        ctx.set(dut.set, 1)
+        ctx.set(dut.set_value, start)
+        await ctx.tick()
+        ctx.set(dut.set, 0)
+        for _ in range(6):
+            seen.append(ctx.get(dut.now))
+            await ctx.tick()
+        ctx.set(dut.set, 1)
+        ctx.set(dut.set_value, (1 << width) - 2)  # the whole counter wraps
+        await ctx.tick()
+        ctx.set(dut.set, 0)
+        for _ in range(3):
+            seen.append(ctx.get(dut.now))
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    top = (1 << width) - 1
+    assert seen == [start + k for k in range(6)] + [top - 1, top, 0]
