@@ -119,8 +119,8 @@ def main(argv=None):
     pnr_log = args.build / "nextpnr.log"
     result["nextpnr_seconds"] = round(_run(
         [nextpnr, "--85k", "--package", "CABGA381", "--speed", "8",
-         "--freq", str(args.freq), "--seed", str(args.seed), "--json", str(net_path), "--timing-allow-fail",
-         "--report", str(report_path), "--log", str(pnr_log)],
+         "--freq", str(args.freq), "--seed", str(args.seed), "--json", str(net_path),
+         "--timing-allow-fail", "--report", str(report_path), "--log", str(pnr_log)],
         args.build / "nextpnr.stdout"), 1)
 
     report = json.loads(report_path.read_text())

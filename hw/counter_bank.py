@@ -294,8 +294,9 @@ class CounterBank(wiring.Component):
     ----------------
     ``en`` in cycle ``t`` → ``data``/``valid``/``error`` in cycle ``t + READ_LATENCY``
     (4): the flat index is split into lane/address and registered, the frozen copy's
-    RAMs read (two edges, as in S0/S1), the lane's word is selected and registered. ``error`` (and
-    zero data) when the other copy was not FROZEN at ``t`` or the index is out of range.
+    RAMs read (two edges, as in S0/S1), the lane's word is selected and registered.
+    ``error`` (and zero data) when the other copy was not FROZEN at ``t`` or the index is
+    out of range. One read per clock is sustained.
 
     Copy states
     -----------
@@ -403,7 +404,8 @@ class CounterBank(wiring.Component):
         clear_addr = Signal(range(depth))
         # copy k is CLEARING (registered: it drives the RAM write port muxes)
         clearing_copy = [Signal(name=f"clearing_copy{k}") for k in range(2)]
-        other_clean = other == CopyState.CLEAN
+        # other == CLEAN, kept as its own register (it gates every request's acceptance)
+        other_clean = Signal(init=1)
         swap_exec = self.swap & other_clean
         # The drain window is open while DRAINING and drain_count > flush; registered
         # (computed from the next state) to keep the counter compare off the accept path.
@@ -416,6 +418,7 @@ class CounterBank(wiring.Component):
             with m.Case(CopyState.CLEAN):
                 with m.If(self.swap):
                     m.d.sync += [active.eq(~active), other.eq(CopyState.DRAINING),
+                                 other_clean.eq(0),
                                  drain_count.eq(self._drain_cycles + flush)]
             with m.Case(CopyState.DRAINING):
                 with m.If(drain_count == 0):
@@ -429,7 +432,7 @@ class CounterBank(wiring.Component):
             with m.Case(CopyState.CLEARING):
                 m.d.sync += clear_addr.eq(clear_addr + 1)
                 with m.If(clear_addr == depth - 1):
-                    m.d.sync += other.eq(CopyState.CLEAN)
+                    m.d.sync += [other.eq(CopyState.CLEAN), other_clean.eq(1)]
                     m.d.sync += [clearing_copy[k].eq(0) for k in range(2)]
 
         m.d.comb += [
@@ -446,8 +449,8 @@ class CounterBank(wiring.Component):
             m.d.comb += self.copy_state[k].eq(Mux(active == k, CopyState.ACTIVE, other))
 
         # ---- acceptance --------------------------------------------------------------
-        new_active = Mux(swap_exec, ~active, active)
-        accept = req.valid & ((req.copy == new_active) | swap_exec | drain_open)
+        # In the swap cycle both copies take requests (the old one drains them).
+        accept = req.valid & ((req.copy == active) | swap_exec | drain_open)
         m.d.comb += self.dropped.eq(req.valid & ~accept)
 
         # ---- RMW pipeline ------------------------------------------------------------
