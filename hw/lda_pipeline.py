@@ -56,7 +56,7 @@ Verilog export
     python -m hw.lda_pipeline --synopsis {lda,rda,lds} [--banks N] [--rows N]
         [--cells N] [--buckets N] [--vlda-cells N] [--thresholds a,b,..]
         [--digest-bits N] [--window-bytes N] [--data-width W] [--seed S]
-        [--uart-timeout CYCLES] -o build/lda_core.v
+        [--uart-timeout CYCLES] [--memory {generic,ecp5}] -o build/lda_core.v
 
 writes the Verilog module ``lda_core`` (ports: ``clk``, ``rst``; ``s_axis_tdata``,
 ``s_axis_tkeep``, ``s_axis_tlast``, ``s_axis_tuser`` (frame error, with ``tlast``),
@@ -157,6 +157,10 @@ class LdaCore(wiring.Component):
         Frame data width in bits (a power of two, 8..1024).
     bridge_timeout_cycles:
         UARTBone: clocks after which a half-received command is dropped.
+    memory:
+        Counter RAM kind (:class:`hw.counter_bank.CounterBank`): ``"auto"`` (ECP5 block
+        RAM with output register when elaborated for an ECP5 platform, else generic),
+        ``"generic"`` or ``"ecp5"``.
 
     Members
     -------
@@ -178,7 +182,7 @@ class LdaCore(wiring.Component):
     """
 
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
-                 bridge_timeout_cycles: int = 100_000):
+                 bridge_timeout_cycles: int = 100_000, memory: str = "auto"):
         if not isinstance(config, (LdaConfig, RdaConfig, LdsConfig)):
             raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
                              f"not {type(config).__name__}")
@@ -186,6 +190,7 @@ class LdaCore(wiring.Component):
         self.config = config
         self.data_width = data_width
         self.bridge_timeout_cycles = bridge_timeout_cycles
+        self.memory = memory
         self.regmap = register_map(config, data_width=data_width)   # validates the width
         self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
                               ts_bits=config.ts_bits)
@@ -223,7 +228,8 @@ class LdaCore(wiring.Component):
         m.submodules.tap = tap = self._tap
         m.submodules.hasher = hasher = self._hasher
         m.submodules.selector = selector = self._selector
-        m.submodules.counters = counters = CounterBank(config=config, drain_cycles=1)
+        m.submodules.counters = counters = CounterBank(config=config, drain_cycles=1,
+                                                        memory=self.memory)
 
         m.d.comb += [
             tap.watch.valid.eq(self.s_axis.valid),
@@ -439,12 +445,14 @@ def main(argv=None) -> int:
                         help="hash seed")
     parser.add_argument("--uart-timeout", type=int, default=100_000,
                         help="UARTBone half-command timeout in clocks")
+    parser.add_argument("--memory", choices=("generic", "ecp5"), default="generic",
+                        help="counter RAMs: generic (any simulator/tool) or ECP5 DP16KD")
     parser.add_argument("-o", "--output", default="build/lda_core.v")
     args = parser.parse_args(argv)
     try:
         config = config_from_args(args)
         core = LdaCore(config=config, data_width=args.data_width,
-                       bridge_timeout_cycles=args.uart_timeout)
+                       bridge_timeout_cycles=args.uart_timeout, memory=args.memory)
     except ValueError as exc:
         parser.error(str(exc))
     written = export_verilog(core, args.output)

@@ -201,6 +201,7 @@ def test_lda_core_counters_status_and_passthrough():
         await bench.wait_frames_done(ctx, 24)
         status = bench.regmap["status"]
         results["status0"] = status.decode(await bench.read_reg(ctx, "status"))
+        await bench.write_reg(ctx, "config_id", value=0xC0DE1234)   # stamped into interval 1
         await bench.write_reg(ctx, "control", swap=1)
         await bench.wait_status(ctx, "frozen_ready", 1)
         results["interval0"] = await bench.read_counters(ctx)
@@ -227,6 +228,7 @@ def test_lda_core_counters_status_and_passthrough():
         results["frozen_seq1"] = await bench.read_reg(ctx, "frozen_seq")
         results["interval_seq1"] = await bench.read_reg(ctx, "interval_seq")
         results["frozen_packets1"] = await bench.read_reg(ctx, "frozen_packets")
+        results["frozen_config_id1"] = await bench.read_reg(ctx, "frozen_config_id")
 
     bench.run(main)
 
@@ -259,6 +261,7 @@ def test_lda_core_counters_status_and_passthrough():
     assert results["interval1"] == bench.golden(sent1)
     assert results["status3"]["frozen_overrun"] == 1 and results["status3"]["active_copy"] == 0
     assert (results["frozen_seq1"], results["interval_seq1"]) == (1, 3)
+    assert results["frozen_config_id1"] == 0xC0DE1234
     assert results["frozen_packets1"] == sum(
         classify_frame(f, error=e) in (FrameClass.IPV4, FrameClass.IPV6) for f, e, _ in sent1)
 
