@@ -194,7 +194,9 @@ class Trace:
 
     def frames(self, indices=None) -> list[bytes]:
         """Whole frames (header window, zero payload padding up to the frame length) —
-        for writing a trace to pcap. Not available in fast mode."""
+        for writing a trace to pcap. Bytes past the window are zero (so an IPv6 TCP
+        frame's payload tag, past a 64-byte window, is not in it). Not available in fast
+        mode."""
         if self.fast:
             raise ValueError("a fast-mode trace has no frame bytes")
         idx = np.arange(len(self)) if indices is None else np.asarray(indices)
@@ -238,8 +240,9 @@ def flow_assignment(packets: int, flows: int, *, size_dist: str = "pareto",
                     shape: float = 1.2, sigma: float = 2.0,
                     rng: np.random.Generator) -> np.ndarray:
     """The flow of each packet: flows get heavy-tailed popularity weights (Pareto with
-    ``shape``, or lognormal with ``sigma``); flow sizes are multinomial in proportion to
-    the weights, and the packets are randomly interleaved."""
+    ``shape``, or lognormal with ``sigma``); every flow gets one packet when
+    ``packets >= flows``, the other packets are multinomial in proportion to the weights,
+    and all packets are randomly interleaved."""
     if flows < 1:
         raise ValueError(f"flows must be at least 1, not {flows}")
     if size_dist == "pareto":
@@ -253,7 +256,9 @@ def flow_assignment(packets: int, flows: int, *, size_dist: str = "pareto",
     else:
         raise ValueError(f"size_dist must be 'pareto', 'lognormal' or 'uniform', "
                          f"not {size_dist!r}")
-    counts = rng.multinomial(packets, w / w.sum())
+    # every flow gets one packet (when there are enough), the rest go by popularity
+    base = 1 if packets >= flows else 0
+    counts = base + rng.multinomial(packets - base * flows, w / w.sum())
     flow_ids = np.repeat(np.arange(flows, dtype=np.int64), counts)
     rng.shuffle(flow_ids)
     return flow_ids
@@ -309,8 +314,7 @@ def _header_bytes(is_v6: np.ndarray, is_tcp: np.ndarray) -> np.ndarray:
 
 
 def build_headers(*, flow_ids: np.ndarray, frame_lengths: np.ndarray,
-                  flow_table: dict, packet_tags: np.ndarray, window_bytes: int,
-                  rng: np.random.Generator) -> np.ndarray:
+                  flow_table: dict, packet_tags: np.ndarray, window_bytes: int) -> np.ndarray:
     """Header windows ``(N, window_bytes)`` of real frames, vectorised.
 
     Ethernet II (fixed locally administered MACs) + IPv4 (IHL 5, DF, TTL 64, valid
@@ -455,8 +459,8 @@ def synthetic_trace(*, packets: int, flows: int = 1000, rate_pps: float = 5e6,
     packets:
         Number of packets N (≥ 1).
     flows:
-        Number of flows F; each gets a heavy-tailed popularity (:func:`flow_assignment`).
-        Flows may end up with no packets.
+        Number of flows F; each gets a heavy-tailed popularity (:func:`flow_assignment`)
+        and, when ``packets >= flows``, at least one packet.
     rate_pps, gaps, start_ns:
         Send times (:func:`send_times`); ns ticks.
     size_dist, shape, sigma:
@@ -504,13 +508,13 @@ def synthetic_trace(*, packets: int, flows: int = 1000, rate_pps: float = 5e6,
     salt = np.uint64(int(rng.integers(0, 1 << 63)))
     tags = mix64_array(np.arange(packets, dtype=np.uint64) + salt)
     windows = build_headers(flow_ids=flow_ids, frame_lengths=lengths, flow_table=table,
-                            packet_tags=tags, window_bytes=window_bytes, rng=rng)
+                            packet_tags=tags, window_bytes=window_bytes)
     # one representative window per flow (the flow hash only sees the 5-tuple)
     rep_ids = np.arange(flows, dtype=np.int64)
     rep_len = np.maximum(_header_bytes(table["v6"], table["tcp"]) + 8, MIN_FRAME_BYTES)
     flow_windows = build_headers(flow_ids=rep_ids, frame_lengths=rep_len.astype(np.int64),
                                  flow_table=table, packet_tags=np.zeros(flows, np.uint64),
-                                 window_bytes=window_bytes, rng=rng)
+                                 window_bytes=window_bytes)
     return Trace(timestamps, flow_ids, lengths, classes, windows=windows,
                  flow_windows=flow_windows, flow_classes=flow_classes)
 
