@@ -10,7 +10,7 @@ The CSR bus (:func:`csr_bus_signature`, master view) is word addressed with 32-b
 the master (``hw.uartbone.UARTBoneBridge``) raises ``r_stb`` or ``w_stb`` with ``addr`` (and
 ``w_data``) and holds them until the cycle in which the bank answers ``ack`` (one cycle;
 ``r_data`` is valid in that cycle). In the cycle after ``ack`` the master lowers the strobe
-or presents its next request. Register accesses answer 3 cycles after the strobe rises;
+or presents its next request. Register accesses answer 4 cycles after the strobe rises;
 counter-window reads take 4 cycles (plus, when the chunk count is not a power of two,
 one cycle per bit of the counter index for the division) and, for chunk 0, the counter
 bank's read latency.
@@ -58,6 +58,7 @@ __all__ = ["csr_bus_signature", "counter_read_signature", "register_layout",
            "register_signature", "CsrBank"]
 
 _W = BUS_DATA_BITS
+_GROUP = 8  # register words per first-level read multiplexer
 
 
 def csr_bus_signature() -> wiring.Signature:
@@ -253,6 +254,11 @@ class CsrBank(wiring.Component):
         last_reg_address = max(reg.address + reg.words - 1 for reg in rm)
         slot_bits = max(1, last_reg_address.bit_length())
         sel = Signal(range(len(slots) + 1))
+        # The read multiplexer is split in two registered levels (Fmax): state EXEC selects
+        # one word per group of _GROUP slots, state ANSWER selects the group.
+        groups = [slots[k:k + _GROUP] for k in range(0, len(slots), _GROUP)]
+        group_word = [Signal(_W, name=f"group_word_{g}") for g in range(len(groups))]
+        sel_group = Signal(range(len(groups) + 1))
         sel_window = Signal()
 
         win_index = Signal.like(index)
@@ -270,13 +276,13 @@ class CsrBank(wiring.Component):
 
             with m.State("DECODE"):
                 # Register the address decode: a slot number per register word.
-                m.d.sync += [sel.eq(len(slots)), sel_window.eq(in_window),
-                             win_offset.eq(offset)]
+                m.d.sync += [sel.eq(len(slots)), sel_group.eq(len(groups)),
+                             sel_window.eq(in_window), win_offset.eq(offset)]
                 with m.If(req_addr[slot_bits:] == 0):
                     with m.Switch(req_addr[:slot_bits]):
                         for k, (reg, kword) in enumerate(slots):
                             with m.Case(reg.address + kword):
-                                m.d.sync += sel.eq(k)
+                                m.d.sync += [sel.eq(k), sel_group.eq(k // _GROUP)]
                 m.next = "EXEC"
 
             with m.State("EXEC"):
@@ -290,26 +296,37 @@ class CsrBank(wiring.Component):
                         m.d.sync += [win_index.eq(index), win_chunk.eq(chunk)]
                         m.next = "WINDOW"
                 with m.Else():
-                    m.d.sync += ack.eq(1)
-                    m.next = "IDLE"
+                    m.next = "ANSWER"
+                    for g, group in enumerate(groups):
+                        m.d.sync += group_word[g].eq(0)
                     with m.Switch(sel):
                         for k, (reg, kword) in enumerate(slots):
                             value = read_value(reg)
                             lo = (reg.words - 1 - kword) * _W
+                            g = k // _GROUP
                             with m.Case(k):
                                 with m.If(~req_write):
                                     if reg.words == 1:
-                                        m.d.sync += r_data.eq(value)
+                                        m.d.sync += group_word[g].eq(value)
                                     elif kword == 0:
-                                        m.d.sync += [r_data.eq(value[lo:lo + _W]),
+                                        m.d.sync += [group_word[g].eq(value[lo:lo + _W]),
                                                      read_shadow.eq(value)]
                                     else:
-                                        m.d.sync += r_data.eq(read_shadow[lo:lo + _W])
+                                        m.d.sync += group_word[g].eq(read_shadow[lo:lo + _W])
                                 if reg.name in stored:
                                     with m.If(req_write):
                                         self._write_word(m, reg, kword, lo, req_data,
                                                          stored[reg.name], write_shadow,
                                                          getattr(self, reg.name))
+
+            with m.State("ANSWER"):
+                # Second level of the read multiplexer: one word per group of slots.
+                with m.Switch(sel_group):
+                    for g in range(len(groups)):
+                        with m.Case(g):
+                            m.d.sync += r_data.eq(group_word[g])
+                m.d.sync += ack.eq(1)
+                m.next = "IDLE"
 
             with m.State("DIVIDE"):
                 with m.If(div_steps == 0):
