@@ -20,7 +20,9 @@ Times are CPU seconds of this process (``time.process_time``), single-threaded n
   the paper's two inbound delay modes), no loss; LDS with R = 4 rows, k = 1, α = 0.1,
   p = 1 and 1 750, 17 500 and 175 000 cells per row (7 000, 70 000, 700 000 counters).
   Reports median and 95th percentile relative error of the per-flow delay by flow size,
-  and the time of :func:`host_sw.estimators.lds.estimate_flows` over all flows.
+  and the time of :func:`host_sw.estimators.lds.estimate_flows` over all flows;
+* ``lds_5_2`` — the same traffic under 0.1 %, 0.5 % and 1 % uniform loss, LDS with k = 5
+  and 5 × 17 500 cells per row: multi-bank per-row sampling (§4.2) against fixed rates.
 
 Usage::
 
@@ -107,6 +109,41 @@ def lds_accuracy(packets: int, flows: int, cells_per_row) -> dict:
     return out
 
 
+def lds_loss(packets: int, flows: int, cells_per_row: int, losses) -> dict:
+    """§5.2 stand-in: uniform loss; 4 rows of k = 5 cells, α = 0.1; multi-bank sampling
+    rates (1/128, 1/8, 1/2, 1 — the nearest powers of two to the paper's 0.01, 0.1,
+    0.5, 1) against fixed rates 1/16 and 1 in every row."""
+    from host_sw.config import threshold_for_rate
+    base = dict(packets=packets, flows=flows, fast=True, rate_pps=27_000, shape=0.95,
+                delay="weibull:shape=0.6,mean=100us", flow_extra="bimodal:a=0,b=400us,p=0.7",
+                seed=51)
+    trace = Scenario(**base).trace()
+    layouts = {"multi-bank 0.01/0.1/0.5/1": tuple(threshold_for_rate(p)
+                                                   for p in (0.01, 0.1, 0.5, 1.0)),
+               "fixed 1/16": (4, 4, 4, 4), "fixed 1": (0, 0, 0, 0)}
+    out = {"packets": packets, "cells_per_row": cells_per_row, "k": 5, "results": {}}
+    for loss in losses:
+        iv = Scenario(**base, loss=loss).run(trace=trace).intervals[0]
+        pf = iv.truth.per_flow(trace.flow_ids, trace.num_flows)
+        for name, thresholds in layouts.items():
+            cfg = LdsConfig(rows=4, cells=cells_per_row, vlda_cells=5,
+                            row_thresholds=thresholds)
+            s, r = iv.synopses(cfg)
+            est = estimate_flows(s, r, trace.flow_hashes(cfg), alpha=0.1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rel = np.abs(est.delay_ns - pf["mean"]) / pf["mean"]
+            row = {}
+            for lo in (100, 1000):
+                sel = (pf["packets"] >= lo) & (pf["mean"] > 0)
+                ok = sel & ~np.isnan(est.delay_ns)
+                row[f">={lo}"] = {"flows": int(sel.sum()),
+                                  "no_estimate": int((sel & np.isnan(est.delay_ns)).sum()),
+                                  "median_rel_error": float(np.median(rel[ok])),
+                                  "p90_rel_error": float(np.percentile(rel[ok], 90))}
+            out["results"][f"loss {loss:g} / {name} {thresholds}"] = row
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=5_000_000)
@@ -120,7 +157,8 @@ def main():
               "machine": {"python": platform.python_version(), "numpy": np.__version__,
                           "platform": platform.platform()},
               "speed": speed(packets),
-              "lds_5_1": lds_accuracy(lds_packets, lds_flows, (1750, 17_500, 175_000))}
+              "lds_5_1": lds_accuracy(lds_packets, lds_flows, (1750, 17_500, 175_000)),
+              "lds_5_2": lds_loss(lds_packets, lds_flows, 5 * 17_500, (0.001, 0.005, 0.01))}
     for name, v in result["speed"].items():
         print(f"{name:12s} {v['packets']:>9d} packets  {v['seconds']:6.2f} s CPU  "
               f"{v['mpps']:6.2f} Mpps")
@@ -132,6 +170,12 @@ def main():
         for b, v in c["by_flow_size"].items():
             print(f"    flows {b:>9s} ({v['flows']:6d}): median {100 * v['median_rel_error']:7.3f} %"
                   f"  p95 {100 * v['p95_rel_error']:7.3f} %")
+    print("LDS §5.2 stand-in (uniform loss, k = 5, 4 × 87 500 cells):")
+    for name, row in result["lds_5_2"]["results"].items():
+        print(f"  {name}")
+        for b, v in row.items():
+            print(f"    flows {b:>6s} ({v['flows']:5d}): median {100 * v['median_rel_error']:7.3f} %"
+                  f"  p90 {100 * v['p90_rel_error']:7.3f} %  no estimate {v['no_estimate']}")
     out = ROOT / "bench" / "out" / ("traffic_lds_quick.json" if args.quick else "traffic_lds.json")
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -197,3 +197,11 @@ def test_rank_in_group_matches_a_naive_count(groups):
 def test_mix64_is_a_bijection_on_a_sample():
     x = np.arange(100_000, dtype=np.uint64)
     assert len(np.unique(mix64_array(x))) == len(x)
+
+
+def test_every_flow_gets_a_packet_when_there_are_enough():
+    rng = np.random.default_rng(3)
+    counts = np.bincount(flow_assignment(10_000, 3000, shape=0.9, rng=rng), minlength=3000)
+    assert counts.min() >= 1 and counts.sum() == 10_000
+    few = flow_assignment(10, 3000, rng=rng)
+    assert len(few) == 10 and few.max() < 3000
