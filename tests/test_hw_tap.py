@@ -106,7 +106,7 @@ def run_tap(frames, data_width, *, seed, p_valid=0.7, p_ready=0.7, p_swap=0.1):
     return transferred, expected_sof, events, status
 
 
-@pytest.mark.parametrize("data_width", [8, 16, 64])
+@pytest.mark.parametrize("data_width", [8, 16, 64, 512])
 def test_tap_records_match_host_contract(data_width):
     frames = sample_frames(data_width)
     transferred, sof, events, status = run_tap(frames, data_width, seed=data_width)
