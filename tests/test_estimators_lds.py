@@ -3,12 +3,17 @@
 only clean cells under loss (against a per-packet reference), sampling-rate inversion
 in a worked example, count-min sizes and losses, flow weights and counter wrap-around."""
 
+import socket
+
+import dpkt
 import numpy as np
 import pytest
 
 from host_sw.channel import Scenario
 from host_sw.config import ConfigMismatch, LdaConfig, LdsConfig
-from host_sw.estimators.lds import estimate_flows, flow_cells, flow_row_hashes
+from host_sw.estimators.lds import (
+    estimate_flows, flow_cells, flow_key_window, flow_row_hashes,
+)
 from host_sw.golden import Synopsis, bucket_indices
 from host_sw.hashing import range_reduce32
 
@@ -259,3 +264,30 @@ def test_bad_inputs():
         flow_row_hashes(cfg, np.zeros((2, 32), np.uint8))
     with pytest.raises(ValueError, match="one weight per flow"):
         estimate_flows(s, s, np.zeros((4, 2), np.uint64), weights=[1, 2, 3])
+
+
+def test_flow_key_window_gives_the_flow_hash_of_the_flows_packets():
+    sim = Scenario(packets=400, flows=6, ipv6_fraction=0.5, seed=8).run()
+    trace = sim.trace
+    cfg = LdsConfig()
+    table = trace.flow_hashes(cfg)
+    for f in range(trace.num_flows):
+        frame = trace.frames(np.flatnonzero(trace.flow_ids == f)[:1])[0]
+        ip = dpkt.ethernet.Ethernet(frame).data
+        if isinstance(ip, dpkt.ip.IP):
+            src, dst, p = socket.inet_ntop(socket.AF_INET, ip.src), \
+                socket.inet_ntop(socket.AF_INET, ip.dst), ip.p
+            l4 = frame[34:38]
+        else:
+            src, dst, p = socket.inet_ntop(socket.AF_INET6, ip.src), \
+                socket.inet_ntop(socket.AF_INET6, ip.dst), ip.nxt
+            l4 = frame[54:58]
+        window, cls = flow_key_window(src=src, dst=dst, proto=p,
+                                      sport=int.from_bytes(l4[:2], "big"),
+                                      dport=int.from_bytes(l4[2:], "big"))
+        assert cls == trace.flow_classes[f]
+        assert np.array_equal(flow_row_hashes(cfg, window[None], [cls])[:, 0], table[:, f])
+    with pytest.raises(ValueError, match="different IP versions"):
+        flow_key_window(src="10.0.0.1", dst="::1", proto="udp")
+    with pytest.raises(ValueError, match="unknown protocol"):
+        flow_key_window(src="10.0.0.1", dst="10.0.0.2", proto="quic")

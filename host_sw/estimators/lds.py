@@ -32,6 +32,7 @@ weights (§4.1) counts are weighted: pass ``weights`` to divide them back out.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,8 +42,8 @@ from ..golden import Hashers, Synopsis
 from ..hashing import FrameClass, range_reduce32
 from ..layouts import signed_difference
 
-__all__ = ["LdsFlowEstimates", "flow_row_hashes", "flow_cells", "estimate_flows",
-           "DEFAULT_ALPHA"]
+__all__ = ["LdsFlowEstimates", "flow_row_hashes", "flow_key_window", "flow_cells",
+           "estimate_flows", "DEFAULT_ALPHA"]
 
 #: The paper's tolerance for interference in cell selection (§2.3.4, Fig. 6).
 DEFAULT_ALPHA = 0.1
@@ -70,6 +71,50 @@ def flow_row_hashes(config: LdsConfig, flow_windows: np.ndarray, classes=None,
             for r, h in enumerate(hashers.flow[cls]):
                 out[r, sel] = h(windows[sel])
     return out
+
+
+_PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132}
+
+
+def flow_key_window(*, src: str, dst: str, proto, sport: int = 0, dport: int = 0,
+                    window_bytes: int = 64) -> tuple[np.ndarray, FrameClass]:
+    """A header window carrying a flow's 5-tuple where the default flow masks read it
+    (option-less IPv4 or IPv6 header, L4 ports right after), and its frame class — to
+    query a flow by its key: ``flow_row_hashes(config, window[None], [cls])``.
+
+    ``src``/``dst`` are IPv4 or IPv6 address strings (same family); ``proto`` a number
+    or ``"tcp"``/``"udp"``/``"icmp"``/``"sctp"``.
+    """
+    a, b = ipaddress.ip_address(src), ipaddress.ip_address(dst)
+    if a.version != b.version:
+        raise ValueError(f"source {src} and destination {dst} are different IP versions")
+    if isinstance(proto, str):
+        if proto.lower() not in _PROTOCOLS:
+            raise ValueError(f"unknown protocol {proto!r}; give a number or one of "
+                             f"{', '.join(_PROTOCOLS)}")
+        proto = _PROTOCOLS[proto.lower()]
+    if not 0 <= int(proto) <= 255:
+        raise ValueError(f"protocol must be 0..255, not {proto}")
+    for name, port in (("sport", sport), ("dport", dport)):
+        if not 0 <= int(port) <= 0xFFFF:
+            raise ValueError(f"{name} must be 0..65535, not {port}")
+    w = bytearray(max(window_bytes, 58))
+    ports = int(sport).to_bytes(2, "big") + int(dport).to_bytes(2, "big")
+    if a.version == 4:
+        w[12:14], w[14] = b"\x08\x00", 0x45
+        w[23] = int(proto)
+        w[26:34] = a.packed + b.packed
+        w[34:38] = ports
+        cls = FrameClass.IPV4
+    else:
+        w[12:14], w[14] = b"\x86\xdd", 0x60
+        w[20] = int(proto)
+        w[22:54] = a.packed + b.packed
+        w[54:58] = ports
+        cls = FrameClass.IPV6
+    if window_bytes < 58 and any(w[window_bytes:]):
+        raise ValueError(f"a {window_bytes}-byte window cannot hold this flow key")
+    return np.frombuffer(bytes(w[:window_bytes]), dtype=np.uint8).copy(), cls
 
 
 def _as_table(config: LdsConfig, flow_hashes) -> tuple[np.ndarray, bool]:
