@@ -8,10 +8,11 @@ one untimed warm-up run (which builds the cached H3 tables):
 
 * ``h3_window64`` — one 64-bit H3 over 64-byte windows with the IPv4 packet mask
   (:class:`host_sw.hashing.H3` ``__call__``), in million windows per second;
-* ``h3_window64_bytewise`` — the same hash with one 256-entry table per byte (the
-  algorithm used for small batches, and before this benchmark existed), for comparison;
+* ``h3_window64_bytewise`` — the same hash, one pass of each byte's table over all rows
+  (the algorithm before row blocking), for comparison;
 * ``hash_windows_lda`` — :func:`host_sw.golden.hash_windows` for the default LDA
-  configuration (same work plus the class bookkeeping);
+  configuration (same work plus the class bookkeeping); ``hash_windows_lds`` — the same
+  for LDS with R=4 (adds the four 32-bit flow hashes, two rows per table);
 * ``update_lda`` / ``update_rda`` / ``update_lds`` — :func:`host_sw.golden.update` from
   :class:`~host_sw.golden.PacketHashes` and timestamps to a new
   :class:`~host_sw.golden.Synopsis`, LDA 2×1024, RDA k=2 × m=1024, LDS R=4 × C=1024 with
@@ -71,14 +72,16 @@ def machine() -> dict:
             "platform": platform.platform()}
 
 
-def timed(fn, runs: int) -> list[float]:
+def timed(fn, runs: int) -> tuple[list[float], list[float]]:
+    """Wall-clock and CPU (process) seconds of each run, after a warm-up run."""
     fn()  # warm-up: builds cached tables
-    out = []
+    wall, cpu = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
-        out.append(time.perf_counter() - start)
-    return out
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return wall, cpu
 
 
 def benchmarks(n: int, rng: np.random.Generator):
@@ -91,16 +94,19 @@ def benchmarks(n: int, rng: np.random.Generator):
             byte_mask=ByteMask.from_int(lda.mask_packet_ipv4, lda.window_bytes).as_array())
     yield "h3_window64", "H3 64-bit, 64-byte window, IPv4 packet mask", lambda: h3(windows)
 
-    def bytewise():  # the small-batch algorithm (one 256-entry table per byte), for scale
+    def bytewise():  # the previous algorithm: each byte table over all rows, unblocked
         out = np.zeros(n, dtype=np.uint64)
         for b in np.flatnonzero(h3.byte_mask):
             out ^= h3.tables[b][windows[:, b]]
         return out
-    yield ("h3_window64_bytewise", "same, byte-table algorithm (before the pair tables)",
-           bytewise)
+    yield ("h3_window64_bytewise", "same, one pass per byte over all rows (before)", bytewise)
     lda_hashers = Hashers(lda)
     yield ("hash_windows_lda", "hash_windows, default LDA config (all IPv4)",
            lambda: hash_windows(lda, windows, hashers=lda_hashers))
+    lds_for_hashing = LdsConfig(rows=4, cells=1024, vlda_cells=4, row_thresholds=(0, 1, 2, 3))
+    lds_hashers = Hashers(lds_for_hashing)
+    yield ("hash_windows_lds", "hash_windows, LDS R=4 (packet hash + 4 flow hashes)",
+           lambda: hash_windows(lds_for_hashing, windows, hashers=lds_hashers))
     del windows
     packet = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
     timestamps = np.cumsum(rng.integers(0, 100, size=n, dtype=np.uint64))
@@ -125,14 +131,22 @@ def markdown(report: dict) -> str:
         f"Machine: {m['nproc']} CPUs (`nproc`), {m['cpu_model']}; Python {m['python']}, "
         f"numpy {m['numpy']}. (BLAS thread settings do not matter: these are integer ops.)",
         "",
-        "| what | Mpps (median) | runs (Mpps) | target |",
-        "|---|---:|---|---:|",
+        "| what | Mpps, wall clock (median) | wall-clock runs | Mpps, CPU time (median) "
+        "| target |",
+        "|---|---:|---|---:|---:|",
     ]
     for name, r in report["results"].items():
         target = f"≥ {TARGET_MPPS:g}" if name.startswith("update_") else "—"
         runs = ", ".join(f"{x:.1f}" for x in r["runs_mpps"])
-        lines.append(f"| `{name}`: {r['what']} | {r['median_mpps']:.1f} | {runs} | {target} |")
-    lines += ["", "Figures are from a machine shared with other jobs; expect some spread.",
+        lines.append(f"| `{name}`: {r['what']} | {r['median_mpps']:.1f} | {runs} "
+                     f"| {r['median_cpu_mpps']:.1f} | {target} |")
+    load = report["load_average_1min"]
+    lines += ["",
+              "The machine is shared with other jobs (1-minute load average "
+              f"{load['before']:.1f} before, {load['after']:.1f} after the run on "
+              f"{m['nproc']} CPUs): wall-clock figures drop under load; CPU-time figures "
+              "(this process's CPU seconds) are steadier. Mpps = million packets "
+              "(windows, for the hashing rows) per second.",
               END]
     return "\n".join(lines) + "\n"
 
@@ -155,18 +169,25 @@ def main(argv=None) -> dict:
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(20261126)
+    load_before = os.getloadavg()
     results = {}
     for name, what, fn in benchmarks(args.packets, rng):
-        seconds = timed(fn, args.runs)
+        seconds, cpu_seconds = timed(fn, args.runs)
         mpps = [args.packets / s / 1e6 for s in seconds]
+        cpu_mpps = [args.packets / s / 1e6 for s in cpu_seconds]
         results[name] = {"what": what, "median_mpps": statistics.median(mpps),
-                         "runs_mpps": mpps, "runs_seconds": seconds}
-        print(f"{name:18s} {statistics.median(mpps):7.2f} Mpps  "
-              f"(runs: {', '.join(f'{x:.2f}' for x in mpps)})  {what}", flush=True)
+                         "runs_mpps": mpps, "runs_seconds": seconds,
+                         "median_cpu_mpps": statistics.median(cpu_mpps),
+                         "runs_cpu_seconds": cpu_seconds}
+        print(f"{name:20s} {statistics.median(mpps):7.2f} Mpps wall, "
+              f"{statistics.median(cpu_mpps):7.2f} Mpps CPU  "
+              f"(wall runs: {', '.join(f'{x:.2f}' for x in mpps)})  {what}", flush=True)
     command = "python bench/golden_throughput.py" + (
         "" if argv is None and len(sys.argv) == 1 else " " + " ".join(sys.argv[1:]))
     report = {"command": command.strip(), "packets": args.packets, "runs": args.runs,
-              "machine": machine(), "target_mpps": TARGET_MPPS, "results": results}
+              "machine": machine(), "target_mpps": TARGET_MPPS,
+              "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
+              "results": results}
     if not args.no_write:
         out = ROOT / "bench" / "out" / "golden_throughput.json"
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ import numpy as np
 from .config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, check_comparable
 from .hashing import (
     H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, classify_frame,
-    header_windows, lda_bank, lds_digest,
+    header_windows, lda_bank, lds_digest, table_xor,
 )
 from .layouts import wrap
 
@@ -88,38 +88,29 @@ class Hashers:
             self.rda_bucket = [H3(seed=config.seed, purpose=HashPurpose.RDA_BUCKET, index=l,
                                   in_bytes=8, out_bits=32) for l in range(config.banks)]
         self._rda_pair_tables = None
-        self._flow_pair_tables = {}
+        self._flow_tables = {}
 
     def flow_hashes(self, frame_class: FrameClass, windows: np.ndarray) -> np.ndarray:
         """LDS flow hashes ``H3_flow[r](window)`` of every row ``r``: uint64 ``(R, N)``.
 
-        Equal to ``[h(windows) for h in self.flow[frame_class]]``; large batches take two
-        rows at a time (one 65536-entry table per byte pair holding row ``2i`` in the low
-        and row ``2i+1`` in the high 32 bits), halving the gathers.
+        Equal to ``[h(windows) for h in self.flow[frame_class]]``, computed two rows at a
+        time: one 256-entry table per byte holds row ``2i`` in the low and row ``2i+1`` in
+        the high 32 bits, halving the lookups.
         """
         hashers = self.flow[frame_class]
-        windows = np.ascontiguousarray(windows)
-        n = windows.shape[0]
-        out = np.empty((len(hashers), n), dtype=np.uint64)
-        if n < PAIR_TABLE_MIN_ROWS or windows.shape[1] % 2:
-            for r, h in enumerate(hashers):
-                out[r] = h(windows)
-            return out
-        if frame_class not in self._flow_pair_tables:
-            tables = []
+        windows = np.asarray(windows)
+        if frame_class not in self._flow_tables:
+            combined = []
             for i in range(0, len(hashers), 2):
-                lo = hashers[i].pair_tables()
-                hi = hashers[i + 1].pair_tables() if i + 1 < len(hashers) else None
-                tables.append({j: t if hi is None else t | (hi[j] << np.uint64(32))
-                               for j, t in lo.items()})
-            self._flow_pair_tables[frame_class] = tables
-        halves = windows.view(np.uint16)
-        if not np.little_endian:  # pragma: no cover
-            halves = halves.byteswap()
-        for i, tables in enumerate(self._flow_pair_tables[frame_class]):
-            both = np.zeros(n, dtype=np.uint64)
-            for j, table in tables.items():
-                both ^= table[halves[:, j]]
+                lo = hashers[i]
+                hi = hashers[i + 1] if i + 1 < len(hashers) else None
+                combined.append({int(b): lo.tables[b] if hi is None
+                                 else lo.tables[b] | (hi.tables[b] << np.uint64(32))
+                                 for b in np.flatnonzero(lo.byte_mask)})
+            self._flow_tables[frame_class] = combined
+        out = np.empty((len(hashers), windows.shape[0]), dtype=np.uint64)
+        for i, tables in enumerate(self._flow_tables[frame_class]):
+            both = table_xor(windows, tables)
             out[2 * i] = both & _M32
             if 2 * i + 1 < len(hashers):
                 out[2 * i + 1] = both >> np.uint64(32)
@@ -147,12 +138,10 @@ class Hashers:
             self._rda_pair_tables = tables
         halves = ids.view(np.uint16).reshape(-1, 4)
         if not np.little_endian:  # pragma: no cover
-            halves = halves.byteswap()
+            halves = ids.byteswap().view(np.uint16).reshape(-1, 4)
         out = []
         for i, tables in enumerate(self._rda_pair_tables):
-            both = tables[0][halves[:, 0]]
-            for j in (1, 2, 3):
-                both ^= tables[j][halves[:, j]]
+            both = table_xor(halves, dict(enumerate(tables)), block_rows=1 << 16)
             out.append(both & _M32)
             if 2 * i + 1 < len(self.rda_bucket):
                 out.append(both >> np.uint64(32))

@@ -183,8 +183,8 @@ def test_update_rejects_bad_inputs():
 
 
 def test_large_batches_use_the_same_split():
-    """Batches above PAIR_TABLE_MIN_ROWS take the paired-table paths (RDA bucket hashes,
-    H3 of windows); compare them with the small-batch path on the same packets."""
+    """Batches above PAIR_TABLE_MIN_ROWS take the paired-table path for RDA bucket
+    hashes; compare it with the small-batch path on the same packets."""
     rng = np.random.default_rng(5)
     n = PAIR_TABLE_MIN_ROWS + 1000
     packets = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
@@ -417,7 +417,8 @@ def test_spec_test_vectors_match_the_code():
         sys.path.pop(0)
     spec = (ROOT / "docs" / "SPEC.md").read_text()
     section = make_test_vectors.markdown()
-    assert section in spec, "docs/SPEC.md test vectors are stale: run bench/make_test_vectors.py --write"
+    assert section in spec, ("docs/SPEC.md test vectors are stale: "
+                             "run bench/make_test_vectors.py --write")
     assert f"{LdaConfig().config_id:#010x}" in spec
 
 

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host_sw.hashing import (
-    ETHERTYPE_CONTROL, GOLDEN_GAMMA, MASK64, MIN_FRAME_BYTES, PAIR_TABLE_MIN_ROWS, H3,
-    ByteMask, FrameClass, HashPurpose, classify_frame, default_masks, h3_rows,
-    header_windows, lda_bank, lda_row, lda_sign, lds_digest, lds_offset, leading_zeros32,
-    mix64, range_reduce32,
+    ETHERTYPE_CONTROL, GOLDEN_GAMMA, MASK64, MIN_FRAME_BYTES, PAIR_TABLE_MIN_ROWS,
+    TABLE_BLOCK_ROWS, H3, ByteMask, FrameClass, HashPurpose, classify_frame, default_masks,
+    h3_rows, header_windows, lda_bank, lda_row, lda_sign, lds_digest, lds_offset,
+    leading_zeros32, mix64, range_reduce32,
 )
 
 U64 = st.integers(0, MASK64)
@@ -82,10 +82,10 @@ def test_h3_vectorised_equals_scalar(seed, mask, out_bits, data):
 @settings(max_examples=5, deadline=None)
 @given(seed=U64, rng_seed=st.integers(0, 2**32 - 1), mask_name=st.sampled_from(
     sorted(default_masks())))
-def test_h3_pair_table_path_equals_byte_path_and_scalar(seed, rng_seed, mask_name):
-    """Large batches use 16-bit tables in row blocks; results must not change."""
+def test_h3_blocked_batches_equal_plain_loop_and_scalar(seed, rng_seed, mask_name):
+    """Batches are hashed in row blocks; results must not depend on the block boundary."""
     rng = np.random.default_rng(rng_seed)
-    n = max(PAIR_TABLE_MIN_ROWS, 1 << 17) + 37  # crosses a row-block boundary
+    n = 2 * TABLE_BLOCK_ROWS + 37
     windows = rng.integers(0, 256, size=(n, 64), dtype=np.uint8)
     h = H3(seed=seed, purpose=HashPurpose.PACKET, in_bytes=64, out_bits=64,
            byte_mask=default_masks()[mask_name].as_array())
@@ -94,8 +94,22 @@ def test_h3_pair_table_path_equals_byte_path_and_scalar(seed, rng_seed, mask_nam
     for b in range(64):
         by_bytes ^= h.tables[b][windows[:, b]]
     assert np.array_equal(fast, by_bytes)
-    for i in rng.integers(0, n, size=20):
+    for i in [0, TABLE_BLOCK_ROWS - 1, TABLE_BLOCK_ROWS, n - 1, *rng.integers(0, n, 10)]:
         assert int(fast[i]) == h.scalar(windows[i].tobytes())
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=U64, index=st.integers(0, 7), rng_seed=st.integers(0, 2**32 - 1))
+def test_of_u64_pair_tables_equal_scalar(seed, index, rng_seed):
+    """Large batches of IDs use 16-bit (byte pair) tables."""
+    rng = np.random.default_rng(rng_seed)
+    ids = rng.integers(0, 1 << 64, size=PAIR_TABLE_MIN_ROWS + 3, dtype=np.uint64)
+    h = H3(seed=seed, purpose=HashPurpose.RDA_BUCKET, index=index, in_bytes=8, out_bits=32)
+    fast = h.of_u64(ids)
+    small = np.concatenate([h.of_u64(part) for part in np.array_split(ids, 4)])
+    assert np.array_equal(fast, small)
+    for i in rng.integers(0, len(ids), 10):
+        assert int(fast[i]) == h.scalar(int(ids[i]).to_bytes(8, "little"))
 
 
 @settings(max_examples=40, deadline=None)
