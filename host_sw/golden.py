@@ -68,12 +68,10 @@ class Hashers:
         w = config.window_bytes
         self.config = config
         self.packet = {
-            FrameClass.IPV4: H3(seed=config.seed, purpose=HashPurpose.PACKET, in_bytes=w,
-                                out_bits=64,
-                                byte_mask=ByteMask.from_int(config.mask_packet_ipv4, w).as_array()),
-            FrameClass.IPV6: H3(seed=config.seed, purpose=HashPurpose.PACKET, in_bytes=w,
-                                out_bits=64,
-                                byte_mask=ByteMask.from_int(config.mask_packet_ipv6, w).as_array()),
+            cls: H3(seed=config.seed, purpose=HashPurpose.PACKET, in_bytes=w, out_bits=64,
+                    byte_mask=ByteMask.from_int(mask, w).as_array())
+            for cls, mask in ((FrameClass.IPV4, config.mask_packet_ipv4),
+                              (FrameClass.IPV6, config.mask_packet_ipv6))
         }
         self.flow = {}
         if isinstance(config, LdsConfig):
