@@ -348,7 +348,7 @@ def lda_bank(packet_hash: np.ndarray, thresholds) -> np.ndarray:
         if z <= 0:
             bank += 1
         elif z <= 32:
-            bank += p < np.uint64(1 << (64 - min(z, 32)))
+            bank += p < np.uint64(1 << (64 - z))
     return bank
 
 
