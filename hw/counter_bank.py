@@ -87,7 +87,7 @@ def update_request_signature(config: SynopsisConfig) -> wiring.Signature:
     lane_enable : lanes
         Which lanes this packet updates (LDA: lane 0; RDA: all; LDS: the sampled rows).
     lane_address : ArrayLayout(unsigned(addr_bits), lanes)
-        Word address within each lane's copy (LDA: ``bank*rows + row``).
+        Word address within each lane's copy, below depth (LDA: ``bank*rows + row``).
     xor_value : id_bits / digest_bits
         XORed into the XOR field (RDA ``id_xor``: the packet hash; LDS ``digest``).
         Absent for LDA.
@@ -277,8 +277,8 @@ class CounterBank(wiring.Component):
         S1 (c+2)  the RAM's synchronous read delivers mem[addr] into its output register
                   (no logic after the RAM output)
         S2 (c+3)  base = newest of {S4, W1, W2} with the same key, else the read data
-        S3 (c+4)  operand = S4's word if the request just ahead had the same key, else
-                  base; word = operand + increments (XOR for XOR fields)
+        S3 (c+4)  word = (S4's word if the request just ahead had the same key, else
+                  base) + increments (XOR for XOR fields)
         S4 (c+5)  write port writes the word (committed at the edge ending c+5)
         W1, W2    the last two written words, kept for forwarding
 
@@ -288,7 +288,8 @@ class CounterBank(wiring.Component):
     them explicitly: c-1 from S4 into S3, c-2/c-3/c-4 from S4/W1/W2 into S2 (newest wins),
     so ``transparent_for`` is not used at all and the value the read port returns on an
     address collision never matters. A key is (copy, address); requests for the other
-    copy never forward. The only single-cycle feedback is S4 → 2:1 mux → adder → S4.
+    copy never forward. The only single-cycle feedback is S4 → adder → 2:1 mux → S4
+    (S3 adds the increments to both candidates and selects afterwards).
 
     Frozen read port
     ----------------
@@ -402,6 +403,10 @@ class CounterBank(wiring.Component):
         other = Signal(CopyState, init=CopyState.CLEAN)
         drain_count = Signal(range(self._drain_cycles + flush + 1))
         clear_addr = Signal(range(depth))
+        # registered end conditions (drain_count == 0, clear_addr == depth - 1), so that no
+        # counter compare sits in front of the state registers' enables
+        drain_done = Signal()
+        clear_done = Signal()
         # copy k is CLEARING (registered: it drives the RAM write port muxes)
         clearing_copy = [Signal(name=f"clearing_copy{k}") for k in range(2)]
         # other == CLEAN, kept as its own register (it gates every request's acceptance)
@@ -419,19 +424,23 @@ class CounterBank(wiring.Component):
                 with m.If(self.swap):
                     m.d.sync += [active.eq(~active), other.eq(CopyState.DRAINING),
                                  other_clean.eq(0),
-                                 drain_count.eq(self._drain_cycles + flush)]
+                                 drain_count.eq(self._drain_cycles + flush),
+                                 drain_done.eq(0)]  # drain_cycles + flush > 0
             with m.Case(CopyState.DRAINING):
-                with m.If(drain_count == 0):
+                with m.If(drain_done):
                     m.d.sync += other.eq(CopyState.FROZEN)
                 with m.Else():
-                    m.d.sync += drain_count.eq(drain_count - 1)
+                    m.d.sync += [drain_count.eq(drain_count - 1),
+                                 drain_done.eq(drain_count == 1)]
             with m.Case(CopyState.FROZEN):
                 with m.If(self.release):
-                    m.d.sync += [other.eq(CopyState.CLEARING), clear_addr.eq(0)]
+                    m.d.sync += [other.eq(CopyState.CLEARING), clear_addr.eq(0),
+                                 clear_done.eq(depth == 1)]
                     m.d.sync += [clearing_copy[k].eq(active != k) for k in range(2)]
             with m.Case(CopyState.CLEARING):
-                m.d.sync += clear_addr.eq(clear_addr + 1)
-                with m.If(clear_addr == depth - 1):
+                m.d.sync += [clear_addr.eq(clear_addr + 1),
+                             clear_done.eq(clear_addr == depth - 2)]
+                with m.If(clear_done):
                     m.d.sync += [other.eq(CopyState.CLEAN), other_clean.eq(1)]
                     m.d.sync += [clearing_copy[k].eq(0) for k in range(2)]
 
@@ -533,20 +542,27 @@ class CounterBank(wiring.Component):
             s3_base = Signal(word_bits, name=f"l{lane}_s3_base")
             m.d.sync += s3_base.eq(base_next)
 
-            # S3: operand (forward from the request just ahead, now in S4), add, register.
-            operand = data.View(layout, Mux(match_prev[2], words["s4"], s3_base))
-            result = Signal(layout, name=f"l{lane}_s3_result")
-            for fld in cfg.layout.fields:
-                current = operand[fld.name]
-                if fld.combine == "xor":
-                    m.d.comb += result[fld.name].eq(current ^ shared["s3"]["xor"])
-                elif fld.name == "count":
-                    m.d.comb += result[fld.name].eq(current + 1)
-                elif fld.name == "ts_sum":
-                    m.d.comb += result[fld.name].eq(current + shared["s3"]["ts"])
-                else:  # pragma: no cover - layouts are defined in host_sw/config.py
-                    raise ValueError(f"no increment defined for field {fld.name!r}")
-            m.d.sync += words["s4"].eq(result.as_value())
+            # S3: add the increments to both candidates — S4's word (the request just
+            # ahead had the same key) and base — and pick after the adders, so the
+            # feedback loop is S4 → adder → 2:1 mux → S4 with no logic before the carry
+            # chains.
+            def incremented(word, suffix):
+                operand = data.View(layout, word)
+                result = Signal(layout, name=f"l{lane}_s3_{suffix}")
+                for fld in cfg.layout.fields:
+                    current = operand[fld.name]
+                    if fld.combine == "xor":
+                        m.d.comb += result[fld.name].eq(current ^ shared["s3"]["xor"])
+                    elif fld.name == "count":
+                        m.d.comb += result[fld.name].eq(current + 1)
+                    elif fld.name == "ts_sum":
+                        m.d.comb += result[fld.name].eq(current + shared["s3"]["ts"])
+                    else:  # pragma: no cover - layouts are defined in host_sw/config.py
+                        raise ValueError(f"no increment defined for field {fld.name!r}")
+                return result.as_value()
+
+            m.d.sync += words["s4"].eq(Mux(match_prev[2], incremented(words["s4"], "fwd"),
+                                           incremented(s3_base, "base")))
 
             # Port wiring per copy: the RMW pipeline owns a copy's ports while it carries
             # requests for it (ACTIVE/DRAINING); otherwise bus reads and clearing do.

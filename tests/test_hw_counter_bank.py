@@ -301,7 +301,9 @@ def test_thousands_same_address_and_patterns():
 
 # -- double buffering -------------------------------------------------------------------
 
-@pytest.mark.parametrize("config", [SMALL_LDA, SMALL_RDA, SMALL_LDS], ids=["lda", "rda", "lds"])
+@pytest.mark.parametrize("config", [SMALL_LDA, SMALL_RDA, SMALL_LDS,
+                                    RdaConfig(banks=3, buckets_per_bank=1)],
+                         ids=["lda", "rda", "lds", "rda-one-bucket"])
 def test_swap_mid_stream_drain_window_and_clearing(config):
     drain = 5
     lanes, depth = lane_geometry(config)
@@ -338,7 +340,7 @@ def test_swap_mid_stream_drain_window_and_clearing(config):
         for j in range(drain):
             copy = 0 if j in (0, drain - 1) else rng.randrange(2)
             req = random_req(copy)
-            req["lanes"] = {lane: rng.randrange(2) for lane in req["lanes"]}
+            req["lanes"] = {lane: rng.randrange(min(2, depth)) for lane in req["lanes"]}
             model.apply(copy, req)
             await b.cycle(req)
         assert b.now == swap_cycle + drain + 1 and b.dropped == []
