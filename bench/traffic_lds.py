@@ -22,7 +22,9 @@ Times are CPU seconds of this process (``time.process_time``), single-threaded n
   Reports median and 95th percentile relative error of the per-flow delay by flow size,
   and the time of :func:`host_sw.estimators.lds.estimate_flows` over all flows;
 * ``lds_5_2`` — the same traffic under 0.1 %, 0.5 % and 1 % uniform loss, LDS with k = 5
-  and 5 × 17 500 cells per row: multi-bank per-row sampling (§4.2) against fixed rates.
+  and 5 × 17 500 cells per row: multi-bank per-row sampling (§4.2) against fixed rates,
+  and multi-bank with ``min_cell_packets=16`` (beyond the paper: sparse cells may not
+  define the minimum).
 
 Usage::
 
@@ -118,18 +120,20 @@ def lds_loss(packets: int, flows: int, cells_per_row: int, losses) -> dict:
                 delay="weibull:shape=0.6,mean=100us", flow_extra="bimodal:a=0,b=400us,p=0.7",
                 seed=51)
     trace = Scenario(**base).trace()
-    layouts = {"multi-bank 0.01/0.1/0.5/1": tuple(threshold_for_rate(p)
-                                                   for p in (0.01, 0.1, 0.5, 1.0)),
-               "fixed 1/16": (4, 4, 4, 4), "fixed 1": (0, 0, 0, 0)}
+    multi = tuple(threshold_for_rate(p) for p in (0.01, 0.1, 0.5, 1.0))
+    layouts = {"multi-bank 0.01/0.1/0.5/1": (multi, 1),
+               "multi-bank, min_cell_packets=16": (multi, 16),
+               "fixed 1/16": ((4, 4, 4, 4), 1), "fixed 1": ((0, 0, 0, 0), 1)}
     out = {"packets": packets, "cells_per_row": cells_per_row, "k": 5, "results": {}}
     for loss in losses:
         iv = Scenario(**base, loss=loss).run(trace=trace).intervals[0]
         pf = iv.truth.per_flow(trace.flow_ids, trace.num_flows)
-        for name, thresholds in layouts.items():
+        for name, (thresholds, min_cell) in layouts.items():
             cfg = LdsConfig(rows=4, cells=cells_per_row, vlda_cells=5,
                             row_thresholds=thresholds)
             s, r = iv.synopses(cfg)
-            est = estimate_flows(s, r, trace.flow_hashes(cfg), alpha=0.1)
+            est = estimate_flows(s, r, trace.flow_hashes(cfg), alpha=0.1,
+                                 min_cell_packets=min_cell)
             with np.errstate(invalid="ignore", divide="ignore"):
                 rel = np.abs(est.delay_ns - pf["mean"]) / pf["mean"]
             row = {}

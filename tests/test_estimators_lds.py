@@ -170,6 +170,12 @@ def test_worked_example_counts_are_inverted_by_the_row_sampling_rate():
     assert estimate_flows(s, r, flow).delay_ns.tolist() == [50.0]
     # a wide α keeps both: (2000 + 100) / 22
     assert estimate_flows(s, r, flow, alpha=0.3).delay_ns[0] == pytest.approx(2100 / 22)
+    # beyond the paper: cells with fewer than 3 packets may not define n_min, so the
+    # 20-packet cell does (n_min = 20) and the sampled cell (16 ≤ 22) joins it
+    est = estimate_flows(s, r, flow, min_cell_packets=3)
+    assert est.delay_ns[0] == pytest.approx(2100 / 22) and est.cells_used[0] == 2
+    # ... but when no cell has enough packets the plain minimum still applies
+    assert estimate_flows(s, r, flow, min_cell_packets=50).delay_ns.tolist() == [50.0]
     # matching counts but different digests (reordering) disqualify a cell
     cfg, s, r = _hand_synopses({(0, 2): (20, 20, 1000, 1000 + 20 * 100, 7, 7),
                                 (1, 5): (2, 2, 500, 500 + 2 * 50, 9, 8)})
@@ -253,6 +259,8 @@ def test_bad_inputs():
     s = Synopsis.empty(cfg)
     with pytest.raises(ValueError, match="flow hashes must be"):
         estimate_flows(s, s, np.zeros((3, 5), np.uint64))
+    with pytest.raises(ValueError, match="min_cell_packets must be a positive integer"):
+        estimate_flows(s, s, np.zeros(4, np.uint64), min_cell_packets=0)
     with pytest.raises(ValueError, match="alpha must be non-negative"):
         estimate_flows(s, s, np.zeros(4, np.uint64), alpha=-1)
     with pytest.raises(ValueError, match="LDS synopses"):

@@ -171,7 +171,8 @@ class LdsFlowEstimates:
 
 
 def estimate_flows(sender: Synopsis, receiver: Synopsis, flow_hashes, *,
-                   alpha: float = DEFAULT_ALPHA, weights=None) -> LdsFlowEstimates:
+                   alpha: float = DEFAULT_ALPHA, weights=None,
+                   min_cell_packets: int = 1) -> LdsFlowEstimates:
     """Per-flow delay, size and loss (module docstring) for flows given by their per-row
     flow hashes ``(R,)`` or ``(R, F)``.
 
@@ -187,6 +188,11 @@ def estimate_flows(sender: Synopsis, receiver: Synopsis, flow_hashes, *,
     weights:
         Optional per-flow weights ``(F,)`` used at update time (§4.1); only the size
         estimates need them (delay needs no change).
+    min_cell_packets:
+        Beyond the paper (default 1 = Fig. 6 exactly): only usable cells with at least
+        this many (raw) packets define ``n_min`` when the flow has any; others may still
+        be kept. With per-row sampling the inverted count of a sparsely sampled cell is
+        noisy, and the plain minimum tends to pick a 1-sample cell of the sparsest row.
     """
     config = sender.config
     if not isinstance(config, LdsConfig):
@@ -194,6 +200,8 @@ def estimate_flows(sender: Synopsis, receiver: Synopsis, flow_hashes, *,
     check_comparable(config, receiver.config)
     if not alpha >= 0:
         raise ValueError(f"alpha must be non-negative, not {alpha}")
+    if int(min_cell_packets) != min_cell_packets or min_cell_packets < 1:
+        raise ValueError(f"min_cell_packets must be a positive integer, not {min_cell_packets}")
     table, _ = _as_table(config, flow_hashes)
     rows = np.arange(config.rows)[:, None, None]
     cols = flow_cells(config, table)
@@ -207,6 +215,10 @@ def estimate_flows(sender: Synopsis, receiver: Synopsis, flow_hashes, *,
     usable = (n_s == n_r) & (d_s == d_r) & (n_s > 0)
     inverted = np.where(usable, n_s * scale, np.inf)
     n_min = inverted.min(axis=(0, 2))                       # (F,)
+    if min_cell_packets > 1:
+        # the minimum is taken over cells with enough samples, where there are any
+        solid = np.where(usable & (n_s >= min_cell_packets), inverted, np.inf).min(axis=(0, 2))
+        n_min = np.where(np.isfinite(solid), solid, n_min)
     keep = usable & (inverted <= (1.0 + alpha) * n_min[None, :, None])
     s_sum = np.where(keep, dts, 0).sum(axis=(0, 2))
     n_sum = np.where(keep, n_s, 0).sum(axis=(0, 2))
