@@ -503,8 +503,19 @@ class Observation:
         weights = None
         if flow_weights is not None:
             weights = np.asarray(flow_weights, dtype=np.uint64)[self.trace.flow_ids[self.indices]]
-        return update(config, self.hashes(config, hashers), self.timestamps,
+        return update(config, self.hashes(config, hashers), self.ticks(config),
                       weights=weights, hashers=hashers)
+
+    def ticks(self, config: SynopsisConfig) -> np.ndarray:
+        """The timestamps in the configuration's ticks, as a timebase counting
+        ``tick_ns`` periods would read them: ``floor(ns / tick_ns)`` (integer division
+        for a whole-ns tick; float64 otherwise). Identity for 1 ns ticks."""
+        tick = config.tick_ns
+        if tick == 1:
+            return self.timestamps
+        if float(tick).is_integer():
+            return self.timestamps // int(tick)
+        return np.floor(self.timestamps / tick).astype(np.int64)
 
 
 @dataclass(eq=False)

@@ -306,3 +306,15 @@ def test_flow_extra_delay_is_constant_within_a_flow():
     assert values == {100, 1100}
     with pytest.raises(ValueError, match="flow id"):
         Channel(flow_extra="constant:value=1").transmit(np.arange(3))
+
+
+def test_synopses_count_in_the_configurations_ticks():
+    iv = simulate_interval(packets=2000, flows=5, delay="constant:value=640", seed=1)
+    cfg = LdaConfig(banks=1, rows=2, thresholds=(0,), tick_ns=6.4)
+    assert np.array_equal(iv.sender.ticks(cfg), np.floor(iv.sender.timestamps / 6.4))
+    s, r = iv.synopses(cfg)
+    # a 640 ns delay is exactly 100 ticks of 6.4 ns (up to the floor of each stamp)
+    diff = (int(r.ts_sum.sum()) - int(s.ts_sum.sum())) / 2000
+    assert 99 <= diff <= 101
+    cfg8 = cfg.replace(tick_ns=8.0)
+    assert np.array_equal(iv.sender.ticks(cfg8), iv.sender.timestamps // 8)
