@@ -22,7 +22,8 @@ Interval control (swap / overrun)
 ---------------------------------
 ``CONTROL.swap`` (a CSR pulse) makes a swap *pending*. It is executed at the next frame
 boundary of the input stream (``HeaderTap.boundary_ok``: no frame open), so a frame's
-copy, latched at its SOF, is never split. At that boundary:
+copy, latched at its SOF, is never split. (The tap watches a registered copy of the input
+transfers, so the decision depends on registers only.) At that boundary:
 
 * if the counter bank's other copy is CLEAN, the front copy flips (the SOF in that same
   cycle already takes the new copy), the interval sequence number counts up, the new
@@ -45,9 +46,9 @@ Latencies
 ---------
 * pass-through: :data:`PASSTHROUGH_LATENCY` = 1 cycle, independent of the configuration;
 * measurement: :attr:`LdaCore.measurement_latency` cycles from a frame's EOF transfer to
-  its update request at the counter bank (tap 1 + hasher + selector 4; for the default
-  LDA core with a 64-byte window 1 + 4 + 4 = 9), then ``CounterBank.UPDATE_LATENCY``
-  to the memory write.
+  its update request at the counter bank (watch register 1 + tap 1 + hasher + selector 4;
+  for the default LDA core with a 64-byte window 1 + 1 + 4 + 4 = 10), then
+  ``CounterBank.UPDATE_LATENCY`` to the memory write.
 
 Verilog export
 --------------
@@ -197,7 +198,7 @@ class LdaCore(wiring.Component):
         self._hasher = PacketHasher(config=config)
         self._selector = BucketSelector(config=config)
         self.passthrough_latency = PASSTHROUGH_LATENCY
-        self.measurement_latency = (self._tap.latency + self._hasher.latency
+        self.measurement_latency = (1 + self._tap.latency + self._hasher.latency
                                     + self._selector.latency)
         super().__init__({
             "s_axis": In(FrameStream(data_width)),
@@ -231,11 +232,22 @@ class LdaCore(wiring.Component):
         m.submodules.counters = counters = CounterBank(config=config, drain_cycles=1,
                                                         memory=self.memory)
 
+        # The tap watches a registered copy of the input transfers (and of the timebase,
+        # so a frame's timestamp is still the tick of its SOF transfer): no path from
+        # the stream's pins or from `ready` into the measurement side.
+        watch_valid = Signal()
+        watch_payload = Signal.like(self.s_axis.payload)
+        watch_now = Signal(config.ts_bits)
+        m.d.sync += [
+            watch_valid.eq(self.s_axis.valid & self.s_axis.ready),
+            watch_payload.eq(self.s_axis.payload),
+            watch_now.eq(timebase.now[:config.ts_bits]),
+        ]
         m.d.comb += [
-            tap.watch.valid.eq(self.s_axis.valid),
-            tap.watch.ready.eq(self.s_axis.ready),
-            tap.watch.payload.eq(self.s_axis.payload),
-            tap.now.eq(timebase.now[:config.ts_bits]),
+            tap.watch.valid.eq(watch_valid),
+            tap.watch.ready.eq(1),
+            tap.watch.payload.eq(watch_payload),
+            tap.now.eq(watch_now),
         ]
         connect(m, tap.record, hasher.record)
         connect(m, hasher.hashed, selector.hashed)
@@ -286,9 +298,12 @@ class LdaCore(wiring.Component):
         interval_packets = Signal(data.ArrayLayout(32, 2))
         interval_config_id = Signal(data.ArrayLayout(32, 2))
 
-        boundary = swap_pending & tap.boundary_ok & ~swap_in_flight
-        execute = boundary & counters.other_clean
-        overrun = boundary & ~counters.other_clean
+        boundary = Signal()
+        execute = Signal()
+        m.d.comb += [
+            boundary.eq(swap_pending & tap.boundary_ok & ~swap_in_flight),
+            execute.eq(boundary & counters.other_clean),
+        ]
 
         with m.If(csr.control.value.swap):
             m.d.sync += swap_pending.eq(1)
@@ -300,25 +315,33 @@ class LdaCore(wiring.Component):
         with m.If(execute):
             m.d.sync += swap_in_flight.eq(1)
 
+        # The copy flips in the boundary's cycle (an SOF in that cycle takes the new one).
         new_copy = ~front_copy
         m.d.comb += [tap.swap.eq(execute), tap.copy.eq(Mux(execute, new_copy, front_copy))]
-        with m.If(boundary):
-            m.d.sync += boundary_count.eq(boundary_count + 1)
         with m.If(execute):
-            m.d.sync += [
-                front_copy.eq(new_copy),
-                interval_seq[new_copy].eq(boundary_count + 1),
-                interval_overrun[new_copy].eq(0),
-                interval_config_id[new_copy].eq(csr.config_id.value),
-            ]
-        with m.If(overrun):
-            m.d.sync += [overruns.eq(overruns + 1), interval_overrun[front_copy].eq(1)]
+            m.d.sync += front_copy.eq(new_copy)
+
+        # Interval bookkeeping, one cycle later (short paths): `front_copy` then already
+        # names the new interval's copy on a swap, and still the current one on an overrun.
+        boundary_done = Signal()
+        swapped = Signal()
+        m.d.sync += [boundary_done.eq(boundary), swapped.eq(execute)]
+        with m.If(boundary_done):
+            m.d.sync += boundary_count.eq(boundary_count + 1)
+            with m.If(swapped):
+                m.d.sync += [
+                    interval_seq[front_copy].eq(boundary_count + 1),
+                    interval_overrun[front_copy].eq(0),
+                    interval_config_id[front_copy].eq(csr.config_id.value),
+                ]
+            with m.Else():
+                m.d.sync += [overruns.eq(overruns + 1), interval_overrun[front_copy].eq(1)]
 
         # Packets per interval, counted where the records meet the counter bank (the new
         # interval's count starts from zero: its copy has no record in flight).
         request_copy = selector.request.copy
         for k in range(2):
-            with m.If(execute & (new_copy == k)):
+            with m.If(swapped & (front_copy == k)):
                 m.d.sync += interval_packets[k].eq(0)
             with m.Elif(selector.counted & (request_copy == k)):
                 m.d.sync += interval_packets[k].eq(interval_packets[k] + 1)
