@@ -140,6 +140,11 @@ class Trace:
     def window_bytes(self) -> int | None:
         return None if self.windows is None else self.windows.shape[1]
 
+    def clear_cache(self) -> None:
+        """Forget the cached hashes (they take 8 + 8·rows bytes per packet and
+        configuration)."""
+        self._cache.clear()
+
     def _check_config(self, config: SynopsisConfig) -> None:
         if self.windows is not None and config.window_bytes != self.windows.shape[1]:
             raise ValueError(f"the trace has {self.windows.shape[1]}-byte windows, the "

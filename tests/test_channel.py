@@ -318,3 +318,27 @@ def test_synopses_count_in_the_configurations_ticks():
     assert 99 <= diff <= 101
     cfg8 = cfg.replace(tick_ns=8.0)
     assert np.array_equal(iv.sender.ticks(cfg8), iv.sender.timestamps // 8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(packets=st.integers(1, 400), loss=st.floats(0, 0.5),
+       mode=st.sampled_from(["marker", "time"]), interval=st.integers(50, 5000),
+       offset=st.integers(-500, 500), multipath=st.floats(0, 0.3), seed=st.integers(0, 99))
+def test_truth_invariants_hold_for_any_scenario(packets, loss, mode, interval, offset,
+                                                multipath, seed):
+    sim = Scenario(packets=packets, flows=5, rate_pps=2e7, loss=loss, mode=mode,
+                   interval_ns=interval, clock_offset_ns=offset,
+                   delay="exponential:mean=300", multipath_fraction=multipath,
+                   multipath_extra="constant:value=700", seed=seed).run()
+    _check_truth_consistency(sim.intervals, sim.trace)
+    assert sum(iv.truth.sent for iv in sim.intervals) == packets
+    dropped = sum(len(iv.truth.dropped_ids) for iv in sim.intervals)
+    assert dropped == round(loss * packets)
+    assert sum(iv.truth.received for iv in sim.intervals) == packets - dropped
+    for iv in sim.intervals:
+        if mode == "marker":
+            assert iv.truth.reordered == 0
+        # every receiver timestamp of the interval lies in it (time mode, own clock)
+        if mode == "time" and len(iv.receiver):
+            t0 = int(sim.trace.timestamps[0])
+            assert ((iv.receiver.timestamps - t0) // interval == iv.interval).all()
