@@ -36,7 +36,7 @@ import numpy as np
 from .config import LdsConfig, SynopsisConfig
 from .golden import Hashers, PacketHashes, hash_windows
 from .hashing import (
-    DEFAULT_WINDOW_BYTES, ETHERTYPE_IPV4, ETHERTYPE_IPV6, FrameClass, GOLDEN_GAMMA,
+    DEFAULT_WINDOW_BYTES, ETHERTYPE_IPV4, ETHERTYPE_IPV6, FrameClass,
     MIN_FRAME_BYTES, classify_frame, header_windows,
 )
 
