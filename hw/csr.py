@@ -48,6 +48,9 @@ so the core writes ``bank.masks.value.packet_ipv4``; a register whose only field
 ``bank.frames_seen.value``.
 """
 
+import operator
+from functools import reduce
+
 from amaranth.hdl import Cat, Const, Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -254,18 +257,48 @@ class CsrBank(wiring.Component):
         last_reg_address = max(reg.address + reg.words - 1 for reg in rm)
         slot_bits = max(1, last_reg_address.bit_length())
         sel = Signal(range(len(slots) + 1))
+        sel_onehot = Signal(len(slots))
         # The read multiplexer is split in two registered levels (Fmax): state EXEC selects
         # one word per group of _GROUP slots, state ANSWER selects the group.
         groups = [slots[k:k + _GROUP] for k in range(0, len(slots), _GROUP)]
         group_word = [Signal(_W, name=f"group_word_{g}") for g in range(len(groups))]
         sel_group = Signal(range(len(groups) + 1))
         sel_window = Signal()
+        # A read of a wide register's first word captures the whole value (state EXEC).
+        wide_regs = [reg for reg in rm if reg.words > 1]
+        capture = Signal()
+        capture_reg = Signal(range(max(1, len(wide_regs))))
 
         win_index = Signal.like(index)
         win_chunk = Signal.like(chunk)
         timer = Signal(range(self.window_timeout + 1))
         m.d.sync += self.counters.en.eq(0)
         m.d.comb += self.counters.addr.eq(win_index)
+
+        # Read multiplexer, two registered levels with no enables (Fmax): an AND-OR of the
+        # one-hot slot select per group of slots, then the group. `sel` is stable
+        # from DECODE on, so in EXEC each group register holds its slot's word and in ANSWER
+        # `r_data` holds the group's word, visible with `ack`. The window states assign
+        # `r_data` after this and take precedence.
+        for g, group in enumerate(groups):
+            terms = []
+            for j, (reg, kword) in enumerate(group):
+                k = g * _GROUP + j
+                lo = (reg.words - 1 - kword) * _W
+                if reg.words == 1:
+                    word = read_value(reg)
+                elif kword == 0:
+                    word = read_value(reg)[lo:lo + _W]
+                else:
+                    word = read_shadow[lo:lo + _W]
+                terms.append(word & sel_onehot[k].replicate(_W))
+            m.d.sync += group_word[g].eq(reduce(operator.or_, terms))
+        with m.Switch(sel_group):
+            for g in range(len(groups)):
+                with m.Case(g):
+                    m.d.sync += r_data.eq(group_word[g])
+            with m.Default():
+                m.d.sync += r_data.eq(0)
 
         with m.FSM(name="csr_bank"):
             with m.State("IDLE"):
@@ -276,17 +309,20 @@ class CsrBank(wiring.Component):
 
             with m.State("DECODE"):
                 # Register the address decode: a slot number per register word.
-                m.d.sync += [sel.eq(len(slots)), sel_group.eq(len(groups)),
-                             sel_window.eq(in_window), win_offset.eq(offset)]
+                m.d.sync += [sel.eq(len(slots)), sel_onehot.eq(0), sel_group.eq(len(groups)),
+                             sel_window.eq(in_window), win_offset.eq(offset), capture.eq(0)]
                 with m.If(req_addr[slot_bits:] == 0):
                     with m.Switch(req_addr[:slot_bits]):
                         for k, (reg, kword) in enumerate(slots):
                             with m.Case(reg.address + kword):
-                                m.d.sync += [sel.eq(k), sel_group.eq(k // _GROUP)]
+                                m.d.sync += [sel.eq(k), sel_onehot.eq(1 << k),
+                                             sel_group.eq(k // _GROUP)]
+                                if reg.words > 1 and kword == 0:
+                                    m.d.sync += [capture.eq(~req_write),
+                                                 capture_reg.eq(wide_regs.index(reg))]
                 m.next = "EXEC"
 
             with m.State("EXEC"):
-                m.d.sync += r_data.eq(0)
                 with m.If(sel_window & ~req_write):
                     if divide:
                         m.d.sync += [remainder.eq(win_offset), quotient.eq(0),
@@ -297,22 +333,15 @@ class CsrBank(wiring.Component):
                         m.next = "WINDOW"
                 with m.Else():
                     m.next = "ANSWER"
-                    for g, group in enumerate(groups):
-                        m.d.sync += group_word[g].eq(0)
+                    with m.If(capture):
+                        with m.Switch(capture_reg):
+                            for j, reg in enumerate(wide_regs):
+                                with m.Case(j):
+                                    m.d.sync += read_shadow.eq(read_value(reg))
                     with m.Switch(sel):
                         for k, (reg, kword) in enumerate(slots):
-                            value = read_value(reg)
                             lo = (reg.words - 1 - kword) * _W
-                            g = k // _GROUP
                             with m.Case(k):
-                                with m.If(~req_write):
-                                    if reg.words == 1:
-                                        m.d.sync += group_word[g].eq(value)
-                                    elif kword == 0:
-                                        m.d.sync += [group_word[g].eq(value[lo:lo + _W]),
-                                                     read_shadow.eq(value)]
-                                    else:
-                                        m.d.sync += group_word[g].eq(read_shadow[lo:lo + _W])
                                 if reg.name in stored:
                                     with m.If(req_write):
                                         self._write_word(m, reg, kword, lo, req_data,
@@ -320,11 +349,6 @@ class CsrBank(wiring.Component):
                                                          getattr(self, reg.name))
 
             with m.State("ANSWER"):
-                # Second level of the read multiplexer: one word per group of slots.
-                with m.Switch(sel_group):
-                    for g in range(len(groups)):
-                        with m.Case(g):
-                            m.d.sync += r_data.eq(group_word[g])
                 m.d.sync += ack.eq(1)
                 m.next = "IDLE"
 

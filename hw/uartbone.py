@@ -72,8 +72,7 @@ class UARTBoneBridge(wiring.Component):
 
         is_write = Signal()
         incrementing = Signal()
-        length = Signal(8)
-        done = Signal(8)        # words accessed so far
+        remaining = Signal(8)   # words left in the command, including the current one
         address = Signal(32)
         word = Signal(32)       # data being received (write) or sent (read)
         byte_count = Signal(2)  # bytes of the current address/data word
@@ -108,7 +107,7 @@ class UARTBoneBridge(wiring.Component):
                 with m.If(timed_out):
                     m.next = "COMMAND"
                 with m.Elif(rx.valid):
-                    m.d.sync += [length.eq(rx.payload), byte_count.eq(0), done.eq(0)]
+                    m.d.sync += [remaining.eq(rx.payload), byte_count.eq(0)]
                     m.next = "ADDRESS"
 
             with m.State("ADDRESS"):
@@ -119,7 +118,7 @@ class UARTBoneBridge(wiring.Component):
                     m.d.sync += [address.eq((address << 8) | rx.payload),
                                  byte_count.eq(byte_count + 1)]
                     with m.If(byte_count == 3):
-                        with m.If(length == 0):
+                        with m.If(remaining == 0):
                             m.next = "COMMAND"
                         with m.Elif(is_write):
                             m.next = "DATA"
@@ -139,10 +138,10 @@ class UARTBoneBridge(wiring.Component):
             with m.State("BUS_WRITE"):
                 m.d.comb += bus.w_stb.eq(1)
                 with m.If(bus.ack):
-                    m.d.sync += done.eq(done + 1)
+                    m.d.sync += remaining.eq(remaining - 1)
                     with m.If(incrementing):
                         m.d.sync += address.eq(address + 1)
-                    with m.If(done + 1 == length):
+                    with m.If(remaining == 1):
                         m.next = "COMMAND"
                     with m.Else():
                         m.next = "DATA"
@@ -158,10 +157,10 @@ class UARTBoneBridge(wiring.Component):
                 with m.If(tx.ready):
                     m.d.sync += [word.eq(word << 8), byte_count.eq(byte_count + 1)]
                     with m.If(byte_count == 3):
-                        m.d.sync += done.eq(done + 1)
+                        m.d.sync += remaining.eq(remaining - 1)
                         with m.If(incrementing):
                             m.d.sync += address.eq(address + 1)
-                        with m.If(done + 1 == length):
+                        with m.If(remaining == 1):
                             m.next = "COMMAND"
                         with m.Else():
                             m.next = "BUS_READ"

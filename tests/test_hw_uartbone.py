@@ -232,3 +232,13 @@ def test_bridge_with_csr_bank_end_to_end():
     assert replies[1:3] == [b"", b""]
     assert replies[3] == bytes.fromhex("600DC0DE")
     assert replies[4] == bytes.fromhex("600DC0DE") * 2
+
+
+def test_longest_command_255_words():
+    cmd = ub.encode_write(0x300, list(range(255)))
+    assert cmd[:2] == bytes([0x01, 255])
+    cmd += ub.encode_read(0x300, 255, incrementing=False)
+    ops, reply = run_bridge([cmd], expect_bytes=1020)
+    assert ops[:255] == [("w", 0x300 + k, k) for k in range(255)]
+    assert ops[255:] == [("r", 0x300)] * 255
+    assert reply == slave_value(0x300).to_bytes(4, "big") * 255
