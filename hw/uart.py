@@ -112,14 +112,15 @@ class UART(wiring.Component):
         tx_timer = Signal(range(d))
         tx_shift = Signal(10, init=0x3FF)  # stop, data[7:0], start — LSB goes out first
         tx_bits = Signal(range(11))        # bits left to send
-        m.d.comb += [self.txd.eq(tx_shift[0]), self.tx_data.ready.eq(tx_bits == 0)]
-        with m.If(tx_bits == 0):
+        tx_idle = Signal(init=1)           # registered `tx_bits == 0` (drives ready)
+        m.d.comb += [self.txd.eq(tx_shift[0]), self.tx_data.ready.eq(tx_idle)]
+        with m.If(tx_idle):
             with m.If(self.tx_data.valid):
                 m.d.sync += [tx_shift.eq(Cat(0, self.tx_data.payload, 1)),
-                             tx_bits.eq(10), tx_timer.eq(d - 1)]
+                             tx_bits.eq(10), tx_timer.eq(d - 1), tx_idle.eq(0)]
         with m.Else():
             m.d.sync += tx_timer.eq(tx_timer - 1)
             with m.If(tx_timer == 0):
                 m.d.sync += [tx_shift.eq(Cat(tx_shift[1:], 1)), tx_bits.eq(tx_bits - 1),
-                             tx_timer.eq(d - 1)]
+                             tx_timer.eq(d - 1), tx_idle.eq(tx_bits == 1)]
         return m

@@ -150,6 +150,8 @@ class UARTBoneBridge(wiring.Component):
                 m.d.comb += bus.r_stb.eq(1)
                 with m.If(bus.ack):
                     m.d.sync += [word.eq(bus.r_data), byte_count.eq(0)]
+                    with m.If(incrementing):
+                        m.d.sync += address.eq(address + 1)
                     m.next = "SEND"
 
             with m.State("SEND"):
@@ -158,8 +160,6 @@ class UARTBoneBridge(wiring.Component):
                     m.d.sync += [word.eq(word << 8), byte_count.eq(byte_count + 1)]
                     with m.If(byte_count == 3):
                         m.d.sync += remaining.eq(remaining - 1)
-                        with m.If(incrementing):
-                            m.d.sync += address.eq(address + 1)
                         with m.If(remaining == 1):
                             m.next = "COMMAND"
                         with m.Else():
