@@ -1,0 +1,607 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The control/export frame format (EtherType 0x88B5): markers and synopsis chunks.
+
+In DESIGN.md's data flow this is the "interval control ► exporter ► control frames" edge:
+the sender's gateware inserts **marker** frames at interval boundaries and streams its
+frozen copy out as **synopsis chunk** frames; the receiver (gateware or host) parses them.
+This module is the one definition of the byte layout (``docs/SPEC.md`` §6): the header is
+a table of fields (:data:`HEADER_FIELDS`) that :func:`build_marker` /
+:func:`build_synopsis_frames` and :func:`parse_control_frame` both walk, and the gateware
+exporter imports the same table and constants. No Amaranth import here.
+
+Layout (multi-byte fields big-endian; byte offsets in the frame)::
+
+    0 dst MAC | 6 src MAC | 12 EtherType 0x88B5 | 14 version | 15 type | 16 flags | 17 kind
+    18 seq (u32) | 22 config ID (u32) | 26 chunk index (u16) | 28 chunk count (u16)
+    30 word chunks (u8) | 31 reserved | 32 first word (u32) | 36 word count (u16)
+    38 reserved (u16) | 40 timestamp (u64) | 48 counter words ...
+
+Counter words follow at :data:`PAYLOAD_OFFSET` (48): word ``first_word .. first_word +
+word_count - 1`` of the synopsis in memory order (``Synopsis.words()``), each as
+``word_chunks`` 32-bit big-endian chunks, least significant chunk first (as on the bus).
+A marker frame carries no words (``chunk_count = word_count = 0``) and is zero-padded to
+the 60-byte Ethernet minimum; a frame's Ethernet payload (from the EtherType's end) never
+exceeds :data:`MTU_PAYLOAD` bytes.
+
+Integrity on the wire is the Ethernet FCS (a MAC drops frames with a bad FCS, and the tap
+flags them as errored); the parser checks the structure (lengths, version, type, kind,
+chunk tiling) and the reassembler the consistency of an interval's chunks.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .config import SynopsisConfig
+from .golden import Synopsis
+from .hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
+from .regmap import KIND_CODES  # the CONFIG register's kind codes, also the frame's
+
+__all__ = [
+    "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "KIND_CODES", "IntervalFlags",
+    "INVALID_FLAGS", "FrameField", "HEADER_FIELDS", "ETHERNET_HEADER_BYTES",
+    "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD", "MAX_CHUNKS", "CHUNK_BYTES",
+    "field_by_name", "words_per_frame", "frames_needed", "mac_to_bytes", "mac_to_str",
+    "MarkerFrame", "SynopsisChunk", "ReassembledSynopsis", "build_marker",
+    "build_synopsis_frames", "parse_control_frame", "SynopsisReassembler", "reassemble",
+    "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
+    "MalformedFrameError", "UnsupportedVersionError", "UnknownTypeError",
+    "ControlConfigMismatch", "DuplicateChunkError", "MissingChunkError",
+    "InconsistentChunkError",
+]
+
+#: Format version carried in every frame; a parser rejects other versions.
+VERSION = 1
+#: Frame types.
+TYPE_MARKER = 1
+TYPE_SYNOPSIS = 2
+_TYPE_NAMES = {TYPE_MARKER: "marker", TYPE_SYNOPSIS: "synopsis chunk"}
+_KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
+#: Bytes of one counter-word chunk.
+CHUNK_BYTES = 4
+#: Ethernet payload bytes a frame may use (the standard MTU).
+MTU_PAYLOAD = 1500
+#: Most chunks (frames) one interval's export may take (16-bit chunk count).
+MAX_CHUNKS = 0xFFFF
+
+
+class IntervalFlags(enum.IntFlag):
+    """Flags of an interval (the ``flags`` byte; the FROZEN_FLAGS register uses the same
+    bits).
+
+    OVERRUN: a boundary found the other copy not yet released; the interval spans more than
+    one boundary (its counters are not one interval's) — invalid.
+    SEQUENCE_GAP: the receiver saw a marker whose sequence number skipped (a marker was
+    lost): the interval's edges do not match the sender's — invalid.
+    CONFIG_CHANGED: CONFIG_ID was written during the interval — invalid.
+    TIME_MODE: the boundaries were time-based (informational).
+    """
+    NONE = 0
+    OVERRUN = 0x01
+    SEQUENCE_GAP = 0x02
+    CONFIG_CHANGED = 0x04
+    TIME_MODE = 0x80
+
+
+#: Flags that make an interval's counters unusable for estimates.
+INVALID_FLAGS = IntervalFlags.OVERRUN | IntervalFlags.SEQUENCE_GAP | IntervalFlags.CONFIG_CHANGED
+
+
+@dataclass(frozen=True)
+class FrameField:
+    """One fixed field of a control frame: ``size`` bytes at byte ``offset`` of the frame,
+    big-endian unsigned."""
+    name: str
+    offset: int
+    size: int
+    description: str
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+    @property
+    def bits(self) -> int:
+        return 8 * self.size
+
+
+#: Every fixed field, in frame order; they tile bytes 0 .. PAYLOAD_OFFSET - 1 exactly.
+HEADER_FIELDS: tuple[FrameField, ...] = (
+    FrameField("dst_mac", 0, 6, "destination MAC address"),
+    FrameField("src_mac", 6, 6, "source MAC address (a receiver accepts markers only from "
+                                "the configured sender)"),
+    FrameField("ethertype", 12, 2, f"{ETHERTYPE_CONTROL:#06x}"),
+    FrameField("version", 14, 1, f"format version, {VERSION}"),
+    FrameField("type", 15, 1, "1 = marker, 2 = synopsis chunk"),
+    FrameField("flags", 16, 1, "IntervalFlags of the interval"),
+    FrameField("kind", 17, 1, "synopsis kind: 1 LDA, 2 RDA, 3 LDS"),
+    FrameField("seq", 18, 4, "interval sequence number (marker: the interval that ends; "
+                             "chunk: the exported interval)"),
+    FrameField("config_id", 22, 4, "configuration ID (docs/SPEC.md §5)"),
+    FrameField("chunk_index", 26, 2, "this frame's chunk, 0 .. chunk_count - 1 (0 for markers)"),
+    FrameField("chunk_count", 28, 2, "frames of the interval's export (0 for markers)"),
+    FrameField("word_chunks", 30, 1, "32-bit chunks per counter word (config.layout.chunks)"),
+    FrameField("reserved0", 31, 1, "zero"),
+    FrameField("first_word", 32, 4, "index of the first counter word in this frame"),
+    FrameField("word_count", 36, 2, "counter words in this frame (0 for markers)"),
+    FrameField("reserved1", 38, 2, "zero"),
+    FrameField("timestamp", 40, 8, "sender's timebase (ticks) at the interval boundary"),
+)
+_BY_NAME = {f.name: f for f in HEADER_FIELDS}
+#: Bytes of the Ethernet header (dst, src, EtherType).
+ETHERNET_HEADER_BYTES = 14
+#: First byte of the counter words (= bytes of the fixed header, Ethernet header included).
+PAYLOAD_OFFSET = HEADER_FIELDS[-1].end
+#: Bytes of the control header after the EtherType.
+CONTROL_HEADER_BYTES = PAYLOAD_OFFSET - ETHERNET_HEADER_BYTES
+_RESERVED = tuple(f for f in HEADER_FIELDS if f.name.startswith("reserved"))
+
+
+def field_by_name(name: str) -> FrameField:
+    """The :class:`FrameField` called ``name``."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no control frame field {name!r}; fields: {list(_BY_NAME)}") from None
+
+
+def words_per_frame(word_chunks: int, mtu: int = MTU_PAYLOAD) -> int:
+    """Most counter words of ``word_chunks`` chunks one frame carries within ``mtu``
+    Ethernet payload bytes (LDA 3 chunks: 122, LDS 4: 91, RDA 5: 73 at 1500)."""
+    if word_chunks < 1:
+        raise ValueError(f"word_chunks must be at least 1, not {word_chunks}")
+    n = (mtu - CONTROL_HEADER_BYTES) // (CHUNK_BYTES * word_chunks)
+    if n < 1:
+        raise ValueError(f"an MTU of {mtu} bytes cannot carry one {word_chunks}-chunk word "
+                         f"after the {CONTROL_HEADER_BYTES}-byte control header")
+    return min(n, 0xFFFF)
+
+
+def frames_needed(buckets: int, word_chunks: int, mtu: int = MTU_PAYLOAD) -> int:
+    """Synopsis chunk frames for ``buckets`` counter words."""
+    per = words_per_frame(word_chunks, mtu)
+    return max(1, -(-buckets // per))
+
+
+def mac_to_bytes(mac) -> bytes:
+    """A MAC address from ``"02:00:00:00:00:01"``, an int or 6 bytes."""
+    if isinstance(mac, (bytes, bytearray)):
+        if len(mac) != 6:
+            raise ValueError(f"a MAC address is 6 bytes, not {len(mac)}")
+        return bytes(mac)
+    if isinstance(mac, int):
+        if not 0 <= mac < (1 << 48):
+            raise ValueError(f"a MAC address is 48 bits, not {mac:#x}")
+        return mac.to_bytes(6, "big")
+    parts = str(mac).replace("-", ":").split(":")
+    try:
+        if len(parts) != 6:
+            raise ValueError
+        out = bytes(int(p, 16) for p in parts)
+    except ValueError:
+        raise ValueError(f"not a MAC address: {mac!r} (expected six hex bytes, "
+                         f"02:00:00:00:00:01)") from None
+    return out
+
+
+def mac_to_str(mac: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in mac)
+
+
+# ---------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------
+
+class ControlFrameError(ValueError):
+    """A control frame, or an interval's set of frames, is not acceptable."""
+
+
+class NotControlFrameError(ControlFrameError):
+    """The frame's EtherType is not 0x88B5."""
+
+
+class TruncatedFrameError(ControlFrameError):
+    """The frame ends before its header or its declared words."""
+
+
+class MalformedFrameError(ControlFrameError):
+    """A field holds a value the format does not allow."""
+
+
+class UnsupportedVersionError(ControlFrameError):
+    """The version byte is not :data:`VERSION`."""
+
+
+class UnknownTypeError(ControlFrameError):
+    """The type byte is neither marker nor synopsis chunk (or not the type expected)."""
+
+
+class ControlConfigMismatch(ControlFrameError):
+    """The frame's configuration ID, kind or word size differs from the expected
+    configuration."""
+
+
+class DuplicateChunkError(ControlFrameError):
+    """A chunk of an interval arrived twice."""
+
+
+class MissingChunkError(ControlFrameError):
+    """An interval's export lacks chunks."""
+
+
+class InconsistentChunkError(ControlFrameError):
+    """Chunks of one interval disagree (count, flags, timestamp) or do not tile the
+    synopsis."""
+
+
+# ---------------------------------------------------------------------------------------
+# Parsed frames
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MarkerFrame:
+    """An interval boundary marker: interval ``seq`` ends at the sender's ``timestamp``."""
+    dst_mac: bytes
+    src_mac: bytes
+    flags: IntervalFlags
+    kind: str
+    seq: int
+    config_id: int
+    timestamp: int
+    word_chunks: int
+
+
+@dataclass(frozen=True)
+class SynopsisChunk:
+    """One frame of an interval's exported synopsis: counter words ``first_word ..
+    first_word + len(words) - 1``."""
+    dst_mac: bytes
+    src_mac: bytes
+    flags: IntervalFlags
+    kind: str
+    seq: int
+    config_id: int
+    chunk_index: int
+    chunk_count: int
+    word_chunks: int
+    first_word: int
+    timestamp: int
+    words: tuple[int, ...] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ReassembledSynopsis:
+    """An interval's synopsis rebuilt from its chunks."""
+    seq: int
+    flags: IntervalFlags
+    timestamp: int
+    src_mac: bytes
+    synopsis: Synopsis
+
+    @property
+    def valid(self) -> bool:
+        return not (self.flags & INVALID_FLAGS)
+
+
+# ---------------------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------------------
+
+def _put_header(buf: bytearray, values: dict) -> None:
+    for f in HEADER_FIELDS:
+        v = values.get(f.name, 0)
+        if isinstance(v, (bytes, bytearray)):
+            if len(v) != f.size:
+                raise ValueError(f"{f.name} must be {f.size} bytes, not {len(v)}")
+            buf[f.offset:f.end] = v
+            continue
+        v = int(v)
+        if not 0 <= v < (1 << f.bits):
+            raise ValueError(f"{f.name} = {v} does not fit {f.bits} bits")
+        buf[f.offset:f.end] = v.to_bytes(f.size, "big")
+
+
+def _common(config: SynopsisConfig, seq, flags, timestamp, src_mac, dst_mac) -> dict:
+    return {"dst_mac": mac_to_bytes(dst_mac), "src_mac": mac_to_bytes(src_mac),
+            "ethertype": ETHERTYPE_CONTROL, "version": VERSION, "flags": int(flags),
+            "kind": KIND_CODES[config.kind], "seq": seq, "config_id": config.config_id,
+            "word_chunks": config.layout.chunks, "timestamp": timestamp}
+
+
+def build_marker(config: SynopsisConfig, *, seq: int, timestamp: int, src_mac, dst_mac,
+                 flags: int = 0) -> bytes:
+    """The marker frame ending interval ``seq`` at the sender's ``timestamp`` (ticks),
+    zero-padded to the 60-byte minimum."""
+    values = _common(config, seq, flags, timestamp, src_mac, dst_mac)
+    values["type"] = TYPE_MARKER
+    buf = bytearray(max(PAYLOAD_OFFSET, MIN_FRAME_BYTES))
+    _put_header(buf, values)
+    return bytes(buf)
+
+
+def build_synopsis_frames(synopsis: Synopsis, *, seq: int, src_mac, dst_mac,
+                          flags: int = 0, timestamp: int = 0,
+                          mtu: int = MTU_PAYLOAD) -> list[bytes]:
+    """The synopsis chunk frames exporting interval ``seq``'s ``synopsis``.
+
+    Words go in memory order, :func:`words_per_frame` to a frame (the last frame may hold
+    fewer), each word as ``config.layout.chunks`` big-endian 32-bit chunks, least
+    significant chunk first.
+
+    Raises
+    ------
+    ValueError
+        When the export would need more than :data:`MAX_CHUNKS` frames at this ``mtu``.
+    """
+    config = synopsis.config
+    chunks = config.layout.chunks
+    per = words_per_frame(chunks, mtu)
+    count = frames_needed(config.buckets, chunks, mtu)
+    if count > MAX_CHUNKS:
+        raise ValueError(f"the {config.kind} synopsis of {config.buckets} words needs {count} "
+                         f"frames at an MTU of {mtu} bytes; the chunk count allows "
+                         f"{MAX_CHUNKS} (use a larger MTU)")
+    words = synopsis.words()
+    base = _common(config, seq, flags, timestamp, src_mac, dst_mac)
+    base.update(type=TYPE_SYNOPSIS, chunk_count=count)
+    layout = config.layout
+    frames = []
+    for index in range(count):
+        first = index * per
+        part = words[first:first + per]
+        buf = bytearray(PAYLOAD_OFFSET + CHUNK_BYTES * chunks * len(part))
+        _put_header(buf, dict(base, chunk_index=index, first_word=first,
+                              word_count=len(part)))
+        pos = PAYLOAD_OFFSET
+        for w in part:
+            for c in layout.to_chunks(w):
+                buf[pos:pos + CHUNK_BYTES] = c.to_bytes(CHUNK_BYTES, "big")
+                pos += CHUNK_BYTES
+        if len(buf) < MIN_FRAME_BYTES:
+            buf += bytes(MIN_FRAME_BYTES - len(buf))
+        frames.append(bytes(buf))
+    return frames
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------------------
+
+def _get(frame: bytes, name: str) -> int:
+    f = _BY_NAME[name]
+    return int.from_bytes(frame[f.offset:f.end], "big")
+
+
+def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
+                        mtu: int = MTU_PAYLOAD) -> MarkerFrame | SynopsisChunk:
+    """Parse one control frame (from the destination MAC; without FCS).
+
+    ``expected``, if given, is the configuration the frame must carry (ID, kind and word
+    size). Raises a :class:`ControlFrameError` subclass saying what is wrong.
+    """
+    frame = bytes(frame)
+    if len(frame) < ETHERNET_HEADER_BYTES:
+        raise TruncatedFrameError(f"frame of {len(frame)} bytes ends inside the Ethernet "
+                                  f"header ({ETHERNET_HEADER_BYTES} bytes)")
+    ethertype = _get(frame, "ethertype")
+    if ethertype != ETHERTYPE_CONTROL:
+        raise NotControlFrameError(f"EtherType {ethertype:#06x} is not a control frame "
+                                   f"({ETHERTYPE_CONTROL:#06x})")
+    if len(frame) < PAYLOAD_OFFSET:
+        raise TruncatedFrameError(f"control frame of {len(frame)} bytes ends inside its "
+                                  f"{PAYLOAD_OFFSET}-byte header")
+    if len(frame) - ETHERNET_HEADER_BYTES > mtu:
+        raise MalformedFrameError(f"control frame payload of {len(frame) - 14} bytes "
+                                  f"exceeds the {mtu}-byte MTU")
+    version = _get(frame, "version")
+    if version != VERSION:
+        raise UnsupportedVersionError(f"control frame version {version}; this host "
+                                      f"understands version {VERSION}")
+    ftype = _get(frame, "type")
+    if ftype not in _TYPE_NAMES:
+        raise UnknownTypeError(f"control frame type {ftype} is neither marker "
+                               f"({TYPE_MARKER}) nor synopsis chunk ({TYPE_SYNOPSIS})")
+    kind_code = _get(frame, "kind")
+    if kind_code not in _KIND_NAMES:
+        raise MalformedFrameError(f"synopsis kind {kind_code} is not one of "
+                                  f"{sorted(_KIND_NAMES)} (1 LDA, 2 RDA, 3 LDS)")
+    for f in _RESERVED:
+        if _get(frame, f.name):
+            raise MalformedFrameError(f"reserved byte(s) at {f.offset} are "
+                                      f"{_get(frame, f.name):#x}, not zero")
+    flags_byte = _get(frame, "flags")
+    defined = sum(f.value for f in IntervalFlags)
+    if flags_byte & ~defined:
+        raise MalformedFrameError(f"flags {flags_byte:#04x} has undefined bits "
+                                  f"{flags_byte & ~defined:#04x}")
+    flags = IntervalFlags(flags_byte)
+    kind, seq, config_id = _KIND_NAMES[kind_code], _get(frame, "seq"), _get(frame, "config_id")
+    word_chunks = _get(frame, "word_chunks")
+    if word_chunks < 1:
+        raise MalformedFrameError("word_chunks is 0; a counter word has at least one chunk")
+    if expected is not None:
+        _check_expected(expected, kind, config_id, word_chunks, seq)
+    common = dict(dst_mac=frame[0:6], src_mac=frame[6:12], flags=flags, kind=kind, seq=seq,
+                  config_id=config_id, word_chunks=word_chunks,
+                  timestamp=_get(frame, "timestamp"))
+    index, count = _get(frame, "chunk_index"), _get(frame, "chunk_count")
+    first, n = _get(frame, "first_word"), _get(frame, "word_count")
+    if ftype == TYPE_MARKER:
+        if index or count or first or n:
+            raise MalformedFrameError(f"marker frame with chunk fields set (chunk {index} "
+                                      f"of {count}, words {first}+{n})")
+        _check_padding(frame, PAYLOAD_OFFSET)
+        return MarkerFrame(**common)
+    if count == 0 or index >= count:
+        raise MalformedFrameError(f"chunk index {index} is not below chunk count {count}")
+    if n == 0:
+        raise MalformedFrameError(f"synopsis chunk {index} of interval {seq} holds no words")
+    end = PAYLOAD_OFFSET + CHUNK_BYTES * word_chunks * n
+    if len(frame) < end:
+        raise TruncatedFrameError(f"synopsis chunk {index} of interval {seq} declares {n} "
+                                  f"words ({end} bytes) but the frame has {len(frame)} bytes")
+    _check_padding(frame, end)
+    raw = [int.from_bytes(frame[p:p + CHUNK_BYTES], "big")
+           for p in range(PAYLOAD_OFFSET, end, CHUNK_BYTES)]
+    words = tuple(sum(raw[k + c] << (32 * c) for c in range(word_chunks))
+                  for k in range(0, len(raw), word_chunks))
+    return SynopsisChunk(**common, chunk_index=index, chunk_count=count, first_word=first,
+                         words=words)
+
+
+def _check_padding(frame: bytes, end: int) -> None:
+    extra = len(frame) - end
+    if extra and len(frame) > MIN_FRAME_BYTES:
+        raise MalformedFrameError(f"{extra} unexpected byte(s) after the control frame's "
+                                  f"content (only zero padding up to {MIN_FRAME_BYTES} "
+                                  f"bytes is allowed)")
+    if any(frame[end:]):
+        raise MalformedFrameError("the padding after the control frame's content is not zero")
+
+
+def _check_expected(config: SynopsisConfig, kind: str, config_id: int, word_chunks: int,
+                    seq: int) -> None:
+    if config_id != config.config_id or kind != config.kind:
+        raise ControlConfigMismatch(
+            f"interval {seq}: frame from a {kind.upper()} synopsis with config ID "
+            f"{config_id:#010x}, expected {config.kind.upper()} {config.config_id:#010x}")
+    if word_chunks != config.layout.chunks:
+        raise ControlConfigMismatch(f"interval {seq}: {word_chunks} chunks per word, the "
+                                    f"configuration has {config.layout.chunks}")
+
+
+# ---------------------------------------------------------------------------------------
+# Reassembly
+# ---------------------------------------------------------------------------------------
+
+class SynopsisReassembler:
+    """Collect synopsis chunk frames (any order, several intervals at once) into
+    :class:`ReassembledSynopsis` objects.
+
+    Parameters
+    ----------
+    config : SynopsisConfig
+        The configuration the sender must use (its ID is checked in every frame; its
+        layout and shape decode the words).
+    """
+
+    def __init__(self, config: SynopsisConfig):
+        if not isinstance(config, SynopsisConfig) or not config.kind:
+            raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
+                             f"not {config!r}")
+        self.config = config
+        self._pending: dict[int, dict[int, SynopsisChunk]] = {}
+
+    def add(self, frame_or_chunk) -> ReassembledSynopsis | None:
+        """Add one frame (bytes) or parsed :class:`SynopsisChunk`; return the interval's
+        synopsis when this chunk completes it, else None."""
+        chunk = frame_or_chunk
+        if not isinstance(chunk, (SynopsisChunk, MarkerFrame)):
+            chunk = parse_control_frame(chunk, expected=self.config)
+        if isinstance(chunk, MarkerFrame):
+            raise UnknownTypeError(f"interval {chunk.seq}: a marker frame is not a "
+                                   f"synopsis chunk")
+        _check_expected(self.config, chunk.kind, chunk.config_id, chunk.word_chunks,
+                        chunk.seq)
+        got = self._pending.setdefault(chunk.seq, {})
+        if got:
+            ref = next(iter(got.values()))
+            for name in ("chunk_count", "flags", "timestamp", "src_mac"):
+                if getattr(ref, name) != getattr(chunk, name):
+                    raise InconsistentChunkError(
+                        f"interval {chunk.seq}: chunk {chunk.chunk_index} has {name} "
+                        f"{_show(getattr(chunk, name))}, chunk {ref.chunk_index} has "
+                        f"{_show(getattr(ref, name))}")
+        if chunk.chunk_index in got:
+            raise DuplicateChunkError(f"interval {chunk.seq}: chunk {chunk.chunk_index} of "
+                                      f"{chunk.chunk_count} arrived twice")
+        got[chunk.chunk_index] = chunk
+        if len(got) < chunk.chunk_count:
+            return None
+        return self._complete(chunk.seq)
+
+    def missing(self, seq: int) -> list[int]:
+        """Chunk indices of interval ``seq`` not yet received."""
+        got = self._pending.get(seq, {})
+        if not got:
+            return []
+        count = next(iter(got.values())).chunk_count
+        return [i for i in range(count) if i not in got]
+
+    @property
+    def pending(self) -> list[int]:
+        """Sequence numbers of incomplete intervals."""
+        return sorted(self._pending)
+
+    def finish(self, seq: int) -> ReassembledSynopsis:
+        """Interval ``seq``'s synopsis; raise :class:`MissingChunkError` if incomplete."""
+        if seq not in self._pending:
+            raise MissingChunkError(f"interval {seq}: no synopsis chunk received")
+        missing = self.missing(seq)
+        if missing:
+            count = next(iter(self._pending[seq].values())).chunk_count
+            raise MissingChunkError(f"interval {seq}: {len(missing)} of {count} chunks "
+                                    f"missing (indices {_ranges(missing)})")
+        return self._complete(seq)
+
+    def _complete(self, seq: int) -> ReassembledSynopsis:
+        got = self._pending.pop(seq)
+        chunks = [got[i] for i in sorted(got)]
+        words: list[int] = []
+        for c in chunks:
+            if c.first_word != len(words):
+                raise InconsistentChunkError(
+                    f"interval {seq}: chunk {c.chunk_index} starts at word {c.first_word}, "
+                    f"expected {len(words)} (chunks must tile the synopsis)")
+            words.extend(c.words)
+        if len(words) != self.config.buckets:
+            raise InconsistentChunkError(f"interval {seq}: chunks hold {len(words)} words, "
+                                         f"the configuration has {self.config.buckets}")
+        top = 1 << self.config.layout.width
+        if any(w >= top for w in words):
+            raise MalformedFrameError(f"interval {seq}: a counter word has bits above the "
+                                      f"{self.config.layout.width}-bit layout")
+        ref = chunks[0]
+        return ReassembledSynopsis(seq=seq, flags=ref.flags, timestamp=ref.timestamp,
+                                   src_mac=ref.src_mac,
+                                   synopsis=Synopsis.from_words(self.config, words))
+
+
+def reassemble(frames, config: SynopsisConfig) -> ReassembledSynopsis:
+    """One interval's synopsis from all its frames (bytes or parsed chunks); every
+    chunk must be present exactly once, and all must belong to one interval."""
+    r = SynopsisReassembler(config)
+    done = None
+    for f in frames:
+        if done is not None:
+            raise InconsistentChunkError(f"frames after interval {done.seq} was complete")
+        done = r.add(f)
+        if len(r.pending) > 1:
+            raise InconsistentChunkError(f"frames of several intervals: {r.pending}")
+    if done is None:
+        if not r.pending:
+            raise MissingChunkError("no synopsis chunk frames")
+        return r.finish(r.pending[0])
+    return done
+
+
+def _show(v):
+    return mac_to_str(v) if isinstance(v, bytes) else (f"{int(v):#x}" if
+                                                       isinstance(v, IntervalFlags) else v)
+
+
+def _ranges(indices: list[int]) -> str:
+    out, start, prev = [], None, None
+    for i in indices:
+        if start is None:
+            start = prev = i
+        elif i == prev + 1:
+            prev = i
+        else:
+            out.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = i
+    if start is not None:
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ", ".join(out)
+
