@@ -625,6 +625,57 @@ def register_map(config: SynopsisConfig, *, data_width: int = 64) -> RegisterMap
                        ("frames_non_ip", "non-IP frames"),
                        ("frames_control", "control frames (EtherType 0x88B5)")):
         add(_value_reg(name, addr, "ro", f"Status counter: {what} (32-bit, wrapping)."))
+    # Interval control and export (marker/time modes; docs/SPEC.md §6 frame format).
+    from .control_frame import IntervalFlags
+    add(Register(name="interval_mode", address=addr, width=W, access="rw",
+                 description="How intervals end and where the frozen copy goes.",
+                 fields=(RegField("mode", 0, 2, "rw", 0,
+                                  "0 = manual (CONTROL.swap), 1 = time (boundaries at "
+                                  "INTERVAL_START + i * INTERVAL_TICKS), 2 = marker sender "
+                                  "(each boundary, by the interval timer or CONTROL.swap, "
+                                  "inserts a marker frame), 3 = marker receiver (swap when "
+                                  "a marker from MARKER_SRC_MAC passes)"),
+                         RegField("export_inband", 8, 1, "rw", 0,
+                                  "stream each frozen copy as synopsis chunk frames into "
+                                  "the output stream (towards the receiver)"),
+                         RegField("export_host", 9, 1, "rw", 0,
+                                  "stream each frozen copy as synopsis chunk frames to the "
+                                  "host export port"),
+                         RegField("auto_release", 10, 1, "rw", 0,
+                                  "release the frozen copy once it is exported"))))
+    add(Register(name="interval_ticks", address=addr, width=2 * W, access="rw",
+                 description="Interval length δ in ticks (time and marker-sender modes; "
+                 "0 = no timer).",
+                 fields=(RegField("ticks", 0, 64, "rw", 0, "interval length"),)))
+    add(Register(name="interval_start", address=addr, width=2 * W, access="rw",
+                 description="t0 of time mode: boundaries at t0 + i * INTERVAL_TICKS.",
+                 fields=(RegField("ticks", 0, 64, "rw", 0, "first boundary"),)))
+    for name, what in (("local_mac", "source MAC of the marker and export frames this "
+                                     "device sends"),
+                       ("export_dst_mac", "destination MAC of marker and export frames"),
+                       ("marker_src_mac", "the only source MAC whose markers the receiver "
+                                          "accepts")):
+        add(Register(name=name, address=addr, width=2 * W, access="rw",
+                     description=what[0].upper() + what[1:] + ".",
+                     fields=(RegField("mac", 0, 48, "rw", 0, "MAC address (byte 0 of the "
+                                      "address in bits 47..40)"),)))
+    add(Register(name="frozen_flags", address=addr, width=W, access="ro",
+                 description="Flags of the frozen interval (the control frame's flags "
+                 "byte, host_sw.control_frame.IntervalFlags).",
+                 fields=tuple(RegField(flag.name.lower(), flag.value.bit_length() - 1, 1,
+                                       "ro", 0, f"IntervalFlags.{flag.name}")
+                              for flag in IntervalFlags if flag.value)))
+    add(Register(name="frozen_timestamp", address=addr, width=2 * W, access="ro",
+                 description="Timebase at the boundary that ended the frozen interval "
+                 "(marker-receiver mode: the sender's timestamp from the marker).",
+                 fields=(RegField("ticks", 0, 64, "ro", 0, "tick count"),)))
+    for name, what in (("markers_sent", "marker frames inserted"),
+                       ("markers_accepted", "marker frames accepted (from MARKER_SRC_MAC)"),
+                       ("markers_rejected", "marker frames ignored (other source, bad "
+                                            "version or configuration)"),
+                       ("sequence_gaps", "accepted markers whose sequence number skipped"),
+                       ("export_frames", "synopsis chunk frames sent")):
+        add(_value_reg(name, addr, "ro", f"Status counter: {what} (32-bit, wrapping)."))
     # Variable-size registers last, so the fixed ones keep their addresses across configs.
     if isinstance(config, (LdaConfig, LdsConfig)):
         if isinstance(config, LdaConfig):

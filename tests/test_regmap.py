@@ -76,12 +76,19 @@ def test_default_lda_addresses_and_csv_lines():
         "frames_seen": (17, 1, "ro"), "frames_counted": (18, 1, "ro"),
         "frames_errored": (19, 1, "ro"), "frames_runt": (20, 1, "ro"),
         "frames_non_ip": (21, 1, "ro"), "frames_control": (22, 1, "ro"),
-        "thresholds": (23, 1, "rw"), "masks": (24, 8, "rw")}
+        "interval_mode": (23, 1, "rw"), "interval_ticks": (24, 2, "rw"),
+        "interval_start": (26, 2, "rw"), "local_mac": (28, 2, "rw"),
+        "export_dst_mac": (30, 2, "rw"), "marker_src_mac": (32, 2, "rw"),
+        "frozen_flags": (34, 1, "ro"), "frozen_timestamp": (35, 2, "ro"),
+        "markers_sent": (37, 1, "ro"), "markers_accepted": (38, 1, "ro"),
+        "markers_rejected": (39, 1, "ro"), "sequence_gaps": (40, 1, "ro"),
+        "export_frames": (41, 1, "ro"),
+        "thresholds": (42, 1, "rw"), "masks": (43, 8, "rw")}
     assert (rmap.window.address, rmap.window.words) == (0x2000, 2048 * 3)
     lines = rmap.csr_csv().splitlines()
     assert "csr_base,lda,0x00000000,," in lines
     assert "csr_register,lda_timebase,0x00000028,2,rw" in lines
-    assert "csr_register,lda_masks,0x00000060,8,rw" in lines
+    assert "csr_register,lda_masks,0x000000ac,8,rw" in lines
     assert "memory_region,lda_counters,0x00008000,24576,io" in lines
     assert "constant,config_csr_data_width,32,," in lines
 
