@@ -10,10 +10,11 @@ The CSR bus (:func:`csr_bus_signature`, master view) is word addressed with 32-b
 the master (``hw.uartbone.UARTBoneBridge``) raises ``r_stb`` or ``w_stb`` with ``addr`` (and
 ``w_data``) and holds them until the cycle in which the bank answers ``ack`` (one cycle;
 ``r_data`` is valid in that cycle). In the cycle after ``ack`` the master lowers the strobe
-or presents its next request. Register accesses answer 4 cycles after the strobe rises;
-counter-window reads take 4 cycles (plus, when the chunk count is not a power of two,
-one cycle per bit of the counter index for the division) and, for chunk 0, the counter
-bank's read latency.
+or presents its next request. Register accesses are answered 4 cycles after the strobe
+rises; counter-window reads take a few cycles more (plus one per counter-index bit when the
+chunk count is not a power of two, for the division) and, for chunk 0, the counter bank's
+read latency. The bank is pipelined for the core's clock (≥ 200 MHz on ECP5; see
+``bench/bus_synth.py``): registered address decode, two-level registered read multiplexer.
 
 Semantics (see also :mod:`host_sw.regmap`):
 
@@ -32,14 +33,15 @@ Semantics (see also :mod:`host_sw.regmap`):
   chunks 1.. read the capture. If the read port does not answer within
   ``window_timeout`` cycles, the read returns 0. A read of a copy that is not frozen
   returns whatever data the port answers (zero, with ``error``; see
-  ``hw.counter_bank``).
+  ``hw.counter_bank``); the bank does not use ``error`` itself (the host checks
+  STATUS.frozen_ready before reading the window).
 
 Core-side interface, one member per non-constant register (named like the register):
 
 * ``ro`` register → ``value: In(layout)`` (the bank samples it when read).
-* ``rw`` register → ``value: Out(layout)`` (the stored value; ``pulse`` fields are 1 for the
-  one cycle after a committed write that set them, else 0) and ``written: Out(1)`` (1 in the
-  cycle the new value first appears). A *volatile* ``rw`` register (TIMEBASE) also has
+* ``rw`` register → ``value: Out(layout)`` (the stored value; ``pulse`` fields are 1 only
+  in the cycle after a committed write that set them, else 0) and ``written: Out(1)`` (1
+  in exactly that cycle, the one in which the new value first appears). A *volatile* ``rw`` register (TIMEBASE) also has
   ``current: In(layout)``: reads return it instead of the stored value.
 
 ``layout`` is :func:`register_layout` — a ``data.FlexibleLayout`` with the register's fields,
