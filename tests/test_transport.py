@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Host transports: exact UARTBone bytes, bursts, timeouts, garbled replies and retries,
+URL parsing; serial (loop://) and TCP against an in-memory device."""
+
+import socket
+import threading
+
+import pytest
+
+from host_sw.config import LdaConfig
+from host_sw.fake_device import FakeDevice
+from host_sw.transport import (FakeTransport, GarbledReply, SerialTransport, SocketTransport,
+                               TransportError, TransportTimeout, open_transport,
+                               parse_options, register_fake_device)
+
+
+@pytest.fixture
+def device():
+    return FakeDevice(LdaConfig(banks=1, rows=256, thresholds=(0,)))
+
+
+def test_read_exact_bytes_and_values(device):
+    t = FakeTransport(device)
+    rmap = device.map
+    words = t.read_words(0, 3)
+    assert bytes(t.sent) == bytes.fromhex("02 03 00000000")
+    assert words[0] == rmap.id_value and words[1] == 0x00010000
+    t.sent.clear()
+    t.write_words(rmap["config_id"].address, [0xA1B2C3D4])
+    assert bytes(t.sent) == bytes.fromhex("01 01 00000007 a1b2c3d4")
+    assert device.get("config_id") == 0xA1B2C3D4
+    t.sent.clear()
+    assert t.read_words(rmap["config_id"].address, 2, incrementing=False) == [0xA1B2C3D4] * 2
+    assert bytes(t.sent) == bytes.fromhex("04 02 00000007")
+
+
+def test_long_reads_split_in_bursts(device):
+    t = FakeTransport(device, max_burst=100)
+    w = device.map.window
+    t.read_words(w.address, 250)
+    assert [(c, n) for c, n, _ in device.commands] == [(2, 100), (2, 100), (2, 50)]
+    assert [a for *_, a in device.commands] == [w.address, w.address + 100, w.address + 200]
+
+
+@pytest.mark.parametrize("fault, error, message", [
+    ("drop", TransportTimeout, "got 0 of 12 reply bytes"),
+    ("short", TransportTimeout, "got 9 of 12 reply bytes"),
+    ("extra", GarbledReply, "2 unexpected byte"),
+])
+def test_fault_retried_then_clear_error(device, fault, error, message):
+    t = FakeTransport(device, retries=2)
+    device.inject(fault, times=1)
+    assert t.read_words(0, 3)[0] == device.map.id_value     # one retry fixes it
+    assert t.stats["retries"] == 1
+    device.inject(fault, times=3)
+    with pytest.raises(error, match=message) as exc:
+        t.read_words(0, 3)
+    assert "failed after 3 attempts" in str(exc.value)
+    assert isinstance(exc.value, TransportError)
+
+
+def test_flipped_bit_needs_verify(device):
+    t = FakeTransport(device, retries=0)
+    device.inject("flip")
+    assert t.read_words(0, 1) != [device.map.id_value]      # the protocol cannot see it
+    t = FakeTransport(device, retries=1, verify=True)
+    device.inject("flip")
+    assert t.read_words(0, 1) == [device.map.id_value]      # caught and retried
+    for _ in range(2):   # every first read of a verified pair flipped
+        device.inject("flip")
+        device.inject("none")
+    with pytest.raises(GarbledReply, match="two reads disagree"):
+        t.read_words(0, 1)
+
+
+def test_loop_serial_exact_bytes_and_echo_is_garbled():
+    t = SerialTransport("loop://", timeout=0.05, retries=0)
+    t.write_words(0x10, [1, 2])
+    assert t.port.read(14) == bytes.fromhex("01 02 00000010 00000001 00000002")
+    # A loopback echoes the 6 command bytes: 4 are taken as the reply, 2 are left over.
+    with pytest.raises(GarbledReply, match="2 unexpected byte"):
+        t.read_words(0, 1)
+    # Two words: the 6-byte echo is short of 8 bytes: a timeout.
+    with pytest.raises(TransportTimeout, match="got 6 of 8"):
+        t.read_words(0, 2)
+    t.close()
+
+
+class DeviceServer:
+    """A TCP server whose bytes go to a FakeDevice (as a simulation's bridge would)."""
+
+    def __init__(self, device):
+        self.device = device
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        conn, _ = self.sock.accept()
+        with conn:
+            while True:
+                data = conn.recv(4096)
+                if not data:
+                    return
+                self.device.feed(data)
+                out = self.device.take()
+                if out:
+                    conn.sendall(out)
+
+    def close(self):
+        self.sock.close()
+
+
+def test_socket_transport_against_a_device(device):
+    server = DeviceServer(device)
+    try:
+        t = open_transport(f"tcp://127.0.0.1:{server.port}?timeout=0.5&retries=1")
+        assert isinstance(t, SocketTransport) and t.retries == 1
+        assert t.read_words(0, 1) == [device.map.id_value]
+        w = device.map.window
+        assert t.read_words(w.address, 600) == [0] * 600
+        device.inject("drop")
+        assert t.read_words(0, 1) == [device.map.id_value]
+        assert t.stats["retries"] == 1
+        t.close()
+    finally:
+        server.close()
+
+
+def test_socket_connection_refused():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with pytest.raises(TransportError, match="cannot connect"):
+        open_transport(f"tcp://127.0.0.1:{port}")
+
+
+def test_urls(device):
+    assert parse_options("baud=921600&timeout=0.5&verify=1&foo=bar") == (
+        {"baudrate": 921600, "timeout": 0.5, "verify": True}, [("foo", "bar")])
+    with pytest.raises(ValueError, match="bad baud rate"):
+        parse_options("baud=fast")
+    t = open_transport("loop://?baud=9600&retries=0")
+    assert isinstance(t, SerialTransport) and t.port.baudrate == 9600 and t.retries == 0
+    t.close()
+    register_fake_device("unit", device)
+    try:
+        t = open_transport("fake://unit?retries=5")
+        assert isinstance(t, FakeTransport) and t.device is device and t.retries == 5
+    finally:
+        register_fake_device("unit", None)
+    with pytest.raises(TransportError, match="no fake device 'nope'"):
+        open_transport("fake://nope")
+    assert open_transport("fake://?synopsis=rda").device.config.kind == "rda"
+    with pytest.raises(ValueError, match="tcp://HOST:PORT"):
+        open_transport("tcp://localhost")
+    with pytest.raises(TransportError, match="cannot open serial port"):
+        open_transport("/dev/does-not-exist-J")
+    with pytest.raises(ValueError, match="timeout must be positive"):
+        open_transport("loop://?timeout=0")
