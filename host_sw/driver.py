@@ -1,0 +1,430 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The device driver: one core's registers by name, its configuration, and consistent
+snapshots of its intervals.
+
+In DESIGN.md's host data flow this is "device driver built from the register map ►
+snapshot of an interval": every address comes from :func:`host_sw.regmap.register_map`
+(none is typed here), bus words move through a :class:`~host_sw.transport.Transport`.
+
+On connect (:class:`Device`) the driver reads ID, VERSION and CONFIG (fixed at words 0, 1,
+2..6 in every map), discovers the static configuration, and checks the ID against the
+expected configuration (:class:`DeviceMismatch` names the differing parameters). It then
+programs the run-time part (thresholds, masks, CONFIG_ID; :meth:`Device.program`) and the
+interval control (:meth:`Device.set_intervals`), and reads an interval's
+:class:`Snapshot` consistently (:meth:`Device.read_snapshot`): wait for
+``STATUS.frozen_ready``; read FROZEN_SEQ, flags, packets, config ID and timestamp; read the
+counter window in bursts of whole words (≤ 255 bus words); re-read FROZEN_SEQ and STATUS
+and reject the snapshot if the frozen copy changed meanwhile; then release it. Status
+counters are 32-bit and wrap; :func:`counter_deltas` takes differences modulo 2^32.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import (LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, config_from_dict)
+from .control_frame import INVALID_FLAGS, IntervalFlags
+from .golden import Synopsis
+from .regmap import KIND_CODES, REGMAP_VERSION, RUNTIME_FIELDS, register_map
+from .transport import Transport
+from .uartbone import MAX_BURST
+
+__all__ = ["DeviceError", "DeviceMismatch", "SnapshotError", "Device", "Snapshot",
+           "STATUS_COUNTERS", "INTERVAL_MODES", "counter_deltas"]
+
+#: The 32-bit wrapping status counters (register names).
+STATUS_COUNTERS = ("frames_seen", "frames_counted", "frames_errored", "frames_runt",
+                   "frames_non_ip", "frames_control", "overruns", "markers_sent",
+                   "markers_accepted", "markers_rejected", "sequence_gaps", "export_frames")
+#: INTERVAL_MODE.mode values.
+INTERVAL_MODES = {"manual": 0, "time": 1, "marker-send": 2, "marker-receive": 3}
+_KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
+_M32 = (1 << 32) - 1
+
+
+class DeviceError(RuntimeError):
+    """The device is not in the expected state or answered inconsistently."""
+
+
+class DeviceMismatch(DeviceError):
+    """The device is another build than the expected configuration (ID or VERSION)."""
+
+
+class SnapshotError(DeviceError):
+    """An interval's snapshot could not be read consistently."""
+
+
+def counter_deltas(new: dict, old: dict) -> dict:
+    """``new - old`` of 32-bit wrapping counters (each delta in 0..2^32-1)."""
+    return {k: (int(new[k]) - int(old[k])) & _M32 for k in new if k in old}
+
+
+@dataclass
+class Snapshot:
+    """One interval of one device, read consistently.
+
+    Attributes
+    ----------
+    seq : int
+        Interval sequence number (FROZEN_SEQ).
+    flags : IntervalFlags
+        The device's FROZEN_FLAGS, plus SEQUENCE_GAP when the host saw the sequence skip.
+    config : SynopsisConfig
+    synopsis : Synopsis
+    packets : int
+        FROZEN_PACKETS (packets counted into the interval).
+    config_id : int
+        FROZEN_CONFIG_ID (CONFIG_ID when the interval began).
+    timestamp : int
+        FROZEN_TIMESTAMP: ticks at the boundary that ended the interval.
+    status : dict
+        Status counters at the read.
+    read_time : float
+        Host time (s since the epoch) of the read.
+    notes : list of str
+        Why the snapshot is invalid, if it is.
+    """
+    seq: int
+    flags: IntervalFlags
+    config: SynopsisConfig
+    synopsis: Synopsis
+    packets: int = 0
+    config_id: int = 0
+    timestamp: int = 0
+    status: dict = field(default_factory=dict)
+    read_time: float = 0.0
+    notes: list = field(default_factory=list)
+
+    @property
+    def overrun(self) -> bool:
+        return bool(self.flags & IntervalFlags.OVERRUN)
+
+    @property
+    def valid(self) -> bool:
+        """No invalidating flag and the interval's config ID is the configuration's."""
+        return not (self.flags & INVALID_FLAGS) and self.config_id == self.config.config_id
+
+    def to_json(self) -> dict:
+        return {"seq": self.seq, "flags": int(self.flags),
+                "flag_names": [f.name.lower() for f in IntervalFlags
+                               if f.value and self.flags & f],
+                "valid": self.valid, "overrun": self.overrun, "packets": self.packets,
+                "config_id": f"{self.config_id:#010x}", "timestamp": self.timestamp,
+                "read_time": self.read_time, "status": dict(self.status),
+                "notes": list(self.notes), "config": self.config.to_dict(),
+                "fields": {k: [int(x) for x in np.asarray(v).ravel()]
+                           for k, v in self.synopsis.fields.items()}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Snapshot":
+        """Inverse of :meth:`to_json` (raises ValueError on a malformed document)."""
+        try:
+            config = config_from_dict(d["config"])
+            fields = {}
+            for f in config.layout.fields:
+                values = d["fields"][f.name]
+                if len(values) != config.buckets:
+                    raise ValueError(f"field {f.name} has {len(values)} values, the "
+                                     f"configuration has {config.buckets} buckets")
+                if any(not 0 <= int(v) < (1 << f.width) for v in values):
+                    raise ValueError(f"field {f.name} has values outside {f.width} bits")
+                fields[f.name] = np.array([int(v) for v in values],
+                                          dtype=np.uint64).reshape(config.shape)
+            return cls(seq=int(d["seq"]), flags=IntervalFlags(int(d["flags"])),
+                       config=config, synopsis=Synopsis(config, fields),
+                       packets=int(d.get("packets", 0)),
+                       config_id=int(str(d["config_id"]), 0),
+                       timestamp=int(d.get("timestamp", 0)), status=dict(d.get("status", {})),
+                       read_time=float(d.get("read_time", 0.0)),
+                       notes=list(d.get("notes", [])))
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"not a snapshot document: missing or bad {e}") from None
+
+
+class Device:
+    """One core behind a transport.
+
+    Parameters
+    ----------
+    transport : Transport
+    config : SynopsisConfig, optional
+        The expected configuration. Its static part must match the device's ID; it is the
+        configuration :meth:`program` writes and snapshots decode with. Without it the
+        static part is discovered from CONFIG and the run-time part read from THRESHOLDS
+        and MASKS, with ``seed`` and ``tick_ns`` as given.
+    seed, tick_ns :
+        For discovery only (they are not readable from the device).
+    check_id : bool
+        Raise :class:`DeviceMismatch` when the ID does not match (default True).
+    """
+
+    def __init__(self, transport: Transport, *, config: SynopsisConfig | None = None,
+                 seed: int | None = None, tick_ns: float | None = None,
+                 check_id: bool = True):
+        self.transport = transport
+        probe = register_map(LdaConfig())    # ID, VERSION, CONFIG: the same in every map
+        head = [probe[n] for n in ("id", "version", "config")]
+        lo = head[0].address
+        words = transport.read_words(lo, sum(r.words for r in head))
+        values, k = {}, 0
+        for r in head:
+            values[r.name] = r.from_words(words[k:k + r.words])
+            k += r.words
+        self.id_value = values["id"]
+        self.version = probe["version"].decode(values["version"])
+        self.static = probe["config"].decode(values["config"])
+        if self.version["major"] != REGMAP_VERSION[0]:
+            raise DeviceMismatch(f"register map version {self.version['major']}."
+                                 f"{self.version['minor']} on the device; this host speaks "
+                                 f"{REGMAP_VERSION[0]}.x")
+        kind = _KIND_NAMES.get(self.static["kind"])
+        if kind is None:
+            raise DeviceMismatch(f"CONFIG.kind is {self.static['kind']}, not a synopsis kind "
+                                 f"(1 LDA, 2 RDA, 3 LDS): is this a synopsis core?")
+        self.kind = kind
+        self.data_width = self.static["data_width"]
+        discovered = self._static_config(seed, tick_ns)
+        if config is not None:
+            self._check_against(config, discovered, check_id)
+            self.config = config
+            self.map = register_map(config, data_width=self.data_width)
+        else:
+            self.map = register_map(discovered, data_width=self.data_width)
+            if check_id and self.map.id_value != self.id_value:
+                raise DeviceMismatch(
+                    f"device ID {self.id_value:#010x} does not match the discovered "
+                    f"{kind.upper()} configuration ({self.map.id_value:#010x}): its seed or "
+                    f"another static parameter differs from the defaults; give the "
+                    f"configuration (--config FILE)")
+            self.config = self._with_runtime(discovered)
+        self._last_seq: int | None = None
+
+    # -- discovery -----------------------------------------------------------------------
+    def _static_config(self, seed, tick_ns) -> SynopsisConfig:
+        s = self.static
+        common = {"count_bits": s["count_bits"], "ts_bits": s["ts_bits"],
+                  "window_bytes": s["window_bytes"]}
+        if seed is not None:
+            common["seed"] = seed
+        if tick_ns is not None:
+            common["tick_ns"] = tick_ns
+        try:
+            if self.kind == "lda":
+                return LdaConfig(banks=s["dim0"], rows=s["dim1"],
+                                 thresholds=tuple(range(s["dim0"])), **common)
+            if self.kind == "rda":
+                return RdaConfig(banks=s["dim0"], buckets_per_bank=s["dim1"],
+                                 id_bits=s["xor_bits"], **common)
+            return LdsConfig(rows=s["dim0"], cells=s["dim1"], vlda_cells=s["vlda_cells"],
+                             digest_bits=s["xor_bits"], row_thresholds=(0,) * s["dim0"],
+                             **common)
+        except ValueError as e:
+            raise DeviceMismatch(f"the device's CONFIG register describes no valid "
+                                 f"{self.kind.upper()} configuration: {e}") from None
+
+    def _check_against(self, config, discovered, check_id):
+        if config.kind != self.kind:
+            raise DeviceMismatch(f"the device is an {self.kind.upper()} core, the expected "
+                                 f"configuration is {config.kind.upper()}")
+        expected_map = register_map(config, data_width=self.data_width)
+        if check_id and expected_map.id_value != self.id_value:
+            a, b = config.to_dict(), discovered.to_dict()
+            diff = sorted(k for k in a if k not in RUNTIME_FIELDS and k != "tick_ns"
+                          and k != "seed" and a.get(k) != b.get(k))
+            why = (f"differing parameters: " + ", ".join(
+                f"{k} (device {b.get(k)}, expected {a.get(k)})" for k in diff)) if diff \
+                else "the seed or the register map version differs"
+            raise DeviceMismatch(f"device ID {self.id_value:#010x} does not match the "
+                                 f"expected configuration's {expected_map.id_value:#010x}; "
+                                 f"{why}")
+
+    def _with_runtime(self, static: SynopsisConfig) -> SynopsisConfig:
+        masks = self.read_fields("masks")
+        changes = {f"mask_{k}": v for k, v in masks.items()}
+        if isinstance(static, (LdaConfig, LdsConfig)):
+            t = self.read_fields("thresholds")
+            values = tuple(t[f.name] for f in self.map["thresholds"].fields)
+            changes["thresholds" if isinstance(static, LdaConfig) else "row_thresholds"] = values
+        try:
+            return static.replace(**changes)
+        except ValueError as e:
+            raise DeviceError(f"the device's run-time registers hold no valid "
+                              f"configuration: {e}") from None
+
+    # -- registers -----------------------------------------------------------------------
+    def read(self, name: str) -> int:
+        """A register's value (its words in one burst: atomic)."""
+        reg = self.map[name]
+        return reg.from_words(self.transport.read_words(reg.address, reg.words))
+
+    def read_fields(self, name: str) -> dict:
+        return self.map[name].decode(self.read(name))
+
+    def write(self, name: str, value: int | None = None, *, verify: bool = True,
+              **fields) -> None:
+        """Write a register (a value or fields; other fields at reset). ``rw`` registers
+        without pulse fields are read back and compared (a lost write raises)."""
+        reg = self.map[name]
+        if reg.access != "rw":
+            raise ValueError(f"register {reg.name} is read-only")
+        if value is None:
+            value = reg.encode(**fields)
+        elif fields:
+            raise ValueError("give a value or fields, not both")
+        self.transport.write_words(reg.address, reg.to_words(value))
+        pulses = any(f.access == "pulse" for f in reg.fields)
+        if verify and not pulses and not reg.volatile:
+            back = self.read(name)
+            if back != value:
+                raise DeviceError(f"{reg.name} reads back {back:#x} after writing "
+                                  f"{value:#x}")
+
+    def status(self) -> dict:
+        return self.read_fields("status")
+
+    def status_counters(self) -> dict:
+        """All status counters in one burst."""
+        regs = [self.map[n] for n in STATUS_COUNTERS if n in self.map]
+        lo = min(r.address for r in regs)
+        hi = max(r.address + r.words for r in regs)
+        words = self.transport.read_words(lo, hi - lo)
+        return {r.name: r.from_words(words[r.address - lo:r.address - lo + r.words])
+                for r in regs}
+
+    def info(self) -> dict:
+        """ID, version, the static configuration and the live state."""
+        return {"id": f"{self.id_value:#010x}",
+                "version": f"{self.version['major']}.{self.version['minor']}",
+                "kind": self.kind, "data_width": self.data_width, "static": dict(self.static),
+                "config_id_expected": f"{self.config.config_id:#010x}",
+                "config_id_device": f"{self.read('config_id'):#010x}",
+                "interval_seq": self.read("interval_seq"), "status": self.status(),
+                "interval_mode": self.read_fields("interval_mode"),
+                "timebase": self.read("timebase"), "counters": self.status_counters()}
+
+    # -- programming ---------------------------------------------------------------------
+    def program(self, config: SynopsisConfig | None = None) -> None:
+        """Write the run-time part of ``config`` (default: the driver's) — thresholds,
+        masks — then CONFIG_ID. The static part must match the device."""
+        config = config or self.config
+        if config is not self.config:
+            self._check_against(config, self._static_config(None, None), True)
+        changes = {}
+        masks = self.map["masks"]
+        self.write("masks", masks.encode(**{f.name: getattr(config, f"mask_{f.name}")
+                                            for f in masks.fields}))
+        if "thresholds" in self.map:
+            values = (config.thresholds if isinstance(config, LdaConfig)
+                      else config.row_thresholds)
+            reg = self.map["thresholds"]
+            for f, v in zip(reg.fields, values):
+                if v >= (1 << f.width):
+                    raise ValueError(f"threshold {v} does not fit {f.width} bits")
+                changes[f.name] = v
+            self.write("thresholds", reg.encode(**changes))
+        self.write("config_id", config.config_id)
+        self.config = config
+        self.map = register_map(config, data_width=self.data_width)
+
+    def set_intervals(self, *, mode: str = "manual", ticks: int = 0, start: int = 0,
+                      export_inband: bool = False, export_host: bool = False,
+                      auto_release: bool = False, local_mac=None, export_dst_mac=None,
+                      marker_src_mac=None) -> None:
+        """Program interval control (INTERVAL_MODE, INTERVAL_TICKS/START, MACs)."""
+        from .control_frame import mac_to_bytes
+        if mode not in INTERVAL_MODES:
+            raise ValueError(f"mode must be one of {sorted(INTERVAL_MODES)}, not {mode!r}")
+        if ticks < 0 or start < 0:
+            raise ValueError("interval ticks and start must be non-negative")
+        if mode == "time" and ticks == 0:
+            raise ValueError("time mode needs an interval length (ticks > 0)")
+        for name, mac in (("local_mac", local_mac), ("export_dst_mac", export_dst_mac),
+                          ("marker_src_mac", marker_src_mac)):
+            if mac is not None:
+                self.write(name, mac=int.from_bytes(mac_to_bytes(mac), "big"))
+        self.write("interval_ticks", ticks=ticks)
+        self.write("interval_start", ticks=start)
+        self.write("interval_mode", mode=INTERVAL_MODES[mode], export_inband=int(export_inband),
+                   export_host=int(export_host), auto_release=int(auto_release))
+
+    def swap(self) -> None:
+        self.write("control", swap=1)
+
+    def release(self) -> None:
+        self.write("control", release=1)
+
+    # -- snapshots -----------------------------------------------------------------------
+    def wait_frozen(self, *, timeout: float = 10.0, poll: float = 0.02) -> dict:
+        """Poll STATUS until ``frozen_ready``; return the status."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.status()
+            if st["frozen_ready"]:
+                return st
+            if time.monotonic() >= deadline:
+                raise SnapshotError(f"no frozen interval within {timeout:g} s "
+                                    f"(STATUS {st})")
+            time.sleep(poll)
+
+    def _frozen_header(self) -> dict:
+        names = ("frozen_seq", "frozen_packets", "frozen_config_id", "frozen_flags",
+                 "frozen_timestamp")
+        return {n: self.read(n) for n in names}
+
+    def read_counter_words(self) -> list[int]:
+        """The frozen copy's counter words (bursts of whole words, ≤ 255 bus words)."""
+        w = self.map.window
+        per = max(1, MAX_BURST // w.chunks)
+        out: list[int] = []
+        for first in range(0, w.buckets, per):
+            n = min(per, w.buckets - first)
+            out += w.words_from_bus(self.transport.read_words(w.address_of(first),
+                                                              n * w.chunks))
+        return out
+
+    def read_snapshot(self, *, release: bool = True, timeout: float = 10.0,
+                      poll: float = 0.02) -> Snapshot:
+        """The frozen interval, read consistently (see the module docstring), then
+        released (unless ``release=False``)."""
+        self.wait_frozen(timeout=timeout, poll=poll)
+        head = self._frozen_header()
+        words = self.read_counter_words()
+        seq_after = self.read("frozen_seq")
+        st = self.status()
+        if seq_after != head["frozen_seq"] or not st["frozen_ready"]:
+            raise SnapshotError(f"the frozen interval changed during the read (sequence "
+                                f"{head['frozen_seq']} → {seq_after}, frozen_ready "
+                                f"{st['frozen_ready']}); the snapshot is discarded")
+        status = self.status_counters()
+        if release:
+            self.release()
+        seq = head["frozen_seq"]
+        flags = IntervalFlags(head["frozen_flags"] & sum(f.value for f in IntervalFlags))
+        notes = []
+        if st.get("frozen_overrun"):
+            flags |= IntervalFlags.OVERRUN
+        if self._last_seq is not None and seq != ((self._last_seq + 1) & _M32):
+            missed = (seq - self._last_seq - 1) & _M32
+            flags |= IntervalFlags.SEQUENCE_GAP
+            notes.append(f"sequence gap: {missed} interval(s) between {self._last_seq} "
+                         f"and {seq} were not read")
+        self._last_seq = seq
+        if flags & IntervalFlags.OVERRUN:
+            notes.append("overrun: a boundary found the previous interval unreleased; "
+                         "the counters span more than one interval")
+        if flags & IntervalFlags.CONFIG_CHANGED:
+            notes.append("the configuration changed during the interval")
+        if head["frozen_config_id"] != self.config.config_id:
+            notes.append(f"the interval's config ID {head['frozen_config_id']:#010x} is "
+                         f"not the configuration's {self.config.config_id:#010x}")
+        return Snapshot(seq=seq, flags=flags, config=self.config,
+                        synopsis=Synopsis.from_words(self.config, words),
+                        packets=head["frozen_packets"], config_id=head["frozen_config_id"],
+                        timestamp=head["frozen_timestamp"], status=status,
+                        read_time=time.time(), notes=notes)
+
+    def close(self) -> None:
+        self.transport.close()

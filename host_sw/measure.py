@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""One interval's estimate from a sender's and a receiver's synopsis, as a flat record.
+
+In DESIGN.md's host data flow this is "snapshot of an interval ► estimators ► CLI/export":
+:func:`estimate_pair` runs the estimator of the synopsis kind (LDA, RDA without packet
+caches, LDS aggregate) and returns the same ``estimate`` keys as ``ldactl simulate``'s
+JSON (``mean``, ``std``, ``lost``, ``samples``, ``ci``; ns), plus ``loss_rate`` and
+``notes``. ``ldactl watch``, ``estimate`` and ``export`` print and export these records.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .config import LdaConfig, LdsConfig, RdaConfig, check_comparable
+from .estimators.lda import estimate_lda
+from .estimators.rda import estimate_rda
+from .golden import Synopsis
+from .layouts import signed_difference
+
+__all__ = ["estimate_pair", "ESTIMATE_KEYS"]
+
+ESTIMATE_KEYS = ("mean", "std", "ci", "lost", "loss_rate", "samples", "sent", "received")
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98) -> dict:
+    """The estimate of one interval (times in ns).
+
+    ``sent``/``received``/``lost`` are scaled to the whole stream where the synopsis
+    samples (LDA: by ``2**thresholds[0]``); ``loss_rate`` is lost/sent over the sampled
+    packets.
+    """
+    check_comparable(sender.config, receiver.config)
+    config = sender.config
+    if isinstance(config, LdaConfig):
+        e = estimate_lda(sender, receiver, confidence=confidence)
+        scale = 2 ** config.thresholds[0]
+        return {"mean": _num(e.mean_ns), "std": _num(e.std_ns),
+                "ci": [_num(e.ci_low_ns), _num(e.ci_high_ns)],
+                "lost": e.lost * scale, "loss_rate": _num(e.loss_rate),
+                "samples": e.samples, "sent": e.sent * scale,
+                "received": e.received * scale, "notes": list(e.notes)}
+    if isinstance(config, RdaConfig):
+        e = estimate_rda(sender, receiver, confidence=confidence)
+        sent = int(np.asarray(sender.count[0], dtype=object).sum())
+        received = int(np.asarray(receiver.count[0], dtype=object).sum())
+        lost = sent - received
+        return {"mean": _num(e.mean_ns), "std": _num(e.std_ns),
+                "ci": [_num(e.ci_low_ns), _num(e.ci_high_ns)], "lost": lost,
+                "loss_rate": lost / sent if sent else None, "samples": e.samples,
+                "sent": sent, "received": received, "notes": list(e.notes)}
+    if isinstance(config, LdsConfig):
+        z = np.asarray(config.row_thresholds)
+        row = int(np.argmin(z))
+        n_s = sender.count[row].astype(np.int64)
+        n_r = receiver.count[row].astype(np.int64)
+        usable = (n_s == n_r) & (sender["digest"][row] == receiver["digest"][row]) & (n_s > 0)
+        dts = signed_difference(receiver.ts_sum[row], sender.ts_sum[row], config.ts_bits)
+        samples = int(n_s[usable].sum())
+        mean = (int(dts[usable].astype(object).sum()) / samples * config.tick_ns
+                if samples else None)
+        scale = 2 ** int(z[row])
+        sent, received = int(n_s.sum()) * scale, int(n_r.sum()) * scale
+        return {"mean": _num(mean), "std": None, "ci": [None, None],
+                "lost": sent - received,
+                "loss_rate": (sent - received) / sent if sent else None,
+                "samples": samples, "sent": sent, "received": received,
+                "notes": ["LDS aggregate over the usable cells of its densest row; no "
+                          "standard deviation or confidence interval"]}
+    raise TypeError(type(config).__name__)
