@@ -21,6 +21,8 @@ width.
 
 Pipeline (every stage registered, so no long combinational XOR tree):
 
+0. input: the tap's record registered (its window and class are valid for one cycle),
+   the class decoded into the mask select;
 1. mask: the window ANDed with the class's byte mask (IPv6 mask for IPv6 frames, IPv4
    mask otherwise; for LDS also the flow mask);
 2. XOR tree (:class:`H3Pipeline`): each stage XORs groups of at most ``fan_in`` (16)
@@ -202,12 +204,12 @@ class PacketHasher(wiring.Component):
             self._flow_trees = [
                 H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
                            out_bits=32) for r in range(config.rows)]
-        packet_latency = 1 + self._packet_tree.latency          # mask stage + tree
+        packet_latency = 2 + self._packet_tree.latency   # input and mask stages + tree
         if self._bucket_trees:
             packet_latency_total = packet_latency + self._bucket_trees[0].latency
         else:
             packet_latency_total = packet_latency
-        flow_latency = 1 + max((t.latency for t in self._flow_trees), default=0)
+        flow_latency = 2 + max((t.latency for t in self._flow_trees), default=0)
         self._packet_latency = packet_latency
         #: Cycles from ``record`` to ``hashed``.
         self.latency = max(packet_latency_total, flow_latency)
@@ -225,9 +227,20 @@ class PacketHasher(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config = self.config
-        rec = self.record.payload
-        is_ipv6 = rec.frame_class == FrameClass.IPV6
-        counted = (rec.frame_class == FrameClass.IPV4) | is_ipv6
+        # Stage 0: the record registered as it is (the tap's window and class are only
+        # valid in the record's cycle), with the class decoded into the mask select.
+        rec = Signal(self.record.payload.shape())
+        rec_valid = Signal()
+        rec_swap = Signal()
+        is_ipv6 = Signal()
+        counted = Signal()
+        m.d.sync += [
+            rec.eq(self.record.payload), rec_valid.eq(self.record.valid),
+            rec_swap.eq(self.record.swap),
+            is_ipv6.eq(self.record.payload.frame_class == FrameClass.IPV6),
+            counted.eq((self.record.payload.frame_class == FrameClass.IPV4)
+                       | (self.record.payload.frame_class == FrameClass.IPV6)),
+        ]
 
         # Stage 1: masked window(s).
         packet_input = Signal(config.window_bytes * 8)
@@ -247,7 +260,7 @@ class PacketHasher(wiring.Component):
                 m.submodules[f"flow_tree_{r}"] = tree
                 m.d.comb += tree.data.eq(flow_input)
                 m.d.comb += self.hashed.payload.flow_hash[r].eq(
-                    delayed(m, tree.hash, self.latency - 1 - tree.latency,
+                    delayed(m, tree.hash, self.latency - 2 - tree.latency,
                             name=f"flow_hash_{r}"))
 
         for l, tree in enumerate(self._bucket_trees):
@@ -266,11 +279,11 @@ class PacketHasher(wiring.Component):
             "valid": 1, "swap": 1, "frame_class": FRAME_CLASS_BITS, "counted": 1,
             "timestamp": config.ts_bits, "copy": 1}))
         m.d.comb += [
-            side.valid.eq(self.record.valid), side.swap.eq(self.record.swap),
+            side.valid.eq(rec_valid), side.swap.eq(rec_swap),
             side.frame_class.eq(rec.frame_class), side.counted.eq(counted),
             side.timestamp.eq(rec.timestamp), side.copy.eq(rec.copy),
         ]
-        side_out = delayed(m, side, self.latency, name="side")
+        side_out = delayed(m, side, self.latency - 1, name="side")
         m.d.comb += [
             self.hashed.valid.eq(side_out.valid), self.hashed.swap.eq(side_out.swap),
             self.hashed.payload.frame_class.eq(side_out.frame_class),

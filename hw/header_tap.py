@@ -104,8 +104,10 @@ class HeaderTap(wiring.Component):
         No frame is open and no single-beat frame transfers this cycle (combinational).
     record: Out(TapRecord(window_bytes, ts_bits))
         One record the cycle after each EOF transfer. ``payload.window`` is the window
-        register itself: it is valid only in the cycle ``valid`` is high.
+        register itself and ``payload.frame_class`` is decoded from it: both are valid
+        only in the cycle ``valid`` is high (the consumer registers them).
     status: Out(TapStatus(counter_bits))
+        Updated 2 cycles after the record.
 
     Latency: the record appears 1 cycle after the EOF transfer; ``swap`` appears 1 cycle
     after the boundary.
@@ -212,17 +214,37 @@ class HeaderTap(wiring.Component):
         with m.If(transfer & first):
             m.d.sync += [sof_timestamp.eq(self.now), sof_copy.eq(self.copy)]
 
-        # -- classification at EOF -----------------------------------------------------
+        # -- record (registered at EOF) ------------------------------------------------
+        rec_valid = Signal()
+        rec_swap = Signal()
+        rec_error = Signal()
+        rec_runt = Signal()
+        rec_timestamp = Signal(self.ts_bits)
+        rec_copy = Signal()
+        eof = transfer & beat.last
+        m.d.sync += [rec_valid.eq(eof), rec_swap.eq(self.swap)]
+        with m.If(eof):
+            m.d.sync += [
+                rec_error.eq(beat.error),
+                rec_runt.eq(runt),
+                rec_timestamp.eq(Mux(first, self.now, sof_timestamp)),
+                rec_copy.eq(Mux(first, self.copy, sof_copy)),
+            ]
+
+        # -- classification, in the record's cycle ---------------------------------------
+        # From the window register, which then holds the whole window (bytes 12–14 may
+        # arrive in the EOF beat itself), and the flags registered at EOF: no path from
+        # the beat's lanes through the window write into the class.
         ethertype = Signal(16)
         version = Signal(4)
         m.d.comb += [
-            ethertype.eq(Cat(window_next[13 * 8:14 * 8], window_next[12 * 8:13 * 8])),
-            version.eq(window_next[14 * 8 + 4:15 * 8]),
+            ethertype.eq(Cat(window[13 * 8:14 * 8], window[12 * 8:13 * 8])),
+            version.eq(window[14 * 8 + 4:15 * 8]),
         ]
         frame_class = Signal(FRAME_CLASS_BITS)
-        with m.If(beat.error):
+        with m.If(rec_error):
             m.d.comb += frame_class.eq(FrameClass.ERRORED)
-        with m.Elif(runt):
+        with m.Elif(rec_runt):
             m.d.comb += frame_class.eq(FrameClass.RUNT)
         with m.Elif(ethertype == ETHERTYPE_CONTROL):
             m.d.comb += frame_class.eq(FrameClass.CONTROL)
@@ -233,32 +255,23 @@ class HeaderTap(wiring.Component):
         with m.Else():
             m.d.comb += frame_class.eq(FrameClass.NON_IP)
 
-        # -- record (registered) -------------------------------------------------------
-        rec_valid = Signal()
-        rec_swap = Signal()
-        rec_class = Signal(FRAME_CLASS_BITS)
-        rec_timestamp = Signal(self.ts_bits)
-        rec_copy = Signal()
-        eof = transfer & beat.last
-        m.d.sync += [rec_valid.eq(eof), rec_swap.eq(self.swap)]
-        with m.If(eof):
-            m.d.sync += [
-                rec_class.eq(frame_class),
-                rec_timestamp.eq(Mux(first, self.now, sof_timestamp)),
-                rec_copy.eq(Mux(first, self.copy, sof_copy)),
-            ]
         m.d.comb += [
             self.record.valid.eq(rec_valid),
             self.record.swap.eq(rec_swap),
             self.record.payload.window.eq(window),
-            self.record.payload.frame_class.eq(rec_class),
+            self.record.payload.frame_class.eq(frame_class),
             self.record.payload.timestamp.eq(rec_timestamp),
             self.record.payload.copy.eq(rec_copy),
         ]
 
+        # The status counters count a registered copy of the class (short paths).
+        rec_class = Signal(FRAME_CLASS_BITS)
+        counted_valid = Signal()
+        m.d.sync += [counted_valid.eq(rec_valid), rec_class.eq(frame_class)]
+
         # -- status counters (count the registered record) -----------------------------
         st = self.status
-        with m.If(rec_valid):
+        with m.If(counted_valid):
             m.d.sync += st.frames.eq(st.frames + 1)
             with m.Switch(rec_class):
                 with m.Case(FrameClass.IPV4, FrameClass.IPV6):
