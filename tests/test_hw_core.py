@@ -288,3 +288,25 @@ def test_rda_lds_core_counters(config, data_width):
     golden = bench.golden(bench.sent)
     assert results["counters"] == golden
     assert golden.count.sum() >= 5
+
+
+def test_export_writes_lda_core_with_axis_ports_and_csr_files(tmp_path, capsys):
+    from hw.lda_pipeline import main
+    out = tmp_path / "lda_core.v"
+    assert main(["--synopsis", "lda", "--banks", "2", "--rows", "16", "--thresholds", "0,3",
+                 "--data-width", "16", "-o", str(out)]) == 0
+    text = out.read_text()
+    header = text[text.index("module lda_core("):].split(");", 1)[0]
+    ports = {p.strip() for p in header.split("(", 1)[1].split(",")}
+    assert ports == {
+        "clk", "rst",
+        "s_axis_tdata", "s_axis_tkeep", "s_axis_tlast", "s_axis_tuser", "s_axis_tvalid",
+        "s_axis_tready", "m_axis_tdata", "m_axis_tkeep", "m_axis_tlast", "m_axis_tuser",
+        "m_axis_tvalid", "m_axis_tready", "bus_rx_tdata", "bus_rx_tvalid", "bus_rx_tready",
+        "bus_tx_tdata", "bus_tx_tvalid", "bus_tx_tready"}
+    assert "input [15:0] s_axis_tdata;" in text and "output [1:0] m_axis_tkeep;" in text
+    regmap = register_map(LdaConfig(banks=2, rows=16, thresholds=(0, 3)), data_width=16)
+    assert (tmp_path / "csr.csv").read_text() == regmap.csr_csv()
+    assert (tmp_path / "csr.json").read_text() == regmap.csr_json()
+    printed = capsys.readouterr().out
+    assert f"wrote {out}" in printed and "pass-through latency 1 cycle" in printed
