@@ -14,16 +14,18 @@ Setup: the paper's trace (7.76 M packets, ~146 000 flows, 27 kpps, inbound delay
 two modes, its Fig. 8) is not public. We use a synthetic trace of the same size: 7.76 M
 packets at 27 kpps over 150 000 flows with Pareto (shape 0.95) popularity — about
 150 000 flows get packets and flows under 100 packets carry 19 % of the packets (the
-paper: "20 %"). Delays: a per-packet Weibull (shape 0.6, mean 100 µs) plus a per-flow
-extra delay of 0 (70 % of flows) or 400 µs (30 %), so packet delays are bimodal as in
-the paper's Fig. 8 and flows differ in mean delay (what a per-flow estimator must
-resolve). 10 runs: the same trace and delays, a new hash seed (``config.seed``) per run.
+paper: "20 %"). Delays (``--delay-model``): ``flow-modes`` (default) — a per-packet
+Weibull (shape 0.6, mean 100 µs) plus a per-flow extra delay of 0 (70 % of flows) or
+400 µs (30 %), so packet delays are bimodal as in the paper's Fig. 8 and flows differ in
+mean delay (what a per-flow estimator must resolve); ``packet-modes`` — each packet
+100 µs or 500 µs (p = 0.7) independently, so flows hardly differ. 10 runs: the same trace and delays, a new hash seed (``config.seed``) per run.
 Relative error is ``|estimate − true| / true`` of each flow's mean delay; flows without
 a usable cell (none here: no loss) would count as missing.
 
 Usage::
 
     .venv/bin/python bench/accuracy_lds.py            # full run (~10 min on 2 cores)
+    .venv/bin/python bench/accuracy_lds.py --delay-model packet-modes
     .venv/bin/python bench/accuracy_lds.py --quick    # smoke run (seconds)
 """
 
@@ -55,6 +57,13 @@ BASE_SEED = 0x3DA5EED
 TRACE_SEED = 50
 DELAY = "weibull:shape=0.6,mean=100us"
 FLOW_EXTRA = "bimodal:a=0,b=400us,p=0.7"
+#: Delay models: (per-packet delay, per-flow extra delay). ``flow-modes`` (default): the
+#: two modes belong to flows (a flow on the slow path stays there), so flows' mean delays
+#: differ by up to 5× — a hard case for interference. ``packet-modes``: each packet is in
+#: the fast (100 µs) or slow (500 µs) mode independently, so every flow has about the
+#: same mean delay — an easy case. The paper's trace lies somewhere between.
+DELAY_MODELS = {"flow-modes": (DELAY, FLOW_EXTRA),
+                "packet-modes": ("bimodal:a=100us,b=500us,p=0.7", None)}
 
 #: What the paper reports for 70 000 counters (§5.1 text): bin → median relative error.
 PAPER_70K_MEDIAN = {"500-999": 0.012, "1000-9999": 0.004, ">=10000": 0.0006}
@@ -147,7 +156,7 @@ def summarise(rows: list[dict], pooled: dict) -> list[dict]:
     return out
 
 
-def plot(summary: list[dict], out: Path) -> Path:
+def plot(summary: list[dict], out: Path, model: str = "flow-modes") -> Path:
     """lds_fig10.png: median (solid) and 95th percentile (dashed) by flow-size bin."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.6))
@@ -168,9 +177,10 @@ def plot(summary: list[dict], out: Path) -> Path:
     ax.set_ylabel("per-flow relative error of mean delay")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    ax.set_title("LDS Fig. 10 (top) reproduction: 4 rows, k = 1, p = 1, no loss (10 runs)")
+    ax.set_title(f"LDS Fig. 10 (top) reproduction, delays {model}: 4 rows, k = 1, p = 1, "
+                 f"no loss", fontsize=10)
     fig.tight_layout()
-    path = out / "lds_fig10.png"
+    path = out / f"lds_{model}_fig10.png"
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
@@ -189,26 +199,33 @@ def main(argv=None) -> int:
     ap.add_argument("--packets", type=int, default=7_760_000)
     ap.add_argument("--flows", type=int, default=150_000)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--delay-model", choices=sorted(DELAY_MODELS), default="flow-modes",
+                    help="where the two delay modes live (see DELAY_MODELS)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
+    delay, flow_extra = DELAY_MODELS[args.delay_model]
+    model = args.delay_model
     cells = CELLS_PER_ROW
     if args.quick:
         args.packets, args.flows, args.runs = 300_000, 6_000, 2
         cells = tuple(c // 25 for c in CELLS_PER_ROW)
     progress = Progress()
     rows, pooled = run_lds(packets=args.packets, flows=args.flows, cells_per_row=cells,
-                           runs=args.runs, progress=progress)
+                           runs=args.runs, delay=delay, flow_extra=flow_extra,
+                           progress=progress)
     summary = summarise(rows, pooled)
     args.out.mkdir(parents=True, exist_ok=True)
-    write_csv(args.out / "lds_runs.csv", rows)
-    write_csv(args.out / "lds_summary.csv", summary)
-    path = plot(summary, args.out)
+    write_csv(args.out / f"lds_{model}_runs.csv", rows)
+    write_csv(args.out / f"lds_{model}_summary.csv", summary)
+    path = plot(summary, args.out, model)
     meta = {"packets": args.packets, "flows": args.flows, "runs": args.runs,
-            "cells_per_row": list(cells), "delay": DELAY, "flow_extra": FLOW_EXTRA,
+            "cells_per_row": list(cells), "delay_model": model, "delay": delay,
+            "flow_extra": flow_extra,
             "machine": machine(), "seconds": round(time.perf_counter() - progress.start, 1)}
-    (args.out / "lds_meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    (args.out / f"lds_{model}_meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(format_table(summary, COLUMNS))
-    print(f"\nwrote {args.out / 'lds_runs.csv'}, {args.out / 'lds_summary.csv'}, {path}")
+    print(f"\nwrote {args.out / f'lds_{model}_runs.csv'}, "
+          f"{args.out / f'lds_{model}_summary.csv'}, {path}")
     return 0
 
 
