@@ -269,7 +269,7 @@ class CsrBank(wiring.Component):
         # A read of a wide register's first word captures the whole value (state EXEC).
         wide_regs = [reg for reg in rm if reg.words > 1]
         capture = Signal()
-        capture_reg = Signal(range(max(1, len(wide_regs))))
+        capture_onehot = Signal(max(1, len(wide_regs)))
 
         win_index = Signal.like(index)
         win_chunk = Signal.like(chunk)
@@ -320,11 +320,25 @@ class CsrBank(wiring.Component):
                                 m.d.sync += [sel.eq(k), sel_onehot.eq(1 << k),
                                              sel_group.eq(k // _GROUP)]
                                 if reg.words > 1 and kword == 0:
-                                    m.d.sync += [capture.eq(~req_write),
-                                                 capture_reg.eq(wide_regs.index(reg))]
+                                    m.d.sync += [
+                                        capture.eq(~req_write),
+                                        capture_onehot.eq(1 << wide_regs.index(reg))]
                 m.next = "EXEC"
 
             with m.State("EXEC"):
+                # Writes and captures use the one-hot selects (all 0 for window and unmapped
+                # addresses), so their enables are one gate deep.
+                for k, (reg, kword) in enumerate(slots):
+                    if reg.name in stored:
+                        lo = (reg.words - 1 - kword) * _W
+                        with m.If(sel_onehot[k] & req_write):
+                            self._write_word(m, reg, kword, lo, req_data, stored[reg.name],
+                                             write_shadow, getattr(self, reg.name))
+                if wide_regs:
+                    with m.If(capture):
+                        m.d.sync += read_shadow.eq(reduce(operator.or_, [
+                            read_value(reg) & capture_onehot[j].replicate(reg.width)
+                            for j, reg in enumerate(wide_regs)]))
                 with m.If(sel_window & ~req_write):
                     if divide:
                         m.d.sync += [remainder.eq(win_offset), quotient.eq(0),
@@ -335,20 +349,6 @@ class CsrBank(wiring.Component):
                         m.next = "WINDOW"
                 with m.Else():
                     m.next = "ANSWER"
-                    with m.If(capture):
-                        with m.Switch(capture_reg):
-                            for j, reg in enumerate(wide_regs):
-                                with m.Case(j):
-                                    m.d.sync += read_shadow.eq(read_value(reg))
-                    with m.Switch(sel):
-                        for k, (reg, kword) in enumerate(slots):
-                            lo = (reg.words - 1 - kword) * _W
-                            with m.Case(k):
-                                if reg.name in stored:
-                                    with m.If(req_write):
-                                        self._write_word(m, reg, kword, lo, req_data,
-                                                         stored[reg.name], write_shadow,
-                                                         getattr(self, reg.name))
 
             with m.State("ANSWER"):
                 m.d.sync += ack.eq(1)
