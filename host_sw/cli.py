@@ -4,7 +4,9 @@
 Sub-commands:
 
 * ``simulate`` — run a measurement scenario (traffic, path delay/loss/reordering) through
-  the golden model and the estimators; print a table, or JSON lines with ``--json``.
+  the golden model and the estimators; print a table, or JSON lines with ``--json``;
+* ``info``, ``config``, ``read``, ``watch``, ``estimate``, ``export``, ``plan``, ``plot`` —
+  devices and their output (:mod:`host_sw.cli_device`; ``docs/CLI.md``).
 
 Exit codes: 0 success, 1 a run failed (e.g. a file could not be read), 2 bad usage or bad
 option values (argparse's convention).
@@ -118,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true",
                      help="print one JSON object per run: {true:{...}, estimate:{...}}")
     sim.set_defaults(handler=_cmd_simulate)
+    from .cli_device import add_device_commands
+    add_device_commands(sub)
     return parser
 
 
