@@ -74,6 +74,7 @@ def test_small_synopsis_frame_exact_bytes():
     syn = Synopsis(config, {"count": np.array([[1, 2]], dtype=np.uint64),
                             "ts_sum": np.array([[0xAB_0000_0010, 0x20]], dtype=np.uint64)})
     (frame,) = cf.build_synopsis_frames(syn, seq=7, src_mac=SRC, dst_mac=DST, timestamp=5)
+    assert config.config_id == 0x02D8FE13     # docs/SPEC.md §6 quotes these bytes
     cid = f"{config.config_id:08x}"
     assert frame.hex() == (
         "020000000002" "020000000001" "88b5"
