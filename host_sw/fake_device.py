@@ -19,13 +19,16 @@ Faults (:meth:`FakeDevice.inject`) act on the next read replies: ``"drop"`` (no 
 
 from __future__ import annotations
 
+import socket
+import threading
+
 from .config import SynopsisConfig
 from .control_frame import IntervalFlags
 from .golden import Synopsis
 from .regmap import Register, register_map
 from .uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
 
-__all__ = ["FakeDevice", "FAULT_KINDS"]
+__all__ = ["FakeDevice", "FAULT_KINDS", "DeviceServer"]
 
 FAULT_KINDS = ("none", "drop", "short", "extra", "flip")
 _M32 = 0xFFFFFFFF
@@ -231,3 +234,55 @@ class FakeDevice:
         if target.name == "config_id" and self.values["config_id"] != full:
             self.active_flags |= IntervalFlags.CONFIG_CHANGED
         self.values[target.name] = full
+
+
+class DeviceServer:
+    """Serve a device's bridge bytes on a local TCP port (``tcp://127.0.0.1:PORT``), one
+    connection at a time, as a simulation harness does for a simulated core.
+
+    Parameters
+    ----------
+    device : FakeDevice
+        Anything with ``feed(bytes)`` and ``take() -> bytes``.
+    port : int
+        0 picks a free port (see :attr:`port`).
+    """
+
+    def __init__(self, device, *, port: int = 0):
+        self.device = device
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", port))
+        self._sock.listen(1)
+        self.port = self._sock.getsockname()[1]
+        self.url = f"tcp://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            with conn:
+                while True:
+                    try:
+                        data = conn.recv(4096)
+                    except OSError:
+                        break
+                    if not data:
+                        break
+                    self.device.feed(data)
+                    out = self.device.take()
+                    if out:
+                        conn.sendall(out)
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -292,3 +292,20 @@ def test_missing_files_exit_1(capsys, tmp_path):
     assert code == 1 and out == "" and "error" in err
     code, out, err = run(capsys, "read", "-d", "fake://nobody")
     assert code == 1 and "no fake device" in err
+
+
+def test_watch_over_tcp(capsys, pairs):
+    from host_sw.fake_device import DeviceServer
+    s = ScriptedDevice(CONFIG, [p[0] for p in pairs])
+    r = ScriptedDevice(CONFIG, [p[1] for p in pairs])
+    for d in (s, r):
+        d.set("config_id", CONFIG.config_id)
+    with DeviceServer(s) as a, DeviceServer(r) as b:
+        code, out, err = run(capsys, "watch", "--sender", a.url, "--receiver", b.url,
+                             "--swap", "--period", "0", "--intervals", "3", "--json")
+    assert code == 0, err
+    recs = [json.loads(l) for l in out.splitlines()]
+    for rec, (sy, ry) in zip(recs, pairs):
+        direct = estimate_pair(sy, ry)
+        direct.pop("notes")
+        assert rec["valid"] and rec["estimate"] == direct

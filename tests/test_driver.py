@@ -4,7 +4,6 @@ consistent snapshots (overrun, sequence gaps, changes during the read), bus faul
 
 import json
 
-import numpy as np
 import pytest
 
 from host_sw.channel import simulate_interval

@@ -3,12 +3,11 @@
 URL parsing; serial (loop://) and TCP against an in-memory device."""
 
 import socket
-import threading
 
 import pytest
 
 from host_sw.config import LdaConfig
-from host_sw.fake_device import FakeDevice
+from host_sw.fake_device import DeviceServer, FakeDevice
 from host_sw.transport import (FakeTransport, GarbledReply, SerialTransport, SocketTransport,
                                TransportError, TransportTimeout, open_transport,
                                parse_options, register_fake_device)
@@ -86,38 +85,10 @@ def test_loop_serial_exact_bytes_and_echo_is_garbled():
     t.close()
 
 
-class DeviceServer:
-    """A TCP server whose bytes go to a FakeDevice (as a simulation's bridge would)."""
-
-    def __init__(self, device):
-        self.device = device
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(1)
-        self.port = self.sock.getsockname()[1]
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        conn, _ = self.sock.accept()
-        with conn:
-            while True:
-                data = conn.recv(4096)
-                if not data:
-                    return
-                self.device.feed(data)
-                out = self.device.take()
-                if out:
-                    conn.sendall(out)
-
-    def close(self):
-        self.sock.close()
-
-
 def test_socket_transport_against_a_device(device):
     server = DeviceServer(device)
     try:
-        t = open_transport(f"tcp://127.0.0.1:{server.port}?timeout=0.5&retries=1")
+        t = open_transport(f"{server.url}?timeout=0.5&retries=1")
         assert isinstance(t, SocketTransport) and t.retries == 1
         assert t.read_words(0, 1) == [device.map.id_value]
         w = device.map.window
@@ -125,6 +96,9 @@ def test_socket_transport_against_a_device(device):
         device.inject("drop")
         assert t.read_words(0, 1) == [device.map.id_value]
         assert t.stats["retries"] == 1
+        t.close()
+        t = open_transport(server.url)              # the server takes a new connection
+        assert t.read_words(0, 1) == [device.map.id_value]
         t.close()
     finally:
         server.close()
