@@ -292,6 +292,7 @@ def _table_row(rec) -> str:
 # ---------------------------------------------------------------------------------------
 
 def _cmd_watch(args) -> int:
+    from .driver import counter_deltas
     sender = _open_device(args, args.sender)
     try:
         receiver = _open_device(args, args.receiver)
@@ -303,6 +304,7 @@ def _cmd_watch(args) -> int:
         if not args.json:
             print(_TABLE_HEADER, flush=True)
         n = 0
+        previous = {"sender": None, "receiver": None}
         while args.intervals is None or n < args.intervals:
             if args.swap:
                 time.sleep(args.period)
@@ -311,13 +313,22 @@ def _cmd_watch(args) -> int:
             s = sender.read_snapshot(timeout=args.wait)
             r = receiver.read_snapshot(timeout=args.wait)
             rec = _pair_snapshots(s, r, args.confidence)
+            for side, snap in (("sender", s), ("receiver", r)):
+                # Status counters wrap at 2**32: per-interval deltas modulo 2**32.
+                if previous[side] is not None:
+                    rec[side]["status_delta"] = counter_deltas(snap.status, previous[side])
+                previous[side] = snap.status
             if args.json:
                 _dump(rec)
             else:
                 print(_table_row(rec), flush=True)
                 if args.progress:
-                    print(f"# interval {rec['interval']}: sender {s.status.get('frames_seen')}"
-                          f" frames seen, receiver {r.status.get('frames_seen')}",
+                    ds = rec["sender"].get("status_delta", s.status)
+                    dr = rec["receiver"].get("status_delta", r.status)
+                    print(f"# interval {rec['interval']}: frames seen sender "
+                          f"+{ds.get('frames_seen')}, receiver +{dr.get('frames_seen')}; "
+                          f"errored +{ds.get('frames_errored')}/+{dr.get('frames_errored')}; "
+                          f"overruns +{ds.get('overruns')}/+{dr.get('overruns')}",
                           file=sys.stderr, flush=True)
             if out:
                 _dump(rec, out)

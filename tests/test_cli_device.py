@@ -169,6 +169,8 @@ def test_watch_pairs_intervals_and_flags_invalid(capsys, devices, tmp_path):
     assert "mean ns" in lines[0] and len(lines) == 3
     recs = [json.loads(l) for l in records.read_text().splitlines()]
     assert [x["interval"] for x in recs] == [0, 1] and all(x["valid"] for x in recs)
+    assert "status_delta" not in recs[0]["sender"]
+    assert recs[1]["sender"]["status_delta"]["frames_seen"] == 0
     # The receiver sees extra boundaries (overruns while interval 2 is frozen): its next
     # interval spans several of the sender's; that record is invalid, with no estimate.
     r.swap()
@@ -300,6 +302,9 @@ def test_watch_over_tcp(capsys, pairs):
     r = ScriptedDevice(CONFIG, [p[1] for p in pairs])
     for d in (s, r):
         d.set("config_id", CONFIG.config_id)
+    s.set("frames_seen", 0xFFFFFFF0)
+    s.hooks.append(lambda dev, cmd, n, a: dev.set("frames_seen", (dev.get("frames_seen") + 4)
+                                                  & 0xFFFFFFFF) if a == 8 else None)
     with DeviceServer(s) as a, DeviceServer(r) as b:
         code, out, err = run(capsys, "watch", "--sender", a.url, "--receiver", b.url,
                              "--swap", "--period", "0", "--intervals", "3", "--json")
@@ -309,3 +314,6 @@ def test_watch_over_tcp(capsys, pairs):
         direct = estimate_pair(sy, ry)
         direct.pop("notes")
         assert rec["valid"] and rec["estimate"] == direct
+    # frames_seen (+4 per CONTROL write) wraps from 0xfffffffc to 4 before the last read.
+    assert [r["sender"].get("status_delta", {}).get("frames_seen") for r in recs] == \
+        [None, 8, 8]
