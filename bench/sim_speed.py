@@ -35,7 +35,7 @@ OUT = REPO / "bench" / "out" / "sim_speed.json"
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kinds", nargs="+", default=["lda"], choices=["lda", "rda", "lds"])
-    ap.add_argument("--widths", nargs="+", type=int, default=[8, 64])
+    ap.add_argument("--widths", nargs="+", type=int, default=[8, 64, 512])
     ap.add_argument("--simulators", nargs="+", default=None,
                     help="icarus and/or verilator (default: every one installed)")
     ap.add_argument("--frames", type=int, default=2000)

@@ -91,6 +91,8 @@ class CoreParams:
         samples half of them).
     vlda_cells : int
         LDS virtual-LDA cells per flow.
+    uart_timeout : int
+        The bridge's half-command timeout in clocks (short, so a test can wait it out).
     """
     kind: str
     data_width: int
@@ -98,6 +100,7 @@ class CoreParams:
     size: int = 64
     thresholds: tuple[int, ...] | None = None
     vlda_cells: int = 4
+    uart_timeout: int = 1000
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -199,7 +202,8 @@ def find_toplevel(verilog: Path) -> str:
 def _export_command(params: CoreParams, out: Path) -> list[str]:
     config = params.config()
     cmd = [sys.executable, "-m", "hw.lda_pipeline", "--synopsis", params.kind,
-           "--data-width", str(params.data_width), "-o", str(out)]
+           "--data-width", str(params.data_width), "--uart-timeout", str(params.uart_timeout),
+           "-o", str(out)]
     if params.kind == "lda":
         cmd += ["--banks", str(config.banks), "--rows", str(config.rows),
                 "--thresholds", ",".join(map(str, config.thresholds))]
@@ -318,19 +322,37 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     if seed is None and os.environ.get("LDA_SIM_SEED"):
         seed = int(os.environ["LDA_SIM_SEED"])
     sim_dir = Path(build_dir) / simulator
+    sim_dir.mkdir(parents=True, exist_ok=True)
     waves = waves_enabled()
+    sources = [Path(s) for s in sources]
     build_args = []
+    build_waves = waves
     if simulator == "verilator":
         build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style"]
         if waves:
             build_args.append("--trace-fst")
+    else:
+        # Verilog-2005 semantics: Yosys's trigger for `always @*` blocks (a register
+        # initialised to 0 that every block reads) only fires at time 0 when declaration
+        # initialisers are time-0 assignments; under -g2012 (the runner's default) they
+        # are applied before time 0, and a combinational block whose inputs never change
+        # (e.g. an FSM output while the FSM stays in its reset state) stays X.
+        build_args = ["-g2005"]
+        if waves:  # the runner's own dump module is SystemVerilog: use a 2005 one
+            dump = sim_dir / "lda_sim_dump.v"
+            dump.write_text("module lda_sim_dump;\n  initial begin\n"
+                            f"    $dumpfile(\"{toplevel}.fst\");\n"
+                            f"    $dumpvars(0, {toplevel});\n  end\nendmodule\n")
+            sources.append(dump)
+            build_args += ["-s", "lda_sim_dump"]
+            build_waves = False
     log = sim_dir / f"{results_name}.log"
     results_xml = sim_dir / f"{results_name}.xml"
     with _environ(env):
         runner = get_runner(simulator)
-        runner.build(sources=[Path(s) for s in sources], hdl_toplevel=toplevel,
+        runner.build(sources=sources, hdl_toplevel=toplevel,
                      build_dir=sim_dir, parameters=parameters or {},
-                     timescale=("1ns", "1ps"), waves=waves, build_args=build_args,
+                     timescale=("1ns", "1ps"), waves=build_waves, build_args=build_args,
                      log_file=sim_dir / "build.log")
         try:
             runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=sim_dir,

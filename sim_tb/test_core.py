@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """pytest entry for the cocotb testbenches of the exported core: synopsis kind {LDA,
 RDA, LDS} × data width {8, 64}, each exported and built in its own folder
-(``build/sim/<param-id>/``). A failing cocotb test fails the pytest test with the names
-and messages of the failures (:class:`sim_tb.runner.SimFailure`)."""
+(``build/sim/<param-id>/``), plus the hazard test at 512 bits, where a minimum-size
+frame is a single beat, so consecutive frames update the same counter on consecutive
+clocks (the read-modify-write forwarding path through the whole core). A failing cocotb
+test fails the pytest test with the names and messages of the failures
+(:class:`sim_tb.runner.SimFailure`)."""
 
 import importlib.util
 
 import pytest
 
-from sim_tb.runner import DEFAULT_PARAMS, run_core_tests
+from sim_tb.runner import DEFAULT_PARAMS, KINDS, CoreParams, run_core_tests
 
 pytestmark = [
     pytest.mark.cocotb,
@@ -16,8 +19,17 @@ pytestmark = [
                        reason="hw/lda_pipeline.py (the core's top) does not exist yet"),
 ]
 
+SINGLE_BEAT_PARAMS = [CoreParams(kind=k, data_width=512) for k in KINDS]
+
 
 @pytest.mark.parametrize("params", DEFAULT_PARAMS, ids=lambda p: p.param_id)
 def test_core(params):
     results = run_core_tests(params, "sim_tb.cocotb_core")
     assert len(results.tests) >= 10, sorted(results.tests)
+
+
+@pytest.mark.parametrize("params", SINGLE_BEAT_PARAMS, ids=lambda p: p.param_id)
+def test_core_single_beat_hazard(params):
+    results = run_core_tests(params, "sim_tb.cocotb_core",
+                             testcase=["same_counter_hazard", "passthrough"])
+    assert "same_counter_hazard" in results.tests, sorted(results.tests)
