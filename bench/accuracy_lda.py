@@ -362,7 +362,8 @@ def main(argv=None) -> int:
     paths = plot(rows, summary, args.out)
     meta = {"packets": args.packets, "runs": args.runs, "losses": list(losses),
             "figures": list(figures), "machine": machine(),
-            "seconds": round(time.perf_counter() - progress.start, 1)}
+            "seconds": round(time.perf_counter() - progress.start, 1),
+            "cpu_seconds": round(time.process_time(), 1)}
     (args.out / "lda_meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(format_table(summary, COLUMNS))
     print(f"\nwrote {args.out / 'lda_runs.csv'}, {args.out / 'lda_summary.csv'}, "

@@ -221,7 +221,8 @@ def main(argv=None) -> int:
     meta = {"packets": args.packets, "flows": args.flows, "runs": args.runs,
             "cells_per_row": list(cells), "delay_model": model, "delay": delay,
             "flow_extra": flow_extra,
-            "machine": machine(), "seconds": round(time.perf_counter() - progress.start, 1)}
+            "machine": machine(), "seconds": round(time.perf_counter() - progress.start, 1),
+            "cpu_seconds": round(time.process_time(), 1)}
     (args.out / f"lds_{model}_meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(format_table(summary, COLUMNS))
     print(f"\nwrote {args.out / f'lds_{model}_runs.csv'}, "

@@ -275,7 +275,8 @@ def main(argv=None) -> int:
     write_csv(args.out / "rda_summary.csv", summary)
     path = plot(rows, summary, args.out)
     meta = {"packets": args.packets, "runs": args.runs, "differences": list(differences),
-            "machine": machine(), "seconds": round(time.perf_counter() - progress.start, 1)}
+            "machine": machine(), "seconds": round(time.perf_counter() - progress.start, 1),
+            "cpu_seconds": round(time.process_time(), 1)}
     (args.out / "rda_meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(format_table(summary, COLUMNS))
     print(f"\nwrote {args.out / 'rda_runs.csv'}, {args.out / 'rda_summary.csv'}, {path}")
