@@ -31,8 +31,8 @@ import numpy as np
 
 from .config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, check_comparable
 from .hashing import (
-    H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, classify_frame,
-    header_windows, lda_bank, lds_digest, table_xor,
+    H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, RdaBucketHash,
+    classify_frame, header_windows, lda_bank, lds_digest, sbox_nibbles64, table_xor,
 )
 from .layouts import wrap
 
@@ -91,8 +91,8 @@ class Hashers:
                     for r in range(config.rows)]
         self.rda_bucket = []
         if isinstance(config, RdaConfig):
-            self.rda_bucket = [H3(seed=config.seed, purpose=HashPurpose.RDA_BUCKET, index=l,
-                                  in_bytes=8, out_bits=32) for l in range(config.banks)]
+            self.rda_bucket = [RdaBucketHash(seed=config.seed, bank=l)
+                               for l in range(config.banks)]
         self._rda_pair_tables = None
         self._flow_tables = {}
 
@@ -123,7 +123,8 @@ class Hashers:
         return out
 
     def rda_bucket_hashes(self, ids: np.ndarray) -> list[np.ndarray]:
-        """``H3_rda[l](ID)`` (32-bit values as uint64) for each RDA bank ``l``.
+        """``h_l(ID) = H3_rda[l](S(ID))`` (32-bit values as uint64) for each RDA bank
+        ``l`` (:class:`~host_sw.hashing.RdaBucketHash`).
 
         Equal to ``[h.of_u64(ids) for h in self.rda_bucket]``, computed faster: banks are
         taken two at a time, with 65536-entry tables whose entries hold bank ``2i`` in
@@ -132,12 +133,13 @@ class Hashers:
         ids = np.ascontiguousarray(ids, dtype=np.uint64)
         if len(ids) < PAIR_TABLE_MIN_ROWS:
             return [h.of_u64(ids) for h in self.rda_bucket]
+        ids = sbox_nibbles64(ids)
         if self._rda_pair_tables is None:
             tables = []
             for i in range(0, len(self.rda_bucket), 2):
-                lo = self.rda_bucket[i].pair_tables()
+                lo = self.rda_bucket[i].h3.pair_tables()
                 if i + 1 < len(self.rda_bucket):
-                    hi = self.rda_bucket[i + 1].pair_tables()
+                    hi = self.rda_bucket[i + 1].h3.pair_tables()
                     tables.append([lo[j] | (hi[j] << np.uint64(32)) for j in range(4)])
                 else:
                     tables.append([lo[j] for j in range(4)])

@@ -18,11 +18,16 @@ window. ``P`` is split into fields:
 * ``P`` as a whole is the RDA packet ID; the low ``digest_bits`` of ``P`` are the LDS
   digest.
 
-Secondary hashes are H3 too (so XOR-linear, which RDA's pure-bucket test relies on):
+Secondary hashes:
 
-* RDA bucket of bank ``l``: ``H3_rda[l](ID)`` (64 → 32 bits), reduced to ``[0, m)`` by
-  multiply-shift ``(h * m) >> 32`` — for a power-of-two ``m`` these are the top ``log2 m``
-  bits of ``h``;
+* RDA bucket of bank ``l``: ``H3_rda[l](S(ID))`` (64 → 32 bits), where ``S`` replaces
+  every 4-bit nibble of the ID through the PRESENT S-box (:data:`RDA_SBOX`), reduced to
+  ``[0, m)`` by multiply-shift ``(h * m) >> 32`` — for a power-of-two ``m`` these are the
+  top ``log2 m`` bits of ``h``. The S-box is there because RDA's pure-bucket test
+  (``h_l(ID XOR) == i``) needs a hash that is *not* XOR-linear: with a linear ``h`` and an
+  order-preserving reduction, any odd number of IDs sharing a bucket would pass the test
+  (``h(a^b^c) = h(a)^h(b)^h(c)`` keeps the common top bits). In hardware ``S`` costs one
+  LUT4 per output bit (:class:`RdaBucketHash`);
 * LDS flow hash of row ``r``: ``H3_flow[r](window & flow_mask)`` (window → 32 bits), its
   base cell ``(h * C) >> 32``.
 
@@ -41,6 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = [
+    "RDA_SBOX", "sbox_nibbles64", "RdaBucketHash",
     "MASK64", "GOLDEN_GAMMA", "mix64", "HashPurpose", "h3_rows", "H3",
     "ETHERTYPE_IPV4", "ETHERTYPE_IPV6", "ETHERTYPE_CONTROL", "MIN_FRAME_BYTES",
     "DEFAULT_WINDOW_BYTES", "FrameClass", "ByteMask", "default_masks",
@@ -364,6 +370,45 @@ def lda_sign(row: np.ndarray) -> np.ndarray:
     ``T[2i] - T[2i-1]`` with 1-based rows).
     """
     return np.where(np.asarray(row) & 1, 1, -1)
+
+
+#: The 4-bit S-box of the PRESENT block cipher (Bogdanov et al., CHES 2007): the nonlinear
+#: layer in front of the RDA bucket hash (module docstring).
+RDA_SBOX = (0xC, 0x5, 0x6, 0xB, 0x9, 0x0, 0xA, 0xD, 0x3, 0xE, 0xF, 0x8, 0x4, 0x7, 0x1, 0x2)
+
+_SBOX_BYTE = np.array([(RDA_SBOX[b >> 4] << 4) | RDA_SBOX[b & 0xF] for b in range(256)],
+                      dtype=np.uint8)
+
+
+def sbox_nibbles64(ids: np.ndarray) -> np.ndarray:
+    """``S(ID)``: every nibble of each 64-bit ID through :data:`RDA_SBOX`."""
+    ids = np.ascontiguousarray(ids, dtype=np.uint64)
+    return _SBOX_BYTE[ids.view(np.uint8)].view(np.uint64).reshape(ids.shape)
+
+
+class RdaBucketHash:
+    """RDA bank ``l``'s bucket hash ``h_l(ID) = H3_rda[l](S(ID))`` (32 bits).
+
+    ``of_u64`` gives the 32-bit hash, :meth:`bucket` the bucket ``(h · m) >> 32``.
+    """
+
+    def __init__(self, *, seed: int, bank: int):
+        self.bank_index = bank
+        self.h3 = H3(seed=seed, purpose=HashPurpose.RDA_BUCKET, index=bank, in_bytes=8,
+                     out_bits=32)
+
+    def of_u64(self, ids: np.ndarray) -> np.ndarray:
+        return self.h3.of_u64(sbox_nibbles64(ids))
+
+    def scalar(self, packet_id: int) -> int:
+        """Reference evaluation from the definition (pure Python)."""
+        substituted = 0
+        for i in range(16):
+            substituted |= RDA_SBOX[(packet_id >> (4 * i)) & 0xF] << (4 * i)
+        return self.h3.scalar(substituted.to_bytes(8, "little"))
+
+    def bucket(self, ids: np.ndarray, buckets: int) -> np.ndarray:
+        return range_reduce32(self.of_u64(ids), buckets)
 
 
 def range_reduce32(hash32: np.ndarray, size: int) -> np.ndarray:

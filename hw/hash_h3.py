@@ -28,19 +28,20 @@ Pipeline (every stage registered, so no long combinational XOR tree):
 2. XOR tree (:class:`H3Pipeline`): each stage XORs groups of at most ``fan_in`` (16)
    terms — two LUT4 levels — until one term is left per output bit; a 512-bit window
    takes 3 stages (512 → 32 → 2 → 1);
-3. RDA only: the bucket hash of each bank, H3 of the 64-bit packet hash (64 → 32), in
-   another :class:`H3Pipeline` after the packet hash.
+3. RDA only: the bucket hash of each bank, ``H3_rda[l](S(P))`` (64 → 32): the packet hash
+   through the nibble S-box (host_sw.hashing.RDA_SBOX, one LUT4 per bit, registered), then
+   another :class:`H3Pipeline`.
 
 The flow hashes (LDS) run in parallel with the packet hash; every output is delayed to a
 common latency :attr:`PacketHasher.latency`.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
-from host_sw.hashing import FrameClass, HashPurpose, h3_rows
+from host_sw.hashing import RDA_SBOX, FrameClass, HashPurpose, h3_rows
 
 from .header_tap import FRAME_CLASS_BITS, TapRecord
 
@@ -206,7 +207,8 @@ class PacketHasher(wiring.Component):
                            out_bits=32) for r in range(config.rows)]
         packet_latency = 2 + self._packet_tree.latency   # input and mask stages + tree
         if self._bucket_trees:
-            packet_latency_total = packet_latency + self._bucket_trees[0].latency
+            # + 1: the registered S-box stage in front of the bucket trees
+            packet_latency_total = packet_latency + 1 + self._bucket_trees[0].latency
         else:
             packet_latency_total = packet_latency
         flow_latency = 2 + max((t.latency for t in self._flow_trees), default=0)
@@ -263,11 +265,17 @@ class PacketHasher(wiring.Component):
                     delayed(m, tree.hash, self.latency - 2 - tree.latency,
                             name=f"flow_hash_{r}"))
 
+        if self._bucket_trees:
+            # S(P): every nibble of the packet hash through the S-box (registered).
+            sbox = Array(Const(v, 4) for v in RDA_SBOX)
+            substituted = Signal(64)
+            m.d.sync += substituted.eq(Cat(*(sbox[packet_hash[4 * i:4 * i + 4]]
+                                             for i in range(16))))
         for l, tree in enumerate(self._bucket_trees):
             m.submodules[f"bucket_tree_{l}"] = tree
-            m.d.comb += tree.data.eq(packet_hash)
+            m.d.comb += tree.data.eq(substituted)
             m.d.comb += self.hashed.payload.bucket_hash[l].eq(
-                delayed(m, tree.hash, self.latency - self._packet_latency - tree.latency,
+                delayed(m, tree.hash, self.latency - self._packet_latency - 1 - tree.latency,
                         name=f"bucket_hash_{l}"))
 
         m.d.comb += self.hashed.payload.packet_hash.eq(

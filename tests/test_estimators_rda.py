@@ -262,7 +262,7 @@ def test_a_stopping_set_is_reported_not_guessed():
 
 
 def test_cache_check_rescues_high_loads_where_false_pure_buckets_appear():
-    # Power-of-two m and the XOR-linear H3: a bucket with 3 IDs passes h(ID) == i.
+    # High load (d/m = 0.39): the cache check rejects any falsely pure bucket exactly.
     rng = np.random.default_rng(5)
     m = 1024
     trace = Trace(rng, common=2000, lost=200, reordered=200)  # d/m = 0.39
@@ -281,15 +281,34 @@ def test_cache_check_rescues_high_loads_where_false_pure_buckets_appear():
     assert est.exact and est.mean_ticks == trace.true_mean
 
 
-def test_bucket_with_three_ids_looks_pure_under_the_linear_hash():
-    # Documented property of the contract's bucket function (module notes of rda.py).
-    config = RdaConfig(banks=1, buckets_per_bank=256)
-    h = Hashers(config).rda_bucket[0]
-    rng = np.random.default_rng(0)
-    ids = rng.integers(0, 2**64, size=20000, dtype=np.uint64)
-    bucket = range_reduce32(h.of_u64(ids), 256)
-    a, b, c = ids[bucket == 17][:3]
-    assert range_reduce32(h.of_u64(np.array([a ^ b ^ c])), 256)[0] == 17
+def _triples_sharing_a_bucket(ids, bucket_of, m):
+    buckets = bucket_of(ids)
+    groups = [ids[buckets == b] for b in range(m)]
+    return np.concatenate([g[:3 * (len(g) // 3)].reshape(-1, 3) for g in groups])
+
+
+def test_three_ids_in_one_bucket_rarely_look_pure():
+    # Why the contract puts an S-box in front of the bucket H3 (hashing.RdaBucketHash):
+    # with the XOR-linear H3 alone every bucket holding three IDs passes h(a^b^c) == i;
+    # with the S-box only about 1/m of them do, as the RDA paper assumes of its hash.
+    m = 256
+    h = Hashers(RdaConfig(banks=1, buckets_per_bank=m)).rda_bucket[0]
+    ids = np.random.default_rng(0).integers(0, 2**64, size=60000, dtype=np.uint64)
+
+    def linear(x):
+        return range_reduce32(h.h3.of_u64(x), m)
+
+    def nonlinear(x):
+        return h.bucket(x, m)
+
+    for bucket_of, expect_all in ((linear, True), (nonlinear, False)):
+        t = _triples_sharing_a_bucket(ids, bucket_of, m)
+        looks_pure = bucket_of(t[:, 0] ^ t[:, 1] ^ t[:, 2]) == bucket_of(t[:, 0])
+        assert len(t) > 15000
+        if expect_all:
+            assert looks_pure.all()               # the flaw the S-box removes
+        else:
+            assert looks_pure.mean() < 3 / m
 
 
 # ---------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def ref_update(config, packets, timestamps, flows=None, weights=None, counted=No
                 add(bank, p % config.rows, p, t, w)
         elif isinstance(config, RdaConfig):
             for l, h in enumerate(hashers.rda_bucket):
-                add(l, (h.scalar(p.to_bytes(8, "little")) * cols) >> 32, p, t, w)
+                add(l, (h.scalar(p) * cols) >> 32, p, t, w)
         else:
             offset = ((p & 0xFFFFFFFF) * config.vlda_cells) >> 32
             for r, z in enumerate(config.row_thresholds):
@@ -464,7 +464,9 @@ def test_spec_is_enough_to_reimplement_the_vectors():
         p = h3(qp, window, packet_mask)
         lz = 32 - (p >> 32).bit_length()
         bank = max(j for j, z in enumerate((0, 6)) if z <= lz)
-        rda = [(h3(q, p.to_bytes(8, "little"), 0xFF) * 1024) >> 32 for q in qr]
+        sbox = [0xC, 5, 6, 0xB, 9, 0, 0xA, 0xD, 3, 0xE, 0xF, 8, 4, 7, 1, 2]
+        s_id = sum(sbox[(p >> (4 * i)) & 0xF] << (4 * i) for i in range(16))
+        rda = [(h3(q, s_id.to_bytes(8, "little"), 0xFF) * 1024) >> 32 for q in qr]
         flows = [h3(q, window, flow_mask) for q in qf]
         cells = [((f * 1024) >> 32) % 1024 for f in flows]  # k = 1: offset 0
         cols = [c.strip().strip("`") for c in row.strip("|").split("|")]

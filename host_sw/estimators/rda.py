@@ -29,12 +29,10 @@ Steps (each a public function):
 
 Decoding details beyond the paper (documented because they matter):
 
-* The bucket hash is H3, which is XOR-linear, and for a power-of-two ``m`` the bucket is
-  the top ``log2 m`` bits of the hash. Then ``h_l(a ⊕ b ⊕ c) = h_l(a) ⊕ h_l(b) ⊕ h_l(c)``
-  and any bucket holding an *odd* number of IDs passes the ``h_l(ID) == i`` test: e.g.
-  two lost packets and one reordered one (``Δ = −1``) look pure (a non-power-of-two
-  ``m`` helps little: the multiply-shift reduction is monotone in the hash). Guards keep
-  such false positives harmless: (a) an ID is only peeled when its bucket in every bank
+* The contract's bucket hash puts an S-box in front of H3 (:class:`~host_sw.hashing.
+  RdaBucketHash`) so that a bucket holding several IDs passes the ``h_l(ID) == i`` test
+  only by chance (about ``1/m``), as the paper assumes. Guards keep the remaining
+  false positives harmless: (a) an ID is only peeled when its bucket in every bank
   holds a non-zero ID (a genuine member of the difference is in all ``k`` of them);
   (b) IDs pure in *every* bank (never a false one) are peeled first, the others only in
   rounds where no such ID is left; (c) peeled IDs are kept as a signed multiset — a
@@ -255,7 +253,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
         Optional membership check (ID arrays or :class:`PacketCache`): a pure-looking
         bucket with ``Δ = −1`` is only peeled when its ID is in ``sender_ids``, one with
         ``Δ = +1`` only when it is in ``receiver_ids``. This rejects the false pure
-        buckets of the XOR-linear bucket hash exactly (see the module notes). Without it
+        buckets exactly (see the module notes). Without it
         the guards make them harmless at ``d ≤ m/8`` (every failure seen there was a
         true stopping set), but at ``d/m ≈ 0.3–0.4`` decoding can stop with tens of IDs
         left where the check lets it finish (``bench/rda_decode.py``).
