@@ -80,12 +80,13 @@ class UARTBoneBridge(wiring.Component):
         receiving = Signal()    # in the middle of a command, waiting for its next byte
         timed_out = Signal()
 
+        expired = Signal()      # registered `timer == timeout_cycles` (Fmax)
         m.d.comb += [bus.addr.eq(address), bus.w_data.eq(word),
-                     timed_out.eq(receiving & (timer == self.timeout_cycles))]
+                     timed_out.eq(receiving & expired)]
         with m.If(~receiving | (rx.valid & rx.ready)):
-            m.d.sync += timer.eq(0)
-        with m.Elif(~timed_out):
-            m.d.sync += timer.eq(timer + 1)
+            m.d.sync += [timer.eq(0), expired.eq(0)]
+        with m.Elif(~expired):
+            m.d.sync += [timer.eq(timer + 1), expired.eq(timer == self.timeout_cycles - 1)]
 
         with m.FSM(name="uartbone"):
             with m.State("COMMAND"):
