@@ -20,44 +20,53 @@ from .estimators.rda import estimate_rda
 from .golden import Synopsis
 from .layouts import signed_difference
 
-__all__ = ["estimate_pair", "ESTIMATE_KEYS"]
+__all__ = ["estimate_pair", "json_number", "ESTIMATE_KEYS"]
 
 ESTIMATE_KEYS = ("mean", "std", "ci", "lost", "loss_rate", "samples", "sent", "received")
 
 
-def _num(x):
+def json_number(x):
+    """A float for JSON: ``None`` for a missing value or NaN."""
     if x is None:
         return None
     x = float(x)
     return None if math.isnan(x) else x
 
 
-def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98) -> dict:
+def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98,
+                  sender_cache=None, receiver_cache=None, hashers=None) -> dict:
     """The estimate of one interval (times in ns).
 
     ``sent``/``received``/``lost`` are scaled to the whole stream where the synopsis
     samples (LDA: by ``2**thresholds[0]``); ``loss_rate`` is lost/sent over the sampled
-    packets.
+    packets. RDA with both points' packet caches (``(ids, timestamps)``) decodes and
+    repairs: ``lost`` is then the number of lost packets decoded, and ``reordered``,
+    ``decoded`` and ``exact`` are added.
     """
     check_comparable(sender.config, receiver.config)
     config = sender.config
     if isinstance(config, LdaConfig):
         e = estimate_lda(sender, receiver, confidence=confidence)
         scale = 2 ** config.thresholds[0]
-        return {"mean": _num(e.mean_ns), "std": _num(e.std_ns),
-                "ci": [_num(e.ci_low_ns), _num(e.ci_high_ns)],
-                "lost": e.lost * scale, "loss_rate": _num(e.loss_rate),
+        return {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns),
+                "ci": [json_number(e.ci_low_ns), json_number(e.ci_high_ns)],
+                "lost": e.lost * scale, "loss_rate": json_number(e.loss_rate),
                 "samples": e.samples, "sent": e.sent * scale,
                 "received": e.received * scale, "notes": list(e.notes)}
     if isinstance(config, RdaConfig):
-        e = estimate_rda(sender, receiver, confidence=confidence)
+        e = estimate_rda(sender, receiver, confidence=confidence, sender_cache=sender_cache,
+                         receiver_cache=receiver_cache, hashers=hashers)
         sent = int(np.asarray(sender.count[0], dtype=object).sum())
         received = int(np.asarray(receiver.count[0], dtype=object).sum())
-        lost = sent - received
-        return {"mean": _num(e.mean_ns), "std": _num(e.std_ns),
-                "ci": [_num(e.ci_low_ns), _num(e.ci_high_ns)], "lost": lost,
-                "loss_rate": lost / sent if sent else None, "samples": e.samples,
-                "sent": sent, "received": received, "notes": list(e.notes)}
+        record = {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns),
+                  "ci": [json_number(e.ci_low_ns), json_number(e.ci_high_ns)], "lost": sent - received,
+                  "samples": e.samples, "sent": sent, "received": received,
+                  "notes": list(e.notes)}
+        if sender_cache is not None and receiver_cache is not None:
+            record.update(lost=e.lost_found, reordered=e.reordered_found,
+                          decoded=e.decoded, exact=e.exact)
+        record["loss_rate"] = record["lost"] / sent if sent else None
+        return record
     if isinstance(config, LdsConfig):
         z = np.asarray(config.row_thresholds)
         row = int(np.argmin(z))
@@ -70,7 +79,7 @@ def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0
                 if samples else None)
         scale = 2 ** int(z[row])
         sent, received = int(n_s.sum()) * scale, int(n_r.sum()) * scale
-        return {"mean": _num(mean), "std": None, "ci": [None, None],
+        return {"mean": json_number(mean), "std": None, "ci": [None, None],
                 "lost": sent - received,
                 "loss_rate": (sent - received) / sent if sent else None,
                 "samples": samples, "sent": sent, "received": received,

@@ -16,18 +16,16 @@ yields a :class:`RunResult` whose :meth:`~RunResult.to_json` is the CLI's JSON c
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .channel import IntervalObservation, Scenario, interval_observations
 from .config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
-from .estimators.lda import estimate_lda, tuned_threshold, tuned_thresholds
+from .estimators.lda import tuned_threshold, tuned_thresholds
 from .estimators.lds import estimate_flows
-from .estimators.rda import estimate_rda
 from .golden import Hashers
-from .layouts import signed_difference
+from .measure import estimate_pair, json_number
 
 __all__ = ["RunResult", "lda_config_for", "run_scenario", "set_difference_interval"]
 
@@ -48,14 +46,6 @@ class RunResult:
         return {"run": self.run, "synopsis": self.synopsis,
                 "config_id": f"{self.config_id:#010x}",
                 "true": self.true, "estimate": self.estimate}
-
-
-def _num(x):
-    """JSON-friendly float: None for missing/NaN."""
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
 
 
 def lda_config_for(*, packets: int, rows: int, banks: int, tune_for_loss: float | None,
@@ -116,7 +106,7 @@ def set_difference_interval(scenario: Scenario, difference: int, run: int) -> In
 
 def _truth(iv: IntervalObservation) -> dict:
     t = iv.truth
-    return {"mean": _num(t.mean), "std": _num(t.std), "sent": int(t.sent),
+    return {"mean": json_number(t.mean), "std": json_number(t.std), "sent": int(t.sent),
             "received": int(t.received), "lost": int(t.lost)}
 
 
@@ -128,45 +118,21 @@ def _caches(iv: IntervalObservation, config: SynopsisConfig, hashers: Hashers):
 
 def _estimate(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers,
               confidence: float) -> tuple[dict, dict]:
+    """(the JSON contract's ``estimate``, the rest of the record as details)."""
     sender, receiver = iv.synopses(config, hashers=hashers)
-    if isinstance(config, LdaConfig):
-        e = estimate_lda(sender, receiver, confidence=confidence)
-        # The banks together sample a fraction 2**-z_0 of the stream (disjoint sets), so
-        # the loss among the sampled packets scales to the stream by 2**z_0.
-        est = {"mean": _num(e.mean_ns), "std": _num(e.std_ns),
-               "lost": e.lost * 2 ** config.thresholds[0], "samples": e.samples,
-               "ci": [_num(e.ci_low_ns), _num(e.ci_high_ns)]}
-        return est, {"sent_sampled": e.sent, "received_sampled": e.received,
-                     "lost_sampled": e.lost,
-                     "usable_rows": e.usable_rows, "notes": list(e.notes)}
-    if isinstance(config, RdaConfig):
-        s_cache, r_cache = _caches(iv, config, hashers)
-        e = estimate_rda(sender, receiver, sender_cache=s_cache, receiver_cache=r_cache,
-                         confidence=confidence, hashers=hashers)
-        est = {"mean": _num(e.mean_ns), "std": _num(e.std_ns), "lost": e.lost_found,
-               "samples": e.samples, "ci": [_num(e.ci_low_ns), _num(e.ci_high_ns)]}
-        return est, {"decoded": e.decoded, "exact": e.exact,
-                     "reordered": e.reordered_found, "notes": list(e.notes)}
+    caches = _caches(iv, config, hashers) if isinstance(config, RdaConfig) else (None, None)
+    record = estimate_pair(sender, receiver, confidence=confidence, sender_cache=caches[0],
+                           receiver_cache=caches[1], hashers=hashers)
+    estimate = {k: record.pop(k) for k in ("mean", "std", "lost", "samples", "ci")}
     if isinstance(config, LdsConfig):
-        return _estimate_lds(config, sender, receiver, iv, hashers)
-    raise TypeError(type(config).__name__)
+        record.update(_lds_flow_errors(config, sender, receiver, iv, hashers))
+    return estimate, record
 
 
-def _estimate_lds(config: LdsConfig, sender, receiver, iv: IntervalObservation,
-                  hashers: Hashers) -> tuple[dict, dict]:
-    """LDS in a one-number table: the aggregate delay over the usable cells of the
-    highest-rate row (each packet counted once), plus per-flow figures: the median
-    relative error of the per-flow delay for flows of ≥ 100 packets (LDS §5.1)."""
-    z = np.asarray(config.row_thresholds)
-    row = int(np.argmin(z))
-    n_s = sender.count[row].astype(np.int64)
-    n_r = receiver.count[row].astype(np.int64)
-    usable = (n_s == n_r) & (sender["digest"][row] == receiver["digest"][row]) & (n_s > 0)
-    dts = signed_difference(receiver.ts_sum[row], sender.ts_sum[row], config.ts_bits)
-    samples = int(n_s[usable].sum())
-    mean = (int(dts[usable].astype(object).sum()) / samples * config.tick_ns
-            if samples else None)
-    scale = 2 ** int(z[row])
+def _lds_flow_errors(config: LdsConfig, sender, receiver, iv: IntervalObservation,
+                     hashers: Hashers) -> dict:
+    """Per-flow figures of LDS §5.1: the median relative error of the per-flow delay over
+    flows of ≥ 100 packets."""
     trace = iv.sender.trace
     flows = estimate_flows(sender, receiver, trace.flow_hashes(config, hashers))
     truth = iv.truth.per_flow(trace.flow_ids, trace.num_flows)
@@ -174,13 +140,8 @@ def _estimate_lds(config: LdsConfig, sender, receiver, iv: IntervalObservation,
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.abs(flows.delay_ns[big] - truth["mean"][big]) / np.abs(truth["mean"][big])
     rel = rel[np.isfinite(rel)]
-    est = {"mean": _num(mean), "std": None,
-           "lost": int((n_s.sum() - n_r.sum()) * scale), "samples": samples,
-           "ci": [None, None]}
-    return est, {"flows_100plus": int(big.sum()),
-                 "flow_median_rel_error": _num(np.median(rel)) if rel.size else None,
-                 "notes": ["LDS gives per-flow delays; std and a confidence interval of "
-                           "the aggregate are not part of its estimator"]}
+    return {"flows_100plus": int(big.sum()),
+            "flow_median_rel_error": float(np.median(rel)) if rel.size else None}
 
 
 def run_scenario(scenario: Scenario, config: SynopsisConfig, *, runs: int = 1,
