@@ -40,6 +40,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -74,8 +75,9 @@ def lda_seed(run: int) -> int:
     return BASE_SEED + 7919 * run
 
 
-def _record(figure, delay, loss_model, loss, label, run, iv, est, extra=None) -> dict:
-    truth = iv.truth
+def _record(figure, delay, loss_model, loss, label, run, truth, est, extra=None) -> dict:
+    """One run's record; ``truth`` has ``mean``, ``std`` and ``lost`` (computed once per
+    interval: each is a pass over millions of delays)."""
     row = {"figure": figure, "delay": delay, "loss_model": loss_model, "loss": loss,
            "config": label, "run": run, "true_mean_ns": truth.mean,
            "true_std_ns": truth.std, "true_lost": truth.lost,
@@ -157,20 +159,21 @@ def run_lda(*, packets: int = 5_000_000, losses=LOSSES, runs: int = 10,
         z = tuned_threshold(ROWS, lost, ALPHA)
         single = LdaConfig(banks=1, rows=ROWS, thresholds=(z,))
         bound = expected_samples(ROWS, iv.truth.received, iv.truth.lost, ALPHA)
+        truth = SimpleNamespace(mean=iv.truth.mean, std=iv.truth.std, lost=iv.truth.lost)
         for run in range(runs):
             packet = packet_for(run)
             seed = lda_seed(run)
             if loss_model == "uniform" and (4 in figures or 5 in figures):
                 cfg = single.replace(seed=seed)
                 est = lda_estimate(cfg, iv, packet)
-                rows.append(_record(4, delay, loss_model, loss, "1-bank pow2", run, iv, est,
+                rows.append(_record(4, delay, loss_model, loss, "1-bank pow2", run, truth, est,
                                     {"p": 2.0 ** -z, "counters": ROWS,
                                      "expected_samples_bound": bound}))
                 if 4 in figures:
                     cfg0 = LdaConfig(banks=1, rows=ROWS, thresholds=(0,), seed=seed)
                     est = lda_estimate(cfg0, iv, packet, exact_p_filter(packet, p))
                     rows.append(_record(4, delay, loss_model, loss, "1-bank exact-p", run,
-                                        iv, est, {"p": p, "counters": ROWS,
+                                        truth, est, {"p": p, "counters": ROWS,
                                                   "expected_samples_bound": bound}))
                 if 5 in figures and delay == "weibull":
                     for label, m, targets in MULTIBANK:
@@ -178,7 +181,7 @@ def run_lda(*, packets: int = 5_000_000, losses=LOSSES, runs: int = 10,
                         cfg = LdaConfig(banks=len(targets), rows=m, thresholds=z_banks,
                                         seed=seed)
                         est = lda_estimate(cfg, iv, packet)
-                        rows.append(_record(5, delay, loss_model, loss, label, run, iv, est,
+                        rows.append(_record(5, delay, loss_model, loss, label, run, truth, est,
                                             {"p": 2.0 ** -z_banks[0],
                                              "counters": m * len(targets),
                                              "expected_samples_bound": ""}))
@@ -187,7 +190,7 @@ def run_lda(*, packets: int = 5_000_000, losses=LOSSES, runs: int = 10,
                 z_banks = tuned_thresholds(m, [t * len(trace) for t in targets], ALPHA)
                 cfg = LdaConfig(banks=2, rows=m, thresholds=z_banks, seed=seed)
                 est = lda_estimate(cfg, iv, packet)
-                rows.append(_record(6, delay, loss_model, loss, label, run, iv, est,
+                rows.append(_record(6, delay, loss_model, loss, label, run, truth, est,
                                     {"p": 2.0 ** -z_banks[0], "counters": 2 * m,
                                      "expected_samples_bound": ""}))
                 delays_ns = np.zeros(len(trace), dtype=np.int64)
@@ -199,10 +202,10 @@ def run_lda(*, packets: int = 5_000_000, losses=LOSSES, runs: int = 10,
                                         rng=np.random.default_rng([TRACE_SEED, run, int(rate)]))
                     est = {"mean": pr.mean_ns, "std": pr.std_ns, "samples": pr.samples}
                     rows.append(_record(6, delay, loss_model, loss, f"probes {rate:g} Hz", run,
-                                        iv, est, {"p": "", "counters": "",
+                                        truth, est, {"p": "", "counters": "",
                                                   "expected_samples_bound": ""}))
-        progress(f"{delay} {loss_model} loss {loss:g}: true mean {iv.truth.mean:.2f} ns, "
-                 f"std {iv.truth.std:.2f} ns, lost {iv.truth.lost}; {runs} runs")
+        progress(f"{delay} {loss_model} loss {loss:g}: true mean {truth.mean:.2f} ns, "
+                 f"std {truth.std:.2f} ns, lost {truth.lost}; {runs} runs")
     return rows
 
 

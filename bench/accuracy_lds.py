@@ -18,7 +18,8 @@ paper: "20 %"). Delays (``--delay-model``): ``flow-modes`` (default) — a per-p
 Weibull (shape 0.6, mean 100 µs) plus a per-flow extra delay of 0 (70 % of flows) or
 400 µs (30 %), so packet delays are bimodal as in the paper's Fig. 8 and flows differ in
 mean delay (what a per-flow estimator must resolve); ``packet-modes`` — each packet
-100 µs or 500 µs (p = 0.7) independently, so flows hardly differ. 10 runs: the same trace and delays, a new hash seed (``config.seed``) per run.
+100 µs or 500 µs (p = 0.7) independently, so flows hardly differ. 10 runs: the same
+trace and delays, a new hash seed (``config.seed``) per run.
 Relative error is ``|estimate − true| / true`` of each flow's mean delay; flows without
 a usable cell (none here: no loss) would count as missing.
 
