@@ -47,7 +47,7 @@ Latencies
 * pass-through: :data:`PASSTHROUGH_LATENCY` = 1 cycle, independent of the configuration;
 * measurement: :attr:`LdaCore.measurement_latency` cycles from a frame's EOF transfer to
   its update request at the counter bank (watch register 1 + tap 1 + hasher + selector 4;
-  for the default LDA core with a 64-byte window 1 + 1 + 4 + 4 = 10), then
+  for the default LDA core with a 64-byte window 1 + 1 + 5 + 4 = 11), then
   ``CounterBank.UPDATE_LATENCY`` to the memory write.
 
 Verilog export
