@@ -136,8 +136,8 @@ def main(argv=None):
             args.build / "yosys.stdout"), 1)
         text = ylog.read_text()
         cells = dict((name, int(n)) for n, name in
-                     re.findall(r"^\s+(\d+)\s+(\S+)\s*$", text[text.rfind("Number of cells"):],
-                                re.M))
+                     re.findall(r"^\s+(\d+)\s+(\S+)\s*$",
+                                text[text.rfind("Printing statistics"):], re.M))
         result["yosys_cells"] = {k: v for k, v in cells.items()
                                  if k.startswith(("LUT4", "TRELLIS_FF", "CCU2C", "L6MUX",
                                                   "PFUMX"))}
