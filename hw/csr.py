@@ -295,12 +295,19 @@ class CsrBank(wiring.Component):
                     word = read_shadow[lo:lo + _W]
                 terms.append(word & sel_onehot[k].replicate(_W))
             m.d.sync += group_word[g].eq(reduce(operator.or_, terms))
-        with m.Switch(sel_group):
-            for g in range(len(groups)):
-                with m.Case(g):
-                    m.d.sync += r_data.eq(group_word[g])
-            with m.Default():
-                m.d.sync += r_data.eq(0)
+        # Window answers come from `window_word` (state WINDOW_ANSWER), never from the
+        # FSM state directly, so `r_data` is a small multiplexer of registers.
+        window_word = Signal(_W)
+        window_answer = Signal()
+        with m.If(window_answer):
+            m.d.sync += r_data.eq(window_word)
+        with m.Else():
+            with m.Switch(sel_group):
+                for g in range(len(groups)):
+                    with m.Case(g):
+                        m.d.sync += r_data.eq(group_word[g])
+                with m.Default():
+                    m.d.sync += r_data.eq(0)
 
         with m.FSM(name="csr_bank"):
             with m.State("IDLE"):
@@ -374,19 +381,24 @@ class CsrBank(wiring.Component):
                     with m.Switch(win_chunk):
                         for c in range(1, chunks):
                             with m.Case(c):
-                                m.d.sync += r_data.eq(read_shadow[c * _W:(c + 1) * _W])
-                    m.d.sync += ack.eq(1)
-                    m.next = "IDLE"
+                                m.d.sync += window_word.eq(read_shadow[c * _W:(c + 1) * _W])
+                    m.d.sync += window_answer.eq(1)
+                    m.next = "WINDOW_ANSWER"
 
             with m.State("WAIT"):
                 m.d.sync += timer.eq(timer + 1)
                 with m.If(self.counters.valid):
                     m.d.sync += [read_shadow.eq(self.counters.data),
-                                 r_data.eq(self.counters.data[:_W]), ack.eq(1)]
-                    m.next = "IDLE"
+                                 window_word.eq(self.counters.data[:_W]),
+                                 window_answer.eq(1)]
+                    m.next = "WINDOW_ANSWER"
                 with m.Elif(timer == self.window_timeout):
-                    m.d.sync += [read_shadow.eq(0), r_data.eq(0), ack.eq(1)]
-                    m.next = "IDLE"
+                    m.d.sync += [read_shadow.eq(0), window_word.eq(0), window_answer.eq(1)]
+                    m.next = "WINDOW_ANSWER"
+
+            with m.State("WINDOW_ANSWER"):
+                m.d.sync += [ack.eq(1), window_answer.eq(0)]
+                m.next = "IDLE"
         return m
 
     @staticmethod
