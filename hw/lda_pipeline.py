@@ -136,8 +136,12 @@ class PassThrough(wiring.Component):
                 m.d.sync += [self.source.payload.eq(self.sink.payload),
                              self.source.valid.eq(self.sink.valid)]
         with m.Elif(self.sink.valid & self.sink.ready):
-            # Output stalled with a beat held: the beat in flight goes to the skid.
-            m.d.sync += [skid.eq(self.sink.payload), skid_valid.eq(1)]
+            # Output stalled with a beat held: the beat in flight stays in the skid.
+            m.d.sync += skid_valid.eq(1)
+        # The skid register loads every cycle while it is empty, so its enable is a
+        # register output, not a function of the stream handshakes.
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(self.sink.payload)
         return m
 
 
