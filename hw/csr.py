@@ -309,6 +309,17 @@ class CsrBank(wiring.Component):
                 with m.Default():
                     m.d.sync += r_data.eq(0)
 
+        # Writes: `write_onehot` (set in DECODE, so 1 only during EXEC) enables one slot's
+        # write directly from a flop (Fmax).
+        write_onehot = Signal(len(slots))
+        m.d.sync += write_onehot.eq(0)
+        for k, (reg, kword) in enumerate(slots):
+            if reg.name in stored:
+                lo = (reg.words - 1 - kword) * _W
+                with m.If(write_onehot[k]):
+                    self._write_word(m, reg, kword, lo, req_data, stored[reg.name],
+                                     write_shadow, getattr(self, reg.name))
+
         with m.FSM(name="csr_bank"):
             with m.State("IDLE"):
                 with m.If((bus.r_stb | bus.w_stb) & ~ack):
@@ -325,7 +336,8 @@ class CsrBank(wiring.Component):
                         for k, (reg, kword) in enumerate(slots):
                             with m.Case(reg.address + kword):
                                 m.d.sync += [sel.eq(k), sel_onehot.eq(1 << k),
-                                             sel_group.eq(k // _GROUP)]
+                                             sel_group.eq(k // _GROUP),
+                                             write_onehot.eq(req_write << k)]
                                 if reg.words > 1 and kword == 0:
                                     m.d.sync += [
                                         capture.eq(~req_write),
@@ -333,14 +345,7 @@ class CsrBank(wiring.Component):
                 m.next = "EXEC"
 
             with m.State("EXEC"):
-                # Writes and captures use the one-hot selects (all 0 for window and unmapped
-                # addresses), so their enables are one gate deep.
-                for k, (reg, kword) in enumerate(slots):
-                    if reg.name in stored:
-                        lo = (reg.words - 1 - kword) * _W
-                        with m.If(sel_onehot[k] & req_write):
-                            self._write_word(m, reg, kword, lo, req_data, stored[reg.name],
-                                             write_shadow, getattr(self, reg.name))
+                # Captures use the one-hot select (0 for window and unmapped addresses).
                 if wide_regs:
                     with m.If(capture):
                         m.d.sync += read_shadow.eq(reduce(operator.or_, [
