@@ -1,0 +1,268 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The exporter: streams the frozen copy out as synopsis chunk frames (EtherType 0x88B5).
+
+Where it sits (``DESIGN.md``): "exporter: frozen copy ► control frames (in-band to the
+receiver and/or to the host)". When an interval is frozen, the top pulses ``start``; the
+exporter reads every counter word through the counter bank's frozen read port
+(:func:`hw.counter_bank.frozen_read_signature`, ``CounterBank.READ_LATENCY`` = 4 cycles,
+one read per clock) and emits the frames of
+:func:`host_sw.control_frame.build_synopsis_frames`, byte for byte: the fixed header
+(version, type 2, flags, kind, seq, config ID, chunk index/count, chunks per word, first
+word, word count, timestamp; the field table ``HEADER_FIELDS`` imported, never re-typed),
+then the frame's words, each as ``layout.chunks`` big-endian 32-bit chunks, least
+significant chunk first, :func:`~host_sw.control_frame.words_per_frame` words per frame.
+
+The frames go to the ``inband`` port (into a :class:`hw.marker_inserter.FrameInserter`,
+towards the receiver), to the ``host`` port (a separate host stream), or to both (each
+beat is offered to every enabled port and moves on when all have taken it). With
+``auto_release`` the exporter pulses ``release`` after the last frame's last beat.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from host_sw.control_frame import (
+    CHUNK_BYTES, MAX_CHUNKS, MTU_PAYLOAD, TYPE_SYNOPSIS, field_by_name, frames_needed,
+    words_per_frame,
+)
+from host_sw.regmap import KIND_CODES
+
+from .control_frame_tx import HEADER_BYTES, BytePacker, control_header
+from .counter_bank import CounterBank, frozen_read_signature
+from .frame import FrameStream, check_data_width
+
+__all__ = ["Exporter"]
+
+
+class Exporter(wiring.Component):
+    """Streams the frozen counter copy as synopsis chunk frames.
+
+    Parameters
+    ----------
+    config:
+        The synopsis configuration (layout, buckets, kind). Its words need at least 3
+        chunks (every chunk frame is then ≥ 60 bytes without padding; LDA 3, LDS 4,
+        RDA 5).
+    data_width:
+        Frame stream width in bits.
+    mtu:
+        Ethernet payload bytes per frame (``host_sw.control_frame.MTU_PAYLOAD``).
+    read_ahead:
+        Counter words read ahead into the word FIFO (≥ ``CounterBank.READ_LATENCY`` + 2
+        keeps one word per clock flowing).
+
+    Members
+    -------
+    start: In(1)
+        Pulse: export the frozen copy now. Ignored while ``busy``.
+    seq, flags, timestamp, config_id: In(32), In(8), In(64), In(32)
+        FROZEN_SEQ, FROZEN_FLAGS, FROZEN_TIMESTAMP, FROZEN_CONFIG_ID; sampled at ``start``.
+    src_mac, dst_mac: In(48)
+        LOCAL_MAC, EXPORT_DST_MAC (byte 0 in bits 47..40); sampled at ``start``.
+    to_inband, to_host, auto_release: In(1)
+        INTERVAL_MODE.export_inband / export_host / auto_release; sampled at ``start``.
+        With neither port enabled nothing is sent (``done``, and ``release`` if asked,
+        still pulse).
+    frozen: Out(frozen_read_signature(config))
+        The counter bank's frozen read port; the exporter drives ``addr``/``en`` only
+        while ``busy`` (the top gives it the port then, and the bus otherwise).
+    inband, host: Out(FrameStream(data_width))
+        The frames (``error`` 0). Inside a frame ``valid`` does not drop at data widths
+        up to ``8 * 4 * layout.chunks`` bits (96 for LDA), since one word is read per
+        clock; wider streams get idle cycles inside frames.
+    busy: Out(1)
+        An export is running (from the cycle after ``start``).
+    done: Out(1)
+        Pulse: the last frame's last beat was taken by every enabled port.
+    release: Out(1)
+        Pulse with ``done`` when ``auto_release`` was set: release the frozen copy.
+    frames: Out(32)
+        EXPORT_FRAMES: synopsis chunk frames sent (each frame once, whatever the number of
+        ports; wrapping).
+    read_error: Out(1)
+        Sticky until the next ``start``: a frozen read answered with ``error`` (the copy
+        was not FROZEN); the frames then carry zero words.
+
+    Attributes
+    ----------
+    words_per_frame, frame_count: int
+        Words in a full frame, and frames per export.
+    """
+
+    def __init__(self, *, config, data_width: int, mtu: int = MTU_PAYLOAD,
+                 read_ahead: int = CounterBank.READ_LATENCY + 4):
+        check_data_width(data_width)
+        if getattr(config, "kind", None) not in KIND_CODES:
+            raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
+                             f"not {config!r}")
+        chunks = config.layout.chunks
+        if chunks < 3:
+            raise ValueError(f"the exporter needs words of at least 3 chunks (frames of at "
+                             f"least 60 bytes without padding), not {chunks}")
+        if not isinstance(read_ahead, int) or read_ahead < 2:
+            raise ValueError(f"read_ahead must be an integer of at least 2, not {read_ahead!r}")
+        self.config = config
+        self.data_width = data_width
+        self.mtu = mtu
+        self.read_ahead = read_ahead
+        self.words_per_frame = words_per_frame(chunks, mtu)     # validates mtu
+        self.frame_count = frames_needed(config.buckets, chunks, mtu)
+        if self.frame_count > MAX_CHUNKS:
+            raise ValueError(f"the {config.kind} synopsis of {config.buckets} words needs "
+                             f"{self.frame_count} frames at an MTU of {mtu} bytes; the chunk "
+                             f"count allows {MAX_CHUNKS}")
+        self.word_bytes = CHUNK_BYTES * chunks
+        super().__init__({
+            "start": In(1),
+            "seq": In(field_by_name("seq").bits), "flags": In(field_by_name("flags").bits),
+            "timestamp": In(field_by_name("timestamp").bits),
+            "config_id": In(field_by_name("config_id").bits),
+            "src_mac": In(48), "dst_mac": In(48),
+            "to_inband": In(1), "to_host": In(1), "auto_release": In(1),
+            "frozen": Out(frozen_read_signature(config)),
+            "inband": Out(FrameStream(data_width)),
+            "host": Out(FrameStream(data_width)),
+            "busy": Out(1), "done": Out(1), "release": Out(1),
+            "frames": Out(32), "read_error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self.config
+        buckets, per, count = config.buckets, self.words_per_frame, self.frame_count
+        last_frame_words = buckets - (count - 1) * per
+        word_bytes = self.word_bytes
+        P = word_bytes                                  # item bytes
+        header_pieces = -(-HEADER_BYTES // P)
+
+        m.submodules.packer = packer = BytePacker(data_width=self.data_width, item_bytes=P)
+        word_bits = config.layout.width
+        m.submodules.words = words = SyncFIFOBuffered(width=word_bits, depth=self.read_ahead)
+
+        # -- sampled parameters ----------------------------------------------------------
+        seq, flags = Signal.like(self.seq), Signal.like(self.flags)
+        timestamp, config_id = Signal.like(self.timestamp), Signal.like(self.config_id)
+        src_mac, dst_mac = Signal(48), Signal(48)
+        to_inband, to_host, auto_release = Signal(), Signal(), Signal()
+        starting = Signal()
+        m.d.comb += starting.eq(self.start & ~self.busy)
+        m.d.sync += [self.done.eq(0), self.release.eq(0)]
+        with m.If(starting):
+            m.d.sync += [seq.eq(self.seq), flags.eq(self.flags),
+                         timestamp.eq(self.timestamp), config_id.eq(self.config_id),
+                         src_mac.eq(self.src_mac), dst_mac.eq(self.dst_mac),
+                         to_inband.eq(self.to_inband), to_host.eq(self.to_host),
+                         auto_release.eq(self.auto_release), self.read_error.eq(0)]
+            with m.If(self.to_inband | self.to_host):
+                m.d.sync += self.busy.eq(1)
+            with m.Else():
+                m.d.sync += [self.done.eq(1), self.release.eq(self.auto_release)]
+
+        # -- reads: every word in memory order, ahead into the word FIFO -----------------
+        read_addr = Signal(range(buckets + 1))
+        in_flight = Signal(range(self.read_ahead + 1))
+        issue = Signal()
+        m.d.comb += [
+            issue.eq(self.busy & (read_addr < buckets)
+                     & (in_flight + words.level < self.read_ahead)),
+            self.frozen.en.eq(issue),
+            self.frozen.addr.eq(read_addr),
+            words.w_en.eq(self.frozen.valid & self.busy),
+            words.w_data.eq(self.frozen.data.as_value()),
+        ]
+        with m.If(starting):
+            m.d.sync += read_addr.eq(0)
+        with m.Elif(issue):
+            m.d.sync += read_addr.eq(read_addr + 1)
+        m.d.sync += in_flight.eq(in_flight + issue - self.frozen.valid)
+        with m.If(self.frozen.valid & self.frozen.error):
+            m.d.sync += self.read_error.eq(1)
+
+        # -- items: per frame the header pieces, then its words --------------------------
+        frame_index = Signal(16)
+        first_word = Signal(32)
+        word_count = Signal(16)
+        words_left = Signal(range(per + 1))
+        piece = Signal(range(max(header_pieces, 2)))
+        in_words = Signal()       # header sent, the frame's words follow
+        producing = Signal()      # items of the current export remain
+        header = control_header(m, {
+            "dst_mac": dst_mac, "src_mac": src_mac, "type": TYPE_SYNOPSIS, "flags": flags,
+            "kind": KIND_CODES[config.kind], "seq": seq, "config_id": config_id,
+            "chunk_index": frame_index, "chunk_count": count,
+            "word_chunks": config.layout.chunks, "first_word": first_word,
+            "word_count": word_count, "timestamp": timestamp})
+
+        item = packer.items
+        word = Signal(8 * word_bytes)       # the word zero-extended to whole chunks
+        m.d.comb += word.eq(words.r_data)
+        # Chunk c (bits 32c..32c+31) goes out big-endian, least significant chunk first.
+        word_as_bytes = Cat(*(word[8 * (4 * c + 3 - b): 8 * (4 * c + 4 - b)]
+                              for c in range(config.layout.chunks) for b in range(4)))
+        with m.If(in_words):
+            m.d.comb += [item.valid.eq(producing & words.r_rdy),
+                         item.payload.data.eq(word_as_bytes),
+                         item.payload.size.eq(word_bytes),
+                         item.payload.last.eq(words_left == 1),
+                         words.r_en.eq(item.ready & producing)]
+        with m.Else():
+            m.d.comb += [item.valid.eq(producing),
+                         item.payload.last.eq(0)]
+            with m.Switch(piece):
+                for h in range(header_pieces):
+                    lo, hi = h * P, min((h + 1) * P, HEADER_BYTES)
+                    with m.Case(h):
+                        m.d.comb += [item.payload.data.eq(header[8 * lo: 8 * hi]),
+                                     item.payload.size.eq(hi - lo)]
+
+        pushed = item.valid & item.ready
+        with m.If(starting):
+            m.d.sync += [producing.eq(self.to_inband | self.to_host), in_words.eq(0),
+                         piece.eq(0), frame_index.eq(0), first_word.eq(0),
+                         word_count.eq(per if count > 1 else last_frame_words)]
+        with m.Elif(pushed & ~in_words):
+            m.d.sync += piece.eq(piece + 1)
+            with m.If(piece == header_pieces - 1):
+                m.d.sync += [in_words.eq(1), words_left.eq(word_count)]
+        with m.Elif(pushed & in_words):
+            m.d.sync += words_left.eq(words_left - 1)
+            with m.If(words_left == 1):
+                m.d.sync += [in_words.eq(0), piece.eq(0)]
+                with m.If(frame_index == count - 1):
+                    m.d.sync += producing.eq(0)
+                with m.Else():
+                    m.d.sync += [frame_index.eq(frame_index + 1),
+                                 first_word.eq(first_word + per),
+                                 word_count.eq(Mux(frame_index == count - 2,
+                                                   last_frame_words, per))]
+
+        # -- fork: each beat to every enabled port ---------------------------------------
+        beat = packer.source
+        ports = [(self.inband, to_inband), (self.host, to_host)]
+        taken = [Signal(name=f"taken_{k}") for k in range(len(ports))]
+        all_taken = Signal()
+        m.d.comb += all_taken.eq(1)
+        for (port, enabled), was_taken in zip(ports, taken):
+            m.d.comb += [port.valid.eq(beat.valid & enabled & ~was_taken),
+                         port.payload.eq(beat.payload)]
+            with m.If(enabled & ~was_taken & ~port.ready):
+                m.d.comb += all_taken.eq(0)
+        m.d.comb += beat.ready.eq(all_taken)
+        for (port, _), was_taken in zip(ports, taken):
+            with m.If(beat.valid & all_taken):
+                m.d.sync += was_taken.eq(0)
+            with m.Elif(port.valid & port.ready):
+                m.d.sync += was_taken.eq(1)
+
+        frames_this_export = Signal(range(count + 1))
+        with m.If(starting):
+            m.d.sync += frames_this_export.eq(0)
+        with m.If(beat.valid & all_taken & beat.payload.last):
+            m.d.sync += [self.frames.eq(self.frames + 1),
+                         frames_this_export.eq(frames_this_export + 1)]
+            with m.If(frames_this_export == count - 1):
+                m.d.sync += [self.busy.eq(0), self.done.eq(1),
+                             self.release.eq(auto_release)]
+        return m

@@ -1,0 +1,361 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Interval control: when an interval ends, in each INTERVAL_MODE, and with which number.
+
+Where it sits (``DESIGN.md``): the "interval control (time-based or in-band marker frames,
+sequence numbers)" box. It decides *boundaries*; the top's existing swap logic executes
+them between frames (swap, or overrun when the other copy is not clean). The modes are
+those of ``host_sw.regmap`` (INTERVAL_MODE.mode):
+
+0 manual
+    ``CONTROL.swap`` (``swap`` pulse) → a boundary; sequence numbers count up by one.
+1 time
+    A boundary when the timebase reaches ``t0 + i·δ`` (INTERVAL_START, INTERVAL_TICKS);
+    the new interval's sequence number is ``i`` (the interval index travels with the
+    snapshot), the boundary timestamp is exactly ``t0 + i·δ`` and the interval that ends
+    is flagged ``TIME_MODE``. After (re)arming with ``t0`` in the past, intervals already
+    over are skipped silently: the first boundary is that of the interval ``now`` lies in.
+2 marker send
+    ``CONTROL.swap`` or the interval timer (same ``t0 + i·δ`` schedule; δ = 0: no timer)
+    requests a marker frame (:attr:`IntervalControl.marker`, for
+    :class:`hw.control_frame_tx.MarkerFrameSource`) carrying the current sequence number
+    (the interval that ends), the timebase and ``ending_flags``. The boundary is requested
+    when that marker's first beat transfers (``marker_sent``, from
+    :attr:`hw.marker_inserter.FrameInserter.inserted_sof`), so the swap falls between the
+    same two data frames as the marker. Triggers while a marker is pending are merged.
+3 marker receive
+    :class:`MarkerWatch` parses the frames passing ``watch``; a marker (EtherType 0x88B5,
+    type marker) with version 1, the CONFIG_ID, source MAC = MARKER_SRC_MAC, complete
+    header and no error flag is *accepted* → a boundary whose new sequence number is the
+    marker's ``seq + 1`` and whose timestamp is the marker's (the sender's) timestamp. Any
+    other marker is *rejected* (counted, no boundary). An accepted marker whose ``seq`` is
+    not this point's current sequence number (a marker was lost, or the receiver joined
+    late) flags the interval that ends ``SEQUENCE_GAP`` and counts ``sequence_gaps``.
+
+Boundary interface (to the top)
+-------------------------------
+``boundary`` (1-cycle pulse): end the current interval at the next frame boundary —
+treat exactly like the ``CONTROL.swap`` pulse today. With it, valid in the same cycle:
+``boundary_seq`` (the sequence number of the interval that *begins*: set INTERVAL_SEQ and
+the new interval's status to it, also on an overrun), ``boundary_flags``
+(:class:`host_sw.control_frame.IntervalFlags` to OR into the flags of the interval that
+*ends*; the top adds OVERRUN itself) and ``boundary_timestamp`` (FROZEN_TIMESTAMP of the
+interval that ends).
+
+Timing: ``boundary`` is registered in modes 0–2 (one cycle after ``swap``, the timer's
+crossing or ``marker_sent``). In mode 3 it is a function of registers only, in the cycle
+after the marker's EOF transfer on ``watch``: wire ``watch`` to the *unregistered* input
+transfers (the stream the top's tap watch register samples), so the request reaches the
+top's pending register before the tap sees the next frame's SOF and that frame already
+belongs to the new interval.
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from host_sw.control_frame import IntervalFlags, TYPE_MARKER, VERSION
+from host_sw.hashing import ETHERTYPE_CONTROL
+
+from .control_frame_tx import HEADER_BYTES, header_field, marker_request_layout
+from .frame import FrameMonitor, check_data_width
+
+__all__ = ["MODE_MANUAL", "MODE_TIME", "MODE_MARKER_SEND", "MODE_MARKER_RECEIVE",
+           "IntervalTimer", "MarkerWatch", "IntervalControl"]
+
+#: INTERVAL_MODE.mode values (host_sw.driver.INTERVAL_MODES).
+MODE_MANUAL, MODE_TIME, MODE_MARKER_SEND, MODE_MARKER_RECEIVE = 0, 1, 2, 3
+
+SEQ_BITS = 32
+TS_BITS = 64
+
+
+class IntervalTimer(wiring.Component):
+    """The ``t0 + i·δ`` boundary schedule against the timebase.
+
+    Members
+    -------
+    enable: In(1)
+        Run the schedule; its rising edge (re)arms it.
+    rearm: In(1)
+        Pulse: restart at ``i = 0`` (INTERVAL_START/TICKS/MODE were written).
+    ticks, start: In(64)
+        δ and t0. δ = 0 stops the timer. δ must be at least 4 (the comparison is
+        pipelined: the schedule advances at most once per 2 clocks).
+    now: In(64)
+        The timebase.
+    tick: Out(1)
+        Pulse: the timebase reached boundary ``index`` at ``at = t0 + index·δ``
+        (registered; 2–3 cycles after ``now`` reaches ``at``). Boundaries already more
+        than one δ in the past when reached (t0 in the past, timebase set forward) are
+        skipped without a pulse.
+    index: Out(32)
+    at: Out(64)
+    """
+
+    def __init__(self):
+        super().__init__({
+            "enable": In(1), "rearm": In(1), "ticks": In(TS_BITS), "start": In(TS_BITS),
+            "now": In(TS_BITS),
+            "tick": Out(1), "index": Out(SEQ_BITS), "at": Out(TS_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        next_at = Signal(TS_BITS)           # t0 + i·δ
+        after_next = Signal(TS_BITS)        # t0 + (i+1)·δ
+        next_index = Signal(SEQ_BITS)
+        reached, behind, settle = Signal(), Signal(), Signal()
+        enabled_before = Signal()
+
+        m.d.sync += [enabled_before.eq(self.enable),
+                     reached.eq(self.now >= next_at),
+                     behind.eq(self.now >= after_next),
+                     self.tick.eq(0)]
+        act = Signal()
+        m.d.comb += act.eq(self.enable & (self.ticks != 0) & reached & ~settle)
+        with m.If(self.rearm | (self.enable & ~enabled_before)):
+            m.d.sync += [next_at.eq(self.start), after_next.eq(self.start + self.ticks),
+                         next_index.eq(0), settle.eq(1)]
+        with m.Elif(act):
+            m.d.sync += [next_at.eq(after_next), after_next.eq(after_next + self.ticks),
+                         next_index.eq(next_index + 1), settle.eq(1),
+                         self.tick.eq(~behind), self.index.eq(next_index),
+                         self.at.eq(next_at)]
+        with m.Else():
+            m.d.sync += settle.eq(0)
+        return m
+
+
+class MarkerWatch(wiring.Component):
+    """Parses the frames of a watched stream for marker frames (the receiver's side).
+
+    Parameters
+    ----------
+    data_width:
+        Stream width in bits.
+
+    Members
+    -------
+    watch: In(FrameMonitor(data_width))
+        The watched stream (a transfer is ``valid & ready``; never driven).
+    config_id: In(32)
+        CONFIG_ID: the configuration ID a marker must carry.
+    marker_src_mac: In(48)
+        MARKER_SRC_MAC (byte 0 of the address in bits 47..40).
+    accepted, rejected: Out(1)
+        In the cycle after a marker's EOF transfer (functions of registers only): the
+        frame was a marker (EtherType 0x88B5, type 1) and was accepted (complete
+        48-byte header, version 1, configuration ID and source MAC match, no error flag)
+        or rejected. Frames of other types (synopsis chunks, data) give neither.
+    seq, timestamp, flags: Out(32), Out(64), Out(8)
+        The marker's fields, valid with ``accepted``.
+    """
+
+    def __init__(self, *, data_width: int):
+        check_data_width(data_width)
+        self.data_width = data_width
+        super().__init__({
+            "watch": In(FrameMonitor(data_width)),
+            "config_id": In(32), "marker_src_mac": In(48),
+            "accepted": Out(1), "rejected": Out(1),
+            "seq": Out(SEQ_BITS), "timestamp": Out(TS_BITS), "flags": Out(8),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self.data_width // 8
+        header = Signal(8 * HEADER_BYTES)
+        header_beats = -(-HEADER_BYTES // lanes)
+        beat = Signal(range(header_beats + 1))      # saturates past the header
+        in_frame = Signal()
+        complete = Signal()                          # byte HEADER_BYTES-1 was captured
+        ended, ended_error = Signal(), Signal()
+
+        w = self.watch
+        transfer = w.valid & w.ready
+        beat_now = Mux(in_frame, beat, 0)
+        with m.If(transfer):
+            with m.If(~in_frame):
+                m.d.sync += [header.eq(0), complete.eq(0)]   # byte stores below win
+            for b in range(header_beats):
+                with m.If(beat_now == b):
+                    for lane in range(lanes):
+                        byte = b * lanes + lane
+                        if byte >= HEADER_BYTES:
+                            break
+                        with m.If(w.payload.keep[lane]):
+                            m.d.sync += header[8 * byte: 8 * byte + 8].eq(
+                                w.payload.data[8 * lane: 8 * lane + 8])
+                            if byte == HEADER_BYTES - 1:
+                                m.d.sync += complete.eq(1)
+            m.d.sync += [in_frame.eq(~w.payload.last),
+                         beat.eq(Mux(w.payload.last, 0,
+                                     Mux(beat_now == header_beats, beat_now, beat_now + 1)))]
+        m.d.sync += [ended.eq(transfer & w.payload.last),
+                     ended_error.eq(w.payload.error)]
+
+        is_marker = ((header_field(header, "ethertype") == ETHERTYPE_CONTROL)
+                     & (header_field(header, "type") == TYPE_MARKER))
+        good = (complete & ~ended_error
+                & (header_field(header, "version") == VERSION)
+                & (header_field(header, "config_id") == self.config_id)
+                & (header_field(header, "src_mac") == self.marker_src_mac))
+        m.d.comb += [
+            self.accepted.eq(ended & is_marker & good),
+            self.rejected.eq(ended & is_marker & ~good),
+            self.seq.eq(header_field(header, "seq")),
+            self.timestamp.eq(header_field(header, "timestamp")),
+            self.flags.eq(header_field(header, "flags")),
+        ]
+        return m
+
+
+class IntervalControl(wiring.Component):
+    """Boundary decisions for the four interval modes (see the module docstring).
+
+    Parameters
+    ----------
+    data_width:
+        Width of the watched frame stream (marker receive).
+
+    Members
+    -------
+    mode: In(2)
+        INTERVAL_MODE.mode.
+    rearm: In(1)
+        Pulse when INTERVAL_MODE, INTERVAL_TICKS or INTERVAL_START is written (restarts
+        the ``t0 + i·δ`` schedule at ``i = 0``; a change of ``mode`` also does).
+    interval_ticks, interval_start: In(64)
+        δ and t0.
+    now: In(64)
+        The timebase.
+    swap: In(1)
+        CONTROL.swap pulse (modes 0 and 2; ignored in modes 1 and 3).
+    config_id: In(32)
+        CONFIG_ID (markers must carry it, mode 3).
+    marker_src_mac: In(48)
+        MARKER_SRC_MAC (mode 3).
+    ending_flags: In(8)
+        The top's flags of the current interval (its OVERRUN bit), copied into a marker's
+        flags byte when the marker is requested (mode 2).
+    watch: In(FrameMonitor(data_width))
+        The input transfers (mode 3; see the timing note in the module docstring).
+    marker: Out(stream.Signature(marker_request_layout()))
+        Marker requests (mode 2) for :class:`hw.control_frame_tx.MarkerFrameSource`.
+    marker_sent: In(1)
+        The requested marker's first beat transferred (the inserter's ``inserted_sof``).
+    boundary: Out(1)
+    boundary_seq: Out(32)
+    boundary_flags: Out(8)
+    boundary_timestamp: Out(64)
+        The boundary request (see the module docstring).
+    seq: Out(32)
+        The current interval's sequence number as this block counts it (it equals the
+        top's INTERVAL_SEQ when the top adopts every ``boundary_seq``).
+    markers_sent, markers_accepted, markers_rejected, sequence_gaps: Out(32)
+        Status counters (wrapping): markers whose first beat went out (mode 2); markers
+        accepted / rejected (mode 3); accepted markers with a sequence gap.
+    """
+
+    def __init__(self, *, data_width: int):
+        check_data_width(data_width)
+        self.data_width = data_width
+        super().__init__({
+            "mode": In(2), "rearm": In(1),
+            "interval_ticks": In(TS_BITS), "interval_start": In(TS_BITS), "now": In(TS_BITS),
+            "swap": In(1), "config_id": In(32), "marker_src_mac": In(48),
+            "ending_flags": In(8),
+            "watch": In(FrameMonitor(data_width)),
+            "marker": Out(stream.Signature(marker_request_layout())),
+            "marker_sent": In(1),
+            "boundary": Out(1), "boundary_seq": Out(SEQ_BITS), "boundary_flags": Out(8),
+            "boundary_timestamp": Out(TS_BITS),
+            "seq": Out(SEQ_BITS),
+            "markers_sent": Out(32), "markers_accepted": Out(32),
+            "markers_rejected": Out(32), "sequence_gaps": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.timer = timer = IntervalTimer()
+        m.submodules.marker_watch = mw = MarkerWatch(data_width=self.data_width)
+
+        mode_before = Signal(2)
+        m.d.sync += mode_before.eq(self.mode)
+        timed = (self.mode == MODE_TIME) | (self.mode == MODE_MARKER_SEND)
+        m.d.comb += [
+            timer.enable.eq(timed),
+            timer.rearm.eq(self.rearm | (self.mode != mode_before)),
+            timer.ticks.eq(self.interval_ticks),
+            timer.start.eq(self.interval_start),
+            timer.now.eq(self.now),
+            mw.watch.valid.eq(self.watch.valid),
+            mw.watch.ready.eq(self.watch.ready),
+            mw.watch.payload.eq(self.watch.payload),
+            mw.config_id.eq(self.config_id),
+            mw.marker_src_mac.eq(self.marker_src_mac),
+        ]
+
+        # Registered boundary requests (modes 0-2).
+        reg_boundary = Signal()
+        reg_seq = Signal(SEQ_BITS)
+        reg_flags = Signal(8)
+        reg_timestamp = Signal(TS_BITS)
+        m.d.sync += reg_boundary.eq(0)
+
+        def request(new_seq, flags, timestamp):
+            m.d.sync += [reg_boundary.eq(1), reg_seq.eq(new_seq), reg_flags.eq(flags),
+                         reg_timestamp.eq(timestamp), self.seq.eq(new_seq)]
+
+        # Mode 2: one marker at a time: requested (valid until the source takes it), then
+        # awaiting its first beat on the output.
+        marker_valid = Signal()
+        awaiting_sof = Signal()
+        marker_ts = Signal(TS_BITS)
+        m.d.comb += self.marker.valid.eq(marker_valid)
+
+        with m.Switch(self.mode):
+            with m.Case(MODE_MANUAL):
+                with m.If(self.swap):
+                    request(self.seq + 1, 0, self.now)
+            with m.Case(MODE_TIME):
+                with m.If(timer.tick):
+                    request(timer.index, int(IntervalFlags.TIME_MODE), timer.at)
+            with m.Case(MODE_MARKER_SEND):
+                with m.If((self.swap | timer.tick) & ~marker_valid & ~awaiting_sof):
+                    m.d.sync += [marker_valid.eq(1),
+                                 self.marker.payload.seq.eq(self.seq),
+                                 self.marker.payload.timestamp.eq(self.now),
+                                 self.marker.payload.flags.eq(self.ending_flags),
+                                 marker_ts.eq(self.now)]
+                with m.If(self.marker.valid & self.marker.ready):
+                    m.d.sync += [marker_valid.eq(0), awaiting_sof.eq(1)]
+                with m.If(awaiting_sof & self.marker_sent):
+                    m.d.sync += [awaiting_sof.eq(0),
+                                 self.markers_sent.eq(self.markers_sent + 1)]
+                    request(self.seq + 1, 0, marker_ts)
+        with m.If(self.mode != MODE_MARKER_SEND):
+            m.d.sync += [marker_valid.eq(0), awaiting_sof.eq(0)]
+
+        # Mode 3: accepted markers end the interval (from registers, no extra cycle).
+        receiving = self.mode == MODE_MARKER_RECEIVE
+        recv_boundary = Signal()
+        gap = Signal()
+        m.d.comb += [recv_boundary.eq(receiving & mw.accepted),
+                     gap.eq(mw.seq != self.seq)]
+        with m.If(recv_boundary):
+            m.d.sync += [self.seq.eq(mw.seq + 1),
+                         self.markers_accepted.eq(self.markers_accepted + 1)]
+            with m.If(gap):
+                m.d.sync += self.sequence_gaps.eq(self.sequence_gaps + 1)
+        with m.If(receiving & mw.rejected):
+            m.d.sync += self.markers_rejected.eq(self.markers_rejected + 1)
+
+        m.d.comb += [
+            self.boundary.eq(reg_boundary | recv_boundary),
+            self.boundary_seq.eq(Mux(recv_boundary, mw.seq + 1, reg_seq)),
+            self.boundary_flags.eq(Mux(recv_boundary,
+                                       Mux(gap, int(IntervalFlags.SEQUENCE_GAP), 0), reg_flags)),
+            self.boundary_timestamp.eq(Mux(recv_boundary, mw.timestamp, reg_timestamp)),
+        ]
+        return m

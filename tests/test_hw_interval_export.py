@@ -1,0 +1,569 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Interval control, marker frames, the frame inserter and the exporter (issue 4), on
+Amaranth's simulator: gateware frames equal host_sw.control_frame's builders byte for byte
+and parse/reassemble on the host; the inserter never corrupts, drops or reorders data
+frames; marker-receive acceptance, rejection and sequence gaps; time-mode boundaries; a
+marker-send device feeding a marker-receive device. Data widths 8 and 64, random
+backpressure, and the stream rules checked on every output."""
+
+import random
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from host_sw.config import LdaConfig, RdaConfig
+from host_sw.control_frame import (
+    IntervalFlags, MarkerFrame, build_marker, build_synopsis_frames, parse_control_frame,
+    reassemble,
+)
+from host_sw.golden import Synopsis
+from hw.control_frame_tx import MarkerFrameSource
+from hw.counter_bank import CounterBank
+from hw.exporter import Exporter
+from hw.frame import beats_to_frames, frame_to_beats
+from hw.interval_control import (
+    MODE_MANUAL, MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME, IntervalControl,
+)
+from hw.marker_inserter import FrameInserter
+from hw.timebase import Timebase
+
+SRC_MAC = 0x020000000001
+DST_MAC = 0x020000000002
+OTHER_MAC = 0x02000000BEEF
+BEAT_KEYS = ("data", "keep", "last", "error")
+
+
+# -- stream helpers -----------------------------------------------------------------------
+
+class Source:
+    """Drives a frame stream by the rules: valid, once high, holds with its payload until
+    the transfer; random idle cycles between beats."""
+
+    def __init__(self, port, data_width, rng, p_valid=1.0):
+        self.port, self.data_width, self.rng, self.p_valid = port, data_width, rng, p_valid
+        self.queue = []            # (frame, error)
+        self.sof_cycles = []       # cycle of each frame's first beat transfer
+        self.eof_cycles = []       # and of its last
+        self.cycle = 0
+
+    async def run(self, ctx):
+        port = self.port
+        while True:
+            if not self.queue:
+                ctx.set(port.valid, 0)
+                await ctx.tick()
+                self.cycle += 1
+                continue
+            frame, error = self.queue.pop(0)
+            for k, beat in enumerate(frame_to_beats(frame, self.data_width, error=error)):
+                while self.rng.random() >= self.p_valid:
+                    ctx.set(port.valid, 0)
+                    await ctx.tick()
+                    self.cycle += 1
+                ctx.set(port.valid, 1)
+                ctx.set(port.payload, beat)
+                while True:
+                    _, _, ready = await ctx.tick().sample(port.ready)
+                    self.cycle += 1
+                    if ready:
+                        break
+                if k == 0:
+                    self.sof_cycles.append(self.cycle - 1)
+                if beat["last"]:
+                    self.eof_cycles.append(self.cycle - 1)
+            ctx.set(port.valid, 0)
+
+
+class Sink:
+    """Takes a frame stream with random ready and checks the stream rules: a beat shown
+    and not taken is shown again, unchanged, the next cycle."""
+
+    def __init__(self, port, data_width, rng, p_ready=1.0):
+        self.port, self.data_width, self.rng, self.p_ready = port, data_width, rng, p_ready
+        self.beats = []            # (cycle, beat)
+        self.cycle = 0
+
+    async def run(self, ctx):
+        shown = None
+        while True:
+            ready = self.rng.random() < self.p_ready
+            ctx.set(self.port.ready, ready)
+            _, _, valid, payload = await ctx.tick().sample(self.port.valid, self.port.payload)
+            beat = {k: int(payload[k]) for k in BEAT_KEYS}
+            if shown is not None:
+                assert valid and beat == shown, \
+                    f"cycle {self.cycle}: beat {shown} withdrawn or changed before transfer"
+            if valid and ready:
+                self.beats.append((self.cycle, beat))
+                shown = None
+            else:
+                shown = beat if valid else None
+            self.cycle += 1
+
+    def frames(self):
+        return [f for f, _ in beats_to_frames([b for _, b in self.beats], self.data_width)]
+
+    def frame_cycles(self):
+        """Per frame, the cycles of its beats."""
+        out, cur = [], []
+        for cycle, beat in self.beats:
+            cur.append(cycle)
+            if beat["last"]:
+                out.append(cur)
+                cur = []
+        return out
+
+
+def simulate(dut, main, *background):
+    """Run until ``main`` returns (the background testbenches loop forever)."""
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    for bench in background:
+        sim.add_testbench(bench, background=True)
+    sim.add_testbench(main)
+    sim.run()
+
+
+async def wait_until(ctx, condition, limit, what):
+    for _ in range(limit):
+        if condition():
+            return
+        await ctx.tick()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+# -- marker frames -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("data_width", [8, 64])
+def test_marker_frames_equal_build_marker(data_width):
+    config = LdaConfig()
+    rng = random.Random(data_width)
+    dut = MarkerFrameSource(config=config, data_width=data_width)
+    sink = Sink(dut.source, data_width, rng, p_ready=0.6)
+    requests = [(0, 0, 0), (0x01020304, 0x1122334455667788, int(IntervalFlags.OVERRUN)),
+                (0xFFFFFFFF, (1 << 64) - 1, 0x87)]
+
+    async def main(ctx):
+        ctx.set(dut.src_mac, SRC_MAC)
+        ctx.set(dut.dst_mac, DST_MAC)
+        ctx.set(dut.config_id, config.config_id)
+        for seq, ts, flags in requests:
+            ctx.set(dut.request.valid, 1)
+            ctx.set(dut.request.payload, {"seq": seq, "timestamp": ts, "flags": flags})
+            while True:
+                _, _, ready = await ctx.tick().sample(dut.request.ready)
+                if ready:
+                    break
+            ctx.set(dut.request.valid, 0)
+        await wait_until(ctx, lambda: len(sink.frames()) == len(requests), 2000, "markers")
+
+    simulate(dut, main, sink.run)
+    frames = sink.frames()
+    for frame, (seq, ts, flags) in zip(frames, requests):
+        assert frame == build_marker(config, seq=seq, timestamp=ts, src_mac=SRC_MAC,
+                                     dst_mac=DST_MAC, flags=flags)
+    parsed = parse_control_frame(frames[1], expected=config)
+    assert isinstance(parsed, MarkerFrame)
+    assert (parsed.seq, parsed.timestamp, parsed.flags) == (0x01020304, 0x1122334455667788,
+                                                             IntervalFlags.OVERRUN)
+    assert len(frames) == len(requests)
+
+
+# -- exporter ------------------------------------------------------------------------------
+
+class FakeFrozenCopy:
+    """The counter bank's frozen read port: ``data``/``valid`` READ_LATENCY cycles after
+    ``en`` (one read per clock), from a list of words."""
+
+    def __init__(self, port, words):
+        self.port, self.words, self.reads = port, words, 0
+
+    async def run(self, ctx):
+        pipe = [None] * (CounterBank.READ_LATENCY - 1)
+        async for _, _, en, addr in ctx.tick().sample(self.port.en, self.port.addr):
+            pipe.append(addr if en else None)
+            out = pipe.pop(0)
+            ctx.set(self.port.valid, out is not None)
+            ctx.set(self.port.data.as_value(), 0 if out is None else self.words[out])
+            if en:
+                self.reads += 1
+
+
+def random_synopsis(config, rng):
+    words = [rng.getrandbits(config.layout.width) for _ in range(config.buckets)]
+    synopsis = Synopsis.from_words(config, words)
+    assert list(synopsis.words()) == words
+    return synopsis, words
+
+
+EXPORT_CASES = [
+    # (config, data_width, mtu): small MTUs split the words over several frames, the last
+    # one short
+    (LdaConfig(banks=2, rows=8, thresholds=(0, 3)), 8, 34 + 12 * 5),      # 5/frame, 4 frames
+    (LdaConfig(banks=2, rows=8, thresholds=(0, 3)), 64, 34 + 12 * 5),
+    (RdaConfig(banks=2, buckets_per_bank=8), 64, 34 + 20 * 3),            # 20-byte words
+]
+
+
+@pytest.mark.parametrize("config,data_width,mtu", EXPORT_CASES)
+def test_exported_frames_reassemble_under_backpressure(config, data_width, mtu):
+    rng = random.Random(data_width * 7 + mtu)
+    synopsis, words = random_synopsis(config, rng)
+    dut = Exporter(config=config, data_width=data_width, mtu=mtu)
+    assert dut.frame_count > 2
+    memory = FakeFrozenCopy(dut.frozen, words)
+    inband = Sink(dut.inband, data_width, random.Random(1), p_ready=0.5)
+    host = Sink(dut.host, data_width, random.Random(2), p_ready=0.8)
+    pulses = {"done": 0, "release": 0}
+    exports = [dict(seq=7, flags=int(IntervalFlags.TIME_MODE | IntervalFlags.OVERRUN),
+                    timestamp=0x1122334455667788, inband=1, host=1, auto_release=1),
+               dict(seq=8, flags=0, timestamp=5, inband=0, host=1, auto_release=0)]
+
+    async def main(ctx):
+        ctx.set(dut.src_mac, SRC_MAC)
+        ctx.set(dut.dst_mac, DST_MAC)
+        ctx.set(dut.config_id, config.config_id)
+        for e in exports:
+            ctx.set(dut.seq, e["seq"])
+            ctx.set(dut.flags, e["flags"])
+            ctx.set(dut.timestamp, e["timestamp"])
+            ctx.set(dut.to_inband, e["inband"])
+            ctx.set(dut.to_host, e["host"])
+            ctx.set(dut.auto_release, e["auto_release"])
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            for _ in range(100_000):
+                _, _, busy, done, release = await ctx.tick().sample(
+                    dut.busy, dut.done, dut.release)
+                pulses["done"] += done
+                pulses["release"] += release
+                if done:
+                    break
+            assert not ctx.get(dut.busy)
+            assert not ctx.get(dut.read_error)
+        assert ctx.get(dut.frames) == 2 * dut.frame_count
+
+    simulate(dut, main, memory.run, inband.run, host.run)
+    assert pulses == {"done": 2, "release": 1}
+    assert memory.reads == 2 * config.buckets
+    first = exports[0]
+    expected = build_synopsis_frames(synopsis, seq=first["seq"], src_mac=SRC_MAC,
+                                     dst_mac=DST_MAC, flags=first["flags"],
+                                     timestamp=first["timestamp"], mtu=mtu)
+    assert len(expected) == dut.frame_count
+    assert inband.frames() == expected
+    host_frames = host.frames()
+    assert host_frames[:len(expected)] == expected
+    second = build_synopsis_frames(synopsis, seq=8, src_mac=SRC_MAC, dst_mac=DST_MAC,
+                                   flags=0, timestamp=5, mtu=mtu)
+    assert host_frames[len(expected):] == second
+    got = reassemble(host_frames[len(expected):], config)
+    assert got.seq == 8 and list(got.synopsis.words()) == words
+    got = reassemble(inband.frames(), config)
+    assert got.flags == IntervalFlags.TIME_MODE | IntervalFlags.OVERRUN
+    assert list(got.synopsis.words()) == words
+
+
+def test_exporter_frames_have_no_gaps_at_64_bits():
+    """With the port always ready, a frame's beats leave on consecutive clocks (a MAC
+    behind the port must not underflow); default MTU, three frames."""
+    config = LdaConfig(banks=1, rows=256, thresholds=(0,))
+    rng = random.Random(3)
+    synopsis, words = random_synopsis(config, rng)
+    dut = Exporter(config=config, data_width=64)
+    memory = FakeFrozenCopy(dut.frozen, words)
+    host = Sink(dut.host, 64, rng, p_ready=1.0)
+
+    async def main(ctx):
+        ctx.set(dut.src_mac, SRC_MAC)
+        ctx.set(dut.dst_mac, DST_MAC)
+        ctx.set(dut.config_id, config.config_id)
+        ctx.set(dut.to_host, 1)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        await wait_until(ctx, lambda: ctx.get(dut.done), 5000, "done")
+
+    simulate(dut, main, memory.run, host.run)
+    assert dut.frame_count == 3
+    assert host.frames() == build_synopsis_frames(synopsis, seq=0, src_mac=SRC_MAC,
+                                                  dst_mac=DST_MAC)
+    for cycles in host.frame_cycles():
+        assert cycles == list(range(cycles[0], cycles[0] + len(cycles)))
+
+
+def test_exporter_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="data_width"):
+        Exporter(config=LdaConfig(), data_width=12)
+    with pytest.raises(ValueError, match="MTU"):
+        Exporter(config=LdaConfig(), data_width=64, mtu=40)
+    with pytest.raises(ValueError, match="config"):
+        Exporter(config=object(), data_width=64)
+
+
+# -- frame inserter ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("data_width", [8, 64])
+def test_inserter_keeps_data_frames_whole_and_in_order(data_width):
+    rng = random.Random(100 + data_width)
+    data = [(bytes([0xDA]) + rng.randbytes(rng.choice([0, 1, 7, 8, 9, 59, 100])),
+             rng.random() < 0.2) for _ in range(40)]
+    inserted = [(bytes([0x1E]) + rng.randbytes(rng.choice([0, 8, 59, 70])), False)
+                for _ in range(12)]
+    dut = FrameInserter(data_width=data_width)
+    data_src = Source(dut.sink, data_width, random.Random(1), p_valid=0.7)
+    ins_src = Source(dut.insert, data_width, random.Random(2), p_valid=0.5)
+    sink = Sink(dut.source, data_width, random.Random(3), p_ready=0.6)
+    data_src.queue = list(data)
+    sof_pulses, eof_pulses = [], []
+
+    async def main(ctx):
+        cycle = 0
+        for k in range(6000):
+            if k % 400 == 0 and len(ins_src.queue) == 0 and inserted:
+                ins_src.queue.extend(inserted[:3])   # bursts of frames to insert
+                del inserted[:3]
+            _, _, sof, eof = await ctx.tick().sample(dut.inserted_sof, dut.inserted_eof)
+            if sof:
+                sof_pulses.append(cycle)
+            if eof:
+                eof_pulses.append(cycle)
+            cycle += 1
+            if (not inserted and not ins_src.queue and not data_src.queue
+                    and len(beats_to_frames([b for _, b in sink.beats], data_width)) == 52):
+                return
+        raise AssertionError("frames did not all come out")
+
+    simulate(dut, main, data_src.run, ins_src.run, sink.run)
+    out = beats_to_frames([b for _, b in sink.beats], data_width)
+    assert [f for f in out if f[0][0] == 0xDA] == data
+    got_inserted = [f for f in out if f[0][0] == 0x1E]
+    assert len(got_inserted) == 12 and all(not e for _, e in got_inserted)
+    assert len(out) == 52
+    # The pulses mark the inserted frames' first and last beats on the output.
+    cycles = sink.frame_cycles()
+    ins_frames = [c for c, (f, _) in zip(cycles, out) if f[0] == 0x1E]
+    assert sof_pulses == [c[0] for c in ins_frames]
+    assert eof_pulses == [c[-1] for c in ins_frames]
+    # Both inputs were busy at once often enough to exercise the arbitration.
+    order = [f[0] for f, _ in out]
+    assert sum(1 for a, b in zip(order, order[1:]) if a != b) >= 6
+
+
+# -- interval control: marker receive --------------------------------------------------------
+
+def _marker(config, seq, *, src=SRC_MAC, timestamp=None, config_id=None, version=None):
+    frame = bytearray(build_marker(config, seq=seq, timestamp=1000 + seq if timestamp is None
+                                   else timestamp, src_mac=src, dst_mac=DST_MAC))
+    if config_id is not None:
+        frame[22:26] = config_id.to_bytes(4, "big")
+    if version is not None:
+        frame[14] = version
+    return bytes(frame)
+
+
+@pytest.mark.parametrize("data_width", [8, 64])
+def test_marker_receive_accepts_only_the_configured_sender(data_width):
+    config = LdaConfig()
+    rng = random.Random(data_width)
+    data_frame = bytes(rng.randbytes(12)) + b"\x08\x00\x45" + rng.randbytes(60)
+    chunk = build_synopsis_frames(Synopsis.from_words(
+        LdaConfig(banks=1, rows=2, thresholds=(0,)), [1, 2]), seq=0, src_mac=SRC_MAC,
+        dst_mac=DST_MAC)[0]
+    frames = [
+        (data_frame, False, None),
+        (_marker(config, 0), False, ("accept", 1, 0)),
+        (_marker(config, 1, src=OTHER_MAC), False, ("reject",)),
+        (_marker(config, 1, config_id=config.config_id ^ 1), False, ("reject",)),
+        (_marker(config, 1, version=2), False, ("reject",)),
+        (_marker(config, 1), True, ("reject",)),                 # errored
+        (_marker(config, 1)[:40], False, ("reject",)),           # truncated header
+        (chunk, False, None),                                    # not a marker: ignored
+        (_marker(config, 1), False, ("accept", 2, 0)),
+        (data_frame, False, None),
+        (_marker(config, 5), False, ("accept", 6, int(IntervalFlags.SEQUENCE_GAP))),
+        (_marker(config, 6, timestamp=(1 << 64) - 1), False, ("accept", 7, 0)),
+    ]
+    dut = IntervalControl(data_width=data_width)
+    src = Source(dut.watch, data_width, rng, p_valid=0.6)
+    src.queue = [(f, e) for f, e, _ in frames]
+    boundaries = []
+
+    async def main(ctx):
+        ctx.set(dut.mode, MODE_MARKER_RECEIVE)
+        ctx.set(dut.config_id, config.config_id)
+        ctx.set(dut.marker_src_mac, SRC_MAC)
+        ctx.set(dut.watch.ready, 1)
+        for cycle in range(4000):
+            _, _, b, seq, flags, ts = await ctx.tick().sample(
+                dut.boundary, dut.boundary_seq, dut.boundary_flags, dut.boundary_timestamp)
+            if b:
+                boundaries.append((cycle, seq, flags, ts))
+        assert ctx.get(dut.markers_accepted) == 4
+        assert ctx.get(dut.markers_rejected) == 5
+        assert ctx.get(dut.sequence_gaps) == 1
+        assert ctx.get(dut.seq) == 7
+
+    simulate(dut, main, src.run)
+    expected = [(f, exp) for f, _, exp in frames if exp and exp[0] == "accept"]
+    assert [(seq, flags) for _, seq, flags, _ in boundaries] == [(e[1], e[2])
+                                                                 for _, e in expected]
+    assert [ts for *_, ts in boundaries] == [1000, 1001, 1005, (1 << 64) - 1]
+    # Each boundary pulses in the cycle after its marker's EOF transfer.
+    accepted_eofs = [c for c, (_, _, exp) in zip(src.eof_cycles, frames)
+                     if exp and exp[0] == "accept"]
+    assert [c for c, *_ in boundaries] == [c + 1 for c in accepted_eofs]
+
+
+# -- interval control: time mode, manual -----------------------------------------------------
+
+def test_time_mode_boundaries_at_the_right_ticks():
+    dut = IntervalControl(data_width=8)
+    events = []
+
+    async def main(ctx):
+        ctx.set(dut.interval_start, 40)
+        ctx.set(dut.interval_ticks, 30)
+        ctx.set(dut.mode, MODE_TIME)
+        for now in range(400):
+            ctx.set(dut.now, now)
+            if now == 200:                      # t0 in the past: resume at the interval
+                ctx.set(dut.interval_start, 5)  # now lies in (index 6: 185..215)
+                ctx.set(dut.rearm, 1)
+            if now == 201:
+                ctx.set(dut.rearm, 0)
+            if now == 300:                      # back to manual: CONTROL.swap only
+                ctx.set(dut.mode, MODE_MANUAL)
+            if now in (320, 330):
+                ctx.set(dut.swap, 1)
+            if now in (321, 331):
+                ctx.set(dut.swap, 0)
+            _, _, b, seq, flags, ts = await ctx.tick().sample(
+                dut.boundary, dut.boundary_seq, dut.boundary_flags, dut.boundary_timestamp)
+            if b:
+                events.append((now, seq, flags, ts))
+
+    simulate(dut, main)
+    time_mode = int(IntervalFlags.TIME_MODE)
+    timed = [e for e in events if e[0] < 300]
+    assert [(seq, flags, ts) for _, seq, flags, ts in timed] == (
+        [(i, time_mode, 40 + 30 * i) for i in range(6)]          # 40 .. 190
+        + [(i, time_mode, 5 + 30 * i) for i in (6, 7, 8, 9)])     # 185, 215, 245, 275
+    for now, _, _, ts in timed:
+        if ts == 185:       # after the rearm: 2 cycles per skipped interval to catch up
+            assert 200 < now <= 200 + 4 + 2 * 6
+        else:
+            assert 1 <= now - ts <= 4
+    manual = [e for e in events if e[0] >= 300]
+    assert [(seq, flags) for _, seq, flags, _ in manual] == [(10, 0), (11, 0)]
+    assert [now for now, *_ in manual] == [321, 331]
+
+
+def test_time_mode_without_interval_length_has_no_boundaries():
+    dut = IntervalControl(data_width=8)
+    seen = []
+
+    async def main(ctx):
+        ctx.set(dut.mode, MODE_TIME)
+        for now in range(200):
+            ctx.set(dut.now, now)
+            _, _, b = await ctx.tick().sample(dut.boundary)
+            seen.append(b)
+
+    simulate(dut, main)
+    assert not any(seen)
+
+
+# -- marker send → marker receive ----------------------------------------------------------
+
+class _SenderReceiver(wiring.Component):
+    """Sender (interval control in marker-send mode, marker source, inserter at the data
+    path) whose output a receiver's interval control watches."""
+
+    def __init__(self, config, data_width):
+        self.config, self.data_width = config, data_width
+        self.sender = IntervalControl(data_width=data_width)
+        self.receiver = IntervalControl(data_width=data_width)
+        self.markers = MarkerFrameSource(config=config, data_width=data_width)
+        self.inserter = FrameInserter(data_width=data_width)
+        self.timebase = Timebase()
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.sender = s = self.sender
+        m.submodules.receiver = r = self.receiver
+        m.submodules.markers = mk = self.markers
+        m.submodules.inserter = ins = self.inserter
+        m.submodules.timebase = tb = self.timebase
+        wiring.connect(m, s.marker, mk.request)
+        wiring.connect(m, mk.source, ins.insert)
+        m.d.comb += [
+            s.now.eq(tb.now), r.now.eq(tb.now),
+            s.marker_sent.eq(ins.inserted_sof),
+            s.config_id.eq(self.config.config_id), r.config_id.eq(self.config.config_id),
+            mk.config_id.eq(self.config.config_id), mk.src_mac.eq(SRC_MAC),
+            mk.dst_mac.eq(DST_MAC), r.marker_src_mac.eq(SRC_MAC),
+            r.watch.valid.eq(ins.source.valid), r.watch.ready.eq(ins.source.ready),
+            r.watch.payload.eq(ins.source.payload),
+        ]
+        return m
+
+
+@pytest.mark.parametrize("data_width", [8, 64])
+def test_marker_send_to_marker_receive(data_width):
+    config = LdaConfig()
+    rng = random.Random(5 + data_width)
+    dut = _SenderReceiver(config, data_width)
+    data = [(bytes([0xDA]) + rng.randbytes(rng.randrange(59, 120)), False)
+            for _ in range(30)]
+    src = Source(dut.inserter.sink, data_width, random.Random(1), p_valid=0.8)
+    src.queue = list(data)
+    sink = Sink(dut.inserter.source, data_width, random.Random(2), p_ready=0.7)
+    sender_b, receiver_b, triggers = [], [], []
+
+    async def main(ctx):
+        s, r = dut.sender, dut.receiver
+        ctx.set(s.mode, MODE_MARKER_SEND)
+        ctx.set(r.mode, MODE_MARKER_RECEIVE)
+        ctx.set(s.ending_flags, int(IntervalFlags.OVERRUN))
+        for cycle in range(5000):
+            trigger = cycle in (100, 700, 1500)
+            ctx.set(s.swap, trigger)
+            _, _, now, sb, sseq, sts, rb, rseq, rflags, rts = await ctx.tick().sample(
+                dut.timebase.now, s.boundary, s.boundary_seq, s.boundary_timestamp,
+                r.boundary, r.boundary_seq, r.boundary_flags, r.boundary_timestamp)
+            if trigger:
+                triggers.append(now)
+            if sb:
+                sender_b.append((cycle, sseq, sts))
+            if rb:
+                receiver_b.append((cycle, rseq, rflags, rts))
+        assert ctx.get(s.markers_sent) == 3
+        assert ctx.get(r.markers_accepted) == 3
+        assert ctx.get(r.markers_rejected) == 0
+        assert ctx.get(r.sequence_gaps) == 0
+
+    simulate(dut, main, src.run, sink.run)
+    out = sink.frames()
+    assert [f for f in out if f[0] == 0xDA] == [f for f, _ in data]
+    markers = [f for f in out if f[0] != 0xDA]
+    # The marker carries the interval that ends, the timebase at the trigger and the
+    # ending interval's flags; byte for byte build_marker's frame.
+    assert markers == [build_marker(config, seq=i, timestamp=triggers[i],
+                                    src_mac=SRC_MAC, dst_mac=DST_MAC,
+                                    flags=IntervalFlags.OVERRUN) for i in range(3)]
+    assert [(seq, ts) for _, seq, ts in sender_b] == [(i + 1, triggers[i])
+                                                      for i in range(3)]
+    assert [(seq, flags, ts) for _, seq, flags, ts in receiver_b] == [
+        (i + 1, 0, triggers[i]) for i in range(3)]
+    # The sender's boundary follows its marker's first beat by one cycle, so the swap
+    # falls between the data frames the marker falls between.
+    cycles = sink.frame_cycles()
+    marker_sofs = [c[0] for c, f in zip(cycles, out) if f[0] != 0xDA]
+    assert [c for c, *_ in sender_b] == [c + 1 for c in marker_sofs]
+    marker_eofs = [c[-1] for c, f in zip(cycles, out) if f[0] != 0xDA]
+    assert [c for c, *_ in receiver_b] == [c + 1 for c in marker_eofs]
