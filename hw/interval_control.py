@@ -18,7 +18,8 @@ those of ``host_sw.regmap`` (INTERVAL_MODE.mode):
     ``CONTROL.swap`` or the interval timer (same ``t0 + i·δ`` schedule; δ = 0: no timer)
     requests a marker frame (:attr:`IntervalControl.marker`, for
     :class:`hw.control_frame_tx.MarkerFrameSource`) carrying the current sequence number
-    (the interval that ends), the timebase and ``ending_flags``. The boundary is requested
+    (the interval that ends), the boundary's timestamp (the timer's nominal ``t0 + i·δ``,
+    or the timebase at ``CONTROL.swap``) and ``ending_flags``. The boundary is requested
     when that marker's first beat transfers (``marker_sent``, from
     :attr:`hw.marker_inserter.FrameInserter.inserted_sof`), so the swap falls between the
     same two data frames as the marker. Triggers while a marker is pending are merged.
@@ -313,6 +314,9 @@ class IntervalControl(wiring.Component):
         awaiting_sof = Signal()
         marker_ts = Signal(TS_BITS)
         m.d.comb += self.marker.valid.eq(marker_valid)
+        # A timer boundary is stamped with its nominal tick t0 + i·δ, a CONTROL.swap with
+        # the timebase.
+        trigger_ts = Mux(timer.tick, timer.at, self.now)
 
         with m.Switch(self.mode):
             with m.Case(MODE_MANUAL):
@@ -325,9 +329,9 @@ class IntervalControl(wiring.Component):
                 with m.If((self.swap | timer.tick) & ~marker_valid & ~awaiting_sof):
                     m.d.sync += [marker_valid.eq(1),
                                  self.marker.payload.seq.eq(self.seq),
-                                 self.marker.payload.timestamp.eq(self.now),
+                                 self.marker.payload.timestamp.eq(trigger_ts),
                                  self.marker.payload.flags.eq(self.ending_flags),
-                                 marker_ts.eq(self.now)]
+                                 marker_ts.eq(trigger_ts)]
                 with m.If(self.marker.valid & self.marker.ready):
                     m.d.sync += [marker_valid.eq(0), awaiting_sof.eq(1)]
                 with m.If(awaiting_sof & self.marker_sent):

@@ -567,3 +567,76 @@ def test_marker_send_to_marker_receive(data_width):
     assert [c for c, *_ in sender_b] == [c + 1 for c in marker_sofs]
     marker_eofs = [c[-1] for c, f in zip(cycles, out) if f[0] != 0xDA]
     assert [c for c, *_ in receiver_b] == [c + 1 for c in marker_eofs]
+
+
+def test_marker_send_timer_schedule():
+    """Marker send with the interval timer: a marker at each t0 + i·δ, stamped with it,
+    sequence numbers counting; the receiver follows."""
+    config = LdaConfig()
+    dut = _SenderReceiver(config, 64)
+    sink = Sink(dut.inserter.source, 64, random.Random(4), p_ready=0.8)
+    sender_b, receiver_b = [], []
+
+    async def main(ctx):
+        s, r = dut.sender, dut.receiver
+        ctx.set(s.interval_start, 50)
+        ctx.set(s.interval_ticks, 200)
+        ctx.set(s.mode, MODE_MARKER_SEND)
+        ctx.set(r.mode, MODE_MARKER_RECEIVE)
+        for _ in range(700):
+            _, _, sb, sseq, sts, rb, rseq, rts = await ctx.tick().sample(
+                s.boundary, s.boundary_seq, s.boundary_timestamp,
+                r.boundary, r.boundary_seq, r.boundary_timestamp)
+            if sb:
+                sender_b.append((sseq, sts))
+            if rb:
+                receiver_b.append((rseq, rts))
+
+    simulate(dut, main, sink.run)
+    assert sink.frames() == [build_marker(config, seq=i, timestamp=50 + 200 * i,
+                                          src_mac=SRC_MAC, dst_mac=DST_MAC)
+                             for i in range(4)]
+    assert sender_b == receiver_b == [(i + 1, 50 + 200 * i) for i in range(4)]
+
+
+def test_exporter_without_ports_and_with_read_errors():
+    """No port enabled: nothing is sent, done (and release if asked) still pulse. A copy
+    that is not frozen (the port answers error): read_error, zero words."""
+    config = LdaConfig(banks=1, rows=4, thresholds=(0,))
+    dut = Exporter(config=config, data_width=64)
+    host = Sink(dut.host, 64, random.Random(0))
+    seen = {"release": 0}
+
+    async def errors(ctx):
+        pipe = [False] * (CounterBank.READ_LATENCY - 1)
+        async for _, _, en in ctx.tick().sample(dut.frozen.en):
+            pipe.append(bool(en))
+            out = pipe.pop(0)
+            ctx.set(dut.frozen.valid, out)
+            ctx.set(dut.frozen.error, out)
+
+    async def main(ctx):
+        ctx.set(dut.config_id, config.config_id)
+        ctx.set(dut.auto_release, 1)
+        ctx.set(dut.start, 1)
+        _, _, busy = await ctx.tick().sample(dut.busy)
+        ctx.set(dut.start, 0)
+        _, _, done, release, busy = await ctx.tick().sample(dut.done, dut.release, dut.busy)
+        assert (done, release, busy) == (1, 1, 0)
+        ctx.set(dut.to_host, 1)
+        ctx.set(dut.auto_release, 0)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        for _ in range(500):
+            _, _, done, release = await ctx.tick().sample(dut.done, dut.release)
+            seen["release"] += release
+            if done:
+                break
+        assert ctx.get(dut.read_error) == 1
+        assert ctx.get(dut.frames) == 1
+
+    simulate(dut, main, errors, host.run)
+    assert seen["release"] == 0
+    assert host.frames() == build_synopsis_frames(Synopsis.from_words(config, [0] * 4),
+                                                  seq=0, src_mac=0, dst_mac=0)
