@@ -67,7 +67,13 @@ class Exporter(wiring.Component):
         still pulse).
     frozen: Out(frozen_read_signature(config))
         The counter bank's frozen read port; the exporter drives ``addr``/``en`` only
-        while ``busy`` (the top gives it the port then, and the bus otherwise).
+        while ``busy`` and not ``read_hold``.
+    read_hold: In(1)
+        Issue no read this cycle: the top shares the frozen port with the bus's counter
+        window by giving the bus priority (``read_hold = bus read enable``, the port's
+        ``addr``/``en`` from the bus in that cycle) and routing each answer
+        ``READ_LATENCY`` cycles later to whoever asked (a 4-bit shift register of
+        owners). The exporter only slows down.
     inband, host: Out(FrameStream(data_width))
         The frames (``error`` 0). Inside a frame ``valid`` does not drop at data widths
         up to ``8 * 4 * layout.chunks`` bits (96 for LDA), since one word is read per
@@ -121,7 +127,7 @@ class Exporter(wiring.Component):
             "config_id": In(field_by_name("config_id").bits),
             "src_mac": In(48), "dst_mac": In(48),
             "to_inband": In(1), "to_host": In(1), "auto_release": In(1),
-            "frozen": Out(frozen_read_signature(config)),
+            "frozen": Out(frozen_read_signature(config)), "read_hold": In(1),
             "inband": Out(FrameStream(data_width)),
             "host": Out(FrameStream(data_width)),
             "busy": Out(1), "done": Out(1), "release": Out(1),
@@ -165,7 +171,7 @@ class Exporter(wiring.Component):
         in_flight = Signal(range(self.read_ahead + 1))
         issue = Signal()
         m.d.comb += [
-            issue.eq(self.busy & (read_addr < buckets)
+            issue.eq(self.busy & ~self.read_hold & (read_addr < buckets)
                      & (in_flight + words.level < self.read_ahead)),
             self.frozen.en.eq(issue),
             self.frozen.addr.eq(read_addr),

@@ -246,7 +246,13 @@ def test_exported_frames_reassemble_under_backpressure(config, data_width, mtu):
             assert not ctx.get(dut.read_error)
         assert ctx.get(dut.frames) == 2 * dut.frame_count
 
-    simulate(dut, main, memory.run, inband.run, host.run)
+    async def bus_reads(ctx):       # the bus's counter-window reads take the port
+        hold_rng = random.Random(9)
+        while True:
+            ctx.set(dut.read_hold, hold_rng.random() < 0.2)
+            await ctx.tick()
+
+    simulate(dut, main, memory.run, inband.run, host.run, bus_reads)
     assert pulses == {"done": 2, "release": 1}
     assert memory.reads == 2 * config.buckets
     first = exports[0]
