@@ -26,7 +26,7 @@ with or after it. (A stream made only of back-to-back single-beat frames defers 
 boundary until its first gap; at data widths ≤ 64 bits such frames are runts.)
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -160,34 +160,34 @@ class HeaderTap(wiring.Component):
         m.d.comb += self.boundary_ok.eq(~in_frame & ~(transfer & beat.last))
 
         # -- window capture ------------------------------------------------------------
-        beat_index = Signal(range(slots + 1))   # saturates at `slots`
+        # `next_slot` is one-hot: the window slot the next (non-first) beat of the frame
+        # writes (all zero once past the window), so a slot's write enable is one gate.
+        next_slot = Signal(max(1, slots))
         with m.If(transfer):
             with m.If(beat.last):
-                m.d.sync += beat_index.eq(0)
+                m.d.sync += next_slot.eq(0)
+            with m.Elif(first):
+                m.d.sync += next_slot.eq(0b10 if slots > 1 else 0)
             with m.Else():
-                index_now = Mux(first, 0, beat_index)
-                m.d.sync += beat_index.eq(Mux(index_now >= slots, slots, index_now + 1))
+                m.d.sync += next_slot.eq(next_slot << 1)
 
         incoming = Signal(self.data_width)      # the beat with dropped lanes zeroed
         m.d.comb += incoming.eq(Cat(beat.data.word_select(i, 8) & beat.keep[i].replicate(8)
                                     for i in range(lanes)))
 
+        # At SOF slot 0 takes the beat and every other slot clears (zero past the end of a
+        # short frame); later beats write their own slot.
         window = Signal(wbytes * 8)
-        window_next = Signal(wbytes * 8)
-        slot_values = []
         for j in range(slots):
             lo, hi = j * lanes, min((j + 1) * lanes, wbytes)
-            current = window[lo * 8:hi * 8]
+            slot = window[lo * 8:hi * 8]
             value = incoming[:(hi - lo) * 8]
             if j == 0:
-                written = transfer & first
-                cleared = Const(0)
+                with m.If(transfer & first):
+                    m.d.sync += slot.eq(value)
             else:
-                written = transfer & ~first & (beat_index == j)
-                cleared = transfer & first
-            slot_values.append(Mux(written, value, Mux(cleared, 0, current)))
-        m.d.comb += window_next.eq(Cat(*slot_values))
-        m.d.sync += window.eq(window_next)
+                with m.If(transfer & (first | next_slot[j])):
+                    m.d.sync += slot.eq(Mux(first, 0, value))
 
         # -- runt detection, timestamp and copy at SOF ----------------------------------
         # `bytes_short`: bytes the frame still lacks to reach min_frame_bytes before this
