@@ -20,7 +20,8 @@ of skid). The measurement side never drives ``ready``: it cannot stall the data 
 
 Interval control (swap / overrun)
 ---------------------------------
-``CONTROL.swap`` (a CSR pulse) makes a swap *pending*. It is executed at the next frame
+``CONTROL.swap`` (a CSR pulse) makes a swap *pending* (requests before the boundary
+merge into one). It is executed at the next frame
 boundary of the input stream (``HeaderTap.boundary_ok``: no frame open), so a frame's
 copy, latched at its SOF, is never split. (The tap watches a registered copy of the input
 transfers, so the decision depends on registers only.) At that boundary:
