@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from amaranth.back import verilog  # noqa: E402
-from amaranth.hdl import Module  # noqa: E402
+from amaranth.hdl import Cat, Module, Signal, Value  # noqa: E402
 from amaranth.lib import wiring  # noqa: E402
 from amaranth.lib.wiring import In, Out, connect, flipped  # noqa: E402
 
@@ -101,6 +101,39 @@ class ControlPath(wiring.Component):
         return m
 
 
+class PinReducer(wiring.Component):
+    """Fits the block on the package: every input of ``core`` comes from a shift register
+    fed by one pin (as CSR/pipeline registers feed it in the top), every output goes
+    into a register and is XOR-folded onto 8 pins (so no logic is optimised away)."""
+
+    def __init__(self, core):
+        self.core = core
+        super().__init__({"din": In(1), "dout": Out(8)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self.core
+        inputs, outputs = [], []
+        for _path, member, value in core.signature.flatten(core):
+            (inputs if member.flow == In else outputs).append(value)
+        in_bits = sum(len(Value.cast(v)) for v in inputs)
+        chain = Signal(in_bits)
+        m.d.sync += chain.eq(Cat(self.din, chain[:-1]))
+        pos = 0
+        for v in inputs:
+            v = Value.cast(v)
+            m.d.comb += v.eq(chain[pos:pos + len(v)])
+            pos += len(v)
+        out_bits = Cat(*(Value.cast(v) for v in outputs))
+        captured = Signal(len(out_bits))
+        m.d.sync += captured.eq(out_bits)
+        folded = Signal(8)
+        for k in range(0, len(captured), 8):
+            folded = folded ^ captured[k:k + 8]
+        m.d.sync += self.dout.eq(folded)
+        return m
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-width", type=int, default=64)
@@ -115,7 +148,8 @@ def main(argv=None):
     args.output.parent.mkdir(parents=True, exist_ok=True)
     top = "control_path"
     v_path = args.build / f"{top}.v"
-    v_path.write_text(verilog.convert(ControlPath(config, args.data_width), name=top))
+    v_path.write_text(verilog.convert(PinReducer(ControlPath(config, args.data_width)),
+                                      name=top))
     result = {"block": "interval control + marker source + 2 inserters + exporter",
               "config": {"kind": config.kind, "buckets": config.buckets,
                          "data_width": args.data_width},
