@@ -402,7 +402,6 @@ def test_marker_receive_accepts_only_the_configured_sender(data_width):
         ctx.set(dut.mode, MODE_MARKER_RECEIVE)
         ctx.set(dut.config_id, config.config_id)
         ctx.set(dut.marker_src_mac, SRC_MAC)
-        ctx.set(dut.watch.ready, 1)
         for cycle in range(4000):
             _, _, b, seq, flags, ts = await ctx.tick().sample(
                 dut.boundary, dut.boundary_seq, dut.boundary_flags, dut.boundary_timestamp)
@@ -413,7 +412,13 @@ def test_marker_receive_accepts_only_the_configured_sender(data_width):
         assert ctx.get(dut.sequence_gaps) == 1
         assert ctx.get(dut.seq) == 7
 
-    simulate(dut, main, src.run)
+    async def stalls(ctx):          # the watched stream's consumer stalls at random
+        stall_rng = random.Random(11)
+        while True:
+            ctx.set(dut.watch.ready, stall_rng.random() < 0.7)
+            await ctx.tick()
+
+    simulate(dut, main, src.run, stalls)
     expected = [(f, exp) for f, _, exp in frames if exp and exp[0] == "accept"]
     assert [(seq, flags) for _, seq, flags, _ in boundaries] == [(e[1], e[2])
                                                                  for _, e in expected]
