@@ -43,6 +43,9 @@ def main(argv=None):
     ap.add_argument("--standin", action="store_true",
                     help="measure the stand-in core (infrastructure only)")
     ap.add_argument("-o", "--output", type=Path, default=OUT)
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other rows of an existing output file (replacing rows "
+                    "of the same simulator, kind and width)")
     args = ap.parse_args(argv)
     sims = args.simulators or (["icarus"] + (["verilator"] if verilator_env() is not None
                                              else []))
@@ -77,8 +80,14 @@ def main(argv=None):
                       f"{row['input_beats_per_cycle']:.3f} beats/clk "
                       f"{row['frames_per_cycle']:.4f} frames/clk", flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"command": " ".join(sys.argv), "results": rows},
-                                      indent=2))
+    commands = [" ".join(sys.argv)]
+    if args.merge and args.output.exists():
+        old = json.loads(args.output.read_text())
+        key = lambda r: (r["simulator"], r["kind"], r["data_width"])  # noqa: E731
+        mine = {key(r) for r in rows}
+        rows = [r for r in old.get("results", []) if key(r) not in mine] + rows
+        commands = old.get("commands", []) + commands
+    args.output.write_text(json.dumps({"commands": commands, "results": rows}, indent=2))
     print(f"saved {args.output}")
 
 

@@ -52,14 +52,24 @@ SCALE = 10 if LONG else 1
 TIMEOUT_MS = 2000 if LONG else 200
 
 
-def sized(tb, wide: int, narrow: int) -> int:
-    """A frame count for the data width: ``wide`` at 64 bits and more, ``narrow`` below
-    (a minimum-size frame costs 8 beats at 64 bits, 60 at 8), times the long-run scale.
+def sized(tb, wide: int, narrow: int, single_beat: int | None = None) -> int:
+    """A frame count for the data width: ``single_beat`` where a minimum-size frame is
+    one beat (512 bits and more; default ``wide``), ``wide`` at 64 bits and more,
+    ``narrow`` below (a minimum-size frame costs 8 beats at 64 bits, 60 at 8), times the
+    long-run scale.
 
     Icarus spends most of its time re-evaluating the H3 trees while a frame's first
     ``window_bytes`` stream in, so the cost of a run is about frames × window beats; the
     default counts keep the whole cocotb suite within a few minutes on two cores."""
-    return (wide if tb.bytes_per_beat >= 8 else narrow) * SCALE
+    if tb.bytes_per_beat >= 60:
+        n = wide if single_beat is None else single_beat
+    else:
+        n = wide if tb.bytes_per_beat >= 8 else narrow
+    return n * SCALE
+
+
+#: The calibrated timestamp offset of the first test (compared in every later test).
+_FIRST_TS_OFFSET: dict[str, int] = {}
 
 
 class CoreHarness(CoreTB):
@@ -140,6 +150,10 @@ class CoreHarness(CoreTB):
             f"lanes")
         self.ts_offset = ts - sofs[0]
         self.log.info("timestamp = SOF cycle %+d", self.ts_offset)
+        # the timebase restarts at reset: the offset is the same after every reset
+        first = _FIRST_TS_OFFSET.setdefault("offset", self.ts_offset)
+        assert self.ts_offset == first, (
+            f"timestamp offset {self.ts_offset} after this reset, {first} after the first")
         expected = expected_synopsis(self.config, frame, [ts], self.hashers)
         assert syn == expected, synopsis_difference(expected, syn)
         await self.release_and_wait()
@@ -224,7 +238,7 @@ async def passthrough(dut, pauses):
 
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
-@cocotb.parametrize(pauses=["none", "both", "random"])
+@cocotb.parametrize(pauses=["none", "random"])
 async def counters_match_golden(dut, pauses):
     """Random IPv4/IPv6 UDP/TCP frames plus bad frames: frozen copy == golden model,
     status counters == frame classes."""
@@ -233,9 +247,9 @@ async def counters_match_golden(dut, pauses):
     idle, backpressure = pauses_by_name(pauses, cocotb.RANDOM_SEED + 5)
     tb.set_idle_generator(idle)
     tb.set_backpressure_generator(backpressure)
-    frames = (random_frames(tb.rng, sized(tb, 40, 8),
+    frames = (random_frames(tb.rng, sized(tb, 24, 6),
                             max_size=1518 if tb.bytes_per_beat >= 8 else 300)
-              + min_size_burst(tb.rng, sized(tb, 20, 4)) + bad_frames(tb.rng))
+              + min_size_burst(tb.rng, sized(tb, 12, 3)) + bad_frames(tb.rng))
     random.Random(int(tb.rng.integers(1 << 30))).shuffle(frames)
     before = await tb.bus.status_counters()
     sofs = await tb.offer(frames)
@@ -251,11 +265,13 @@ async def counters_match_golden(dut, pauses):
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
 async def same_counter_hazard(dut):
-    """Thousands of consecutive minimum-size frames updating the same counter(s) (the
-    read-modify-write forwarding path), back to back."""
+    """Consecutive minimum-size frames updating the same counter(s), back to back:
+    thousands at 512 bits, where each frame is one beat and the counter bank sees an
+    update of the same address every clock (the read-modify-write forwarding path);
+    fewer at 8 and 64 bits (``LDA_SIM_LONG=1``: ten times more)."""
     tb = CoreHarness(dut)
     await tb.start()
-    count = sized(tb, 1000, 100)
+    count = sized(tb, 250, 40, single_beat=2000)
     frames = same_bucket_frames(tb.config, tb.rng, count)
     sofs = await tb.offer(frames, check=False)
     await tb.end_interval()
