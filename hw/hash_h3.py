@@ -25,9 +25,9 @@ Pipeline (every stage registered, so no long combinational XOR tree):
    the class decoded into the mask select;
 1. mask: the window ANDed with the class's byte mask (IPv6 mask for IPv6 frames, IPv4
    mask otherwise; for LDS also the flow mask);
-2. XOR tree (:class:`H3Pipeline`): each stage XORs groups of at most ``fan_in`` (16)
+2. XOR tree (:class:`H3Pipeline`): each stage XORs groups of at most ``fan_in`` (8)
    terms — two LUT4 levels — until one term is left per output bit; a 512-bit window
-   takes 3 stages (512 → 32 → 2 → 1);
+   takes 3 stages (about 290 terms → 37 → 5 → 1);
 3. RDA only: the bucket hash of each bank, ``H3_rda[l](S(P))`` (64 → 32): the packet hash
    through the nibble S-box (host_sw.hashing.RDA_SBOX, one LUT4 per bit, registered), then
    another :class:`H3Pipeline`.
@@ -68,7 +68,8 @@ class H3Pipeline(wiring.Component):
     out_bits:
         Output width.
     fan_in:
-        Terms XORed per output bit per stage (16 = two LUT4 levels).
+        Terms XORed per output bit per stage (8: at most two LUT4 levels; with 16, ABC's
+        sharing of sub-XORs between output bits made four levels on ECP5, 212 MHz).
 
     Members
     -------
@@ -78,7 +79,7 @@ class H3Pipeline(wiring.Component):
         ``H3(data)``, :attr:`latency` cycles after ``data``.
     """
 
-    def __init__(self, *, rows, out_bits: int, fan_in: int = 16):
+    def __init__(self, *, rows, out_bits: int, fan_in: int = 8):
         rows = tuple(int(r) for r in rows)
         if not rows:
             raise ValueError("an H3 matrix needs at least one row")
