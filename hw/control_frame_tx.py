@@ -23,7 +23,7 @@ from host_sw.regmap import KIND_CODES
 from .frame import FrameStream, check_data_width
 
 __all__ = ["HEADER_BYTES", "MARKER_FRAME_BYTES", "control_header", "header_field",
-           "marker_request_layout", "BytePacker", "MarkerFrameSource"]
+           "marker_request_layout", "BytePacker", "SkidBuffer", "MarkerFrameSource"]
 
 #: Bytes of the fixed control frame header (Ethernet header included).
 HEADER_BYTES = PAYLOAD_OFFSET
@@ -142,11 +142,18 @@ class BytePacker(wiring.Component):
         push = Signal()
         m.d.comb += [self.items.ready.eq(~ending & (fill <= B - P)),
                      push.eq(self.items.valid & self.items.ready)]
-        placed = Signal.like(buf)
-        with m.Switch(fill_after_pop):
+        # The item goes in at the fill after this cycle's pop. Both placements (with and
+        # without a pop) are built from `fill` alone and `pop` only selects (short path
+        # from the output handshake). A push never meets the last (partial) pop.
+        placed_no_pop, placed_pop = Signal.like(buf), Signal.like(buf)
+        with m.Switch(fill):
             for k in range(B - P + 1):
                 with m.Case(k):
-                    m.d.comb += placed.eq(self.items.payload.data << (8 * k))
+                    m.d.comb += placed_no_pop.eq(self.items.payload.data << (8 * k))
+                    if k >= lanes:
+                        m.d.comb += placed_pop.eq(
+                            self.items.payload.data << (8 * (k - lanes)))
+        placed = Mux(pop, placed_pop, placed_no_pop)
         with m.If(push):
             m.d.sync += [buf.eq(buf_after_pop | placed),
                          fill.eq(fill_after_pop + self.items.payload.size),
@@ -172,6 +179,41 @@ class BytePacker(wiring.Component):
                          self.source.payload.error.eq(0)]
         with m.Elif(self.source.ready):
             m.d.sync += self.source.valid.eq(0)
+        return m
+
+
+class SkidBuffer(wiring.Component):
+    """A full-throughput register slice with a registered ``sink.ready`` (output register
+    + one skid register): cuts the combinational paths of a stream in both directions.
+
+    Members
+    -------
+    sink: In(FrameStream(data_width))
+    source: Out(FrameStream(data_width))
+
+    Latency 1 cycle; one beat per clock sustained.
+    """
+
+    def __init__(self, *, data_width: int):
+        check_data_width(data_width)
+        self.data_width = data_width
+        super().__init__({"sink": In(FrameStream(data_width)),
+                          "source": Out(FrameStream(data_width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        skid_valid = Signal()
+        skid = Signal.like(self.sink.payload)
+        m.d.comb += self.sink.ready.eq(~skid_valid)
+        with m.If(~self.source.valid | self.source.ready):
+            with m.If(skid_valid):
+                m.d.sync += [self.source.payload.eq(skid), self.source.valid.eq(1),
+                             skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [self.source.payload.eq(self.sink.payload),
+                             self.source.valid.eq(self.sink.valid)]
+        with m.Elif(self.sink.valid & self.sink.ready):
+            m.d.sync += [skid.eq(self.sink.payload), skid_valid.eq(1)]
         return m
 
 

@@ -21,7 +21,7 @@ beat is offered to every enabled port and moves on when all have taken it). With
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In, Out, connect, flipped
 
 from host_sw.control_frame import (
     CHUNK_BYTES, MAX_CHUNKS, MTU_PAYLOAD, TYPE_SYNOPSIS, field_by_name, frames_needed,
@@ -29,7 +29,7 @@ from host_sw.control_frame import (
 )
 from host_sw.regmap import KIND_CODES
 
-from .control_frame_tx import HEADER_BYTES, BytePacker, control_header
+from .control_frame_tx import HEADER_BYTES, BytePacker, SkidBuffer, control_header
 from .counter_bank import CounterBank, frozen_read_signature
 from .frame import FrameStream, check_data_width
 
@@ -245,8 +245,14 @@ class Exporter(wiring.Component):
                                                    last_frame_words, per))]
 
         # -- fork: each beat to every enabled port ---------------------------------------
+        # Each port behind a skid buffer: the ports' ready reaches the fork and the packer
+        # from registers only.
+        m.submodules.inband_slice = inband_slice = SkidBuffer(data_width=self.data_width)
+        m.submodules.host_slice = host_slice = SkidBuffer(data_width=self.data_width)
+        connect(m, inband_slice.source, flipped(self.inband))
+        connect(m, host_slice.source, flipped(self.host))
         beat = packer.source
-        ports = [(self.inband, to_inband), (self.host, to_host)]
+        ports = [(inband_slice.sink, to_inband), (host_slice.sink, to_host)]
         taken = [Signal(name=f"taken_{k}") for k in range(len(ports))]
         all_taken = Signal()
         m.d.comb += all_taken.eq(1)
@@ -263,12 +269,16 @@ class Exporter(wiring.Component):
                 m.d.sync += was_taken.eq(1)
 
         frames_this_export = Signal(range(count + 1))
+        draining = Signal()       # the last beat is in the port slices
         with m.If(starting):
             m.d.sync += frames_this_export.eq(0)
         with m.If(beat.valid & all_taken & beat.payload.last):
             m.d.sync += [self.frames.eq(self.frames + 1),
                          frames_this_export.eq(frames_this_export + 1)]
             with m.If(frames_this_export == count - 1):
-                m.d.sync += [self.busy.eq(0), self.done.eq(1),
-                             self.release.eq(auto_release)]
+                m.d.sync += draining.eq(1)
+        # Done once the last beat has left the port slices too.
+        with m.If(draining & ~self.inband.valid & ~self.host.valid):
+            m.d.sync += [draining.eq(0), self.busy.eq(0), self.done.eq(1),
+                         self.release.eq(auto_release)]
         return m
