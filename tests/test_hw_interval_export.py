@@ -651,3 +651,87 @@ def test_exporter_without_ports_and_with_read_errors():
     assert seen["release"] == 0
     assert host.frames() == build_synopsis_frames(Synopsis.from_words(config, [0] * 4),
                                                   seq=0, src_mac=0, dst_mac=0)
+
+
+class _SenderPath(wiring.Component):
+    """The sender's data path as the top wires it: data → marker inserter → export
+    inserter → out, with the interval control, marker source and exporter; a receiver's
+    interval control watches the output."""
+
+    def __init__(self, config, data_width, mtu):
+        self.config = config
+        self.sender = IntervalControl(data_width=data_width)
+        self.receiver = IntervalControl(data_width=data_width)
+        self.markers = MarkerFrameSource(config=config, data_width=data_width)
+        self.marker_inserter = FrameInserter(data_width=data_width)
+        self.export_inserter = FrameInserter(data_width=data_width)
+        self.exporter = Exporter(config=config, data_width=data_width, mtu=mtu)
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        s, r, mk = self.sender, self.receiver, self.markers
+        mi, ei, ex = self.marker_inserter, self.export_inserter, self.exporter
+        for name, block in (("sender", s), ("receiver", r), ("markers", mk),
+                            ("mi", mi), ("ei", ei), ("exporter", ex)):
+            m.submodules[name] = block
+        wiring.connect(m, s.marker, mk.request)
+        wiring.connect(m, mk.source, mi.insert)
+        wiring.connect(m, mi.source, ei.sink)
+        wiring.connect(m, ex.inband, ei.insert)
+        cid = self.config.config_id
+        m.d.comb += [
+            s.marker_sent.eq(mi.inserted_sof),
+            mk.config_id.eq(cid), mk.src_mac.eq(SRC_MAC), mk.dst_mac.eq(DST_MAC),
+            ex.config_id.eq(cid), ex.src_mac.eq(SRC_MAC), ex.dst_mac.eq(DST_MAC),
+            ex.to_inband.eq(1), ex.host.ready.eq(1),
+            r.config_id.eq(cid), r.marker_src_mac.eq(SRC_MAC),
+            r.watch.valid.eq(ei.source.valid), r.watch.ready.eq(ei.source.ready),
+            r.watch.payload.eq(ei.source.payload),
+        ]
+        return m
+
+
+def test_sender_path_markers_exports_and_data_together():
+    config = LdaConfig(banks=2, rows=8, thresholds=(0, 3))
+    mtu = 34 + 12 * 5
+    rng = random.Random(21)
+    synopsis, words = random_synopsis(config, rng)
+    dut = _SenderPath(config, 64, mtu)
+    data = [(bytes([0xDA]) + rng.randbytes(rng.randrange(59, 200)), rng.random() < 0.1)
+            for _ in range(40)]
+    src = Source(dut.marker_inserter.sink, 64, random.Random(1), p_valid=0.9)
+    src.queue = list(data)
+    sink = Sink(dut.export_inserter.source, 64, random.Random(2), p_ready=0.7)
+    memory = FakeFrozenCopy(dut.exporter.frozen, words)
+    receiver_seqs = []
+
+    async def main(ctx):
+        s, r, ex = dut.sender, dut.receiver, dut.exporter
+        ctx.set(s.mode, MODE_MARKER_SEND)
+        ctx.set(r.mode, MODE_MARKER_RECEIVE)
+        for cycle in range(3000):
+            ctx.set(s.swap, cycle in (50, 900))
+            ctx.set(ex.start, cycle == 300)
+            ctx.set(ex.seq, 0)
+            _, _, rb, rseq = await ctx.tick().sample(r.boundary, r.boundary_seq)
+            if rb:
+                receiver_seqs.append(rseq)
+        assert ctx.get(ex.frames) == ex.frame_count
+        assert ctx.get(r.markers_accepted) == 2 and ctx.get(r.markers_rejected) == 0
+
+    simulate(dut, main, src.run, sink.run, memory.run)
+    out = beats_to_frames([b for _, b in sink.beats], 64)
+    assert [f for f in out if f[0][0] == 0xDA] == data
+    control = [f for f, _ in out if f[0] != 0xDA]
+    markers = [f for f in control if f[15] == 1]
+    chunks = [f for f in control if f[15] == 2]
+    assert [parse_control_frame(f, expected=config).seq for f in markers] == [0, 1]
+    assert chunks == build_synopsis_frames(synopsis, seq=0, src_mac=SRC_MAC,
+                                           dst_mac=DST_MAC, mtu=mtu)
+    assert list(reassemble(chunks, config).synopsis.words()) == words
+    assert receiver_seqs == [1, 2]
+    # Export frames went out while data was waiting: they were interleaved with data.
+    kinds = [0 if f[0] == 0xDA else f[15] for f, _ in out]
+    first, last = kinds.index(2), len(kinds) - 1 - kinds[::-1].index(2)
+    assert 0 in kinds[first:last]
