@@ -55,7 +55,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.control_frame import IntervalFlags, TYPE_MARKER, VERSION
-from host_sw.hashing import ETHERTYPE_CONTROL
+from host_sw.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 
 from .control_frame_tx import HEADER_BYTES, header_field, marker_request_layout
 from .frame import FrameMonitor, check_data_width
@@ -147,7 +147,10 @@ class MarkerWatch(wiring.Component):
         In the cycle after a marker's EOF transfer (functions of registers only): the
         frame was a marker (EtherType 0x88B5, type 1) and was accepted (complete
         48-byte header, version 1, configuration ID and source MAC match, no error flag)
-        or rejected. Frames of other types (synopsis chunks, data) give neither.
+        or rejected. Frames of other types (synopsis chunks, data) give neither. At data
+        widths where a 60-byte frame's header ends before its last beat (≤ 128 bits) the
+        header's comparisons are registered a cycle ahead, and a marker whose header
+        ends in its last beat (shorter than 60 bytes: a runt) is rejected.
     seq, timestamp, flags: Out(32), Out(64), Out(8)
         The marker's fields, valid with ``accepted``.
     """
@@ -197,10 +200,18 @@ class MarkerWatch(wiring.Component):
 
         is_marker = ((header_field(header, "ethertype") == ETHERTYPE_CONTROL)
                      & (header_field(header, "type") == TYPE_MARKER))
-        good = (complete & ~ended_error
-                & (header_field(header, "version") == VERSION)
-                & (header_field(header, "config_id") == self.config_id)
-                & (header_field(header, "src_mac") == self.marker_src_mac))
+        fields_match = ((header_field(header, "version") == VERSION)
+                        & (header_field(header, "config_id") == self.config_id)
+                        & (header_field(header, "src_mac") == self.marker_src_mac))
+        if (HEADER_BYTES - 1) // lanes < (MIN_FRAME_BYTES - 1) // lanes:
+            # A (≥ 60-byte) marker's header is complete before its last beat: compare a
+            # cycle early, so the decision after the EOF comes from registers (the wide
+            # MAC/ID comparisons are off the boundary path).
+            match_early, complete_early = Signal(), Signal()
+            m.d.sync += [match_early.eq(fields_match), complete_early.eq(complete)]
+            good = complete_early & match_early & ~ended_error
+        else:
+            good = complete & fields_match & ~ended_error
         m.d.comb += [
             self.accepted.eq(ended & is_marker & good),
             self.rejected.eq(ended & is_marker & ~good),
