@@ -91,10 +91,10 @@ def packet_hashes(trace, config: SynopsisConfig) -> np.ndarray:
 
     :meth:`host_sw.traffic.Trace.hashes` caches the full-trace hashes per configuration;
     the benchmarks hash one trace under tens of configurations (one per seed), so the
-    entry is dropped again to keep memory flat (it is a per-trace cache, not a contract).
+    cache is cleared again to keep memory flat.
     """
     hashes = trace.hashes(config)
-    trace._cache.pop(("packets", config), None)
+    trace.clear_cache()
     return hashes.packet
 
 
