@@ -6,7 +6,7 @@ standard deviation of RDA, LDA and FineComb (ideal repair) as the set difference
 Data flow (``DESIGN.md``): :class:`host_sw.channel.Scenario` (fast-mode trace, Weibull
 delays) ► an interval whose sender and receiver sets differ by ``d`` packets (half lost,
 half reordered in from the previous interval, as
-:func:`host_sw.simulate.set_difference_interval`) ► :func:`host_sw.golden.update` ►
+:func:`host_sw.simulate.set_difference_intervals`) ► :func:`host_sw.golden.update` ►
 :func:`~host_sw.estimators.rda.estimate_rda` (with both caches),
 :func:`~host_sw.estimators.lda.estimate_lda`,
 :func:`~host_sw.estimators.baselines.finecomb_ideal` ► CSV + PNG in
@@ -22,11 +22,9 @@ paper's choice). LDA: the LDA paper's recommended two-bank LDA (tuned for 0.5 % 
 5 000 from below). Set difference 0 … 10 000, 10 runs per point: each run draws new
 delays and new lost packets and uses a new hash seed for all three synopses.
 
-The set-difference intervals are built like
-:func:`~host_sw.simulate.set_difference_interval`, but from one trace of
-``N + max(d)/2`` packets and one channel draw per run shared by every ``d`` (that
-function regenerates the trace and the channel per call, ~4 s at 2 M packets; see
-:func:`difference_intervals`).
+The set-difference intervals come from
+:func:`~host_sw.simulate.set_difference_intervals`: one trace of ``N + max(d)/2``
+packets and one channel draw per run, shared by every ``d``.
 
 Usage::
 
@@ -50,58 +48,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy_common import (DEFAULT_OUT, Progress, format_table, machine,  # noqa: E402
                              packet_hashes, pyplot, relative_error, select, write_csv)
-from host_sw.channel import Scenario, interval_observations  # noqa: E402
+from host_sw.channel import Scenario  # noqa: E402
 from host_sw.config import LdaConfig, RdaConfig  # noqa: E402
 from host_sw.estimators.baselines import finecomb_ideal  # noqa: E402
 from host_sw.estimators.lda import estimate_lda, tuned_thresholds  # noqa: E402
 from host_sw.estimators.rda import estimate_rda  # noqa: E402
 from host_sw.golden import Hashers, update  # noqa: E402
+from host_sw.simulate import set_difference_intervals  # noqa: E402
 
 DIFFERENCES = (0, 500, 1000, 2000, 2500, 3000, 4000, 6000, 10_000)
 BASE_SEED = 0x2DA5EED
 TRACE_SEED = 7
 DELAY = "weibull:shape=0.6,mean=0.2us"
-_NO_INTERVAL = np.iinfo(np.int64).min
-
-
-def difference_intervals(scenario: Scenario, differences, run: int, trace=None):
-    """Yield ``(d, interval)`` for each set difference ``d``: interval 0 of a trace of
-    ``scenario.packets + max(d)//2`` packets whose last ``scenario.packets`` packets
-    are sent in interval 0 and the ``d//2`` packets just before them in interval −1 but
-    received in interval 0 (reordered); ``d − d//2`` packets of interval 0, chosen at
-    random, are lost — :func:`host_sw.simulate.set_difference_interval`'s construction,
-    with one trace and one channel draw (``run``) shared by all ``d``."""
-    differences = list(differences)
-    if min(differences) < 0:
-        raise ValueError(f"set differences must be non-negative, not {min(differences)}")
-    head = max(differences) // 2
-    big = dataclasses.replace(scenario, packets=scenario.packets + head, loss=0.0)
-    trace = big.trace() if trace is None else trace
-    if len(trace) != big.packets:
-        raise ValueError(f"the trace must hold {big.packets} packets, not {len(trace)}")
-    tx = big.channel.transmit(trace.timestamps,
-                              seed=np.random.SeedSequence([scenario.seed, run]))
-    n = len(trace)
-    idx = np.arange(n, dtype=np.int64)
-    counted = trace.counted
-    candidates = np.flatnonzero(counted[head:]) + head
-    for d in differences:
-        reordered, lost = d // 2, d - d // 2
-        if lost > len(candidates):
-            raise ValueError(f"set difference {d} needs more than {len(candidates)} packets")
-        s_iv = np.where(idx < head, -1, 0).astype(np.int64)
-        r_iv = s_iv.copy()
-        r_iv[head - reordered:head] = 0
-        rng = np.random.default_rng([scenario.seed, run, d, 0xD1FF])
-        dropped = np.zeros(n, dtype=bool)
-        dropped[rng.choice(candidates, size=lost, replace=False)] = True
-        r_iv[dropped] = _NO_INTERVAL
-        intervals = interval_observations(
-            sender_trace=trace, receiver_trace=trace, sender_index=idx, receiver_index=idx,
-            sender_ts=tx.send_ts, receiver_ts=tx.receiver_ts, sender_interval=s_iv,
-            receiver_interval=r_iv, counted=counted, dropped=dropped,
-            clock_offset_ns=tx.clock_offset_ns)
-        yield d, next(iv for iv in intervals if iv.interval == 0)
 
 
 def configs(run: int, *, packets: int, rda_buckets: int = 5000, lda_rows: int = 2048,
@@ -164,7 +122,7 @@ def run_rda(*, packets: int = 2_000_000, differences=DIFFERENCES, runs: int = 10
                                lda_rows=lda_rows, fc_buckets=fc_buckets)
         hashers = Hashers(rda)
         packet = packet_hashes(trace, rda)
-        for d, iv in difference_intervals(scenario, differences, run, trace=trace):
+        for d, iv in set_difference_intervals(scenario, differences, run, trace=trace):
             truth = iv.truth
             for method, est in estimate_all(iv, packet, rda, lda, fc, hashers).items():
                 rows.append({

@@ -234,7 +234,7 @@ class Device:
             a, b = config.to_dict(), discovered.to_dict()
             diff = sorted(k for k in a if k not in RUNTIME_FIELDS and k != "tick_ns"
                           and k != "seed" and a.get(k) != b.get(k))
-            why = (f"differing parameters: " + ", ".join(
+            why = ("differing parameters: " + ", ".join(
                 f"{k} (device {b.get(k)}, expected {a.get(k)})" for k in diff)) if diff \
                 else "the seed or the register map version differs"
             raise DeviceMismatch(f"device ID {self.id_value:#010x} does not match the "

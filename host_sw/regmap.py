@@ -48,7 +48,7 @@ import csv
 import hashlib
 import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 from .config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, is_power_of_two

@@ -27,7 +27,7 @@ from .estimators.lds import estimate_flows
 from .golden import Hashers
 from .measure import estimate_pair, json_number
 
-__all__ = ["RunResult", "lda_config_for", "run_scenario", "set_difference_interval"]
+__all__ = ["RunResult", "lda_config_for", "run_scenario", "set_difference_intervals"]
 
 _NO_INTERVAL = np.iinfo(np.int64).min
 
@@ -66,42 +66,49 @@ def lda_config_for(*, packets: int, rows: int, banks: int, tune_for_loss: float 
                      thresholds=tuned_thresholds(rows, rates * packets), **common)
 
 
-def set_difference_interval(scenario: Scenario, difference: int, run: int) -> IntervalObservation:
-    """An interval whose sender and receiver packet sets differ by ``difference`` packets:
-    half lost (sender only), half reordered in from the previous interval (receiver only),
-    as in the RDA paper's §VII-B (loss rate = reordering rate).
+def set_difference_intervals(scenario: Scenario, differences, run: int, trace=None):
+    """Yield ``(d, interval)`` for each set difference ``d``: intervals whose sender and
+    receiver packet sets differ by exactly ``d`` packets, half lost (sender only), half
+    reordered in from the previous interval (receiver only), as in the RDA paper's §VII-B
+    (loss rate = reordering rate; the scenario's own loss is ignored).
 
-    The trace holds ``packets + difference // 2`` packets; the first ``difference // 2``
-    were sent in the previous interval and reach the receiver in this one.
+    Interval 0 of a trace of ``scenario.packets + max(d)//2`` packets: its last
+    ``scenario.packets`` packets are sent in interval 0; the ``d//2`` packets just before
+    them are sent in interval −1 but received in interval 0 (reordered); ``d − d//2``
+    packets of interval 0, chosen at random, are lost. One trace and one channel draw
+    (``run``) are shared by all ``d``.
     """
-    if difference < 0:
-        raise ValueError(f"set difference must be non-negative, not {difference}")
-    reordered = difference // 2
-    lost = difference - reordered
-    if lost > scenario.packets:
-        raise ValueError(f"set difference {difference} needs more than {scenario.packets} packets")
-    big = dataclasses.replace(scenario, packets=scenario.packets + reordered, loss=0.0)
-    trace = big.trace()
-    rng = np.random.default_rng([scenario.seed, run, 0xD1FF])
-    tx = big.channel.transmit(trace.timestamps, seed=np.random.SeedSequence([scenario.seed, run]))
+    differences = list(differences)
+    if min(differences) < 0:
+        raise ValueError(f"set difference must be non-negative, not {min(differences)}")
+    head = max(differences) // 2
+    big = dataclasses.replace(scenario, packets=scenario.packets + head, loss=0.0)
+    trace = big.trace() if trace is None else trace
+    if len(trace) != big.packets:
+        raise ValueError(f"the trace must hold {big.packets} packets, not {len(trace)}")
+    tx = big.channel.transmit(trace.timestamps,
+                              seed=np.random.SeedSequence([scenario.seed, run]))
     n = len(trace)
-    s_iv = np.zeros(n, dtype=np.int64)
-    s_iv[:reordered] = -1
-    r_iv = np.zeros(n, dtype=np.int64)
-    counted = trace.counted
-    candidates = np.flatnonzero(counted[reordered:]) + reordered
-    if lost > len(candidates):
-        raise ValueError("not enough counted packets for the requested set difference")
-    dropped = np.zeros(n, dtype=bool)
-    dropped[rng.choice(candidates, size=lost, replace=False)] = True
-    r_iv[dropped] = _NO_INTERVAL
     idx = np.arange(n, dtype=np.int64)
-    intervals = interval_observations(
-        sender_trace=trace, receiver_trace=trace, sender_index=idx, receiver_index=idx,
-        sender_ts=tx.send_ts, receiver_ts=tx.receiver_ts, sender_interval=s_iv,
-        receiver_interval=r_iv, counted=counted, dropped=dropped,
-        clock_offset_ns=tx.clock_offset_ns)
-    return next(iv for iv in intervals if iv.interval == 0)
+    counted = trace.counted
+    candidates = np.flatnonzero(counted[head:]) + head
+    for d in differences:
+        reordered, lost = d // 2, d - d // 2
+        if lost > len(candidates):
+            raise ValueError(f"set difference {d} needs more than {len(candidates)} packets")
+        s_iv = np.where(idx < head, -1, 0).astype(np.int64)
+        r_iv = s_iv.copy()
+        r_iv[head - reordered:head] = 0
+        rng = np.random.default_rng([scenario.seed, run, d, 0xD1FF])
+        dropped = np.zeros(n, dtype=bool)
+        dropped[rng.choice(candidates, size=lost, replace=False)] = True
+        r_iv[dropped] = _NO_INTERVAL
+        intervals = interval_observations(
+            sender_trace=trace, receiver_trace=trace, sender_index=idx, receiver_index=idx,
+            sender_ts=tx.send_ts, receiver_ts=tx.receiver_ts, sender_interval=s_iv,
+            receiver_interval=r_iv, counted=counted, dropped=dropped,
+            clock_offset_ns=tx.clock_offset_ns)
+        yield d, next(iv for iv in intervals if iv.interval == 0)
 
 
 def _truth(iv: IntervalObservation) -> dict:
@@ -165,7 +172,7 @@ def run_scenario(scenario: Scenario, config: SynopsisConfig, *, runs: int = 1,
         trace = scenario.trace()
     for run in range(runs):
         if set_difference is not None:
-            intervals = [set_difference_interval(scenario, set_difference, run)]
+            intervals = [iv for _, iv in set_difference_intervals(scenario, [set_difference], run)]
         else:
             intervals = scenario.run(run, trace=trace).intervals
         for iv in intervals:

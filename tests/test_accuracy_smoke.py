@@ -20,6 +20,7 @@ import accuracy_lda  # noqa: E402
 import accuracy_lds  # noqa: E402
 import accuracy_rda  # noqa: E402
 from host_sw.channel import Scenario  # noqa: E402
+from host_sw.simulate import set_difference_intervals  # noqa: E402
 
 
 def test_lda_no_loss_is_exact_and_lossy_is_close():
@@ -68,7 +69,7 @@ def test_exact_p_filter_rate():
 
 def test_difference_intervals_split():
     sc = Scenario(packets=5_000, fast=True, seed=3)
-    ivs = dict(accuracy_rda.difference_intervals(sc, (0, 7, 300), run=0))
+    ivs = dict(set_difference_intervals(sc, (0, 7, 300), run=0))
     for d, iv in ivs.items():
         assert iv.truth.lost == d - d // 2
         assert iv.truth.reordered == d // 2
