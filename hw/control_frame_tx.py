@@ -14,7 +14,7 @@ place each field big-endian at its offset.
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In, Out, connect, flipped
 
 from host_sw.control_frame import HEADER_FIELDS, PAYLOAD_OFFSET, TYPE_MARKER, VERSION
 from host_sw.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
@@ -232,7 +232,7 @@ class MarkerFrameSource(wiring.Component):
     -------
     request: In(stream.Signature(marker_request_layout()))
         ``seq``, ``timestamp``, ``flags`` of the marker. Taken (``ready``) when no marker
-        is being sent; the frame starts on ``source`` the next cycle.
+        is being built.
     src_mac, dst_mac: In(48)
         LOCAL_MAC and EXPORT_DST_MAC (byte 0 of the address in bits 47..40), sampled with
         the request.
@@ -240,7 +240,9 @@ class MarkerFrameSource(wiring.Component):
         CONFIG_ID, sampled with the request.
     source: Out(FrameStream(data_width))
         The marker frame: ``MARKER_FRAME_BYTES`` (60) bytes, ``valid`` high for all its
-        beats until each transfers (no gaps inside the frame).
+        beats until each transfers (no gaps inside the frame), through a skid buffer
+        (``ready`` is only registered logic inside; the frame starts 2 cycles after the
+        request is taken).
     """
 
     def __init__(self, *, config, data_width: int):
@@ -271,17 +273,21 @@ class MarkerFrameSource(wiring.Component):
         remaining = Signal(range(self.beats + 1))
         last_keep = (1 << (MARKER_FRAME_BYTES - lanes * (self.beats - 1))) - 1
 
+        # The frame register shifts behind a skid buffer: its wide enable sees a
+        # registered ready, not the inserters' combinational one.
+        m.submodules.slice = out = SkidBuffer(data_width=w)
+        connect(m, out.source, flipped(self.source))
         m.d.comb += self.request.ready.eq(remaining == 0)
         with m.If(self.request.valid & self.request.ready):
             m.d.sync += [frame.eq(header), remaining.eq(self.beats)]
-        with m.Elif(self.source.valid & self.source.ready):
+        with m.Elif(out.sink.valid & out.sink.ready):
             m.d.sync += [frame.eq(frame >> w), remaining.eq(remaining - 1)]
         m.d.comb += [
-            self.source.valid.eq(remaining != 0),
-            self.source.payload.data.eq(frame[:w]),
-            self.source.payload.last.eq(remaining == 1),
-            self.source.payload.keep.eq(Mux(remaining == 1, last_keep, (1 << lanes) - 1)),
-            self.source.payload.error.eq(0),
+            out.sink.valid.eq(remaining != 0),
+            out.sink.payload.data.eq(frame[:w]),
+            out.sink.payload.last.eq(remaining == 1),
+            out.sink.payload.keep.eq(Mux(remaining == 1, last_keep, (1 << lanes) - 1)),
+            out.sink.payload.error.eq(0),
         ]
         return m
 
