@@ -31,5 +31,7 @@ def test_core(params):
 @pytest.mark.parametrize("params", SINGLE_BEAT_PARAMS, ids=lambda p: p.param_id)
 def test_core_single_beat_hazard(params):
     results = run_core_tests(params, "sim_tb.cocotb_core",
-                             testcase=["same_counter_hazard", "passthrough"])
-    assert "same_counter_hazard" in results.tests, sorted(results.tests)
+                             testcase=["same_counter_hazard", "passthrough/pauses=0",
+                                       "passthrough/pauses=4"])
+    assert {"same_counter_hazard", "passthrough/pauses=0",
+            "passthrough/pauses=4"} <= set(results.tests), sorted(results.tests)
