@@ -251,7 +251,11 @@ class Exporter(wiring.Component):
         m.submodules.host_slice = host_slice = SkidBuffer(data_width=self.data_width)
         connect(m, inband_slice.source, flipped(self.inband))
         connect(m, host_slice.source, flipped(self.host))
-        beat = packer.source
+        # ... and the packer behind one too: its pop (which steers the whole byte buffer)
+        # then depends on registers only, not on the fork's handshake.
+        m.submodules.packer_slice = packer_slice = SkidBuffer(data_width=self.data_width)
+        connect(m, packer.source, packer_slice.sink)
+        beat = packer_slice.source
         ports = [(inband_slice.sink, to_inband), (host_slice.sink, to_host)]
         taken = [Signal(name=f"taken_{k}") for k in range(len(ports))]
         all_taken = Signal()
