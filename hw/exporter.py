@@ -19,7 +19,7 @@ beat is offered to every enabled port and moves on when all have taken it). With
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out, connect, flipped
 
@@ -201,7 +201,16 @@ class Exporter(wiring.Component):
             "word_chunks": config.layout.chunks, "first_word": first_word,
             "word_count": word_count, "timestamp": timestamp})
 
-        item = packer.items
+        # Items go through one register stage into the packer (the header piece and word
+        # muxes stay off the packer's byte-placement path).
+        item = stream.Signature(packer.items.payload.shape()).create(path=("item",))
+        item_reg_valid = Signal()
+        item_reg = Signal.like(packer.items.payload)
+        m.d.comb += [item.ready.eq(~item_reg_valid | packer.items.ready),
+                     packer.items.valid.eq(item_reg_valid),
+                     packer.items.payload.eq(item_reg)]
+        with m.If(item.ready):
+            m.d.sync += [item_reg_valid.eq(item.valid), item_reg.eq(item.payload)]
         word = Signal(8 * word_bytes)       # the word zero-extended to whole chunks
         m.d.comb += word.eq(words.r_data)
         # Chunk c (bits 32c..32c+31) goes out big-endian, least significant chunk first.
