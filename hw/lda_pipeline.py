@@ -80,6 +80,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
 from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.hashing import default_masks
 from host_sw.regmap import register_map
 
 from .bucket_select import BucketSelector
@@ -430,7 +431,10 @@ def config_from_args(args) -> SynopsisConfig:
     """The synopsis configuration named by the command-line arguments."""
     common = {"seed": args.seed}
     if args.window_bytes is not None:
+        # the default masks, cut to the window
         common["window_bytes"] = args.window_bytes
+        for name, mask in default_masks(args.window_bytes).items():
+            common[f"mask_{name}"] = mask.as_int()
     if args.synopsis == "lda":
         banks = args.banks if args.banks is not None else 2
         kw = {"banks": banks, "rows": args.rows if args.rows is not None else 1024}

@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 
 from host_sw.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.golden import Synopsis, hash_frames, update
-from host_sw.hashing import FrameClass, classify_frame
+from host_sw.hashing import FrameClass, classify_frame, default_masks
 from host_sw.regmap import register_map
 from host_sw.uartbone import decode_read_reply, encode_read, encode_write
 from hw.frame import beats_to_frames, frame_to_beats
@@ -294,7 +294,7 @@ def test_export_writes_lda_core_with_axis_ports_and_csr_files(tmp_path, capsys):
     from hw.lda_pipeline import main
     out = tmp_path / "lda_core.v"
     assert main(["--synopsis", "lda", "--banks", "2", "--rows", "16", "--thresholds", "0,3",
-                 "--data-width", "16", "-o", str(out)]) == 0
+                 "--window-bytes", "16", "--data-width", "16", "-o", str(out)]) == 0
     text = out.read_text()
     header = text[text.index("module lda_core("):].split(");", 1)[0]
     ports = {p.strip() for p in header.split("(", 1)[1].split(",")}
@@ -305,7 +305,9 @@ def test_export_writes_lda_core_with_axis_ports_and_csr_files(tmp_path, capsys):
         "m_axis_tvalid", "m_axis_tready", "bus_rx_tdata", "bus_rx_tvalid", "bus_rx_tready",
         "bus_tx_tdata", "bus_tx_tvalid", "bus_tx_tready"}
     assert "input [15:0] s_axis_tdata;" in text and "output [1:0] m_axis_tkeep;" in text
-    regmap = register_map(LdaConfig(banks=2, rows=16, thresholds=(0, 3)), data_width=16)
+    masks = {f"mask_{name}": mask.as_int() for name, mask in default_masks(16).items()}
+    regmap = register_map(LdaConfig(banks=2, rows=16, thresholds=(0, 3), window_bytes=16,
+                                    **masks), data_width=16)
     assert (tmp_path / "csr.csv").read_text() == regmap.csr_csv()
     assert (tmp_path / "csr.json").read_text() == regmap.csr_json()
     printed = capsys.readouterr().out
