@@ -28,6 +28,7 @@ import numpy as np
 from .config import (LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, config_from_dict)
 from .control_frame import INVALID_FLAGS, IntervalFlags
 from .golden import Synopsis
+from .hashing import DEFAULT_WINDOW_BYTES, default_masks
 from .regmap import KIND_CODES, REGMAP_VERSION, RUNTIME_FIELDS, register_map
 from .transport import Transport
 from .uartbone import MAX_BURST
@@ -211,6 +212,10 @@ class Device:
             common["seed"] = seed
         if tick_ns is not None:
             common["tick_ns"] = tick_ns
+        if s["window_bytes"] != DEFAULT_WINDOW_BYTES:
+            # placeholder masks that fit the window (the run-time ones are read later)
+            common.update({f"mask_{k}": m.as_int()
+                           for k, m in default_masks(s["window_bytes"]).items()})
         try:
             if self.kind == "lda":
                 return LdaConfig(banks=s["dim0"], rows=s["dim1"],
