@@ -139,11 +139,8 @@ class BytePacker(wiring.Component):
         with m.Else():
             m.d.comb += [fill_after_pop.eq(fill), buf_after_pop.eq(buf)]
 
-        # `room` (an item fits) is registered from the next state, so the push decision
-        # that steers the whole buffer is one gate from registers.
         push = Signal()
-        room = Signal(init=1)
-        m.d.comb += [self.items.ready.eq(room),
+        m.d.comb += [self.items.ready.eq(~ending & (fill <= B - P)),
                      push.eq(self.items.valid & self.items.ready)]
         # The item goes in at the fill after this cycle's pop. Both placements (with and
         # without a pop) are built from `fill` alone and `pop` only selects (short path
@@ -157,18 +154,14 @@ class BytePacker(wiring.Component):
                         m.d.comb += placed_pop.eq(
                             self.items.payload.data << (8 * (k - lanes)))
         placed = Mux(pop, placed_pop, placed_no_pop)
-        fill_next, ending_next = Signal.like(fill), Signal()
-        m.d.comb += [fill_next.eq(fill_after_pop), ending_next.eq(ending)]
         with m.If(push):
-            m.d.sync += buf.eq(buf_after_pop | placed)
-            m.d.comb += [fill_next.eq(fill_after_pop + self.items.payload.size),
-                         ending_next.eq(self.items.payload.last)]
+            m.d.sync += [buf.eq(buf_after_pop | placed),
+                         fill.eq(fill_after_pop + self.items.payload.size),
+                         ending.eq(self.items.payload.last)]
         with m.Else():
-            m.d.sync += buf.eq(buf_after_pop)
+            m.d.sync += [buf.eq(buf_after_pop), fill.eq(fill_after_pop)]
             with m.If(pop & last_beat):
-                m.d.comb += ending_next.eq(0)
-        m.d.sync += [fill.eq(fill_next), ending.eq(ending_next),
-                     room.eq(~ending_next & (fill_next <= B - P))]
+                m.d.sync += ending.eq(0)
 
         keep = Signal(lanes)
         with m.If(fill >= lanes):
