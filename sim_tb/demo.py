@@ -1,0 +1,257 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The demo: latency and loss between two simulated devices, read over their bridges.
+
+Where it sits (``DESIGN.md``): the whole data flow end to end — traffic → sender core →
+channel → receiver core (one HDL simulation, :mod:`sim_tb.two_device`), the host reading
+both devices' frozen intervals over ``tcp://127.0.0.1:PORT`` with the same driver as for
+boards (:class:`host_sw.driver.Device`, what ``ldactl watch`` does), the estimators
+(:func:`host_sw.cli_device.record_for_pair` → :func:`host_sw.measure.estimate_pair`), and
+the harness's ground truth beside every estimate.
+
+``python -m sim_tb.demo`` (also ``ldactl demo``; ``./run_demo.sh`` runs it after set-up)
+prints one row per interval: packets sent and received, loss, the estimated mean and
+standard deviation of the delay with the confidence interval of the mean, the true values
+and the relative errors; it saves ``records.jsonl`` (the ``ldactl watch`` records plus
+``true``), ``snapshots.jsonl`` (both devices' snapshots) and ``demo.png`` under
+``build/demo/``. Exit status: 0 when every interval was read (and, unless
+``--no-check``, every true mean lies in its confidence interval), 1 on a failure,
+2 when the simulator is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from sim_tb.two_device import (  # noqa: E402
+    SimulatorMissing, TwoDeviceParams, read_truth, start_simulation,
+)
+
+__all__ = ["run_demo", "main", "add_arguments", "DEFAULT_OUT"]
+
+DEFAULT_OUT = REPO / "build" / "demo"
+
+HEADER = (f"{'intvl':>5} {'sent':>6} {'recv':>6} {'loss':>7} {'true':>7} | "
+          f"{'mean ns':>8} {'98% CI (ns)':>19} {'true':>8} {'err':>7} | "
+          f"{'std ns':>8} {'true':>8} {'err':>7} | {'samples':>7} ok")
+
+
+def _rel(est, true):
+    if est is None or true in (None, 0):
+        return None
+    return abs(est - true) / abs(true)
+
+
+def _pct(x, digits=2):
+    return "—" if x is None else f"{x * 100:.{digits}f}%"
+
+
+def _num(x, spec="8.2f"):
+    return f"{'—':>8}" if x is None else format(x, spec)
+
+
+def table_row(rec: dict) -> str:
+    """One printed row of a demo record."""
+    e, t = rec["estimate"], rec["true"]
+    if e is None:
+        return f"{rec['interval']:>5} invalid: {'; '.join(rec['notes'])}"
+    lo, hi = e["ci"]
+    ci = "—" if lo is None else f"[{lo:.1f}, {hi:.1f}]"
+    return (f"{rec['interval']:>5} {e['sent']:>6} {e['received']:>6} "
+            f"{_pct(e['loss_rate']):>7} {_pct(t['loss_rate']):>7} | "
+            f"{_num(e['mean'])} {ci:>19} {_num(t['mean'])} {_pct(t['mean_rel_err']):>7} | "
+            f"{_num(e['std'])} {_num(t['std'])} {_pct(t['std_rel_err']):>7} | "
+            f"{e['samples']:>7} {'yes' if t['in_ci'] else 'NO'}")
+
+
+def _wait_truth(sim, seq: int, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        for rec in sim.truth():
+            if rec.get("interval") == seq:
+                return rec
+        if sim.process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"no ground truth for interval {seq}; simulation log "
+                               f"{sim.log}:\n{sim.log_tail()}")
+        time.sleep(0.05)
+
+
+def run_demo(params: TwoDeviceParams, out: Path, *, confidence: float = 0.98,
+             printer=print, timeout: float = 600.0) -> list[dict]:
+    """Run the simulation and read both devices for ``params.intervals`` intervals;
+    return the records (``estimate`` and ``true``) and write the output files."""
+    from host_sw.cli_device import record_for_pair
+    from host_sw.driver import Device
+    from host_sw.transport import open_transport
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    config = params.config()
+    printer(f"# LDA {config.banks} banks x {config.rows} rows, {params.data_width}-bit "
+            f"cores, {params.window_bytes}-byte header window, clock {params.tick_ns:g} ns; "
+            f"{params.intervals} intervals x {params.frames} frames; channel delay "
+            f"{params.delay}, loss {params.loss}; seed {params.seed}")
+    printer("# building the cores (hw.lda_pipeline → Verilog, cached) …")
+    t0 = time.monotonic()
+    sim = start_simulation(params, out / "sim")
+    devices = []
+    records: list[dict] = []
+    try:
+        printer("# starting the simulation (Icarus build, reset, calibration) …")
+        ports = sim.wait_ports(timeout)
+        printer(f"# sender {ports['sender']}, receiver {ports['receiver']} "
+                f"({time.monotonic() - t0:.0f} s)")
+        for side in ("sender", "receiver"):
+            devices.append(Device(open_transport(ports[side], timeout=10.0), config=config,
+                                  tick_ns=params.tick_ns))
+        sender, receiver = devices
+        printer(HEADER)
+        snaps_path = out / "snapshots.jsonl"
+        with snaps_path.open("w") as snaps:
+            for _ in range(params.intervals):
+                s = sender.read_snapshot(timeout=timeout)
+                r = receiver.read_snapshot(timeout=timeout)
+                snaps.write(json.dumps({"sender": s.to_json(), "receiver": r.to_json()})
+                            + "\n")
+                notes = [f"sender: {n}" for n in s.notes] + \
+                        [f"receiver: {n}" for n in r.notes]
+                valid = s.valid and r.valid and s.seq == r.seq
+                rec = record_for_pair(s.synopsis, r.synopsis, confidence=confidence,
+                                      interval=s.seq, when=max(s.read_time, r.read_time),
+                                      sender_meta={"seq": s.seq, "packets": s.packets},
+                                      receiver_meta={"seq": r.seq, "packets": r.packets},
+                                      valid=valid, notes=notes)
+                truth = _wait_truth(sim, s.seq, timeout)
+                e = rec["estimate"] or {}
+                lo, hi = e.get("ci") or (None, None)
+                tm = truth["true_mean_ns"]
+                rec["true"] = {
+                    "mean": tm, "std": truth["true_std_ns"], "sent": truth["sent"],
+                    "received": truth["received"], "lost": truth["lost"],
+                    "loss_rate": truth["loss_rate"],
+                    "mean_rel_err": _rel(e.get("mean"), tm),
+                    "std_rel_err": _rel(e.get("std"), truth["true_std_ns"]),
+                    "in_ci": lo is not None and tm is not None and lo <= tm <= hi}
+                records.append(rec)
+                printer(table_row(rec))
+        rc = sim.wait(timeout)
+        if rc != 0:
+            raise RuntimeError(f"the simulation exited with status {rc}; log {sim.log}:\n"
+                               + sim.log_tail())
+    finally:
+        for d in devices:
+            d.close()
+        sim.stop()
+    with (out / "records.jsonl").open("w") as f:
+        for rec in records:
+            f.write(json.dumps(rec) + "\n")
+    done = [r for r in read_truth(out / "sim" / "truth.jsonl") if r.get("done")]
+    wall = time.monotonic() - t0
+    inside = sum(1 for r in records if r["true"]["in_ci"])
+    printer(f"# {inside} of {len(records)} true means inside the {confidence:.0%} confidence "
+            f"interval; {wall:.0f} s wall"
+            + (f", {done[0]['cycles']} clocks simulated" if done else ""))
+    try:
+        png = plot(records, out / "demo.png", params)
+        printer(f"# plot: {png}")
+    except ImportError:
+        printer("# matplotlib is not installed: no plot")
+    return records
+
+
+def plot(records: list[dict], path: Path, params: TwoDeviceParams) -> Path:
+    """Estimates with confidence intervals against the truth, per interval (PNG)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    good = [r for r in records if r["estimate"] and r["estimate"]["mean"] is not None]
+    x = [r["interval"] for r in good]
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
+    mean = [r["estimate"]["mean"] for r in good]
+    err = [[m - r["estimate"]["ci"][0] for m, r in zip(mean, good)],
+           [r["estimate"]["ci"][1] - m for m, r in zip(mean, good)]]
+    ax1.errorbar(x, mean, yerr=err, fmt="o", capsize=4, label="LDA estimate (CI)")
+    ax1.plot(x, [r["true"]["mean"] for r in good], "k_", markersize=20, mew=2,
+             label="true mean")
+    ax1.set_ylabel("mean delay (ns)")
+    ax1.legend(loc="best")
+    ax1.set_title(f"two simulated devices: delay {params.delay}, loss {params.loss}")
+    ax2.plot(x, [r["estimate"]["std"] for r in good], "o", label="LDA estimate")
+    ax2.plot(x, [r["true"]["std"] for r in good], "k_", markersize=20, mew=2, label="true")
+    ax2.set_ylabel("delay std (ns)")
+    ax2.legend(loc="best")
+    ax3.plot(x, [100 * (r["estimate"]["loss_rate"] or 0) for r in good], "o",
+             label="estimate")
+    ax3.plot(x, [100 * r["true"]["loss_rate"] for r in good], "k_", markersize=20, mew=2,
+             label="true")
+    ax3.set_ylabel("loss (%)")
+    ax3.set_xlabel("interval (sequence number)")
+    ax3.legend(loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    d = TwoDeviceParams()
+    ap.add_argument("--intervals", type=int, default=d.intervals)
+    ap.add_argument("--frames", type=int, default=d.frames, help="frames per interval")
+    ap.add_argument("--delay", default=d.delay, help="channel delay distribution")
+    ap.add_argument("--loss", default=d.loss, help="loss model")
+    ap.add_argument("--gap-ns", type=float, default=d.gap_ns,
+                    help="mean idle time between frames at the sender")
+    ap.add_argument("--rows", type=int, default=d.rows)
+    ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--confidence", type=float, default=0.98)
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
+    ap.add_argument("--no-check", action="store_true",
+                    help="exit 0 even when a true mean lies outside its interval")
+
+
+def run_from_args(args) -> int:
+    try:
+        params = TwoDeviceParams(intervals=args.intervals, frames=args.frames,
+                                 delay=args.delay, loss=args.loss, gap_ns=args.gap_ns,
+                                 rows=args.rows, seed=args.seed)
+        from host_sw.channel import DelayDistribution, LossModel
+        DelayDistribution.parse(params.delay)
+        LossModel.parse(params.loss)
+    except ValueError as e:
+        print(f"demo: {e}", file=sys.stderr)
+        return 1
+    try:
+        records = run_demo(params, args.out, confidence=args.confidence)
+    except SimulatorMissing as e:
+        print(f"demo: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - one clear message, no numbers
+        print(f"demo failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    if len(records) != params.intervals:
+        print(f"demo failed: {len(records)} of {params.intervals} intervals read",
+              file=sys.stderr)
+        return 1
+    if not args.no_check and not all(r["true"]["in_ci"] for r in records):
+        print("demo: a true mean lies outside its confidence interval", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sim_tb.demo",
+                                 description="Latency and loss between two simulated "
+                                             "devices, read over their bridges.")
+    add_arguments(ap)
+    return run_from_args(ap.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

