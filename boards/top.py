@@ -49,7 +49,7 @@ from .rgmii import RGMIIPort
 
 __all__ = ["ROUTER_SELECT_BIT", "RGMII_CLOCK_HZ", "add_rgmii_resources", "InlineTapTop",
            "MonitorTop", "device_csr", "write_csr_exports", "use_yowasp", "build_board",
-           "board_main"]
+           "board_summary", "board_main"]
 
 #: Word-address bit that selects the core behind the shared UART.
 ROUTER_SELECT_BIT = 20
@@ -343,12 +343,15 @@ def use_yowasp() -> None:
 
 
 def build_board(platform, top, *, board: str, build_dir="build", do_build: bool = True,
-                nextpnr_opts: str = "") -> dict:
+                nextpnr_opts: str = "--router router2") -> dict:
     """Elaborate (and with ``do_build`` synthesise, place, route and pack) ``top`` on
     ``platform`` into ``<build_dir>/<board>/``; write the register map exports there.
 
+    nextpnr runs with ``--router router2`` by default: the H3 XOR networks of two cores
+    congest a 45k part, where nextpnr-ecp5's default router1 did not converge.
+
     Returns a summary: paths written, and with ``do_build`` nextpnr's Fmax per clock and
-    the resources used (from its JSON report)."""
+    the resources used (:func:`board_summary`)."""
     out_dir = Path(build_dir) / board
     written = write_csr_exports(top, out_dir, board=board)
     summary = {"board": board, "device": f"{platform.device} {platform.package} "
@@ -361,17 +364,25 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     opts = f"--report {board}.report.json --timing-allow-fail {nextpnr_opts}".strip()
     platform.build(top, name=board, build_dir=str(out_dir), do_program=False,
                    nextpnr_opts=opts)
-    report = json.loads((out_dir / f"{board}.report.json").read_text())
-    summary["bitstream"] = str(out_dir / f"{board}.bit")
-    summary["fmax_mhz"] = {clk: {"achieved": round(v["achieved"], 1),
-                                 "constraint": round(v["constraint"], 1)}
-                           for clk, v in report["fmax"].items()}
-    util = report["utilization"]
-    summary["resources"] = {k: util[k]["used"] for k in ("TRELLIS_COMB", "TRELLIS_FF",
-                                                         "DP16KD", "TRELLIS_IO")
-                            if k in util}
+    summary |= board_summary(out_dir, board)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def board_summary(out_dir, board: str) -> dict:
+    """Bitstream path, nextpnr's achieved/constrained Fmax per clock and the resources
+    used, from the ``<board>.report.json`` of a build folder."""
+    out_dir = Path(out_dir)
+    report = json.loads((out_dir / f"{board}.report.json").read_text())
+    util = report["utilization"]
+    return {
+        "bitstream": str(out_dir / f"{board}.bit"),
+        "fmax_mhz": {clk: {"achieved": round(v["achieved"], 1),
+                           "constraint": round(v["constraint"], 1)}
+                     for clk, v in report["fmax"].items()},
+        "resources": {k: util[k]["used"] for k in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD",
+                                                   "TRELLIS_IO") if k in util},
+    }
 
 
 def board_main(platform_factory, top_factory, *, board: str, description: str,
