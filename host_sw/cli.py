@@ -122,7 +122,26 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(handler=_cmd_simulate)
     from .cli_device import add_device_commands
     add_device_commands(sub)
+    demo = sub.add_parser("demo", help="two simulated devices (sender → channel → "
+                          "receiver) measured over their bridges",
+                          description="Run the two-device HDL simulation and read both "
+                                      "devices over their TCP bridges, printing estimates "
+                                      "beside the ground truth (docs/DEMO.md). Needs the "
+                                      "repository's sim_tb and Icarus Verilog.")
+    try:
+        from sim_tb.demo import add_arguments as add_demo_arguments
+        from sim_tb.demo import run_from_args as run_demo
+        add_demo_arguments(demo)
+        demo.set_defaults(handler=run_demo)
+    except ImportError as e:  # installed without the simulation harness
+        demo.set_defaults(handler=lambda args, e=e: _demo_missing(e))
     return parser
+
+
+def _demo_missing(error) -> int:
+    print(f"ldactl demo: the simulation harness (sim_tb) is not importable: {error}",
+          file=sys.stderr)
+    return 1
 
 
 def _config_for(args):

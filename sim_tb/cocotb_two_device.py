@@ -52,7 +52,7 @@ from sim_tb.socket_bridge import SocketBridge
 from sim_tb.two_device import PORTS_FILE, TRUTH_FILE, TwoDeviceParams
 from sim_tb.uartbone_driver import BusTimeout, ByteStreamPort, CoreBus, UartBoneDriver
 
-log = logging.getLogger("two_device")
+log = logging.getLogger("cocotb.two_device")
 
 #: Frames offered to the sender to calibrate the timestamp offset.
 CALIBRATION_FRAMES = 8

@@ -183,7 +183,9 @@ def write_wrapper(core_verilog: Path, core_module: str, out: Path) -> Path:
                      + ",\n".join(conns[prefix]) + "\n  );")
     lines.append("endmodule")
     out = Path(out)
-    out.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    if not out.exists() or out.read_text() != text:  # unchanged: no simulator rebuild
+        out.write_text(text)
     return out
 
 
@@ -203,7 +205,6 @@ def _source_digest(params: TwoDeviceParams) -> str:
         for path in sorted((REPO / folder).rglob("*.py")):
             h.update(str(path.relative_to(REPO)).encode())
             h.update(path.read_bytes())
-    h.update((REPO / "sim_tb" / "two_device.py").read_bytes())
     return h.hexdigest()
 
 
@@ -225,8 +226,8 @@ def build_pair(params: TwoDeviceParams, *, force: bool = False) -> ExportedPair:
         if result.returncode != 0 or not core_v.exists():
             raise RuntimeError(f"core export failed ({' '.join(cmd)}):\n"
                                f"{result.stderr[-3000:]}")
-        write_wrapper(core_v, find_toplevel(core_v), wrapper_v)
         stamp.write_text(digest)
+    write_wrapper(core_v, find_toplevel(core_v), wrapper_v)
     return ExportedPair(params, core_v, wrapper_v, build_dir)
 
 
