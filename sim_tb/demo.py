@@ -193,6 +193,7 @@ def plot(records: list[dict], path: Path, params: TwoDeviceParams) -> Path:
              label="true")
     ax3.set_ylabel("loss (%)")
     ax3.set_xlabel("interval (sequence number)")
+    ax3.set_xticks(x)
     ax3.legend(loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -34,25 +34,23 @@ INTERVALS = 2
 FRAMES = 60
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
+def run_demo_tiny(out):
+    """The demo's entry point at a tiny size; (exit status, printed lines, out)."""
     from sim_tb import demo
-    out = tmp_path_factory.mktemp("demo")
-    lines = []
-    import builtins
-    real_print = builtins.print
+    import contextlib
+    import io
+    import sys
+    buffer = io.StringIO()
 
-    def capture(*args, **kwargs):
-        if kwargs.get("file") is None:
-            lines.append(" ".join(str(a) for a in args))
-        real_print(*args, **kwargs)
+    class Tee(io.TextIOBase):
+        def write(self, s):
+            buffer.write(s)
+            return sys.__stdout__.write(s)
 
-    builtins.print = capture
-    try:
+    with contextlib.redirect_stdout(Tee()):
         rc = demo.main(["--intervals", str(INTERVALS), "--frames", str(FRAMES),
                         "--out", str(out), "--no-check"])
-    finally:
-        builtins.print = real_print
+    lines = buffer.getvalue().splitlines()
     return rc, lines, out
 
 
@@ -63,7 +61,15 @@ def _load(out):
     return records, snaps, [t for t in truth if not t.get("done")]
 
 
-def test_demo_prints_the_table(demo_run):
+def test_two_devices_demo(tmp_path):
+    """One simulation (xdist would run a module fixture once per worker), three checks."""
+    demo_run = run_demo_tiny(tmp_path)
+    check_demo_prints_the_table(demo_run)
+    check_device_counters_equal_the_golden_model(demo_run)
+    check_estimates_equal_estimate_pair_on_golden_and_contain_the_truth(demo_run)
+
+
+def check_demo_prints_the_table(demo_run):
     from sim_tb.demo import HEADER
     rc, lines, out = demo_run
     assert rc == 0, "\n".join(lines)
@@ -73,7 +79,7 @@ def test_demo_prints_the_table(demo_run):
     assert (out / "demo.png").stat().st_size > 1000
 
 
-def test_device_counters_equal_the_golden_model(demo_run):
+def check_device_counters_equal_the_golden_model(demo_run):
     rc, _, out = demo_run
     records, snaps, truth = _load(out)
     assert len(records) == len(snaps) == len(truth) == INTERVALS
@@ -88,7 +94,7 @@ def test_device_counters_equal_the_golden_model(demo_run):
         assert s.packets == t["sent"] and r.packets == t["received"]
 
 
-def test_estimates_equal_estimate_pair_on_golden_and_contain_the_truth(demo_run):
+def check_estimates_equal_estimate_pair_on_golden_and_contain_the_truth(demo_run):
     rc, _, out = demo_run
     records, snaps, truth = _load(out)
     by_seq = {t["interval"]: t for t in truth}

@@ -299,12 +299,19 @@ class SimulationProcess:
             raise
 
     def stop(self) -> None:
+        """End the simulation: its own process group (the runner and the simulator it
+        started), which :func:`start_simulation` created for it."""
+        import signal
         if self.process.poll() is None:
-            self.process.terminate()
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
 
     def truth(self) -> list[dict]:
         return read_truth(self.workdir / TRUTH_FILE)
@@ -325,7 +332,8 @@ def start_simulation(params: TwoDeviceParams, workdir: Path, *,
     proc = subprocess.Popen([sys.executable, "-m", "sim_tb.two_device", "--params",
                              params.to_json(), "--workdir", str(workdir)],
                             cwd=REPO, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**os.environ, "PYTHONPATH": str(REPO)},
+                            start_new_session=True)
     return SimulationProcess(params, workdir, proc, log)
 
 
