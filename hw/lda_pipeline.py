@@ -75,7 +75,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -83,12 +83,18 @@ from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
 from host_sw.hashing import default_masks
 from host_sw.regmap import register_map
 
+from host_sw.control_frame import IntervalFlags
+
 from .bucket_select import BucketSelector
+from .control_frame_tx import MarkerFrameSource
 from .counter_bank import CounterBank
 from .csr import CsrBank
+from .exporter import Exporter
 from .frame import FrameStream, check_data_width
 from .hash_h3 import PacketHasher
 from .header_tap import HeaderTap
+from .interval_control import IntervalControl
+from .marker_inserter import FrameInserter
 from .timebase import Timebase
 from .uartbone import UARTBoneBridge
 
@@ -203,6 +209,7 @@ class LdaCore(wiring.Component):
                               ts_bits=config.ts_bits)
         self._hasher = PacketHasher(config=config)
         self._selector = BucketSelector(config=config)
+        self._exporter = Exporter(config=config, data_width=data_width)
         self.passthrough_latency = PASSTHROUGH_LATENCY
         self.measurement_latency = (1 + self._tap.latency + self._hasher.latency
                                     + self._selector.latency)
@@ -211,6 +218,7 @@ class LdaCore(wiring.Component):
             "m_axis": Out(FrameStream(data_width)),
             "bus_rx": In(stream.Signature(8)),
             "bus_tx": Out(stream.Signature(8)),
+            "host_export": Out(FrameStream(data_width)),
         })
 
     def elaborate(self, platform):
@@ -218,9 +226,23 @@ class LdaCore(wiring.Component):
         config = self.config
 
         # -- data path -----------------------------------------------------------------
-        m.submodules.passthrough = passthrough = PassThrough(data_width=self.data_width)
-        connect(m, wiring.flipped(self.s_axis), passthrough.sink)
+        # s_axis → marker inserter → export inserter → (tap watch, pass-through) → m_axis.
+        # The inserters are combinational muxes at the input, so the core's own markers
+        # and export frames pass its tap like any frame (control frames: never counted).
+        w = self.data_width
+        m.submodules.marker_inserter = marker_inserter = FrameInserter(data_width=w)
+        m.submodules.export_inserter = export_inserter = FrameInserter(data_width=w)
+        m.submodules.markers = markers = MarkerFrameSource(config=config, data_width=w)
+        m.submodules.exporter = exporter = self._exporter
+        m.submodules.passthrough = passthrough = PassThrough(data_width=w)
+        connect(m, wiring.flipped(self.s_axis), marker_inserter.sink)
+        connect(m, markers.source, marker_inserter.insert)
+        connect(m, marker_inserter.source, export_inserter.sink)
+        connect(m, exporter.inband, export_inserter.insert)
+        connect(m, export_inserter.source, passthrough.sink)
         connect(m, passthrough.source, wiring.flipped(self.m_axis))
+        connect(m, exporter.host, wiring.flipped(self.host_export))
+        frames_in = export_inserter.source       # what the measurement side watches
 
         # -- bus -----------------------------------------------------------------------
         m.submodules.bridge = bridge = UARTBoneBridge(
@@ -242,11 +264,11 @@ class LdaCore(wiring.Component):
         # so a frame's timestamp is still the tick of its SOF transfer): no path from
         # the stream's pins or from `ready` into the measurement side.
         watch_valid = Signal()
-        watch_payload = Signal.like(self.s_axis.payload)
+        watch_payload = Signal.like(frames_in.payload)
         watch_now = Signal(config.ts_bits)
         m.d.sync += [
-            watch_valid.eq(self.s_axis.valid & self.s_axis.ready),
-            watch_payload.eq(self.s_axis.payload),
+            watch_valid.eq(frames_in.valid & frames_in.ready),
+            watch_payload.eq(frames_in.payload),
             watch_now.eq(timebase.now[:config.ts_bits]),
         ]
         m.d.comb += [
@@ -283,26 +305,64 @@ class LdaCore(wiring.Component):
         ]
 
         # Counter window reads (the bank's port carries a word layout; the CSR bank's a
-        # plain word of the same width).
+        # plain word of the same width), shared with the exporter: the bus has priority
+        # (the exporter holds off in a cycle the bus reads) and a shift register of
+        # owners routes each answer READ_LATENCY cycles later to whoever asked.
+        bus_read = csr.counters.en
+        owners = Signal(CounterBank.READ_LATENCY)   # bit k: the bus read k + 1 cycles ago
+        m.d.sync += owners.eq(Cat(bus_read, owners[:-1]))
+        bus_answer = owners[-1]
         m.d.comb += [
-            counters.frozen.addr.eq(csr.counters.addr),
-            counters.frozen.en.eq(csr.counters.en),
+            exporter.read_hold.eq(bus_read),
+            counters.frozen.addr.eq(Mux(bus_read, csr.counters.addr, exporter.frozen.addr)),
+            counters.frozen.en.eq(bus_read | exporter.frozen.en),
             csr.counters.data.eq(counters.frozen.data),
-            csr.counters.valid.eq(counters.frozen.valid),
+            csr.counters.valid.eq(counters.frozen.valid & bus_answer),
             csr.counters.error.eq(counters.frozen.error),
+            exporter.frozen.data.eq(counters.frozen.data),
+            exporter.frozen.valid.eq(counters.frozen.valid & ~bus_answer),
+            exporter.frozen.error.eq(counters.frozen.error),
         ]
-        m.d.comb += counters.release.eq(csr.control.value.release)
+        # CONTROL.release, or the exporter's auto release after the last frame.
+        m.d.comb += counters.release.eq(csr.control.value.release | exporter.release)
 
-        # -- interval control: swap / overrun at frame boundaries ----------------------
+        # -- interval control: boundaries (IntervalControl), swap / overrun --------------
+        m.submodules.interval_control = ic = IntervalControl(data_width=w)
+        mode = csr.interval_mode.value
+        m.d.comb += [
+            ic.mode.eq(mode.mode),
+            ic.rearm.eq(csr.interval_mode.written | csr.interval_ticks.written
+                        | csr.interval_start.written),
+            ic.interval_ticks.eq(csr.interval_ticks.value.ticks),
+            ic.interval_start.eq(csr.interval_start.value.ticks),
+            ic.now.eq(timebase.now),
+            ic.swap.eq(csr.control.value.swap),
+            ic.config_id.eq(csr.config_id.value),
+            ic.marker_src_mac.eq(csr.marker_src_mac.value.mac),
+            # the unregistered input transfers (the tap watch register samples the same)
+            ic.watch.valid.eq(frames_in.valid),
+            ic.watch.ready.eq(frames_in.ready),
+            ic.watch.payload.eq(frames_in.payload),
+            ic.marker_sent.eq(marker_inserter.inserted_sof),
+            markers.src_mac.eq(csr.local_mac.value.mac),
+            markers.dst_mac.eq(csr.export_dst_mac.value.mac),
+            markers.config_id.eq(csr.config_id.value),
+        ]
+        connect(m, ic.marker, markers.request)
+
         swap_pending = Signal()
         swap_in_flight = Signal()       # a swap pulse is still in the record pipeline
         front_copy = Signal()           # the copy frames starting now are tagged with
         boundary_count = Signal(32)     # INTERVAL_SEQ
         overruns = Signal(32)
         interval_seq = Signal(data.ArrayLayout(32, 2))
-        interval_overrun = Signal(data.ArrayLayout(1, 2))
+        interval_flags = Signal(data.ArrayLayout(8, 2))
+        interval_timestamp = Signal(data.ArrayLayout(64, 2))
         interval_packets = Signal(data.ArrayLayout(32, 2))
         interval_config_id = Signal(data.ArrayLayout(32, 2))
+        # The pending boundary's request (IntervalControl.boundary_*), latched with it.
+        pending_seq, pending_flags = Signal(32), Signal(8)
+        pending_timestamp = Signal(64)
 
         boundary = Signal()
         execute = Signal()
@@ -311,8 +371,14 @@ class LdaCore(wiring.Component):
             execute.eq(boundary & counters.other_clean),
         ]
 
-        with m.If(csr.control.value.swap):
-            m.d.sync += swap_pending.eq(1)
+        with m.If(ic.boundary):
+            # Requests before the boundary merge: the latest sequence number and
+            # timestamp, the flags of all.
+            m.d.sync += [swap_pending.eq(1), pending_seq.eq(ic.boundary_seq),
+                         pending_timestamp.eq(ic.boundary_timestamp),
+                         pending_flags.eq(Mux(swap_pending & ~boundary,
+                                              pending_flags | ic.boundary_flags,
+                                              ic.boundary_flags))]
         with m.Elif(boundary):
             m.d.sync += swap_pending.eq(0)
 
@@ -331,17 +397,39 @@ class LdaCore(wiring.Component):
         # names the new interval's copy on a swap, and still the current one on an overrun.
         boundary_done = Signal()
         swapped = Signal()
+        taken_seq, taken_flags, taken_timestamp = Signal(32), Signal(8), Signal(64)
         m.d.sync += [boundary_done.eq(boundary), swapped.eq(execute)]
+        with m.If(boundary):
+            m.d.sync += [taken_seq.eq(pending_seq), taken_flags.eq(pending_flags),
+                         taken_timestamp.eq(pending_timestamp)]
+        # CONFIG_CHANGED: CONFIG_ID written with a new value during the interval.
+        config_id_before = Signal(32)
+        config_changed = Signal()
+        m.d.sync += [config_id_before.eq(csr.config_id.value),
+                     config_changed.eq(csr.config_id.written
+                                       & (csr.config_id.value != config_id_before))]
+        changed_flag = Mux(config_changed, int(IntervalFlags.CONFIG_CHANGED), 0)
         with m.If(boundary_done):
-            m.d.sync += boundary_count.eq(boundary_count + 1)
+            m.d.sync += boundary_count.eq(taken_seq)
             with m.If(swapped):
+                ended = ~front_copy
                 m.d.sync += [
-                    interval_seq[front_copy].eq(boundary_count + 1),
-                    interval_overrun[front_copy].eq(0),
+                    interval_flags[ended].eq(interval_flags[ended] | taken_flags
+                                             | changed_flag),
+                    interval_timestamp[ended].eq(taken_timestamp),
+                    interval_seq[front_copy].eq(taken_seq),
+                    interval_flags[front_copy].eq(0),
                     interval_config_id[front_copy].eq(csr.config_id.value),
                 ]
             with m.Else():
-                m.d.sync += [overruns.eq(overruns + 1), interval_overrun[front_copy].eq(1)]
+                m.d.sync += [overruns.eq(overruns + 1),
+                             interval_flags[front_copy].eq(
+                                 interval_flags[front_copy] | taken_flags | changed_flag
+                                 | int(IntervalFlags.OVERRUN))]
+        with m.Elif(config_changed):
+            m.d.sync += interval_flags[front_copy].eq(interval_flags[front_copy]
+                                                      | int(IntervalFlags.CONFIG_CHANGED))
+        m.d.comb += ic.ending_flags.eq(interval_flags[front_copy])
 
         # Packets per interval, counted where the records meet the counter bank (the new
         # interval's count starts from zero: its copy has no record in flight).
@@ -352,20 +440,44 @@ class LdaCore(wiring.Component):
             with m.Elif(selector.counted & (request_copy == k)):
                 m.d.sync += interval_packets[k].eq(interval_packets[k] + 1)
 
-        # At reset copy 0 is ACTIVE: the interval with sequence number 0.
+        # -- export: each newly frozen copy, if INTERVAL_MODE asks --------------------
         frozen = counters.frozen_copy
+        frozen_ready_before = Signal()
+        m.d.sync += frozen_ready_before.eq(counters.frozen_ready)
+        m.d.comb += [
+            exporter.start.eq(counters.frozen_ready & ~frozen_ready_before
+                              & (mode.export_inband | mode.export_host)),
+            exporter.seq.eq(interval_seq[frozen]),
+            exporter.flags.eq(interval_flags[frozen]),
+            exporter.timestamp.eq(interval_timestamp[frozen]),
+            exporter.config_id.eq(interval_config_id[frozen]),
+            exporter.src_mac.eq(csr.local_mac.value.mac),
+            exporter.dst_mac.eq(csr.export_dst_mac.value.mac),
+            exporter.to_inband.eq(mode.export_inband),
+            exporter.to_host.eq(mode.export_host),
+            exporter.auto_release.eq(mode.auto_release),
+        ]
+
+        # At reset copy 0 is ACTIVE: the interval with sequence number 0.
         status = csr.status.value
         m.d.comb += [
             status.active_copy.eq(counters.active_copy),
             status.frozen_ready.eq(counters.frozen_ready),
             status.clearing.eq(counters.clearing),
-            status.frozen_overrun.eq(interval_overrun[frozen]),
+            status.frozen_overrun.eq(interval_flags[frozen][0]),   # IntervalFlags.OVERRUN
             status.other_clean.eq(counters.other_clean),
             csr.interval_seq.value.eq(boundary_count),
             csr.frozen_seq.value.eq(interval_seq[frozen]),
             csr.frozen_packets.value.eq(interval_packets[frozen]),
             csr.frozen_config_id.value.eq(interval_config_id[frozen]),
+            csr.frozen_flags.value.eq(interval_flags[frozen]),
+            csr.frozen_timestamp.value.ticks.eq(interval_timestamp[frozen]),
             csr.overruns.value.eq(overruns),
+            csr.markers_sent.value.eq(ic.markers_sent),
+            csr.markers_accepted.value.eq(ic.markers_accepted),
+            csr.markers_rejected.value.eq(ic.markers_rejected),
+            csr.sequence_gaps.value.eq(ic.sequence_gaps),
+            csr.export_frames.value.eq(exporter.frames),
             csr.frames_seen.value.eq(tap.status.frames),
             csr.frames_counted.value.eq(tap.status.counted),
             csr.frames_errored.value.eq(tap.status.errored),
@@ -390,6 +502,9 @@ class AxisTop(wiring.Component):
             "m_axis_tuser": Out(1), "m_axis_tvalid": Out(1), "m_axis_tready": In(1),
             "bus_rx_tdata": In(8), "bus_rx_tvalid": In(1), "bus_rx_tready": Out(1),
             "bus_tx_tdata": Out(8), "bus_tx_tvalid": Out(1), "bus_tx_tready": In(1),
+            "m_axis_export_tdata": Out(w), "m_axis_export_tkeep": Out(w // 8),
+            "m_axis_export_tlast": Out(1), "m_axis_export_tuser": Out(1),
+            "m_axis_export_tvalid": Out(1), "m_axis_export_tready": In(1),
         })
 
     def elaborate(self, platform):
@@ -407,6 +522,14 @@ class AxisTop(wiring.Component):
             self.bus_rx_tready.eq(core.bus_rx.ready),
             self.bus_tx_tdata.eq(core.bus_tx.payload), self.bus_tx_tvalid.eq(core.bus_tx.valid),
             core.bus_tx.ready.eq(self.bus_tx_tready),
+        ]
+        e = core.host_export
+        m.d.comb += [
+            self.m_axis_export_tdata.eq(e.payload.data),
+            self.m_axis_export_tkeep.eq(e.payload.keep),
+            self.m_axis_export_tlast.eq(e.payload.last),
+            self.m_axis_export_tuser.eq(e.payload.error),
+            self.m_axis_export_tvalid.eq(e.valid), e.ready.eq(self.m_axis_export_tready),
         ]
         return m
 

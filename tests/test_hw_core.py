@@ -303,7 +303,9 @@ def test_export_writes_lda_core_with_axis_ports_and_csr_files(tmp_path, capsys):
         "s_axis_tdata", "s_axis_tkeep", "s_axis_tlast", "s_axis_tuser", "s_axis_tvalid",
         "s_axis_tready", "m_axis_tdata", "m_axis_tkeep", "m_axis_tlast", "m_axis_tuser",
         "m_axis_tvalid", "m_axis_tready", "bus_rx_tdata", "bus_rx_tvalid", "bus_rx_tready",
-        "bus_tx_tdata", "bus_tx_tvalid", "bus_tx_tready"}
+        "bus_tx_tdata", "bus_tx_tvalid", "bus_tx_tready",
+        "m_axis_export_tdata", "m_axis_export_tkeep", "m_axis_export_tlast",
+        "m_axis_export_tuser", "m_axis_export_tvalid", "m_axis_export_tready"}
     assert "input [15:0] s_axis_tdata;" in text and "output [1:0] m_axis_tkeep;" in text
     masks = {f"mask_{name}": mask.as_int() for name, mask in default_masks(16).items()}
     regmap = register_map(LdaConfig(banks=2, rows=16, thresholds=(0, 3), window_bytes=16,
