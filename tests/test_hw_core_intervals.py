@@ -1,0 +1,427 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Interval control and export wired into the whole core (hw.lda_pipeline.LdaCore), on
+Amaranth's simulator: a sender core in marker-send mode feeding a receiver core in
+marker-receive mode through a lossy channel (both devices' intervals equal host_sw.golden
+for the frames each saw, with matching sequence numbers; a spoofed marker is rejected; a
+dropped marker flags SEQUENCE_GAP; the sender's in-band export reassembles to its
+intervals); time-mode boundaries, overrun when not released, and the host export port.
+Everything is driven through the UARTBone bus as the host driver does."""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module
+from amaranth.sim import Simulator
+
+from host_sw.config import LdaConfig
+from host_sw.control_frame import (
+    ControlConfigMismatch, IntervalFlags, MarkerFrame, SynopsisChunk, build_marker,
+    parse_control_frame, reassemble,
+)
+from host_sw.golden import Synopsis, hash_frames, update
+from host_sw.hashing import ETHERTYPE_CONTROL, default_masks
+from host_sw.regmap import register_map
+from host_sw.uartbone import decode_read_reply, encode_read, encode_write
+from hw.frame import beats_to_frames, frame_to_beats
+from hw.interval_control import MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME
+from hw.lda_pipeline import LdaCore
+
+SRC_MAC = 0x020000000001
+DST_MAC = 0x020000000002
+OTHER_MAC = 0x02000000BEEF
+BEAT_KEYS = ("data", "keep", "last", "error")
+W = 64
+#: A 16-byte header window (the default masks cut to it) keeps the hasher, and the
+#: simulation, small.
+WINDOW = {"window_bytes": 16, **{f"mask_{name}": mask.as_int()
+                                 for name, mask in default_masks(16).items()}}
+
+
+def data_frame(rng, length=None):
+    """An IPv4 or IPv6 frame whose first byte (0xDA) tells it from control frames."""
+    length = length or rng.randrange(60, 110)
+    body = bytearray(rng.randbytes(length))
+    body[0] = 0xDA
+    v6 = rng.random() < 0.4
+    body[12:14] = (0x86DD if v6 else 0x0800).to_bytes(2, "big")
+    body[14] = ((6 if v6 else 4) << 4) | (body[14] & 0xF)
+    return bytes(body)
+
+
+def is_control(frame):
+    return int.from_bytes(frame[12:14], "big") == ETHERTYPE_CONTROL
+
+
+def golden(config, frames_with_sof):
+    """host_sw.golden of ``[(frame, sof_cycle)]`` (the timebase counts cycles)."""
+    frames = [f for f, _ in frames_with_sof]
+    stamps = np.array([t for _, t in frames_with_sof], dtype=np.uint64)
+    return update(config, hash_frames(config, frames, [False] * len(frames)), stamps)
+
+
+class Clock:
+    """Cycle count shared by the testbenches (equals each core's timebase)."""
+
+    def __init__(self):
+        self.cycle = 0
+
+    async def run(self, ctx):
+        while True:
+            await ctx.tick()
+            self.cycle += 1
+
+
+class FrameSource:
+    """Feeds a core's ``s_axis``: frames from ``queue`` (optionally not before a given
+    cycle); records each frame with the cycle of its SOF transfer."""
+
+    def __init__(self, port, clock):
+        self.port, self.clock = port, clock
+        self.queue = []            # (frame, not_before_cycle)
+        self.sent = []             # (frame, sof_cycle)
+
+    async def run(self, ctx):
+        port, beats = self.port, []
+        while True:
+            if not beats and self.queue and self.queue[0][1] <= self.clock.cycle:
+                frame, _ = self.queue.pop(0)
+                beats = [(frame, b) for b in frame_to_beats(frame, W)]
+                first = True
+            ctx.set(port.valid, bool(beats))
+            if beats:
+                ctx.set(port.payload, beats[0][1])
+            cycle = self.clock.cycle
+            _, _, ready = await ctx.tick().sample(port.ready)
+            if beats and ready:
+                frame, beat = beats.pop(0)
+                if first:
+                    self.sent.append((frame, cycle))
+                    first = False
+
+    def idle(self):
+        return not self.queue
+
+
+class FrameSink:
+    """Takes a frame stream (always ready) and collects whole frames; ``on_frame`` is
+    called with each."""
+
+    def __init__(self, port, on_frame=None):
+        self.port, self.on_frame = port, on_frame
+        self.frames = []
+
+    async def run(self, ctx):
+        ctx.set(self.port.ready, 1)
+        beats = []
+        while True:
+            _, _, valid, payload = await ctx.tick().sample(self.port.valid, self.port.payload)
+            if valid:
+                beats.append({k: int(payload[k]) for k in BEAT_KEYS})
+                if beats[-1]["last"]:
+                    (frame, _), = beats_to_frames(beats, W)
+                    beats = []
+                    self.frames.append(frame)
+                    if self.on_frame:
+                        self.on_frame(frame)
+
+
+class Bus:
+    """The UARTBone byte streams of one core, as the host driver uses them."""
+
+    def __init__(self, core):
+        self.core = core
+        self.regmap = core.regmap
+        self.replies = bytearray()
+
+    async def run(self, ctx):
+        ctx.set(self.core.bus_tx.ready, 1)
+        while True:
+            _, _, valid, byte = await ctx.tick().sample(self.core.bus_tx.valid,
+                                                        self.core.bus_tx.payload)
+            if valid:
+                self.replies.append(byte)
+
+    async def send(self, ctx, data):
+        rx = self.core.bus_rx
+        for byte in data:
+            ctx.set(rx.valid, 1)
+            ctx.set(rx.payload, byte)
+            while True:
+                _, _, ready = await ctx.tick().sample(rx.ready)
+                if ready:
+                    break
+        ctx.set(rx.valid, 0)
+
+    async def read(self, ctx, address, n=1):
+        self.replies.clear()
+        await self.send(ctx, encode_read(address, n))
+        for _ in range(200 + 40 * n):
+            if len(self.replies) >= 4 * n:
+                break
+            await ctx.tick()
+        return decode_read_reply(bytes(self.replies), n)
+
+    async def read_reg(self, ctx, name, field=None):
+        reg = self.regmap[name]
+        value = reg.from_words(await self.read(ctx, reg.address, reg.words))
+        return reg.decode(value)[field] if field else value
+
+    async def write_reg(self, ctx, name, **fields):
+        reg = self.regmap[name]
+        await self.send(ctx, encode_write(reg.address, reg.to_words(reg.encode(**fields))))
+
+    async def counters(self, ctx, config):
+        window = self.regmap.window
+        words = await self.read(ctx, window.address, window.words)
+        return Synopsis.from_words(config, window.words_from_bus(words))
+
+    async def wait_status(self, ctx, field, value, limit=200):
+        for _ in range(limit):
+            if await self.read_reg(ctx, "status", field) == value:
+                return
+            await ctx.tick().repeat(20)
+        raise AssertionError(f"STATUS.{field} never became {value}")
+
+
+async def wait_until(ctx, condition, limit, what):
+    for _ in range(limit):
+        if condition():
+            return
+        await ctx.tick()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def run(top, main, *background):
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    for bench in background:
+        sim.add_testbench(bench, background=True)
+    sim.add_testbench(main)
+    sim.run()
+
+
+# -- two devices: marker send → lossy channel → marker receive -----------------------------
+
+def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
+    config = LdaConfig(banks=2, rows=8, thresholds=(0, 2), **WINDOW)
+    sender = LdaCore(config=config, data_width=W, bridge_timeout_cycles=64)
+    receiver = LdaCore(config=config, data_width=W, bridge_timeout_cycles=64)
+    top = Module()
+    top.submodules.sender = sender
+    top.submodules.receiver = receiver
+    rng = random.Random(7)
+    clock = Clock()
+    s_src = FrameSource(sender.s_axis, clock)
+    r_src = FrameSource(receiver.s_axis, clock)
+    s_bus, r_bus = Bus(sender), Bus(receiver)
+    dropped = []
+
+    def channel(frame):
+        """Sender output → receiver input: drops marker seq 1 and every 5th data frame."""
+        if is_control(frame):
+            parsed = parse_control_frame(frame, expected=config)
+            if isinstance(parsed, MarkerFrame) and parsed.seq == 1:
+                dropped.append(frame)
+                return
+        elif len([f for f in s_out.frames if not is_control(f)]) % 5 == 0:
+            dropped.append(frame)
+            return
+        r_src.queue.append((frame, 0))
+
+    s_out = FrameSink(sender.m_axis, channel)
+    r_out = FrameSink(receiver.m_axis)
+    spoof = build_marker(config, seq=1, timestamp=123, src_mac=OTHER_MAC.to_bytes(6, "big"),
+                         dst_mac=DST_MAC.to_bytes(6, "big"))
+    frozen = []      # receiver: (seq, flags, timestamp, synopsis) per frozen interval
+    status = {}
+
+    async def main(ctx):
+        cid = config.config_id
+        for bus in (s_bus, r_bus):
+            await bus.write_reg(ctx, "config_id", value=cid)
+        await s_bus.write_reg(ctx, "local_mac", mac=SRC_MAC)
+        await s_bus.write_reg(ctx, "export_dst_mac", mac=DST_MAC)
+        await s_bus.write_reg(ctx, "interval_mode", mode=MODE_MARKER_SEND, export_inband=1,
+                              auto_release=1)
+        await r_bus.write_reg(ctx, "marker_src_mac", mac=SRC_MAC)
+        await r_bus.write_reg(ctx, "interval_mode", mode=MODE_MARKER_RECEIVE)
+        chunk_frames = sender._exporter.frame_count
+
+        def exported(seq):
+            return [f for f in s_out.frames if is_control(f)
+                    and isinstance(parse_control_frame(f), SynopsisChunk)
+                    and parse_control_frame(f).seq == seq]
+
+        for interval in range(4):
+            for k in range(8):
+                s_src.queue.append((data_frame(rng), 0))
+                if interval == 1 and k == 3:
+                    await wait_until(ctx, s_src.idle, 2000, "sender frames")
+                    r_src.queue.append((spoof, 0))
+            await wait_until(ctx, lambda: s_src.idle() and r_src.idle(), 3000, "frames")
+            await ctx.tick().repeat(30)
+            await s_bus.write_reg(ctx, "control", swap=1)
+            await wait_until(ctx, lambda: len(exported(interval)) == chunk_frames, 5000,
+                             f"the sender's export of interval {interval}")
+            if interval in (0, 2, 3):       # marker 1 is dropped: no receiver boundary
+                await r_bus.wait_status(ctx, "frozen_ready", 1)
+                frozen.append((await r_bus.read_reg(ctx, "frozen_seq"),
+                               await r_bus.read_reg(ctx, "frozen_flags"),
+                               await r_bus.read_reg(ctx, "frozen_timestamp"),
+                               await r_bus.counters(ctx, config)))
+                await r_bus.write_reg(ctx, "control", release=1)
+                await r_bus.wait_status(ctx, "other_clean", 1)
+        for name in ("markers_accepted", "markers_rejected", "sequence_gaps",
+                     "interval_seq", "overruns"):
+            status["r_" + name] = await r_bus.read_reg(ctx, name)
+        for name in ("markers_sent", "export_frames", "interval_seq", "overruns",
+                     "frames_control"):
+            status["s_" + name] = await s_bus.read_reg(ctx, name)
+
+    run(top, main, clock.run, s_src.run, r_src.run, s_out.run, r_out.run, s_bus.run,
+        r_bus.run)
+
+    # Data frames pass both devices unaltered and in order (minus the channel's drops).
+    s_data = [f for f, _ in s_src.sent]
+    assert [f for f in s_out.frames if not is_control(f)] == s_data
+    assert r_out.frames == [f for f, _ in r_src.sent]
+
+    # The sender: intervals split by its markers; each exported in-band, reassembling to
+    # the golden model of its data frames, stamped with its marker's timestamp.
+    markers = [parse_control_frame(f, expected=config) for f in s_out.frames
+               if is_control(f) and f[15] == 1]
+    assert [mk.seq for mk in markers] == [0, 1, 2, 3]
+    interval_of, n_markers = [], 0
+    for f in s_out.frames:
+        if is_control(f):
+            n_markers += f[15] == 1
+        else:
+            interval_of.append(n_markers)
+    flags0 = IntervalFlags.CONFIG_CHANGED          # CONFIG_ID written in interval 0
+    for k, marker in enumerate(markers):
+        mine = [s for s, i in zip(s_src.sent, interval_of) if i == k]
+        chunks = [f for f in s_out.frames if is_control(f) and f[15] == 2
+                  and parse_control_frame(f).seq == k]
+        snap = reassemble(chunks, config)
+        assert snap.synopsis == golden(config, mine)
+        assert snap.timestamp == marker.timestamp
+        assert snap.flags == marker.flags == (flags0 if k == 0 else 0)
+        assert snap.src_mac == SRC_MAC.to_bytes(6, "big")
+    assert status["s_markers_sent"] == 4 and status["s_interval_seq"] == 4
+    assert status["s_export_frames"] == 4 * sender._exporter.frame_count
+    assert status["s_overruns"] == 0
+    assert status["s_frames_control"] == 4 + 4 * sender._exporter.frame_count
+
+    # The receiver: intervals split by the markers it accepted (not the spoof, and marker
+    # 1 never arrived): 0, then 1 (sender's 1 and 2 together, SEQUENCE_GAP), then 3.
+    assert len(dropped) >= 5 and any(f[15:16] == b"\x01" for f in dropped)
+    accepted = [parse_control_frame(f) for f, _ in r_src.sent
+                if is_control(f) and f[15] == 1 and f[6:12] == SRC_MAC.to_bytes(6, "big")]
+    assert [mk.seq for mk in accepted] == [0, 2, 3]
+    seen, n = [[], [], []], 0
+    for f, sof in r_src.sent:
+        if is_control(f):
+            if f[15] == 1 and f[6:12] == SRC_MAC.to_bytes(6, "big"):
+                n += 1
+        elif n < 3:
+            seen[n].append((f, sof))
+    assert [(seq, flags) for seq, flags, _, _ in frozen] == [
+        (0, flags0), (1, IntervalFlags.SEQUENCE_GAP), (3, 0)]
+    for (seq, flags, timestamp, synopsis), mine, marker in zip(frozen, seen, accepted):
+        assert synopsis == golden(config, mine)
+        assert timestamp == marker.timestamp
+        assert synopsis.count.sum() >= 4
+    # matching sequence numbers: the receiver's interval 3 is the sender's interval 3
+    assert frozen[2][0] == markers[3].seq and frozen[2][2] == markers[3].timestamp
+    assert status["r_markers_accepted"] == 3
+    assert status["r_markers_rejected"] == 1
+    assert status["r_sequence_gaps"] == 1
+    assert status["r_interval_seq"] == 4 and status["r_overruns"] == 0
+
+
+# -- one device: time mode, overrun, host export -------------------------------------------
+
+def test_time_mode_boundaries_overrun_and_host_export():
+    config = LdaConfig(banks=2, rows=4, thresholds=(0, 2), **WINDOW)
+    core = LdaCore(config=config, data_width=W, bridge_timeout_cycles=64)
+    clock = Clock()
+    src = FrameSource(core.s_axis, clock)
+    out = FrameSink(core.m_axis)
+    host = FrameSink(core.host_export)
+    bus = Bus(core)
+    t0, delta = 1500, 1500
+    boundaries = [t0 + i * delta for i in range(3)]
+    rng = random.Random(11)
+    # A frame every ~60 cycles, none starting close to a boundary tick.
+    t = 400
+    while t < boundaries[-1] + 300:
+        if all(not (b - 30 <= t <= b + 30) for b in boundaries):
+            src.queue.append((data_frame(rng), t))
+        t += rng.randrange(40, 80)
+    results = {}
+
+    async def main(ctx):
+        await bus.write_reg(ctx, "config_id", value=config.config_id)
+        await bus.write_reg(ctx, "local_mac", mac=SRC_MAC)
+        await bus.write_reg(ctx, "export_dst_mac", mac=DST_MAC)
+        await bus.write_reg(ctx, "interval_ticks", ticks=delta)
+        await bus.write_reg(ctx, "interval_start", ticks=t0)
+        await bus.write_reg(ctx, "interval_mode", mode=MODE_TIME, export_host=1)
+        assert clock.cycle < t0 - 100
+        results["seq_before"] = await bus.read_reg(ctx, "interval_seq")
+        # Boundary 0 at t0 freezes the interval since reset.
+        await wait_until(ctx, lambda: clock.cycle > t0 + 50, 5000, "t0")
+        await bus.wait_status(ctx, "frozen_ready", 1)
+        results["first"] = [await bus.read_reg(ctx, n) for n in
+                            ("frozen_seq", "frozen_flags", "frozen_timestamp",
+                             "interval_seq")] + [await bus.counters(ctx, config)]
+        # Not released: boundary 1 is an overrun.
+        await wait_until(ctx, lambda: clock.cycle > boundaries[1] + 50, 5000, "boundary 1")
+        results["overrun"] = [await bus.read_reg(ctx, n) for n in
+                              ("overruns", "interval_seq", "frozen_seq")]
+        await bus.write_reg(ctx, "control", release=1)
+        await bus.wait_status(ctx, "other_clean", 1)
+        await wait_until(ctx, lambda: clock.cycle > boundaries[2] + 50, 5000, "boundary 2")
+        await bus.wait_status(ctx, "frozen_ready", 1)
+        results["second"] = [await bus.read_reg(ctx, n) for n in
+                             ("frozen_seq", "frozen_flags", "frozen_timestamp",
+                              "interval_seq")] + [await bus.counters(ctx, config)]
+        results["status"] = await bus.read_reg(ctx, "status")
+        await wait_until(ctx, lambda: len(host.frames) == 2 * core._exporter.frame_count,
+                         3000, "host export")
+        results["export_frames"] = await bus.read_reg(ctx, "export_frames")
+
+    run(core, main, clock.run, src.run, out.run, host.run, bus.run)
+
+    assert out.frames == [f for f, _ in src.sent]          # nothing inserted in-band
+    assert results["seq_before"] == 0
+    first = [s for s in src.sent if s[1] < boundaries[0]]
+    second = [s for s in src.sent if boundaries[0] <= s[1] < boundaries[2]]
+    assert len(first) >= 10 and len(second) >= 20
+    time_mode = IntervalFlags.TIME_MODE
+    seq, flags, ts, iseq, synopsis = results["first"]
+    # CONFIG_ID was written in the interval since reset
+    assert (seq, flags, ts, iseq) == (0, time_mode | IntervalFlags.CONFIG_CHANGED,
+                                      boundaries[0], 0)
+    assert synopsis == golden(config, first)
+    assert results["overrun"] == [1, 1, 0]
+    seq, flags, ts, iseq, synopsis = results["second"]
+    assert (seq, flags, ts, iseq) == (0, time_mode | IntervalFlags.OVERRUN, boundaries[2], 2)
+    assert synopsis == golden(config, second)
+    assert core.regmap["status"].decode(results["status"])["frozen_overrun"] == 1
+    # The host export port carried both frozen intervals, equal to the bus readout.
+    per = core._exporter.frame_count
+    assert results["export_frames"] == 2 * per
+    # The interval since reset began before CONFIG_ID was written: its frames carry
+    # config ID 0 (and CONFIG_CHANGED), which the host's parser rejects for this config.
+    first_chunks = [parse_control_frame(f) for f in host.frames[:per]]
+    assert [(c.seq, c.config_id, c.flags, c.timestamp) for c in first_chunks] == [
+        (0, 0, time_mode | IntervalFlags.CONFIG_CHANGED, boundaries[0])] * per
+    assert [w for c in first_chunks for w in c.words] == list(results["first"][4].words())
+    with pytest.raises(ControlConfigMismatch):
+        reassemble(host.frames[:per], config)
+    snap = reassemble(host.frames[per:], config)
+    assert snap.synopsis == results["second"][4]
+    assert (snap.seq, snap.flags, snap.timestamp) == (
+        0, time_mode | IntervalFlags.OVERRUN, boundaries[2])
