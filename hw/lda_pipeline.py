@@ -7,41 +7,79 @@ measurement side that only *watches* the input transfers: header tap
 (:class:`hw.header_tap.HeaderTap`) → H3 hasher (:class:`hw.hash_h3.PacketHasher`) →
 bucket selection (:class:`hw.bucket_select.BucketSelector`) → counter bank
 (:class:`hw.counter_bank.CounterBank`, double buffered), with the interval control
-(swap / overrun / sequence numbers) and the CSR bank (:class:`hw.csr.CsrBank`, generated
-from :func:`host_sw.regmap.register_map`) behind the UARTBone bridge
-(:class:`hw.uartbone.UARTBoneBridge`).
+(:class:`hw.interval_control.IntervalControl`: manual / time / marker modes; swap /
+overrun / sequence numbers), marker frames (:class:`hw.control_frame_tx.MarkerFrameSource`)
+and the exporter (:class:`hw.exporter.Exporter`) put into the stream by two frame
+inserters (:class:`hw.marker_inserter.FrameInserter`), and the CSR bank
+(:class:`hw.csr.CsrBank`, generated from :func:`host_sw.regmap.register_map`) behind the
+UARTBone bridge (:class:`hw.uartbone.UARTBoneBridge`).
 
 Pass-through
 ------------
-A register slice with a skid register (:class:`PassThrough`): every beat leaves exactly
-:data:`PASSTHROUGH_LATENCY` (1) cycle after it entered when ``m_axis`` is ready, in
-order and unaltered; ``s_axis.ready`` is registered and follows ``m_axis.ready`` (one beat
-of skid). The measurement side never drives ``ready``: it cannot stall the data path.
+``s_axis`` → marker inserter → export inserter → register slice (:class:`PassThrough`)
+→ ``m_axis``. The inserters are combinational muxes that switch only between frames, so
+data frames are never altered, dropped or reordered, and every beat leaves exactly
+:data:`PASSTHROUGH_LATENCY` (1) cycle after it entered when ``m_axis`` is ready
+**except while an inserted frame (a marker or an in-band export frame) is being sent**:
+then ``s_axis.ready`` is low for the inserted frame's duration and the data beats behind
+it leave that much later (data and inserted frames alternate when both wait, so a marker
+waits for at most one data frame and an export cannot starve the data). The measurement
+side (tap, interval control) watches the stream *after* the inserters: the core's own
+markers and export frames pass its tap as control frames (never counted). Besides
+``m_axis`` there is a host export stream (``host_export``, Verilog ``m_axis_export_*``).
 
 Interval control (swap / overrun)
 ---------------------------------
-``CONTROL.swap`` (a CSR pulse) makes a swap *pending* (requests before the boundary
-merge into one). It is executed at the next frame
+:class:`hw.interval_control.IntervalControl` decides boundaries by INTERVAL_MODE.mode:
+0 manual (``CONTROL.swap``), 1 time (the timebase reaches INTERVAL_START + i ·
+INTERVAL_TICKS; the new interval's sequence number is ``i``; flag TIME_MODE), 2 marker
+send (``CONTROL.swap`` or the interval timer inserts a marker frame carrying the ending
+interval's sequence number, timestamp and flags; the boundary follows the marker's first
+beat, so it falls between the same data frames as the marker), 3 marker receive (a
+marker passing the input from MARKER_SRC_MAC with this CONFIG_ID ends the interval; the
+new sequence number is the marker's + 1; a skipped number flags SEQUENCE_GAP; markers
+from elsewhere are counted in MARKERS_REJECTED and ignored). Each boundary request
+(with the new interval's sequence number, the flags and the timestamp of the interval
+that ends) makes a swap *pending* (requests before the boundary merge into one: the
+latest number and timestamp, the flags of all). It is executed at the next frame
 boundary of the input stream (``HeaderTap.boundary_ok``: no frame open), so a frame's
 copy, latched at its SOF, is never split. (The tap watches a registered copy of the input
 transfers, so the decision depends on registers only.) At that boundary:
 
 * if the counter bank's other copy is CLEAN, the front copy flips (the SOF in that same
-  cycle already takes the new copy), the interval sequence number counts up, the new
-  interval's status (sequence number, overrun flag, packet count, CONFIG_ID) is reset,
+  cycle already takes the new copy), INTERVAL_SEQ takes the requested sequence number,
+  the ending interval takes the request's flags and timestamp (FROZEN_FLAGS,
+  FROZEN_TIMESTAMP once frozen), the new interval's status (sequence number, flags,
+  packet count, CONFIG_ID) is reset,
   and a swap pulse enters the measurement pipeline *in order with the records* — it
   reaches the counter bank after the last update of the old copy and before the first of
   the new one, so the bank needs no long drain window;
-* otherwise the boundary is an **overrun**: no swap, ``OVERRUNS`` counts up, the sequence
-  number still counts (so two measurement points stay aligned by sequence number), and
-  the current interval is flagged overrun — the flag shows in ``STATUS.frozen_overrun``
-  when that interval is eventually frozen.
+* otherwise the boundary is an **overrun**: no swap, ``OVERRUNS`` counts up, INTERVAL_SEQ
+  still takes the new number (so two measurement points stay aligned by sequence number),
+  and the current interval is flagged OVERRUN (plus the request's flags) — the flag shows
+  in ``FROZEN_FLAGS`` and ``STATUS.frozen_overrun`` when that interval is eventually
+  frozen. Writing CONFIG_ID with a new value flags the current interval CONFIG_CHANGED.
 
 While a swap travels through the pipeline no further boundary is taken (a pending request
 waits). ``CONTROL.release`` goes straight to the bank (the frozen copy is cleared).
-``INTERVAL_SEQ`` counts boundaries; an interval's sequence number is the boundary count
-when it began (``FROZEN_SEQ`` for the frozen copy); ``FROZEN_PACKETS`` counts the counted
-(IPv4/IPv6) frames of the frozen interval, sampled or not.
+An interval's sequence number is INTERVAL_SEQ when it began (``FROZEN_SEQ`` for the frozen
+copy); ``FROZEN_PACKETS`` counts the counted (IPv4/IPv6) frames of the frozen interval,
+sampled or not.
+
+Export
+------
+When a copy becomes FROZEN and INTERVAL_MODE has ``export_inband`` and/or
+``export_host``, the exporter streams it as synopsis chunk frames
+(``host_sw.control_frame.build_synopsis_frames``, byte for byte: FROZEN_SEQ / FLAGS /
+TIMESTAMP / CONFIG_ID, LOCAL_MAC → EXPORT_DST_MAC) into the output stream (export
+inserter) and/or to ``host_export``; with ``auto_release`` it then releases the copy.
+EXPORT_FRAMES counts the frames. The exporter shares the counter bank's frozen read port
+with the bus's counter window: the bus has priority (the exporter skips a cycle the bus
+reads) and each answer goes to whoever asked ``CounterBank.READ_LATENCY`` cycles before.
+With only ``export_host``, a host port that is not ready only stalls the export. With
+both ports, each beat goes to both: a stalled host port stalls the in-band frame in
+progress too, and with it the data path behind it — keep ``m_axis_export_tready`` high
+(or enable one port) when the data path must not wait on the host.
 
 Latencies
 ---------
@@ -64,7 +102,9 @@ writes the Verilog module ``lda_core`` (ports: ``clk``, ``rst``; ``s_axis_tdata`
 ``s_axis_tkeep``, ``s_axis_tlast``, ``s_axis_tuser`` (frame error, with ``tlast``),
 ``s_axis_tvalid``, ``s_axis_tready``; the same ``m_axis_*``; ``bus_rx_tdata[7:0]``,
 ``bus_rx_tvalid``, ``bus_rx_tready``; ``bus_tx_tdata[7:0]``, ``bus_tx_tvalid``,
-``bus_tx_tready``), and ``csr.csv`` / ``csr.json`` (``host_sw.regmap``) beside it, and
+``bus_tx_tready``; the host export stream ``m_axis_export_tdata``, ``_tkeep``,
+``_tlast``, ``_tuser`` (always 0), ``_tvalid``, ``_tready`` — tie ``m_axis_export_tready``
+high if unused), and ``csr.csv`` / ``csr.json`` (``host_sw.regmap``) beside it, and
 prints what it wrote. ``--banks`` is the LDA/RDA bank count, ``--rows`` the LDA rows or
 the LDS rows, ``--cells`` the LDS cells, ``--buckets`` the RDA buckets per bank (also
 accepted: ``--rows`` for RDA), ``--thresholds`` the LDA bank / LDS row thresholds
@@ -180,11 +220,16 @@ class LdaCore(wiring.Component):
     s_axis: In(FrameStream(data_width))
         Frames in.
     m_axis: Out(FrameStream(data_width))
-        The same frames out, :data:`PASSTHROUGH_LATENCY` cycle later.
+        The same frames out, :data:`PASSTHROUGH_LATENCY` cycle later, with this core's
+        marker and in-band export frames inserted between them (see the module
+        docstring).
     bus_rx: In(stream.Signature(8))
         Host → bridge bytes (UARTBone protocol).
     bus_tx: Out(stream.Signature(8))
         Bridge → host bytes.
+    host_export: Out(FrameStream(data_width))
+        Synopsis chunk frames of each frozen interval when INTERVAL_MODE.export_host is
+        set (the host export port).
 
     Attributes
     ----------
@@ -192,6 +237,8 @@ class LdaCore(wiring.Component):
     passthrough_latency: int
     measurement_latency: int
         Cycles from a frame's EOF transfer to its update request at the counter bank.
+    export_frame_count: int
+        Synopsis chunk frames per exported interval (at the default MTU).
     """
 
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
@@ -210,6 +257,7 @@ class LdaCore(wiring.Component):
         self._hasher = PacketHasher(config=config)
         self._selector = BucketSelector(config=config)
         self._exporter = Exporter(config=config, data_width=data_width)
+        self.export_frame_count = self._exporter.frame_count
         self.passthrough_latency = PASSTHROUGH_LATENCY
         self.measurement_latency = (1 + self._tap.latency + self._hasher.latency
                                     + self._selector.latency)

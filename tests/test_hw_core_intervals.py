@@ -246,7 +246,7 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
                               auto_release=1)
         await r_bus.write_reg(ctx, "marker_src_mac", mac=SRC_MAC)
         await r_bus.write_reg(ctx, "interval_mode", mode=MODE_MARKER_RECEIVE)
-        chunk_frames = sender._exporter.frame_count
+        chunk_frames = sender.export_frame_count
 
         def exported(seq):
             return [f for f in s_out.frames if is_control(f)
@@ -320,9 +320,9 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
             assert snap.synopsis == golden(config, mine)
             assert (snap.seq, snap.timestamp, snap.flags) == (k, marker.timestamp, 0)
     assert status["s_markers_sent"] == 4 and status["s_interval_seq"] == 4
-    assert status["s_export_frames"] == 4 * sender._exporter.frame_count
+    assert status["s_export_frames"] == 4 * sender.export_frame_count
     assert status["s_overruns"] == 0
-    assert status["s_frames_control"] == 4 + 4 * sender._exporter.frame_count
+    assert status["s_frames_control"] == 4 + 4 * sender.export_frame_count
 
     # The receiver: intervals split by the markers it accepted (not the spoof, and marker
     # 1 never arrived): 0, then 1 (sender's 1 and 2 together, SEQUENCE_GAP), then 3.
@@ -399,7 +399,7 @@ def test_time_mode_boundaries_overrun_and_host_export():
                              ("frozen_seq", "frozen_flags", "frozen_timestamp",
                               "interval_seq")] + [await bus.counters(ctx, config)]
         results["status"] = await bus.read_reg(ctx, "status")
-        await wait_until(ctx, lambda: len(host.frames) == 2 * core._exporter.frame_count,
+        await wait_until(ctx, lambda: len(host.frames) == 2 * core.export_frame_count,
                          3000, "host export")
         results["export_frames"] = await bus.read_reg(ctx, "export_frames")
 
@@ -422,7 +422,7 @@ def test_time_mode_boundaries_overrun_and_host_export():
     assert synopsis == golden(config, second)
     assert core.regmap["status"].decode(results["status"])["frozen_overrun"] == 1
     # The host export port carried both frozen intervals, equal to the bus readout.
-    per = core._exporter.frame_count
+    per = core.export_frame_count
     assert results["export_frames"] == 2 * per
     # The interval since reset began before CONFIG_ID was written: its frames carry
     # config ID 0 (and CONFIG_CHANGED), which the host's parser rejects for this config.
