@@ -109,7 +109,7 @@ def run_demo(params: TwoDeviceParams, out: Path, *, confidence: float = 0.98,
         printer(f"# sender {ports['sender']}, receiver {ports['receiver']} "
                 f"({time.monotonic() - t0:.0f} s)")
         for side in ("sender", "receiver"):
-            devices.append(Device(open_transport(ports[side], timeout=10.0), config=config,
+            devices.append(Device(open_transport(ports[side]), config=config,
                                   tick_ns=params.tick_ns))
         sender, receiver = devices
         printer(HEADER)
