@@ -25,6 +25,7 @@ The parameter set travels to the cocotb process as JSON in ``LDA_SIM_PARAMS``
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -216,11 +217,28 @@ def _export_command(params: CoreParams, out: Path) -> list[str]:
     return cmd
 
 
+@contextmanager
+def _folder_lock(folder: Path, name: str):
+    """Hold an exclusive lock on ``folder/name`` (two pytest runs sharing a checkout
+    then take turns on a build folder instead of overwriting each other's files)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / name, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def export_core(params: CoreParams, *, force: bool = False) -> ExportedCore:
     """Export the core for ``params`` into ``build/sim/<param-id>/`` (skipped when the
     gateware and contract sources are unchanged since the last export)."""
     build_dir = BUILD_ROOT / params.param_id
-    build_dir.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(build_dir, "export.lock"):
+        return _export_core(params, build_dir, force)
+
+
+def _export_core(params: CoreParams, build_dir: Path, force: bool) -> ExportedCore:
     verilog = build_dir / "lda_core.v"
     stamp = build_dir / "export.stamp"
     digest = _source_digest(params)
@@ -348,7 +366,7 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
             build_waves = False
     log = sim_dir / f"{results_name}.log"
     results_xml = sim_dir / f"{results_name}.xml"
-    with _environ(env):
+    with _folder_lock(sim_dir, "run.lock"), _environ(env):
         runner = get_runner(simulator)
         runner.build(sources=sources, hdl_toplevel=toplevel,
                      build_dir=sim_dir, parameters=parameters or {},
