@@ -10,7 +10,10 @@ point, then checked from its outputs:
 * the estimate printed from the devices equals :func:`host_sw.measure.estimate_pair` on
   the golden synopses;
 * the true mean of every interval lies in the estimate's confidence interval (default
-  seed), and the packet counts match the ground truth.
+  seed), and the packet counts match the ground truth;
+
+and a second small simulation read by ``ldactl watch`` (in-process, its default transport
+options, the URLs the harness publishes), checked against the ground truth.
 """
 
 import importlib.util
@@ -110,3 +113,29 @@ def check_estimates_equal_estimate_pair_on_golden_and_contain_the_truth(demo_run
         lo, hi = est["ci"]
         assert lo <= t["true_mean_ns"] <= hi, (rec["interval"], est, t["true_mean_ns"])
         assert rec["true"]["in_ci"]
+
+
+def test_ldactl_watch_reads_the_simulation(tmp_path, capsys):
+    """``ldactl watch`` with its default transport options, on the URLs the harness
+    publishes, reads every interval; its numbers agree with the ground truth."""
+    from host_sw.cli import main as ldactl
+    from sim_tb.two_device import TwoDeviceParams, start_simulation
+    params = TwoDeviceParams(intervals=2, frames=30, seed=3, host_wait_s=120)
+    sim = start_simulation(params, tmp_path)
+    try:
+        ports = sim.wait_ports(300)
+        rc = ldactl(["watch", "--sender", ports["sender"], "--receiver", ports["receiver"],
+                     "--tick-ns", "4", "--intervals", "2", "--json"])
+        out = capsys.readouterr().out
+        assert rc == 0, out
+        assert sim.wait(300) == 0, sim.log_tail()
+    finally:
+        sim.stop()
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    truth = {t["interval"]: t for t in sim.truth() if not t.get("done")}
+    assert [r["interval"] for r in records] == sorted(truth)
+    for rec in records:
+        t = truth[rec["interval"]]
+        e = rec["estimate"]
+        assert rec["valid"] and e["sent"] == t["sent"] and e["received"] == t["received"]
+        assert e["ci"][0] <= t["true_mean_ns"] <= e["ci"][1], (e, t["true_mean_ns"])
