@@ -39,6 +39,7 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -208,9 +209,28 @@ def _source_digest(params: TwoDeviceParams) -> str:
     return h.hexdigest()
 
 
+@contextmanager
+def _locked(path: Path):
+    """An exclusive lock file (runs sharing a build folder — pytest-xdist workers, a demo
+    beside the tests — take turns instead of overwriting each other's files)."""
+    import fcntl
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def build_pair(params: TwoDeviceParams, *, force: bool = False) -> ExportedPair:
     """Export the core and write the wrapper under ``build/two_device/<build-id>/``
     (skipped when nothing they depend on changed)."""
+    with _locked(BUILD_ROOT / params.build_id / "export.lock"):
+        return _build_pair(params, force=force)
+
+
+def _build_pair(params: TwoDeviceParams, *, force: bool) -> ExportedPair:
     from sim_tb.runner import find_toplevel
     build_dir = BUILD_ROOT / params.build_id
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -256,11 +276,13 @@ def run_in_process(params: TwoDeviceParams, workdir: Path) -> None:
     pair = build_pair(params)
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    run_cocotb(sources=[pair.core_verilog, pair.wrapper_verilog], toplevel=TOPLEVEL,
-               build_dir=pair.build_dir, test_module="sim_tb.cocotb_two_device",
-               results_name=f"two_device-{os.getpid()}",
-               extra_env={"LDA_TWO_DEVICE": params.to_json(),
-                          "LDA_TWO_DEVICE_DIR": str(workdir)})
+    # one simulation at a time per build folder (the simulator build lives there)
+    with _locked(pair.build_dir / "simulation.lock"):
+        run_cocotb(sources=[pair.core_verilog, pair.wrapper_verilog], toplevel=TOPLEVEL,
+                   build_dir=pair.build_dir, test_module="sim_tb.cocotb_two_device",
+                   results_name=f"two_device-{os.getpid()}",
+                   extra_env={"LDA_TWO_DEVICE": params.to_json(),
+                              "LDA_TWO_DEVICE_DIR": str(workdir)})
 
 
 @dataclass
