@@ -326,8 +326,13 @@ class ByteUnpacker(wiring.Component):
         wait = Signal(range(self.start_timeout + 1))
         beat = self.sink.payload
 
-        start = self.sink.valid & ((self.level >= self.start_beats) | beat.last
-                                   | (wait == self.start_timeout))
+        # The level compare is registered: the FIFO's level subtractor → compare →
+        # r_en → read pointer was the 125 MHz critical path on ECP5. One clock stale is
+        # harmless: the level only grows while a frame waits, and after a frame the
+        # transmitter's FCS and gap leave many clocks before the next start.
+        level_ok = Signal()
+        m.d.sync += level_ok.eq(self.level >= self.start_beats)
+        start = self.sink.valid & (level_ok | beat.last | (wait == self.start_timeout))
         with m.If(~in_frame & self.sink.valid & (wait != self.start_timeout)):
             m.d.sync += wait.eq(wait + 1)
         active = in_frame | start
