@@ -132,6 +132,10 @@ class CoreTB:
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
         self.clock_ns = clock_ns
+        # Hold reset from the start: cocotbext-axi starts its drivers when it sees reset
+        # low, and before the first reset the DUT's ready outputs may still be X/Z.
+        dut.rst.setimmediatevalue(1)
+        dut.m_axis_tready.setimmediatevalue(0)
         Clock(dut.clk, clock_ns, unit="ns").start()
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk,
                                       dut.rst)
@@ -156,11 +160,8 @@ class CoreTB:
         self.sink.set_pause_generator(generator() if generator else None)
 
     async def reset(self):
-        """Synchronous reset for 2 cycles; afterwards :attr:`t_ref` is the sim time of
+        """Synchronous reset for 2 cycles (held since construction); afterwards :attr:`t_ref` is the sim time of
         the first edge after reset (cycle 0 of :meth:`cycle_of`)."""
-        self.dut.rst.setimmediatevalue(0)
-        await RisingEdge(self.dut.clk)
-        await RisingEdge(self.dut.clk)
         self.dut.rst.value = 1
         await RisingEdge(self.dut.clk)
         await RisingEdge(self.dut.clk)
