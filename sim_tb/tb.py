@@ -136,6 +136,8 @@ class CoreTB:
         # low, and before the first reset the DUT's ready outputs may still be X/Z.
         dut.rst.setimmediatevalue(1)
         dut.m_axis_tready.setimmediatevalue(0)
+        if hasattr(dut, "m_axis_export_tready"):  # the core's export stream: always taken
+            dut.m_axis_export_tready.setimmediatevalue(1)
         Clock(dut.clk, clock_ns, unit="ns").start()
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk,
                                       dut.rst)
