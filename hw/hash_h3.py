@@ -105,8 +105,7 @@ class H3Pipeline(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         # Each stage is one vector; a term list is a list of bit indices into it. A group
-        # is XORed as ``(vector & group_mask).xor()`` — the same XOR of the group's bits
-        # after synthesis, and one operation instead of ``fan_in`` in the simulator.
+        # is XORed as ``Cat(its bits).xor()``.
         vector = self.data
         per_bit = [[i for i, r in enumerate(self.rows) if (r >> o) & 1]
                    for o in range(self.out_bits)]
