@@ -402,6 +402,7 @@ def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
     name = test_module.rsplit(".", 1)[-1]
     if testcase:
         name += "-" + (testcase if isinstance(testcase, str) else "_".join(testcase))
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)  # test names hold "/" and "="
     return run_cocotb(sources=[core.verilog], toplevel=core.toplevel,
                       build_dir=core.build_dir, test_module=test_module,
                       testcase=testcase, extra_env=env, seed=seed, results_name=name)
