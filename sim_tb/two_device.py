@@ -88,12 +88,12 @@ class TwoDeviceParams:
         interval before giving up.
     """
     banks: int = 2
-    rows: int = 64
+    rows: int = 256
     thresholds: tuple[int, ...] = (0, 2)
     data_width: int = 64
     window_bytes: int = 24
     intervals: int = 5
-    frames: int = 400
+    frames: int = 2000
     delay: str = "weibull:shape=0.6,mean=200ns"
     loss: str = "uniform:rate=0.01"
     gap_ns: float = 100.0
