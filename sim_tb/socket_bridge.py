@@ -173,10 +173,12 @@ class SocketBridge:
         if conn is None or not data:
             return
         try:
-            conn.sendall(data)
+            # Counted before the bytes leave: the host may act on the reply (and read
+            # the counter) before sendall returns in this thread.
             self.bytes_out += len(data)
+            conn.sendall(data)
         except OSError:
-            pass
+            self.bytes_out -= len(data)
 
     @property
     def connected(self) -> bool:
