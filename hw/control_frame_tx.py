@@ -20,10 +20,10 @@ from host_sw.control_frame import HEADER_FIELDS, PAYLOAD_OFFSET, TYPE_MARKER, VE
 from host_sw.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.regmap import KIND_CODES
 
-from .frame import FrameStream, check_data_width
+from .frame import FrameStream, RegisterSlice, check_data_width
 
 __all__ = ["HEADER_BYTES", "MARKER_FRAME_BYTES", "control_header", "header_field",
-           "marker_request_layout", "BytePacker", "SkidBuffer", "MarkerFrameSource"]
+           "marker_request_layout", "BytePacker", "MarkerFrameSource"]
 
 #: Bytes of the fixed control frame header (Ethernet header included).
 HEADER_BYTES = PAYLOAD_OFFSET
@@ -182,41 +182,6 @@ class BytePacker(wiring.Component):
         return m
 
 
-class SkidBuffer(wiring.Component):
-    """A full-throughput register slice with a registered ``sink.ready`` (output register
-    + one skid register): cuts the combinational paths of a stream in both directions.
-
-    Members
-    -------
-    sink: In(FrameStream(data_width))
-    source: Out(FrameStream(data_width))
-
-    Latency 1 cycle; one beat per clock sustained.
-    """
-
-    def __init__(self, *, data_width: int):
-        check_data_width(data_width)
-        self.data_width = data_width
-        super().__init__({"sink": In(FrameStream(data_width)),
-                          "source": Out(FrameStream(data_width))})
-
-    def elaborate(self, platform):
-        m = Module()
-        skid_valid = Signal()
-        skid = Signal.like(self.sink.payload)
-        m.d.comb += self.sink.ready.eq(~skid_valid)
-        with m.If(~self.source.valid | self.source.ready):
-            with m.If(skid_valid):
-                m.d.sync += [self.source.payload.eq(skid), self.source.valid.eq(1),
-                             skid_valid.eq(0)]
-            with m.Else():
-                m.d.sync += [self.source.payload.eq(self.sink.payload),
-                             self.source.valid.eq(self.sink.valid)]
-        with m.Elif(self.sink.valid & self.sink.ready):
-            m.d.sync += [skid.eq(self.sink.payload), skid_valid.eq(1)]
-        return m
-
-
 class MarkerFrameSource(wiring.Component):
     """Builds one marker frame (``host_sw.control_frame.build_marker``) per request.
 
@@ -275,7 +240,7 @@ class MarkerFrameSource(wiring.Component):
 
         # The frame register shifts behind a skid buffer: its wide enable sees a
         # registered ready, not the inserters' combinational one.
-        m.submodules.slice = out = SkidBuffer(data_width=w)
+        m.submodules.slice = out = RegisterSlice(data_width=w)
         connect(m, out.source, flipped(self.source))
         m.d.comb += self.request.ready.eq(remaining == 0)
         with m.If(self.request.valid & self.request.ready):

@@ -29,9 +29,9 @@ from host_sw.control_frame import (
 )
 from host_sw.regmap import KIND_CODES
 
-from .control_frame_tx import HEADER_BYTES, BytePacker, SkidBuffer, control_header
+from .control_frame_tx import HEADER_BYTES, BytePacker, control_header
 from .counter_bank import CounterBank, frozen_read_signature
-from .frame import FrameStream, check_data_width
+from .frame import FrameStream, RegisterSlice, check_data_width
 
 __all__ = ["Exporter"]
 
@@ -256,13 +256,13 @@ class Exporter(wiring.Component):
         # -- fork: each beat to every enabled port ---------------------------------------
         # Each port behind a skid buffer: the ports' ready reaches the fork and the packer
         # from registers only.
-        m.submodules.inband_slice = inband_slice = SkidBuffer(data_width=self.data_width)
-        m.submodules.host_slice = host_slice = SkidBuffer(data_width=self.data_width)
+        m.submodules.inband_slice = inband_slice = RegisterSlice(data_width=self.data_width)
+        m.submodules.host_slice = host_slice = RegisterSlice(data_width=self.data_width)
         connect(m, inband_slice.source, flipped(self.inband))
         connect(m, host_slice.source, flipped(self.host))
         # ... and the packer behind one too: its pop (which steers the whole byte buffer)
         # then depends on registers only, not on the fork's handshake.
-        m.submodules.packer_slice = packer_slice = SkidBuffer(data_width=self.data_width)
+        m.submodules.packer_slice = packer_slice = RegisterSlice(data_width=self.data_width)
         connect(m, packer.source, packer_slice.sink)
         beat = packer_slice.source
         ports = [(inband_slice.sink, to_inband), (host_slice.sink, to_host)]

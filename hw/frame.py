@@ -15,11 +15,12 @@ and beats that the simulation tests and testbenches use (:func:`frame_to_beats`,
 :func:`beats_to_frames`).
 """
 
-from amaranth.hdl import unsigned
+from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 __all__ = ["check_data_width", "frame_beat_layout", "FrameStream", "FrameMonitor",
+           "RegisterSlice",
            "frame_to_beats", "beats_to_frames"]
 
 
@@ -93,3 +94,53 @@ def beats_to_frames(beats, data_width: int) -> list[tuple[bytes, bool]]:
             frames.append((bytes(current), bool(beat["error"])))
             current = bytearray()
     return frames
+
+
+class RegisterSlice(wiring.Component):
+    """A full-throughput register slice (output register + one skid register): cuts the
+    combinational paths of a frame stream in both directions.
+
+    Parameters
+    ----------
+    data_width:
+        Frame stream data width.
+
+    Members
+    -------
+    sink: In(FrameStream(data_width))
+    source: Out(FrameStream(data_width))
+
+    A beat transferred on ``sink`` in cycle ``t`` is valid on ``source`` in cycle ``t + 1``
+    unless ``source`` is stalled; ``sink.ready`` is registered (it falls one cycle after
+    ``source`` stalls with a beat held, the skid register taking the beat in flight).
+    """
+
+    def __init__(self, *, data_width: int):
+        check_data_width(data_width)
+        self.data_width = data_width
+        #: Cycles from a ``sink`` transfer to ``source.valid`` when not stalled.
+        self.latency = 1
+        super().__init__({"sink": In(FrameStream(data_width)),
+                          "source": Out(FrameStream(data_width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        skid_valid = Signal()
+        skid = Signal.like(self.sink.payload)
+        m.d.comb += self.sink.ready.eq(~skid_valid)
+        with m.If(~self.source.valid | self.source.ready):
+            # The output register moves: take the skid beat first, else the input.
+            with m.If(skid_valid):
+                m.d.sync += [self.source.payload.eq(skid), self.source.valid.eq(1),
+                             skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [self.source.payload.eq(self.sink.payload),
+                             self.source.valid.eq(self.sink.valid)]
+        with m.Elif(self.sink.valid & self.sink.ready):
+            # Output stalled with a beat held: the beat in flight stays in the skid.
+            m.d.sync += skid_valid.eq(1)
+        # The skid register loads every cycle while it is empty, so its enable is a
+        # register output, not a function of the stream handshakes.
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(self.sink.payload)
+        return m

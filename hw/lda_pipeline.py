@@ -130,7 +130,7 @@ from .control_frame_tx import MarkerFrameSource
 from .counter_bank import CounterBank
 from .csr import CsrBank
 from .exporter import Exporter
-from .frame import FrameStream, check_data_width
+from .frame import FrameStream, RegisterSlice, check_data_width
 from .hash_h3 import PacketHasher
 from .header_tap import HeaderTap
 from .interval_control import IntervalControl
@@ -145,52 +145,8 @@ __all__ = ["PASSTHROUGH_LATENCY", "PassThrough", "LdaCore", "AxisTop", "export_v
 PASSTHROUGH_LATENCY = 1
 
 
-class PassThrough(wiring.Component):
-    """A full-throughput register slice (output register + one skid register).
-
-    Parameters
-    ----------
-    data_width:
-        Frame stream data width.
-
-    Members
-    -------
-    sink: In(FrameStream(data_width))
-    source: Out(FrameStream(data_width))
-
-    A beat transferred on ``sink`` in cycle ``t`` is valid on ``source`` in cycle ``t + 1``
-    unless ``source`` is stalled; ``sink.ready`` is registered (it falls one cycle after
-    ``source`` stalls with a beat held, the skid register taking the beat in flight).
-    """
-
-    def __init__(self, *, data_width: int):
-        check_data_width(data_width)
-        self.data_width = data_width
-        self.latency = PASSTHROUGH_LATENCY
-        super().__init__({"sink": In(FrameStream(data_width)),
-                          "source": Out(FrameStream(data_width))})
-
-    def elaborate(self, platform):
-        m = Module()
-        skid_valid = Signal()
-        skid = Signal.like(self.sink.payload)
-        m.d.comb += self.sink.ready.eq(~skid_valid)
-        with m.If(~self.source.valid | self.source.ready):
-            # The output register moves: take the skid beat first, else the input.
-            with m.If(skid_valid):
-                m.d.sync += [self.source.payload.eq(skid), self.source.valid.eq(1),
-                             skid_valid.eq(0)]
-            with m.Else():
-                m.d.sync += [self.source.payload.eq(self.sink.payload),
-                             self.source.valid.eq(self.sink.valid)]
-        with m.Elif(self.sink.valid & self.sink.ready):
-            # Output stalled with a beat held: the beat in flight stays in the skid.
-            m.d.sync += skid_valid.eq(1)
-        # The skid register loads every cycle while it is empty, so its enable is a
-        # register output, not a function of the stream handshakes.
-        with m.If(~skid_valid):
-            m.d.sync += skid.eq(self.sink.payload)
-        return m
+#: The core's pass-through register slice (:class:`hw.frame.RegisterSlice`).
+PassThrough = RegisterSlice
 
 
 def _reg_field(port, name="value"):
