@@ -25,24 +25,21 @@ class UsageError(Exception):
     """A bad option value found after parsing; reported like argparse does (exit 2)."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
-    return v
+def _int_at_least(minimum: int, what: str):
+    """An argparse type: an integer (``_`` separators allowed) of at least ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text.replace("_", ""))
+        except ValueError:
+            v = None
+        if v is None or v < minimum:
+            raise argparse.ArgumentTypeError(f"expected a {what} integer, not {text!r}")
+        return v
+    return parse
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}")
-    return v
+_positive_int = _int_at_least(1, "positive")
+_nonneg_int = _int_at_least(0, "non-negative")
 
 
 def _probability(text: str) -> float:
