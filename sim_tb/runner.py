@@ -169,14 +169,30 @@ class ExportedCore:
     build_dir: Path
 
 
-def _source_digest(params: CoreParams) -> str:
-    """Digest of everything the export depends on (gateware and contract sources)."""
-    h = hashlib.sha256(params.to_json().encode())
+def _source_digest(key: str) -> str:
+    """Digest of ``key`` (the export's parameters) and everything the export depends on
+    (gateware and contract sources)."""
+    h = hashlib.sha256(key.encode())
     for folder in ("hw", "host_sw"):
         for path in sorted((REPO / folder).rglob("*.py")):
             h.update(str(path.relative_to(REPO)).encode())
             h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def export_if_stale(cmd: list[str], verilog: Path, key: str, *, force: bool = False) -> None:
+    """Run the export command ``cmd`` (which writes ``verilog``) unless the stamp beside
+    ``verilog`` shows the same ``key`` and unchanged sources. Call it under a folder lock."""
+    build_dir = verilog.parent
+    stamp = build_dir / "export.stamp"
+    digest = _source_digest(key)
+    if force or not verilog.exists() or not stamp.exists() or stamp.read_text() != digest:
+        result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+        (build_dir / "export.log").write_text(" ".join(cmd) + "\n" + result.stdout
+                                              + result.stderr)
+        if result.returncode != 0 or not verilog.exists():
+            raise RuntimeError(f"export failed ({' '.join(cmd)}):\n{result.stderr[-3000:]}")
+        stamp.write_text(digest)
 
 
 def find_toplevel(verilog: Path) -> str:
@@ -240,16 +256,7 @@ def export_core(params: CoreParams, *, force: bool = False) -> ExportedCore:
 
 def _export_core(params: CoreParams, build_dir: Path, force: bool) -> ExportedCore:
     verilog = build_dir / "lda_core.v"
-    stamp = build_dir / "export.stamp"
-    digest = _source_digest(params)
-    if force or not verilog.exists() or not stamp.exists() or stamp.read_text() != digest:
-        cmd = _export_command(params, verilog)
-        result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-        (build_dir / "export.log").write_text(" ".join(cmd) + "\n" + result.stdout
-                                              + result.stderr)
-        if result.returncode != 0 or not verilog.exists():
-            raise RuntimeError(f"export failed ({' '.join(cmd)}):\n{result.stderr[-3000:]}")
-        stamp.write_text(digest)
+    export_if_stale(_export_command(params, verilog), verilog, params.to_json(), force=force)
     return ExportedCore(params, verilog, find_toplevel(verilog), build_dir)
 
 

@@ -199,16 +199,6 @@ def _export_command(params: TwoDeviceParams, out: Path) -> list[str]:
             "--uart-timeout", str(params.uart_timeout), "-o", str(out)]
 
 
-def _source_digest(params: TwoDeviceParams) -> str:
-    import hashlib
-    h = hashlib.sha256(params.build_id.encode())
-    for folder in ("hw", "host_sw"):
-        for path in sorted((REPO / folder).rglob("*.py")):
-            h.update(str(path.relative_to(REPO)).encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
 @contextmanager
 def _locked(path: Path):
     """An exclusive lock file (runs sharing a build folder — pytest-xdist workers, a demo
@@ -231,22 +221,12 @@ def build_pair(params: TwoDeviceParams, *, force: bool = False) -> ExportedPair:
 
 
 def _build_pair(params: TwoDeviceParams, *, force: bool) -> ExportedPair:
-    from sim_tb.runner import find_toplevel
+    from sim_tb.runner import export_if_stale, find_toplevel
     build_dir = BUILD_ROOT / params.build_id
     build_dir.mkdir(parents=True, exist_ok=True)
     core_v = build_dir / "lda_core.v"
     wrapper_v = build_dir / "two_device_top.v"
-    stamp = build_dir / "export.stamp"
-    digest = _source_digest(params)
-    if force or not core_v.exists() or not stamp.exists() or stamp.read_text() != digest:
-        cmd = _export_command(params, core_v)
-        result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-        (build_dir / "export.log").write_text(" ".join(cmd) + "\n" + result.stdout
-                                              + result.stderr)
-        if result.returncode != 0 or not core_v.exists():
-            raise RuntimeError(f"core export failed ({' '.join(cmd)}):\n"
-                               f"{result.stderr[-3000:]}")
-        stamp.write_text(digest)
+    export_if_stale(_export_command(params, core_v), core_v, params.build_id, force=force)
     write_wrapper(core_v, find_toplevel(core_v), wrapper_v)
     return ExportedPair(params, core_v, wrapper_v, build_dir)
 
