@@ -24,13 +24,14 @@ Semantics (see also :mod:`host_sw.regmap`):
 * A register of several words keeps its most significant word at its lowest address.
   Reading its first word captures the whole value into a shadow that its other words read
   (atomic burst reads). Writing a word other than the last fills a write shadow; writing the
-  last (least significant) word commits the whole value. The read and the write shadows are
-  shared by all registers and the window: interleaving accesses to two wide values breaks
-  atomicity (one bus master does not).
+  last (least significant) word commits the whole value. The wide registers share one read
+  shadow, and everything shares the write shadow: interleaving accesses to two wide
+  registers breaks atomicity (one bus master does not).
 * Counter window: word ``i`` chunk ``c`` is at ``window.address + i * chunks + c``, least
   significant chunk first. Reading chunk 0 reads counter word ``i`` through the read port
-  (``counters``: ``addr``/``en`` out, ``data``/``valid``/``error`` in) and captures it;
-  chunks 1.. read the capture. If the read port does not answer within
+  (``counters``: ``addr``/``en`` out, ``data``/``valid``/``error`` in) and captures it
+  (in a shadow of its own, apart from the wide registers' one); chunks 1.. read the
+  capture. If the read port does not answer within
   ``window_timeout`` cycles, the read returns 0. A read of a copy that is not frozen
   returns whatever data the port answers (zero, with ``error``; see
   ``hw.counter_bank``); the bank does not use ``error`` itself (the host checks
@@ -192,10 +193,13 @@ class CsrBank(wiring.Component):
         win = rm.window
         bus = self.bus
 
-        wide = [r.width for r in rm if r.words > 1] + [win.chunks * _W]
-        shadow_bits = max(wide)
-        read_shadow = Signal(shadow_bits)
-        write_shadow = Signal(shadow_bits)
+        # Two read shadows (each loaded from one source, so its clock enable is one
+        # register, not a decision: Fmax) and one write shadow.
+        wide = [r.width for r in rm if r.words > 1]
+        read_shadow = Signal(max(wide, default=_W))            # wide registers
+        window_shadow = Signal(win.chunks * _W)                # counter window word
+        window_shadow_valid = Signal()                         # 0 after a timeout
+        write_shadow = Signal(max(wide + [win.chunks * _W]))
 
         # Request latch (one request at a time).
         req_addr = Signal(32)
@@ -271,6 +275,12 @@ class CsrBank(wiring.Component):
         capture = Signal()
         capture_onehot = Signal(max(1, len(wide_regs)))
 
+        # The window shadow loads on the read port's answer alone: only this bank's reads
+        # are answered to it, and only in state WAIT (the timeout is far longer than the
+        # port's latency). Its enable is then two registers, not the FSM (Fmax).
+        with m.If(self.counters.valid):
+            m.d.sync += window_shadow.eq(self.counters.data)
+
         win_index = Signal.like(index)
         win_chunk = Signal.like(chunk)
         timer = Signal(range(self.window_timeout + 1))
@@ -320,6 +330,16 @@ class CsrBank(wiring.Component):
                     self._write_word(m, reg, kword, lo, req_data, stored[reg.name],
                                      write_shadow, getattr(self, reg.name))
 
+        # Captures use the one-hot select (0 for window and unmapped addresses). `capture`
+        # is set in DECODE only, so it is 1 in exactly the EXEC cycle: the shadow's clock
+        # enable is that one register (Fmax: ~200 sinks), not a state decode.
+        m.d.sync += capture.eq(0)
+        if wide_regs:
+            with m.If(capture):
+                m.d.sync += read_shadow.eq(reduce(operator.or_, [
+                    read_value(reg) & capture_onehot[j].replicate(reg.width)
+                    for j, reg in enumerate(wide_regs)]))
+
         with m.FSM(name="csr_bank"):
             with m.State("IDLE"):
                 with m.If((bus.r_stb | bus.w_stb) & ~ack):
@@ -330,7 +350,7 @@ class CsrBank(wiring.Component):
             with m.State("DECODE"):
                 # Register the address decode: a slot number per register word.
                 m.d.sync += [sel.eq(len(slots)), sel_onehot.eq(0), sel_group.eq(len(groups)),
-                             sel_window.eq(in_window), win_offset.eq(offset), capture.eq(0)]
+                             sel_window.eq(in_window), win_offset.eq(offset)]
                 with m.If(req_addr[slot_bits:] == 0):
                     with m.Switch(req_addr[:slot_bits]):
                         for k, (reg, kword) in enumerate(slots):
@@ -345,12 +365,6 @@ class CsrBank(wiring.Component):
                 m.next = "EXEC"
 
             with m.State("EXEC"):
-                # Captures use the one-hot select (0 for window and unmapped addresses).
-                if wide_regs:
-                    with m.If(capture):
-                        m.d.sync += read_shadow.eq(reduce(operator.or_, [
-                            read_value(reg) & capture_onehot[j].replicate(reg.width)
-                            for j, reg in enumerate(wide_regs)]))
                 with m.If(sel_window & ~req_write):
                     if divide:
                         m.d.sync += [remainder.eq(win_offset), quotient.eq(0),
@@ -386,19 +400,22 @@ class CsrBank(wiring.Component):
                     with m.Switch(win_chunk):
                         for c in range(1, chunks):
                             with m.Case(c):
-                                m.d.sync += window_word.eq(read_shadow[c * _W:(c + 1) * _W])
+                                m.d.sync += window_word.eq(
+                                    window_shadow[c * _W:(c + 1) * _W]
+                                    & window_shadow_valid.replicate(_W))
                     m.d.sync += window_answer.eq(1)
                     m.next = "WINDOW_ANSWER"
 
             with m.State("WAIT"):
                 m.d.sync += timer.eq(timer + 1)
                 with m.If(self.counters.valid):
-                    m.d.sync += [read_shadow.eq(self.counters.data),
+                    m.d.sync += [window_shadow_valid.eq(1),
                                  window_word.eq(self.counters.data[:_W]),
                                  window_answer.eq(1)]
                     m.next = "WINDOW_ANSWER"
                 with m.Elif(timer == self.window_timeout):
-                    m.d.sync += [read_shadow.eq(0), window_word.eq(0), window_answer.eq(1)]
+                    m.d.sync += [window_shadow_valid.eq(0), window_word.eq(0),
+                                 window_answer.eq(1)]
                     m.next = "WINDOW_ANSWER"
 
             with m.State("WINDOW_ANSWER"):

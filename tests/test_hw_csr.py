@@ -95,7 +95,7 @@ def run(testbench, *, port_latency=2, port_answers=True, processes=(), watch=(),
             if ctx.get(bank.counters.en):
                 a = ctx.get(bank.counters.addr)
                 log["en"].append(a)
-                if port_answers:
+                if port_answers(a) if callable(port_answers) else port_answers:
                     pending.append((port_latency, a))
 
     sim = Simulator(bank)
@@ -245,6 +245,19 @@ def test_counter_window_read_times_out_to_zero():
         assert await bus_read(ctx, bank.bus, RMAP.window.address_of(3, 1)) == 0
     log = run(tb, port_answers=False)
     assert log["en"] == [3]
+
+
+def test_window_timeout_clears_the_previous_capture():
+    """A timed-out chunk-0 read must not leave the previous word's upper chunks readable."""
+    async def tb(ctx, bank):
+        assert await bus_read(ctx, bank.bus, RMAP.window.address_of(2, 0)) \
+            == fake_word(2) & 0xFFFF_FFFF
+        assert await bus_read(ctx, bank.bus, RMAP.window.address_of(2, 1)) \
+            == (fake_word(2) >> 32) & 0xFFFF_FFFF
+        assert await bus_read(ctx, bank.bus, RMAP.window.address_of(3, 0)) == 0
+        assert await bus_read(ctx, bank.bus, RMAP.window.address_of(3, 1)) == 0
+    log = run(tb, port_answers=lambda a: a != 3)
+    assert log["en"] == [2, 3]
 
 
 @pytest.mark.parametrize("config", [RdaConfig(banks=3, buckets_per_bank=5),
