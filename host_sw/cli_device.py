@@ -74,7 +74,15 @@ def _add_link_options(p, *, device=True):
     if device:
         p.add_argument("--device", "-d", required=True, metavar="URL",
                        help="device URL: /dev/ttyUSB0?baud=115200, loop://, "
-                            "tcp://127.0.0.1:PORT, fake://NAME (docs/TRANSPORTS.md)")
+                            "tcp://127.0.0.1:PORT, fake://NAME (docs/TRANSPORTS.md); "
+                            "?core=N selects a core of a two-port board")
+        p.add_argument("--core", default=None, metavar="N|NAME",
+                       help="the core behind the board's shared UART: an index (word base "
+                            "N × 0x100000) or, with --csr-csv, a csr_base name such as "
+                            "port1_to_port0 (default: core 0, address 0)")
+    p.add_argument("--csr-csv", default=None, metavar="FILE",
+                   help="the board's csr.csv (build/<board>/csr.csv): core names and "
+                        "bases from its csr_base rows")
     p.add_argument("--config", metavar="FILE", default=None,
                    help="expected configuration (JSON: a config dict or a snapshot); "
                         "default: discovered from the device")
@@ -88,21 +96,32 @@ def _add_link_options(p, *, device=True):
                    help="do not stop when the device ID differs from the configuration")
 
 
-def _open_device(args, url):
+def _open_devices(args, urls, cores):
+    """A :class:`~host_sw.driver.Device` per URL (and core); URLs naming the same link
+    (two cores of one board) share it (:func:`host_sw.transport.open_transports`)."""
     from .driver import Device
-    from .transport import open_transport
+    from .transport import open_transports
     config = _load_config(args.config) if args.config else None
     overrides = {"timeout": args.timeout, "retries": args.retries}
     try:
-        transport = open_transport(url, **overrides)
+        transports = open_transports(urls, cores=cores, csr_csv=args.csr_csv, **overrides)
     except ValueError as e:
-        raise RunFailure(f"bad device URL {url!r}: {e}") from None
+        shown = " and ".join(repr(u) for u in urls)
+        raise RunFailure(f"bad device URL or core ({shown}): {e}") from None
+    devices = []
     try:
-        return Device(transport, config=config, seed=args.seed, tick_ns=args.tick_ns,
-                      check_id=not args.no_id_check)
+        for transport in transports:
+            devices.append(Device(transport, config=config, seed=args.seed,
+                                  tick_ns=args.tick_ns, check_id=not args.no_id_check))
     except BaseException:
-        transport.close()
+        for transport in transports:
+            transport.close()
         raise
+    return devices
+
+
+def _open_device(args, url):
+    return _open_devices(args, [url], [args.core])[0]
 
 
 def _dump(obj, out=None):
@@ -126,7 +145,7 @@ def _cmd_info(args) -> int:
     if args.json:
         _dump(info)
         return 0
-    print(f"device      {args.device}")
+    print(f"device      {args.device}" + (f", core {args.core}" if args.core else ""))
     print(f"ID          {info['id']}  (register map {info['version']})")
     s = info["static"]
     print(f"synopsis    {info['kind'].upper()} {s['dim0']} × {s['dim1']}, "
@@ -293,12 +312,8 @@ def _table_row(rec) -> str:
 
 def _cmd_watch(args) -> int:
     from .driver import counter_deltas
-    sender = _open_device(args, args.sender)
-    try:
-        receiver = _open_device(args, args.receiver)
-    except BaseException:
-        sender.close()
-        raise
+    sender, receiver = _open_devices(args, [args.sender, args.receiver],
+                                     [args.sender_core, args.receiver_core])
     out = open(args.output, "a") if args.output else None
     try:
         if not args.json:
@@ -808,6 +823,10 @@ def add_device_commands(sub) -> None:
                        formatter_class=fmt)
     p.add_argument("--sender", required=True, metavar="URL")
     p.add_argument("--receiver", required=True, metavar="URL")
+    p.add_argument("--sender-core", default=None, metavar="N|NAME",
+                   help="the sender's core behind a shared UART (as --core of info)")
+    p.add_argument("--receiver-core", default=None, metavar="N|NAME",
+                   help="the receiver's core; the two cores of one board share its port")
     _add_link_options(p, device=False)
     p.add_argument("--intervals", type=_positive_int, default=None,
                    help="stop after this many (default: run until interrupted)")
