@@ -82,6 +82,7 @@ def main(argv=None):
     parser.add_argument("-o", "--output", type=Path,
                         default=ROOT / "bench" / "out" / "counter_bank_synth.json")
     args = parser.parse_args(argv)
+    args.build = args.build.resolve()
 
     thresholds = tuple(range(0, 2 * args.banks, 2))
     config = LdaConfig(banks=args.banks, rows=args.rows, thresholds=thresholds)
