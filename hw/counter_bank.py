@@ -24,6 +24,8 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
 
+from .carry import MuxAdd
+
 __all__ = ["CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
            "update_request_signature", "word_layout"]
 
@@ -238,8 +240,10 @@ class CounterBank(wiring.Component):
         ``amaranth.lib.memory.Memory`` with a fabric register on the read data (simulation,
         exported Verilog for any tool); ``"ecp5"`` DP16KD primitives with their output
         register (needed for ≥ 200 MHz on ECP5: the unregistered block RAM output alone
-        costs about 4.3 ns there; up to 16384 words per lane); ``"auto"`` picks ``"ecp5"``
-        when elaborated for an ECP5 platform, else ``"generic"``.
+        costs about 4.3 ns there; up to 16384 words per lane), and the read-modify-write
+        adders as CCU2C carry chains with the forwarding select merged in
+        (:class:`hw.carry.MuxAdd`); ``"auto"`` picks ``"ecp5"`` when elaborated for an
+        ECP5 platform, else ``"generic"``.
 
     Members
     -------
@@ -412,46 +416,45 @@ class CounterBank(wiring.Component):
         # other == CLEAN, kept as its own register (it gates every request's acceptance)
         other_clean = Signal(init=1)
         swap_exec = self.swap & other_clean
+        # One-hot copies of `other` (registers), so each transition's enable is one LUT of
+        # registers: no state decode in front of the enables (Fmax).
+        is_draining, is_frozen, is_clearing = Signal(), Signal(), Signal()
         # The drain window is open while DRAINING and drain_count > flush; registered
         # (computed from the next state) to keep the counter compare off the accept path.
         drain_open = Signal()
         m.d.sync += drain_open.eq(Mux(swap_exec, self._drain_cycles > 0,
-                                      (other == CopyState.DRAINING)
-                                      & (drain_count > flush + 1)))
+                                      is_draining & (drain_count > flush + 1)))
 
-        with m.Switch(other):
-            with m.Case(CopyState.CLEAN):
-                with m.If(self.swap):
-                    m.d.sync += [active.eq(~active), other.eq(CopyState.DRAINING),
-                                 other_clean.eq(0),
-                                 drain_count.eq(self._drain_cycles + flush),
-                                 drain_done.eq(0)]  # drain_cycles + flush > 0
-            with m.Case(CopyState.DRAINING):
-                with m.If(drain_done):
-                    m.d.sync += other.eq(CopyState.FROZEN)
-                with m.Else():
-                    m.d.sync += [drain_count.eq(drain_count - 1),
-                                 drain_done.eq(drain_count == 1)]
-            with m.Case(CopyState.FROZEN):
-                with m.If(self.release):
-                    m.d.sync += [other.eq(CopyState.CLEARING), clear_addr.eq(0),
-                                 clear_done.eq(depth == 1)]
-                    m.d.sync += [clearing_copy[k].eq(active != k) for k in range(2)]
-            with m.Case(CopyState.CLEARING):
-                m.d.sync += [clear_addr.eq(clear_addr + 1),
-                             clear_done.eq(clear_addr == depth - 2)]
-                with m.If(clear_done):
-                    m.d.sync += [other.eq(CopyState.CLEAN), other_clean.eq(1)]
-                    m.d.sync += [clearing_copy[k].eq(0) for k in range(2)]
+        with m.If(other_clean & self.swap):
+            m.d.sync += [active.eq(~active), other.eq(CopyState.DRAINING),
+                         other_clean.eq(0), is_draining.eq(1),
+                         drain_count.eq(self._drain_cycles + flush),
+                         drain_done.eq(0)]  # drain_cycles + flush > 0
+        with m.If(is_draining):
+            with m.If(drain_done):
+                m.d.sync += [other.eq(CopyState.FROZEN), is_draining.eq(0), is_frozen.eq(1)]
+            with m.Else():
+                m.d.sync += [drain_count.eq(drain_count - 1),
+                             drain_done.eq(drain_count == 1)]
+        with m.If(is_frozen & self.release):
+            m.d.sync += [other.eq(CopyState.CLEARING), is_frozen.eq(0), is_clearing.eq(1),
+                         clear_addr.eq(0), clear_done.eq(depth == 1)]
+            m.d.sync += [clearing_copy[k].eq(active != k) for k in range(2)]
+        with m.If(is_clearing):
+            m.d.sync += [clear_addr.eq(clear_addr + 1),
+                         clear_done.eq(clear_addr == depth - 2)]
+            with m.If(clear_done):
+                m.d.sync += [other.eq(CopyState.CLEAN), other_clean.eq(1), is_clearing.eq(0)]
+                m.d.sync += [clearing_copy[k].eq(0) for k in range(2)]
 
         m.d.comb += [
             self.active_copy.eq(active),
             self.frozen_copy.eq(~active),
-            self.frozen_ready.eq(other == CopyState.FROZEN),
+            self.frozen_ready.eq(is_frozen),
             self.other_clean.eq(other_clean),
-            self.draining.eq(other == CopyState.DRAINING),
-            self.clearing.eq(other == CopyState.CLEARING),
-            self.busy.eq((other == CopyState.DRAINING) | (other == CopyState.CLEARING)),
+            self.draining.eq(is_draining),
+            self.clearing.eq(is_clearing),
+            self.busy.eq(is_draining | is_clearing),
             self.swap_refused.eq(self.swap & ~other_clean),
         ]
         for k in range(2):
@@ -512,12 +515,12 @@ class CounterBank(wiring.Component):
 
             # S0: compare keys with the requests ahead. At cycle c+1 S1..S4 hold c-1..c-4;
             # the results travel with the request to where they select (S2, S3).
-            match_prev = [Signal(name=f"l{lane}_match_prev_{s}") for s in ("s1", "s2", "s3")]
+            # (The c-1 match reaches S3 as one register per counter field, below.)
+            match_prev = [Signal(name=f"l{lane}_match_prev_{s}") for s in ("s1", "s2")]
             match_ahead = Signal(3, name=f"l{lane}_match_ahead")
             m.d.sync += [
                 match_prev[0].eq(same_key("s0", "s1")),           # c-1, used in S3
                 match_prev[1].eq(match_prev[0]),
-                match_prev[2].eq(match_prev[1]),
                 match_ahead.eq(Cat(same_key("s0", "s2"),     # c-2: in S4 at S2
                                    same_key("s0", "s3"),     # c-3: in W1 at S2
                                    same_key("s0", "s4"))),   # c-4: in W2 at S2
@@ -542,27 +545,33 @@ class CounterBank(wiring.Component):
             s3_base = Signal(word_bits, name=f"l{lane}_s3_base")
             m.d.sync += s3_base.eq(base_next)
 
-            # S3: add the increments to both candidates — S4's word (the request just
-            # ahead had the same key) and base — and pick after the adders, so the
-            # feedback loop is S4 → adder → 2:1 mux → S4 with no logic before the carry
-            # chains.
-            def incremented(word, suffix):
-                operand = data.View(layout, word)
-                result = Signal(layout, name=f"l{lane}_s3_{suffix}")
-                for fld in cfg.layout.fields:
-                    current = operand[fld.name]
-                    if fld.combine == "xor":
-                        m.d.comb += result[fld.name].eq(current ^ shared["s3"]["xor"])
-                    elif fld.name == "count":
-                        m.d.comb += result[fld.name].eq(current + 1)
-                    elif fld.name == "ts_sum":
-                        m.d.comb += result[fld.name].eq(current + shared["s3"]["ts"])
-                    else:  # pragma: no cover - layouts are defined in host_sw/config.py
-                        raise ValueError(f"no increment defined for field {fld.name!r}")
-                return result.as_value()
-
-            m.d.sync += words["s4"].eq(Mux(match_prev[2], incremented(words["s4"], "fwd"),
-                                           incremented(s3_base, "base")))
+            # S3: select S4's word (the request just ahead had the same key: forwarding)
+            # or the base, and add the increments, in one carry chain per summed field
+            # (hw.carry.MuxAdd; on ECP5 the select sits in the chain's LUTs), so the
+            # feedback loop S4 → chain → S4 has no LUT level outside the chain. Each field
+            # has its own copy of the select register (fan-out).
+            current = data.View(layout, words["s4"])
+            base = data.View(layout, s3_base)
+            updated = Signal(layout, name=f"l{lane}_s3_updated")
+            for fld in cfg.layout.fields:
+                select = Signal(name=f"l{lane}_s3_fwd_{fld.name}")
+                m.d.sync += select.eq(match_prev[1])      # the c-1 match, in S3
+                if fld.combine == "xor":
+                    m.d.comb += updated[fld.name].eq(
+                        Mux(select, current[fld.name], base[fld.name]) ^ shared["s3"]["xor"])
+                    continue
+                if fld.name == "count":
+                    increment = Const(1, fld.width)
+                elif fld.name == "ts_sum":
+                    increment = shared["s3"]["ts"]
+                else:  # pragma: no cover - layouts are defined in host_sw/config.py
+                    raise ValueError(f"no increment defined for field {fld.name!r}")
+                adder = MuxAdd(width=fld.width, kind="ecp5" if kind == "ecp5" else "generic")
+                m.submodules[f"l{lane}_s3_add_{fld.name}"] = adder
+                m.d.comb += [adder.a.eq(current[fld.name]), adder.b.eq(base[fld.name]),
+                             adder.select.eq(select), adder.increment.eq(increment),
+                             updated[fld.name].eq(adder.total)]
+            m.d.sync += words["s4"].eq(updated.as_value())
 
             # Port wiring per copy: the RMW pipeline owns a copy's ports while it carries
             # requests for it (ACTIVE/DRAINING); otherwise bus reads and clearing do.
@@ -589,7 +598,7 @@ class CounterBank(wiring.Component):
         b1_lane = Signal.like(lane_of)
         b1_copy = Signal()
         m.d.sync += [b1_valid.eq(port.en),
-                     b1_error.eq((other != CopyState.FROZEN) | ~in_range),
+                     b1_error.eq(~is_frozen | ~in_range),
                      b1_lane.eq(lane_of), b1_copy.eq(~active),
                      bus_addr.eq(local)]
         b2_valid, b2_error = Signal(), Signal()
