@@ -10,11 +10,12 @@ The CSR bus (:func:`csr_bus_signature`, master view) is word addressed with 32-b
 the master (``hw.uartbone.UARTBoneBridge``) raises ``r_stb`` or ``w_stb`` with ``addr`` (and
 ``w_data``) and holds them until the cycle in which the bank answers ``ack`` (one cycle;
 ``r_data`` is valid in that cycle). In the cycle after ``ack`` the master lowers the strobe
-or presents its next request. Register accesses are answered 4 cycles after the strobe
-rises; counter-window reads take a few cycles more (plus one per counter-index bit when the
+or presents its next request. Register accesses are answered 5 cycles after the strobe
+rises; counter-window reads take a few cycles more (plus two per counter-index bit when the
 chunk count is not a power of two, for the division) and, for chunk 0, the counter bank's
-read latency. The bank is pipelined for the core's clock (≥ 200 MHz on ECP5; see
-``bench/bus_synth.py``): registered address decode, two-level registered read multiplexer.
+read latency plus one. The bank is pipelined for the core's clock (≥ 250 MHz on ECP5; see
+``bench/bus_synth.py`` and ``bench/logic_depth.py``): two-level one-hot address decode and
+two-level read multiplexer, each level registered, clock enables taken from registers.
 
 Semantics (see also :mod:`host_sw.regmap`):
 
@@ -240,7 +241,7 @@ class CsrBank(wiring.Component):
         # (state DIVIDE), keeps the bus path free of long multiplier chains.
         span_bits = max(0, (win.span - 1).bit_length())
         offset = Signal(max(1, span_bits))
-        win_offset = Signal.like(offset)  # registered in state DECODE
+        win_offset = Signal.like(offset)  # registered in state PREDECODE
         in_window = Signal()
         m.d.comb += [
             offset.eq(req_addr - win.address),
@@ -257,38 +258,55 @@ class CsrBank(wiring.Component):
         remainder = Signal(len(offset))
         quotient = Signal(q_bits)
         divisor = Signal(q_bits + chunks.bit_length())
-        div_steps = Signal(range(q_bits + 1))
+        div_steps = Signal(q_bits + 1)          # one-hot countdown: bit 0 set = done
+        div_fits = Signal()                     # remainder >= divisor, registered
+        div_phase = Signal()                    # 0: compare, 1: subtract and shift
         # Address decode (state DECODE): slot k = k-th register word in address order.
         slots = [(reg, kword) for reg in rm for kword in range(reg.words)]
         last_reg_address = max(reg.address + reg.words - 1 for reg in rm)
         slot_bits = max(1, last_reg_address.bit_length())
-        sel = Signal(range(len(slots) + 1))
+        # Two-level one-hot decode (Fmax): state PREDECODE registers a one-hot of the low
+        # and of the high address bits; in DECODE each slot's hit is then one 3-input AND.
+        lo_bits = min(slot_bits, 4)
+        hi_bits = slot_bits - lo_bits
+        addr_lo_onehot = Signal(1 << lo_bits)
+        addr_hi_onehot = Signal(1 << hi_bits)
+        addr_upper_zero = Signal()
+        addr_wide_first = Signal()      # the address is a wide register's first word
+
+        def slot_hit(address):
+            return (addr_upper_zero & addr_lo_onehot[address & ((1 << lo_bits) - 1)]
+                    & addr_hi_onehot[address >> lo_bits])
         sel_onehot = Signal(len(slots))
         # The read multiplexer is split in two registered levels (Fmax): state EXEC selects
         # one word per group of _GROUP slots, state ANSWER selects the group.
         groups = [slots[k:k + _GROUP] for k in range(0, len(slots), _GROUP)]
         group_word = [Signal(_W, name=f"group_word_{g}") for g in range(len(groups))]
-        sel_group = Signal(range(len(groups) + 1))
+        sel_group_onehot = Signal(len(groups))
         sel_window = Signal()
         # A read of a wide register's first word captures the whole value (state EXEC).
         wide_regs = [reg for reg in rm if reg.words > 1]
         capture = Signal()
         capture_onehot = Signal(max(1, len(wide_regs)))
 
-        # The window shadow loads on the read port's answer alone: only this bank's reads
-        # are answered to it, and only in state WAIT (the timeout is far longer than the
-        # port's latency). Its enable is then two registers, not the FSM (Fmax).
-        with m.If(self.counters.valid):
-            m.d.sync += window_shadow.eq(self.counters.data)
+        # The read port's answer, registered; the window shadow loads on it alone: only
+        # this bank's reads are answered to it, and only in state WAIT (the timeout is far
+        # longer than the port's latency). Its enable is then a register (Fmax).
+        answer_valid = Signal()
+        answer_data = Signal.like(self.counters.data)
+        m.d.sync += [answer_valid.eq(self.counters.valid), answer_data.eq(self.counters.data)]
+        with m.If(answer_valid):
+            m.d.sync += window_shadow.eq(answer_data)
 
         win_index = Signal.like(index)
         win_chunk = Signal.like(chunk)
+        win_chunk_zero = Signal()       # win_chunk == 0, registered with it
         timer = Signal(range(self.window_timeout + 1))
         m.d.sync += self.counters.en.eq(0)
         m.d.comb += self.counters.addr.eq(win_index)
 
         # Read multiplexer, two registered levels with no enables (Fmax): an AND-OR of the
-        # one-hot slot select per group of slots, then the group. `sel` is stable
+        # one-hot slot select per group of slots, then the group. `sel_onehot` is stable
         # from DECODE on, so in EXEC each group register holds its slot's word and in ANSWER
         # `r_data` holds the group's word, visible with `ack`. The window states assign
         # `r_data` after this and take precedence.
@@ -312,12 +330,9 @@ class CsrBank(wiring.Component):
         with m.If(window_answer):
             m.d.sync += r_data.eq(window_word)
         with m.Else():
-            with m.Switch(sel_group):
-                for g in range(len(groups)):
-                    with m.Case(g):
-                        m.d.sync += r_data.eq(group_word[g])
-                with m.Default():
-                    m.d.sync += r_data.eq(0)
+            m.d.sync += r_data.eq(reduce(operator.or_, [
+                group_word[g] & sel_group_onehot[g].replicate(_W)
+                for g in range(len(groups))]))
 
         # Writes: `write_onehot` (set in DECODE, so 1 only during EXEC) enables one slot's
         # write directly from a flop (Fmax).
@@ -345,33 +360,46 @@ class CsrBank(wiring.Component):
                 with m.If((bus.r_stb | bus.w_stb) & ~ack):
                     m.d.sync += [req_addr.eq(bus.addr), req_write.eq(bus.w_stb),
                                  req_data.eq(bus.w_data)]
-                    m.next = "DECODE"
+                    m.next = "PREDECODE"
+
+            with m.State("PREDECODE"):
+                m.d.sync += [
+                    addr_lo_onehot.eq(1 << req_addr[:lo_bits]),
+                    addr_hi_onehot.eq(1 << req_addr[lo_bits:slot_bits] if hi_bits else 1),
+                    addr_upper_zero.eq(req_addr[slot_bits:] == 0),
+                    addr_wide_first.eq(reduce(operator.or_, [
+                        req_addr[:slot_bits] == reg.address for reg in wide_regs], 0)),
+                    sel_window.eq(in_window), win_offset.eq(offset),
+                ]
+                m.next = "DECODE"
 
             with m.State("DECODE"):
-                # Register the address decode: a slot number per register word.
-                m.d.sync += [sel.eq(len(slots)), sel_onehot.eq(0), sel_group.eq(len(groups)),
-                             sel_window.eq(in_window), win_offset.eq(offset)]
-                with m.If(req_addr[slot_bits:] == 0):
-                    with m.Switch(req_addr[:slot_bits]):
-                        for k, (reg, kword) in enumerate(slots):
-                            with m.Case(reg.address + kword):
-                                m.d.sync += [sel.eq(k), sel_onehot.eq(1 << k),
-                                             sel_group.eq(k // _GROUP),
-                                             write_onehot.eq(req_write << k)]
-                                if reg.words > 1 and kword == 0:
-                                    m.d.sync += [
-                                        capture.eq(~req_write),
-                                        capture_onehot.eq(1 << wide_regs.index(reg))]
+                # Register the address decode: one-hot per register word and per group.
+                hits = [slot_hit(reg.address + kword) for reg, kword in slots]
+                m.d.sync += [
+                    sel_onehot.eq(Cat(hits)),
+                    write_onehot.eq(Cat(hits) & req_write.replicate(len(slots))),
+                ]
+                if wide_regs:
+                    m.d.sync += [
+                        capture.eq(addr_wide_first & addr_upper_zero & ~req_write),
+                        capture_onehot.eq(Cat(slot_hit(reg.address) for reg in wide_regs))]
                 m.next = "EXEC"
 
             with m.State("EXEC"):
+                # The group select, from the registered slot select (used in ANSWER).
+                m.d.sync += sel_group_onehot.eq(Cat(
+                    sel_onehot[g * _GROUP:(g + 1) * _GROUP].any()
+                    for g in range(len(groups))))
                 with m.If(sel_window & ~req_write):
                     if divide:
                         m.d.sync += [remainder.eq(win_offset), quotient.eq(0),
-                                     divisor.eq(chunks << (q_bits - 1)), div_steps.eq(q_bits)]
+                                     divisor.eq(chunks << (q_bits - 1)),
+                                     div_steps.eq(1 << q_bits), div_phase.eq(0)]
                         m.next = "DIVIDE"
                     else:
-                        m.d.sync += [win_index.eq(index), win_chunk.eq(chunk)]
+                        m.d.sync += [win_index.eq(index), win_chunk.eq(chunk),
+                                     win_chunk_zero.eq(chunk == 0)]
                         m.next = "WINDOW"
                 with m.Else():
                     m.next = "ANSWER"
@@ -381,19 +409,21 @@ class CsrBank(wiring.Component):
                 m.next = "IDLE"
 
             with m.State("DIVIDE"):
-                with m.If(div_steps == 0):
-                    m.d.sync += [win_index.eq(quotient), win_chunk.eq(remainder)]
+                # Two clocks per quotient bit (Fmax): compare into a register, then
+                # subtract and shift.
+                m.d.sync += [div_phase.eq(~div_phase), div_fits.eq(remainder >= divisor)]
+                with m.If(div_steps[0]):
+                    m.d.sync += [win_index.eq(quotient), win_chunk.eq(remainder),
+                                 win_chunk_zero.eq(remainder == 0)]
                     m.next = "WINDOW"
-                with m.Else():
-                    m.d.sync += [divisor.eq(divisor >> 1), div_steps.eq(div_steps - 1)]
-                    with m.If(remainder >= divisor):
-                        m.d.sync += [remainder.eq(remainder - divisor),
-                                     quotient.eq(Cat(1, quotient))]
-                    with m.Else():
-                        m.d.sync += quotient.eq(Cat(0, quotient))
+                with m.Elif(div_phase):
+                    m.d.sync += [divisor.eq(divisor >> 1), div_steps.eq(div_steps >> 1),
+                                 quotient.eq(Cat(div_fits, quotient))]
+                    with m.If(div_fits):
+                        m.d.sync += remainder.eq(remainder - divisor)
 
             with m.State("WINDOW"):
-                with m.If(win_chunk == 0):
+                with m.If(win_chunk_zero):
                     m.d.sync += [self.counters.en.eq(1), timer.eq(0)]
                     m.next = "WAIT"
                 with m.Else():
@@ -408,9 +438,9 @@ class CsrBank(wiring.Component):
 
             with m.State("WAIT"):
                 m.d.sync += timer.eq(timer + 1)
-                with m.If(self.counters.valid):
+                with m.If(answer_valid):
                     m.d.sync += [window_shadow_valid.eq(1),
-                                 window_word.eq(self.counters.data[:_W]),
+                                 window_word.eq(answer_data[:_W]),
                                  window_answer.eq(1)]
                     m.next = "WINDOW_ANSWER"
                 with m.Elif(timer == self.window_timeout):
