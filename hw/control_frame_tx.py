@@ -12,7 +12,9 @@ re-typed: :func:`control_header` walks :data:`host_sw.control_frame.HEADER_FIELD
 place each field big-endian at its offset.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
+import math
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
@@ -85,31 +87,53 @@ class BytePacker(wiring.Component):
         Output frame stream width in bits.
     item_bytes:
         Most bytes one item carries.
+    item_sizes:
+        The sizes (bytes) items may have (default: every size from 1 to ``item_bytes``).
+        Fewer, coarser sizes make a cheaper, shallower packer: an item lands at a ring
+        position that is a multiple of their greatest common divisor.
 
     Members
     -------
     items: In(stream.Signature({data, size, last}))
-        ``data``: ``item_bytes`` bytes, byte ``i`` at bits ``8i`` (bits past ``size``
-        bytes must be zero); ``size``: bytes used, 1..``item_bytes``; ``last``: the
-        frame's final item. One item per clock is taken while there is room.
+        ``data``: ``item_bytes`` bytes, byte ``i`` at bits ``8i``; ``size``: bytes used,
+        one of ``item_sizes``; ``last``: the frame's final item. ``ready`` is a register
+        (it does not look at ``valid``); one item per clock is taken while there is room.
     source: Out(FrameStream(data_width))
-        The frames, from an output register (``error`` always 0). Between frames there is
-        at least one idle cycle; inside a frame ``valid`` never drops as long as items
-        arrive at least as fast as beats leave.
+        The frames, through a skid buffer (:class:`hw.frame.RegisterSlice`; ``error``
+        always 0; lanes past ``keep`` carry arbitrary data). Between frames there are at
+        least two idle cycles; inside a frame ``valid`` never drops as long as items of at
+        least ``lanes`` bytes arrive one per clock.
 
-    The buffer holds ``2 * lanes + item_bytes`` bytes; an item is taken while the buffer
-    holds at most ``2 * lanes`` bytes, so a stream of items of at least ``lanes`` bytes
-    per clock keeps ``source`` full.
+    How (timing): the bytes go into a ring of ``ring_bytes`` bytes, never shifted: an item
+    is written at the ring position after the previous one (a one-hot register selects
+    the position, so each ring byte chooses among ``ceil(item_bytes / granule)`` item
+    bytes), beats are read at a one-hot slot pointer. A frame always starts at ring
+    position 0: the frame's last beat empties the ring. ``items.ready`` and the pop
+    condition are registers computed one clock ahead (conservatively, from the fill
+    before this clock's push), so every handshake that enables many registers comes
+    from a flip-flop and no path is deeper than about three LUTs.
     """
 
-    def __init__(self, *, data_width: int, item_bytes: int):
+    def __init__(self, *, data_width: int, item_bytes: int, item_sizes=None):
         check_data_width(data_width)
         if not isinstance(item_bytes, int) or item_bytes < 1:
             raise ValueError(f"item_bytes must be a positive integer, not {item_bytes!r}")
+        if item_sizes is None:
+            item_sizes = range(1, item_bytes + 1)
+        sizes = tuple(sorted(set(item_sizes)))
+        if not sizes or any(not isinstance(s, int) or not 1 <= s <= item_bytes
+                            for s in sizes):
+            raise ValueError(f"item_sizes must be integers from 1 to item_bytes "
+                             f"({item_bytes}), not {item_sizes!r}")
         self.data_width = data_width
         self.item_bytes = item_bytes
+        self.item_sizes = sizes
         self.lanes = data_width // 8
-        self.buffer_bytes = 2 * self.lanes + item_bytes
+        self.granule = math.gcd(*sizes)
+        unit = self.lanes * self.granule // math.gcd(self.lanes, self.granule)
+        need = 3 * self.lanes + 2 * item_bytes
+        #: Bytes of the ring buffer.
+        self.ring_bytes = unit * -(-need // unit)
         super().__init__({
             "items": In(stream.Signature(data.StructLayout({
                 "data": unsigned(8 * item_bytes),
@@ -120,65 +144,116 @@ class BytePacker(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        lanes, B, P = self.lanes, self.buffer_bytes, self.item_bytes
-        buf = Signal(8 * B)
-        fill = Signal(range(B + 1))
-        ending = Signal()       # the frame's last item is in the buffer
+        lanes, P, N, g = self.lanes, self.item_bytes, self.ring_bytes, self.granule
+        positions, slots = N // g, N // lanes
+        item = self.items.payload
 
-        out_free = ~self.source.valid | self.source.ready
-        can_pop = (fill >= lanes) | (ending & (fill != 0))
-        pop = Signal()
-        m.d.comb += pop.eq(out_free & can_pop)
-        last_beat = ending & (fill <= lanes)
+        ring = Signal(8 * N)
+        wpos = Signal(positions, init=1)     # one-hot: the next item goes at g * index
+        rpos = Signal(slots, init=1)         # one-hot: the next beat is this slot
+        # Fill (bytes written and not yet popped) in units of u bytes: item sizes and
+        # lanes are multiples of u.
+        u = math.gcd(g, lanes)
+        fill = Signal(range(N // u + 1))
+        ending = Signal()                    # the frame's last item is in the ring
+        can_push = Signal(init=1)
+        can_pop = Signal()
 
-        fill_after_pop = Signal.like(fill)
-        buf_after_pop = Signal.like(buf)
-        with m.If(pop):
-            m.d.comb += [fill_after_pop.eq(Mux(fill >= lanes, fill - lanes, 0)),
-                         buf_after_pop.eq(buf >> (8 * lanes))]
+        m.submodules.out = out = RegisterSlice(data_width=self.data_width)
+        connect(m, out.source, flipped(self.source))
+
+        push, pop, push_last = Signal(), Signal(), Signal()
+        m.d.comb += [
+            self.items.ready.eq(can_push),
+            push.eq(self.items.valid & can_push),
+            push_last.eq(self.items.valid & can_push & item.last),
+            pop.eq(can_pop & out.sink.ready),
+        ]
+        last_beat = Signal()
+        m.d.comb += last_beat.eq(ending & (fill <= lanes // u))
+
+        # -- writes, one clock after the push: per position a registered write enable,
+        # the item's data registered every clock; each ring byte takes the item byte its
+        # covering positions select -----------------------------------------------------
+        write_at = Signal(positions)
+        written = Signal.like(item.data)
+        m.d.sync += [write_at.eq(Mux(push, wpos, 0)), written.eq(item.data)]
+        for k in range(N):
+            cover = [p for p in range(positions) if (k - p * g) % N < P]
+            byte = [written.word_select((k - p * g) % N, 8) for p in cover]
+            if len(cover) == 1:
+                value = byte[0]
+            else:
+                value = 0
+                for p, b in zip(cover, byte):
+                    value = value | Mux(write_at[p], b, 0)
+            with m.If(Cat(*(write_at[p] for p in cover)).any()):
+                m.d.sync += ring.word_select(k, 8).eq(value)
+
+        # -- pointers and fill ----------------------------------------------------------
+        def rotated(onehot, by):
+            n = len(onehot)
+            return Cat(*(onehot[(i - by) % n] for i in range(n)))
+
+        if len(self.item_sizes) == 1:
+            wpos_next = rotated(wpos, self.item_sizes[0] // g)
+            size = Const(self.item_sizes[0] // u)
+        else:
+            wpos_next, size = 0, 0
+            for s in self.item_sizes:
+                wpos_next = wpos_next | Mux(item.size == s, rotated(wpos, s // g), 0)
+                size = size | Mux(item.size == s, s // u, 0)
+        size = Cat(size, Const(0, 1)).as_signed()
+        delta = Signal(signed(len(size) + 1 + (lanes // u).bit_length()))
+        with m.If(push & pop):
+            m.d.comb += delta.eq(size - lanes // u)
+        with m.Elif(push):
+            m.d.comb += delta.eq(size)
+        with m.Elif(pop):
+            m.d.comb += delta.eq(-(lanes // u))
+
+        with m.If(pop & last_beat):
+            # The frame is out and the ring empty: the next frame starts at position 0.
+            m.d.sync += [fill.eq(0), wpos.eq(1), rpos.eq(1), ending.eq(0)]
         with m.Else():
-            m.d.comb += [fill_after_pop.eq(fill), buf_after_pop.eq(buf)]
+            m.d.sync += fill.eq(fill + delta)
+            with m.If(push):
+                m.d.sync += wpos.eq(wpos_next)
+            with m.If(pop):
+                m.d.sync += rpos.eq(rotated(rpos, 1))
+            with m.If(push_last):
+                m.d.sync += ending.eq(1)
 
-        push = Signal()
-        m.d.comb += [self.items.ready.eq(~ending & (fill <= B - P)),
-                     push.eq(self.items.valid & self.items.ready)]
-        # The item goes in at the fill after this cycle's pop. Both placements (with and
-        # without a pop) are built from `fill` alone and `pop` only selects (short path
-        # from the output handshake). A push never meets the last (partial) pop.
-        placed_no_pop, placed_pop = Signal.like(buf), Signal.like(buf)
-        with m.Switch(fill):
-            for k in range(B - P + 1):
-                with m.Case(k):
-                    m.d.comb += placed_no_pop.eq(self.items.payload.data << (8 * k))
-                    if k >= lanes:
-                        m.d.comb += placed_pop.eq(
-                            self.items.payload.data << (8 * (k - lanes)))
-        placed = Mux(pop, placed_pop, placed_no_pop)
-        with m.If(push):
-            m.d.sync += [buf.eq(buf_after_pop | placed),
-                         fill.eq(fill_after_pop + self.items.payload.size),
-                         ending.eq(self.items.payload.last)]
-        with m.Else():
-            m.d.sync += [buf.eq(buf_after_pop), fill.eq(fill_after_pop)]
-            with m.If(pop & last_beat):
-                m.d.sync += ending.eq(0)
+        # -- next clock's handshakes, from this clock's fill, which counts the items
+        # pushed until the previous clock (written into the ring by the end of this one):
+        # conservative, a push now is not counted --------------------------------------
+        lanes_u = lanes // u
+        after_pop = Mux(ending, fill > lanes_u, fill >= 2 * lanes_u)
+        no_pop = Mux(ending, fill != 0, fill >= lanes_u)
+        m.d.sync += [
+            can_pop.eq(Mux(pop, after_pop, no_pop)),
+            can_push.eq(~push_last & ~ending & (fill <= (N - 2 * P) // u)),
+        ]
 
+        # -- the beat at the read slot -----------------------------------------------
+        beat = 0
+        for s in range(slots):
+            beat = beat | Mux(rpos[s], ring[8 * lanes * s: 8 * lanes * (s + 1)], 0)
         keep = Signal(lanes)
-        with m.If(fill >= lanes):
+        with m.If(fill >= lanes_u):
             m.d.comb += keep.eq(-1)
         with m.Else():
             with m.Switch(fill):
-                for k in range(lanes):
+                for k in range(lanes_u):
                     with m.Case(k):
-                        m.d.comb += keep.eq((1 << k) - 1)
-        with m.If(pop):
-            m.d.sync += [self.source.valid.eq(1),
-                         self.source.payload.data.eq(buf[:8 * lanes]),
-                         self.source.payload.keep.eq(keep),
-                         self.source.payload.last.eq(last_beat),
-                         self.source.payload.error.eq(0)]
-        with m.Elif(self.source.ready):
-            m.d.sync += self.source.valid.eq(0)
+                        m.d.comb += keep.eq((1 << (k * u)) - 1)
+        m.d.comb += [
+            out.sink.valid.eq(can_pop),
+            out.sink.payload.data.eq(beat),
+            out.sink.payload.keep.eq(keep),
+            out.sink.payload.last.eq(last_beat),
+            out.sink.payload.error.eq(0),
+        ]
         return m
 
 

@@ -18,9 +18,9 @@ beat is offered to every enabled port and moves on when all have taken it). With
 ``auto_release`` the exporter pulses ``release`` after the last frame's last beat.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from host_sw.control_frame import (
@@ -142,58 +142,108 @@ class Exporter(wiring.Component):
         word_bytes = self.word_bytes
         P = word_bytes                                  # item bytes
         header_pieces = -(-HEADER_BYTES // P)
+        piece_sizes = [min(P, HEADER_BYTES - h * P) for h in range(header_pieces)]
+        depth = self.read_ahead
 
-        m.submodules.packer = packer = BytePacker(data_width=self.data_width, item_bytes=P)
+        m.submodules.packer = packer = BytePacker(
+            data_width=self.data_width, item_bytes=P, item_sizes={P, *piece_sizes})
         word_bits = config.layout.width
-        m.submodules.words = words = SyncFIFOBuffered(width=word_bits, depth=self.read_ahead)
+
+        # Timing (ECP5, 250 MHz): every decision that enables many registers comes from a
+        # flip-flop. While idle (``~busy``, a register) the parameters are sampled every
+        # clock and all the export's state is held at its initial value, so ``start``
+        # itself only sets ``busy``; the reads are paced by thermometer-coded counters;
+        # the packer's ``items.ready`` is a register and the item register in front of
+        # it loads exactly when it is high.
 
         # -- sampled parameters ----------------------------------------------------------
         seq, flags = Signal.like(self.seq), Signal.like(self.flags)
         timestamp, config_id = Signal.like(self.timestamp), Signal.like(self.config_id)
         src_mac, dst_mac = Signal(48), Signal(48)
         to_inband, to_host, auto_release = Signal(), Signal(), Signal()
-        starting = Signal()
-        m.d.comb += starting.eq(self.start & ~self.busy)
-        m.d.sync += [self.done.eq(0), self.release.eq(0)]
-        with m.If(starting):
+        idle = ~self.busy
+        with m.If(idle):
             m.d.sync += [seq.eq(self.seq), flags.eq(self.flags),
                          timestamp.eq(self.timestamp), config_id.eq(self.config_id),
                          src_mac.eq(self.src_mac), dst_mac.eq(self.dst_mac),
                          to_inband.eq(self.to_inband), to_host.eq(self.to_host),
-                         auto_release.eq(self.auto_release), self.read_error.eq(0)]
+                         auto_release.eq(self.auto_release)]
+        m.d.sync += [self.done.eq(0), self.release.eq(0)]
+        with m.If(self.start & idle):
+            m.d.sync += self.read_error.eq(0)
             with m.If(self.to_inband | self.to_host):
                 m.d.sync += self.busy.eq(1)
             with m.Else():
                 m.d.sync += [self.done.eq(1), self.release.eq(self.auto_release)]
 
+        def thermometer(name, up, down):
+            """A count 0..depth as a thermometer code (bit i: count > i), +up -down."""
+            t = Signal(depth, name=name)
+            steps = []
+            for i in range(depth):
+                below = t[i - 1] if i > 0 else Const(1)
+                above = t[i + 1] if i < depth - 1 else Const(0)
+                steps.append(Mux(up & ~down, below, Mux(down & ~up, above, t[i])))
+            with m.If(idle):
+                m.d.sync += t.eq(0)
+            with m.Else():
+                m.d.sync += t.eq(Cat(*steps))
+            return t
+
+        def wrapping_increment(ptr):
+            return Mux(ptr == depth - 1, 0, ptr + 1)
+
         # -- reads: every word in memory order, ahead into the word FIFO -----------------
-        read_addr = Signal(range(buckets + 1))
-        in_flight = Signal(range(self.read_ahead + 1))
-        issue = Signal()
+        # ``owed``: words read and not yet taken from the FIFO (in flight or held).
+        read_addr = Signal(range(max(buckets, 2)))
+        reads_left = Signal(range(-1, buckets))        # minus one at the end
+        issue, fifo_pop = Signal(), Signal()
+        owed = thermometer("owed", issue, fifo_pop)
         m.d.comb += [
-            issue.eq(self.busy & ~self.read_hold & (read_addr < buckets)
-                     & (in_flight + words.level < self.read_ahead)),
+            issue.eq(self.busy & ~reads_left[-1] & ~owed[-1] & ~self.read_hold),
             self.frozen.en.eq(issue),
             self.frozen.addr.eq(read_addr),
-            words.w_en.eq(self.frozen.valid & self.busy),
-            words.w_data.eq(self.frozen.data.as_value()),
         ]
-        with m.If(starting):
-            m.d.sync += read_addr.eq(0)
+        with m.If(idle):
+            m.d.sync += [read_addr.eq(0), reads_left.eq(buckets - 1)]
         with m.Elif(issue):
-            m.d.sync += read_addr.eq(read_addr + 1)
-        m.d.sync += in_flight.eq(in_flight + issue - self.frozen.valid)
+            m.d.sync += [read_addr.eq(read_addr + 1), reads_left.eq(reads_left - 1)]
+
+        # The answers, registered, into a LUT-RAM FIFO.
+        answer_valid, answer = Signal(), Signal(word_bits)
+        m.d.sync += [answer_valid.eq(self.frozen.valid & self.busy),
+                     answer.eq(self.frozen.data.as_value())]
         with m.If(self.frozen.valid & self.frozen.error):
             m.d.sync += self.read_error.eq(1)
+        m.submodules.word_memory = word_memory = Memory(shape=word_bits, depth=depth, init=[])
+        write, read = word_memory.write_port(), word_memory.read_port(domain="comb")
+        held = thermometer("held", answer_valid, fifo_pop)
+        write_ptr, read_ptr = Signal(range(depth)), Signal(range(depth))
+        m.d.comb += [write.addr.eq(write_ptr), write.data.eq(answer),
+                     write.en.eq(answer_valid), read.addr.eq(read_ptr)]
+        with m.If(idle):
+            m.d.sync += [write_ptr.eq(0), read_ptr.eq(0)]
+        with m.Else():
+            with m.If(answer_valid):
+                m.d.sync += write_ptr.eq(wrapping_increment(write_ptr))
+            with m.If(fifo_pop):
+                m.d.sync += read_ptr.eq(wrapping_increment(read_ptr))
 
         # -- items: per frame the header pieces, then its words --------------------------
         frame_index = Signal(16)
         first_word = Signal(32)
         word_count = Signal(16)
-        words_left = Signal(range(per + 1))
-        piece = Signal(range(max(header_pieces, 2)))
-        in_words = Signal()       # header sent, the frame's words follow
-        producing = Signal()      # items of the current export remain
+        words_left = Signal(range(-1, per))  # the frame's words after this one, minus one
+        last_word = Signal()
+        m.d.comb += last_word.eq(words_left[-1])
+        piece = Signal(header_pieces)        # one-hot header piece
+        in_words = Signal()                  # header sent, the frame's words follow
+        producing = Signal()                 # items of the current export remain
+        last_frame, next_last = Signal(), Signal()
+        this_last = Signal()                 # the frame whose words are sent is the last
+        # Registered comparisons; frame_index changes at most once per frame (> 2 clocks).
+        m.d.sync += [last_frame.eq(frame_index == count - 1),
+                     next_last.eq(frame_index == count - 2)]
         header = control_header(m, {
             "dst_mac": dst_mac, "src_mac": src_mac, "type": TYPE_SYNOPSIS, "flags": flags,
             "kind": KIND_CODES[config.kind], "seq": seq, "config_id": config_id,
@@ -201,94 +251,95 @@ class Exporter(wiring.Component):
             "word_chunks": config.layout.chunks, "first_word": first_word,
             "word_count": word_count, "timestamp": timestamp})
 
-        # Items go through one register stage into the packer (the header piece and word
-        # muxes stay off the packer's byte-placement path).
-        item = stream.Signature(packer.items.payload.shape()).create(path=("item",))
-        item_reg_valid = Signal()
-        item_reg = Signal.like(packer.items.payload)
-        m.d.comb += [item.ready.eq(~item_reg_valid | packer.items.ready),
-                     packer.items.valid.eq(item_reg_valid),
-                     packer.items.payload.eq(item_reg)]
-        with m.If(item.ready):
-            m.d.sync += [item_reg_valid.eq(item.valid), item_reg.eq(item.payload)]
         word = Signal(8 * word_bytes)       # the word zero-extended to whole chunks
-        m.d.comb += word.eq(words.r_data)
+        m.d.comb += word.eq(read.data)
         # Chunk c (bits 32c..32c+31) goes out big-endian, least significant chunk first.
         word_as_bytes = Cat(*(word[8 * (4 * c + 3 - b): 8 * (4 * c + 4 - b)]
                               for c in range(config.layout.chunks) for b in range(4)))
+        next_data = Signal(8 * P)
+        next_size = Signal.like(packer.items.payload.size)
+        next_valid, advance = Signal(), Signal()
         with m.If(in_words):
-            m.d.comb += [item.valid.eq(producing & words.r_rdy),
-                         item.payload.data.eq(word_as_bytes),
-                         item.payload.size.eq(word_bytes),
-                         item.payload.last.eq(words_left == 1),
-                         words.r_en.eq(item.ready & producing)]
+            m.d.comb += [next_data.eq(word_as_bytes), next_size.eq(P)]
         with m.Else():
-            m.d.comb += [item.valid.eq(producing),
-                         item.payload.last.eq(0)]
-            with m.Switch(piece):
-                for h in range(header_pieces):
-                    lo, hi = h * P, min((h + 1) * P, HEADER_BYTES)
-                    with m.Case(h):
-                        m.d.comb += [item.payload.data.eq(header[8 * lo: 8 * hi]),
-                                     item.payload.size.eq(hi - lo)]
+            data_terms, size_terms = 0, 0
+            for h in range(header_pieces):
+                lo, hi = h * P, min((h + 1) * P, HEADER_BYTES)
+                data_terms = data_terms | Mux(piece[h], header[8 * lo: 8 * hi], 0)
+                size_terms = size_terms | Mux(piece[h], hi - lo, 0)
+            m.d.comb += [next_data.eq(data_terms), next_size.eq(size_terms)]
+        ready = packer.items.ready                      # a register
+        m.d.comb += [
+            # A frame's header waits for its first word (no gap after the header).
+            next_valid.eq(producing & held[0]),
+            advance.eq(ready & next_valid),
+            fifo_pop.eq(ready & producing & in_words & held[0]),
+        ]
+        m.d.comb += [packer.items.valid.eq(next_valid),
+                     packer.items.payload.data.eq(next_data),
+                     packer.items.payload.size.eq(next_size),
+                     packer.items.payload.last.eq(in_words & last_word)]
 
-        pushed = item.valid & item.ready
-        with m.If(starting):
-            m.d.sync += [producing.eq(self.to_inband | self.to_host), in_words.eq(0),
-                         piece.eq(0), frame_index.eq(0), first_word.eq(0),
-                         word_count.eq(per if count > 1 else last_frame_words)]
-        with m.Elif(pushed & ~in_words):
-            m.d.sync += piece.eq(piece + 1)
-            with m.If(piece == header_pieces - 1):
-                m.d.sync += [in_words.eq(1), words_left.eq(word_count)]
-        with m.Elif(pushed & in_words):
+        # The header fields of the next frame are set as soon as this frame's header
+        # has been taken (its words follow for at least one clock).
+        first_count = per if count > 1 else last_frame_words
+        with m.If(idle):
+            m.d.sync += [producing.eq(1), in_words.eq(0), piece.eq(1), frame_index.eq(0),
+                         first_word.eq(0), word_count.eq(first_count),
+                         words_left.eq(first_count - 2), this_last.eq(count == 1)]
+        with m.Elif(advance & ~in_words):
+            m.d.sync += piece.eq(Cat(piece[-1], piece[:-1]))
+            with m.If(piece[-1]):
+                m.d.sync += [in_words.eq(1), this_last.eq(last_frame),
+                             frame_index.eq(frame_index + 1),
+                             first_word.eq(first_word + per),
+                             word_count.eq(Mux(next_last, last_frame_words, per))]
+        with m.Elif(advance & in_words):
             m.d.sync += words_left.eq(words_left - 1)
-            with m.If(words_left == 1):
-                m.d.sync += [in_words.eq(0), piece.eq(0)]
-                with m.If(frame_index == count - 1):
+            with m.If(last_word):
+                m.d.sync += [in_words.eq(0), words_left.eq(word_count - 2)]
+                with m.If(this_last):
                     m.d.sync += producing.eq(0)
-                with m.Else():
-                    m.d.sync += [frame_index.eq(frame_index + 1),
-                                 first_word.eq(first_word + per),
-                                 word_count.eq(Mux(frame_index == count - 2,
-                                                   last_frame_words, per))]
 
         # -- fork: each beat to every enabled port ---------------------------------------
-        # Each port behind a skid buffer: the ports' ready reaches the fork and the packer
-        # from registers only.
+        # Each port behind a skid buffer: the ports' ready reaches the fork from registers
+        # only; ``need_k``: port k has still to take the current beat.
         m.submodules.inband_slice = inband_slice = RegisterSlice(data_width=self.data_width)
         m.submodules.host_slice = host_slice = RegisterSlice(data_width=self.data_width)
         connect(m, inband_slice.source, flipped(self.inband))
         connect(m, host_slice.source, flipped(self.host))
-        # ... and the packer behind one too: its pop (which steers the whole byte buffer)
-        # then depends on registers only, not on the fork's handshake.
-        m.submodules.packer_slice = packer_slice = RegisterSlice(data_width=self.data_width)
-        connect(m, packer.source, packer_slice.sink)
-        beat = packer_slice.source
-        ports = [(inband_slice.sink, to_inband), (host_slice.sink, to_host)]
-        taken = [Signal(name=f"taken_{k}") for k in range(len(ports))]
+        beat = packer.source
+        ports = [(inband_slice.sink, to_inband, self.to_inband),
+                 (host_slice.sink, to_host, self.to_host)]
+        need = [Signal(name=f"need_{k}") for k in range(len(ports))]
         all_taken = Signal()
         m.d.comb += all_taken.eq(1)
-        for (port, enabled), was_taken in zip(ports, taken):
-            m.d.comb += [port.valid.eq(beat.valid & enabled & ~was_taken),
-                         port.payload.eq(beat.payload)]
-            with m.If(enabled & ~was_taken & ~port.ready):
+        for (port, _, _), needs in zip(ports, need):
+            m.d.comb += [port.valid.eq(beat.valid & needs), port.payload.eq(beat.payload)]
+            with m.If(needs & ~port.ready):
                 m.d.comb += all_taken.eq(0)
         m.d.comb += beat.ready.eq(all_taken)
-        for (port, _), was_taken in zip(ports, taken):
-            with m.If(beat.valid & all_taken):
-                m.d.sync += was_taken.eq(0)
-            with m.Elif(port.valid & port.ready):
-                m.d.sync += was_taken.eq(1)
+        for (port, enabled, enable_input), needs in zip(ports, need):
+            with m.If(idle):
+                m.d.sync += needs.eq(enable_input)
+            with m.Elif(beat.valid & all_taken):
+                m.d.sync += needs.eq(enabled)
+            with m.Elif(beat.valid & port.ready):
+                m.d.sync += needs.eq(0)
 
         frames_this_export = Signal(range(count + 1))
+        last_export_frame = Signal()
+        m.d.sync += last_export_frame.eq(frames_this_export == count - 1)
         draining = Signal()       # the last beat is in the port slices
-        with m.If(starting):
+        frame_sent = Signal()          # registered: the counters' enables from a flop
+        m.d.sync += frame_sent.eq(beat.valid & all_taken & beat.payload.last)
+        with m.If(idle):
             m.d.sync += frames_this_export.eq(0)
-        with m.If(beat.valid & all_taken & beat.payload.last):
-            m.d.sync += [self.frames.eq(self.frames + 1),
-                         frames_this_export.eq(frames_this_export + 1)]
-            with m.If(frames_this_export == count - 1):
+        with m.Elif(frame_sent):
+            m.d.sync += frames_this_export.eq(frames_this_export + 1)
+        with m.If(frame_sent):
+            m.d.sync += self.frames.eq(self.frames + 1)
+            with m.If(last_export_frame):
                 m.d.sync += draining.eq(1)
         # Done once the last beat has left the port slices too.
         with m.If(draining & ~self.inband.valid & ~self.host.valid):
