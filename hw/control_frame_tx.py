@@ -22,7 +22,7 @@ from host_sw.control_frame import HEADER_FIELDS, PAYLOAD_OFFSET, TYPE_MARKER, VE
 from host_sw.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.regmap import KIND_CODES
 
-from .frame import FrameStream, RegisterSlice, check_data_width
+from .frame import FrameStream, RegisterSlice, check_data_width, frame_beat_layout
 
 __all__ = ["HEADER_BYTES", "MARKER_FRAME_BYTES", "control_header", "header_field",
            "marker_request_layout", "BytePacker", "MarkerFrameSource"]
@@ -98,11 +98,19 @@ class BytePacker(wiring.Component):
         ``data``: ``item_bytes`` bytes, byte ``i`` at bits ``8i``; ``size``: bytes used,
         one of ``item_sizes``; ``last``: the frame's final item. ``ready`` is a register
         (it does not look at ``valid``); one item per clock is taken while there is room.
-    source: Out(FrameStream(data_width))
-        The frames, through a skid buffer (:class:`hw.frame.RegisterSlice`; ``error``
-        always 0; lanes past ``keep`` carry arbitrary data). Between frames there are at
-        least two idle cycles; inside a frame ``valid`` never drops as long as items of at
-        least ``lanes`` bytes arrive one per clock.
+    sources: Out(FrameStream(data_width)).array(ports)
+        The frames, each beat offered to every port whose ``enable`` bit is set; the
+        packer moves on when all of them have taken it. ``valid`` of each port is a
+        flop, ``payload`` one 2:1 multiplexer away from flops (``error`` always 0; lanes
+        past ``keep`` carry arbitrary data). Between frames there are at least three idle
+        cycles; inside a frame ``valid`` never drops as long as items of at least
+        ``lanes`` bytes arrive one per clock and the ports are ready.
+    enable: In(ports)
+        The ports that take the frames; hold it steady while beats flow, with at least
+        one bit set (beats nobody takes stay).
+    frame_sent: Out(1)
+        Pulse (a register), one clock after a frame's last beat was taken by every
+        enabled port.
 
     How (timing): the bytes go into a ring of ``ring_bytes`` bytes, never shifted: an item
     is written at the ring position after the previous one (a one-hot register selects
@@ -114,8 +122,11 @@ class BytePacker(wiring.Component):
     from a flip-flop and no path is deeper than about three LUTs.
     """
 
-    def __init__(self, *, data_width: int, item_bytes: int, item_sizes=None):
+    def __init__(self, *, data_width: int, item_bytes: int, item_sizes=None,
+                 ports: int = 1):
         check_data_width(data_width)
+        if not isinstance(ports, int) or ports < 1:
+            raise ValueError(f"ports must be a positive integer, not {ports!r}")
         if not isinstance(item_bytes, int) or item_bytes < 1:
             raise ValueError(f"item_bytes must be a positive integer, not {item_bytes!r}")
         if item_sizes is None:
@@ -134,12 +145,15 @@ class BytePacker(wiring.Component):
         need = 3 * self.lanes + 2 * item_bytes
         #: Bytes of the ring buffer.
         self.ring_bytes = unit * -(-need // unit)
+        self.ports = ports
         super().__init__({
             "items": In(stream.Signature(data.StructLayout({
                 "data": unsigned(8 * item_bytes),
                 "size": unsigned((item_bytes + 1).bit_length()),
                 "last": unsigned(1)}))),
-            "source": Out(FrameStream(data_width)),
+            "sources": Out(FrameStream(data_width)).array(ports),
+            "enable": In(ports),
+            "frame_sent": Out(1),
         })
 
     def elaborate(self, platform):
@@ -159,16 +173,61 @@ class BytePacker(wiring.Component):
         can_push = Signal(init=1)
         can_pop = Signal()
 
-        m.submodules.out = out = RegisterSlice(data_width=self.data_width)
-        connect(m, out.source, flipped(self.source))
+        # The output: two beat registers in FIFO order. A register that holds no beat
+        # loads the beat at the read slot every clock (its enable, ``free_j``, is a flop
+        # of its own); a pop marks the one at ``put`` as holding. ``room`` (not both
+        # holding) is a register. ``need[k]``: the head beat is there and port k has
+        # still to take it (port k's ``valid``): the head is taken when every needing
+        # port is ready, a function of four flops.
+        beat_layout = frame_beat_layout(self.data_width)
+        held = [Signal(name=f"held_{j}") for j in range(2)]
+        beats = [Signal(beat_layout, name=f"beat_{j}") for j in range(2)]
+        put, take_at = Signal(), Signal()     # the register a pop fills / the head
+        room = Signal(init=1)
+        beat_now = Signal(beat_layout)        # the beat at the read slot
+        need = Signal(self.ports)
+        head = Signal(beat_layout)
 
-        push, pop, push_last = Signal(), Signal(), Signal()
+        push, pop, push_last, take = Signal(), Signal(), Signal(), Signal()
+        taken = 1
+        for k in range(self.ports):
+            taken = taken & (~need[k] | self.sources[k].ready)
         m.d.comb += [
             self.items.ready.eq(can_push),
             push.eq(self.items.valid & can_push),
             push_last.eq(self.items.valid & can_push & item.last),
-            pop.eq(can_pop & out.sink.ready),
+            pop.eq(can_pop & room),
+            head.eq(Mux(take_at, beats[1], beats[0])),
+            take.eq(need.any() & taken),
         ]
+        for k in range(self.ports):
+            m.d.comb += [self.sources[k].valid.eq(need[k]),
+                         self.sources[k].payload.eq(head)]
+        for j in range(2):
+            free = Signal(init=1, name=f"free_{j}")
+            with m.If(take & (take_at == j)):
+                m.d.sync += [held[j].eq(0), free.eq(1)]
+            with m.Elif(pop & (put == j)):
+                m.d.sync += [held[j].eq(1), free.eq(0)]
+            with m.If(free):
+                m.d.sync += beats[j].eq(beat_now)
+        # Both hold a beat after this clock (a pop needs room, so never both now and a pop).
+        m.d.sync += room.eq(take | ~((held[0] & held[1]) | (pop & (held[0] | held[1]))))
+        with m.If(pop):
+            m.d.sync += put.eq(~put)
+        with m.If(take):
+            m.d.sync += take_at.eq(~take_at)
+        # The head after this clock: the other register's beat or the one popped now.
+        with m.If(take):
+            m.d.sync += need.eq(Mux((held[0] & held[1]) | pop, self.enable, 0))
+        with m.Elif(held[0] | held[1]):
+            for k in range(self.ports):
+                with m.If(self.sources[k].ready):
+                    m.d.sync += need[k].eq(0)
+        with m.Else():
+            m.d.sync += need.eq(Mux(pop, self.enable, 0))
+        m.d.sync += self.frame_sent.eq(take & head.last)
+
         last_beat = Signal()
         m.d.comb += last_beat.eq(ending & (fill <= lanes // u))
 
@@ -212,8 +271,11 @@ class BytePacker(wiring.Component):
         with m.Elif(pop):
             m.d.comb += delta.eq(-(lanes // u))
 
-        with m.If(pop & last_beat):
-            # The frame is out and the ring empty: the next frame starts at position 0.
+        # The frame's last beat empties the ring; one clock later (from a flop, the
+        # reset reaches many registers) the next frame is set to start at position 0.
+        frame_out = Signal()
+        m.d.sync += frame_out.eq(pop & last_beat)
+        with m.If(frame_out):
             m.d.sync += [fill.eq(0), wpos.eq(1), rpos.eq(1), ending.eq(0)]
         with m.Else():
             m.d.sync += fill.eq(fill + delta)
@@ -231,7 +293,7 @@ class BytePacker(wiring.Component):
         after_pop = Mux(ending, fill > lanes_u, fill >= 2 * lanes_u)
         no_pop = Mux(ending, fill != 0, fill >= lanes_u)
         m.d.sync += [
-            can_pop.eq(Mux(pop, after_pop, no_pop)),
+            can_pop.eq(~frame_out & Mux(pop, after_pop, no_pop)),
             can_push.eq(~push_last & ~ending & (fill <= (N - 2 * P) // u)),
         ]
 
@@ -248,11 +310,10 @@ class BytePacker(wiring.Component):
                     with m.Case(k):
                         m.d.comb += keep.eq((1 << (k * u)) - 1)
         m.d.comb += [
-            out.sink.valid.eq(can_pop),
-            out.sink.payload.data.eq(beat),
-            out.sink.payload.keep.eq(keep),
-            out.sink.payload.last.eq(last_beat),
-            out.sink.payload.error.eq(0),
+            beat_now.data.eq(beat),
+            beat_now.keep.eq(keep),
+            beat_now.last.eq(last_beat),
+            beat_now.error.eq(0),
         ]
         return m
 

@@ -146,7 +146,8 @@ class Exporter(wiring.Component):
         depth = self.read_ahead
 
         m.submodules.packer = packer = BytePacker(
-            data_width=self.data_width, item_bytes=P, item_sizes={P, *piece_sizes})
+            data_width=self.data_width, item_bytes=P, item_sizes={P, *piece_sizes},
+            ports=2)
         word_bits = config.layout.width
 
         # Timing (ECP5, 250 MHz): every decision that enables many registers comes from a
@@ -162,7 +163,10 @@ class Exporter(wiring.Component):
         src_mac, dst_mac = Signal(48), Signal(48)
         to_inband, to_host, auto_release = Signal(), Signal(), Signal()
         idle = ~self.busy
-        with m.If(idle):
+        # ``sampling`` is ``~busy`` in a flop of its own: the ~240 parameter enables
+        # do not load ``busy``, which the export's state uses.
+        sampling = Signal(init=1)
+        with m.If(sampling):
             m.d.sync += [seq.eq(self.seq), flags.eq(self.flags),
                          timestamp.eq(self.timestamp), config_id.eq(self.config_id),
                          src_mac.eq(self.src_mac), dst_mac.eq(self.dst_mac),
@@ -196,15 +200,16 @@ class Exporter(wiring.Component):
         # -- reads: every word in memory order, ahead into the word FIFO -----------------
         # ``owed``: words read and not yet taken from the FIFO (in flight or held).
         read_addr = Signal(range(max(buckets, 2)))
-        reads_left = Signal(range(-1, buckets))        # minus one at the end
+        reads_left = Signal(range(-1, buckets), init=-1)    # minus one: no more
         issue, fifo_pop = Signal(), Signal()
         owed = thermometer("owed", issue, fifo_pop)
         m.d.comb += [
-            issue.eq(self.busy & ~reads_left[-1] & ~owed[-1] & ~self.read_hold),
+            issue.eq(~reads_left[-1] & ~owed[-1] & ~self.read_hold),
             self.frozen.en.eq(issue),
             self.frozen.addr.eq(read_addr),
         ]
-        with m.If(idle):
+        # Loaded at start (minus one, no reads, when idle): ``issue`` needs no ``busy``.
+        with m.If(self.start & idle & (self.to_inband | self.to_host)):
             m.d.sync += [read_addr.eq(0), reads_left.eq(buckets - 1)]
         with m.Elif(issue):
             m.d.sync += [read_addr.eq(read_addr + 1), reads_left.eq(reads_left - 1)]
@@ -301,38 +306,22 @@ class Exporter(wiring.Component):
                 with m.If(this_last):
                     m.d.sync += producing.eq(0)
 
-        # -- fork: each beat to every enabled port ---------------------------------------
-        # Each port behind a skid buffer: the ports' ready reaches the fork from registers
-        # only; ``need_k``: port k has still to take the current beat.
+        # -- each beat to every enabled port (the packer's fork) --------------------------
+        # Each port behind a skid buffer: the ports' ready reaches the packer from
+        # registers only.
         m.submodules.inband_slice = inband_slice = RegisterSlice(data_width=self.data_width)
         m.submodules.host_slice = host_slice = RegisterSlice(data_width=self.data_width)
         connect(m, inband_slice.source, flipped(self.inband))
         connect(m, host_slice.source, flipped(self.host))
-        beat = packer.source
-        ports = [(inband_slice.sink, to_inband, self.to_inband),
-                 (host_slice.sink, to_host, self.to_host)]
-        need = [Signal(name=f"need_{k}") for k in range(len(ports))]
-        all_taken = Signal()
-        m.d.comb += all_taken.eq(1)
-        for (port, _, _), needs in zip(ports, need):
-            m.d.comb += [port.valid.eq(beat.valid & needs), port.payload.eq(beat.payload)]
-            with m.If(needs & ~port.ready):
-                m.d.comb += all_taken.eq(0)
-        m.d.comb += beat.ready.eq(all_taken)
-        for (port, enabled, enable_input), needs in zip(ports, need):
-            with m.If(idle):
-                m.d.sync += needs.eq(enable_input)
-            with m.Elif(beat.valid & all_taken):
-                m.d.sync += needs.eq(enabled)
-            with m.Elif(beat.valid & port.ready):
-                m.d.sync += needs.eq(0)
+        connect(m, packer.sources[0], inband_slice.sink)
+        connect(m, packer.sources[1], host_slice.sink)
+        m.d.comb += packer.enable.eq(Cat(to_inband, to_host))
 
         frames_this_export = Signal(range(count + 1))
         last_export_frame = Signal()
         m.d.sync += last_export_frame.eq(frames_this_export == count - 1)
         draining = Signal()       # the last beat is in the port slices
-        frame_sent = Signal()          # registered: the counters' enables from a flop
-        m.d.sync += frame_sent.eq(beat.valid & all_taken & beat.payload.last)
+        frame_sent = packer.frame_sent          # a register
         with m.If(idle):
             m.d.sync += frames_this_export.eq(0)
         with m.Elif(frame_sent):
@@ -342,7 +331,11 @@ class Exporter(wiring.Component):
             with m.If(last_export_frame):
                 m.d.sync += draining.eq(1)
         # Done once the last beat has left the port slices too.
-        with m.If(draining & ~self.inband.valid & ~self.host.valid):
+        finishing = Signal()
+        m.d.comb += finishing.eq(draining & ~self.inband.valid & ~self.host.valid)
+        with m.If(finishing):
             m.d.sync += [draining.eq(0), self.busy.eq(0), self.done.eq(1),
                          self.release.eq(auto_release)]
+        m.d.sync += sampling.eq(Mux(self.busy, finishing,
+                                    ~(self.start & (self.to_inband | self.to_host))))
         return m
