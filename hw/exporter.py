@@ -162,18 +162,18 @@ class Exporter(wiring.Component):
         timestamp, config_id = Signal.like(self.timestamp), Signal.like(self.config_id)
         src_mac, dst_mac = Signal(48), Signal(48)
         to_inband, to_host, auto_release = Signal(), Signal(), Signal()
-        idle = ~self.busy
-        # ``sampling`` is ``~busy`` in a flop of its own: the ~240 parameter enables
-        # do not load ``busy``, which the export's state uses.
-        sampling = Signal(init=1)
-        with m.If(sampling):
+        # ``idle`` is ``~busy`` in a flop of its own (``busy`` then drives few loads):
+        # while idle, the parameters are sampled and the export's state is held at its
+        # initial value (enables and synchronous resets straight from this flop).
+        idle = Signal(init=1)
+        with m.If(idle):
             m.d.sync += [seq.eq(self.seq), flags.eq(self.flags),
                          timestamp.eq(self.timestamp), config_id.eq(self.config_id),
                          src_mac.eq(self.src_mac), dst_mac.eq(self.dst_mac),
                          to_inband.eq(self.to_inband), to_host.eq(self.to_host),
                          auto_release.eq(self.auto_release)]
         m.d.sync += [self.done.eq(0), self.release.eq(0)]
-        with m.If(self.start & idle):
+        with m.If(self.start & ~self.busy):
             m.d.sync += self.read_error.eq(0)
             with m.If(self.to_inband | self.to_host):
                 m.d.sync += self.busy.eq(1)
@@ -182,7 +182,7 @@ class Exporter(wiring.Component):
 
         def thermometer(name, up, down):
             """A count 0..depth as a thermometer code (bit i: count > i), +up -down."""
-            t = Signal(depth, name=name)
+            t = Signal(depth, name=name, reset_less=True)     # reset by idle
             steps = []
             for i in range(depth):
                 below = t[i - 1] if i > 0 else Const(1)
@@ -209,7 +209,7 @@ class Exporter(wiring.Component):
             self.frozen.addr.eq(read_addr),
         ]
         # Loaded at start (minus one, no reads, when idle): ``issue`` needs no ``busy``.
-        with m.If(self.start & idle & (self.to_inband | self.to_host)):
+        with m.If(self.start & ~self.busy & (self.to_inband | self.to_host)):
             m.d.sync += [read_addr.eq(0), reads_left.eq(buckets - 1)]
         with m.Elif(issue):
             m.d.sync += [read_addr.eq(read_addr + 1), reads_left.eq(reads_left - 1)]
@@ -223,7 +223,8 @@ class Exporter(wiring.Component):
         m.submodules.word_memory = word_memory = Memory(shape=word_bits, depth=depth, init=[])
         write, read = word_memory.write_port(), word_memory.read_port(domain="comb")
         held = thermometer("held", answer_valid, fifo_pop)
-        write_ptr, read_ptr = Signal(range(depth)), Signal(range(depth))
+        write_ptr = Signal(range(depth), reset_less=True)     # reset by idle
+        read_ptr = Signal(range(depth), reset_less=True)
         m.d.comb += [write.addr.eq(write_ptr), write.data.eq(answer),
                      write.en.eq(answer_valid), read.addr.eq(read_ptr)]
         with m.If(idle):
@@ -235,17 +236,19 @@ class Exporter(wiring.Component):
                 m.d.sync += read_ptr.eq(wrapping_increment(read_ptr))
 
         # -- items: per frame the header pieces, then its words --------------------------
-        frame_index = Signal(16)
-        first_word = Signal(32)
-        word_count = Signal(16)
+        # Registers reset by ``idle`` are reset_less: ``rst`` sets ``idle``, and their
+        # reset then comes from that flop alone (no rst | idle gate fanned out).
+        frame_index = Signal(16, reset_less=True)
+        first_word = Signal(32, reset_less=True)
+        word_count = Signal(16, reset_less=True)
         words_left = Signal(range(-1, per))  # the frame's words after this one, minus one
         last_word = Signal()
         m.d.comb += last_word.eq(words_left[-1])
-        piece = Signal(header_pieces)        # one-hot header piece
-        in_words = Signal()                  # header sent, the frame's words follow
-        producing = Signal()                 # items of the current export remain
+        piece = Signal(header_pieces, reset_less=True)   # one-hot header piece
+        in_words = Signal(reset_less=True)   # header sent, the frame's words follow
+        producing = Signal(reset_less=True)  # items of the current export remain
         last_frame, next_last = Signal(), Signal()
-        this_last = Signal()                 # the frame whose words are sent is the last
+        this_last = Signal(reset_less=True)  # the frame whose words are sent is the last
         # Registered comparisons; frame_index changes at most once per frame (> 2 clocks).
         m.d.sync += [last_frame.eq(frame_index == count - 1),
                      next_last.eq(frame_index == count - 2)]
@@ -285,26 +288,31 @@ class Exporter(wiring.Component):
                      packer.items.payload.size.eq(next_size),
                      packer.items.payload.last.eq(in_words & last_word)]
 
-        # The header fields of the next frame are set as soon as this frame's header
-        # has been taken (its words follow for at least one clock).
         first_count = per if count > 1 else last_frame_words
         with m.If(idle):
-            m.d.sync += [producing.eq(1), in_words.eq(0), piece.eq(1), frame_index.eq(0),
-                         first_word.eq(0), word_count.eq(first_count),
-                         words_left.eq(first_count - 2), this_last.eq(count == 1)]
+            m.d.sync += [producing.eq(1), in_words.eq(0), piece.eq(1),
+                         this_last.eq(count == 1)]
         with m.Elif(advance & ~in_words):
             m.d.sync += piece.eq(Cat(piece[-1], piece[:-1]))
             with m.If(piece[-1]):
                 m.d.sync += [in_words.eq(1), this_last.eq(last_frame),
-                             frame_index.eq(frame_index + 1),
-                             first_word.eq(first_word + per),
-                             word_count.eq(Mux(next_last, last_frame_words, per))]
+                             words_left.eq(word_count - 2)]
         with m.Elif(advance & in_words):
             m.d.sync += words_left.eq(words_left - 1)
             with m.If(last_word):
-                m.d.sync += [in_words.eq(0), words_left.eq(word_count - 2)]
+                m.d.sync += in_words.eq(0)
                 with m.If(this_last):
                     m.d.sync += producing.eq(0)
+        # One clock after the header was taken (from a flop: 64 enables), the header
+        # fields move on to the next frame; its header starts two clocks later at the
+        # earliest (at least one word in between).
+        header_taken = Signal()
+        m.d.sync += header_taken.eq(advance & ~in_words & piece[-1])
+        with m.If(idle):
+            m.d.sync += [frame_index.eq(0), first_word.eq(0), word_count.eq(first_count)]
+        with m.Elif(header_taken):
+            m.d.sync += [frame_index.eq(frame_index + 1), first_word.eq(first_word + per),
+                         word_count.eq(Mux(next_last, last_frame_words, per))]
 
         # -- each beat to every enabled port (the packer's fork) --------------------------
         # Each port behind a skid buffer: the ports' ready reaches the packer from
@@ -317,7 +325,7 @@ class Exporter(wiring.Component):
         connect(m, packer.sources[1], host_slice.sink)
         m.d.comb += packer.enable.eq(Cat(to_inband, to_host))
 
-        frames_this_export = Signal(range(count + 1))
+        frames_this_export = Signal(range(count + 1), reset_less=True)
         last_export_frame = Signal()
         m.d.sync += last_export_frame.eq(frames_this_export == count - 1)
         draining = Signal()       # the last beat is in the port slices
@@ -336,6 +344,6 @@ class Exporter(wiring.Component):
         with m.If(finishing):
             m.d.sync += [draining.eq(0), self.busy.eq(0), self.done.eq(1),
                          self.release.eq(auto_release)]
-        m.d.sync += sampling.eq(Mux(self.busy, finishing,
-                                    ~(self.start & (self.to_inband | self.to_host))))
+        m.d.sync += idle.eq(Mux(self.busy, finishing,
+                                ~(self.start & (self.to_inband | self.to_host))))
         return m
