@@ -185,13 +185,24 @@ class InlineTapTop(Elaboratable):
     data_width:
         Core beat width (bits); the core clock times this must exceed 1 Gb/s with margin
         (the 25 MHz Colorlight needs 64).
+    directions:
+        The directions measured (:attr:`DIRECTIONS`, default both); a direction not
+        measured is a plain pass-through (receive FIFO → transmit FIFO). Two default
+        cores need about 25 000 LUTs: more than the Colorlight's LFE5U-25F has.
     """
 
-    core_names = ("port0_to_port1", "port1_to_port0")
+    #: The two directions, by core name.
+    DIRECTIONS = ("port0_to_port1", "port1_to_port0")
 
-    def __init__(self, *, config=None, data_width: int = 64):
+    def __init__(self, *, config=None, data_width: int = 64, directions=DIRECTIONS):
+        directions = tuple(directions)
+        if not directions or any(d not in self.DIRECTIONS for d in directions) \
+                or len(set(directions)) != len(directions):
+            raise ValueError(f"directions must be a non-empty subset of {self.DIRECTIONS}, "
+                             f"not {directions!r}")
         self.config = config if config is not None else LdaConfig()
         self.data_width = data_width
+        self.core_names = tuple(d for d in self.DIRECTIONS if d in directions)
         self.cores = [LdaCore(config=self.config, data_width=data_width)
                       for _ in self.core_names]
 
@@ -212,20 +223,29 @@ class InlineTapTop(Elaboratable):
             ports.append(port)
         _phy_resets(m, platform)
 
-        for k, core in enumerate(self.cores):
-            m.submodules[f"core{k}"] = core
-            wiring.connect(m, ports[k].rx, core.s_axis)
-            wiring.connect(m, core.m_axis, ports[1 - k].tx)
+        for k, direction in enumerate(self.DIRECTIONS):
+            if direction in self.core_names:
+                core = self.cores[self.core_names.index(direction)]
+                m.submodules[f"core{k}"] = core
+                wiring.connect(m, ports[k].rx, core.s_axis)
+                wiring.connect(m, core.m_axis, ports[1 - k].tx)
+            else:
+                wiring.connect(m, ports[k].rx, ports[1 - k].tx)
 
         m.submodules.uart = uart = UART(divisor=_uart_divisor(platform))
-        m.submodules.router = router = UARTBoneRouter(targets=2, select_bit=ROUTER_SELECT_BIT)
         uart_pins = platform.request("uart", 0)
         m.d.comb += [uart.rxd.eq(uart_pins.rx.i), uart_pins.tx.o.eq(uart.txd)]
-        wiring.connect(m, uart.rx_data, router.host_rx)
-        wiring.connect(m, router.host_tx, uart.tx_data)
-        for k, core in enumerate(self.cores):
-            wiring.connect(m, router.target_rx[k], core.bus_rx)
-            wiring.connect(m, core.bus_tx, router.target_tx[k])
+        if len(self.cores) == 1:
+            wiring.connect(m, uart.rx_data, self.cores[0].bus_rx)
+            wiring.connect(m, self.cores[0].bus_tx, uart.tx_data)
+        else:
+            m.submodules.router = router = UARTBoneRouter(targets=len(self.cores),
+                                                          select_bit=ROUTER_SELECT_BIT)
+            wiring.connect(m, uart.rx_data, router.host_rx)
+            wiring.connect(m, router.host_tx, uart.tx_data)
+            for k, core in enumerate(self.cores):
+                wiring.connect(m, router.target_rx[k], core.bus_rx)
+                wiring.connect(m, core.bus_tx, router.target_tx[k])
         _status_leds(m, platform, [ports[0].rx_overflow, ports[1].rx_overflow])
         return m
 
@@ -400,9 +420,10 @@ def board_summary(out_dir, board: str) -> dict:
 
 
 def board_main(platform_factory, top_factory, *, board: str, description: str,
-               argv=None) -> int:
+               argv=None, directions=None) -> int:
     """Command line of a board target: ``python -m boards.<board> [--synopsis ..]
-    [--no-build] [--build-dir build]``."""
+    [--no-build] [--build-dir build]``; with ``directions`` (an inline tap's default
+    measured directions) also ``--directions``."""
     parser = argparse.ArgumentParser(prog=f"python -m boards.{board}", description=description)
     parser.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
     parser.add_argument("--banks", type=int)
@@ -413,6 +434,13 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--no-build", action="store_true",
                         help="only elaborate and write the register map exports")
+    if directions is not None:
+        choices = {"both": InlineTapTop.DIRECTIONS,
+                   **{d: (d,) for d in InlineTapTop.DIRECTIONS}}
+        default = next(k for k, v in choices.items() if v == tuple(directions))
+        parser.add_argument("--directions", choices=tuple(choices), default=default,
+                            help=f"directions measured (default {default}); the other "
+                                 f"is a plain pass-through")
     args = parser.parse_args(argv)
     ns = argparse.Namespace(synopsis=args.synopsis, banks=args.banks, rows=args.rows,
                             cells=args.cells, buckets=args.buckets, vlda_cells=1,
@@ -420,7 +448,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                             seed=LdaConfig().seed)
     try:
         config = config_from_args(ns)
-        top = top_factory(config=config, data_width=args.data_width)
+        extra = {} if directions is None else {"directions": choices[args.directions]}
+        top = top_factory(config=config, data_width=args.data_width, **extra)
     except ValueError as exc:
         parser.error(str(exc))
     try:

@@ -21,11 +21,13 @@ from .top import InlineTapTop, board_main
 BOARD = "versa_ecp5"
 Platform = VersaECP5Platform
 Top = InlineTapTop
+#: The directions measured by default.
+DIRECTIONS = InlineTapTop.DIRECTIONS
 
 
 def main(argv=None) -> int:
     return board_main(Platform, Top, board=BOARD, description=__doc__.splitlines()[0],
-                      argv=argv)
+                      argv=argv, directions=DIRECTIONS)
 
 
 if __name__ == "__main__":

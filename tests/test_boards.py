@@ -284,12 +284,39 @@ def test_device_csr_offsets_second_core():
         (1 << (ROUTER_SELECT_BIT + 2)) + reg.byte_address
 
 
+def default_top(module, config):
+    """The board's top as its command builds it by default."""
+    extra = {"directions": module.DIRECTIONS} if hasattr(module, "DIRECTIONS") else {}
+    return module.Top(config=config, data_width=64, **extra)
+
+
+def test_inline_tap_directions():
+    one = versa_ecp5.Top(config=LdaConfig(rows=64), directions=("port1_to_port0",))
+    assert one.core_names == ("port1_to_port0",) and len(one.cores) == 1
+    assert one.csr_bases() == {"port1_to_port0": 0}
+    assert default_top(colorlight_5a75b, LdaConfig()).core_names == ("port0_to_port1",)
+    assert default_top(versa_ecp5, LdaConfig()).core_names == versa_ecp5.Top.DIRECTIONS
+    for bad in ((), ("port0",), ("port0_to_port1", "port0_to_port1")):
+        with pytest.raises(ValueError, match="directions"):
+            versa_ecp5.Top(config=LdaConfig(), directions=bad)
+
+
+def test_board_command_directions_option(tmp_path, capsys):
+    assert colorlight_5a75b.main(["--no-build", "--build-dir", str(tmp_path),
+                                  "--directions", "both"]) == 0
+    csv = parse_csr_csv((tmp_path / "colorlight_5a75b" / "csr.csv").read_text())
+    assert set(csv["csr_bases"]) == set(versa_ecp5.Top.DIRECTIONS)
+    assert colorlight_5a75b.main(["--no-build", "--build-dir", str(tmp_path / "one")]) == 0
+    csv = parse_csr_csv((tmp_path / "one" / "colorlight_5a75b" / "csr.csv").read_text())
+    assert set(csv["csr_bases"]) == {"port0_to_port1"}
+
+
 def test_written_build_csr_matches_regmap(tmp_path):
     """The csr.csv of a real build folder (if one was built) matches the register map;
     otherwise the exports written by write_csr_exports do."""
     for board, module in BOARDS.items():
         built = ROOT / "build" / board
-        top = module.Top(config=LdaConfig(), data_width=64)
+        top = default_top(module, LdaConfig())
         if (built / f"{board}.bit").exists() and (built / "csr.csv").exists():
             _check_csr_exports(built, top)
         else:
@@ -311,7 +338,7 @@ def test_synthesise_board(tmp_path):
     """Build the Colorlight 5A-75B inline tap (smallest device) and check the report."""
     board = "colorlight_5a75b"
     module = BOARDS[board]
-    top = module.Top(config=LdaConfig(), data_width=64)
+    top = default_top(module, LdaConfig())
     summary = build_board(module.Platform(), top, board=board, build_dir=tmp_path)
     bit = tmp_path / board / f"{board}.bit"
     assert bit.exists() and bit.stat().st_size > 100_000
@@ -319,7 +346,8 @@ def test_synthesise_board(tmp_path):
     assert fmax, "no clock in the nextpnr report"
     for clk, v in fmax.items():
         assert v["achieved"] >= v["constraint"], f"{clk} misses timing: {v}"
-    assert summary["resources"]["DP16KD"] >= 32      # 2 cores × 2 copies × 8 block RAMs
+    # 2 copies × 8 block RAMs per measured direction
+    assert summary["resources"]["DP16KD"] >= 16 * len(top.cores)
     _check_csr_exports(tmp_path / board, top)
     report = json.loads((tmp_path / board / f"{board}.report.json").read_text())
     assert "utilization" in report
