@@ -142,7 +142,9 @@ class BytePacker(wiring.Component):
         self.lanes = data_width // 8
         self.granule = math.gcd(*sizes)
         unit = self.lanes * self.granule // math.gcd(self.lanes, self.granule)
-        need = 3 * self.lanes + 2 * item_bytes
+        # Room for the beats read ahead and the items not yet counted (see elaborate).
+        need = (3 * self.lanes + 2 * item_bytes if len(sizes) == 1
+                else 4 * self.lanes + 3 * item_bytes)
         #: Bytes of the ring buffer.
         self.ring_bytes = unit * -(-need // unit)
         self.ports = ports
@@ -171,6 +173,9 @@ class BytePacker(wiring.Component):
         fill = Signal(range(N // u + 1))
         ending = Signal()                    # the frame's last item is in the ring
         can_push = Signal(init=1)
+        # ``full`` is ``~can_push`` in a flop of its own: ``items.ready`` (the item
+        # source's handshake) and the packer's own push do not share one loaded flop.
+        full = Signal()
         can_pop = Signal()
 
         # The output: two beat registers in FIFO order. A register that holds no beat
@@ -193,7 +198,7 @@ class BytePacker(wiring.Component):
         for k in range(self.ports):
             taken = taken & (~need[k] | self.sources[k].ready)
         m.d.comb += [
-            self.items.ready.eq(can_push),
+            self.items.ready.eq(~full),
             push.eq(self.items.valid & can_push),
             push_last.eq(self.items.valid & can_push & item.last),
             pop.eq(can_pop & room),
@@ -254,22 +259,39 @@ class BytePacker(wiring.Component):
             n = len(onehot)
             return Cat(*(onehot[(i - by) % n] for i in range(n)))
 
-        if len(self.item_sizes) == 1:
+        # With one item size the fill adds a constant; with several, the pushed size is
+        # registered first and counted one clock late (``late``): the size's decoding
+        # stays off the fill's adder; ``ending`` follows the count, and the push limit
+        # leaves room for one more item in flight.
+        late = len(self.item_sizes) > 1
+        lanes_u = lanes // u
+        delta_shape = signed((P // u + lanes_u).bit_length() + 1)
+        if not late:
             wpos_next = rotated(wpos, self.item_sizes[0] // g)
-            size = Const(self.item_sizes[0] // u)
+            size = Const(self.item_sizes[0] // u, delta_shape)
+            size_less_beat = Const(self.item_sizes[0] // u - lanes_u, delta_shape)
         else:
-            wpos_next, size = 0, 0
+            # Both fill steps of the pushed size, registered (constants selected by it).
+            wpos_next, size_now, less_now = 0, 0, 0
             for s in self.item_sizes:
                 wpos_next = wpos_next | Mux(item.size == s, rotated(wpos, s // g), 0)
-                size = size | Mux(item.size == s, s // u, 0)
-        size = Cat(size, Const(0, 1)).as_signed()
-        delta = Signal(signed(len(size) + 1 + (lanes // u).bit_length()))
-        with m.If(push & pop):
-            m.d.comb += delta.eq(size - lanes // u)
-        with m.Elif(push):
+                size_now = size_now | Mux(item.size == s, Const(s // u, delta_shape), 0)
+                less_now = less_now | Mux(item.size == s,
+                                          Const(s // u - lanes_u, delta_shape), 0)
+            size, size_less_beat = Signal(delta_shape), Signal(delta_shape)
+            m.d.sync += [size.eq(size_now), size_less_beat.eq(less_now)]
+        pushed, pushed_last = Signal(), Signal()    # counted now / the frame's last item
+        if late:
+            m.d.sync += [pushed.eq(push), pushed_last.eq(push_last)]
+        else:
+            m.d.comb += [pushed.eq(push), pushed_last.eq(push_last)]
+        delta = Signal(delta_shape)
+        with m.If(pushed & pop):
+            m.d.comb += delta.eq(size_less_beat)
+        with m.Elif(pushed):
             m.d.comb += delta.eq(size)
         with m.Elif(pop):
-            m.d.comb += delta.eq(-(lanes // u))
+            m.d.comb += delta.eq(-lanes_u)
 
         # The frame's last beat empties the ring; one clock later (from a flop, the
         # reset reaches many registers) the next frame is set to start at position 0.
@@ -283,19 +305,24 @@ class BytePacker(wiring.Component):
                 m.d.sync += wpos.eq(wpos_next)
             with m.If(pop):
                 m.d.sync += rpos.eq(rotated(rpos, 1))
-            with m.If(push_last):
+            with m.If(pushed_last):
                 m.d.sync += ending.eq(1)
 
         # -- next clock's handshakes, from this clock's fill, which counts the items
-        # pushed until the previous clock (written into the ring by the end of this one):
-        # conservative, a push now is not counted --------------------------------------
-        lanes_u = lanes // u
+        # pushed until the previous clock (two clocks with ``late``; written into the
+        # ring by the end of this one): conservative, the pushes not yet counted leave
+        # room -------------------------------------------------------------------------
         after_pop = Mux(ending, fill > lanes_u, fill >= 2 * lanes_u)
         no_pop = Mux(ending, fill != 0, fill >= lanes_u)
-        m.d.sync += [
-            can_pop.eq(~frame_out & Mux(pop, after_pop, no_pop)),
-            can_push.eq(~push_last & ~ending & (fill <= (N - 2 * P) // u)),
-        ]
+        in_flight = 3 if late else 2
+        with m.If(frame_out):
+            m.d.sync += can_pop.eq(0)
+        with m.Elif(pop):
+            m.d.sync += can_pop.eq(after_pop)
+        with m.Else():
+            m.d.sync += can_pop.eq(no_pop)
+        push_next = ~push_last & ~pushed_last & ~ending & (fill <= (N - in_flight * P) // u)
+        m.d.sync += [can_push.eq(push_next), full.eq(~push_next)]
 
         # -- the beat at the read slot -----------------------------------------------
         beat = 0

@@ -31,7 +31,7 @@ from host_sw.regmap import KIND_CODES
 
 from .control_frame_tx import HEADER_BYTES, BytePacker, control_header
 from .counter_bank import CounterBank, frozen_read_signature
-from .frame import FrameStream, RegisterSlice, check_data_width
+from .frame import FrameStream, check_data_width
 
 __all__ = ["Exporter"]
 
@@ -201,8 +201,9 @@ class Exporter(wiring.Component):
         # ``owed``: words read and not yet taken from the FIFO (in flight or held).
         read_addr = Signal(range(max(buckets, 2)))
         reads_left = Signal(range(-1, buckets), init=-1)    # minus one: no more
-        issue, fifo_pop = Signal(), Signal()
-        owed = thermometer("owed", issue, fifo_pop)
+        issue, fifo_pop, popped = Signal(), Signal(), Signal()
+        m.d.sync += popped.eq(fifo_pop)          # the credit comes back a clock late
+        owed = thermometer("owed", issue, popped)
         m.d.comb += [
             issue.eq(~reads_left[-1] & ~owed[-1] & ~self.read_hold),
             self.frozen.en.eq(issue),
@@ -246,12 +247,12 @@ class Exporter(wiring.Component):
         m.d.comb += last_word.eq(words_left[-1])
         piece = Signal(header_pieces, reset_less=True)   # one-hot header piece
         in_words = Signal(reset_less=True)   # header sent, the frame's words follow
-        producing = Signal(reset_less=True)  # items of the current export remain
-        last_frame, next_last = Signal(), Signal()
-        this_last = Signal(reset_less=True)  # the frame whose words are sent is the last
-        # Registered comparisons; frame_index changes at most once per frame (> 2 clocks).
-        m.d.sync += [last_frame.eq(frame_index == count - 1),
-                     next_last.eq(frame_index == count - 2)]
+        # ``in_header`` is ``~in_words`` in a flop of its own, for the item data
+        # multiplexer (100-odd loads kept off the handshake logic's ``in_words``).
+        in_header = Signal(reset_less=True, init=1)
+        # A registered comparison; frame_index changes at most once per frame (> 2 clocks).
+        next_last = Signal()
+        m.d.sync += next_last.eq(frame_index == count - 2)
         header = control_header(m, {
             "dst_mac": dst_mac, "src_mac": src_mac, "type": TYPE_SYNOPSIS, "flags": flags,
             "kind": KIND_CODES[config.kind], "seq": seq, "config_id": config_id,
@@ -267,7 +268,7 @@ class Exporter(wiring.Component):
         next_data = Signal(8 * P)
         next_size = Signal.like(packer.items.payload.size)
         next_valid, advance = Signal(), Signal()
-        with m.If(in_words):
+        with m.If(~in_header):
             m.d.comb += [next_data.eq(word_as_bytes), next_size.eq(P)]
         with m.Else():
             data_terms, size_terms = 0, 0
@@ -278,10 +279,11 @@ class Exporter(wiring.Component):
             m.d.comb += [next_data.eq(data_terms), next_size.eq(size_terms)]
         ready = packer.items.ready                      # a register
         m.d.comb += [
-            # A frame's header waits for its first word (no gap after the header).
-            next_valid.eq(producing & held[0]),
-            advance.eq(ready & next_valid),
-            fifo_pop.eq(ready & producing & in_words & held[0]),
+            # A frame's header waits for its first word (no gap after the header); after
+            # the last word the FIFO stays empty, so nothing follows.
+            next_valid.eq(held[0]),
+            advance.eq(ready & held[0]),
+            fifo_pop.eq(ready & in_words & held[0]),
         ]
         m.d.comb += [packer.items.valid.eq(next_valid),
                      packer.items.payload.data.eq(next_data),
@@ -289,20 +291,21 @@ class Exporter(wiring.Component):
                      packer.items.payload.last.eq(in_words & last_word)]
 
         first_count = per if count > 1 else last_frame_words
+        # ``in_words`` flips at the header's last piece and at the frame's last word.
+        boundary = Signal()
+        m.d.comb += boundary.eq(Mux(in_words, last_word, piece[-1]))
         with m.If(idle):
-            m.d.sync += [producing.eq(1), in_words.eq(0), piece.eq(1),
-                         this_last.eq(count == 1)]
+            m.d.sync += [in_words.eq(0), in_header.eq(1)]
+        with m.Elif(advance & boundary):
+            m.d.sync += [in_words.eq(~in_words), in_header.eq(~in_header)]
+        with m.If(idle):
+            m.d.sync += piece.eq(1)
         with m.Elif(advance & ~in_words):
             m.d.sync += piece.eq(Cat(piece[-1], piece[:-1]))
             with m.If(piece[-1]):
-                m.d.sync += [in_words.eq(1), this_last.eq(last_frame),
-                             words_left.eq(word_count - 2)]
+                m.d.sync += words_left.eq(word_count - 2)
         with m.Elif(advance & in_words):
             m.d.sync += words_left.eq(words_left - 1)
-            with m.If(last_word):
-                m.d.sync += in_words.eq(0)
-                with m.If(this_last):
-                    m.d.sync += producing.eq(0)
         # One clock after the header was taken (from a flop: 64 enables), the header
         # fields move on to the next frame; its header starts two clocks later at the
         # earliest (at least one word in between).
@@ -315,10 +318,9 @@ class Exporter(wiring.Component):
                          word_count.eq(Mux(next_last, last_frame_words, per))]
 
         # -- each beat to every enabled port (the packer's fork) --------------------------
-        # Each port behind a skid buffer: the ports' ready reaches the packer from
-        # registers only.
-        m.submodules.inband_slice = inband_slice = RegisterSlice(data_width=self.data_width)
-        m.submodules.host_slice = host_slice = RegisterSlice(data_width=self.data_width)
+        # Each port behind a skid buffer whose ``ready`` is a lightly loaded flop.
+        m.submodules.inband_slice = inband_slice = _PortSlice(data_width=self.data_width)
+        m.submodules.host_slice = host_slice = _PortSlice(data_width=self.data_width)
         connect(m, inband_slice.source, flipped(self.inband))
         connect(m, host_slice.source, flipped(self.host))
         connect(m, packer.sources[0], inband_slice.sink)
@@ -346,4 +348,36 @@ class Exporter(wiring.Component):
                          self.release.eq(auto_release)]
         m.d.sync += idle.eq(Mux(self.busy, finishing,
                                 ~(self.start & (self.to_inband | self.to_host))))
+        return m
+
+
+class _PortSlice(wiring.Component):
+    """:class:`hw.frame.RegisterSlice` (output register + skid register, full
+    throughput) with ``sink.ready`` in a flop of its own: the skid flag drives the
+    ~75 enables and the output multiplexer, the ``ready`` flop only the packer's
+    handshake."""
+
+    def __init__(self, *, data_width: int):
+        check_data_width(data_width)
+        self.data_width = data_width
+        super().__init__({"sink": In(FrameStream(data_width)),
+                          "source": Out(FrameStream(data_width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        skid_valid = Signal()
+        ready = Signal(init=1)                 # always ~skid_valid
+        skid = Signal.like(self.sink.payload)
+        m.d.comb += self.sink.ready.eq(ready)
+        with m.If(~self.source.valid | self.source.ready):
+            with m.If(skid_valid):
+                m.d.sync += [self.source.payload.eq(skid), self.source.valid.eq(1),
+                             skid_valid.eq(0), ready.eq(1)]
+            with m.Else():
+                m.d.sync += [self.source.payload.eq(self.sink.payload),
+                             self.source.valid.eq(self.sink.valid)]
+        with m.Elif(self.sink.valid & ready):
+            m.d.sync += [skid_valid.eq(1), ready.eq(0)]
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(self.sink.payload)
         return m
