@@ -166,7 +166,9 @@ class BytePacker(wiring.Component):
 
         ring = Signal(8 * N)
         wpos = Signal(positions, init=1)     # one-hot: the next item goes at g * index
-        rpos = Signal(slots, init=1)         # one-hot: the next beat is this slot
+        # one-hot: the next beat is this slot (a copy per lane group, see below)
+        rpos = [Signal(slots, init=1, name=f"rpos_{q}")
+                for q in range(max(1, lanes // 4))]
         # Fill (bytes written and not yet popped) in units of u bytes: item sizes and
         # lanes are multiples of u.
         u = math.gcd(g, lanes)
@@ -184,10 +186,17 @@ class BytePacker(wiring.Component):
         # holding) is a register. ``need[k]``: the head beat is there and port k has
         # still to take it (port k's ``valid``): the head is taken when every needing
         # port is ready, a function of four flops.
+        # The flops that steer the whole beat (read slot, head select, load enables) are
+        # duplicated per group of four lanes, each copy with its own feedback (so the
+        # copies are not merged): no such flop drives more than ~40 loads.
+        groups = max(1, lanes // 4)
+        bounds = [(8 * (q * lanes // groups), 8 * ((q + 1) * lanes // groups))
+                  for q in range(groups)]
         beat_layout = frame_beat_layout(self.data_width)
         held = [Signal(name=f"held_{j}") for j in range(2)]
         beats = [Signal(beat_layout, name=f"beat_{j}") for j in range(2)]
-        put, take_at = Signal(), Signal()     # the register a pop fills / the head
+        put = Signal()                        # the register a pop fills
+        take_at = [Signal(name=f"take_at_{q}") for q in range(groups)]    # the head
         room = Signal(init=1)
         beat_now = Signal(beat_layout)        # the beat at the read slot
         need = Signal(self.ports)
@@ -202,26 +211,38 @@ class BytePacker(wiring.Component):
             push.eq(self.items.valid & can_push),
             push_last.eq(self.items.valid & can_push & item.last),
             pop.eq(can_pop & room),
-            head.eq(Mux(take_at, beats[1], beats[0])),
             take.eq(need.any() & taken),
         ]
+        for q, (lo, hi) in enumerate(bounds):
+            m.d.comb += head.data[lo:hi].eq(Mux(take_at[q], beats[1].data[lo:hi],
+                                                beats[0].data[lo:hi]))
+            with m.If(take):
+                m.d.sync += take_at[q].eq(~take_at[q])
+        m.d.comb += [head.keep.eq(Mux(take_at[0], beats[1].keep, beats[0].keep)),
+                     head.last.eq(Mux(take_at[0], beats[1].last, beats[0].last))]
         for k in range(self.ports):
             m.d.comb += [self.sources[k].valid.eq(need[k]),
                          self.sources[k].payload.eq(head)]
         for j in range(2):
-            free = Signal(init=1, name=f"free_{j}")
-            with m.If(take & (take_at == j)):
-                m.d.sync += [held[j].eq(0), free.eq(1)]
+            with m.If(take & (take_at[0] == j)):
+                m.d.sync += held[j].eq(0)
             with m.Elif(pop & (put == j)):
-                m.d.sync += [held[j].eq(1), free.eq(0)]
-            with m.If(free):
-                m.d.sync += beats[j].eq(beat_now)
+                m.d.sync += held[j].eq(1)
+            for q, (lo, hi) in enumerate(bounds):
+                free = Signal(init=1, name=f"free_{j}_{q}")
+                with m.If(take & (take_at[q] == j)):
+                    m.d.sync += free.eq(1)
+                with m.Elif(pop & (put == j)):
+                    m.d.sync += free.eq(0)
+                with m.If(free):
+                    m.d.sync += beats[j].data[lo:hi].eq(beat_now.data[lo:hi])
+                    if q == 0:
+                        m.d.sync += [beats[j].keep.eq(beat_now.keep),
+                                     beats[j].last.eq(beat_now.last)]
         # Both hold a beat after this clock (a pop needs room, so never both now and a pop).
         m.d.sync += room.eq(take | ~((held[0] & held[1]) | (pop & (held[0] | held[1]))))
         with m.If(pop):
             m.d.sync += put.eq(~put)
-        with m.If(take):
-            m.d.sync += take_at.eq(~take_at)
         # The head after this clock: the other register's beat or the one popped now.
         with m.If(take):
             m.d.sync += need.eq(Mux((held[0] & held[1]) | pop, self.enable, 0))
@@ -298,13 +319,14 @@ class BytePacker(wiring.Component):
         frame_out = Signal()
         m.d.sync += frame_out.eq(pop & last_beat)
         with m.If(frame_out):
-            m.d.sync += [fill.eq(0), wpos.eq(1), rpos.eq(1), ending.eq(0)]
+            m.d.sync += [fill.eq(0), wpos.eq(1), ending.eq(0)]
+            m.d.sync += [r.eq(1) for r in rpos]
         with m.Else():
             m.d.sync += fill.eq(fill + delta)
             with m.If(push):
                 m.d.sync += wpos.eq(wpos_next)
             with m.If(pop):
-                m.d.sync += rpos.eq(rotated(rpos, 1))
+                m.d.sync += [r.eq(rotated(r, 1)) for r in rpos]
             with m.If(pushed_last):
                 m.d.sync += ending.eq(1)
 
@@ -325,9 +347,12 @@ class BytePacker(wiring.Component):
         m.d.sync += [can_push.eq(push_next), full.eq(~push_next)]
 
         # -- the beat at the read slot -----------------------------------------------
-        beat = 0
-        for s in range(slots):
-            beat = beat | Mux(rpos[s], ring[8 * lanes * s: 8 * lanes * (s + 1)], 0)
+        beat = Signal(8 * lanes)
+        for q, (lo, hi) in enumerate(bounds):
+            part = 0
+            for s in range(slots):
+                part = part | Mux(rpos[q][s], ring[8 * lanes * s + lo: 8 * lanes * s + hi], 0)
+            m.d.comb += beat[lo:hi].eq(part)
         keep = Signal(lanes)
         with m.If(fill >= lanes_u):
             m.d.comb += keep.eq(-1)

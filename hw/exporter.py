@@ -16,6 +16,12 @@ The frames go to the ``inband`` port (into a :class:`hw.marker_inserter.FrameIns
 towards the receiver), to the ``host`` port (a separate host stream), or to both (each
 beat is offered to every enabled port and moves on when all have taken it). With
 ``auto_release`` the exporter pulses ``release`` after the last frame's last beat.
+
+Timing (ECP5, nextpnr, 250 MHz target): no path is deeper than about three LUT levels and
+every handshake or reset that reaches many registers comes from a flip-flop
+(``bench/logic_depth.py`` on the exporter alone). Frames leave in a
+:class:`hw.control_frame_tx.BytePacker` ring buffer; the reads are paced by
+thermometer-coded credit counters into a LUT-RAM word FIFO.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -50,8 +56,9 @@ class Exporter(wiring.Component):
     mtu:
         Ethernet payload bytes per frame (``host_sw.control_frame.MTU_PAYLOAD``).
     read_ahead:
-        Counter words read ahead into the word FIFO (≥ ``CounterBank.READ_LATENCY`` + 2
-        keeps one word per clock flowing).
+        Counter words read ahead: the depth of the word FIFO (LUT RAM); a read is issued
+        while fewer words are in flight or held. The default keeps frames gap-free at
+        64 bits (a word read to its FIFO slot freed takes about seven clocks).
 
     Members
     -------
@@ -75,13 +82,18 @@ class Exporter(wiring.Component):
         ``READ_LATENCY`` cycles later to whoever asked (a 4-bit shift register of
         owners). The exporter only slows down.
     inband, host: Out(FrameStream(data_width))
-        The frames (``error`` 0). Inside a frame ``valid`` does not drop at data widths
-        up to ``8 * 4 * layout.chunks`` bits (96 for LDA), since one word is read per
-        clock; wider streams get idle cycles inside frames.
+        The frames (``error`` 0), each behind a skid buffer (payload and ``valid`` from
+        registers). Inside a frame ``valid`` does not drop at data widths up to
+        ``8 * 4 * layout.chunks`` bits (96 for LDA) while the ports are ready and the bus
+        does not hold the read port, since one word is read per clock; wider streams get
+        idle cycles inside frames. The first beat leaves about 11 clocks after
+        ``start``; between frames there are at least 4 idle clocks (a ~2 % longer
+        export at the default MTU).
     busy: Out(1)
         An export is running (from the cycle after ``start``).
     done: Out(1)
-        Pulse: the last frame's last beat was taken by every enabled port.
+        Pulse: the last frame's last beat was taken by every enabled port and has left
+        the port's skid buffer.
     release: Out(1)
         Pulse with ``done`` when ``auto_release`` was set: release the frozen copy.
     frames: Out(32)
@@ -150,12 +162,13 @@ class Exporter(wiring.Component):
             ports=2)
         word_bits = config.layout.width
 
-        # Timing (ECP5, 250 MHz): every decision that enables many registers comes from a
-        # flip-flop. While idle (``~busy``, a register) the parameters are sampled every
-        # clock and all the export's state is held at its initial value, so ``start``
-        # itself only sets ``busy``; the reads are paced by thermometer-coded counters;
-        # the packer's ``items.ready`` is a register and the item register in front of
-        # it loads exactly when it is high.
+        # Timing (ECP5, 250 MHz, see the class docstring): every decision that enables
+        # many registers comes from a flip-flop. While idle the parameters are sampled
+        # every clock and the export's state is held at its initial value, so ``start``
+        # itself only sets ``busy`` and loads the read counter; the reads are paced by
+        # thermometer-coded counters (the credit test is one flop); the items go to the
+        # packer straight from the word FIFO's LUT RAM or the header registers, taken
+        # when ``items.ready`` (a flop) is high, and the packer registers them.
 
         # -- sampled parameters ----------------------------------------------------------
         seq, flags = Signal.like(self.seq), Signal.like(self.flags)
@@ -166,7 +179,10 @@ class Exporter(wiring.Component):
         # while idle, the parameters are sampled and the export's state is held at its
         # initial value (enables and synchronous resets straight from this flop).
         idle = Signal(init=1)
-        with m.If(idle):
+        # The ~240 parameter enables get a copy of ``idle`` of their own (same value,
+        # its own feedback, so it is not merged with ``idle``).
+        sampling = Signal(init=1)
+        with m.If(sampling):
             m.d.sync += [seq.eq(self.seq), flags.eq(self.flags),
                          timestamp.eq(self.timestamp), config_id.eq(self.config_id),
                          src_mac.eq(self.src_mac), dst_mac.eq(self.dst_mac),
@@ -209,8 +225,11 @@ class Exporter(wiring.Component):
             self.frozen.en.eq(issue),
             self.frozen.addr.eq(read_addr),
         ]
-        # Loaded at start (minus one, no reads, when idle): ``issue`` needs no ``busy``.
-        with m.If(self.start & ~self.busy & (self.to_inband | self.to_host)):
+        # Loaded one clock after start (minus one, no reads, when idle): ``issue`` needs
+        # no ``busy``, and the load's ~25 enables come from a flop.
+        starting = Signal()
+        m.d.sync += starting.eq(self.start & ~self.busy & (self.to_inband | self.to_host))
+        with m.If(starting):
             m.d.sync += [read_addr.eq(0), reads_left.eq(buckets - 1)]
         with m.Elif(issue):
             m.d.sync += [read_addr.eq(read_addr + 1), reads_left.eq(reads_left - 1)]
@@ -247,9 +266,10 @@ class Exporter(wiring.Component):
         m.d.comb += last_word.eq(words_left[-1])
         piece = Signal(header_pieces, reset_less=True)   # one-hot header piece
         in_words = Signal(reset_less=True)   # header sent, the frame's words follow
-        # ``in_header`` is ``~in_words`` in a flop of its own, for the item data
-        # multiplexer (100-odd loads kept off the handshake logic's ``in_words``).
-        in_header = Signal(reset_less=True, init=1)
+        # ``in_header[c]`` is ``~in_words`` in flops of their own (one per 32-bit chunk
+        # of the item, each with its own feedback), for the item data multiplexer.
+        in_header = [Signal(reset_less=True, init=1, name=f"in_header_{c}")
+                     for c in range(config.layout.chunks)]
         # A registered comparison; frame_index changes at most once per frame (> 2 clocks).
         next_last = Signal()
         m.d.sync += next_last.eq(frame_index == count - 2)
@@ -268,15 +288,18 @@ class Exporter(wiring.Component):
         next_data = Signal(8 * P)
         next_size = Signal.like(packer.items.payload.size)
         next_valid, advance = Signal(), Signal()
-        with m.If(~in_header):
-            m.d.comb += [next_data.eq(word_as_bytes), next_size.eq(P)]
-        with m.Else():
-            data_terms, size_terms = 0, 0
-            for h in range(header_pieces):
-                lo, hi = h * P, min((h + 1) * P, HEADER_BYTES)
-                data_terms = data_terms | Mux(piece[h], header[8 * lo: 8 * hi], 0)
-                size_terms = size_terms | Mux(piece[h], hi - lo, 0)
-            m.d.comb += [next_data.eq(data_terms), next_size.eq(size_terms)]
+        data_terms, size_terms = 0, 0
+        for h in range(header_pieces):
+            lo, hi = h * P, min((h + 1) * P, HEADER_BYTES)
+            data_terms = data_terms | Mux(piece[h], header[8 * lo: 8 * hi], 0)
+            size_terms = size_terms | Mux(piece[h], hi - lo, 0)
+        header_item = Signal(8 * P)
+        m.d.comb += header_item.eq(data_terms)
+        for c in range(config.layout.chunks):
+            bits = slice(32 * c, 32 * (c + 1))
+            m.d.comb += next_data[bits].eq(Mux(in_header[c], header_item[bits],
+                                               word_as_bytes[bits]))
+        m.d.comb += next_size.eq(Mux(in_words, P, size_terms))
         ready = packer.items.ready                      # a register
         m.d.comb += [
             # A frame's header waits for its first word (no gap after the header); after
@@ -295,9 +318,9 @@ class Exporter(wiring.Component):
         boundary = Signal()
         m.d.comb += boundary.eq(Mux(in_words, last_word, piece[-1]))
         with m.If(idle):
-            m.d.sync += [in_words.eq(0), in_header.eq(1)]
+            m.d.sync += [in_words.eq(0)] + [h.eq(1) for h in in_header]
         with m.Elif(advance & boundary):
-            m.d.sync += [in_words.eq(~in_words), in_header.eq(~in_header)]
+            m.d.sync += [in_words.eq(~in_words)] + [h.eq(~h) for h in in_header]
         with m.If(idle):
             m.d.sync += piece.eq(1)
         with m.Elif(advance & ~in_words):
@@ -341,13 +364,15 @@ class Exporter(wiring.Component):
             with m.If(last_export_frame):
                 m.d.sync += draining.eq(1)
         # Done once the last beat has left the port slices too.
-        finishing = Signal()
-        m.d.comb += finishing.eq(draining & ~self.inband.valid & ~self.host.valid)
+        finishing = Signal()            # registered: the ports are empty
+        m.d.sync += finishing.eq(draining & ~finishing & ~self.inband.valid
+                                 & ~self.host.valid)
         with m.If(finishing):
             m.d.sync += [draining.eq(0), self.busy.eq(0), self.done.eq(1),
                          self.release.eq(auto_release)]
-        m.d.sync += idle.eq(Mux(self.busy, finishing,
-                                ~(self.start & (self.to_inband | self.to_host))))
+        starts = self.start & (self.to_inband | self.to_host)
+        m.d.sync += [idle.eq(Mux(self.busy, finishing, ~starts)),
+                     sampling.eq(Mux(sampling, ~starts, finishing))]
         return m
 
 
