@@ -240,20 +240,29 @@ class Exporter(wiring.Component):
                      answer.eq(self.frozen.data.as_value())]
         with m.If(self.frozen.valid & self.frozen.error):
             m.d.sync += self.read_error.eq(1)
-        m.submodules.word_memory = word_memory = Memory(shape=word_bits, depth=depth, init=[])
-        write, read = word_memory.write_port(), word_memory.read_port(domain="comb")
+        # The FIFO is one LUT RAM per 32-bit chunk, each with its own copy of the read
+        # and write pointers (own feedback, so not merged): an address fans out to
+        # 8 RAM cells, not to the whole word.
         held = thermometer("held", answer_valid, fifo_pop)
-        write_ptr = Signal(range(depth), reset_less=True)     # reset by idle
-        read_ptr = Signal(range(depth), reset_less=True)
-        m.d.comb += [write.addr.eq(write_ptr), write.data.eq(answer),
-                     write.en.eq(answer_valid), read.addr.eq(read_ptr)]
-        with m.If(idle):
-            m.d.sync += [write_ptr.eq(0), read_ptr.eq(0)]
-        with m.Else():
-            with m.If(answer_valid):
-                m.d.sync += write_ptr.eq(wrapping_increment(write_ptr))
-            with m.If(fifo_pop):
-                m.d.sync += read_ptr.eq(wrapping_increment(read_ptr))
+        chunks = config.layout.chunks
+        read_data = Signal(32 * chunks)
+        for c in range(chunks):
+            width = min(32, word_bits - 32 * c)
+            memory = Memory(shape=width, depth=depth, init=[])
+            m.submodules[f"word_memory_{c}"] = memory
+            write, read = memory.write_port(), memory.read_port(domain="comb")
+            write_ptr = Signal(range(depth), reset_less=True, name=f"write_ptr_{c}")
+            read_ptr = Signal(range(depth), reset_less=True, name=f"read_ptr_{c}")
+            m.d.comb += [write.addr.eq(write_ptr), write.en.eq(answer_valid),
+                         write.data.eq(answer[32 * c: 32 * c + width]),
+                         read.addr.eq(read_ptr), read_data[32 * c: 32 * c + width].eq(read.data)]
+            with m.If(idle):                    # reset by idle
+                m.d.sync += [write_ptr.eq(0), read_ptr.eq(0)]
+            with m.Else():
+                with m.If(answer_valid):
+                    m.d.sync += write_ptr.eq(wrapping_increment(write_ptr))
+                with m.If(fifo_pop):
+                    m.d.sync += read_ptr.eq(wrapping_increment(read_ptr))
 
         # -- items: per frame the header pieces, then its words --------------------------
         # Registers reset by ``idle`` are reset_less: ``rst`` sets ``idle``, and their
@@ -280,8 +289,7 @@ class Exporter(wiring.Component):
             "word_chunks": config.layout.chunks, "first_word": first_word,
             "word_count": word_count, "timestamp": timestamp})
 
-        word = Signal(8 * word_bytes)       # the word zero-extended to whole chunks
-        m.d.comb += word.eq(read.data)
+        word = read_data                    # the word zero-extended to whole chunks
         # Chunk c (bits 32c..32c+31) goes out big-endian, least significant chunk first.
         word_as_bytes = Cat(*(word[8 * (4 * c + 3 - b): 8 * (4 * c + 4 - b)]
                               for c in range(config.layout.chunks) for b in range(4)))
