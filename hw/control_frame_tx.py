@@ -112,14 +112,17 @@ class BytePacker(wiring.Component):
         Pulse (a register), one clock after a frame's last beat was taken by every
         enabled port.
 
-    How (timing): the bytes go into a ring of ``ring_bytes`` bytes, never shifted: an item
-    is written at the ring position after the previous one (a one-hot register selects
-    the position, so each ring byte chooses among ``ceil(item_bytes / granule)`` item
-    bytes), beats are read at a one-hot slot pointer. A frame always starts at ring
-    position 0: the frame's last beat empties the ring. ``items.ready`` and the pop
-    condition are registers computed one clock ahead (conservatively, from the fill
-    before this clock's push), so every handshake that enables many registers comes
-    from a flip-flop and no path is deeper than about three LUTs.
+    How (timing, ECP5 at 250 MHz): the bytes go into a ring of ``ring_bytes`` bytes, never
+    shifted: an item is written (one clock after it is taken, from registers) at the ring
+    position after the previous one, a one-hot register selecting the position, so each
+    ring byte chooses among ``ceil(item_bytes / granule)`` item bytes (one for the
+    exporter's LDA and LDS items); beats are read at a one-hot slot pointer into two
+    output registers, from which the ports are served. A frame always starts at ring
+    position 0: its last beat empties the ring. ``items.ready``, the pop condition and
+    every port's ``valid`` are registers computed one clock ahead (the fill is counted
+    conservatively, without this clock's push), so every handshake that enables many
+    registers comes from a flip-flop and no path is deeper than about three LUT levels;
+    the flops that steer whole beats are duplicated per four lanes.
     """
 
     def __init__(self, *, data_width: int, item_bytes: int, item_sizes=None,
@@ -185,8 +188,7 @@ class BytePacker(wiring.Component):
         # of its own); a pop marks the one at ``put`` as holding. ``room`` (not both
         # holding) is a register. ``need[k]``: the head beat is there and port k has
         # still to take it (port k's ``valid``): the head is taken when every needing
-        # port is ready, a function of four flops.
-        # The flops that steer the whole beat (read slot, head select, load enables) are
+        # port is ready, a function of four flops. The flops that steer the whole beat (read slot, head select, load enables) are
         # duplicated per group of four lanes, each copy with its own feedback (so the
         # copies are not merged): no such flop drives more than ~40 loads.
         groups = max(1, lanes // 4)

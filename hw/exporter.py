@@ -175,19 +175,28 @@ class Exporter(wiring.Component):
         timestamp, config_id = Signal.like(self.timestamp), Signal.like(self.config_id)
         src_mac, dst_mac = Signal(48), Signal(48)
         to_inband, to_host, auto_release = Signal(), Signal(), Signal()
-        # ``idle`` is ``~busy`` in a flop of its own (``busy`` then drives few loads):
+        # ``idle`` is ``~busy`` in flops of their own (``busy`` then drives few loads):
         # while idle, the parameters are sampled and the export's state is held at its
-        # initial value (enables and synchronous resets straight from this flop).
-        idle = Signal(init=1)
-        # The ~240 parameter enables get a copy of ``idle`` of their own (same value,
-        # its own feedback, so it is not merged with ``idle``).
-        sampling = Signal(init=1)
-        with m.If(sampling):
-            m.d.sync += [seq.eq(self.seq), flags.eq(self.flags),
-                         timestamp.eq(self.timestamp), config_id.eq(self.config_id),
-                         src_mac.eq(self.src_mac), dst_mac.eq(self.dst_mac),
-                         to_inband.eq(self.to_inband), to_host.eq(self.to_host),
-                         auto_release.eq(self.auto_release)]
+        # initial value (enables and synchronous resets straight from these flops).
+        # Copies of ``idle`` (same value, each with its own feedback so they are not
+        # merged) spread its ~350 loads: no copy drives more than ~40.
+        idle_copies = []
+
+        def idle_copy(name):
+            copy = Signal(init=1, name=name)
+            idle_copies.append(copy)
+            return copy
+
+        idle = idle_copy("idle")
+        params = [(seq, self.seq), (flags, self.flags), (timestamp, self.timestamp),
+                  (config_id, self.config_id), (src_mac, self.src_mac),
+                  (dst_mac, self.dst_mac), (to_inband, self.to_inband),
+                  (to_host, self.to_host), (auto_release, self.auto_release)]
+        bits = [(reg[i], value[i]) for reg, value in params for i in range(len(reg))]
+        for k in range(0, len(bits), 32):
+            sampling = idle_copy(f"sampling_{k // 32}")
+            with m.If(sampling):
+                m.d.sync += [reg.eq(value) for reg, value in bits[k:k + 32]]
         m.d.sync += [self.done.eq(0), self.release.eq(0)]
         with m.If(self.start & ~self.busy):
             m.d.sync += self.read_error.eq(0)
@@ -342,11 +351,16 @@ class Exporter(wiring.Component):
         # earliest (at least one word in between).
         header_taken = Signal()
         m.d.sync += header_taken.eq(advance & ~in_words & piece[-1])
-        with m.If(idle):
-            m.d.sync += [frame_index.eq(0), first_word.eq(0), word_count.eq(first_count)]
+        idle_fields = [idle_copy(f"idle_fields_{k}") for k in range(2)]
+        with m.If(idle_fields[0]):
+            m.d.sync += [frame_index.eq(0), word_count.eq(first_count)]
         with m.Elif(header_taken):
-            m.d.sync += [frame_index.eq(frame_index + 1), first_word.eq(first_word + per),
+            m.d.sync += [frame_index.eq(frame_index + 1),
                          word_count.eq(Mux(next_last, last_frame_words, per))]
+        with m.If(idle_fields[1]):
+            m.d.sync += first_word.eq(0)
+        with m.Elif(header_taken):
+            m.d.sync += first_word.eq(first_word + per)
 
         # -- each beat to every enabled port (the packer's fork) --------------------------
         # Each port behind a skid buffer whose ``ready`` is a lightly loaded flop.
@@ -379,8 +393,7 @@ class Exporter(wiring.Component):
             m.d.sync += [draining.eq(0), self.busy.eq(0), self.done.eq(1),
                          self.release.eq(auto_release)]
         starts = self.start & (self.to_inband | self.to_host)
-        m.d.sync += [idle.eq(Mux(self.busy, finishing, ~starts)),
-                     sampling.eq(Mux(sampling, ~starts, finishing))]
+        m.d.sync += [copy.eq(Mux(copy, ~starts, finishing)) for copy in idle_copies]
         return m
 
 
