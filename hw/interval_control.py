@@ -42,20 +42,20 @@ the new interval's status to it, also on an overrun), ``boundary_flags``
 *ends*; the top adds OVERRUN itself) and ``boundary_timestamp`` (FROZEN_TIMESTAMP of the
 interval that ends).
 
-Timing: ``boundary`` is registered in modes 0–2 (one cycle after ``swap``, the timer's
-crossing or ``marker_sent``). In mode 3 it is a function of registers only, in the cycle
-after the marker's EOF transfer on ``watch``: wire ``watch`` to the *unregistered* input
-transfers (the stream the top's tap watch register samples), so the request reaches the
-top's pending register before the tap sees the next frame's SOF and that frame already
-belongs to the new interval.
+Timing: ``boundary`` is registered in every mode: one cycle after ``swap``, the timer's
+crossing or ``marker_sent`` (modes 0–2), and :data:`RECEIVE_LATENCY` cycles after the
+marker's EOF transfer on ``watch`` (mode 3). The top must show its tap the watched stream
+late enough that a request reaches its pending register before the tap sees the next
+frame's SOF, so that frame already belongs to the new interval (``hw.lda_pipeline``:
+``LdaCore.TAP_WATCH_DELAY``).
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.control_frame import IntervalFlags, TYPE_MARKER, VERSION
-from host_sw.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
+from host_sw.hashing import ETHERTYPE_CONTROL
 
 from .control_frame_tx import HEADER_BYTES, header_field, marker_request_layout
 from .frame import FrameMonitor, check_data_width
@@ -68,6 +68,10 @@ MODE_MANUAL, MODE_TIME, MODE_MARKER_SEND, MODE_MARKER_RECEIVE = 0, 1, 2, 3
 
 SEQ_BITS = 32
 TS_BITS = 64
+#: Cycles from a marker's EOF transfer on ``watch`` to ``boundary`` (mode 3): the EOF
+#: registered twice (the header comparisons are registered in between), then the
+#: registered request.
+RECEIVE_LATENCY = 3
 
 
 class IntervalTimer(wiring.Component):
@@ -78,7 +82,8 @@ class IntervalTimer(wiring.Component):
     enable: In(1)
         Run the schedule; its rising edge (re)arms it.
     rearm: In(1)
-        Pulse: restart at ``i = 0`` (INTERVAL_START/TICKS/MODE were written).
+        Pulse: restart at ``i = 0`` (INTERVAL_START/TICKS/MODE were written; taken one
+        cycle later: registered, like ``enable`` and ``ticks != 0``).
     ticks, start: In(64)
         δ and t0. δ = 0 stops the timer. δ must be at least 4 (the comparison is
         pipelined: the schedule advances at most once per 2 clocks).
@@ -107,14 +112,19 @@ class IntervalTimer(wiring.Component):
         next_index = Signal(SEQ_BITS)
         reached, behind, settle = Signal(), Signal(), Signal()
         enabled_before = Signal()
+        # Registered inputs of the decisions (Fmax: each enable is one LUT of registers).
+        enabled, running, restart = Signal(), Signal(), Signal()
 
         m.d.sync += [enabled_before.eq(self.enable),
+                     enabled.eq(self.enable),
+                     running.eq(self.enable & (self.ticks != 0)),
+                     restart.eq(self.rearm | (self.enable & ~enabled_before)),
                      reached.eq(self.now >= next_at),
                      behind.eq(self.now >= after_next),
                      self.tick.eq(0)]
         act = Signal()
-        m.d.comb += act.eq(self.enable & (self.ticks != 0) & reached & ~settle)
-        with m.If(self.rearm | (self.enable & ~enabled_before)):
+        m.d.comb += act.eq(running & enabled & reached & ~settle)
+        with m.If(restart):
             m.d.sync += [next_at.eq(self.start), after_next.eq(self.start + self.ticks),
                          next_index.eq(0), settle.eq(1)]
         with m.Elif(act):
@@ -144,13 +154,10 @@ class MarkerWatch(wiring.Component):
     marker_src_mac: In(48)
         MARKER_SRC_MAC (byte 0 of the address in bits 47..40).
     accepted, rejected: Out(1)
-        In the cycle after a marker's EOF transfer (functions of registers only): the
+        Two cycles after a marker's EOF transfer (functions of registers only): the
         frame was a marker (EtherType 0x88B5, type 1) and was accepted (complete
         48-byte header, version 1, configuration ID and source MAC match, no error flag)
-        or rejected. Frames of other types (synopsis chunks, data) give neither. At data
-        widths where a 60-byte frame's header ends before its last beat (≤ 128 bits) the
-        header's comparisons are registered a cycle ahead, and a marker whose header
-        ends in its last beat (shorter than 60 bytes: a runt) is rejected.
+        or rejected. Frames of other types (synopsis chunks, data) give neither.
     seq, timestamp, flags: Out(32), Out(64), Out(8)
         The marker's fields, valid with ``accepted``.
     """
@@ -198,26 +205,35 @@ class MarkerWatch(wiring.Component):
         m.d.sync += [ended.eq(transfer & w.payload.last),
                      ended_error.eq(w.payload.error)]
 
-        is_marker = ((header_field(header, "ethertype") == ETHERTYPE_CONTROL)
-                     & (header_field(header, "type") == TYPE_MARKER))
-        fields_match = ((header_field(header, "version") == VERSION)
-                        & (header_field(header, "config_id") == self.config_id)
-                        & (header_field(header, "src_mac") == self.marker_src_mac))
-        if (HEADER_BYTES - 1) // lanes < (MIN_FRAME_BYTES - 1) // lanes:
-            # A (≥ 60-byte) marker's header is complete before its last beat: compare a
-            # cycle early, so the decision after the EOF comes from registers (the wide
-            # MAC/ID comparisons are off the boundary path).
-            match_early, complete_early = Signal(), Signal()
-            m.d.sync += [match_early.eq(fields_match), complete_early.eq(complete)]
-            good = complete_early & match_early & ~ended_error
-        else:
-            good = complete & fields_match & ~ended_error
+        # The header's comparisons, registered in 16-bit pieces (Fmax: the 88 compared
+        # bits are 4–5 LUT levels in one go); the decision waits for them one cycle
+        # after the EOF (`ended` registered again), at every data width.
+        def equal_pieces(a, b):
+            return [a[k:k + 16] == b[k:k + 16] for k in range(0, len(a), 16)]
+
+        pieces = (equal_pieces(header_field(header, "config_id"), self.config_id)
+                  + equal_pieces(header_field(header, "src_mac"), self.marker_src_mac)
+                  + [header_field(header, "version") == VERSION,
+                     header_field(header, "ethertype") == ETHERTYPE_CONTROL,
+                     header_field(header, "type") == TYPE_MARKER])
+        piece_equal = Signal(len(pieces))
+        decided, decided_error, decided_complete = Signal(), Signal(), Signal()
+        # The fields too: a back-to-back next frame overwrites the header in the cycle
+        # the decision is registered.
+        seq, timestamp, flags = Signal(SEQ_BITS), Signal(TS_BITS), Signal(8)
+        m.d.sync += [piece_equal.eq(Cat(pieces)), decided.eq(ended),
+                     decided_error.eq(ended_error), decided_complete.eq(complete),
+                     seq.eq(header_field(header, "seq")),
+                     timestamp.eq(header_field(header, "timestamp")),
+                     flags.eq(header_field(header, "flags"))]
+        is_marker = piece_equal[-2:].all()
+        good = piece_equal[:-2].all() & decided_complete & ~decided_error
         m.d.comb += [
-            self.accepted.eq(ended & is_marker & good),
-            self.rejected.eq(ended & is_marker & ~good),
-            self.seq.eq(header_field(header, "seq")),
-            self.timestamp.eq(header_field(header, "timestamp")),
-            self.flags.eq(header_field(header, "flags")),
+            self.accepted.eq(decided & is_marker & good),
+            self.rejected.eq(decided & is_marker & ~good),
+            self.seq.eq(seq),
+            self.timestamp.eq(timestamp),
+            self.flags.eq(flags),
         ]
         return m
 
@@ -352,25 +368,24 @@ class IntervalControl(wiring.Component):
         with m.If(self.mode != MODE_MARKER_SEND):
             m.d.sync += [marker_valid.eq(0), awaiting_sof.eq(0)]
 
-        # Mode 3: accepted markers end the interval (from registers, no extra cycle).
-        receiving = self.mode == MODE_MARKER_RECEIVE
-        recv_boundary = Signal()
+        # Mode 3: accepted markers end the interval (a registered request, like the
+        # others; `receiving` is registered too).
+        receiving = Signal()
+        m.d.sync += receiving.eq(self.mode == MODE_MARKER_RECEIVE)
         gap = Signal()
-        m.d.comb += [recv_boundary.eq(receiving & mw.accepted),
-                     gap.eq(mw.seq != self.seq)]
-        with m.If(recv_boundary):
-            m.d.sync += [self.seq.eq(mw.seq + 1),
-                         self.markers_accepted.eq(self.markers_accepted + 1)]
+        m.d.comb += gap.eq(mw.seq != self.seq)
+        with m.If(receiving & mw.accepted):
+            m.d.sync += [self.markers_accepted.eq(self.markers_accepted + 1)]
+            request(mw.seq + 1, Mux(gap, int(IntervalFlags.SEQUENCE_GAP), 0), mw.timestamp)
             with m.If(gap):
                 m.d.sync += self.sequence_gaps.eq(self.sequence_gaps + 1)
         with m.If(receiving & mw.rejected):
             m.d.sync += self.markers_rejected.eq(self.markers_rejected + 1)
 
         m.d.comb += [
-            self.boundary.eq(reg_boundary | recv_boundary),
-            self.boundary_seq.eq(Mux(recv_boundary, mw.seq + 1, reg_seq)),
-            self.boundary_flags.eq(Mux(recv_boundary,
-                                       Mux(gap, int(IntervalFlags.SEQUENCE_GAP), 0), reg_flags)),
-            self.boundary_timestamp.eq(Mux(recv_boundary, mw.timestamp, reg_timestamp)),
+            self.boundary.eq(reg_boundary),
+            self.boundary_seq.eq(reg_seq),
+            self.boundary_flags.eq(reg_flags),
+            self.boundary_timestamp.eq(reg_timestamp),
         ]
         return m

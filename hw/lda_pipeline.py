@@ -9,24 +9,25 @@ bucket selection (:class:`hw.bucket_select.BucketSelector`) → counter bank
 (:class:`hw.counter_bank.CounterBank`, double buffered), with the interval control
 (:class:`hw.interval_control.IntervalControl`: manual / time / marker modes; swap /
 overrun / sequence numbers), marker frames (:class:`hw.control_frame_tx.MarkerFrameSource`)
-and the exporter (:class:`hw.exporter.Exporter`) put into the stream by two frame
-inserters (:class:`hw.marker_inserter.FrameInserter`), and the CSR bank
+and the exporter (:class:`hw.exporter.Exporter`) put into the stream by the frame
+merger (:class:`hw.frame_merger.FrameMerger`), and the CSR bank
 (:class:`hw.csr.CsrBank`, generated from :func:`host_sw.regmap.register_map`) behind the
 UARTBone bridge (:class:`hw.uartbone.UARTBoneBridge`).
 
 Pass-through
 ------------
-``s_axis`` → marker inserter → export inserter → register slice (:class:`PassThrough`)
-→ ``m_axis``. The inserters are combinational muxes that switch only between frames, so
-data frames are never altered, dropped or reordered, and every beat leaves exactly
-:data:`PASSTHROUGH_LATENCY` (1) cycle after it entered when ``m_axis`` is ready
-**except while an inserted frame (a marker or an in-band export frame) is being sent**:
-then ``s_axis.ready`` is low for the inserted frame's duration and the data beats behind
-it leave that much later (data and inserted frames alternate when both wait, so a marker
-waits for at most one data frame and an export cannot starve the data). The measurement
-side (tap, interval control) watches the stream *after* the inserters: the core's own
-markers and export frames pass its tap as control frames (never counted). Besides
-``m_axis`` there is a host export stream (``host_export``, Verilog ``m_axis_export_*``).
+``s_axis``, the marker frames and the export frames → frame merger
+(:class:`hw.frame_merger.FrameMerger`: registered output with a skid register, selection
+between frames only) → ``m_axis``. Data frames are never altered, dropped or reordered,
+and every beat leaves exactly :data:`PASSTHROUGH_LATENCY` (1) cycle after it was accepted
+when ``m_axis`` is ready **except while an inserted frame (a marker or an in-band export
+frame) is being sent**: then ``s_axis.ready`` is low for the inserted frame's duration and
+the data beats behind it leave that much later (data and inserted frames alternate when
+both wait, so a marker waits for at most one data frame and one export frame, and an
+export cannot starve the data). The measurement side (tap, interval control) watches the
+merger's copy of the accepted beats: the core's own markers and export frames pass its
+tap as control frames (never counted). Besides ``m_axis`` there is a host export stream
+(``host_export``, Verilog ``m_axis_export_*``).
 
 Interval control (swap / overrun)
 ---------------------------------
@@ -42,9 +43,10 @@ from elsewhere are counted in MARKERS_REJECTED and ignored). Each boundary reque
 (with the new interval's sequence number, the flags and the timestamp of the interval
 that ends) makes a swap *pending* (requests before the boundary merge into one: the
 latest number and timestamp, the flags of all). It is executed at the next frame
-boundary of the input stream (``HeaderTap.boundary_ok``: no frame open), so a frame's
-copy, latched at its SOF, is never split. (The tap watches a registered copy of the input
-transfers, so the decision depends on registers only.) At that boundary:
+boundary of the input stream (``HeaderTap.boundary_ok``: no frame open, computed one cycle
+ahead into a register), so a frame's copy, latched at its SOF, is never split. (The tap
+watches a registered copy of the merger's watch copy, so the decision depends on
+registers only.) At that boundary:
 
 * if the counter bank's other copy is CLEAN, the front copy flips (the SOF in that same
   cycle already takes the new copy), INTERVAL_SEQ takes the requested sequence number,
@@ -71,8 +73,8 @@ Export
 When a copy becomes FROZEN and INTERVAL_MODE has ``export_inband`` and/or
 ``export_host``, the exporter streams it as synopsis chunk frames
 (``host_sw.control_frame.build_synopsis_frames``, byte for byte: FROZEN_SEQ / FLAGS /
-TIMESTAMP / CONFIG_ID, LOCAL_MAC → EXPORT_DST_MAC) into the output stream (export
-inserter) and/or to ``host_export``; with ``auto_release`` it then releases the copy.
+TIMESTAMP / CONFIG_ID, LOCAL_MAC → EXPORT_DST_MAC) into the output stream (the
+merger) and/or to ``host_export``; with ``auto_release`` it then releases the copy.
 EXPORT_FRAMES counts the frames. The exporter shares the counter bank's frozen read port
 with the bus's counter window: the bus has priority (the exporter skips a cycle the bus
 reads) and each answer goes to whoever asked ``CounterBank.READ_LATENCY`` cycles before.
@@ -84,9 +86,10 @@ progress too, and with it the data path behind it — keep ``m_axis_export_tread
 Latencies
 ---------
 * pass-through: :data:`PASSTHROUGH_LATENCY` = 1 cycle, independent of the configuration;
-* measurement: :attr:`LdaCore.measurement_latency` cycles from a frame's EOF transfer to
-  its update request at the counter bank (watch register 1 + tap 1 + hasher + selector 4;
-  for the default LDA core with a 64-byte window 1 + 1 + 5 + 4 = 11), then
+* measurement: :attr:`LdaCore.measurement_latency` cycles from a frame's EOF acceptance to
+  its update request at the counter bank (merger watch copy 1 + watch delay
+  :attr:`LdaCore.TAP_WATCH_DELAY` (4) + tap 1 + hasher + selector 4; for the default LDA
+  core with a 64-byte window 1 + 4 + 1 + 5 + 4 = 15), then
   ``CounterBank.UPDATE_LATENCY`` to the memory write.
 
 Verilog export
@@ -130,23 +133,19 @@ from .control_frame_tx import MarkerFrameSource
 from .counter_bank import CounterBank
 from .csr import CsrBank
 from .exporter import Exporter
-from .frame import FrameStream, RegisterSlice, check_data_width
+from .frame import FrameStream, check_data_width
 from .hash_h3 import PacketHasher
 from .header_tap import HeaderTap
-from .interval_control import IntervalControl
-from .marker_inserter import FrameInserter
+from .interval_control import RECEIVE_LATENCY, IntervalControl
+from .frame_merger import FrameMerger
 from .timebase import Timebase
 from .uartbone import UARTBoneBridge
 
-__all__ = ["PASSTHROUGH_LATENCY", "PassThrough", "LdaCore", "AxisTop", "export_verilog",
+__all__ = ["PASSTHROUGH_LATENCY", "LdaCore", "AxisTop", "export_verilog",
            "config_from_args", "main"]
 
 #: Cycles from a beat's transfer on ``s_axis`` to its ``m_axis.valid`` (no backpressure).
 PASSTHROUGH_LATENCY = 1
-
-
-#: The core's pass-through register slice (:class:`hw.frame.RegisterSlice`).
-PassThrough = RegisterSlice
 
 
 def _reg_field(port, name="value"):
@@ -197,6 +196,11 @@ class LdaCore(wiring.Component):
         Synopsis chunk frames per exported interval (at the default MTU).
     """
 
+    #: Cycles from the merger's watch copy to the tap: a marker's boundary request
+    #: (hw.interval_control.RECEIVE_LATENCY after its EOF on the watch copy), registered
+    #: here (1), must reach the pending register before the tap sees the next SOF.
+    TAP_WATCH_DELAY = RECEIVE_LATENCY + 1
+
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
                  bridge_timeout_cycles: int = 100_000, memory: str = "auto"):
         if not isinstance(config, (LdaConfig, RdaConfig, LdsConfig)):
@@ -215,8 +219,8 @@ class LdaCore(wiring.Component):
         self._exporter = Exporter(config=config, data_width=data_width)
         self.export_frame_count = self._exporter.frame_count
         self.passthrough_latency = PASSTHROUGH_LATENCY
-        self.measurement_latency = (1 + self._tap.latency + self._hasher.latency
-                                    + self._selector.latency)
+        self.measurement_latency = (1 + self.TAP_WATCH_DELAY + self._tap.latency
+                                    + self._hasher.latency + self._selector.latency)
         super().__init__({
             "s_axis": In(FrameStream(data_width)),
             "m_axis": Out(FrameStream(data_width)),
@@ -230,23 +234,19 @@ class LdaCore(wiring.Component):
         config = self.config
 
         # -- data path -----------------------------------------------------------------
-        # s_axis → marker inserter → export inserter → (tap watch, pass-through) → m_axis.
-        # The inserters are combinational muxes at the input, so the core's own markers
-        # and export frames pass its tap like any frame (control frames: never counted).
+        # s_axis, markers, export frames → frame merger (registered: the pass-through)
+        # → m_axis. The measurement side watches the merger's copy of what it accepted,
+        # so the core's own markers and export frames pass its tap like any frame
+        # (control frames: never counted).
         w = self.data_width
-        m.submodules.marker_inserter = marker_inserter = FrameInserter(data_width=w)
-        m.submodules.export_inserter = export_inserter = FrameInserter(data_width=w)
+        m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2)
         m.submodules.markers = markers = MarkerFrameSource(config=config, data_width=w)
         m.submodules.exporter = exporter = self._exporter
-        m.submodules.passthrough = passthrough = PassThrough(data_width=w)
-        connect(m, wiring.flipped(self.s_axis), marker_inserter.sink)
-        connect(m, markers.source, marker_inserter.insert)
-        connect(m, marker_inserter.source, export_inserter.sink)
-        connect(m, exporter.inband, export_inserter.insert)
-        connect(m, export_inserter.source, passthrough.sink)
-        connect(m, passthrough.source, wiring.flipped(self.m_axis))
+        connect(m, wiring.flipped(self.s_axis), merger.sink)
+        connect(m, markers.source, merger.insert[0])
+        connect(m, exporter.inband, merger.insert[1])
+        connect(m, merger.source, wiring.flipped(self.m_axis))
         connect(m, exporter.host, wiring.flipped(self.host_export))
-        frames_in = export_inserter.source       # what the measurement side watches
 
         # -- bus -----------------------------------------------------------------------
         m.submodules.bridge = bridge = UARTBoneBridge(
@@ -264,17 +264,26 @@ class LdaCore(wiring.Component):
         m.submodules.counters = counters = CounterBank(config=config, drain_cycles=1,
                                                         memory=self.memory)
 
-        # The tap watches a registered copy of the input transfers (and of the timebase,
-        # so a frame's timestamp is still the tick of its SOF transfer): no path from
-        # the stream's pins or from `ready` into the measurement side.
-        watch_valid = Signal()
-        watch_payload = Signal.like(frames_in.payload)
-        watch_now = Signal(config.ts_bits)
-        m.d.sync += [
-            watch_valid.eq(frames_in.valid & frames_in.ready),
-            watch_payload.eq(frames_in.payload),
-            watch_now.eq(timebase.now[:config.ts_bits]),
-        ]
+        # The interval control watches the merger's copy of the accepted beats (one
+        # cycle after acceptance); its boundary requests are registered here (one cycle
+        # more); the tap watches the same copy TAP_WATCH_DELAY cycles later, so every
+        # request reaches the pending register before the tap sees the next frame's SOF,
+        # as hw.interval_control requires. The timebase is delayed alike, so a frame's
+        # timestamp is the tick of its SOF's acceptance. No path from the stream's pins
+        # or from `ready` reaches the measurement side.
+        stages = [(merger.watch_valid, merger.watch)]
+        for k in range(self.TAP_WATCH_DELAY):
+            valid, beat = Signal(name=f"watch{k}_valid"), Signal.like(merger.watch,
+                                                                      name=f"watch{k}")
+            m.d.sync += [valid.eq(stages[-1][0]), beat.eq(stages[-1][1])]
+            stages.append((valid, beat))
+        watch_valid, watch_payload = stages[-1]
+        tap_next_valid, tap_next = stages[-2]         # the tap's beat of the next cycle
+        now_line = [timebase.now[:config.ts_bits]]
+        for k in range(self.TAP_WATCH_DELAY + 1):
+            now_line.append(Signal(config.ts_bits, name=f"now_delayed{k}"))
+            m.d.sync += now_line[-1].eq(now_line[-2])
+        watch_now = now_line[-1]
         m.d.comb += [
             tap.watch.valid.eq(watch_valid),
             tap.watch.ready.eq(1),
@@ -343,11 +352,11 @@ class LdaCore(wiring.Component):
             ic.swap.eq(csr.control.value.swap),
             ic.config_id.eq(csr.config_id.value),
             ic.marker_src_mac.eq(csr.marker_src_mac.value.mac),
-            # the unregistered input transfers (the tap watch register samples the same)
-            ic.watch.valid.eq(frames_in.valid),
-            ic.watch.ready.eq(frames_in.ready),
-            ic.watch.payload.eq(frames_in.payload),
-            ic.marker_sent.eq(marker_inserter.inserted_sof),
+            # the merger's watch copy, which the tap sees one cycle later
+            ic.watch.valid.eq(merger.watch_valid),
+            ic.watch.ready.eq(1),
+            ic.watch.payload.eq(merger.watch),
+            ic.marker_sent.eq(merger.inserted_sof[0]),
             markers.src_mac.eq(csr.local_mac.value.mac),
             markers.dst_mac.eq(csr.export_dst_mac.value.mac),
             markers.config_id.eq(csr.config_id.value),
@@ -368,21 +377,37 @@ class LdaCore(wiring.Component):
         pending_seq, pending_flags = Signal(32), Signal(8)
         pending_timestamp = Signal(64)
 
+        # HeaderTap.boundary_ok one cycle ahead, registered (Fmax: the boundary decision
+        # then takes registers only): the tap's next beat is in the watch delay line now,
+        # and `tap_open` mirrors the tap's frame-open state.
+        tap_open = Signal()
+        tap_idle = Signal(init=1)           # == tap.boundary_ok
+        with m.If(watch_valid):
+            m.d.sync += tap_open.eq(~watch_payload.last)
+        next_open = Mux(watch_valid, ~watch_payload.last, tap_open)
+        m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next.last))
+
         boundary = Signal()
         execute = Signal()
         m.d.comb += [
-            boundary.eq(swap_pending & tap.boundary_ok & ~swap_in_flight),
+            boundary.eq(swap_pending & tap_idle & ~swap_in_flight),
             execute.eq(boundary & counters.other_clean),
         ]
 
-        with m.If(ic.boundary):
+        # The interval control's requests, registered (Fmax: its sequence-number adder
+        # and comparisons stay off the pending registers' enables).
+        ic_boundary, ic_seq, ic_flags = Signal(), Signal(32), Signal(8)
+        ic_timestamp = Signal(64)
+        m.d.sync += [ic_boundary.eq(ic.boundary), ic_seq.eq(ic.boundary_seq),
+                     ic_flags.eq(ic.boundary_flags), ic_timestamp.eq(ic.boundary_timestamp)]
+        with m.If(ic_boundary):
             # Requests before the boundary merge: the latest sequence number and
             # timestamp, the flags of all.
-            m.d.sync += [swap_pending.eq(1), pending_seq.eq(ic.boundary_seq),
-                         pending_timestamp.eq(ic.boundary_timestamp),
+            m.d.sync += [swap_pending.eq(1), pending_seq.eq(ic_seq),
+                         pending_timestamp.eq(ic_timestamp),
                          pending_flags.eq(Mux(swap_pending & ~boundary,
-                                              pending_flags | ic.boundary_flags,
-                                              ic.boundary_flags))]
+                                              pending_flags | ic_flags,
+                                              ic_flags))]
         with m.Elif(boundary):
             m.d.sync += swap_pending.eq(0)
 

@@ -320,8 +320,8 @@ def test_export_writes_lda_core_with_axis_ports_and_csr_files(tmp_path, capsys):
 def test_passthrough_register_slice(p_valid, p_ready):
     """The register slice alone: every beat out, in order, unaltered; 1 cycle latency
     whenever the output is ready; ready is high whenever the skid register is empty."""
-    from hw.lda_pipeline import PassThrough
-    dut = PassThrough(data_width=16)
+    from hw.frame import RegisterSlice
+    dut = RegisterSlice(data_width=16)
     rng = random.Random(int(p_valid * 10 + p_ready * 100))
     beats = [{"data": rng.randrange(1 << 16), "keep": rng.choice([1, 3]),
               "last": rng.randrange(2), "error": rng.randrange(2)} for _ in range(300)]

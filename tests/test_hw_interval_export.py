@@ -24,7 +24,8 @@ from hw.counter_bank import CounterBank
 from hw.exporter import Exporter
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.interval_control import (
-    MODE_MANUAL, MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME, IntervalControl,
+    MODE_MANUAL, MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME, RECEIVE_LATENCY,
+    IntervalControl,
 )
 from hw.marker_inserter import FrameInserter
 from hw.timebase import Timebase
@@ -423,10 +424,10 @@ def test_marker_receive_accepts_only_the_configured_sender(data_width):
     assert [(seq, flags) for _, seq, flags, _ in boundaries] == [(e[1], e[2])
                                                                  for _, e in expected]
     assert [ts for *_, ts in boundaries] == [1000, 1001, 1005, (1 << 64) - 1]
-    # Each boundary pulses in the cycle after its marker's EOF transfer.
+    # Each boundary pulses RECEIVE_LATENCY cycles after its marker's EOF transfer.
     accepted_eofs = [c for c, (_, _, exp) in zip(src.eof_cycles, frames)
                      if exp and exp[0] == "accept"]
-    assert [c for c, *_ in boundaries] == [c + 1 for c in accepted_eofs]
+    assert [c for c, *_ in boundaries] == [c + RECEIVE_LATENCY for c in accepted_eofs]
 
 
 # -- interval control: time mode, manual -----------------------------------------------------
@@ -464,8 +465,8 @@ def test_time_mode_boundaries_at_the_right_ticks():
         [(i, time_mode, 40 + 30 * i) for i in range(6)]          # 40 .. 190
         + [(i, time_mode, 5 + 30 * i) for i in (6, 7, 8, 9)])     # 185, 215, 245, 275
     for now, _, _, ts in timed:
-        if ts == 185:       # after the rearm: 2 cycles per skipped interval to catch up
-            assert 200 < now <= 200 + 4 + 2 * 6
+        if ts == 185:       # after the (registered) rearm: 2 cycles per skipped interval
+            assert 200 < now <= 200 + 5 + 2 * 6
         else:
             assert 1 <= now - ts <= 4
     manual = [e for e in events if e[0] >= 300]
@@ -577,7 +578,7 @@ def test_marker_send_to_marker_receive(data_width):
     marker_sofs = [c[0] for c, f in zip(cycles, out) if f[0] != 0xDA]
     assert [c for c, *_ in sender_b] == [c + 1 for c in marker_sofs]
     marker_eofs = [c[-1] for c, f in zip(cycles, out) if f[0] != 0xDA]
-    assert [c for c, *_ in receiver_b] == [c + 1 for c in marker_eofs]
+    assert [c for c, *_ in receiver_b] == [c + RECEIVE_LATENCY for c in marker_eofs]
 
 
 def test_marker_send_timer_schedule():

@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The frame merger: the core's data frames and its own marker / export frames, one stream.
+
+Where it sits (``DESIGN.md``): the "mux" before "frames out", with "markers / export
+frames" as its other inputs, merged with the pass-through register of the core. It
+switches only between frames: a frame in progress always completes first; an inserted
+frame goes out while the data input is held (``sink.ready`` low), and the pass-through
+resumes. Data frames are never altered, dropped or reordered.
+
+It is built for the core's clock (≥ 250 MHz on ECP5): the output is a register with a
+skid register (like :class:`hw.frame.RegisterSlice`), so every input's ``ready`` is two
+registers ANDed, and the input selection (``grant``) is a one-hot register that changes
+only between frames, so the payload multiplexer's selects come straight from flip-flops.
+The price is that a choice is made one cycle ahead: when the granted input has no frame
+waiting at a frame boundary, the merger re-arbitrates and a frame on another input starts
+one cycle later.
+
+Arbitration (input 0 = ``sink``, the data frames; inputs 1.. = ``insert[0]``,
+``insert[1]``, … in priority order): after a data frame, the first insert input with a
+frame waiting goes next, else data; after an inserted frame, data goes next if a data
+frame is waiting, else the first insert input with a frame waiting. So data and inserted
+frames alternate while both wait, a long export cannot starve the data path, and a frame
+on ``insert[0]`` (the markers) waits for at most one data frame and one frame of each
+other insert input.
+
+Latency: a beat accepted in cycle ``t`` is valid on ``source`` in cycle ``t + 1`` unless
+``source`` is stalled — the core's fixed pass-through latency of one cycle.
+
+``watch`` (with ``watch_valid``) is a copy of every accepted beat, one cycle after its acceptance (so in the
+cycle it enters the output register), with no backpressure: the measurement side watches
+it (it sees exactly the frames that leave, in order), and ``inserted_sof`` /
+``inserted_eof`` mark the first / last beat of each insert input's frames in it.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .frame import FrameStream, check_data_width, frame_beat_layout
+
+__all__ = ["FrameMerger"]
+
+
+class FrameMerger(wiring.Component):
+    """Merges whole frames of ``sink`` and ``insert[0..inserts-1]`` into ``source``.
+
+    Parameters
+    ----------
+    data_width:
+        Frame stream width in bits.
+    inserts:
+        Number of insert inputs (priority order).
+
+    Members
+    -------
+    sink: In(FrameStream(data_width))
+        Data frames.
+    insert: In(FrameStream(data_width)).array(inserts)
+        Frames to insert (markers, export frames).
+    source: Out(FrameStream(data_width))
+        All of them, whole frames interleaved; each beat's payload unaltered. Registered.
+    watch_valid: Out(1)
+    watch: Out(frame_beat_layout(data_width))
+        Each accepted beat, one cycle after its acceptance (no backpressure).
+    inserted_sof, inserted_eof: Out(inserts)
+        With ``watch_valid``: bit ``j`` — this beat is the first / last beat of a frame
+        from ``insert[j]``.
+    """
+
+    def __init__(self, *, data_width: int, inserts: int = 2):
+        check_data_width(data_width)
+        if not isinstance(inserts, int) or inserts < 1:
+            raise ValueError(f"inserts must be a positive integer, not {inserts!r}")
+        self.data_width = data_width
+        self.inserts = inserts
+        #: Cycles from an input transfer to ``source.valid`` when not stalled.
+        self.latency = 1
+        super().__init__({
+            "sink": In(FrameStream(data_width)),
+            "insert": In(FrameStream(data_width)).array(inserts),
+            "source": Out(FrameStream(data_width)),
+            "watch_valid": Out(1),
+            "watch": Out(frame_beat_layout(data_width)),
+            "inserted_sof": Out(inserts),
+            "inserted_eof": Out(inserts),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        inputs = [self.sink, *self.insert]
+        n = len(inputs)
+        grant = Signal(n, init=1)       # one-hot: the input whose beats are taken
+        in_frame = Signal()             # a frame is open (its first beat was accepted)
+        last_was_insert = Signal()      # the last complete frame came from an insert input
+        skid_valid = Signal()
+        skid = Signal.like(self.sink.payload)
+
+        payload = Signal.like(self.sink.payload)    # the granted input's beat (AND-OR)
+        offered = Signal()                          # ... and its valid
+        m.d.comb += offered.eq((Cat(*(s.valid for s in inputs)) & grant).any())
+        terms = [s.payload.as_value() & grant[k].replicate(len(payload.as_value()))
+                 for k, s in enumerate(inputs)]
+        merged = terms[0]
+        for t in terms[1:]:
+            merged = merged | t
+        m.d.comb += payload.eq(merged)
+
+        accept = Signal()
+        m.d.comb += accept.eq(offered & ~skid_valid)
+        for k, s in enumerate(inputs):
+            m.d.comb += s.ready.eq(grant[k] & ~skid_valid)
+
+        # -- output register + skid (hw.frame.RegisterSlice) ---------------------------
+        out = self.source
+        with m.If(~out.valid | out.ready):
+            with m.If(skid_valid):
+                m.d.sync += [out.payload.eq(skid), out.valid.eq(1), skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [out.payload.eq(payload), out.valid.eq(offered)]
+        with m.Elif(accept):
+            m.d.sync += skid_valid.eq(1)
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(payload)
+
+        # -- watch copy --------------------------------------------------------------------
+        last = payload.last
+        m.d.sync += [
+            self.watch_valid.eq(accept),
+            self.watch.eq(payload),
+            self.inserted_sof.eq(Cat(accept & grant[k] & ~in_frame for k in range(1, n))),
+            self.inserted_eof.eq(Cat(accept & grant[k] & last for k in range(1, n))),
+        ]
+
+        # -- arbitration (the next grant, registered) ----------------------------------------
+        # The first insert input with a frame waiting, one-hot over all inputs (0 if none).
+        waiting = Cat(s.valid for s in inputs)
+        first_insert = Signal(n)
+        found = 0
+        for k in range(1, n):
+            m.d.comb += first_insert[k].eq(waiting[k] & ~found)
+            found = found | waiting[k]
+        any_insert = waiting[1:].any()
+        data_grant = Signal(n, init=1)
+        m.d.comb += data_grant.eq(1)
+        after_data = Signal(n)          # the choice after a data frame
+        after_insert = Signal(n)        # the choice after an inserted frame
+        m.d.comb += [
+            after_data.eq(first_insert | (~any_insert).replicate(n) & data_grant),
+            after_insert.eq((waiting[0] | ~any_insert).replicate(n) & data_grant
+                            | (~waiting[0]).replicate(n) & first_insert),
+        ]
+        frame_ends = accept & last
+        with m.If(accept):
+            m.d.sync += in_frame.eq(~last)
+        with m.If(frame_ends):
+            m.d.sync += [last_was_insert.eq(~grant[0]),
+                         grant.eq(Mux(grant[0], after_data, after_insert))]
+        with m.Elif(~in_frame & ~offered):
+            # Between frames with nothing on the granted input: choose again.
+            m.d.sync += grant.eq(Mux(last_was_insert, after_insert, after_data))
+        return m
