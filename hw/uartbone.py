@@ -81,8 +81,13 @@ class UARTBoneBridge(wiring.Component):
         timed_out = Signal()
 
         expired = Signal()      # registered `timer == timeout_cycles` (Fmax)
-        m.d.comb += [bus.addr.eq(address), bus.w_data.eq(word),
-                     timed_out.eq(receiving & expired)]
+        # The bus strobes are registers (Fmax: the CSR bank's request latch is enabled
+        # from them): set with the move into BUS_READ / BUS_WRITE, cleared with `ack`.
+        r_stb, w_stb = Signal(), Signal()
+        m.d.comb += [bus.addr.eq(address), bus.w_data.eq(word), bus.r_stb.eq(r_stb),
+                     bus.w_stb.eq(w_stb), timed_out.eq(receiving & expired)]
+        with m.If(bus.ack):
+            m.d.sync += [r_stb.eq(0), w_stb.eq(0)]
         with m.If(~receiving | (rx.valid & rx.ready)):
             m.d.sync += [timer.eq(0), expired.eq(0)]
         with m.Elif(~expired):
@@ -124,6 +129,7 @@ class UARTBoneBridge(wiring.Component):
                         with m.Elif(is_write):
                             m.next = "DATA"
                         with m.Else():
+                            m.d.sync += r_stb.eq(1)
                             m.next = "BUS_READ"
 
             with m.State("DATA"):
@@ -134,10 +140,10 @@ class UARTBoneBridge(wiring.Component):
                     m.d.sync += [word.eq((word << 8) | rx.payload),
                                  byte_count.eq(byte_count + 1)]
                     with m.If(byte_count == 3):
+                        m.d.sync += w_stb.eq(1)
                         m.next = "BUS_WRITE"
 
             with m.State("BUS_WRITE"):
-                m.d.comb += bus.w_stb.eq(1)
                 with m.If(bus.ack):
                     m.d.sync += remaining.eq(remaining - 1)
                     with m.If(incrementing):
@@ -148,7 +154,6 @@ class UARTBoneBridge(wiring.Component):
                         m.next = "DATA"
 
             with m.State("BUS_READ"):
-                m.d.comb += bus.r_stb.eq(1)
                 with m.If(bus.ack):
                     m.d.sync += [word.eq(bus.r_data), byte_count.eq(0)]
                     with m.If(incrementing):
@@ -164,5 +169,6 @@ class UARTBoneBridge(wiring.Component):
                         with m.If(remaining == 1):
                             m.next = "COMMAND"
                         with m.Else():
+                            m.d.sync += r_stb.eq(1)
                             m.next = "BUS_READ"
         return m
