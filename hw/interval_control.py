@@ -353,20 +353,28 @@ class IntervalControl(wiring.Component):
                 with m.If(timer.tick):
                     request(timer.index, int(IntervalFlags.TIME_MODE), timer.at)
             with m.Case(MODE_MARKER_SEND):
-                with m.If((self.swap | timer.tick) & ~marker_valid & ~awaiting_sof):
-                    m.d.sync += [marker_valid.eq(1),
-                                 self.marker.payload.seq.eq(self.seq),
-                                 self.marker.payload.timestamp.eq(trigger_ts),
-                                 self.marker.payload.flags.eq(self.ending_flags),
-                                 marker_ts.eq(trigger_ts)]
-                with m.If(self.marker.valid & self.marker.ready):
-                    m.d.sync += [marker_valid.eq(0), awaiting_sof.eq(1)]
                 with m.If(awaiting_sof & self.marker_sent):
-                    m.d.sync += [awaiting_sof.eq(0),
-                                 self.markers_sent.eq(self.markers_sent + 1)]
+                    m.d.sync += self.markers_sent.eq(self.markers_sent + 1)
                     request(self.seq + 1, 0, marker_ts)
-        with m.If(self.mode != MODE_MARKER_SEND):
-            m.d.sync += [marker_valid.eq(0), awaiting_sof.eq(0)]
+        # The marker handshake's next state, computed once: the registers take it, and
+        # so does `marker_free` (no marker requested or in flight), a register that
+        # equals ~marker_valid & ~awaiting_sof. The marker's fields follow the current
+        # values while it is 1, so they hold those of the trigger's cycle afterwards:
+        # their enable is a register (Fmax: ~140 flops), not the trigger decision.
+        sending = self.mode == MODE_MARKER_SEND
+        free_now = ~marker_valid & ~awaiting_sof
+        valid_next = sending & (((self.swap | timer.tick) & free_now)
+                                | (marker_valid & ~self.marker.ready))
+        awaiting_next = sending & ((marker_valid & self.marker.ready)
+                                   | (awaiting_sof & ~self.marker_sent))
+        marker_free = Signal(init=1)
+        m.d.sync += [marker_valid.eq(valid_next), awaiting_sof.eq(awaiting_next),
+                     marker_free.eq(~valid_next & ~awaiting_next)]
+        with m.If(marker_free):
+            m.d.sync += [self.marker.payload.seq.eq(self.seq),
+                         self.marker.payload.timestamp.eq(trigger_ts),
+                         self.marker.payload.flags.eq(self.ending_flags),
+                         marker_ts.eq(trigger_ts)]
 
         # Mode 3: accepted markers end the interval (a registered request, like the
         # others; `receiving` is registered too).
