@@ -122,7 +122,7 @@ class BytePacker(wiring.Component):
     every port's ``valid`` are registers computed one clock ahead (the fill is counted
     conservatively, without this clock's push), so every handshake that enables many
     registers comes from a flip-flop and no path is deeper than about three LUT levels;
-    the flops that steer whole beats are duplicated per four lanes.
+    the flops that steer whole beats are duplicated per two lanes.
     """
 
     def __init__(self, *, data_width: int, item_bytes: int, item_sizes=None,
@@ -168,10 +168,13 @@ class BytePacker(wiring.Component):
         item = self.items.payload
 
         ring = Signal(8 * N)
-        wpos = Signal(positions, init=1)     # one-hot: the next item goes at g * index
+        # one-hot: the next item goes at g * index (copies, see the writes: when each
+        # ring byte has one covering position, a position flop enables whole items)
+        wpos = [Signal(positions, init=1, name=f"wpos_{c}")
+                for c in range(-(-P // 4) if g >= P else 1)]
         # one-hot: the next beat is this slot (a copy per lane group, see below)
         rpos = [Signal(slots, init=1, name=f"rpos_{q}")
-                for q in range(max(1, lanes // 4))]
+                for q in range(max(1, lanes // 2))]
         # Fill (bytes written and not yet popped) in units of u bytes: item sizes and
         # lanes are multiples of u.
         u = math.gcd(g, lanes)
@@ -189,9 +192,9 @@ class BytePacker(wiring.Component):
         # holding) is a register. ``need[k]``: the head beat is there and port k has
         # still to take it (port k's ``valid``): the head is taken when every needing
         # port is ready, a function of four flops. The flops that steer the whole beat (read slot, head select, load enables) are
-        # duplicated per group of four lanes, each copy with its own feedback (so the
-        # copies are not merged): no such flop drives more than ~40 loads.
-        groups = max(1, lanes // 4)
+        # duplicated per group of two lanes, each copy with its own feedback (so the
+        # copies are not merged): no such flop drives more than ~20 loads.
+        groups = max(1, lanes // 2)
         bounds = [(8 * (q * lanes // groups), 8 * ((q + 1) * lanes // groups))
                   for q in range(groups)]
         beat_layout = frame_beat_layout(self.data_width)
@@ -262,10 +265,15 @@ class BytePacker(wiring.Component):
         # -- writes, one clock after the push: per position a registered write enable,
         # the item's data registered every clock; each ring byte takes the item byte its
         # covering positions select -----------------------------------------------------
-        write_at = Signal(positions)
+        # With one covering position per ring byte, the write enables are duplicated per
+        # 4 bytes of an item (copies of ``wpos`` with their own feedback, so not merged):
+        # a flop enables at most 32 ring flops. (With several, they feed LUTs.)
+        write_at = [Signal(positions, name=f"write_at_{c}") for c in range(len(wpos))]
         written = Signal.like(item.data)
-        m.d.sync += [write_at.eq(Mux(push, wpos, 0)), written.eq(item.data)]
+        m.d.sync += [w.eq(Mux(push, p, 0)) for w, p in zip(write_at, wpos)]
+        m.d.sync += written.eq(item.data)
         for k in range(N):
+            write_at_k = write_at[(k // 4) % len(write_at)]
             cover = [p for p in range(positions) if (k - p * g) % N < P]
             byte = [written.word_select((k - p * g) % N, 8) for p in cover]
             if len(cover) == 1:
@@ -273,8 +281,8 @@ class BytePacker(wiring.Component):
             else:
                 value = 0
                 for p, b in zip(cover, byte):
-                    value = value | Mux(write_at[p], b, 0)
-            with m.If(Cat(*(write_at[p] for p in cover)).any()):
+                    value = value | Mux(write_at_k[p], b, 0)
+            with m.If(Cat(*(write_at_k[p] for p in cover)).any()):
                 m.d.sync += ring.word_select(k, 8).eq(value)
 
         # -- pointers and fill ----------------------------------------------------------
@@ -290,14 +298,15 @@ class BytePacker(wiring.Component):
         lanes_u = lanes // u
         delta_shape = signed((P // u + lanes_u).bit_length() + 1)
         if not late:
-            wpos_next = rotated(wpos, self.item_sizes[0] // g)
+            wpos_next = [rotated(w, self.item_sizes[0] // g) for w in wpos]
             size = Const(self.item_sizes[0] // u, delta_shape)
             size_less_beat = Const(self.item_sizes[0] // u - lanes_u, delta_shape)
         else:
             # Both fill steps of the pushed size, registered (constants selected by it).
-            wpos_next, size_now, less_now = 0, 0, 0
+            wpos_next, size_now, less_now = [0] * len(wpos), 0, 0
             for s in self.item_sizes:
-                wpos_next = wpos_next | Mux(item.size == s, rotated(wpos, s // g), 0)
+                wpos_next = [n | Mux(item.size == s, rotated(w, s // g), 0)
+                             for n, w in zip(wpos_next, wpos)]
                 size_now = size_now | Mux(item.size == s, Const(s // u, delta_shape), 0)
                 less_now = less_now | Mux(item.size == s,
                                           Const(s // u - lanes_u, delta_shape), 0)
@@ -321,12 +330,12 @@ class BytePacker(wiring.Component):
         frame_out = Signal()
         m.d.sync += frame_out.eq(pop & last_beat)
         with m.If(frame_out):
-            m.d.sync += [fill.eq(0), wpos.eq(1), ending.eq(0)]
+            m.d.sync += [fill.eq(0), ending.eq(0)] + [w.eq(1) for w in wpos]
             m.d.sync += [r.eq(1) for r in rpos]
         with m.Else():
             m.d.sync += fill.eq(fill + delta)
             with m.If(push):
-                m.d.sync += wpos.eq(wpos_next)
+                m.d.sync += [w.eq(n) for w, n in zip(wpos, wpos_next)]
             with m.If(pop):
                 m.d.sync += [r.eq(rotated(r, 1)) for r in rpos]
             with m.If(pushed_last):

@@ -305,16 +305,23 @@ class Exporter(wiring.Component):
         next_data = Signal(8 * P)
         next_size = Signal.like(packer.items.payload.size)
         next_valid, advance = Signal(), Signal()
-        data_terms, size_terms = 0, 0
+        size_terms = 0
         for h in range(header_pieces):
-            lo, hi = h * P, min((h + 1) * P, HEADER_BYTES)
-            data_terms = data_terms | Mux(piece[h], header[8 * lo: 8 * hi], 0)
-            size_terms = size_terms | Mux(piece[h], hi - lo, 0)
-        header_item = Signal(8 * P)
-        m.d.comb += header_item.eq(data_terms)
+            size_terms = size_terms | Mux(piece[h], piece_sizes[h], 0)
+        # Per 32-bit chunk of the item, a copy of the one-hot piece (own feedback, so
+        # not merged) selects the header bytes: ~32 loads per flop.
+        piece_copies = []
         for c in range(config.layout.chunks):
+            copy = Signal(header_pieces, reset_less=True, init=1, name=f"piece_{c}")
+            piece_copies.append(copy)
             bits = slice(32 * c, 32 * (c + 1))
-            m.d.comb += next_data[bits].eq(Mux(in_header[c], header_item[bits],
+            header_terms = 0
+            for h in range(header_pieces):
+                lo, hi = h * P, min((h + 1) * P, HEADER_BYTES)
+                piece_bytes = Signal(8 * P, name=f"header_piece_{h}_{c}")
+                m.d.comb += piece_bytes.eq(header[8 * lo: 8 * hi])
+                header_terms = header_terms | Mux(copy[h], piece_bytes[bits], 0)
+            m.d.comb += next_data[bits].eq(Mux(in_header[c], header_terms,
                                                word_as_bytes[bits]))
         m.d.comb += next_size.eq(Mux(in_words, P, size_terms))
         ready = packer.items.ready                      # a register
@@ -339,9 +346,10 @@ class Exporter(wiring.Component):
         with m.Elif(advance & boundary):
             m.d.sync += [in_words.eq(~in_words)] + [h.eq(~h) for h in in_header]
         with m.If(idle):
-            m.d.sync += piece.eq(1)
+            m.d.sync += [piece.eq(1)] + [copy.eq(1) for copy in piece_copies]
         with m.Elif(advance & ~in_words):
-            m.d.sync += piece.eq(Cat(piece[-1], piece[:-1]))
+            m.d.sync += [piece.eq(Cat(piece[-1], piece[:-1]))]
+            m.d.sync += [copy.eq(Cat(copy[-1], copy[:-1])) for copy in piece_copies]
             with m.If(piece[-1]):
                 m.d.sync += words_left.eq(word_count - 2)
         with m.Elif(advance & in_words):
