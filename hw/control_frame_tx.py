@@ -168,10 +168,8 @@ class BytePacker(wiring.Component):
         item = self.items.payload
 
         ring = Signal(8 * N)
-        # one-hot: the next item goes at g * index (copies, see the writes: when each
-        # ring byte has one covering position, a position flop enables whole items)
-        wpos = [Signal(positions, init=1, name=f"wpos_{c}")
-                for c in range(-(-P // 4) if g >= P else 1)]
+        # one-hot: the next item goes at g * index
+        wpos = [Signal(positions, init=1, name="wpos")]
         # one-hot: the next beat is this slot (a copy per lane group, see below)
         rpos = [Signal(slots, init=1, name=f"rpos_{q}")
                 for q in range(max(1, lanes // 2))]
@@ -265,9 +263,6 @@ class BytePacker(wiring.Component):
         # -- writes, one clock after the push: per position a registered write enable,
         # the item's data registered every clock; each ring byte takes the item byte its
         # covering positions select -----------------------------------------------------
-        # With one covering position per ring byte, the write enables are duplicated per
-        # 4 bytes of an item (copies of ``wpos`` with their own feedback, so not merged):
-        # a flop enables at most 32 ring flops. (With several, they feed LUTs.)
         write_at = [Signal(positions, name=f"write_at_{c}") for c in range(len(wpos))]
         written = Signal.like(item.data)
         m.d.sync += [w.eq(Mux(push, p, 0)) for w, p in zip(write_at, wpos)]
