@@ -8,9 +8,9 @@ Ethernet PHY into the "frames in" / "frames out" of the core. Receive: RGMII DDR
 strip, FCS check and strip; a bad FCS, an ``RX_ER`` or a frame shorter than its FCS sets
 the frame ``error`` flag of the last beat) → :class:`BytePacker` (bytes → beats of the
 core's data width, :func:`hw.frame.frame_beat_layout`) → ``AsyncFIFO`` into the core
-domain. Transmit: core domain → ``AsyncFIFO`` → :class:`ByteUnpacker` (beats → bytes;
-starts a frame only with a few beats buffered, so it never runs dry mid-frame) →
-:class:`RGMIITransmitter` (preamble + SFD, padding to 60 bytes, FCS append — inverted
+domain. Transmit: core domain → ``AsyncFIFOBuffered`` → :class:`ByteUnpacker` (beats →
+bytes; starts a frame only with a few beats buffered, so it never runs dry mid-frame) →
+a byte register slice → :class:`RGMIITransmitter` (preamble + SFD, padding to 60 bytes, FCS append — inverted
 when the frame's ``error`` flag is set, so the next hop drops it — and the 12-byte
 inter-frame gap) → DDR outputs (ODDRX1F). :class:`RGMIIPort` puts it together.
 
@@ -24,10 +24,10 @@ hand-written; it only does what the tap needs.
 
 from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import AsyncFIFO
+from amaranth.lib.fifo import AsyncFIFO, AsyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from hw.frame import FrameStream, check_data_width, frame_beat_layout
+from hw.frame import FrameStream, RegisterSlice, check_data_width, frame_beat_layout
 
 __all__ = ["CRC32_RESIDUE", "crc32_byte_update", "ByteBeat", "ByteStream",
            "RGMIIReceiver", "RGMIITransmitter", "BytePacker", "ByteUnpacker", "RGMIIPort"]
@@ -424,10 +424,16 @@ class RGMIIPort(wiring.Component):
         # -- transmit: sync → FIFO → beats → bytes → pins ----------------------------------
         if self.tx_domain is not None:
             rename_tx = DomainRenamer({"sync": self.tx_domain})
-            m.submodules.tx_fifo = tx_fifo = AsyncFIFO(width=width, depth=self.fifo_depth,
-                                                       w_domain="sync", r_domain=self.tx_domain)
+            # Buffered FIFO (registered read side) and a byte register slice before the
+            # transmitter: the FIFO's pointer logic, the unpacker's lane multiplexer and
+            # the transmitter's CRC are then three separate register-to-register steps
+            # (125 MHz on a speed-6 ECP5; unregistered, the Colorlight's LFE5U-25F closed
+            # at 80 MHz).
+            m.submodules.tx_fifo = tx_fifo = AsyncFIFOBuffered(
+                width=width, depth=self.fifo_depth, w_domain="sync", r_domain=self.tx_domain)
             m.submodules.unpacker = unpacker = rename_tx(
                 ByteUnpacker(data_width=self.data_width))
+            m.submodules.tx_slice = tx_slice = rename_tx(RegisterSlice(shape=ByteBeat))
             m.submodules.transmitter = transmitter = rename_tx(RGMIITransmitter())
             m.d.comb += [tx_fifo.w_data.eq(self.tx.payload), tx_fifo.w_en.eq(self.tx.valid),
                          self.tx.ready.eq(tx_fifo.w_rdy),
@@ -435,7 +441,8 @@ class RGMIIPort(wiring.Component):
                          unpacker.sink.payload.eq(tx_fifo.r_data),
                          tx_fifo.r_en.eq(unpacker.sink.ready),
                          unpacker.level.eq(tx_fifo.r_level)]
-            wiring.connect(m, unpacker.source, transmitter.sink)
+            wiring.connect(m, unpacker.source, tx_slice.sink)
+            wiring.connect(m, tx_slice.source, transmitter.sink)
             m.d.comb += [self.tx_ctl.eq(transmitter.tx_ctl),
                          self.tx_data.eq(transmitter.tx_data)]
         return m

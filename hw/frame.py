@@ -104,6 +104,9 @@ class RegisterSlice(wiring.Component):
     ----------
     data_width:
         Frame stream data width.
+    shape:
+        Instead of ``data_width``: any payload shape (the slice of a
+        ``stream.Signature(shape)``, e.g. a byte stream).
 
     Members
     -------
@@ -115,13 +118,18 @@ class RegisterSlice(wiring.Component):
     ``source`` stalls with a beat held, the skid register taking the beat in flight).
     """
 
-    def __init__(self, *, data_width: int):
-        check_data_width(data_width)
+    def __init__(self, *, data_width: int | None = None, shape=None):
+        if (data_width is None) == (shape is None):
+            raise ValueError("give one of data_width and shape")
+        if shape is None:
+            check_data_width(data_width)
+            signature = FrameStream(data_width)
+        else:
+            signature = stream.Signature(shape)
         self.data_width = data_width
         #: Cycles from a ``sink`` transfer to ``source.valid`` when not stalled.
         self.latency = 1
-        super().__init__({"sink": In(FrameStream(data_width)),
-                          "source": Out(FrameStream(data_width))})
+        super().__init__({"sink": In(signature), "source": Out(signature)})
 
     def elaborate(self, platform):
         m = Module()
