@@ -177,17 +177,33 @@ class HeaderTap(wiring.Component):
 
         # At SOF slot 0 takes the beat and every other slot clears (zero past the end of a
         # short frame); later beats write their own slot.
+        #
+        # The bytes the class depends on (EtherType, bytes 12-13; IP version, the high
+        # nibble of byte 14) are also compared as they are written, into flag registers
+        # that always equal the comparisons on the window register (Fmax: the class is
+        # then two LUT levels from registers).
+        checks = {12: (ETHERTYPE_IPV4 >> 8, ETHERTYPE_IPV6 >> 8, ETHERTYPE_CONTROL >> 8),
+                  13: (ETHERTYPE_IPV4 & 0xFF, ETHERTYPE_IPV6 & 0xFF,
+                       ETHERTYPE_CONTROL & 0xFF)}
+        byte_is = {p: Signal(len(c), name=f"byte{p}_is") for p, c in checks.items()}
+        version_is = Signal(2)          # byte 14's high nibble is 4 / 6
         window = Signal(wbytes * 8)
         for j in range(slots):
             lo, hi = j * lanes, min((j + 1) * lanes, wbytes)
             slot = window[lo * 8:hi * 8]
             value = incoming[:(hi - lo) * 8]
-            if j == 0:
-                with m.If(transfer & first):
-                    m.d.sync += slot.eq(value)
-            else:
-                with m.If(transfer & (first | next_slot[j])):
-                    m.d.sync += slot.eq(Mux(first, 0, value))
+            written = value if j == 0 else Mux(first, 0, value)
+            flag_updates = []
+            for p, consts in checks.items():
+                if lo <= p < hi:
+                    byte = written[(p - lo) * 8:(p - lo + 1) * 8]
+                    flag_updates.append(byte_is[p].eq(Cat(byte == c for c in consts)))
+            if lo <= 14 < hi:
+                nibble = written[(14 - lo) * 8 + 4:(14 - lo) * 8 + 8]
+                flag_updates.append(version_is.eq(Cat(nibble == 4, nibble == 6)))
+            enable = transfer & first if j == 0 else transfer & (first | next_slot[j])
+            with m.If(enable):
+                m.d.sync += [slot.eq(written), *flag_updates]
 
         # -- runt detection, timestamp and copy at SOF ----------------------------------
         # `bytes_short`: bytes the frame still lacks to reach min_frame_bytes before this
@@ -232,25 +248,22 @@ class HeaderTap(wiring.Component):
             ]
 
         # -- classification, in the record's cycle ---------------------------------------
-        # From the window register, which then holds the whole window (bytes 12–14 may
-        # arrive in the EOF beat itself), and the flags registered at EOF: no path from
-        # the beat's lanes through the window write into the class.
-        ethertype = Signal(16)
-        version = Signal(4)
-        m.d.comb += [
-            ethertype.eq(Cat(window[13 * 8:14 * 8], window[12 * 8:13 * 8])),
-            version.eq(window[14 * 8 + 4:15 * 8]),
-        ]
+        # From the byte-comparison flags, registered with the window bytes (bytes 12–14
+        # may arrive in the EOF beat itself), and the flags registered at EOF: no path
+        # from the beat's lanes through the window write into the class.
+        is_ipv4 = byte_is[12][0] & byte_is[13][0]
+        is_ipv6 = byte_is[12][1] & byte_is[13][1]
+        is_control = byte_is[12][2] & byte_is[13][2]
         frame_class = Signal(FRAME_CLASS_BITS)
         with m.If(rec_error):
             m.d.comb += frame_class.eq(FrameClass.ERRORED)
         with m.Elif(rec_runt):
             m.d.comb += frame_class.eq(FrameClass.RUNT)
-        with m.Elif(ethertype == ETHERTYPE_CONTROL):
+        with m.Elif(is_control):
             m.d.comb += frame_class.eq(FrameClass.CONTROL)
-        with m.Elif((ethertype == ETHERTYPE_IPV4) & (version == 4)):
+        with m.Elif(is_ipv4 & version_is[0]):
             m.d.comb += frame_class.eq(FrameClass.IPV4)
-        with m.Elif((ethertype == ETHERTYPE_IPV6) & (version == 6)):
+        with m.Elif(is_ipv6 & version_is[1]):
             m.d.comb += frame_class.eq(FrameClass.IPV6)
         with m.Else():
             m.d.comb += frame_class.eq(FrameClass.NON_IP)
