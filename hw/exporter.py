@@ -12,7 +12,7 @@ word, word count, timestamp; the field table ``HEADER_FIELDS`` imported, never r
 then the frame's words, each as ``layout.chunks`` big-endian 32-bit chunks, least
 significant chunk first, :func:`~host_sw.control_frame.words_per_frame` words per frame.
 
-The frames go to the ``inband`` port (into a :class:`hw.marker_inserter.FrameInserter`,
+The frames go to the ``inband`` port (into the :class:`hw.frame_merger.FrameMerger`,
 towards the receiver), to the ``host`` port (a separate host stream), or to both (each
 beat is offered to every enabled port and moves on when all have taken it). With
 ``auto_release`` the exporter pulses ``release`` after the last frame's last beat.

@@ -20,8 +20,8 @@ those of ``host_sw.regmap`` (INTERVAL_MODE.mode):
     :class:`hw.control_frame_tx.MarkerFrameSource`) carrying the current sequence number
     (the interval that ends), the boundary's timestamp (the timer's nominal ``t0 + i·δ``,
     or the timebase at ``CONTROL.swap``) and ``ending_flags``. The boundary is requested
-    when that marker's first beat transfers (``marker_sent``, from
-    :attr:`hw.marker_inserter.FrameInserter.inserted_sof`), so the swap falls between the
+    when that marker's first beat is accepted (``marker_sent``, from
+    :attr:`hw.frame_merger.FrameMerger.inserted_sof`), so the swap falls between the
     same two data frames as the marker. Triggers while a marker is pending are merged.
 3 marker receive
     :class:`MarkerWatch` parses the frames passing ``watch``; a marker (EtherType 0x88B5,

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Interval control, marker frames, the frame inserter and the exporter (issue 4), on
-Amaranth's simulator: gateware frames equal host_sw.control_frame's builders byte for byte
-and parse/reassemble on the host; the inserter never corrupts, drops or reorders data
-frames; marker-receive acceptance, rejection and sequence gaps; time-mode boundaries; a
+"""Interval control, marker frames and the exporter (issue 4), with the frame merger
+between them as in the core, on Amaranth's simulator: gateware frames equal
+host_sw.control_frame's builders byte for byte and parse/reassemble on the host; data
+frames are never corrupted, dropped or reordered; marker-receive acceptance, rejection and sequence gaps; time-mode boundaries; a
 marker-send device feeding a marker-receive device. Data widths 8 and 64, random
 backpressure, and the stream rules checked on every output."""
 
@@ -27,7 +27,7 @@ from hw.interval_control import (
     MODE_MANUAL, MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME, RECEIVE_LATENCY,
     IntervalControl,
 )
-from hw.marker_inserter import FrameInserter
+from hw.frame_merger import FrameMerger
 from hw.timebase import Timebase
 
 SRC_MAC = 0x020000000001
@@ -311,55 +311,6 @@ def test_exporter_rejects_bad_parameters():
         Exporter(config=object(), data_width=64)
 
 
-# -- frame inserter ------------------------------------------------------------------------
-
-@pytest.mark.parametrize("data_width", [8, 64])
-def test_inserter_keeps_data_frames_whole_and_in_order(data_width):
-    rng = random.Random(100 + data_width)
-    data = [(bytes([0xDA]) + rng.randbytes(rng.choice([0, 1, 7, 8, 9, 59, 100])),
-             rng.random() < 0.2) for _ in range(40)]
-    inserted = [(bytes([0x1E]) + rng.randbytes(rng.choice([0, 8, 59, 70])), False)
-                for _ in range(12)]
-    dut = FrameInserter(data_width=data_width)
-    data_src = Source(dut.sink, data_width, random.Random(1), p_valid=0.7)
-    ins_src = Source(dut.insert, data_width, random.Random(2), p_valid=0.5)
-    sink = Sink(dut.source, data_width, random.Random(3), p_ready=0.6)
-    data_src.queue = list(data)
-    sof_pulses, eof_pulses = [], []
-
-    async def main(ctx):
-        cycle = 0
-        for k in range(6000):
-            if k % 400 == 0 and len(ins_src.queue) == 0 and inserted:
-                ins_src.queue.extend(inserted[:3])   # bursts of frames to insert
-                del inserted[:3]
-            _, _, sof, eof = await ctx.tick().sample(dut.inserted_sof, dut.inserted_eof)
-            if sof:
-                sof_pulses.append(cycle)
-            if eof:
-                eof_pulses.append(cycle)
-            cycle += 1
-            if (not inserted and not ins_src.queue and not data_src.queue
-                    and len(beats_to_frames([b for _, b in sink.beats], data_width)) == 52):
-                return
-        raise AssertionError("frames did not all come out")
-
-    simulate(dut, main, data_src.run, ins_src.run, sink.run)
-    out = beats_to_frames([b for _, b in sink.beats], data_width)
-    assert [f for f in out if f[0][0] == 0xDA] == data
-    got_inserted = [f for f in out if f[0][0] == 0x1E]
-    assert len(got_inserted) == 12 and all(not e for _, e in got_inserted)
-    assert len(out) == 52
-    # The pulses mark the inserted frames' first and last beats on the output.
-    cycles = sink.frame_cycles()
-    ins_frames = [c for c, (f, _) in zip(cycles, out) if f[0] == 0x1E]
-    assert sof_pulses == [c[0] for c in ins_frames]
-    assert eof_pulses == [c[-1] for c in ins_frames]
-    # Both inputs were busy at once often enough to exercise the arbitration.
-    order = [f[0] for f, _ in out]
-    assert sum(1 for a, b in zip(order, order[1:]) if a != b) >= 6
-
-
 # -- interval control: marker receive --------------------------------------------------------
 
 def _marker(config, seq, *, src=SRC_MAC, timestamp=None, config_id=None, version=None):
@@ -492,15 +443,16 @@ def test_time_mode_without_interval_length_has_no_boundaries():
 # -- marker send → marker receive ----------------------------------------------------------
 
 class _SenderReceiver(wiring.Component):
-    """Sender (interval control in marker-send mode, marker source, inserter at the data
-    path) whose output a receiver's interval control watches."""
+    """Sender (interval control in marker-send mode, marker source, frame merger on the
+    data path) whose merged stream a receiver's interval control watches (the merger's
+    watch copy, as in the core)."""
 
     def __init__(self, config, data_width):
         self.config, self.data_width = config, data_width
         self.sender = IntervalControl(data_width=data_width)
         self.receiver = IntervalControl(data_width=data_width)
         self.markers = MarkerFrameSource(config=config, data_width=data_width)
-        self.inserter = FrameInserter(data_width=data_width)
+        self.merger = FrameMerger(data_width=data_width, inserts=1)
         self.timebase = Timebase()
         super().__init__({})
 
@@ -509,20 +461,32 @@ class _SenderReceiver(wiring.Component):
         m.submodules.sender = s = self.sender
         m.submodules.receiver = r = self.receiver
         m.submodules.markers = mk = self.markers
-        m.submodules.inserter = ins = self.inserter
+        m.submodules.merger = ins = self.merger
         m.submodules.timebase = tb = self.timebase
         wiring.connect(m, s.marker, mk.request)
-        wiring.connect(m, mk.source, ins.insert)
+        wiring.connect(m, mk.source, ins.insert[0])
         m.d.comb += [
             s.now.eq(tb.now), r.now.eq(tb.now),
-            s.marker_sent.eq(ins.inserted_sof),
+            s.marker_sent.eq(ins.inserted_sof[0]),
             s.config_id.eq(self.config.config_id), r.config_id.eq(self.config.config_id),
             mk.config_id.eq(self.config.config_id), mk.src_mac.eq(SRC_MAC),
             mk.dst_mac.eq(DST_MAC), r.marker_src_mac.eq(SRC_MAC),
-            r.watch.valid.eq(ins.source.valid), r.watch.ready.eq(ins.source.ready),
-            r.watch.payload.eq(ins.source.payload),
+            r.watch.valid.eq(ins.watch_valid), r.watch.ready.eq(1),
+            r.watch.payload.eq(ins.watch),
         ]
         return m
+
+
+async def _watch_marker_ends(ctx, dut, sofs, eofs):
+    """Cycles (from 0) of the markers' first / last beats in the merger's watch copy."""
+    cycle = 0
+    async for _, _, sof, eof in ctx.tick().sample(dut.merger.inserted_sof,
+                                                   dut.merger.inserted_eof):
+        if sof:
+            sofs.append(cycle)
+        if eof:
+            eofs.append(cycle)
+        cycle += 1
 
 
 @pytest.mark.parametrize("data_width", [8, 64])
@@ -532,10 +496,14 @@ def test_marker_send_to_marker_receive(data_width):
     dut = _SenderReceiver(config, data_width)
     data = [(bytes([0xDA]) + rng.randbytes(rng.randrange(59, 120)), False)
             for _ in range(30)]
-    src = Source(dut.inserter.sink, data_width, random.Random(1), p_valid=0.8)
+    src = Source(dut.merger.sink, data_width, random.Random(1), p_valid=0.8)
     src.queue = list(data)
-    sink = Sink(dut.inserter.source, data_width, random.Random(2), p_ready=0.7)
+    sink = Sink(dut.merger.source, data_width, random.Random(2), p_ready=0.7)
     sender_b, receiver_b, triggers = [], [], []
+    marker_sofs, marker_eofs = [], []
+
+    async def watch(ctx):
+        await _watch_marker_ends(ctx, dut, marker_sofs, marker_eofs)
 
     async def main(ctx):
         s, r = dut.sender, dut.receiver
@@ -559,7 +527,7 @@ def test_marker_send_to_marker_receive(data_width):
         assert ctx.get(r.markers_rejected) == 0
         assert ctx.get(r.sequence_gaps) == 0
 
-    simulate(dut, main, src.run, sink.run)
+    simulate(dut, main, src.run, sink.run, watch)
     out = sink.frames()
     assert [f for f in out if f[0] == 0xDA] == [f for f, _ in data]
     markers = [f for f in out if f[0] != 0xDA]
@@ -572,12 +540,12 @@ def test_marker_send_to_marker_receive(data_width):
                                                       for i in range(3)]
     assert [(seq, flags, ts) for _, seq, flags, ts in receiver_b] == [
         (i + 1, 0, triggers[i]) for i in range(3)]
-    # The sender's boundary follows its marker's first beat by one cycle, so the swap
-    # falls between the data frames the marker falls between.
-    cycles = sink.frame_cycles()
-    marker_sofs = [c[0] for c, f in zip(cycles, out) if f[0] != 0xDA]
+    # The sender's boundary follows its marker's first beat (in the watch copy, which the
+    # core's tap sees later) by one cycle, so the swap falls between the data frames the
+    # marker falls between; the receiver's follows the marker's last beat by
+    # RECEIVE_LATENCY.
+    assert len(marker_sofs) == len(marker_eofs) == 3
     assert [c for c, *_ in sender_b] == [c + 1 for c in marker_sofs]
-    marker_eofs = [c[-1] for c, f in zip(cycles, out) if f[0] != 0xDA]
     assert [c for c, *_ in receiver_b] == [c + RECEIVE_LATENCY for c in marker_eofs]
 
 
@@ -586,7 +554,7 @@ def test_marker_send_timer_schedule():
     sequence numbers counting; the receiver follows."""
     config = LdaConfig()
     dut = _SenderReceiver(config, 64)
-    sink = Sink(dut.inserter.source, 64, random.Random(4), p_ready=0.8)
+    sink = Sink(dut.merger.source, 64, random.Random(4), p_ready=0.8)
     sender_b, receiver_b = [], []
 
     async def main(ctx):
@@ -655,40 +623,38 @@ def test_exporter_without_ports_and_with_read_errors():
 
 
 class _SenderPath(wiring.Component):
-    """The sender's data path as the top wires it: data → marker inserter → export
-    inserter → out, with the interval control, marker source and exporter; a receiver's
-    interval control watches the output."""
+    """The sender's data path as the top wires it: data, markers and export frames →
+    frame merger → out, with the interval control, marker source and exporter; a
+    receiver's interval control watches the merger's watch copy."""
 
     def __init__(self, config, data_width, mtu):
         self.config = config
         self.sender = IntervalControl(data_width=data_width)
         self.receiver = IntervalControl(data_width=data_width)
         self.markers = MarkerFrameSource(config=config, data_width=data_width)
-        self.marker_inserter = FrameInserter(data_width=data_width)
-        self.export_inserter = FrameInserter(data_width=data_width)
+        self.merger = FrameMerger(data_width=data_width, inserts=2)
         self.exporter = Exporter(config=config, data_width=data_width, mtu=mtu)
         super().__init__({})
 
     def elaborate(self, platform):
         m = Module()
         s, r, mk = self.sender, self.receiver, self.markers
-        mi, ei, ex = self.marker_inserter, self.export_inserter, self.exporter
+        merger, ex = self.merger, self.exporter
         for name, block in (("sender", s), ("receiver", r), ("markers", mk),
-                            ("mi", mi), ("ei", ei), ("exporter", ex)):
+                            ("merger", merger), ("exporter", ex)):
             m.submodules[name] = block
         wiring.connect(m, s.marker, mk.request)
-        wiring.connect(m, mk.source, mi.insert)
-        wiring.connect(m, mi.source, ei.sink)
-        wiring.connect(m, ex.inband, ei.insert)
+        wiring.connect(m, mk.source, merger.insert[0])
+        wiring.connect(m, ex.inband, merger.insert[1])
         cid = self.config.config_id
         m.d.comb += [
-            s.marker_sent.eq(mi.inserted_sof),
+            s.marker_sent.eq(merger.inserted_sof[0]),
             mk.config_id.eq(cid), mk.src_mac.eq(SRC_MAC), mk.dst_mac.eq(DST_MAC),
             ex.config_id.eq(cid), ex.src_mac.eq(SRC_MAC), ex.dst_mac.eq(DST_MAC),
             ex.to_inband.eq(1), ex.host.ready.eq(1),
             r.config_id.eq(cid), r.marker_src_mac.eq(SRC_MAC),
-            r.watch.valid.eq(ei.source.valid), r.watch.ready.eq(ei.source.ready),
-            r.watch.payload.eq(ei.source.payload),
+            r.watch.valid.eq(merger.watch_valid), r.watch.ready.eq(1),
+            r.watch.payload.eq(merger.watch),
         ]
         return m
 
@@ -701,9 +667,9 @@ def test_sender_path_markers_exports_and_data_together():
     dut = _SenderPath(config, 64, mtu)
     data = [(bytes([0xDA]) + rng.randbytes(rng.randrange(59, 200)), rng.random() < 0.1)
             for _ in range(40)]
-    src = Source(dut.marker_inserter.sink, 64, random.Random(1), p_valid=0.9)
+    src = Source(dut.merger.sink, 64, random.Random(1), p_valid=0.9)
     src.queue = list(data)
-    sink = Sink(dut.export_inserter.source, 64, random.Random(2), p_ready=0.7)
+    sink = Sink(dut.merger.source, 64, random.Random(2), p_ready=0.7)
     memory = FakeFrozenCopy(dut.exporter.frozen, words)
     receiver_seqs = []
 
