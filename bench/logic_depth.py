@@ -23,7 +23,7 @@ delays; no published package reads Yosys JSON for this.
 Usage::
 
     .venv/bin/python bench/logic_depth.py build/synth_core/lda/lda_core.json [--top 40]
-        [--fanout 64] [--top-module lda_core]
+        [--fanout 64] [--top-module lda_core] [-o bench/out/logic_depth_lda.json]
 """
 
 from __future__ import annotations
@@ -168,6 +168,8 @@ def main(argv=None) -> int:
     parser.add_argument("--fanout", type=int, default=64,
                         help="list nets not driven by a flop with at least this fan-out")
     parser.add_argument("--target-mhz", type=float, default=250.0)
+    parser.add_argument("-o", "--output", default=None,
+                        help="also write the figures and the listed paths as JSON here")
     args = parser.parse_args(argv)
     netlist = json.load(open(args.netlist))
     endpoints, path, label, high, fanout, cells = analyse(netlist, args.top_module)
@@ -177,6 +179,7 @@ def main(argv=None) -> int:
           f"{budget:.2f} ns ({args.target_mhz:.0f} MHz)")
     seen = set()
     shown = 0
+    listed = []
     for t, cname, port, bit in endpoints:
         chain = path(bit)
         def base(b):
@@ -188,14 +191,24 @@ def main(argv=None) -> int:
         hops = " → ".join(f"{label(b)}({fanout.get(b, 1)})" for b in chain
                           if not (b != chain[0] and label(b) == label(chain[0])))
         print(f"{t:5.2f} ns  {len(chain) - 1:2d} lv  {cells[cname]['type']}.{port}: {hops}")
+        listed.append({"estimate_ns": round(t, 2), "levels": len(chain) - 1,
+                       "end": f"{cells[cname]['type']}.{port}", "nets": hops})
         shown += 1
         if shown >= args.top:
             break
     print(f"\nnets not driven by a flop with fan-out ≥ {args.fanout}:")
+    wide = []
     for n, name, t in high:
         if n < args.fanout:
             break
         print(f"  {n:5d}  arrival {t:5.2f} ns  {name}")
+        wide.append({"fanout": n, "net": name, "arrival_ns": round(t, 2)})
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump({"netlist": args.netlist, "target_mhz": args.target_mhz,
+                       "register_inputs": len(endpoints), "over_budget": len(over),
+                       "worst_paths": listed, "logic_driven_fanout": wide}, f, indent=2)
+            f.write("\n")
     return 0
 
 
