@@ -434,6 +434,9 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--no-build", action="store_true",
                         help="only elaborate and write the register map exports")
+    parser.add_argument("--router", choices=("router1", "router2"), default="router2",
+                        help="nextpnr router (default router2)")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     if directions is not None:
         choices = {"both": InlineTapTop.DIRECTIONS,
                    **{d: (d,) for d in InlineTapTop.DIRECTIONS}}
@@ -454,7 +457,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
         parser.error(str(exc))
     try:
         summary = build_board(platform_factory(), top, board=board,
-                              build_dir=args.build_dir, do_build=not args.no_build)
+                              build_dir=args.build_dir, do_build=not args.no_build,
+                              nextpnr_opts=f"--router {args.router} --seed {args.seed}")
     except ToolchainMissing as exc:
         print(f"python -m boards.{board}: {exc}", file=sys.stderr)
         return 2
