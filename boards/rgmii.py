@@ -424,23 +424,29 @@ class RGMIIPort(wiring.Component):
         # -- transmit: sync → FIFO → beats → bytes → pins ----------------------------------
         if self.tx_domain is not None:
             rename_tx = DomainRenamer({"sync": self.tx_domain})
-            # Buffered FIFO (registered read side) and a byte register slice before the
-            # transmitter: the FIFO's pointer logic, the unpacker's lane multiplexer and
-            # the transmitter's CRC are then three separate register-to-register steps
-            # (125 MHz on a speed-6 ECP5; unregistered, the Colorlight's LFE5U-25F closed
-            # at 80 MHz).
+            # Buffered FIFO (registered read side), a beat register slice (the FIFO's
+            # read enable is then a register), and a byte register slice before the
+            # transmitter: the FIFO's pointer logic, the unpacker's decisions and lane
+            # multiplexer, and the transmitter's CRC are separate register-to-register
+            # steps (125 MHz on a speed-6 ECP5; unregistered, the Colorlight's LFE5U-25F
+            # closed at 80 MHz, with the byte slice alone at 105). The beats in the slice
+            # are not counted in `level`: the unpacker then waits a little longer, never
+            # less.
             m.submodules.tx_fifo = tx_fifo = AsyncFIFOBuffered(
                 width=width, depth=self.fifo_depth, w_domain="sync", r_domain=self.tx_domain)
+            m.submodules.tx_beats = tx_beats = rename_tx(
+                RegisterSlice(shape=frame_beat_layout(self.data_width)))
             m.submodules.unpacker = unpacker = rename_tx(
                 ByteUnpacker(data_width=self.data_width))
             m.submodules.tx_slice = tx_slice = rename_tx(RegisterSlice(shape=ByteBeat))
             m.submodules.transmitter = transmitter = rename_tx(RGMIITransmitter())
             m.d.comb += [tx_fifo.w_data.eq(self.tx.payload), tx_fifo.w_en.eq(self.tx.valid),
                          self.tx.ready.eq(tx_fifo.w_rdy),
-                         unpacker.sink.valid.eq(tx_fifo.r_rdy),
-                         unpacker.sink.payload.eq(tx_fifo.r_data),
-                         tx_fifo.r_en.eq(unpacker.sink.ready),
+                         tx_beats.sink.valid.eq(tx_fifo.r_rdy),
+                         tx_beats.sink.payload.eq(tx_fifo.r_data),
+                         tx_fifo.r_en.eq(tx_beats.sink.ready),
                          unpacker.level.eq(tx_fifo.r_level)]
+            wiring.connect(m, tx_beats.source, unpacker.sink)
             wiring.connect(m, unpacker.source, tx_slice.sink)
             wiring.connect(m, tx_slice.source, transmitter.sink)
             m.d.comb += [self.tx_ctl.eq(transmitter.tx_ctl),
