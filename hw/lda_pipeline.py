@@ -134,10 +134,10 @@ from .counter_bank import CounterBank
 from .csr import CsrBank
 from .exporter import Exporter
 from .frame import FrameStream, check_data_width
+from .frame_merger import FrameMerger
 from .hash_h3 import PacketHasher
 from .header_tap import HeaderTap
 from .interval_control import RECEIVE_LATENCY, IntervalControl
-from .frame_merger import FrameMerger
 from .timebase import Timebase
 from .uartbone import UARTBoneBridge
 
