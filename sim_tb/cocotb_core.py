@@ -26,12 +26,10 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
 
 from __future__ import annotations
 
-import logging
 import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import RisingEdge
 
 from host_sw.golden import Hashers, Synopsis, bucket_indices, hash_frames
 from host_sw.hashing import FrameClass

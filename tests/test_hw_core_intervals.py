@@ -21,7 +21,6 @@ from host_sw.control_frame import (
 )
 from host_sw.golden import Synopsis, hash_frames, update
 from host_sw.hashing import ETHERTYPE_CONTROL, default_masks
-from host_sw.regmap import register_map
 from host_sw.uartbone import decode_read_reply, encode_read, encode_write
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.interval_control import MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME
