@@ -420,7 +420,7 @@ def board_summary(out_dir, board: str) -> dict:
 
 
 def board_main(platform_factory, top_factory, *, board: str, description: str,
-               argv=None, directions=None) -> int:
+               argv=None, directions=None, seed: int = 1) -> int:
     """Command line of a board target: ``python -m boards.<board> [--synopsis ..]
     [--no-build] [--build-dir build]``; with ``directions`` (an inline tap's default
     measured directions) also ``--directions``."""
@@ -436,7 +436,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help="only elaborate and write the register map exports")
     parser.add_argument("--router", choices=("router1", "router2"), default="router2",
                         help="nextpnr router (default router2)")
-    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--seed", type=int, default=seed,
+                        help=f"nextpnr placement seed (default {seed})")
     if directions is not None:
         choices = {"both": InlineTapTop.DIRECTIONS,
                    **{d: (d,) for d in InlineTapTop.DIRECTIONS}}
