@@ -32,7 +32,7 @@ it (it sees exactly the frames that leave, in order), and ``inserted_sof`` /
 ``inserted_eof`` mark the first / last beat of each insert input's frames in it.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -140,8 +140,7 @@ class FrameMerger(wiring.Component):
             m.d.comb += first_insert[k].eq(waiting[k] & ~found)
             found = found | waiting[k]
         any_insert = waiting[1:].any()
-        data_grant = Signal(n, init=1)
-        m.d.comb += data_grant.eq(1)
+        data_grant = Const(1, n)
         after_data = Signal(n)          # the choice after a data frame
         after_insert = Signal(n)        # the choice after an inserted frame
         m.d.comb += [

@@ -102,6 +102,8 @@ class HeaderTap(wiring.Component):
         An interval boundary is executed this cycle (only when ``boundary_ok``).
     boundary_ok: Out(1)
         No frame is open and no single-beat frame transfers this cycle (combinational).
+    in_frame: Out(1)
+        A frame is open: its SOF was transferred and its EOF not yet (a register).
     record: Out(TapRecord(window_bytes, ts_bits))
         One record the cycle after each EOF transfer. ``payload.window`` is the window
         register itself and ``payload.frame_class`` is decoded from it: both are valid
@@ -138,6 +140,7 @@ class HeaderTap(wiring.Component):
             "copy": In(1),
             "swap": In(1),
             "boundary_ok": Out(1),
+            "in_frame": Out(1),
             "record": Out(TapRecord(window_bytes, ts_bits)),
             "status": Out(TapStatus(counter_bits)),
         })
@@ -157,7 +160,8 @@ class HeaderTap(wiring.Component):
         m.d.comb += first.eq(~in_frame)
         with m.If(transfer):
             m.d.sync += in_frame.eq(~beat.last)
-        m.d.comb += self.boundary_ok.eq(~in_frame & ~(transfer & beat.last))
+        m.d.comb += [self.boundary_ok.eq(~in_frame & ~(transfer & beat.last)),
+                     self.in_frame.eq(in_frame)]
 
         # -- window capture ------------------------------------------------------------
         # `next_slot` is one-hot: the window slot the next (non-first) beat of the frame

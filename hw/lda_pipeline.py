@@ -379,12 +379,9 @@ class LdaCore(wiring.Component):
 
         # HeaderTap.boundary_ok one cycle ahead, registered (Fmax: the boundary decision
         # then takes registers only): the tap's next beat is in the watch delay line now,
-        # and `tap_open` mirrors the tap's frame-open state.
-        tap_open = Signal()
+        # and its frame-open state next cycle follows from this cycle's.
         tap_idle = Signal(init=1)           # == tap.boundary_ok
-        with m.If(watch_valid):
-            m.d.sync += tap_open.eq(~watch_payload.last)
-        next_open = Mux(watch_valid, ~watch_payload.last, tap_open)
+        next_open = Mux(watch_valid, ~watch_payload.last, tap.in_frame)
         m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next.last))
 
         boundary = Signal()

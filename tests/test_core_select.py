@@ -17,6 +17,7 @@ from host_sw.transport import (ROUTER_CORE_STRIDE, FakeTransport, OffsetTranspor
                                core_word_base, open_transport, open_transports,
                                read_csr_bases, register_fake_device)
 from host_sw.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
+from test_cli_device import ScriptedDevice
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
 OTHER = LdaConfig(banks=1, rows=512, thresholds=(3,))      # core 1 in the info tests
@@ -85,19 +86,6 @@ class RouterBus:
         self._tx.clear()
         for core in self.cores:
             core.reset_bridge()
-
-
-class ScriptedDevice(FakeDevice):
-    """A fake core whose intervals hold the given synopses, in order."""
-
-    def __init__(self, config, synopses=(), **kw):
-        super().__init__(config, **kw)
-        self.queue = list(synopses)
-
-    def swap(self, timestamp=None):
-        if self.frozen is None and self.queue:
-            self.set_active(self.queue.pop(0))
-        super().swap(timestamp)
 
 
 def run(capsys, *argv):

@@ -12,7 +12,6 @@ import random
 import numpy as np
 import pytest
 from amaranth.hdl import Module
-from amaranth.sim import Simulator
 
 from host_sw.config import LdaConfig
 from host_sw.control_frame import (
@@ -25,6 +24,7 @@ from host_sw.uartbone import decode_read_reply, encode_read, encode_write
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.interval_control import MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME
 from hw.lda_pipeline import LdaCore
+from test_hw_interval_export import simulate, wait_until
 
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002
@@ -183,23 +183,6 @@ class Bus:
         raise AssertionError(f"STATUS.{field} never became {value}")
 
 
-async def wait_until(ctx, condition, limit, what):
-    for _ in range(limit):
-        if condition():
-            return
-        await ctx.tick()
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def run(top, main, *background):
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    for bench in background:
-        sim.add_testbench(bench, background=True)
-    sim.add_testbench(main)
-    sim.run()
-
-
 # -- two devices: marker send → lossy channel → marker receive -----------------------------
 
 def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
@@ -278,7 +261,7 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
                      "frames_control"):
             status["s_" + name] = await s_bus.read_reg(ctx, name)
 
-    run(top, main, clock.run, s_src.run, r_src.run, s_out.run, r_out.run, s_bus.run,
+    simulate(top, main, clock.run, s_src.run, r_src.run, s_out.run, r_out.run, s_bus.run,
         r_bus.run)
 
     # Data frames pass both devices unaltered and in order (minus the channel's drops).
@@ -402,7 +385,7 @@ def test_time_mode_boundaries_overrun_and_host_export():
                          3000, "host export")
         results["export_frames"] = await bus.read_reg(ctx, "export_frames")
 
-    run(core, main, clock.run, src.run, out.run, host.run, bus.run)
+    simulate(core, main, clock.run, src.run, out.run, host.run, bus.run)
 
     assert out.frames == [f for f, _ in src.sent]          # nothing inserted in-band
     assert results["seq_before"] == 0
