@@ -22,12 +22,19 @@ width.
 Pipeline (every stage registered, so no long combinational XOR tree):
 
 0. input: the tap's record registered (its window and class are valid for one cycle),
-   the class decoded into the mask select;
-1. mask: the window ANDed with the class's byte mask (IPv6 mask for IPv6 frames, IPv4
-   mask otherwise; for LDS also the flow mask);
-2. XOR tree (:class:`H3Pipeline`): each stage XORs groups of at most ``fan_in`` (8)
-   terms — two LUT4 levels — until one term is left per output bit; a 512-bit window
-   takes 3 stages (about 290 terms → 37 → 5 → 1);
+   with its class's byte masks (IPv6 masks for IPv6 frames, IPv4 masks otherwise; zero
+   masks in cycles without a record);
+1. mask: the window ANDed with the selected byte mask (for LDS also the flow mask);
+2. XOR tree (:class:`H3Pipeline`): stage ``s`` XORs, per output bit, the set terms of one
+   aligned slice of ``4 ** (s + 1)`` input bits — stage 0 one nibble of the window (at
+   most 4 terms: one LUT4), stage 1 four nibble results, and so on; a 512-bit window
+   takes 5 stages (512 → 128 → 32 → 8 → 2 → 1 terms per output bit). Grouping by aligned
+   input slices rather than by runs of an output's terms keeps each window nibble's
+   fan-out (about 32 of the 64 hash bits) inside one cluster of logic: the first grouping
+   (runs of 8 terms) made every window bit reach LUTs of several overlapping groups
+   across the die, with 6.5 ns of routing per net (131.6 MHz for the hasher alone on
+   speed 8, the whole core's critical path), and ABC could not share its XORs (19 700
+   LUTs; now 4 800 and 255 MHz, ``bench/hasher_synth.py``);
 3. RDA only: the bucket hash of each bank, ``H3_rda[l](S(P))`` (64 → 32): the packet hash
    through the nibble S-box (host_sw.hashing.RDA_SBOX, one LUT4 per bit, registered), then
    another :class:`H3Pipeline`.
@@ -68,8 +75,12 @@ class H3Pipeline(wiring.Component):
     out_bits:
         Output width.
     fan_in:
-        Terms XORed per output bit per stage (8: at most two LUT4 levels; with 16, ABC's
-        sharing of sub-XORs between output bits made four levels on ECP5, 212 MHz).
+        Stage ``s`` XORs, per output bit, the set terms of each aligned slice of
+        ``fan_in ** (s + 1)`` input bits, that is at most ``fan_in`` results of the stage
+        before. 4 (one LUT4 per group) measured best: with 8 (two LUT4 levels) ABC shared
+        first-level XORs between output bits, the net between the levels was the critical
+        path and the tree took twice the LUTs (hasher alone on speed 8: 221 MHz and
+        10 500 LUTs with 8, 255 MHz and 4 800 LUTs with 4; ``bench/hasher_synth.py``).
 
     Members
     -------
@@ -79,7 +90,7 @@ class H3Pipeline(wiring.Component):
         ``H3(data)``, :attr:`latency` cycles after ``data``.
     """
 
-    def __init__(self, *, rows, out_bits: int, fan_in: int = 8):
+    def __init__(self, *, rows, out_bits: int, fan_in: int = 4):
         rows = tuple(int(r) for r in rows)
         if not rows:
             raise ValueError("an H3 matrix needs at least one row")
@@ -92,45 +103,48 @@ class H3Pipeline(wiring.Component):
         self.rows = rows
         self.out_bits = out_bits
         self.fan_in = fan_in
-        most_terms = max(sum((r >> o) & 1 for r in rows) for o in range(out_bits))
-        stages, terms = 1, most_terms
-        terms = -(-terms // fan_in)
-        while terms > 1:
-            terms = -(-terms // fan_in)
-            stages += 1
+        # Stage ``s`` XORs, per output bit, the terms of one aligned slice of
+        # ``fan_in ** (s + 1)`` input bits; the tree is done when one slice covers the
+        # whole input.
+        stages, span = 1, fan_in
+        while span < len(rows):
+            stages, span = stages + 1, span * fan_in
         #: Register stages from ``data`` to ``hash`` (at least 1).
         self.latency = stages
         super().__init__({"data": In(len(rows)), "hash": Out(out_bits)})
 
     def elaborate(self, platform):
         m = Module()
-        # Each stage is one vector; a term list is a list of bit indices into it. A group
-        # is XORed as ``Cat(its bits).xor()``.
-        vector = self.data
-        per_bit = [[i for i, r in enumerate(self.rows) if (r >> o) & 1]
+        # A term is (slice position, bit index into its output bit's vector): the input
+        # at stage 0, then that output bit's own stage register (one register per output
+        # bit and stage keeps every expression small for the simulators). A group is the
+        # terms of one aligned slice, XORed as ``Cat(its bits).xor()``.
+        vectors = [self.data] * self.out_bits
+        per_bit = [[(i, i) for i, r in enumerate(self.rows) if (r >> o) & 1]
                    for o in range(self.out_bits)]
         for stage in range(self.latency):
-            next_bits, results = [], []
             for o, terms in enumerate(per_bit):
-                groups = [terms[k:k + self.fan_in] for k in range(0, len(terms), self.fan_in)]
-                indices = []
-                for group in groups or [[]]:
-                    indices.append(len(results))
-                    if not group:
-                        results.append(Const(0, 1))
-                    elif len(group) == 1:
-                        results.append(vector[group[0]])
+                groups = {}
+                for position, index in terms:
+                    groups.setdefault(position // self.fan_in, []).append(index)
+                next_terms, results = [], []
+                for key, group in sorted(groups.items()):
+                    next_terms.append((key, len(results)))
+                    if len(group) == 1:
+                        results.append(vectors[o][group[0]])
                     else:
                         # The group's bits gathered, then XORed: in the exported Verilog a
                         # narrow ^{...}; a masked full-width vector would cost an event-driven
                         # simulator (Icarus) ~20x more per evaluation for the same netlist.
-                        results.append(Cat(*(vector[i] for i in group)).xor())
-                next_bits.append(indices)
-            stage_reg = Signal(len(results), name=f"xor_stage{stage}")
-            m.d.sync += stage_reg.eq(Cat(*results))
-            vector, per_bit = stage_reg, next_bits
+                        results.append(Cat(*(vectors[o][i] for i in group)).xor())
+                if not results:                      # an all-zero column of the matrix
+                    next_terms.append((0, 0))
+                    results.append(Const(0, 1))
+                stage_reg = Signal(len(results), name=f"xor_stage{stage}_bit{o}")
+                m.d.sync += stage_reg.eq(Cat(*results))
+                vectors[o], per_bit[o] = stage_reg, next_terms
         assert all(len(t) == 1 for t in per_bit)
-        m.d.comb += self.hash.eq(Cat(vector[t[0]] for t in per_bit))
+        m.d.comb += self.hash.eq(Cat(vectors[o][0] for o in range(self.out_bits)))
         return m
 
 
@@ -232,38 +246,45 @@ class PacketHasher(wiring.Component):
         m = Module()
         config = self.config
         # Stage 0: the record registered as it is (the tap's window and class are only
-        # valid in the record's cycle), with the class decoded into the mask select.
+        # valid in the record's cycle), with the class's byte masks selected here and
+        # zero without a record. Registering the window only with a record made the
+        # record's valid bit the enable of ~600 flip-flops (a 5 ns net, 191 MHz alone on
+        # speed 8), and a registered class bit selecting 512 mask bits in stage 1 another
+        # (167 MHz): now every stage-0 register loads every clock, and the zero mask keeps
+        # the XOR trees still between records (they switch twice per frame, not on every
+        # beat of the tap's window: less toggling in the FPGA, and an event-driven
+        # simulator such as Icarus evaluates the trees only then).
         rec = Signal(self.record.payload.shape())
         rec_valid = Signal()
         rec_swap = Signal()
-        is_ipv6 = Signal()
         counted = Signal()
-        m.d.sync += [rec_valid.eq(self.record.valid), rec_swap.eq(self.record.swap)]
-        # Loaded only with a record, so the XOR trees switch once per frame, not on every
-        # beat of the tap's window (less toggling in the FPGA, and an event-driven
-        # simulator such as Icarus evaluates the trees once per frame).
-        with m.If(self.record.valid):
-            m.d.sync += [
-                rec.eq(self.record.payload),
-                is_ipv6.eq(self.record.payload.frame_class == FrameClass.IPV6),
-                counted.eq((self.record.payload.frame_class == FrameClass.IPV4)
-                           | (self.record.payload.frame_class == FrameClass.IPV6)),
-            ]
+        packet_mask = Signal(config.window_bytes)
+        flow_mask = Signal(config.window_bytes)
+        frame_class = self.record.payload.frame_class
+        record_is_ipv6 = frame_class == FrameClass.IPV6
+        m.d.sync += [
+            rec_valid.eq(self.record.valid), rec_swap.eq(self.record.swap),
+            rec.eq(self.record.payload),
+            counted.eq((frame_class == FrameClass.IPV4) | record_is_ipv6),
+            packet_mask.eq(Mux(self.record.valid,
+                               Mux(record_is_ipv6, self.mask_packet_ipv6,
+                                   self.mask_packet_ipv4), 0)),
+        ]
+        if self._flow_trees:
+            m.d.sync += flow_mask.eq(Mux(self.record.valid,
+                                         Mux(record_is_ipv6, self.mask_flow_ipv6,
+                                             self.mask_flow_ipv4), 0))
 
         # Stage 1: masked window(s).
         packet_input = Signal(config.window_bytes * 8)
-        m.d.sync += packet_input.eq(
-            rec.window & _mask_bits(Mux(is_ipv6, self.mask_packet_ipv6,
-                                        self.mask_packet_ipv4)))
+        m.d.sync += packet_input.eq(rec.window & _mask_bits(packet_mask))
         m.submodules.packet_tree = self._packet_tree
         m.d.comb += self._packet_tree.data.eq(packet_input)
         packet_hash = self._packet_tree.hash          # at self._packet_latency
 
         if self._flow_trees:
             flow_input = Signal(config.window_bytes * 8)
-            m.d.sync += flow_input.eq(
-                rec.window & _mask_bits(Mux(is_ipv6, self.mask_flow_ipv6,
-                                            self.mask_flow_ipv4)))
+            m.d.sync += flow_input.eq(rec.window & _mask_bits(flow_mask))
             for r, tree in enumerate(self._flow_trees):
                 m.submodules[f"flow_tree_{r}"] = tree
                 m.d.comb += tree.data.eq(flow_input)
