@@ -134,15 +134,17 @@ class RegisterSlice(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         skid_valid = Signal()
-        skid = Signal.like(self.sink.payload)
-        m.d.comb += self.sink.ready.eq(~skid_valid)
+        # The payload registers have no reset (only the valid bits do): they are read
+        # only with their valid bit, and a reset reaching every data bit fans out wide.
+        skid = Signal.like(self.sink.payload, reset_less=True)
+        payload = Signal.like(self.sink.payload, reset_less=True)
+        m.d.comb += [self.sink.ready.eq(~skid_valid), self.source.payload.eq(payload)]
         with m.If(~self.source.valid | self.source.ready):
             # The output register moves: take the skid beat first, else the input.
             with m.If(skid_valid):
-                m.d.sync += [self.source.payload.eq(skid), self.source.valid.eq(1),
-                             skid_valid.eq(0)]
+                m.d.sync += [payload.eq(skid), self.source.valid.eq(1), skid_valid.eq(0)]
             with m.Else():
-                m.d.sync += [self.source.payload.eq(self.sink.payload),
+                m.d.sync += [payload.eq(self.sink.payload),
                              self.source.valid.eq(self.sink.valid)]
         with m.Elif(self.sink.valid & self.sink.ready):
             # Output stalled with a beat held: the beat in flight stays in the skid.

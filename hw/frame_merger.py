@@ -93,7 +93,11 @@ class FrameMerger(wiring.Component):
         in_frame = Signal()             # a frame is open (its first beat was accepted)
         last_was_insert = Signal()      # the last complete frame came from an insert input
         skid_valid = Signal()
-        skid = Signal.like(self.sink.payload)
+        # Payload registers (skid, output, watch copy) have no reset: read only with
+        # their valid bits.
+        skid = Signal.like(self.sink.payload, reset_less=True)
+        out_payload = Signal.like(self.sink.payload, reset_less=True)
+        watch_payload = Signal.like(self.sink.payload, reset_less=True)
 
         payload = Signal.like(self.sink.payload)    # the granted input's beat (AND-OR)
         offered = Signal()                          # ... and its valid
@@ -112,11 +116,12 @@ class FrameMerger(wiring.Component):
 
         # -- output register + skid (hw.frame.RegisterSlice) ---------------------------
         out = self.source
+        m.d.comb += [out.payload.eq(out_payload), self.watch.eq(watch_payload)]
         with m.If(~out.valid | out.ready):
             with m.If(skid_valid):
-                m.d.sync += [out.payload.eq(skid), out.valid.eq(1), skid_valid.eq(0)]
+                m.d.sync += [out_payload.eq(skid), out.valid.eq(1), skid_valid.eq(0)]
             with m.Else():
-                m.d.sync += [out.payload.eq(payload), out.valid.eq(offered)]
+                m.d.sync += [out_payload.eq(payload), out.valid.eq(offered)]
         with m.Elif(accept):
             m.d.sync += skid_valid.eq(1)
         with m.If(~skid_valid):
@@ -126,7 +131,7 @@ class FrameMerger(wiring.Component):
         last = payload.last
         m.d.sync += [
             self.watch_valid.eq(accept),
-            self.watch.eq(payload),
+            watch_payload.eq(payload),
             self.inserted_sof.eq(Cat(accept & grant[k] & ~in_frame for k in range(1, n))),
             self.inserted_eof.eq(Cat(accept & grant[k] & last for k in range(1, n))),
         ]

@@ -189,9 +189,14 @@ class HeaderTap(wiring.Component):
         checks = {12: (ETHERTYPE_IPV4 >> 8, ETHERTYPE_IPV6 >> 8, ETHERTYPE_CONTROL >> 8),
                   13: (ETHERTYPE_IPV4 & 0xFF, ETHERTYPE_IPV6 & 0xFF,
                        ETHERTYPE_CONTROL & 0xFF)}
-        byte_is = {p: Signal(len(c), name=f"byte{p}_is") for p, c in checks.items()}
-        version_is = Signal(2)          # byte 14's high nibble is 4 / 6
-        window = Signal(wbytes * 8)
+        byte_is = {p: Signal(len(c), name=f"byte{p}_is", reset_less=True)
+                   for p, c in checks.items()}
+        version_is = Signal(2, reset_less=True)          # byte 14's high nibble is 4 / 6
+        # Data registers (the window, its flags, the record's fields) have no reset: an
+        # SOF rewrites every slot and flag, and the record's fields are read only with
+        # its (reset) valid bit; a reset reaching them made the reset net ~600 flip-flops
+        # larger.
+        window = Signal(wbytes * 8, reset_less=True)
         for j in range(slots):
             lo, hi = j * lanes, min((j + 1) * lanes, wbytes)
             slot = window[lo * 8:hi * 8]
@@ -229,18 +234,18 @@ class HeaderTap(wiring.Component):
             short_keep = ~beat.keep.bit_select(index, 1)
         m.d.comb += runt.eq(Mux(short_now == 0, 0, Mux(short_now > lanes, 1, short_keep)))
 
-        sof_timestamp = Signal(self.ts_bits)
-        sof_copy = Signal()
+        sof_timestamp = Signal(self.ts_bits, reset_less=True)
+        sof_copy = Signal(reset_less=True)
         with m.If(transfer & first):
             m.d.sync += [sof_timestamp.eq(self.now), sof_copy.eq(self.copy)]
 
         # -- record (registered at EOF) ------------------------------------------------
         rec_valid = Signal()
         rec_swap = Signal()
-        rec_error = Signal()
-        rec_runt = Signal()
-        rec_timestamp = Signal(self.ts_bits)
-        rec_copy = Signal()
+        rec_error = Signal(reset_less=True)
+        rec_runt = Signal(reset_less=True)
+        rec_timestamp = Signal(self.ts_bits, reset_less=True)
+        rec_copy = Signal(reset_less=True)
         eof = transfer & beat.last
         m.d.sync += [rec_valid.eq(eof), rec_swap.eq(self.swap)]
         with m.If(eof):
