@@ -167,7 +167,7 @@ class BytePacker(wiring.Component):
         positions, slots = N // g, N // lanes
         item = self.items.payload
 
-        ring = Signal(8 * N)
+        ring = Signal(8 * N, reset_less=True)     # data: read only at valid positions
         # one-hot: the next item goes at g * index
         wpos = [Signal(positions, init=1, name="wpos")]
         # one-hot: the next beat is this slot (a copy per lane group, see below)
@@ -197,7 +197,8 @@ class BytePacker(wiring.Component):
                   for q in range(groups)]
         beat_layout = frame_beat_layout(self.data_width)
         held = [Signal(name=f"held_{j}") for j in range(2)]
-        beats = [Signal(beat_layout, name=f"beat_{j}") for j in range(2)]
+        beats = [Signal(beat_layout, name=f"beat_{j}", reset_less=True)     # with held
+                 for j in range(2)]
         put = Signal()                        # the register a pop fills
         take_at = [Signal(name=f"take_at_{q}") for q in range(groups)]    # the head
         room = Signal(init=1)
@@ -428,21 +429,30 @@ class MarkerFrameSource(wiring.Component):
             "config_id": self.config_id, "word_chunks": self.config.layout.chunks,
             "timestamp": req.timestamp})
         total_bits = 8 * lanes * self.beats
-        frame = Signal(total_bits)          # the rest of the frame, next beat at bit 0
+        # the rest of the frame, next beat at bit 0 (data: read while `remaining`)
+        frame = Signal(total_bits, reset_less=True)
         remaining = Signal(range(self.beats + 1))
         last_keep = (1 << (MARKER_FRAME_BYTES - lanes * (self.beats - 1))) - 1
 
         # The frame register shifts behind a skid buffer: its wide enable sees a
-        # registered ready, not the inserters' combinational one.
+        # registered ready, not the inserters' combinational one. While no frame is
+        # being sent (`idle`, a register equal to ``remaining == 0``) it follows the
+        # header every cycle, so it holds the request's header after the transfer
+        # without the request's valid in its load select (that select reached ~250
+        # flip-flops through three LUT levels: the whole core's critical path).
         m.submodules.slice = out = RegisterSlice(data_width=w)
         connect(m, out.source, flipped(self.source))
-        m.d.comb += self.request.ready.eq(remaining == 0)
-        with m.If(self.request.valid & self.request.ready):
-            m.d.sync += [frame.eq(header), remaining.eq(self.beats)]
-        with m.Elif(out.sink.valid & out.sink.ready):
-            m.d.sync += [frame.eq(frame >> w), remaining.eq(remaining - 1)]
+        idle = Signal(init=1)
+        m.d.comb += self.request.ready.eq(idle)
+        with m.If(idle):
+            m.d.sync += frame.eq(header)
+            with m.If(self.request.valid):
+                m.d.sync += [remaining.eq(self.beats), idle.eq(0)]
+        with m.Elif(out.sink.ready):
+            m.d.sync += [frame.eq(frame >> w), remaining.eq(remaining - 1),
+                         idle.eq(remaining == 1)]
         m.d.comb += [
-            out.sink.valid.eq(remaining != 0),
+            out.sink.valid.eq(~idle),
             out.sink.payload.data.eq(frame[:w]),
             out.sink.payload.last.eq(remaining == 1),
             out.sink.payload.keep.eq(Mux(remaining == 1, last_keep, (1 << lanes) - 1)),
