@@ -152,6 +152,17 @@ def _reg_field(port, name="value"):
     return getattr(port.value, name)
 
 
+def _config_copy(m: Module, value, name: str):
+    """A registered copy of a configuration register's value, for a block far from the
+    CSR bank (Fmax: the CSR bank's stored registers sit beside the bus logic, and a
+    4 ns route from one straight into the interval timer's 64-bit adder was the whole
+    core's critical path, 136.7 MHz). The copy follows one cycle later; write strobes
+    that go with the value are delayed alike by the caller."""
+    copy = Signal(value.shape(), name=name, reset_less=True)
+    m.d.sync += copy.eq(value)
+    return copy
+
+
 class LdaCore(wiring.Component):
     """The measurement core: pass-through, measurement pipeline, counters and CSR bus.
 
@@ -295,20 +306,20 @@ class LdaCore(wiring.Component):
         connect(m, selector.request, counters.update)
         m.d.comb += counters.swap.eq(selector.swap)
 
-        masks = csr.masks.value
+        masks = _config_copy(m, csr.masks.value, "masks_copy")
         m.d.comb += [hasher.mask_packet_ipv4.eq(masks.packet_ipv4),
                      hasher.mask_packet_ipv6.eq(masks.packet_ipv6)]
         if isinstance(config, LdsConfig):
             m.d.comb += [hasher.mask_flow_ipv4.eq(masks.flow_ipv4),
                          hasher.mask_flow_ipv6.eq(masks.flow_ipv6)]
+        if isinstance(config, (LdaConfig, LdsConfig)):
+            thresholds = _config_copy(m, csr.thresholds.value, "thresholds_copy")
         if isinstance(config, LdaConfig):
             for j in range(config.banks):
-                m.d.comb += selector.thresholds[j].eq(
-                    getattr(csr.thresholds.value, f"bank{j}"))
+                m.d.comb += selector.thresholds[j].eq(getattr(thresholds, f"bank{j}"))
         if isinstance(config, LdsConfig):
             for r in range(config.rows):
-                m.d.comb += selector.row_thresholds[r].eq(
-                    getattr(csr.thresholds.value, f"row{r}"))
+                m.d.comb += selector.row_thresholds[r].eq(getattr(thresholds, f"row{r}"))
 
         # Timebase over the bus: reads show the running count, writes set it.
         m.d.comb += [
@@ -341,25 +352,34 @@ class LdaCore(wiring.Component):
 
         # -- interval control: boundaries (IntervalControl), swap / overrun --------------
         m.submodules.interval_control = ic = IntervalControl(data_width=w)
-        mode = csr.interval_mode.value
+        # Configuration copies beside their users; the rearm strobe follows them.
+        mode = _config_copy(m, csr.interval_mode.value, "interval_mode_copy")
+        rearm = Signal()
+        m.d.sync += rearm.eq(csr.interval_mode.written | csr.interval_ticks.written
+                             | csr.interval_start.written)
+        config_id = _config_copy(m, csr.config_id.value, "config_id_copy")
+        local_mac = _config_copy(m, csr.local_mac.value.mac, "local_mac_copy")
+        export_dst_mac = _config_copy(m, csr.export_dst_mac.value.mac, "export_dst_mac_copy")
         m.d.comb += [
             ic.mode.eq(mode.mode),
-            ic.rearm.eq(csr.interval_mode.written | csr.interval_ticks.written
-                        | csr.interval_start.written),
-            ic.interval_ticks.eq(csr.interval_ticks.value.ticks),
-            ic.interval_start.eq(csr.interval_start.value.ticks),
+            ic.rearm.eq(rearm),
+            ic.interval_ticks.eq(_config_copy(m, csr.interval_ticks.value.ticks,
+                                              "interval_ticks_copy")),
+            ic.interval_start.eq(_config_copy(m, csr.interval_start.value.ticks,
+                                              "interval_start_copy")),
             ic.now.eq(timebase.now),
             ic.swap.eq(csr.control.value.swap),
-            ic.config_id.eq(csr.config_id.value),
-            ic.marker_src_mac.eq(csr.marker_src_mac.value.mac),
+            ic.config_id.eq(config_id),
+            ic.marker_src_mac.eq(_config_copy(m, csr.marker_src_mac.value.mac,
+                                              "marker_src_mac_copy")),
             # the merger's watch copy, which the tap sees one cycle later
             ic.watch.valid.eq(merger.watch_valid),
             ic.watch.ready.eq(1),
             ic.watch.payload.eq(merger.watch),
             ic.marker_sent.eq(merger.inserted_sof[0]),
-            markers.src_mac.eq(csr.local_mac.value.mac),
-            markers.dst_mac.eq(csr.export_dst_mac.value.mac),
-            markers.config_id.eq(csr.config_id.value),
+            markers.src_mac.eq(local_mac),
+            markers.dst_mac.eq(export_dst_mac),
+            markers.config_id.eq(config_id),
         ]
         connect(m, ic.marker, markers.request)
 
@@ -477,8 +497,8 @@ class LdaCore(wiring.Component):
             exporter.flags.eq(interval_flags[frozen]),
             exporter.timestamp.eq(interval_timestamp[frozen]),
             exporter.config_id.eq(interval_config_id[frozen]),
-            exporter.src_mac.eq(csr.local_mac.value.mac),
-            exporter.dst_mac.eq(csr.export_dst_mac.value.mac),
+            exporter.src_mac.eq(local_mac),
+            exporter.dst_mac.eq(export_dst_mac),
             exporter.to_inband.eq(mode.export_inband),
             exporter.to_host.eq(mode.export_host),
             exporter.auto_release.eq(mode.auto_release),
