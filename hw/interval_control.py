@@ -50,6 +50,9 @@ frame's SOF, so that frame already belongs to the new interval (``hw.lda_pipelin
 ``LdaCore.TAP_WATCH_DELAY``).
 """
 
+import operator
+from functools import reduce
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -330,14 +333,18 @@ class IntervalControl(wiring.Component):
 
         # Registered boundary requests (modes 0-2).
         reg_boundary = Signal()
-        reg_seq = Signal(SEQ_BITS)
-        reg_flags = Signal(8)
-        reg_timestamp = Signal(TS_BITS)
-        m.d.sync += reg_boundary.eq(0)
+        reg_seq = Signal(SEQ_BITS, reset_less=True)         # read with reg_boundary
+        reg_flags = Signal(8, reset_less=True)
+        reg_timestamp = Signal(TS_BITS, reset_less=True)
 
-        def request(new_seq, flags, timestamp):
-            m.d.sync += [reg_boundary.eq(1), reg_seq.eq(new_seq), reg_flags.eq(flags),
-                         reg_timestamp.eq(timestamp), self.seq.eq(new_seq)]
+        # A request's fields are the current mode's candidates, which the request
+        # registers load every clock (below): only `reg_boundary` and `seq` depend on the
+        # decision that a request happens (Fmax: that decision was the enable of ~100
+        # flip-flops, the whole core's critical path at 135 MHz).
+        fire = []
+
+        def request(condition):
+            fire.append(condition)
 
         # Mode 2: one marker at a time: requested (valid until the source takes it), then
         # awaiting its first beat on the output.
@@ -356,13 +363,11 @@ class IntervalControl(wiring.Component):
         m.d.sync += [mode_manual.eq(self.mode == MODE_MANUAL),
                      mode_time.eq(self.mode == MODE_TIME),
                      mode_send.eq(self.mode == MODE_MARKER_SEND)]
-        with m.If(mode_manual & self.swap):
-            request(self.seq + 1, 0, self.now)
-        with m.If(mode_time & timer.tick):
-            request(timer.index, int(IntervalFlags.TIME_MODE), timer.at)
+        request(mode_manual & self.swap)
+        request(mode_time & timer.tick)
         with m.If(mode_send & awaiting_sof & self.marker_sent):
             m.d.sync += self.markers_sent.eq(self.markers_sent + 1)
-            request(self.seq + 1, 0, marker_ts)
+        request(mode_send & awaiting_sof & self.marker_sent)
         # The marker handshake's next state, computed once: the registers take it, and
         # so does `marker_free` (no marker requested or in flight), a register that
         # equals ~marker_valid & ~awaiting_sof. The marker's fields follow the current
@@ -401,9 +406,30 @@ class IntervalControl(wiring.Component):
                      marker_time.eq(mw.timestamp)]
         with m.If(accepted):
             m.d.sync += [self.markers_accepted.eq(self.markers_accepted + 1)]
-            request(next_seq, Mux(gap, int(IntervalFlags.SEQUENCE_GAP), 0), marker_time)
             with m.If(gap):
                 m.d.sync += self.sequence_gaps.eq(self.sequence_gaps + 1)
+        request(accepted)
+
+        # The candidates, chosen by the (registered, one-hot) mode alone.
+        cand_seq = Signal(SEQ_BITS)
+        cand_flags = Signal(8)
+        cand_timestamp = Signal(TS_BITS)
+        with m.If(mode_time):
+            m.d.comb += [cand_seq.eq(timer.index), cand_flags.eq(int(IntervalFlags.TIME_MODE)),
+                         cand_timestamp.eq(timer.at)]
+        with m.Elif(receiving):
+            m.d.comb += [cand_seq.eq(next_seq),
+                         cand_flags.eq(Mux(gap, int(IntervalFlags.SEQUENCE_GAP), 0)),
+                         cand_timestamp.eq(marker_time)]
+        with m.Elif(mode_send):
+            m.d.comb += [cand_seq.eq(self.seq + 1), cand_timestamp.eq(marker_ts)]
+        with m.Else():
+            m.d.comb += [cand_seq.eq(self.seq + 1), cand_timestamp.eq(self.now)]
+        fired = reduce(operator.or_, fire)
+        m.d.sync += [reg_boundary.eq(fired), reg_seq.eq(cand_seq),
+                     reg_flags.eq(cand_flags), reg_timestamp.eq(cand_timestamp)]
+        with m.If(fired):
+            m.d.sync += self.seq.eq(cand_seq)
         with m.If(rejected):
             m.d.sync += self.markers_rejected.eq(self.markers_rejected + 1)
 
