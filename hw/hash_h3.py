@@ -21,11 +21,11 @@ width.
 
 Pipeline (every stage registered, so no long combinational XOR tree):
 
-0. input: the tap's record registered (its window and class are valid for one cycle),
-   with its class's byte masks (IPv6 masks for IPv6 frames, IPv4 masks otherwise; zero
-   masks in cycles without a record);
-1. mask: the window ANDed with the selected byte mask (for LDS also the flow mask);
-2. XOR tree (:class:`H3Pipeline`): stage ``s`` XORs, per output bit, the set terms of one
+0. input: the tap's record registered (its window and class are valid for one cycle);
+1. select: the window again, with its class's byte masks (IPv6 masks for IPv6 frames,
+   IPv4 masks otherwise; zero masks in cycles without a record);
+2. mask: the window ANDed with the selected byte mask (for LDS also the flow mask);
+3. XOR tree (:class:`H3Pipeline`): stage ``s`` XORs, per output bit, the set terms of one
    aligned slice of ``4 ** (s + 1)`` input bits — stage 0 one nibble of the window (at
    most 4 terms: one LUT4), stage 1 four nibble results, and so on; a 512-bit window
    takes 5 stages (512 → 128 → 32 → 8 → 2 → 1 terms per output bit). Grouping by aligned
@@ -35,7 +35,7 @@ Pipeline (every stage registered, so no long combinational XOR tree):
    across the die, with 6.5 ns of routing per net (131.6 MHz for the hasher alone on
    speed 8, the whole core's critical path), and ABC could not share its XORs (19 700
    LUTs; now 4 800 and 255 MHz, ``bench/hasher_synth.py``);
-3. RDA only: the bucket hash of each bank, ``H3_rda[l](S(P))`` (64 → 32): the packet hash
+4. RDA only: the bucket hash of each bank, ``H3_rda[l](S(P))`` (64 → 32): the packet hash
    through the nibble S-box (host_sw.hashing.RDA_SBOX, one LUT4 per bit, registered), then
    another :class:`H3Pipeline`.
 
@@ -227,13 +227,13 @@ class PacketHasher(wiring.Component):
             self._flow_trees = [
                 H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
                            out_bits=32) for r in range(config.rows)]
-        packet_latency = 2 + self._packet_tree.latency   # input and mask stages + tree
+        packet_latency = 3 + self._packet_tree.latency   # input, mask, masked + tree
         if self._bucket_trees:
             # + 1: the registered S-box stage in front of the bucket trees
             packet_latency_total = packet_latency + 1 + self._bucket_trees[0].latency
         else:
             packet_latency_total = packet_latency
-        flow_latency = 2 + max((t.latency for t in self._flow_trees), default=0)
+        flow_latency = 3 + max((t.latency for t in self._flow_trees), default=0)
         self._packet_latency = packet_latency
         #: Cycles from ``record`` to ``hashed``.
         self.latency = max(packet_latency_total, flow_latency)
@@ -252,52 +252,55 @@ class PacketHasher(wiring.Component):
         m = Module()
         config = self.config
         # Stage 0: the record registered as it is (the tap's window and class are only
-        # valid in the record's cycle), with the class's byte masks selected here and
-        # zero without a record. Registering the window only with a record made the
-        # record's valid bit the enable of ~600 flip-flops (a 5 ns net, 191 MHz alone on
-        # speed 8), and a registered class bit selecting 512 mask bits in stage 1 another
-        # (167 MHz): now every stage-0 register loads every clock, and the zero mask keeps
+        # valid in the record's cycle). Stage 1: the window again, with the class's byte
+        # masks (zero without a record). Stage 2: the masked window(s).
+        #
+        # Why so: registering the window only with a record made the record's valid bit
+        # the enable of ~600 flip-flops (a 5 ns net, 191 MHz alone on speed 8); a
+        # registered class bit selecting 512 mask bits in the mask stage was another
+        # (167 MHz); and selecting the masks straight from the tap's class (computed in
+        # the record's cycle from its flags) was five LUT levels (157 MHz, the whole
+        # core's critical path). Every register loads every clock, and the zero mask keeps
         # the XOR trees still between records (they switch twice per frame, not on every
         # beat of the tap's window: less toggling in the FPGA, and an event-driven
-        # simulator such as Icarus evaluates the trees only then).
-        # Only the valid bit (and swap, in order with it) is reset: every other register
-        # here is data qualified by it (see ``delayed``).
+        # simulator such as Icarus evaluates the trees only then). Only the valid bit (and
+        # swap, in order with it) is reset: every other register here is data qualified
+        # by it (see ``delayed``).
         rec = Signal(self.record.payload.shape(), reset_less=True)
         rec_valid = Signal()
         rec_swap = Signal()
+        m.d.sync += [rec_valid.eq(self.record.valid), rec_swap.eq(self.record.swap),
+                     rec.eq(self.record.payload)]
+
+        window = Signal(config.window_bytes * 8, reset_less=True)
         counted = Signal(reset_less=True)
         packet_mask = Signal(config.window_bytes, reset_less=True)
         flow_mask = Signal(config.window_bytes, reset_less=True)
-        frame_class = self.record.payload.frame_class
-        record_is_ipv6 = frame_class == FrameClass.IPV6
+        is_ipv6 = rec.frame_class == FrameClass.IPV6
         m.d.sync += [
-            rec_valid.eq(self.record.valid), rec_swap.eq(self.record.swap),
-            rec.eq(self.record.payload),
-            counted.eq((frame_class == FrameClass.IPV4) | record_is_ipv6),
-            packet_mask.eq(Mux(self.record.valid,
-                               Mux(record_is_ipv6, self.mask_packet_ipv6,
-                                   self.mask_packet_ipv4), 0)),
+            window.eq(rec.window),
+            counted.eq((rec.frame_class == FrameClass.IPV4) | is_ipv6),
+            packet_mask.eq(Mux(rec_valid, Mux(is_ipv6, self.mask_packet_ipv6,
+                                              self.mask_packet_ipv4), 0)),
         ]
         if self._flow_trees:
-            m.d.sync += flow_mask.eq(Mux(self.record.valid,
-                                         Mux(record_is_ipv6, self.mask_flow_ipv6,
-                                             self.mask_flow_ipv4), 0))
+            m.d.sync += flow_mask.eq(Mux(rec_valid, Mux(is_ipv6, self.mask_flow_ipv6,
+                                                        self.mask_flow_ipv4), 0))
 
-        # Stage 1: masked window(s).
         packet_input = Signal(config.window_bytes * 8, reset_less=True)
-        m.d.sync += packet_input.eq(rec.window & _mask_bits(packet_mask))
+        m.d.sync += packet_input.eq(window & _mask_bits(packet_mask))
         m.submodules.packet_tree = self._packet_tree
         m.d.comb += self._packet_tree.data.eq(packet_input)
         packet_hash = self._packet_tree.hash          # at self._packet_latency
 
         if self._flow_trees:
             flow_input = Signal(config.window_bytes * 8, reset_less=True)
-            m.d.sync += flow_input.eq(rec.window & _mask_bits(flow_mask))
+            m.d.sync += flow_input.eq(window & _mask_bits(flow_mask))
             for r, tree in enumerate(self._flow_trees):
                 m.submodules[f"flow_tree_{r}"] = tree
                 m.d.comb += tree.data.eq(flow_input)
                 m.d.comb += self.hashed.payload.flow_hash[r].eq(
-                    delayed(m, tree.hash, self.latency - 2 - tree.latency,
+                    delayed(m, tree.hash, self.latency - 3 - tree.latency,
                             name=f"flow_hash_{r}", reset_less=True))
 
         if self._bucket_trees:
@@ -322,11 +325,10 @@ class PacketHasher(wiring.Component):
         # data not.
         control = Signal(data.StructLayout({"valid": 1, "swap": 1}))
         side = Signal(data.StructLayout({
-            "frame_class": FRAME_CLASS_BITS, "counted": 1,
-            "timestamp": config.ts_bits, "copy": 1}))
+            "frame_class": FRAME_CLASS_BITS, "timestamp": config.ts_bits, "copy": 1}))
         m.d.comb += [
             control.valid.eq(rec_valid), control.swap.eq(rec_swap),
-            side.frame_class.eq(rec.frame_class), side.counted.eq(counted),
+            side.frame_class.eq(rec.frame_class),
             side.timestamp.eq(rec.timestamp), side.copy.eq(rec.copy),
         ]
         control_out = delayed(m, control, self.latency - 1, name="control")
@@ -334,7 +336,8 @@ class PacketHasher(wiring.Component):
         m.d.comb += [
             self.hashed.valid.eq(control_out.valid), self.hashed.swap.eq(control_out.swap),
             self.hashed.payload.frame_class.eq(side_out.frame_class),
-            self.hashed.payload.counted.eq(side_out.counted),
+            self.hashed.payload.counted.eq(delayed(m, counted, self.latency - 2,
+                                                   name="counted", reset_less=True)),
             self.hashed.payload.timestamp.eq(side_out.timestamp),
             self.hashed.payload.copy.eq(side_out.copy),
         ]
