@@ -235,8 +235,9 @@ def main(argv=None) -> int:
                         help="reuse netlists and reports already in the build folder")
     parser.add_argument("--collect", action="store_true",
                         help="only gather the results already in the build folder")
-    parser.add_argument("--placer", choices=("heap", "static", "sa"), default=None,
-                        help="nextpnr placer (its default: heap)")
+    parser.add_argument("--placer", choices=("heap", "static", "sa"), default="static",
+                        help="nextpnr placer (static: the whole core did not route at "
+                             "200-300 MHz with nextpnr's default, heap)")
     parser.add_argument("--placer-density", type=float, default=None,
                         help="heap placer's maximum placement density "
                              "(--placer-heap-beta; nextpnr's default 0.9)")
