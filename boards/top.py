@@ -420,7 +420,7 @@ def board_summary(out_dir, board: str) -> dict:
 
 
 def board_main(platform_factory, top_factory, *, board: str, description: str,
-               argv=None, directions=None, seed: int = 1) -> int:
+               argv=None, directions=None, seed: int = 1, placer: str = "heap") -> int:
     """Command line of a board target: ``python -m boards.<board> [--synopsis ..]
     [--no-build] [--build-dir build]``; with ``directions`` (an inline tap's default
     measured directions) also ``--directions``."""
@@ -438,6 +438,9 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help="nextpnr router (default router2)")
     parser.add_argument("--seed", type=int, default=seed,
                         help=f"nextpnr placement seed (default {seed})")
+    parser.add_argument("--placer", choices=("heap", "static"), default=placer,
+                        help=f"nextpnr placer (default {placer}; static routed the whole "
+                             f"core at constraints where heap did not)")
     if directions is not None:
         choices = {"both": InlineTapTop.DIRECTIONS,
                    **{d: (d,) for d in InlineTapTop.DIRECTIONS}}
@@ -459,7 +462,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     try:
         summary = build_board(platform_factory(), top, board=board,
                               build_dir=args.build_dir, do_build=not args.no_build,
-                              nextpnr_opts=f"--router {args.router} --seed {args.seed}")
+                              nextpnr_opts=f"--router {args.router} --seed {args.seed} "
+                                           f"--placer {args.placer}")
     except ToolchainMissing as exc:
         print(f"python -m boards.{board}: {exc}", file=sys.stderr)
         return 2
