@@ -44,21 +44,26 @@ def request_signature(config):
 
 def leading_zeros_pipelined(m: Module, word, *, name: str = "lz"):
     """Leading zeros (0..32) of a 32-bit ``word`` in two register stages: per byte, then
-    the combination. Returns the register holding the count (valid 2 cycles later)."""
+    the combination. Returns the register holding the count (valid 2 cycles later).
+
+    The registers have no reset (data, qualified by the caller's valid): with one, Yosys
+    folded the reset into the priority logic it maps onto the flip-flops' set/reset
+    input, and the reset net's route plus four LUT levels was the whole core's critical
+    path (159 MHz)."""
     assert len(word) == 32
     byte_lz = []
     byte_nonzero = []
     for b in range(4):
         byte = word[8 * b:8 * b + 8]
-        lz = Signal(range(9), name=f"{name}_byte{b}")
-        nz = Signal(name=f"{name}_nonzero{b}")
+        lz = Signal(range(9), name=f"{name}_byte{b}", reset_less=True)
+        nz = Signal(name=f"{name}_nonzero{b}", reset_less=True)
         value = Const(8, range(9))
         for bit in range(8):                # the highest set bit wins
             value = Mux(byte[bit], 7 - bit, value)
         m.d.sync += [lz.eq(value), nz.eq(byte.any())]
         byte_lz.append(lz)
         byte_nonzero.append(nz)
-    count = Signal(range(33), name=name)
+    count = Signal(range(33), name=name, reset_less=True)
     value = Const(32, range(33))
     for b in range(4):                      # the most significant non-zero byte wins
         value = Mux(byte_nonzero[b], (3 - b) * 8 + byte_lz[b], value)
