@@ -145,8 +145,11 @@ class H3Pipeline(wiring.Component):
                 if not results:                      # an all-zero column of the matrix
                     next_terms.append((0, 0))
                     results.append(Const(0, 1))
-                stage_reg = Signal(len(results), name=f"xor_stage{stage}_bit{o}",
-                                   reset_less=True)
+                # With a reset (unlike the hasher's other data registers): Amaranth's
+                # Verilog puts a reset-less register's whole expression inside its clocked
+                # block, which Icarus evaluates at every clock edge — for these trees a
+                # 6x slower simulation of the core (bench/sim_speed.py).
+                stage_reg = Signal(len(results), name=f"xor_stage{stage}_bit{o}")
                 m.d.sync += stage_reg.eq(Cat(*results))
                 vectors[o], per_bit[o] = stage_reg, next_terms
         assert all(len(t) == 1 for t in per_bit)
