@@ -34,7 +34,7 @@ Pipeline (every stage registered, so no long combinational XOR tree):
    (runs of 8 terms) made every window bit reach LUTs of several overlapping groups
    across the die, with 6.5 ns of routing per net (131.6 MHz for the hasher alone on
    speed 8, the whole core's critical path), and ABC could not share its XORs (19 700
-   LUTs; now 4 800 and 255 MHz, ``bench/hasher_synth.py``);
+   LUTs; now 4 800 LUTs and 290 MHz, ``bench/hasher_synth.py``);
 4. RDA only: the bucket hash of each bank, ``H3_rda[l](S(P))`` (64 → 32): the packet hash
    through the nibble S-box (host_sw.hashing.RDA_SBOX, one LUT4 per bit, registered), then
    another :class:`H3Pipeline`.
@@ -230,7 +230,7 @@ class PacketHasher(wiring.Component):
             self._flow_trees = [
                 H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
                            out_bits=32) for r in range(config.rows)]
-        packet_latency = 3 + self._packet_tree.latency   # input, mask, masked + tree
+        packet_latency = 3 + self._packet_tree.latency   # input, select, mask + tree
         if self._bucket_trees:
             # + 1: the registered S-box stage in front of the bucket trees
             packet_latency_total = packet_latency + 1 + self._bucket_trees[0].latency
