@@ -50,9 +50,6 @@ frame's SOF, so that frame already belongs to the new interval (``hw.lda_pipelin
 ``LdaCore.TAP_WATCH_DELAY``).
 """
 
-import operator
-from functools import reduce
-
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -341,10 +338,6 @@ class IntervalControl(wiring.Component):
         # registers load every clock (below): only `reg_boundary` and `seq` depend on the
         # decision that a request happens (Fmax: that decision was the enable of ~100
         # flip-flops, the whole core's critical path at 135 MHz).
-        fire = []
-
-        def request(condition):
-            fire.append(condition)
 
         # Mode 2: one marker at a time: requested (valid until the source takes it), then
         # awaiting its first beat on the output.
@@ -363,11 +356,9 @@ class IntervalControl(wiring.Component):
         m.d.sync += [mode_manual.eq(self.mode == MODE_MANUAL),
                      mode_time.eq(self.mode == MODE_TIME),
                      mode_send.eq(self.mode == MODE_MARKER_SEND)]
-        request(mode_manual & self.swap)
-        request(mode_time & timer.tick)
-        with m.If(mode_send & awaiting_sof & self.marker_sent):
+        marker_went = mode_send & awaiting_sof & self.marker_sent
+        with m.If(marker_went):
             m.d.sync += self.markers_sent.eq(self.markers_sent + 1)
-        request(mode_send & awaiting_sof & self.marker_sent)
         # The marker handshake's next state, computed once: the registers take it, and
         # so does `marker_free` (no marker requested or in flight), a register that
         # equals ~marker_valid & ~awaiting_sof. The marker's fields follow the current
@@ -408,7 +399,6 @@ class IntervalControl(wiring.Component):
             m.d.sync += [self.markers_accepted.eq(self.markers_accepted + 1)]
             with m.If(gap):
                 m.d.sync += self.sequence_gaps.eq(self.sequence_gaps + 1)
-        request(accepted)
 
         # The candidates, chosen by the (registered, one-hot) mode alone.
         cand_seq = Signal(SEQ_BITS)
@@ -425,7 +415,7 @@ class IntervalControl(wiring.Component):
             m.d.comb += [cand_seq.eq(self.seq + 1), cand_timestamp.eq(marker_ts)]
         with m.Else():
             m.d.comb += [cand_seq.eq(self.seq + 1), cand_timestamp.eq(self.now)]
-        fired = reduce(operator.or_, fire)
+        fired = (mode_manual & self.swap) | (mode_time & timer.tick) | marker_went | accepted
         m.d.sync += [reg_boundary.eq(fired), reg_seq.eq(cand_seq),
                      reg_flags.eq(cand_flags), reg_timestamp.eq(cand_timestamp)]
         with m.If(fired):
