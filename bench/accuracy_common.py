@@ -3,7 +3,7 @@
 CSV writing, a plain-text summary table, the machine description, relative errors and
 per-seed packet hashes.
 
-Data flow (``DESIGN.md``): simulated scenarios (:mod:`host_sw.channel`) ► golden model
+Data flow (``DESIGN.md``): simulated scenarios (:mod:`host_sw.model.channel`) ► golden model
 ► estimators ► **accuracy benchmarks** ► CSV/PNG in ``bench/out/accuracy/`` and the
 tables of ``docs/ACCURACY.md``.
 """
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from host_sw.config import SynopsisConfig  # noqa: E402
-from host_sw.golden import PacketHashes  # noqa: E402
+from host_sw.contracts.config import SynopsisConfig  # noqa: E402
+from host_sw.model.golden import PacketHashes  # noqa: E402
 
 DEFAULT_OUT = ROOT / "bench" / "out" / "accuracy"
 
@@ -89,7 +89,7 @@ def format_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
 def packet_hashes(trace, config: SynopsisConfig) -> np.ndarray:
     """The 64-bit packet hash of every packet of ``trace`` under ``config`` (uint64).
 
-    :meth:`host_sw.traffic.Trace.hashes` caches the full-trace hashes per configuration;
+    :meth:`host_sw.model.traffic.Trace.hashes` caches the full-trace hashes per configuration;
     the benchmarks hash one trace under tens of configurations (one per seed), so the
     cache is cleared again to keep memory flat.
     """
@@ -99,7 +99,7 @@ def packet_hashes(trace, config: SynopsisConfig) -> np.ndarray:
 
 
 def select(packet: np.ndarray, indices: np.ndarray) -> PacketHashes:
-    """:class:`~host_sw.golden.PacketHashes` of the packets ``indices`` of a trace whose
+    """:class:`~host_sw.model.golden.PacketHashes` of the packets ``indices`` of a trace whose
     packet hashes are ``packet`` (every frame of a synthetic trace is counted)."""
     return PacketHashes(packet[indices])
 

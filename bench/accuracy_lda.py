@@ -2,8 +2,8 @@
 """LDA accuracy: the LDA paper's Figs. 4, 5 and 6 (Kompella et al., §IV-A, B, C)
 reproduced with our golden model and estimators.
 
-Data flow (``DESIGN.md``): :class:`host_sw.channel.Scenario` (fast-mode trace, delays,
-loss, exact truth) ► :func:`host_sw.golden.update` (sender and receiver synopses) ►
+Data flow (``DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, delays,
+loss, exact truth) ► :func:`host_sw.model.golden.update` (sender and receiver synopses) ►
 :func:`host_sw.estimators.lda.estimate_lda` / :func:`host_sw.estimators.baselines.poisson_probes`
 ► CSV + PNG in ``bench/out/accuracy/`` and a summary table (``docs/ACCURACY.md``).
 
@@ -48,13 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy_common import (DEFAULT_OUT, Progress, format_table, machine,  # noqa: E402
                              packet_hashes, pyplot, relative_error, select, write_csv)
-from host_sw.channel import Scenario  # noqa: E402
-from host_sw.config import LdaConfig  # noqa: E402
+from host_sw.model.channel import Scenario  # noqa: E402
+from host_sw.contracts.config import LdaConfig  # noqa: E402
 from host_sw.estimators.baselines import poisson_probes  # noqa: E402
 from host_sw.estimators.lda import (estimate_lda, expected_samples,  # noqa: E402
                                     sampling_rate_for_loss, tuned_threshold,
                                     tuned_thresholds)
-from host_sw.golden import update  # noqa: E402
+from host_sw.model.golden import update  # noqa: E402
 
 LOSSES = (1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.2)
 DELAYS = {"weibull": "weibull:shape=0.6,mean=0.2us",

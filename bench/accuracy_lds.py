@@ -4,10 +4,10 @@ golden model and per-flow estimator: median and 95th percentile of the per-flow 
 error of the average delay, binned by flow size, for sketches of 7 000, 70 000 and
 700 000 counters (4 rows of 1 750, 17 500, 175 000 cells), k = 1, p = 1, no loss.
 
-Data flow (``DESIGN.md``): :class:`host_sw.channel.Scenario` (fast-mode heavy-tailed
-trace, delays with a per-flow mode) ► :func:`host_sw.golden.update` ►
+Data flow (``DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode heavy-tailed
+trace, delays with a per-flow mode) ► :func:`host_sw.model.golden.update` ►
 :func:`host_sw.estimators.lds.estimate_flows` against
-:meth:`host_sw.channel.GroundTruth.per_flow` ► CSV + PNG in ``bench/out/accuracy/``
+:meth:`host_sw.model.channel.GroundTruth.per_flow` ► CSV + PNG in ``bench/out/accuracy/``
 and a summary table (``docs/ACCURACY.md``).
 
 Setup: the paper's trace (7.76 M packets, ~146 000 flows, 27 kpps, inbound delays with
@@ -45,10 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy_common import (DEFAULT_OUT, Progress, format_table, machine,  # noqa: E402
                              pyplot, write_csv)
-from host_sw.channel import Scenario  # noqa: E402
-from host_sw.config import LdsConfig  # noqa: E402
+from host_sw.model.channel import Scenario  # noqa: E402
+from host_sw.contracts.config import LdsConfig  # noqa: E402
 from host_sw.estimators.lds import estimate_flows  # noqa: E402
-from host_sw.golden import update  # noqa: E402
+from host_sw.model.golden import update  # noqa: E402
 
 #: (low, high) packets per flow; high exclusive, None = no upper bound.
 SIZE_BINS = ((1, 10), (10, 100), (100, 500), (500, 1000), (1000, 10_000), (10_000, None))

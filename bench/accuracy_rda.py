@@ -3,10 +3,10 @@
 Difference") with our golden model and estimators: relative error of the mean and of the
 standard deviation of RDA, LDA and FineComb (ideal repair) as the set difference grows.
 
-Data flow (``DESIGN.md``): :class:`host_sw.channel.Scenario` (fast-mode trace, Weibull
+Data flow (``DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, Weibull
 delays) ► an interval whose sender and receiver sets differ by ``d`` packets (half lost,
 half reordered in from the previous interval, as
-:func:`host_sw.simulate.set_difference_intervals`) ► :func:`host_sw.golden.update` ►
+:func:`host_sw.estimators.simulate.set_difference_intervals`) ► :func:`host_sw.model.golden.update` ►
 :func:`~host_sw.estimators.rda.estimate_rda` (with both caches),
 :func:`~host_sw.estimators.lda.estimate_lda`,
 :func:`~host_sw.estimators.baselines.finecomb_ideal` ► CSV + PNG in
@@ -23,7 +23,7 @@ paper's choice). LDA: the LDA paper's recommended two-bank LDA (tuned for 0.5 % 
 delays and new lost packets and uses a new hash seed for all three synopses.
 
 The set-difference intervals come from
-:func:`~host_sw.simulate.set_difference_intervals`: one trace of ``N + max(d)/2``
+:func:`~host_sw.estimators.simulate.set_difference_intervals`: one trace of ``N + max(d)/2``
 packets and one channel draw per run, shared by every ``d``.
 
 Usage::
@@ -48,13 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy_common import (DEFAULT_OUT, Progress, format_table, machine,  # noqa: E402
                              packet_hashes, pyplot, relative_error, select, write_csv)
-from host_sw.channel import Scenario  # noqa: E402
-from host_sw.config import LdaConfig, RdaConfig  # noqa: E402
+from host_sw.model.channel import Scenario  # noqa: E402
+from host_sw.contracts.config import LdaConfig, RdaConfig  # noqa: E402
 from host_sw.estimators.baselines import finecomb_ideal  # noqa: E402
 from host_sw.estimators.lda import estimate_lda, tuned_thresholds  # noqa: E402
 from host_sw.estimators.rda import estimate_rda  # noqa: E402
-from host_sw.golden import Hashers, update  # noqa: E402
-from host_sw.simulate import set_difference_intervals  # noqa: E402
+from host_sw.model.golden import Hashers, update  # noqa: E402
+from host_sw.estimators.simulate import set_difference_intervals  # noqa: E402
 
 DIFFERENCES = (0, 500, 1000, 2000, 2500, 3000, 4000, 6000, 10_000)
 BASE_SEED = 0x2DA5EED

@@ -35,8 +35,8 @@ from amaranth.back import verilog  # noqa: E402
 from amaranth.hdl import Cat, Elaboratable, Module, Signal, Value  # noqa: E402
 from amaranth.lib import wiring  # noqa: E402
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
-from host_sw.regmap import register_map  # noqa: E402
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
+from host_sw.contracts.regmap import register_map  # noqa: E402
 from hw.csr import CsrBank  # noqa: E402
 from hw.uart import UART  # noqa: E402
 from hw.uartbone import UARTBoneBridge  # noqa: E402

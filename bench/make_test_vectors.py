@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
-from host_sw.golden import Hashers, bucket_indices, hash_frames  # noqa: E402
-from host_sw.hashing import (  # noqa: E402
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
+from host_sw.model.golden import Hashers, bucket_indices, hash_frames  # noqa: E402
+from host_sw.contracts.hashing import (  # noqa: E402
     classify_frame, lda_bank, lda_row, lda_sign, leading_zeros32,
 )
 

@@ -25,9 +25,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from host_sw.config import RdaConfig  # noqa: E402
+from host_sw.contracts.config import RdaConfig  # noqa: E402
 from host_sw.estimators.rda import decode, estimate_rda, subtract  # noqa: E402
-from host_sw.golden import Hashers, PacketHashes, update  # noqa: E402
+from host_sw.model.golden import Hashers, PacketHashes, update  # noqa: E402
 
 
 def build(difference: int, common: int, buckets: int, banks: int, seed: int):

@@ -6,10 +6,10 @@ Figures (printed, and written to ``bench/out/traffic_lds.json``):
 
 Times are CPU seconds of this process (``time.process_time``), single-threaded numpy.
 
-* ``trace_real`` / ``trace_fast`` — :func:`host_sw.traffic.synthetic_trace` of ``N``
+* ``trace_real`` / ``trace_fast`` — :func:`host_sw.model.traffic.synthetic_trace` of ``N``
   packets (default 5 M) with real header windows, and in fast mode;
 * ``hash_real`` — hashing those windows for the default LDA configuration;
-* ``channel`` — :meth:`host_sw.channel.Scenario.run` (delays, 1 % loss, one interval,
+* ``channel`` — :meth:`host_sw.model.channel.Scenario.run` (delays, 1 % loss, one interval,
   observations and truth) on the fast trace;
 * ``lds_5_1`` — a stand-in for the §5.1 setup (the paper's trace is not public): 7.76 M
   packets in 146 000 flows (fast mode, 27 kpps as the paper's trace) with Pareto
@@ -45,10 +45,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from host_sw.channel import Scenario  # noqa: E402
-from host_sw.config import LdaConfig, LdsConfig  # noqa: E402
+from host_sw.model.channel import Scenario  # noqa: E402
+from host_sw.contracts.config import LdaConfig, LdsConfig  # noqa: E402
 from host_sw.estimators.lds import estimate_flows  # noqa: E402
-from host_sw.traffic import synthetic_trace  # noqa: E402
+from host_sw.model.traffic import synthetic_trace  # noqa: E402
 
 SIZE_BINS = [(1, 10), (10, 100), (100, 500), (500, 1000), (1000, None)]
 
@@ -115,7 +115,7 @@ def lds_loss(packets: int, flows: int, cells_per_row: int, losses) -> dict:
     """§5.2 stand-in: uniform loss; 4 rows of k = 5 cells, α = 0.1; multi-bank sampling
     rates (1/128, 1/8, 1/2, 1 — the nearest powers of two to the paper's 0.01, 0.1,
     0.5, 1) against fixed rates 1/16 and 1 in every row."""
-    from host_sw.config import threshold_for_rate
+    from host_sw.contracts.config import threshold_for_rate
     base = dict(packets=packets, flows=flows, fast=True, rate_pps=27_000, shape=0.95,
                 delay="weibull:shape=0.6,mean=100us", flow_extra="bimodal:a=0,b=400us,p=0.7",
                 seed=51)

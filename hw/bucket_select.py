@@ -3,7 +3,7 @@
 
 Where it sits (``DESIGN.md``): H3 hasher → **classifier / sampler** → update pipeline
 (:class:`hw.counter_bank.CounterBank`). The field split is the one of
-:mod:`host_sw.hashing` and :func:`host_sw.golden.bucket_indices`:
+:mod:`host_sw.contracts.hashing` and :func:`host_sw.model.golden.bucket_indices`:
 
 * LDA: the leading zeros ``lz`` of ``P[63:32]`` pick the bank with the largest run-time
   threshold ``z_j <= lz`` (none: not sampled); the row is the low ``log2(rows)`` bits of
@@ -26,7 +26,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, is_power_of_two
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, is_power_of_two
 
 from .hash_h3 import HashedRecord, delayed
 
@@ -72,7 +72,7 @@ def leading_zeros_pipelined(m: Module, word, *, name: str = "lz"):
 
 
 def range_reduce(m: Module, hash32, size: int, *, name: str = "reduced"):
-    """``(hash32 * size) >> 32`` (:func:`host_sw.hashing.range_reduce32`) in two register
+    """``(hash32 * size) >> 32`` (:func:`host_sw.contracts.hashing.range_reduce32`) in two register
     stages. Returns the register (valid 2 cycles after ``hash32``).
 
     A power-of-two ``size`` takes the top bits of the hash. Otherwise the product is split

@@ -7,8 +7,8 @@ marker frame at each marker-mode boundary; the exporter (:mod:`hw.exporter`) str
 frozen copy as synopsis chunk frames through :class:`BytePacker`; both go out through the
 frame merger (:mod:`hw.frame_merger`).
 
-The byte layout is ``host_sw.control_frame`` (``docs/SPEC.md`` §6), imported, never
-re-typed: :func:`control_header` walks :data:`host_sw.control_frame.HEADER_FIELDS` to
+The byte layout is ``host_sw.contracts.control_frame`` (``docs/SPEC.md`` §6), imported, never
+re-typed: :func:`control_header` walks :data:`host_sw.contracts.control_frame.HEADER_FIELDS` to
 place each field big-endian at its offset.
 """
 
@@ -18,9 +18,9 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigne
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from host_sw.control_frame import HEADER_FIELDS, PAYLOAD_OFFSET, TYPE_MARKER, VERSION
-from host_sw.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
-from host_sw.regmap import KIND_CODES
+from host_sw.contracts.control_frame import HEADER_FIELDS, PAYLOAD_OFFSET, TYPE_MARKER, VERSION
+from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
+from host_sw.contracts.config import KIND_CODES
 
 from .frame import FrameStream, RegisterSlice, check_data_width, frame_beat_layout
 
@@ -73,7 +73,7 @@ def header_field(header, name: str):
 
 def marker_request_layout() -> data.StructLayout:
     """A marker request: ``seq`` (the interval that ends), ``timestamp`` (ticks at the
-    boundary), ``flags`` (:class:`host_sw.control_frame.IntervalFlags` of that interval)."""
+    boundary), ``flags`` (:class:`host_sw.contracts.control_frame.IntervalFlags` of that interval)."""
     fields = {n: unsigned(_FIELDS[n].bits) for n in ("seq", "timestamp", "flags")}
     return data.StructLayout(fields)
 
@@ -378,7 +378,7 @@ class BytePacker(wiring.Component):
 
 
 class MarkerFrameSource(wiring.Component):
-    """Builds one marker frame (``host_sw.control_frame.build_marker``) per request.
+    """Builds one marker frame (``host_sw.contracts.control_frame.build_marker``) per request.
 
     Parameters
     ----------

@@ -9,12 +9,12 @@ addresses (one word per enabled lane), in the copy the request is tagged with. T
 control swaps the copies; the frozen copy is read over the bus (:func:`frozen_read_signature`)
 and then released, which clears it for the next interval.
 
-Word layout, lanes and depth come from the synopsis configuration (``host_sw.config``):
+Word layout, lanes and depth come from the synopsis configuration (``host_sw.contracts.config``):
 :func:`word_layout` builds the ``amaranth.lib.data`` layout of one counter word from
 ``config.layout`` (never re-typed), :func:`lane_geometry` gives lanes × depth (LDA: 1 lane of
 ``banks*rows`` words, address ``bank*rows + row``; RDA: ``banks`` lanes of
 ``buckets_per_bank``; LDS: ``rows`` lanes of ``cells``). The flat bus index is lane-major,
-``lane*depth + address``, the order of :meth:`host_sw.golden.Synopsis.words`.
+``lane*depth + address``, the order of :meth:`host_sw.contracts.synopsis.Synopsis.words`.
 """
 
 from amaranth import Cat, ClockSignal, Const, Instance, Module, Mux, Signal, unsigned
@@ -22,7 +22,7 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
 
 from .carry import MuxAdd
 
@@ -39,7 +39,7 @@ def _check_config(config):
 def word_layout(config: SynopsisConfig) -> data.StructLayout:
     """The ``amaranth.lib.data`` layout of one counter word.
 
-    Built from ``config.layout`` (:class:`host_sw.layouts.WordLayout`): one unsigned member
+    Built from ``config.layout`` (:class:`host_sw.contracts.layouts.WordLayout`): one unsigned member
     per field, in field order, LSB first — bit-identical to ``WordLayout.pack``.
     """
     _check_config(config)

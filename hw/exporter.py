@@ -6,11 +6,11 @@ receiver and/or to the host)". When an interval is frozen, the top pulses ``star
 exporter reads every counter word through the counter bank's frozen read port
 (:func:`hw.counter_bank.frozen_read_signature`, ``CounterBank.READ_LATENCY`` = 4 cycles,
 one read per clock) and emits the frames of
-:func:`host_sw.control_frame.build_synopsis_frames`, byte for byte: the fixed header
+:func:`host_sw.contracts.control_frame.build_synopsis_frames`, byte for byte: the fixed header
 (version, type 2, flags, kind, seq, config ID, chunk index/count, chunks per word, first
 word, word count, timestamp; the field table ``HEADER_FIELDS`` imported, never re-typed),
 then the frame's words, each as ``layout.chunks`` big-endian 32-bit chunks, least
-significant chunk first, :func:`~host_sw.control_frame.words_per_frame` words per frame.
+significant chunk first, :func:`~host_sw.contracts.control_frame.words_per_frame` words per frame.
 
 The frames go to the ``inband`` port (into the :class:`hw.frame_merger.FrameMerger`,
 towards the receiver), to the ``host`` port (a separate host stream), or to both (each
@@ -29,11 +29,11 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from host_sw.control_frame import (
+from host_sw.contracts.control_frame import (
     CHUNK_BYTES, MAX_CHUNKS, MTU_PAYLOAD, TYPE_SYNOPSIS, field_by_name, frames_needed,
     words_per_frame,
 )
-from host_sw.regmap import KIND_CODES
+from host_sw.contracts.config import KIND_CODES
 
 from .control_frame_tx import HEADER_BYTES, BytePacker, control_header
 from .counter_bank import CounterBank, frozen_read_signature
@@ -54,7 +54,7 @@ class Exporter(wiring.Component):
     data_width:
         Frame stream width in bits.
     mtu:
-        Ethernet payload bytes per frame (``host_sw.control_frame.MTU_PAYLOAD``).
+        Ethernet payload bytes per frame (``host_sw.contracts.control_frame.MTU_PAYLOAD``).
     read_ahead:
         Counter words read ahead: the depth of the word FIFO (LUT RAM); a read is issued
         while fewer words are in flight or held. The default keeps frames gap-free at

@@ -4,10 +4,10 @@
 Where it sits (``DESIGN.md``): header tap → **H3 hasher** → bucket selection.
 
 H3 is ``XOR of Q[i] over the set input bits i``; the matrices ``Q`` come from
-:func:`host_sw.hashing.h3_rows` at elaboration (seed, purpose and index of the
-configuration), so the hardware hash equals :class:`host_sw.hashing.H3` bit for bit. The
+:func:`host_sw.contracts.hashing.h3_rows` at elaboration (seed, purpose and index of the
+configuration), so the hardware hash equals :class:`host_sw.contracts.hashing.H3` bit for bit. The
 byte masks (invariant header fields) are run-time inputs (CSRs) in the CSR encoding of
-:meth:`host_sw.hashing.ByteMask.as_int` (bit ``i`` keeps byte ``i``).
+:meth:`host_sw.contracts.hashing.ByteMask.as_int` (bit ``i`` keeps byte ``i``).
 
 Design choice — *hash after the window is complete*: the tap hands over a whole window
 per frame (one record per clock at most), and the hasher accepts one window per clock.
@@ -36,7 +36,7 @@ Pipeline (every stage registered, so no long combinational XOR tree):
    speed 8, the whole core's critical path), and ABC could not share its XORs (19 700
    LUTs; now 4 800 LUTs and 290 MHz, ``bench/hasher_synth.py``);
 4. RDA only: the bucket hash of each bank, ``H3_rda[l](S(P))`` (64 → 32): the packet hash
-   through the nibble S-box (host_sw.hashing.RDA_SBOX, one LUT4 per bit, registered), then
+   through the nibble S-box (host_sw.contracts.hashing.RDA_SBOX, one LUT4 per bit, registered), then
    another :class:`H3Pipeline`.
 
 The flow hashes (LDS) run in parallel with the packet hash; every output is delayed to a
@@ -47,8 +47,8 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
-from host_sw.hashing import RDA_SBOX, FrameClass, HashPurpose, h3_rows
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.hashing import RDA_SBOX, FrameClass, HashPurpose, h3_rows
 
 from .header_tap import FRAME_CLASS_BITS, TapRecord
 
@@ -196,8 +196,8 @@ class PacketHasher(wiring.Component):
     Parameters
     ----------
     config:
-        An :class:`~host_sw.config.LdaConfig`, :class:`~host_sw.config.RdaConfig` or
-        :class:`~host_sw.config.LdsConfig` (window size, seed, kind and dimensions).
+        An :class:`~host_sw.contracts.config.LdaConfig`, :class:`~host_sw.contracts.config.RdaConfig` or
+        :class:`~host_sw.contracts.config.LdsConfig` (window size, seed, kind and dimensions).
 
     Members
     -------

@@ -8,11 +8,11 @@ the measurement side cannot stall the data path.
 Per frame it
 
 * captures the first ``window_bytes`` bytes into the window register (bytes past the
-  frame's end read as zero — the ``host_sw.hashing.header_windows`` contract);
+  frame's end read as zero — the ``host_sw.contracts.hashing.header_windows`` contract);
 * latches the timestamp (``now``) and the active counter copy (``copy``) at the start of
   frame (SOF) — a frame belongs to the interval of its SOF;
 * classifies it at the end of frame (EOF) with the priorities of
-  :func:`host_sw.hashing.classify_frame`: errored (``error`` on the last beat), runt
+  :func:`host_sw.contracts.hashing.classify_frame`: errored (``error`` on the last beat), runt
   (fewer than ``min_frame_bytes`` bytes), control (EtherType 0x88B5), IPv4 (0x0800 and
   version 4), IPv6 (0x86DD and version 6), otherwise non-IP;
 * emits the record the cycle after the EOF transfer, and counts frames per class.
@@ -30,7 +30,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.hashing import (
+from host_sw.contracts.hashing import (
     ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MIN_FRAME_BYTES, FrameClass,
 )
 
@@ -38,7 +38,7 @@ from .frame import FrameMonitor, check_data_width
 
 __all__ = ["FRAME_CLASS_BITS", "tap_record_layout", "TapRecord", "TapStatus", "HeaderTap"]
 
-#: Width of a :class:`host_sw.hashing.FrameClass` value in gateware.
+#: Width of a :class:`host_sw.contracts.hashing.FrameClass` value in gateware.
 FRAME_CLASS_BITS = 3
 #: Per-class status counters of the tap, in this order.
 TAP_STATUS_NAMES = ("frames", "counted", "errored", "runt", "non_ip", "control")
@@ -46,7 +46,7 @@ TAP_STATUS_NAMES = ("frames", "counted", "errored", "runt", "non_ip", "control")
 
 def tap_record_layout(window_bytes: int, ts_bits: int) -> data.StructLayout:
     """One frame's record: ``window`` (byte ``i`` at bits ``8i+7:8i``), ``frame_class``
-    (a :class:`~host_sw.hashing.FrameClass` value), ``timestamp`` (ticks, low
+    (a :class:`~host_sw.contracts.hashing.FrameClass` value), ``timestamp`` (ticks, low
     ``ts_bits`` bits, latched at SOF) and ``copy`` (latched at SOF)."""
     return data.StructLayout({
         "window": unsigned(window_bytes * 8),

@@ -4,7 +4,7 @@
 Where it sits (``DESIGN.md``): the "interval control (time-based or in-band marker frames,
 sequence numbers)" box. It decides *boundaries*; the top's existing swap logic executes
 them between frames (swap, or overrun when the other copy is not clean). The modes are
-those of ``host_sw.regmap`` (INTERVAL_MODE.mode):
+those of ``host_sw.contracts.regmap`` (INTERVAL_MODE.mode):
 
 0 manual
     ``CONTROL.swap`` (``swap`` pulse) → a boundary; sequence numbers count up by one.
@@ -38,7 +38,7 @@ Boundary interface (to the top)
 treat exactly like the ``CONTROL.swap`` pulse today. With it, valid in the same cycle:
 ``boundary_seq`` (the sequence number of the interval that *begins*: set INTERVAL_SEQ and
 the new interval's status to it, also on an overrun), ``boundary_flags``
-(:class:`host_sw.control_frame.IntervalFlags` to OR into the flags of the interval that
+(:class:`host_sw.contracts.control_frame.IntervalFlags` to OR into the flags of the interval that
 *ends*; the top adds OVERRUN itself) and ``boundary_timestamp`` (FROZEN_TIMESTAMP of the
 interval that ends).
 
@@ -54,8 +54,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.control_frame import IntervalFlags, TYPE_MARKER, VERSION
-from host_sw.hashing import ETHERTYPE_CONTROL
+from host_sw.contracts.control_frame import IntervalFlags, TYPE_MARKER, VERSION
+from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 
 from .control_frame_tx import HEADER_BYTES, header_field, marker_request_layout
 from .frame import FrameMonitor, check_data_width
@@ -63,7 +63,7 @@ from .frame import FrameMonitor, check_data_width
 __all__ = ["MODE_MANUAL", "MODE_TIME", "MODE_MARKER_SEND", "MODE_MARKER_RECEIVE",
            "IntervalTimer", "MarkerWatch", "IntervalControl"]
 
-#: INTERVAL_MODE.mode values (host_sw.driver.INTERVAL_MODES).
+#: INTERVAL_MODE.mode values (host_sw.device.driver.INTERVAL_MODES).
 MODE_MANUAL, MODE_TIME, MODE_MARKER_SEND, MODE_MARKER_RECEIVE = 0, 1, 2, 3
 
 SEQ_BITS = 32

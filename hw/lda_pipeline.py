@@ -11,7 +11,7 @@ bucket selection (:class:`hw.bucket_select.BucketSelector`) → counter bank
 overrun / sequence numbers), marker frames (:class:`hw.control_frame_tx.MarkerFrameSource`)
 and the exporter (:class:`hw.exporter.Exporter`) put into the stream by the frame
 merger (:class:`hw.frame_merger.FrameMerger`), and the CSR bank
-(:class:`hw.csr.CsrBank`, generated from :func:`host_sw.regmap.register_map`) behind the
+(:class:`hw.csr.CsrBank`, generated from :func:`host_sw.contracts.regmap.register_map`) behind the
 UARTBone bridge (:class:`hw.uartbone.UARTBoneBridge`).
 
 Pass-through
@@ -72,7 +72,7 @@ Export
 ------
 When a copy becomes FROZEN and INTERVAL_MODE has ``export_inband`` and/or
 ``export_host``, the exporter streams it as synopsis chunk frames
-(``host_sw.control_frame.build_synopsis_frames``, byte for byte: FROZEN_SEQ / FLAGS /
+(``host_sw.contracts.control_frame.build_synopsis_frames``, byte for byte: FROZEN_SEQ / FLAGS /
 TIMESTAMP / CONFIG_ID, LOCAL_MAC → EXPORT_DST_MAC) into the output stream (the
 merger) and/or to ``host_export``; with ``auto_release`` it then releases the copy.
 EXPORT_FRAMES counts the frames. The exporter shares the counter bank's frozen read port
@@ -107,7 +107,7 @@ writes the Verilog module ``lda_core`` (ports: ``clk``, ``rst``; ``s_axis_tdata`
 ``bus_rx_tvalid``, ``bus_rx_tready``; ``bus_tx_tdata[7:0]``, ``bus_tx_tvalid``,
 ``bus_tx_tready``; the host export stream ``m_axis_export_tdata``, ``_tkeep``,
 ``_tlast``, ``_tuser`` (always 0), ``_tvalid``, ``_tready`` — tie ``m_axis_export_tready``
-high if unused), and ``csr.csv`` / ``csr.json`` (``host_sw.regmap``) beside it, and
+high if unused), and ``csr.csv`` / ``csr.json`` (``host_sw.contracts.regmap``) beside it, and
 prints what it wrote. ``--banks`` is the LDA/RDA bank count, ``--rows`` the LDA rows or
 the LDS rows, ``--cells`` the LDS cells, ``--buckets`` the RDA buckets per bank (also
 accepted: ``--rows`` for RDA), ``--thresholds`` the LDA bank / LDS row thresholds
@@ -122,11 +122,11 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
-from host_sw.hashing import default_masks
-from host_sw.regmap import register_map
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.hashing import default_masks
+from host_sw.contracts.regmap import register_map
 
-from host_sw.control_frame import IntervalFlags
+from host_sw.contracts.control_frame import IntervalFlags
 
 from .bucket_select import BucketSelector
 from .control_frame_tx import MarkerFrameSource
@@ -169,8 +169,8 @@ class LdaCore(wiring.Component):
     Parameters
     ----------
     config:
-        :class:`~host_sw.config.LdaConfig`, :class:`~host_sw.config.RdaConfig` or
-        :class:`~host_sw.config.LdsConfig`. Its run-time fields (thresholds, masks) are the
+        :class:`~host_sw.contracts.config.LdaConfig`, :class:`~host_sw.contracts.config.RdaConfig` or
+        :class:`~host_sw.contracts.config.LdsConfig`. Its run-time fields (thresholds, masks) are the
         reset values of the THRESHOLDS / MASKS registers.
     data_width:
         Frame data width in bits (a power of two, 8..1024).
@@ -199,7 +199,7 @@ class LdaCore(wiring.Component):
 
     Attributes
     ----------
-    regmap: host_sw.regmap.RegisterMap
+    regmap: host_sw.contracts.regmap.RegisterMap
     passthrough_latency: int
     measurement_latency: int
         Cycles from a frame's EOF transfer to its update request at the counter bank.

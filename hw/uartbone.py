@@ -3,7 +3,7 @@
 
 In DESIGN.md's data flow this is the "bus bridge ◄── UART (board) / byte stream
 (simulation) ◄── host" box: it turns the UARTBone byte protocol (LiteX's
-``Stream2Wishbone``; host side and exact framing in :mod:`host_sw.uartbone`) into accesses
+``Stream2Wishbone``; host side and exact framing in :mod:`host_sw.contracts.uartbone`) into accesses
 on the CSR bus of ``hw.csr`` (``hw.csr.csr_bus_signature``). On a board ``rx``/``tx`` come
 from the UART PHY (``hw.uart.UART``); in the exported Verilog they are the
 ``bus_rx_*``/``bus_tx_*`` byte streams.
@@ -31,7 +31,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
+from host_sw.contracts.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
 
 from .csr import csr_bus_signature
 

@@ -10,7 +10,7 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
   kept, under the {no pause, cycle pause}² matrix plus seeded random pauses; the
   latency is fixed when nothing pauses;
 * counters: after a swap, the frozen copy read through the UARTBone bridge equals
-  :func:`host_sw.golden.update` of the same frames word for word, timestamps being the
+  :func:`host_sw.model.golden.update` of the same frames word for word, timestamps being the
   timebase at each frame's SOF (monitor SOF cycle + an offset calibrated once per test
   from a single frame);
 * hazard: thousands of consecutive frames updating the same counter(s);
@@ -31,8 +31,9 @@ import random
 import cocotb
 import numpy as np
 
-from host_sw.golden import Hashers, Synopsis, bucket_indices, hash_frames
-from host_sw.hashing import FrameClass
+from host_sw.model.golden import Hashers, bucket_indices, hash_frames
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import FrameClass
 
 from sim_tb.frames import (
     bad_frames, min_size_burst, random_frames, read_pcap, same_bucket_frames,

@@ -12,10 +12,10 @@ receiver core). It
    to ``ports.json``; from then on a coroutine per device plays the host's commands into
    the core's ``bus_rx`` and sends ``bus_tx`` back;
 3. for each interval: plays its frames into the sender (synthetic trace of
-   :func:`host_sw.traffic.synthetic_trace`, real headers, exponential gaps), moves each
+   :func:`host_sw.model.traffic.synthetic_trace`, real headers, exponential gaps), moves each
    frame leaving the sender through the channel (delay in whole clocks from the
-   :class:`~host_sw.channel.DelayDistribution`, drops from the
-   :class:`~host_sw.channel.LossModel`, FIFO: a frame never overtakes the one before
+   :class:`~host_sw.model.channel.DelayDistribution`, drops from the
+   :class:`~host_sw.model.channel.LossModel`, FIFO: a frame never overtakes the one before
    it) into the receiver, then ends the interval as described in
    :mod:`sim_tb.two_device` (source stopped, channel empty, previous interval released
    by the host, CONTROL.swap on both);
@@ -42,9 +42,9 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, Lock, RisingEdge
 
-from host_sw.channel import DelayDistribution, LossModel
-from host_sw.golden import Hashers
-from host_sw.traffic import synthetic_trace
+from host_sw.model.channel import DelayDistribution, LossModel
+from host_sw.model.golden import Hashers
+from host_sw.model.traffic import synthetic_trace
 
 from sim_tb.frames import OfferedFrame
 from sim_tb.scoreboard import expected_synopsis

@@ -4,8 +4,8 @@
 Where it sits (``DESIGN.md``): the whole data flow end to end — traffic → sender core →
 channel → receiver core (one HDL simulation, :mod:`sim_tb.two_device`), the host reading
 both devices' frozen intervals over ``tcp://127.0.0.1:PORT`` with the same driver as for
-boards (:class:`host_sw.driver.Device`, what ``ldactl watch`` does), the estimators
-(:func:`host_sw.cli_device.record_for_pair` → :func:`host_sw.measure.estimate_pair`), and
+boards (:class:`host_sw.device.driver.Device`, what ``ldactl watch`` does), the estimators
+(:func:`host_sw.cli.device_commands.record_for_pair` → :func:`host_sw.estimators.measure.estimate_pair`), and
 the harness's ground truth beside every estimate.
 
 ``python -m sim_tb.demo`` (also ``ldactl demo``; ``./run_demo.sh`` runs it after set-up)
@@ -87,9 +87,9 @@ def run_demo(params: TwoDeviceParams, out: Path, *, confidence: float = 0.98,
              printer=print, timeout: float = 600.0) -> list[dict]:
     """Run the simulation and read both devices for ``params.intervals`` intervals;
     return the records (``estimate`` and ``true``) and write the output files."""
-    from host_sw.cli_device import record_for_pair
-    from host_sw.driver import Device
-    from host_sw.transport import open_transport
+    from host_sw.cli.device_commands import record_for_pair
+    from host_sw.device.driver import Device
+    from host_sw.device.transport import open_transport
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,7 +222,7 @@ def run_from_args(args) -> int:
         params = TwoDeviceParams(intervals=args.intervals, frames=args.frames,
                                  delay=args.delay, loss=args.loss, gap_ns=args.gap_ns,
                                  rows=args.rows, seed=args.seed)
-        from host_sw.channel import DelayDistribution, LossModel
+        from host_sw.model.channel import DelayDistribution, LossModel
         DelayDistribution.parse(params.delay)
         LossModel.parse(params.loss)
     except ValueError as e:

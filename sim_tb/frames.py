@@ -3,7 +3,7 @@
 
 Where it sits (``DESIGN.md``): these are the "frames in" of the data flow, offered to the
 exported core's ``s_axis`` port by :mod:`sim_tb.tb`; the same byte strings go to the
-golden model (:func:`host_sw.golden.hash_frames`), so the scoreboard compares the core
+golden model (:func:`host_sw.model.golden.hash_frames`), so the scoreboard compares the core
 with the specification frame by frame.
 
 Everything is seeded (:class:`numpy.random.Generator`) so a failing run can be repeated.
@@ -29,9 +29,9 @@ from pathlib import Path
 import dpkt
 import numpy as np
 
-from host_sw.config import SynopsisConfig
-from host_sw.golden import Hashers, bucket_indices, hash_windows
-from host_sw.hashing import (
+from host_sw.contracts.config import SynopsisConfig
+from host_sw.model.golden import Hashers, bucket_indices, hash_windows
+from host_sw.contracts.hashing import (
     ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MIN_FRAME_BYTES, FrameClass,
     classify_frame,
 )
@@ -60,7 +60,7 @@ class OfferedFrame:
 
     @property
     def frame_class(self) -> FrameClass:
-        """What the header tap must decide about it (``host_sw.hashing``)."""
+        """What the header tap must decide about it (``host_sw.contracts.hashing``)."""
         return classify_frame(self.data, error=self.error)
 
 

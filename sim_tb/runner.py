@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # the cocotb process inherits sys.path as PYTHONPATH
     sys.path.insert(0, str(REPO))
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig  # noqa: E402
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig  # noqa: E402
 
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "waves_enabled", "long_run", "verilator_env", "export_core",

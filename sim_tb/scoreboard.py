@@ -15,9 +15,10 @@ from collections import Counter
 
 import numpy as np
 
-from host_sw.config import SynopsisConfig
-from host_sw.golden import Hashers, Synopsis, hash_frames, update
-from host_sw.hashing import FrameClass
+from host_sw.contracts.config import SynopsisConfig
+from host_sw.model.golden import Hashers, hash_frames, update
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import FrameClass
 
 from .frames import OfferedFrame
 
@@ -55,7 +56,7 @@ def counted_mask(frames: list[OfferedFrame]) -> np.ndarray:
 
 
 def expected_status(frames: list[OfferedFrame]) -> dict[str, int]:
-    """The status counters (``host_sw.regmap`` names) after ``frames``, from zero."""
+    """The status counters (``host_sw.contracts.regmap`` names) after ``frames``, from zero."""
     classes = Counter(f.frame_class for f in frames)
     out = {"frames_seen": len(frames),
            "frames_counted": classes[FrameClass.IPV4] + classes[FrameClass.IPV6]}

@@ -4,14 +4,14 @@
 Where it sits (``DESIGN.md``): "CSR register bank ◄── bus bridge ◄── byte stream
 (simulation) ◄── host". The host software reaches a board through a serial port; it
 reaches a core running under cocotb through ``tcp://127.0.0.1:PORT``
-(:class:`host_sw.transport.SocketTransport`). :class:`SocketBridge` is the simulator-side
+(:class:`host_sw.device.transport.SocketTransport`). :class:`SocketBridge` is the simulator-side
 end: a thread accepts one connection at a time on 127.0.0.1 and appends every received
 byte to a thread-safe buffer; the cocotb side (no threads there: cocotb is single
 threaded) polls :meth:`SocketBridge.pop_command` between clocks, plays the command into
 the core's ``bus_rx`` and answers with :meth:`SocketBridge.send`.
 
 Commands are framed here (:class:`CommandFramer`, the byte protocol of
-:mod:`host_sw.uartbone`) so a harness can interleave its own bus accesses *between* the
+:mod:`host_sw.contracts.uartbone`) so a harness can interleave its own bus accesses *between* the
 host's commands, never inside one. Bytes that start no known command are passed on one
 at a time (the core drops them); a half command that waits longer than ``stale_s``
 seconds of wall time is passed on as it is, so the core's half-command timeout drops it
@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from host_sw import uartbone
+from host_sw.contracts import uartbone
 
 __all__ = ["BusCommand", "CommandFramer", "SocketBridge"]
 

@@ -7,7 +7,7 @@ point, then checked from its outputs:
 * the counters read from both devices over their TCP bridges equal the golden model's
   synopses of the same frames (computed by the harness from the frames it offered and
   their SOF cycles) word for word;
-* the estimate printed from the devices equals :func:`host_sw.measure.estimate_pair` on
+* the estimate printed from the devices equals :func:`host_sw.estimators.measure.estimate_pair` on
   the golden synopses;
 * the true mean of every interval lies in the estimate's confidence interval (default
   seed), and the packet counts match the ground truth;
@@ -22,9 +22,9 @@ import shutil
 
 import pytest
 
-from host_sw.driver import Snapshot
-from host_sw.golden import Synopsis
-from host_sw.measure import estimate_pair
+from host_sw.device.driver import Snapshot
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.estimators.measure import estimate_pair
 
 pytestmark = [
     pytest.mark.cocotb,

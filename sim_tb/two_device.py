@@ -8,7 +8,7 @@ configuration) are instantiated by a generated Verilog wrapper (:func:`write_wra
 module ``two_device_top``, ports prefixed ``snd_``/``rcv_``, one clock and reset). The
 cocotb module :mod:`sim_tb.cocotb_two_device` plays the traffic into the sender, moves
 every frame leaving the sender through a channel (delay drawn from a
-:class:`host_sw.channel.DelayDistribution`, loss from a :class:`host_sw.channel.LossModel`,
+:class:`host_sw.model.channel.DelayDistribution`, loss from a :class:`host_sw.model.channel.LossModel`,
 FIFO order) into the receiver, serves both devices' UARTBone byte streams on
 ``tcp://127.0.0.1:PORT`` (:mod:`sim_tb.socket_bridge`), and writes the ground truth of
 every interval (JSON lines, :data:`TRUTH_FILE`).
@@ -47,8 +47,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from host_sw.config import LdaConfig  # noqa: E402
-from host_sw.hashing import default_masks  # noqa: E402
+from host_sw.contracts.config import LdaConfig  # noqa: E402
+from host_sw.contracts.hashing import default_masks  # noqa: E402
 
 __all__ = ["TwoDeviceParams", "ExportedPair", "SimulationProcess", "write_wrapper",
            "build_pair", "start_simulation", "read_truth", "PORTS_FILE", "TRUTH_FILE",
@@ -78,8 +78,8 @@ class TwoDeviceParams:
         small enough for Icarus (the 64-byte default window simulates several times
         slower).
     intervals, frames : number of intervals and frames per interval.
-    delay : channel delay (``host_sw.channel.DelayDistribution`` spec).
-    loss : loss model (``host_sw.channel.LossModel`` spec).
+    delay : channel delay (``host_sw.model.channel.DelayDistribution`` spec).
+    loss : loss model (``host_sw.model.channel.LossModel`` spec).
     gap_ns : mean idle time between frames at the sender (exponential).
     frame_bytes : frame length (int) or ``"imix"``.
     tick_ns : clock period = timebase tick in ns.

@@ -5,13 +5,13 @@ bridge, register access by name, and reading the frozen synopsis.
 Where it sits (``DESIGN.md``): "CSR register bank ◄── bus bridge ◄── byte stream
 (simulation) ◄── host". :class:`ByteStreamPort` drives the exported core's ``bus_rx_*``
 (host → bridge) and collects ``bus_tx_*`` (bridge → host) bytes one per clock; the
-command bytes come from :mod:`host_sw.uartbone` (the one definition of the protocol) and
-the addresses from :mod:`host_sw.regmap` (the one definition of the register map).
+command bytes come from :mod:`host_sw.contracts.uartbone` (the one definition of the protocol) and
+the addresses from :mod:`host_sw.contracts.regmap` (the one definition of the register map).
 
 :class:`CoreBus` is what the cocotb tests use: ``read_reg``/``write_reg`` by register
 name and field, ``swap``/``release``, ``status``, the status counters and
-:meth:`CoreBus.read_frozen_synopsis`, which returns a :class:`host_sw.golden.Synopsis`
-built with :meth:`~host_sw.golden.Synopsis.from_words`, ready to compare with the golden
+:meth:`CoreBus.read_frozen_synopsis`, which returns a :class:`host_sw.contracts.synopsis.Synopsis`
+built with :meth:`~host_sw.contracts.synopsis.Synopsis.from_words`, ready to compare with the golden
 model.
 """
 
@@ -104,7 +104,7 @@ class ByteStreamPort:
 
 
 class UartBoneDriver:
-    """Word reads and writes over the UARTBone byte protocol (``host_sw.uartbone``).
+    """Word reads and writes over the UARTBone byte protocol (``host_sw.contracts.uartbone``).
 
     Reads longer than the protocol's 255 words are split into several commands.
     """
@@ -112,7 +112,7 @@ class UartBoneDriver:
     MAX_WORDS = 255
 
     def __init__(self, port: ByteStreamPort, *, timeout_cycles: int = 100_000):
-        from host_sw import uartbone
+        from host_sw.contracts import uartbone
         self.protocol = uartbone
         self.port = port
         self.timeout_cycles = timeout_cycles
@@ -149,19 +149,19 @@ class UartBoneDriver:
 
 
 class CoreBus:
-    """Register-level access to the core, by the names of :mod:`host_sw.regmap`.
+    """Register-level access to the core, by the names of :mod:`host_sw.contracts.regmap`.
 
     Parameters
     ----------
     driver : UartBoneDriver
     config : SynopsisConfig
-        The core's configuration (the map is :func:`host_sw.regmap.register_map` of it).
+        The core's configuration (the map is :func:`host_sw.contracts.regmap.register_map` of it).
     data_width : int
         The core's frame data path width (part of the map's ID).
     """
 
     def __init__(self, driver: UartBoneDriver, config, *, data_width: int):
-        from host_sw.regmap import register_map
+        from host_sw.contracts.regmap import register_map
         self.driver = driver
         self.config = config
         self.map = register_map(config, data_width=data_width)
@@ -232,6 +232,6 @@ class CoreBus:
         return self.window.words_from_bus(bus)
 
     async def read_frozen_synopsis(self):
-        """The frozen copy as a :class:`host_sw.golden.Synopsis`."""
-        from host_sw.golden import Synopsis
+        """The frozen copy as a :class:`host_sw.contracts.synopsis.Synopsis`."""
+        from host_sw.contracts.synopsis import Synopsis
         return Synopsis.from_words(self.config, await self.read_counter_words())

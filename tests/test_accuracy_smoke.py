@@ -19,8 +19,8 @@ import accuracy_common  # noqa: E402
 import accuracy_lda  # noqa: E402
 import accuracy_lds  # noqa: E402
 import accuracy_rda  # noqa: E402
-from host_sw.channel import Scenario  # noqa: E402
-from host_sw.simulate import set_difference_intervals  # noqa: E402
+from host_sw.model.channel import Scenario  # noqa: E402
+from host_sw.estimators.simulate import set_difference_intervals  # noqa: E402
 
 
 def test_lda_no_loss_is_exact_and_lossy_is_close():

@@ -20,9 +20,9 @@ from boards import colorlight_5a75b, ecpix5, versa_ecp5
 from boards.bus_router import UARTBoneRouter
 from boards.rgmii import RGMIIPort, RGMIIReceiver, RGMIITransmitter
 from boards.top import ROUTER_SELECT_BIT, build_board, device_csr, write_csr_exports
-from host_sw.config import LdaConfig, RdaConfig
-from host_sw.regmap import parse_csr_csv, parse_csr_json
-from host_sw.uartbone import encode_read, encode_write
+from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.contracts.regmap import parse_csr_csv, parse_csr_json
+from host_sw.contracts.uartbone import encode_read, encode_write
 
 ROOT = Path(__file__).resolve().parent.parent
 BOARDS = {"versa_ecp5": versa_ecp5, "colorlight_5a75b": colorlight_5a75b, "ecpix5": ecpix5}
@@ -246,7 +246,7 @@ def test_router_routes_by_address_bit_and_serialises_answers():
 @pytest.mark.parametrize("board", sorted(BOARDS))
 def test_board_elaborates_and_writes_csr(board, tmp_path):
     """Every board target elaborates to RTLIL (no toolchain needed) and its csr.csv /
-    csr.json match host_sw.regmap's map of each core, offset by the core's base."""
+    csr.json match host_sw.contracts.regmap's map of each core, offset by the core's base."""
     module = BOARDS[board]
     # A short counter bank keeps the elaboration quick; the rest is the default core.
     top = module.Top(config=LdaConfig(rows=64), data_width=64)

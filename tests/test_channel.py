@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from host_sw.channel import (
+from host_sw.model.channel import (
     Channel, DelayDistribution, LossModel, Scenario, observe, parse_time_ns,
     simulate_interval,
 )
-from host_sw.config import LdaConfig, RdaConfig
-from host_sw.traffic import synthetic_trace
+from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.model.traffic import synthetic_trace
 
 
 # -- delay distributions ------------------------------------------------------------------

@@ -11,16 +11,16 @@ import urllib.request
 import numpy as np
 import pytest
 
-from host_sw import control_frame as cf
-from host_sw.channel import Scenario, simulate_interval
+from host_sw.contracts import control_frame as cf
+from host_sw.model.channel import Scenario, simulate_interval
 from host_sw.cli import main
-from host_sw.cli_device import csv_text, plan_memory, prometheus_text
-from host_sw.config import LdaConfig
+from host_sw.cli.device_commands import csv_text, plan_memory, prometheus_text
+from host_sw.contracts.config import LdaConfig
 from host_sw.estimators.lda import tuned_threshold
-from host_sw.fake_device import FakeDevice
-from host_sw.measure import estimate_pair
-from host_sw.pcap import write_pcap
-from host_sw.transport import register_fake_device
+from host_sw.device.fake_device import FakeDevice
+from host_sw.estimators.measure import estimate_pair
+from host_sw.model.pcap import write_pcap
+from host_sw.device.transport import register_fake_device
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
 
@@ -204,7 +204,7 @@ def test_watch_table_prints_no_number_for_invalid(capsys, pairs):
 
 
 def _records(pairs):
-    from host_sw.cli_device import record_for_pair
+    from host_sw.cli.device_commands import record_for_pair
     out = [record_for_pair(s, r, interval=k, when=1000.0 + k) for k, (s, r) in enumerate(pairs)]
     out.append(record_for_pair(*pairs[0], interval=9, valid=False, notes=["overrun"]))
     return out
@@ -297,7 +297,7 @@ def test_missing_files_exit_1(capsys, tmp_path):
 
 
 def test_watch_over_tcp(capsys, pairs):
-    from host_sw.fake_device import DeviceServer
+    from host_sw.device.fake_device import DeviceServer
     s = ScriptedDevice(CONFIG, [p[0] for p in pairs])
     r = ScriptedDevice(CONFIG, [p[1] for p in pairs])
     for d in (s, r):

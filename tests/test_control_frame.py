@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from host_sw import control_frame as cf
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.golden import Synopsis
-from host_sw.hashing import ETHERTYPE_CONTROL
-from host_sw.regmap import register_map
+from host_sw.contracts import control_frame as cf
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import ETHERTYPE_CONTROL
+from host_sw.contracts.regmap import register_map
 
 SRC, DST = "02:00:00:00:00:01", "02:00:00:00:00:02"
 

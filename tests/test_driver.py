@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from host_sw.channel import simulate_interval
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.control_frame import IntervalFlags
-from host_sw.driver import (Device, DeviceError, DeviceMismatch, Snapshot, SnapshotError,
+from host_sw.model.channel import simulate_interval
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.control_frame import IntervalFlags
+from host_sw.device.driver import (Device, DeviceError, DeviceMismatch, Snapshot, SnapshotError,
                             counter_deltas)
-from host_sw.fake_device import FakeDevice
-from host_sw.measure import estimate_pair
+from host_sw.device.fake_device import FakeDevice
+from host_sw.estimators.measure import estimate_pair
 from host_sw.estimators.lda import estimate_lda
-from host_sw.transport import FakeTransport, TransportTimeout
+from host_sw.device.transport import FakeTransport, TransportTimeout
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
 

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host_sw.config import ConfigMismatch, LdaConfig, RdaConfig
+from host_sw.contracts.config import ConfigMismatch, LdaConfig, RdaConfig
 from host_sw.estimators.lda import (estimate_lda, expected_samples, sampling_rate_for_loss,
                                     tuned_threshold, tuned_thresholds)
-from host_sw.golden import PacketHashes, Synopsis, update
-from host_sw.hashing import lda_bank, lda_row
+from host_sw.model.golden import PacketHashes, update
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import lda_bank, lda_row
 
 
 def synopsis(config, counts, ts_sums):

@@ -9,13 +9,14 @@ import dpkt
 import numpy as np
 import pytest
 
-from host_sw.channel import Scenario
-from host_sw.config import ConfigMismatch, LdaConfig, LdsConfig
+from host_sw.model.channel import Scenario
+from host_sw.contracts.config import ConfigMismatch, LdaConfig, LdsConfig
 from host_sw.estimators.lds import (
     estimate_flows, flow_cells, flow_key_window, flow_row_hashes,
 )
-from host_sw.golden import Synopsis, bucket_indices
-from host_sw.hashing import range_reduce32
+from host_sw.model.golden import bucket_indices
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import range_reduce32
 
 
 def _flows_with_packets(pf):

@@ -10,12 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host_sw.config import ConfigMismatch, LdaConfig, RdaConfig
+from host_sw.contracts.config import ConfigMismatch, LdaConfig, RdaConfig
 from host_sw.estimators.rda import (PacketCache, decode, estimate_rda,
                                     estimate_set_difference, late_binding_buckets,
                                     rda_from_caches, repair, subtract)
-from host_sw.golden import Hashers, PacketHashes, Synopsis, update
-from host_sw.hashing import range_reduce32
+from host_sw.model.golden import Hashers, PacketHashes, update
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import range_reduce32
 
 
 class Trace:

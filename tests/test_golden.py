@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Tests of the golden model (``host_sw.golden``) against a slow per-packet reference
+"""Tests of the golden model (``host_sw.model.golden``) against a slow per-packet reference
 written from the definitions, and of the word layouts and configurations it relies on
-(``host_sw.layouts``, ``host_sw.config``), plus the test vectors printed in docs/SPEC.md."""
+(``host_sw.contracts.layouts``, ``host_sw.contracts.config``), plus the test vectors printed in docs/SPEC.md."""
 
 import dataclasses
 import sys
@@ -12,14 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host_sw.config import (
+from host_sw.contracts.config import (
     ConfigMismatch, LdaConfig, LdsConfig, RdaConfig, check_comparable, config_from_dict,
 )
-from host_sw.golden import (
-    Hashers, PacketHashes, Synopsis, bucket_indices, hash_frames, hash_windows, update,
-)
-from host_sw.hashing import MASK64, PAIR_TABLE_MIN_ROWS, FrameClass, header_windows
-from host_sw.layouts import Field, WordLayout, signed_difference, wrap
+from host_sw.model.golden import Hashers, PacketHashes, bucket_indices, hash_frames, hash_windows, update
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import MASK64, PAIR_TABLE_MIN_ROWS, FrameClass, header_windows
+from host_sw.contracts.layouts import Field, WordLayout, signed_difference, wrap
 
 ROOT = Path(__file__).resolve().parent.parent
 U64_ANY_LZ = st.builds(lambda v, shift: v >> shift, st.integers(0, MASK64), st.integers(0, 40))

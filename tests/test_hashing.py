@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Tests of the hash contract (``host_sw.hashing``): the fast vectorised paths against the
+"""Tests of the hash contract (``host_sw.contracts.hashing``): the fast vectorised paths against the
 bit-by-bit definitions, and the field split against slow pure-Python references."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host_sw.hashing import (
+from host_sw.contracts.hashing import (
     ETHERTYPE_CONTROL, GOLDEN_GAMMA, MASK64, MIN_FRAME_BYTES, PAIR_TABLE_MIN_ROWS,
     TABLE_BLOCK_ROWS, H3, ByteMask, FrameClass, HashPurpose, classify_frame, default_masks,
     h3_rows, header_windows, lda_bank, lda_row, lda_sign, lds_digest, lds_offset,

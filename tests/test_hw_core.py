@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The whole core (hw.lda_pipeline.LdaCore) on Amaranth's simulator: frames pass through
 bit-exact, in order, with a fixed latency and honoured backpressure; the counters and
-status read over the UARTBone byte stream equal host_sw.golden; swap / overrun / release
+status read over the UARTBone byte stream equal host_sw.model.golden; swap / overrun / release
 control. Small cores and a few dozen frames, to stay quick."""
 
 import random
@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.golden import Synopsis, hash_frames, update
-from host_sw.hashing import FrameClass, classify_frame, default_masks
-from host_sw.regmap import register_map
-from host_sw.uartbone import decode_read_reply, encode_read, encode_write
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.model.golden import hash_frames, update
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import FrameClass, classify_frame, default_masks
+from host_sw.contracts.regmap import register_map
+from host_sw.contracts.uartbone import decode_read_reply, encode_read, encode_write
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.lda_pipeline import PASSTHROUGH_LATENCY, LdaCore
 

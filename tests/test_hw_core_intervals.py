@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Interval control and export wired into the whole core (hw.lda_pipeline.LdaCore), on
 Amaranth's simulator: a sender core in marker-send mode feeding a receiver core in
-marker-receive mode through a lossy channel (both devices' intervals equal host_sw.golden
+marker-receive mode through a lossy channel (both devices' intervals equal host_sw.model.golden
 for the frames each saw, with matching sequence numbers; a spoofed marker is rejected; a
 dropped marker flags SEQUENCE_GAP; the sender's in-band export reassembles to its
 intervals); time-mode boundaries, overrun when not released, and the host export port.
@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 from amaranth.hdl import Module
 
-from host_sw.config import LdaConfig
-from host_sw.control_frame import (
+from host_sw.contracts.config import LdaConfig
+from host_sw.contracts.control_frame import (
     ControlConfigMismatch, IntervalFlags, MarkerFrame, SynopsisChunk, build_marker,
     parse_control_frame, reassemble,
 )
-from host_sw.golden import Synopsis, hash_frames, update
-from host_sw.hashing import ETHERTYPE_CONTROL, default_masks
-from host_sw.uartbone import decode_read_reply, encode_read, encode_write
+from host_sw.model.golden import hash_frames, update
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import ETHERTYPE_CONTROL, default_masks
+from host_sw.contracts.uartbone import decode_read_reply, encode_read, encode_write
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.interval_control import MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME
 from hw.lda_pipeline import LdaCore
@@ -53,7 +54,7 @@ def is_control(frame):
 
 
 def golden(config, frames_with_sof):
-    """host_sw.golden of ``[(frame, sof_cycle)]`` (the timebase counts cycles)."""
+    """host_sw.model.golden of ``[(frame, sof_cycle)]`` (the timebase counts cycles)."""
     frames = [f for f, _ in frames_with_sof]
     stamps = np.array([t for _, t in frames_with_sof], dtype=np.uint64)
     return update(config, hash_frames(config, frames, [False] * len(frames)), stamps)

@@ -2,7 +2,7 @@
 """Unit tests of hw.counter_bank.CounterBank on Amaranth's simulator.
 
 Update streams (random, same-address runs, A,B,A,B / A,A,B,A patterns, one request per
-clock) are checked word for word against a dict model and against host_sw.golden; swaps
+clock) are checked word for word against a dict model and against host_sw.model.golden; swaps
 mid-stream, drain window, frozen read-back, release/clearing and overrun refusal are
 checked cycle by cycle.
 """
@@ -15,9 +15,9 @@ from amaranth import Shape
 from amaranth.lib import data
 from amaranth.sim import Simulator
 
-from host_sw import golden
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.hashing import lds_digest
+from host_sw.model import golden
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.hashing import lds_digest
 from hw.counter_bank import (
     CopyState, CounterBank, frozen_read_signature, lane_geometry, update_request_signature,
     word_layout,

@@ -10,8 +10,8 @@ from amaranth.hdl import UnusedElaboratable
 from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.regmap import register_map
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.regmap import register_map
 from hw.csr import CsrBank
 
 CONFIG = LdaConfig(banks=2, rows=8, thresholds=(1, 7))

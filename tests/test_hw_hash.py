@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The pipelined H3 hasher (hw.hash_h3) equals host_sw.hashing / host_sw.golden bit for bit:
+"""The pipelined H3 hasher (hw.hash_h3) equals host_sw.contracts.hashing / host_sw.model.golden bit for bit:
 packet hash with IPv4 and IPv6 masks, RDA bucket hashes, LDS flow hashes."""
 
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.golden import Hashers, hash_windows
-from host_sw.hashing import H3, FrameClass, HashPurpose, h3_rows
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.model.golden import Hashers, hash_windows
+from host_sw.contracts.hashing import H3, FrameClass, HashPurpose, h3_rows
 from hw.hash_h3 import H3Pipeline, PacketHasher
 
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Interval control, marker frames and the exporter (issue 4), with the frame merger
 between them as in the core, on Amaranth's simulator: gateware frames equal
-host_sw.control_frame's builders byte for byte and parse/reassemble on the host; data
+host_sw.contracts.control_frame's builders byte for byte and parse/reassemble on the host; data
 frames are never corrupted, dropped or reordered; marker-receive acceptance, rejection and sequence gaps; time-mode boundaries; a
 marker-send device feeding a marker-receive device. Data widths 8 and 64, random
 backpressure, and the stream rules checked on every output."""
@@ -13,12 +13,12 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from host_sw.config import LdaConfig, RdaConfig
-from host_sw.control_frame import (
+from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.contracts.control_frame import (
     IntervalFlags, MarkerFrame, build_marker, build_synopsis_frames, parse_control_frame,
     reassemble,
 )
-from host_sw.golden import Synopsis
+from host_sw.contracts.synopsis import Synopsis
 from hw.control_frame_tx import MarkerFrameSource
 from hw.counter_bank import CounterBank
 from hw.exporter import Exporter

@@ -1,15 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Bucket selection (hw.bucket_select) against the golden field split: LDA leading-zero
-bank selection vs host_sw.hashing.lda_bank, LDA/RDA/LDS addresses vs
-host_sw.golden.bucket_indices."""
+bank selection vs host_sw.contracts.hashing.lda_bank, LDA/RDA/LDS addresses vs
+host_sw.model.golden.bucket_indices."""
 
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.golden import Hashers, PacketHashes, bucket_indices
-from host_sw.hashing import lda_bank, lda_row
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.model.golden import Hashers, PacketHashes, bucket_indices
+from host_sw.contracts.hashing import lda_bank, lda_row
 from hw.bucket_select import BucketSelector
 
 

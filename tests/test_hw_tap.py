@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The header tap (hw.header_tap): window capture with zero padding, classification with
-host_sw.hashing.classify_frame semantics, timestamp and copy at SOF, swap ordering and
+host_sw.contracts.hashing.classify_frame semantics, timestamp and copy at SOF, swap ordering and
 status counters, at data widths 8 and 64, with idle cycles and a stalled stream."""
 
 import gc
@@ -10,7 +10,7 @@ import warnings
 import pytest
 from amaranth.sim import Simulator
 
-from host_sw.hashing import FrameClass, classify_frame, header_windows
+from host_sw.contracts.hashing import FrameClass, classify_frame, header_windows
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.header_tap import HeaderTap
 from hw.timebase import Timebase

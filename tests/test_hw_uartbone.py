@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """UARTBone bridge on Amaranth's simulator: bytes in → bus operations → reply bytes, exact.
 
-The bytes come from host_sw.uartbone (the host's encoder); a fake CSR slave records every
+The bytes come from host_sw.contracts.uartbone (the host's encoder); a fake CSR slave records every
 bus operation and answers reads with a function of the address.
 """
 
@@ -13,7 +13,7 @@ import pytest
 from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
-from host_sw import uartbone as ub
+from host_sw.contracts import uartbone as ub
 from hw.uartbone import UARTBoneBridge
 
 
@@ -178,8 +178,8 @@ def test_bridge_with_csr_bank_end_to_end():
     from amaranth.hdl import Module
     from amaranth.lib import wiring
 
-    from host_sw.config import LdaConfig
-    from host_sw.regmap import register_map
+    from host_sw.contracts.config import LdaConfig
+    from host_sw.contracts.regmap import register_map
     from hw.csr import CsrBank
 
     rmap = register_map(LdaConfig(banks=2, rows=4, thresholds=(0, 3)))

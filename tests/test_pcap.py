@@ -8,10 +8,10 @@ import dpkt
 import numpy as np
 import pytest
 
-from host_sw.channel import Scenario
-from host_sw.config import LdaConfig, LdsConfig
-from host_sw.pcap import CaptureError, capture_trace, pair_captures, read_pcap, write_pcap
-from host_sw.traffic import synthetic_trace
+from host_sw.model.channel import Scenario
+from host_sw.contracts.config import LdaConfig, LdsConfig
+from host_sw.model.pcap import CaptureError, capture_trace, pair_captures, read_pcap, write_pcap
+from host_sw.model.traffic import synthetic_trace
 
 EPOCH_NS = 1_764_115_200_123_456_789  # 2025-11-26 at ns resolution: beyond float64's
 

@@ -10,9 +10,9 @@ from dataclasses import fields
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from host_sw import uartbone as ub
-from host_sw.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.regmap import (BUS_DATA_BITS, HOST_FIELDS, RUNTIME_FIELDS, Register, RegField,
+from host_sw.contracts import uartbone as ub
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.regmap import (BUS_DATA_BITS, HOST_FIELDS, RUNTIME_FIELDS, Register, RegField,
                             parse_csr_csv, parse_csr_json, register_map, static_config_dict)
 
 CONFIGS = [

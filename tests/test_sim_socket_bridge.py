@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from host_sw import uartbone
-from host_sw.transport import open_transport
+from host_sw.contracts import uartbone
+from host_sw.device.transport import open_transport
 from sim_tb.socket_bridge import CommandFramer, SocketBridge
 
 

@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from host_sw.config import LdaConfig
-from host_sw.fake_device import DeviceServer, FakeDevice
-from host_sw.transport import (FakeTransport, GarbledReply, SerialTransport, SocketTransport,
+from host_sw.contracts.config import LdaConfig
+from host_sw.device.fake_device import DeviceServer, FakeDevice
+from host_sw.device.transport import (FakeTransport, GarbledReply, SerialTransport, SocketTransport,
                                TransportError, TransportTimeout, open_transport,
                                parse_options, register_fake_device)
 

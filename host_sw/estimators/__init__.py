@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Estimators: pure functions from a sender's and a receiver's :class:`~host_sw.golden.Synopsis`
+"""Estimators: pure functions from a sender's and a receiver's :class:`~host_sw.contracts.synopsis.Synopsis`
 (plus, for RDA, the two caches of ``(ID, timestamp)``) to delay and loss estimates with
 confidence intervals. Exact integer arithmetic up to the final division.
 

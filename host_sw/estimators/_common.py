@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..config import SynopsisConfig, check_comparable
+from host_sw.contracts.config import SynopsisConfig, check_comparable
 
 __all__ = ["check_pair", "check_confidence", "hoeffding_half_width", "fraction_to_float",
            "mix64_array", "jsonable", "dataclass_to_dict"]
@@ -22,7 +22,7 @@ __all__ = ["check_pair", "check_confidence", "hoeffding_half_width", "fraction_t
 def check_pair(sender, receiver, config_type: type, what: str) -> SynopsisConfig:
     """Check that both synopses share one configuration of ``config_type``; return it.
 
-    Raises :class:`~host_sw.config.ConfigMismatch` when the configurations differ and a
+    Raises :class:`~host_sw.contracts.config.ConfigMismatch` when the configurations differ and a
     ``ValueError`` when they are of the wrong kind.
     """
     check_comparable(sender.config, receiver.config)

@@ -29,7 +29,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..hashing import range_reduce32
+from host_sw.contracts.hashing import range_reduce32
 from ._common import dataclass_to_dict, fraction_to_float, mix64_array
 
 __all__ = ["FineCombEstimate", "finecomb_ideal", "finecomb_buckets", "ProbeEstimate",

@@ -4,18 +4,18 @@ interval from a sender's and a receiver's LDA synopsis (Kompella et al., "Every
 microsecond counts", §III-B–E), plus the bank-tuning formulas of §III-D.
 
 Data flow (``DESIGN.md``, host side): snapshot of an interval (two
-:class:`~host_sw.golden.Synopsis`) ► **this module** ► CLI/export; the host also uses
+:class:`~host_sw.contracts.synopsis.Synopsis`) ► **this module** ► CLI/export; the host also uses
 :func:`tuned_threshold` to retune bank thresholds from the measured loss.
 
 Definitions (the paper's, with 0-based rows):
 
 * A row ``(j, i)`` (bank ``j``, row ``i``) is *usable* when the sender's and the
   receiver's packet counters agree. With every difference read by
-  :func:`~host_sw.layouts.signed_difference`, the estimate is
+  :func:`~host_sw.contracts.layouts.signed_difference`, the estimate is
   ``D = sum_usable (T_B - T_A) / S`` with ``S = sum_usable S_A`` the *effective sample
   size*; all sums are Python integers, one division at the end (:class:`fractions.Fraction`).
 * Standard deviation (§III-E): rows ``2i`` and ``2i+1`` collapse (row bit 0 is the sign of
-  :func:`~host_sw.hashing.lda_sign`): ``T~ = T[2i+1] - T[2i]``, ``S~ = S[2i+1] + S[2i]``;
+  :func:`~host_sw.contracts.hashing.lda_sign`): ``T~ = T[2i+1] - T[2i]``, ``S~ = S[2i+1] + S[2i]``;
   ``F = sum_usable (T~_B - T~_A)^2 / S~`` (eq. 5) estimates the mean squared delay, and
   ``variance = F - D^2``, clipped at 0 (the estimate says so when it clips). A collapsed
   pair is usable when *both* its rows are usable; under the paper's FIFO assumption (loss
@@ -38,9 +38,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..config import LdaConfig, threshold_for_rate
-from ..golden import Synopsis
-from ..layouts import signed_difference
+from host_sw.contracts.config import LdaConfig, threshold_for_rate
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.layouts import signed_difference
 from ._common import (check_confidence, check_pair, dataclass_to_dict, fraction_to_float,
                       hoeffding_half_width)
 
@@ -280,7 +280,7 @@ def sampling_rate_for_loss(rows: int, expected_lost: float, alpha: float = 0.5) 
 
 def tuned_threshold(rows: int, expected_lost: float, alpha: float = 0.5) -> int:
     """The leading-zero threshold whose rate ``2**-z`` is nearest (in log scale) to
-    :func:`sampling_rate_for_loss` (:func:`~host_sw.config.threshold_for_rate`)."""
+    :func:`sampling_rate_for_loss` (:func:`~host_sw.contracts.config.threshold_for_rate`)."""
     return threshold_for_rate(sampling_rate_for_loss(rows, expected_lost, alpha))
 
 
@@ -289,7 +289,7 @@ def tuned_thresholds(rows: int, expected_losses, alpha: float = 0.5) -> tuple[in
 
     Banks are ordered by increasing threshold (bank 0 tuned to the lowest loss); equal
     thresholds are pushed apart by one so they increase strictly, as
-    :class:`~host_sw.config.LdaConfig` requires.
+    :class:`~host_sw.contracts.config.LdaConfig` requires.
     """
     losses = sorted(float(x) for x in expected_losses)
     if not losses:

@@ -3,7 +3,7 @@
 Difference Sketch (Sanjuàs-Cuxart et al., IMC 2011, ``papers/lds-*``).
 
 Data flow (``DESIGN.md``, host side): snapshot of an interval (two
-:class:`~host_sw.golden.Synopsis` objects of one :class:`~host_sw.config.LdsConfig`) ►
+:class:`~host_sw.contracts.synopsis.Synopsis` objects of one :class:`~host_sw.contracts.config.LdsConfig`) ►
 **these estimators** ► CLI/export. Pure functions over the counter arrays, vectorised
 over flows (the §5.1 reproduction queries ~100 k flows).
 
@@ -11,7 +11,7 @@ A flow is named by its per-row 32-bit flow hashes (``(R,)`` for one flow, ``(R, 
 F flows), computed from its header with the contract
 ``Hashers(config).flow[class][r]`` (:func:`flow_row_hashes`). Its cells in row ``r`` are
 ``(base_r + j) mod C`` for ``j in 0..k-1`` with ``base_r = range_reduce32(h_r, C)`` —
-the flow's virtual LDA, exactly the cells :func:`host_sw.golden.bucket_indices` updates.
+the flow's virtual LDA, exactly the cells :func:`host_sw.model.golden.bucket_indices` updates.
 
 Delay (Fig. 6, §4.2): a cell is *usable* when sender and receiver agree on its count and
 digest and the count is non-zero (an empty cell carries no sample; Fig. 6 would divide by
@@ -37,10 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import LdsConfig, check_comparable
-from ..golden import Hashers, Synopsis
-from ..hashing import FrameClass, range_reduce32
-from ..layouts import signed_difference
+from host_sw.contracts.config import LdsConfig, check_comparable
+from host_sw.model.golden import Hashers
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import FrameClass, range_reduce32
+from host_sw.contracts.layouts import signed_difference
 
 __all__ = ["LdsFlowEstimates", "flow_row_hashes", "flow_key_window", "flow_cells",
            "estimate_flows", "DEFAULT_ALPHA"]
@@ -182,7 +183,7 @@ def estimate_flows(sender: Synopsis, receiver: Synopsis, flow_hashes, *,
         The two points' synopses of one interval (same configuration).
     flow_hashes:
         uint64 per-row flow hashes (:func:`flow_row_hashes`, or a trace's
-        :meth:`~host_sw.traffic.Trace.flow_hashes`).
+        :meth:`~host_sw.model.traffic.Trace.flow_hashes`).
     alpha:
         Interference tolerance of the cell selection (≥ 0; the paper uses 0.1).
     weights:

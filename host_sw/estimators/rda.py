@@ -4,13 +4,13 @@ packets, repair the synopses with the two caches, and compute an exact average d
 a standard deviation (Huang et al., "Reconcilable Difference Aggregator", §IV–§V, §VIII).
 
 Data flow (``DESIGN.md``, host side): snapshot of an interval (two
-:class:`~host_sw.golden.Synopsis` of an :class:`~host_sw.config.RdaConfig`, plus each
+:class:`~host_sw.contracts.synopsis.Synopsis` of an :class:`~host_sw.contracts.config.RdaConfig`, plus each
 measurement point's cache ``{packet ID: timestamp}``) ► **this module** ► CLI/export.
 
 Steps (each a public function):
 
 1. :func:`subtract` — bucket by bucket, ``Δ = receiver count − sender count`` (signed,
-   :func:`~host_sw.layouts.signed_difference`) and ``ID = receiver ID ⊕ sender ID``.
+   :func:`~host_sw.contracts.layouts.signed_difference`) and ``ID = receiver ID ⊕ sender ID``.
 2. :func:`decode` — Algorithm 1. A bucket ``i`` of bank ``l`` is *pure* when
    ``h_l(ID) == i`` and ``|Δ| == 1``, with ``h_l`` the contract's bucket function
    (``range_reduce32(Hashers(config).rda_bucket[l].of_u64(ID), m)``). ``Δ = +1``: the
@@ -29,7 +29,7 @@ Steps (each a public function):
 
 Decoding details beyond the paper (documented because they matter):
 
-* The contract's bucket hash puts an S-box in front of H3 (:class:`~host_sw.hashing.
+* The contract's bucket hash puts an S-box in front of H3 (:class:`~host_sw.contracts.hashing.
   RdaBucketHash`) so that a bucket holding several IDs passes the ``h_l(ID) == i`` test
   only by chance (about ``1/m``), as the paper assumes. Guards keep the remaining
   false positives harmless: (a) an ID is only peeled when its bucket in every bank
@@ -59,10 +59,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..config import RdaConfig
-from ..golden import Hashers, PacketHashes, Synopsis, update
-from ..hashing import range_reduce32
-from ..layouts import signed_difference, wrap
+from host_sw.contracts.config import RdaConfig
+from host_sw.model.golden import Hashers, PacketHashes, update
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import range_reduce32
+from host_sw.contracts.layouts import signed_difference, wrap
 from ._common import (check_confidence, check_pair, dataclass_to_dict, fraction_to_float,
                       hoeffding_half_width, mix64_array)
 
@@ -162,7 +163,7 @@ class RdaSubtraction:
 def subtract(sender: Synopsis, receiver: Synopsis) -> RdaSubtraction:
     """Bucket-wise ``receiver − sender`` of two RDA synopses (§V-B (i)).
 
-    Raises :class:`~host_sw.config.ConfigMismatch` on different configurations.
+    Raises :class:`~host_sw.contracts.config.ConfigMismatch` on different configurations.
     """
     config = check_pair(sender, receiver, RdaConfig, "subtract")
     delta = signed_difference(receiver.count, sender.count, config.count_bits)
@@ -248,7 +249,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
     subtraction:
         From :func:`subtract` (not modified).
     hashers:
-        Optional prebuilt :class:`~host_sw.golden.Hashers` of the configuration.
+        Optional prebuilt :class:`~host_sw.model.golden.Hashers` of the configuration.
     sender_ids, receiver_ids:
         Optional membership check (ID arrays or :class:`PacketCache`): a pure-looking
         bucket with ``Δ = −1`` is only peeled when its ID is in ``sender_ids``, one with
@@ -536,7 +537,7 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
     confidence:
         Level of the interval for the mean.
     hashers:
-        Optional prebuilt :class:`~host_sw.golden.Hashers`.
+        Optional prebuilt :class:`~host_sw.model.golden.Hashers`.
 
     Returns
     -------

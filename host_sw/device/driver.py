@@ -3,8 +3,8 @@
 snapshots of its intervals.
 
 In DESIGN.md's host data flow this is "device driver built from the register map ►
-snapshot of an interval": every address comes from :func:`host_sw.regmap.register_map`
-(none is typed here), bus words move through a :class:`~host_sw.transport.Transport`.
+snapshot of an interval": every address comes from :func:`host_sw.contracts.regmap.register_map`
+(none is typed here), bus words move through a :class:`~host_sw.device.transport.Transport`.
 
 On connect (:class:`Device`) the driver reads ID, VERSION and CONFIG (fixed at words 0, 1,
 2..6 in every map), discovers the static configuration, and checks the ID against the
@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import (LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, config_from_dict)
-from .control_frame import INVALID_FLAGS, IntervalFlags
-from .golden import Synopsis
-from .hashing import DEFAULT_WINDOW_BYTES, default_masks
-from .regmap import KIND_CODES, REGMAP_VERSION, RUNTIME_FIELDS, register_map
-from .transport import Transport
-from .uartbone import MAX_BURST
+from host_sw.contracts.config import (LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, config_from_dict)
+from host_sw.contracts.control_frame import INVALID_FLAGS, IntervalFlags
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, default_masks
+from host_sw.contracts.config import KIND_CODES
+from host_sw.contracts.regmap import REGMAP_VERSION, RUNTIME_FIELDS, register_map
+from host_sw.device.transport import Transport
+from host_sw.contracts.uartbone import MAX_BURST
 
 __all__ = ["DeviceError", "DeviceMismatch", "SnapshotError", "Device", "Snapshot",
            "STATUS_COUNTERS", "INTERVAL_MODES", "counter_deltas"]
@@ -339,7 +340,7 @@ class Device:
                       auto_release: bool = False, local_mac=None, export_dst_mac=None,
                       marker_src_mac=None) -> None:
         """Program interval control (INTERVAL_MODE, INTERVAL_TICKS/START, MACs)."""
-        from .control_frame import mac_to_bytes
+        from host_sw.contracts.control_frame import mac_to_bytes
         if mode not in INTERVAL_MODES:
             raise ValueError(f"mode must be one of {sorted(INTERVAL_MODES)}, not {mode!r}")
         if ticks < 0 or start < 0:

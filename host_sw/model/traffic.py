@@ -4,15 +4,15 @@
 Data flow (``DESIGN.md``): this module stands in for the wire in front of the *header tap*.
 A :class:`Trace` is what the sender sees: send timestamps, the flow of each packet and
 either real header windows (Ethernet + IPv4/IPv6 + UDP/TCP, built vectorised, hashed by
-:func:`host_sw.golden.hash_windows` — the default, and what the tests exercise) or, in
+:func:`host_sw.model.golden.hash_windows` — the default, and what the tests exercise) or, in
 *fast mode*, random 64-bit per-packet and per-flow keys from which hashes are drawn
-directly. :mod:`host_sw.channel` turns a trace into both points' observations.
+directly. :mod:`host_sw.model.channel` turns a trace into both points' observations.
 
 Timestamps are integer nanosecond ticks (``int64``), strictly increasing.
 
 Example
 -------
->>> from host_sw.config import LdsConfig
+>>> from host_sw.contracts.config import LdsConfig
 >>> trace = synthetic_trace(packets=10_000, flows=200, rate_pps=1e6, seed=1)
 >>> hashes = trace.hashes(LdsConfig())          # H3 over the real header windows
 >>> hashes.flow.shape
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import LdsConfig, SynopsisConfig
-from .golden import Hashers, PacketHashes, hash_windows
-from .hashing import (
+from host_sw.contracts.config import LdsConfig, SynopsisConfig
+from host_sw.model.golden import Hashers, PacketHashes, hash_windows
+from host_sw.contracts.hashing import (
     DEFAULT_WINDOW_BYTES, ETHERTYPE_IPV4, ETHERTYPE_IPV6, FrameClass,
     MIN_FRAME_BYTES, classify_frame, header_windows,
 )
@@ -83,7 +83,7 @@ class Trace:
     frame_lengths:
         int64 ``(N,)`` — frame length in bytes without FCS.
     classes:
-        int64 ``(N,)`` — :class:`~host_sw.hashing.FrameClass` of each frame.
+        int64 ``(N,)`` — :class:`~host_sw.contracts.hashing.FrameClass` of each frame.
     windows:
         uint8 ``(N, window_bytes)`` header windows, or ``None`` in fast mode.
     flow_windows:
@@ -177,7 +177,7 @@ class Trace:
             if self.fast:
                 self._cache[key] = self._fast_flow_table(config)
             else:
-                from .estimators.lds import flow_row_hashes
+                from host_sw.estimators.lds import flow_row_hashes
                 self._cache[key] = flow_row_hashes(config, self.flow_windows,
                                                    self.flow_classes, hashers)
         return self._cache[key]
@@ -528,12 +528,12 @@ def trace_from_frames(frames, timestamps_ns, *, window_bytes: int = DEFAULT_WIND
                       errors=None) -> Trace:
     """A trace from captured frames (bytes without FCS) and their int64 ns timestamps.
 
-    Windows come from :func:`~host_sw.hashing.header_windows`, classes from
-    :func:`~host_sw.hashing.classify_frame`. Flows are the distinct flow-masked windows
+    Windows come from :func:`~host_sw.contracts.hashing.header_windows`, classes from
+    :func:`~host_sw.contracts.hashing.classify_frame`. Flows are the distinct flow-masked windows
     (5-tuple bytes of the default flow masks, per frame class); uncounted frames
     (non-IP, runts, control) get flows of their own but are never counted.
     """
-    from .hashing import default_masks
+    from host_sw.contracts.hashing import default_masks
     timestamps = np.asarray(timestamps_ns, dtype=np.int64)
     if len(frames) != len(timestamps):
         raise ValueError(f"{len(frames)} frames but {len(timestamps)} timestamps")

@@ -4,8 +4,8 @@ register map, with fault injection.
 
 In DESIGN.md's data flow this stands in for "CSR register bank ◄── bus bridge" so that
 the host's transport, driver and CLI can be tested without gateware: it consumes the
-command bytes of :mod:`host_sw.uartbone` and produces the reply bytes a real bridge would,
-with the register semantics of :mod:`host_sw.regmap` (constant ID/VERSION/CONFIG, ``rw``
+command bytes of :mod:`host_sw.contracts.uartbone` and produces the reply bytes a real bridge would,
+with the register semantics of :mod:`host_sw.contracts.regmap` (constant ID/VERSION/CONFIG, ``rw``
 registers committed on their last word, CONTROL pulses, the counter window of the frozen
 copy, least significant chunk first). Intervals are driven by the test: it sets the
 synopsis the next swap freezes (:meth:`FakeDevice.set_active`) and the status counters.
@@ -22,11 +22,11 @@ from __future__ import annotations
 import socket
 import threading
 
-from .config import SynopsisConfig
-from .control_frame import IntervalFlags
-from .golden import Synopsis
-from .regmap import Register, register_map
-from .uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
+from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.control_frame import IntervalFlags
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.regmap import Register, register_map
+from host_sw.contracts.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
 
 __all__ = ["FakeDevice", "FAULT_KINDS", "DeviceServer"]
 

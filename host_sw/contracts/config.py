@@ -19,15 +19,19 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from typing import ClassVar
 
-from .hashing import DEFAULT_WINDOW_BYTES, default_masks
-from .layouts import Field, WordLayout
+from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, default_masks
+from host_sw.contracts.layouts import Field, WordLayout
 
-__all__ = ["SynopsisConfig", "LdaConfig", "RdaConfig", "LdsConfig", "ConfigMismatch",
+__all__ = ["KIND_CODES", "SynopsisConfig", "LdaConfig", "RdaConfig", "LdsConfig", "ConfigMismatch",
            "check_comparable", "config_from_dict", "is_power_of_two", "threshold_for_rate"]
 
 
 class ConfigMismatch(ValueError):
     """Raised when two synopses with different configurations are compared."""
+
+
+#: The synopsis kind codes of the CONFIG register and of the control frames' kind field.
+KIND_CODES = {"lda": 1, "rda": 2, "lds": 3}
 
 
 def is_power_of_two(n: int) -> bool:

@@ -2,15 +2,15 @@
 """Host transports: 32-bit word reads and writes over the UARTBone byte protocol.
 
 In DESIGN.md's data flow this is "transport (serial port, or a socket/pty into a running
-simulation)": the device driver (:mod:`host_sw.driver`) calls :meth:`Transport.read_words`
+simulation)": the device driver (:mod:`host_sw.device.driver`) calls :meth:`Transport.read_words`
 / :meth:`Transport.write_words`; every implementation encodes them with
-:mod:`host_sw.uartbone` and moves the bytes over its link:
+:mod:`host_sw.contracts.uartbone` and moves the bytes over its link:
 
 * :class:`SerialTransport` — pyserial ``serial_for_url`` (a UART, a pty path, ``loop://``,
   ``socket://``, ``rfc2217://`` …);
 * :class:`SocketTransport` — TCP to a local socket carrying the bridge's bytes (a running
   two-device simulation exposes one per device);
-* :class:`FakeTransport` — an in-memory :class:`~host_sw.fake_device.FakeDevice` (driver
+* :class:`FakeTransport` — an in-memory :class:`~host_sw.device.fake_device.FakeDevice` (driver
   and CLI tests; fault injection).
 
 * :class:`OffsetTransport` — one core of several behind a shared link (a two-port
@@ -37,7 +37,7 @@ import socket
 import time
 from urllib.parse import parse_qsl, urlsplit
 
-from . import uartbone
+from host_sw.contracts import uartbone
 
 __all__ = ["TransportError", "TransportTimeout", "GarbledReply", "Transport",
            "ByteTransport", "SerialTransport", "SocketTransport", "FakeTransport",
@@ -323,7 +323,7 @@ class SocketTransport(ByteTransport):
 
 
 class FakeTransport(ByteTransport):
-    """UARTBone bytes into an in-memory :class:`~host_sw.fake_device.FakeDevice`.
+    """UARTBone bytes into an in-memory :class:`~host_sw.device.fake_device.FakeDevice`.
 
     Replies are immediate, so a missing reply is a timeout without waiting; the default
     ``resync_delay`` is 0.
@@ -463,7 +463,7 @@ def read_csr_bases(path) -> dict[str, int]:
     """
     from pathlib import Path
 
-    from .regmap import parse_csr_csv, parse_csr_json
+    from host_sw.contracts.regmap import parse_csr_csv, parse_csr_json
     path = Path(path)
     try:
         text = path.read_text()
@@ -648,8 +648,8 @@ def _open_link(base: str, options: dict, rest: list, name: str) -> Transport:
                 raise TransportError(f"no fake device {fake_name!r} is registered")
             device = _FAKE_DEVICES[fake_name]
         else:
-            from .config import LdaConfig, LdsConfig, RdaConfig
-            from .fake_device import FakeDevice
+            from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+            from host_sw.device.fake_device import FakeDevice
             kinds = {"lda": LdaConfig, "rda": RdaConfig, "lds": LdsConfig}
             kind = dict(rest).get("synopsis", "lda")
             if kind not in kinds:

@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 
-from .config import LdaConfig, LdsConfig, RdaConfig, check_comparable
-from .estimators.lda import estimate_lda
-from .estimators.rda import estimate_rda
-from .golden import Synopsis
-from .layouts import signed_difference
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, check_comparable
+from host_sw.estimators.lda import estimate_lda
+from host_sw.estimators.rda import estimate_rda
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.layouts import signed_difference
 
 __all__ = ["estimate_pair", "json_number", "ESTIMATE_KEYS"]
 

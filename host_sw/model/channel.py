@@ -2,9 +2,9 @@
 """The path between the two measurement points, simulated: delay, loss, reordering and
 clock offset, turned into both points' per-interval observations plus exact ground truth.
 
-Data flow (``DESIGN.md``): a :class:`~host_sw.traffic.Trace` (what the sender sees) ►
+Data flow (``DESIGN.md``): a :class:`~host_sw.model.traffic.Trace` (what the sender sees) ►
 **channel** ► per interval, the sender's and the receiver's packets with their own
-timestamps (► :func:`host_sw.golden.update` ► synopses ► estimators), and the truth the
+timestamps (► :func:`host_sw.model.golden.update` ► synopses ► estimators), and the truth the
 estimates are judged against.
 
 Units: every time is an integer number of **nanoseconds** unless a value carries a unit
@@ -33,8 +33,8 @@ Example
 -------
 The CLI's "N packets, loss P, delay D, configuration C, seed S, runs R"::
 
-    from host_sw.channel import Scenario
-    from host_sw.config import LdaConfig
+    from host_sw.model.channel import Scenario
+    from host_sw.contracts.config import LdaConfig
     scenario = Scenario(packets=1_000_000, loss=0.01,
                         delay="weibull:shape=0.6,mean=0.2us", seed=7)
     trace = scenario.trace()                  # generated once, shared by the runs
@@ -55,9 +55,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import SynopsisConfig
-from .golden import Hashers, PacketHashes, Synopsis, update
-from .traffic import Trace, synthetic_trace
+from host_sw.contracts.config import SynopsisConfig
+from host_sw.model.golden import Hashers, PacketHashes, update
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.model.traffic import Trace, synthetic_trace
 
 __all__ = ["DelayDistribution", "LossModel", "Channel", "Transmission", "Observation",
            "GroundTruth", "IntervalObservation", "Simulation", "Scenario",
@@ -603,7 +604,7 @@ def interval_observations(*, sender_trace: Trace, receiver_trace: Trace,
     point assigned the packet to, or ``numpy.iinfo(int64).min`` when that point never
     saw it; ``*_index`` its index in that point's trace. ``counted`` restricts the
     truth to frames the tap counts. Used by :func:`split_intervals` (simulation) and
-    :func:`host_sw.pcap.pair_captures` (offline).
+    :func:`host_sw.model.pcap.pair_captures` (offline).
     """
     g = len(counted)
     ids = np.arange(g, dtype=np.int64)
@@ -708,7 +709,7 @@ class Scenario:
 
     Traffic: ``packets``, ``flows``, ``rate_pps``, ``gaps``, ``size_dist``, ``shape``,
     ``frame_bytes``, ``ipv6_fraction``, ``window_bytes``, ``fast`` (see
-    :func:`host_sw.traffic.synthetic_trace`). Path: ``delay``, ``loss``,
+    :func:`host_sw.model.traffic.synthetic_trace`). Path: ``delay``, ``loss``,
     ``multipath_*``, ``boundary_reorder_*``, ``flow_extra``, ``clock_offset_ns`` (see
 :class:`Channel`).
     Intervals: ``mode`` and ``interval_ns`` (``None`` = one interval).

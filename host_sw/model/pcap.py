@@ -3,8 +3,8 @@
 pair a sender-side and a receiver-side capture into both points' observations.
 
 Data flow (``DESIGN.md``, "offline analysis of two pcap captures with the same
-estimators"): capture files ► **this module** ► :class:`~host_sw.traffic.Trace` per
-point ► :class:`~host_sw.channel.IntervalObservation` ► golden model ► estimators.
+estimators"): capture files ► **this module** ► :class:`~host_sw.model.traffic.Trace` per
+point ► :class:`~host_sw.model.channel.IntervalObservation` ► golden model ► estimators.
 
 Timestamps are int64 ns since the epoch, exact: classic pcap records are parsed here
 with dpkt's header classes (microsecond files are scaled by 1000, nanosecond-magic files
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import dpkt
 import numpy as np
 
-from .channel import IntervalObservation, interval_observations
-from .hashing import DEFAULT_WINDOW_BYTES, FrameClass, default_masks
-from .traffic import Trace, trace_from_frames
+from host_sw.model.channel import IntervalObservation, interval_observations
+from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, FrameClass, default_masks
+from host_sw.model.traffic import Trace, trace_from_frames
 
 __all__ = ["Capture", "CaptureError", "read_pcap", "write_pcap", "capture_trace",
            "pair_captures"]
@@ -211,7 +211,7 @@ def write_pcap(path, frames, timestamps_ns, *, nano: bool = True,
 
 def capture_trace(capture: Capture | str | os.PathLike, *,
                   window_bytes: int = DEFAULT_WINDOW_BYTES) -> Trace:
-    """A :class:`~host_sw.traffic.Trace` of one capture (Ethernet link type)."""
+    """A :class:`~host_sw.model.traffic.Trace` of one capture (Ethernet link type)."""
     if not isinstance(capture, Capture):
         capture = read_pcap(capture)
     if capture.linktype != dpkt.pcap.DLT_EN10MB:

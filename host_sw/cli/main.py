@@ -6,7 +6,7 @@ Sub-commands:
 * ``simulate`` — run a measurement scenario (traffic, path delay/loss/reordering) through
   the golden model and the estimators; print a table, or JSON lines with ``--json``;
 * ``info``, ``config``, ``read``, ``watch``, ``estimate``, ``export``, ``plan``, ``plot`` —
-  devices and their output (:mod:`host_sw.cli_device`; ``docs/CLI.md``).
+  devices and their output (:mod:`host_sw.cli.device_commands`; ``docs/CLI.md``).
 
 Exit codes: 0 success, 1 a run failed (e.g. a file could not be read), 2 bad usage or bad
 option values (argparse's convention).
@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true",
                      help="print one JSON object per run: {true:{...}, estimate:{...}}")
     sim.set_defaults(handler=_cmd_simulate)
-    from .cli_device import add_device_commands
+    from host_sw.cli.device_commands import add_device_commands
     add_device_commands(sub)
     demo = sub.add_parser("demo", help="two simulated devices (sender → channel → "
                           "receiver) measured over their bridges",
@@ -142,8 +142,8 @@ def _demo_missing(error) -> int:
 
 
 def _config_for(args):
-    from .config import LdsConfig, RdaConfig
-    from .simulate import lda_config_for
+    from host_sw.contracts.config import LdsConfig, RdaConfig
+    from host_sw.estimators.simulate import lda_config_for
     if args.synopsis == "lda":
         return lda_config_for(packets=args.packets, rows=args.rows or 1024,
                               banks=args.banks or 2, tune_for_loss=args.tune_for_loss)
@@ -188,8 +188,8 @@ def _format_table(results, out) -> None:
 
 
 def _cmd_simulate(args) -> int:
-    from .channel import Scenario
-    from .simulate import run_scenario
+    from host_sw.model.channel import Scenario
+    from host_sw.estimators.simulate import run_scenario
     if not 0 < args.confidence < 1:
         raise UsageError(f"--confidence must be in (0, 1), not {args.confidence}")
     if args.set_difference is not None and args.synopsis != "rda":
@@ -209,7 +209,7 @@ def _cmd_simulate(args) -> int:
         raise UsageError(str(e)) from None
     trace = None
     if args.pcap:
-        from .pcap import CaptureError, capture_trace
+        from host_sw.model.pcap import CaptureError, capture_trace
         try:
             trace = capture_trace(args.pcap, window_bytes=config.window_bytes)
         except (CaptureError, OSError) as e:

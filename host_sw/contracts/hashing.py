@@ -3,7 +3,7 @@
 field split of the hash outputs.
 
 This module is the one definition that the gateware (``hw/hash_h3.py``), the golden model
-(``host_sw.golden``) and the host estimators import; nothing here imports Amaranth. It is
+(``host_sw.model.golden``) and the host estimators import; nothing here imports Amaranth. It is
 specified byte for byte in ``docs/SPEC.md`` §1–§3.
 
 Data flow (``DESIGN.md``): header tap → **H3 hasher** → classifier/sampler → update

@@ -18,9 +18,9 @@ Speed (target ≥ 5 million packets per second per synopsis update on one core; 
 ``bench/golden_throughput.py``, figures in ``docs/BENCHMARKS.md``): the field split is
 done with whole-array comparisons and multiply-shifts, the counters are updated per bank
 with ``np.bincount`` / ``np.add.at`` / ``np.bitwise_xor.at``, and H3 uses row-blocked
-table lookups (:func:`host_sw.hashing.table_xor`), two 32-bit hashes per 64-bit table
+table lookups (:func:`host_sw.contracts.hashing.table_xor`), two 32-bit hashes per 64-bit table
 entry where possible. Every fast path is tested against the definitions in
-:mod:`host_sw.hashing` and a per-packet reference (``tests/test_golden.py``).
+:mod:`host_sw.contracts.hashing` and a per-packet reference (``tests/test_golden.py``).
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, check_comparable
-from .hashing import (
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, check_comparable
+from host_sw.contracts.hashing import (
     H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, RdaBucketHash,
     classify_frame, header_windows, lda_bank, lds_digest, sbox_nibbles64, table_xor,
 )
-from .layouts import wrap
+from host_sw.contracts.layouts import wrap
+from host_sw.contracts.synopsis import Synopsis
 
 _M32 = np.uint64(0xFFFFFFFF)
 
@@ -124,7 +125,7 @@ class Hashers:
 
     def rda_bucket_hashes(self, ids: np.ndarray) -> list[np.ndarray]:
         """``h_l(ID) = H3_rda[l](S(ID))`` (32-bit values as uint64) for each RDA bank
-        ``l`` (:class:`~host_sw.hashing.RdaBucketHash`).
+        ``l`` (:class:`~host_sw.contracts.hashing.RdaBucketHash`).
 
         Equal to ``[h.of_u64(ids) for h in self.rda_bucket]``, computed faster: banks are
         taken two at a time, with 65536-entry tables whose entries hold bank ``2i`` in
@@ -196,61 +197,8 @@ def hash_frames(config: SynopsisConfig, frames, errors=None,
                         hashers)
 
 
-@dataclass
-class Synopsis:
-    """One measurement point's counters for one interval.
-
-    ``fields`` maps each layout field name (``count``, ``ts_sum``, ``id_xor`` /
-    ``digest``) to a uint64 array of shape ``config.shape``, already reduced modulo the
-    field width.
-    """
-    config: SynopsisConfig
-    fields: dict[str, np.ndarray] = field(default_factory=dict)
-
-    @classmethod
-    def empty(cls, config: SynopsisConfig) -> "Synopsis":
-        return cls(config, {name: np.zeros(config.shape, dtype=np.uint64)
-                            for name in config.layout.names})
-
-    def __getitem__(self, name) -> np.ndarray:
-        return self.fields[name]
-
-    @property
-    def count(self) -> np.ndarray:
-        return self.fields["count"]
-
-    @property
-    def ts_sum(self) -> np.ndarray:
-        return self.fields["ts_sum"]
-
-    def words(self) -> list[int]:
-        """Packed counter words in memory order (bank/row major), as the gateware holds
-        them (``docs/SPEC.md`` §4)."""
-        return self.config.layout.pack(self.fields)
-
-    @classmethod
-    def from_words(cls, config: SynopsisConfig, words) -> "Synopsis":
-        if len(words) != config.buckets:
-            raise ValueError(f"{config.kind} synopsis has {config.buckets} words, "
-                             f"got {len(words)}")
-        return cls(config, config.layout.unpack(list(words), config.shape))
-
-    def merged(self, other: "Synopsis") -> "Synopsis":
-        """Counters of both (as if one synopsis saw both packet sets)."""
-        check_comparable(self.config, other.config)
-        out = {}
-        for f in self.config.layout.fields:
-            a, b = self.fields[f.name], other.fields[f.name]
-            out[f.name] = wrap(a + b, f.width) if f.combine == "sum" else a ^ b
-        return Synopsis(self.config, out)
-
-    def __eq__(self, other):
-        return (isinstance(other, Synopsis) and self.config == other.config
-                and all(np.array_equal(self.fields[k], other.fields[k]) for k in self.fields))
-
-
 def _reduce32(hash32: np.ndarray, size: int) -> np.ndarray:
-    """:func:`~host_sw.hashing.range_reduce32` of uint64 values already below 2**32;
+    """:func:`~host_sw.contracts.hashing.range_reduce32` of uint64 values already below 2**32;
     returns int64."""
     return ((hash32 * np.uint64(size)) >> np.uint64(32)).astype(np.int64)
 
@@ -262,7 +210,7 @@ def _update_groups(config: SynopsisConfig, p: np.ndarray, flow: np.ndarray | Non
     (an index array into ``p``, or ``None`` for all of them), one group per bank/row.
 
     This is the fast path shared by :func:`update` and :func:`bucket_indices`; it computes
-    the same field split as the definitions in :mod:`host_sw.hashing`.
+    the same field split as the definitions in :mod:`host_sw.contracts.hashing`.
     """
     if isinstance(config, LdaConfig):
         bank = lda_bank(p, config.thresholds)

@@ -2,8 +2,8 @@
 """Simulated measurements: a scenario through the golden model and the estimators.
 
 This is what ``ldactl simulate`` runs (and what the accuracy benchmarks build on): a
-:class:`~host_sw.channel.Scenario` gives both measurement points' packets and the exact
-truth; :func:`host_sw.golden.update` turns each point's packets into the counters the
+:class:`~host_sw.model.channel.Scenario` gives both measurement points' packets and the exact
+truth; :func:`host_sw.model.golden.update` turns each point's packets into the counters the
 gateware would hold; the estimators of :mod:`host_sw.estimators` compare them. Each run
 yields a :class:`RunResult` whose :meth:`~RunResult.to_json` is the CLI's JSON contract::
 
@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .channel import IntervalObservation, Scenario, interval_observations
-from .config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
-from .estimators.lda import tuned_threshold, tuned_thresholds
-from .estimators.lds import estimate_flows
-from .golden import Hashers
-from .measure import estimate_pair, json_number
+from host_sw.model.channel import IntervalObservation, Scenario, interval_observations
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.estimators.lda import tuned_threshold, tuned_thresholds
+from host_sw.estimators.lds import estimate_flows
+from host_sw.model.golden import Hashers
+from host_sw.estimators.measure import estimate_pair, json_number
 
 __all__ = ["RunResult", "lda_config_for", "run_scenario", "set_difference_intervals"]
 
@@ -158,7 +158,7 @@ def run_scenario(scenario: Scenario, config: SynopsisConfig, *, runs: int = 1,
 
     ``set_difference`` (RDA's §VII-B setup) replaces the scenario's loss by an exact number
     of lost plus reordered packets. ``trace`` replaces the scenario's synthetic trace (a
-    capture, :func:`host_sw.pcap.capture_trace`).
+    capture, :func:`host_sw.model.pcap.capture_trace`).
     """
     if runs < 1:
         raise ValueError(f"runs must be at least 1, not {runs}")

@@ -34,11 +34,11 @@ __all__ = ["add_device_commands", "RUNTIME_ERRORS", "record_for_pair", "promethe
 
 
 def _runtime_errors():
-    from .config import ConfigMismatch
-    from .control_frame import ControlFrameError
-    from .driver import DeviceError
-    from .pcap import CaptureError
-    from .transport import TransportError
+    from host_sw.contracts.config import ConfigMismatch
+    from host_sw.contracts.control_frame import ControlFrameError
+    from host_sw.device.driver import DeviceError
+    from host_sw.model.pcap import CaptureError
+    from host_sw.device.transport import TransportError
     return (TransportError, DeviceError, ControlFrameError, CaptureError, ConfigMismatch,
             OSError)
 
@@ -55,7 +55,7 @@ class RunFailure(Exception):
 # ---------------------------------------------------------------------------------------
 
 def _load_config(path):
-    from .config import config_from_dict
+    from host_sw.contracts.config import config_from_dict
     try:
         d = json.loads(Path(path).read_text())
     except OSError as e:
@@ -97,10 +97,10 @@ def _add_link_options(p, *, device=True):
 
 
 def _open_devices(args, urls, cores):
-    """A :class:`~host_sw.driver.Device` per URL (and core); URLs naming the same link
-    (two cores of one board) share it (:func:`host_sw.transport.open_transports`)."""
-    from .driver import Device
-    from .transport import open_transports
+    """A :class:`~host_sw.device.driver.Device` per URL (and core); URLs naming the same link
+    (two cores of one board) share it (:func:`host_sw.device.transport.open_transports`)."""
+    from host_sw.device.driver import Device
+    from host_sw.device.transport import open_transports
     config = _load_config(args.config) if args.config else None
     overrides = {"timeout": args.timeout, "retries": args.retries}
     try:
@@ -162,7 +162,7 @@ def _cmd_info(args) -> int:
 
 
 def _cmd_config(args) -> int:
-    from .driver import INTERVAL_MODES
+    from host_sw.device.driver import INTERVAL_MODES
     dev = _open_device(args, args.device)
     try:
         config = dev.config
@@ -246,8 +246,8 @@ def record_for_pair(sender, receiver, *, confidence=0.98, interval=None, when=No
                     sender_meta=None, receiver_meta=None, valid=True, notes=()):
     """One record (module docstring). ``sender``/``receiver`` are synopses; an invalid
     pair gets ``estimate: null``."""
-    from .config import ConfigMismatch, check_comparable
-    from .measure import estimate_pair
+    from host_sw.contracts.config import ConfigMismatch, check_comparable
+    from host_sw.estimators.measure import estimate_pair
     notes = list(notes)
     rec = {"interval": interval, "time": when if when is not None else time.time(),
            "valid": bool(valid), "synopsis": sender.config.kind,
@@ -311,7 +311,7 @@ def _table_row(rec) -> str:
 # ---------------------------------------------------------------------------------------
 
 def _cmd_watch(args) -> int:
-    from .driver import counter_deltas
+    from host_sw.device.driver import counter_deltas
     sender, receiver = _open_devices(args, [args.sender, args.receiver],
                                      [args.sender_core, args.receiver_core])
     out = open(args.output, "a") if args.output else None
@@ -361,14 +361,14 @@ def _cmd_watch(args) -> int:
 # ---------------------------------------------------------------------------------------
 
 def _is_control_capture(cap) -> bool:
-    from .hashing import ETHERTYPE_CONTROL
+    from host_sw.contracts.hashing import ETHERTYPE_CONTROL
     return any(len(f) >= 14 and int.from_bytes(f[12:14], "big") == ETHERTYPE_CONTROL
                for f in cap.frames)
 
 
 def _synopses_from_frames(cap, config):
     """Every complete interval in a capture of exported control frames."""
-    from .control_frame import (MarkerFrame, NotControlFrameError, SynopsisReassembler,
+    from host_sw.contracts.control_frame import (MarkerFrame, NotControlFrameError, SynopsisReassembler,
                                 parse_control_frame)
     r = SynopsisReassembler(config)
     done = {}
@@ -388,8 +388,8 @@ def _synopses_from_frames(cap, config):
 
 
 def _cmd_estimate(args) -> int:
-    from .driver import Snapshot
-    from .pcap import pair_captures, read_pcap
+    from host_sw.device.driver import Snapshot
+    from host_sw.model.pcap import pair_captures, read_pcap
     a, b = Path(args.sender), Path(args.receiver)
     kind = args.input
     if kind == "auto":
@@ -464,7 +464,7 @@ def _num(x):
 
 
 def _default_config(args):
-    from .config import LdaConfig, LdsConfig, RdaConfig
+    from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
     return {"lda": LdaConfig, "rda": RdaConfig, "lds": LdsConfig}[args.synopsis]()
 
 
@@ -649,7 +649,7 @@ def plan_memory(*, counters: int, packets: float, loss_min: float, loss_max: flo
     """
     import numpy as np
 
-    from .estimators.lda import expected_samples, tuned_thresholds
+    from host_sw.estimators.lda import expected_samples, tuned_thresholds
     if counters < 2:
         raise ValueError(f"the budget must hold at least 2 counters, not {counters}")
     if not 0 <= loss_min <= loss_max < 1:
@@ -689,7 +689,7 @@ def plan_memory(*, counters: int, packets: float, loss_min: float, loss_max: flo
 
 
 def _cmd_plan(args) -> int:
-    from .config import LdaConfig
+    from host_sw.contracts.config import LdaConfig
     word_bytes = -(-LdaConfig(count_bits=args.count_bits, ts_bits=args.ts_bits)
                    .layout.width // 8)
     counters = args.counters if args.counters is not None else args.bytes // word_bytes
@@ -698,7 +698,7 @@ def _cmd_plan(args) -> int:
                             loss_max=args.loss_max, max_banks=args.max_banks, cv=args.cv,
                             confidence=args.confidence)
     except ValueError as e:
-        from .cli import UsageError
+        from host_sw.cli.main import UsageError
         raise UsageError(str(e)) from None
     if not plans:
         raise RunFailure(f"no LDA layout fits {counters} counters")
@@ -767,13 +767,13 @@ def _cmd_plot(args) -> int:
 # ---------------------------------------------------------------------------------------
 
 def _probability(text):
-    from .cli import _probability as p
+    from host_sw.cli.main import _probability as p
     return p(text)
 
 
 def add_device_commands(sub) -> None:
     """Register the sub-commands on ``ldactl``'s sub-parser object."""
-    from .cli import _positive_int
+    from host_sw.cli.main import _positive_int
     fmt = argparse.ArgumentDefaultsHelpFormatter
 
     p = sub.add_parser("info", help="show a device's ID, configuration and status",

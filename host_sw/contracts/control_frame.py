@@ -33,10 +33,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .config import SynopsisConfig
-from .golden import Synopsis
-from .hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
-from .regmap import KIND_CODES  # the CONFIG register's kind codes, also the frame's
+from host_sw.contracts.config import KIND_CODES, SynopsisConfig
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 
 __all__ = [
     "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "KIND_CODES", "IntervalFlags",
