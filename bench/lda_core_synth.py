@@ -43,7 +43,8 @@ from hw.bucket_select import BucketSelector  # noqa: E402
 from hw.frame import frame_beat_layout  # noqa: E402
 from hw.hash_h3 import PacketHasher  # noqa: E402
 from hw.header_tap import HeaderTap  # noqa: E402
-from hw.lda_pipeline import AxisTop, LdaCore, config_from_args  # noqa: E402
+from hw.lda_pipeline import AxisTop, LdaCore  # noqa: E402
+from host_sw.contracts.config_args import config_from_args  # noqa: E402
 
 
 class FrontEnd(wiring.Component):

@@ -61,7 +61,7 @@ CORES = {
 
 def core_config(synopsis: str, seed: int = 0x1DA5EED):
     """The default configuration of one core kind (as ``python -m hw.lda_pipeline``)."""
-    from hw.lda_pipeline import config_from_args
+    from host_sw.contracts.config_args import config_from_args
     args = argparse.Namespace(synopsis=synopsis, banks=None, rows=None, cells=None,
                               buckets=None, vlda_cells=1, thresholds=None,
                               digest_bits=None, window_bytes=None, seed=seed)

@@ -41,7 +41,8 @@ from amaranth.lib import io, wiring
 from amaranth.lib.cdc import ResetSynchronizer
 
 from host_sw.contracts.config import LdaConfig
-from hw.lda_pipeline import LdaCore, config_from_args
+from host_sw.contracts.config_args import config_from_args, default_config_namespace
+from hw.lda_pipeline import LdaCore
 from hw.uart import UART
 
 from .bus_router import UARTBoneRouter
@@ -449,10 +450,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                             help=f"directions measured (default {default}); the other "
                                  f"is a plain pass-through")
     args = parser.parse_args(argv)
-    ns = argparse.Namespace(synopsis=args.synopsis, banks=args.banks, rows=args.rows,
-                            cells=args.cells, buckets=args.buckets, vlda_cells=1,
-                            thresholds=None, digest_bits=None, window_bytes=None,
-                            seed=LdaConfig().seed)
+    ns = default_config_namespace(synopsis=args.synopsis, banks=args.banks, rows=args.rows,
+                                  cells=args.cells, buckets=args.buckets)
     try:
         config = config_from_args(ns)
         extra = {} if directions is None else {"directions": choices[args.directions]}

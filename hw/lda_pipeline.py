@@ -124,6 +124,7 @@ from amaranth.lib.wiring import In, Out, connect
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
 from host_sw.contracts.hashing import default_masks
+from host_sw.contracts.config_args import add_config_arguments, config_from_args
 from host_sw.contracts.regmap import register_map
 
 from host_sw.contracts.control_frame import IntervalFlags
@@ -142,7 +143,7 @@ from .timebase import Timebase
 from .uartbone import UARTBoneBridge
 
 __all__ = ["PASSTHROUGH_LATENCY", "LdaCore", "AxisTop", "export_verilog",
-           "config_from_args", "main"]
+           "main"]
 
 #: Cycles from a beat's transfer on ``s_axis`` to its ``m_axis.valid`` (no backpressure).
 PASSTHROUGH_LATENCY = 1
@@ -592,58 +593,13 @@ def export_verilog(core: LdaCore, path, *, name: str = "lda_core") -> list[Path]
     return [path, Path(csv_path), Path(json_path)]
 
 
-def _int_list(text):
-    return tuple(int(t) for t in text.split(",") if t.strip())
-
-
-def config_from_args(args) -> SynopsisConfig:
-    """The synopsis configuration named by the command-line arguments."""
-    common = {"seed": args.seed}
-    if args.window_bytes is not None:
-        # the default masks, cut to the window
-        common["window_bytes"] = args.window_bytes
-        for name, mask in default_masks(args.window_bytes).items():
-            common[f"mask_{name}"] = mask.as_int()
-    if args.synopsis == "lda":
-        banks = args.banks if args.banks is not None else 2
-        kw = {"banks": banks, "rows": args.rows if args.rows is not None else 1024}
-        if args.thresholds is not None:
-            kw["thresholds"] = _int_list(args.thresholds)
-        elif banks != 2:
-            kw["thresholds"] = tuple(range(0, 3 * banks, 3))[:banks]
-        return LdaConfig(**common, **kw)
-    if args.synopsis == "rda":
-        buckets = args.buckets if args.buckets is not None else args.rows
-        return RdaConfig(**common, banks=args.banks if args.banks is not None else 2,
-                         buckets_per_bank=buckets if buckets is not None else 1024)
-    rows = args.rows if args.rows is not None else 4
-    kw = {"rows": rows, "cells": args.cells if args.cells is not None else 1024,
-          "vlda_cells": args.vlda_cells, "row_thresholds": (0,) * rows}
-    if args.thresholds is not None:
-        kw["row_thresholds"] = _int_list(args.thresholds)
-    if args.digest_bits is not None:
-        kw["digest_bits"] = args.digest_bits
-    return LdsConfig(**common, **kw)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m hw.lda_pipeline",
         description="Export the LDA/RDA/LDS measurement core as Verilog (module lda_core) "
                     "with csr.csv/csr.json beside it.")
-    parser.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
-    parser.add_argument("--banks", type=int, help="LDA/RDA banks (default 2)")
-    parser.add_argument("--rows", type=int, help="LDA rows (default 1024) / LDS rows "
-                        "(default 4)")
-    parser.add_argument("--cells", type=int, help="LDS cells per row (default 1024)")
-    parser.add_argument("--buckets", type=int, help="RDA buckets per bank (default 1024)")
-    parser.add_argument("--vlda-cells", type=int, default=1, help="LDS virtual-LDA cells")
-    parser.add_argument("--thresholds", help="LDA bank / LDS row thresholds, comma separated")
-    parser.add_argument("--digest-bits", type=int, help="LDS digest bits (default 32)")
-    parser.add_argument("--window-bytes", type=int, help="header window bytes (default 64)")
+    add_config_arguments(parser)
     parser.add_argument("--data-width", type=int, default=64, help="frame data width, bits")
-    parser.add_argument("--seed", type=lambda s: int(s, 0), default=LdaConfig().seed,
-                        help="hash seed")
     parser.add_argument("--uart-timeout", type=int, default=100_000,
                         help="UARTBone half-command timeout in clocks")
     parser.add_argument("--memory", choices=("generic", "ecp5"), default="generic",

@@ -22,7 +22,7 @@ from typing import ClassVar
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, default_masks
 from host_sw.contracts.layouts import Field, WordLayout
 
-__all__ = ["KIND_CODES", "SynopsisConfig", "LdaConfig", "RdaConfig", "LdsConfig", "ConfigMismatch",
+__all__ = ["KIND_CODES", "CONFIG_CLASSES", "config_class", "SynopsisConfig", "LdaConfig", "RdaConfig", "LdsConfig", "ConfigMismatch",
            "check_comparable", "config_from_dict", "is_power_of_two", "threshold_for_rate"]
 
 
@@ -233,15 +233,24 @@ class LdsConfig(SynopsisConfig):
         return (self.rows, self.cells)
 
 
-_KINDS = {c.kind: c for c in (LdaConfig, RdaConfig, LdsConfig)}
+#: The configuration class of each synopsis kind: the one registry of kinds (a new kind
+#: adds its class here; every layer reaches the kind's facts from its configuration).
+CONFIG_CLASSES: dict[str, type[SynopsisConfig]] = {
+    c.kind: c for c in (LdaConfig, RdaConfig, LdsConfig)}
+
+
+def config_class(kind: str) -> type[SynopsisConfig]:
+    """The configuration class of ``kind`` (``"lda"``, ``"rda"``, ``"lds"``)."""
+    if kind not in CONFIG_CLASSES:
+        raise ValueError(f"unknown synopsis kind {kind!r}; expected one of "
+                         f"{sorted(CONFIG_CLASSES)}")
+    return CONFIG_CLASSES[kind]
 
 
 def config_from_dict(d: dict) -> SynopsisConfig:
     d = dict(d)
     kind = d.pop("kind", None)
-    if kind not in _KINDS:
-        raise ValueError(f"unknown synopsis kind {kind!r}; expected one of {sorted(_KINDS)}")
-    cls = _KINDS[kind]
+    cls = config_class(kind)
     known = {f.name for f in fields(cls)}
     unknown = set(d) - known
     if unknown:
