@@ -20,14 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from host_sw.contracts.config import SynopsisConfig
+from host_sw.model.golden import PacketHashes
 
-from host_sw.contracts.config import SynopsisConfig  # noqa: E402
-from host_sw.model.golden import PacketHashes  # noqa: E402
+from bench import OUT
 
-DEFAULT_OUT = ROOT / "bench" / "out" / "accuracy"
+DEFAULT_OUT = OUT / "accuracy"
 
 
 def machine() -> dict:

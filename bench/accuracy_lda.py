@@ -28,8 +28,8 @@ Setups (the paper's; see ``docs/ACCURACY.md`` for the discussion):
 
 Usage::
 
-    .venv/bin/python bench/accuracy_lda.py            # full run (~5–10 min on 2 cores)
-    .venv/bin/python bench/accuracy_lda.py --quick    # smoke run (seconds)
+    .venv/bin/python -m bench.accuracy_lda            # full run (~5–10 min on 2 cores)
+    .venv/bin/python -m bench.accuracy_lda --quick    # smoke run (seconds)
 """
 
 from __future__ import annotations
@@ -37,24 +37,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from accuracy_common import (DEFAULT_OUT, Progress, format_table, machine,  # noqa: E402
-                             packet_hashes, pyplot, relative_error, select, write_csv)
-from host_sw.model.channel import Scenario  # noqa: E402
-from host_sw.contracts.config import LdaConfig  # noqa: E402
-from host_sw.estimators.baselines import poisson_probes  # noqa: E402
-from host_sw.estimators.lda import (estimate_lda, expected_samples,  # noqa: E402
+from host_sw.model.channel import Scenario
+from host_sw.contracts.config import LdaConfig
+from host_sw.estimators.baselines import poisson_probes
+from host_sw.estimators.lda import (estimate_lda, expected_samples,
                                     sampling_rate_for_loss, tuned_threshold,
                                     tuned_thresholds)
-from host_sw.model.golden import update  # noqa: E402
+from host_sw.model.golden import update
+
+from bench.accuracy_common import (DEFAULT_OUT, Progress, format_table, machine, packet_hashes,
+                                   pyplot, relative_error, select, write_csv)
 
 LOSSES = (1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.2)
 DELAYS = {"weibull": "weibull:shape=0.6,mean=0.2us",

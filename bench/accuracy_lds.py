@@ -25,9 +25,9 @@ a usable cell (none here: no loss) would count as missing.
 
 Usage::
 
-    .venv/bin/python bench/accuracy_lds.py            # full run (~10 min on 2 cores)
-    .venv/bin/python bench/accuracy_lds.py --delay-model packet-modes
-    .venv/bin/python bench/accuracy_lds.py --quick    # smoke run (seconds)
+    .venv/bin/python -m bench.accuracy_lds            # full run (~10 min on 2 cores)
+    .venv/bin/python -m bench.accuracy_lds --delay-model packet-modes
+    .venv/bin/python -m bench.accuracy_lds --quick    # smoke run (seconds)
 """
 
 from __future__ import annotations
@@ -35,20 +35,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from host_sw.model.channel import Scenario
+from host_sw.contracts.config import LdsConfig
+from host_sw.estimators.lds import estimate_flows
+from host_sw.model.golden import update
 
-from accuracy_common import (DEFAULT_OUT, Progress, format_table, machine,  # noqa: E402
-                             pyplot, write_csv)
-from host_sw.model.channel import Scenario  # noqa: E402
-from host_sw.contracts.config import LdsConfig  # noqa: E402
-from host_sw.estimators.lds import estimate_flows  # noqa: E402
-from host_sw.model.golden import update  # noqa: E402
+from bench.accuracy_common import DEFAULT_OUT, Progress, format_table, machine, pyplot, write_csv
 
 #: (low, high) packets per flow; high exclusive, None = no upper bound.
 SIZE_BINS = ((1, 10), (10, 100), (100, 500), (500, 1000), (1000, 10_000), (10_000, None))

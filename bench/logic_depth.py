@@ -22,7 +22,7 @@ delays; no published package reads Yosys JSON for this.
 
 Usage::
 
-    .venv/bin/python bench/logic_depth.py build/synth_core/lda/lda_core.json [--top 40]
+    .venv/bin/python -m bench.logic_depth build/synth_core/lda/lda_core.json [--top 40]
         [--fanout 64] [--top-module lda_core] [-o bench/out/logic_depth_lda.json]
 """
 
