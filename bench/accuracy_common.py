@@ -3,7 +3,7 @@
 CSV writing, a plain-text summary table, the machine description, relative errors and
 per-seed packet hashes.
 
-Data flow (``DESIGN.md``): simulated scenarios (:mod:`host_sw.model.channel`) ► golden model
+Data flow (``docs/DESIGN.md``): simulated scenarios (:mod:`host_sw.model.channel`) ► golden model
 ► estimators ► **accuracy benchmarks** ► CSV/PNG in ``bench/out/accuracy/`` and the
 tables of ``docs/ACCURACY.md``.
 """

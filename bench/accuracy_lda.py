@@ -2,7 +2,7 @@
 """LDA accuracy: the LDA paper's Figs. 4, 5 and 6 (Kompella et al., §IV-A, B, C)
 reproduced with our golden model and estimators.
 
-Data flow (``DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, delays,
+Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, delays,
 loss, exact truth) ► :func:`host_sw.model.golden.update` (sender and receiver synopses) ►
 :func:`host_sw.estimators.lda.estimate_lda` / :func:`host_sw.estimators.baselines.poisson_probes`
 ► CSV + PNG in ``bench/out/accuracy/`` and a summary table (``docs/ACCURACY.md``).

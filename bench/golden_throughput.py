@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Throughput of the golden model on one core: H3 hashing of header windows and the
-counter update of each synopsis kind (``DESIGN.md``: the golden model must run millions of
+counter update of each synopsis kind (``docs/DESIGN.md``: the golden model must run millions of
 packets per second; target ≥ 5 Mpps per synopsis update).
 
 Measures, for ``N`` packets (default 5 million), the median of ``--runs`` timed runs after

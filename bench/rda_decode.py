@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Benchmark: RDA decoding (Algorithm 1) of 100 000 lost/reordered packets.
 
-DESIGN.md requires "RDA decode of 100 000 lost/reordered packets in under a second".
+``docs/DESIGN.md`` requires "RDA decode of 100 000 lost/reordered packets in under a second".
 Builds a sender and a receiver synopsis with the golden model (random 64-bit packet IDs,
 k = 2 banks, m buckets per bank), then times :func:`host_sw.estimators.rda.subtract` +
 :func:`~host_sw.estimators.rda.decode` (best of ``--repeat`` runs), with and without the

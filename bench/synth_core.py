@@ -2,7 +2,7 @@
 """Timing closure matrix of the measurement core on ECP5: Fmax, resources and the critical
 path for the LDA, RDA and LDS cores on speed grades 8 and 6.
 
-Where it sits (``DESIGN.md``, "Figures the product must reach"): this produces the timing
+Where it sits (``docs/DESIGN.md``, "Figures the product must reach"): this produces the timing
 figures of ``docs/HARDWARE.md``. It extends ``bench/lda_core_synth.py`` (one core, one
 device) to a matrix: for each core configuration the whole core
 (:class:`hw.lda_pipeline.LdaCore`, counter RAMs as DP16KD with output registers) behind

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Build and run the cocotb testbenches of the exported core.
 
-Where it sits (``DESIGN.md``): the two-level testing of STYLE.md §7 — this is the second
-level, the exported Verilog of ``hw.lda_pipeline`` under a real HDL simulator, driven by
-cocotb through :mod:`cocotb_tools.runner`. pytest functions (``sim_tb/test_*.py``) call
+Where it sits (``docs/DESIGN.md``, "Testing"): of the two test levels — components alone
+on Amaranth's simulator (:mod:`sim_tb.amaranth_sim`), and the exported Verilog of
+``hw.lda_pipeline`` under a real HDL simulator — this drives the second, through cocotb's
+:mod:`cocotb_tools.runner`. pytest functions (``sim_tb/test_*.py``) call
 :func:`run_core_tests`; each parameter set is exported and built in its own folder
 ``build/sim/<param-id>/`` so runs never share state.
 
