@@ -21,10 +21,11 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import SynopsisConfig
 
 from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.carry import MuxAdd
+from hw.kinds import kind_gateware
 
 __all__ = ["CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
            "update_request_signature", "word_layout"]
@@ -50,13 +51,7 @@ def lane_geometry(config: SynopsisConfig) -> tuple[int, int]:
     """``(lanes, depth)``: how many words one request can update in parallel, and the
     words per lane of one copy (``lanes * depth == config.buckets``)."""
     _check_config(config)
-    if isinstance(config, LdaConfig):
-        return 1, config.banks * config.rows
-    if isinstance(config, RdaConfig):
-        return config.banks, config.buckets_per_bank
-    if isinstance(config, LdsConfig):
-        return config.rows, config.cells
-    raise TypeError(f"unknown configuration {type(config).__name__}")
+    return kind_gateware(config).lane_geometry(config)
 
 
 def _bits_for(n: int) -> int:

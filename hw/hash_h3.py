@@ -47,27 +47,14 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import SynopsisConfig
 from host_sw.contracts.hashing import RDA_SBOX, FrameClass, HashPurpose, h3_rows
-
-from .header_tap import FRAME_CLASS_BITS, TapRecord
+from hw.header_tap import FRAME_CLASS_BITS, TapRecord
+from hw.kinds import kind_gateware
+from hw.stages import delayed
 
 __all__ = ["H3Pipeline", "hashed_record_layout", "HashedRecord", "PacketHasher",
            "delayed"]
-
-
-def delayed(m: Module, value, cycles: int, *, name: str = "delayed",
-            reset_less: bool = False):
-    """``value`` delayed by ``cycles`` registers (``cycles == 0`` returns it unchanged).
-
-    ``reset_less`` for data qualified by a separately reset valid bit: a synchronous
-    reset reaching every data register was a net of 12 000 flip-flops in the whole core,
-    routed through the fabric (nextpnr puts only clocks on the global network)."""
-    for i in range(cycles):
-        reg = Signal(value.shape(), name=f"{name}_d{i + 1}", reset_less=reset_less)
-        m.d.sync += reg.eq(value)
-        value = reg
-    return value
 
 
 class H3Pipeline(wiring.Component):
@@ -168,10 +155,11 @@ def hashed_record_layout(config: SynopsisConfig) -> data.StructLayout:
         "timestamp": unsigned(config.ts_bits),
         "copy": unsigned(1),
     }
-    if isinstance(config, RdaConfig):
-        fields["bucket_hash"] = data.ArrayLayout(unsigned(32), config.banks)
-    if isinstance(config, LdsConfig):
-        fields["flow_hash"] = data.ArrayLayout(unsigned(32), config.rows)
+    hashes = kind_gateware(config).hashes(config)
+    if HashPurpose.RDA_BUCKET in hashes:
+        fields["bucket_hash"] = data.ArrayLayout(unsigned(32), hashes[HashPurpose.RDA_BUCKET])
+    if HashPurpose.LDS_FLOW in hashes:
+        fields["flow_hash"] = data.ArrayLayout(unsigned(32), hashes[HashPurpose.LDS_FLOW])
     return data.StructLayout(fields)
 
 
@@ -212,24 +200,20 @@ class PacketHasher(wiring.Component):
     """
 
     def __init__(self, *, config: SynopsisConfig):
-        if not isinstance(config, (LdaConfig, RdaConfig, LdsConfig)):
-            raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
-                             f"not {type(config).__name__}")
+        hashes = kind_gateware(config).hashes(config)
         self.config = config
         w = config.window_bytes
         in_bits = w * 8
         self._packet_tree = H3Pipeline(
             rows=h3_rows(config.seed, HashPurpose.PACKET, 0, in_bits, 64), out_bits=64)
-        self._bucket_trees = []
-        self._flow_trees = []
-        if isinstance(config, RdaConfig):
-            self._bucket_trees = [
-                H3Pipeline(rows=h3_rows(config.seed, HashPurpose.RDA_BUCKET, l, 64, 32),
-                           out_bits=32) for l in range(config.banks)]
-        if isinstance(config, LdsConfig):
-            self._flow_trees = [
-                H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
-                           out_bits=32) for r in range(config.rows)]
+        self._bucket_trees = [
+            H3Pipeline(rows=h3_rows(config.seed, HashPurpose.RDA_BUCKET, l, 64, 32),
+                       out_bits=32)
+            for l in range(hashes.get(HashPurpose.RDA_BUCKET, 0))]
+        self._flow_trees = [
+            H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
+                       out_bits=32)
+            for r in range(hashes.get(HashPurpose.LDS_FLOW, 0))]
         packet_latency = 3 + self._packet_tree.latency   # input, select, mask + tree
         if self._bucket_trees:
             # + 1: the registered S-box stage in front of the bucket trees
@@ -246,7 +230,7 @@ class PacketHasher(wiring.Component):
             "mask_packet_ipv6": In(w),
             "hashed": Out(HashedRecord(config)),
         }
-        if isinstance(config, LdsConfig):
+        if self._flow_trees:
             members["mask_flow_ipv4"] = In(w)
             members["mask_flow_ipv6"] = In(w)
         super().__init__(members)
