@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Counter bank: the read-modify-write update engine over double-buffered block RAM.
 
-This is the "update pipeline" and "counters in block RAM, two copies" box of
-``DESIGN.md``'s data flow. The bucket selector (``hw/bucket_select.py``) hands it one
+This is the "update pipeline" and "counters in block RAM, two copies" step of
+docs/DESIGN.md ("Data flow of a packet", and of a counter from its update to its bus
+read). The bucket selector (:mod:`hw.bucket_select`) hands it one
 :func:`update_request_signature` request per packet; the bank adds 1 to the count, the
 packet's timestamp to the timestamp sum and XORs the ID/digest into the words the request
 addresses (one word per enabled lane), in the copy the request is tagged with. The interval
@@ -13,21 +14,24 @@ Word layout, lanes and depth come from the synopsis configuration (``host_sw.con
 :func:`word_layout` builds the ``amaranth.lib.data`` layout of one counter word from
 ``config.layout`` (never re-typed), :func:`lane_geometry` gives lanes × depth (LDA: 1 lane of
 ``banks*rows`` words, address ``bank*rows + row``; RDA: ``banks`` lanes of
-``buckets_per_bank``; LDS: ``rows`` lanes of ``cells``). The flat bus index is lane-major,
+``buckets_per_bank``; LDS: ``rows`` lanes of ``cells``; the kind table
+:data:`hw.kinds.KINDS` holds them). The flat bus index is lane-major,
 ``lane*depth + address``, the order of :meth:`host_sw.contracts.synopsis.Synopsis.words`.
+The RAMs come from :mod:`hw.backends` (portable, or ECP5 block-RAM primitives).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, enum, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config import SynopsisConfig
 
 from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.carry import MuxAdd
+from hw.copy_control import CopyControl, CopyState
 from hw.kinds import kind_gateware
 
-__all__ = ["CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
+__all__ = ["CopyControl", "CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
            "update_request_signature", "word_layout"]
 
 
@@ -130,17 +134,6 @@ def frozen_read_signature(config: SynopsisConfig) -> wiring.Signature:
         "error": In(1),
     })
 
-
-class CopyState(enum.Enum, shape=3):
-    """Life cycle of one counter copy."""
-    CLEAN = 0      #: all zero, may become ACTIVE at the next swap
-    ACTIVE = 1     #: taking updates
-    DRAINING = 2   #: swapped out; late requests tagged with it and in-flight ones finish
-    FROZEN = 3     #: readable over the bus, waiting for ``release``
-    CLEARING = 4   #: hardware writes zeros, one word per clock per lane
-
-
-
 #: How the counter bank builds its RAMs (``memory=``).
 MEMORY_KINDS = ("auto", *COUNTER_RAMS)
 #: The update pipeline's stages (class :class:`CounterBank`): S0..S4, then the last two
@@ -163,89 +156,6 @@ def _check_parameters(*, config=None, drain_cycles=4096, memory="auto"):
                          f"per lane, not {depth}")
 
 
-class CopyControl(wiring.Component):
-    """The life cycle of the two counter copies (:class:`CopyState`): which copy is active,
-    and the other one's drain, freeze and clearing.
-
-    Every state is also kept one-hot in a register of its own (``draining``, ``frozen``,
-    ``clearing``, ``other_clean``), and the end conditions of the drain and clear counts
-    are registered, so each transition's enable is one LUT of registers.
-
-    Parameters
-    ----------
-    depth : int
-        Words per lane (the clear count).
-    drain_cycles : int
-        Cycles after a swap during which requests for the old copy are still accepted.
-    flush : int
-        Further cycles until the last accepted request is written
-        (:attr:`CounterBank.UPDATE_LATENCY`).
-
-    Members
-    -------
-    swap, release : In(1)
-        As :class:`CounterBank`'s.
-    active : Out(1)
-        The copy taking updates.
-    other : Out(CopyState)
-        The state of the other copy.
-    other_clean, draining, frozen, clearing : Out(1)
-        ``other`` is CLEAN / DRAINING / FROZEN / CLEARING.
-    drain_open : Out(1)
-        The other copy still accepts requests (DRAINING, within ``drain_cycles``).
-    clearing_copy : Out(2)
-        Bit ``k``: copy ``k`` is CLEARING (it drives the RAM write port multiplexers).
-    clear_addr : Out(range(depth))
-        The word being cleared.
-    """
-
-    def __init__(self, *, depth: int, drain_cycles: int, flush: int):
-        self.depth, self.drain_cycles, self.flush = depth, drain_cycles, flush
-        super().__init__({
-            "swap": In(1), "release": In(1),
-            "active": Out(1), "other": Out(CopyState, init=CopyState.CLEAN),
-            "other_clean": Out(1, init=1), "draining": Out(1), "frozen": Out(1),
-            "clearing": Out(1), "drain_open": Out(1), "clearing_copy": Out(2),
-            "clear_addr": Out(range(depth)),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        depth, flush, active = self.depth, self.flush, self.active
-        drain_count = Signal(range(self.drain_cycles + flush + 1))
-        drain_done = Signal()
-        clear_done = Signal()
-        clear_addr = self.clear_addr
-        # The drain window is registered (computed from the next state) to keep the
-        # counter compare off the request acceptance path.
-        m.d.sync += self.drain_open.eq(Mux(self.swap & self.other_clean, self.drain_cycles > 0,
-                                           self.draining & (drain_count > flush + 1)))
-        with m.If(self.other_clean & self.swap):
-            m.d.sync += [active.eq(~active), self.other.eq(CopyState.DRAINING),
-                         self.other_clean.eq(0), self.draining.eq(1),
-                         drain_count.eq(self.drain_cycles + flush),
-                         drain_done.eq(0)]  # drain_cycles + flush > 0
-        with m.If(self.draining):
-            with m.If(drain_done):
-                m.d.sync += [self.other.eq(CopyState.FROZEN), self.draining.eq(0),
-                             self.frozen.eq(1)]
-            with m.Else():
-                m.d.sync += [drain_count.eq(drain_count - 1),
-                             drain_done.eq(drain_count == 1)]
-        with m.If(self.frozen & self.release):
-            m.d.sync += [self.other.eq(CopyState.CLEARING), self.frozen.eq(0),
-                         self.clearing.eq(1), clear_addr.eq(0), clear_done.eq(depth == 1)]
-            m.d.sync += [self.clearing_copy[k].eq(active != k) for k in range(2)]
-        with m.If(self.clearing):
-            m.d.sync += [clear_addr.eq(clear_addr + 1),
-                         clear_done.eq(clear_addr == depth - 2)]
-            with m.If(clear_done):
-                m.d.sync += [self.other.eq(CopyState.CLEAN), self.other_clean.eq(1),
-                             self.clearing.eq(0)]
-                m.d.sync += [self.clearing_copy[k].eq(0) for k in range(2)]
-        return m
-
-
 class CounterBank(wiring.Component):
     """Double-buffered counter memory with a pipelined read-modify-write update engine.
 
@@ -263,9 +173,10 @@ class CounterBank(wiring.Component):
         How the RAMs are built (same cycle behaviour either way): ``"generic"``
         ``amaranth.lib.memory.Memory`` with a fabric register on the read data (simulation,
         exported Verilog for any tool); ``"ecp5"`` DP16KD primitives with their output
-        register (needed for ≥ 200 MHz on ECP5: the unregistered block RAM output alone
-        costs about 4.3 ns there; up to 16384 words per lane), and the read-modify-write
-        adders as CCU2C carry chains with the forwarding select merged in
+        register (:class:`hw.backends.ecp5.Ecp5CounterRam`: the unregistered block RAM
+        output is too slow for the core's clock on ECP5; up to 16384 words per lane), and
+        the read-modify-write adders as CCU2C carry chains with the forwarding select
+        merged in
         (:class:`hw.carry.MuxAdd`); ``"auto"`` picks ``"ecp5"`` when elaborated for an
         ECP5 platform, else ``"generic"``.
 

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The counter copies' life cycle (``hw.counter_bank.CopyControl``) on its own:
+"""The counter copies' life cycle (``hw.copy_control.CopyControl``) on its own:
 CLEAN → ACTIVE / DRAINING → FROZEN → CLEARING → CLEAN, with its timing."""
 
 from amaranth.sim import Simulator
 
-from hw.counter_bank import CopyControl, CopyState
+from hw.copy_control import CopyControl, CopyState
 
 DEPTH, DRAIN, FLUSH = 4, 2, 6
 
