@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Counter bank: the read-modify-write update engine over double-buffered block RAM.
 
-This is the "update pipeline" and "counters in block RAM, two copies" box of
-``DESIGN.md``'s data flow. The bucket selector (``hw/bucket_select.py``) hands it one
+This is the "update pipeline" and "counters in block RAM, two copies" step of
+docs/DESIGN.md ("Data flow of a packet", and of a counter from its update to its bus
+read). The bucket selector (:mod:`hw.bucket_select`) hands it one
 :func:`update_request_signature` request per packet; the bank adds 1 to the count, the
 packet's timestamp to the timestamp sum and XORs the ID/digest into the words the request
 addresses (one word per enabled lane), in the copy the request is tagged with. The interval
@@ -13,20 +14,24 @@ Word layout, lanes and depth come from the synopsis configuration (``host_sw.con
 :func:`word_layout` builds the ``amaranth.lib.data`` layout of one counter word from
 ``config.layout`` (never re-typed), :func:`lane_geometry` gives lanes × depth (LDA: 1 lane of
 ``banks*rows`` words, address ``bank*rows + row``; RDA: ``banks`` lanes of
-``buckets_per_bank``; LDS: ``rows`` lanes of ``cells``). The flat bus index is lane-major,
+``buckets_per_bank``; LDS: ``rows`` lanes of ``cells``; the kind table
+:data:`hw.kinds.KINDS` holds them). The flat bus index is lane-major,
 ``lane*depth + address``, the order of :meth:`host_sw.contracts.synopsis.Synopsis.words`.
+The RAMs come from :mod:`hw.backends` (portable, or ECP5 block-RAM primitives).
 """
 
-from amaranth import Cat, ClockSignal, Const, Instance, Module, Mux, Signal, unsigned
-from amaranth.lib import data, enum, wiring
-from amaranth.lib.memory import Memory
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import SynopsisConfig
 
-from .carry import MuxAdd
+from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
+from hw.carry import MuxAdd
+from hw.copy_control import CopyControl, CopyState
+from hw.kinds import kind_gateware
 
-__all__ = ["CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
+__all__ = ["CopyControl", "CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
            "update_request_signature", "word_layout"]
 
 
@@ -50,13 +55,7 @@ def lane_geometry(config: SynopsisConfig) -> tuple[int, int]:
     """``(lanes, depth)``: how many words one request can update in parallel, and the
     words per lane of one copy (``lanes * depth == config.buckets``)."""
     _check_config(config)
-    if isinstance(config, LdaConfig):
-        return 1, config.banks * config.rows
-    if isinstance(config, RdaConfig):
-        return config.banks, config.buckets_per_bank
-    if isinstance(config, LdsConfig):
-        return config.rows, config.cells
-    raise TypeError(f"unknown configuration {type(config).__name__}")
+    return kind_gateware(config).lane_geometry(config)
 
 
 def _bits_for(n: int) -> int:
@@ -135,92 +134,27 @@ def frozen_read_signature(config: SynopsisConfig) -> wiring.Signature:
         "error": In(1),
     })
 
-
-class CopyState(enum.Enum, shape=3):
-    """Life cycle of one counter copy."""
-    CLEAN = 0      #: all zero, may become ACTIVE at the next swap
-    ACTIVE = 1     #: taking updates
-    DRAINING = 2   #: swapped out; late requests tagged with it and in-flight ones finish
-    FROZEN = 3     #: readable over the bus, waiting for ``release``
-    CLEARING = 4   #: hardware writes zeros, one word per clock per lane
+#: How the counter bank builds its RAMs (``memory=``).
+MEMORY_KINDS = ("auto", *COUNTER_RAMS)
+#: The update pipeline's stages (class :class:`CounterBank`): S0..S4, then the last two
+#: written words W1, W2.
+_STAGES = ("s0", "s1", "s2", "s3", "s4", "w1", "w2")
 
 
+def _check_parameters(*, config=None, drain_cycles=4096, memory="auto"):
+    """Validate :class:`CounterBank`'s parameters (raises ``TypeError``/``ValueError``)."""
+    _check_config(config)
+    if not isinstance(drain_cycles, int) or drain_cycles < 0:
+        raise ValueError(f"drain_cycles must be a non-negative integer, "
+                         f"not {drain_cycles!r}")
+    if memory not in MEMORY_KINDS:
+        raise ValueError(f"memory must be one of {', '.join(MEMORY_KINDS)}, "
+                         f"not {memory!r}")
+    depth = lane_geometry(config)[1]
+    if memory == "ecp5" and depth > DP16KD_MAX_DEPTH:
+        raise ValueError(f"memory='ecp5' supports up to {DP16KD_MAX_DEPTH} words "
+                         f"per lane, not {depth}")
 
-#: ECP5 DP16KD data width for a given depth (one block deep), and the lowest address pin.
-_DP16KD_MODES = ((1024, 18, 4), (2048, 9, 3), (4096, 4, 2), (8192, 2, 1), (16384, 1, 0))
-MEMORY_KINDS = ("auto", "generic", "ecp5")
-
-
-class _CounterRam(wiring.Component):
-    """One copy of one lane: simple dual-port RAM (one write, one read port) whose read
-    data is registered once more after the RAM's own synchronous read, so ``r_data``
-    shows ``mem[r_addr]`` two clock edges after ``r_addr`` (the word as it was before a
-    write to the same address at the first of those edges: callers never depend on it).
-
-    ``kind="generic"``: ``amaranth.lib.memory.Memory`` plus a fabric register (simulation,
-    any FPGA). ``kind="ecp5"``: DP16KD blocks with the output register enabled
-    (``REGMODE_B="OUTREG"``), which removes the slow RAM clock-to-output (about 4.3 ns on
-    an ECP5-85F speed 8) from the fabric paths. Both power up zero.
-    """
-
-    def __init__(self, *, width, depth, kind):
-        self._width, self._depth, self._kind = width, depth, kind
-        addr_bits = _bits_for(depth)
-        super().__init__({
-            "w_addr": In(addr_bits), "w_data": In(width), "w_en": In(1),
-            "r_addr": In(addr_bits), "r_data": Out(width),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        if self._kind == "generic":
-            mem = Memory(shape=unsigned(self._width), depth=self._depth, init=[])
-            m.submodules.mem = mem
-            wr = mem.write_port()
-            rd = mem.read_port()  # not transparent: the counter bank forwards explicitly
-            out = Signal(self._width, reset_less=True)
-            m.d.comb += [wr.addr.eq(self.w_addr), wr.data.eq(self.w_data),
-                         wr.en.eq(self.w_en), rd.addr.eq(self.r_addr), self.r_data.eq(out)]
-            m.d.sync += out.eq(rd.data)
-            return m
-        depth_max, slice_bits, low_pin = next(mode for mode in _DP16KD_MODES
-                                              if self._depth <= mode[0])
-        addr_bits = _bits_for(self._depth)
-        for index, lsb in enumerate(range(0, self._width, slice_bits)):
-            bits = min(slice_bits, self._width - lsb)
-            ports = {
-                "i_CLKA": ClockSignal(), "i_CLKB": ClockSignal(),
-                "i_CEA": 1, "i_OCEA": 1, "i_WEA": self.w_en, "i_RSTA": 0,
-                "i_CEB": 1, "i_OCEB": 1, "i_WEB": 0, "i_RSTB": 0,
-            }
-            for cs in range(3):
-                ports[f"i_CSA{cs}"] = 0
-                ports[f"i_CSB{cs}"] = 0
-            for pin in range(14):
-                bit = pin - low_pin
-                if 0 <= bit < addr_bits:
-                    ports[f"i_ADA{pin}"] = self.w_addr[bit]
-                    ports[f"i_ADB{pin}"] = self.r_addr[bit]
-                else:
-                    # x18 mode: ADA0/ADA1 are the byte write enables
-                    ports[f"i_ADA{pin}"] = int(slice_bits == 18 and pin < 2)
-                    ports[f"i_ADB{pin}"] = 0
-            for pin in range(18):
-                ports[f"i_DIA{pin}"] = self.w_data[lsb + pin] if pin < bits else 0
-                ports[f"i_DIB{pin}"] = 0
-                if pin < bits:
-                    ports[f"o_DOB{pin}"] = self.r_data[lsb + pin]
-            params = {
-                "p_DATA_WIDTH_A": slice_bits, "p_DATA_WIDTH_B": slice_bits,
-                "p_REGMODE_A": "NOREG", "p_REGMODE_B": "OUTREG",
-                "p_RESETMODE": "SYNC", "p_ASYNC_RESET_RELEASE": "SYNC",
-                "p_CSDECODE_A": "0b000", "p_CSDECODE_B": "0b000",
-                "p_WRITEMODE_A": "NORMAL", "p_WRITEMODE_B": "NORMAL", "p_GSR": "DISABLED",
-            }
-            for init in range(0x40):
-                params[f"p_INITVAL_{init:02X}"] = Const(0, 320)
-            m.submodules[f"dp16kd_{index}"] = Instance("DP16KD", **params, **ports)
-        return m
 
 class CounterBank(wiring.Component):
     """Double-buffered counter memory with a pipelined read-modify-write update engine.
@@ -239,9 +173,10 @@ class CounterBank(wiring.Component):
         How the RAMs are built (same cycle behaviour either way): ``"generic"``
         ``amaranth.lib.memory.Memory`` with a fabric register on the read data (simulation,
         exported Verilog for any tool); ``"ecp5"`` DP16KD primitives with their output
-        register (needed for ≥ 200 MHz on ECP5: the unregistered block RAM output alone
-        costs about 4.3 ns there; up to 16384 words per lane), and the read-modify-write
-        adders as CCU2C carry chains with the forwarding select merged in
+        register (:class:`hw.backends.ecp5.Ecp5CounterRam`: the unregistered block RAM
+        output is too slow for the core's clock on ECP5; up to 16384 words per lane), and
+        the read-modify-write adders as CCU2C carry chains with the forwarding select
+        merged in
         (:class:`hw.carry.MuxAdd`); ``"auto"`` picks ``"ecp5"`` when elaborated for an
         ECP5 platform, else ``"generic"``.
 
@@ -320,27 +255,17 @@ class CounterBank(wiring.Component):
     #: Cycles from ``frozen.en`` to ``frozen.valid``.
     READ_LATENCY = 4
 
-    def __init__(self, *, config, drain_cycles=4096, memory="auto"):
-        try:
-            self._init(config, drain_cycles, memory)
-        except (TypeError, ValueError):
-            self._MustUse__silence = True  # no "created but never used" for a rejected one
-            raise
+    def __new__(cls, *args, src_loc_at=0, **kwargs):
+        # The arguments are checked before the object exists, so that a rejected bank is
+        # not reported as an elaboratable created but never used.
+        _check_parameters(**kwargs)
+        return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
 
-    def _init(self, config, drain_cycles, memory):
-        _check_config(config)
-        if not isinstance(drain_cycles, int) or drain_cycles < 0:
-            raise ValueError(f"drain_cycles must be a non-negative integer, "
-                             f"not {drain_cycles!r}")
-        if memory not in MEMORY_KINDS:
-            raise ValueError(f"memory must be one of {', '.join(MEMORY_KINDS)}, "
-                             f"not {memory!r}")
+    def __init__(self, *, config, drain_cycles=4096, memory="auto"):
+        _check_parameters(config=config, drain_cycles=drain_cycles, memory=memory)
         self._config = config
         self._drain_cycles = drain_cycles
         self._lanes, self._depth = lane_geometry(config)
-        if memory == "ecp5" and self._depth > _DP16KD_MODES[-1][0]:
-            raise ValueError(f"memory='ecp5' supports up to {_DP16KD_MODES[-1][0]} words "
-                             f"per lane, not {self._depth}")
         self._memory = memory
         self._layout = word_layout(config)
         super().__init__({
@@ -380,243 +305,205 @@ class CounterBank(wiring.Component):
     def memory(self):
         return self._memory
 
+    def _memory_kind(self, platform):
+        if self._memory != "auto":
+            return self._memory
+        ecp5 = getattr(platform, "family", None) == "ecp5" and self._depth <= DP16KD_MAX_DEPTH
+        return "ecp5" if ecp5 else "generic"
+
     def elaborate(self, platform):
         m = Module()
-        cfg, lanes, depth, layout = self._config, self._lanes, self._depth, self._layout
-        addr_bits = _bits_for(depth)
-        word_bits = layout.size
-        req = self.update
-        xor_field = _xor_field(cfg)
-        # Local (per-lane) address of the frozen read in flight, shared by every lane's port.
-        bus_addr = Signal(addr_bits)
-
-        # ---- memories: per copy, per lane; one read and one write port each ----------
-        kind = self._memory
-        if kind == "auto":
-            ecp5 = getattr(platform, "family", None) == "ecp5" and depth <= _DP16KD_MODES[-1][0]
-            kind = "ecp5" if ecp5 else "generic"
-        ram = [[None] * lanes for _ in range(2)]
+        lanes, depth = self._lanes, self._depth
+        kind = self._memory_kind(platform)
+        # Memories: per copy, per lane; one read and one write port each.
+        ram = [[counter_ram(width=self._layout.size, depth=depth, kind=kind)
+                for lane in range(lanes)] for k in range(2)]
         for k in range(2):
             for lane in range(lanes):
-                ram[k][lane] = _CounterRam(width=word_bits, depth=depth, kind=kind)
                 m.submodules[f"copy{k}_lane{lane}"] = ram[k][lane]
 
-        # ---- copy state machine ------------------------------------------------------
-        flush = self.UPDATE_LATENCY
-        active = Signal(1)
-        other = Signal(CopyState, init=CopyState.CLEAN)
-        drain_count = Signal(range(self._drain_cycles + flush + 1))
-        clear_addr = Signal(range(depth))
-        # registered end conditions (drain_count == 0, clear_addr == depth - 1), so that no
-        # counter compare sits in front of the state registers' enables
-        drain_done = Signal()
-        clear_done = Signal()
-        # copy k is CLEARING (registered: it drives the RAM write port muxes)
-        clearing_copy = [Signal(name=f"clearing_copy{k}") for k in range(2)]
-        # other == CLEAN, kept as its own register (it gates every request's acceptance)
-        other_clean = Signal(init=1)
-        swap_exec = self.swap & other_clean
-        # One-hot copies of `other` (registers), so each transition's enable is one LUT of
-        # registers: no state decode in front of the enables (Fmax).
-        is_draining, is_frozen, is_clearing = Signal(), Signal(), Signal()
-        # The drain window is open while DRAINING and drain_count > flush; registered
-        # (computed from the next state) to keep the counter compare off the accept path.
-        drain_open = Signal()
-        m.d.sync += drain_open.eq(Mux(swap_exec, self._drain_cycles > 0,
-                                      is_draining & (drain_count > flush + 1)))
-
-        with m.If(other_clean & self.swap):
-            m.d.sync += [active.eq(~active), other.eq(CopyState.DRAINING),
-                         other_clean.eq(0), is_draining.eq(1),
-                         drain_count.eq(self._drain_cycles + flush),
-                         drain_done.eq(0)]  # drain_cycles + flush > 0
-        with m.If(is_draining):
-            with m.If(drain_done):
-                m.d.sync += [other.eq(CopyState.FROZEN), is_draining.eq(0), is_frozen.eq(1)]
-            with m.Else():
-                m.d.sync += [drain_count.eq(drain_count - 1),
-                             drain_done.eq(drain_count == 1)]
-        with m.If(is_frozen & self.release):
-            m.d.sync += [other.eq(CopyState.CLEARING), is_frozen.eq(0), is_clearing.eq(1),
-                         clear_addr.eq(0), clear_done.eq(depth == 1)]
-            m.d.sync += [clearing_copy[k].eq(active != k) for k in range(2)]
-        with m.If(is_clearing):
-            m.d.sync += [clear_addr.eq(clear_addr + 1),
-                         clear_done.eq(clear_addr == depth - 2)]
-            with m.If(clear_done):
-                m.d.sync += [other.eq(CopyState.CLEAN), other_clean.eq(1), is_clearing.eq(0)]
-                m.d.sync += [clearing_copy[k].eq(0) for k in range(2)]
-
+        m.submodules.copies = copies = CopyControl(
+            depth=depth, drain_cycles=self._drain_cycles, flush=self.UPDATE_LATENCY)
+        active = copies.active
         m.d.comb += [
+            copies.swap.eq(self.swap), copies.release.eq(self.release),
             self.active_copy.eq(active),
             self.frozen_copy.eq(~active),
-            self.frozen_ready.eq(is_frozen),
-            self.other_clean.eq(other_clean),
-            self.draining.eq(is_draining),
-            self.clearing.eq(is_clearing),
-            self.busy.eq(is_draining | is_clearing),
-            self.swap_refused.eq(self.swap & ~other_clean),
+            self.frozen_ready.eq(copies.frozen),
+            self.other_clean.eq(copies.other_clean),
+            self.draining.eq(copies.draining),
+            self.clearing.eq(copies.clearing),
+            self.busy.eq(copies.draining | copies.clearing),
+            self.swap_refused.eq(self.swap & ~copies.other_clean),
         ]
         for k in range(2):
-            m.d.comb += self.copy_state[k].eq(Mux(active == k, CopyState.ACTIVE, other))
+            m.d.comb += self.copy_state[k].eq(Mux(active == k, CopyState.ACTIVE, copies.other))
 
-        # ---- acceptance --------------------------------------------------------------
-        # In the swap cycle both copies take requests (the old one drains them).
-        accept = req.valid & ((req.copy == active) | swap_exec | drain_open)
+        # Acceptance: in the swap cycle both copies take requests (the old one drains them).
+        req = self.update
+        swap_exec = self.swap & copies.other_clean
+        accept = req.valid & ((req.copy == active) | swap_exec | copies.drain_open)
         m.d.comb += self.dropped.eq(req.valid & ~accept)
 
-        # ---- RMW pipeline ------------------------------------------------------------
-        def stage_regs(name, with_increments):
-            regs = {"copy": Signal(1, name=f"{name}_copy")}
-            if with_increments:
-                regs["ts"] = Signal(len(req.timestamp), name=f"{name}_ts")
+        # The local (per-lane) address of the frozen read in flight, shared by every lane.
+        bus_addr = Signal(_bits_for(depth))
+        shared = self._elaborate_shared_stages(m)
+        for lane in range(lanes):
+            ports = self._elaborate_lane(m, lane, accept, shared,
+                                         [ram[k][lane].r_data for k in range(2)], kind)
+            # The RMW pipeline owns a copy's ports while it carries requests for it
+            # (ACTIVE/DRAINING); otherwise bus reads and clearing do.
+            for k in range(2):
+                clearing = copies.clearing_copy[k]
+                m.d.comb += [
+                    ram[k][lane].r_addr.eq(Mux(ports["s0_here"][k], ports["s0_addr"],
+                                               bus_addr)),
+                    ram[k][lane].w_en.eq(ports["s4_here"][k] | clearing),
+                    ram[k][lane].w_addr.eq(Mux(clearing, copies.clear_addr,
+                                               ports["s4_addr"])),
+                    ram[k][lane].w_data.eq(Mux(clearing, 0, ports["s4_word"])),
+                ]
+        self._elaborate_frozen_read(m, ram, bus_addr, copies)
+        return m
+
+    def _elaborate_shared_stages(self, m):
+        """The parts of S0..W2 common to all lanes (the copy; the increments up to S3)."""
+        req = self.update
+        xor_field = _xor_field(self._config)
+        shared = {}
+        for s in _STAGES:
+            shared[s] = {"copy": Signal(1, name=f"{s}_copy")}
+            if s in ("s0", "s1", "s2", "s3"):
+                shared[s]["ts"] = Signal(len(req.timestamp), name=f"{s}_ts")
                 if xor_field is not None:
-                    regs["xor"] = Signal(xor_field.width, name=f"{name}_xor")
-            return regs
-
-        def lane_regs(name, lane):
-            return {"valid": Signal(name=f"{name}_l{lane}_valid"),
-                    "addr": Signal(addr_bits, name=f"{name}_l{lane}_addr")}
-
-        # shared (all lanes) parts of S0..S3, and the copy of S4/W1/W2
-        shared = {s: stage_regs(s, s in ("s0", "s1", "s2", "s3"))
-                  for s in ("s0", "s1", "s2", "s3", "s4", "w1", "w2")}
+                    shared[s]["xor"] = Signal(xor_field.width, name=f"{s}_xor")
         m.d.sync += shared["s0"]["copy"].eq(req.copy)
         m.d.sync += shared["s0"]["ts"].eq(req.timestamp)
         if xor_field is not None:
             m.d.sync += shared["s0"]["xor"].eq(req.xor_value)
-        for prev, nxt in (("s0", "s1"), ("s1", "s2"), ("s2", "s3"), ("s3", "s4"),
-                          ("s4", "w1"), ("w1", "w2")):
+        for prev, nxt in zip(_STAGES, _STAGES[1:]):
             for key, sig in shared[nxt].items():
                 m.d.sync += sig.eq(shared[prev][key])
+        return shared
 
-        for lane in range(lanes):
-            st = {s: lane_regs(s, lane) for s in ("s0", "s1", "s2", "s3", "s4", "w1", "w2")}
-            for s in st:
-                st[s]["copy"] = shared[s]["copy"]
-            m.d.sync += [st["s0"]["valid"].eq(accept & req.lane_enable[lane]),
-                         st["s0"]["addr"].eq(req.lane_address[lane])]
-            # per-copy valids of S0 and S4, registered: they steer the RAM port muxes
-            s0_here = [Signal(name=f"l{lane}_s0_copy{k}") for k in range(2)]
-            s4_here = [Signal(name=f"l{lane}_s4_copy{k}") for k in range(2)]
-            for k in range(2):
-                m.d.sync += [
-                    s0_here[k].eq(accept & req.lane_enable[lane] & (req.copy == k)),
-                    s4_here[k].eq(st["s3"]["valid"] & (st["s3"]["copy"] == k)),
-                ]
-            for prev, nxt in (("s0", "s1"), ("s1", "s2"), ("s2", "s3"), ("s3", "s4"),
-                              ("s4", "w1"), ("w1", "w2")):
-                m.d.sync += [st[nxt]["valid"].eq(st[prev]["valid"]),
-                             st[nxt]["addr"].eq(st[prev]["addr"])]
-
-            def same_key(a, b):
-                return (st[b]["valid"] & (st[a]["addr"] == st[b]["addr"])
-                        & (st[a]["copy"] == st[b]["copy"]))
-
-            # S0: compare keys with the requests ahead. At cycle c+1 S1..S4 hold c-1..c-4;
-            # the results travel with the request to where they select (S2, S3).
-            # (The c-1 match reaches S3 as one register per counter field, below.)
-            match_prev = [Signal(name=f"l{lane}_match_prev_{s}") for s in ("s1", "s2")]
-            match_ahead = Signal(3, name=f"l{lane}_match_ahead")
+    def _elaborate_lane(self, m, lane, accept, shared, r_data, kind):
+        """One lane's RMW pipeline (class docstring): key compares in S0, forwarding
+        selects in S1, the base word in S2, the update in S3, the write in S4. Returns the
+        lane's RAM port controls."""
+        req = self.update
+        addr_bits = _bits_for(self._depth)
+        st = {s: {"valid": Signal(name=f"{s}_l{lane}_valid"),
+                  "addr": Signal(addr_bits, name=f"{s}_l{lane}_addr"),
+                  "copy": shared[s]["copy"]} for s in _STAGES}
+        m.d.sync += [st["s0"]["valid"].eq(accept & req.lane_enable[lane]),
+                     st["s0"]["addr"].eq(req.lane_address[lane])]
+        # per-copy valids of S0 and S4, registered: they steer the RAM port muxes
+        s0_here = [Signal(name=f"l{lane}_s0_copy{k}") for k in range(2)]
+        s4_here = [Signal(name=f"l{lane}_s4_copy{k}") for k in range(2)]
+        for k in range(2):
             m.d.sync += [
-                match_prev[0].eq(same_key("s0", "s1")),           # c-1, used in S3
-                match_prev[1].eq(match_prev[0]),
-                match_ahead.eq(Cat(same_key("s0", "s2"),     # c-2: in S4 at S2
-                                   same_key("s0", "s3"),     # c-3: in W1 at S2
-                                   same_key("s0", "s4"))),   # c-4: in W2 at S2
+                s0_here[k].eq(accept & req.lane_enable[lane] & (req.copy == k)),
+                s4_here[k].eq(st["s3"]["valid"] & (st["s3"]["copy"] == k)),
             ]
-            # S1: the RAM reads; its registered output is S2's read data. Turn the
-            # matches into one-hot selects for S2.
-            s2_rdata = [ram[k][lane].r_data for k in range(2)]
-            s2_select = Signal(5, name=f"l{lane}_s2_select")  # S4, W1, W2, rdata0, rdata1
-            f = match_ahead
-            none = ~f.any()
-            m.d.sync += s2_select.eq(Cat(
-                f[0], f[1] & ~f[0], f[2] & ~f[1] & ~f[0],
-                none & (st["s1"]["copy"] == 0), none & (st["s1"]["copy"] == 1)))
+        for prev, nxt in zip(_STAGES, _STAGES[1:]):
+            m.d.sync += [st[nxt]["valid"].eq(st[prev]["valid"]),
+                         st[nxt]["addr"].eq(st[prev]["addr"])]
 
-            # S2: base word (AND-OR one-hot mux), registered into S3.
-            words = {s: Signal(word_bits, name=f"l{lane}_{s}_word") for s in ("s4", "w1", "w2")}
-            m.d.sync += [words["w1"].eq(words["s4"]), words["w2"].eq(words["w1"])]
-            candidates = [words["s4"], words["w1"], words["w2"], s2_rdata[0], s2_rdata[1]]
-            base_next = 0
-            for i, cand in enumerate(candidates):
-                base_next = base_next | Mux(s2_select[i], cand, 0)
-            s3_base = Signal(word_bits, name=f"l{lane}_s3_base")
-            m.d.sync += s3_base.eq(base_next)
+        def same_key(a, b):
+            return (st[b]["valid"] & (st[a]["addr"] == st[b]["addr"])
+                    & (st[a]["copy"] == st[b]["copy"]))
 
-            # S3: select S4's word (the request just ahead had the same key: forwarding)
-            # or the base, and add the increments, in one carry chain per summed field
-            # (hw.carry.MuxAdd; on ECP5 the select sits in the chain's LUTs), so the
-            # feedback loop S4 → chain → S4 has no LUT level outside the chain. Each field
-            # has its own copy of the select register (fan-out).
-            current = data.View(layout, words["s4"])
-            base = data.View(layout, s3_base)
-            updated = Signal(layout, name=f"l{lane}_s3_updated")
-            for fld in cfg.layout.fields:
-                select = Signal(name=f"l{lane}_s3_fwd_{fld.name}")
-                m.d.sync += select.eq(match_prev[1])      # the c-1 match, in S3
-                if fld.combine == "xor":
-                    m.d.comb += updated[fld.name].eq(
-                        Mux(select, current[fld.name], base[fld.name]) ^ shared["s3"]["xor"])
-                    continue
-                if fld.name == "count":
-                    increment = Const(1, fld.width)
-                elif fld.name == "ts_sum":
-                    increment = shared["s3"]["ts"]
-                else:  # pragma: no cover - layouts are defined in host_sw/config.py
-                    raise ValueError(f"no increment defined for field {fld.name!r}")
-                adder = MuxAdd(width=fld.width, kind="ecp5" if kind == "ecp5" else "generic")
-                m.submodules[f"l{lane}_s3_add_{fld.name}"] = adder
-                m.d.comb += [adder.a.eq(current[fld.name]), adder.b.eq(base[fld.name]),
-                             adder.select.eq(select), adder.increment.eq(increment),
-                             updated[fld.name].eq(adder.total)]
-            m.d.sync += words["s4"].eq(updated.as_value())
+        # S0: compare keys with the requests ahead. At cycle c+1 S1..S4 hold c-1..c-4;
+        # the results travel with the request to where they select (S2, S3).
+        match_prev = [Signal(name=f"l{lane}_match_prev_{s}") for s in ("s1", "s2")]
+        match_ahead = Signal(3, name=f"l{lane}_match_ahead")
+        m.d.sync += [
+            match_prev[0].eq(same_key("s0", "s1")),           # c-1, used in S3
+            match_prev[1].eq(match_prev[0]),
+            match_ahead.eq(Cat(same_key("s0", "s2"),     # c-2: in S4 at S2
+                               same_key("s0", "s3"),     # c-3: in W1 at S2
+                               same_key("s0", "s4"))),   # c-4: in W2 at S2
+        ]
+        # S1: the RAM reads; its registered output is S2's read data. Turn the matches
+        # into one-hot selects for S2.
+        s2_select = Signal(5, name=f"l{lane}_s2_select")  # S4, W1, W2, rdata0, rdata1
+        f = match_ahead
+        none = ~f.any()
+        m.d.sync += s2_select.eq(Cat(
+            f[0], f[1] & ~f[0], f[2] & ~f[1] & ~f[0],
+            none & (st["s1"]["copy"] == 0), none & (st["s1"]["copy"] == 1)))
 
-            # Port wiring per copy: the RMW pipeline owns a copy's ports while it carries
-            # requests for it (ACTIVE/DRAINING); otherwise bus reads and clearing do.
-            for k in range(2):
-                m.d.comb += [
-                    ram[k][lane].r_addr.eq(Mux(s0_here[k], st["s0"]["addr"], bus_addr)),
-                    ram[k][lane].w_en.eq(s4_here[k] | clearing_copy[k]),
-                    ram[k][lane].w_addr.eq(Mux(clearing_copy[k], clear_addr, st["s4"]["addr"])),
-                    ram[k][lane].w_data.eq(Mux(clearing_copy[k], 0, words["s4"])),
-                ]
+        # S2: base word (AND-OR one-hot mux), registered into S3.
+        word_bits = self._layout.size
+        words = {s: Signal(word_bits, name=f"l{lane}_{s}_word") for s in ("s4", "w1", "w2")}
+        m.d.sync += [words["w1"].eq(words["s4"]), words["w2"].eq(words["w1"])]
+        candidates = [words["s4"], words["w1"], words["w2"], r_data[0], r_data[1]]
+        base_next = 0
+        for i, cand in enumerate(candidates):
+            base_next = base_next | Mux(s2_select[i], cand, 0)
+        s3_base = Signal(word_bits, name=f"l{lane}_s3_base")
+        m.d.sync += s3_base.eq(base_next)
+        self._elaborate_update(m, lane, words["s4"], s3_base, match_prev[1], shared["s3"],
+                               kind)
+        return {"s0_here": s0_here, "s0_addr": st["s0"]["addr"], "s4_here": s4_here,
+                "s4_addr": st["s4"]["addr"], "s4_word": words["s4"]}
 
-        # ---- frozen read port --------------------------------------------------------
+    def _elaborate_update(self, m, lane, s4_word, s3_base, match, s3, kind):
+        """S3: select S4's word (the request just ahead had the same key: forwarding) or
+        the base, and add the increments, in one carry chain per summed field
+        (:class:`hw.carry.MuxAdd`; on ECP5 the select sits in the chain's LUTs), so the
+        feedback loop S4 → chain → S4 has no LUT level outside the chain. Each field has its
+        own copy of the select register (fan-out)."""
+        layout = self._layout
+        current = data.View(layout, s4_word)
+        base = data.View(layout, s3_base)
+        updated = Signal(layout, name=f"l{lane}_s3_updated")
+        for fld in self._config.layout.fields:
+            select = Signal(name=f"l{lane}_s3_fwd_{fld.name}")
+            m.d.sync += select.eq(match)      # the c-1 match, in S3
+            if fld.combine == "xor":
+                m.d.comb += updated[fld.name].eq(
+                    Mux(select, current[fld.name], base[fld.name]) ^ s3["xor"])
+                continue
+            if fld.name == "count":
+                increment = Const(1, fld.width)
+            elif fld.name == "ts_sum":
+                increment = s3["ts"]
+            else:  # pragma: no cover - layouts are defined in host_sw/contracts/config.py
+                raise ValueError(f"no increment defined for field {fld.name!r}")
+            adder = MuxAdd(width=fld.width, kind="ecp5" if kind == "ecp5" else "generic")
+            m.submodules[f"l{lane}_s3_add_{fld.name}"] = adder
+            m.d.comb += [adder.a.eq(current[fld.name]), adder.b.eq(base[fld.name]),
+                         adder.select.eq(select), adder.increment.eq(increment),
+                         updated[fld.name].eq(adder.total)]
+        m.d.sync += s4_word.eq(updated.as_value())
+
+    def _elaborate_frozen_read(self, m, ram, bus_addr, copies):
+        """The frozen read port (class docstring): split and register the flat index,
+        read the frozen copy's RAMs (two edges), select the lane's word and register it."""
+        lanes, depth = self._lanes, self._depth
         port = self.frozen
         flat = port.addr
         lane_of = Signal(range(max(lanes, 2)))
-        local = Signal(addr_bits)
+        local = Signal(len(bus_addr))
         m.d.comb += [lane_of.eq(0), local.eq(flat)]
         for lane in range(1, lanes):
             with m.If(flat >= lane * depth):
                 m.d.comb += [lane_of.eq(lane), local.eq(flat - lane * depth)]
         in_range = flat < lanes * depth
 
-        b1_valid, b1_error = Signal(), Signal()
-        b1_lane = Signal.like(lane_of)
-        b1_copy = Signal()
-        m.d.sync += [b1_valid.eq(port.en),
-                     b1_error.eq(~is_frozen | ~in_range),
-                     b1_lane.eq(lane_of), b1_copy.eq(~active),
-                     bus_addr.eq(local)]
-        b2_valid, b2_error = Signal(), Signal()
-        b2_lane = Signal.like(lane_of)
-        b2_copy = Signal()
-        m.d.sync += [b2_valid.eq(b1_valid), b2_error.eq(b1_error), b2_lane.eq(b1_lane),
-                     b2_copy.eq(b1_copy)]
-        b3_valid, b3_error = Signal(), Signal()
-        b3_lane = Signal.like(lane_of)
-        b3_copy = Signal()
-        m.d.sync += [b3_valid.eq(b2_valid), b3_error.eq(b2_error), b3_lane.eq(b2_lane),
-                     b3_copy.eq(b2_copy)]
-        selected = Signal(word_bits)
-        with m.Switch(Cat(b3_lane, b3_copy)):
+        stage = data.StructLayout({"valid": 1, "error": 1, "lane": len(lane_of), "copy": 1})
+        b1 = Signal(stage, name="b1")
+        m.d.sync += [b1.valid.eq(port.en), b1.error.eq(~copies.frozen | ~in_range),
+                     b1.lane.eq(lane_of), b1.copy.eq(~copies.active), bus_addr.eq(local)]
+        b2 = Signal(stage, name="b2")
+        b3 = Signal(stage, name="b3")
+        m.d.sync += [b2.eq(b1), b3.eq(b2)]
+        selected = Signal(self._layout.size)
+        with m.Switch(Cat(b3.lane, b3.copy)):
             for k in range(2):
                 for lane in range(lanes):
-                    with m.Case(lane | (k << len(b3_lane))):
+                    with m.Case(lane | (k << len(lane_of))):
                         m.d.comb += selected.eq(ram[k][lane].r_data)
-        m.d.sync += [port.valid.eq(b3_valid), port.error.eq(b3_valid & b3_error),
-                     port.data.eq(Mux(b3_valid & ~b3_error, selected, 0))]
-        return m
+        m.d.sync += [port.valid.eq(b3.valid), port.error.eq(b3.valid & b3.error),
+                     port.data.eq(Mux(b3.valid & ~b3.error, selected, 0))]

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The pipelined H3 hasher: packet hash, RDA bucket hashes, LDS flow hashes.
 
-Where it sits (``DESIGN.md``): header tap → **H3 hasher** → bucket selection.
+Where it sits (docs/DESIGN.md, "Data flow of a packet"): header tap
+(:mod:`hw.header_tap`) → **H3 hasher** → bucket selection (:mod:`hw.bucket_select`). Which
+hashes a kind needs besides the packet hash comes from :data:`hw.kinds.KINDS`.
 
 H3 is ``XOR of Q[i] over the set input bits i``; the matrices ``Q`` come from
 :func:`host_sw.contracts.hashing.h3_rows` at elaboration (seed, purpose and index of the
@@ -30,11 +32,9 @@ Pipeline (every stage registered, so no long combinational XOR tree):
    most 4 terms: one LUT4), stage 1 four nibble results, and so on; a 512-bit window
    takes 5 stages (512 → 128 → 32 → 8 → 2 → 1 terms per output bit). Grouping by aligned
    input slices rather than by runs of an output's terms keeps each window nibble's
-   fan-out (about 32 of the 64 hash bits) inside one cluster of logic: the first grouping
-   (runs of 8 terms) made every window bit reach LUTs of several overlapping groups
-   across the die, with 6.5 ns of routing per net (131.6 MHz for the hasher alone on
-   speed 8, the whole core's critical path), and ABC could not share its XORs (19 700
-   LUTs; now 4 800 LUTs and 290 MHz, ``bench/hasher_synth.py``);
+   fan-out (about 32 of the 64 hash bits) inside one cluster of logic, so no window bit
+   reaches LUTs of several overlapping groups across the die and the synthesis tool can
+   share the XORs (measurements: docs/HARDWARE.md, ``bench/hasher_synth.py``);
 4. RDA only: the bucket hash of each bank, ``H3_rda[l](S(P))`` (64 → 32): the packet hash
    through the nibble S-box (host_sw.contracts.hashing.RDA_SBOX, one LUT4 per bit, registered), then
    another :class:`H3Pipeline`.
@@ -47,27 +47,14 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import SynopsisConfig
 from host_sw.contracts.hashing import RDA_SBOX, FrameClass, HashPurpose, h3_rows
-
-from .header_tap import FRAME_CLASS_BITS, TapRecord
+from hw.header_tap import FRAME_CLASS_BITS, TapRecord
+from hw.kinds import kind_gateware
+from hw.stages import delayed
 
 __all__ = ["H3Pipeline", "hashed_record_layout", "HashedRecord", "PacketHasher",
            "delayed"]
-
-
-def delayed(m: Module, value, cycles: int, *, name: str = "delayed",
-            reset_less: bool = False):
-    """``value`` delayed by ``cycles`` registers (``cycles == 0`` returns it unchanged).
-
-    ``reset_less`` for data qualified by a separately reset valid bit: a synchronous
-    reset reaching every data register was a net of 12 000 flip-flops in the whole core,
-    routed through the fabric (nextpnr puts only clocks on the global network)."""
-    for i in range(cycles):
-        reg = Signal(value.shape(), name=f"{name}_d{i + 1}", reset_less=reset_less)
-        m.d.sync += reg.eq(value)
-        value = reg
-    return value
 
 
 class H3Pipeline(wiring.Component):
@@ -82,10 +69,10 @@ class H3Pipeline(wiring.Component):
     fan_in:
         Stage ``s`` XORs, per output bit, the set terms of each aligned slice of
         ``fan_in ** (s + 1)`` input bits, that is at most ``fan_in`` results of the stage
-        before. 4 (one LUT4 per group) measured best: with 8 (two LUT4 levels) ABC shared
-        first-level XORs between output bits, the net between the levels was the critical
-        path and the tree took twice the LUTs (hasher alone on speed 8: 221 MHz and
-        10 500 LUTs with 8, 255 MHz and 4 800 LUTs with 4; ``bench/hasher_synth.py``).
+        before. 4 (one LUT4 per group) measured best: with 8 (two LUT4 levels) ABC shares
+        first-level XORs between output bits, the net between the levels becomes the
+        critical path and the tree takes twice the LUTs (figures in docs/HARDWARE.md,
+        ``bench/hasher_synth.py``).
 
     Members
     -------
@@ -168,10 +155,11 @@ def hashed_record_layout(config: SynopsisConfig) -> data.StructLayout:
         "timestamp": unsigned(config.ts_bits),
         "copy": unsigned(1),
     }
-    if isinstance(config, RdaConfig):
-        fields["bucket_hash"] = data.ArrayLayout(unsigned(32), config.banks)
-    if isinstance(config, LdsConfig):
-        fields["flow_hash"] = data.ArrayLayout(unsigned(32), config.rows)
+    hashes = kind_gateware(config).hashes(config)
+    if HashPurpose.RDA_BUCKET in hashes:
+        fields["bucket_hash"] = data.ArrayLayout(unsigned(32), hashes[HashPurpose.RDA_BUCKET])
+    if HashPurpose.LDS_FLOW in hashes:
+        fields["flow_hash"] = data.ArrayLayout(unsigned(32), hashes[HashPurpose.LDS_FLOW])
     return data.StructLayout(fields)
 
 
@@ -212,24 +200,20 @@ class PacketHasher(wiring.Component):
     """
 
     def __init__(self, *, config: SynopsisConfig):
-        if not isinstance(config, (LdaConfig, RdaConfig, LdsConfig)):
-            raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
-                             f"not {type(config).__name__}")
+        hashes = kind_gateware(config).hashes(config)
         self.config = config
         w = config.window_bytes
         in_bits = w * 8
         self._packet_tree = H3Pipeline(
             rows=h3_rows(config.seed, HashPurpose.PACKET, 0, in_bits, 64), out_bits=64)
-        self._bucket_trees = []
-        self._flow_trees = []
-        if isinstance(config, RdaConfig):
-            self._bucket_trees = [
-                H3Pipeline(rows=h3_rows(config.seed, HashPurpose.RDA_BUCKET, l, 64, 32),
-                           out_bits=32) for l in range(config.banks)]
-        if isinstance(config, LdsConfig):
-            self._flow_trees = [
-                H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
-                           out_bits=32) for r in range(config.rows)]
+        self._bucket_trees = [
+            H3Pipeline(rows=h3_rows(config.seed, HashPurpose.RDA_BUCKET, l, 64, 32),
+                       out_bits=32)
+            for l in range(hashes.get(HashPurpose.RDA_BUCKET, 0))]
+        self._flow_trees = [
+            H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
+                       out_bits=32)
+            for r in range(hashes.get(HashPurpose.LDS_FLOW, 0))]
         packet_latency = 3 + self._packet_tree.latency   # input, select, mask + tree
         if self._bucket_trees:
             # + 1: the registered S-box stage in front of the bucket trees
@@ -246,29 +230,25 @@ class PacketHasher(wiring.Component):
             "mask_packet_ipv6": In(w),
             "hashed": Out(HashedRecord(config)),
         }
-        if isinstance(config, LdsConfig):
+        if self._flow_trees:
             members["mask_flow_ipv4"] = In(w)
             members["mask_flow_ipv6"] = In(w)
         super().__init__(members)
 
-    def elaborate(self, platform):
-        m = Module()
+    def _elaborate_input(self, m):
+        """Stage 0: the record registered as it is (the tap's window and class are only
+        valid in the record's cycle). Stage 1: the window again, with the class's byte
+        masks (zero without a record); stage 2 (the caller) masks the window.
+
+        Every register loads every clock, so no record valid bit is the enable of the
+        window's hundreds of flip-flops, and the masks are selected by a registered class
+        in a stage of their own, apart from the masking (timing history in
+        docs/HARDWARE.md). The zero mask keeps the XOR trees still between records (they
+        switch twice per frame, not on every beat of the tap's window: less toggling in
+        the FPGA, and an event-driven simulator such as Icarus evaluates the trees only
+        then). Only the valid bit (and swap, in order with it) is reset: every other
+        register here is data qualified by it (see :func:`hw.stages.delayed`)."""
         config = self.config
-        # Stage 0: the record registered as it is (the tap's window and class are only
-        # valid in the record's cycle). Stage 1: the window again, with the class's byte
-        # masks (zero without a record). Stage 2: the masked window(s).
-        #
-        # Why so: registering the window only with a record made the record's valid bit
-        # the enable of ~600 flip-flops (a 5 ns net, 191 MHz alone on speed 8); a
-        # registered class bit selecting 512 mask bits in the mask stage was another
-        # (167 MHz); and selecting the masks straight from the tap's class (computed in
-        # the record's cycle from its flags) was five LUT levels (157 MHz, the whole
-        # core's critical path). Every register loads every clock, and the zero mask keeps
-        # the XOR trees still between records (they switch twice per frame, not on every
-        # beat of the tap's window: less toggling in the FPGA, and an event-driven
-        # simulator such as Icarus evaluates the trees only then). Only the valid bit (and
-        # swap, in order with it) is reset: every other register here is data qualified
-        # by it (see ``delayed``).
         rec = Signal(self.record.payload.shape(), reset_less=True)
         rec_valid = Signal()
         rec_swap = Signal()
@@ -289,6 +269,13 @@ class PacketHasher(wiring.Component):
         if self._flow_trees:
             m.d.sync += flow_mask.eq(Mux(rec_valid, Mux(is_ipv6, self.mask_flow_ipv6,
                                                         self.mask_flow_ipv4), 0))
+        return rec, rec_valid, rec_swap, window, counted, packet_mask, flow_mask
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self.config
+        rec, rec_valid, rec_swap, window, counted, packet_mask, flow_mask = \
+            self._elaborate_input(m)
 
         packet_input = Signal(config.window_bytes * 8, reset_less=True)
         m.d.sync += packet_input.eq(window & _mask_bits(packet_mask))

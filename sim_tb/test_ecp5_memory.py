@@ -11,7 +11,7 @@ DP16KD as an empty blackbox, so the project carries its own behavioural model
   one ever ships there),
 * check the model against Yosys's own DP16KD mapping (a memory inferred by
   ``synth_ecp5`` and simulated with the model behaves as the memory), and
-* check one counter RAM (``_CounterRam``) built from DP16KDs against the generic
+* check one counter RAM (``hw.backends.counter_ram``) built from DP16KDs against the generic
   ``amaranth.lib.memory`` one, cycle by cycle under random traffic, in every DP16KD
   width mode (x18 … x1).
 
@@ -29,7 +29,8 @@ import sys
 import pytest
 from amaranth.back import verilog
 
-from hw.counter_bank import _DP16KD_MODES, _CounterRam
+from hw.backends import counter_ram
+from hw.backends.ecp5 import DP16KD_MODES
 from sim_tb.ecp5_cells import DP16KD_MODEL, yosys_share_file
 from sim_tb.runner import BUILD_ROOT
 
@@ -157,7 +158,7 @@ def run_yosys(script: str, work) -> None:
         f"yosys failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
 
 
-@pytest.mark.parametrize("mode", _DP16KD_MODES, ids=lambda m: f"x{m[1]}")
+@pytest.mark.parametrize("mode", DP16KD_MODES, ids=lambda m: f"x{m[1]}")
 def test_model_matches_yosys_dp16kd_mapping(mode):
     """A memory that Yosys maps onto DP16KD blocks in one width mode (its own block
     library ``brams_16kd.txt`` narrowed to that width, and its ``brams_map_16kd.v``)
@@ -205,7 +206,7 @@ def test_model_matches_yosys_dp16kd_mapping(mode):
 
 #: A counter RAM word wider than one DP16KD in every mode (x18: two blocks, x1: 20).
 RAM_WIDTH = 20
-RAM_DEPTHS = [64, 100, *(mode[0] for mode in _DP16KD_MODES)]
+RAM_DEPTHS = [64, 100, *(mode[0] for mode in DP16KD_MODES)]
 
 _RAM_TB = """\
 // Drives the generic and the DP16KD build of one RAM with the same random
@@ -260,7 +261,7 @@ def test_counter_ram_ecp5_equals_generic(depth):
     sources = []
     for kind in ("generic", "ecp5"):
         path = work / f"ram_{kind}.v"
-        path.write_text(verilog.convert(_CounterRam(width=RAM_WIDTH, depth=depth, kind=kind),
+        path.write_text(verilog.convert(counter_ram(width=RAM_WIDTH, depth=depth, kind=kind),
                                         name=f"ram_{kind}"))
         sources.append(path)
     abits = max(1, (depth - 1).bit_length())

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Vendor backends: the parts of the gateware built from one FPGA family's primitives.
+
+The counter bank (docs/DESIGN.md, "Data flow of a counter") keeps each copy of each lane
+in a :func:`counter_ram`; this package builds it, portably (:mod:`hw.backends.generic`)
+or from a family's block-RAM primitive (:mod:`hw.backends.ecp5`), with the same ports
+and the same cycle behaviour. A new family adds a module here and an entry in
+:data:`COUNTER_RAMS`; nothing above this package names a vendor primitive.
+"""
+
+from hw.backends.ecp5 import DP16KD_MAX_DEPTH, DP16KD_MODES, Ecp5CounterRam
+from hw.backends.generic import GenericCounterRam, counter_ram_signature
+
+__all__ = ["COUNTER_RAMS", "counter_ram", "counter_ram_signature", "GenericCounterRam",
+           "Ecp5CounterRam", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
+
+#: The counter RAM of each memory kind.
+COUNTER_RAMS = {"generic": GenericCounterRam, "ecp5": Ecp5CounterRam}
+
+
+def counter_ram(*, width: int, depth: int, kind: str):
+    """One counter RAM of ``width`` × ``depth`` built the ``kind`` way
+    (``"generic"`` or ``"ecp5"``)."""
+    if kind not in COUNTER_RAMS:
+        raise ValueError(f"kind must be one of {', '.join(COUNTER_RAMS)}, not {kind!r}")
+    return COUNTER_RAMS[kind](width=width, depth=depth)
