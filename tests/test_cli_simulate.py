@@ -73,3 +73,10 @@ def test_console_script_table():
     out = subprocess.run([sys.executable, "-m", "host_sw.cli", "simulate", "--packets",
                           "20000", "--seed", "2"], capture_output=True, text=True, check=True)
     assert "est. mean" in out.stdout and "config ID" in out.stdout
+
+
+def test_ldactl_does_not_import_the_simulation_harness():
+    code = ("import sys, host_sw.cli.main; host_sw.cli.main.build_parser(); "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('sim_tb', 'bench', 'tests')); "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
