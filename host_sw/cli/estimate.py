@@ -20,7 +20,7 @@ from pathlib import Path
 from host_sw.cli.args import RunFailure, dump, guard, load_config, positive_int
 from host_sw.cli.records import pair_snapshots
 from host_sw.cli.table import RECORD_TABLE
-from host_sw.contracts.config import config_class
+from host_sw.contracts.config import CONFIG_CLASSES, config_class
 from host_sw.contracts.control_frame import (MarkerFrame, NotControlFrameError,
                                              SynopsisReassembler, parse_control_frame)
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL
@@ -42,7 +42,7 @@ def add_estimate_parser(sub) -> None:
     p.add_argument("receiver")
     p.add_argument("--input", choices=("auto", "snapshot", "frames", "pcap"), default="auto")
     p.add_argument("--config", default=None, metavar="FILE")
-    p.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda",
+    p.add_argument("--synopsis", choices=tuple(CONFIG_CLASSES), default="lda",
                    help="default configuration for captures without --config")
     p.add_argument("--mode", choices=("time", "marker"), default="time",
                    help="interval assignment for captures")

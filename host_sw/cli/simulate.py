@@ -18,7 +18,8 @@ import sys
 
 from host_sw.cli.args import UsageError, nonneg_int, positive_int, probability, seed
 from host_sw.cli.table import SIMULATE_TABLE
-from host_sw.contracts.config import LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, RdaConfig, SynopsisConfig,
+                                      config_class)
 from host_sw.estimators.simulate import lda_config_for, run_scenario
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import CaptureError, capture_trace
@@ -33,7 +34,7 @@ def add_simulate_parser(sub) -> None:
                     "estimates with the exact truth. Times are in nanoseconds unless a unit "
                     "is given (e.g. scale=0.133us).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    sim.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
+    sim.add_argument("--synopsis", choices=tuple(CONFIG_CLASSES), default="lda")
     sim.add_argument("--packets", type=positive_int, default=1_000_000,
                      help="packets sent in the interval")
     sim.add_argument("--loss", type=probability, default=0.01,
@@ -94,15 +95,18 @@ def _lds(args) -> SynopsisConfig:
                      row_thresholds=(0,) * rows)
 
 
-#: The simulation's configuration of each synopsis kind from the options (its defaults
-#: differ from a core's: LDA tuned to the packet count, RDA sized to the set difference).
+#: The simulation's configuration of a synopsis kind from the options, where its defaults
+#: differ from the configuration class's (LDA tuned to the packet count, RDA sized to the
+#: set difference, LDS with the cells of the options); a kind not listed simulates with
+#: its class's defaults.
 _SIMULATE_CONFIGS = {"lda": _lda, "rda": _rda, "lds": _lds}
 
 
 
 def simulate_config(args) -> SynopsisConfig:
     """The configuration ``ldactl simulate`` measures with (``ValueError`` if invalid)."""
-    return _SIMULATE_CONFIGS[args.synopsis](args)
+    build = _SIMULATE_CONFIGS.get(args.synopsis)
+    return build(args) if build else config_class(args.synopsis)()
 
 
 def _check_options(args) -> None:

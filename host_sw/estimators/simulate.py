@@ -15,7 +15,7 @@ JSON contract::
 
 (times in nanoseconds; values the estimator cannot give are ``null``). What a kind needs
 beyond its pair estimator (RDA: both points' packet caches; LDS: per-flow errors) is one
-row of ``_KIND_RUNS``, keyed by ``config.kind``.
+row of ``_KIND_RUNS``, keyed by ``config.kind``; a kind that needs nothing more has none.
 """
 
 from __future__ import annotations
@@ -132,14 +132,14 @@ class _KindRun:
     details: Callable | None = None
 
 
-_KIND_RUNS = {"lda": _KindRun(), "rda": _KindRun(packet_caches=True),
-              "lds": _KindRun(details=_lds_flow_errors)}
+#: The kinds whose simulated runs need more than their pair estimator (others: nothing).
+_KIND_RUNS = {"rda": _KindRun(packet_caches=True), "lds": _KindRun(details=_lds_flow_errors)}
 
 
 def _interval_record(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers,
                      confidence: float, run: int) -> IntervalRecord:
     """The record of one simulated interval: the estimate beside the exact truth."""
-    kind = _KIND_RUNS[config.kind]
+    kind = _KIND_RUNS.get(config.kind, _KindRun())
     sender, receiver = iv.synopses(config, hashers=hashers)
     caches = _packet_caches(iv, config, hashers) if kind.packet_caches else (None, None)
     record = record_for_pair(sender, receiver, confidence=confidence, interval=iv.interval,
