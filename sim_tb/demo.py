@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The demo: latency and loss between two simulated devices, read over their bridges.
 
-Where it sits (``DESIGN.md``): the whole data flow end to end — traffic → sender core →
-channel → receiver core (one HDL simulation, :mod:`sim_tb.two_device`), the host reading
-both devices' frozen intervals over ``tcp://127.0.0.1:PORT`` with the same driver as for
-boards (:class:`host_sw.device.driver.Device`, what ``ldactl watch`` does), the estimators
-(:func:`host_sw.cli.device_commands.record_for_pair` → :func:`host_sw.estimators.measure.estimate_pair`), and
-the harness's ground truth beside every estimate.
+Where it sits (``docs/DESIGN.md``): the whole data flow end to end — traffic → sender
+core → channel → receiver core (one HDL simulation, :mod:`sim_tb.two_device`), the host
+reading both devices' frozen intervals over ``tcp://127.0.0.1:PORT`` with the same driver
+as for boards (:class:`host_sw.device.driver.Device`) and pairing them into interval
+records as ``ldactl watch`` does (:func:`host_sw.cli.records.pair_snapshots` →
+:func:`host_sw.estimators.measure.estimate_pair`), and the harness's ground truth beside
+every estimate. The demo sits on top of the product and the product never imports it.
 
-``python -m sim_tb.demo`` (also ``ldactl demo``; ``./run_demo.sh`` runs it after set-up)
-prints one row per interval: packets sent and received, loss, the estimated mean and
+``python -m sim_tb.demo`` (``./run_demo.sh`` runs it after set-up) prints one row per
+interval: packets sent and received, loss, the estimated mean and
 standard deviation of the delay with the confidence interval of the mean, the true values
 and the relative errors; it saves ``records.jsonl`` (the ``ldactl watch`` records plus
 ``true``), ``snapshots.jsonl`` (both devices' snapshots) and ``demo.png`` under
@@ -21,26 +22,23 @@ and the relative errors; it saves ``records.jsonl`` (the ``ldactl watch`` record
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from host_sw.cli.records import pair_snapshots
+from host_sw.cli.table import Column, Table, ci_text, fmt, separator
+from host_sw.device.driver import Device
+from host_sw.device.transport import open_transport
+from host_sw.estimators.record import IntervalRecord
+from host_sw.model.channel import DelayDistribution, LossModel
+from sim_tb.two_device import SimulatorMissing, TwoDeviceParams, read_truth, start_simulation
 
-from sim_tb.two_device import (  # noqa: E402
-    SimulatorMissing, TwoDeviceParams, read_truth, start_simulation,
-)
+__all__ = ["run_demo", "main", "add_arguments", "DEFAULT_OUT", "DEMO_TABLE", "HEADER"]
 
-__all__ = ["run_demo", "main", "add_arguments", "DEFAULT_OUT"]
-
-DEFAULT_OUT = REPO / "build" / "demo"
-
-HEADER = (f"{'intvl':>5} {'sent':>6} {'recv':>6} {'loss':>7} {'true':>7} | "
-          f"{'mean ns':>8} {'98% CI (ns)':>19} {'true':>8} {'err':>7} | "
-          f"{'std ns':>8} {'true':>8} {'err':>7} | {'samples':>7} ok")
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "build" / "demo"
 
 
 def _rel(est, true):
@@ -53,22 +51,36 @@ def _pct(x, digits=2):
     return "—" if x is None else f"{x * 100:.{digits}f}%"
 
 
-def _num(x, spec="8.2f"):
-    return f"{'—':>8}" if x is None else format(x, spec)
+def _estimate(key, text=str):
+    return lambda rec: text(rec.estimate[key])
 
 
-def table_row(rec: dict) -> str:
-    """One printed row of a demo record."""
-    e, t = rec["estimate"], rec["true"]
-    if e is None:
-        return f"{rec['interval']:>5} invalid: {'; '.join(rec['notes'])}"
-    lo, hi = e["ci"]
-    ci = "—" if lo is None else f"[{lo:.1f}, {hi:.1f}]"
-    return (f"{rec['interval']:>5} {e['sent']:>6} {e['received']:>6} "
-            f"{_pct(e['loss_rate']):>7} {_pct(t['loss_rate']):>7} | "
-            f"{_num(e['mean'])} {ci:>19} {_num(t['mean'])} {_pct(t['mean_rel_err']):>7} | "
-            f"{_num(e['std'])} {_num(t['std'])} {_pct(t['std_rel_err']):>7} | "
-            f"{e['samples']:>7} {'yes' if t['in_ci'] else 'NO'}")
+def _true(key, text):
+    return lambda rec: text(rec.true[key])
+
+
+#: The demo's table: estimate, truth and relative error side by side, per interval.
+DEMO_TABLE = Table(columns=(
+    Column("intvl", 5, lambda rec: str(rec.interval)),
+    Column("sent", 6, _estimate("sent")),
+    Column("recv", 6, _estimate("received")),
+    Column("loss", 7, _estimate("loss_rate", _pct)),
+    Column("true", 7, _true("loss_rate", _pct)),
+    separator(),
+    Column("mean ns", 8, _estimate("mean", fmt)),
+    Column("98% CI (ns)", 19, lambda rec: ci_text(rec.estimate["ci"], digits=1)),
+    Column("true", 8, _true("mean", fmt)),
+    Column("err", 7, _true("mean_rel_err", _pct)),
+    separator(),
+    Column("std ns", 8, _estimate("std", fmt)),
+    Column("true", 8, _true("std", fmt)),
+    Column("err", 7, _true("std_rel_err", _pct)),
+    separator(),
+    Column("samples", 7, _estimate("samples")),
+    Column("ok", 0, lambda rec: "yes" if rec.true["in_ci"] else "NO"),
+), invalid_reason="")
+
+HEADER = DEMO_TABLE.header()
 
 
 def _wait_truth(sim, seq: int, timeout: float) -> dict:
@@ -83,14 +95,68 @@ def _wait_truth(sim, seq: int, timeout: float) -> dict:
         time.sleep(0.05)
 
 
-def run_demo(params: TwoDeviceParams, out: Path, *, confidence: float = 0.98,
-             printer=print, timeout: float = 600.0) -> list[dict]:
-    """Run the simulation and read both devices for ``params.intervals`` intervals;
-    return the records (``estimate`` and ``true``) and write the output files."""
-    from host_sw.cli.device_commands import record_for_pair
-    from host_sw.device.driver import Device
-    from host_sw.device.transport import open_transport
+def _with_truth(rec: IntervalRecord, truth: dict) -> IntervalRecord:
+    """``rec`` with the harness's ground truth of its interval and the errors against it."""
+    e = rec.estimate or {}
+    lo, hi = e.get("ci") or (None, None)
+    tm = truth["true_mean_ns"]
+    return dataclasses.replace(rec, true={
+        "mean": tm, "std": truth["true_std_ns"], "sent": truth["sent"],
+        "received": truth["received"], "lost": truth["lost"],
+        "loss_rate": truth["loss_rate"],
+        "mean_rel_err": _rel(e.get("mean"), tm),
+        "std_rel_err": _rel(e.get("std"), truth["true_std_ns"]),
+        "in_ci": lo is not None and tm is not None and lo <= tm <= hi})
 
+
+def _read_intervals(sim, sender: Device, receiver: Device, params: TwoDeviceParams,
+                    out: Path, *, confidence: float, printer, timeout: float):
+    """Read ``params.intervals`` intervals from both devices, pair them into records with
+    the truth, print each row and write ``snapshots.jsonl``; yield the records."""
+    printer(HEADER)
+    with (out / "snapshots.jsonl").open("w") as snaps:
+        for _ in range(params.intervals):
+            s = sender.read_snapshot(timeout=timeout)
+            r = receiver.read_snapshot(timeout=timeout)
+            snaps.write(json.dumps({"sender": s.to_json(), "receiver": r.to_json()}) + "\n")
+            rec = pair_snapshots(s, r, confidence,
+                                 sender_meta={"seq": s.seq, "packets": s.packets},
+                                 receiver_meta={"seq": r.seq, "packets": r.packets})
+            rec = _with_truth(rec, _wait_truth(sim, s.seq, timeout))
+            printer(DEMO_TABLE.row(rec))
+            yield rec
+
+
+def _simulate_and_read(params: TwoDeviceParams, out: Path, *, confidence: float, printer,
+                       timeout: float, t0: float) -> list[IntervalRecord]:
+    """Start the simulation, read its intervals and wait for it to finish."""
+    sim = start_simulation(params, out / "sim")
+    devices = []
+    try:
+        printer("# starting the simulation (Icarus build, reset, calibration) …")
+        ports = sim.wait_ports(timeout)
+        printer(f"# sender {ports['sender']}, receiver {ports['receiver']} "
+                f"({time.monotonic() - t0:.0f} s)")
+        for side in ("sender", "receiver"):
+            devices.append(Device(open_transport(ports[side]), config=params.config(),
+                                  tick_ns=params.tick_ns))
+        records = list(_read_intervals(sim, *devices, params, out, confidence=confidence,
+                                       printer=printer, timeout=timeout))
+        rc = sim.wait(timeout)
+        if rc != 0:
+            raise RuntimeError(f"the simulation exited with status {rc}; log {sim.log}:\n"
+                               + sim.log_tail())
+    finally:
+        for d in devices:
+            d.close()
+        sim.stop()
+    return records
+
+
+def run_demo(params: TwoDeviceParams, out: Path, *, confidence: float = 0.98,
+             printer=print, timeout: float = 600.0) -> list[IntervalRecord]:
+    """Run the simulation and read both devices for ``params.intervals`` intervals;
+    return the records (with ``true``) and write the output files."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     config = params.config()
@@ -100,61 +166,14 @@ def run_demo(params: TwoDeviceParams, out: Path, *, confidence: float = 0.98,
             f"{params.delay}, loss {params.loss}; seed {params.seed}")
     printer("# building the cores (hw.lda_pipeline → Verilog, cached) …")
     t0 = time.monotonic()
-    sim = start_simulation(params, out / "sim")
-    devices = []
-    records: list[dict] = []
-    try:
-        printer("# starting the simulation (Icarus build, reset, calibration) …")
-        ports = sim.wait_ports(timeout)
-        printer(f"# sender {ports['sender']}, receiver {ports['receiver']} "
-                f"({time.monotonic() - t0:.0f} s)")
-        for side in ("sender", "receiver"):
-            devices.append(Device(open_transport(ports[side]), config=config,
-                                  tick_ns=params.tick_ns))
-        sender, receiver = devices
-        printer(HEADER)
-        snaps_path = out / "snapshots.jsonl"
-        with snaps_path.open("w") as snaps:
-            for _ in range(params.intervals):
-                s = sender.read_snapshot(timeout=timeout)
-                r = receiver.read_snapshot(timeout=timeout)
-                snaps.write(json.dumps({"sender": s.to_json(), "receiver": r.to_json()})
-                            + "\n")
-                notes = [f"sender: {n}" for n in s.notes] + \
-                        [f"receiver: {n}" for n in r.notes]
-                valid = s.valid and r.valid and s.seq == r.seq
-                rec = record_for_pair(s.synopsis, r.synopsis, confidence=confidence,
-                                      interval=s.seq, when=max(s.read_time, r.read_time),
-                                      sender_meta={"seq": s.seq, "packets": s.packets},
-                                      receiver_meta={"seq": r.seq, "packets": r.packets},
-                                      valid=valid, notes=notes)
-                truth = _wait_truth(sim, s.seq, timeout)
-                e = rec["estimate"] or {}
-                lo, hi = e.get("ci") or (None, None)
-                tm = truth["true_mean_ns"]
-                rec["true"] = {
-                    "mean": tm, "std": truth["true_std_ns"], "sent": truth["sent"],
-                    "received": truth["received"], "lost": truth["lost"],
-                    "loss_rate": truth["loss_rate"],
-                    "mean_rel_err": _rel(e.get("mean"), tm),
-                    "std_rel_err": _rel(e.get("std"), truth["true_std_ns"]),
-                    "in_ci": lo is not None and tm is not None and lo <= tm <= hi}
-                records.append(rec)
-                printer(table_row(rec))
-        rc = sim.wait(timeout)
-        if rc != 0:
-            raise RuntimeError(f"the simulation exited with status {rc}; log {sim.log}:\n"
-                               + sim.log_tail())
-    finally:
-        for d in devices:
-            d.close()
-        sim.stop()
+    records = _simulate_and_read(params, out, confidence=confidence, printer=printer,
+                                 timeout=timeout, t0=t0)
     with (out / "records.jsonl").open("w") as f:
         for rec in records:
-            f.write(json.dumps(rec) + "\n")
+            f.write(json.dumps(rec.to_json()) + "\n")
     done = [r for r in read_truth(out / "sim" / "truth.jsonl") if r.get("done")]
     wall = time.monotonic() - t0
-    inside = sum(1 for r in records if r["true"]["in_ci"])
+    inside = sum(1 for r in records if r.true["in_ci"])
     printer(f"# {inside} of {len(records)} true means inside the {confidence:.0%} confidence "
             f"interval; {wall:.0f} s wall"
             + (f", {done[0]['cycles']} clocks simulated" if done else ""))
@@ -166,30 +185,31 @@ def run_demo(params: TwoDeviceParams, out: Path, *, confidence: float = 0.98,
     return records
 
 
-def plot(records: list[dict], path: Path, params: TwoDeviceParams) -> Path:
+def plot(records: list[IntervalRecord], path: Path, params: TwoDeviceParams) -> Path:
     """Estimates with confidence intervals against the truth, per interval (PNG)."""
+    # matplotlib is optional and heavy: imported only to draw (ImportError: no plot).
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    good = [r for r in records if r["estimate"] and r["estimate"]["mean"] is not None]
-    x = [r["interval"] for r in good]
+    good = [r for r in records if r.estimate and r.estimate["mean"] is not None]
+    x = [r.interval for r in good]
     fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
-    mean = [r["estimate"]["mean"] for r in good]
-    err = [[m - r["estimate"]["ci"][0] for m, r in zip(mean, good)],
-           [r["estimate"]["ci"][1] - m for m, r in zip(mean, good)]]
+    mean = [r.estimate["mean"] for r in good]
+    err = [[m - r.estimate["ci"][0] for m, r in zip(mean, good)],
+           [r.estimate["ci"][1] - m for m, r in zip(mean, good)]]
     ax1.errorbar(x, mean, yerr=err, fmt="o", capsize=4, label="LDA estimate (CI)")
-    ax1.plot(x, [r["true"]["mean"] for r in good], "k_", markersize=20, mew=2,
+    ax1.plot(x, [r.true["mean"] for r in good], "k_", markersize=20, mew=2,
              label="true mean")
     ax1.set_ylabel("mean delay (ns)")
     ax1.legend(loc="best")
     ax1.set_title(f"two simulated devices: delay {params.delay}, loss {params.loss}")
-    ax2.plot(x, [r["estimate"]["std"] for r in good], "o", label="LDA estimate")
-    ax2.plot(x, [r["true"]["std"] for r in good], "k_", markersize=20, mew=2, label="true")
+    ax2.plot(x, [r.estimate["std"] for r in good], "o", label="LDA estimate")
+    ax2.plot(x, [r.true["std"] for r in good], "k_", markersize=20, mew=2, label="true")
     ax2.set_ylabel("delay std (ns)")
     ax2.legend(loc="best")
-    ax3.plot(x, [100 * (r["estimate"]["loss_rate"] or 0) for r in good], "o",
+    ax3.plot(x, [100 * (r.estimate["loss_rate"] or 0) for r in good], "o",
              label="estimate")
-    ax3.plot(x, [100 * r["true"]["loss_rate"] for r in good], "k_", markersize=20, mew=2,
+    ax3.plot(x, [100 * r.true["loss_rate"] for r in good], "k_", markersize=20, mew=2,
              label="true")
     ax3.set_ylabel("loss (%)")
     ax3.set_xlabel("interval (sequence number)")
@@ -222,7 +242,6 @@ def run_from_args(args) -> int:
         params = TwoDeviceParams(intervals=args.intervals, frames=args.frames,
                                  delay=args.delay, loss=args.loss, gap_ns=args.gap_ns,
                                  rows=args.rows, seed=args.seed)
-        from host_sw.model.channel import DelayDistribution, LossModel
         DelayDistribution.parse(params.delay)
         LossModel.parse(params.loss)
     except ValueError as e:
@@ -240,7 +259,7 @@ def run_from_args(args) -> int:
         print(f"demo failed: {len(records)} of {params.intervals} intervals read",
               file=sys.stderr)
         return 1
-    if not args.no_check and not all(r["true"]["in_ci"] for r in records):
+    if not args.no_check and not all(r.true["in_ci"] for r in records):
         print("demo: a true mean lies outside its confidence interval", file=sys.stderr)
         return 1
     return 0

@@ -16,15 +16,21 @@ and a second small simulation read by ``ldactl watch`` (in-process, its default 
 options, the URLs the harness publishes), checked against the ground truth.
 """
 
+import contextlib
 import importlib.util
+import io
 import json
 import shutil
+import sys
 
 import pytest
 
-from host_sw.device.driver import Snapshot
+from host_sw.cli import main as ldactl
 from host_sw.contracts.synopsis import Synopsis
+from host_sw.device.driver import Snapshot
 from host_sw.estimators.measure import estimate_pair
+from sim_tb import demo
+from sim_tb.two_device import TwoDeviceParams, start_simulation
 
 pytestmark = [
     pytest.mark.cocotb,
@@ -39,10 +45,6 @@ FRAMES = 60
 
 def run_demo_tiny(out):
     """The demo's entry point at a tiny size; (exit status, printed lines, out)."""
-    from sim_tb import demo
-    import contextlib
-    import io
-    import sys
     buffer = io.StringIO()
 
     class Tee(io.TextIOBase):
@@ -73,11 +75,11 @@ def test_two_devices_demo(tmp_path):
 
 
 def check_demo_prints_the_table(demo_run):
-    from sim_tb.demo import HEADER
     rc, lines, out = demo_run
     assert rc == 0, "\n".join(lines)
-    assert HEADER in lines
-    rows = lines[lines.index(HEADER) + 1:lines.index(HEADER) + 1 + INTERVALS]
+    assert demo.HEADER in lines
+    start = lines.index(demo.HEADER) + 1
+    rows = lines[start:start + INTERVALS]
     assert len(rows) == INTERVALS and all(" invalid" not in r for r in rows), rows
     assert (out / "demo.png").stat().st_size > 1000
 
@@ -118,8 +120,6 @@ def check_estimates_equal_estimate_pair_on_golden_and_contain_the_truth(demo_run
 def test_ldactl_watch_reads_the_simulation(tmp_path, capsys):
     """``ldactl watch`` with its default transport options, on the URLs the harness
     publishes, reads every interval; its numbers agree with the ground truth."""
-    from host_sw.cli import main as ldactl
-    from sim_tb.two_device import TwoDeviceParams, start_simulation
     params = TwoDeviceParams(intervals=2, frames=30, seed=3, host_wait_s=120)
     sim = start_simulation(params, tmp_path)
     try:

@@ -4,6 +4,7 @@ exit codes, clear errors with no numbers printed, export formats, plan, plot, an
 estimates from snapshot files, exported-frame captures and packet captures."""
 
 import json
+import socket
 import threading
 import time
 import urllib.request
@@ -14,10 +15,13 @@ import pytest
 from host_sw.contracts import control_frame as cf
 from host_sw.model.channel import Scenario, simulate_interval
 from host_sw.cli import main
-from host_sw.cli.device_commands import csv_text, plan_memory, prometheus_text
+from host_sw.cli.export import csv_text, prometheus_text
 from host_sw.contracts.config import LdaConfig
 from host_sw.estimators.lda import tuned_threshold
+from host_sw.device.fake_device import DeviceServer
 from host_sw.estimators.measure import estimate_pair
+from host_sw.estimators.planning import plan_memory
+from host_sw.estimators.record import IntervalRecord, record_for_pair
 from host_sw.model.pcap import write_pcap
 from host_sw.device.transport import register_fake_device
 
@@ -190,16 +194,26 @@ def test_watch_table_prints_no_number_for_invalid(capsys, pairs, scripted_device
 
 
 def _records(pairs):
-    from host_sw.cli.device_commands import record_for_pair
     out = [record_for_pair(s, r, interval=k, when=1000.0 + k) for k, (s, r) in enumerate(pairs)]
     out.append(record_for_pair(*pairs[0], interval=9, valid=False, notes=["overrun"]))
     return out
 
 
+def _write_records(path, recs):
+    path.write_text("".join(json.dumps(r.to_json()) + "\n" for r in recs))
+
+
+def test_records_round_trip_through_json(pairs):
+    for rec in _records(pairs):
+        assert IntervalRecord.from_json(json.loads(json.dumps(rec.to_json()))) == rec
+    with pytest.raises(ValueError, match="no 'estimate' key"):
+        IntervalRecord.from_json({"interval": 1})
+
+
 def test_export_formats(capsys, pairs, tmp_path):
     recs = _records(pairs)
     path = tmp_path / "r.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    _write_records(path, recs)
     code, out, _ = run(capsys, "export", "-i", str(path), "-f", "csv")
     assert code == 0 and out == csv_text(recs)
     rows = out.splitlines()
@@ -207,13 +221,13 @@ def test_export_formats(capsys, pairs, tmp_path):
     assert rows[4].startswith("9,") and ",False," in rows[4] and rows[4].endswith("overrun")
     code, out, _ = run(capsys, "export", "-i", str(path), "-f", "prometheus")
     assert out == prometheus_text(recs)
-    last = recs[2]["estimate"]
+    last = recs[2].estimate
     assert (f'ldactl_delay_mean_nanoseconds{{synopsis="lda",config_id="{CONFIG.config_id:#010x}"}}'
             f' {last["mean"]!r}') in out
     assert 'ldactl_intervals_total{valid="false"} 1' in out
     assert "# TYPE ldactl_loss_ratio gauge" in out
     code, out, _ = run(capsys, "export", "-i", str(path))
-    assert [json.loads(l) for l in out.splitlines()] == recs
+    assert [json.loads(l) for l in out.splitlines()] == [r.to_json() for r in recs]
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{not json\n")
     code, out, err = run(capsys, "export", "-i", str(bad), "-f", "csv")
@@ -221,9 +235,8 @@ def test_export_formats(capsys, pairs, tmp_path):
 
 
 def test_export_serves_metrics(pairs, tmp_path):
-    import socket
     path = tmp_path / "r.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in _records(pairs)))
+    _write_records(path, _records(pairs))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -261,7 +274,7 @@ def test_plan_follows_lda_section_iv(capsys):
 
 def test_plot_png(capsys, pairs, tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in _records(pairs)))
+    _write_records(path, _records(pairs))
     code, out, err = run(capsys, "plot", "-i", str(path), "-o", str(tmp_path / "e.png"))
     assert code == 0, err
     assert (tmp_path / "e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -283,7 +296,6 @@ def test_missing_files_exit_1(capsys, tmp_path):
 
 
 def test_watch_over_tcp(capsys, pairs, scripted_device):
-    from host_sw.device.fake_device import DeviceServer
     s = scripted_device(CONFIG, [p[0] for p in pairs])
     r = scripted_device(CONFIG, [p[1] for p in pairs])
     for d in (s, r):

@@ -8,6 +8,9 @@ import sys
 import pytest
 
 from host_sw.cli import main
+from host_sw.cli.table import RECORD_TABLE, SIMULATE_TABLE
+from host_sw.estimators.simulate import lda_config_for, run_scenario
+from host_sw.model.channel import Scenario
 
 
 def run_json(capsys, *args):
@@ -73,3 +76,30 @@ def test_console_script_table():
     out = subprocess.run([sys.executable, "-m", "host_sw.cli", "simulate", "--packets",
                           "20000", "--seed", "2"], capture_output=True, text=True, check=True)
     assert "est. mean" in out.stdout and "config ID" in out.stdout
+
+
+def test_ldactl_does_not_import_the_simulation_harness():
+    code = ("import sys; from host_sw.cli.main import build_parser; build_parser(); "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('sim_tb', 'bench', 'tests')); "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_table_headers_are_the_published_ones():
+    assert SIMULATE_TABLE.header() == (
+        f"{'run':>3} {'sent':>9} {'recv':>9} {'lost':>7} {'est.lost':>8} "
+        f"{'mean ns':>9} {'est. mean':>9} {'err':>8} {'ci (ns)':>19} "
+        f"{'std ns':>8} {'est. std':>8} {'err':>8} {'samples':>8}")
+    assert RECORD_TABLE.header() == (
+        f"{'interval':>8} {'sent':>9} {'recv':>9} {'lost':>7} {'loss':>8} "
+        f"{'mean ns':>10} {'ci (ns)':>21} {'std ns':>9} {'samples':>8}")
+
+
+def test_simulate_json_is_the_record_summary(capsys):
+    (line,) = run_json(capsys, "--packets", "20000", "--seed", "4")
+    config = lda_config_for(packets=20000, rows=1024, banks=2, tune_for_loss=None)
+    scenario = Scenario(packets=20000, flows=1000, delay="weibull:scale=133,shape=0.6",
+                        loss=0.01, multipath_extra="constant:value=0", seed=4)
+    (rec,) = run_scenario(scenario, config)
+    assert line == json.loads(json.dumps(rec.summary_json()))
+    assert line["estimate"] == {k: rec.estimate[k] for k in line["estimate"]}

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""One interval's estimate from a sender's and a receiver's synopsis, as a flat record.
+"""One interval's estimate from a sender's and a receiver's synopsis, as a flat dict.
 
-In DESIGN.md's host data flow this is "snapshot of an interval ► estimators ► CLI/export":
-:func:`estimate_pair` runs the estimator of the synopsis kind (LDA, RDA without packet
-caches, LDS aggregate) and returns the same ``estimate`` keys as ``ldactl simulate``'s
-JSON (``mean``, ``std``, ``lost``, ``samples``, ``ci``; ns), plus ``loss_rate`` and
-``notes``. ``ldactl watch``, ``estimate`` and ``export`` print and export these records.
+In the host data flow (``docs/DESIGN.md``) this is "snapshot of an interval ► estimators ►
+record": :func:`estimate_pair` runs the estimator of the synopsis kind (LDA, RDA without
+packet caches, LDS aggregate) and returns the JSON-ready ``estimate`` of an interval
+(``mean``, ``std``, ``ci``, ``lost``, ``loss_rate``, ``samples``, ``sent``, ``received``;
+times in ns) plus ``notes``. :func:`host_sw.estimators.record.record_for_pair` wraps it in
+the :class:`~host_sw.estimators.record.IntervalRecord` that ``ldactl`` prints and exports.
+
+The estimator of each kind is one row of :data:`PAIR_ESTIMATORS`, keyed by
+``config.kind``: a new synopsis kind adds its row here.
 """
 
 from __future__ import annotations
@@ -14,15 +18,13 @@ import math
 
 import numpy as np
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, check_comparable
+from host_sw.contracts.config import check_comparable
+from host_sw.contracts.layouts import signed_difference
+from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.lda import estimate_lda
 from host_sw.estimators.rda import estimate_rda
-from host_sw.contracts.synopsis import Synopsis
-from host_sw.contracts.layouts import signed_difference
 
-__all__ = ["estimate_pair", "json_number", "ESTIMATE_KEYS"]
-
-ESTIMATE_KEYS = ("mean", "std", "ci", "lost", "loss_rate", "samples", "sent", "received")
+__all__ = ["estimate_pair", "json_number", "PAIR_ESTIMATORS"]
 
 
 def json_number(x):
@@ -31,6 +33,63 @@ def json_number(x):
         return None
     x = float(x)
     return None if math.isnan(x) else x
+
+
+def _interval(e) -> list:
+    return [json_number(e.ci_low_ns), json_number(e.ci_high_ns)]
+
+
+def _lda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, **_caches) -> dict:
+    """LDA: counts scaled to the whole stream by the first bank's sampling, ``2**z_0``."""
+    e = estimate_lda(sender, receiver, confidence=confidence)
+    scale = 2 ** sender.config.thresholds[0]
+    return {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns), "ci": _interval(e),
+            "lost": e.lost * scale, "loss_rate": json_number(e.loss_rate),
+            "samples": e.samples, "sent": e.sent * scale, "received": e.received * scale,
+            "notes": list(e.notes)}
+
+
+def _rda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, sender_cache,
+              receiver_cache, hashers) -> dict:
+    """RDA: with both packet caches the set difference is decoded and repaired."""
+    e = estimate_rda(sender, receiver, confidence=confidence, sender_cache=sender_cache,
+                     receiver_cache=receiver_cache, hashers=hashers)
+    sent = int(np.asarray(sender.count[0], dtype=object).sum())
+    received = int(np.asarray(receiver.count[0], dtype=object).sum())
+    record = {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns),
+              "ci": _interval(e), "lost": sent - received, "samples": e.samples,
+              "sent": sent, "received": received, "notes": list(e.notes)}
+    if sender_cache is not None and receiver_cache is not None:
+        record.update(lost=e.lost_found, reordered=e.reordered_found, decoded=e.decoded,
+                      exact=e.exact)
+    record["loss_rate"] = record["lost"] / sent if sent else None
+    return record
+
+
+def _lds_pair(sender: Synopsis, receiver: Synopsis, *, confidence, **_caches) -> dict:
+    """LDS: the aggregate mean over the usable cells of the densest row."""
+    config = sender.config
+    z = np.asarray(config.row_thresholds)
+    row = int(np.argmin(z))
+    n_s = sender.count[row].astype(np.int64)
+    n_r = receiver.count[row].astype(np.int64)
+    usable = (n_s == n_r) & (sender["digest"][row] == receiver["digest"][row]) & (n_s > 0)
+    dts = signed_difference(receiver.ts_sum[row], sender.ts_sum[row], config.ts_bits)
+    samples = int(n_s[usable].sum())
+    mean = (int(dts[usable].astype(object).sum()) / samples * config.tick_ns
+            if samples else None)
+    scale = 2 ** int(z[row])
+    sent, received = int(n_s.sum()) * scale, int(n_r.sum()) * scale
+    return {"mean": json_number(mean), "std": None, "ci": [None, None],
+            "lost": sent - received,
+            "loss_rate": (sent - received) / sent if sent else None,
+            "samples": samples, "sent": sent, "received": received,
+            "notes": ["LDS aggregate over the usable cells of its densest row; no "
+                      "standard deviation or confidence interval"]}
+
+
+#: The pair estimator of each synopsis kind, keyed by ``config.kind``.
+PAIR_ESTIMATORS = {"lda": _lda_pair, "rda": _rda_pair, "lds": _lds_pair}
 
 
 def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98,
@@ -44,45 +103,8 @@ def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0
     ``decoded`` and ``exact`` are added.
     """
     check_comparable(sender.config, receiver.config)
-    config = sender.config
-    if isinstance(config, LdaConfig):
-        e = estimate_lda(sender, receiver, confidence=confidence)
-        scale = 2 ** config.thresholds[0]
-        return {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns),
-                "ci": [json_number(e.ci_low_ns), json_number(e.ci_high_ns)],
-                "lost": e.lost * scale, "loss_rate": json_number(e.loss_rate),
-                "samples": e.samples, "sent": e.sent * scale,
-                "received": e.received * scale, "notes": list(e.notes)}
-    if isinstance(config, RdaConfig):
-        e = estimate_rda(sender, receiver, confidence=confidence, sender_cache=sender_cache,
-                         receiver_cache=receiver_cache, hashers=hashers)
-        sent = int(np.asarray(sender.count[0], dtype=object).sum())
-        received = int(np.asarray(receiver.count[0], dtype=object).sum())
-        record = {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns),
-                  "ci": [json_number(e.ci_low_ns), json_number(e.ci_high_ns)], "lost": sent - received,
-                  "samples": e.samples, "sent": sent, "received": received,
-                  "notes": list(e.notes)}
-        if sender_cache is not None and receiver_cache is not None:
-            record.update(lost=e.lost_found, reordered=e.reordered_found,
-                          decoded=e.decoded, exact=e.exact)
-        record["loss_rate"] = record["lost"] / sent if sent else None
-        return record
-    if isinstance(config, LdsConfig):
-        z = np.asarray(config.row_thresholds)
-        row = int(np.argmin(z))
-        n_s = sender.count[row].astype(np.int64)
-        n_r = receiver.count[row].astype(np.int64)
-        usable = (n_s == n_r) & (sender["digest"][row] == receiver["digest"][row]) & (n_s > 0)
-        dts = signed_difference(receiver.ts_sum[row], sender.ts_sum[row], config.ts_bits)
-        samples = int(n_s[usable].sum())
-        mean = (int(dts[usable].astype(object).sum()) / samples * config.tick_ns
-                if samples else None)
-        scale = 2 ** int(z[row])
-        sent, received = int(n_s.sum()) * scale, int(n_r.sum()) * scale
-        return {"mean": json_number(mean), "std": None, "ci": [None, None],
-                "lost": sent - received,
-                "loss_rate": (sent - received) / sent if sent else None,
-                "samples": samples, "sent": sent, "received": received,
-                "notes": ["LDS aggregate over the usable cells of its densest row; no "
-                          "standard deviation or confidence interval"]}
-    raise TypeError(type(config).__name__)
+    estimator = PAIR_ESTIMATORS.get(sender.config.kind)
+    if estimator is None:
+        raise TypeError(type(sender.config).__name__)
+    return estimator(sender, receiver, confidence=confidence, sender_cache=sender_cache,
+                     receiver_cache=receiver_cache, hashers=hashers)

@@ -1,51 +1,41 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Simulated measurements: a scenario through the golden model and the estimators.
 
-This is what ``ldactl simulate`` runs (and what the accuracy benchmarks build on): a
+This is what ``ldactl simulate`` runs (and what the accuracy benchmarks build on), the
+whole host data flow without a device (``docs/DESIGN.md``): a
 :class:`~host_sw.model.channel.Scenario` gives both measurement points' packets and the exact
 truth; :func:`host_sw.model.golden.update` turns each point's packets into the counters the
 gateware would hold; the estimators of :mod:`host_sw.estimators` compare them. Each run
-yields a :class:`RunResult` whose :meth:`~RunResult.to_json` is the CLI's JSON contract::
+yields an :class:`~host_sw.estimators.record.IntervalRecord` with the truth beside the
+estimate; its :meth:`~host_sw.estimators.record.IntervalRecord.summary_json` is the CLI's
+JSON contract::
 
-    {"true": {"mean", "std", "sent", "received", "lost"},
+    {"run", "synopsis", "config_id", "true": {"mean", "std", "sent", "received", "lost"},
      "estimate": {"mean", "std", "lost", "samples", "ci": [lo, hi]}}
 
-(times in nanoseconds; values the estimator cannot give are ``null``).
+(times in nanoseconds; values the estimator cannot give are ``null``). What a kind needs
+beyond its pair estimator (RDA: both points' packet caches; LDS: per-flow errors) is one
+row of ``_KIND_RUNS``, keyed by ``config.kind``; a kind that needs nothing more has none.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-from host_sw.model.channel import IntervalObservation, Scenario, interval_observations
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import LdaConfig, SynopsisConfig
 from host_sw.estimators.lda import tuned_threshold, tuned_thresholds
 from host_sw.estimators.lds import estimate_flows
+from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
+from host_sw.model.channel import IntervalObservation, Scenario, interval_observations
 from host_sw.model.golden import Hashers
-from host_sw.estimators.measure import estimate_pair, json_number
 
-__all__ = ["RunResult", "lda_config_for", "run_scenario", "set_difference_intervals"]
+__all__ = ["lda_config_for", "run_scenario", "set_difference_intervals"]
 
 _NO_INTERVAL = np.iinfo(np.int64).min
-
-
-@dataclass
-class RunResult:
-    """One run of one interval: the truth, the estimate, and estimator details."""
-    run: int
-    synopsis: str
-    config_id: int
-    true: dict
-    estimate: dict
-    details: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {"run": self.run, "synopsis": self.synopsis,
-                "config_id": f"{self.config_id:#010x}",
-                "true": self.true, "estimate": self.estimate}
 
 
 def lda_config_for(*, packets: int, rows: int, banks: int, tune_for_loss: float | None,
@@ -111,32 +101,14 @@ def set_difference_intervals(scenario: Scenario, differences, run: int, trace=No
         yield d, next(iv for iv in intervals if iv.interval == 0)
 
 
-def _truth(iv: IntervalObservation) -> dict:
-    t = iv.truth
-    return {"mean": json_number(t.mean), "std": json_number(t.std), "sent": int(t.sent),
-            "received": int(t.received), "lost": int(t.lost)}
-
-
-def _caches(iv: IntervalObservation, config: SynopsisConfig, hashers: Hashers):
+def _packet_caches(iv: IntervalObservation, config: SynopsisConfig, hashers: Hashers):
+    """Both points' packet caches, ``(ids, timestamps)``, for an estimator that decodes."""
     s = (iv.sender.hashes(config, hashers).packet, iv.sender.timestamps)
     r = (iv.receiver.hashes(config, hashers).packet, iv.receiver.timestamps)
     return s, r
 
 
-def _estimate(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers,
-              confidence: float) -> tuple[dict, dict]:
-    """(the JSON contract's ``estimate``, the rest of the record as details)."""
-    sender, receiver = iv.synopses(config, hashers=hashers)
-    caches = _caches(iv, config, hashers) if isinstance(config, RdaConfig) else (None, None)
-    record = estimate_pair(sender, receiver, confidence=confidence, sender_cache=caches[0],
-                           receiver_cache=caches[1], hashers=hashers)
-    estimate = {k: record.pop(k) for k in ("mean", "std", "lost", "samples", "ci")}
-    if isinstance(config, LdsConfig):
-        record.update(_lds_flow_errors(config, sender, receiver, iv, hashers))
-    return estimate, record
-
-
-def _lds_flow_errors(config: LdsConfig, sender, receiver, iv: IntervalObservation,
+def _lds_flow_errors(config: SynopsisConfig, sender, receiver, iv: IntervalObservation,
                      hashers: Hashers) -> dict:
     """Per-flow figures of LDS §5.1: the median relative error of the per-flow delay over
     flows of ≥ 100 packets."""
@@ -151,10 +123,38 @@ def _lds_flow_errors(config: LdsConfig, sender, receiver, iv: IntervalObservatio
             "flow_median_rel_error": float(np.median(rel)) if rel.size else None}
 
 
+@dataclass(frozen=True)
+class _KindRun:
+    """What a simulated run of one synopsis kind needs beyond its pair estimator."""
+    #: The estimator decodes from both points' packet caches (RDA).
+    packet_caches: bool = False
+    #: Figures beside the estimate, ``(config, sender, receiver, iv, hashers) -> dict``.
+    details: Callable | None = None
+
+
+#: The kinds whose simulated runs need more than their pair estimator (others: nothing).
+_KIND_RUNS = {"rda": _KindRun(packet_caches=True), "lds": _KindRun(details=_lds_flow_errors)}
+
+
+def _interval_record(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers,
+                     confidence: float, run: int) -> IntervalRecord:
+    """The record of one simulated interval: the estimate beside the exact truth."""
+    kind = _KIND_RUNS.get(config.kind, _KindRun())
+    sender, receiver = iv.synopses(config, hashers=hashers)
+    caches = _packet_caches(iv, config, hashers) if kind.packet_caches else (None, None)
+    record = record_for_pair(sender, receiver, confidence=confidence, interval=iv.interval,
+                             sender_cache=caches[0], receiver_cache=caches[1],
+                             hashers=hashers)
+    details = kind.details(config, sender, receiver, iv, hashers) if kind.details else {}
+    details["reordered_true"] = int(iv.truth.reordered)
+    return dataclasses.replace(record, run=run, true=truth_json(iv.truth), details=details)
+
+
 def run_scenario(scenario: Scenario, config: SynopsisConfig, *, runs: int = 1,
                  set_difference: int | None = None, confidence: float = 0.98,
                  trace=None, progress=None):
-    """Yield a :class:`RunResult` for every run (and every interval of it).
+    """Yield an :class:`~host_sw.estimators.record.IntervalRecord` for every run (and
+    every interval of it).
 
     ``set_difference`` (RDA's §VII-B setup) replaces the scenario's loss by an exact number
     of lost plus reordered packets. ``trace`` replaces the scenario's synthetic trace (a
@@ -176,10 +176,7 @@ def run_scenario(scenario: Scenario, config: SynopsisConfig, *, runs: int = 1,
         else:
             intervals = scenario.run(run, trace=trace).intervals
         for iv in intervals:
-            est, details = _estimate(config, iv, hashers, confidence)
-            details["interval"] = iv.interval
-            details["reordered_true"] = int(iv.truth.reordered)
-            result = RunResult(run, config.kind, config.config_id, _truth(iv), est, details)
+            record = _interval_record(config, iv, hashers, confidence, run)
             if progress:
-                progress(result)
-            yield result
+                progress(record)
+            yield record

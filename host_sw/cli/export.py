@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``ldactl export``: interval records (``watch --output``, the demo's ``records.jsonl``)
+as JSON lines, CSV or the Prometheus text exposition, and a ``/metrics`` HTTP endpoint.
+
+In the host data flow (``docs/DESIGN.md``) this is an output stage, records ► other
+tools: :func:`csv_text` and :func:`prometheus_text` are the writers; ``--serve`` re-reads
+the records file on every scrape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+from host_sw.cli.args import RunFailure, guard
+from host_sw.cli.records import read_records
+
+__all__ = ["add_export_parser", "csv_text", "prometheus_text", "serve_metrics"]
+
+_CSV_COLUMNS = ("interval", "time", "valid", "synopsis", "config_id", "mean", "std",
+                "ci_low", "ci_high", "lost", "loss_rate", "samples", "sent", "received",
+                "true_mean", "notes")
+
+
+def add_export_parser(sub) -> None:
+    p = sub.add_parser("export", help="records as JSON lines, CSV or Prometheus text",
+                       description="Convert JSON records (watch --output) to JSON lines, "
+                                   "CSV or the Prometheus text exposition; --serve PORT "
+                                   "serves /metrics on 127.0.0.1 (re-reading the file).",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--input", "-i", required=True)
+    p.add_argument("--format", "-f", choices=("jsonl", "csv", "prometheus"), default="jsonl")
+    p.add_argument("--output", "-o", default=None)
+    p.add_argument("--serve", type=int, default=None, metavar="PORT")
+    p.add_argument("--serve-once", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(handler=guard(_cmd_export))
+
+
+def csv_text(records) -> str:
+    """Records as CSV (one row per interval; empty cells for missing values)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(_CSV_COLUMNS)
+    for rec in records:
+        d = rec.to_json()
+        e = d["estimate"] or {}
+        ci = e.get("ci") or [None, None]
+        row = {"interval": d["interval"], "time": d["time"], "valid": d["valid"],
+               "synopsis": d["synopsis"], "config_id": d["config_id"], "mean": e.get("mean"),
+               "std": e.get("std"), "ci_low": ci[0], "ci_high": ci[1], "lost": e.get("lost"),
+               "loss_rate": e.get("loss_rate"), "samples": e.get("samples"),
+               "sent": e.get("sent"), "received": e.get("received"),
+               "true_mean": (d.get("true") or {}).get("mean"),
+               "notes": " | ".join(d["notes"])}
+        w.writerow(["" if row[c] is None else row[c] for c in _CSV_COLUMNS])
+    return buf.getvalue()
+
+
+_PROM_METRICS = (
+    ("delay_mean_nanoseconds", "Estimated average one-way delay of the last valid interval",
+     lambda e: e.get("mean")),
+    ("delay_stddev_nanoseconds", "Estimated standard deviation of the delay",
+     lambda e: e.get("std")),
+    ("delay_ci_low_nanoseconds", "Lower end of the confidence interval of the mean",
+     lambda e: (e.get("ci") or [None, None])[0]),
+    ("delay_ci_high_nanoseconds", "Upper end of the confidence interval of the mean",
+     lambda e: (e.get("ci") or [None, None])[1]),
+    ("loss_ratio", "Lost / sent packets of the last valid interval",
+     lambda e: e.get("loss_rate")),
+    ("packets_lost", "Packets lost in the last valid interval", lambda e: e.get("lost")),
+    ("effective_samples", "Effective sample size of the delay estimate",
+     lambda e: e.get("samples")),
+)
+
+
+def prometheus_text(records, prefix: str = "ldactl") -> str:
+    """Prometheus text exposition (0.0.4) of the last valid interval's estimate, the
+    last interval number and the counts of valid and invalid intervals."""
+    lines = []
+    valid = [r.to_json() for r in records if r.valid and r.estimate]
+    last = valid[-1] if valid else None
+    if last:
+        labels = f'{{synopsis="{last["synopsis"]}",config_id="{last["config_id"]}"}}'
+        for name, help_text, get in _PROM_METRICS:
+            v = get(last["estimate"])
+            if v is None:
+                continue
+            lines += [f"# HELP {prefix}_{name} {help_text}.", f"# TYPE {prefix}_{name} gauge",
+                      f"{prefix}_{name}{labels} {float(v)!r}"]
+        lines += [f"# HELP {prefix}_interval Sequence number of the last valid interval.",
+                  f"# TYPE {prefix}_interval gauge",
+                  f"{prefix}_interval{labels} {last['interval']}"]
+    n_valid = len(valid)
+    lines += [f"# HELP {prefix}_intervals_total Intervals read, by validity.",
+              f"# TYPE {prefix}_intervals_total counter",
+              f'{prefix}_intervals_total{{valid="true"}} {n_valid}',
+              f'{prefix}_intervals_total{{valid="false"}} {len(records) - n_valid}']
+    return "\n".join(lines) + "\n"
+
+
+def _metrics_handler(path):
+    """An HTTP handler serving ``/metrics`` from the records file at ``path``."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404, "only /metrics is served")
+                return
+            try:
+                body = prometheus_text(read_records(path)).encode()
+                code = 200
+            except RunFailure as e:
+                body, code = f"# error: {e}\n".encode(), 500
+            self.send_response(code)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    return Handler
+
+
+def serve_metrics(path, port: int, once: bool = False) -> None:
+    """Serve ``/metrics`` on 127.0.0.1:``port`` (one request when ``once``)."""
+    server = HTTPServer(("127.0.0.1", port), _metrics_handler(path))
+    print(f"serving http://127.0.0.1:{server.server_address[1]}/metrics from {path}",
+          file=sys.stderr, flush=True)
+    try:
+        if once:
+            server.handle_request()
+        else:
+            server.serve_forever()
+    finally:
+        server.server_close()
+
+
+def _cmd_export(args) -> int:
+    if args.serve is not None:
+        read_records(args.input)   # fail early on a bad file
+        serve_metrics(args.input, args.serve, args.serve_once)
+        return 0
+    records = read_records(args.input)
+    if args.format == "jsonl":
+        text = "".join(json.dumps(r.to_json()) + "\n" for r in records)
+    elif args.format == "csv":
+        text = csv_text(records)
+    else:
+        text = prometheus_text(records)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0

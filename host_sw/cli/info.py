@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``ldactl info`` and ``ldactl config``: what a device is, and its configuration —
+shown, or programmed (thresholds, masks, CONFIG_ID, interval control).
+
+In the host data flow (``docs/DESIGN.md``) these talk to the driver
+(:class:`~host_sw.device.driver.Device`) and print what it reports; no estimate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from host_sw.cli.args import RunFailure, dump, guard
+from host_sw.cli.link import add_link_options, open_device
+from host_sw.device.driver import INTERVAL_MODES
+
+__all__ = ["add_info_parser", "add_config_parser"]
+
+#: The configuration field holding the run-time sampling thresholds of each kind that
+#: has them (``config --thresholds``).
+_THRESHOLD_FIELDS = {"lda": "thresholds", "lds": "row_thresholds"}
+
+
+def add_info_parser(sub) -> None:
+    p = sub.add_parser("info", help="show a device's ID, configuration and status",
+                       description="Connect, check the ID and show the device.",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_link_options(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=guard(_cmd_info))
+
+
+def add_config_parser(sub) -> None:
+    p = sub.add_parser("config", help="show or program a device's configuration",
+                       description="Show the configuration; with --program, --thresholds or "
+                                   "--mode, program the device first.",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_link_options(p)
+    p.add_argument("--program", action="store_true",
+                   help="write the configuration's thresholds, masks and CONFIG_ID")
+    p.add_argument("--thresholds", default=None, metavar="Z0,Z1,...",
+                   help="new per-bank (LDA) / per-row (LDS) thresholds, then program")
+    p.add_argument("--mode", default=None,
+                   help="interval mode: manual, time, marker-send, marker-receive")
+    p.add_argument("--interval-ticks", type=int, default=0, help="interval length, ticks")
+    p.add_argument("--interval-start", type=int, default=0, help="time mode t0, ticks")
+    p.add_argument("--export-inband", action="store_true")
+    p.add_argument("--export-host", action="store_true")
+    p.add_argument("--auto-release", action="store_true")
+    p.add_argument("--local-mac", default=None)
+    p.add_argument("--export-dst-mac", default=None)
+    p.add_argument("--marker-src-mac", default=None)
+    p.add_argument("--save", default=None, metavar="FILE", help="write the config as JSON")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=guard(_cmd_config))
+
+
+def _cmd_info(args) -> int:
+    dev = open_device(args, args.device)
+    try:
+        info = dev.info()
+    finally:
+        dev.close()
+    if args.json:
+        dump(info)
+        return 0
+    print(f"device      {args.device}" + (f", core {args.core}" if args.core else ""))
+    print(f"ID          {info['id']}  (register map {info['version']})")
+    s = info["static"]
+    print(f"synopsis    {info['kind'].upper()} {s['dim0']} × {s['dim1']}, "
+          f"{s['count_bits']}-bit counts, {s['ts_bits']}-bit timestamp sums, "
+          f"{s['chunks']} bus words per counter; data path {info['data_width']} bits")
+    print(f"config ID   device {info['config_id_device']}, expected "
+          f"{info['config_id_expected']}")
+    print(f"interval    seq {info['interval_seq']}, mode {info['interval_mode']}")
+    print(f"status      {info['status']}")
+    print(f"timebase    {info['timebase']}")
+    for k, v in info["counters"].items():
+        print(f"  {k:<18} {v}")
+    return 0
+
+
+def _with_thresholds(config, text: str):
+    """``config`` with the thresholds of ``--thresholds`` (a comma-separated list)."""
+    values = tuple(int(x) for x in text.split(","))
+    name = _THRESHOLD_FIELDS.get(config.kind)
+    if name is None:
+        raise RunFailure(f"{config.kind.upper()} has no thresholds")
+    try:
+        return config.replace(**{name: values})
+    except ValueError as e:
+        raise RunFailure(str(e)) from None
+
+
+def _set_intervals(dev, args) -> None:
+    if args.mode not in INTERVAL_MODES:
+        raise RunFailure(f"--mode must be one of {sorted(INTERVAL_MODES)}")
+    try:
+        dev.set_intervals(mode=args.mode, ticks=args.interval_ticks,
+                          start=args.interval_start, export_inband=args.export_inband,
+                          export_host=args.export_host, auto_release=args.auto_release,
+                          local_mac=args.local_mac, export_dst_mac=args.export_dst_mac,
+                          marker_src_mac=args.marker_src_mac)
+    except ValueError as e:
+        raise RunFailure(str(e)) from None
+
+
+def _cmd_config(args) -> int:
+    dev = open_device(args, args.device)
+    try:
+        config = dev.config
+        if args.thresholds is not None:
+            config = _with_thresholds(config, args.thresholds)
+        if args.program or args.thresholds is not None:
+            dev.program(config)
+        if args.mode is not None:
+            _set_intervals(dev, args)
+        out = {"config": dev.config.to_dict(), "config_id": f"{dev.config.config_id:#010x}",
+               "device_config_id": f"{dev.read('config_id'):#010x}",
+               "interval_mode": dev.read_fields("interval_mode"),
+               "interval_ticks": dev.read("interval_ticks")}
+    finally:
+        dev.close()
+    if args.save:
+        Path(args.save).write_text(json.dumps(out["config"], indent=2) + "\n")
+    if args.json:
+        dump(out)
+    else:
+        for k, v in out["config"].items():
+            print(f"{k:<18} {v:#x}" if k.startswith("mask") or k == "seed"
+                  else f"{k:<18} {v}")
+        print(f"{'config_id':<18} {out['config_id']} (device: {out['device_config_id']})")
+        print(f"{'interval_mode':<18} {out['interval_mode']}, ticks {out['interval_ticks']}")
+    return 0

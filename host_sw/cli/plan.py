@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``ldactl plan``: recommend LDA banks, rows and thresholds for a memory budget and a
+range of expected loss.
+
+In the host data flow (``docs/DESIGN.md``) this is a front end to
+:mod:`host_sw.estimators.planning` (the mathematics); it prints the candidates, best
+first, and the ``ldactl config`` line that programs the recommendation.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from host_sw.cli.args import RunFailure, UsageError, dump, guard, positive_int, probability
+from host_sw.estimators.planning import counter_word_bytes, plan_memory
+
+__all__ = ["add_plan_parser"]
+
+
+def add_plan_parser(sub) -> None:
+    p = sub.add_parser("plan", help="recommend LDA banks, rows and thresholds",
+                       description="Given a memory budget and a range of expected loss, "
+                                   "recommend banks, rows and thresholds (LDA §IV) and "
+                                   "show the expected effective sample size and error.",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--counters", type=positive_int, default=None)
+    g.add_argument("--bytes", type=positive_int, default=None)
+    p.add_argument("--packets", type=float, default=5e6, help="packets per interval")
+    p.add_argument("--loss-min", type=probability, default=1e-4)
+    p.add_argument("--loss-max", type=probability, default=0.2)
+    p.add_argument("--max-banks", type=positive_int, default=8)
+    p.add_argument("--cv", type=float, default=1.0,
+                   help="expected std/mean of the delay (for the error figure)")
+    p.add_argument("--confidence", type=float, default=0.98)
+    p.add_argument("--count-bits", type=int, default=32)
+    p.add_argument("--ts-bits", type=int, default=40)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=guard(_cmd_plan))
+
+
+def _print_plans(args, plans, counters: int, word_bytes: int) -> None:
+    best = plans[0]
+    print(f"# budget {counters} counters ({word_bytes}-byte words), {args.packets:g} packets "
+          f"per interval, loss {args.loss_min:g}..{args.loss_max:g}, delay cv {args.cv:g}")
+    print(f"{'banks':>5} {'rows':>7} {'thresholds':<24} {'efficiency':>10} {'at loss':>9} "
+          f"{'worst E[S]':>11} {'rel. error':>10}")
+    for p in plans:
+        mark = "  <- recommended" if p is best else ""
+        print(f"{p['banks']:>5} {p['rows']:>7} {','.join(map(str, p['thresholds'])):<24} "
+              f"{p['efficiency_worst'] * 100:>9.1f}% {p['worst_loss']:>9.3g} "
+              f"{p['expected_samples_worst']:>11.0f} "
+              f"{p['relative_error_worst'] * 100:>9.3f}%{mark}")
+    print(f"ldactl config --thresholds {','.join(map(str, best['thresholds']))} "
+          f"(build: --banks {best['banks']} --rows {best['rows']})")
+
+
+def _cmd_plan(args) -> int:
+    word_bytes = counter_word_bytes(count_bits=args.count_bits, ts_bits=args.ts_bits)
+    counters = args.counters if args.counters is not None else args.bytes // word_bytes
+    try:
+        plans = plan_memory(counters=counters, packets=args.packets, loss_min=args.loss_min,
+                            loss_max=args.loss_max, max_banks=args.max_banks, cv=args.cv,
+                            confidence=args.confidence)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if not plans:
+        raise RunFailure(f"no LDA layout fits {counters} counters")
+    if args.json:
+        dump({"counters": counters, "word_bytes": word_bytes, "recommended": plans[0],
+              "candidates": plans})
+        return 0
+    _print_plans(args, plans, counters, word_bytes)
+    return 0

@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``ldactl simulate``: a measurement scenario (traffic, path delay, loss, reordering)
+through the golden model and the estimators, without a device.
+
+In the host data flow (``docs/DESIGN.md``) it drives the whole chain in software:
+:mod:`host_sw.estimators.simulate` runs the scenario and yields
+:class:`~host_sw.estimators.record.IntervalRecord` objects with the exact truth; this
+module builds the configuration from the options and prints the records — the
+:data:`~host_sw.cli.table.SIMULATE_TABLE`, or one JSON line per run with ``--json``
+(:meth:`~host_sw.estimators.record.IntervalRecord.summary_json`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from host_sw.cli.args import UsageError, nonneg_int, positive_int, probability, seed
+from host_sw.cli.table import SIMULATE_TABLE
+from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, RdaConfig, SynopsisConfig,
+                                      config_class)
+from host_sw.estimators.simulate import lda_config_for, run_scenario
+from host_sw.model.channel import Scenario
+from host_sw.model.pcap import CaptureError, capture_trace
+
+__all__ = ["add_simulate_parser", "simulate_config"]
+
+
+def add_simulate_parser(sub) -> None:
+    sim = sub.add_parser(
+        "simulate", help="run a scenario through the golden model and the estimators",
+        description="Simulate a measurement interval between two points and compare the "
+                    "estimates with the exact truth. Times are in nanoseconds unless a unit "
+                    "is given (e.g. scale=0.133us).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    sim.add_argument("--synopsis", choices=tuple(CONFIG_CLASSES), default="lda")
+    sim.add_argument("--packets", type=positive_int, default=1_000_000,
+                     help="packets sent in the interval")
+    sim.add_argument("--loss", type=probability, default=0.01,
+                     help="uniform loss probability (0.01 or 1%%)")
+    sim.add_argument("--burst-loss", action="store_true",
+                     help="lose packets in episodes of about 100 (LDA §IV-C) instead of "
+                          "uniformly")
+    sim.add_argument("--delay", default="weibull:scale=133,shape=0.6",
+                     help="delay distribution: weibull:scale=,shape= | pareto:scale=,shape= "
+                          "| constant:value= | bimodal:a=,b=,p= | exponential:mean= ; "
+                          "add mean= to rescale to an exact mean")
+    sim.add_argument("--banks", type=positive_int, default=None,
+                     help="LDA banks (default 2) / RDA banks k (default 2)")
+    sim.add_argument("--rows", type=positive_int, default=None,
+                     help="LDA rows per bank (default 1024) / RDA buckets per bank "
+                          "(default 2×set difference, at least 1024) / LDS rows (default 4)")
+    sim.add_argument("--cells", type=positive_int, default=16384,
+                     help="LDS cells per row")
+    sim.add_argument("--vlda-cells", type=positive_int, default=1,
+                     help="LDS virtual-LDA length k")
+    sim.add_argument("--flows", type=positive_int, default=1000,
+                     help="flows in the synthetic trace")
+    sim.add_argument("--tune-for-loss", type=probability, default=None, metavar="P",
+                     help="LDA: one bank sampling at αm/(pN+1), α=0.5 (LDA §IV-A)")
+    sim.add_argument("--set-difference", type=nonneg_int, default=None, metavar="D",
+                     help="RDA: exactly D lost+reordered packets (half each), replacing --loss")
+    sim.add_argument("--reorder", type=probability, default=0.0,
+                     help="fraction of packets taking a slower path (multipath reordering)")
+    sim.add_argument("--clock-offset", type=int, default=0, metavar="NS",
+                     help="receiver clock minus sender clock, ns")
+    sim.add_argument("--confidence", type=float, default=0.98,
+                     help="confidence level of the intervals")
+    sim.add_argument("--runs", type=positive_int, default=1)
+    sim.add_argument("--seed", type=seed, default=1)
+    sim.add_argument("--pcap", default=None, metavar="FILE",
+                     help="take the packets (headers and send times) from a capture")
+    sim.add_argument("--fast", action="store_true",
+                     help="draw random packet hashes instead of building header windows "
+                          "(statistically equivalent, faster)")
+    sim.add_argument("--json", action="store_true",
+                     help="print one JSON object per run: {true:{...}, estimate:{...}}")
+    sim.set_defaults(handler=_cmd_simulate)
+
+
+def _lda(args) -> SynopsisConfig:
+    return lda_config_for(packets=args.packets, rows=args.rows or 1024,
+                          banks=args.banks or 2, tune_for_loss=args.tune_for_loss)
+
+
+def _rda(args) -> SynopsisConfig:
+    default_m = max(1024, 2 * (args.set_difference or 0))
+    return RdaConfig(banks=args.banks or 2, buckets_per_bank=args.rows or default_m)
+
+
+def _lds(args) -> SynopsisConfig:
+    rows = args.rows or 4
+    return LdsConfig(rows=rows, cells=args.cells, vlda_cells=args.vlda_cells,
+                     row_thresholds=(0,) * rows)
+
+
+#: The simulation's configuration of a synopsis kind from the options, where its defaults
+#: differ from the configuration class's (LDA tuned to the packet count, RDA sized to the
+#: set difference, LDS with the cells of the options); a kind not listed simulates with
+#: its class's defaults.
+_SIMULATE_CONFIGS = {"lda": _lda, "rda": _rda, "lds": _lds}
+
+
+
+def simulate_config(args) -> SynopsisConfig:
+    """The configuration ``ldactl simulate`` measures with (``ValueError`` if invalid)."""
+    build = _SIMULATE_CONFIGS.get(args.synopsis)
+    return build(args) if build else config_class(args.synopsis)()
+
+
+def _check_options(args) -> None:
+    if not 0 < args.confidence < 1:
+        raise UsageError(f"--confidence must be in (0, 1), not {args.confidence}")
+    if args.set_difference is not None and args.synopsis != "rda":
+        raise UsageError("--set-difference applies to --synopsis rda only")
+    if args.pcap and args.fast:
+        raise UsageError("--pcap and --fast exclude each other")
+    if args.tune_for_loss is not None and args.synopsis != "lda":
+        raise UsageError("--tune-for-loss applies to --synopsis lda only")
+
+
+def _scenario(args, config: SynopsisConfig) -> Scenario:
+    loss = f"episodes:rate={args.loss},length=100" if args.burst_loss and args.loss else args.loss
+    return Scenario(packets=args.packets, flows=args.flows, delay=args.delay,
+                    loss=loss, multipath_fraction=args.reorder,
+                    multipath_extra="constant:value=1000" if args.reorder else
+                    "constant:value=0",
+                    clock_offset_ns=args.clock_offset, fast=args.fast,
+                    seed=args.seed, window_bytes=config.window_bytes)
+
+
+def _cmd_simulate(args) -> int:
+    _check_options(args)
+    try:
+        config = simulate_config(args)
+        scenario = _scenario(args, config)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    trace = None
+    if args.pcap:
+        try:
+            trace = capture_trace(args.pcap, window_bytes=config.window_bytes)
+        except (CaptureError, OSError) as e:
+            print(f"ldactl simulate: cannot read {args.pcap}: {e}", file=sys.stderr)
+            return 1
+    if not args.json:
+        print(f"# {config.kind.upper()} {dict(zip(('banks/rows', 'buckets'), config.shape))} "
+              f"config ID {config.config_id:#010x}; {args.packets} packets, loss {args.loss}, "
+              f"delay {args.delay}, seed {args.seed}", file=sys.stdout)
+    records = []
+    try:
+        for rec in run_scenario(scenario, config, runs=args.runs,
+                                set_difference=args.set_difference,
+                                confidence=args.confidence, trace=trace):
+            if args.json:
+                print(json.dumps(rec.summary_json()), flush=True)
+            records.append(rec)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if not args.json:
+        for line in SIMULATE_TABLE.render(records):
+            print(line, file=sys.stdout)
+    return 0
