@@ -64,8 +64,9 @@ from host_sw.model.golden import Hashers, PacketHashes, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import range_reduce32
 from host_sw.contracts.layouts import signed_difference, wrap
-from ._common import (check_confidence, check_pair, dataclass_to_dict, fraction_to_float,
-                      hoeffding_half_width, mix64_array)
+from host_sw.estimators._common import (check_confidence, check_kind, check_pair,
+                                        dataclass_to_dict, fraction_to_float,
+                                        hoeffding_half_width, salted_mix64)
 
 __all__ = ["RdaSubtraction", "RdaDecoding", "RdaEstimate", "PacketCache", "subtract",
            "decode", "repair", "estimate_rda", "SetDifferenceEstimate", "minhash_sketch",
@@ -682,7 +683,8 @@ def minhash_sketch(ids, size: int = 1024) -> np.ndarray:
     MinHash sketch; what a measurement point would send instead of its cache)."""
     if size < 1:
         raise ValueError(f"sketch size must be positive, not {size}")
-    values = _sorted_unique(mix64_array(np.asarray(ids, dtype=np.uint64).ravel(), MINHASH_SALT))
+    values = _sorted_unique(salted_mix64(np.asarray(ids, dtype=np.uint64).ravel(),
+                                         MINHASH_SALT))
     return values[:size]
 
 
@@ -782,8 +784,7 @@ def rda_from_caches(sender_cache, receiver_cache, *, config: RdaConfig | None = 
         replaced by ``max(min_buckets, late_binding_buckets(d̂, factor))``.
     """
     config = config or RdaConfig()
-    if not isinstance(config, RdaConfig):
-        raise ValueError(f"late binding builds RDA synopses, not {config.kind.upper()}")
+    check_kind(config, RdaConfig, f"late binding builds RDA synopses, not {config.kind.upper()}")
     if min_buckets < 1:
         raise ValueError(f"min_buckets must be positive, not {min_buckets}")
     s_cache, r_cache = PacketCache.of(sender_cache), PacketCache.of(receiver_cache)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Packet streams for simulation and benchmarks: the frames both measurement points see.
 
-Data flow (``DESIGN.md``): this module stands in for the wire in front of the *header tap*.
+Data flow (docs/DESIGN.md, "Data flow of a packet"): this module stands in for the wire in
+front of the *header tap*; it sits in the model layer, beside the golden model it feeds.
 A :class:`Trace` is what the sender sees: send timestamps, the flow of each packet and
 either real header windows (Ethernet + IPv4/IPv6 + UDP/TCP, built vectorised, hashed by
 :func:`host_sw.model.golden.hash_windows` — the default, and what the tests exercise) or, in
@@ -34,35 +35,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from host_sw.contracts.config import LdsConfig, SynopsisConfig
-from host_sw.model.golden import Hashers, PacketHashes, hash_windows
 from host_sw.contracts.hashing import (
-    DEFAULT_WINDOW_BYTES, ETHERTYPE_IPV4, ETHERTYPE_IPV6, FrameClass,
-    MIN_FRAME_BYTES, classify_frame, header_windows,
+    DEFAULT_WINDOW_BYTES, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MIN_FRAME_BYTES, FrameClass,
+    HashPurpose, classify_frame, default_masks, header_windows, mix64, mix64_array,
 )
+from host_sw.model.golden import Hashers, PacketHashes, flow_row_hashes, hash_windows
 
 __all__ = ["Trace", "synthetic_trace", "send_times", "flow_assignment", "build_headers",
-           "mix64_array", "trace_from_frames"]
+           "trace_from_frames"]
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _PACKET_SALT = 0x5041434B45540001  # "PACKET" — fast-mode key derivation
 _FLOW_SALT = 0x464C4F5700000000    # "FLOW"
-
-
-def mix64_array(values: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser over a uint64 array (wrapping arithmetic); a bijection."""
-    z = np.asarray(values, dtype=np.uint64).copy()
-    with np.errstate(over="ignore"):
-        z ^= z >> np.uint64(30)
-        z *= _M1
-        z ^= z >> np.uint64(27)
-        z *= _M2
-        z ^= z >> np.uint64(31)
-    return z
-
-
-def _mix64_int(z: int) -> int:
-    return int(mix64_array(np.array([z & ((1 << 64) - 1)], dtype=np.uint64))[0])
 
 
 # ---------------------------------------------------------------------------------------
@@ -169,7 +152,7 @@ class Trace:
 
     def flow_hashes(self, config: LdsConfig, hashers: Hashers | None = None) -> np.ndarray:
         """uint64 ``(rows, num_flows)`` — each flow's per-row 32-bit LDS flow hash."""
-        if not isinstance(config, LdsConfig):
+        if not config.hash_count(HashPurpose.LDS_FLOW):
             raise ValueError("flow hashes exist for LDS configurations only")
         self._check_config(config)
         key = ("flows", config)
@@ -177,23 +160,23 @@ class Trace:
             if self.fast:
                 self._cache[key] = self._fast_flow_table(config)
             else:
-                from host_sw.estimators.lds import flow_row_hashes
                 self._cache[key] = flow_row_hashes(config, self.flow_windows,
                                                    self.flow_classes, hashers)
         return self._cache[key]
 
     def _fast_flow_table(self, config: LdsConfig) -> np.ndarray:
-        table = np.empty((config.rows, len(self.flow_keys)), dtype=np.uint64)
-        for r in range(config.rows):
-            salt = np.uint64(_mix64_int(config.seed ^ (_FLOW_SALT + r)))
+        rows = config.hash_count(HashPurpose.LDS_FLOW)
+        table = np.empty((rows, len(self.flow_keys)), dtype=np.uint64)
+        for r in range(rows):
+            salt = np.uint64(mix64(config.seed ^ (_FLOW_SALT + r)))
             table[r] = mix64_array(self.flow_keys ^ salt) >> np.uint64(32)
         return table
 
     def _fast_hashes(self, config: SynopsisConfig) -> PacketHashes:
-        salt = np.uint64(_mix64_int(config.seed ^ _PACKET_SALT))
+        salt = np.uint64(mix64(config.seed ^ _PACKET_SALT))
         packet = mix64_array(self.packet_keys ^ salt)
         flow = None
-        if isinstance(config, LdsConfig):
+        if config.hash_count(HashPurpose.LDS_FLOW):
             flow = self._fast_flow_table(config)[:, self.flow_ids]
         return PacketHashes(packet, flow, self.counted)
 
@@ -533,7 +516,6 @@ def trace_from_frames(frames, timestamps_ns, *, window_bytes: int = DEFAULT_WIND
     (5-tuple bytes of the default flow masks, per frame class); uncounted frames
     (non-IP, runts, control) get flows of their own but are never counted.
     """
-    from host_sw.contracts.hashing import default_masks
     timestamps = np.asarray(timestamps_ns, dtype=np.int64)
     if len(frames) != len(timestamps):
         raise ValueError(f"{len(frames)} frames but {len(timestamps)} timestamps")
