@@ -6,11 +6,13 @@ confidence intervals. Exact integer arithmetic up to the final division.
 Data flow (``DESIGN.md``, host side): snapshot of an interval ► **estimators** ► CLI/export.
 """
 
-from .baselines import FineCombEstimate, ProbeEstimate, finecomb_ideal, poisson_probes
-from .lda import (LdaEstimate, estimate_lda, expected_samples, sampling_rate_for_loss,
-                  tuned_threshold, tuned_thresholds)
-from .rda import (RdaDecoding, RdaEstimate, decode, estimate_rda, estimate_set_difference,
-                  late_binding_buckets, rda_from_caches, repair, subtract)
+from host_sw.estimators.baselines import (FineCombEstimate, ProbeEstimate, finecomb_ideal,
+                                          poisson_probes)
+from host_sw.estimators.lda import (LdaEstimate, estimate_lda, expected_samples,
+                                    sampling_rate_for_loss, tuned_threshold, tuned_thresholds)
+from host_sw.estimators.rda import (RdaDecoding, RdaEstimate, decode, estimate_rda,
+                                    estimate_set_difference, late_binding_buckets,
+                                    rda_from_caches, repair, subtract)
 
 __all__ = ["LdaEstimate", "estimate_lda", "expected_samples", "sampling_rate_for_loss",
            "tuned_threshold", "tuned_thresholds", "RdaDecoding", "RdaEstimate", "decode",

@@ -41,8 +41,8 @@ import numpy as np
 from host_sw.contracts.config import LdaConfig, threshold_for_rate
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.layouts import signed_difference
-from ._common import (check_confidence, check_pair, dataclass_to_dict, fraction_to_float,
-                      hoeffding_half_width)
+from host_sw.estimators._common import (check_confidence, check_pair, dataclass_to_dict,
+                                        fraction_to_float, hoeffding_half_width)
 
 __all__ = ["LdaBankSummary", "LdaEstimate", "estimate_lda", "sampling_rate_for_loss",
            "tuned_threshold", "tuned_thresholds", "expected_samples"]
