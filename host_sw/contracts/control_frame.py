@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The control/export frame format (EtherType 0x88B5): markers and synopsis chunks.
 
-In DESIGN.md's data flow this is the "interval control ► exporter ► control frames" edge:
+In docs/DESIGN.md ("Data flow of a counter") this is the "interval control ► exporter ►
+control frames" edge:
 the sender's gateware inserts **marker** frames at interval boundaries and streams its
 frozen copy out as **synopsis chunk** frames; the receiver (gateware or host) parses them.
 This module is the one definition of the byte layout (``docs/SPEC.md`` §6): the header is

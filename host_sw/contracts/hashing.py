@@ -3,12 +3,13 @@
 field split of the hash outputs.
 
 This module is the one definition that the gateware (``hw/hash_h3.py``), the golden model
-(``host_sw.model.golden``) and the host estimators import; nothing here imports Amaranth. It is
-specified byte for byte in ``docs/SPEC.md`` §1–§3.
+(:mod:`host_sw.model.golden`) and the host estimators import (docs/DESIGN.md, "Where each
+contract lives"); it is in the contracts layer and imports neither Amaranth nor anything
+above it. It is specified byte for byte in ``docs/SPEC.md`` §1–§3.
 
-Data flow (``DESIGN.md``): header tap → **H3 hasher** → classifier/sampler → update
-pipeline. Every frame yields one 64-bit *packet hash* ``P`` computed over its masked header
-window. ``P`` is split into fields:
+Data flow (docs/DESIGN.md, "Data flow of a packet"): header tap → **H3 hasher** →
+classifier/sampler → update pipeline. Every frame yields one 64-bit *packet hash* ``P``
+computed over its masked header window. ``P`` is split into fields:
 
 * ``P[63:32]`` — the *sampling word*; its number of leading zeros (0..32) chooses the LDA
   bank (and the LDS per-row sampling);
@@ -60,7 +61,7 @@ GOLDEN_GAMMA = 0x9E3779B97F4A7C15
 
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
-#: Control/export frames (``DESIGN.md``: EtherType 0x88B5, IEEE local experimental 1).
+#: Control/export frames (``docs/SPEC.md`` §6: EtherType 0x88B5, IEEE local experimental 1).
 ETHERTYPE_CONTROL = 0x88B5
 #: Frames shorter than this (without FCS) are runts: not counted, counted in status.
 MIN_FRAME_BYTES = 60

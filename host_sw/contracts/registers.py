@@ -53,7 +53,8 @@ class RegField:
         if self.width < 1 or self.offset < 0:
             raise ValueError(f"field {self.name} needs width ≥ 1 and offset ≥ 0")
         if not 0 <= self.reset < (1 << self.width):
-            raise ValueError(f"field {self.name} reset {self.reset} does not fit {self.width} bits")
+            raise ValueError(f"field {self.name} reset {self.reset} does not fit "
+                             f"{self.width} bits")
 
     @property
     def mask(self) -> int:

@@ -37,11 +37,11 @@ The bus is word addressed with 32-bit data words (the UARTBone bridge sends word
 * Reads of unmapped addresses return 0 (and are acknowledged); writes to ``ro`` registers
   or unmapped addresses are ignored (and acknowledged).
 
-The counter window (:class:`CounterWindow`) is read only: counter word ``i`` (flat index in
-:meth:`host_sw.contracts.synopsis.Synopsis.words` order, of the frozen copy) chunk ``c`` is at
-``window.address + i * chunks + c``; chunks are **least significant first**
-(:meth:`host_sw.contracts.layouts.WordLayout.to_chunks`). Reading chunk 0 reads the counter memory and
-captures the whole word; chunks 1.. read the capture.
+The counter window (:class:`CounterWindow`) is read only: counter word ``i`` (flat index
+in :meth:`host_sw.contracts.synopsis.Synopsis.words` order, of the frozen copy) chunk ``c``
+is at ``window.address + i * chunks + c``; chunks are **least significant first**
+(:meth:`host_sw.contracts.layouts.WordLayout.to_chunks`). Reading chunk 0 reads the counter
+memory and captures the whole word; chunks 1.. read the capture.
 
 ID register
 -----------

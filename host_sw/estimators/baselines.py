@@ -5,7 +5,8 @@
 Neither is a synopsis the gateware computes; both take per-packet ground truth (the
 traffic a simulation generated) and return estimates comparable with
 :func:`~host_sw.estimators.lda.estimate_lda` and :func:`~host_sw.estimators.rda.estimate_rda`.
-Data flow (``DESIGN.md``): simulated traffic ► **baselines** ► ``docs/ACCURACY.md``.
+Data flow (docs/DESIGN.md, "Layers and the import rule": estimators layer): simulated
+traffic ► **baselines** ► ``docs/ACCURACY.md``.
 
 * :func:`finecomb_ideal` — one array of ``buckets`` buckets, each packet in the bucket
   chosen by a hash of its ID; a bucket's digest check fails when the two points hold

@@ -3,9 +3,10 @@
 interval from a sender's and a receiver's LDA synopsis (Kompella et al., "Every
 microsecond counts", §III-B–E), plus the bank-tuning formulas of §III-D.
 
-Data flow (``DESIGN.md``, host side): snapshot of an interval (two
-:class:`~host_sw.contracts.synopsis.Synopsis`) ► **this module** ► CLI/export; the host also uses
-:func:`tuned_threshold` to retune bank thresholds from the measured loss.
+Data flow (docs/DESIGN.md, "Data flow of a counter"; estimators layer): snapshot of an
+interval (two :class:`~host_sw.contracts.synopsis.Synopsis`) ► **this module** ►
+CLI/export; the host also uses :func:`tuned_threshold` to retune bank thresholds from the
+measured loss.
 
 Definitions (the paper's, with 0-based rows):
 

@@ -2,10 +2,11 @@
 """LDS estimators: per-flow delay, size and loss from a sender's and a receiver's Lossy
 Difference Sketch (Sanjuàs-Cuxart et al., IMC 2011, ``papers/lds-*``).
 
-Data flow (``DESIGN.md``, host side): snapshot of an interval (two
-:class:`~host_sw.contracts.synopsis.Synopsis` objects of one :class:`~host_sw.contracts.config.LdsConfig`) ►
-**these estimators** ► CLI/export. Pure functions over the counter arrays, vectorised
-over flows (the §5.1 reproduction queries ~100 k flows).
+Data flow (docs/DESIGN.md, "Data flow of a counter"; estimators layer): snapshot of an
+interval (two :class:`~host_sw.contracts.synopsis.Synopsis` objects of one
+:class:`~host_sw.contracts.config.LdsConfig`) ► **these estimators** ► CLI/export. Pure
+functions over the counter arrays, vectorised over flows (the §5.1 reproduction queries
+~100 k flows).
 
 A flow is named by its per-row 32-bit flow hashes (``(R,)`` for one flow, ``(R, F)`` for
 F flows), computed from its header with the contract

@@ -3,9 +3,10 @@
 packets, repair the synopses with the two caches, and compute an exact average delay and
 a standard deviation (Huang et al., "Reconcilable Difference Aggregator", §IV–§V, §VIII).
 
-Data flow (``DESIGN.md``, host side): snapshot of an interval (two
-:class:`~host_sw.contracts.synopsis.Synopsis` of an :class:`~host_sw.contracts.config.RdaConfig`, plus each
-measurement point's cache ``{packet ID: timestamp}``) ► **this module** ► CLI/export.
+Data flow (docs/DESIGN.md, "Data flow of a counter"; estimators layer): snapshot of an
+interval (two :class:`~host_sw.contracts.synopsis.Synopsis` of an
+:class:`~host_sw.contracts.config.RdaConfig`, plus each measurement point's cache
+``{packet ID: timestamp}``) ► **this module** ► CLI/export.
 
 Steps (each a public function):
 

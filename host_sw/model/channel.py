@@ -2,7 +2,8 @@
 """The path between the two measurement points, simulated: delay, loss, reordering and
 clock offset, turned into both points' per-interval observations plus exact ground truth.
 
-Data flow (``DESIGN.md``): a :class:`~host_sw.model.traffic.Trace` (what the sender sees) ►
+Data flow (docs/DESIGN.md, "Data flow of a packet"; model layer): a
+:class:`~host_sw.model.traffic.Trace` (what the sender sees) ►
 **channel** ► per interval, the sender's and the receiver's packets with their own
 timestamps (► :func:`host_sw.model.golden.update` ► synopses ► estimators), and the truth the
 estimates are judged against.
@@ -12,7 +13,7 @@ suffix (``ns``, ``us``/``µs``, ``ms``, ``s``) in a specification string. Sample
 are rounded to the nearest integer ns (:func:`numpy.rint`, ties to even) and clipped at 0,
 so receiver timestamps and the truth are exact integers.
 
-Interval assignment (``DESIGN.md``, "Intervals"):
+Interval assignment (the interval modes of ``docs/SPEC.md`` §6):
 
 * ``mode="marker"`` — FIFO segments: a packet belongs to the interval of its *send* time
   at both points (the marker travels with the stream). Boundary reordering has no effect.
