@@ -192,6 +192,19 @@ class _BucketFunction:
         return flat[keep]
 
 
+def _net_peeled(peeled_ids: list, peeled_delta: list):
+    """Guard (c): the peeled IDs as a signed multiset. ``(lost, reordered, cancelled,
+    inconsistent)``: net −1 is lost, +1 reordered, 0 a false ID peeled back out, any
+    other count inconsistent."""
+    if not peeled_ids:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64), 0, 0
+    unique_ids, inverse = np.unique(np.concatenate(peeled_ids), return_inverse=True)
+    net = np.zeros(unique_ids.size, dtype=np.int64)
+    np.add.at(net, inverse, np.concatenate(peeled_delta))
+    return (unique_ids[net == -1], unique_ids[net == 1], int(np.count_nonzero(net == 0)),
+            int(np.count_nonzero(np.abs(net) > 1)))
+
+
 def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
            sender_ids=None, receiver_ids=None,
            max_rounds: int | None = None) -> RdaDecoding:
@@ -266,20 +279,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
         candidates = h.pure(np.concatenate([flat, deferred]), delta, ids)
 
     undecoded = int(np.count_nonzero((delta != 0) | (ids != 0)))
-    cancelled = 0
-    if peeled_ids:
-        all_ids = np.concatenate(peeled_ids)
-        all_delta = np.concatenate(peeled_delta)
-        unique_ids, inverse = np.unique(all_ids, return_inverse=True)
-        net = np.zeros(unique_ids.size, dtype=np.int64)
-        np.add.at(net, inverse, all_delta)
-        lost = unique_ids[net == -1]
-        reordered = unique_ids[net == 1]
-        cancelled = int(np.count_nonzero(net == 0))
-        inconsistent = int(np.count_nonzero(np.abs(net) > 1))
-    else:
-        lost = reordered = np.zeros(0, dtype=np.uint64)
-        inconsistent = 0
+    lost, reordered, cancelled, inconsistent = _net_peeled(peeled_ids, peeled_delta)
     return RdaDecoding(lost_ids=lost, reordered_ids=reordered,
                        decoded=undecoded == 0 and inconsistent == 0,
                        undecoded_buckets=undecoded, rounds=rounds, cancelled_ids=cancelled)
