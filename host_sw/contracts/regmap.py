@@ -66,9 +66,9 @@ from typing import Callable, Iterator
 
 from host_sw.contracts.config import (CONFIG_CLASSES, KIND_CODES, THRESHOLD_BITS,
                                       SynopsisConfig, is_power_of_two)
-from host_sw.contracts.frame_format import IntervalFlags
 from host_sw.contracts.csr_export import (csr_csv_text, csr_json_text, parse_csr_csv,
                                           parse_csr_json, write_csr_files)
+from host_sw.contracts.frame_format import IntervalFlags
 from host_sw.contracts.registers import BUS_DATA_BITS, CounterWindow, RegField, Register
 
 __all__ = [

@@ -40,11 +40,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.config import LdsConfig, check_comparable
-from host_sw.estimators._common import check_kind
-from host_sw.model.golden import flow_row_hashes
-from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass, range_reduce32
 from host_sw.contracts.layouts import signed_difference
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.estimators._common import check_kind
+from host_sw.model.golden import flow_row_hashes
 
 __all__ = ["LdsFlowEstimates", "flow_row_hashes", "flow_key_window", "flow_cells",
            "estimate_flows", "DEFAULT_ALPHA"]

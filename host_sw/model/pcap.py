@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import dpkt
 import numpy as np
 
-from host_sw.model.channel import IntervalObservation, interval_observations
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, FrameClass, default_masks
+from host_sw.model.channel import IntervalObservation, interval_observations
 from host_sw.model.traffic import Trace, trace_from_frames
 
 __all__ = ["Capture", "CaptureError", "read_pcap", "write_pcap", "capture_trace",
