@@ -21,27 +21,9 @@ its configuration class (``config_register_values`` for CONFIG, ``threshold_regi
 
 Bus model
 ---------
-The bus is word addressed with 32-bit data words (the UARTBone bridge sends word addresses;
-``csr.csv``/``csr.json`` give byte addresses = word address × 4, as LiteX does).
-
-* A register of ``n`` words occupies ``address .. address + n - 1``. Following LiteX's CSR
-  convention (``csr_data_width`` = 32), the **most significant word is at the lowest
-  address** (:meth:`Register.to_words` / :meth:`Register.from_words`).
-* Reading a register's first word captures the whole value into a shadow; its other words
-  read the shadow, so a burst read of the register in address order is atomic.
-* Writing a register's words other than the last updates a write shadow; writing the last
-  word (the least significant) commits the whole value at once. Write every word, in address
-  order (LiteX's ``CSRRegister.write`` and :meth:`Register.to_words` do).
-* ``pulse`` fields (CONTROL.swap/release) strobe for one clock when the committed value has
-  the bit set, and read as 0.
-* Reads of unmapped addresses return 0 (and are acknowledged); writes to ``ro`` registers
-  or unmapped addresses are ignored (and acknowledged).
-
-The counter window (:class:`CounterWindow`) is read only: counter word ``i`` (flat index
-in :meth:`host_sw.contracts.synopsis.Synopsis.words` order, of the frozen copy) chunk ``c``
-is at ``window.address + i * chunks + c``; chunks are **least significant first**
-(:meth:`host_sw.contracts.layouts.WordLayout.to_chunks`). Reading chunk 0 reads the counter
-memory and captures the whole word; chunks 1.. read the capture.
+Word addressed, 32-bit data; multi-word registers most significant word first, read and
+written atomically through shadows; the counter window least significant chunk first. The
+rules are on :mod:`host_sw.contracts.registers`, with the objects that follow them.
 
 ID register
 -----------
