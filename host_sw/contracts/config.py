@@ -8,6 +8,13 @@ host programs the run-time part (thresholds, masks) over the bus, and the golden
 estimators take the same object. Two synopses are comparable only when their
 :attr:`~SynopsisConfig.config_id` match (:func:`check_comparable`).
 
+Each configuration class is also where its kind's facts live (docs/DESIGN.md, "Adding a
+synopsis kind"): its shape and word layout, which hash functions it uses
+(:attr:`~SynopsisConfig.hash_functions`), its part of the register map
+(:attr:`~SynopsisConfig.config_register_values`, :attr:`~SynopsisConfig.threshold_register`).
+The other layers ask these, or key a table of their own by :attr:`~SynopsisConfig.kind`;
+:data:`CONFIG_CLASSES` is the one registry of kinds.
+
 The configuration ID is the first 4 bytes (big-endian) of SHA-256 over the canonical JSON
 of :meth:`~SynopsisConfig.to_dict` (keys sorted, no spaces) — ``docs/SPEC.md`` §5.
 """
@@ -16,13 +23,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import ClassVar
 
-from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, default_masks
+from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, HashPurpose, default_masks
 from host_sw.contracts.layouts import Field, WordLayout
 
-__all__ = ["KIND_CODES", "CONFIG_CLASSES", "config_class", "SynopsisConfig", "LdaConfig", "RdaConfig", "LdsConfig", "ConfigMismatch",
+__all__ = ["KIND_CODES", "CONFIG_CLASSES", "config_class", "SynopsisConfig", "LdaConfig",
+           "RdaConfig", "LdsConfig", "ConfigMismatch", "ThresholdRegister", "THRESHOLD_BITS",
            "check_comparable", "config_from_dict", "is_power_of_two", "threshold_for_rate"]
 
 
@@ -32,6 +41,28 @@ class ConfigMismatch(ValueError):
 
 #: The synopsis kind codes of the CONFIG register and of the control frames' kind field.
 KIND_CODES = {"lda": 1, "rda": 2, "lds": 3}
+#: Width of one run-time sampling threshold (a leading-zero count 0..32) in the
+#: THRESHOLDS register and the bucket selector.
+THRESHOLD_BITS = 6
+
+
+@dataclass(frozen=True)
+class ThresholdRegister:
+    """A kind's run-time sampling thresholds: the THRESHOLDS register holds one
+    :data:`THRESHOLD_BITS`-bit field per bank or row, programmed by the host.
+
+    Attributes
+    ----------
+    config_field : str
+        The configuration's tuple of thresholds (``"thresholds"``, ``"row_thresholds"``).
+    field_prefix : str
+        Register field ``j`` is named ``<field_prefix><j>`` (``bank0``, ``row3``).
+    what : str
+        What the thresholds are, for the register's description.
+    """
+    config_field: str
+    field_prefix: str
+    what: str
 
 
 def is_power_of_two(n: int) -> bool:
@@ -41,7 +72,6 @@ def is_power_of_two(n: int) -> bool:
 def threshold_for_rate(rate: float) -> int:
     """The leading-zero threshold whose sampling probability ``2**-z`` is closest to
     ``rate`` in log scale, clipped to 0..32."""
-    import math
     if rate >= 1:
         return 0
     if rate <= 0:
@@ -57,6 +87,8 @@ def _default_mask(name):
 class SynopsisConfig:
     """Parameters shared by all kinds. Construct a subclass."""
     kind: ClassVar[str] = ""
+    #: The kind's run-time thresholds register, or ``None`` when it samples every packet.
+    threshold_register: ClassVar[ThresholdRegister | None] = None
 
     seed: int = 0x1DA5EED
     window_bytes: int = DEFAULT_WINDOW_BYTES
@@ -101,6 +133,28 @@ class SynopsisConfig:
         """(banks or rows, buckets per bank or cells per row)."""
         raise NotImplementedError
 
+    @property
+    def hash_functions(self) -> dict[HashPurpose, int]:
+        """How many H3 functions of each purpose the kind uses (the hasher builds them,
+        the golden model computes them); the packet hash always."""
+        return {HashPurpose.PACKET: 1}
+
+    def hash_count(self, purpose: HashPurpose) -> int:
+        """Number of H3 functions of ``purpose`` (0 when the kind does not use it)."""
+        return self.hash_functions.get(purpose, 0)
+
+    @property
+    def config_register_values(self) -> dict[str, int]:
+        """The kind's fields of the CONFIG register: ``dim0``, ``dim1`` (its shape),
+        ``xor_bits`` (width of its XOR field, 0 if none) and ``vlda_cells``."""
+        raise NotImplementedError
+
+    @property
+    def sampling_thresholds(self) -> tuple[int, ...]:
+        """The values of :attr:`threshold_register` (empty when it has none)."""
+        part = self.threshold_register
+        return () if part is None else tuple(getattr(self, part.config_field))
+
     def to_dict(self) -> dict:
         d = {"kind": self.kind}
         for f in fields(self):
@@ -121,6 +175,8 @@ class SynopsisConfig:
 class LdaConfig(SynopsisConfig):
     """LDA: ``banks`` × ``rows``; one bank per sampled packet, chosen by leading zeros."""
     kind: ClassVar[str] = "lda"
+    threshold_register: ClassVar = ThresholdRegister("thresholds", "bank",
+                                                     "per-bank leading-zero")
     banks: int = 2
     rows: int = 1024
     #: Leading-zero threshold per bank, strictly increasing, 0..32 (bank j samples with
@@ -155,6 +211,10 @@ class LdaConfig(SynopsisConfig):
     def shape(self):
         return (self.banks, self.rows)
 
+    @property
+    def config_register_values(self) -> dict[str, int]:
+        return {"dim0": self.banks, "dim1": self.rows, "xor_bits": 0, "vlda_cells": 0}
+
 
 @dataclass(frozen=True, kw_only=True)
 class RdaConfig(SynopsisConfig):
@@ -188,12 +248,23 @@ class RdaConfig(SynopsisConfig):
     def shape(self):
         return (self.banks, self.buckets_per_bank)
 
+    @property
+    def hash_functions(self) -> dict[HashPurpose, int]:
+        return {HashPurpose.PACKET: 1, HashPurpose.RDA_BUCKET: self.banks}
+
+    @property
+    def config_register_values(self) -> dict[str, int]:
+        return {"dim0": self.banks, "dim1": self.buckets_per_bank, "xor_bits": self.id_bits,
+                "vlda_cells": 0}
+
 
 @dataclass(frozen=True, kw_only=True)
 class LdsConfig(SynopsisConfig):
     """LDS: ``rows`` (R) × ``cells`` (C); each packet updates one cell per sampled row,
     ``(flow_base_r + offset) mod C`` with the offset in a virtual LDA of ``vlda_cells``."""
     kind: ClassVar[str] = "lds"
+    threshold_register: ClassVar = ThresholdRegister("row_thresholds", "row",
+                                                     "per-row sampling")
     rows: int = 4
     cells: int = 1024
     vlda_cells: int = 1
@@ -231,6 +302,15 @@ class LdsConfig(SynopsisConfig):
     @property
     def shape(self):
         return (self.rows, self.cells)
+
+    @property
+    def hash_functions(self) -> dict[HashPurpose, int]:
+        return {HashPurpose.PACKET: 1, HashPurpose.LDS_FLOW: self.rows}
+
+    @property
+    def config_register_values(self) -> dict[str, int]:
+        return {"dim0": self.rows, "dim1": self.cells, "xor_bits": self.digest_bits,
+                "vlda_cells": self.vlda_cells}
 
 
 #: The configuration class of each synopsis kind: the one registry of kinds (a new kind

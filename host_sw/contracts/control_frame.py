@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The control/export frame format (EtherType 0x88B5): markers and synopsis chunks.
 
-In DESIGN.md's data flow this is the "interval control ► exporter ► control frames" edge:
+In docs/DESIGN.md ("Data flow of a counter") this is the "interval control ► exporter ►
+control frames" edge:
 the sender's gateware inserts **marker** frames at interval boundaries and streams its
 frozen copy out as **synopsis chunk** frames; the receiver (gateware or host) parses them.
 This module is the one definition of the byte layout (``docs/SPEC.md`` §6): the header is
 a table of fields (:data:`HEADER_FIELDS`) that :func:`build_marker` /
 :func:`build_synopsis_frames` and :func:`parse_control_frame` both walk, and the gateware
-exporter imports the same table and constants. No Amaranth import here.
+exporter imports the same table and constants (defined in
+:mod:`host_sw.contracts.frame_format`, re-exported here). No Amaranth import here.
 
 Layout (multi-byte fields big-endian; byte offsets in the frame)::
 
@@ -30,12 +32,20 @@ chunk tiling) and the reassembler the consistency of an interval's chunks.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
 from host_sw.contracts.config import KIND_CODES, SynopsisConfig
-from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.frame_format import (
+    CHUNK_BYTES, CONTROL_HEADER_BYTES, ETHERNET_HEADER_BYTES, HEADER_FIELDS, INVALID_FLAGS,
+    KIND_NAMES, MAX_CHUNKS, MTU_PAYLOAD, PAYLOAD_OFFSET, RESERVED_FIELDS, TYPE_MARKER,
+    TYPE_NAMES, TYPE_SYNOPSIS, VERSION, ControlConfigMismatch, ControlFrameError,
+    DuplicateChunkError, FrameField, InconsistentChunkError, IntervalFlags,
+    MalformedFrameError, MissingChunkError, NotControlFrameError, TruncatedFrameError,
+    UnknownTypeError, UnsupportedVersionError, field_by_name, frames_needed, mac_to_bytes,
+    mac_to_str, words_per_frame,
+)
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
+from host_sw.contracts.synopsis import Synopsis
 
 __all__ = [
     "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "KIND_CODES", "IntervalFlags",
@@ -49,190 +59,6 @@ __all__ = [
     "ControlConfigMismatch", "DuplicateChunkError", "MissingChunkError",
     "InconsistentChunkError",
 ]
-
-#: Format version carried in every frame; a parser rejects other versions.
-VERSION = 1
-#: Frame types.
-TYPE_MARKER = 1
-TYPE_SYNOPSIS = 2
-_TYPE_NAMES = {TYPE_MARKER: "marker", TYPE_SYNOPSIS: "synopsis chunk"}
-_KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
-#: Bytes of one counter-word chunk.
-CHUNK_BYTES = 4
-#: Ethernet payload bytes a frame may use (the standard MTU).
-MTU_PAYLOAD = 1500
-#: Most chunks (frames) one interval's export may take (16-bit chunk count).
-MAX_CHUNKS = 0xFFFF
-
-
-class IntervalFlags(enum.IntFlag):
-    """Flags of an interval (the ``flags`` byte; the FROZEN_FLAGS register uses the same
-    bits).
-
-    OVERRUN: a boundary found the other copy not yet released; the interval spans more than
-    one boundary (its counters are not one interval's) — invalid.
-    SEQUENCE_GAP: the receiver saw a marker whose sequence number skipped (a marker was
-    lost): the interval's edges do not match the sender's — invalid.
-    CONFIG_CHANGED: CONFIG_ID was written during the interval — invalid.
-    TIME_MODE: the boundaries were time-based (informational).
-    """
-    NONE = 0
-    OVERRUN = 0x01
-    SEQUENCE_GAP = 0x02
-    CONFIG_CHANGED = 0x04
-    TIME_MODE = 0x80
-
-
-#: Flags that make an interval's counters unusable for estimates.
-INVALID_FLAGS = IntervalFlags.OVERRUN | IntervalFlags.SEQUENCE_GAP | IntervalFlags.CONFIG_CHANGED
-
-
-@dataclass(frozen=True)
-class FrameField:
-    """One fixed field of a control frame: ``size`` bytes at byte ``offset`` of the frame,
-    big-endian unsigned."""
-    name: str
-    offset: int
-    size: int
-    description: str
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.size
-
-    @property
-    def bits(self) -> int:
-        return 8 * self.size
-
-
-#: Every fixed field, in frame order; they tile bytes 0 .. PAYLOAD_OFFSET - 1 exactly.
-HEADER_FIELDS: tuple[FrameField, ...] = (
-    FrameField("dst_mac", 0, 6, "destination MAC address"),
-    FrameField("src_mac", 6, 6, "source MAC address (a receiver accepts markers only from "
-                                "the configured sender)"),
-    FrameField("ethertype", 12, 2, f"{ETHERTYPE_CONTROL:#06x}"),
-    FrameField("version", 14, 1, f"format version, {VERSION}"),
-    FrameField("type", 15, 1, "1 = marker, 2 = synopsis chunk"),
-    FrameField("flags", 16, 1, "IntervalFlags of the interval"),
-    FrameField("kind", 17, 1, "synopsis kind: 1 LDA, 2 RDA, 3 LDS"),
-    FrameField("seq", 18, 4, "interval sequence number (marker: the interval that ends; "
-                             "chunk: the exported interval)"),
-    FrameField("config_id", 22, 4, "configuration ID (docs/SPEC.md §5)"),
-    FrameField("chunk_index", 26, 2, "this frame's chunk, 0 .. chunk_count - 1 (0 for markers)"),
-    FrameField("chunk_count", 28, 2, "frames of the interval's export (0 for markers)"),
-    FrameField("word_chunks", 30, 1, "32-bit chunks per counter word (config.layout.chunks)"),
-    FrameField("reserved0", 31, 1, "zero"),
-    FrameField("first_word", 32, 4, "index of the first counter word in this frame"),
-    FrameField("word_count", 36, 2, "counter words in this frame (0 for markers)"),
-    FrameField("reserved1", 38, 2, "zero"),
-    FrameField("timestamp", 40, 8, "sender's timebase (ticks) at the interval boundary"),
-)
-_BY_NAME = {f.name: f for f in HEADER_FIELDS}
-#: Bytes of the Ethernet header (dst, src, EtherType).
-ETHERNET_HEADER_BYTES = 14
-#: First byte of the counter words (= bytes of the fixed header, Ethernet header included).
-PAYLOAD_OFFSET = HEADER_FIELDS[-1].end
-#: Bytes of the control header after the EtherType.
-CONTROL_HEADER_BYTES = PAYLOAD_OFFSET - ETHERNET_HEADER_BYTES
-_RESERVED = tuple(f for f in HEADER_FIELDS if f.name.startswith("reserved"))
-
-
-def field_by_name(name: str) -> FrameField:
-    """The :class:`FrameField` called ``name``."""
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise KeyError(f"no control frame field {name!r}; fields: {list(_BY_NAME)}") from None
-
-
-def words_per_frame(word_chunks: int, mtu: int = MTU_PAYLOAD) -> int:
-    """Most counter words of ``word_chunks`` chunks one frame carries within ``mtu``
-    Ethernet payload bytes (LDA 3 chunks: 122, LDS 4: 91, RDA 5: 73 at 1500)."""
-    if word_chunks < 1:
-        raise ValueError(f"word_chunks must be at least 1, not {word_chunks}")
-    n = (mtu - CONTROL_HEADER_BYTES) // (CHUNK_BYTES * word_chunks)
-    if n < 1:
-        raise ValueError(f"an MTU of {mtu} bytes cannot carry one {word_chunks}-chunk word "
-                         f"after the {CONTROL_HEADER_BYTES}-byte control header")
-    return min(n, 0xFFFF)
-
-
-def frames_needed(buckets: int, word_chunks: int, mtu: int = MTU_PAYLOAD) -> int:
-    """Synopsis chunk frames for ``buckets`` counter words."""
-    per = words_per_frame(word_chunks, mtu)
-    return max(1, -(-buckets // per))
-
-
-def mac_to_bytes(mac) -> bytes:
-    """A MAC address from ``"02:00:00:00:00:01"``, an int or 6 bytes."""
-    if isinstance(mac, (bytes, bytearray)):
-        if len(mac) != 6:
-            raise ValueError(f"a MAC address is 6 bytes, not {len(mac)}")
-        return bytes(mac)
-    if isinstance(mac, int):
-        if not 0 <= mac < (1 << 48):
-            raise ValueError(f"a MAC address is 48 bits, not {mac:#x}")
-        return mac.to_bytes(6, "big")
-    parts = str(mac).replace("-", ":").split(":")
-    try:
-        if len(parts) != 6:
-            raise ValueError
-        out = bytes(int(p, 16) for p in parts)
-    except ValueError:
-        raise ValueError(f"not a MAC address: {mac!r} (expected six hex bytes, "
-                         f"02:00:00:00:00:01)") from None
-    return out
-
-
-def mac_to_str(mac: bytes) -> str:
-    return ":".join(f"{b:02x}" for b in mac)
-
-
-# ---------------------------------------------------------------------------------------
-# Errors
-# ---------------------------------------------------------------------------------------
-
-class ControlFrameError(ValueError):
-    """A control frame, or an interval's set of frames, is not acceptable."""
-
-
-class NotControlFrameError(ControlFrameError):
-    """The frame's EtherType is not 0x88B5."""
-
-
-class TruncatedFrameError(ControlFrameError):
-    """The frame ends before its header or its declared words."""
-
-
-class MalformedFrameError(ControlFrameError):
-    """A field holds a value the format does not allow."""
-
-
-class UnsupportedVersionError(ControlFrameError):
-    """The version byte is not :data:`VERSION`."""
-
-
-class UnknownTypeError(ControlFrameError):
-    """The type byte is neither marker nor synopsis chunk (or not the type expected)."""
-
-
-class ControlConfigMismatch(ControlFrameError):
-    """The frame's configuration ID, kind or word size differs from the expected
-    configuration."""
-
-
-class DuplicateChunkError(ControlFrameError):
-    """A chunk of an interval arrived twice."""
-
-
-class MissingChunkError(ControlFrameError):
-    """An interval's export lacks chunks."""
-
-
-class InconsistentChunkError(ControlFrameError):
-    """Chunks of one interval disagree (count, flags, timestamp) or do not tile the
-    synopsis."""
-
 
 # ---------------------------------------------------------------------------------------
 # Parsed frames
@@ -368,7 +194,7 @@ def build_synopsis_frames(synopsis: Synopsis, *, seq: int, src_mac, dst_mac,
 # ---------------------------------------------------------------------------------------
 
 def _get(frame: bytes, name: str) -> int:
-    f = _BY_NAME[name]
+    f = field_by_name(name)
     return int.from_bytes(frame[f.offset:f.end], "big")
 
 
@@ -398,14 +224,14 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
         raise UnsupportedVersionError(f"control frame version {version}; this host "
                                       f"understands version {VERSION}")
     ftype = _get(frame, "type")
-    if ftype not in _TYPE_NAMES:
+    if ftype not in TYPE_NAMES:
         raise UnknownTypeError(f"control frame type {ftype} is neither marker "
                                f"({TYPE_MARKER}) nor synopsis chunk ({TYPE_SYNOPSIS})")
     kind_code = _get(frame, "kind")
-    if kind_code not in _KIND_NAMES:
+    if kind_code not in KIND_NAMES:
         raise MalformedFrameError(f"synopsis kind {kind_code} is not one of "
-                                  f"{sorted(_KIND_NAMES)} (1 LDA, 2 RDA, 3 LDS)")
-    for f in _RESERVED:
+                                  f"{sorted(KIND_NAMES)} (1 LDA, 2 RDA, 3 LDS)")
+    for f in RESERVED_FIELDS:
         if _get(frame, f.name):
             raise MalformedFrameError(f"reserved byte(s) at {f.offset} are "
                                       f"{_get(frame, f.name):#x}, not zero")
@@ -415,7 +241,7 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
         raise MalformedFrameError(f"flags {flags_byte:#04x} has undefined bits "
                                   f"{flags_byte & ~defined:#04x}")
     flags = IntervalFlags(flags_byte)
-    kind, seq, config_id = _KIND_NAMES[kind_code], _get(frame, "seq"), _get(frame, "config_id")
+    kind, seq, config_id = KIND_NAMES[kind_code], _get(frame, "seq"), _get(frame, "config_id")
     word_chunks = _get(frame, "word_chunks")
     if word_chunks < 1:
         raise MalformedFrameError("word_chunks is 0; a counter word has at least one chunk")

@@ -3,12 +3,13 @@
 field split of the hash outputs.
 
 This module is the one definition that the gateware (``hw/hash_h3.py``), the golden model
-(``host_sw.model.golden``) and the host estimators import; nothing here imports Amaranth. It is
-specified byte for byte in ``docs/SPEC.md`` §1–§3.
+(:mod:`host_sw.model.golden`) and the host estimators import (docs/DESIGN.md, "Where each
+contract lives"); it is in the contracts layer and imports neither Amaranth nor anything
+above it. It is specified byte for byte in ``docs/SPEC.md`` §1–§3.
 
-Data flow (``DESIGN.md``): header tap → **H3 hasher** → classifier/sampler → update
-pipeline. Every frame yields one 64-bit *packet hash* ``P`` computed over its masked header
-window. ``P`` is split into fields:
+Data flow (docs/DESIGN.md, "Data flow of a packet"): header tap → **H3 hasher** →
+classifier/sampler → update pipeline. Every frame yields one 64-bit *packet hash* ``P``
+computed over its masked header window. ``P`` is split into fields:
 
 * ``P[63:32]`` — the *sampling word*; its number of leading zeros (0..32) chooses the LDA
   bank (and the LDS per-row sampling);
@@ -47,7 +48,7 @@ import numpy as np
 
 __all__ = [
     "RDA_SBOX", "sbox_nibbles64", "RdaBucketHash",
-    "MASK64", "GOLDEN_GAMMA", "mix64", "HashPurpose", "h3_rows", "H3",
+    "MASK64", "GOLDEN_GAMMA", "mix64", "mix64_array", "HashPurpose", "h3_rows", "H3",
     "ETHERTYPE_IPV4", "ETHERTYPE_IPV6", "ETHERTYPE_CONTROL", "MIN_FRAME_BYTES",
     "DEFAULT_WINDOW_BYTES", "FrameClass", "ByteMask", "default_masks",
     "header_windows", "classify_frame", "leading_zeros32", "lda_bank",
@@ -60,7 +61,7 @@ GOLDEN_GAMMA = 0x9E3779B97F4A7C15
 
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
-#: Control/export frames (``DESIGN.md``: EtherType 0x88B5, IEEE local experimental 1).
+#: Control/export frames (``docs/SPEC.md`` §6: EtherType 0x88B5, IEEE local experimental 1).
 ETHERTYPE_CONTROL = 0x88B5
 #: Frames shorter than this (without FCS) are runts: not counted, counted in status.
 MIN_FRAME_BYTES = 60
@@ -74,12 +75,29 @@ PAIR_TABLE_MIN_ROWS = 8192
 TABLE_BLOCK_ROWS = 8192
 
 
+#: SplitMix64's finaliser multipliers.
+_MIX_M1, _MIX_M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
 def mix64(z: int) -> int:
     """SplitMix64's finaliser (Steele, Lea, Flood 2014), on Python ints modulo 2**64."""
     z &= MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    z = ((z ^ (z >> 30)) * _MIX_M1) & MASK64
+    z = ((z ^ (z >> 27)) * _MIX_M2) & MASK64
     return z ^ (z >> 31)
+
+
+def mix64_array(values) -> np.ndarray:
+    """:func:`mix64` over a uint64 array (wrapping arithmetic); a bijection. Returns a new
+    array. The synthetic traffic's fast mode and the estimators' sketches use it."""
+    z = np.array(values, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z ^= z >> np.uint64(30)
+        z *= np.uint64(_MIX_M1)
+        z ^= z >> np.uint64(27)
+        z *= np.uint64(_MIX_M2)
+        z ^= z >> np.uint64(31)
+    return z
 
 
 class HashPurpose(enum.IntEnum):

@@ -3,7 +3,8 @@
 
 One definition for the gateware (memory word layout, ``amaranth.lib.data`` is built from
 :meth:`WordLayout.fields`), the golden model (array dtypes and wrap-around) and the host
-(decoding bus words and control frames). No Amaranth import here.
+(decoding bus words and control frames): docs/DESIGN.md, "Where each contract lives" and
+"Data flow of a counter". Contracts layer; no Amaranth import here.
 
 A word is packed LSB first in field order; on the bus and in export frames it travels as
 ``ceil(width / 32)`` 32-bit chunks, least significant chunk first (``docs/SPEC.md`` §4).

@@ -2,7 +2,9 @@
 """The snapshot of one synopsis: a measurement point's counters for one interval, as
 arrays per word-layout field, and their packing into counter words in memory order
 (``docs/SPEC.md`` §4). Gateware exports, device reads, the golden model and the
-estimators all exchange this one type."""
+estimators all exchange this one type: it is the "snapshot of an interval" of
+docs/DESIGN.md ("Data flow of a counter"), in the contracts layer so that the frame
+reassembler and the driver decode into it without loading the golden model."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Helpers shared by the estimators (private): argument checks, exact ratios, the
-Hoeffding half-width of the LDA paper's bound (1), and a vectorised 64-bit mixer.
+Hoeffding half-width of the LDA paper's bound (1), and a salted 64-bit mixer.
 
-Data flow (``DESIGN.md``, host side): used by the **estimators** only.
+Data flow (docs/DESIGN.md, "Layers and the import rule"): used by the **estimators**
+only; it imports the contracts.
 """
 
 from __future__ import annotations
@@ -14,9 +15,16 @@ from fractions import Fraction
 import numpy as np
 
 from host_sw.contracts.config import SynopsisConfig, check_comparable
+from host_sw.contracts.hashing import GOLDEN_GAMMA, MASK64, mix64_array
 
-__all__ = ["check_pair", "check_confidence", "hoeffding_half_width", "fraction_to_float",
-           "mix64_array", "jsonable", "dataclass_to_dict"]
+__all__ = ["check_pair", "check_kind", "check_confidence", "hoeffding_half_width",
+           "fraction_to_float", "salted_mix64", "jsonable", "dataclass_to_dict"]
+
+
+def check_kind(config: SynopsisConfig, config_type: type, message: str) -> None:
+    """Raise ``ValueError(message)`` unless ``config`` is of ``config_type``'s kind."""
+    if config.kind != config_type.kind:
+        raise ValueError(message)
 
 
 def check_pair(sender, receiver, config_type: type, what: str) -> SynopsisConfig:
@@ -27,9 +35,8 @@ def check_pair(sender, receiver, config_type: type, what: str) -> SynopsisConfig
     """
     check_comparable(sender.config, receiver.config)
     config = sender.config
-    if not isinstance(config, config_type):
-        raise ValueError(f"{what} needs {config_type.kind.upper()} synopses, "
-                         f"not {config.kind.upper()} ({type(config).__name__})")
+    check_kind(config, config_type, f"{what} needs {config_type.kind.upper()} synopses, "
+               f"not {config.kind.upper()} ({type(config).__name__})")
     for side, syn in (("sender", sender), ("receiver", receiver)):
         for name in config.layout.names:
             arr = syn.fields.get(name)
@@ -88,18 +95,10 @@ def dataclass_to_dict(obj) -> dict:
     return {f.name: jsonable(getattr(obj, f.name)) for f in fields(obj)}
 
 
-_C1 = np.uint64(0xBF58476D1CE4E5B9)
-_C2 = np.uint64(0x94D049BB133111EB)
-
-
-def mix64_array(values, salt: int = 0) -> np.ndarray:
-    """SplitMix64's finaliser over a uint64 array (wrapping arithmetic), with an optional
-    salt added first: a fast 64-bit mixer for sketches that need a hash independent of
-    the bucket hashes (MinHash, FineComb buckets)."""
-    z = np.asarray(values, dtype=np.uint64)
+def salted_mix64(values, salt: int) -> np.ndarray:
+    """:func:`~host_sw.contracts.hashing.mix64_array` of ``values + (salt + 1) *
+    GOLDEN_GAMMA`` (wrapping): a fast 64-bit mixer for sketches that need a hash
+    independent of the bucket hashes (MinHash, FineComb buckets)."""
     with np.errstate(over="ignore"):
-        z = z + np.uint64((0x9E3779B97F4A7C15 * (salt + 1)) & ((1 << 64) - 1))
-        z = (z ^ (z >> np.uint64(30))) * _C1
-        z = (z ^ (z >> np.uint64(27))) * _C2
-        z = z ^ (z >> np.uint64(31))
-    return z
+        z = np.asarray(values, dtype=np.uint64) + np.uint64((GOLDEN_GAMMA * (salt + 1)) & MASK64)
+    return mix64_array(z)

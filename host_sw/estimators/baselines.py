@@ -5,7 +5,8 @@
 Neither is a synopsis the gateware computes; both take per-packet ground truth (the
 traffic a simulation generated) and return estimates comparable with
 :func:`~host_sw.estimators.lda.estimate_lda` and :func:`~host_sw.estimators.rda.estimate_rda`.
-Data flow (``DESIGN.md``): simulated traffic ► **baselines** ► ``docs/ACCURACY.md``.
+Data flow (docs/DESIGN.md, "Layers and the import rule": estimators layer): simulated
+traffic ► **baselines** ► ``docs/ACCURACY.md``.
 
 * :func:`finecomb_ideal` — one array of ``buckets`` buckets, each packet in the bucket
   chosen by a hash of its ID; a bucket's digest check fails when the two points hold
@@ -30,7 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from host_sw.contracts.hashing import range_reduce32
-from ._common import dataclass_to_dict, fraction_to_float, mix64_array
+from host_sw.estimators._common import dataclass_to_dict, fraction_to_float, salted_mix64
 
 __all__ = ["FineCombEstimate", "finecomb_ideal", "finecomb_buckets", "ProbeEstimate",
            "poisson_probes"]
@@ -43,7 +44,7 @@ def finecomb_buckets(ids, buckets: int) -> np.ndarray:
     """FineComb bucket of each packet ID: ``range_reduce32`` of a mixed 32-bit hash."""
     if not 1 <= buckets <= (1 << 32):
         raise ValueError(f"buckets must be 1..2**32, not {buckets}")
-    mixed = mix64_array(np.asarray(ids, dtype=np.uint64), FINECOMB_SALT) >> np.uint64(32)
+    mixed = salted_mix64(np.asarray(ids, dtype=np.uint64), FINECOMB_SALT) >> np.uint64(32)
     return range_reduce32(mixed, buckets)
 
 

@@ -3,9 +3,10 @@
 interval from a sender's and a receiver's LDA synopsis (Kompella et al., "Every
 microsecond counts", §III-B–E), plus the bank-tuning formulas of §III-D.
 
-Data flow (``DESIGN.md``, host side): snapshot of an interval (two
-:class:`~host_sw.contracts.synopsis.Synopsis`) ► **this module** ► CLI/export; the host also uses
-:func:`tuned_threshold` to retune bank thresholds from the measured loss.
+Data flow (docs/DESIGN.md, "Data flow of a counter"; estimators layer): snapshot of an
+interval (two :class:`~host_sw.contracts.synopsis.Synopsis`) ► **this module** ►
+CLI/export; the host also uses :func:`tuned_threshold` to retune bank thresholds from the
+measured loss.
 
 Definitions (the paper's, with 0-based rows):
 
@@ -39,10 +40,10 @@ from fractions import Fraction
 import numpy as np
 
 from host_sw.contracts.config import LdaConfig, threshold_for_rate
-from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.layouts import signed_difference
-from ._common import (check_confidence, check_pair, dataclass_to_dict, fraction_to_float,
-                      hoeffding_half_width)
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.estimators._common import (check_confidence, check_pair, dataclass_to_dict,
+                                        fraction_to_float, hoeffding_half_width)
 
 __all__ = ["LdaBankSummary", "LdaEstimate", "estimate_lda", "sampling_rate_for_loss",
            "tuned_threshold", "tuned_thresholds", "expected_samples"]
@@ -150,6 +151,38 @@ def _int_sum(values) -> int:
     return int(np.sum(np.asarray(values).astype(object))) if np.size(values) else 0
 
 
+def _collapsed_pairs(usable: np.ndarray, sent_rows: np.ndarray, ts_diff: np.ndarray):
+    """The usable collapsed row pairs (2i, 2i+1): their sender counts ``S~`` and their
+    ``T~_B - T~_A = d[2i+1] - d[2i]`` (Python ints)."""
+    pair_usable = usable[:, 0::2] & usable[:, 1::2]
+    pair_counts = (sent_rows[:, 0::2] + sent_rows[:, 1::2])[pair_usable]
+    pair_diff = (ts_diff[:, 1::2].astype(object) - ts_diff[:, 0::2].astype(object))[pair_usable]
+    return pair_counts, pair_diff
+
+
+def _variance(mean_ticks, pair_diff: np.ndarray, collapsed_samples: int, tick: Fraction,
+              notes: list[str]):
+    """§III-E: ``(F in ticks², variance in ns², std in ns, clipped)``; ``None``s without a
+    mean or collapsed samples, a negative variance clipped to 0 (both noted)."""
+    if mean_ticks is None:
+        return None, None, None, False
+    if collapsed_samples == 0:
+        notes.append("no standard deviation: no usable collapsed row pair holds a packet")
+        return None, None, None, False
+    square_sum = int(np.sum(pair_diff * pair_diff)) if pair_diff.size else 0
+    second_moment = Fraction(square_sum, collapsed_samples)
+    variance_ticks2 = second_moment - mean_ticks * mean_ticks
+    clipped = variance_ticks2 < 0
+    if clipped:
+        notes.append(f"variance estimate F - mean^2 = "
+                     f"{fraction_to_float(variance_ticks2 * tick * tick):.6g} ns^2 "
+                     f"was negative and is clipped to 0 (too few collapsed samples: "
+                     f"{collapsed_samples})")
+        variance_ticks2 = Fraction(0)
+    variance_ns2 = fraction_to_float(variance_ticks2 * tick * tick)
+    return second_moment, variance_ns2, math.sqrt(variance_ns2), clipped
+
+
 def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
                  confidence: float = 0.98) -> LdaEstimate:
     """Estimate average delay, its standard deviation and loss from two LDA synopses.
@@ -185,13 +218,10 @@ def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
     ts_diff = signed_difference(receiver.ts_sum, sender.ts_sum, ts_bits)
     usable = count_diff == 0
 
-    banks = []
-    for j in range(config.banks):
-        sent_j = _int_sum(sent_rows[j])
-        received_j = _int_sum(received_rows[j])
-        banks.append(LdaBankSummary(
-            bank=j, sent=sent_j, received=received_j, lost=-_int_sum(count_diff[j]),
-            usable_rows=int(usable[j].sum()), samples=_int_sum(sent_rows[j][usable[j]])))
+    banks = [LdaBankSummary(
+        bank=j, sent=_int_sum(sent_rows[j]), received=_int_sum(received_rows[j]),
+        lost=-_int_sum(count_diff[j]), usable_rows=int(usable[j].sum()),
+        samples=_int_sum(sent_rows[j][usable[j]])) for j in range(config.banks)]
     sent = sum(b.sent for b in banks)
     received = sum(b.received for b in banks)
     lost = sum(b.lost for b in banks)
@@ -209,29 +239,11 @@ def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
         notes.append(f"no mean: no usable row holds a packet ({usable_rows} usable rows "
                      f"of {config.buckets}, all empty; {lost} packets lost)")
 
-    # Collapsed rows (2i, 2i+1): T~_B - T~_A = d[2i+1] - d[2i].
-    pair_usable = usable[:, 0::2] & usable[:, 1::2]
-    pair_counts = (sent_rows[:, 0::2] + sent_rows[:, 1::2])[pair_usable]
-    pair_diff = (ts_diff[:, 1::2].astype(object) - ts_diff[:, 0::2].astype(object))[pair_usable]
+    pair_counts, pair_diff = _collapsed_pairs(usable, sent_rows, ts_diff)
     collapsed_pairs = int(np.count_nonzero(pair_counts))
     collapsed_samples = _int_sum(pair_counts)
-    second_moment = variance_ns2 = std_ns = None
-    clipped = False
-    if mean_ticks is not None and collapsed_samples > 0:
-        square_sum = int(np.sum(pair_diff * pair_diff)) if pair_diff.size else 0
-        second_moment = Fraction(square_sum, collapsed_samples)
-        variance_ticks2 = second_moment - mean_ticks * mean_ticks
-        if variance_ticks2 < 0:
-            clipped = True
-            notes.append(f"variance estimate F - mean^2 = "
-                         f"{fraction_to_float(variance_ticks2 * tick * tick):.6g} ns^2 "
-                         f"was negative and is clipped to 0 (too few collapsed samples: "
-                         f"{collapsed_samples})")
-            variance_ticks2 = Fraction(0)
-        variance_ns2 = fraction_to_float(variance_ticks2 * tick * tick)
-        std_ns = math.sqrt(variance_ns2)
-    elif mean_ticks is not None:
-        notes.append("no standard deviation: no usable collapsed row pair holds a packet")
+    second_moment, variance_ns2, std_ns, clipped = _variance(
+        mean_ticks, pair_diff, collapsed_samples, tick, notes)
 
     half = low = high = None
     if std_ns is not None:

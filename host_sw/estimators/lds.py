@@ -2,14 +2,16 @@
 """LDS estimators: per-flow delay, size and loss from a sender's and a receiver's Lossy
 Difference Sketch (Sanjuàs-Cuxart et al., IMC 2011, ``papers/lds-*``).
 
-Data flow (``DESIGN.md``, host side): snapshot of an interval (two
-:class:`~host_sw.contracts.synopsis.Synopsis` objects of one :class:`~host_sw.contracts.config.LdsConfig`) ►
-**these estimators** ► CLI/export. Pure functions over the counter arrays, vectorised
-over flows (the §5.1 reproduction queries ~100 k flows).
+Data flow (docs/DESIGN.md, "Data flow of a counter"; estimators layer): snapshot of an
+interval (two :class:`~host_sw.contracts.synopsis.Synopsis` objects of one
+:class:`~host_sw.contracts.config.LdsConfig`) ► **these estimators** ► CLI/export. Pure
+functions over the counter arrays, vectorised over flows (the §5.1 reproduction queries
+~100 k flows).
 
 A flow is named by its per-row 32-bit flow hashes (``(R,)`` for one flow, ``(R, F)`` for
 F flows), computed from its header with the contract
-``Hashers(config).flow[class][r]`` (:func:`flow_row_hashes`). Its cells in row ``r`` are
+``Hashers(config).flow[class][r]`` (:func:`host_sw.model.golden.flow_row_hashes`, also
+importable from here). Its cells in row ``r`` are
 ``(base_r + j) mod C`` for ``j in 0..k-1`` with ``base_r = range_reduce32(h_r, C)`` —
 the flow's virtual LDA, exactly the cells :func:`host_sw.model.golden.bucket_indices` updates.
 
@@ -38,40 +40,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.config import LdsConfig, check_comparable
-from host_sw.model.golden import Hashers
-from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass, range_reduce32
 from host_sw.contracts.layouts import signed_difference
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.estimators._common import check_kind
+from host_sw.model.golden import flow_row_hashes
 
 __all__ = ["LdsFlowEstimates", "flow_row_hashes", "flow_key_window", "flow_cells",
            "estimate_flows", "DEFAULT_ALPHA"]
 
 #: The paper's tolerance for interference in cell selection (§2.3.4, Fig. 6).
 DEFAULT_ALPHA = 0.1
-
-
-def flow_row_hashes(config: LdsConfig, flow_windows: np.ndarray, classes=None,
-                    hashers: Hashers | None = None) -> np.ndarray:
-    """Per-row flow hashes ``(R, F)`` uint64 of flows given by one header window each
-    (``(F, window_bytes)`` uint8; any packet of the flow will do — the flow mask keeps
-    only the 5-tuple). ``classes`` (default all IPv4) picks IPv4 or IPv6 masks."""
-    if not isinstance(config, LdsConfig):
-        raise ValueError(f"flow hashes need an LDS configuration, not {config.kind}")
-    windows = np.asarray(flow_windows, dtype=np.uint8)
-    if windows.ndim != 2 or windows.shape[1] != config.window_bytes:
-        raise ValueError(f"expected (F, {config.window_bytes}) flow windows, got "
-                         f"{windows.shape}")
-    hashers = hashers or Hashers(config)
-    f = windows.shape[0]
-    classes = (np.full(f, FrameClass.IPV4, dtype=np.int64) if classes is None
-               else np.asarray(classes))
-    out = np.zeros((config.rows, f), dtype=np.uint64)
-    for cls in (FrameClass.IPV4, FrameClass.IPV6):
-        sel = classes == cls
-        if sel.any():
-            for r, h in enumerate(hashers.flow[cls]):
-                out[r, sel] = h(windows[sel])
-    return out
 
 
 _PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132}
@@ -196,8 +175,7 @@ def estimate_flows(sender: Synopsis, receiver: Synopsis, flow_hashes, *,
         noisy, and the plain minimum tends to pick a 1-sample cell of the sparsest row.
     """
     config = sender.config
-    if not isinstance(config, LdsConfig):
-        raise ValueError(f"LDS estimators need LDS synopses, not {config.kind}")
+    check_kind(config, LdsConfig, f"LDS estimators need LDS synopses, not {config.kind}")
     check_comparable(config, receiver.config)
     if not alpha >= 0:
         raise ValueError(f"alpha must be non-negative, not {alpha}")

@@ -3,11 +3,13 @@
 packets, repair the synopses with the two caches, and compute an exact average delay and
 a standard deviation (Huang et al., "Reconcilable Difference Aggregator", §IV–§V, §VIII).
 
-Data flow (``DESIGN.md``, host side): snapshot of an interval (two
-:class:`~host_sw.contracts.synopsis.Synopsis` of an :class:`~host_sw.contracts.config.RdaConfig`, plus each
-measurement point's cache ``{packet ID: timestamp}``) ► **this module** ► CLI/export.
+Data flow (docs/DESIGN.md, "Data flow of a counter"; estimators layer): snapshot of an
+interval (two :class:`~host_sw.contracts.synopsis.Synopsis` of an
+:class:`~host_sw.contracts.config.RdaConfig`, plus each measurement point's cache
+``{packet ID: timestamp}``) ► **this module** ► CLI/export.
 
-Steps (each a public function):
+Steps (each a public function; steps 1–3 are in :mod:`host_sw.estimators.rda_decode` and
+importable from here):
 
 1. :func:`subtract` — bucket by bucket, ``Δ = receiver count − sender count`` (signed,
    :func:`~host_sw.contracts.layouts.signed_difference`) and ``ID = receiver ID ⊕ sender ID``.
@@ -60,12 +62,14 @@ from fractions import Fraction
 import numpy as np
 
 from host_sw.contracts.config import RdaConfig
-from host_sw.model.golden import Hashers, PacketHashes, update
+from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.contracts.hashing import range_reduce32
-from host_sw.contracts.layouts import signed_difference, wrap
-from ._common import (check_confidence, check_pair, dataclass_to_dict, fraction_to_float,
-                      hoeffding_half_width, mix64_array)
+from host_sw.estimators._common import (check_confidence, check_kind, check_pair,
+                                        dataclass_to_dict, fraction_to_float,
+                                        hoeffding_half_width, salted_mix64)
+from host_sw.estimators.rda_decode import (PacketCache, RdaDecoding, RdaSubtraction, decode,
+                                           remove_packets, repair, sorted_unique, subtract)
+from host_sw.model.golden import Hashers, PacketHashes, update
 
 __all__ = ["RdaSubtraction", "RdaDecoding", "RdaEstimate", "PacketCache", "subtract",
            "decode", "repair", "estimate_rda", "SetDifferenceEstimate", "minhash_sketch",
@@ -73,354 +77,6 @@ __all__ = ["RdaSubtraction", "RdaDecoding", "RdaEstimate", "PacketCache", "subtr
            "rda_from_caches"]
 
 
-# ---------------------------------------------------------------------------------------
-# Caches
-# ---------------------------------------------------------------------------------------
-
-@dataclass(frozen=True, eq=False)
-class PacketCache:
-    """A measurement point's cache of ``(packet ID, timestamp)`` for one interval, as
-    sorted arrays (built by :meth:`of`).
-
-    Attributes
-    ----------
-    ids:
-        uint64, sorted, distinct.
-    timestamps:
-        uint64 ticks, aligned with ``ids``.
-    """
-    ids: np.ndarray
-    timestamps: np.ndarray
-
-    @classmethod
-    def of(cls, cache) -> "PacketCache":
-        """Build from a ``{id: timestamp}`` mapping, an ``(ids, timestamps)`` pair of
-        arrays, or a :class:`PacketCache` (returned as is)."""
-        if isinstance(cache, PacketCache):
-            return cache
-        if isinstance(cache, dict):
-            n = len(cache)
-            ids = np.fromiter((int(i) for i in cache.keys()), dtype=np.uint64, count=n)
-            ts = np.fromiter((int(t) for t in cache.values()), dtype=np.int64, count=n)
-        else:
-            try:
-                ids_in, ts_in = cache
-            except (TypeError, ValueError):
-                raise ValueError("a cache is a {id: timestamp} dict or an (ids, timestamps) "
-                                 f"pair of arrays, not {type(cache).__name__}") from None
-            ids = np.asarray(ids_in, dtype=np.uint64).ravel()
-            ts = np.asarray(ts_in).ravel()
-            if ids.shape != ts.shape:
-                raise ValueError(f"cache has {ids.size} IDs but {ts.size} timestamps")
-        if ts.size and not np.issubdtype(ts.dtype, np.integer):
-            raise ValueError(f"cache timestamps must be integer ticks, not {ts.dtype}")
-        if ts.size and np.issubdtype(ts.dtype, np.signedinteger) and (ts < 0).any():
-            raise ValueError("cache timestamps must be non-negative ticks")
-        order = np.argsort(ids, kind="stable")
-        ids, ts = ids[order], ts[order].astype(np.uint64)
-        if ids.size > 1 and (ids[1:] == ids[:-1]).any():
-            dup = int(ids[1:][ids[1:] == ids[:-1]][0])
-            raise ValueError(f"cache holds packet ID {dup:#018x} more than once; keep one "
-                             f"entry per ID (the paper discards duplicates)")
-        return cls(ids, ts)
-
-    def __len__(self):
-        return int(self.ids.size)
-
-    def lookup(self, ids) -> tuple[np.ndarray, np.ndarray]:
-        """``(found, timestamps)`` for each ID (timestamps are 0 where not found)."""
-        ids = np.asarray(ids, dtype=np.uint64).ravel()
-        if self.ids.size == 0:
-            return np.zeros(ids.size, bool), np.zeros(ids.size, np.uint64)
-        pos = np.searchsorted(self.ids, ids)
-        pos_c = np.minimum(pos, self.ids.size - 1)
-        found = self.ids[pos_c] == ids
-        return found, np.where(found, self.timestamps[pos_c], np.uint64(0))
-
-
-# ---------------------------------------------------------------------------------------
-# Subtraction and decoding (Algorithm 1)
-# ---------------------------------------------------------------------------------------
-
-@dataclass(frozen=True, eq=False)
-class RdaSubtraction:
-    """The subtraction RDA ``I_B − I_A`` (receiver minus sender).
-
-    Attributes
-    ----------
-    config:
-        The shared configuration.
-    delta:
-        int64 ``(k, m)``: receiver count − sender count (signed).
-    id_xor:
-        uint64 ``(k, m)``: receiver ID ⊕ sender ID.
-    """
-    config: RdaConfig
-    delta: np.ndarray
-    id_xor: np.ndarray
-
-
-def subtract(sender: Synopsis, receiver: Synopsis) -> RdaSubtraction:
-    """Bucket-wise ``receiver − sender`` of two RDA synopses (§V-B (i)).
-
-    Raises :class:`~host_sw.contracts.config.ConfigMismatch` on different configurations.
-    """
-    config = check_pair(sender, receiver, RdaConfig, "subtract")
-    delta = signed_difference(receiver.count, sender.count, config.count_bits)
-    ids = (np.asarray(receiver["id_xor"], dtype=np.uint64)
-           ^ np.asarray(sender["id_xor"], dtype=np.uint64))
-    return RdaSubtraction(config, delta.astype(np.int64), ids)
-
-
-@dataclass(frozen=True, eq=False)
-class RdaDecoding:
-    """Result of :func:`decode`.
-
-    Attributes
-    ----------
-    lost_ids:
-        uint64, sorted: packets only the sender recorded (``Δ = −1``).
-    reordered_ids:
-        uint64, sorted: packets only the receiver recorded (``Δ = +1``).
-    decoded:
-        True when every bucket of the subtraction emptied and every peeled ID has a net
-        count of ±1: the set difference was listed completely.
-    undecoded_buckets:
-        Buckets still non-empty (``Δ ≠ 0`` or ``ID ≠ 0``) when peeling stopped.
-    rounds:
-        Peeling rounds run.
-    cancelled_ids:
-        IDs peeled once with each sign (false pure buckets that corrected themselves).
-    """
-    lost_ids: np.ndarray
-    reordered_ids: np.ndarray
-    decoded: bool
-    undecoded_buckets: int
-    rounds: int
-    cancelled_ids: int = 0
-
-    @property
-    def set_difference(self) -> int:
-        return int(self.lost_ids.size + self.reordered_ids.size)
-
-    def to_dict(self) -> dict:
-        return dataclass_to_dict(self)
-
-
-class _BucketFunction:
-    """``h_l`` of every bank, as flat indices ``l·m + h_l(id)``."""
-
-    def __init__(self, config: RdaConfig, hashers: Hashers | None):
-        hashers = hashers or Hashers(config)
-        if len(hashers.rda_bucket) != config.banks:
-            raise ValueError("hashers were not built for this RDA configuration")
-        self.h3 = hashers.rda_bucket
-        self.banks, self.m = config.shape
-
-    def bank(self, l: int, ids: np.ndarray) -> np.ndarray:
-        return range_reduce32(self.h3[l].of_u64(ids), self.m)
-
-    def positions(self, ids: np.ndarray) -> np.ndarray:
-        """``(k, n)`` flat bucket positions of each ID in every bank."""
-        return np.stack([self.bank(l, ids) + l * self.m for l in range(self.banks)])
-
-    def pure(self, flat: np.ndarray, delta: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """The subset of flat positions ``flat`` whose bucket is pure."""
-        flat = flat[np.abs(delta[flat]) == 1]
-        if flat.size == 0:
-            return flat
-        bank = flat // self.m
-        keep = np.zeros(flat.size, dtype=bool)
-        for l in range(self.banks):
-            sel = bank == l
-            if sel.any():
-                home = self.bank(l, ids[flat[sel]]) + l * self.m
-                keep[sel] = home == flat[sel]
-        return flat[keep]
-
-
-def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
-           sender_ids=None, receiver_ids=None,
-           max_rounds: int | None = None) -> RdaDecoding:
-    """List the lost and reordered packets of a subtraction RDA (Algorithm 1).
-
-    Parameters
-    ----------
-    subtraction:
-        From :func:`subtract` (not modified).
-    hashers:
-        Optional prebuilt :class:`~host_sw.model.golden.Hashers` of the configuration.
-    sender_ids, receiver_ids:
-        Optional membership check (ID arrays or :class:`PacketCache`): a pure-looking
-        bucket with ``Δ = −1`` is only peeled when its ID is in ``sender_ids``, one with
-        ``Δ = +1`` only when it is in ``receiver_ids``. This rejects the false pure
-        buckets exactly (see the module notes). Without it
-        the guards make them harmless at ``d ≤ m/8`` (every failure seen there was a
-        true stopping set), but at ``d/m ≈ 0.3–0.4`` decoding can stop with tens of IDs
-        left where the check lets it finish (``bench/rda_decode.py``).
-    max_rounds:
-        Limit on peeling rounds (default 1000; decoding below the peeling threshold
-        takes a few tens). It stops false pure IDs that would be peeled back and forth.
-
-    Returns
-    -------
-    RdaDecoding
-    """
-    config = subtraction.config
-    k, m = config.shape
-    h = _BucketFunction(config, hashers)
-    delta = np.array(subtraction.delta, dtype=np.int64).reshape(-1)
-    ids = np.array(subtraction.id_xor, dtype=np.uint64).reshape(-1)
-    limit = 1000 if max_rounds is None else max_rounds
-    if limit < 1:
-        raise ValueError(f"max_rounds must be positive, not {max_rounds}")
-
-    members = {-1: None if sender_ids is None else _membership(sender_ids),
-               +1: None if receiver_ids is None else _membership(receiver_ids)}
-
-    candidates = h.pure(np.flatnonzero(np.abs(delta) == 1), delta, ids)
-    peeled_ids, peeled_delta = [], []
-    rounds = 0
-    while candidates.size and rounds < limit:
-        rounds += 1
-        x, first = np.unique(ids[candidates], return_index=True)
-        home = candidates[first]
-        dx = delta[home]
-        where = h.positions(x)
-        # Guard (a): a genuine member of the difference sits in every bank's bucket.
-        genuine = np.all(ids[where] != 0, axis=0)
-        for sign, known in members.items():
-            if known is not None:
-                side = dx == sign
-                genuine[side] &= _contains(known, x[side])
-        if not genuine.all():
-            x, dx, where, home = x[genuine], dx[genuine], where[:, genuine], home[genuine]
-            if x.size == 0:
-                break
-        # Guard (b): IDs pure in every bank go first; the others wait until none is left.
-        confirmed = np.all(ids[where] == x, axis=0)
-        deferred = home[:0]
-        if confirmed.any() and not confirmed.all():
-            deferred = home[~confirmed]
-            x, dx, where = x[confirmed], dx[confirmed], where[:, confirmed]
-        flat = where.reshape(-1)
-        np.bitwise_xor.at(ids, flat, np.tile(x, k))
-        np.subtract.at(delta, flat, np.tile(dx, k))
-        peeled_ids.append(x)
-        peeled_delta.append(dx)
-        # Only touched (and deferred) buckets can have become pure; duplicates are
-        # harmless (IDs are deduplicated above).
-        candidates = h.pure(np.concatenate([flat, deferred]), delta, ids)
-
-    undecoded = int(np.count_nonzero((delta != 0) | (ids != 0)))
-    cancelled = 0
-    if peeled_ids:
-        all_ids = np.concatenate(peeled_ids)
-        all_delta = np.concatenate(peeled_delta)
-        unique_ids, inverse = np.unique(all_ids, return_inverse=True)
-        net = np.zeros(unique_ids.size, dtype=np.int64)
-        np.add.at(net, inverse, all_delta)
-        lost = unique_ids[net == -1]
-        reordered = unique_ids[net == 1]
-        cancelled = int(np.count_nonzero(net == 0))
-        inconsistent = int(np.count_nonzero(np.abs(net) > 1))
-    else:
-        lost = reordered = np.zeros(0, dtype=np.uint64)
-        inconsistent = 0
-    return RdaDecoding(lost_ids=lost, reordered_ids=reordered,
-                       decoded=undecoded == 0 and inconsistent == 0,
-                       undecoded_buckets=undecoded, rounds=rounds, cancelled_ids=cancelled)
-
-
-def _sorted_unique(values) -> np.ndarray:
-    """Distinct values, sorted (sort-based; numpy's hash-based ``unique`` is slower on
-    large uint64 arrays)."""
-    a = np.sort(np.asarray(values, dtype=np.uint64).ravel())
-    if a.size > 1:
-        a = a[np.concatenate(([True], a[1:] != a[:-1]))]
-    return a
-
-
-def _membership(ids) -> np.ndarray:
-    if isinstance(ids, PacketCache):
-        return ids.ids
-    return np.sort(np.asarray(ids, dtype=np.uint64).ravel())
-
-
-def _contains(sorted_ids: np.ndarray, x: np.ndarray) -> np.ndarray:
-    if sorted_ids.size == 0 or x.size == 0:
-        return np.zeros(x.size, dtype=bool)
-    pos = np.minimum(np.searchsorted(sorted_ids, x), sorted_ids.size - 1)
-    return sorted_ids[pos] == x
-
-
-# ---------------------------------------------------------------------------------------
-# Repair
-# ---------------------------------------------------------------------------------------
-
-def _remove(synopsis: Synopsis, ids: np.ndarray, timestamps: np.ndarray,
-            hashers: Hashers | None) -> Synopsis:
-    """The synopsis without the given packets (the golden model's update, inverted)."""
-    config = synopsis.config
-    removal = update(config, PacketHashes(packet=np.asarray(ids, dtype=np.uint64)),
-                     np.asarray(timestamps, dtype=np.uint64), hashers=hashers)
-    out = {}
-    for f in config.layout.fields:
-        a = np.asarray(synopsis.fields[f.name], dtype=np.uint64)
-        b = removal.fields[f.name]
-        out[f.name] = wrap(a - b, f.width) if f.combine == "sum" else a ^ b
-    return Synopsis(config, out)
-
-
-def _ids_array(ids) -> np.ndarray:
-    return _sorted_unique(ids)
-
-
-def repair(sender: Synopsis, receiver: Synopsis, lost_ids, reordered_ids,
-           sender_cache=None, receiver_cache=None, *,
-           hashers: Hashers | None = None) -> tuple[Synopsis, Synopsis]:
-    """Remove lost packets from the sender synopsis and reordered packets from the
-    receiver synopsis (§VIII "Latency Aggregation").
-
-    Parameters
-    ----------
-    sender, receiver:
-        The two RDA synopses (not modified).
-    lost_ids, reordered_ids:
-        Packet IDs, e.g. from :func:`decode`.
-    sender_cache, receiver_cache:
-        ``{id: timestamp}`` dicts, ``(ids, timestamps)`` arrays or :class:`PacketCache`;
-        each is needed only when its list of IDs is non-empty.
-
-    Returns
-    -------
-    (Synopsis, Synopsis)
-        The repaired sender and receiver synopses.
-
-    Raises
-    ------
-    ValueError
-        When an ID is missing from the cache that must hold it.
-    """
-    config = check_pair(sender, receiver, RdaConfig, "repair")
-    hashers = hashers or Hashers(config)
-    out = []
-    for side, syn, ids, cache in (("sender", sender, lost_ids, sender_cache),
-                                  ("receiver", receiver, reordered_ids, receiver_cache)):
-        ids = _ids_array(ids)
-        if ids.size == 0:
-            out.append(syn)
-            continue
-        kind = "lost" if side == "sender" else "reordered"
-        if cache is None:
-            raise ValueError(f"{ids.size} {kind} packets need the {side} cache to repair")
-        found, ts = PacketCache.of(cache).lookup(ids)
-        if not found.all():
-            missing = ids[~found]
-            raise ValueError(f"{missing.size} {kind} packet IDs are not in the {side} "
-                             f"cache (first: {int(missing[0]):#018x})")
-        out.append(_remove(syn, ids, ts, hashers))
-    return out[0], out[1]
 
 
 # ---------------------------------------------------------------------------------------
@@ -521,6 +177,100 @@ def _ts_signed(receiver: Synopsis, sender: Synopsis, bits: int) -> np.ndarray:
     return signed_difference(receiver.ts_sum, sender.ts_sum, bits).astype(object)
 
 
+def _repair_from_caches(sender, receiver, decoding: RdaDecoding, sender_cache,
+                        receiver_cache, hashers, notes: list[str]):
+    """Remove the decoded packets the caches can supply: ``(sender, receiver, repaired)``
+    with ``repaired`` False when a cache is missing or lacks a decoded ID (noted)."""
+    repaired = True
+    fixed = []
+    for side, syn, ids, cache in (("sender", sender, decoding.lost_ids, sender_cache),
+                                  ("receiver", receiver, decoding.reordered_ids,
+                                   receiver_cache)):
+        kind = "lost" if side == "sender" else "reordered"
+        if ids.size == 0:
+            fixed.append(syn)
+            continue
+        if cache is None:
+            repaired = False
+            notes.append(f"{ids.size} {kind} packets not removed: no {side} cache given")
+            fixed.append(syn)
+            continue
+        found, ts = PacketCache.of(cache).lookup(ids)
+        if not found.all():
+            repaired = False
+            notes.append(f"{int((~found).sum())} decoded {kind} IDs are not in the {side} "
+                         f"cache; left in place")
+        fixed.append(remove_packets(syn, ids[found], ts[found], hashers) if found.any()
+                     else syn)
+    return fixed[0], fixed[1], repaired
+
+
+def _clean_buckets(sender: Synopsis, receiver: Synopsis, config: RdaConfig):
+    """``(sender counts, clean, nonempty, ts differences)``: a bucket is clean when both
+    points hold the same packets (equal IDs and counts) and at least one."""
+    s_count = np.asarray(sender.count, dtype=np.uint64)
+    r_count = np.asarray(receiver.count, dtype=np.uint64)
+    count_equal = signed_difference(r_count, s_count, config.count_bits) == 0
+    id_equal = (np.asarray(sender["id_xor"], dtype=np.uint64)
+                == np.asarray(receiver["id_xor"], dtype=np.uint64))
+    nonempty = (s_count != 0) | (r_count != 0)
+    clean = count_equal & id_equal & (s_count != 0)
+    return s_count, clean, nonempty, _ts_signed(receiver, sender, config.ts_bits)
+
+
+def _selective_collapse(clean: np.ndarray, ts_diff: np.ndarray, s_count: np.ndarray):
+    """Algorithm 2, per bank: the clean buckets in pairs; ``(Σ (Δs_p − Δs_q)², Σ counts,
+    pairs)``."""
+    square_sum = collapsed_count = collapsed_pairs = 0
+    for l in range(clean.shape[0]):
+        chosen = np.flatnonzero(clean[l])
+        pairs = chosen.size // 2
+        if pairs == 0:
+            continue
+        p, q = chosen[0:2 * pairs:2], chosen[1:2 * pairs:2]
+        d = ts_diff[l][p] - ts_diff[l][q]
+        square_sum += int(np.sum(d * d))
+        collapsed_count += int(np.sum(s_count[l][p].astype(object) + s_count[l][q]))
+        collapsed_pairs += pairs
+    return square_sum, collapsed_count, collapsed_pairs
+
+
+def _confidence_interval(exact: bool, mean_ns, std_ns, samples: int, confidence: float,
+                         notes: list[str]):
+    """``(half width, low, high)`` of the mean: zero width when exact, bound (1) with the
+    estimated standard deviation otherwise, ``None``s without one (noted)."""
+    if exact:
+        notes.append("exact mean: the set difference was decoded and repaired completely")
+        return 0.0, mean_ns, mean_ns
+    if std_ns is not None:
+        half = hoeffding_half_width(std_ns, samples, confidence)
+        return half, mean_ns - half, mean_ns + half
+    if mean_ns is not None:
+        notes.append("no confidence interval: it needs the standard deviation")
+    return None, None, None
+
+
+def _variance(mean_ticks, square_sum: int, collapsed_count: int, collapsed_pairs: int,
+              tick: Fraction, notes: list[str]):
+    """Algorithm 3: ``(variance in ns², std in ns, clipped)`` (``None``s without a mean
+    or collapsed pairs; a negative variance is clipped to 0 and noted)."""
+    if mean_ticks is None:
+        return None, None, False
+    if collapsed_count == 0:
+        notes.append("no standard deviation: fewer than two clean buckets in every bank")
+        return None, None, False
+    clipped = False
+    variance_ticks2 = Fraction(square_sum, collapsed_count) - mean_ticks * mean_ticks
+    if variance_ticks2 < 0:
+        clipped = True
+        notes.append(f"variance estimate SqSum/Count - mean^2 = "
+                     f"{fraction_to_float(variance_ticks2 * tick * tick):.6g} ns^2 was "
+                     f"negative and is clipped to 0 ({collapsed_pairs} collapsed pairs)")
+        variance_ticks2 = Fraction(0)
+    variance_ns2 = fraction_to_float(variance_ticks2 * tick * tick)
+    return variance_ns2, math.sqrt(variance_ns2), clipped
+
+
 def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
                  receiver_cache=None, confidence: float = 0.98,
                  hashers: Hashers | None = None) -> RdaEstimate:
@@ -551,7 +301,7 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
     config = check_pair(sender, receiver, RdaConfig, "estimate_rda")
     confidence = check_confidence(confidence)
     hashers = hashers or Hashers(config)
-    k, m = config.shape
+    k = config.shape[0]
     tick = Fraction(config.tick_ns)
     notes: list[str] = []
 
@@ -563,39 +313,10 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
         notes.append(f"decoding incomplete: {decoding.undecoded_buckets} buckets still "
                      f"hold undecoded packets; the mean uses the clean buckets only")
 
-    # Repair with whatever the caches can supply.
-    repaired = True
-    fixed = []
-    for side, syn, ids, cache in (("sender", sender, decoding.lost_ids, sender_cache),
-                                  ("receiver", receiver, decoding.reordered_ids,
-                                   receiver_cache)):
-        kind = "lost" if side == "sender" else "reordered"
-        if ids.size == 0:
-            fixed.append(syn)
-            continue
-        if cache is None:
-            repaired = False
-            notes.append(f"{ids.size} {kind} packets not removed: no {side} cache given")
-            fixed.append(syn)
-            continue
-        found, ts = PacketCache.of(cache).lookup(ids)
-        if not found.all():
-            repaired = False
-            notes.append(f"{int((~found).sum())} decoded {kind} IDs are not in the {side} "
-                         f"cache; left in place")
-        fixed.append(_remove(syn, ids[found], ts[found], hashers) if found.any() else syn)
-    rep_sender, rep_receiver = fixed
-
-    # Clean buckets.
-    s_count = np.asarray(rep_sender.count, dtype=np.uint64)
-    r_count = np.asarray(rep_receiver.count, dtype=np.uint64)
-    count_equal = signed_difference(r_count, s_count, config.count_bits) == 0
-    id_equal = (np.asarray(rep_sender["id_xor"], dtype=np.uint64)
-                == np.asarray(rep_receiver["id_xor"], dtype=np.uint64))
-    nonempty = (s_count != 0) | (r_count != 0)
-    clean = count_equal & id_equal & (s_count != 0)
+    rep_sender, rep_receiver, repaired = _repair_from_caches(
+        sender, receiver, decoding, sender_cache, receiver_cache, hashers, notes)
+    s_count, clean, nonempty, ts_diff = _clean_buckets(rep_sender, rep_receiver, config)
     unclean = nonempty & ~clean
-    ts_diff = _ts_signed(rep_receiver, rep_sender, config.ts_bits)
 
     counted = int(np.sum(s_count[clean].astype(object))) if clean.any() else 0
     delay_sum = int(np.sum(ts_diff[clean])) if clean.any() else 0
@@ -603,55 +324,18 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
                   default=0)
     exact = decoding.decoded and repaired and not unclean.any() and counted > 0
 
-    mean_ticks = mean_ns = None
-    if counted > 0:
-        mean_ticks = Fraction(delay_sum, counted)
-        mean_ns = fraction_to_float(mean_ticks * tick)
-    elif not nonempty.any():
-        notes.append("no mean: both synopses are empty")
-    else:
-        notes.append(f"no mean: no clean bucket ({int(unclean.sum())} buckets hold "
+    mean_ticks = Fraction(delay_sum, counted) if counted > 0 else None
+    mean_ns = fraction_to_float(mean_ticks * tick) if counted > 0 else None
+    if counted == 0:
+        notes.append("no mean: both synopses are empty" if not nonempty.any() else
+                     f"no mean: no clean bucket ({int(unclean.sum())} buckets hold "
                      f"different packets at the two points)")
-
-    # Algorithm 2 (selective collapse, per bank) and Algorithm 3.
-    square_sum = 0
-    collapsed_count = 0
-    collapsed_pairs = 0
-    for l in range(k):
-        chosen = np.flatnonzero(clean[l])
-        pairs = chosen.size // 2
-        if pairs == 0:
-            continue
-        p, q = chosen[0:2 * pairs:2], chosen[1:2 * pairs:2]
-        d = ts_diff[l][p] - ts_diff[l][q]
-        square_sum += int(np.sum(d * d))
-        collapsed_count += int(np.sum(s_count[l][p].astype(object) + s_count[l][q]))
-        collapsed_pairs += pairs
-    variance_ns2 = std_ns = None
-    clipped = False
-    if mean_ticks is not None and collapsed_count > 0:
-        variance_ticks2 = Fraction(square_sum, collapsed_count) - mean_ticks * mean_ticks
-        if variance_ticks2 < 0:
-            clipped = True
-            notes.append(f"variance estimate SqSum/Count - mean^2 = "
-                         f"{fraction_to_float(variance_ticks2 * tick * tick):.6g} ns^2 was "
-                         f"negative and is clipped to 0 ({collapsed_pairs} collapsed pairs)")
-            variance_ticks2 = Fraction(0)
-        variance_ns2 = fraction_to_float(variance_ticks2 * tick * tick)
-        std_ns = math.sqrt(variance_ns2)
-    elif mean_ticks is not None:
-        notes.append("no standard deviation: fewer than two clean buckets in every bank")
-
-    half = low = high = None
-    if exact:
-        half, low, high = 0.0, mean_ns, mean_ns
-        notes.append("exact mean: the set difference was decoded and repaired completely")
-    elif std_ns is not None:
-        half = hoeffding_half_width(std_ns, samples, confidence)
-        low, high = mean_ns - half, mean_ns + half
-    elif mean_ticks is not None:
-        notes.append("no confidence interval: it needs the standard deviation")
-
+    square_sum, collapsed_count, collapsed_pairs = _selective_collapse(clean, ts_diff,
+                                                                       s_count)
+    variance_ns2, std_ns, clipped = _variance(mean_ticks, square_sum, collapsed_count,
+                                              collapsed_pairs, tick, notes)
+    half, low, high = _confidence_interval(exact, mean_ns, std_ns, samples, confidence,
+                                           notes)
     return RdaEstimate(
         config_id=config.config_id,
         sent=int(np.sum(np.asarray(sender.count[0], dtype=np.uint64).astype(object))),
@@ -682,7 +366,8 @@ def minhash_sketch(ids, size: int = 1024) -> np.ndarray:
     MinHash sketch; what a measurement point would send instead of its cache)."""
     if size < 1:
         raise ValueError(f"sketch size must be positive, not {size}")
-    values = _sorted_unique(mix64_array(np.asarray(ids, dtype=np.uint64).ravel(), MINHASH_SALT))
+    values = sorted_unique(salted_mix64(np.asarray(ids, dtype=np.uint64).ravel(),
+                                         MINHASH_SALT))
     return values[:size]
 
 
@@ -721,8 +406,8 @@ def estimate_set_difference(sender_ids, receiver_ids, *,
     The relative error of ``1 − J`` is about ``1 / sqrt(k (1 − J))``, so small
     differences of large sets need a large sketch.
     """
-    a_ids = _sorted_unique(sender_ids)
-    b_ids = _sorted_unique(receiver_ids)
+    a_ids = sorted_unique(sender_ids)
+    b_ids = sorted_unique(receiver_ids)
     a, b = minhash_sketch(a_ids, sketch_size), minhash_sketch(b_ids, sketch_size)
     union_bottom = np.union1d(a, b)[:sketch_size]
     if union_bottom.size == 0:
@@ -782,8 +467,7 @@ def rda_from_caches(sender_cache, receiver_cache, *, config: RdaConfig | None = 
         replaced by ``max(min_buckets, late_binding_buckets(d̂, factor))``.
     """
     config = config or RdaConfig()
-    if not isinstance(config, RdaConfig):
-        raise ValueError(f"late binding builds RDA synopses, not {config.kind.upper()}")
+    check_kind(config, RdaConfig, f"late binding builds RDA synopses, not {config.kind.upper()}")
     if min_buckets < 1:
         raise ValueError(f"min_buckets must be positive, not {min_buckets}")
     s_cache, r_cache = PacketCache.of(sender_cache), PacketCache.of(receiver_cache)

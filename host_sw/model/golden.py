@@ -1,16 +1,23 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The golden model: exactly the counter arrays the gateware holds, computed with numpy.
 
-This is the executable specification of the update pipeline (``DESIGN.md``, "update
-pipeline"). The cocotb testbenches compare the gateware's frozen copy with
-:class:`Synopsis` objects built here word for word, and ``ldactl simulate`` and the
+This is the executable specification of the update pipeline (docs/DESIGN.md, "Data flow of
+a packet": header tap → H3 hasher → bucket selector → counter bank). It sits in the model
+layer, above the contracts it computes (:mod:`host_sw.contracts.hashing`, the
+configuration's word layout). The cocotb testbenches compare the gateware's frozen copy
+with :class:`Synopsis` objects built here word for word, and ``ldactl simulate`` and the
 accuracy benchmarks run millions of packets through it.
 
 Two entry levels:
 
 * :func:`hash_frames` / :func:`hash_windows` — from frames (or their header windows and
-  classes) to :class:`PacketHashes`, as the tap and H3 hasher compute them;
+  classes) to :class:`PacketHashes`, as the tap and H3 hasher compute them
+  (:func:`flow_row_hashes`: the per-row flow hashes of given flows, for LDS queries);
 * :func:`update` — from hashes and integer timestamps (ticks) to a :class:`Synopsis`.
+
+Kinds: the hash functions a kind needs come from its configuration
+(:attr:`~host_sw.contracts.config.SynopsisConfig.hash_functions`); where its packets go is
+one function per kind in :data:`UPDATE_GROUPS` (docs/DESIGN.md, "Adding a synopsis kind").
 
 All arithmetic is modulo the field widths of the configuration's word layout.
 
@@ -25,22 +32,22 @@ entry where possible. Every fast path is tested against the definitions in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, check_comparable
+from host_sw.contracts.config import SynopsisConfig, check_comparable
 from host_sw.contracts.hashing import (
     H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, RdaBucketHash,
     classify_frame, header_windows, lda_bank, lds_digest, sbox_nibbles64, table_xor,
 )
-from host_sw.contracts.layouts import wrap
 from host_sw.contracts.synopsis import Synopsis
 
 _M32 = np.uint64(0xFFFFFFFF)
 
 __all__ = ["PacketHashes", "Synopsis", "Hashers", "hash_windows", "hash_frames",
-           "update", "bucket_indices"]
+           "flow_row_hashes", "update", "bucket_indices", "UPDATE_GROUPS", "XOR_FIELD_VALUES"]
 
 
 @dataclass
@@ -83,17 +90,16 @@ class Hashers:
                               (FrameClass.IPV6, config.mask_packet_ipv6))
         }
         self.flow = {}
-        if isinstance(config, LdsConfig):
+        flow_rows = config.hash_count(HashPurpose.LDS_FLOW)
+        if flow_rows:
             for cls, mask in ((FrameClass.IPV4, config.mask_flow_ipv4),
                               (FrameClass.IPV6, config.mask_flow_ipv6)):
                 self.flow[cls] = [
                     H3(seed=config.seed, purpose=HashPurpose.LDS_FLOW, index=r, in_bytes=w,
                        out_bits=32, byte_mask=ByteMask.from_int(mask, w).as_array())
-                    for r in range(config.rows)]
-        self.rda_bucket = []
-        if isinstance(config, RdaConfig):
-            self.rda_bucket = [RdaBucketHash(seed=config.seed, bank=l)
-                               for l in range(config.banks)]
+                    for r in range(flow_rows)]
+        self.rda_bucket = [RdaBucketHash(seed=config.seed, bank=l)
+                           for l in range(config.hash_count(HashPurpose.RDA_BUCKET))]
         self._rda_pair_tables = None
         self._flow_tables = {}
 
@@ -170,8 +176,8 @@ def hash_windows(config: SynopsisConfig, windows: np.ndarray, classes=None,
         classes = np.full(n, FrameClass.IPV4, dtype=np.int64)
     classes = np.asarray(classes)
     packet = np.zeros(n, dtype=np.uint64)
-    flow = (np.zeros((config.rows, n), dtype=np.uint64)
-            if isinstance(config, LdsConfig) else None)
+    flow_rows = config.hash_count(HashPurpose.LDS_FLOW)
+    flow = np.zeros((flow_rows, n), dtype=np.uint64) if flow_rows else None
     for cls in (FrameClass.IPV4, FrameClass.IPV6):
         sel = classes == cls
         if not sel.any():
@@ -197,53 +203,97 @@ def hash_frames(config: SynopsisConfig, frames, errors=None,
                         hashers)
 
 
+def flow_row_hashes(config: SynopsisConfig, flow_windows: np.ndarray, classes=None,
+                    hashers: Hashers | None = None) -> np.ndarray:
+    """Per-row flow hashes ``(R, F)`` uint64 of flows given by one header window each
+    (``(F, window_bytes)`` uint8; any packet of the flow will do — the flow mask keeps
+    only the 5-tuple). ``classes`` (default all IPv4) picks IPv4 or IPv6 masks.
+    ``config`` must be of a kind with flow hashes (LDS)."""
+    rows = config.hash_count(HashPurpose.LDS_FLOW)
+    if not rows:
+        raise ValueError(f"flow hashes need an LDS configuration, not {config.kind}")
+    windows = np.asarray(flow_windows, dtype=np.uint8)
+    if windows.ndim != 2 or windows.shape[1] != config.window_bytes:
+        raise ValueError(f"expected (F, {config.window_bytes}) flow windows, got "
+                         f"{windows.shape}")
+    hashers = hashers or Hashers(config)
+    f = windows.shape[0]
+    classes = (np.full(f, FrameClass.IPV4, dtype=np.int64) if classes is None
+               else np.asarray(classes))
+    out = np.zeros((rows, f), dtype=np.uint64)
+    for cls in (FrameClass.IPV4, FrameClass.IPV6):
+        sel = classes == cls
+        if sel.any():
+            for r, h in enumerate(hashers.flow[cls]):
+                out[r, sel] = h(windows[sel])
+    return out
+
+
 def _reduce32(hash32: np.ndarray, size: int) -> np.ndarray:
     """:func:`~host_sw.contracts.hashing.range_reduce32` of uint64 values already below 2**32;
     returns int64."""
     return ((hash32 * np.uint64(size)) >> np.uint64(32)).astype(np.int64)
 
 
-def _update_groups(config: SynopsisConfig, p: np.ndarray, flow: np.ndarray | None,
-                   hashers: Hashers | None):
-    """Where the (counted) packets ``p`` go, as a list of ``(flat, sel)``: ``flat`` the
-    memory-order bucket index (``bank * shape[1] + column``) of the packets ``sel``
-    (an index array into ``p``, or ``None`` for all of them), one group per bank/row.
+#: Update groups: ``(flat, sel)`` pairs, ``flat`` the memory-order bucket index
+#: (``bank * shape[1] + column``) of the packets ``sel`` (an index array into the packets,
+#: or ``None`` for all of them), one group per bank/row.
+Groups = list[tuple[np.ndarray, np.ndarray | None]]
 
-    This is the fast path shared by :func:`update` and :func:`bucket_indices`; it computes
-    the same field split as the definitions in :mod:`host_sw.contracts.hashing`.
-    """
-    if isinstance(config, LdaConfig):
-        bank = lda_bank(p, config.thresholds)
-        flat = bank * config.rows + (p & np.uint64(config.rows - 1)).astype(np.int64)
-        if config.thresholds[0] == 0:  # every packet sampled by some bank
-            return [(flat, None)]
-        sel = np.flatnonzero(bank >= 0)
-        return [(flat[sel], sel)]
-    if isinstance(config, RdaConfig):
-        hashers = hashers or Hashers(config)
-        m = config.buckets_per_bank
-        return [(_reduce32(h, m) + l * m, None)
-                for l, h in enumerate(hashers.rda_bucket_hashes(p))]
-    if isinstance(config, LdsConfig):
-        if flow is None:
-            raise ValueError("LDS needs per-row flow hashes")
-        c, k = config.cells, config.vlda_cells
-        offset = _reduce32(p & _M32, k) if k > 1 else None
-        groups = []
-        for r, z in enumerate(config.row_thresholds):
-            if z == 0:
-                sel = None
-                base = _reduce32(flow[r] & _M32, c)
-            else:  # lz(P[63:32]) >= z  <=>  P < 2**(64 - z)
-                sel = np.flatnonzero(p < np.uint64(1 << (64 - z)))
-                base = _reduce32(flow[r][sel] & _M32, c)
-            if offset is not None:
-                base += offset if sel is None else offset[sel]
-                base[base >= c] -= c  # base < C and offset < k <= C: one subtraction
-            base += r * c
-            groups.append((base, sel))
-        return groups
-    raise TypeError(f"unknown configuration {type(config).__name__}")
+
+def _lda_groups(config, p: np.ndarray, flow, hashers) -> Groups:
+    """LDA: one bank per sampled packet, chosen by the leading zeros of ``P[63:32]``."""
+    bank = lda_bank(p, config.thresholds)
+    flat = bank * config.rows + (p & np.uint64(config.rows - 1)).astype(np.int64)
+    if config.thresholds[0] == 0:  # every packet sampled by some bank
+        return [(flat, None)]
+    sel = np.flatnonzero(bank >= 0)
+    return [(flat[sel], sel)]
+
+
+def _rda_groups(config, p: np.ndarray, flow, hashers) -> Groups:
+    """RDA: one bucket per bank, by the bank's hash of the packet ID."""
+    hashers = hashers or Hashers(config)
+    m = config.buckets_per_bank
+    return [(_reduce32(h, m) + l * m, None)
+            for l, h in enumerate(hashers.rda_bucket_hashes(p))]
+
+
+def _lds_groups(config, p: np.ndarray, flow, hashers) -> Groups:
+    """LDS: per sampled row, the flow's base cell plus the packet's virtual-LDA offset."""
+    if flow is None:
+        raise ValueError("LDS needs per-row flow hashes")
+    c, k = config.cells, config.vlda_cells
+    offset = _reduce32(p & _M32, k) if k > 1 else None
+    groups = []
+    for r, z in enumerate(config.row_thresholds):
+        if z == 0:
+            sel = None
+            base = _reduce32(flow[r] & _M32, c)
+        else:  # lz(P[63:32]) >= z  <=>  P < 2**(64 - z)
+            sel = np.flatnonzero(p < np.uint64(1 << (64 - z)))
+            base = _reduce32(flow[r][sel] & _M32, c)
+        if offset is not None:
+            base += offset if sel is None else offset[sel]
+            base[base >= c] -= c  # base < C and offset < k <= C: one subtraction
+        base += r * c
+        groups.append((base, sel))
+    return groups
+
+
+#: Where each kind's packets go: ``kind → groups(config, p, flow, hashers)``. The fast
+#: path of :func:`update` and :func:`bucket_indices`; it computes the same field split as
+#: the definitions in :mod:`host_sw.contracts.hashing`.
+UPDATE_GROUPS: dict[str, Callable[..., Groups]] = {
+    "lda": _lda_groups, "rda": _rda_groups, "lds": _lds_groups}
+
+
+def _update_groups(config: SynopsisConfig, p: np.ndarray, flow: np.ndarray | None,
+                   hashers: Hashers | None) -> Groups:
+    """The update groups of the (counted) packets ``p`` under ``config``."""
+    if config.kind not in UPDATE_GROUPS:
+        raise TypeError(f"unknown configuration {type(config).__name__}")
+    return UPDATE_GROUPS[config.kind](config, p, flow, hashers)
 
 
 def bucket_indices(config: SynopsisConfig, hashes: PacketHashes,
@@ -266,6 +316,14 @@ def bucket_indices(config: SynopsisConfig, hashes: PacketHashes,
     return np.concatenate(banks), np.concatenate(cols), np.concatenate(who)
 
 
+#: What a packet XORs into each XOR field of a word layout (the ``count`` and ``ts_sum``
+#: sums are common to every kind): ``field name → values(P, width)``.
+XOR_FIELD_VALUES: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
+    "id_xor": lambda p, width: p,       # RDA: the packet ID itself
+    "digest": lds_digest,               # LDS: the low digest_bits of P
+}
+
+
 def update(config: SynopsisConfig, hashes: PacketHashes, timestamps: np.ndarray,
            synopsis: Synopsis | None = None, weights: np.ndarray | None = None,
            hashers: Hashers | None = None) -> Synopsis:
@@ -283,8 +341,8 @@ def update(config: SynopsisConfig, hashes: PacketHashes, timestamps: np.ndarray,
         raise ValueError(f"timestamps must be integer ticks, not {timestamps.dtype}")
     if np.issubdtype(timestamps.dtype, np.signedinteger) and (timestamps < 0).any():
         raise ValueError("timestamps must be non-negative ticks")
-    if weights is not None and not isinstance(config, LdsConfig):
-        raise ValueError("flow weights apply to LDS only")
+    if weights is not None and not config.hash_count(HashPurpose.LDS_FLOW):
+        raise ValueError("flow weights apply to LDS only")  # weights are per flow
     syn = Synopsis.empty(config) if synopsis is None else synopsis
     if syn.config != config:
         check_comparable(syn.config, config)
@@ -314,15 +372,13 @@ def update(config: SynopsisConfig, hashes: PacketHashes, timestamps: np.ndarray,
         elif f.name == "ts_sum":
             for flat, sel in groups:
                 np.add.at(arr, flat, inc_ts if sel is None else inc_ts[sel])
-        elif f.name in ("id_xor", "digest"):
-            values = p if f.name == "id_xor" else lds_digest(p, f.width)
+        else:
+            values = XOR_FIELD_VALUES[f.name](p, f.width)
             # XOR on the int64 view: same bits, and numpy's int64 XOR.at is faster.
             target = arr.view(np.int64)
             values = values.view(np.int64)
             for flat, sel in groups:
                 np.bitwise_xor.at(target, flat, values if sel is None else values[sel])
-        else:  # pragma: no cover - layouts are defined in config.py
-            raise AssertionError(f.name)
         if f.width < 64:
             arr &= np.uint64((1 << f.width) - 1)
         syn.fields[f.name] = arr.reshape(config.shape)

@@ -2,9 +2,10 @@
 """Packet captures: read and write pcap (and read pcapng) with exact ns timestamps, and
 pair a sender-side and a receiver-side capture into both points' observations.
 
-Data flow (``DESIGN.md``, "offline analysis of two pcap captures with the same
-estimators"): capture files ► **this module** ► :class:`~host_sw.model.traffic.Trace` per
-point ► :class:`~host_sw.model.channel.IntervalObservation` ► golden model ► estimators.
+Data flow (docs/DESIGN.md, "Data flow of a packet": offline analysis of two pcap captures
+with the same estimators; model layer): capture files ► **this module** ►
+:class:`~host_sw.model.traffic.Trace` per point ►
+:class:`~host_sw.model.channel.IntervalObservation` ► golden model ► estimators.
 
 Timestamps are int64 ns since the epoch, exact: classic pcap records are parsed here
 with dpkt's header classes (microsecond files are scaled by 1000, nanosecond-magic files
@@ -30,8 +31,8 @@ from dataclasses import dataclass
 import dpkt
 import numpy as np
 
-from host_sw.model.channel import IntervalObservation, interval_observations
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, FrameClass, default_masks
+from host_sw.model.channel import IntervalObservation, interval_observations
 from host_sw.model.traffic import Trace, trace_from_frames
 
 __all__ = ["Capture", "CaptureError", "read_pcap", "write_pcap", "capture_trace",

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Packet streams for simulation and benchmarks: the frames both measurement points see.
 
-Data flow (``DESIGN.md``): this module stands in for the wire in front of the *header tap*.
+Data flow (docs/DESIGN.md, "Data flow of a packet"): this module stands in for the wire in
+front of the *header tap*; it sits in the model layer, beside the golden model it feeds.
+The header bytes themselves are written by :mod:`host_sw.model.headers`.
 A :class:`Trace` is what the sender sees: send timestamps, the flow of each packet and
 either real header windows (Ethernet + IPv4/IPv6 + UDP/TCP, built vectorised, hashed by
 :func:`host_sw.model.golden.hash_windows` — the default, and what the tests exercise) or, in
@@ -34,35 +36,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from host_sw.contracts.config import LdsConfig, SynopsisConfig
-from host_sw.model.golden import Hashers, PacketHashes, hash_windows
 from host_sw.contracts.hashing import (
-    DEFAULT_WINDOW_BYTES, ETHERTYPE_IPV4, ETHERTYPE_IPV6, FrameClass,
-    MIN_FRAME_BYTES, classify_frame, header_windows,
+    DEFAULT_WINDOW_BYTES, MIN_FRAME_BYTES, FrameClass, HashPurpose, classify_frame,
+    default_masks, header_windows, mix64, mix64_array,
 )
+from host_sw.model.golden import Hashers, PacketHashes, flow_row_hashes, hash_windows
+from host_sw.model.headers import build_headers, header_bytes, random_flow_table
 
 __all__ = ["Trace", "synthetic_trace", "send_times", "flow_assignment", "build_headers",
-           "mix64_array", "trace_from_frames"]
+           "trace_from_frames"]
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _PACKET_SALT = 0x5041434B45540001  # "PACKET" — fast-mode key derivation
 _FLOW_SALT = 0x464C4F5700000000    # "FLOW"
-
-
-def mix64_array(values: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser over a uint64 array (wrapping arithmetic); a bijection."""
-    z = np.asarray(values, dtype=np.uint64).copy()
-    with np.errstate(over="ignore"):
-        z ^= z >> np.uint64(30)
-        z *= _M1
-        z ^= z >> np.uint64(27)
-        z *= _M2
-        z ^= z >> np.uint64(31)
-    return z
-
-
-def _mix64_int(z: int) -> int:
-    return int(mix64_array(np.array([z & ((1 << 64) - 1)], dtype=np.uint64))[0])
 
 
 # ---------------------------------------------------------------------------------------
@@ -169,7 +154,7 @@ class Trace:
 
     def flow_hashes(self, config: LdsConfig, hashers: Hashers | None = None) -> np.ndarray:
         """uint64 ``(rows, num_flows)`` — each flow's per-row 32-bit LDS flow hash."""
-        if not isinstance(config, LdsConfig):
+        if not config.hash_count(HashPurpose.LDS_FLOW):
             raise ValueError("flow hashes exist for LDS configurations only")
         self._check_config(config)
         key = ("flows", config)
@@ -177,23 +162,23 @@ class Trace:
             if self.fast:
                 self._cache[key] = self._fast_flow_table(config)
             else:
-                from host_sw.estimators.lds import flow_row_hashes
                 self._cache[key] = flow_row_hashes(config, self.flow_windows,
                                                    self.flow_classes, hashers)
         return self._cache[key]
 
     def _fast_flow_table(self, config: LdsConfig) -> np.ndarray:
-        table = np.empty((config.rows, len(self.flow_keys)), dtype=np.uint64)
-        for r in range(config.rows):
-            salt = np.uint64(_mix64_int(config.seed ^ (_FLOW_SALT + r)))
+        rows = config.hash_count(HashPurpose.LDS_FLOW)
+        table = np.empty((rows, len(self.flow_keys)), dtype=np.uint64)
+        for r in range(rows):
+            salt = np.uint64(mix64(config.seed ^ (_FLOW_SALT + r)))
             table[r] = mix64_array(self.flow_keys ^ salt) >> np.uint64(32)
         return table
 
     def _fast_hashes(self, config: SynopsisConfig) -> PacketHashes:
-        salt = np.uint64(_mix64_int(config.seed ^ _PACKET_SALT))
+        salt = np.uint64(mix64(config.seed ^ _PACKET_SALT))
         packet = mix64_array(self.packet_keys ^ salt)
         flow = None
-        if isinstance(config, LdsConfig):
+        if config.hash_count(HashPurpose.LDS_FLOW):
             flow = self._fast_flow_table(config)[:, self.flow_ids]
         return PacketHashes(packet, flow, self.counted)
 
@@ -269,175 +254,6 @@ def flow_assignment(packets: int, flows: int, *, size_dist: str = "pareto",
     return flow_ids
 
 
-def _rank_in_group(groups: np.ndarray, values: np.ndarray | None = None):
-    """Per element: its 0-based rank within its group (in order of appearance) and,
-    if ``values`` is given, the exclusive prefix sum of ``values`` within the group."""
-    order = np.argsort(groups, kind="stable")
-    g = groups[order]
-    start = np.ones(len(g), dtype=bool)
-    start[1:] = g[1:] != g[:-1]
-    first = np.maximum.accumulate(np.where(start, np.arange(len(g)), 0))
-    rank = np.empty(len(g), dtype=np.int64)
-    rank[order] = np.arange(len(g)) - first
-    prefix = None
-    if values is not None:
-        v = values[order].astype(np.int64)
-        c = np.cumsum(v) - v
-        prefix = np.empty(len(g), dtype=np.int64)
-        prefix[order] = c - c[first]
-    return rank, prefix
-
-
-def _put(out: np.ndarray, rows, offset: int, values, nbytes: int) -> None:
-    """Write big-endian ``nbytes``-wide integers (1, 2, 4, 6 or 8) into columns
-    ``offset..`` of the selected rows, through a structured view (one strided pass)."""
-    if nbytes == 6:
-        values = np.asarray(values, dtype=np.uint64)
-        _put(out, rows, offset, values >> np.uint64(16), 4)
-        _put(out, rows, offset + 4, values & np.uint64(0xFFFF), 2)
-        return
-    if nbytes not in (1, 2, 4, 8):
-        raise ValueError(f"field width must be 1, 2, 4, 6 or 8 bytes, not {nbytes}")
-    field_type = np.dtype({"names": ["v"], "formats": [f">u{nbytes}"], "offsets": [offset],
-                           "itemsize": out.shape[1]})
-    view = out.view(field_type).reshape(-1)["v"]
-    values = np.asarray(values)
-    if values.dtype.kind == "i":
-        values = values.view(np.uint64) if values.dtype.itemsize == 8 else values
-    mask = np.uint64((1 << (8 * nbytes)) - 1) if nbytes < 8 else None
-    values = np.asarray(values, dtype=np.uint64)
-    view[rows] = values & mask if mask is not None else values
-
-
-def _rows(mask: np.ndarray):
-    """A slice when every row is selected (cheaper than fancy indexing), else indices."""
-    return slice(None) if mask.all() else np.flatnonzero(mask)
-
-
-def _header_bytes(is_v6: np.ndarray, is_tcp: np.ndarray) -> np.ndarray:
-    return 14 + np.where(is_v6, 40, 20) + np.where(is_tcp, 20, 8)
-
-
-def build_headers(*, flow_ids: np.ndarray, frame_lengths: np.ndarray,
-                  flow_table: dict, packet_tags: np.ndarray, window_bytes: int) -> np.ndarray:
-    """Header windows ``(N, window_bytes)`` of real frames, vectorised.
-
-    Ethernet II (fixed locally administered MACs) + IPv4 (IHL 5, DF, TTL 64, valid
-    header checksum, IP ID = flow's random start + packet's rank in the flow) or IPv6
-    (hop limit 64) + UDP (checksum 0; over IPv6 the packet's rank in its flow, low 16
-    bits) or TCP (sequence = flow's random ISN + payload
-    bytes before the packet, ACK|PSH). The first 8 payload bytes carry ``packet_tags``
-    (unique per packet), so IPv4 windows (64 bytes) are unique even when IP IDs wrap;
-    IPv6 windows are unique per flow up to 2**32 packets (UDP: rank in checksum and
-    first payload bytes) or 4 GB (TCP sequence number). Bytes past a frame's end are
-    zero, as the tap sees them.
-
-    ``flow_table`` holds per-flow arrays: ``src4``/``dst4`` (uint32), ``src6``/``dst6``
-    (uint8 ``(F, 16)``), ``sport``/``dport``, ``tcp`` and ``v6`` (bool), ``ip_id0`` and
-    ``isn`` (random starts).
-    """
-    n = len(flow_ids)
-    v6 = flow_table["v6"][flow_ids]
-    tcp = flow_table["tcp"][flow_ids]
-    hdr = _header_bytes(v6, tcp)
-    width = max(window_bytes, int(hdr.max()) + 8 if n else 0)
-    out = np.zeros((n, width), dtype=np.uint8)
-    f = flow_ids
-    payload = frame_lengths - hdr
-    rank, before = _rank_in_group(f, payload)
-    every = slice(None)
-    _put(out, every, 0, 0x020000000001, 6)
-    _put(out, every, 6, 0x020000000002, 6)
-    v4 = ~v6
-    proto = np.where(tcp, 6, 17).astype(np.uint64)
-    # IPv4
-    if v4.any():
-        r4 = _rows(v4)
-        out[r4, 12], out[r4, 13] = ETHERTYPE_IPV4 >> 8, ETHERTYPE_IPV4 & 0xFF
-        out[r4, 14] = 0x45
-        total_len = frame_lengths[r4] - 14
-        ip_id = (flow_table["ip_id0"][f[r4]] + rank[r4]) & 0xFFFF
-        src, dst = flow_table["src4"][f[r4]], flow_table["dst4"][f[r4]]
-        _put(out, r4, 16, total_len, 2)
-        _put(out, r4, 18, ip_id, 2)
-        out[r4, 20] = 0x40
-        out[r4, 22] = 64
-        out[r4, 23] = proto[r4].astype(np.uint8)
-        _put(out, r4, 26, src, 4)
-        _put(out, r4, 30, dst, 4)
-        # header checksum from the field values (ones-complement sum of 16-bit words)
-        total = (0x4500 + total_len + ip_id + 0x4000 + (64 << 8) + proto[r4].astype(np.int64)
-                 + (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF))
-        while (total >> 16).any():
-            total = (total & 0xFFFF) + (total >> 16)
-        _put(out, r4, 24, (~total) & 0xFFFF, 2)
-    if v6.any():
-        r6 = _rows(v6)
-        out[r6, 12], out[r6, 13] = ETHERTYPE_IPV6 >> 8, ETHERTYPE_IPV6 & 0xFF
-        out[r6, 14] = 0x60
-        _put(out, r6, 18, frame_lengths[r6] - 54, 2)
-        out[r6, 20] = proto[r6].astype(np.uint8)
-        out[r6, 21] = 64
-        out[r6, 22:38] = flow_table["src6"][f[r6]]
-        out[r6, 38:54] = flow_table["dst6"][f[r6]]
-    l4 = np.where(v6, 54, 34)
-    for off in np.unique(l4):
-        for is_tcp in (False, True):
-            sel = (l4 == off) & (tcp == is_tcp)
-            if not sel.any():
-                continue
-            rows = _rows(sel)
-            fr = f[rows]
-            _put(out, rows, off, flow_table["sport"][fr], 2)
-            _put(out, rows, off + 2, flow_table["dport"][fr], 2)
-            if is_tcp:
-                _put(out, rows, off + 4, (flow_table["isn"][fr] + before[rows]) & 0xFFFFFFFF, 4)
-                _put(out, rows, off + 8, flow_table["ack"][fr], 4)
-                out[rows, off + 12] = 0x50
-                out[rows, off + 13] = 0x18
-                _put(out, rows, off + 14, 0xFFFF, 2)
-                tag_at = off + 20
-                tags = packet_tags[rows]
-            else:
-                _put(out, rows, off + 4, frame_lengths[rows] - off, 2)
-                tag_at = off + 8
-                tags = packet_tags[rows]
-                if off == 54:
-                    # IPv6 UDP: only the checksum and 2 payload bytes fall in a 64-byte
-                    # window; they carry the packet's 32-bit rank in its flow.
-                    rk = rank[rows].astype(np.uint64)
-                    _put(out, rows, off + 6, rk & np.uint64(0xFFFF), 2)
-                    tags = (((rk >> np.uint64(16)) & np.uint64(0xFFFF)) << np.uint64(48)
-                            | (tags & np.uint64((1 << 48) - 1)))
-            _put(out, rows, tag_at, tags, 8)
-    # zero past each frame's end (frames shorter than the window)
-    for col in range(int(frame_lengths.min()) if n else width, window_bytes):
-        out[frame_lengths <= col, col] = 0
-    return out if width == window_bytes else out[:, :window_bytes].copy()
-
-
-def _flow_table(flows: int, *, tcp_fraction: float, ipv6_fraction: float,
-                rng: np.random.Generator) -> dict:
-    table = {
-        "src4": (0x0A000000 | rng.integers(0, 1 << 24, flows)).astype(np.int64),
-        "dst4": rng.integers(1 << 24, 0xE0000000, flows).astype(np.int64),
-        "src6": np.concatenate([np.tile(np.array([0x20, 0x01, 0x0D, 0xB8], np.uint8),
-                                        (flows, 1)),
-                                rng.integers(0, 256, (flows, 12), dtype=np.uint8)], axis=1),
-        "dst6": np.concatenate([np.tile(np.array([0x20, 0x01, 0x0D, 0xB9], np.uint8),
-                                        (flows, 1)),
-                                rng.integers(0, 256, (flows, 12), dtype=np.uint8)], axis=1),
-        "sport": rng.integers(1024, 65536, flows).astype(np.int64),
-        "dport": rng.choice(np.array([53, 80, 443, 4789, 5001, 8080], np.int64), flows),
-        "tcp": rng.random(flows) < tcp_fraction,
-        "v6": rng.random(flows) < ipv6_fraction,
-        "ip_id0": rng.integers(0, 1 << 16, flows).astype(np.int64),
-        "isn": rng.integers(0, 1 << 32, flows).astype(np.int64),
-        "ack": rng.integers(0, 1 << 32, flows).astype(np.int64),
-    }
-    return table
-
-
 def _frame_lengths(n: int, frame_bytes, rng) -> np.ndarray:
     if frame_bytes == "imix":  # 7:4:1 simple IMIX (without FCS)
         table = np.array([60] * 7 + [590] * 4 + [1514], dtype=np.int64)
@@ -493,8 +309,8 @@ def synthetic_trace(*, packets: int, flows: int = 1000, rate_pps: float = 5e6,
                             rng=rng)
     flow_ids = flow_assignment(packets, flows, size_dist=size_dist, shape=shape,
                                sigma=sigma, rng=rng)
-    table = _flow_table(flows, tcp_fraction=tcp_fraction, ipv6_fraction=ipv6_fraction,
-                        rng=rng)
+    table = random_flow_table(flows, tcp_fraction=tcp_fraction, ipv6_fraction=ipv6_fraction,
+                              rng=rng)
     flow_classes = np.where(table["v6"], FrameClass.IPV6, FrameClass.IPV4).astype(np.int64)
     classes = flow_classes[flow_ids]
     if fast:
@@ -507,8 +323,8 @@ def synthetic_trace(*, packets: int, flows: int = 1000, rate_pps: float = 5e6,
                      classes, flow_classes=flow_classes, packet_keys=keys,
                      flow_keys=flow_keys)
     lengths = _frame_lengths(packets, frame_bytes, rng)
-    lengths = np.maximum(lengths, _header_bytes(table["v6"][flow_ids],
-                                                table["tcp"][flow_ids]) + 8)
+    lengths = np.maximum(lengths, header_bytes(table["v6"][flow_ids],
+                                               table["tcp"][flow_ids]) + 8)
     lengths = np.maximum(lengths, MIN_FRAME_BYTES)
     salt = np.uint64(int(rng.integers(0, 1 << 63)))
     tags = mix64_array(np.arange(packets, dtype=np.uint64) + salt)
@@ -516,7 +332,7 @@ def synthetic_trace(*, packets: int, flows: int = 1000, rate_pps: float = 5e6,
                             packet_tags=tags, window_bytes=window_bytes)
     # one representative window per flow (the flow hash only sees the 5-tuple)
     rep_ids = np.arange(flows, dtype=np.int64)
-    rep_len = np.maximum(_header_bytes(table["v6"], table["tcp"]) + 8, MIN_FRAME_BYTES)
+    rep_len = np.maximum(header_bytes(table["v6"], table["tcp"]) + 8, MIN_FRAME_BYTES)
     flow_windows = build_headers(flow_ids=rep_ids, frame_lengths=rep_len.astype(np.int64),
                                  flow_table=table, packet_tags=np.zeros(flows, np.uint64),
                                  window_bytes=window_bytes)
@@ -533,7 +349,6 @@ def trace_from_frames(frames, timestamps_ns, *, window_bytes: int = DEFAULT_WIND
     (5-tuple bytes of the default flow masks, per frame class); uncounted frames
     (non-IP, runts, control) get flows of their own but are never counted.
     """
-    from host_sw.contracts.hashing import default_masks
     timestamps = np.asarray(timestamps_ns, dtype=np.int64)
     if len(frames) != len(timestamps):
         raise ValueError(f"{len(frames)} frames but {len(timestamps)} timestamps")

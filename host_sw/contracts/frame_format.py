@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The control/export frame format's constants: versions, types, interval flags, the header
+field table, frame sizing, MAC helpers and the errors of frame handling.
+
+The byte layout is described in :mod:`host_sw.contracts.control_frame`, which builds,
+parses and reassembles frames with these and re-exports every name here, so importers use
+that module. This part has no dependency on the synopsis snapshot, so the register map
+(FROZEN_FLAGS) and the gateware's exporter read it without loading more (docs/DESIGN.md,
+"Where each contract lives"). Contracts layer; no Amaranth import here.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from host_sw.contracts.config import KIND_CODES
+from host_sw.contracts.hashing import ETHERTYPE_CONTROL
+
+__all__ = [
+    "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "TYPE_NAMES", "KIND_NAMES", "IntervalFlags",
+    "INVALID_FLAGS", "FrameField", "HEADER_FIELDS", "RESERVED_FIELDS",
+    "ETHERNET_HEADER_BYTES", "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD",
+    "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame", "frames_needed",
+    "mac_to_bytes", "mac_to_str",
+    "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
+    "MalformedFrameError", "UnsupportedVersionError", "UnknownTypeError",
+    "ControlConfigMismatch", "DuplicateChunkError", "MissingChunkError",
+    "InconsistentChunkError",
+]
+
+#: Format version carried in every frame; a parser rejects other versions.
+VERSION = 1
+#: Frame types.
+TYPE_MARKER = 1
+TYPE_SYNOPSIS = 2
+TYPE_NAMES = {TYPE_MARKER: "marker", TYPE_SYNOPSIS: "synopsis chunk"}
+KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
+#: Bytes of one counter-word chunk.
+CHUNK_BYTES = 4
+#: Ethernet payload bytes a frame may use (the standard MTU).
+MTU_PAYLOAD = 1500
+#: Most chunks (frames) one interval's export may take (16-bit chunk count).
+MAX_CHUNKS = 0xFFFF
+
+
+class IntervalFlags(enum.IntFlag):
+    """Flags of an interval (the ``flags`` byte; the FROZEN_FLAGS register uses the same
+    bits).
+
+    OVERRUN: a boundary found the other copy not yet released; the interval spans more than
+    one boundary (its counters are not one interval's) — invalid.
+    SEQUENCE_GAP: the receiver saw a marker whose sequence number skipped (a marker was
+    lost): the interval's edges do not match the sender's — invalid.
+    CONFIG_CHANGED: CONFIG_ID was written during the interval — invalid.
+    TIME_MODE: the boundaries were time-based (informational).
+    """
+    NONE = 0
+    OVERRUN = 0x01
+    SEQUENCE_GAP = 0x02
+    CONFIG_CHANGED = 0x04
+    TIME_MODE = 0x80
+
+
+#: Flags that make an interval's counters unusable for estimates.
+INVALID_FLAGS = IntervalFlags.OVERRUN | IntervalFlags.SEQUENCE_GAP | IntervalFlags.CONFIG_CHANGED
+
+
+@dataclass(frozen=True)
+class FrameField:
+    """One fixed field of a control frame: ``size`` bytes at byte ``offset`` of the frame,
+    big-endian unsigned."""
+    name: str
+    offset: int
+    size: int
+    description: str
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+    @property
+    def bits(self) -> int:
+        return 8 * self.size
+
+
+#: Every fixed field, in frame order; they tile bytes 0 .. PAYLOAD_OFFSET - 1 exactly.
+HEADER_FIELDS: tuple[FrameField, ...] = (
+    FrameField("dst_mac", 0, 6, "destination MAC address"),
+    FrameField("src_mac", 6, 6, "source MAC address (a receiver accepts markers only from "
+                                "the configured sender)"),
+    FrameField("ethertype", 12, 2, f"{ETHERTYPE_CONTROL:#06x}"),
+    FrameField("version", 14, 1, f"format version, {VERSION}"),
+    FrameField("type", 15, 1, "1 = marker, 2 = synopsis chunk"),
+    FrameField("flags", 16, 1, "IntervalFlags of the interval"),
+    FrameField("kind", 17, 1, "synopsis kind: 1 LDA, 2 RDA, 3 LDS"),
+    FrameField("seq", 18, 4, "interval sequence number (marker: the interval that ends; "
+                             "chunk: the exported interval)"),
+    FrameField("config_id", 22, 4, "configuration ID (docs/SPEC.md §5)"),
+    FrameField("chunk_index", 26, 2, "this frame's chunk, 0 .. chunk_count - 1 (0 for markers)"),
+    FrameField("chunk_count", 28, 2, "frames of the interval's export (0 for markers)"),
+    FrameField("word_chunks", 30, 1, "32-bit chunks per counter word (config.layout.chunks)"),
+    FrameField("reserved0", 31, 1, "zero"),
+    FrameField("first_word", 32, 4, "index of the first counter word in this frame"),
+    FrameField("word_count", 36, 2, "counter words in this frame (0 for markers)"),
+    FrameField("reserved1", 38, 2, "zero"),
+    FrameField("timestamp", 40, 8, "sender's timebase (ticks) at the interval boundary"),
+)
+_BY_NAME = {f.name: f for f in HEADER_FIELDS}
+#: Bytes of the Ethernet header (dst, src, EtherType).
+ETHERNET_HEADER_BYTES = 14
+#: First byte of the counter words (= bytes of the fixed header, Ethernet header included).
+PAYLOAD_OFFSET = HEADER_FIELDS[-1].end
+#: Bytes of the control header after the EtherType.
+CONTROL_HEADER_BYTES = PAYLOAD_OFFSET - ETHERNET_HEADER_BYTES
+RESERVED_FIELDS = tuple(f for f in HEADER_FIELDS if f.name.startswith("reserved"))
+
+
+def field_by_name(name: str) -> FrameField:
+    """The :class:`FrameField` called ``name``."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no control frame field {name!r}; fields: {list(_BY_NAME)}") from None
+
+
+def words_per_frame(word_chunks: int, mtu: int = MTU_PAYLOAD) -> int:
+    """Most counter words of ``word_chunks`` chunks one frame carries within ``mtu``
+    Ethernet payload bytes (LDA 3 chunks: 122, LDS 4: 91, RDA 5: 73 at 1500)."""
+    if word_chunks < 1:
+        raise ValueError(f"word_chunks must be at least 1, not {word_chunks}")
+    n = (mtu - CONTROL_HEADER_BYTES) // (CHUNK_BYTES * word_chunks)
+    if n < 1:
+        raise ValueError(f"an MTU of {mtu} bytes cannot carry one {word_chunks}-chunk word "
+                         f"after the {CONTROL_HEADER_BYTES}-byte control header")
+    return min(n, 0xFFFF)
+
+
+def frames_needed(buckets: int, word_chunks: int, mtu: int = MTU_PAYLOAD) -> int:
+    """Synopsis chunk frames for ``buckets`` counter words."""
+    per = words_per_frame(word_chunks, mtu)
+    return max(1, -(-buckets // per))
+
+
+def mac_to_bytes(mac) -> bytes:
+    """A MAC address from ``"02:00:00:00:00:01"``, an int or 6 bytes."""
+    if isinstance(mac, (bytes, bytearray)):
+        if len(mac) != 6:
+            raise ValueError(f"a MAC address is 6 bytes, not {len(mac)}")
+        return bytes(mac)
+    if isinstance(mac, int):
+        if not 0 <= mac < (1 << 48):
+            raise ValueError(f"a MAC address is 48 bits, not {mac:#x}")
+        return mac.to_bytes(6, "big")
+    parts = str(mac).replace("-", ":").split(":")
+    try:
+        if len(parts) != 6:
+            raise ValueError
+        out = bytes(int(p, 16) for p in parts)
+    except ValueError:
+        raise ValueError(f"not a MAC address: {mac!r} (expected six hex bytes, "
+                         f"02:00:00:00:00:01)") from None
+    return out
+
+
+def mac_to_str(mac: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in mac)
+
+
+# ---------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------
+
+class ControlFrameError(ValueError):
+    """A control frame, or an interval's set of frames, is not acceptable."""
+
+
+class NotControlFrameError(ControlFrameError):
+    """The frame's EtherType is not 0x88B5."""
+
+
+class TruncatedFrameError(ControlFrameError):
+    """The frame ends before its header or its declared words."""
+
+
+class MalformedFrameError(ControlFrameError):
+    """A field holds a value the format does not allow."""
+
+
+class UnsupportedVersionError(ControlFrameError):
+    """The version byte is not :data:`VERSION`."""
+
+
+class UnknownTypeError(ControlFrameError):
+    """The type byte is neither marker nor synopsis chunk (or not the type expected)."""
+
+
+class ControlConfigMismatch(ControlFrameError):
+    """The frame's configuration ID, kind or word size differs from the expected
+    configuration."""
+
+
+class DuplicateChunkError(ControlFrameError):
+    """A chunk of an interval arrived twice."""
+
+
+class MissingChunkError(ControlFrameError):
+    """An interval's export lacks chunks."""
+
+
+class InconsistentChunkError(ControlFrameError):
+    """Chunks of one interval disagree (count, flags, timestamp) or do not tile the
+    synopsis."""
