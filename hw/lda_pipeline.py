@@ -119,15 +119,12 @@ import sys
 from pathlib import Path
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
-from host_sw.contracts.hashing import default_masks
+from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 from host_sw.contracts.regmap import register_map
-
-from host_sw.contracts.control_frame import IntervalFlags
 
 from .bucket_select import BucketSelector
 from .control_frame_tx import MarkerFrameSource
@@ -139,6 +136,7 @@ from .frame_merger import FrameMerger
 from .hash_h3 import PacketHasher
 from .header_tap import HeaderTap
 from .interval_control import RECEIVE_LATENCY, IntervalControl
+from .interval_ledger import IntervalLedger
 from .timebase import Timebase
 from .uartbone import UARTBoneBridge
 
@@ -149,16 +147,12 @@ __all__ = ["PASSTHROUGH_LATENCY", "LdaCore", "AxisTop", "export_verilog",
 PASSTHROUGH_LATENCY = 1
 
 
-def _reg_field(port, name="value"):
-    return getattr(port.value, name)
-
-
 def _config_copy(m: Module, value, name: str):
     """A registered copy of a configuration register's value, for a block far from the
-    CSR bank (Fmax: the CSR bank's stored registers sit beside the bus logic, and a
-    4 ns route from one straight into the interval timer's 64-bit adder was the whole
-    core's critical path, 136.7 MHz). The copy follows one cycle later; write strobes
-    that go with the value are delayed alike by the caller."""
+    CSR bank: the CSR bank's stored registers sit beside the bus logic, and a route from
+    one straight into a distant block (the interval timer's 64-bit adder) would be the
+    core's critical path. The copy follows one cycle later; write strobes that go with
+    the value are delayed alike by the caller."""
     copy = Signal(value.shape(), name=name, reset_less=True)
     m.d.sync += copy.eq(value)
     return copy
@@ -167,12 +161,16 @@ def _config_copy(m: Module, value, name: str):
 class LdaCore(wiring.Component):
     """The measurement core: pass-through, measurement pipeline, counters and CSR bus.
 
+    A composition root: it creates the named components of the module docstring and wires
+    them; the domain logic lives in the components (the interval bookkeeping in
+    :class:`hw.interval_ledger.IntervalLedger`).
+
     Parameters
     ----------
     config:
-        :class:`~host_sw.contracts.config.LdaConfig`, :class:`~host_sw.contracts.config.RdaConfig` or
-        :class:`~host_sw.contracts.config.LdsConfig`. Its run-time fields (thresholds, masks) are the
-        reset values of the THRESHOLDS / MASKS registers.
+        A synopsis configuration (``host_sw.contracts.config.CONFIG_CLASSES``: LDA, RDA
+        or LDS). Its run-time fields (thresholds, masks) are the reset values of the
+        THRESHOLDS / MASKS registers.
     data_width:
         Frame data width in bits (a power of two, 8..1024).
     bridge_timeout_cycles:
@@ -215,7 +213,7 @@ class LdaCore(wiring.Component):
 
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
                  bridge_timeout_cycles: int = 100_000, memory: str = "auto"):
-        if not isinstance(config, (LdaConfig, RdaConfig, LdsConfig)):
+        if CONFIG_CLASSES.get(getattr(config, "kind", None)) is not type(config):
             raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
                              f"not {type(config).__name__}")
         check_data_width(data_width)
@@ -243,14 +241,9 @@ class LdaCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        config = self.config
-
-        # -- data path -----------------------------------------------------------------
-        # s_axis, markers, export frames → frame merger (registered: the pass-through)
-        # → m_axis. The measurement side watches the merger's copy of what it accepted,
-        # so the core's own markers and export frames pass its tap like any frame
-        # (control frames: never counted).
-        w = self.data_width
+        w, config = self.data_width, self.config
+        # Data path: s_axis, markers, export frames → frame merger (registered: the
+        # pass-through) → m_axis; the exporter's other port is the host export stream.
         m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2)
         m.submodules.markers = markers = MarkerFrameSource(config=config, data_width=w)
         m.submodules.exporter = exporter = self._exporter
@@ -259,30 +252,54 @@ class LdaCore(wiring.Component):
         connect(m, exporter.inband, merger.insert[1])
         connect(m, merger.source, wiring.flipped(self.m_axis))
         connect(m, exporter.host, wiring.flipped(self.host_export))
-
-        # -- bus -----------------------------------------------------------------------
+        # Bus: UARTBone bridge → CSR bank.
         m.submodules.bridge = bridge = UARTBoneBridge(
             timeout_cycles=self.bridge_timeout_cycles)
         m.submodules.csr = csr = CsrBank(regmap=self.regmap)
         connect(m, wiring.flipped(self.bus_rx), bridge.rx)
         connect(m, bridge.tx, wiring.flipped(self.bus_tx))
         connect(m, bridge.bus, csr.bus)
-
-        # -- measurement side ----------------------------------------------------------
+        # Measurement side: tap → hasher → selector → counter bank.
         m.submodules.timebase = timebase = Timebase(width=64)
         m.submodules.tap = tap = self._tap
         m.submodules.hasher = hasher = self._hasher
         m.submodules.selector = selector = self._selector
         m.submodules.counters = counters = CounterBank(config=config, drain_cycles=1,
                                                         memory=self.memory)
+        frame_idle = self._wire_tap_watch(m, merger, tap, timebase)
+        connect(m, tap.record, hasher.record)
+        connect(m, hasher.hashed, selector.hashed)
+        connect(m, selector.request, counters.update)
+        m.d.comb += counters.swap.eq(selector.swap)
+        self._wire_runtime_config(m, csr, hasher, selector)
+        # Timebase over the bus: reads show the running count, writes set it.
+        m.d.comb += [
+            csr.timebase.current.ticks.eq(timebase.now),
+            timebase.set.eq(csr.timebase.written),
+            timebase.set_value.eq(csr.timebase.value.ticks),
+        ]
+        self._wire_frozen_reads(m, csr, counters, exporter)
+        # CONTROL.release, or the exporter's auto release after the last frame.
+        m.d.comb += counters.release.eq(csr.control.value.release | exporter.release)
+        # Intervals: the control decides boundaries, the ledger executes them.
+        m.submodules.interval_control = ic = IntervalControl(data_width=w)
+        m.submodules.ledger = ledger = IntervalLedger()
+        copies = self._wire_interval_control(m, csr, ic, merger, markers, timebase)
+        self._wire_ledger(m, ledger, ic, csr, tap, selector, counters, frame_idle)
+        self._wire_export(m, exporter, ledger, counters, copies)
+        self._wire_status(m, csr, ledger, ic, exporter, tap, counters)
+        return m
 
-        # The interval control watches the merger's copy of the accepted beats (one
-        # cycle after acceptance); its boundary requests are registered here (one cycle
-        # more); the tap watches the same copy TAP_WATCH_DELAY cycles later, so every
-        # request reaches the pending register before the tap sees the next frame's SOF,
-        # as hw.interval_control requires. The timebase is delayed alike, so a frame's
-        # timestamp is the tick of its SOF's acceptance. No path from the stream's pins
-        # or from `ready` reaches the measurement side.
+    def _wire_tap_watch(self, m, merger, tap, timebase):
+        """The tap's view of the stream; returns the registered ``frame_idle``.
+
+        The interval control watches the merger's copy of the accepted beats (one cycle
+        after acceptance); its boundary requests are registered by the ledger (one cycle
+        more); the tap watches the same copy TAP_WATCH_DELAY cycles later, so every
+        request reaches the pending register before the tap sees the next frame's SOF, as
+        hw.interval_control requires. The timebase is delayed alike, so a frame's
+        timestamp is the tick of its SOF's acceptance. No path from the stream's pins or
+        from ``ready`` reaches the measurement side."""
         stages = [(merger.watch_valid, merger.watch)]
         for k in range(self.TAP_WATCH_DELAY):
             valid, beat = Signal(name=f"watch{k}_valid"), Signal.like(merger.watch,
@@ -291,48 +308,49 @@ class LdaCore(wiring.Component):
             stages.append((valid, beat))
         watch_valid, watch_payload = stages[-1]
         tap_next_valid, tap_next = stages[-2]         # the tap's beat of the next cycle
-        now_line = [timebase.now[:config.ts_bits]]
+        ts_bits = self.config.ts_bits
+        now_line = [timebase.now[:ts_bits]]
         for k in range(self.TAP_WATCH_DELAY + 1):
-            now_line.append(Signal(config.ts_bits, name=f"now_delayed{k}"))
+            now_line.append(Signal(ts_bits, name=f"now_delayed{k}"))
             m.d.sync += now_line[-1].eq(now_line[-2])
-        watch_now = now_line[-1]
         m.d.comb += [
             tap.watch.valid.eq(watch_valid),
             tap.watch.ready.eq(1),
             tap.watch.payload.eq(watch_payload),
-            tap.now.eq(watch_now),
+            tap.now.eq(now_line[-1]),
         ]
-        connect(m, tap.record, hasher.record)
-        connect(m, hasher.hashed, selector.hashed)
-        connect(m, selector.request, counters.update)
-        m.d.comb += counters.swap.eq(selector.swap)
+        # HeaderTap.boundary_ok one cycle ahead, registered (the boundary decision then
+        # takes registers only): the tap's next beat is in the watch delay line now, and
+        # its frame-open state next cycle follows from this cycle's.
+        tap_idle = Signal(init=1)           # == tap.boundary_ok
+        next_open = Mux(watch_valid, ~watch_payload.last, tap.in_frame)
+        m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next.last))
+        return tap_idle
 
+    def _wire_runtime_config(self, m, csr, hasher, selector):
+        """The run-time configuration registers (MASKS, THRESHOLDS) → the hasher's mask
+        ports and the selector's threshold ports, whichever the kind's components have
+        (their signatures follow the configuration)."""
         masks = _config_copy(m, csr.masks.value, "masks_copy")
-        m.d.comb += [hasher.mask_packet_ipv4.eq(masks.packet_ipv4),
-                     hasher.mask_packet_ipv6.eq(masks.packet_ipv6)]
-        if isinstance(config, LdsConfig):
-            m.d.comb += [hasher.mask_flow_ipv4.eq(masks.flow_ipv4),
-                         hasher.mask_flow_ipv6.eq(masks.flow_ipv6)]
-        if isinstance(config, (LdaConfig, LdsConfig)):
+        for name in ("packet_ipv4", "packet_ipv6", "flow_ipv4", "flow_ipv6"):
+            if f"mask_{name}" in hasher.signature.members:
+                m.d.comb += getattr(hasher, f"mask_{name}").eq(getattr(masks, name))
+        ports = [n for n in ("thresholds", "row_thresholds")
+                 if n in selector.signature.members]
+        if ports:
             thresholds = _config_copy(m, csr.thresholds.value, "thresholds_copy")
-        if isinstance(config, LdaConfig):
-            for j in range(config.banks):
-                m.d.comb += selector.thresholds[j].eq(getattr(thresholds, f"bank{j}"))
-        if isinstance(config, LdsConfig):
-            for r in range(config.rows):
-                m.d.comb += selector.row_thresholds[r].eq(getattr(thresholds, f"row{r}"))
+            fields = sorted(thresholds.shape(), key=lambda item: item[1].offset)
+            port = getattr(selector, ports[0])
+            for j, (name, _) in enumerate(fields):   # bank0.. (LDA) / row0.. (LDS)
+                m.d.comb += port[j].eq(getattr(thresholds, name))
 
-        # Timebase over the bus: reads show the running count, writes set it.
-        m.d.comb += [
-            csr.timebase.current.ticks.eq(timebase.now),
-            timebase.set.eq(csr.timebase.written),
-            timebase.set_value.eq(csr.timebase.value.ticks),
-        ]
+    def _wire_frozen_reads(self, m, csr, counters, exporter):
+        """The counter window's reads and the exporter share the bank's frozen read port.
 
-        # Counter window reads (the bank's port carries a word layout; the CSR bank's a
-        # plain word of the same width), shared with the exporter: the bus has priority
-        # (the exporter holds off in a cycle the bus reads) and a shift register of
-        # owners routes each answer READ_LATENCY cycles later to whoever asked.
+        The bank's port carries a word layout, the CSR bank's a plain word of the same
+        width. The bus has priority (the exporter holds off in a cycle the bus reads) and
+        a shift register of owners routes each answer READ_LATENCY cycles later to
+        whoever asked."""
         bus_read = csr.counters.en
         owners = Signal(CounterBank.READ_LATENCY)   # bit k: the bus read k + 1 cycles ago
         m.d.sync += owners.eq(Cat(bus_read, owners[:-1]))
@@ -348,12 +366,11 @@ class LdaCore(wiring.Component):
             exporter.frozen.valid.eq(counters.frozen.valid & ~bus_answer),
             exporter.frozen.error.eq(counters.frozen.error),
         ]
-        # CONTROL.release, or the exporter's auto release after the last frame.
-        m.d.comb += counters.release.eq(csr.control.value.release | exporter.release)
 
-        # -- interval control: boundaries (IntervalControl), swap / overrun --------------
-        m.submodules.interval_control = ic = IntervalControl(data_width=w)
-        # Configuration copies beside their users; the rearm strobe follows them.
+    def _wire_interval_control(self, m, csr, ic, merger, markers, timebase):
+        """The interval control and the marker source, from registered copies of their
+        configuration registers (beside their users; the rearm strobe follows them).
+        Returns the copies the exporter shares (mode, MACs)."""
         mode = _config_copy(m, csr.interval_mode.value, "interval_mode_copy")
         rearm = Signal()
         m.d.sync += rearm.eq(csr.interval_mode.written | csr.interval_ticks.written
@@ -373,7 +390,7 @@ class LdaCore(wiring.Component):
             ic.config_id.eq(config_id),
             ic.marker_src_mac.eq(_config_copy(m, csr.marker_src_mac.value.mac,
                                               "marker_src_mac_copy")),
-            # the merger's watch copy, which the tap sees one cycle later
+            # the merger's watch copy, which the tap sees later
             ic.watch.valid.eq(merger.watch_valid),
             ic.watch.ready.eq(1),
             ic.watch.payload.eq(merger.watch),
@@ -383,121 +400,43 @@ class LdaCore(wiring.Component):
             markers.config_id.eq(config_id),
         ]
         connect(m, ic.marker, markers.request)
+        return mode, local_mac, export_dst_mac
 
-        swap_pending = Signal()
-        swap_in_flight = Signal()       # a swap pulse is still in the record pipeline
-        front_copy = Signal()           # the copy frames starting now are tagged with
-        boundary_count = Signal(32)     # INTERVAL_SEQ
-        overruns = Signal(32)
-        interval_seq = Signal(data.ArrayLayout(32, 2))
-        interval_flags = Signal(data.ArrayLayout(8, 2))
-        interval_timestamp = Signal(data.ArrayLayout(64, 2))
-        interval_packets = Signal(data.ArrayLayout(32, 2))
-        interval_config_id = Signal(data.ArrayLayout(32, 2))
-        # The pending boundary's request (IntervalControl.boundary_*), latched with it.
-        pending_seq, pending_flags = Signal(32), Signal(8)
-        pending_timestamp = Signal(64)
-
-        # HeaderTap.boundary_ok one cycle ahead, registered (Fmax: the boundary decision
-        # then takes registers only): the tap's next beat is in the watch delay line now,
-        # and its frame-open state next cycle follows from this cycle's.
-        tap_idle = Signal(init=1)           # == tap.boundary_ok
-        next_open = Mux(watch_valid, ~watch_payload.last, tap.in_frame)
-        m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next.last))
-
-        boundary = Signal()
-        execute = Signal()
+    def _wire_ledger(self, m, ledger, ic, csr, tap, selector, counters, frame_idle):
+        """The interval control's boundary requests → the ledger → the tap's swap/copy;
+        the ledger watches the records meeting the counter bank and CONFIG_ID."""
         m.d.comb += [
-            boundary.eq(swap_pending & tap_idle & ~swap_in_flight),
-            execute.eq(boundary & counters.other_clean),
+            ledger.request.eq(ic.boundary),
+            ledger.request_data.seq.eq(ic.boundary_seq),
+            ledger.request_data.flags.eq(ic.boundary_flags),
+            ledger.request_data.timestamp.eq(ic.boundary_timestamp),
+            ledger.frame_idle.eq(frame_idle),
+            ledger.other_clean.eq(counters.other_clean),
+            ledger.swap_arrived.eq(selector.swap),
+            ledger.counted.eq(selector.counted),
+            ledger.counted_copy.eq(selector.request.copy),
+            ledger.config_id.eq(csr.config_id.value),
+            ledger.config_id_written.eq(csr.config_id.written),
+            ledger.frozen_copy.eq(counters.frozen_copy),
+            tap.swap.eq(ledger.swap),
+            tap.copy.eq(ledger.copy),
+            ic.ending_flags.eq(ledger.ending_flags),
         ]
 
-        # The interval control's requests, registered (Fmax: its sequence-number adder
-        # and comparisons stay off the pending registers' enables).
-        ic_boundary, ic_seq, ic_flags = Signal(), Signal(32), Signal(8)
-        ic_timestamp = Signal(64)
-        m.d.sync += [ic_boundary.eq(ic.boundary), ic_seq.eq(ic.boundary_seq),
-                     ic_flags.eq(ic.boundary_flags), ic_timestamp.eq(ic.boundary_timestamp)]
-        with m.If(ic_boundary):
-            # Requests before the boundary merge: the latest sequence number and
-            # timestamp, the flags of all.
-            m.d.sync += [swap_pending.eq(1), pending_seq.eq(ic_seq),
-                         pending_timestamp.eq(ic_timestamp),
-                         pending_flags.eq(Mux(swap_pending & ~boundary,
-                                              pending_flags | ic_flags,
-                                              ic_flags))]
-        with m.Elif(boundary):
-            m.d.sync += swap_pending.eq(0)
-
-        with m.If(selector.swap):
-            m.d.sync += swap_in_flight.eq(0)
-        with m.If(execute):
-            m.d.sync += swap_in_flight.eq(1)
-
-        # The copy flips in the boundary's cycle (an SOF in that cycle takes the new one).
-        new_copy = ~front_copy
-        m.d.comb += [tap.swap.eq(execute), tap.copy.eq(Mux(execute, new_copy, front_copy))]
-        with m.If(execute):
-            m.d.sync += front_copy.eq(new_copy)
-
-        # Interval bookkeeping, one cycle later (short paths): `front_copy` then already
-        # names the new interval's copy on a swap, and still the current one on an overrun.
-        boundary_done = Signal()
-        swapped = Signal()
-        taken_seq, taken_flags, taken_timestamp = Signal(32), Signal(8), Signal(64)
-        m.d.sync += [boundary_done.eq(boundary), swapped.eq(execute)]
-        with m.If(boundary):
-            m.d.sync += [taken_seq.eq(pending_seq), taken_flags.eq(pending_flags),
-                         taken_timestamp.eq(pending_timestamp)]
-        # CONFIG_CHANGED: CONFIG_ID written with a new value during the interval.
-        config_id_before = Signal(32)
-        config_changed = Signal()
-        m.d.sync += [config_id_before.eq(csr.config_id.value),
-                     config_changed.eq(csr.config_id.written
-                                       & (csr.config_id.value != config_id_before))]
-        changed_flag = Mux(config_changed, int(IntervalFlags.CONFIG_CHANGED), 0)
-        with m.If(boundary_done):
-            m.d.sync += boundary_count.eq(taken_seq)
-            with m.If(swapped):
-                ended = ~front_copy
-                m.d.sync += [
-                    interval_flags[ended].eq(interval_flags[ended] | taken_flags
-                                             | changed_flag),
-                    interval_timestamp[ended].eq(taken_timestamp),
-                    interval_seq[front_copy].eq(taken_seq),
-                    interval_flags[front_copy].eq(0),
-                    interval_config_id[front_copy].eq(csr.config_id.value),
-                ]
-            with m.Else():
-                m.d.sync += [overruns.eq(overruns + 1),
-                             interval_flags[front_copy].eq(
-                                 interval_flags[front_copy] | taken_flags | changed_flag
-                                 | int(IntervalFlags.OVERRUN))]
-        with m.Elif(config_changed):
-            m.d.sync += interval_flags[front_copy].eq(interval_flags[front_copy]
-                                                      | int(IntervalFlags.CONFIG_CHANGED))
-        m.d.comb += ic.ending_flags.eq(interval_flags[front_copy])
-
-        # Packets per interval, counted where the records meet the counter bank (the new
-        # interval's count starts from zero: its copy has no record in flight).
-        request_copy = selector.request.copy
-        for k in range(2):
-            with m.If(swapped & (front_copy == k)):
-                m.d.sync += interval_packets[k].eq(0)
-            with m.Elif(selector.counted & (request_copy == k)):
-                m.d.sync += interval_packets[k].eq(interval_packets[k] + 1)
-
-        # -- export: each newly frozen copy, if INTERVAL_MODE asks --------------------
-        frozen = counters.frozen_copy
+    def _wire_export(self, m, exporter, ledger, counters, copies):
+        """Export each newly frozen copy, with its interval's status, if INTERVAL_MODE
+        asks."""
+        mode, local_mac, export_dst_mac = copies
+        frozen = ledger.frozen
         frozen_ready_before = Signal()
         m.d.sync += frozen_ready_before.eq(counters.frozen_ready)
         m.d.comb += [
             exporter.start.eq(counters.frozen_ready & ~frozen_ready_before
                               & (mode.export_inband | mode.export_host)),
-            exporter.seq.eq(interval_seq[frozen]),
-            exporter.flags.eq(interval_flags[frozen]),
-            exporter.timestamp.eq(interval_timestamp[frozen]),
-            exporter.config_id.eq(interval_config_id[frozen]),
+            exporter.seq.eq(frozen.seq),
+            exporter.flags.eq(frozen.flags),
+            exporter.timestamp.eq(frozen.timestamp),
+            exporter.config_id.eq(frozen.config_id),
             exporter.src_mac.eq(local_mac),
             exporter.dst_mac.eq(export_dst_mac),
             exporter.to_inband.eq(mode.export_inband),
@@ -505,21 +444,22 @@ class LdaCore(wiring.Component):
             exporter.auto_release.eq(mode.auto_release),
         ]
 
-        # At reset copy 0 is ACTIVE: the interval with sequence number 0.
-        status = csr.status.value
+    def _wire_status(self, m, csr, ledger, ic, exporter, tap, counters):
+        """The read-only status registers."""
+        status, frozen = csr.status.value, ledger.frozen
         m.d.comb += [
             status.active_copy.eq(counters.active_copy),
             status.frozen_ready.eq(counters.frozen_ready),
             status.clearing.eq(counters.clearing),
-            status.frozen_overrun.eq(interval_flags[frozen][0]),   # IntervalFlags.OVERRUN
+            status.frozen_overrun.eq(frozen.flags[0]),   # IntervalFlags.OVERRUN
             status.other_clean.eq(counters.other_clean),
-            csr.interval_seq.value.eq(boundary_count),
-            csr.frozen_seq.value.eq(interval_seq[frozen]),
-            csr.frozen_packets.value.eq(interval_packets[frozen]),
-            csr.frozen_config_id.value.eq(interval_config_id[frozen]),
-            csr.frozen_flags.value.eq(interval_flags[frozen]),
-            csr.frozen_timestamp.value.ticks.eq(interval_timestamp[frozen]),
-            csr.overruns.value.eq(overruns),
+            csr.interval_seq.value.eq(ledger.interval_seq),
+            csr.frozen_seq.value.eq(frozen.seq),
+            csr.frozen_packets.value.eq(frozen.packets),
+            csr.frozen_config_id.value.eq(frozen.config_id),
+            csr.frozen_flags.value.eq(frozen.flags),
+            csr.frozen_timestamp.value.ticks.eq(frozen.timestamp),
+            csr.overruns.value.eq(ledger.overruns),
             csr.markers_sent.value.eq(ic.markers_sent),
             csr.markers_accepted.value.eq(ic.markers_accepted),
             csr.markers_rejected.value.eq(ic.markers_rejected),
@@ -532,7 +472,6 @@ class LdaCore(wiring.Component):
             csr.frames_non_ip.value.eq(tap.status.non_ip),
             csr.frames_control.value.eq(tap.status.control),
         ]
-        return m
 
 
 class AxisTop(wiring.Component):
