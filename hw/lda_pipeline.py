@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The flow-through measurement core (LDA / RDA / LDS) and its Verilog export.
 
-Where it sits (``DESIGN.md``): this is the whole gateware data flow in one component —
+Where it sits (``docs/DESIGN.md``, "Data flow of a packet" and "Data flow of a counter"):
+this is the whole gateware data flow in one component, its composition root —
 frames in → pass-through (fixed latency, bit-exact) → frames out, and beside it the
 measurement side that only *watches* the input transfers: header tap
 (:class:`hw.header_tap.HeaderTap`) → H3 hasher (:class:`hw.hash_h3.PacketHasher`) →
 bucket selection (:class:`hw.bucket_select.BucketSelector`) → counter bank
 (:class:`hw.counter_bank.CounterBank`, double buffered), with the interval control
-(:class:`hw.interval_control.IntervalControl`: manual / time / marker modes; swap /
-overrun / sequence numbers), marker frames (:class:`hw.control_frame_tx.MarkerFrameSource`)
+(:class:`hw.interval_control.IntervalControl`: manual / time / marker modes, decides the
+boundaries) and the interval ledger (:class:`hw.interval_ledger.IntervalLedger`: swap /
+overrun / per-copy sequence numbers, flags, timestamps), marker frames (:class:`hw.control_frame_tx.MarkerFrameSource`)
 and the exporter (:class:`hw.exporter.Exporter`) put into the stream by the frame
 merger (:class:`hw.frame_merger.FrameMerger`), and the CSR bank
 (:class:`hw.csr.CsrBank`, generated from :func:`host_sw.contracts.regmap.register_map`) behind the
@@ -31,7 +33,8 @@ tap as control frames (never counted). Besides ``m_axis`` there is a host export
 
 Interval control (swap / overrun)
 ---------------------------------
-:class:`hw.interval_control.IntervalControl` decides boundaries by INTERVAL_MODE.mode:
+:class:`hw.interval_control.IntervalControl` decides boundaries by INTERVAL_MODE.mode and
+:class:`hw.interval_ledger.IntervalLedger` executes them and keeps each copy's status:
 0 manual (``CONTROL.swap``), 1 time (the timebase reaches INTERVAL_START + i ·
 INTERVAL_TICKS; the new interval's sequence number is ``i``; flag TIME_MODE), 2 marker
 send (``CONTROL.swap`` or the interval timer inserts a marker frame carrying the ending
@@ -116,7 +119,6 @@ accepted: ``--rows`` for RDA), ``--thresholds`` the LDA bank / LDS row threshold
 
 import argparse
 import sys
-from pathlib import Path
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
@@ -139,6 +141,7 @@ from .interval_control import RECEIVE_LATENCY, IntervalControl
 from .interval_ledger import IntervalLedger
 from .timebase import Timebase
 from .uartbone import UARTBoneBridge
+from .verilog_export import AxisTop, export_verilog
 
 __all__ = ["PASSTHROUGH_LATENCY", "LdaCore", "AxisTop", "export_verilog",
            "main"]
@@ -472,64 +475,6 @@ class LdaCore(wiring.Component):
             csr.frames_non_ip.value.eq(tap.status.non_ip),
             csr.frames_control.value.eq(tap.status.control),
         ]
-
-
-class AxisTop(wiring.Component):
-    """Flat AXI4-Stream port names around an :class:`LdaCore`, for the Verilog export
-    (cocotbext-axi attaches with the bus prefixes ``s_axis`` / ``m_axis``)."""
-
-    def __init__(self, core: LdaCore):
-        self.core = core
-        w = core.data_width
-        super().__init__({
-            "s_axis_tdata": In(w), "s_axis_tkeep": In(w // 8), "s_axis_tlast": In(1),
-            "s_axis_tuser": In(1), "s_axis_tvalid": In(1), "s_axis_tready": Out(1),
-            "m_axis_tdata": Out(w), "m_axis_tkeep": Out(w // 8), "m_axis_tlast": Out(1),
-            "m_axis_tuser": Out(1), "m_axis_tvalid": Out(1), "m_axis_tready": In(1),
-            "bus_rx_tdata": In(8), "bus_rx_tvalid": In(1), "bus_rx_tready": Out(1),
-            "bus_tx_tdata": Out(8), "bus_tx_tvalid": Out(1), "bus_tx_tready": In(1),
-            "m_axis_export_tdata": Out(w), "m_axis_export_tkeep": Out(w // 8),
-            "m_axis_export_tlast": Out(1), "m_axis_export_tuser": Out(1),
-            "m_axis_export_tvalid": Out(1), "m_axis_export_tready": In(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = self.core
-        s, o = core.s_axis, core.m_axis
-        m.d.comb += [
-            s.payload.data.eq(self.s_axis_tdata), s.payload.keep.eq(self.s_axis_tkeep),
-            s.payload.last.eq(self.s_axis_tlast), s.payload.error.eq(self.s_axis_tuser),
-            s.valid.eq(self.s_axis_tvalid), self.s_axis_tready.eq(s.ready),
-            self.m_axis_tdata.eq(o.payload.data), self.m_axis_tkeep.eq(o.payload.keep),
-            self.m_axis_tlast.eq(o.payload.last), self.m_axis_tuser.eq(o.payload.error),
-            self.m_axis_tvalid.eq(o.valid), o.ready.eq(self.m_axis_tready),
-            core.bus_rx.payload.eq(self.bus_rx_tdata), core.bus_rx.valid.eq(self.bus_rx_tvalid),
-            self.bus_rx_tready.eq(core.bus_rx.ready),
-            self.bus_tx_tdata.eq(core.bus_tx.payload), self.bus_tx_tvalid.eq(core.bus_tx.valid),
-            core.bus_tx.ready.eq(self.bus_tx_tready),
-        ]
-        e = core.host_export
-        m.d.comb += [
-            self.m_axis_export_tdata.eq(e.payload.data),
-            self.m_axis_export_tkeep.eq(e.payload.keep),
-            self.m_axis_export_tlast.eq(e.payload.last),
-            self.m_axis_export_tuser.eq(e.payload.error),
-            self.m_axis_export_tvalid.eq(e.valid), e.ready.eq(self.m_axis_export_tready),
-        ]
-        return m
-
-
-def export_verilog(core: LdaCore, path, *, name: str = "lda_core") -> list[Path]:
-    """Write ``core`` as Verilog module ``name`` to ``path`` and ``csr.csv`` /
-    ``csr.json`` beside it; return the paths written."""
-    from amaranth.back import verilog
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(AxisTop(core), name=name)
-    path.write_text(text)
-    csv_path, json_path = core.regmap.write_exports(path.parent)
-    return [path, Path(csv_path), Path(json_path)]
 
 
 def main(argv=None) -> int:
