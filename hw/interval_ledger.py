@@ -89,12 +89,13 @@ class IntervalLedger(wiring.Component):
 
     Latency
     -------
-    ``request`` is registered (1 cycle) before it reaches the pending register; the swap
-    is taken (``swap``) in the first cycle after that with ``frame_idle``, no swap in
-    flight; the status (``interval_seq``, ``overruns``, the copies' status) is updated
-    one cycle after the boundary; ``frozen`` and ``ending_flags`` select from those
-    registers without a further register. The request and the decision are registered so
-    that the decisions depend on registers only.
+    ``request`` is registered, then sets the pending register: the boundary is taken
+    at the earliest 2 cycles after ``request`` (``swap`` high in that cycle), in the
+    first cycle with ``frame_idle`` and no swap in flight. The status (``interval_seq``,
+    ``overruns``, the copies' status) is updated 1 cycle after the boundary; ``frozen``
+    and ``ending_flags`` select from those registers without a further register. The
+    request and the decision are registered so that the decisions depend on registers
+    only (short paths into the pending and status registers' enables).
 
     Why a component of its own: the bookkeeping of which interval a copy holds is one
     piece of state with one rule (the boundary), apart from the composition of the core.
