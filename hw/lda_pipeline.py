@@ -120,7 +120,7 @@ accepted: ``--rows`` for RDA), ``--thresholds`` the LDA bank / LDS row threshold
 import argparse
 import sys
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -135,6 +135,7 @@ from .csr import CsrBank
 from .exporter import Exporter
 from .frame import FrameStream, check_data_width
 from .frame_merger import FrameMerger
+from .frozen_read_share import FrozenReadShare
 from .hash_h3 import PacketHasher
 from .header_tap import HeaderTap
 from .interval_control import RECEIVE_LATENCY, IntervalControl
@@ -348,27 +349,22 @@ class LdaCore(wiring.Component):
                 m.d.comb += port[j].eq(getattr(thresholds, name))
 
     def _wire_frozen_reads(self, m, csr, counters, exporter):
-        """The counter window's reads and the exporter share the bank's frozen read port.
-
+        """The counter window's reads (the CSR bank) and the exporter share the bank's
+        frozen read port (:class:`hw.frozen_read_share.FrozenReadShare`: the bus first).
         The bank's port carries a word layout, the CSR bank's a plain word of the same
-        width. The bus has priority (the exporter holds off in a cycle the bus reads) and
-        a shift register of owners routes each answer READ_LATENCY cycles later to
-        whoever asked."""
-        bus_read = csr.counters.en
-        owners = Signal(CounterBank.READ_LATENCY)   # bit k: the bus read k + 1 cycles ago
-        m.d.sync += owners.eq(Cat(bus_read, owners[:-1]))
-        bus_answer = owners[-1]
+        width."""
+        m.submodules.frozen_reads = share = FrozenReadShare(config=self.config)
+        window = csr.counters
         m.d.comb += [
-            exporter.read_hold.eq(bus_read),
-            counters.frozen.addr.eq(Mux(bus_read, csr.counters.addr, exporter.frozen.addr)),
-            counters.frozen.en.eq(bus_read | exporter.frozen.en),
-            csr.counters.data.eq(counters.frozen.data),
-            csr.counters.valid.eq(counters.frozen.valid & bus_answer),
-            csr.counters.error.eq(counters.frozen.error),
-            exporter.frozen.data.eq(counters.frozen.data),
-            exporter.frozen.valid.eq(counters.frozen.valid & ~bus_answer),
-            exporter.frozen.error.eq(counters.frozen.error),
+            share.bus.addr.eq(window.addr),
+            share.bus.en.eq(window.en),
+            window.data.eq(share.bus.data),
+            window.valid.eq(share.bus.valid),
+            window.error.eq(share.bus.error),
+            exporter.read_hold.eq(share.exporter_hold),
         ]
+        connect(m, exporter.frozen, share.exporter)
+        connect(m, share.bank, counters.frozen)
 
     def _wire_interval_control(self, m, csr, ic, merger, markers, timebase):
         """The interval control and the marker source, from registered copies of their
