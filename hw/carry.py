@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Select-then-add on one carry chain: ``sum = (select ? a : b) + increment``.
 
-Where it sits (``DESIGN.md``): inside the counter bank's read-modify-write loop
-(:mod:`hw.counter_bank`, stage S3), where a counter word is either the word the request
-just ahead produced (same counter, back-to-back: forwarding) or the base word read from
-the RAM, plus the packet's increment. That loop — register → adder → register in one
-clock — is the critical path of the measurement core on ECP5: the 40-bit timestamp-sum
-carry chain plus the 2:1 forwarding multiplexer behind it (``docs/HARDWARE.md``).
+Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): inside the counter bank's
+read-modify-write loop (:mod:`hw.counter_bank`, stage S3), where a counter word is
+either the word the request just ahead produced (same counter, back-to-back: forwarding)
+or the base word read from the RAM, plus the packet's increment. That loop — register →
+adder → register in one clock — is the critical path of the measurement core on ECP5:
+the 40-bit timestamp-sum carry chain plus the 2:1 forwarding multiplexer behind it
+(``docs/HARDWARE.md``).
 
 Why hand-written: Yosys maps ``Mux(s, a, b) + c`` to a LUT level for the multiplexer and
 a ``CCU2C`` carry chain for the adder (its ``$alu`` mapping puts a fixed XOR in the

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Building control frames (EtherType 0x88B5) in gateware: header, byte packer, markers.
 
-Where it sits (``DESIGN.md``): the "markers / export frames" arrow into the output mux.
+Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): the "markers / export
+frames" arrow into the output mux.
 The interval control (:mod:`hw.interval_control`) asks :class:`MarkerFrameSource` for a
 marker frame at each marker-mode boundary; the exporter (:mod:`hw.exporter`) streams the
 frozen copy as synopsis chunk frames through :class:`BytePacker`; both go out through the
@@ -13,6 +14,7 @@ place each field big-endian at its offset.
 """
 
 import math
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, stream, wiring
@@ -163,60 +165,77 @@ class BytePacker(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        lanes, P, N, g = self.lanes, self.item_bytes, self.ring_bytes, self.granule
-        positions, slots = N // g, N // lanes
-        item = self.items.payload
+        s = self._shared(m)
+        self._output_registers(m, s)
+        self._ring_writes(m, s)
+        pushed_last, frame_out = self._pointers_and_fill(m, s)
+        self._handshakes(m, s, pushed_last, frame_out)
+        self._read_slot(m, s)
+        return m
 
-        ring = Signal(8 * N, reset_less=True)     # data: read only at valid positions
+    def _shared(self, m):
+        """The ring, its pointers and fill, and the item handshake, shared by the parts."""
+        lanes, N, g = self.lanes, self.ring_bytes, self.granule
+        s = SimpleNamespace(positions=N // g, slots=N // lanes)
+        s.ring = Signal(8 * N, reset_less=True, name="ring")  # read only at valid positions
         # one-hot: the next item goes at g * index
-        wpos = [Signal(positions, init=1, name="wpos")]
+        s.wpos = [Signal(s.positions, init=1, name="wpos")]
         # one-hot: the next beat is this slot (a copy per lane group, see below)
-        rpos = [Signal(slots, init=1, name=f"rpos_{q}")
-                for q in range(max(1, lanes // 2))]
+        s.rpos = [Signal(s.slots, init=1, name=f"rpos_{q}")
+                  for q in range(max(1, lanes // 2))]
         # Fill (bytes written and not yet popped) in units of u bytes: item sizes and
         # lanes are multiples of u.
-        u = math.gcd(g, lanes)
-        fill = Signal(range(N // u + 1))
-        ending = Signal()                    # the frame's last item is in the ring
-        can_push = Signal(init=1)
+        s.u = u = math.gcd(g, lanes)
+        s.fill = Signal(range(N // u + 1), name="fill")
+        s.ending = Signal(name="ending")     # the frame's last item is in the ring
+        s.can_push = Signal(init=1, name="can_push")
         # ``full`` is ``~can_push`` in a flop of its own: ``items.ready`` (the item
         # source's handshake) and the packer's own push do not share one loaded flop.
-        full = Signal()
-        can_pop = Signal()
-
-        # The output: two beat registers in FIFO order. A register that holds no beat
-        # loads the beat at the read slot every clock (its enable, ``free_j``, is a flop
-        # of its own); a pop marks the one at ``put`` as holding. ``room`` (not both
-        # holding) is a register. ``need[k]``: the head beat is there and port k has
-        # still to take it (port k's ``valid``): the head is taken when every needing
-        # port is ready, a function of four flops. The flops that steer the whole beat (read slot, head select, load enables) are
-        # duplicated per group of two lanes, each copy with its own feedback (so the
-        # copies are not merged): no such flop drives more than ~20 loads.
+        s.full = Signal(name="full")
+        s.can_pop = Signal(name="can_pop")
+        # The flops that steer a whole beat are duplicated per group of two lanes.
         groups = max(1, lanes // 2)
-        bounds = [(8 * (q * lanes // groups), 8 * ((q + 1) * lanes // groups))
-                  for q in range(groups)]
+        s.bounds = [(8 * (q * lanes // groups), 8 * ((q + 1) * lanes // groups))
+                    for q in range(groups)]
+        s.beat_now = Signal(frame_beat_layout(self.data_width), name="beat_now")
+        s.push, s.pop = Signal(name="push"), Signal(name="pop")
+        s.push_last = Signal(name="push_last")
+        s.last_beat = Signal(name="last_beat")
+        item = self.items.payload
+        m.d.comb += [
+            self.items.ready.eq(~s.full),
+            s.push.eq(self.items.valid & s.can_push),
+            s.push_last.eq(self.items.valid & s.can_push & item.last),
+            s.last_beat.eq(s.ending & (s.fill <= lanes // u)),
+        ]
+        return s
+
+    def _output_registers(self, m, s):
+        """The output: two beat registers in FIFO order, serving the ports.
+
+        A register that holds no beat loads the beat at the read slot every clock (its
+        enable, ``free_j``, is a flop of its own); a pop marks the one at ``put`` as
+        holding. ``room`` (not both holding) is a register. ``need[k]``: the head beat is
+        there and port k has still to take it (port k's ``valid``): the head is taken
+        when every needing port is ready, a function of four flops. The flops that steer
+        the whole beat (read slot, head select, load enables) are duplicated per group of
+        two lanes, each copy with its own feedback (so the copies are not merged): no
+        such flop drives more than ~20 loads."""
+        bounds, beat_now, pop = s.bounds, s.beat_now, s.pop
         beat_layout = frame_beat_layout(self.data_width)
         held = [Signal(name=f"held_{j}") for j in range(2)]
         beats = [Signal(beat_layout, name=f"beat_{j}", reset_less=True)     # with held
                  for j in range(2)]
-        put = Signal()                        # the register a pop fills
-        take_at = [Signal(name=f"take_at_{q}") for q in range(groups)]    # the head
-        room = Signal(init=1)
-        beat_now = Signal(beat_layout)        # the beat at the read slot
-        need = Signal(self.ports)
-        head = Signal(beat_layout)
-
-        push, pop, push_last, take = Signal(), Signal(), Signal(), Signal()
+        put = Signal(name="put")              # the register a pop fills
+        take_at = [Signal(name=f"take_at_{q}") for q in range(len(bounds))]    # the head
+        room = Signal(init=1, name="room")
+        need = Signal(self.ports, name="need")
+        head = Signal(beat_layout, name="head")
+        take = Signal(name="take")
         taken = 1
         for k in range(self.ports):
             taken = taken & (~need[k] | self.sources[k].ready)
-        m.d.comb += [
-            self.items.ready.eq(~full),
-            push.eq(self.items.valid & can_push),
-            push_last.eq(self.items.valid & can_push & item.last),
-            pop.eq(can_pop & room),
-            take.eq(need.any() & taken),
-        ]
+        m.d.comb += [pop.eq(s.can_pop & room), take.eq(need.any() & taken)]
         for q, (lo, hi) in enumerate(bounds):
             m.d.comb += head.data[lo:hi].eq(Mux(take_at[q], beats[1].data[lo:hi],
                                                 beats[0].data[lo:hi]))
@@ -258,15 +277,15 @@ class BytePacker(wiring.Component):
             m.d.sync += need.eq(Mux(pop, self.enable, 0))
         m.d.sync += self.frame_sent.eq(take & head.last)
 
-        last_beat = Signal()
-        m.d.comb += last_beat.eq(ending & (fill <= lanes // u))
-
-        # -- writes, one clock after the push: per position a registered write enable,
-        # the item's data registered every clock; each ring byte takes the item byte its
-        # covering positions select -----------------------------------------------------
-        write_at = [Signal(positions, name=f"write_at_{c}") for c in range(len(wpos))]
-        written = Signal.like(item.data)
-        m.d.sync += [w.eq(Mux(push, p, 0)) for w, p in zip(write_at, wpos)]
+    def _ring_writes(self, m, s):
+        """Writes, one clock after the push: per position a registered write enable, the
+        item's data registered every clock; each ring byte takes the item byte its
+        covering positions select."""
+        P, N, g, positions = self.item_bytes, self.ring_bytes, self.granule, s.positions
+        item = self.items.payload
+        write_at = [Signal(positions, name=f"write_at_{c}") for c in range(len(s.wpos))]
+        written = Signal.like(item.data, name="written")
+        m.d.sync += [w.eq(Mux(s.push, p, 0)) for w, p in zip(write_at, s.wpos)]
         m.d.sync += written.eq(item.data)
         for k in range(N):
             write_at_k = write_at[(k // 4) % len(write_at)]
@@ -279,13 +298,13 @@ class BytePacker(wiring.Component):
                 for p, b in zip(cover, byte):
                     value = value | Mux(write_at_k[p], b, 0)
             with m.If(Cat(*(write_at_k[p] for p in cover)).any()):
-                m.d.sync += ring.word_select(k, 8).eq(value)
+                m.d.sync += s.ring.word_select(k, 8).eq(value)
 
-        # -- pointers and fill ----------------------------------------------------------
-        def rotated(onehot, by):
-            n = len(onehot)
-            return Cat(*(onehot[(i - by) % n] for i in range(n)))
-
+    def _pointers_and_fill(self, m, s):
+        """The write and read pointers and the fill. Returns ``pushed_last`` (the frame's
+        last item counted now) and ``frame_out`` (the frame has left the ring)."""
+        lanes, P, g, u = self.lanes, self.item_bytes, self.granule, s.u
+        item, wpos, push, pop = self.items.payload, s.wpos, s.push, s.pop
         # With one item size the fill adds a constant; with several, the pushed size is
         # registered first and counted one clock late (``late``): the size's decoding
         # stays off the fill's adder; ``ending`` follows the count, and the push limit
@@ -294,25 +313,28 @@ class BytePacker(wiring.Component):
         lanes_u = lanes // u
         delta_shape = signed((P // u + lanes_u).bit_length() + 1)
         if not late:
-            wpos_next = [rotated(w, self.item_sizes[0] // g) for w in wpos]
+            wpos_next = [_rotated(w, self.item_sizes[0] // g) for w in wpos]
             size = Const(self.item_sizes[0] // u, delta_shape)
             size_less_beat = Const(self.item_sizes[0] // u - lanes_u, delta_shape)
         else:
             # Both fill steps of the pushed size, registered (constants selected by it).
             wpos_next, size_now, less_now = [0] * len(wpos), 0, 0
-            for s in self.item_sizes:
-                wpos_next = [n | Mux(item.size == s, rotated(w, s // g), 0)
+            for size_k in self.item_sizes:
+                wpos_next = [n | Mux(item.size == size_k, _rotated(w, size_k // g), 0)
                              for n, w in zip(wpos_next, wpos)]
-                size_now = size_now | Mux(item.size == s, Const(s // u, delta_shape), 0)
-                less_now = less_now | Mux(item.size == s,
-                                          Const(s // u - lanes_u, delta_shape), 0)
-            size, size_less_beat = Signal(delta_shape), Signal(delta_shape)
+                size_now = size_now | Mux(item.size == size_k,
+                                          Const(size_k // u, delta_shape), 0)
+                less_now = less_now | Mux(item.size == size_k,
+                                          Const(size_k // u - lanes_u, delta_shape), 0)
+            size = Signal(delta_shape, name="size")
+            size_less_beat = Signal(delta_shape, name="size_less_beat")
             m.d.sync += [size.eq(size_now), size_less_beat.eq(less_now)]
-        pushed, pushed_last = Signal(), Signal()    # counted now / the frame's last item
+        # counted now / the frame's last item
+        pushed, pushed_last = Signal(name="pushed"), Signal(name="pushed_last")
         if late:
-            m.d.sync += [pushed.eq(push), pushed_last.eq(push_last)]
+            m.d.sync += [pushed.eq(push), pushed_last.eq(s.push_last)]
         else:
-            m.d.comb += [pushed.eq(push), pushed_last.eq(push_last)]
+            m.d.comb += [pushed.eq(push), pushed_last.eq(s.push_last)]
         delta = Signal(delta_shape)
         with m.If(pushed & pop):
             m.d.comb += delta.eq(size_less_beat)
@@ -324,57 +346,69 @@ class BytePacker(wiring.Component):
         # The frame's last beat empties the ring; one clock later (from a flop, the
         # reset reaches many registers) the next frame is set to start at position 0.
         frame_out = Signal()
-        m.d.sync += frame_out.eq(pop & last_beat)
+        m.d.sync += frame_out.eq(pop & s.last_beat)
         with m.If(frame_out):
-            m.d.sync += [fill.eq(0), ending.eq(0)] + [w.eq(1) for w in wpos]
-            m.d.sync += [r.eq(1) for r in rpos]
+            m.d.sync += [s.fill.eq(0), s.ending.eq(0)] + [w.eq(1) for w in wpos]
+            m.d.sync += [r.eq(1) for r in s.rpos]
         with m.Else():
-            m.d.sync += fill.eq(fill + delta)
+            m.d.sync += s.fill.eq(s.fill + delta)
             with m.If(push):
                 m.d.sync += [w.eq(n) for w, n in zip(wpos, wpos_next)]
             with m.If(pop):
-                m.d.sync += [r.eq(rotated(r, 1)) for r in rpos]
+                m.d.sync += [r.eq(_rotated(r, 1)) for r in s.rpos]
             with m.If(pushed_last):
-                m.d.sync += ending.eq(1)
+                m.d.sync += s.ending.eq(1)
+        return pushed_last, frame_out
 
-        # -- next clock's handshakes, from this clock's fill, which counts the items
-        # pushed until the previous clock (two clocks with ``late``; written into the
-        # ring by the end of this one): conservative, the pushes not yet counted leave
-        # room -------------------------------------------------------------------------
+    def _handshakes(self, m, s, pushed_last, frame_out):
+        """Next clock's handshakes, from this clock's fill, which counts the items pushed
+        until the previous clock (two clocks with several item sizes; written into the
+        ring by the end of this one): conservative, the pushes not yet counted leave
+        room."""
+        lanes_u, fill, ending = self.lanes // s.u, s.fill, s.ending
         after_pop = Mux(ending, fill > lanes_u, fill >= 2 * lanes_u)
         no_pop = Mux(ending, fill != 0, fill >= lanes_u)
-        in_flight = 3 if late else 2
+        in_flight = 3 if len(self.item_sizes) > 1 else 2
         with m.If(frame_out):
-            m.d.sync += can_pop.eq(0)
-        with m.Elif(pop):
-            m.d.sync += can_pop.eq(after_pop)
+            m.d.sync += s.can_pop.eq(0)
+        with m.Elif(s.pop):
+            m.d.sync += s.can_pop.eq(after_pop)
         with m.Else():
-            m.d.sync += can_pop.eq(no_pop)
-        push_next = ~push_last & ~pushed_last & ~ending & (fill <= (N - in_flight * P) // u)
-        m.d.sync += [can_push.eq(push_next), full.eq(~push_next)]
+            m.d.sync += s.can_pop.eq(no_pop)
+        push_next = (~s.push_last & ~pushed_last & ~ending
+                     & (fill <= (self.ring_bytes - in_flight * self.item_bytes) // s.u))
+        m.d.sync += [s.can_push.eq(push_next), s.full.eq(~push_next)]
 
-        # -- the beat at the read slot -----------------------------------------------
+    def _read_slot(self, m, s):
+        """The beat at the read slot, and its ``keep`` from the fill."""
+        lanes, u = self.lanes, s.u
+        lanes_u = lanes // u
         beat = Signal(8 * lanes)
-        for q, (lo, hi) in enumerate(bounds):
+        for q, (lo, hi) in enumerate(s.bounds):
             part = 0
-            for s in range(slots):
-                part = part | Mux(rpos[q][s], ring[8 * lanes * s + lo: 8 * lanes * s + hi], 0)
+            for slot in range(s.slots):
+                part = part | Mux(s.rpos[q][slot],
+                                  s.ring[8 * lanes * slot + lo: 8 * lanes * slot + hi], 0)
             m.d.comb += beat[lo:hi].eq(part)
         keep = Signal(lanes)
-        with m.If(fill >= lanes_u):
+        with m.If(s.fill >= lanes_u):
             m.d.comb += keep.eq(-1)
         with m.Else():
-            with m.Switch(fill):
+            with m.Switch(s.fill):
                 for k in range(lanes_u):
                     with m.Case(k):
                         m.d.comb += keep.eq((1 << (k * u)) - 1)
         m.d.comb += [
-            beat_now.data.eq(beat),
-            beat_now.keep.eq(keep),
-            beat_now.last.eq(last_beat),
-            beat_now.error.eq(0),
+            s.beat_now.data.eq(beat),
+            s.beat_now.keep.eq(keep),
+            s.beat_now.last.eq(s.last_beat),
+            s.beat_now.error.eq(0),
         ]
-        return m
+
+
+def _rotated(onehot, by):
+    n = len(onehot)
+    return Cat(*(onehot[(i - by) % n] for i in range(n)))
 
 
 class MarkerFrameSource(wiring.Component):
@@ -438,8 +472,8 @@ class MarkerFrameSource(wiring.Component):
         # registered ready, not the inserters' combinational one. While no frame is
         # being sent (`idle`, a register equal to ``remaining == 0``) it follows the
         # header every cycle, so it holds the request's header after the transfer
-        # without the request's valid in its load select (that select reached ~250
-        # flip-flops through three LUT levels: the whole core's critical path).
+        # without the request's valid in its load select (through three LUT levels to
+        # ~250 flip-flops, that select would be the core's critical path).
         m.submodules.slice = out = RegisterSlice(data_width=w)
         connect(m, out.source, flipped(self.source))
         idle = Signal(init=1)

@@ -1,16 +1,17 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The exporter: streams the frozen copy out as synopsis chunk frames (EtherType 0x88B5).
 
-Where it sits (``DESIGN.md``): "exporter: frozen copy ► control frames (in-band to the
-receiver and/or to the host)". When an interval is frozen, the top pulses ``start``; the
-exporter reads every counter word through the counter bank's frozen read port
-(:func:`hw.counter_bank.frozen_read_signature`, ``CounterBank.READ_LATENCY`` = 4 cycles,
-one read per clock) and emits the frames of
-:func:`host_sw.contracts.control_frame.build_synopsis_frames`, byte for byte: the fixed header
-(version, type 2, flags, kind, seq, config ID, chunk index/count, chunks per word, first
-word, word count, timestamp; the field table ``HEADER_FIELDS`` imported, never re-typed),
-then the frame's words, each as ``layout.chunks`` big-endian 32-bit chunks, least
-significant chunk first, :func:`~host_sw.contracts.control_frame.words_per_frame` words per frame.
+Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): "exporter: frozen copy ►
+control frames (in-band to the receiver and/or to the host)". When an interval is
+frozen, the top pulses ``start``; the exporter reads every counter word through the
+counter bank's frozen read port (:func:`hw.counter_bank.frozen_read_signature`,
+``CounterBank.READ_LATENCY`` = 4 cycles, one read per clock) and emits the frames of
+:func:`host_sw.contracts.control_frame.build_synopsis_frames`, byte for byte: the fixed
+header (version, type 2, flags, kind, seq, config ID, chunk index/count, chunks per
+word, first word, word count, timestamp; the field table ``HEADER_FIELDS`` imported,
+never re-typed), then the frame's words, each as ``layout.chunks`` big-endian 32-bit
+chunks, least significant chunk first,
+:func:`~host_sw.contracts.control_frame.words_per_frame` words per frame.
 
 The frames go to the ``inband`` port (into the :class:`hw.frame_merger.FrameMerger`,
 towards the receiver), to the ``host`` port (a separate host stream), or to both (each
@@ -23,6 +24,8 @@ every handshake or reset that reaches many registers comes from a flip-flop
 :class:`hw.control_frame_tx.BytePacker` ring buffer; the reads are paced by
 thermometer-coded credit counters into a LUT-RAM word FIFO.
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -147,54 +150,52 @@ class Exporter(wiring.Component):
         })
 
     def elaborate(self, platform):
+        # Timing (see the module docstring): every decision that enables many registers
+        # comes from a flip-flop. While idle the parameters are sampled every clock and
+        # the export's state is held at its initial value, so ``start`` itself only sets
+        # ``busy`` and loads the read counter; the reads are paced by thermometer-coded
+        # counters (the credit test is one flop); the items go to the packer straight
+        # from the word FIFO's LUT RAM or the header registers, taken when
+        # ``items.ready`` (a flop) is high, and the packer registers them.
         m = Module()
-        config = self.config
-        buckets, per, count = config.buckets, self.words_per_frame, self.frame_count
-        last_frame_words = buckets - (count - 1) * per
-        word_bytes = self.word_bytes
-        P = word_bytes                                  # item bytes
+        P = self.word_bytes                             # item bytes
         header_pieces = -(-HEADER_BYTES // P)
         piece_sizes = [min(P, HEADER_BYTES - h * P) for h in range(header_pieces)]
-        depth = self.read_ahead
-
         m.submodules.packer = packer = BytePacker(
             data_width=self.data_width, item_bytes=P, item_sizes={P, *piece_sizes},
             ports=2)
-        word_bits = config.layout.width
-
-        # Timing (ECP5, 250 MHz, see the class docstring): every decision that enables
-        # many registers comes from a flip-flop. While idle the parameters are sampled
-        # every clock and the export's state is held at its initial value, so ``start``
-        # itself only sets ``busy`` and loads the read counter; the reads are paced by
-        # thermometer-coded counters (the credit test is one flop); the items go to the
-        # packer straight from the word FIFO's LUT RAM or the header registers, taken
-        # when ``items.ready`` (a flop) is high, and the packer registers them.
-
-        # -- sampled parameters ----------------------------------------------------------
-        seq, flags = Signal.like(self.seq), Signal.like(self.flags)
-        timestamp, config_id = Signal.like(self.timestamp), Signal.like(self.config_id)
-        src_mac, dst_mac = Signal(48), Signal(48)
-        to_inband, to_host, auto_release = Signal(), Signal(), Signal()
         # ``idle`` is ``~busy`` in flops of their own (``busy`` then drives few loads):
         # while idle, the parameters are sampled and the export's state is held at its
         # initial value (enables and synchronous resets straight from these flops).
         # Copies of ``idle`` (same value, each with its own feedback so they are not
         # merged) spread its ~350 loads: no copy drives more than ~40.
-        idle_copies = []
+        idle = _IdleCopies()
+        params = self._sample_parameters(m, idle)
+        read_data, held, fifo_pop = self._read_words(m, idle.first)
+        self._send_items(m, packer, idle, params, read_data, held, fifo_pop, piece_sizes)
+        finishing = self._ports_and_done(m, packer, idle.first, params)
+        starts = self.start & (self.to_inband | self.to_host)
+        idle.drive(m, starts, finishing)
+        return m
 
-        def idle_copy(name):
-            copy = Signal(init=1, name=name)
-            idle_copies.append(copy)
-            return copy
-
-        idle = idle_copy("idle")
-        params = [(seq, self.seq), (flags, self.flags), (timestamp, self.timestamp),
-                  (config_id, self.config_id), (src_mac, self.src_mac),
-                  (dst_mac, self.dst_mac), (to_inband, self.to_inband),
-                  (to_host, self.to_host), (auto_release, self.auto_release)]
-        bits = [(reg[i], value[i]) for reg, value in params for i in range(len(reg))]
+    def _sample_parameters(self, m, idle):
+        """The export's parameters, sampled every clock while idle; ``start`` → ``busy``
+        (or ``done`` at once when no port is enabled)."""
+        p = SimpleNamespace(
+            seq=Signal.like(self.seq, name="seq"), flags=Signal.like(self.flags, name="flags"),
+            timestamp=Signal.like(self.timestamp, name="timestamp"),
+            config_id=Signal.like(self.config_id, name="config_id"),
+            src_mac=Signal(48, name="src_mac"), dst_mac=Signal(48, name="dst_mac"),
+            to_inband=Signal(name="to_inband"), to_host=Signal(name="to_host"),
+            auto_release=Signal(name="auto_release"))
+        idle.new("idle")
+        pairs = [(p.seq, self.seq), (p.flags, self.flags), (p.timestamp, self.timestamp),
+                 (p.config_id, self.config_id), (p.src_mac, self.src_mac),
+                 (p.dst_mac, self.dst_mac), (p.to_inband, self.to_inband),
+                 (p.to_host, self.to_host), (p.auto_release, self.auto_release)]
+        bits = [(reg[i], value[i]) for reg, value in pairs for i in range(len(reg))]
         for k in range(0, len(bits), 32):
-            sampling = idle_copy(f"sampling_{k // 32}")
+            sampling = idle.new(f"sampling_{k // 32}")
             with m.If(sampling):
                 m.d.sync += [reg.eq(value) for reg, value in bits[k:k + 32]]
         m.d.sync += [self.done.eq(0), self.release.eq(0)]
@@ -204,31 +205,20 @@ class Exporter(wiring.Component):
                 m.d.sync += self.busy.eq(1)
             with m.Else():
                 m.d.sync += [self.done.eq(1), self.release.eq(self.auto_release)]
+        return p
 
-        def thermometer(name, up, down):
-            """A count 0..depth as a thermometer code (bit i: count > i), +up -down."""
-            t = Signal(depth, name=name, reset_less=True)     # reset by idle
-            steps = []
-            for i in range(depth):
-                below = t[i - 1] if i > 0 else Const(1)
-                above = t[i + 1] if i < depth - 1 else Const(0)
-                steps.append(Mux(up & ~down, below, Mux(down & ~up, above, t[i])))
-            with m.If(idle):
-                m.d.sync += t.eq(0)
-            with m.Else():
-                m.d.sync += t.eq(Cat(*steps))
-            return t
-
-        def wrapping_increment(ptr):
-            return Mux(ptr == depth - 1, 0, ptr + 1)
-
-        # -- reads: every word in memory order, ahead into the word FIFO -----------------
+    def _read_words(self, m, idle):
+        """Every word in memory order, read ahead into the word FIFO; returns the FIFO's
+        head word (zero-extended to whole chunks), its fill count ``held`` and its pop
+        strobe (driven by the item sender)."""
+        buckets, depth = self.config.buckets, self.read_ahead
+        word_bits = self.config.layout.width
         # ``owed``: words read and not yet taken from the FIFO (in flight or held).
         read_addr = Signal(range(max(buckets, 2)))
         reads_left = Signal(range(-1, buckets), init=-1)    # minus one: no more
         issue, fifo_pop, popped = Signal(), Signal(), Signal()
         m.d.sync += popped.eq(fifo_pop)          # the credit comes back a clock late
-        owed = thermometer("owed", issue, popped)
+        owed = _thermometer(m, "owed", depth, issue, popped, idle)
         m.d.comb += [
             issue.eq(~reads_left[-1] & ~owed[-1] & ~self.read_hold),
             self.frozen.en.eq(issue),
@@ -252,8 +242,8 @@ class Exporter(wiring.Component):
         # The FIFO is one LUT RAM per 32-bit chunk, each with its own copy of the read
         # and write pointers (own feedback, so not merged): an address fans out to
         # 8 RAM cells, not to the whole word.
-        held = thermometer("held", answer_valid, fifo_pop)
-        chunks = config.layout.chunks
+        held = _thermometer(m, "held", depth, answer_valid, fifo_pop, idle)
+        chunks = self.config.layout.chunks
         read_data = Signal(32 * chunks)
         for c in range(chunks):
             width = min(32, word_bits - 32 * c)
@@ -269,11 +259,17 @@ class Exporter(wiring.Component):
                 m.d.sync += [write_ptr.eq(0), read_ptr.eq(0)]
             with m.Else():
                 with m.If(answer_valid):
-                    m.d.sync += write_ptr.eq(wrapping_increment(write_ptr))
+                    m.d.sync += write_ptr.eq(_wrapping_increment(write_ptr, depth))
                 with m.If(fifo_pop):
-                    m.d.sync += read_ptr.eq(wrapping_increment(read_ptr))
+                    m.d.sync += read_ptr.eq(_wrapping_increment(read_ptr, depth))
+        return read_data, held, fifo_pop
 
-        # -- items: per frame the header pieces, then its words --------------------------
+    def _send_items(self, m, packer, idle, params, word, held, fifo_pop, piece_sizes):
+        """The packer's items: per frame the header pieces, then its words."""
+        config, P, count = self.config, self.word_bytes, self.frame_count
+        buckets, per = config.buckets, self.words_per_frame
+        last_frame_words = buckets - (count - 1) * per
+        header_pieces = len(piece_sizes)
         # Registers reset by ``idle`` are reset_less: ``rst`` sets ``idle``, and their
         # reset then comes from that flop alone (no rst | idle gate fanned out).
         frame_index = Signal(16, reset_less=True)
@@ -292,60 +288,33 @@ class Exporter(wiring.Component):
         next_last = Signal()
         m.d.sync += next_last.eq(frame_index == count - 2)
         header = control_header(m, {
-            "dst_mac": dst_mac, "src_mac": src_mac, "type": TYPE_SYNOPSIS, "flags": flags,
-            "kind": KIND_CODES[config.kind], "seq": seq, "config_id": config_id,
-            "chunk_index": frame_index, "chunk_count": count,
-            "word_chunks": config.layout.chunks, "first_word": first_word,
-            "word_count": word_count, "timestamp": timestamp})
-
-        word = read_data                    # the word zero-extended to whole chunks
-        # Chunk c (bits 32c..32c+31) goes out big-endian, least significant chunk first.
-        word_as_bytes = Cat(*(word[8 * (4 * c + 3 - b): 8 * (4 * c + 4 - b)]
-                              for c in range(config.layout.chunks) for b in range(4)))
-        next_data = Signal(8 * P)
-        next_size = Signal.like(packer.items.payload.size)
-        next_valid, advance = Signal(), Signal()
-        size_terms = 0
-        for h in range(header_pieces):
-            size_terms = size_terms | Mux(piece[h], piece_sizes[h], 0)
-        # Per 32-bit chunk of the item, a copy of the one-hot piece (own feedback, so
-        # not merged) selects the header bytes: ~32 loads per flop.
-        piece_copies = []
-        for c in range(config.layout.chunks):
-            copy = Signal(header_pieces, reset_less=True, init=1, name=f"piece_{c}")
-            piece_copies.append(copy)
-            bits = slice(32 * c, 32 * (c + 1))
-            header_terms = 0
-            for h in range(header_pieces):
-                lo, hi = h * P, min((h + 1) * P, HEADER_BYTES)
-                piece_bytes = Signal(8 * P, name=f"header_piece_{h}_{c}")
-                m.d.comb += piece_bytes.eq(header[8 * lo: 8 * hi])
-                header_terms = header_terms | Mux(copy[h], piece_bytes[bits], 0)
-            m.d.comb += next_data[bits].eq(Mux(in_header[c], header_terms,
-                                               word_as_bytes[bits]))
-        m.d.comb += next_size.eq(Mux(in_words, P, size_terms))
+            "dst_mac": params.dst_mac, "src_mac": params.src_mac, "type": TYPE_SYNOPSIS,
+            "flags": params.flags, "kind": KIND_CODES[config.kind], "seq": params.seq,
+            "config_id": params.config_id, "chunk_index": frame_index,
+            "chunk_count": count, "word_chunks": config.layout.chunks,
+            "first_word": first_word, "word_count": word_count,
+            "timestamp": params.timestamp})
+        piece_copies = self._item_data(m, packer, header, word, piece, in_header,
+                                       in_words, piece_sizes)
         ready = packer.items.ready                      # a register
+        advance = Signal()
         m.d.comb += [
             # A frame's header waits for its first word (no gap after the header); after
             # the last word the FIFO stays empty, so nothing follows.
-            next_valid.eq(held[0]),
+            packer.items.valid.eq(held[0]),
             advance.eq(ready & held[0]),
             fifo_pop.eq(ready & in_words & held[0]),
+            packer.items.payload.last.eq(in_words & last_word),
         ]
-        m.d.comb += [packer.items.valid.eq(next_valid),
-                     packer.items.payload.data.eq(next_data),
-                     packer.items.payload.size.eq(next_size),
-                     packer.items.payload.last.eq(in_words & last_word)]
-
         first_count = per if count > 1 else last_frame_words
         # ``in_words`` flips at the header's last piece and at the frame's last word.
         boundary = Signal()
         m.d.comb += boundary.eq(Mux(in_words, last_word, piece[-1]))
-        with m.If(idle):
+        with m.If(idle.first):
             m.d.sync += [in_words.eq(0)] + [h.eq(1) for h in in_header]
         with m.Elif(advance & boundary):
             m.d.sync += [in_words.eq(~in_words)] + [h.eq(~h) for h in in_header]
-        with m.If(idle):
+        with m.If(idle.first):
             m.d.sync += [piece.eq(1)] + [copy.eq(1) for copy in piece_copies]
         with m.Elif(advance & ~in_words):
             m.d.sync += [piece.eq(Cat(piece[-1], piece[:-1]))]
@@ -359,7 +328,7 @@ class Exporter(wiring.Component):
         # earliest (at least one word in between).
         header_taken = Signal()
         m.d.sync += header_taken.eq(advance & ~in_words & piece[-1])
-        idle_fields = [idle_copy(f"idle_fields_{k}") for k in range(2)]
+        idle_fields = [idle.new(f"idle_fields_{k}") for k in range(2)]
         with m.If(idle_fields[0]):
             m.d.sync += [frame_index.eq(0), word_count.eq(first_count)]
         with m.Elif(header_taken):
@@ -370,15 +339,52 @@ class Exporter(wiring.Component):
         with m.Elif(header_taken):
             m.d.sync += first_word.eq(first_word + per)
 
-        # -- each beat to every enabled port (the packer's fork) --------------------------
-        # Each port behind a skid buffer whose ``ready`` is a lightly loaded flop.
+    def _item_data(self, m, packer, header, word, piece, in_header, in_words,
+                   piece_sizes):
+        """The item multiplexer: a header piece or the word's bytes, and the item size.
+        Returns the per-chunk copies of the one-hot ``piece``."""
+        P, chunks = self.word_bytes, self.config.layout.chunks
+        header_pieces = len(piece_sizes)
+        # Chunk c (bits 32c..32c+31) goes out big-endian, least significant chunk first.
+        word_as_bytes = Cat(*(word[8 * (4 * c + 3 - b): 8 * (4 * c + 4 - b)]
+                              for c in range(chunks) for b in range(4)))
+        next_data = Signal(8 * P)
+        next_size = Signal.like(packer.items.payload.size)
+        size_terms = 0
+        for h in range(header_pieces):
+            size_terms = size_terms | Mux(piece[h], piece_sizes[h], 0)
+        # Per 32-bit chunk of the item, a copy of the one-hot piece (own feedback, so
+        # not merged) selects the header bytes: ~32 loads per flop.
+        piece_copies = []
+        for c in range(chunks):
+            copy = Signal(header_pieces, reset_less=True, init=1, name=f"piece_{c}")
+            piece_copies.append(copy)
+            bits = slice(32 * c, 32 * (c + 1))
+            header_terms = 0
+            for h in range(header_pieces):
+                lo, hi = h * P, min((h + 1) * P, HEADER_BYTES)
+                piece_bytes = Signal(8 * P, name=f"header_piece_{h}_{c}")
+                m.d.comb += piece_bytes.eq(header[8 * lo: 8 * hi])
+                header_terms = header_terms | Mux(copy[h], piece_bytes[bits], 0)
+            m.d.comb += next_data[bits].eq(Mux(in_header[c], header_terms,
+                                               word_as_bytes[bits]))
+        m.d.comb += next_size.eq(Mux(in_words, P, size_terms))
+        m.d.comb += [packer.items.payload.data.eq(next_data),
+                     packer.items.payload.size.eq(next_size)]
+        return piece_copies
+
+    def _ports_and_done(self, m, packer, idle, params):
+        """Each beat to every enabled port (the packer's fork), each port behind a skid
+        buffer whose ``ready`` is a lightly loaded flop; the frame count and the end of
+        the export. Returns ``finishing`` (registered: the last beat has left)."""
+        count = self.frame_count
         m.submodules.inband_slice = inband_slice = _PortSlice(data_width=self.data_width)
         m.submodules.host_slice = host_slice = _PortSlice(data_width=self.data_width)
         connect(m, inband_slice.source, flipped(self.inband))
         connect(m, host_slice.source, flipped(self.host))
         connect(m, packer.sources[0], inband_slice.sink)
         connect(m, packer.sources[1], host_slice.sink)
-        m.d.comb += packer.enable.eq(Cat(to_inband, to_host))
+        m.d.comb += packer.enable.eq(Cat(params.to_inband, params.to_host))
 
         frames_this_export = Signal(range(count + 1), reset_less=True)
         last_export_frame = Signal()
@@ -399,10 +405,49 @@ class Exporter(wiring.Component):
                                  & ~self.host.valid)
         with m.If(finishing):
             m.d.sync += [draining.eq(0), self.busy.eq(0), self.done.eq(1),
-                         self.release.eq(auto_release)]
-        starts = self.start & (self.to_inband | self.to_host)
-        m.d.sync += [copy.eq(Mux(copy, ~starts, finishing)) for copy in idle_copies]
-        return m
+                         self.release.eq(params.auto_release)]
+        return finishing
+
+
+class _IdleCopies:
+    """Copies of the exporter's ``idle`` flop (``~busy``), each with its own feedback so
+    that synthesis does not merge them: each drives a share of ``idle``'s loads."""
+
+    def __init__(self):
+        self.copies = []
+
+    @property
+    def first(self):
+        return self.copies[0]
+
+    def new(self, name):
+        copy = Signal(init=1, name=name)
+        self.copies.append(copy)
+        return copy
+
+    def drive(self, m, starts, finishing):
+        """Idle until an export starts, again once it finishes."""
+        m.d.sync += [copy.eq(Mux(copy, ~starts, finishing)) for copy in self.copies]
+
+
+def _thermometer(m, name, depth, up, down, idle):
+    """A count 0..depth as a thermometer code (bit i: count > i), +up -down; reset by
+    ``idle``."""
+    t = Signal(depth, name=name, reset_less=True)     # reset by idle
+    steps = []
+    for i in range(depth):
+        below = t[i - 1] if i > 0 else Const(1)
+        above = t[i + 1] if i < depth - 1 else Const(0)
+        steps.append(Mux(up & ~down, below, Mux(down & ~up, above, t[i])))
+    with m.If(idle):
+        m.d.sync += t.eq(0)
+    with m.Else():
+        m.d.sync += t.eq(Cat(*steps))
+    return t
+
+
+def _wrapping_increment(ptr, depth):
+    return Mux(ptr == depth - 1, 0, ptr + 1)
 
 
 class _PortSlice(wiring.Component):

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The frame stream: AXI4-Stream-like beats of an Ethernet frame (without FCS).
 
-Where it sits (``DESIGN.md``): the shape of "frames in" and "frames out" of the
-pass-through, and of what the header tap watches.
+Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): the shape of "frames in"
+and "frames out" of the pass-through, and of what the header tap watches.
 
 A beat is ``{data, keep, last, error}`` (:func:`frame_beat_layout`); the stream is an
 ``amaranth.lib.stream`` signature (valid/ready/payload; valid never waits for ready;

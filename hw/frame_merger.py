@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The frame merger: the core's data frames and its own marker / export frames, one stream.
 
-Where it sits (``DESIGN.md``): the "mux" before "frames out", with "markers / export
-frames" as its other inputs, merged with the pass-through register of the core. It
-switches only between frames: a frame in progress always completes first; an inserted
-frame goes out while the data input is held (``sink.ready`` low), and the pass-through
-resumes. Data frames are never altered, dropped or reordered.
+Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): the "mux" before "frames
+out", with "markers / export frames" as its other inputs, merged with the pass-through
+register of the core. It switches only between frames: a frame in progress always
+completes first; an inserted frame goes out while the data input is held (``sink.ready``
+low), and the pass-through resumes. Data frames are never altered, dropped or reordered.
 
 It is built for the core's clock (≥ 250 MHz on ECP5): the output is a register with a
 skid register (like :class:`hw.frame.RegisterSlice`), so every input's ``ready`` is two
@@ -88,17 +88,9 @@ class FrameMerger(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         inputs = [self.sink, *self.insert]
-        n = len(inputs)
-        grant = Signal(n, init=1)       # one-hot: the input whose beats are taken
+        grant = Signal(len(inputs), init=1)   # one-hot: the input whose beats are taken
         in_frame = Signal()             # a frame is open (its first beat was accepted)
-        last_was_insert = Signal()      # the last complete frame came from an insert input
         skid_valid = Signal()
-        # Payload registers (skid, output, watch copy) have no reset: read only with
-        # their valid bits.
-        skid = Signal.like(self.sink.payload, reset_less=True)
-        out_payload = Signal.like(self.sink.payload, reset_less=True)
-        watch_payload = Signal.like(self.sink.payload, reset_less=True)
-
         payload = Signal.like(self.sink.payload)    # the granted input's beat (AND-OR)
         offered = Signal()                          # ... and its valid
         m.d.comb += offered.eq((Cat(*(s.valid for s in inputs)) & grant).any())
@@ -113,10 +105,18 @@ class FrameMerger(wiring.Component):
         m.d.comb += accept.eq(offered & ~skid_valid)
         for k, s in enumerate(inputs):
             m.d.comb += s.ready.eq(grant[k] & ~skid_valid)
+        self._output(m, payload, offered, accept, skid_valid)
+        self._watch_copy(m, payload, accept, grant, in_frame)
+        self._arbitrate(m, inputs, grant, in_frame, skid_valid, offered, accept, payload)
+        return m
 
-        # -- output register + skid (hw.frame.RegisterSlice) ---------------------------
+    def _output(self, m, payload, offered, accept, skid_valid):
+        """The output register and its skid register (as :class:`hw.frame.RegisterSlice`).
+        Payload registers have no reset: read only with their valid bits."""
+        skid = Signal.like(self.sink.payload, reset_less=True, name="skid")
+        out_payload = Signal.like(self.sink.payload, reset_less=True, name="out_payload")
         out = self.source
-        m.d.comb += [out.payload.eq(out_payload), self.watch.eq(watch_payload)]
+        m.d.comb += out.payload.eq(out_payload)
         with m.If(~out.valid | out.ready):
             with m.If(skid_valid):
                 m.d.sync += [out_payload.eq(skid), out.valid.eq(1), skid_valid.eq(0)]
@@ -127,7 +127,12 @@ class FrameMerger(wiring.Component):
         with m.If(~skid_valid):
             m.d.sync += skid.eq(payload)
 
-        # -- watch copy --------------------------------------------------------------------
+    def _watch_copy(self, m, payload, accept, grant, in_frame):
+        """The registered copy of every accepted beat, with the inserted frames' SOF and
+        EOF strobes."""
+        n = len(grant)
+        watch_payload = Signal.like(self.sink.payload, reset_less=True, name="watch_payload")
+        m.d.comb += self.watch.eq(watch_payload)
         last = payload.last
         m.d.sync += [
             self.watch_valid.eq(accept),
@@ -136,7 +141,10 @@ class FrameMerger(wiring.Component):
             self.inserted_eof.eq(Cat(accept & grant[k] & last for k in range(1, n))),
         ]
 
-        # -- arbitration (the next grant, registered) ----------------------------------------
+    def _arbitrate(self, m, inputs, grant, in_frame, skid_valid, offered, accept, payload):
+        """The next grant, registered: data and inserted frames alternate when both wait."""
+        n = len(inputs)
+        last_was_insert = Signal()      # the last complete frame came from an insert input
         # The first insert input with a frame waiting, one-hot over all inputs (0 if none).
         waiting = Cat(s.valid for s in inputs)
         first_insert = Signal(n)
@@ -154,16 +162,15 @@ class FrameMerger(wiring.Component):
                             | (~waiting[0]).replicate(n) & first_insert),
         ]
         # "The granted input's frame ends now", from each input's own valid and last
-        # (one LUT each) rather than through the granted payload's multiplexer (Fmax:
-        # one LUT level less into the grant).
+        # (one LUT each) rather than through the granted payload's multiplexer (one LUT
+        # level less into the grant).
         ends = Cat(s.valid & s.payload.last for s in inputs)
         frame_ends = (ends & grant).any() & ~skid_valid
         with m.If(accept):
-            m.d.sync += in_frame.eq(~last)
+            m.d.sync += in_frame.eq(~payload.last)
         with m.If(frame_ends):
             m.d.sync += [last_was_insert.eq(~grant[0]),
                          grant.eq(Mux(grant[0], after_data, after_insert))]
         with m.Elif(~in_frame & ~offered):
             # Between frames with nothing on the granted input: choose again.
             m.d.sync += grant.eq(Mux(last_was_insert, after_insert, after_data))
-        return m

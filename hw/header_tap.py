@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The header tap: one record per frame (header window, class, timestamp, copy).
 
-Where it sits (``DESIGN.md``): frames in → **header tap** → H3 hasher. The tap only
-watches the input stream's transfers (``valid & ready``); it never drives ``ready``, so
-the measurement side cannot stall the data path.
+Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): frames in → **header tap**
+→ H3 hasher. The tap only watches the input stream's transfers (``valid & ready``); it
+never drives ``ready``, so the measurement side cannot stall the data path.
 
 Per frame it
 
@@ -147,10 +147,6 @@ class HeaderTap(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        lanes = self.data_width // 8
-        wbytes = self.window_bytes
-        slots = (wbytes + lanes - 1) // lanes          # beats that reach into the window
-
         beat = self.watch.payload
         transfer = Signal()
         m.d.comb += transfer.eq(self.watch.valid & self.watch.ready)
@@ -163,7 +159,26 @@ class HeaderTap(wiring.Component):
         m.d.comb += [self.boundary_ok.eq(~in_frame & ~(transfer & beat.last)),
                      self.in_frame.eq(in_frame)]
 
-        # -- window capture ------------------------------------------------------------
+        window, byte_is, version_is = self._capture_window(m, transfer, first)
+        runt = self._runt(m, transfer, first)
+        rec_valid, frame_class = self._record(m, transfer, first, runt, window, byte_is,
+                                              version_is)
+        self._count(m, rec_valid, frame_class)
+        return m
+
+    def _capture_window(self, m, transfer, first):
+        """The window register and the flags of the bytes the class depends on.
+
+        At SOF slot 0 takes the beat and every other slot clears (zero past the end of a
+        short frame); later beats write their own slot. The bytes the class depends on
+        (EtherType, bytes 12-13; IP version, the high nibble of byte 14) are also
+        compared as they are written, into flag registers that always equal the
+        comparisons on the window register (the class is then two LUT levels from
+        registers)."""
+        lanes = self.data_width // 8
+        wbytes = self.window_bytes
+        slots = (wbytes + lanes - 1) // lanes          # beats that reach into the window
+        beat = self.watch.payload
         # `next_slot` is one-hot: the window slot the next (non-first) beat of the frame
         # writes (all zero once past the window), so a slot's write enable is one gate.
         next_slot = Signal(max(1, slots))
@@ -178,14 +193,6 @@ class HeaderTap(wiring.Component):
         incoming = Signal(self.data_width)      # the beat with dropped lanes zeroed
         m.d.comb += incoming.eq(Cat(beat.data.word_select(i, 8) & beat.keep[i].replicate(8)
                                     for i in range(lanes)))
-
-        # At SOF slot 0 takes the beat and every other slot clears (zero past the end of a
-        # short frame); later beats write their own slot.
-        #
-        # The bytes the class depends on (EtherType, bytes 12-13; IP version, the high
-        # nibble of byte 14) are also compared as they are written, into flag registers
-        # that always equal the comparisons on the window register (Fmax: the class is
-        # then two LUT levels from registers).
         checks = {12: (ETHERTYPE_IPV4 >> 8, ETHERTYPE_IPV6 >> 8, ETHERTYPE_CONTROL >> 8),
                   13: (ETHERTYPE_IPV4 & 0xFF, ETHERTYPE_IPV6 & 0xFF,
                        ETHERTYPE_CONTROL & 0xFF)}
@@ -194,8 +201,8 @@ class HeaderTap(wiring.Component):
         version_is = Signal(2, reset_less=True)          # byte 14's high nibble is 4 / 6
         # Data registers (the window, its flags, the record's fields) have no reset: an
         # SOF rewrites every slot and flag, and the record's fields are read only with
-        # its (reset) valid bit; a reset reaching them made the reset net ~600 flip-flops
-        # larger.
+        # its (reset) valid bit; a reset reaching them would make the reset net ~600
+        # flip-flops larger.
         window = Signal(wbytes * 8, reset_less=True)
         for j in range(slots):
             lo, hi = j * lanes, min((j + 1) * lanes, wbytes)
@@ -213,12 +220,17 @@ class HeaderTap(wiring.Component):
             enable = transfer & first if j == 0 else transfer & (first | next_slot[j])
             with m.If(enable):
                 m.d.sync += [slot.eq(written), *flag_updates]
+        return window, byte_is, version_is
 
-        # -- runt detection, timestamp and copy at SOF ----------------------------------
-        # `bytes_short`: bytes the frame still lacks to reach min_frame_bytes before this
-        # beat. Only the last beat may be partial and its keep is contiguous from lane 0,
-        # so "the last beat has fewer than n bytes" is just ~keep[n - 1]: no popcount or
-        # adder on the path to the class.
+    def _runt(self, m, transfer, first):
+        """Runt detection: 1 when the frame ending in this beat is shorter than
+        ``min_frame_bytes``.
+
+        ``bytes_short``: bytes the frame still lacks to reach min_frame_bytes before this
+        beat. Only the last beat may be partial and its keep is contiguous from lane 0,
+        so "the last beat has fewer than n bytes" is just ``~keep[n - 1]``: no popcount
+        or adder on the path to the class."""
+        lanes, beat = self.data_width // 8, self.watch.payload
         min_bytes = self.min_frame_bytes
         bytes_short = Signal(range(min_bytes + 1))
         short_now = Signal(range(min_bytes + 1))
@@ -233,13 +245,17 @@ class HeaderTap(wiring.Component):
             m.d.comb += index.eq(short_now - 1)
             short_keep = ~beat.keep.bit_select(index, 1)
         m.d.comb += runt.eq(Mux(short_now == 0, 0, Mux(short_now > lanes, 1, short_keep)))
+        return runt
 
+    def _record(self, m, transfer, first, runt, window, byte_is, version_is):
+        """The timestamp and copy at SOF, the record registered at EOF and its class.
+        Returns the record's ``valid`` and class."""
+        beat = self.watch.payload
         sof_timestamp = Signal(self.ts_bits, reset_less=True)
         sof_copy = Signal(reset_less=True)
         with m.If(transfer & first):
             m.d.sync += [sof_timestamp.eq(self.now), sof_copy.eq(self.copy)]
 
-        # -- record (registered at EOF) ------------------------------------------------
         rec_valid = Signal()
         rec_swap = Signal()
         rec_error = Signal(reset_less=True)
@@ -250,7 +266,7 @@ class HeaderTap(wiring.Component):
         m.d.sync += [rec_valid.eq(eof), rec_swap.eq(self.swap)]
         # The record's fields load every clock: they are read only in the cycle after
         # the EOF (with `rec_valid`), when they hold the EOF cycle's values. With `eof`
-        # as their enable, its ~70-flop net was the whole core's critical path (152 MHz).
+        # as their enable, its ~70-flop net would be the core's critical path.
         m.d.sync += [
             rec_error.eq(beat.error),
             rec_runt.eq(runt),
@@ -258,10 +274,10 @@ class HeaderTap(wiring.Component):
             rec_copy.eq(Mux(first, self.copy, sof_copy)),
         ]
 
-        # -- classification, in the record's cycle ---------------------------------------
-        # From the byte-comparison flags, registered with the window bytes (bytes 12–14
-        # may arrive in the EOF beat itself), and the flags registered at EOF: no path
-        # from the beat's lanes through the window write into the class.
+        # Classification, in the record's cycle, from the byte-comparison flags,
+        # registered with the window bytes (bytes 12–14 may arrive in the EOF beat
+        # itself), and the flags registered at EOF: no path from the beat's lanes through
+        # the window write into the class.
         is_ipv4 = byte_is[12][0] & byte_is[13][0]
         is_ipv6 = byte_is[12][1] & byte_is[13][1]
         is_control = byte_is[12][2] & byte_is[13][2]
@@ -287,13 +303,14 @@ class HeaderTap(wiring.Component):
             self.record.payload.timestamp.eq(rec_timestamp),
             self.record.payload.copy.eq(rec_copy),
         ]
+        return rec_valid, frame_class
 
-        # The status counters count a registered copy of the class (short paths).
+    def _count(self, m, rec_valid, frame_class):
+        """The status counters, counting a registered copy of the record's class (short
+        paths)."""
         rec_class = Signal(FRAME_CLASS_BITS)
         counted_valid = Signal()
         m.d.sync += [counted_valid.eq(rec_valid), rec_class.eq(frame_class)]
-
-        # -- status counters (count the registered record) -----------------------------
         st = self.status
         with m.If(counted_valid):
             m.d.sync += st.frames.eq(st.frames + 1)
@@ -308,4 +325,3 @@ class HeaderTap(wiring.Component):
                     m.d.sync += st.non_ip.eq(st.non_ip + 1)
                 with m.Case(FrameClass.CONTROL):
                     m.d.sync += st.control.eq(st.control + 1)
-        return m

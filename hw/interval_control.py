@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Interval control: when an interval ends, in each INTERVAL_MODE, and with which number.
 
-Where it sits (``DESIGN.md``): the "interval control (time-based or in-band marker frames,
-sequence numbers)" box. It decides *boundaries*; the top's existing swap logic executes
-them between frames (swap, or overrun when the other copy is not clean). The modes are
-those of ``host_sw.contracts.regmap`` (INTERVAL_MODE.mode):
+Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): the "interval control
+(time-based or in-band marker frames, sequence numbers)" box. It decides *boundaries*;
+the interval ledger (:class:`hw.interval_ledger.IntervalLedger`) executes them between
+frames (swap, or overrun when the other copy is not clean). The modes are those of
+``host_sw.contracts.regmap`` (INTERVAL_MODE.mode):
 
 0 manual
     ``CONTROL.swap`` (``swap`` pulse) → a boundary; sequence numbers count up by one.
@@ -34,8 +35,8 @@ those of ``host_sw.contracts.regmap`` (INTERVAL_MODE.mode):
 
 Boundary interface (to the top)
 -------------------------------
-``boundary`` (1-cycle pulse): end the current interval at the next frame boundary —
-treat exactly like the ``CONTROL.swap`` pulse today. With it, valid in the same cycle:
+``boundary`` (1-cycle pulse): end the current interval at the next frame boundary (the
+ledger's ``request``). With it, valid in the same cycle:
 ``boundary_seq`` (the sequence number of the interval that *begins*: set INTERVAL_SEQ and
 the new interval's status to it, also on an overrun), ``boundary_flags``
 (:class:`host_sw.contracts.control_frame.IntervalFlags` to OR into the flags of the interval that
@@ -49,6 +50,8 @@ late enough that a request reaches its pending register before the tap sees the 
 frame's SOF, so that frame already belongs to the new interval (``hw.lda_pipeline``:
 ``LdaCore.TAP_WATCH_DELAY``).
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
@@ -327,20 +330,60 @@ class IntervalControl(wiring.Component):
             mw.config_id.eq(self.config_id),
             mw.marker_src_mac.eq(self.marker_src_mac),
         ]
+        # The mode decoded into one-hot registers (the mode CSR's compare is then not
+        # the first of four LUT levels into the request registers' enables). A mode
+        # change takes effect one cycle later.
+        mode_manual = Signal(init=1, name="mode_manual")
+        mode_time, mode_send = Signal(name="mode_time"), Signal(name="mode_send")
+        m.d.sync += [mode_manual.eq(self.mode == MODE_MANUAL),
+                     mode_time.eq(self.mode == MODE_TIME),
+                     mode_send.eq(self.mode == MODE_MARKER_SEND)]
+        marker_went, marker_ts = self._marker_send(m, timer, mode_send)
+        received = self._marker_receive(m, mw)
+        # The candidates, chosen by the (registered, one-hot) mode alone.
+        cand_seq = Signal(SEQ_BITS)
+        cand_flags = Signal(8)
+        cand_timestamp = Signal(TS_BITS)
+        with m.If(mode_time):
+            m.d.comb += [cand_seq.eq(timer.index), cand_flags.eq(int(IntervalFlags.TIME_MODE)),
+                         cand_timestamp.eq(timer.at)]
+        with m.Elif(received.receiving):
+            m.d.comb += [cand_seq.eq(received.next_seq),
+                         cand_flags.eq(Mux(received.gap, int(IntervalFlags.SEQUENCE_GAP), 0)),
+                         cand_timestamp.eq(received.marker_time)]
+        with m.Elif(mode_send):
+            m.d.comb += [cand_seq.eq(self.seq + 1), cand_timestamp.eq(marker_ts)]
+        with m.Else():
+            m.d.comb += [cand_seq.eq(self.seq + 1), cand_timestamp.eq(self.now)]
+        fired = ((mode_manual & self.swap) | (mode_time & timer.tick) | marker_went
+                 | received.accepted)
+        self._request(m, fired, cand_seq, cand_flags, cand_timestamp)
+        return m
 
-        # Registered boundary requests (modes 0-2).
+    def _request(self, m, fired, cand_seq, cand_flags, cand_timestamp):
+        """The registered boundary request. Its fields are the current mode's candidates,
+        which the request registers load every clock: only ``boundary`` and ``seq``
+        depend on the decision that a request happens (as the enable of ~100 flip-flops
+        that decision would be the core's critical path)."""
         reg_boundary = Signal()
         reg_seq = Signal(SEQ_BITS, reset_less=True)         # read with reg_boundary
         reg_flags = Signal(8, reset_less=True)
         reg_timestamp = Signal(TS_BITS, reset_less=True)
+        m.d.sync += [reg_boundary.eq(fired), reg_seq.eq(cand_seq),
+                     reg_flags.eq(cand_flags), reg_timestamp.eq(cand_timestamp)]
+        with m.If(fired):
+            m.d.sync += self.seq.eq(cand_seq)
+        m.d.comb += [
+            self.boundary.eq(reg_boundary),
+            self.boundary_seq.eq(reg_seq),
+            self.boundary_flags.eq(reg_flags),
+            self.boundary_timestamp.eq(reg_timestamp),
+        ]
 
-        # A request's fields are the current mode's candidates, which the request
-        # registers load every clock (below): only `reg_boundary` and `seq` depend on the
-        # decision that a request happens (Fmax: that decision was the enable of ~100
-        # flip-flops, the whole core's critical path at 135 MHz).
-
-        # Mode 2: one marker at a time: requested (valid until the source takes it), then
-        # awaiting its first beat on the output.
+    def _marker_send(self, m, timer, mode_send):
+        """Mode 2: one marker at a time: requested (valid until the source takes it),
+        then awaiting its first beat on the output. Returns ``marker_went`` (its first
+        beat left: the boundary) and the marker's timestamp."""
         marker_valid = Signal()
         awaiting_sof = Signal()
         marker_ts = Signal(TS_BITS)
@@ -348,14 +391,6 @@ class IntervalControl(wiring.Component):
         # A timer boundary is stamped with its nominal tick t0 + i·δ, a CONTROL.swap with
         # the timebase.
         trigger_ts = Mux(timer.tick, timer.at, self.now)
-
-        # The mode decoded into one-hot registers (Fmax: the mode CSR's compare was the
-        # first of four LUT levels into the request registers' enables, 117.8 MHz on
-        # speed 8). A mode change takes effect one cycle later.
-        mode_manual, mode_time, mode_send = Signal(init=1), Signal(), Signal()
-        m.d.sync += [mode_manual.eq(self.mode == MODE_MANUAL),
-                     mode_time.eq(self.mode == MODE_TIME),
-                     mode_send.eq(self.mode == MODE_MARKER_SEND)]
         marker_went = mode_send & awaiting_sof & self.marker_sent
         with m.If(marker_went):
             m.d.sync += self.markers_sent.eq(self.markers_sent + 1)
@@ -363,7 +398,7 @@ class IntervalControl(wiring.Component):
         # so does `marker_free` (no marker requested or in flight), a register that
         # equals ~marker_valid & ~awaiting_sof. The marker's fields follow the current
         # values while it is 1, so they hold those of the trigger's cycle afterwards:
-        # their enable is a register (Fmax: ~140 flops), not the trigger decision.
+        # their enable is a register (~140 flops), not the trigger decision.
         sending = mode_send
         free_now = ~marker_valid & ~awaiting_sof
         valid_next = sending & (((self.swap | timer.tick) & free_now)
@@ -378,55 +413,32 @@ class IntervalControl(wiring.Component):
                          self.marker.payload.timestamp.eq(trigger_ts),
                          self.marker.payload.flags.eq(self.ending_flags),
                          marker_ts.eq(trigger_ts)]
+        return marker_went, marker_ts
 
-        # Mode 3: accepted markers end the interval (a registered request, like the
-        # others; `receiving` is registered too).
-        receiving = Signal()
-        m.d.sync += receiving.eq(self.mode == MODE_MARKER_RECEIVE)
-        # The accepted marker is registered with its sequence comparison, its next
-        # sequence number and its timestamp (Fmax: the 32-bit comparison fed the
-        # counters' and the request's enables, 94.7 MHz on speed 6). The interval's
-        # sequence number changes only with a request, and requests in this mode come
-        # only from markers, many cycles apart, so comparing a cycle early is exact.
-        accepted, rejected, gap = Signal(), Signal(), Signal()
-        next_seq = Signal(SEQ_BITS, reset_less=True)
-        marker_time = Signal(TS_BITS, reset_less=True)
-        m.d.sync += [accepted.eq(receiving & mw.accepted),
-                     rejected.eq(receiving & mw.rejected),
-                     gap.eq(mw.seq != self.seq), next_seq.eq(mw.seq + 1),
-                     marker_time.eq(mw.timestamp)]
-        with m.If(accepted):
+    def _marker_receive(self, m, mw):
+        """Mode 3: accepted markers end the interval (a registered request, like the
+        others; ``receiving`` is registered too).
+
+        The accepted marker is registered with its sequence comparison, its next sequence
+        number and its timestamp (the 32-bit comparison then does not feed the counters'
+        and the request's enables). The interval's sequence number changes only with a
+        request, and requests in this mode come only from markers, many cycles apart, so
+        comparing a cycle early is exact."""
+        r = SimpleNamespace(receiving=Signal(name="receiving"),
+                            accepted=Signal(name="accepted"),
+                            rejected=Signal(name="rejected"), gap=Signal(name="gap"),
+                            next_seq=Signal(SEQ_BITS, reset_less=True, name="next_seq"),
+                            marker_time=Signal(TS_BITS, reset_less=True,
+                                               name="marker_time"))
+        m.d.sync += r.receiving.eq(self.mode == MODE_MARKER_RECEIVE)
+        m.d.sync += [r.accepted.eq(r.receiving & mw.accepted),
+                     r.rejected.eq(r.receiving & mw.rejected),
+                     r.gap.eq(mw.seq != self.seq), r.next_seq.eq(mw.seq + 1),
+                     r.marker_time.eq(mw.timestamp)]
+        with m.If(r.accepted):
             m.d.sync += [self.markers_accepted.eq(self.markers_accepted + 1)]
-            with m.If(gap):
+            with m.If(r.gap):
                 m.d.sync += self.sequence_gaps.eq(self.sequence_gaps + 1)
-
-        # The candidates, chosen by the (registered, one-hot) mode alone.
-        cand_seq = Signal(SEQ_BITS)
-        cand_flags = Signal(8)
-        cand_timestamp = Signal(TS_BITS)
-        with m.If(mode_time):
-            m.d.comb += [cand_seq.eq(timer.index), cand_flags.eq(int(IntervalFlags.TIME_MODE)),
-                         cand_timestamp.eq(timer.at)]
-        with m.Elif(receiving):
-            m.d.comb += [cand_seq.eq(next_seq),
-                         cand_flags.eq(Mux(gap, int(IntervalFlags.SEQUENCE_GAP), 0)),
-                         cand_timestamp.eq(marker_time)]
-        with m.Elif(mode_send):
-            m.d.comb += [cand_seq.eq(self.seq + 1), cand_timestamp.eq(marker_ts)]
-        with m.Else():
-            m.d.comb += [cand_seq.eq(self.seq + 1), cand_timestamp.eq(self.now)]
-        fired = (mode_manual & self.swap) | (mode_time & timer.tick) | marker_went | accepted
-        m.d.sync += [reg_boundary.eq(fired), reg_seq.eq(cand_seq),
-                     reg_flags.eq(cand_flags), reg_timestamp.eq(cand_timestamp)]
-        with m.If(fired):
-            m.d.sync += self.seq.eq(cand_seq)
-        with m.If(rejected):
+        with m.If(r.rejected):
             m.d.sync += self.markers_rejected.eq(self.markers_rejected + 1)
-
-        m.d.comb += [
-            self.boundary.eq(reg_boundary),
-            self.boundary_seq.eq(reg_seq),
-            self.boundary_flags.eq(reg_flags),
-            self.boundary_timestamp.eq(reg_timestamp),
-        ]
-        return m
+        return r

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The flow-through measurement core (LDA / RDA / LDS) and its Verilog export.
 
-Where it sits (``DESIGN.md``): this is the whole gateware data flow in one component —
+Where it sits (``docs/DESIGN.md``, "Data flow of a packet" and "Data flow of a counter"):
+this is the whole gateware data flow in one component, its composition root —
 frames in → pass-through (fixed latency, bit-exact) → frames out, and beside it the
 measurement side that only *watches* the input transfers: header tap
 (:class:`hw.header_tap.HeaderTap`) → H3 hasher (:class:`hw.hash_h3.PacketHasher`) →
 bucket selection (:class:`hw.bucket_select.BucketSelector`) → counter bank
 (:class:`hw.counter_bank.CounterBank`, double buffered), with the interval control
-(:class:`hw.interval_control.IntervalControl`: manual / time / marker modes; swap /
-overrun / sequence numbers), marker frames (:class:`hw.control_frame_tx.MarkerFrameSource`)
+(:class:`hw.interval_control.IntervalControl`: manual / time / marker modes, decides the
+boundaries) and the interval ledger (:class:`hw.interval_ledger.IntervalLedger`: swap /
+overrun / per-copy sequence numbers, flags, timestamps), marker frames (:class:`hw.control_frame_tx.MarkerFrameSource`)
 and the exporter (:class:`hw.exporter.Exporter`) put into the stream by the frame
 merger (:class:`hw.frame_merger.FrameMerger`), and the CSR bank
 (:class:`hw.csr.CsrBank`, generated from :func:`host_sw.contracts.regmap.register_map`) behind the
@@ -31,7 +33,8 @@ tap as control frames (never counted). Besides ``m_axis`` there is a host export
 
 Interval control (swap / overrun)
 ---------------------------------
-:class:`hw.interval_control.IntervalControl` decides boundaries by INTERVAL_MODE.mode:
+:class:`hw.interval_control.IntervalControl` decides boundaries by INTERVAL_MODE.mode and
+:class:`hw.interval_ledger.IntervalLedger` executes them and keeps each copy's status:
 0 manual (``CONTROL.swap``), 1 time (the timebase reaches INTERVAL_START + i ·
 INTERVAL_TICKS; the new interval's sequence number is ``i``; flag TIME_MODE), 2 marker
 send (``CONTROL.swap`` or the interval timer inserts a marker frame carrying the ending
@@ -116,18 +119,14 @@ accepted: ``--rows`` for RDA), ``--thresholds`` the LDA bank / LDS row threshold
 
 import argparse
 import sys
-from pathlib import Path
 
-from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
-from host_sw.contracts.hashing import default_masks
+from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 from host_sw.contracts.regmap import register_map
-
-from host_sw.contracts.control_frame import IntervalFlags
 
 from .bucket_select import BucketSelector
 from .control_frame_tx import MarkerFrameSource
@@ -136,11 +135,14 @@ from .csr import CsrBank
 from .exporter import Exporter
 from .frame import FrameStream, check_data_width
 from .frame_merger import FrameMerger
+from .frozen_read_share import FrozenReadShare
 from .hash_h3 import PacketHasher
 from .header_tap import HeaderTap
 from .interval_control import RECEIVE_LATENCY, IntervalControl
+from .interval_ledger import IntervalLedger
 from .timebase import Timebase
 from .uartbone import UARTBoneBridge
+from .verilog_export import AxisTop, export_verilog
 
 __all__ = ["PASSTHROUGH_LATENCY", "LdaCore", "AxisTop", "export_verilog",
            "main"]
@@ -149,16 +151,12 @@ __all__ = ["PASSTHROUGH_LATENCY", "LdaCore", "AxisTop", "export_verilog",
 PASSTHROUGH_LATENCY = 1
 
 
-def _reg_field(port, name="value"):
-    return getattr(port.value, name)
-
-
 def _config_copy(m: Module, value, name: str):
     """A registered copy of a configuration register's value, for a block far from the
-    CSR bank (Fmax: the CSR bank's stored registers sit beside the bus logic, and a
-    4 ns route from one straight into the interval timer's 64-bit adder was the whole
-    core's critical path, 136.7 MHz). The copy follows one cycle later; write strobes
-    that go with the value are delayed alike by the caller."""
+    CSR bank: the CSR bank's stored registers sit beside the bus logic, and a route from
+    one straight into a distant block (the interval timer's 64-bit adder) would be the
+    core's critical path. The copy follows one cycle later; write strobes that go with
+    the value are delayed alike by the caller."""
     copy = Signal(value.shape(), name=name, reset_less=True)
     m.d.sync += copy.eq(value)
     return copy
@@ -167,12 +165,16 @@ def _config_copy(m: Module, value, name: str):
 class LdaCore(wiring.Component):
     """The measurement core: pass-through, measurement pipeline, counters and CSR bus.
 
+    A composition root: it creates the named components of the module docstring and wires
+    them; the domain logic lives in the components (the interval bookkeeping in
+    :class:`hw.interval_ledger.IntervalLedger`).
+
     Parameters
     ----------
     config:
-        :class:`~host_sw.contracts.config.LdaConfig`, :class:`~host_sw.contracts.config.RdaConfig` or
-        :class:`~host_sw.contracts.config.LdsConfig`. Its run-time fields (thresholds, masks) are the
-        reset values of the THRESHOLDS / MASKS registers.
+        A synopsis configuration (``host_sw.contracts.config.CONFIG_CLASSES``: LDA, RDA
+        or LDS). Its run-time fields (thresholds, masks) are the reset values of the
+        THRESHOLDS / MASKS registers.
     data_width:
         Frame data width in bits (a power of two, 8..1024).
     bridge_timeout_cycles:
@@ -215,7 +217,7 @@ class LdaCore(wiring.Component):
 
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
                  bridge_timeout_cycles: int = 100_000, memory: str = "auto"):
-        if not isinstance(config, (LdaConfig, RdaConfig, LdsConfig)):
+        if CONFIG_CLASSES.get(getattr(config, "kind", None)) is not type(config):
             raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
                              f"not {type(config).__name__}")
         check_data_width(data_width)
@@ -243,14 +245,9 @@ class LdaCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        config = self.config
-
-        # -- data path -----------------------------------------------------------------
-        # s_axis, markers, export frames → frame merger (registered: the pass-through)
-        # → m_axis. The measurement side watches the merger's copy of what it accepted,
-        # so the core's own markers and export frames pass its tap like any frame
-        # (control frames: never counted).
-        w = self.data_width
+        w, config = self.data_width, self.config
+        # Data path: s_axis, markers, export frames → frame merger (registered: the
+        # pass-through) → m_axis; the exporter's other port is the host export stream.
         m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2)
         m.submodules.markers = markers = MarkerFrameSource(config=config, data_width=w)
         m.submodules.exporter = exporter = self._exporter
@@ -259,30 +256,54 @@ class LdaCore(wiring.Component):
         connect(m, exporter.inband, merger.insert[1])
         connect(m, merger.source, wiring.flipped(self.m_axis))
         connect(m, exporter.host, wiring.flipped(self.host_export))
-
-        # -- bus -----------------------------------------------------------------------
+        # Bus: UARTBone bridge → CSR bank.
         m.submodules.bridge = bridge = UARTBoneBridge(
             timeout_cycles=self.bridge_timeout_cycles)
         m.submodules.csr = csr = CsrBank(regmap=self.regmap)
         connect(m, wiring.flipped(self.bus_rx), bridge.rx)
         connect(m, bridge.tx, wiring.flipped(self.bus_tx))
         connect(m, bridge.bus, csr.bus)
-
-        # -- measurement side ----------------------------------------------------------
+        # Measurement side: tap → hasher → selector → counter bank.
         m.submodules.timebase = timebase = Timebase(width=64)
         m.submodules.tap = tap = self._tap
         m.submodules.hasher = hasher = self._hasher
         m.submodules.selector = selector = self._selector
         m.submodules.counters = counters = CounterBank(config=config, drain_cycles=1,
                                                         memory=self.memory)
+        frame_idle = self._wire_tap_watch(m, merger, tap, timebase)
+        connect(m, tap.record, hasher.record)
+        connect(m, hasher.hashed, selector.hashed)
+        connect(m, selector.request, counters.update)
+        m.d.comb += counters.swap.eq(selector.swap)
+        self._wire_runtime_config(m, csr, hasher, selector)
+        # Timebase over the bus: reads show the running count, writes set it.
+        m.d.comb += [
+            csr.timebase.current.ticks.eq(timebase.now),
+            timebase.set.eq(csr.timebase.written),
+            timebase.set_value.eq(csr.timebase.value.ticks),
+        ]
+        self._wire_frozen_reads(m, csr, counters, exporter)
+        # CONTROL.release, or the exporter's auto release after the last frame.
+        m.d.comb += counters.release.eq(csr.control.value.release | exporter.release)
+        # Intervals: the control decides boundaries, the ledger executes them.
+        m.submodules.interval_control = ic = IntervalControl(data_width=w)
+        m.submodules.ledger = ledger = IntervalLedger()
+        copies = self._wire_interval_control(m, csr, ic, merger, markers, timebase)
+        self._wire_ledger(m, ledger, ic, csr, tap, selector, counters, frame_idle)
+        self._wire_export(m, exporter, ledger, counters, copies)
+        self._wire_status(m, csr, ledger, ic, exporter, tap, counters)
+        return m
 
-        # The interval control watches the merger's copy of the accepted beats (one
-        # cycle after acceptance); its boundary requests are registered here (one cycle
-        # more); the tap watches the same copy TAP_WATCH_DELAY cycles later, so every
-        # request reaches the pending register before the tap sees the next frame's SOF,
-        # as hw.interval_control requires. The timebase is delayed alike, so a frame's
-        # timestamp is the tick of its SOF's acceptance. No path from the stream's pins
-        # or from `ready` reaches the measurement side.
+    def _wire_tap_watch(self, m, merger, tap, timebase):
+        """The tap's view of the stream; returns the registered ``frame_idle``.
+
+        The interval control watches the merger's copy of the accepted beats (one cycle
+        after acceptance); its boundary requests are registered by the ledger (one cycle
+        more); the tap watches the same copy TAP_WATCH_DELAY cycles later, so every
+        request reaches the pending register before the tap sees the next frame's SOF, as
+        hw.interval_control requires. The timebase is delayed alike, so a frame's
+        timestamp is the tick of its SOF's acceptance. No path from the stream's pins or
+        from ``ready`` reaches the measurement side."""
         stages = [(merger.watch_valid, merger.watch)]
         for k in range(self.TAP_WATCH_DELAY):
             valid, beat = Signal(name=f"watch{k}_valid"), Signal.like(merger.watch,
@@ -291,69 +312,64 @@ class LdaCore(wiring.Component):
             stages.append((valid, beat))
         watch_valid, watch_payload = stages[-1]
         tap_next_valid, tap_next = stages[-2]         # the tap's beat of the next cycle
-        now_line = [timebase.now[:config.ts_bits]]
+        ts_bits = self.config.ts_bits
+        now_line = [timebase.now[:ts_bits]]
         for k in range(self.TAP_WATCH_DELAY + 1):
-            now_line.append(Signal(config.ts_bits, name=f"now_delayed{k}"))
+            now_line.append(Signal(ts_bits, name=f"now_delayed{k}"))
             m.d.sync += now_line[-1].eq(now_line[-2])
-        watch_now = now_line[-1]
         m.d.comb += [
             tap.watch.valid.eq(watch_valid),
             tap.watch.ready.eq(1),
             tap.watch.payload.eq(watch_payload),
-            tap.now.eq(watch_now),
+            tap.now.eq(now_line[-1]),
         ]
-        connect(m, tap.record, hasher.record)
-        connect(m, hasher.hashed, selector.hashed)
-        connect(m, selector.request, counters.update)
-        m.d.comb += counters.swap.eq(selector.swap)
+        # HeaderTap.boundary_ok one cycle ahead, registered (the boundary decision then
+        # takes registers only): the tap's next beat is in the watch delay line now, and
+        # its frame-open state next cycle follows from this cycle's.
+        tap_idle = Signal(init=1)           # == tap.boundary_ok
+        next_open = Mux(watch_valid, ~watch_payload.last, tap.in_frame)
+        m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next.last))
+        return tap_idle
 
+    def _wire_runtime_config(self, m, csr, hasher, selector):
+        """The run-time configuration registers (MASKS, THRESHOLDS) → the hasher's mask
+        ports and the selector's threshold ports, whichever the kind's components have
+        (their signatures follow the configuration)."""
         masks = _config_copy(m, csr.masks.value, "masks_copy")
-        m.d.comb += [hasher.mask_packet_ipv4.eq(masks.packet_ipv4),
-                     hasher.mask_packet_ipv6.eq(masks.packet_ipv6)]
-        if isinstance(config, LdsConfig):
-            m.d.comb += [hasher.mask_flow_ipv4.eq(masks.flow_ipv4),
-                         hasher.mask_flow_ipv6.eq(masks.flow_ipv6)]
-        if isinstance(config, (LdaConfig, LdsConfig)):
+        for name in ("packet_ipv4", "packet_ipv6", "flow_ipv4", "flow_ipv6"):
+            if f"mask_{name}" in hasher.signature.members:
+                m.d.comb += getattr(hasher, f"mask_{name}").eq(getattr(masks, name))
+        ports = [n for n in ("thresholds", "row_thresholds")
+                 if n in selector.signature.members]
+        if ports:
             thresholds = _config_copy(m, csr.thresholds.value, "thresholds_copy")
-        if isinstance(config, LdaConfig):
-            for j in range(config.banks):
-                m.d.comb += selector.thresholds[j].eq(getattr(thresholds, f"bank{j}"))
-        if isinstance(config, LdsConfig):
-            for r in range(config.rows):
-                m.d.comb += selector.row_thresholds[r].eq(getattr(thresholds, f"row{r}"))
+            fields = sorted(thresholds.shape(), key=lambda item: item[1].offset)
+            port = getattr(selector, ports[0])
+            for j, (name, _) in enumerate(fields):   # bank0.. (LDA) / row0.. (LDS)
+                m.d.comb += port[j].eq(getattr(thresholds, name))
 
-        # Timebase over the bus: reads show the running count, writes set it.
+    def _wire_frozen_reads(self, m, csr, counters, exporter):
+        """The counter window's reads (the CSR bank) and the exporter share the bank's
+        frozen read port (:class:`hw.frozen_read_share.FrozenReadShare`: the bus first).
+        The bank's port carries a word layout, the CSR bank's a plain word of the same
+        width."""
+        m.submodules.frozen_reads = share = FrozenReadShare(config=self.config)
+        window = csr.counters
         m.d.comb += [
-            csr.timebase.current.ticks.eq(timebase.now),
-            timebase.set.eq(csr.timebase.written),
-            timebase.set_value.eq(csr.timebase.value.ticks),
+            share.bus.addr.eq(window.addr),
+            share.bus.en.eq(window.en),
+            window.data.eq(share.bus.data),
+            window.valid.eq(share.bus.valid),
+            window.error.eq(share.bus.error),
+            exporter.read_hold.eq(share.exporter_hold),
         ]
+        connect(m, exporter.frozen, share.exporter)
+        connect(m, share.bank, counters.frozen)
 
-        # Counter window reads (the bank's port carries a word layout; the CSR bank's a
-        # plain word of the same width), shared with the exporter: the bus has priority
-        # (the exporter holds off in a cycle the bus reads) and a shift register of
-        # owners routes each answer READ_LATENCY cycles later to whoever asked.
-        bus_read = csr.counters.en
-        owners = Signal(CounterBank.READ_LATENCY)   # bit k: the bus read k + 1 cycles ago
-        m.d.sync += owners.eq(Cat(bus_read, owners[:-1]))
-        bus_answer = owners[-1]
-        m.d.comb += [
-            exporter.read_hold.eq(bus_read),
-            counters.frozen.addr.eq(Mux(bus_read, csr.counters.addr, exporter.frozen.addr)),
-            counters.frozen.en.eq(bus_read | exporter.frozen.en),
-            csr.counters.data.eq(counters.frozen.data),
-            csr.counters.valid.eq(counters.frozen.valid & bus_answer),
-            csr.counters.error.eq(counters.frozen.error),
-            exporter.frozen.data.eq(counters.frozen.data),
-            exporter.frozen.valid.eq(counters.frozen.valid & ~bus_answer),
-            exporter.frozen.error.eq(counters.frozen.error),
-        ]
-        # CONTROL.release, or the exporter's auto release after the last frame.
-        m.d.comb += counters.release.eq(csr.control.value.release | exporter.release)
-
-        # -- interval control: boundaries (IntervalControl), swap / overrun --------------
-        m.submodules.interval_control = ic = IntervalControl(data_width=w)
-        # Configuration copies beside their users; the rearm strobe follows them.
+    def _wire_interval_control(self, m, csr, ic, merger, markers, timebase):
+        """The interval control and the marker source, from registered copies of their
+        configuration registers (beside their users; the rearm strobe follows them).
+        Returns the copies the exporter shares (mode, MACs)."""
         mode = _config_copy(m, csr.interval_mode.value, "interval_mode_copy")
         rearm = Signal()
         m.d.sync += rearm.eq(csr.interval_mode.written | csr.interval_ticks.written
@@ -373,7 +389,7 @@ class LdaCore(wiring.Component):
             ic.config_id.eq(config_id),
             ic.marker_src_mac.eq(_config_copy(m, csr.marker_src_mac.value.mac,
                                               "marker_src_mac_copy")),
-            # the merger's watch copy, which the tap sees one cycle later
+            # the merger's watch copy, which the tap sees later
             ic.watch.valid.eq(merger.watch_valid),
             ic.watch.ready.eq(1),
             ic.watch.payload.eq(merger.watch),
@@ -383,121 +399,43 @@ class LdaCore(wiring.Component):
             markers.config_id.eq(config_id),
         ]
         connect(m, ic.marker, markers.request)
+        return mode, local_mac, export_dst_mac
 
-        swap_pending = Signal()
-        swap_in_flight = Signal()       # a swap pulse is still in the record pipeline
-        front_copy = Signal()           # the copy frames starting now are tagged with
-        boundary_count = Signal(32)     # INTERVAL_SEQ
-        overruns = Signal(32)
-        interval_seq = Signal(data.ArrayLayout(32, 2))
-        interval_flags = Signal(data.ArrayLayout(8, 2))
-        interval_timestamp = Signal(data.ArrayLayout(64, 2))
-        interval_packets = Signal(data.ArrayLayout(32, 2))
-        interval_config_id = Signal(data.ArrayLayout(32, 2))
-        # The pending boundary's request (IntervalControl.boundary_*), latched with it.
-        pending_seq, pending_flags = Signal(32), Signal(8)
-        pending_timestamp = Signal(64)
-
-        # HeaderTap.boundary_ok one cycle ahead, registered (Fmax: the boundary decision
-        # then takes registers only): the tap's next beat is in the watch delay line now,
-        # and its frame-open state next cycle follows from this cycle's.
-        tap_idle = Signal(init=1)           # == tap.boundary_ok
-        next_open = Mux(watch_valid, ~watch_payload.last, tap.in_frame)
-        m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next.last))
-
-        boundary = Signal()
-        execute = Signal()
+    def _wire_ledger(self, m, ledger, ic, csr, tap, selector, counters, frame_idle):
+        """The interval control's boundary requests → the ledger → the tap's swap/copy;
+        the ledger watches the records meeting the counter bank and CONFIG_ID."""
         m.d.comb += [
-            boundary.eq(swap_pending & tap_idle & ~swap_in_flight),
-            execute.eq(boundary & counters.other_clean),
+            ledger.request.eq(ic.boundary),
+            ledger.request_data.seq.eq(ic.boundary_seq),
+            ledger.request_data.flags.eq(ic.boundary_flags),
+            ledger.request_data.timestamp.eq(ic.boundary_timestamp),
+            ledger.frame_idle.eq(frame_idle),
+            ledger.other_clean.eq(counters.other_clean),
+            ledger.swap_arrived.eq(selector.swap),
+            ledger.counted.eq(selector.counted),
+            ledger.counted_copy.eq(selector.request.copy),
+            ledger.config_id.eq(csr.config_id.value),
+            ledger.config_id_written.eq(csr.config_id.written),
+            ledger.frozen_copy.eq(counters.frozen_copy),
+            tap.swap.eq(ledger.swap),
+            tap.copy.eq(ledger.copy),
+            ic.ending_flags.eq(ledger.ending_flags),
         ]
 
-        # The interval control's requests, registered (Fmax: its sequence-number adder
-        # and comparisons stay off the pending registers' enables).
-        ic_boundary, ic_seq, ic_flags = Signal(), Signal(32), Signal(8)
-        ic_timestamp = Signal(64)
-        m.d.sync += [ic_boundary.eq(ic.boundary), ic_seq.eq(ic.boundary_seq),
-                     ic_flags.eq(ic.boundary_flags), ic_timestamp.eq(ic.boundary_timestamp)]
-        with m.If(ic_boundary):
-            # Requests before the boundary merge: the latest sequence number and
-            # timestamp, the flags of all.
-            m.d.sync += [swap_pending.eq(1), pending_seq.eq(ic_seq),
-                         pending_timestamp.eq(ic_timestamp),
-                         pending_flags.eq(Mux(swap_pending & ~boundary,
-                                              pending_flags | ic_flags,
-                                              ic_flags))]
-        with m.Elif(boundary):
-            m.d.sync += swap_pending.eq(0)
-
-        with m.If(selector.swap):
-            m.d.sync += swap_in_flight.eq(0)
-        with m.If(execute):
-            m.d.sync += swap_in_flight.eq(1)
-
-        # The copy flips in the boundary's cycle (an SOF in that cycle takes the new one).
-        new_copy = ~front_copy
-        m.d.comb += [tap.swap.eq(execute), tap.copy.eq(Mux(execute, new_copy, front_copy))]
-        with m.If(execute):
-            m.d.sync += front_copy.eq(new_copy)
-
-        # Interval bookkeeping, one cycle later (short paths): `front_copy` then already
-        # names the new interval's copy on a swap, and still the current one on an overrun.
-        boundary_done = Signal()
-        swapped = Signal()
-        taken_seq, taken_flags, taken_timestamp = Signal(32), Signal(8), Signal(64)
-        m.d.sync += [boundary_done.eq(boundary), swapped.eq(execute)]
-        with m.If(boundary):
-            m.d.sync += [taken_seq.eq(pending_seq), taken_flags.eq(pending_flags),
-                         taken_timestamp.eq(pending_timestamp)]
-        # CONFIG_CHANGED: CONFIG_ID written with a new value during the interval.
-        config_id_before = Signal(32)
-        config_changed = Signal()
-        m.d.sync += [config_id_before.eq(csr.config_id.value),
-                     config_changed.eq(csr.config_id.written
-                                       & (csr.config_id.value != config_id_before))]
-        changed_flag = Mux(config_changed, int(IntervalFlags.CONFIG_CHANGED), 0)
-        with m.If(boundary_done):
-            m.d.sync += boundary_count.eq(taken_seq)
-            with m.If(swapped):
-                ended = ~front_copy
-                m.d.sync += [
-                    interval_flags[ended].eq(interval_flags[ended] | taken_flags
-                                             | changed_flag),
-                    interval_timestamp[ended].eq(taken_timestamp),
-                    interval_seq[front_copy].eq(taken_seq),
-                    interval_flags[front_copy].eq(0),
-                    interval_config_id[front_copy].eq(csr.config_id.value),
-                ]
-            with m.Else():
-                m.d.sync += [overruns.eq(overruns + 1),
-                             interval_flags[front_copy].eq(
-                                 interval_flags[front_copy] | taken_flags | changed_flag
-                                 | int(IntervalFlags.OVERRUN))]
-        with m.Elif(config_changed):
-            m.d.sync += interval_flags[front_copy].eq(interval_flags[front_copy]
-                                                      | int(IntervalFlags.CONFIG_CHANGED))
-        m.d.comb += ic.ending_flags.eq(interval_flags[front_copy])
-
-        # Packets per interval, counted where the records meet the counter bank (the new
-        # interval's count starts from zero: its copy has no record in flight).
-        request_copy = selector.request.copy
-        for k in range(2):
-            with m.If(swapped & (front_copy == k)):
-                m.d.sync += interval_packets[k].eq(0)
-            with m.Elif(selector.counted & (request_copy == k)):
-                m.d.sync += interval_packets[k].eq(interval_packets[k] + 1)
-
-        # -- export: each newly frozen copy, if INTERVAL_MODE asks --------------------
-        frozen = counters.frozen_copy
+    def _wire_export(self, m, exporter, ledger, counters, copies):
+        """Export each newly frozen copy, with its interval's status, if INTERVAL_MODE
+        asks."""
+        mode, local_mac, export_dst_mac = copies
+        frozen = ledger.frozen
         frozen_ready_before = Signal()
         m.d.sync += frozen_ready_before.eq(counters.frozen_ready)
         m.d.comb += [
             exporter.start.eq(counters.frozen_ready & ~frozen_ready_before
                               & (mode.export_inband | mode.export_host)),
-            exporter.seq.eq(interval_seq[frozen]),
-            exporter.flags.eq(interval_flags[frozen]),
-            exporter.timestamp.eq(interval_timestamp[frozen]),
-            exporter.config_id.eq(interval_config_id[frozen]),
+            exporter.seq.eq(frozen.seq),
+            exporter.flags.eq(frozen.flags),
+            exporter.timestamp.eq(frozen.timestamp),
+            exporter.config_id.eq(frozen.config_id),
             exporter.src_mac.eq(local_mac),
             exporter.dst_mac.eq(export_dst_mac),
             exporter.to_inband.eq(mode.export_inband),
@@ -505,21 +443,22 @@ class LdaCore(wiring.Component):
             exporter.auto_release.eq(mode.auto_release),
         ]
 
-        # At reset copy 0 is ACTIVE: the interval with sequence number 0.
-        status = csr.status.value
+    def _wire_status(self, m, csr, ledger, ic, exporter, tap, counters):
+        """The read-only status registers."""
+        status, frozen = csr.status.value, ledger.frozen
         m.d.comb += [
             status.active_copy.eq(counters.active_copy),
             status.frozen_ready.eq(counters.frozen_ready),
             status.clearing.eq(counters.clearing),
-            status.frozen_overrun.eq(interval_flags[frozen][0]),   # IntervalFlags.OVERRUN
+            status.frozen_overrun.eq(frozen.flags[0]),   # IntervalFlags.OVERRUN
             status.other_clean.eq(counters.other_clean),
-            csr.interval_seq.value.eq(boundary_count),
-            csr.frozen_seq.value.eq(interval_seq[frozen]),
-            csr.frozen_packets.value.eq(interval_packets[frozen]),
-            csr.frozen_config_id.value.eq(interval_config_id[frozen]),
-            csr.frozen_flags.value.eq(interval_flags[frozen]),
-            csr.frozen_timestamp.value.ticks.eq(interval_timestamp[frozen]),
-            csr.overruns.value.eq(overruns),
+            csr.interval_seq.value.eq(ledger.interval_seq),
+            csr.frozen_seq.value.eq(frozen.seq),
+            csr.frozen_packets.value.eq(frozen.packets),
+            csr.frozen_config_id.value.eq(frozen.config_id),
+            csr.frozen_flags.value.eq(frozen.flags),
+            csr.frozen_timestamp.value.ticks.eq(frozen.timestamp),
+            csr.overruns.value.eq(ledger.overruns),
             csr.markers_sent.value.eq(ic.markers_sent),
             csr.markers_accepted.value.eq(ic.markers_accepted),
             csr.markers_rejected.value.eq(ic.markers_rejected),
@@ -532,65 +471,6 @@ class LdaCore(wiring.Component):
             csr.frames_non_ip.value.eq(tap.status.non_ip),
             csr.frames_control.value.eq(tap.status.control),
         ]
-        return m
-
-
-class AxisTop(wiring.Component):
-    """Flat AXI4-Stream port names around an :class:`LdaCore`, for the Verilog export
-    (cocotbext-axi attaches with the bus prefixes ``s_axis`` / ``m_axis``)."""
-
-    def __init__(self, core: LdaCore):
-        self.core = core
-        w = core.data_width
-        super().__init__({
-            "s_axis_tdata": In(w), "s_axis_tkeep": In(w // 8), "s_axis_tlast": In(1),
-            "s_axis_tuser": In(1), "s_axis_tvalid": In(1), "s_axis_tready": Out(1),
-            "m_axis_tdata": Out(w), "m_axis_tkeep": Out(w // 8), "m_axis_tlast": Out(1),
-            "m_axis_tuser": Out(1), "m_axis_tvalid": Out(1), "m_axis_tready": In(1),
-            "bus_rx_tdata": In(8), "bus_rx_tvalid": In(1), "bus_rx_tready": Out(1),
-            "bus_tx_tdata": Out(8), "bus_tx_tvalid": Out(1), "bus_tx_tready": In(1),
-            "m_axis_export_tdata": Out(w), "m_axis_export_tkeep": Out(w // 8),
-            "m_axis_export_tlast": Out(1), "m_axis_export_tuser": Out(1),
-            "m_axis_export_tvalid": Out(1), "m_axis_export_tready": In(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = self.core
-        s, o = core.s_axis, core.m_axis
-        m.d.comb += [
-            s.payload.data.eq(self.s_axis_tdata), s.payload.keep.eq(self.s_axis_tkeep),
-            s.payload.last.eq(self.s_axis_tlast), s.payload.error.eq(self.s_axis_tuser),
-            s.valid.eq(self.s_axis_tvalid), self.s_axis_tready.eq(s.ready),
-            self.m_axis_tdata.eq(o.payload.data), self.m_axis_tkeep.eq(o.payload.keep),
-            self.m_axis_tlast.eq(o.payload.last), self.m_axis_tuser.eq(o.payload.error),
-            self.m_axis_tvalid.eq(o.valid), o.ready.eq(self.m_axis_tready),
-            core.bus_rx.payload.eq(self.bus_rx_tdata), core.bus_rx.valid.eq(self.bus_rx_tvalid),
-            self.bus_rx_tready.eq(core.bus_rx.ready),
-            self.bus_tx_tdata.eq(core.bus_tx.payload), self.bus_tx_tvalid.eq(core.bus_tx.valid),
-            core.bus_tx.ready.eq(self.bus_tx_tready),
-        ]
-        e = core.host_export
-        m.d.comb += [
-            self.m_axis_export_tdata.eq(e.payload.data),
-            self.m_axis_export_tkeep.eq(e.payload.keep),
-            self.m_axis_export_tlast.eq(e.payload.last),
-            self.m_axis_export_tuser.eq(e.payload.error),
-            self.m_axis_export_tvalid.eq(e.valid), e.ready.eq(self.m_axis_export_tready),
-        ]
-        return m
-
-
-def export_verilog(core: LdaCore, path, *, name: str = "lda_core") -> list[Path]:
-    """Write ``core`` as Verilog module ``name`` to ``path`` and ``csr.csv`` /
-    ``csr.json`` beside it; return the paths written."""
-    from amaranth.back import verilog
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(AxisTop(core), name=name)
-    path.write_text(text)
-    csv_path, json_path = core.regmap.write_exports(path.parent)
-    return [path, Path(csv_path), Path(json_path)]
 
 
 def main(argv=None) -> int:

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The free-running timebase: the tick counter that timestamps frames at start of frame.
 
-Where it sits (``DESIGN.md``): beside the header tap, which latches :attr:`Timebase.now`
-at each start of frame; the counters sum its low ``ts_bits`` bits. The host sets it over
-the bus (``set``/``set_value``) to align two measurement points; the unit of a tick is
-``config.tick_ns``.
+Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): beside the header tap,
+which latches :attr:`Timebase.now` at each start of frame; the counters sum its low
+``ts_bits`` bits. The host sets it over the bus (``set``/``set_value``) to align two
+measurement points; the unit of a tick is ``config.tick_ns``.
 """
 
 from amaranth.hdl import Module

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """UART PHY (8N1): serial pins ↔ byte streams for the UARTBone bridge on a board.
 
-In DESIGN.md's data flow this is the "UART (board)" box in front of the bus bridge
-(``hw.uartbone.UARTBoneBridge``); simulation and the exported core use the byte streams
-directly. One clock domain; ``divisor`` clocks per bit (e.g. 100 MHz / 115200 → 868).
+In the data flow of ``docs/DESIGN.md`` ("Data flow of a counter") this is the "UART
+(board)" box in front of the bus bridge (``hw.uartbone.UARTBoneBridge``); simulation and
+the exported core use the byte streams directly. One clock domain; ``divisor`` clocks
+per bit (e.g. 100 MHz / 115200 → 868).
 
 Receiver: the ``rxd`` pin passes a 2-flop synchroniser; a falling edge starts a frame, the
 start bit is re-checked half a bit later (a glitch shorter than that is ignored), then the

@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """UARTBone bridge: host bytes in, CSR bus accesses, reply bytes out.
 
-In DESIGN.md's data flow this is the "bus bridge ◄── UART (board) / byte stream
-(simulation) ◄── host" box: it turns the UARTBone byte protocol (LiteX's
-``Stream2Wishbone``; host side and exact framing in :mod:`host_sw.contracts.uartbone`) into accesses
-on the CSR bus of ``hw.csr`` (``hw.csr.csr_bus_signature``). On a board ``rx``/``tx`` come
-from the UART PHY (``hw.uart.UART``); in the exported Verilog they are the
-``bus_rx_*``/``bus_tx_*`` byte streams.
+In the data flow of ``docs/DESIGN.md`` ("Data flow of a counter": how the host reads it)
+this is the "bus bridge ◄── UART (board) / byte stream (simulation) ◄── host" box: it
+turns the UARTBone byte protocol (LiteX's ``Stream2Wishbone``; host side and exact
+framing in :mod:`host_sw.contracts.uartbone`) into accesses on the CSR bus of ``hw.csr``
+(``hw.csr.csr_bus_signature``). On a board ``rx``/``tx`` come from the UART PHY
+(``hw.uart.UART``); in the exported Verilog they are the ``bus_rx_*``/``bus_tx_*`` byte
+streams.
 
 Protocol (all multi-byte values big-endian)::
 
@@ -26,6 +27,8 @@ Protocol (all multi-byte values big-endian)::
 * ``rx`` is not ready while the bridge performs bus accesses or sends a reply (hosts wait
   for a read's reply before sending more; the UART PHY flags an overrun otherwise).
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
@@ -68,107 +71,124 @@ class UARTBoneBridge(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        rx, tx, bus = self.rx, self.tx, self.bus
-
-        is_write = Signal()
-        incrementing = Signal()
-        remaining = Signal(8)   # words left in the command, including the current one
-        address = Signal(32)
-        word = Signal(32)       # data being received (write) or sent (read)
-        byte_count = Signal(2)  # bytes of the current address/data word
-        timer = Signal(range(self.timeout_cycles + 1))
-        receiving = Signal()    # in the middle of a command, waiting for its next byte
-        timed_out = Signal()
-
-        expired = Signal()      # registered `timer == timeout_cycles` (Fmax)
-        # The bus strobes are registers (Fmax: the CSR bank's request latch is enabled
-        # from them): set with the move into BUS_READ / BUS_WRITE, cleared with `ack`.
-        r_stb, w_stb = Signal(), Signal()
-        m.d.comb += [bus.addr.eq(address), bus.w_data.eq(word), bus.r_stb.eq(r_stb),
-                     bus.w_stb.eq(w_stb), timed_out.eq(receiving & expired)]
+        s = SimpleNamespace(
+            is_write=Signal(name="is_write"),
+            incrementing=Signal(name="incrementing"),
+            # words left in the command, including the current one
+            remaining=Signal(8, name="remaining"),
+            address=Signal(32, name="address"),
+            word=Signal(32, name="word"),       # data being received (write) or sent (read)
+            byte_count=Signal(2, name="byte_count"),  # bytes of the current address/data word
+            # in the middle of a command, waiting for its next byte
+            receiving=Signal(name="receiving"),
+            timed_out=Signal(name="timed_out"),
+            # The bus strobes are registers (the CSR bank's request latch is enabled from
+            # them): set with the move into BUS_READ / BUS_WRITE, cleared with `ack`.
+            r_stb=Signal(name="r_stb"), w_stb=Signal(name="w_stb"))
+        bus = self.bus
+        m.d.comb += [bus.addr.eq(s.address), bus.w_data.eq(s.word), bus.r_stb.eq(s.r_stb),
+                     bus.w_stb.eq(s.w_stb)]
         with m.If(bus.ack):
-            m.d.sync += [r_stb.eq(0), w_stb.eq(0)]
-        with m.If(~receiving | (rx.valid & rx.ready)):
+            m.d.sync += [s.r_stb.eq(0), s.w_stb.eq(0)]
+        self._timeout(m, s)
+        with m.FSM(name="uartbone"):
+            self._command_states(m, s)
+            self._access_states(m, s)
+        return m
+
+    def _timeout(self, m, s):
+        """``timed_out``: no byte for ``timeout_cycles`` clocks in the middle of a
+        command (``expired`` is the registered ``timer == timeout_cycles``)."""
+        rx = self.rx
+        timer = Signal(range(self.timeout_cycles + 1))
+        expired = Signal()
+        m.d.comb += s.timed_out.eq(s.receiving & expired)
+        with m.If(~s.receiving | (rx.valid & rx.ready)):
             m.d.sync += [timer.eq(0), expired.eq(0)]
         with m.Elif(~expired):
             m.d.sync += [timer.eq(timer + 1), expired.eq(timer == self.timeout_cycles - 1)]
 
-        with m.FSM(name="uartbone"):
-            with m.State("COMMAND"):
-                m.d.comb += rx.ready.eq(1)
-                with m.If(rx.valid):
-                    with m.Switch(rx.payload):
-                        for cmd in (CMD_WRITE_INCR, CMD_READ_INCR, CMD_WRITE_FIXED,
-                                    CMD_READ_FIXED):
-                            with m.Case(cmd):
-                                m.d.sync += [
-                                    is_write.eq(cmd in (CMD_WRITE_INCR, CMD_WRITE_FIXED)),
-                                    incrementing.eq(cmd in (CMD_WRITE_INCR, CMD_READ_INCR)),
-                                ]
-                                m.next = "LENGTH"
-                        # Default: unknown command byte, dropped.
+    def _command_states(self, m, s):
+        """The FSM states that receive a command: its byte, length and address."""
+        rx = self.rx
+        with m.State("COMMAND"):
+            m.d.comb += rx.ready.eq(1)
+            with m.If(rx.valid):
+                with m.Switch(rx.payload):
+                    for cmd in (CMD_WRITE_INCR, CMD_READ_INCR, CMD_WRITE_FIXED,
+                                CMD_READ_FIXED):
+                        with m.Case(cmd):
+                            m.d.sync += [
+                                s.is_write.eq(cmd in (CMD_WRITE_INCR, CMD_WRITE_FIXED)),
+                                s.incrementing.eq(cmd in (CMD_WRITE_INCR, CMD_READ_INCR)),
+                            ]
+                            m.next = "LENGTH"
+                    # Default: unknown command byte, dropped.
 
-            with m.State("LENGTH"):
-                m.d.comb += [receiving.eq(1), rx.ready.eq(1)]
-                with m.If(timed_out):
+        with m.State("LENGTH"):
+            m.d.comb += [s.receiving.eq(1), rx.ready.eq(1)]
+            with m.If(s.timed_out):
+                m.next = "COMMAND"
+            with m.Elif(rx.valid):
+                m.d.sync += [s.remaining.eq(rx.payload), s.byte_count.eq(0)]
+                m.next = "ADDRESS"
+
+        with m.State("ADDRESS"):
+            m.d.comb += [s.receiving.eq(1), rx.ready.eq(1)]
+            with m.If(s.timed_out):
+                m.next = "COMMAND"
+            with m.Elif(rx.valid):
+                m.d.sync += [s.address.eq((s.address << 8) | rx.payload),
+                             s.byte_count.eq(s.byte_count + 1)]
+                with m.If(s.byte_count == 3):
+                    with m.If(s.remaining == 0):
+                        m.next = "COMMAND"
+                    with m.Elif(s.is_write):
+                        m.next = "DATA"
+                    with m.Else():
+                        m.d.sync += s.r_stb.eq(1)
+                        m.next = "BUS_READ"
+
+    def _access_states(self, m, s):
+        """The FSM states that perform the accesses: write data in, bus accesses, read
+        replies out."""
+        rx, tx, bus = self.rx, self.tx, self.bus
+        with m.State("DATA"):
+            m.d.comb += [s.receiving.eq(1), rx.ready.eq(1)]
+            with m.If(s.timed_out):
+                m.next = "COMMAND"
+            with m.Elif(rx.valid):
+                m.d.sync += [s.word.eq((s.word << 8) | rx.payload),
+                             s.byte_count.eq(s.byte_count + 1)]
+                with m.If(s.byte_count == 3):
+                    m.d.sync += s.w_stb.eq(1)
+                    m.next = "BUS_WRITE"
+
+        with m.State("BUS_WRITE"):
+            with m.If(bus.ack):
+                m.d.sync += s.remaining.eq(s.remaining - 1)
+                with m.If(s.incrementing):
+                    m.d.sync += s.address.eq(s.address + 1)
+                with m.If(s.remaining == 1):
                     m.next = "COMMAND"
-                with m.Elif(rx.valid):
-                    m.d.sync += [remaining.eq(rx.payload), byte_count.eq(0)]
-                    m.next = "ADDRESS"
+                with m.Else():
+                    m.next = "DATA"
 
-            with m.State("ADDRESS"):
-                m.d.comb += [receiving.eq(1), rx.ready.eq(1)]
-                with m.If(timed_out):
-                    m.next = "COMMAND"
-                with m.Elif(rx.valid):
-                    m.d.sync += [address.eq((address << 8) | rx.payload),
-                                 byte_count.eq(byte_count + 1)]
-                    with m.If(byte_count == 3):
-                        with m.If(remaining == 0):
-                            m.next = "COMMAND"
-                        with m.Elif(is_write):
-                            m.next = "DATA"
-                        with m.Else():
-                            m.d.sync += r_stb.eq(1)
-                            m.next = "BUS_READ"
+        with m.State("BUS_READ"):
+            with m.If(bus.ack):
+                m.d.sync += [s.word.eq(bus.r_data), s.byte_count.eq(0)]
+                with m.If(s.incrementing):
+                    m.d.sync += s.address.eq(s.address + 1)
+                m.next = "SEND"
 
-            with m.State("DATA"):
-                m.d.comb += [receiving.eq(1), rx.ready.eq(1)]
-                with m.If(timed_out):
-                    m.next = "COMMAND"
-                with m.Elif(rx.valid):
-                    m.d.sync += [word.eq((word << 8) | rx.payload),
-                                 byte_count.eq(byte_count + 1)]
-                    with m.If(byte_count == 3):
-                        m.d.sync += w_stb.eq(1)
-                        m.next = "BUS_WRITE"
-
-            with m.State("BUS_WRITE"):
-                with m.If(bus.ack):
-                    m.d.sync += remaining.eq(remaining - 1)
-                    with m.If(incrementing):
-                        m.d.sync += address.eq(address + 1)
-                    with m.If(remaining == 1):
+        with m.State("SEND"):
+            m.d.comb += [tx.valid.eq(1), tx.payload.eq(s.word[24:32])]
+            with m.If(tx.ready):
+                m.d.sync += [s.word.eq(s.word << 8), s.byte_count.eq(s.byte_count + 1)]
+                with m.If(s.byte_count == 3):
+                    m.d.sync += s.remaining.eq(s.remaining - 1)
+                    with m.If(s.remaining == 1):
                         m.next = "COMMAND"
                     with m.Else():
-                        m.next = "DATA"
-
-            with m.State("BUS_READ"):
-                with m.If(bus.ack):
-                    m.d.sync += [word.eq(bus.r_data), byte_count.eq(0)]
-                    with m.If(incrementing):
-                        m.d.sync += address.eq(address + 1)
-                    m.next = "SEND"
-
-            with m.State("SEND"):
-                m.d.comb += [tx.valid.eq(1), tx.payload.eq(word[24:32])]
-                with m.If(tx.ready):
-                    m.d.sync += [word.eq(word << 8), byte_count.eq(byte_count + 1)]
-                    with m.If(byte_count == 3):
-                        m.d.sync += remaining.eq(remaining - 1)
-                        with m.If(remaining == 1):
-                            m.next = "COMMAND"
-                        with m.Else():
-                            m.d.sync += r_stb.eq(1)
-                            m.next = "BUS_READ"
-        return m
+                        m.d.sync += s.r_stb.eq(1)
+                        m.next = "BUS_READ"
