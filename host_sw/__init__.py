@@ -1,4 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Host side of the LDA/RDA/LDS measurement product: the shared contracts (hash, word
-layouts, configuration), the golden model, the estimators, the traffic simulator, bus
-transports, the device driver and the ``ldactl`` CLI."""
+"""Host side of the LDA/RDA/LDS measurement product, in layers that import only downward
+(``docs/DESIGN.md``, "Layers and the import rule"):
+
+- :mod:`host_sw.contracts` — the definitions every side shares (hash, word layouts,
+  configurations and their ID, snapshot, register map, frame format, bus protocol);
+- :mod:`host_sw.model` — the golden model, traffic and channel simulation, captures;
+- :mod:`host_sw.estimators` — LDA/RDA/LDS estimators, baselines, interval records;
+- :mod:`host_sw.device` — bus transports, the device driver, the fake device;
+- :mod:`host_sw.cli` — the ``ldactl`` command line.
+"""

@@ -44,11 +44,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from host_sw.contracts.config import LdaConfig  # noqa: E402
-from host_sw.contracts.hashing import default_masks  # noqa: E402
+from host_sw.contracts.config import LdaConfig
+from host_sw.contracts.hashing import default_masks
 
 __all__ = ["TwoDeviceParams", "ExportedPair", "SimulationProcess", "write_wrapper",
            "build_pair", "start_simulation", "read_truth", "PORTS_FILE", "TRUTH_FILE",

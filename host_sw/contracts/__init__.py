@@ -1,8 +1,21 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The contracts every side shares, each defined once: the hash and its field split, the
-counter word layouts, the configurations and their ID, the snapshot of a synopsis, the
-register map, the control/export frame format and the bus protocol (``docs/SPEC.md``).
+"""The contracts every side shares, each defined once (``docs/SPEC.md``; where each lives:
+``docs/DESIGN.md``, "Where each contract lives"):
 
-The bottom layer of the project (``docs/DESIGN.md``): it imports neither Amaranth nor the
-golden model nor anything above it; the gateware (``hw``) imports only this package.
+- :mod:`~host_sw.contracts.hashing` — H3, seeds, header window and byte masks, frame
+  classes, the field split of the hashes, the mixing functions;
+- :mod:`~host_sw.contracts.layouts` — counter word layouts and modular arithmetic;
+- :mod:`~host_sw.contracts.config` — the configuration of each synopsis kind, its facts,
+  the kind registry and the configuration ID; :mod:`~host_sw.contracts.config_args` the
+  same from command-line options;
+- :mod:`~host_sw.contracts.synopsis` — the snapshot of one synopsis (arrays ↔ words);
+- :mod:`~host_sw.contracts.registers`, :mod:`~host_sw.contracts.regmap`,
+  :mod:`~host_sw.contracts.csr_export` — the register map, declared once, and its
+  csr.csv/csr.json form;
+- :mod:`~host_sw.contracts.frame_format`, :mod:`~host_sw.contracts.control_frame` — the
+  marker and export frames;
+- :mod:`~host_sw.contracts.uartbone` — the bus protocol.
+
+The bottom layer: it imports neither Amaranth nor the golden model nor anything above it;
+the gateware (``hw``) imports only this package.
 """
