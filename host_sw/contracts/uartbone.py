@@ -22,12 +22,18 @@ nothing. Addresses here are **word** addresses (LiteX's host divides its byte ad
 
 The bridge drops a command that stops arriving part-way (a timeout in clocks), and drops
 unknown command bytes, so a host resynchronises by pausing longer than the timeout.
+
+Several cores behind one link: ``boards.bus_router.UARTBoneRouter`` picks the core of a
+command from word-address bit :data:`ROUTER_SELECT_BIT` (and up), so core ``k`` sits at word
+base ``k × ROUTER_CORE_STRIDE`` (byte base ``k << (ROUTER_SELECT_BIT + 2)`` in ``csr.csv``);
+the host's ``host_sw.device.core_select`` adds that base to every address.
 """
 
 from __future__ import annotations
 
 __all__ = ["CMD_WRITE_INCR", "CMD_READ_INCR", "CMD_WRITE_FIXED", "CMD_READ_FIXED",
-           "MAX_BURST", "encode_read", "encode_write", "decode_read_reply",
+           "MAX_BURST", "WRITE_COMMANDS", "READ_COMMANDS", "COMMAND_HEADER_BYTES",
+           "ROUTER_SELECT_BIT", "ROUTER_CORE_STRIDE", "ROUTER_MAX_CORES", "encode_read", "encode_write", "decode_read_reply",
            "read_reply_length"]
 
 CMD_WRITE_INCR = 0x01
@@ -36,6 +42,19 @@ CMD_WRITE_FIXED = 0x03
 CMD_READ_FIXED = 0x04
 #: Most words one command carries (the length byte).
 MAX_BURST = 255
+#: Commands followed by ``length`` data words.
+WRITE_COMMANDS = (CMD_WRITE_INCR, CMD_WRITE_FIXED)
+#: Commands answered with ``length`` data words.
+READ_COMMANDS = (CMD_READ_INCR, CMD_READ_FIXED)
+#: Bytes of a command before its data: command, length, 4-byte word address.
+COMMAND_HEADER_BYTES = 6
+
+#: Lowest word-address bit that selects the core behind a ``UARTBoneRouter`` on a board.
+ROUTER_SELECT_BIT = 20
+#: Word-address stride of the cores behind the router: core ``k`` at word ``k << 20``.
+ROUTER_CORE_STRIDE = 1 << ROUTER_SELECT_BIT
+#: The router serves 2 or 4 cores.
+ROUTER_MAX_CORES = 4
 
 
 def _check_address(address: int):
