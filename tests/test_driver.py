@@ -159,11 +159,11 @@ def test_bus_timeout_retried_then_error(pair):
 def test_lost_write_detected():
     dev = FakeDevice(CONFIG)
     d = connect(dev, config=CONFIG)
-    orig = dev._bus_write
-    dev._bus_write = lambda a, v: None           # writes vanish
+    orig = dev.bus_write
+    dev.bus_write = lambda a, v: None           # writes vanish
     with pytest.raises(DeviceError, match="reads back"):
         d.write("config_id", 5)
-    dev._bus_write = orig
+    dev.bus_write = orig
 
 
 def test_counter_deltas_wrap():
