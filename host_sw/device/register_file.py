@@ -92,7 +92,7 @@ class RegisterFile:
         target = self.map.at(address)
         if target is None:
             return 0
-        if not isinstance(target, Register):
+        if target is self.map.window:
             return self._read_window(address)
         k = target.word_index(address)
         if k == 0 or self._read_capture is None or self._read_capture[0] != target.name:
@@ -119,7 +119,7 @@ class RegisterFile:
     def write(self, address: int, word: int) -> None:
         """A bus write of the 32-bit ``word`` to ``address``."""
         target = self.map.at(address)
-        if not isinstance(target, Register) or target.access != "rw":
+        if target is None or target is self.map.window or target.access != "rw":
             return
         k = target.word_index(address)
         significance = target.words - 1 - k
