@@ -13,10 +13,12 @@ from host_sw.cli import main
 from host_sw.contracts.config import LdaConfig
 from host_sw.device.fake_device import DeviceServer, FakeDevice
 from host_sw.estimators.measure import estimate_pair
-from host_sw.device.transport import (ROUTER_CORE_STRIDE, FakeTransport, OffsetTransport,
-                               core_word_base, open_transport, open_transports,
-                               read_csr_bases, register_fake_device)
-from host_sw.contracts.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
+from host_sw.device.core_select import OffsetTransport
+from host_sw.device.csr_bases import core_word_base, read_csr_bases
+from host_sw.device.fake_transport import FakeTransport, register_fake_device
+from host_sw.device.transport import open_transport, open_transports
+from host_sw.contracts.uartbone import (CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED,
+                                        CMD_WRITE_INCR, ROUTER_CORE_STRIDE)
 from test_cli_device import ScriptedDevice
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))

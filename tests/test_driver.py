@@ -14,7 +14,8 @@ from host_sw.device.driver import (Device, DeviceError, DeviceMismatch, Snapshot
 from host_sw.device.fake_device import FakeDevice
 from host_sw.estimators.measure import estimate_pair
 from host_sw.estimators.lda import estimate_lda
-from host_sw.device.transport import FakeTransport, TransportTimeout
+from host_sw.device.fake_transport import FakeTransport
+from host_sw.device.transport_base import TransportTimeout
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
 
