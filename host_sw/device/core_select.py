@@ -5,8 +5,9 @@ In ``docs/DESIGN.md``'s data flow this sits between the device driver and the by
 when a board's UART reaches two measurement cores through
 :class:`boards.bus_router.UARTBoneRouter`: the driver addresses each core's registers from
 0, :class:`OffsetTransport` adds the core's word base
-(:func:`host_sw.device.csr_bases.core_word_base`), and :class:`SharedLink` lets several of
-them use one open link, closing it with the last (:func:`host_sw.device.transport.open_transports`).
+(:func:`host_sw.device.csr_bases.core_word_base`), and :class:`SharedLink` lets several
+of them use one open link, closing it with the last
+(:func:`host_sw.device.transport.open_transports`).
 """
 
 from __future__ import annotations

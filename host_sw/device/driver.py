@@ -2,9 +2,10 @@
 """The device driver: one core's registers by name, its configuration, and consistent
 snapshots of its intervals.
 
-In DESIGN.md's host data flow this is "device driver built from the register map ►
-snapshot of an interval": every address comes from :func:`host_sw.contracts.regmap.register_map`
-(none is typed here), bus words move through a :class:`~host_sw.device.transport.Transport`.
+In ``docs/DESIGN.md``'s host data flow this is "device driver built from the register map ►
+snapshot of an interval": every address comes from
+:func:`host_sw.contracts.regmap.register_map` (none is typed here), bus words move through a
+:class:`~host_sw.device.transport_base.Transport`.
 
 On connect (:class:`Device`) the driver reads ID, VERSION and CONFIG (fixed at words 0, 1,
 2..6 in every map), discovers the static configuration, and checks the ID against the
@@ -362,8 +363,9 @@ class Device:
                 self.write(name, mac=int.from_bytes(mac_to_bytes(mac), "big"))
         self.write("interval_ticks", ticks=ticks)
         self.write("interval_start", ticks=start)
-        self.write("interval_mode", mode=INTERVAL_MODES[mode], export_inband=int(export_inband),
-                   export_host=int(export_host), auto_release=int(auto_release))
+        self.write("interval_mode", mode=INTERVAL_MODES[mode],
+                   export_inband=int(export_inband), export_host=int(export_host),
+                   auto_release=int(auto_release))
 
     def swap(self) -> None:
         self.write("control", swap=1)

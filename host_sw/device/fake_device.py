@@ -4,8 +4,8 @@ register map, with fault injection.
 
 In ``docs/DESIGN.md``'s data flow this stands in for "CSR register bank ◄── bus bridge" so
 that the host's transport, driver and CLI can be tested without gateware. It takes the
-command bytes of :mod:`host_sw.contracts.uartbone` (:func:`~host_sw.contracts.uartbone.take_command`)
-and answers the reply bytes a real bridge would; the registers, their fields, resets,
+command bytes of :mod:`host_sw.contracts.uartbone`
+(:func:`~host_sw.contracts.uartbone.take_command`) and answers the reply bytes a real bridge would; the registers, their fields, resets,
 wide-register shadows and the counter window are a
 :class:`~host_sw.device.register_file.RegisterFile` walked from
 :func:`~host_sw.contracts.regmap.register_map`. On top sits only what the core behind the
