@@ -3,7 +3,7 @@
 CSV writing, a plain-text summary table, the machine description, relative errors and
 per-seed packet hashes.
 
-Data flow (``DESIGN.md``): simulated scenarios (:mod:`host_sw.model.channel`) ► golden model
+Data flow (``docs/DESIGN.md``): simulated scenarios (:mod:`host_sw.model.channel`) ► golden model
 ► estimators ► **accuracy benchmarks** ► CSV/PNG in ``bench/out/accuracy/`` and the
 tables of ``docs/ACCURACY.md``.
 """
@@ -20,14 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from host_sw.contracts.config import SynopsisConfig
+from host_sw.model.golden import PacketHashes
 
-from host_sw.contracts.config import SynopsisConfig  # noqa: E402
-from host_sw.model.golden import PacketHashes  # noqa: E402
+from bench import OUT
 
-DEFAULT_OUT = ROOT / "bench" / "out" / "accuracy"
+DEFAULT_OUT = OUT / "accuracy"
 
 
 def machine() -> dict:

@@ -2,7 +2,7 @@
 """LDA accuracy: the LDA paper's Figs. 4, 5 and 6 (Kompella et al., §IV-A, B, C)
 reproduced with our golden model and estimators.
 
-Data flow (``DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, delays,
+Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, delays,
 loss, exact truth) ► :func:`host_sw.model.golden.update` (sender and receiver synopses) ►
 :func:`host_sw.estimators.lda.estimate_lda` / :func:`host_sw.estimators.baselines.poisson_probes`
 ► CSV + PNG in ``bench/out/accuracy/`` and a summary table (``docs/ACCURACY.md``).
@@ -28,8 +28,8 @@ Setups (the paper's; see ``docs/ACCURACY.md`` for the discussion):
 
 Usage::
 
-    .venv/bin/python bench/accuracy_lda.py            # full run (~5–10 min on 2 cores)
-    .venv/bin/python bench/accuracy_lda.py --quick    # smoke run (seconds)
+    .venv/bin/python -m bench.accuracy_lda            # full run (~5–10 min on 2 cores)
+    .venv/bin/python -m bench.accuracy_lda --quick    # smoke run (seconds)
 """
 
 from __future__ import annotations
@@ -37,24 +37,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from accuracy_common import (DEFAULT_OUT, Progress, format_table, machine,  # noqa: E402
-                             packet_hashes, pyplot, relative_error, select, write_csv)
-from host_sw.model.channel import Scenario  # noqa: E402
-from host_sw.contracts.config import LdaConfig  # noqa: E402
-from host_sw.estimators.baselines import poisson_probes  # noqa: E402
-from host_sw.estimators.lda import (estimate_lda, expected_samples,  # noqa: E402
+from host_sw.model.channel import Scenario
+from host_sw.contracts.config import LdaConfig
+from host_sw.estimators.baselines import poisson_probes
+from host_sw.estimators.lda import (estimate_lda, expected_samples,
                                     sampling_rate_for_loss, tuned_threshold,
                                     tuned_thresholds)
-from host_sw.model.golden import update  # noqa: E402
+from host_sw.model.golden import update
+
+from bench.accuracy_common import (DEFAULT_OUT, Progress, format_table, machine, packet_hashes,
+                                   pyplot, relative_error, select, write_csv)
 
 LOSSES = (1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.2)
 DELAYS = {"weibull": "weibull:shape=0.6,mean=0.2us",
@@ -242,62 +240,97 @@ def summarise(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _series(summary: list[dict], fig: int, **match) -> list[dict]:
+    """The summary rows of figure ``fig`` matching ``match``, by loss rate."""
+    s = [r for r in summary if r["figure"] == fig
+         and all(r[k] == v for k, v in match.items())]
+    return sorted(s, key=lambda r: r["loss"])
+
+
+def _positive(values):
+    """Zeros and negatives as NaN (not drawn on a log axis)."""
+    return [x if x > 0 else np.nan for x in values]
+
+
+def _plot_fig4(plt, rows: list[dict], summary: list[dict], path: Path) -> None:
+    """Fig. 4: one-bank errors of the mean and std per delay model, and the estimates of
+    a few runs with the 98 % bound."""
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    for delay, color in (("weibull", "C0"), ("pareto", "C1")):
+        for label, style in (("1-bank pow2", "-o"), ("1-bank exact-p", "--s")):
+            s = _series(summary, 4, delay=delay, config=label)
+            if not s:
+                continue
+            x = [r["loss"] for r in s]
+            ax[0].plot(x, _positive([r["rel_err_mean_avg"] for r in s]), style, color=color,
+                       label=f"{delay}, {label}")
+            ax[2].plot(x, _positive([r["rel_err_std_avg"] for r in s]), style, color=color,
+                       label=f"{delay}, {label}")
+    runs = [r for r in rows if r["figure"] == 4 and r["delay"] == "weibull"
+            and r["config"] == "1-bank pow2"]
+    if runs:
+        truth = np.mean([r["true_mean_ns"] for r in runs])
+        s = _series(summary, 4, delay="weibull", config="1-bank pow2")
+        for run in range(min(5, max(r["run"] for r in runs) + 1)):
+            rr = sorted((r for r in runs if r["run"] == run), key=lambda r: r["loss"])
+            ax[1].plot([r["loss"] for r in rr], [r["est_mean_ns"] for r in rr], "o-",
+                       ms=3, lw=0.8, label=f"run {run}")
+        ax[1].errorbar([r["loss"] for r in s], [truth] * len(s),
+                       yerr=[r["ci98_rel_halfwidth_max"] * truth for r in s], fmt="none",
+                       ecolor="k", capsize=3, label="98% bound (fewest samples)")
+        ax[1].axhline(truth, color="k", lw=0.5)
+        ax[1].set_ylabel("estimated mean delay (ns)")
+        ax[1].set_title("(b) Weibull, 1-bank pow2: estimates and bounds")
+    for a, t in ((ax[0], "(a) relative error of the mean"),
+                 (ax[2], "(c) relative error of the std")):
+        a.set_yscale("log")
+        a.set_title(t)
+        a.set_ylabel("average relative error (10 runs)")
+    for a in ax:
+        a.set_xscale("log")
+        a.set_xlabel("loss rate")
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=7)
+    fig.suptitle("LDA Fig. 4 reproduction: N = 5M, 1 bank × 1024, α = 0.5")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _plot_comparison(plt, src: list[dict], configs: list[str], title: str,
+                     path: Path) -> None:
+    """Figs. 5 and 6: sample size and errors of ``configs`` against the loss rate."""
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    for label in configs:
+        s = sorted((r for r in src if r["config"] == label), key=lambda r: r["loss"])
+        if not s:
+            continue
+        x = [r["loss"] for r in s]
+        name = "1-bank optimal (pow2)" if label == "1-bank pow2" else label
+        ax[0].plot(x, [r["samples_avg"] for r in s], "o-", label=name)
+        ax[1].plot(x, _positive([r["rel_err_mean_avg"] for r in s]), "o-", label=name)
+        ax[2].plot(x, _positive([r["rel_err_std_avg"] for r in s]), "o-", label=name)
+    for a, t in zip(ax, ("(a) effective sample size", "(b) relative error of the mean",
+                         "(c) relative error of the std")):
+        a.set_xscale("log")
+        a.set_yscale("log")
+        a.set_xlabel("loss rate")
+        a.set_title(t)
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def plot(rows: list[dict], summary: list[dict], out: Path) -> list[Path]:
     """fig4.png, fig5.png, fig6.png (those with data)."""
     plt = pyplot()
     paths = []
-
-    def series(fig, **match):
-        s = [r for r in summary if r["figure"] == fig
-             and all(r[k] == v for k, v in match.items())]
-        return sorted(s, key=lambda r: r["loss"])
-
-    def positive(v):
-        return [x if x > 0 else np.nan for x in v]
-
     if any(r["figure"] == 4 for r in summary):
-        fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
-        for delay, color in (("weibull", "C0"), ("pareto", "C1")):
-            for label, style in (("1-bank pow2", "-o"), ("1-bank exact-p", "--s")):
-                s = series(4, delay=delay, config=label)
-                if not s:
-                    continue
-                x = [r["loss"] for r in s]
-                ax[0].plot(x, positive([r["rel_err_mean_avg"] for r in s]), style, color=color,
-                           label=f"{delay}, {label}")
-                ax[2].plot(x, positive([r["rel_err_std_avg"] for r in s]), style, color=color,
-                           label=f"{delay}, {label}")
-        runs = [r for r in rows if r["figure"] == 4 and r["delay"] == "weibull"
-                and r["config"] == "1-bank pow2"]
-        if runs:
-            truth = np.mean([r["true_mean_ns"] for r in runs])
-            s = series(4, delay="weibull", config="1-bank pow2")
-            for run in range(min(5, max(r["run"] for r in runs) + 1)):
-                rr = sorted((r for r in runs if r["run"] == run), key=lambda r: r["loss"])
-                ax[1].plot([r["loss"] for r in rr], [r["est_mean_ns"] for r in rr], "o-",
-                           ms=3, lw=0.8, label=f"run {run}")
-            ax[1].errorbar([r["loss"] for r in s], [truth] * len(s),
-                           yerr=[r["ci98_rel_halfwidth_max"] * truth for r in s], fmt="none",
-                           ecolor="k", capsize=3, label="98% bound (fewest samples)")
-            ax[1].axhline(truth, color="k", lw=0.5)
-            ax[1].set_ylabel("estimated mean delay (ns)")
-            ax[1].set_title("(b) Weibull, 1-bank pow2: estimates and bounds")
-        for a, t in ((ax[0], "(a) relative error of the mean"),
-                     (ax[2], "(c) relative error of the std")):
-            a.set_yscale("log")
-            a.set_title(t)
-            a.set_ylabel("average relative error (10 runs)")
-        for a in ax:
-            a.set_xscale("log")
-            a.set_xlabel("loss rate")
-            a.grid(True, which="both", alpha=0.3)
-            a.legend(fontsize=7)
-        fig.suptitle("LDA Fig. 4 reproduction: N = 5M, 1 bank × 1024, α = 0.5")
-        fig.tight_layout()
         paths.append(out / "lda_fig4.png")
-        fig.savefig(paths[-1], dpi=90)
-        plt.close(fig)
-
+        _plot_fig4(plt, rows, summary, paths[-1])
     for fignum, configs, title in (
             (5, ["1-bank pow2", "2-bank", "3-bank", "4-bank"],
              "LDA Fig. 5 reproduction: multi-bank LDAs (Weibull, uniform loss)"),
@@ -308,29 +341,8 @@ def plot(rows: list[dict], summary: list[dict], out: Path) -> list[Path]:
                    and r["config"] == "1-bank pow2")]
         if not any(r["figure"] == fignum for r in summary):
             continue
-        fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
-        for label in configs:
-            s = sorted((r for r in src if r["config"] == label), key=lambda r: r["loss"])
-            if not s:
-                continue
-            x = [r["loss"] for r in s]
-            name = "1-bank optimal (pow2)" if label == "1-bank pow2" else label
-            ax[0].plot(x, [r["samples_avg"] for r in s], "o-", label=name)
-            ax[1].plot(x, positive([r["rel_err_mean_avg"] for r in s]), "o-", label=name)
-            ax[2].plot(x, positive([r["rel_err_std_avg"] for r in s]), "o-", label=name)
-        for a, t in zip(ax, ("(a) effective sample size", "(b) relative error of the mean",
-                             "(c) relative error of the std")):
-            a.set_xscale("log")
-            a.set_yscale("log")
-            a.set_xlabel("loss rate")
-            a.set_title(t)
-            a.grid(True, which="both", alpha=0.3)
-            a.legend(fontsize=7)
-        fig.suptitle(title)
-        fig.tight_layout()
         paths.append(out / f"lda_fig{fignum}.png")
-        fig.savefig(paths[-1], dpi=90)
-        plt.close(fig)
+        _plot_comparison(plt, src, configs, title, paths[-1])
     return paths
 
 

@@ -4,7 +4,7 @@ golden model and per-flow estimator: median and 95th percentile of the per-flow 
 error of the average delay, binned by flow size, for sketches of 7 000, 70 000 and
 700 000 counters (4 rows of 1 750, 17 500, 175 000 cells), k = 1, p = 1, no loss.
 
-Data flow (``DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode heavy-tailed
+Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode heavy-tailed
 trace, delays with a per-flow mode) ► :func:`host_sw.model.golden.update` ►
 :func:`host_sw.estimators.lds.estimate_flows` against
 :meth:`host_sw.model.channel.GroundTruth.per_flow` ► CSV + PNG in ``bench/out/accuracy/``
@@ -25,9 +25,9 @@ a usable cell (none here: no loss) would count as missing.
 
 Usage::
 
-    .venv/bin/python bench/accuracy_lds.py            # full run (~10 min on 2 cores)
-    .venv/bin/python bench/accuracy_lds.py --delay-model packet-modes
-    .venv/bin/python bench/accuracy_lds.py --quick    # smoke run (seconds)
+    .venv/bin/python -m bench.accuracy_lds            # full run (~10 min on 2 cores)
+    .venv/bin/python -m bench.accuracy_lds --delay-model packet-modes
+    .venv/bin/python -m bench.accuracy_lds --quick    # smoke run (seconds)
 """
 
 from __future__ import annotations
@@ -35,20 +35,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from host_sw.model.channel import Scenario
+from host_sw.contracts.config import LdsConfig
+from host_sw.estimators.lds import estimate_flows
+from host_sw.model.golden import update
 
-from accuracy_common import (DEFAULT_OUT, Progress, format_table, machine,  # noqa: E402
-                             pyplot, write_csv)
-from host_sw.model.channel import Scenario  # noqa: E402
-from host_sw.contracts.config import LdsConfig  # noqa: E402
-from host_sw.estimators.lds import estimate_flows  # noqa: E402
-from host_sw.model.golden import update  # noqa: E402
+from bench.accuracy_common import DEFAULT_OUT, Progress, format_table, machine, pyplot, write_csv
 
 #: (low, high) packets per flow; high exclusive, None = no upper bound.
 SIZE_BINS = ((1, 10), (10, 100), (100, 500), (500, 1000), (1000, 10_000), (10_000, None))

@@ -3,7 +3,7 @@
 Difference") with our golden model and estimators: relative error of the mean and of the
 standard deviation of RDA, LDA and FineComb (ideal repair) as the set difference grows.
 
-Data flow (``DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, Weibull
+Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, Weibull
 delays) ► an interval whose sender and receiver sets differ by ``d`` packets (half lost,
 half reordered in from the previous interval, as
 :func:`host_sw.estimators.simulate.set_difference_intervals`) ► :func:`host_sw.model.golden.update` ►
@@ -28,8 +28,8 @@ packets and one channel draw per run, shared by every ``d``.
 
 Usage::
 
-    .venv/bin/python bench/accuracy_rda.py            # full run (~10 min on 2 cores)
-    .venv/bin/python bench/accuracy_rda.py --quick    # smoke run (seconds)
+    .venv/bin/python -m bench.accuracy_rda            # full run (~10 min on 2 cores)
+    .venv/bin/python -m bench.accuracy_rda --quick    # smoke run (seconds)
 """
 
 from __future__ import annotations
@@ -38,23 +38,21 @@ import argparse
 import dataclasses
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from host_sw.model.channel import Scenario
+from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.estimators.baselines import finecomb_ideal
+from host_sw.estimators.lda import estimate_lda, tuned_thresholds
+from host_sw.estimators.rda import estimate_rda
+from host_sw.model.golden import Hashers, update
+from host_sw.estimators.simulate import set_difference_intervals
 
-from accuracy_common import (DEFAULT_OUT, Progress, format_table, machine,  # noqa: E402
-                             packet_hashes, pyplot, relative_error, select, write_csv)
-from host_sw.model.channel import Scenario  # noqa: E402
-from host_sw.contracts.config import LdaConfig, RdaConfig  # noqa: E402
-from host_sw.estimators.baselines import finecomb_ideal  # noqa: E402
-from host_sw.estimators.lda import estimate_lda, tuned_thresholds  # noqa: E402
-from host_sw.estimators.rda import estimate_rda  # noqa: E402
-from host_sw.model.golden import Hashers, update  # noqa: E402
-from host_sw.estimators.simulate import set_difference_intervals  # noqa: E402
+from bench.accuracy_common import (DEFAULT_OUT, Progress, format_table, machine, packet_hashes,
+                                   pyplot, relative_error, select, write_csv)
 
 DIFFERENCES = (0, 500, 1000, 2000, 2500, 3000, 4000, 6000, 10_000)
 BASE_SEED = 0x2DA5EED

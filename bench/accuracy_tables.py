@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Markdown tables of ``docs/ACCURACY.md`` from the accuracy benchmarks' summary CSVs.
 
-Data flow (``DESIGN.md``): ``bench/accuracy_{lda,rda,lds}.py`` ► ``*_summary.csv`` ►
+Data flow (``docs/DESIGN.md``): ``bench/accuracy_{lda,rda,lds}.py`` ► ``*_summary.csv`` ►
 **this script** ► the "Ours" tables of ``docs/ACCURACY.md`` (pasted by hand, so the
 numbers in the page are exactly the CSVs').
 
 Usage::
 
-    .venv/bin/python bench/accuracy_tables.py [--dir docs/accuracy] [--only lda|rda|lds]
+    .venv/bin/python -m bench.accuracy_tables [--dir docs/accuracy] [--only lda|rda|lds]
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import csv
 import math
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench import ROOT
+
 LOSSES = (1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.2)
 LDS_BINS = ("1-9", "10-99", "100-499", "500-999", "1000-9999", ">=10000")
 LDS_BIN_NAMES = dict(zip(LDS_BINS, ("1–9", "10–99", "100–499", "500–999", "1 000–9 999",

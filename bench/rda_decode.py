@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Benchmark: RDA decoding (Algorithm 1) of 100 000 lost/reordered packets.
 
-DESIGN.md requires "RDA decode of 100 000 lost/reordered packets in under a second".
+``docs/DESIGN.md`` requires "RDA decode of 100 000 lost/reordered packets in under a second".
 Builds a sender and a receiver synopsis with the golden model (random 64-bit packet IDs,
 k = 2 banks, m buckets per bank), then times :func:`host_sw.estimators.rda.subtract` +
 :func:`~host_sw.estimators.rda.decode` (best of ``--repeat`` runs), with and without the
 caches' membership check, and the whole :func:`~host_sw.estimators.rda.estimate_rda`
 (decode, repair from the caches, exact mean). Prints the figures and writes them to ``bench/out/rda_decode.json``.
 
-Run: ``.venv/bin/python bench/rda_decode.py`` (from the repository root).
+Run: ``.venv/bin/python -m bench.rda_decode`` (from the repository root).
 """
 
 from __future__ import annotations
@@ -16,18 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import time
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from host_sw.contracts.config import RdaConfig
+from host_sw.estimators.rda import decode, estimate_rda, subtract
+from host_sw.model.golden import Hashers, PacketHashes, update
 
-from host_sw.contracts.config import RdaConfig  # noqa: E402
-from host_sw.estimators.rda import decode, estimate_rda, subtract  # noqa: E402
-from host_sw.model.golden import Hashers, PacketHashes, update  # noqa: E402
+from bench import OUT
 
 
 def build(difference: int, common: int, buckets: int, banks: int, seed: int):
@@ -63,7 +62,7 @@ def main(argv=None):
     ap.add_argument("--buckets", type=int, nargs="*", default=[200_000, 250_000, 262_144])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "out" / "rda_decode.json"))
+    ap.add_argument("--out", default=str(OUT / "rda_decode.json"))
     args = ap.parse_args(argv)
     results = []
     for buckets in args.buckets:

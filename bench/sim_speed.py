@@ -9,9 +9,9 @@ Prints a table and saves ``bench/out/sim_speed.json``.
 
 Usage::
 
-    python bench/sim_speed.py                    # LDA at 8 and 64 bits, all simulators
-    python bench/sim_speed.py --kinds lda rda lds --widths 64 --simulators icarus
-    python bench/sim_speed.py --standin          # the infrastructure alone
+    python -m bench.sim_speed                    # LDA at 8 and 64 bits, all simulators
+    python -m bench.sim_speed --kinds lda rda lds --widths 64 --simulators icarus
+    python -m bench.sim_speed --standin          # the infrastructure alone
 """
 
 from __future__ import annotations
@@ -22,14 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from sim_tb.runner import (  # noqa: E402
+from sim_tb.runner import (
     BUILD_ROOT, CoreParams, export_core, run_cocotb, verilator_env,
 )
 
-OUT = REPO / "bench" / "out" / "sim_speed.json"
+from bench import OUT, ROOT
 
 
 def main(argv=None):
@@ -42,7 +40,7 @@ def main(argv=None):
     ap.add_argument("--raw-cycles", type=int, default=200_000)
     ap.add_argument("--standin", action="store_true",
                     help="measure the stand-in core (infrastructure only)")
-    ap.add_argument("-o", "--output", type=Path, default=OUT)
+    ap.add_argument("-o", "--output", type=Path, default=OUT / "sim_speed.json")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other rows of an existing output file (replacing rows "
                     "of the same simulator, kind and width)")
@@ -54,7 +52,7 @@ def main(argv=None):
         for kind in (["standin"] if args.standin else args.kinds):
             for width in args.widths:
                 if args.standin:
-                    sources = [REPO / "sim_tb" / "data" / "standin_core.v"]
+                    sources = [ROOT / "sim_tb" / "data" / "standin_core.v"]
                     toplevel, build_dir = "standin_core", BUILD_ROOT / f"standin-w{width}"
                     parameters = {"DATA_WIDTH": width}
                 else:
@@ -80,7 +78,8 @@ def main(argv=None):
                       f"{row['input_beats_per_cycle']:.3f} beats/clk "
                       f"{row['frames_per_cycle']:.4f} frames/clk", flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    commands = [" ".join(sys.argv)]
+    options = sys.argv[1:] if argv is None else list(argv)
+    commands = [" ".join(["python -m bench.sim_speed", *options])]
     if args.merge and args.output.exists():
         old = json.loads(args.output.read_text())
         key = lambda r: (r["simulator"], r["kind"], r["data_width"])  # noqa: E731

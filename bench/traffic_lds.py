@@ -28,7 +28,7 @@ Times are CPU seconds of this process (``time.process_time``), single-threaded n
 
 Usage::
 
-    .venv/bin/python bench/traffic_lds.py [--packets 5000000] [--quick]
+    .venv/bin/python -m bench.traffic_lds [--packets 5000000] [--quick]
 """
 
 from __future__ import annotations
@@ -36,19 +36,16 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from host_sw.model.channel import Scenario
+from host_sw.contracts.config import LdaConfig, LdsConfig
+from host_sw.estimators.lds import estimate_flows
+from host_sw.model.traffic import synthetic_trace
 
-from host_sw.model.channel import Scenario  # noqa: E402
-from host_sw.contracts.config import LdaConfig, LdsConfig  # noqa: E402
-from host_sw.estimators.lds import estimate_flows  # noqa: E402
-from host_sw.model.traffic import synthetic_trace  # noqa: E402
+from bench import OUT, ROOT
 
 SIZE_BINS = [(1, 10), (10, 100), (100, 500), (500, 1000), (1000, None)]
 
@@ -157,7 +154,7 @@ def main():
         packets, lds_packets, lds_flows = 200_000, 300_000, 6000
     else:
         packets, lds_packets, lds_flows = args.packets, 7_760_000, 146_000
-    result = {"command": "python bench/traffic_lds.py" + (" --quick" if args.quick else ""),
+    result = {"command": "python -m bench.traffic_lds" + (" --quick" if args.quick else ""),
               "machine": {"python": platform.python_version(), "numpy": np.__version__,
                           "platform": platform.platform()},
               "speed": speed(packets),
@@ -180,7 +177,7 @@ def main():
         for b, v in row.items():
             print(f"    flows {b:>6s} ({v['flows']:5d}): median {100 * v['median_rel_error']:7.3f} %"
                   f"  p90 {100 * v['p90_rel_error']:7.3f} %  no estimate {v['no_estimate']}")
-    out = ROOT / "bench" / "out" / ("traffic_lds_quick.json" if args.quick else "traffic_lds.json")
+    out = OUT / ("traffic_lds_quick.json" if args.quick else "traffic_lds.json")
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # One-time (idempotent) set-up on a fresh Debian 12 machine: a virtual environment in
 # .venv with this package and its test extras, and Icarus Verilog for the cocotb benches.
-# Sourced by run_demo.sh and run_tests.sh; safe to run again (it only installs what is
-# missing or what pyproject.toml changed).
+# Run by run_demo.sh and run_tests.sh; safe to run again (it only installs what is
+# missing or what pyproject.toml changed). It prints one line per step; pip runs with -qq,
+# so only its errors show (not this machine's index warnings or setuptools' notes).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -18,6 +19,7 @@ if ! "$python_bin" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) els
   say "Python 3.11 or newer is needed, found $("$python_bin" --version 2>&1)"; exit 1
 fi
 
+say "using $("$python_bin" --version 2>&1) ($python_bin) in $root"
 if [ ! -x .venv/bin/python ]; then
   say "creating the virtual environment .venv"
   if ! "$python_bin" -m venv .venv; then
@@ -28,10 +30,16 @@ fi
 stamp=".venv/.lda-installed"
 want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  say "installing the package and its dependencies into .venv (pip)"
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[test]"
+  say "upgrading pip in .venv"
+  .venv/bin/python -m pip install -qq --upgrade pip
+  say "installing lda-probe (editable) and its test extra into .venv (pip; minutes the first time)"
+  .venv/bin/python -m pip install -qq -e ".[test]"
+  .venv/bin/python -c "import amaranth, cocotb, host_sw, hw, importlinter" \
+    || { say "the installation does not import; see the errors above"; exit 1; }
   echo "$want" > "$stamp"
+  say "installed: $(.venv/bin/python -m pip list --format=freeze 2>/dev/null | wc -l) packages in .venv"
+else
+  say ".venv is up to date with pyproject.toml"
 fi
 
 if ! command -v iverilog >/dev/null 2>&1; then
@@ -45,4 +53,7 @@ if ! command -v iverilog >/dev/null 2>&1; then
     say "Icarus Verilog is missing and I cannot install it (not root, no sudo):"
     say "  run 'sudo apt-get install -y iverilog'; the cocotb tests are skipped until then."
   fi
+else
+  say "Icarus Verilog: $(iverilog -V 2>/dev/null | head -n 1)"
 fi
+say "set-up done"

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""cocotb measurement module of ``bench/sim_speed.py`` (not a correctness test).
+"""cocotb measurement module of ``python -m bench.sim_speed`` (not a correctness test;
+figures in ``docs/BENCHMARKS.md``).
 
 Two figures per run, written as JSON to ``LDA_SPEED_OUT``:
 

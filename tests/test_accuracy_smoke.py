@@ -7,20 +7,14 @@ finite and small where the sample is large)."""
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from host_sw.estimators.simulate import set_difference_intervals
+from host_sw.model.channel import Scenario
 
-import accuracy_common  # noqa: E402
-import accuracy_lda  # noqa: E402
-import accuracy_lds  # noqa: E402
-import accuracy_rda  # noqa: E402
-from host_sw.model.channel import Scenario  # noqa: E402
-from host_sw.estimators.simulate import set_difference_intervals  # noqa: E402
+from bench import accuracy_common, accuracy_lda, accuracy_lds, accuracy_rda
 
 
 def test_lda_no_loss_is_exact_and_lossy_is_close():

@@ -17,7 +17,6 @@ from host_sw.cli import main
 from host_sw.cli.device_commands import csv_text, plan_memory, prometheus_text
 from host_sw.contracts.config import LdaConfig
 from host_sw.estimators.lda import tuned_threshold
-from host_sw.device.fake_device import FakeDevice
 from host_sw.estimators.measure import estimate_pair
 from host_sw.model.pcap import write_pcap
 from host_sw.device.transport import register_fake_device
@@ -33,23 +32,10 @@ def pairs():
     return out
 
 
-class ScriptedDevice(FakeDevice):
-    """A fake device whose intervals hold the given synopses, in order."""
-
-    def __init__(self, config, synopses, **kw):
-        super().__init__(config, **kw)
-        self.queue = list(synopses)
-
-    def swap(self, timestamp=None):
-        if self.frozen is None and self.queue:
-            self.set_active(self.queue.pop(0))
-        super().swap(timestamp)
-
-
 @pytest.fixture
-def devices(pairs):
-    s = ScriptedDevice(CONFIG, [p[0] for p in pairs])
-    r = ScriptedDevice(CONFIG, [p[1] for p in pairs])
+def devices(pairs, scripted_device):
+    s = scripted_device(CONFIG, [p[0] for p in pairs])
+    r = scripted_device(CONFIG, [p[1] for p in pairs])
     for d in (s, r):
         d.set("config_id", CONFIG.config_id)
     register_fake_device("sender", s)
@@ -186,9 +172,9 @@ def test_watch_pairs_intervals_and_flags_invalid(capsys, devices, tmp_path):
     assert any("receiver: overrun" in n for n in rec["notes"]), rec["notes"]
 
 
-def test_watch_table_prints_no_number_for_invalid(capsys, pairs):
-    s = ScriptedDevice(CONFIG, [pairs[0][0]])
-    r = ScriptedDevice(CONFIG, [pairs[0][1]])
+def test_watch_table_prints_no_number_for_invalid(capsys, pairs, scripted_device):
+    s = scripted_device(CONFIG, [pairs[0][0]])
+    r = scripted_device(CONFIG, [pairs[0][1]])
     s.set("config_id", CONFIG.config_id)          # the receiver's was never programmed
     register_fake_device("s2", s)
     register_fake_device("r2", r)
@@ -296,10 +282,10 @@ def test_missing_files_exit_1(capsys, tmp_path):
     assert code == 1 and "no fake device" in err
 
 
-def test_watch_over_tcp(capsys, pairs):
+def test_watch_over_tcp(capsys, pairs, scripted_device):
     from host_sw.device.fake_device import DeviceServer
-    s = ScriptedDevice(CONFIG, [p[0] for p in pairs])
-    r = ScriptedDevice(CONFIG, [p[1] for p in pairs])
+    s = scripted_device(CONFIG, [p[0] for p in pairs])
+    r = scripted_device(CONFIG, [p[1] for p in pairs])
     for d in (s, r):
         d.set("config_id", CONFIG.config_id)
     s.set("frames_seen", 0xFFFFFFF0)

@@ -18,7 +18,6 @@ from host_sw.device.csr_bases import core_word_base, read_csr_bases
 from host_sw.device.fake_transport import FakeTransport, register_fake_device
 from host_sw.device.transport import open_transport, open_transports
 from host_sw.contracts.uartbone import ROUTER_CORE_STRIDE, take_command
-from test_cli_device import ScriptedDevice
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
 OTHER = LdaConfig(banks=1, rows=512, thresholds=(3,))      # core 1 in the info tests
@@ -321,11 +320,11 @@ def test_ldactl_info_config_read_core_1(capsys, board, board_csv, tmp_path):
     assert board.cores[0].frozen is None                    # core 0 never swapped
 
 
-def test_ldactl_watch_the_two_cores_of_one_board(capsys, tmp_path):
+def test_ldactl_watch_the_two_cores_of_one_board(capsys, tmp_path, scripted_device):
     pairs = [simulate_interval(packets=5000, loss=0.01, seed=s).synopses(CONFIG)
              for s in (1, 2)]
-    cores = [ScriptedDevice(CONFIG, [p[0] for p in pairs]),
-             ScriptedDevice(CONFIG, [p[1] for p in pairs])]
+    cores = [scripted_device(CONFIG, [p[0] for p in pairs]),
+             scripted_device(CONFIG, [p[1] for p in pairs])]
     for c in cores:
         c.set("config_id", CONFIG.config_id)
     bus = RouterBus(cores)

@@ -25,7 +25,7 @@ from host_sw.contracts.uartbone import decode_read_reply, encode_read, encode_wr
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.interval_control import MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME
 from hw.lda_pipeline import LdaCore
-from test_hw_interval_export import simulate, wait_until
+from sim_tb.amaranth_sim import simulate, wait_until
 
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002

@@ -9,7 +9,7 @@ import pytest
 
 from hw.frame import beats_to_frames
 from hw.frame_merger import FrameMerger
-from test_hw_interval_export import BEAT_KEYS, Sink, Source, simulate
+from sim_tb.amaranth_sim import BEAT_KEYS, Sink, Source, simulate
 
 
 def _frames(rng, tag, count, sizes):

