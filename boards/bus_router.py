@@ -18,11 +18,10 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["UARTBoneRouter"]
+from host_sw.contracts.uartbone import (COMMAND_HEADER_BYTES, MAX_BURST, READ_COMMANDS,
+                                        ROUTER_SELECT_BIT, WRITE_COMMANDS)
 
-_WRITE_COMMANDS = (0x01, 0x03)
-_READ_COMMANDS = (0x02, 0x04)
-_HEADER_BYTES = 6
+__all__ = ["UARTBoneRouter"]
 
 
 class UARTBoneRouter(wiring.Component):
@@ -34,7 +33,8 @@ class UARTBoneRouter(wiring.Component):
         Number of cores (2 or 4).
     select_bit:
         Lowest word-address bit that selects the core (the bits used must lie in one
-        address byte).
+        address byte); the boards and the host use
+        :data:`host_sw.contracts.uartbone.ROUTER_SELECT_BIT`.
     timeout_cycles:
         Clocks without a byte after which a half-received command is dropped.
 
@@ -50,7 +50,7 @@ class UARTBoneRouter(wiring.Component):
         Bytes from each core's ``bus_tx``.
     """
 
-    def __init__(self, *, targets: int = 2, select_bit: int = 20,
+    def __init__(self, *, targets: int = 2, select_bit: int = ROUTER_SELECT_BIT,
                  timeout_cycles: int = 100_000):
         if targets not in (2, 4):
             raise ValueError(f"targets must be 2 or 4, not {targets}")
@@ -74,10 +74,10 @@ class UARTBoneRouter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        header = Signal(data.ArrayLayout(8, _HEADER_BYTES))
-        index = Signal(range(_HEADER_BYTES + 1))
+        header = Signal(data.ArrayLayout(8, COMMAND_HEADER_BYTES))
+        index = Signal(range(COMMAND_HEADER_BYTES + 1))
         select = Signal(self.select_bits)
-        remaining = Signal(range(255 * 4 + 1))
+        remaining = Signal(range(MAX_BURST * 4 + 1))
         idle = Signal(range(self.timeout_cycles + 1))
         timed_out = Signal()
         m.d.comb += timed_out.eq(idle == self.timeout_cycles)
@@ -99,11 +99,11 @@ class UARTBoneRouter(wiring.Component):
             with m.State("HEADER"):
                 m.d.comb += self.host_rx.ready.eq(1)
                 with m.If(self.host_rx.valid):
-                    m.d.sync += [header[_HEADER_BYTES - 1].eq(self.host_rx.payload),
+                    m.d.sync += [header[COMMAND_HEADER_BYTES - 1].eq(self.host_rx.payload),
                                  index.eq(index + 1)]
-                    for k in range(_HEADER_BYTES - 1):
+                    for k in range(COMMAND_HEADER_BYTES - 1):
                         m.d.sync += header[k].eq(header[k + 1])
-                    with m.If(index == _HEADER_BYTES - 1):
+                    with m.If(index == COMMAND_HEADER_BYTES - 1):
                         m.d.sync += index.eq(0)
                         m.next = "SELECT"
                 with m.Elif(timed_out):
@@ -122,17 +122,17 @@ class UARTBoneRouter(wiring.Component):
                         m.d.comb += [target_rx[k].valid.eq(1),
                                      target_rx[k].payload.eq(header[0])]
                         with m.If(target_rx[k].ready):
-                            for j in range(_HEADER_BYTES - 1):
+                            for j in range(COMMAND_HEADER_BYTES - 1):
                                 m.d.sync += header[j].eq(header[j + 1])
-                            m.d.sync += [header[_HEADER_BYTES - 1].eq(header[0]),
+                            m.d.sync += [header[COMMAND_HEADER_BYTES - 1].eq(header[0]),
                                          index.eq(index + 1)]
-                            with m.If(index == _HEADER_BYTES - 1):
+                            with m.If(index == COMMAND_HEADER_BYTES - 1):
                                 m.d.sync += index.eq(0)
-                                with m.If((command == _WRITE_COMMANDS[0]) |
-                                          (command == _WRITE_COMMANDS[1])):
+                                with m.If((command == WRITE_COMMANDS[0]) |
+                                          (command == WRITE_COMMANDS[1])):
                                     m.next = "DATA"
-                                with m.Elif((command == _READ_COMMANDS[0]) |
-                                            (command == _READ_COMMANDS[1])):
+                                with m.Elif((command == READ_COMMANDS[0]) |
+                                            (command == READ_COMMANDS[1])):
                                     m.next = "ANSWER"
                                 with m.Else():
                                     m.next = "HEADER"

@@ -13,10 +13,11 @@ from host_sw.cli import main
 from host_sw.contracts.config import LdaConfig
 from host_sw.device.fake_device import DeviceServer, FakeDevice
 from host_sw.estimators.measure import estimate_pair
-from host_sw.device.transport import (ROUTER_CORE_STRIDE, FakeTransport, OffsetTransport,
-                               core_word_base, open_transport, open_transports,
-                               read_csr_bases, register_fake_device)
-from host_sw.contracts.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
+from host_sw.device.core_select import OffsetTransport
+from host_sw.device.csr_bases import core_word_base, read_csr_bases
+from host_sw.device.fake_transport import FakeTransport, register_fake_device
+from host_sw.device.transport import open_transport, open_transports
+from host_sw.contracts.uartbone import ROUTER_CORE_STRIDE, take_command
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
 OTHER = LdaConfig(banks=1, rows=512, thresholds=(3,))      # core 1 in the info tests
@@ -48,26 +49,13 @@ class RouterBus:
     def feed(self, data):
         self._rx += data
         mask = (len(self.cores) - 1) << self.select_bit
-        while self._rx:
-            cmd = self._rx[0]
-            if cmd not in (CMD_WRITE_INCR, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_READ_FIXED):
-                del self._rx[0]
-                continue
-            if len(self._rx) < 6:
-                return
-            length = self._rx[1]
-            writing = cmd in (CMD_WRITE_INCR, CMD_WRITE_FIXED)
-            need = 6 + (4 * length if writing else 0)
-            if len(self._rx) < need:
-                return
-            address = int.from_bytes(self._rx[2:6], "big")
-            target = (address & mask) >> self.select_bit
-            local = address & ~mask
-            command = bytes([cmd, length]) + local.to_bytes(4, "big") + bytes(self._rx[6:need])
-            del self._rx[:need]
-            self.routed.append((target, cmd, length, local))
+        while (command := take_command(self._rx)) is not None:
+            target = (command.address & mask) >> self.select_bit
+            local = command.address & ~mask
+            self.routed.append((target, command.cmd, command.length, local))
             core = self.cores[target]
-            core.feed(command)
+            core.feed(bytes([command.cmd, command.length]) + local.to_bytes(4, "big")
+                      + command.data)
             self._tx += core.take()
 
     def take(self, n=None):

@@ -14,7 +14,8 @@ from host_sw.device.driver import (Device, DeviceError, DeviceMismatch, Snapshot
 from host_sw.device.fake_device import FakeDevice
 from host_sw.estimators.measure import estimate_pair
 from host_sw.estimators.lda import estimate_lda
-from host_sw.device.transport import FakeTransport, TransportTimeout
+from host_sw.device.fake_transport import FakeTransport
+from host_sw.device.transport_base import TransportTimeout
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
 
@@ -159,11 +160,11 @@ def test_bus_timeout_retried_then_error(pair):
 def test_lost_write_detected():
     dev = FakeDevice(CONFIG)
     d = connect(dev, config=CONFIG)
-    orig = dev._bus_write
-    dev._bus_write = lambda a, v: None           # writes vanish
+    orig = dev.bus_write
+    dev.bus_write = lambda a, v: None           # writes vanish
     with pytest.raises(DeviceError, match="reads back"):
         d.write("config_id", 5)
-    dev._bus_write = orig
+    dev.bus_write = orig
 
 
 def test_counter_deltas_wrap():

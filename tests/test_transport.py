@@ -8,9 +8,12 @@ import pytest
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.device.fake_device import DeviceServer, FakeDevice
-from host_sw.device.transport import (FakeTransport, GarbledReply, SerialTransport, SocketTransport,
-                               TransportError, TransportTimeout, open_transport,
-                               parse_options, register_fake_device)
+from host_sw.device.fake_transport import FakeDevices, FakeTransport
+from host_sw.device.serial_transport import SerialTransport
+from host_sw.device.socket_transport import SocketTransport
+from host_sw.device.transport import open_transport
+from host_sw.device.transport_base import GarbledReply, TransportError, TransportTimeout
+from host_sw.device.url import parse_options
 
 
 @pytest.fixture
@@ -121,14 +124,11 @@ def test_urls(device):
     t = open_transport("loop://?baud=9600&retries=0")
     assert isinstance(t, SerialTransport) and t.port.baudrate == 9600 and t.retries == 0
     t.close()
-    register_fake_device("unit", device)
-    try:
-        t = open_transport("fake://unit?retries=5")
-        assert isinstance(t, FakeTransport) and t.device is device and t.retries == 5
-    finally:
-        register_fake_device("unit", None)
+    fakes = FakeDevices(unit=device)
+    t = open_transport("fake://unit?retries=5", fakes=fakes)
+    assert isinstance(t, FakeTransport) and t.device is device and t.retries == 5
     with pytest.raises(TransportError, match="no fake device 'nope'"):
-        open_transport("fake://nope")
+        open_transport("fake://nope", fakes=fakes)
     assert open_transport("fake://?synopsis=rda").device.config.kind == "rda"
     with pytest.raises(ValueError, match="tcp://HOST:PORT"):
         open_transport("tcp://localhost")

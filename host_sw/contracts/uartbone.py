@@ -22,12 +22,21 @@ nothing. Addresses here are **word** addresses (LiteX's host divides its byte ad
 
 The bridge drops a command that stops arriving part-way (a timeout in clocks), and drops
 unknown command bytes, so a host resynchronises by pausing longer than the timeout.
+
+Several cores behind one link: ``boards.bus_router.UARTBoneRouter`` picks the core of a
+command from word-address bit :data:`ROUTER_SELECT_BIT` (and up), so core ``k`` sits at word
+base ``k × ROUTER_CORE_STRIDE`` (byte base ``k << (ROUTER_SELECT_BIT + 2)`` in ``csr.csv``);
+the host's ``host_sw.device.core_select`` adds that base to every address.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 __all__ = ["CMD_WRITE_INCR", "CMD_READ_INCR", "CMD_WRITE_FIXED", "CMD_READ_FIXED",
-           "MAX_BURST", "encode_read", "encode_write", "decode_read_reply",
+           "MAX_BURST", "WRITE_COMMANDS", "READ_COMMANDS", "COMMAND_HEADER_BYTES",
+           "ROUTER_SELECT_BIT", "ROUTER_CORE_STRIDE", "ROUTER_MAX_CORES", "Command",
+           "take_command", "encode_read", "encode_write", "decode_read_reply",
            "read_reply_length"]
 
 CMD_WRITE_INCR = 0x01
@@ -36,6 +45,19 @@ CMD_WRITE_FIXED = 0x03
 CMD_READ_FIXED = 0x04
 #: Most words one command carries (the length byte).
 MAX_BURST = 255
+#: Commands followed by ``length`` data words.
+WRITE_COMMANDS = (CMD_WRITE_INCR, CMD_WRITE_FIXED)
+#: Commands answered with ``length`` data words.
+READ_COMMANDS = (CMD_READ_INCR, CMD_READ_FIXED)
+#: Bytes of a command before its data: command, length, 4-byte word address.
+COMMAND_HEADER_BYTES = 6
+
+#: Lowest word-address bit that selects the core behind a ``UARTBoneRouter`` on a board.
+ROUTER_SELECT_BIT = 20
+#: Word-address stride of the cores behind the router: core ``k`` at word ``k << 20``.
+ROUTER_CORE_STRIDE = 1 << ROUTER_SELECT_BIT
+#: The router serves 2 or 4 cores.
+ROUTER_MAX_CORES = 4
 
 
 def _check_address(address: int):
@@ -113,3 +135,59 @@ def decode_read_reply(data: bytes, n: int | None = None) -> list[int]:
     if n is not None and len(data) != 4 * n:
         raise ValueError(f"expected {4 * n} bytes for {n} words, got {len(data)}")
     return [int.from_bytes(data[k:k + 4], "big") for k in range(0, len(data), 4)]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command as the bridge receives it.
+
+    Attributes
+    ----------
+    cmd : int
+        One of the four ``CMD_*`` codes.
+    length : int
+        Words (0..255; the bridge ignores a command of length 0).
+    address : int
+        Word address.
+    data : bytes
+        A write's ``length × 4`` data bytes (empty for a read).
+    """
+    cmd: int
+    length: int
+    address: int
+    data: bytes = b""
+
+    @property
+    def writing(self) -> bool:
+        return self.cmd in WRITE_COMMANDS
+
+    @property
+    def addresses(self) -> list[int]:
+        """The word addresses accessed, in order."""
+        if self.cmd in (CMD_WRITE_INCR, CMD_READ_INCR):
+            return [(self.address + k) & 0xFFFFFFFF for k in range(self.length)]
+        return [self.address] * self.length
+
+    @property
+    def words(self) -> list[int]:
+        """A write's data words."""
+        return decode_read_reply(self.data)
+
+
+def take_command(buffer: bytearray) -> Command | None:
+    """Remove the first complete command from ``buffer`` (received bytes) and return it;
+    None while it is incomplete. Bytes that are not a command code are dropped first, as
+    the bridge drops them."""
+    while buffer and buffer[0] not in WRITE_COMMANDS + READ_COMMANDS:
+        del buffer[0]
+    if len(buffer) < COMMAND_HEADER_BYTES:
+        return None
+    cmd, length = buffer[0], buffer[1]
+    need = COMMAND_HEADER_BYTES + (4 * length if cmd in WRITE_COMMANDS else 0)
+    if len(buffer) < need:
+        return None
+    command = Command(cmd=cmd, length=length,
+                      address=int.from_bytes(buffer[2:COMMAND_HEADER_BYTES], "big"),
+                      data=bytes(buffer[COMMAND_HEADER_BYTES:need]))
+    del buffer[:need]
+    return command

@@ -2,9 +2,10 @@
 """The device driver: one core's registers by name, its configuration, and consistent
 snapshots of its intervals.
 
-In DESIGN.md's host data flow this is "device driver built from the register map ►
-snapshot of an interval": every address comes from :func:`host_sw.contracts.regmap.register_map`
-(none is typed here), bus words move through a :class:`~host_sw.device.transport.Transport`.
+In ``docs/DESIGN.md``'s host data flow this is "device driver built from the register map ►
+snapshot of an interval": every address comes from
+:func:`host_sw.contracts.regmap.register_map` (none is typed here), bus words move through a
+:class:`~host_sw.device.transport_base.Transport`.
 
 On connect (:class:`Device`) the driver reads ID, VERSION and CONFIG (fixed at words 0, 1,
 2..6 in every map), discovers the static configuration, and checks the ID against the
@@ -25,14 +26,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from host_sw.contracts.config import (LdaConfig, LdsConfig, RdaConfig, SynopsisConfig, config_from_dict)
-from host_sw.contracts.control_frame import INVALID_FLAGS, IntervalFlags
-from host_sw.contracts.synopsis import Synopsis
+from host_sw.contracts.config import (CONFIG_CLASSES, KIND_CODES, LdaConfig, SynopsisConfig,
+                                      config_from_dict)
+from host_sw.contracts.control_frame import INVALID_FLAGS, IntervalFlags, mac_to_bytes
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, default_masks
-from host_sw.contracts.config import KIND_CODES
 from host_sw.contracts.regmap import REGMAP_VERSION, RUNTIME_FIELDS, register_map
-from host_sw.device.transport import Transport
+from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.uartbone import MAX_BURST
+from host_sw.device.transport_base import Transport
 
 __all__ = ["DeviceError", "DeviceMismatch", "SnapshotError", "Device", "Snapshot",
            "STATUS_COUNTERS", "INTERVAL_MODES", "counter_deltas"]
@@ -45,6 +46,25 @@ STATUS_COUNTERS = ("frames_seen", "frames_counted", "frames_errored", "frames_ru
 INTERVAL_MODES = {"manual": 0, "time": 1, "marker-send": 2, "marker-receive": 3}
 _KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 _M32 = (1 << 32) - 1
+#: The run-time threshold tuples a configuration may have (LDA ``thresholds``, LDS
+#: ``row_thresholds``): the run-time fields that are not hash masks.
+_THRESHOLD_FIELDS = tuple(sorted(f for f in RUNTIME_FIELDS if not f.startswith("mask_")))
+#: Each kind's parameters from the CONFIG register's fields (the inverse of the register
+#: map's CONFIG register), with placeholder thresholds (the run-time ones are read from
+#: THRESHOLDS).
+_FROM_CONFIG_REGISTER = {
+    "lda": lambda s: {"banks": s["dim0"], "rows": s["dim1"],
+                      "thresholds": tuple(range(s["dim0"]))},
+    "rda": lambda s: {"banks": s["dim0"], "buckets_per_bank": s["dim1"],
+                      "id_bits": s["xor_bits"]},
+    "lds": lambda s: {"rows": s["dim0"], "cells": s["dim1"], "vlda_cells": s["vlda_cells"],
+                      "digest_bits": s["xor_bits"], "row_thresholds": (0,) * s["dim0"]},
+}
+
+
+def _threshold_field(config: SynopsisConfig) -> str | None:
+    """The name of ``config``'s run-time threshold tuple, or None (RDA samples nothing)."""
+    return next((f for f in _THRESHOLD_FIELDS if hasattr(config, f)), None)
 
 
 class DeviceError(RuntimeError):
@@ -218,15 +238,7 @@ class Device:
             common.update({f"mask_{k}": m.as_int()
                            for k, m in default_masks(s["window_bytes"]).items()})
         try:
-            if self.kind == "lda":
-                return LdaConfig(banks=s["dim0"], rows=s["dim1"],
-                                 thresholds=tuple(range(s["dim0"])), **common)
-            if self.kind == "rda":
-                return RdaConfig(banks=s["dim0"], buckets_per_bank=s["dim1"],
-                                 id_bits=s["xor_bits"], **common)
-            return LdsConfig(rows=s["dim0"], cells=s["dim1"], vlda_cells=s["vlda_cells"],
-                             digest_bits=s["xor_bits"], row_thresholds=(0,) * s["dim0"],
-                             **common)
+            return CONFIG_CLASSES[self.kind](**_FROM_CONFIG_REGISTER[self.kind](s), **common)
         except ValueError as e:
             raise DeviceMismatch(f"the device's CONFIG register describes no valid "
                                  f"{self.kind.upper()} configuration: {e}") from None
@@ -250,10 +262,10 @@ class Device:
     def _with_runtime(self, static: SynopsisConfig) -> SynopsisConfig:
         masks = self.read_fields("masks")
         changes = {f"mask_{k}": v for k, v in masks.items()}
-        if isinstance(static, (LdaConfig, LdsConfig)):
+        thresholds = _threshold_field(static)
+        if thresholds is not None:
             t = self.read_fields("thresholds")
-            values = tuple(t[f.name] for f in self.map["thresholds"].fields)
-            changes["thresholds" if isinstance(static, LdaConfig) else "row_thresholds"] = values
+            changes[thresholds] = tuple(t[f.name] for f in self.map["thresholds"].fields)
         try:
             return static.replace(**changes)
         except ValueError as e:
@@ -323,8 +335,7 @@ class Device:
         self.write("masks", masks.encode(**{f.name: getattr(config, f"mask_{f.name}")
                                             for f in masks.fields}))
         if "thresholds" in self.map:
-            values = (config.thresholds if isinstance(config, LdaConfig)
-                      else config.row_thresholds)
+            values = getattr(config, _threshold_field(config))
             reg = self.map["thresholds"]
             for f, v in zip(reg.fields, values):
                 if v >= (1 << f.width):
@@ -340,7 +351,6 @@ class Device:
                       auto_release: bool = False, local_mac=None, export_dst_mac=None,
                       marker_src_mac=None) -> None:
         """Program interval control (INTERVAL_MODE, INTERVAL_TICKS/START, MACs)."""
-        from host_sw.contracts.control_frame import mac_to_bytes
         if mode not in INTERVAL_MODES:
             raise ValueError(f"mode must be one of {sorted(INTERVAL_MODES)}, not {mode!r}")
         if ticks < 0 or start < 0:
@@ -353,8 +363,9 @@ class Device:
                 self.write(name, mac=int.from_bytes(mac_to_bytes(mac), "big"))
         self.write("interval_ticks", ticks=ticks)
         self.write("interval_start", ticks=start)
-        self.write("interval_mode", mode=INTERVAL_MODES[mode], export_inband=int(export_inband),
-                   export_host=int(export_host), auto_release=int(auto_release))
+        self.write("interval_mode", mode=INTERVAL_MODES[mode],
+                   export_inband=int(export_inband), export_host=int(export_host),
+                   auto_release=int(auto_release))
 
     def swap(self) -> None:
         self.write("control", swap=1)

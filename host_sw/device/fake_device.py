@@ -1,20 +1,25 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""An in-memory device: the UARTBone bridge and CSR bank of a core, emulated from the
+"""An in-memory device: the UARTBone bridge and CSR bank of a core, built from the
 register map, with fault injection.
 
-In DESIGN.md's data flow this stands in for "CSR register bank ◄── bus bridge" so that
-the host's transport, driver and CLI can be tested without gateware: it consumes the
-command bytes of :mod:`host_sw.contracts.uartbone` and produces the reply bytes a real bridge would,
-with the register semantics of :mod:`host_sw.contracts.regmap` (constant ID/VERSION/CONFIG, ``rw``
-registers committed on their last word, CONTROL pulses, the counter window of the frozen
-copy, least significant chunk first). Intervals are driven by the test: it sets the
-synopsis the next swap freezes (:meth:`FakeDevice.set_active`) and the status counters.
+In ``docs/DESIGN.md``'s data flow this stands in for "CSR register bank ◄── bus bridge" so
+that the host's transport, driver and CLI can be tested without gateware. It takes the
+command bytes of :mod:`host_sw.contracts.uartbone`
+(:func:`~host_sw.contracts.uartbone.take_command`) and answers the reply bytes a real bridge would; the registers, their fields, resets,
+wide-register shadows and the counter window are a
+:class:`~host_sw.device.register_file.RegisterFile` walked from
+:func:`~host_sw.contracts.regmap.register_map`. On top sits only what the core behind the
+bank does, as the test drives it: the interval boundary (:meth:`FakeDevice.swap`: freeze
+the synopsis set by :meth:`FakeDevice.set_active`, or count an overrun), the release of
+the frozen copy, STATUS, and CONFIG_ID changes flagged in the interval. Status counters
+are set by the test (:meth:`FakeDevice.set`).
 
 Faults (:meth:`FakeDevice.inject`) act on the next read replies: ``"drop"`` (no reply),
 ``"short"`` (the last bytes missing), ``"extra"`` (junk bytes after the reply), ``"flip"``
 (one bit flipped — undetectable by the protocol; only read verification catches it);
 ``"none"`` passes one reply unchanged (to interleave faults).
 ``hooks`` are called after every command (to change state mid-read, e.g. a swap).
+:class:`DeviceServer` serves a device on a local TCP port, as a simulation harness does.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ import threading
 
 from host_sw.contracts.config import SynopsisConfig
 from host_sw.contracts.control_frame import IntervalFlags
+from host_sw.contracts.regmap import register_map
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.contracts.regmap import Register, register_map
-from host_sw.contracts.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
+from host_sw.contracts.uartbone import take_command
+from host_sw.device.register_file import RegisterFile
 
 __all__ = ["FakeDevice", "FAULT_KINDS", "DeviceServer"]
 
@@ -45,17 +51,27 @@ class FakeDevice:
         Frame data path width (part of the map's ID).
     id_value : int, optional
         Override the ID register (to emulate a different build).
+
+    Attributes
+    ----------
+    map : RegisterMap
+    registers : RegisterFile
+    frozen : Synopsis or None
+        The frozen copy (None when released).
+    commands : list of (cmd, length, address)
+        Every command received.
     """
 
     def __init__(self, config: SynopsisConfig, *, data_width: int = 64,
                  id_value: int | None = None):
         self.config = config
         self.map = register_map(config, data_width=data_width)
-        self.values: dict[str, int] = {r.name: r.reset for r in self.map}
+        self.registers = RegisterFile(self.map, window_word=self._frozen_word,
+                                      sources={"status": self._status},
+                                      on_write={"control": self._control,
+                                                "config_id": self._config_id_written})
         if id_value is not None:
-            self.values["id"] = int(id_value)
-        self._write_shadow: dict[str, list[int]] = {}
-        self._read_shadow: dict[str, list[int]] = {}
+            self.registers.set("id", id_value)
         self.active: Synopsis = Synopsis.empty(config)
         self.active_flags = IntervalFlags.NONE
         self.frozen: Synopsis | None = None
@@ -67,15 +83,14 @@ class FakeDevice:
         self.commands: list[tuple[int, int, int]] = []   # (cmd, length, address)
         self._rx = bytearray()
         self._tx = bytearray()
-        self._refresh()
 
     # -- test controls -------------------------------------------------------------------
     def set(self, name: str, value: int) -> None:
         """Set a register's value (status counters, ro values)."""
-        self.values[self.map[name].name] = int(value)
+        self.registers.set(name, value)
 
     def get(self, name: str) -> int:
-        return self.values[self.map[name].name]
+        return self.registers.value(name)
 
     def set_active(self, synopsis: Synopsis, flags: int = 0) -> None:
         """The counters the next swap freezes (and flags of that interval)."""
@@ -86,30 +101,29 @@ class FakeDevice:
 
     def swap(self, timestamp: int | None = None) -> None:
         """An interval boundary (as CONTROL.swap or a marker would cause)."""
+        regs = self.registers
         if timestamp is not None:
-            self.values["timebase"] = int(timestamp)
-        boundary_ts = self.values["timebase"]
+            regs.set("timebase", timestamp)
         self.interval_seq = (self.interval_seq + 1) & _M32
+        regs.set("interval_seq", self.interval_seq)
         if self.frozen is not None:   # overrun: no swap, the interval continues, flagged
-            self.values["overruns"] = (self.values["overruns"] + 1) & _M32
+            regs.set("overruns", (regs.value("overruns") + 1) & _M32)
             self.active_flags |= IntervalFlags.OVERRUN
-        else:
-            self.frozen = self.active
-            self._frozen_words = self.active.words()
-            self.values["frozen_seq"] = (self.interval_seq - 1) & _M32
-            self.values["frozen_flags"] = int(self.active_flags)
-            self.values["frozen_packets"] = int(self.active.count.sum()) & _M32
-            self.values["frozen_config_id"] = self.values["config_id"]
-            self.values["frozen_timestamp"] = boundary_ts
-            self.active = Synopsis.empty(self.config)
-            self.active_flags = IntervalFlags.NONE
-            self.active_copy ^= 1
-        self._refresh()
+            return
+        self.frozen = self.active
+        self._frozen_words = self.active.words()
+        regs.set("frozen_seq", (self.interval_seq - 1) & _M32)
+        regs.set("frozen_flags", int(self.active_flags))
+        regs.set("frozen_packets", int(self.active.count.sum()) & _M32)
+        regs.set("frozen_config_id", regs.value("config_id"))
+        regs.set("frozen_timestamp", regs.value("timebase"))
+        self.active = Synopsis.empty(self.config)
+        self.active_flags = IntervalFlags.NONE
+        self.active_copy ^= 1
 
     def release(self) -> None:
         self.frozen = None
         self._frozen_words = []
-        self._refresh()
 
     def inject(self, kind: str, times: int = 1) -> None:
         """Make the next ``times`` read replies faulty (see the module docstring)."""
@@ -117,48 +131,55 @@ class FakeDevice:
             raise ValueError(f"fault kind must be one of {FAULT_KINDS}, not {kind!r}")
         self.faults += [kind] * times
 
-    def _refresh(self) -> None:
-        st = self.map["status"]
-        self.values["status"] = st.encode(
-            active_copy=self.active_copy, frozen_ready=int(self.frozen is not None),
-            clearing=0, frozen_overrun=int(bool(self.values["frozen_flags"]
-                                                & IntervalFlags.OVERRUN)
-                                           and self.frozen is not None),
-            other_clean=int(self.frozen is None))
-        self.values["interval_seq"] = self.interval_seq
+    # -- the core behind the bank --------------------------------------------------------
+    def _status(self) -> int:
+        frozen = self.frozen is not None
+        overrun = bool(self.registers.values["frozen_flags"] & IntervalFlags.OVERRUN)
+        return self.map["status"].encode(
+            active_copy=self.active_copy, frozen_ready=int(frozen), clearing=0,
+            frozen_overrun=int(overrun and frozen), other_clean=int(not frozen))
+
+    def _frozen_word(self, index: int) -> int:
+        if self.frozen is None or index >= len(self._frozen_words):
+            return 0
+        return self._frozen_words[index]
+
+    def _control(self, value: int) -> None:
+        strobes = self.map["control"].decode(value)
+        if strobes["swap"]:
+            self.swap()
+        if strobes["release"]:
+            self.release()
+
+    def _config_id_written(self, value: int) -> None:
+        if self.registers.values["config_id"] != value:
+            self.active_flags |= IntervalFlags.CONFIG_CHANGED
 
     # -- the bridge ----------------------------------------------------------------------
     def feed(self, data: bytes) -> None:
         """Bytes from the host; complete commands execute and queue their replies."""
         self._rx += data
-        while self._rx:
-            cmd = self._rx[0]
-            if cmd not in (CMD_WRITE_INCR, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_READ_FIXED):
-                del self._rx[0]            # the bridge drops unknown command bytes
+        while (command := take_command(self._rx)) is not None:
+            if command.length == 0:
                 continue
-            if len(self._rx) < 6:
-                return
-            length = self._rx[1]
-            address = int.from_bytes(self._rx[2:6], "big")
-            writing = cmd in (CMD_WRITE_INCR, CMD_WRITE_FIXED)
-            need = 6 + (4 * length if writing else 0)
-            if len(self._rx) < need:
-                return
-            body = bytes(self._rx[6:need])
-            del self._rx[:need]
-            if length == 0:
-                continue
-            incr = cmd in (CMD_WRITE_INCR, CMD_READ_INCR)
-            addrs = [(address + k) & _M32 if incr else address for k in range(length)]
-            self.commands.append((cmd, length, address))
-            if writing:
-                for a, k in zip(addrs, range(0, len(body), 4)):
-                    self._bus_write(a, int.from_bytes(body[k:k + 4], "big"))
+            self.commands.append((command.cmd, command.length, command.address))
+            if command.writing:
+                for address, word in zip(command.addresses, command.words):
+                    self.bus_write(address, word)
             else:
-                reply = b"".join(self._bus_read(a).to_bytes(4, "big") for a in addrs)
+                reply = b"".join(self.bus_read(a).to_bytes(4, "big")
+                                 for a in command.addresses)
                 self._tx += self._fault(reply)
             for hook in list(self.hooks):
-                hook(self, cmd, length, address)
+                hook(self, command.cmd, command.length, command.address)
+
+    def bus_read(self, address: int) -> int:
+        """One bus word read (the CSR bank's side of the bridge)."""
+        return self.registers.read(address)
+
+    def bus_write(self, address: int, word: int) -> None:
+        """One bus word written."""
+        self.registers.write(address, word)
 
     def take(self, n: int | None = None) -> bytes:
         """Up to ``n`` reply bytes (all by default)."""
@@ -191,49 +212,6 @@ class FakeDevice:
         b = bytearray(reply)
         b[len(b) // 2] ^= 0x10
         return bytes(b)
-
-    # -- register semantics --------------------------------------------------------------
-    def _bus_read(self, address: int) -> int:
-        target = self.map.at(address)
-        if target is None:
-            return 0
-        if not isinstance(target, Register):          # the counter window
-            index, chunk = target.locate(address)
-            if self.frozen is None or index >= len(self._frozen_words):
-                return 0
-            return target.layout.to_chunks(self._frozen_words[index])[chunk]
-        k = target.word_index(address)
-        if k == 0:   # reading the first word captures the whole value
-            self._read_shadow[target.name] = target.to_words(
-                self.values[target.name] & ((1 << target.width) - 1))
-        shadow = self._read_shadow.get(target.name) or target.to_words(
-            self.values[target.name] & ((1 << target.width) - 1))
-        value = shadow[k]
-        if target.access == "rw":  # pulse fields read 0
-            pulse = sum(f.mask for f in target.fields if f.access == "pulse")
-            value &= ~(pulse >> (32 * (target.words - 1 - k))) & _M32
-        return value
-
-    def _bus_write(self, address: int, value: int) -> None:
-        target = self.map.at(address)
-        if not isinstance(target, Register) or target.access != "rw":
-            return
-        k = target.word_index(address)
-        shadow = self._write_shadow.setdefault(target.name, [0] * target.words)
-        shadow[k] = value
-        if k != target.words - 1:
-            return
-        full = target.from_words(shadow)
-        if target.name == "control":
-            f = target.decode(full)
-            if f["swap"]:
-                self.swap()
-            if f["release"]:
-                self.release()
-            return
-        if target.name == "config_id" and self.values["config_id"] != full:
-            self.active_flags |= IntervalFlags.CONFIG_CHANGED
-        self.values[target.name] = full
 
 
 class DeviceServer:
