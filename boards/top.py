@@ -43,6 +43,7 @@ from amaranth.lib.cdc import ResetSynchronizer
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_args import config_from_args, default_config_namespace
 from host_sw.contracts.csr_export import write_csr_files
+from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
 from hw.lda_pipeline import LdaCore
 from hw.uart import UART
 
@@ -53,8 +54,6 @@ __all__ = ["ROUTER_SELECT_BIT", "RGMII_CLOCK_HZ", "add_rgmii_resources", "Inline
            "MonitorTop", "device_csr", "write_csr_exports", "use_yowasp", "build_board",
            "board_summary", "board_main"]
 
-#: Word-address bit that selects the core behind the shared UART.
-ROUTER_SELECT_BIT = 20
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
 UART_BAUD = 115200
