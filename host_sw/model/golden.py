@@ -27,7 +27,7 @@ done with whole-array comparisons and multiply-shifts, the counters are updated 
 with ``np.bincount`` / ``np.add.at`` / ``np.bitwise_xor.at``, and H3 uses row-blocked
 table lookups (:func:`host_sw.contracts.hashing.table_xor`), two 32-bit hashes per 64-bit table
 entry where possible. Every fast path is tested against the definitions in
-:mod:`host_sw.contracts.hashing` and a per-packet reference (``tests/test_golden.py``).
+:mod:`host_sw.contracts.hashing` and a per-packet reference (``tests/model/test_golden.py``).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from host_sw.contracts.config import LdaConfig, RdaConfig
 from host_sw.contracts.regmap import parse_csr_csv, parse_csr_json
 from host_sw.contracts.uartbone import encode_read, encode_write
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BOARDS = {"versa_ecp5": versa_ecp5, "colorlight_5a75b": colorlight_5a75b, "ecpix5": ecpix5}
 
 

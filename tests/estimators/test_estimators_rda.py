@@ -136,7 +136,7 @@ def rda_paper_fig2_trace():
 
 @pytest.mark.parametrize("banks, buckets", [(2, 5), (2, 64), (3, 16), (1, 64)])
 def test_rda_on_the_fig2_packets_decodes_p5_and_p9_and_gives_104(banks, buckets):
-    # The same packets that fool LDA into 161.67 (tests/test_estimators_lda.py).
+    # The same packets that fool LDA into 161.67 (tests/estimators/test_estimators_lda.py).
     sent, received, ids = rda_paper_fig2_trace()
     config = RdaConfig(banks=banks, buckets_per_bank=buckets)
     s_cache = {ids[p]: ts for p, ts in sent.items()}

@@ -21,7 +21,7 @@ from host_sw.contracts.layouts import Field, WordLayout, signed_difference, wrap
 
 from bench import make_test_vectors
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 U64_ANY_LZ = st.builds(lambda v, shift: v >> shift, st.integers(0, MASK64), st.integers(0, 40))
 
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The CSR bank's layers on their own, on Amaranth's simulator: the address decoder, the
 registered read multiplexer and the counter window (``hw.csr_decode``,
-``hw.counter_window``). ``tests/test_hw_csr.py`` tests the bank they compose."""
+``hw.counter_window``). ``tests/hw/test_hw_csr.py`` tests the bank they compose."""
 
 from amaranth.hdl import Value
 from amaranth.sim import Simulator
