@@ -14,6 +14,8 @@ different cores never interleave. A command left half-received for ``timeout_cyc
 clocks is dropped (the core's bridge drops its part by its own timeout).
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -74,88 +76,101 @@ class UARTBoneRouter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        header = Signal(data.ArrayLayout(8, COMMAND_HEADER_BYTES))
-        index = Signal(range(COMMAND_HEADER_BYTES + 1))
-        select = Signal(self.select_bits)
-        remaining = Signal(range(MAX_BURST * 4 + 1))
-        idle = Signal(range(self.timeout_cycles + 1))
-        timed_out = Signal()
-        m.d.comb += timed_out.eq(idle == self.timeout_cycles)
-
-        # Address byte holding the select bits (header byte 2 = address bits 31..24).
-        sel_byte = 2 + (3 - self.select_bit // 8)
-        sel_lsb = self.select_bit % 8
-        command = Signal(8)
-        length = header[1]
-
+        r = SimpleNamespace(
+            header=Signal(data.ArrayLayout(8, COMMAND_HEADER_BYTES)),
+            index=Signal(range(COMMAND_HEADER_BYTES + 1)),
+            select=Signal(self.select_bits),
+            remaining=Signal(range(MAX_BURST * 4 + 1)),
+            idle=Signal(range(self.timeout_cycles + 1)),
+            timed_out=Signal(),
+            command=Signal(8))
+        m.d.comb += r.timed_out.eq(r.idle == self.timeout_cycles)
         with m.If(self.host_rx.valid & self.host_rx.ready):
-            m.d.sync += idle.eq(0)
-        with m.Elif(~timed_out):
-            m.d.sync += idle.eq(idle + 1)
+            m.d.sync += r.idle.eq(0)
+        with m.Elif(~r.timed_out):
+            m.d.sync += r.idle.eq(r.idle + 1)
 
-        target_rx = self.target_rx
-        target_tx = self.target_tx
         with m.FSM(name="router"):
             with m.State("HEADER"):
-                m.d.comb += self.host_rx.ready.eq(1)
-                with m.If(self.host_rx.valid):
-                    m.d.sync += [header[COMMAND_HEADER_BYTES - 1].eq(self.host_rx.payload),
-                                 index.eq(index + 1)]
-                    for k in range(COMMAND_HEADER_BYTES - 1):
-                        m.d.sync += header[k].eq(header[k + 1])
-                    with m.If(index == COMMAND_HEADER_BYTES - 1):
-                        m.d.sync += index.eq(0)
-                        m.next = "SELECT"
-                with m.Elif(timed_out):
-                    m.d.sync += index.eq(0)
+                self._take_header(m, r)
             with m.State("SELECT"):
-                m.d.sync += [
-                    select.eq(header[sel_byte][sel_lsb:sel_lsb + self.select_bits]),
-                    header[sel_byte][sel_lsb:sel_lsb + self.select_bits].eq(0),
-                    remaining.eq(Cat(0, 0, length)),
-                    command.eq(header[0]),
-                ]
-                m.next = "SEND_HEADER"
+                self._select_target(m, r)
             with m.State("SEND_HEADER"):
-                for k in range(self.targets):
-                    with m.If(select == k):
-                        m.d.comb += [target_rx[k].valid.eq(1),
-                                     target_rx[k].payload.eq(header[0])]
-                        with m.If(target_rx[k].ready):
-                            for j in range(COMMAND_HEADER_BYTES - 1):
-                                m.d.sync += header[j].eq(header[j + 1])
-                            m.d.sync += [header[COMMAND_HEADER_BYTES - 1].eq(header[0]),
-                                         index.eq(index + 1)]
-                            with m.If(index == COMMAND_HEADER_BYTES - 1):
-                                m.d.sync += index.eq(0)
-                                with m.If((command == WRITE_COMMANDS[0]) |
-                                          (command == WRITE_COMMANDS[1])):
-                                    m.next = "DATA"
-                                with m.Elif((command == READ_COMMANDS[0]) |
-                                            (command == READ_COMMANDS[1])):
-                                    m.next = "ANSWER"
-                                with m.Else():
-                                    m.next = "HEADER"
+                self._send_header(m, r)
             with m.State("DATA"):
-                for k in range(self.targets):
-                    with m.If(select == k):
-                        m.d.comb += [target_rx[k].valid.eq(self.host_rx.valid),
-                                     target_rx[k].payload.eq(self.host_rx.payload),
-                                     self.host_rx.ready.eq(target_rx[k].ready)]
-                with m.If(self.host_rx.valid & self.host_rx.ready):
-                    m.d.sync += remaining.eq(remaining - 1)
-                    with m.If(remaining == 1):
-                        m.next = "HEADER"
-                with m.Elif(timed_out):
-                    m.next = "HEADER"
+                self._forward_data(m, r)
             with m.State("ANSWER"):
-                for k in range(self.targets):
-                    with m.If(select == k):
-                        m.d.comb += [self.host_tx.valid.eq(target_tx[k].valid),
-                                     self.host_tx.payload.eq(target_tx[k].payload),
-                                     target_tx[k].ready.eq(self.host_tx.ready)]
-                with m.If(self.host_tx.valid & self.host_tx.ready):
-                    m.d.sync += remaining.eq(remaining - 1)
-                    with m.If(remaining == 1):
-                        m.next = "HEADER"
+                self._forward_answer(m, r)
         return m
+
+    def _take_header(self, m, r):
+        """Shift the command header in from the host; a pause resets a half header."""
+        m.d.comb += self.host_rx.ready.eq(1)
+        with m.If(self.host_rx.valid):
+            m.d.sync += [r.header[COMMAND_HEADER_BYTES - 1].eq(self.host_rx.payload),
+                         r.index.eq(r.index + 1)]
+            for k in range(COMMAND_HEADER_BYTES - 1):
+                m.d.sync += r.header[k].eq(r.header[k + 1])
+            with m.If(r.index == COMMAND_HEADER_BYTES - 1):
+                m.d.sync += r.index.eq(0)
+                m.next = "SELECT"
+        with m.Elif(r.timed_out):
+            m.d.sync += r.index.eq(0)
+
+    def _select_target(self, m, r):
+        """Take the select bits out of the address (header byte 2 = address bits 31..24
+        onwards), clear them for the target, and count the data or answer bytes."""
+        sel_byte = 2 + (3 - self.select_bit // 8)
+        sel_lsb = self.select_bit % 8
+        select_field = r.header[sel_byte][sel_lsb:sel_lsb + self.select_bits]
+        m.d.sync += [r.select.eq(select_field), select_field.eq(0),
+                     r.remaining.eq(Cat(0, 0, r.header[1])), r.command.eq(r.header[0])]
+        m.next = "SEND_HEADER"
+
+    def _send_header(self, m, r):
+        """Replay the header to the selected target, then forward its data or answer."""
+        for k in range(self.targets):
+            target_rx = self.target_rx[k]
+            with m.If(r.select == k):
+                m.d.comb += [target_rx.valid.eq(1), target_rx.payload.eq(r.header[0])]
+                with m.If(target_rx.ready):
+                    for j in range(COMMAND_HEADER_BYTES - 1):
+                        m.d.sync += r.header[j].eq(r.header[j + 1])
+                    m.d.sync += [r.header[COMMAND_HEADER_BYTES - 1].eq(r.header[0]),
+                                 r.index.eq(r.index + 1)]
+                    with m.If(r.index == COMMAND_HEADER_BYTES - 1):
+                        m.d.sync += r.index.eq(0)
+                        with m.If((r.command == WRITE_COMMANDS[0]) |
+                                  (r.command == WRITE_COMMANDS[1])):
+                            m.next = "DATA"
+                        with m.Elif((r.command == READ_COMMANDS[0]) |
+                                    (r.command == READ_COMMANDS[1])):
+                            m.next = "ANSWER"
+                        with m.Else():
+                            m.next = "HEADER"
+
+    def _forward_data(self, m, r):
+        """The write data bytes go to the selected target; a pause drops the rest."""
+        for k in range(self.targets):
+            with m.If(r.select == k):
+                m.d.comb += [self.target_rx[k].valid.eq(self.host_rx.valid),
+                             self.target_rx[k].payload.eq(self.host_rx.payload),
+                             self.host_rx.ready.eq(self.target_rx[k].ready)]
+        with m.If(self.host_rx.valid & self.host_rx.ready):
+            m.d.sync += r.remaining.eq(r.remaining - 1)
+            with m.If(r.remaining == 1):
+                m.next = "HEADER"
+        with m.Elif(r.timed_out):
+            m.next = "HEADER"
+
+    def _forward_answer(self, m, r):
+        """The selected target's answer bytes go back to the host."""
+        for k in range(self.targets):
+            with m.If(r.select == k):
+                m.d.comb += [self.host_tx.valid.eq(self.target_tx[k].valid),
+                             self.host_tx.payload.eq(self.target_tx[k].payload),
+                             self.target_tx[k].ready.eq(self.host_tx.ready)]
+        with m.If(self.host_tx.valid & self.host_tx.ready):
+            m.d.sync += r.remaining.eq(r.remaining - 1)
+            with m.If(r.remaining == 1):
+                m.next = "HEADER"

@@ -22,7 +22,7 @@ No published Amaranth RGMII MAC fits (PyPI has LiteEth, for Migen/LiteX), so thi
 hand-written; it only does what the tap needs.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, DomainRenamer, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import AsyncFIFO, AsyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -402,7 +402,6 @@ class RGMIIPort(wiring.Component):
         super().__init__(members)
 
     def elaborate(self, platform):
-        from amaranth.hdl import DomainRenamer
         m = Module()
         width = frame_beat_layout(self.data_width).size
 

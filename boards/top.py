@@ -35,8 +35,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from amaranth.build import Attrs, Clock, Pins, Resource, Subsignal
-from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal, Signal
+from amaranth.build import Attrs, Clock, Pins, Resource, ResourceError, Subsignal
+from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal,
+                          Signal)
 from amaranth.lib import io, wiring
 from amaranth.lib.cdc import ResetSynchronizer
 
@@ -143,7 +144,6 @@ class _RGMIIPins(Elaboratable):
 
 def Cat2(pair):
     """The two DDR samples of a one-pin buffer as a 2-bit value (rising edge first)."""
-    from amaranth.hdl import Cat
     return Cat(pair[0], pair[1])
 
 
@@ -292,7 +292,6 @@ class MonitorTop(Elaboratable):
 
 def _status_leds(m, platform, flags):
     """Show the sticky receive-overflow flags on the first LEDs, if the board has any."""
-    from amaranth.build import ResourceError
     for k, flag in enumerate(flags):
         if ("led", k) not in platform.resources:
             break
