@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host_sw.contracts.config import (
-    ConfigMismatch, LdaConfig, LdsConfig, RdaConfig, check_comparable, config_from_dict,
+    ConfigMismatch, LdaConfig, LdsConfig, RdaConfig, canonical_json, check_comparable,
+    config_from_dict,
 )
 from host_sw.model.golden import Hashers, PacketHashes, bucket_indices, hash_frames, hash_windows, update
 from host_sw.contracts.synopsis import Synopsis
@@ -385,7 +386,12 @@ def test_config_dict_round_trip(config):
     (lambda: LdaConfig(count_bits=7), "count_bits must be 8..63, not 7"),
     (lambda: LdaConfig(ts_bits=64), "ts_bits must be 16..63, not 64"),
     (lambda: LdaConfig(tick_ns=0), "tick_ns must be positive"),
-    (lambda: LdaConfig(window_bytes=16), "mask_packet_ipv4 must fit the 16-byte window"),
+    # the default masks follow the window (SPEC §2); an explicit mask must fit it
+    (lambda: LdaConfig(window_bytes=16, mask_packet_ipv4=1 << 20),
+     "mask_packet_ipv4 must fit the 16-byte window"),
+    (lambda: LdsConfig(window_bytes=48), "a 48-byte window cannot hold the LDS flow key"),
+    (lambda: LdaConfig(rows=1024.5), "rows must be an integer, not 1024.5"),
+    (lambda: LdaConfig(tick_ns=float("inf")), "tick_ns must be positive and finite"),
     (lambda: RdaConfig(banks=9), "banks must be 1..8, not 9"),
     (lambda: RdaConfig(buckets_per_bank=0), "buckets_per_bank must be 1..2\\*\\*24"),
     (lambda: RdaConfig(id_bits=32), "id_bits must be 64"),
@@ -405,6 +411,44 @@ def test_check_comparable_names_the_difference():
     check_comparable(LdaConfig(), LdaConfig())
     with pytest.raises(ConfigMismatch, match="differing parameters: seed, ts_bits"):
         check_comparable(LdaConfig(), LdaConfig(seed=1, ts_bits=41))
+    with pytest.raises(ConfigMismatch, match=r"ts_bits 40 vs 41\)$"):
+        check_comparable(LdaConfig(), LdaConfig(ts_bits=41))
+    with pytest.raises(ConfigMismatch, match='kind "lda" vs "rda"'):
+        check_comparable(LdaConfig(), RdaConfig())
+
+
+@pytest.mark.parametrize("written", [
+    {"tick_ns": 1}, {"tick_ns": 1.0}, {"rows": 1024.0}, {"seed": 0x1DA5EED},
+    {"thresholds": [0.0, 6]}, {"banks": np.int64(2)}, {"window_bytes": 64.0},
+])
+def test_equal_configurations_have_equal_ids(written):
+    """Issue 12: values that compare equal are one configuration (canonical form, SPEC §5):
+    ``"tick_ns": 1`` is the default 1.0, not another ID that check_comparable rejects."""
+    config = config_from_dict({"kind": "lda", **written})
+    assert config == LdaConfig()
+    assert config.config_id == LdaConfig().config_id == 0xA862EF21
+    assert canonical_json(config) == canonical_json(LdaConfig())
+    assert type(config.tick_ns) is float and type(config.rows) is int
+    check_comparable(config, LdaConfig())
+
+
+def test_default_masks_follow_the_window():
+    """SPEC §2, "Windows other than 64 bytes": packet masks run to the window's end, flow
+    masks stay; a shorter window cuts them; LDS refuses a cut default flow key."""
+    wide = LdaConfig(window_bytes=72)
+    assert wide.mask_packet_ipv4 == 0xFFFFFFFFFFFCBF7000     # bytes 64–71 hashed too
+    assert wide.mask_packet_ipv6 == 0xFFFFFFFFFFFFDF3000
+    assert (wide.mask_flow_ipv4, wide.mask_flow_ipv6) == (0x3FFC800000, 0x3FFFFFFFFD00000)
+    assert wide.config_id == 0x290AF5E5                     # SPEC §5's second example
+    assert LdaConfig().replace(window_bytes=72) == wide     # default masks follow replace
+    explicit = LdaConfig().replace(window_bytes=72, mask_packet_ipv4=1)
+    assert explicit.mask_packet_ipv4 == 1
+    narrow = LdaConfig(window_bytes=32)
+    assert (narrow.mask_packet_ipv4, narrow.mask_packet_ipv6) == (0xFCBF7000, 0xFFDF3000)
+    assert (narrow.mask_flow_ipv4, narrow.mask_flow_ipv6) == (0xFC800000, 0xFFD00000)
+    assert LdsConfig(window_bytes=40, mask_flow_ipv4=0x3FFC800000,
+                     mask_flow_ipv6=0).window_bytes == 40
+    assert LdsConfig(window_bytes=72).mask_packet_ipv4 == wide.mask_packet_ipv4
 
 
 # -- test vectors in docs/SPEC.md ---------------------------------------------------------------
