@@ -432,6 +432,15 @@ def test_equal_configurations_have_equal_ids(written):
     check_comparable(config, LdaConfig())
 
 
+@pytest.mark.parametrize("tick_ns, text", [
+    (1, "1.0"), (0.5, "0.5"), (6.4, "6.4"), (1e-05, "1e-05"), (1e16, "1e+16"),
+    (0.1 + 0.2, "0.30000000000000004")])
+def test_tick_ns_canonical_text(tick_ns, text):
+    """SPEC §5: tick_ns is written as the shortest decimal that reads back as the same
+    double (Python's repr)."""
+    assert f'"tick_ns":{text},' in canonical_json(LdaConfig(tick_ns=tick_ns))
+
+
 def test_default_masks_follow_the_window():
     """SPEC §2, "Windows other than 64 bytes": packet masks run to the window's end, flow
     masks stay; a shorter window cuts them; LDS refuses a cut default flow key."""
@@ -440,6 +449,7 @@ def test_default_masks_follow_the_window():
     assert wide.mask_packet_ipv6 == 0xFFFFFFFFFFFFDF3000
     assert (wide.mask_flow_ipv4, wide.mask_flow_ipv6) == (0x3FFC800000, 0x3FFFFFFFFD00000)
     assert wide.config_id == 0x290AF5E5                     # SPEC §5's second example
+    assert "0x290af5e5" in (ROOT / "docs" / "SPEC.md").read_text()
     assert LdaConfig().replace(window_bytes=72) == wide     # default masks follow replace
     explicit = LdaConfig().replace(window_bytes=72, mask_packet_ipv4=1)
     assert explicit.mask_packet_ipv4 == 1
@@ -458,6 +468,9 @@ def test_spec_test_vectors_match_the_code():
     section = make_test_vectors.markdown()
     assert section in spec, ("docs/SPEC.md test vectors are stale: "
                              "run python -m bench.make_test_vectors --write")
+    assert make_test_vectors.regmap_markdown() in spec, (
+        "docs/SPEC.md §7.4 register maps are stale: run python -m bench.make_test_vectors "
+        "--write")
     assert f"{LdaConfig().config_id:#010x}" in spec
 
 
@@ -514,6 +527,23 @@ def test_spec_is_enough_to_reimplement_the_vectors():
         assert [int(x) for x in cols[7].split(",")] == rda
         assert int(cols[8], 16) == flows[0]
         assert [int(x) for x in cols[9].split(",")] == cells
+    # Other window sizes (SPEC §2): masks from the byte ranges, P over 8·w input bits.
+    def keep(w, ranges):
+        return sum(1 << i for lo, hi in ranges for i in range(lo, min(hi, w)))
+
+    rows = [line for line in spec.splitlines() if re.match(r"\| (32|72) \| `0x", line)]
+    assert len(rows) == 2
+    for line in rows:
+        cols = [c.strip().strip("`") for c in line.strip("|").split("|")]
+        w = int(cols[0])
+        masks = [keep(w, [(12, 15), (16, 22), (23, 24), (26, w)]),
+                 keep(w, [(12, 14), (16, 21), (22, w)]),
+                 keep(w, [(23, 24), (26, 38)]), keep(w, [(20, 21), (22, 58)])]
+        assert [int(c, 16) for c in cols[1:5]] == masks
+        q = matrix(1, 0, 8 * w, 64)
+        hashes = [h3(q, (f[:w] + bytes(w))[:w], masks[0] if f[14] >> 4 == 4 else masks[1])
+                  for f in frames]
+        assert [int(x.strip().strip("`"), 16) for x in cols[5].split(",")] == hashes
     canonical = re.search(r'\n(\{"banks":2.*\})\n', spec).group(1)
     assert canonical == json.dumps(LdaConfig().to_dict(), sort_keys=True,
                                    separators=(",", ":"))
