@@ -162,7 +162,9 @@ class SynopsisConfig:
                 if defaults is None:
                     defaults = default_masks(_canonical_int("window_bytes", self.window_bytes))
                 value = defaults[f.name.removeprefix("mask_")].as_int()
-            object.__setattr__(self, f.name, _canonical_value(f.name, str(f.type), value))
+            annotation = f.type if isinstance(f.type, str) else getattr(
+                f.type, "__name__", str(f.type))
+            object.__setattr__(self, f.name, _canonical_value(f.name, annotation, value))
 
     # -- derived -------------------------------------------------------------------------
     @property

@@ -23,7 +23,8 @@ word_count - 1`` of the synopsis in memory order (``Synopsis.words()``), each as
 ``word_chunks`` 32-bit big-endian chunks, least significant chunk first (as on the bus).
 A marker frame carries no words (``chunk_count = word_count = 0``) and is zero-padded to
 the 60-byte Ethernet minimum; a frame's Ethernet payload (from the EtherType's end) never
-exceeds :data:`MTU_PAYLOAD` bytes.
+exceeds the MTU: :data:`MTU_PAYLOAD` by default, up to :data:`MAX_MTU_PAYLOAD` (jumbo
+frames) when builder and receiver are both given ``mtu``.
 
 Integrity on the wire is the Ethernet FCS (a MAC drops frames with a bad FCS, and the tap
 flags them as errored); the parser checks the structure (lengths, version, type, kind,
