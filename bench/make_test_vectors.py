@@ -1,16 +1,19 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Test vectors of the hash contract for other implementations (gateware, C, …): a few
-frames with their packet hash ``P`` and the field split for the default LDA, RDA and LDS
-configurations (``docs/SPEC.md`` §3, "Test vectors").
+"""Test vectors of the contracts for other implementations (gateware, C, …): a few frames
+with their packet hash ``P`` and the field split for the default LDA, RDA and LDS
+configurations (``docs/SPEC.md`` §3, "Test vectors"), and the register maps of the default
+configurations with their IDs (``docs/SPEC.md`` §7).
 
-Everything is computed by ``host_sw`` (the golden model), so the table cannot drift from
-the code; ``tests/model/test_golden.py`` checks that the table printed in ``docs/SPEC.md`` is
-the one :func:`markdown` renders.
+Everything is computed by ``host_sw`` (the golden model, the register map), so the tables
+cannot drift from the code; ``tests/model/test_golden.py`` checks that the sections printed in
+``docs/SPEC.md`` are the ones :func:`markdown` and :func:`regmap_markdown` render, and
+``tests/contracts/test_regmap.py`` recomputes the register-map IDs from the printed tables by the
+algorithm SPEC §7.3 writes down.
 
 Usage::
 
-    .venv/bin/python -m bench.make_test_vectors          # print the Markdown section
-    .venv/bin/python -m bench.make_test_vectors --write  # replace it in docs/SPEC.md
+    .venv/bin/python -m bench.make_test_vectors          # print the Markdown sections
+    .venv/bin/python -m bench.make_test_vectors --write  # replace them in docs/SPEC.md
 """
 
 from __future__ import annotations
@@ -19,18 +22,21 @@ import argparse
 import struct
 from pathlib import Path
 
-
-
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.model.golden import Hashers, bucket_indices, hash_frames
 from host_sw.contracts.hashing import (
     classify_frame, lda_bank, lda_row, lda_sign, leading_zeros32,
 )
+from host_sw.contracts.regmap import register_map
+from host_sw.model.golden import Hashers, bucket_indices, hash_frames
 
 from bench import ROOT
 
 BEGIN = "<!-- test-vectors:begin -->"
 END = "<!-- test-vectors:end -->"
+REGMAP_BEGIN = "<!-- register-map:begin -->"
+REGMAP_END = "<!-- register-map:end -->"
+#: Register descriptions longer than this are cut in the table (the csr.json has them all).
+DESCRIPTION_CHARS = 110
 
 
 def _checksum(header: bytes) -> int:
@@ -113,6 +119,23 @@ def vectors() -> list[dict]:
     return out
 
 
+#: Windows of the "other window sizes" vectors (SPEC §2): shorter and longer than 64.
+OTHER_WINDOWS = (32, 72)
+
+
+def window_vectors() -> list[dict]:
+    """The default masks and the packet hash of every vector frame for the
+    :data:`OTHER_WINDOWS` (LDA configuration with only ``window_bytes`` changed)."""
+    data = [f for _, f in frames()]
+    out = []
+    for w in OTHER_WINDOWS:
+        config = LdaConfig(window_bytes=w)
+        out.append({"window": w, "masks": [config.mask_packet_ipv4, config.mask_packet_ipv6,
+                                           config.mask_flow_ipv4, config.mask_flow_ipv6],
+                    "P": [int(p) for p in hash_frames(config, data).packet]})
+    return out
+
+
 def markdown() -> str:
     """The test-vector section of docs/SPEC.md (between its markers)."""
     lda, rda, lds = LdaConfig(), RdaConfig(), LdsConfig()
@@ -137,17 +160,80 @@ def markdown() -> str:
             f"| {v['frame']} | {v['class']} | `{v['P']:#018x}` | {v['lz']} | {v['lda_bank']} "
             f"| {v['lda_row']} | {v['lda_sign']:+d} | {', '.join(map(str, v['rda_buckets']))} "
             f"| `{v['lds_flow0']:#010x}` | {', '.join(map(str, v['lds_cells']))} |")
+    lines += ["", "Other window sizes (§2): the default masks of `LdaConfig(window_bytes=w)` "
+              "and the packet hash `P` of frames 1–4 (same seed and frames):", "",
+              "| window_bytes | mask_packet_ipv4 | mask_packet_ipv6 | mask_flow_ipv4 "
+              "| mask_flow_ipv6 | P of frames 1, 2, 3, 4 |", "|---:|---|---|---|---|---|"]
+    for v in window_vectors():
+        masks = " | ".join(f"`{m:#x}`" for m in v["masks"])
+        hashes = ", ".join(f"`{p:#018x}`" for p in v["P"])
+        lines.append(f"| {v['window']} | {masks} | {hashes} |")
     lines += ["", END]
     return "\n".join(lines) + "\n"
 
 
+def _bits(f) -> str:
+    hi = f.offset + f.width - 1
+    return f"{f.name}[{hi}]" if f.width == 1 else f"{f.name}[{hi}:{f.offset}]"
+
+
+def _register_row(r) -> str:
+    fields = ", ".join(_bits(f) + ("" if f.access == r.access else f" {f.access}")
+                       for f in r.fields)
+    flags = "constant" if r.constant else ("volatile" if r.volatile else "")
+    text = r.description
+    if len(text) > DESCRIPTION_CHARS:
+        text = text[:DESCRIPTION_CHARS].rsplit(" ", 1)[0] + " …"
+    return (f"| `{r.name}` | {r.address:#06x} | {r.words} | {r.access} | {flags} | {fields} "
+            f"| {text} |")
+
+
+def regmap_markdown() -> str:
+    """The register-map section of docs/SPEC.md §7 (between its markers): the default LDA
+    map register by register, then the default maps' run-time registers, windows and IDs."""
+    lda = register_map(LdaConfig(), data_width=64)
+    lines = [REGMAP_BEGIN, "",
+             "Generated by `python -m bench.make_test_vectors` (do not edit by hand; "
+             "`tests/model/test_golden.py` checks it, `tests/contracts/test_regmap.py` recomputes the IDs "
+             "from it by §7.3). The default LDA core (2 × 1024, 64-bit data path), "
+             "`register_map(LdaConfig())`:", "",
+             "| register | word address | words | access | flags | fields (bits; access "
+             "when not the register's) | description |",
+             "|---|---:|---:|---|---|---|---|"]
+    lines += [_register_row(r) for r in lda]
+    w = lda.window
+    lines.append(f"| `{w.name}` (window) | {w.address:#06x} | {w.words} | ro | span "
+                 f"{w.span} | — | {w.buckets} counter words × {w.chunks} chunks; counter i "
+                 f"chunk c at {w.address:#x} + {w.chunks}i + c |")
+    lines += ["", "The default configuration of each kind (64-bit data path): registers `id` "
+              "… `export_frames` are laid out as above in every core (only `config`'s "
+              "values differ); the run-time registers and the window follow §7.1–§7.2:", "",
+              "| kind | run-time registers (address, words) | counter window: address, "
+              "words (buckets × chunks), span | register-map ID |",
+              "|---|---|---|---|"]
+    for config in (LdaConfig(), RdaConfig(), LdsConfig()):
+        rmap = register_map(config, data_width=64)
+        runtime = [r for r in rmap if r.address > rmap["export_frames"].address]
+        regs = "; ".join(f"`{r.name}` {r.address:#06x}, {r.words} ("
+                         + ", ".join(_bits(f) for f in r.fields) + ")" for r in runtime)
+        w = rmap.window
+        lines.append(f"| {config.kind.upper()} | {regs} | {w.address:#06x}, {w.words} "
+                     f"({w.buckets} × {w.chunks}), {w.span} | `{rmap.id_value:#010x}` |")
+    lines += ["", REGMAP_END]
+    return "\n".join(lines) + "\n"
+
+
+def _replace(text: str, begin: str, end: str, section: str, path) -> str:
+    if begin not in text or end not in text:
+        raise SystemExit(f"{path} has no {begin} … {end} section")
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    return head + section.rstrip("\n") + tail
+
+
 def write(path: Path) -> None:
-    text = path.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{path} has no {BEGIN} … {END} section")
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    path.write_text(head + markdown().rstrip("\n") + tail)
+    text = _replace(path.read_text(), BEGIN, END, markdown(), path)
+    path.write_text(_replace(text, REGMAP_BEGIN, REGMAP_END, regmap_markdown(), path))
 
 
 def main(argv=None) -> None:
@@ -160,6 +246,8 @@ def main(argv=None) -> None:
         print("updated docs/SPEC.md")
     else:
         print(markdown(), end="")
+        print()
+        print(regmap_markdown(), end="")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,12 @@ The other layers ask these, or key a table of their own by :attr:`~SynopsisConfi
 :data:`CONFIG_CLASSES` is the one registry of kinds.
 
 The configuration ID is the first 4 bytes (big-endian) of SHA-256 over the canonical JSON
-of :meth:`~SynopsisConfig.to_dict` (keys sorted, no spaces) — ``docs/SPEC.md`` §5.
+of :meth:`~SynopsisConfig.to_dict` (keys sorted, no spaces) — ``docs/SPEC.md`` §5. So that
+configurations that compare equal get one ID, every field is brought to its canonical type
+on construction (integer fields to ``int``, ``tick_ns`` to ``float``, tuples of ``int``):
+``tick_ns=1`` and ``tick_ns=1.0`` are one configuration, and so are ``rows=1024`` and
+``rows=1024.0``. The default byte masks follow the window (:func:`default_masks`
+of ``window_bytes``, SPEC §2), so every window byte past the fixed headers is hashed.
 """
 
 from __future__ import annotations
@@ -24,15 +29,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field, fields, replace
+import numbers
+from dataclasses import dataclass, fields, replace
 from typing import ClassVar
 
-from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, HashPurpose, default_masks
+from host_sw.contracts.hashing import (DEFAULT_WINDOW_BYTES, FLOW_KEY_BYTES, HashPurpose,
+                                      default_masks)
 from host_sw.contracts.layouts import Field, WordLayout
 
 __all__ = ["KIND_CODES", "CONFIG_CLASSES", "config_class", "SynopsisConfig", "LdaConfig",
            "RdaConfig", "LdsConfig", "ConfigMismatch", "ThresholdRegister", "THRESHOLD_BITS",
-           "check_comparable", "config_from_dict", "is_power_of_two", "threshold_for_rate"]
+           "MASK_FIELDS", "canonical_json", "check_comparable", "config_from_dict",
+           "is_power_of_two", "threshold_for_rate"]
 
 
 class ConfigMismatch(ValueError):
@@ -79,8 +87,33 @@ def threshold_for_rate(rate: float) -> int:
     return max(0, min(32, round(-math.log2(rate))))
 
 
-def _default_mask(name):
-    return lambda: default_masks(DEFAULT_WINDOW_BYTES)[name].as_int()
+#: The configuration's byte-mask fields, in the MASKS register's order (``mask_<name>``).
+MASK_FIELDS = ("mask_packet_ipv4", "mask_packet_ipv6", "mask_flow_ipv4", "mask_flow_ipv6")
+
+
+def _canonical_int(name: str, value) -> int:
+    """``value`` as a Python int: integers (numpy's too) and integral floats (a JSON
+    ``1024.0``) are accepted, so that values that compare equal hash equally."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, not {value!r}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+        return int(value)
+    raise ValueError(f"{name} must be an integer, not {value!r}")
+
+
+def _canonical_value(name: str, annotation: str, value):
+    """A field's value in its canonical type (docs/SPEC.md §5, "Canonical form")."""
+    if annotation == "float":
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{name} must be a number, not {value!r}")
+        return float(value)
+    if annotation.startswith("tuple"):
+        if isinstance(value, (str, bytes)):
+            raise ValueError(f"{name} must be a sequence of integers, not {value!r}")
+        return tuple(_canonical_int(name, v) for v in value)
+    return _canonical_int(name, value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,12 +129,15 @@ class SynopsisConfig:
     ts_bits: int = 40
     #: Timestamp unit in nanoseconds (the timebase's tick); estimates are reported in ns.
     tick_ns: float = 1.0
-    mask_packet_ipv4: int = field(default_factory=_default_mask("packet_ipv4"))
-    mask_packet_ipv6: int = field(default_factory=_default_mask("packet_ipv6"))
-    mask_flow_ipv4: int = field(default_factory=_default_mask("flow_ipv4"))
-    mask_flow_ipv6: int = field(default_factory=_default_mask("flow_ipv6"))
+    #: Byte masks (bit i = window byte i is hashed). ``None`` (the default) takes
+    #: ``default_masks(window_bytes)``; after construction each is an int.
+    mask_packet_ipv4: int | None = None
+    mask_packet_ipv6: int | None = None
+    mask_flow_ipv4: int | None = None
+    mask_flow_ipv6: int | None = None
 
     def __post_init__(self):
+        self._canonicalise()
         if not 0 <= self.seed < (1 << 64):
             raise ValueError(f"seed must be a 64-bit unsigned integer, not {self.seed}")
         if self.window_bytes < 16 or self.window_bytes % 8:
@@ -111,12 +147,24 @@ class SynopsisConfig:
             raise ValueError(f"count_bits must be 8..63, not {self.count_bits}")
         if not 16 <= self.ts_bits <= 63:
             raise ValueError(f"ts_bits must be 16..63, not {self.ts_bits}")
-        if not self.tick_ns > 0:
-            raise ValueError(f"tick_ns must be positive, not {self.tick_ns}")
-        for name in ("mask_packet_ipv4", "mask_packet_ipv6", "mask_flow_ipv4",
-                     "mask_flow_ipv6"):
+        if not (self.tick_ns > 0 and math.isfinite(self.tick_ns)):
+            raise ValueError(f"tick_ns must be positive and finite, not {self.tick_ns}")
+        for name in MASK_FIELDS:
             if not 0 <= getattr(self, name) < (1 << self.window_bytes):
                 raise ValueError(f"{name} must fit the {self.window_bytes}-byte window")
+
+    def _canonicalise(self) -> None:
+        """Every field to its canonical type; unset masks to the window's defaults."""
+        defaults = None
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.name in MASK_FIELDS:
+                if defaults is None:
+                    defaults = default_masks(_canonical_int("window_bytes", self.window_bytes))
+                value = defaults[f.name.removeprefix("mask_")].as_int()
+            annotation = f.type if isinstance(f.type, str) else getattr(
+                f.type, "__name__", str(f.type))
+            object.__setattr__(self, f.name, _canonical_value(f.name, annotation, value))
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -164,10 +212,20 @@ class SynopsisConfig:
 
     @property
     def config_id(self) -> int:
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return int.from_bytes(hashlib.sha256(canonical.encode()).digest()[:4], "big")
+        """First 4 bytes (big-endian) of SHA-256 over :func:`canonical_json`."""
+        digest = hashlib.sha256(canonical_json(self).encode("utf-8")).digest()
+        return int.from_bytes(digest[:4], "big")
 
     def replace(self, **changes) -> "SynopsisConfig":
+        """A copy with ``changes``. When ``window_bytes`` changes, masks that are the
+        defaults of the old window (and not given in ``changes``) become the defaults of
+        the new one, as if the configuration had been written with the new window."""
+        if "window_bytes" in changes:
+            old = default_masks(self.window_bytes)
+            for name in MASK_FIELDS:
+                if name not in changes and getattr(self, name) == old[
+                        name.removeprefix("mask_")].as_int():
+                    changes[name] = None
         return replace(self, **changes)
 
 
@@ -185,7 +243,6 @@ class LdaConfig(SynopsisConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "thresholds", tuple(int(t) for t in self.thresholds))
         if not 1 <= self.banks <= 16:
             raise ValueError(f"banks must be 1..16, not {self.banks}")
         if not is_power_of_two(self.rows) or self.rows < 2 or self.rows > (1 << 20):
@@ -273,8 +330,14 @@ class LdsConfig(SynopsisConfig):
     row_thresholds: tuple[int, ...] = (0, 0, 0, 0)
 
     def __post_init__(self):
+        defaulted = [n for n in ("mask_flow_ipv4", "mask_flow_ipv6") if getattr(self, n) is None]
         super().__post_init__()
-        object.__setattr__(self, "row_thresholds", tuple(int(t) for t in self.row_thresholds))
+        if defaulted and self.window_bytes < FLOW_KEY_BYTES:
+            raise ValueError(
+                f"a {self.window_bytes}-byte window cannot hold the LDS flow key (the default "
+                f"flow masks reach byte {FLOW_KEY_BYTES - 1}, the IPv6 destination port): use "
+                f"a window of at least {FLOW_KEY_BYTES} bytes or give "
+                f"{' and '.join(defaulted)} explicitly")
         if not 1 <= self.rows <= 8:
             raise ValueError(f"rows must be 1..8, not {self.rows}")
         if not 1 <= self.cells <= (1 << 24):
@@ -327,6 +390,17 @@ def config_class(kind: str) -> type[SynopsisConfig]:
     return CONFIG_CLASSES[kind]
 
 
+def _canonical_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def canonical_json(config: SynopsisConfig) -> str:
+    """The configuration's canonical JSON text, the input of its ID (docs/SPEC.md §5):
+    ``to_dict()`` with keys sorted, no spaces, integers in decimal, ``tick_ns`` as the
+    shortest decimal that reads back as the same double (Python's ``repr``)."""
+    return _canonical_json(config.to_dict())
+
+
 def config_from_dict(d: dict) -> SynopsisConfig:
     d = dict(d)
     kind = d.pop("kind", None)
@@ -342,10 +416,30 @@ def config_from_dict(d: dict) -> SynopsisConfig:
 
 
 def check_comparable(sender: SynopsisConfig, receiver: SynopsisConfig) -> None:
-    """Raise :class:`ConfigMismatch` unless both synopses share one configuration."""
-    if sender.config_id != receiver.config_id:
-        a, b = sender.to_dict(), receiver.to_dict()
-        diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-        raise ConfigMismatch(
-            f"synopses have different configurations (config ID {sender.config_id:#010x} "
-            f"vs {receiver.config_id:#010x}); differing parameters: {', '.join(diff)}")
+    """Raise :class:`ConfigMismatch` unless both synopses share one configuration.
+
+    The message names the differing parameters with both values; it is never empty (two
+    canonical forms with equal values cannot hash differently, but a mismatch of kinds or
+    of canonical text is named as such)."""
+    if sender.config_id == receiver.config_id:
+        return
+    a, b = sender.to_dict(), receiver.to_dict()
+    names = [k for k in sorted(set(a) | set(b))
+             if _canonical_json({k: a.get(k)}) != _canonical_json({k: b.get(k)})]
+    if names:
+        detail = "; ".join(f"{k} {_show(a.get(k))} vs {_show(b.get(k))}" for k in names)
+        what = f"{', '.join(names)} ({detail})"
+    else:
+        what = (f"none by value; canonical forms {canonical_json(sender)} vs "
+                f"{canonical_json(receiver)}")
+    raise ConfigMismatch(
+        f"synopses have different configurations (config ID {sender.config_id:#010x} "
+        f"vs {receiver.config_id:#010x}); differing parameters: {what}")
+
+
+def _show(value) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, int) and value > 0xFFFF:
+        return f"{value:#x}"
+    return json.dumps(value, separators=(",", ":"))

@@ -23,7 +23,8 @@ word_count - 1`` of the synopsis in memory order (``Synopsis.words()``), each as
 ``word_chunks`` 32-bit big-endian chunks, least significant chunk first (as on the bus).
 A marker frame carries no words (``chunk_count = word_count = 0``) and is zero-padded to
 the 60-byte Ethernet minimum; a frame's Ethernet payload (from the EtherType's end) never
-exceeds :data:`MTU_PAYLOAD` bytes.
+exceeds the MTU: :data:`MTU_PAYLOAD` by default, up to :data:`MAX_MTU_PAYLOAD` (jumbo
+frames) when builder and receiver are both given ``mtu``.
 
 Integrity on the wire is the Ethernet FCS (a MAC drops frames with a bad FCS, and the tap
 flags them as errored); the parser checks the structure (lengths, version, type, kind,
@@ -37,12 +38,12 @@ from dataclasses import dataclass, field
 from host_sw.contracts.config import KIND_CODES, SynopsisConfig
 from host_sw.contracts.frame_format import (
     CHUNK_BYTES, CONTROL_HEADER_BYTES, ETHERNET_HEADER_BYTES, HEADER_FIELDS, INVALID_FLAGS,
-    KIND_NAMES, MAX_CHUNKS, MTU_PAYLOAD, PAYLOAD_OFFSET, RESERVED_FIELDS, TYPE_MARKER,
-    TYPE_NAMES, TYPE_SYNOPSIS, VERSION, ControlConfigMismatch, ControlFrameError,
-    DuplicateChunkError, FrameField, InconsistentChunkError, IntervalFlags,
-    MalformedFrameError, MissingChunkError, NotControlFrameError, TruncatedFrameError,
-    UnknownTypeError, UnsupportedVersionError, field_by_name, frames_needed, mac_to_bytes,
-    mac_to_str, words_per_frame,
+    KIND_NAMES, MAX_CHUNKS, MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD, PAYLOAD_OFFSET,
+    RESERVED_FIELDS, TYPE_MARKER, TYPE_NAMES, TYPE_SYNOPSIS, VERSION, ControlConfigMismatch,
+    ControlFrameError, DuplicateChunkError, FrameField, InconsistentChunkError,
+    IntervalFlags, MalformedFrameError, MissingChunkError, NotControlFrameError,
+    TruncatedFrameError, UnknownTypeError, UnsupportedVersionError, check_mtu, field_by_name,
+    frames_needed, mac_to_bytes, mac_to_str, words_per_frame,
 )
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.synopsis import Synopsis
@@ -50,8 +51,9 @@ from host_sw.contracts.synopsis import Synopsis
 __all__ = [
     "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "KIND_CODES", "IntervalFlags",
     "INVALID_FLAGS", "FrameField", "HEADER_FIELDS", "ETHERNET_HEADER_BYTES",
-    "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD", "MAX_CHUNKS", "CHUNK_BYTES",
-    "field_by_name", "words_per_frame", "frames_needed", "mac_to_bytes", "mac_to_str",
+    "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD", "MAX_MTU_PAYLOAD",
+    "MIN_MTU_PAYLOAD", "MAX_CHUNKS", "CHUNK_BYTES", "check_mtu", "field_by_name",
+    "words_per_frame", "frames_needed", "mac_to_bytes", "mac_to_str",
     "MarkerFrame", "SynopsisChunk", "ReassembledSynopsis", "build_marker",
     "build_synopsis_frames", "parse_control_frame", "SynopsisReassembler", "reassemble",
     "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
@@ -202,9 +204,14 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
                         mtu: int = MTU_PAYLOAD) -> MarkerFrame | SynopsisChunk:
     """Parse one control frame (from the destination MAC; without FCS).
 
-    ``expected``, if given, is the configuration the frame must carry (ID, kind and word
-    size). Raises a :class:`ControlFrameError` subclass saying what is wrong.
+    The checks, in this order, are docs/SPEC.md §6's acceptance rules. ``expected``, if
+    given, is the configuration the frame must carry (ID, kind and word size). ``mtu`` is
+    the largest Ethernet payload accepted (:data:`MTU_PAYLOAD` by default; up to
+    :data:`MAX_MTU_PAYLOAD` for exports built for jumbo frames). Raises a
+    :class:`ControlFrameError` subclass saying what is wrong, or ValueError for a bad
+    ``mtu``.
     """
+    check_mtu(mtu)
     frame = bytes(frame)
     if len(frame) < ETHERNET_HEADER_BYTES:
         raise TruncatedFrameError(f"frame of {len(frame)} bytes ends inside the Ethernet "
@@ -218,7 +225,8 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
                                   f"{PAYLOAD_OFFSET}-byte header")
     if len(frame) - ETHERNET_HEADER_BYTES > mtu:
         raise MalformedFrameError(f"control frame payload of {len(frame) - 14} bytes "
-                                  f"exceeds the {mtu}-byte MTU")
+                                  f"exceeds the {mtu}-byte MTU (frames built for a larger "
+                                  f"MTU need the same mtu here, at most {MAX_MTU_PAYLOAD})")
     version = _get(frame, "version")
     if version != VERSION:
         raise UnsupportedVersionError(f"control frame version {version}; this host "
@@ -309,13 +317,17 @@ class SynopsisReassembler:
     config : SynopsisConfig
         The configuration the sender must use (its ID is checked in every frame; its
         layout and shape decode the words).
+    mtu : int
+        The largest Ethernet payload of a frame given as bytes (:data:`MTU_PAYLOAD`; up to
+        :data:`MAX_MTU_PAYLOAD` for exports built for jumbo frames).
     """
 
-    def __init__(self, config: SynopsisConfig):
+    def __init__(self, config: SynopsisConfig, *, mtu: int = MTU_PAYLOAD):
         if not isinstance(config, SynopsisConfig) or not config.kind:
             raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
                              f"not {config!r}")
         self.config = config
+        self.mtu = check_mtu(mtu)
         self._pending: dict[int, dict[int, SynopsisChunk]] = {}
 
     def add(self, frame_or_chunk) -> ReassembledSynopsis | None:
@@ -323,7 +335,7 @@ class SynopsisReassembler:
         synopsis when this chunk completes it, else None."""
         chunk = frame_or_chunk
         if not isinstance(chunk, (SynopsisChunk, MarkerFrame)):
-            chunk = parse_control_frame(chunk, expected=self.config)
+            chunk = parse_control_frame(chunk, expected=self.config, mtu=self.mtu)
         if isinstance(chunk, MarkerFrame):
             raise UnknownTypeError(f"interval {chunk.seq}: a marker frame is not a "
                                    f"synopsis chunk")
@@ -393,10 +405,12 @@ class SynopsisReassembler:
                                    synopsis=Synopsis.from_words(self.config, words))
 
 
-def reassemble(frames, config: SynopsisConfig) -> ReassembledSynopsis:
+def reassemble(frames, config: SynopsisConfig, *,
+               mtu: int = MTU_PAYLOAD) -> ReassembledSynopsis:
     """One interval's synopsis from all its frames (bytes or parsed chunks); every
-    chunk must be present exactly once, and all must belong to one interval."""
-    r = SynopsisReassembler(config)
+    chunk must be present exactly once, and all must belong to one interval. ``mtu`` as
+    for :class:`SynopsisReassembler`."""
+    r = SynopsisReassembler(config, mtu=mtu)
     done = None
     for f in frames:
         if done is not None:

@@ -21,7 +21,7 @@ __all__ = [
     "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "TYPE_NAMES", "KIND_NAMES", "IntervalFlags",
     "INVALID_FLAGS", "FrameField", "HEADER_FIELDS", "RESERVED_FIELDS",
     "ETHERNET_HEADER_BYTES", "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD",
-    "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame", "frames_needed",
+    "MAX_MTU_PAYLOAD", "MIN_MTU_PAYLOAD", "check_mtu", "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame", "frames_needed",
     "mac_to_bytes", "mac_to_str",
     "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
     "MalformedFrameError", "UnsupportedVersionError", "UnknownTypeError",
@@ -38,8 +38,15 @@ TYPE_NAMES = {TYPE_MARKER: "marker", TYPE_SYNOPSIS: "synopsis chunk"}
 KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 #: Bytes of one counter-word chunk.
 CHUNK_BYTES = 4
-#: Ethernet payload bytes a frame may use (the standard MTU).
+#: Ethernet payload bytes a frame may use (the standard MTU): the default of building,
+#: parsing and reassembly.
 MTU_PAYLOAD = 1500
+#: The largest MTU a caller may ask for (jumbo frames): exports built for a jumbo MTU are
+#: parsed and reassembled when the receiving side is given the same ``mtu``.
+MAX_MTU_PAYLOAD = 9000
+#: The smallest Ethernet payload (a 60-byte frame without FCS): the smallest MTU a parser
+#: accepts, since every control frame is at least this long.
+MIN_MTU_PAYLOAD = 46
 #: Most chunks (frames) one interval's export may take (16-bit chunk count).
 MAX_CHUNKS = 0xFFFF
 
@@ -124,9 +131,23 @@ def field_by_name(name: str) -> FrameField:
         raise KeyError(f"no control frame field {name!r}; fields: {list(_BY_NAME)}") from None
 
 
+def check_mtu(mtu: int) -> int:
+    """``mtu`` (Ethernet payload bytes) if it is an integer in
+    :data:`MIN_MTU_PAYLOAD` .. :data:`MAX_MTU_PAYLOAD`, else a ValueError."""
+    if isinstance(mtu, bool) or not isinstance(mtu, int) or not (
+            MIN_MTU_PAYLOAD <= mtu <= MAX_MTU_PAYLOAD):
+        raise ValueError(f"mtu must be an integer number of Ethernet payload bytes in "
+                         f"{MIN_MTU_PAYLOAD}..{MAX_MTU_PAYLOAD} (1500 standard, 9000 jumbo), "
+                         f"not {mtu!r}")
+    return mtu
+
+
 def words_per_frame(word_chunks: int, mtu: int = MTU_PAYLOAD) -> int:
     """Most counter words of ``word_chunks`` chunks one frame carries within ``mtu``
     Ethernet payload bytes (LDA 3 chunks: 122, LDS 4: 91, RDA 5: 73 at 1500)."""
+    if mtu > MAX_MTU_PAYLOAD:
+        raise ValueError(f"an MTU of {mtu} bytes is above the largest the format allows "
+                         f"({MAX_MTU_PAYLOAD}, jumbo frames)")
     if word_chunks < 1:
         raise ValueError(f"word_chunks must be at least 1, not {word_chunks}")
     n = (mtu - CONTROL_HEADER_BYTES) // (CHUNK_BYTES * word_chunks)

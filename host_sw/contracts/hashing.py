@@ -50,7 +50,7 @@ __all__ = [
     "RDA_SBOX", "sbox_nibbles64", "RdaBucketHash",
     "MASK64", "GOLDEN_GAMMA", "mix64", "mix64_array", "HashPurpose", "h3_rows", "H3",
     "ETHERTYPE_IPV4", "ETHERTYPE_IPV6", "ETHERTYPE_CONTROL", "MIN_FRAME_BYTES",
-    "DEFAULT_WINDOW_BYTES", "FrameClass", "ByteMask", "default_masks",
+    "DEFAULT_WINDOW_BYTES", "FLOW_KEY_BYTES", "FrameClass", "ByteMask", "default_masks",
     "header_windows", "classify_frame", "leading_zeros32", "lda_bank",
     "lda_row", "lda_sign", "range_reduce32", "lds_offset", "lds_digest",
     "table_xor", "PAIR_TABLE_MIN_ROWS", "TABLE_BLOCK_ROWS",
@@ -67,6 +67,9 @@ ETHERTYPE_CONTROL = 0x88B5
 MIN_FRAME_BYTES = 60
 #: Bytes of the frame the hash sees. Bytes past the end of a shorter frame read as zero.
 DEFAULT_WINDOW_BYTES = 64
+#: Window bytes the default flow masks need: the IPv6 5-tuple ends with the destination
+#: port at bytes 56–57 (the IPv4 one at 36–37).
+FLOW_KEY_BYTES = 58
 #: Batches of at least this many 64-bit IDs are hashed with 16-bit (byte pair) tables; the
 #: result is identical, only faster (an implementation detail, not part of the contract).
 PAIR_TABLE_MIN_ROWS = 8192
@@ -301,6 +304,14 @@ def default_masks(window_bytes: int = DEFAULT_WINDOW_BYTES) -> dict[str, ByteMas
     bytes 14–15 (version/traffic class/flow-label top, byte-granular) and hop limit (21).
     Flow masks keep the 5-tuple of an option-less IPv4 header / an IPv6 header: protocol
     or next header, addresses and the two L4 ports.
+
+    Any window size (``docs/SPEC.md`` §2, "Windows other than 64 bytes"): the packet masks
+    keep every byte from 26 (IPv4) / 22 (IPv6) to the window's end — those bytes are L4
+    header and payload, which no router rewrites — so a 72-byte window hashes bytes 64–71
+    too; the flow masks are the same bytes whatever the window. A window shorter than a
+    range cuts it: bytes at or past ``window_bytes`` are never kept (a window below
+    :data:`FLOW_KEY_BYTES` cuts the IPv6 flow key, which an LDS configuration refuses
+    unless its flow masks are given explicitly).
     """
     w = window_bytes
     return {

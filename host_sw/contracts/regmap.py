@@ -16,7 +16,8 @@ run-time registers follow (:func:`runtime_registers`: the THRESHOLDS register of
 a :attr:`~host_sw.contracts.config.SynopsisConfig.threshold_register`, then MASKS), whose
 sizes vary with the configuration and so come last. :func:`register_map` places them one
 after the other from address 0, each field after the previous one unless declared ``at`` a
-bit offset, and puts the counter window above them. A kind's own part of the map lives on
+bit offset, and puts the counter window above them, aligned to its power-of-two span
+(``docs/SPEC.md`` §7.1–§7.2 write these rules down). A kind's own part of the map lives on
 its configuration class (``config_register_values`` for CONFIG, ``threshold_register``).
 
 Bus model
@@ -33,11 +34,9 @@ the static configuration: :func:`static_config_dict` = ``config.to_dict()`` minu
 run-time fields (:data:`RUNTIME_FIELDS`, programmed over the bus) and the host-only fields
 (:data:`HOST_FIELDS`, which the gateware does not use), plus the bus data width. A host
 checks it on connect: a different ID means a different build, not a different run-time
-setting.
+setting. ``docs/SPEC.md`` §7.3 gives the algorithm with a worked example, and
+``tests/contracts/test_regmap.py`` recomputes the default maps' IDs from the SPEC's tables.
 """
-
-from __future__ import annotations
-
 
 from __future__ import annotations
 

@@ -222,6 +222,54 @@ def test_reassembly_rejections(frames):
         cf.reassemble(f, CONFIG)
 
 
+def test_jumbo_exports_reassemble_when_the_mtu_is_given():
+    """Issue 12: frames built for a 9000-byte MTU are rejected at the default 1500 (with a
+    message pointing at ``mtu``) and reassemble when the reassembler is told the MTU."""
+    config = LdaConfig()
+    syn = random_synopsis(config, 5)
+    frames = cf.build_synopsis_frames(syn, seq=9, src_mac=SRC, dst_mac=DST,
+                                      mtu=cf.MAX_MTU_PAYLOAD)
+    per = (9000 - 34) // 12
+    assert per == 747 and len(frames) == 3 and len(frames[0]) == 14 + 34 + 12 * per
+    with pytest.raises(cf.MalformedFrameError, match="exceeds the 1500-byte MTU .*same mtu"):
+        cf.reassemble(frames, config)
+    assert cf.reassemble(frames, config, mtu=9000).synopsis == syn
+    r = cf.SynopsisReassembler(config, mtu=9000)
+    assert [r.add(f) for f in frames][-1].synopsis == syn
+    assert r.mtu == 9000
+
+
+@pytest.mark.parametrize("mtu", [45, 9001, 1500.0, True])
+def test_mtu_outside_the_format_is_a_clear_error(mtu):
+    with pytest.raises(ValueError, match="mtu must be an integer .* in 46..9000"):
+        cf.SynopsisReassembler(CONFIG, mtu=mtu)
+    with pytest.raises(ValueError, match="mtu must be an integer"):
+        cf.parse_control_frame(bytes(60), mtu=mtu)
+    if isinstance(mtu, int) and mtu > 9000:
+        with pytest.raises(ValueError, match="above the largest the format allows"):
+            cf.words_per_frame(3, mtu=mtu)
+
+
+def test_padding_rules():
+    """SPEC §6 acceptance: a chunk shorter than 60 bytes is zero-padded to exactly 60;
+    padding must be zero; nothing may follow content that already reaches 60 bytes."""
+    tiny = LdaConfig(banks=1, rows=2, thresholds=(0,), count_bits=8, ts_bits=16)
+    assert tiny.layout.chunks == 1
+    (frame,) = cf.build_synopsis_frames(random_synopsis(tiny), seq=1, src_mac=SRC,
+                                        dst_mac=DST)
+    assert len(frame) == 60 and not any(frame[56:])   # 48 + 2 words × 4 bytes, padded
+    assert cf.parse_control_frame(frame, expected=tiny).words == cf.parse_control_frame(
+        frame[:56], expected=tiny).words
+    marker = cf.build_marker(CONFIG, seq=1, timestamp=2, src_mac=SRC, dst_mac=DST)
+    assert len(marker) == 60 and not any(marker[48:])
+    assert cf.parse_control_frame(marker[:48]).seq == 1           # unpadded: accepted
+    assert cf.parse_control_frame(marker[:54]).seq == 1           # partly padded: accepted
+    with pytest.raises(cf.MalformedFrameError, match="13 unexpected byte"):
+        cf.parse_control_frame(marker + bytes(1))
+    with pytest.raises(cf.MalformedFrameError, match="padding .* not zero"):
+        cf.parse_control_frame(marker[:59] + b"\x01")
+
+
 def test_word_above_layout_rejected():
     config = LdaConfig(banks=1, rows=2, thresholds=(0,))
     (frame,) = cf.build_synopsis_frames(Synopsis.empty(config), seq=1, src_mac=SRC,

@@ -3,9 +3,12 @@
 and the host side of the UARTBone byte protocol (exact bytes)."""
 
 import csv
+import hashlib
 import io
 import json
+import re
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -14,6 +17,8 @@ from host_sw.contracts import uartbone as ub
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.regmap import (BUS_DATA_BITS, HOST_FIELDS, RUNTIME_FIELDS, Register, RegField,
                             parse_csr_csv, parse_csr_json, register_map, static_config_dict)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CONFIGS = [
     LdaConfig(), LdaConfig(banks=16, rows=2, thresholds=tuple(range(0, 32, 2))),
@@ -254,3 +259,88 @@ def test_uartbone_write_parses_back(address, words):
         got += ub.decode_read_reply(data[k + 6:k + 6 + 4 * n], n)
         k += 6 + 4 * n
     assert got == words
+
+
+# -- docs/SPEC.md §7: the ID recomputed from the printed tables -------------------------------
+
+def _spec_fields(text: str, access: str) -> list:
+    """``name[hi:lo] pulse, …`` of a SPEC §7.4 table cell → ``[[name, offset, width,
+    access], …]`` (a field's access is the register's unless the cell names it)."""
+    out = []
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        m = re.fullmatch(r"(\w+)\[(\d+)(?::(\d+))?\](?: (ro|rw|pulse))?", item)
+        assert m, item
+        hi = int(m.group(2))
+        lo = int(m.group(3)) if m.group(3) is not None else hi
+        out.append([m.group(1), lo, hi - lo + 1, m.group(4) or access])
+    return out
+
+
+def _spec_register(name, address, words, access, flags, fields) -> dict:
+    return {"name": name, "address": address, "width": 32 * words, "access": access,
+            "constant": flags == "constant", "volatile": flags == "volatile",
+            "fields": _spec_fields(fields, access)}
+
+
+def test_register_map_ids_follow_the_spec_algorithm():
+    """SPEC §7.3's algorithm applied to SPEC §7.4's tables and §5's canonical JSON (no
+    regmap code) gives the IDs printed there, and those are the code's IDs."""
+    spec = (ROOT / "docs" / "SPEC.md").read_text()
+    section = spec.split("<!-- register-map:begin -->")[1].split("<!-- register-map:end -->")[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in section.splitlines() if line.startswith("| `")]
+    fixed = [_spec_register(r[0].strip("`"), int(r[1], 16), int(r[2]), r[3], r[4], r[5])
+             for r in rows if len(r) == 7 and "(window)" not in r[0]]
+    first_runtime = next(i for i, r in enumerate(fixed) if r["name"] == "thresholds")
+    fixed = fixed[:first_runtime]
+    assert [r["name"] for r in fixed][:3] == ["id", "version", "config"]
+    kinds = {r[0]: r for r in ([c.strip() for c in line.strip().strip("|").split("|")]
+                                for line in section.splitlines()
+                                if re.match(r"\| (LDA|RDA|LDS) \|", line))}
+    assert set(kinds) == {"LDA", "RDA", "LDS"}
+    lda_json = json.loads(re.search(r'\n(\{"banks":2.*\})\n', spec).group(1))
+    static_of = {"LDA": lda_json, "RDA": RdaConfig().to_dict(), "LDS": LdsConfig().to_dict()}
+    dropped = {"thresholds", "row_thresholds", "tick_ns", "mask_packet_ipv4",
+               "mask_packet_ipv6", "mask_flow_ipv4", "mask_flow_ipv6"}
+    for kind, (_, runtime, window, printed_id) in kinds.items():
+        registers = list(fixed)
+        for part in runtime.split("; "):
+            m = re.fullmatch(r"`(\w+)` (0x[0-9a-f]+), (\d+) \((.*)\)", part)
+            registers.append(_spec_register(m.group(1), int(m.group(2), 16),
+                                            int(m.group(3)), "rw", "", m.group(4)))
+        m = re.fullmatch(r"(0x[0-9a-f]+), (\d+) \((\d+) × (\d+)\), (\d+)", window)
+        base, words, buckets, chunks, span = int(m.group(1), 16), *map(int, m.groups()[1:])
+        assert words == buckets * chunks and span == 1 << (words - 1).bit_length()
+        end = registers[-1]["address"] + registers[-1]["width"] // 32
+        assert base == max(span, 1 << (end - 1).bit_length())          # SPEC §7.2
+        static = {k: v for k, v in static_of[kind].items() if k not in dropped}
+        desc = {"data_width": 64,
+                "map": {"regmap_version": [1, 0], "bus_data_bits": 32,
+                        "registers": registers,
+                        "window": {"name": "counters", "address": base, "buckets": buckets,
+                                   "chunks": chunks, "span": span}},
+                "static": static}
+        text = json.dumps(desc, sort_keys=True, separators=(",", ":"))
+        value = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+        assert f"`{value:#010x}`" == printed_id, kind
+        config = {"LDA": LdaConfig(), "RDA": RdaConfig(), "LDS": LdsConfig()}[kind]
+        assert register_map(config, data_width=64).id_value == value
+    assert "0x0e4e61a8" in spec.split("### §7.3")[1].split("### §7.4")[0]
+
+
+@pytest.mark.parametrize("config", [
+    LdaConfig(banks=1, rows=2, thresholds=(0,)), LdaConfig(window_bytes=16),
+    LdsConfig(rows=8, row_thresholds=(0,) * 8), RdaConfig(banks=8, buckets_per_bank=1 << 20),
+], ids=["tiny", "window16", "lds8", "rda-large"])
+def test_counter_window_alignment_rule(config):
+    """SPEC §7.2: span = next power of two of the window's words; base = max(span, next
+    power of two of the registers' end); masks take window_bytes / 8 words."""
+    rmap = register_map(config)
+    end = max(r.address + r.words for r in rmap)
+    words = config.buckets * config.layout.chunks
+    span = 1 << (words - 1).bit_length()
+    assert (rmap.window.span, rmap.window.address) == (
+        span, max(span, 1 << (end - 1).bit_length()))
+    assert rmap["masks"].words == config.window_bytes // 8
+    if "thresholds" in rmap:
+        assert rmap["thresholds"].words == (len(config.sampling_thresholds) * 6 + 31) // 32

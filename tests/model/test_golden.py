@@ -385,7 +385,12 @@ def test_config_dict_round_trip(config):
     (lambda: LdaConfig(count_bits=7), "count_bits must be 8..63, not 7"),
     (lambda: LdaConfig(ts_bits=64), "ts_bits must be 16..63, not 64"),
     (lambda: LdaConfig(tick_ns=0), "tick_ns must be positive"),
-    (lambda: LdaConfig(window_bytes=16), "mask_packet_ipv4 must fit the 16-byte window"),
+    # the default masks follow the window (SPEC §2); an explicit mask must fit it
+    (lambda: LdaConfig(window_bytes=16, mask_packet_ipv4=1 << 20),
+     "mask_packet_ipv4 must fit the 16-byte window"),
+    (lambda: LdsConfig(window_bytes=48), "a 48-byte window cannot hold the LDS flow key"),
+    (lambda: LdaConfig(rows=1024.5), "rows must be an integer, not 1024.5"),
+    (lambda: LdaConfig(tick_ns=float("inf")), "tick_ns must be positive and finite"),
     (lambda: RdaConfig(banks=9), "banks must be 1..8, not 9"),
     (lambda: RdaConfig(buckets_per_bank=0), "buckets_per_bank must be 1..2\\*\\*24"),
     (lambda: RdaConfig(id_bits=32), "id_bits must be 64"),
@@ -405,6 +410,10 @@ def test_check_comparable_names_the_difference():
     check_comparable(LdaConfig(), LdaConfig())
     with pytest.raises(ConfigMismatch, match="differing parameters: seed, ts_bits"):
         check_comparable(LdaConfig(), LdaConfig(seed=1, ts_bits=41))
+    with pytest.raises(ConfigMismatch, match=r"ts_bits 40 vs 41\)$"):
+        check_comparable(LdaConfig(), LdaConfig(ts_bits=41))
+    with pytest.raises(ConfigMismatch, match='kind "lda" vs "rda"'):
+        check_comparable(LdaConfig(), RdaConfig())
 
 
 # -- test vectors in docs/SPEC.md ---------------------------------------------------------------
@@ -414,6 +423,9 @@ def test_spec_test_vectors_match_the_code():
     section = make_test_vectors.markdown()
     assert section in spec, ("docs/SPEC.md test vectors are stale: "
                              "run python -m bench.make_test_vectors --write")
+    assert make_test_vectors.regmap_markdown() in spec, (
+        "docs/SPEC.md §7.4 register maps are stale: run python -m bench.make_test_vectors "
+        "--write")
     assert f"{LdaConfig().config_id:#010x}" in spec
 
 
@@ -470,6 +482,23 @@ def test_spec_is_enough_to_reimplement_the_vectors():
         assert [int(x) for x in cols[7].split(",")] == rda
         assert int(cols[8], 16) == flows[0]
         assert [int(x) for x in cols[9].split(",")] == cells
+    # Other window sizes (SPEC §2): masks from the byte ranges, P over 8·w input bits.
+    def keep(w, ranges):
+        return sum(1 << i for lo, hi in ranges for i in range(lo, min(hi, w)))
+
+    rows = [line for line in spec.splitlines() if re.match(r"\| (32|72) \| `0x", line)]
+    assert len(rows) == 2
+    for line in rows:
+        cols = [c.strip().strip("`") for c in line.strip("|").split("|")]
+        w = int(cols[0])
+        masks = [keep(w, [(12, 15), (16, 22), (23, 24), (26, w)]),
+                 keep(w, [(12, 14), (16, 21), (22, w)]),
+                 keep(w, [(23, 24), (26, 38)]), keep(w, [(20, 21), (22, 58)])]
+        assert [int(c, 16) for c in cols[1:5]] == masks
+        q = matrix(1, 0, 8 * w, 64)
+        hashes = [h3(q, (f[:w] + bytes(w))[:w], masks[0] if f[14] >> 4 == 4 else masks[1])
+                  for f in frames]
+        assert [int(x.strip().strip("`"), 16) for x in cols[5].split(",")] == hashes
     canonical = re.search(r'\n(\{"banks":2.*\})\n', spec).group(1)
     assert canonical == json.dumps(LdaConfig().to_dict(), sort_keys=True,
                                    separators=(",", ":"))

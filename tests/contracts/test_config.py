@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Configurations in canonical form (docs/SPEC.md §5) and the default masks of any window
+(SPEC §2): equal configurations have one ID, the masks follow the window."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from host_sw.contracts.config import (
+    LdaConfig, LdsConfig, canonical_json, check_comparable, config_from_dict,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("written", [
+    {"tick_ns": 1}, {"tick_ns": 1.0}, {"rows": 1024.0}, {"seed": 0x1DA5EED},
+    {"thresholds": [0.0, 6]}, {"banks": np.int64(2)}, {"window_bytes": 64.0},
+])
+def test_equal_configurations_have_equal_ids(written):
+    """Issue 12: values that compare equal are one configuration (canonical form, SPEC §5):
+    ``"tick_ns": 1`` is the default 1.0, not another ID that check_comparable rejects."""
+    config = config_from_dict({"kind": "lda", **written})
+    assert config == LdaConfig()
+    assert config.config_id == LdaConfig().config_id == 0xA862EF21
+    assert canonical_json(config) == canonical_json(LdaConfig())
+    assert type(config.tick_ns) is float and type(config.rows) is int
+    check_comparable(config, LdaConfig())
+
+
+@pytest.mark.parametrize("tick_ns, text", [
+    (1, "1.0"), (0.5, "0.5"), (6.4, "6.4"), (1e-05, "1e-05"), (1e16, "1e+16"),
+    (0.1 + 0.2, "0.30000000000000004")])
+def test_tick_ns_canonical_text(tick_ns, text):
+    """SPEC §5: tick_ns is written as the shortest decimal that reads back as the same
+    double (Python's repr)."""
+    assert f'"tick_ns":{text},' in canonical_json(LdaConfig(tick_ns=tick_ns))
+
+
+def test_default_masks_follow_the_window():
+    """SPEC §2, "Windows other than 64 bytes": packet masks run to the window's end, flow
+    masks stay; a shorter window cuts them; LDS refuses a cut default flow key."""
+    wide = LdaConfig(window_bytes=72)
+    assert wide.mask_packet_ipv4 == 0xFFFFFFFFFFFCBF7000     # bytes 64–71 hashed too
+    assert wide.mask_packet_ipv6 == 0xFFFFFFFFFFFFDF3000
+    assert (wide.mask_flow_ipv4, wide.mask_flow_ipv6) == (0x3FFC800000, 0x3FFFFFFFFD00000)
+    assert wide.config_id == 0x290AF5E5                     # SPEC §5's second example
+    assert "0x290af5e5" in (ROOT / "docs" / "SPEC.md").read_text()
+    assert LdaConfig().replace(window_bytes=72) == wide     # default masks follow replace
+    explicit = LdaConfig().replace(window_bytes=72, mask_packet_ipv4=1)
+    assert explicit.mask_packet_ipv4 == 1
+    narrow = LdaConfig(window_bytes=32)
+    assert (narrow.mask_packet_ipv4, narrow.mask_packet_ipv6) == (0xFCBF7000, 0xFFDF3000)
+    assert (narrow.mask_flow_ipv4, narrow.mask_flow_ipv6) == (0xFC800000, 0xFFD00000)
+    assert LdsConfig(window_bytes=40, mask_flow_ipv4=0x3FFC800000,
+                     mask_flow_ipv6=0).window_bytes == 40
+    assert LdsConfig(window_bytes=72).mask_packet_ipv4 == wide.mask_packet_ipv4
