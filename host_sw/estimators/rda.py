@@ -173,8 +173,34 @@ class RdaEstimate:
         return dataclass_to_dict(self)
 
 
+def _exact_sum(values) -> int:
+    """``Σ values`` as a Python int, exact: summed in int64 when no partial sum can
+    overflow (``n · max |v| < 2**63``), in Python ints otherwise."""
+    v = np.asarray(values)
+    if v.size == 0:
+        return 0
+    if v.dtype != object:
+        top = max(abs(int(v.max())), abs(int(v.min())))
+        if top * v.size < 1 << 63:
+            return int(v.sum(dtype=np.int64))
+    return int(np.sum(v.astype(object)))
+
+
+def _exact_square_sum(d: np.ndarray) -> int:
+    """``Σ d²`` as a Python int, exact (int64 when ``n · max d² < 2**63``)."""
+    if d.size == 0:
+        return 0
+    if d.dtype != object:
+        top = max(abs(int(d.max())), abs(int(d.min())))
+        if top * top * d.size < 1 << 63:
+            return int(np.dot(d, d))
+    d = d.astype(object)
+    return int(np.sum(d * d))
+
+
 def _ts_signed(receiver: Synopsis, sender: Synopsis, bits: int) -> np.ndarray:
-    return signed_difference(receiver.ts_sum, sender.ts_sum, bits).astype(object)
+    """Signed timestamp-sum differences: int64 (``ts_bits ≤ 63``), object above."""
+    return signed_difference(receiver.ts_sum, sender.ts_sum, bits)
 
 
 def _repair_from_caches(sender, receiver, decoding: RdaDecoding, sender_cache,
@@ -228,9 +254,12 @@ def _selective_collapse(clean: np.ndarray, ts_diff: np.ndarray, s_count: np.ndar
         if pairs == 0:
             continue
         p, q = chosen[0:2 * pairs:2], chosen[1:2 * pairs:2]
-        d = ts_diff[l][p] - ts_diff[l][q]
-        square_sum += int(np.sum(d * d))
-        collapsed_count += int(np.sum(s_count[l][p].astype(object) + s_count[l][q]))
+        tp, tq = ts_diff[l][p], ts_diff[l][q]
+        if tp.dtype != object and max(abs(int(tp.min())), abs(int(tp.max())), abs(int(
+                tq.min())), abs(int(tq.max()))) >= 1 << 62:
+            tp, tq = tp.astype(object), tq.astype(object)  # the difference could overflow
+        square_sum += _exact_square_sum(tp - tq)
+        collapsed_count += _exact_sum(s_count[l][p]) + _exact_sum(s_count[l][q])
         collapsed_pairs += pairs
     return square_sum, collapsed_count, collapsed_pairs
 
@@ -318,10 +347,9 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
     s_count, clean, nonempty, ts_diff = _clean_buckets(rep_sender, rep_receiver, config)
     unclean = nonempty & ~clean
 
-    counted = int(np.sum(s_count[clean].astype(object))) if clean.any() else 0
-    delay_sum = int(np.sum(ts_diff[clean])) if clean.any() else 0
-    samples = max((int(np.sum(s_count[l][clean[l]].astype(object))) for l in range(k)),
-                  default=0)
+    counted = _exact_sum(s_count[clean])
+    delay_sum = _exact_sum(ts_diff[clean])
+    samples = max((_exact_sum(s_count[l][clean[l]]) for l in range(k)), default=0)
     exact = decoding.decoded and repaired and not unclean.any() and counted > 0
 
     mean_ticks = Fraction(delay_sum, counted) if counted > 0 else None
@@ -338,8 +366,8 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
                                            notes)
     return RdaEstimate(
         config_id=config.config_id,
-        sent=int(np.sum(np.asarray(sender.count[0], dtype=np.uint64).astype(object))),
-        received=int(np.sum(np.asarray(receiver.count[0], dtype=np.uint64).astype(object))),
+        sent=_exact_sum(np.asarray(sender.count[0], dtype=np.uint64)),
+        received=_exact_sum(np.asarray(receiver.count[0], dtype=np.uint64)),
         decoded=decoding.decoded, repaired=repaired, exact=bool(exact),
         lost_found=int(decoding.lost_ids.size),
         reordered_found=int(decoding.reordered_ids.size),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.config import RdaConfig
-from host_sw.contracts.hashing import range_reduce32
+from host_sw.contracts.hashing import RDA_SBOX
 from host_sw.contracts.layouts import signed_difference, wrap
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators._common import check_pair, dataclass_to_dict
@@ -24,6 +24,8 @@ from host_sw.model.golden import Hashers, PacketHashes, update
 
 __all__ = ["PacketCache", "RdaSubtraction", "RdaDecoding", "subtract", "decode", "repair",
            "remove_packets", "sorted_unique"]
+
+_MASK32 = np.uint64(0xFFFFFFFF)
 
 
 # ---------------------------------------------------------------------------------------
@@ -161,35 +163,54 @@ class RdaDecoding:
 
 
 class _BucketFunction:
-    """``h_l`` of every bank, as flat indices ``l·m + h_l(id)``."""
+    """``h_l`` of every bank at once, as flat indices ``l·m + h_l(id)``.
+
+    The contract's bucket hash is ``H3_rda[l](S(ID))`` (:class:`~host_sw.contracts.
+    hashing.RdaBucketHash`): the S-box works byte by byte, so it folds into H3's
+    256-entry byte tables, and two banks' 32-bit outputs share one uint64 entry. Hashing
+    ``n`` IDs into every bank is then one gather of ``8·n`` entries per pair of banks —
+    what makes a peeling round cheap (the decoder hashes the touched buckets every
+    round). Built per call from the given hashers' tables (a few microseconds).
+    """
 
     def __init__(self, config: RdaConfig, hashers: Hashers | None):
         hashers = hashers or Hashers(config)
         if len(hashers.rda_bucket) != config.banks:
             raise ValueError("hashers were not built for this RDA configuration")
-        self.h3 = hashers.rda_bucket
         self.banks, self.m = config.shape
-
-    def bank(self, l: int, ids: np.ndarray) -> np.ndarray:
-        return range_reduce32(self.h3[l].of_u64(ids), self.m)
+        sbox_byte = np.array([(RDA_SBOX[b >> 4] << 4) | RDA_SBOX[b & 0xF]
+                              for b in range(256)], dtype=np.intp)
+        tables = [np.asarray(h.h3.tables, dtype=np.uint64)[:, sbox_byte]
+                  for h in hashers.rda_bucket]
+        self._tables = [(tables[l] if l + 1 == self.banks
+                         else tables[l] | (tables[l + 1] << np.uint64(32))).reshape(-1)
+                        for l in range(0, self.banks, 2)]
+        self._byte_base = (np.arange(8, dtype=np.intp) * 256)[:, None]
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
-        """``(k, n)`` flat bucket positions of each ID in every bank."""
-        return np.stack([self.bank(l, ids) + l * self.m for l in range(self.banks)])
+        """``(k, n)`` int64 flat bucket positions of each ID in every bank."""
+        ids = np.ascontiguousarray(ids, dtype=np.uint64)
+        if not np.little_endian:  # pragma: no cover
+            ids = ids.byteswap()
+        # (8, n): row j holds byte j of every ID, offset to byte j's table.
+        index = ids.view(np.uint8).reshape(-1, 8).T + self._byte_base
+        out = np.empty((self.banks, ids.size), dtype=np.int64)
+        m = np.uint64(self.m)
+        for g, table in enumerate(self._tables):
+            both = np.bitwise_xor.reduce(table[index], axis=0)
+            for half in range(min(2, self.banks - 2 * g)):
+                l = 2 * g + half
+                h = (both >> np.uint64(32 * half)) & _MASK32
+                out[l] = ((h * m) >> np.uint64(32)).astype(np.int64) + l * self.m
+        return out
 
-    def pure(self, flat: np.ndarray, delta: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """The subset of flat positions ``flat`` whose bucket is pure."""
+    def pure(self, flat: np.ndarray, delta: np.ndarray, ids: np.ndarray):
+        """``(pure, where)``: the subset of the flat positions ``flat`` whose bucket is
+        pure, in their order, and the ``(k, n)`` positions of their IDs."""
         flat = flat[np.abs(delta[flat]) == 1]
-        if flat.size == 0:
-            return flat
-        bank = flat // self.m
-        keep = np.zeros(flat.size, dtype=bool)
-        for l in range(self.banks):
-            sel = bank == l
-            if sel.any():
-                home = self.bank(l, ids[flat[sel]]) + l * self.m
-                keep[sel] = home == flat[sel]
-        return flat[keep]
+        where = self.positions(ids[flat])
+        keep = where[flat // self.m, np.arange(flat.size)] == flat
+        return flat[keep], where[:, keep]
 
 
 def _net_peeled(peeled_ids: list, peeled_delta: list):
@@ -244,7 +265,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
     members = {-1: None if sender_ids is None else _membership(sender_ids),
                +1: None if receiver_ids is None else _membership(receiver_ids)}
 
-    candidates = h.pure(np.flatnonzero(np.abs(delta) == 1), delta, ids)
+    candidates, cand_where = h.pure(np.flatnonzero(np.abs(delta) == 1), delta, ids)
     peeled_ids, peeled_delta = [], []
     rounds = 0
     while candidates.size and rounds < limit:
@@ -252,7 +273,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
         x, first = np.unique(ids[candidates], return_index=True)
         home = candidates[first]
         dx = delta[home]
-        where = h.positions(x)
+        where = cand_where[:, first]
         # Guard (a): a genuine member of the difference sits in every bank's bucket.
         genuine = np.all(ids[where] != 0, axis=0)
         for sign, known in members.items():
@@ -269,14 +290,15 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
         if confirmed.any() and not confirmed.all():
             deferred = home[~confirmed]
             x, dx, where = x[confirmed], dx[confirmed], where[:, confirmed]
+        for l in range(k):  # not one call with x broadcast: numpy 2.4's ufunc.at
+            np.bitwise_xor.at(ids, where[l], x)  # reads broadcast values wrongly
+            np.subtract.at(delta, where[l], dx)
         flat = where.reshape(-1)
-        np.bitwise_xor.at(ids, flat, np.tile(x, k))
-        np.subtract.at(delta, flat, np.tile(dx, k))
         peeled_ids.append(x)
         peeled_delta.append(dx)
         # Only touched (and deferred) buckets can have become pure; duplicates are
         # harmless (IDs are deduplicated above).
-        candidates = h.pure(np.concatenate([flat, deferred]), delta, ids)
+        candidates, cand_where = h.pure(np.concatenate([flat, deferred]), delta, ids)
 
     undecoded = int(np.count_nonzero((delta != 0) | (ids != 0)))
     lost, reordered, cancelled, inconsistent = _net_peeled(peeled_ids, peeled_delta)
