@@ -34,8 +34,16 @@ _MASK32 = np.uint64(0xFFFFFFFF)
 
 @dataclass(frozen=True, eq=False)
 class PacketCache:
-    """A measurement point's cache of ``(packet ID, timestamp)`` for one interval, as
-    sorted arrays (built by :meth:`of`).
+    """A measurement point's cache of ``(packet ID, timestamp)``, as sorted arrays (built
+    by :meth:`of`).
+
+    Build it once per capture (or per interval, when caches are flushed per interval)
+    and pass the same object to every :func:`~host_sw.estimators.rda.estimate_rda` call:
+    an estimate only searches it for the decoded IDs (``O(d log n)``), while the other
+    call forms (a dict, an ``(ids, timestamps)`` pair) are converted and checked again
+    on every call — at 100 000 packets that conversion costs more than the estimate.
+    A cache larger than one interval is fine: the membership check and the timestamp
+    look-up only ever ask about IDs decoded from that interval's synopses.
 
     Attributes
     ----------
@@ -63,21 +71,22 @@ class PacketCache:
             except (TypeError, ValueError):
                 raise ValueError("a cache is a {id: timestamp} dict or an (ids, timestamps) "
                                  f"pair of arrays, not {type(cache).__name__}") from None
-            ids = np.asarray(ids_in, dtype=np.uint64).ravel()
-            ts = np.asarray(ts_in).ravel()
+            ids = np.array(ids_in, dtype=np.uint64).ravel()  # a copy: the cache is kept
+            ts = np.array(ts_in).ravel()
             if ids.shape != ts.shape:
                 raise ValueError(f"cache has {ids.size} IDs but {ts.size} timestamps")
         if ts.size and not np.issubdtype(ts.dtype, np.integer):
             raise ValueError(f"cache timestamps must be integer ticks, not {ts.dtype}")
         if ts.size and np.issubdtype(ts.dtype, np.signedinteger) and (ts < 0).any():
             raise ValueError("cache timestamps must be non-negative ticks")
-        order = np.argsort(ids, kind="stable")
-        ids, ts = ids[order], ts[order].astype(np.uint64)
-        if ids.size > 1 and (ids[1:] == ids[:-1]).any():
-            dup = int(ids[1:][ids[1:] == ids[:-1]][0])
-            raise ValueError(f"cache holds packet ID {dup:#018x} more than once; keep one "
-                             f"entry per ID (the paper discards duplicates)")
-        return cls(ids, ts)
+        if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # sorted and distinct: as is
+            order = np.argsort(ids, kind="stable")
+            ids, ts = ids[order], ts[order]
+            if (ids[1:] == ids[:-1]).any():
+                dup = int(ids[1:][ids[1:] == ids[:-1]][0])
+                raise ValueError(f"cache holds packet ID {dup:#018x} more than once; keep "
+                                 f"one entry per ID (the paper discards duplicates)")
+        return cls(ids, ts.astype(np.uint64, copy=False))
 
     def __len__(self):
         return int(self.ids.size)
