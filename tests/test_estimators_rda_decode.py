@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from host_sw.contracts.config import RdaConfig
 from host_sw.estimators.rda import PacketCache, decode, estimate_rda, subtract
-from host_sw.estimators.rda_decode import _BucketFunction
+from host_sw.estimators.rda_decode import BucketPositions
 from host_sw.model.golden import Hashers, PacketHashes, update
 
 
@@ -147,7 +147,7 @@ def test_bucket_kernel_is_the_contracts_bucket_function(seed, banks, buckets, si
     config = RdaConfig(banks=banks, buckets_per_bank=buckets, seed=seed)
     hashers = Hashers(config)
     ids = np.random.default_rng(seed % 2**32).integers(0, 2**64, size=size, dtype=np.uint64)
-    got = _BucketFunction(config, hashers).positions(ids)
+    got = BucketPositions(config, hashers).positions(ids)
     want = [hashers.rda_bucket[l].bucket(ids, buckets) + l * buckets for l in range(banks)]
     assert got.shape == (banks, size)
     assert np.array_equal(got, np.array(want, dtype=np.int64).reshape(banks, size))

@@ -22,10 +22,13 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators._common import check_pair, dataclass_to_dict
 from host_sw.model.golden import Hashers, PacketHashes, update
 
-__all__ = ["PacketCache", "RdaSubtraction", "RdaDecoding", "subtract", "decode", "repair",
-           "remove_packets", "sorted_unique"]
+__all__ = ["PacketCache", "RdaSubtraction", "RdaDecoding", "BucketPositions", "subtract",
+           "decode", "repair", "remove_packets", "sorted_unique"]
 
 _MASK32 = np.uint64(0xFFFFFFFF)
+#: Byte ``b`` through the S-box nibble by nibble (``S`` of the RDA bucket hash, per byte).
+_SBOX_BYTE = np.array([(RDA_SBOX[b >> 4] << 4) | RDA_SBOX[b & 0xF] for b in range(256)],
+                      dtype=np.intp)
 
 
 # ---------------------------------------------------------------------------------------
@@ -171,7 +174,7 @@ class RdaDecoding:
         return dataclass_to_dict(self)
 
 
-class _BucketFunction:
+class BucketPositions:
     """``h_l`` of every bank at once, as flat indices ``l·m + h_l(id)``.
 
     The contract's bucket hash is ``H3_rda[l](S(ID))`` (:class:`~host_sw.contracts.
@@ -179,7 +182,16 @@ class _BucketFunction:
     256-entry byte tables, and two banks' 32-bit outputs share one uint64 entry. Hashing
     ``n`` IDs into every bank is then one gather of ``8·n`` entries per pair of banks —
     what makes a peeling round cheap (the decoder hashes the touched buckets every
-    round). Built per call from the given hashers' tables (a few microseconds).
+    round). Built per call from the given hashers' tables (a few microseconds);
+    ``tests/test_estimators_rda_decode.py`` checks it against the contract's
+    :meth:`~host_sw.contracts.hashing.RdaBucketHash.bucket`.
+
+    Attributes
+    ----------
+    tables:
+        One flat uint64 table of ``8 × 256`` entries per pair of banks: entry
+        ``256·j + b`` is byte ``j`` = ``b`` of the ID through the S-box and H3, bank
+        ``2g`` in the low and bank ``2g+1`` in the high 32 bits.
     """
 
     def __init__(self, config: RdaConfig, hashers: Hashers | None):
@@ -187,11 +199,9 @@ class _BucketFunction:
         if len(hashers.rda_bucket) != config.banks:
             raise ValueError("hashers were not built for this RDA configuration")
         self.banks, self.m = config.shape
-        sbox_byte = np.array([(RDA_SBOX[b >> 4] << 4) | RDA_SBOX[b & 0xF]
-                              for b in range(256)], dtype=np.intp)
-        tables = [np.asarray(h.h3.tables, dtype=np.uint64)[:, sbox_byte]
+        tables = [np.asarray(h.h3.tables, dtype=np.uint64)[:, _SBOX_BYTE]
                   for h in hashers.rda_bucket]
-        self._tables = [(tables[l] if l + 1 == self.banks
+        self.tables = [(tables[l] if l + 1 == self.banks
                          else tables[l] | (tables[l + 1] << np.uint64(32))).reshape(-1)
                         for l in range(0, self.banks, 2)]
         self._byte_base = (np.arange(8, dtype=np.intp) * 256)[:, None]
@@ -205,7 +215,7 @@ class _BucketFunction:
         index = ids.view(np.uint8).reshape(-1, 8).T + self._byte_base
         out = np.empty((self.banks, ids.size), dtype=np.int64)
         m = np.uint64(self.m)
-        for g, table in enumerate(self._tables):
+        for g, table in enumerate(self.tables):
             both = np.bitwise_xor.reduce(table[index], axis=0)
             for half in range(min(2, self.banks - 2 * g)):
                 l = 2 * g + half
@@ -264,7 +274,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
     """
     config = subtraction.config
     k, m = config.shape
-    h = _BucketFunction(config, hashers)
+    h = BucketPositions(config, hashers)
     delta = np.array(subtraction.delta, dtype=np.int64).reshape(-1)
     ids = np.array(subtraction.id_xor, dtype=np.uint64).reshape(-1)
     limit = 1000 if max_rounds is None else max_rounds
