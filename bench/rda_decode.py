@@ -82,7 +82,7 @@ def queue_peel(config, hashers, subtraction, sender_ids: set, receiver_ids: set)
     only (no guards (a)–(c)); returns ``{id: net count}``."""
     k, m = config.shape
     kernel = BucketPositions(config, hashers)
-    tables = [t.tolist() for t in kernel.tables]
+    tables = [t.reshape(-1).tolist() for t in kernel.tables]
     delta = subtraction.delta.reshape(-1).tolist()
     ids = subtraction.id_xor.reshape(-1).tolist()
     members = {-1: sender_ids, 1: receiver_ids}

@@ -182,16 +182,18 @@ class BucketPositions:
     256-entry byte tables, and two banks' 32-bit outputs share one uint64 entry. Hashing
     ``n`` IDs into every bank is then one gather of ``8·n`` entries per pair of banks —
     what makes a peeling round cheap (the decoder hashes the touched buckets every
-    round). Built per call from the given hashers' tables (a few microseconds);
+    round). Built per call from the given hashers' tables (a few microseconds); eight
+    gathers with the ID's bytes as indices beat the golden model's 16-bit tables at
+    every size here (the 256-entry tables stay in the first-level cache);
     ``tests/test_estimators_rda_decode.py`` checks it against the contract's
     :meth:`~host_sw.contracts.hashing.RdaBucketHash.bucket`.
 
     Attributes
     ----------
     tables:
-        One flat uint64 table of ``8 × 256`` entries per pair of banks: entry
-        ``256·j + b`` is byte ``j`` = ``b`` of the ID through the S-box and H3, bank
-        ``2g`` in the low and bank ``2g+1`` in the high 32 bits.
+        One uint64 ``(8, 256)`` table per pair of banks: entry ``[j, b]`` is H3 of
+        byte ``j`` = ``b`` of the ID through the S-box, bank ``2g`` in the low and bank
+        ``2g+1`` in the high 32 bits.
     """
 
     def __init__(self, config: RdaConfig, hashers: Hashers | None):
@@ -201,22 +203,22 @@ class BucketPositions:
         self.banks, self.m = config.shape
         tables = [np.asarray(h.h3.tables, dtype=np.uint64)[:, _SBOX_BYTE]
                   for h in hashers.rda_bucket]
-        self.tables = [(tables[l] if l + 1 == self.banks
-                         else tables[l] | (tables[l + 1] << np.uint64(32))).reshape(-1)
-                        for l in range(0, self.banks, 2)]
-        self._byte_base = (np.arange(8, dtype=np.intp) * 256)[:, None]
+        self.tables = [tables[l] if l + 1 == self.banks
+                       else tables[l] | (tables[l + 1] << np.uint64(32))
+                       for l in range(0, self.banks, 2)]
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """``(k, n)`` int64 flat bucket positions of each ID in every bank."""
         ids = np.ascontiguousarray(ids, dtype=np.uint64)
         if not np.little_endian:  # pragma: no cover
             ids = ids.byteswap()
-        # (8, n): row j holds byte j of every ID, offset to byte j's table.
-        index = ids.view(np.uint8).reshape(-1, 8).T + self._byte_base
+        columns = ids.view(np.uint8).reshape(-1, 8)  # column j: byte j of every ID
         out = np.empty((self.banks, ids.size), dtype=np.int64)
         m = np.uint64(self.m)
         for g, table in enumerate(self.tables):
-            both = np.bitwise_xor.reduce(table[index], axis=0)
+            both = table[0][columns[:, 0]]
+            for j in range(1, 8):
+                both ^= table[j][columns[:, j]]
             for half in range(min(2, self.banks - 2 * g)):
                 l = 2 * g + half
                 h = (both >> np.uint64(32 * half)) & _MASK32
@@ -228,7 +230,7 @@ class BucketPositions:
         pure, in their order, and the ``(k, n)`` positions of their IDs."""
         flat = flat[np.abs(delta[flat]) == 1]
         where = self.positions(ids[flat])
-        keep = where[flat // self.m, np.arange(flat.size)] == flat
+        keep = np.choose(flat // self.m, where) == flat
         return flat[keep], where[:, keep]
 
 
