@@ -201,7 +201,7 @@ def _exact_square_sum(d: np.ndarray) -> int:
 
 
 def _ts_signed(receiver: Synopsis, sender: Synopsis, bits: int) -> np.ndarray:
-    """Signed timestamp-sum differences: int64 (``ts_bits ≤ 63``), object above."""
+    """Signed timestamp-sum differences, int64 (the configuration keeps ``ts_bits ≤ 63``)."""
     return signed_difference(receiver.ts_sum, sender.ts_sum, bits)
 
 

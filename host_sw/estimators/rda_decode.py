@@ -180,7 +180,7 @@ class BucketPositions:
     The contract's bucket hash is ``H3_rda[l](S(ID))`` (:class:`~host_sw.contracts.
     hashing.RdaBucketHash`): the S-box works byte by byte, so it folds into H3's
     256-entry byte tables, and two banks' 32-bit outputs share one uint64 entry. Hashing
-    ``n`` IDs into every bank is then one gather of ``8·n`` entries per pair of banks —
+    ``n`` IDs into every bank is then eight gathers of ``n`` entries per pair of banks —
     what makes a peeling round cheap (the decoder hashes the touched buckets every
     round). Built per call from the given hashers' tables (a few microseconds); eight
     gathers with the ID's bytes as indices beat the golden model's 16-bit tables at
@@ -230,7 +230,7 @@ class BucketPositions:
         pure, in their order, and the ``(k, n)`` positions of their IDs."""
         flat = flat[np.abs(delta[flat]) == 1]
         where = self.positions(ids[flat])
-        keep = np.choose(flat // self.m, where) == flat
+        keep = np.choose(flat // self.m, where) == flat  # the home bank (k ≤ 8 < 32)
         return flat[keep], where[:, keep]
 
 
