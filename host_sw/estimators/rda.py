@@ -44,7 +44,7 @@ Decoding details beyond the paper (documented because they matter):
   ID's membership, which rejects false IDs exactly (:func:`estimate_rda` does this).
 * Peeling runs in vectorised rounds: every bucket pure at the start of a round is peeled
   in that round (distinct IDs once each; removals commute), and only the buckets touched
-  are re-tested, with one table gather hashing them into every bank
+  are re-tested, eight table look-ups (one per ID byte) hashing them into every bank
   (:class:`~host_sw.estimators.rda_decode.BucketPositions`). A round costs tens of
   numpy calls whatever its size, and decoding takes a few rounds below the peeling
   threshold: a difference of 1 000 in 2 × 2 500 buckets decodes in 6 rounds, about a
