@@ -44,8 +44,16 @@ Decoding details beyond the paper (documented because they matter):
   ID's membership, which rejects false IDs exactly (:func:`estimate_rda` does this).
 * Peeling runs in vectorised rounds: every bucket pure at the start of a round is peeled
   in that round (distinct IDs once each; removals commute), and only the buckets touched
-  are re-tested. 100 000 differences decode in well under a second
-  (``bench/rda_decode.py``).
+  are re-tested, eight table look-ups (one per ID byte) hashing them into every bank
+  (:class:`~host_sw.estimators.rda_decode.BucketPositions`). A round costs tens of
+  numpy calls whatever its size, and decoding takes a few rounds below the peeling
+  threshold: a difference of 1 000 in 2 × 2 500 buckets decodes in 6 rounds, about a
+  millisecond, faster than a queue of single peel steps over Python ints, and 100 000
+  differences in well under a second (``bench/rda_decode.py``, ``docs/BENCHMARKS.md``).
+* The caches: build a :class:`PacketCache` once per capture and pass it to every
+  interval's :func:`estimate_rda`. The estimate only searches it for the decoded IDs;
+  given as arrays or a dict, it is sorted and checked again on every call, which at
+  100 000 packets costs ten times the rest of the estimate.
 
 Late binding (§VIII): :func:`estimate_set_difference` estimates ``d = |S_S ⊕ S_R|`` from
 the two caches with MinHash (bottom-``k`` values of a mixed hash of the IDs, as the paper's
@@ -75,8 +83,6 @@ __all__ = ["RdaSubtraction", "RdaDecoding", "RdaEstimate", "PacketCache", "subtr
            "decode", "repair", "estimate_rda", "SetDifferenceEstimate", "minhash_sketch",
            "estimate_set_difference", "late_binding_buckets", "LateBoundRda",
            "rda_from_caches"]
-
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -173,8 +179,30 @@ class RdaEstimate:
         return dataclass_to_dict(self)
 
 
+def _exact_sum(values) -> int:
+    """``Σ values`` as a Python int, exact: summed in int64 when no partial sum can
+    overflow (``n · max |v| < 2**63``), in Python ints otherwise."""
+    v = np.asarray(values)
+    if v.size == 0:
+        return 0
+    if v.dtype != object:
+        top = max(abs(int(v.max())), abs(int(v.min())))
+        if top * v.size < 1 << 63:
+            return int(v.sum(dtype=np.int64))
+    return int(np.sum(v.astype(object)))
+
+
+def _exact_square_sum(d: np.ndarray) -> int:
+    """``Σ d²`` as a Python int, exact (int64 when ``n · max d² < 2**63``)."""
+    top = max(abs(int(d.max())), abs(int(d.min()))) if d.size else 0
+    if d.dtype != object and top * top * d.size < 1 << 63:
+        return int(np.dot(d, d))
+    return int(np.sum(d.astype(object) ** 2))
+
+
 def _ts_signed(receiver: Synopsis, sender: Synopsis, bits: int) -> np.ndarray:
-    return signed_difference(receiver.ts_sum, sender.ts_sum, bits).astype(object)
+    """Signed timestamp-sum differences, int64 (the configuration keeps ``ts_bits ≤ 63``)."""
+    return signed_difference(receiver.ts_sum, sender.ts_sum, bits)
 
 
 def _repair_from_caches(sender, receiver, decoding: RdaDecoding, sender_cache,
@@ -228,9 +256,9 @@ def _selective_collapse(clean: np.ndarray, ts_diff: np.ndarray, s_count: np.ndar
         if pairs == 0:
             continue
         p, q = chosen[0:2 * pairs:2], chosen[1:2 * pairs:2]
-        d = ts_diff[l][p] - ts_diff[l][q]
-        square_sum += int(np.sum(d * d))
-        collapsed_count += int(np.sum(s_count[l][p].astype(object) + s_count[l][q]))
+        # |Δs| ≤ 2**62 (ts_bits ≤ 63), so the difference of two fits int64.
+        square_sum += _exact_square_sum(ts_diff[l][p] - ts_diff[l][q])
+        collapsed_count += _exact_sum(s_count[l][p]) + _exact_sum(s_count[l][q])
         collapsed_pairs += pairs
     return square_sum, collapsed_count, collapsed_pairs
 
@@ -281,13 +309,15 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
     sender, receiver:
         The two RDA synopses of one interval (same configuration).
     sender_cache, receiver_cache:
-        The caches ``{id: timestamp}`` (or ``(ids, timestamps)`` arrays,
-        :class:`PacketCache`) of both points. Without them no bucket is repaired and the
-        mean uses the buckets the difference did not touch.
+        The caches of both points: :class:`PacketCache` objects built once per capture
+        (the fast form: see the module notes), or ``{id: timestamp}`` dicts or
+        ``(ids, timestamps)`` arrays, converted on each call. Without them no bucket is
+        repaired and the mean uses the buckets the difference did not touch.
     confidence:
         Level of the interval for the mean.
     hashers:
-        Optional prebuilt :class:`~host_sw.model.golden.Hashers`.
+        Optional prebuilt :class:`~host_sw.model.golden.Hashers` (building them costs
+        about a millisecond: pass the same ones to every interval).
 
     Returns
     -------
@@ -318,10 +348,9 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
     s_count, clean, nonempty, ts_diff = _clean_buckets(rep_sender, rep_receiver, config)
     unclean = nonempty & ~clean
 
-    counted = int(np.sum(s_count[clean].astype(object))) if clean.any() else 0
-    delay_sum = int(np.sum(ts_diff[clean])) if clean.any() else 0
-    samples = max((int(np.sum(s_count[l][clean[l]].astype(object))) for l in range(k)),
-                  default=0)
+    counted = _exact_sum(s_count[clean])
+    delay_sum = _exact_sum(ts_diff[clean])
+    samples = max((_exact_sum(s_count[l][clean[l]]) for l in range(k)), default=0)
     exact = decoding.decoded and repaired and not unclean.any() and counted > 0
 
     mean_ticks = Fraction(delay_sum, counted) if counted > 0 else None
@@ -338,8 +367,8 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
                                            notes)
     return RdaEstimate(
         config_id=config.config_id,
-        sent=int(np.sum(np.asarray(sender.count[0], dtype=np.uint64).astype(object))),
-        received=int(np.sum(np.asarray(receiver.count[0], dtype=np.uint64).astype(object))),
+        sent=_exact_sum(np.asarray(sender.count[0], dtype=np.uint64)),
+        received=_exact_sum(np.asarray(receiver.count[0], dtype=np.uint64)),
         decoded=decoding.decoded, repaired=repaired, exact=bool(exact),
         lost_found=int(decoding.lost_ids.size),
         reordered_found=int(decoding.reordered_ids.size),

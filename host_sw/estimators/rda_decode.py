@@ -16,14 +16,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.config import RdaConfig
-from host_sw.contracts.hashing import range_reduce32
+from host_sw.contracts.hashing import RDA_SBOX
 from host_sw.contracts.layouts import signed_difference, wrap
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators._common import check_pair, dataclass_to_dict
 from host_sw.model.golden import Hashers, PacketHashes, update
 
-__all__ = ["PacketCache", "RdaSubtraction", "RdaDecoding", "subtract", "decode", "repair",
-           "remove_packets", "sorted_unique"]
+__all__ = ["PacketCache", "RdaSubtraction", "RdaDecoding", "BucketPositions", "subtract",
+           "decode", "repair", "remove_packets", "sorted_unique"]
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+#: Byte ``b`` through the S-box nibble by nibble (``S`` of the RDA bucket hash, per byte).
+_SBOX_BYTE = np.array([(RDA_SBOX[b >> 4] << 4) | RDA_SBOX[b & 0xF] for b in range(256)],
+                      dtype=np.intp)
 
 
 # ---------------------------------------------------------------------------------------
@@ -32,8 +37,16 @@ __all__ = ["PacketCache", "RdaSubtraction", "RdaDecoding", "subtract", "decode",
 
 @dataclass(frozen=True, eq=False)
 class PacketCache:
-    """A measurement point's cache of ``(packet ID, timestamp)`` for one interval, as
-    sorted arrays (built by :meth:`of`).
+    """A measurement point's cache of ``(packet ID, timestamp)``, as sorted arrays (built
+    by :meth:`of`).
+
+    Build it once per capture (or per interval, when caches are flushed per interval)
+    and pass the same object to every :func:`~host_sw.estimators.rda.estimate_rda` call:
+    an estimate only searches it for the decoded IDs (``O(d log n)``), while the other
+    call forms (a dict, an ``(ids, timestamps)`` pair) are converted and checked again
+    on every call — at 100 000 packets that conversion costs more than the estimate.
+    A cache larger than one interval is fine: the membership check and the timestamp
+    look-up only ever ask about IDs decoded from that interval's synopses.
 
     Attributes
     ----------
@@ -61,21 +74,22 @@ class PacketCache:
             except (TypeError, ValueError):
                 raise ValueError("a cache is a {id: timestamp} dict or an (ids, timestamps) "
                                  f"pair of arrays, not {type(cache).__name__}") from None
-            ids = np.asarray(ids_in, dtype=np.uint64).ravel()
-            ts = np.asarray(ts_in).ravel()
+            ids = np.array(ids_in, dtype=np.uint64).ravel()  # a copy: the cache is kept
+            ts = np.array(ts_in).ravel()
             if ids.shape != ts.shape:
                 raise ValueError(f"cache has {ids.size} IDs but {ts.size} timestamps")
         if ts.size and not np.issubdtype(ts.dtype, np.integer):
             raise ValueError(f"cache timestamps must be integer ticks, not {ts.dtype}")
         if ts.size and np.issubdtype(ts.dtype, np.signedinteger) and (ts < 0).any():
             raise ValueError("cache timestamps must be non-negative ticks")
-        order = np.argsort(ids, kind="stable")
-        ids, ts = ids[order], ts[order].astype(np.uint64)
-        if ids.size > 1 and (ids[1:] == ids[:-1]).any():
-            dup = int(ids[1:][ids[1:] == ids[:-1]][0])
-            raise ValueError(f"cache holds packet ID {dup:#018x} more than once; keep one "
-                             f"entry per ID (the paper discards duplicates)")
-        return cls(ids, ts)
+        if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # sorted and distinct: as is
+            order = np.argsort(ids, kind="stable")
+            ids, ts = ids[order], ts[order]
+            if (ids[1:] == ids[:-1]).any():
+                dup = int(ids[1:][ids[1:] == ids[:-1]][0])
+                raise ValueError(f"cache holds packet ID {dup:#018x} more than once; keep "
+                                 f"one entry per ID (the paper discards duplicates)")
+        return cls(ids, ts.astype(np.uint64, copy=False))
 
     def __len__(self):
         return int(self.ids.size)
@@ -160,36 +174,64 @@ class RdaDecoding:
         return dataclass_to_dict(self)
 
 
-class _BucketFunction:
-    """``h_l`` of every bank, as flat indices ``l·m + h_l(id)``."""
+class BucketPositions:
+    """``h_l`` of every bank at once, as flat indices ``l·m + h_l(id)``.
+
+    The contract's bucket hash is ``H3_rda[l](S(ID))`` (:class:`~host_sw.contracts.
+    hashing.RdaBucketHash`): the S-box works byte by byte, so it folds into H3's
+    256-entry byte tables, and two banks' 32-bit outputs share one uint64 entry. Hashing
+    ``n`` IDs into every bank is then eight gathers of ``n`` entries per pair of banks —
+    what makes a peeling round cheap (the decoder hashes the touched buckets every
+    round). Built per call from the given hashers' tables (a few microseconds); eight
+    gathers with the ID's bytes as indices beat the golden model's 16-bit tables at
+    every size here (the 256-entry tables stay in the first-level cache);
+    ``tests/test_estimators_rda_decode.py`` checks it against the contract's
+    :meth:`~host_sw.contracts.hashing.RdaBucketHash.bucket`.
+
+    Attributes
+    ----------
+    tables:
+        One uint64 ``(8, 256)`` table per pair of banks: entry ``[j, b]`` is H3 of
+        byte ``j`` = ``b`` of the ID through the S-box, bank ``2g`` in the low and bank
+        ``2g+1`` in the high 32 bits.
+    """
 
     def __init__(self, config: RdaConfig, hashers: Hashers | None):
         hashers = hashers or Hashers(config)
         if len(hashers.rda_bucket) != config.banks:
             raise ValueError("hashers were not built for this RDA configuration")
-        self.h3 = hashers.rda_bucket
         self.banks, self.m = config.shape
-
-    def bank(self, l: int, ids: np.ndarray) -> np.ndarray:
-        return range_reduce32(self.h3[l].of_u64(ids), self.m)
+        tables = [np.asarray(h.h3.tables, dtype=np.uint64)[:, _SBOX_BYTE]
+                  for h in hashers.rda_bucket]
+        self.tables = [tables[l] if l + 1 == self.banks
+                       else tables[l] | (tables[l + 1] << np.uint64(32))
+                       for l in range(0, self.banks, 2)]
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
-        """``(k, n)`` flat bucket positions of each ID in every bank."""
-        return np.stack([self.bank(l, ids) + l * self.m for l in range(self.banks)])
+        """``(k, n)`` int64 flat bucket positions of each ID in every bank."""
+        ids = np.ascontiguousarray(ids, dtype=np.uint64)
+        if not np.little_endian:  # pragma: no cover
+            ids = ids.byteswap()
+        columns = ids.view(np.uint8).reshape(-1, 8)  # column j: byte j of every ID
+        out = np.empty((self.banks, ids.size), dtype=np.int64)
+        m = np.uint64(self.m)
+        for g, table in enumerate(self.tables):
+            both = table[0][columns[:, 0]]
+            for j in range(1, 8):
+                both ^= table[j][columns[:, j]]
+            for half in range(min(2, self.banks - 2 * g)):
+                l = 2 * g + half
+                h = (both >> np.uint64(32 * half)) & _MASK32
+                out[l] = ((h * m) >> np.uint64(32)).astype(np.int64) + l * self.m
+        return out
 
-    def pure(self, flat: np.ndarray, delta: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """The subset of flat positions ``flat`` whose bucket is pure."""
+    def pure(self, flat: np.ndarray, delta: np.ndarray, ids: np.ndarray):
+        """``(pure, where)``: the subset of the flat positions ``flat`` whose bucket is
+        pure, in their order, and the ``(k, n)`` positions of their IDs."""
         flat = flat[np.abs(delta[flat]) == 1]
-        if flat.size == 0:
-            return flat
-        bank = flat // self.m
-        keep = np.zeros(flat.size, dtype=bool)
-        for l in range(self.banks):
-            sel = bank == l
-            if sel.any():
-                home = self.bank(l, ids[flat[sel]]) + l * self.m
-                keep[sel] = home == flat[sel]
-        return flat[keep]
+        where = self.positions(ids[flat])
+        keep = np.choose(flat // self.m, where) == flat  # the home bank (k ≤ 8 < 32)
+        return flat[keep], where[:, keep]
 
 
 def _net_peeled(peeled_ids: list, peeled_delta: list):
@@ -234,7 +276,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
     """
     config = subtraction.config
     k, m = config.shape
-    h = _BucketFunction(config, hashers)
+    h = BucketPositions(config, hashers)
     delta = np.array(subtraction.delta, dtype=np.int64).reshape(-1)
     ids = np.array(subtraction.id_xor, dtype=np.uint64).reshape(-1)
     limit = 1000 if max_rounds is None else max_rounds
@@ -244,7 +286,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
     members = {-1: None if sender_ids is None else _membership(sender_ids),
                +1: None if receiver_ids is None else _membership(receiver_ids)}
 
-    candidates = h.pure(np.flatnonzero(np.abs(delta) == 1), delta, ids)
+    candidates, cand_where = h.pure(np.flatnonzero(np.abs(delta) == 1), delta, ids)
     peeled_ids, peeled_delta = [], []
     rounds = 0
     while candidates.size and rounds < limit:
@@ -252,7 +294,7 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
         x, first = np.unique(ids[candidates], return_index=True)
         home = candidates[first]
         dx = delta[home]
-        where = h.positions(x)
+        where = cand_where[:, first]
         # Guard (a): a genuine member of the difference sits in every bank's bucket.
         genuine = np.all(ids[where] != 0, axis=0)
         for sign, known in members.items():
@@ -269,14 +311,15 @@ def decode(subtraction: RdaSubtraction, *, hashers: Hashers | None = None,
         if confirmed.any() and not confirmed.all():
             deferred = home[~confirmed]
             x, dx, where = x[confirmed], dx[confirmed], where[:, confirmed]
+        for l in range(k):  # not one call with x broadcast: numpy 2.4's ufunc.at
+            np.bitwise_xor.at(ids, where[l], x)  # reads broadcast values wrongly
+            np.subtract.at(delta, where[l], dx)
         flat = where.reshape(-1)
-        np.bitwise_xor.at(ids, flat, np.tile(x, k))
-        np.subtract.at(delta, flat, np.tile(dx, k))
         peeled_ids.append(x)
         peeled_delta.append(dx)
         # Only touched (and deferred) buckets can have become pure; duplicates are
         # harmless (IDs are deduplicated above).
-        candidates = h.pure(np.concatenate([flat, deferred]), delta, ids)
+        candidates, cand_where = h.pure(np.concatenate([flat, deferred]), delta, ids)
 
     undecoded = int(np.count_nonzero((delta != 0) | (ids != 0)))
     lost, reordered, cancelled, inconsistent = _net_peeled(peeled_ids, peeled_delta)
