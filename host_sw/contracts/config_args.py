@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
-from host_sw.contracts.hashing import default_masks
 
 __all__ = ["add_config_arguments", "config_from_args", "default_config_namespace"]
 
@@ -45,10 +44,7 @@ def config_from_args(args) -> SynopsisConfig:
     """The synopsis configuration named by the command-line arguments."""
     common = {"seed": args.seed}
     if args.window_bytes is not None:
-        # the default masks, cut to the window
-        common["window_bytes"] = args.window_bytes
-        for name, mask in default_masks(args.window_bytes).items():
-            common[f"mask_{name}"] = mask.as_int()
+        common["window_bytes"] = args.window_bytes   # masks: the window's defaults
     if args.synopsis == "lda":
         banks = args.banks if args.banks is not None else 2
         kw = {"banks": banks, "rows": args.rows if args.rows is not None else 1024}
