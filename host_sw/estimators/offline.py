@@ -182,7 +182,7 @@ def capture_cache(trace: Trace, config: SynopsisConfig,
     everything = np.arange(len(trace), dtype=np.int64)
     ticks = Observation(trace, everything, trace.timestamps, everything).ticks(config)
     ids, ticks = hashes.packet[hashes.counted], ticks[hashes.counted]
-    unique, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    _, first, counts = np.unique(ids, return_index=True, return_counts=True)
     keep = first[counts == 1]
     return PacketCache.of((ids[keep], ticks[keep]))
 
