@@ -98,9 +98,11 @@ def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0
 
     ``sent``/``received``/``lost`` are scaled to the whole stream where the synopsis
     samples (LDA: by ``2**thresholds[0]``); ``loss_rate`` is lost/sent over the sampled
-    packets. RDA with both points' packet caches (``(ids, timestamps)``) decodes and
-    repairs: ``lost`` is then the number of lost packets decoded, and ``reordered``,
-    ``decoded`` and ``exact`` are added.
+    packets. RDA with both points' packet caches
+    (:class:`~host_sw.estimators.rda_decode.PacketCache`, built once per capture or
+    stream, or ``(ids, timestamps)`` arrays) decodes and repairs: ``lost`` is then the
+    number of lost packets decoded, and ``reordered``, ``decoded`` and ``exact`` are
+    added (``exact``: the mean is the exact mean delay of the packets both points saw).
     """
     check_comparable(sender.config, receiver.config)
     estimator = PAIR_ESTIMATORS.get(sender.config.kind)

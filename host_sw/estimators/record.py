@@ -12,7 +12,8 @@ one JSON form, one object per line (:meth:`IntervalRecord.to_json`)::
      "sender": {"seq", "packets", "flags", …}, "receiver": {…},
      "estimate": {"mean", "std", "ci": [lo, hi], "lost", "loss_rate", "samples", "sent",
                   "received"} | null,
-     "notes": [...], "true": {...} (when the source knows the truth)}
+     "notes": [...], "true": {...} (when the source knows the truth),
+     "problem": "…" (when the two sources cannot be paired)}
 
 (``estimate`` is :func:`host_sw.estimators.measure.estimate_pair`'s dict without its
 notes.) ``ldactl simulate --json`` prints the compact form of its published contract,
@@ -35,7 +36,7 @@ __all__ = ["IntervalRecord", "record_for_pair", "truth_json", "SUMMARY_ESTIMATE_
 SUMMARY_ESTIMATE_KEYS = ("mean", "std", "lost", "samples", "ci")
 
 _JSON_KEYS = ("interval", "time", "valid", "synopsis", "config_id", "sender", "receiver",
-              "estimate", "notes", "true", "run")
+              "estimate", "notes", "true", "run", "problem")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +47,8 @@ class IntervalRecord:
     config_id: int | None
     estimate: dict | None
     interval: int | None = None
-    #: Unix time of the reading (the later of the two points').
+    #: Unix time of the reading (the later of the two points'); for captures, the
+    #: interval's last capture timestamp.
     time: float | None = None
     valid: bool = True
     #: What each point reported of the interval (sequence number, packets, flags, …).
@@ -56,14 +58,18 @@ class IntervalRecord:
     true: dict | None = None
     #: The run of a simulation (``ldactl simulate --runs``).
     run: int | None = None
+    #: Why the two sources are no pair (offline: ``same_capture``, ``unrelated_captures``,
+    #: ``swapped``, ``clock_offset``; :class:`host_sw.estimators.offline.PairProblem`);
+    #: ``None`` when they are. A record with a problem is invalid.
+    problem: str | None = None
     #: Estimator figures beside the estimate (LDS per-flow errors, …); not in the JSON.
     details: dict = field(default_factory=dict, compare=False)
     #: Keys of a record read back that this type does not know, written back unchanged.
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        """The record's JSON object (module docstring); ``true`` and ``run`` only when
-        known."""
+        """The record's JSON object (module docstring); ``true``, ``run`` and
+        ``problem`` only when known."""
         d = {"interval": self.interval, "time": self.time, "valid": self.valid,
              "synopsis": self.synopsis,
              "config_id": None if self.config_id is None else f"{self.config_id:#010x}",
@@ -73,6 +79,8 @@ class IntervalRecord:
             d["true"] = self.true
         if self.run is not None:
             d["run"] = self.run
+        if self.problem is not None:
+            d["problem"] = self.problem
         d.update(self.extra)
         return d
 
@@ -87,7 +95,7 @@ class IntervalRecord:
                    estimate=d["estimate"], interval=d.get("interval"), time=d.get("time"),
                    valid=d.get("valid"), sender=d.get("sender") or {},
                    receiver=d.get("receiver") or {}, notes=tuple(d.get("notes") or ()),
-                   true=d.get("true"), run=d.get("run"),
+                   true=d.get("true"), run=d.get("run"), problem=d.get("problem"),
                    extra={k: v for k, v in d.items() if k not in _JSON_KEYS})
 
     def summary_json(self) -> dict:
@@ -110,12 +118,15 @@ def truth_json(truth) -> dict:
 def record_for_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98,
                     interval=None, when=None, sender_meta=None, receiver_meta=None,
                     valid: bool = True, notes=(), sender_cache=None, receiver_cache=None,
-                    hashers=None) -> IntervalRecord:
+                    hashers=None, problem: str | None = None) -> IntervalRecord:
     """The record of one interval from its two synopses. An invalid pair (``valid``
-    false, or configurations that differ) gets no estimate; ``notes`` say why. The
-    caches and ``hashers`` go to :func:`~host_sw.estimators.measure.estimate_pair`."""
+    false, a ``problem``, or configurations that differ) gets no estimate; ``notes``
+    say why. ``when`` defaults to now (a live reading). The caches and ``hashers`` go
+    to :func:`~host_sw.estimators.measure.estimate_pair`."""
     notes = list(notes)
+    valid = valid and problem is None
     base = {"interval": interval, "time": when if when is not None else time.time(),
+            "problem": problem,
             "synopsis": sender.config.kind, "config_id": sender.config.config_id,
             "sender": dict(sender_meta or {}), "receiver": dict(receiver_meta or {})}
     try:

@@ -276,8 +276,14 @@ def pair_captures(sender, receiver, *, mode: str = "time", interval_ns: int | No
     Intervals: ``mode="time"`` assigns by each capture's own timestamps on the grid
     ``start_ns + iδ`` (default start: the sender's first timestamp); ``mode="marker"``
     assigns a matched receiver packet to its sender packet's interval and unmatched
-    ones by their own time. ``interval_ns=None``: one interval ending at the sender's
-    last timestamp.
+    ones by their own time. ``interval_ns=None``: one interval holding both captures.
+
+    The intervals cover both captures: the sender's first and last intervals are open
+    towards the captures' ends, so a receiver packet before the sender's first interval
+    or after its last one (the packets still in flight when the sender's capture
+    stopped, or a receiver clock behind the sender's) belongs to that first or last
+    interval. Without that, the receiver's tail would be counted lost at the end and
+    form an interval of its own that the sender never saw.
 
     The truth pairs packets whose invariant header bytes (default packet masks) are
     identical — exact when windows are unique; a repeated window matches its first
@@ -313,7 +319,7 @@ def pair_captures(sender, receiver, *, mode: str = "time", interval_ns: int | No
     else:
         return []
     if interval_ns is None:
-        last = int(s_trace.timestamps.max()) if ns else int(r_trace.timestamps.max())
+        last = max(int(t.timestamps.max()) for t in (s_trace, r_trace) if len(t))
         delta = max(1, last - t0 + 1)
     else:
         if int(interval_ns) <= 0:
@@ -328,6 +334,8 @@ def pair_captures(sender, receiver, *, mode: str = "time", interval_ns: int | No
         r_iv[r_id] = np.where(match >= 0, s_iv[np.maximum(match, 0)], own)
     else:
         r_iv[r_id] = own
+    if ns:   # the sender's first and last intervals reach the captures' ends
+        r_iv[r_id] = np.clip(r_iv[r_id], s_iv[:ns].min(), s_iv[:ns].max())
     return interval_observations(
         sender_trace=s_trace, receiver_trace=r_trace, sender_index=sender_index,
         receiver_index=receiver_index, sender_ts=sender_ts, receiver_ts=receiver_ts,

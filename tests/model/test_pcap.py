@@ -160,3 +160,44 @@ def test_pairing_counts_non_ip_frames_nowhere(tmp_path, trace):
     assert iv.truth.lost_ids.tolist() == [9] and (iv.truth.delays == 50).all()
     assert len(iv.sender) == 11 and len(iv.receiver) == 10
     assert not iv.sender.hashes(LdaConfig()).counted[-1]
+
+
+def _capture_pair(tmp_path, sim):
+    """The sender's and the receiver's capture of a simulated run, as two pcap files."""
+    tr = sim.trace
+    write_pcap(tmp_path / "s.pcap", tr.frames(), tr.timestamps)
+    r_idx = np.concatenate([iv.receiver.indices for iv in sim.intervals])
+    r_ts = np.concatenate([iv.receiver.timestamps for iv in sim.intervals])
+    order = np.argsort(r_ts, kind="stable")
+    write_pcap(tmp_path / "r.pcap", tr.frames(r_idx[order]), r_ts[order])
+    return tmp_path / "s.pcap", tmp_path / "r.pcap"
+
+
+@pytest.mark.parametrize("mode", ["time", "marker"])
+def test_one_interval_holds_both_captures(tmp_path, mode):
+    # Loss-free: the packets still in flight when the sender's capture ends are not lost
+    # and form no receiver-only interval.
+    sim = Scenario(packets=3000, flows=20, delay="exponential:mean=2us", seed=5).run()
+    s, r = _capture_pair(tmp_path, sim)
+    (iv,) = pair_captures(s, r, mode=mode)
+    assert iv.truth.sent == iv.truth.received == 3000
+    assert iv.truth.lost == 0 and iv.truth.reordered == 0
+    assert len(iv.truth.delays) == 3000
+
+
+def test_the_grid_covers_both_captures(tmp_path):
+    # The receiver's tail (after the sender's last interval) and a receiver clock behind
+    # the sender's first timestamp stay in the sender's first and last intervals.
+    sim = Scenario(packets=3000, flows=20, delay="constant:value=5us", seed=5,
+                   clock_offset_ns=-2_000).run()
+    s, r = _capture_pair(tmp_path, sim)
+    t0 = int(sim.trace.timestamps[0])
+    span = int(sim.trace.timestamps[-1]) - t0
+    delta = span // 3 + 1            # three intervals; the receiver's tail past the last
+    paired = pair_captures(s, r, interval_ns=delta, start_ns=t0 + 1_000)
+    assert [p.interval for p in paired] == [-1, 0, 1, 2]
+    assert sum(p.truth.received for p in paired) == 3000
+    first, last = paired[0], paired[-1]
+    assert first.truth.sent > 0 and last.truth.sent > 0
+    assert last.truth.lost == 0      # its in-flight packets are in it at both points
+    assert sum(p.truth.lost for p in paired) == sum(p.truth.reordered for p in paired)

@@ -1,0 +1,235 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Offline analysis of two packet captures: the records of ``ldactl estimate s.pcap
+r.pcap``, with the pairing checked before any number is given.
+
+In the host data flow (``docs/DESIGN.md``, "offline analysis") this is the capture
+branch of "snapshots ► estimators ► records": two captures ►
+:func:`host_sw.model.pcap.pair_captures` (both points' observations per interval, with
+the truth) ► :func:`check_pairing` ► golden synopses ► estimators ► one
+:class:`~host_sw.estimators.record.IntervalRecord` per interval
+(:func:`capture_records`).
+
+Two captures hold more than two devices would: every packet with its timestamp at both
+points. So
+
+* an estimator that decodes (RDA) gets both points' packet caches, built once per
+  capture (:func:`capture_cache`), and repairs the decoded packets: its mean is then the
+  exact mean of the packets both points saw;
+* a pair that cannot be a sender's and a receiver's capture of the same traffic is
+  detected (:class:`PairProblem`): the records are invalid, with the reason in their
+  notes and ``problem``, and carry neither an estimate nor a truth;
+* a record's time is the interval's last capture timestamp, not the time of analysis.
+
+Example
+-------
+>>> records = capture_records("s.pcap", "r.pcap", LdaConfig())   # doctest: +SKIP
+>>> [r.valid for r in records], records[0].problem                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+from host_sw.contracts.config import SynopsisConfig
+from host_sw.estimators.rda_decode import PacketCache
+from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
+from host_sw.model.channel import IntervalObservation, Observation
+from host_sw.model.golden import Hashers
+from host_sw.model.pcap import pair_captures
+from host_sw.model.traffic import Trace
+
+__all__ = ["PairProblem", "PairingCheck", "check_pairing", "capture_cache",
+           "capture_records", "MIN_MATCHED_FRACTION", "MAX_NEGATIVE_FRACTION"]
+
+#: Below this share of the smaller capture's packets found in the other capture, the two
+#: captures are not of the same traffic. (A lossy path keeps it near 1: the receiver's
+#: packets are a subset of the sender's.)
+MIN_MATCHED_FRACTION = 0.5
+
+#: Above this share of matched packets with a negative delay, the clocks disagree by more
+#: than the delays (a few such packets are noted; a single clock step can cause them).
+MAX_NEGATIVE_FRACTION = 0.001
+
+#: The kinds whose estimator decodes the set difference from both points' packet caches.
+_DECODING_KINDS = frozenset({"rda"})
+
+
+class PairProblem(str, enum.Enum):
+    """Why two captures are no sender-receiver pair (the record's ``problem``)."""
+    SAME_CAPTURE = "same_capture"
+    UNRELATED = "unrelated_captures"
+    SWAPPED = "swapped"
+    CLOCK_OFFSET = "clock_offset"
+
+
+@dataclass(frozen=True)
+class PairingCheck:
+    """What the pairing of two captures looks like, over all intervals.
+
+    Attributes
+    ----------
+    problem:
+        Why the pair is unusable, or ``None``.
+    notes:
+        The reason (first, when ``problem`` is set) and remarks that do not invalidate.
+    sender_packets, receiver_packets:
+        Counted packets of each capture.
+    matched:
+        Counted packets found in both captures.
+    negative:
+        Matched packets whose receiver timestamp is before the sender's.
+    """
+    problem: PairProblem | None
+    notes: tuple[str, ...]
+    sender_packets: int
+    receiver_packets: int
+    matched: int
+    negative: int
+
+    @property
+    def valid(self) -> bool:
+        return self.problem is None
+
+
+def _counted(obs: Observation):
+    """``(packet ids, timestamps)`` of the counted packets of an observation."""
+    keep = obs.trace.counted[obs.indices]
+    return obs.packet_ids[keep], obs.timestamps[keep]
+
+
+def _matched_delays(intervals: list[IntervalObservation]):
+    """``(sender packets, receiver packets, delays of the matched ones)`` over all
+    intervals (a packet in different intervals at the two points still matches)."""
+    sides = []
+    for side in ("sender", "receiver"):
+        parts = [_counted(getattr(iv, side)) for iv in intervals]
+        ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        ts = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+        sides.append((ids, ts))
+    (s_ids, s_ts), (r_ids, r_ts) = sides
+    _, si, ri = np.intersect1d(s_ids, r_ids, assume_unique=True, return_indices=True)
+    return len(s_ids), len(r_ids), r_ts[ri] - s_ts[si]
+
+
+def _same_capture(intervals: list[IntervalObservation]) -> bool:
+    s, r = intervals[0].sender.trace, intervals[0].receiver.trace
+    return (s is r or (len(s) == len(r) and np.array_equal(s.timestamps, r.timestamps)
+                       and np.array_equal(s.windows, r.windows)))
+
+
+def _problem(sent: int, received: int, matched: int, negative: int, same: bool):
+    """``(problem, reason)`` of a pairing, in the order the checks are made."""
+    if same:
+        return PairProblem.SAME_CAPTURE, (
+            "the same capture twice: both captures hold the same packets at the same "
+            "timestamps (every delay is 0); give the sender's and the receiver's capture")
+    smaller = min(sent, received)
+    if smaller and matched < MIN_MATCHED_FRACTION * smaller:
+        return PairProblem.UNRELATED, (
+            f"unrelated captures: only {matched} of the {smaller} packets of the smaller "
+            f"capture are in both ({matched / smaller:.1%}; captures of the same traffic "
+            f"share at least {MIN_MATCHED_FRACTION:.0%})")
+    if matched and negative > matched / 2:
+        return PairProblem.SWAPPED, (
+            f"sender and receiver swapped: {negative} of {matched} matched packets "
+            f"({negative / matched:.1%}) reach the receiver before the sender sees them; "
+            f"give the sender's capture first (or the receiver's clock is behind by more "
+            f"than the delays)")
+    if matched and negative > MAX_NEGATIVE_FRACTION * matched:
+        return PairProblem.CLOCK_OFFSET, (
+            f"clock offset larger than the delays: {negative} of {matched} matched "
+            f"packets ({negative / matched:.2%}, more than {MAX_NEGATIVE_FRACTION:.1%}) "
+            f"have a negative delay; synchronise the two capture clocks")
+    return None, None
+
+
+def check_pairing(intervals: list[IntervalObservation]) -> PairingCheck:
+    """Whether paired captures (:func:`~host_sw.model.pcap.pair_captures`) are a
+    sender's and a receiver's capture of the same traffic, with synchronised clocks.
+
+    The checks, in order: the same capture twice (identical packets and timestamps);
+    unrelated captures (fewer than :data:`MIN_MATCHED_FRACTION` of the smaller capture's
+    packets in both); swapped captures (most matched packets with a negative delay);
+    a clock offset larger than the delays (more than :data:`MAX_NEGATIVE_FRACTION`
+    negative). Fewer negative delays than that are noted only.
+    """
+    if not intervals:
+        return PairingCheck(None, (), 0, 0, 0, 0)
+    sent, received, delays = _matched_delays(intervals)
+    matched, negative = len(delays), int((delays < 0).sum())
+    problem, reason = _problem(sent, received, matched, negative, _same_capture(intervals))
+    notes = [] if reason is None else [reason]
+    if problem is None and negative:
+        notes.append(f"{negative} of {matched} matched packets have a negative delay: "
+                     f"the capture clocks disagree by more than the shortest delays")
+    return PairingCheck(problem, tuple(notes), sent, received, matched, negative)
+
+
+def capture_cache(trace: Trace, config: SynopsisConfig,
+                  hashers: Hashers | None = None) -> PacketCache:
+    """A capture's packet cache for RDA: every counted packet's ID with its timestamp in
+    the configuration's ticks, built once and shared by every interval.
+
+    IDs that occur more than once in the capture are left out (the RDA paper discards
+    duplicates): their timestamps are ambiguous, so a decoded duplicate stays unrepaired
+    and the estimate says so.
+    """
+    hashes = trace.hashes(config, hashers=hashers)
+    everything = np.arange(len(trace), dtype=np.int64)
+    ticks = Observation(trace, everything, trace.timestamps, everything).ticks(config)
+    ids, ticks = hashes.packet[hashes.counted], ticks[hashes.counted]
+    _, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    keep = first[counts == 1]
+    return PacketCache.of((ids[keep], ticks[keep]))
+
+
+def _side_meta(obs: Observation) -> dict:
+    """What a capture holds of an interval: packets and first and last timestamp (ns)."""
+    meta = {"packets": len(obs.timestamps)}
+    if len(obs.timestamps):
+        meta.update(first_ns=int(obs.timestamps.min()), last_ns=int(obs.timestamps.max()))
+    return meta
+
+
+def _interval_time(iv: IntervalObservation) -> float | None:
+    """The interval's time: its last timestamp in either capture, Unix seconds."""
+    last = [int(o.timestamps.max()) for o in (iv.sender, iv.receiver) if len(o.timestamps)]
+    return max(last) / 1e9 if last else None
+
+
+def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "time",
+                    interval_ns: int | None = None, start_ns: int | None = None,
+                    confidence: float = 0.98) -> list[IntervalRecord]:
+    """The record of every interval of two captures (paths or
+    :class:`~host_sw.model.pcap.Capture` objects) under ``config``.
+
+    Intervals as :func:`~host_sw.model.pcap.pair_captures` (``interval_ns=None``: one
+    interval holding both captures). A pair that :func:`check_pairing` rejects gives
+    records with ``valid`` false, ``problem`` set, the reason first in ``notes`` and
+    neither estimate nor truth; its remarks are noted on valid records. Raises
+    ``ValueError`` (:class:`~host_sw.model.pcap.CaptureError`) for unreadable captures.
+    """
+    intervals = pair_captures(sender, receiver, mode=mode, interval_ns=interval_ns,
+                              start_ns=start_ns, window_bytes=config.window_bytes)
+    check = check_pairing(intervals)
+    hashers = Hashers(config)
+    caches = (None, None)
+    if intervals and check.valid and config.kind in _DECODING_KINDS:
+        caches = tuple(capture_cache(getattr(intervals[0], side).trace, config, hashers)
+                       for side in ("sender", "receiver"))
+    records = []
+    for iv in intervals:
+        s, r = iv.synopses(config, hashers=hashers)
+        rec = record_for_pair(s, r, confidence=confidence, interval=iv.interval,
+                              when=_interval_time(iv), sender_meta=_side_meta(iv.sender),
+                              receiver_meta=_side_meta(iv.receiver), valid=check.valid,
+                              notes=check.notes, sender_cache=caches[0],
+                              receiver_cache=caches[1], hashers=hashers,
+                              problem=None if check.valid else check.problem.value)
+        records.append(dataclasses.replace(rec, true=truth_json(iv.truth)) if check.valid
+                       else rec)
+    return records

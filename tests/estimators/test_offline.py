@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Offline analysis of two captures: loss-free pairs report no loss, RDA repairs from the
+captures' own timestamps (an exact mean), pairs that are no sender-receiver pair are
+invalid with their reason, and records carry the captures' times and the truth."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.estimators.offline import (MAX_NEGATIVE_FRACTION, PairProblem, capture_cache,
+                                        capture_records, check_pairing)
+from host_sw.estimators.rda import estimate_rda
+from host_sw.estimators.record import IntervalRecord
+from host_sw.model.channel import Scenario
+from host_sw.model.pcap import pair_captures, write_pcap
+from host_sw.model.traffic import synthetic_trace
+
+
+def _write_pair(tmp_path, sim, names=("s", "r")):
+    """The sender's and the receiver's capture of a simulated run."""
+    tr = sim.trace
+    s, r = (tmp_path / f"{n}.pcap" for n in names)
+    write_pcap(s, tr.frames(), tr.timestamps)
+    r_idx = np.concatenate([iv.receiver.indices for iv in sim.intervals])
+    r_ts = np.concatenate([iv.receiver.timestamps for iv in sim.intervals])
+    order = np.argsort(r_ts, kind="stable")
+    write_pcap(r, tr.frames(r_idx[order]), r_ts[order])
+    return s, r
+
+
+@pytest.fixture(scope="module")
+def loss_free(tmp_path_factory):
+    sim = Scenario(packets=3000, flows=20, delay="exponential:mean=2us", seed=5).run()
+    return sim, _write_pair(tmp_path_factory.mktemp("free"), sim)
+
+
+@pytest.fixture(scope="module")
+def lossy(tmp_path_factory):
+    sim = Scenario(packets=4000, flows=30, loss=0.03, delay="exponential:mean=2us",
+                   multipath_fraction=0.05, multipath_extra="constant:value=20us",
+                   seed=11).run()
+    return sim, _write_pair(tmp_path_factory.mktemp("lossy"), sim)
+
+
+@pytest.mark.parametrize("config", [LdaConfig(), RdaConfig()], ids=["lda", "rda"])
+def test_loss_free_pair_reports_no_loss(loss_free, config):
+    _, (s, r) = loss_free
+    (rec,) = capture_records(s, r, config)
+    assert rec.valid and rec.problem is None
+    assert rec.estimate["lost"] == 0 and rec.estimate["loss_rate"] == 0
+    assert rec.true["lost"] == 0 and rec.true["sent"] == rec.true["received"] == 3000
+
+
+def test_rda_mean_is_exact_from_the_captures(lossy):
+    sim, (s, r) = lossy
+    (rec,) = capture_records(s, r, RdaConfig())
+    (iv,) = pair_captures(s, r)
+    truth = Fraction(iv.truth.delay_sum, len(iv.truth.delays))
+    assert iv.truth.lost > 50
+    assert rec.valid and rec.estimate["decoded"] and rec.estimate["exact"]
+    assert rec.estimate["lost"] == iv.truth.lost
+    assert rec.estimate["mean"] == float(truth)
+    assert not any("cache" in n for n in rec.notes), rec.notes
+
+
+def test_rda_caches_built_once_serve_every_interval(lossy):
+    # Time mode, several intervals: packets lost in one interval at the sender and seen
+    # in the next at the receiver are removed from both sides, from the same two caches.
+    sim, (s, r) = lossy
+    config = RdaConfig()
+    span = int(sim.trace.timestamps[-1] - sim.trace.timestamps[0])
+    intervals = pair_captures(s, r, interval_ns=span // 4 + 1)
+    assert len(intervals) == 4 and sum(iv.truth.reordered for iv in intervals) > 0
+    caches = [capture_cache(getattr(intervals[0], side).trace, config)
+              for side in ("sender", "receiver")]
+    for iv in intervals:
+        e = estimate_rda(*iv.synopses(config), sender_cache=caches[0],
+                         receiver_cache=caches[1])
+        assert e.exact, e.notes
+        assert e.mean_ticks == Fraction(iv.truth.delay_sum, len(iv.truth.delays))
+        assert e.lost_found == iv.truth.lost and e.reordered_found == iv.truth.reordered
+
+
+def test_capture_cache_leaves_out_repeated_packets(tmp_path, loss_free):
+    sim, _ = loss_free
+    tr = sim.trace
+    frames = tr.frames(range(10))
+    write_pcap(tmp_path / "d.pcap", frames + frames[:1], list(tr.timestamps[:11]))
+    (iv,) = pair_captures(tmp_path / "d.pcap", tmp_path / "d.pcap")
+    cache = capture_cache(iv.sender.trace, RdaConfig())
+    assert len(cache) == 9
+    assert np.array_equal(np.sort(cache.timestamps), np.sort(tr.timestamps[1:10]))
+
+
+def _invalid(records, problem):
+    assert records
+    for rec in records:
+        assert not rec.valid and rec.problem == problem.value
+        assert rec.estimate is None and rec.true is None
+        assert rec.notes
+    return records[0].notes[0]
+
+
+@pytest.mark.parametrize("config", [LdaConfig(), RdaConfig()], ids=["lda", "rda"])
+def test_the_same_capture_twice(loss_free, config):
+    _, (s, _) = loss_free
+    note = _invalid(capture_records(s, s, config), PairProblem.SAME_CAPTURE)
+    assert "the same capture twice" in note
+
+
+def test_a_copy_of_the_same_capture(tmp_path, loss_free):
+    _, (s, _) = loss_free
+    copy = tmp_path / "copy.pcap"
+    copy.write_bytes(s.read_bytes())
+    _invalid(capture_records(s, copy, LdaConfig(), interval_ns=100_000),
+             PairProblem.SAME_CAPTURE)
+
+
+def test_unrelated_captures(tmp_path, loss_free):
+    _, (s, _) = loss_free
+    other = synthetic_trace(packets=3000, flows=20, seed=99)
+    write_pcap(tmp_path / "u.pcap", other.frames(), other.timestamps)
+    note = _invalid(capture_records(s, tmp_path / "u.pcap", LdaConfig()),
+                    PairProblem.UNRELATED)
+    assert "unrelated captures: only 0 of the 3000" in note
+
+
+def test_heavy_loss_is_no_unrelated_pair(tmp_path):
+    sim = Scenario(packets=2000, flows=20, loss=0.6, delay="exponential:mean=2us",
+                   seed=3).run()
+    s, r = _write_pair(tmp_path, sim)
+    (rec,) = capture_records(s, r, LdaConfig())
+    assert rec.valid and rec.true["lost"] > 1000
+
+
+def test_swapped_sender_and_receiver(lossy):
+    _, (s, r) = lossy
+    note = _invalid(capture_records(r, s, LdaConfig()), PairProblem.SWAPPED)
+    assert "swapped" in note
+
+
+def test_clock_offset_larger_than_the_delays(tmp_path):
+    # Receiver clock 1 µs behind, exponential delays of mean 2 µs: about 39 % negative.
+    sim = Scenario(packets=3000, flows=20, delay="exponential:mean=2us",
+                   clock_offset_ns=-1_000, seed=5).run()
+    s, r = _write_pair(tmp_path, sim)
+    check = check_pairing(pair_captures(s, r))
+    assert check.problem is PairProblem.CLOCK_OFFSET
+    assert 0.3 < check.negative / check.matched < 0.5
+    note = _invalid(capture_records(s, r, RdaConfig(), interval_ns=200_000),
+                    PairProblem.CLOCK_OFFSET)
+    assert "clock offset larger than the delays" in note
+
+
+def test_a_few_negative_delays_are_noted_only(tmp_path):
+    sim = Scenario(packets=3000, flows=20, delay="constant:value=2us", seed=5).run()
+    s, r = _write_pair(tmp_path, sim)
+    (iv,) = pair_captures(s, r)
+    check = check_pairing([iv])
+    assert check.valid and check.negative == 0 and check.notes == ()
+    # one packet reaches the receiver 1 ns before the sender's timestamp
+    tr = sim.trace
+    (siv,) = sim.intervals
+    r_ts = siv.receiver.timestamps.copy()
+    r_ts[0] = siv.sender.timestamps[0] - 1
+    write_pcap(tmp_path / "r1.pcap", tr.frames(siv.receiver.indices), r_ts)
+    (rec,) = capture_records(s, tmp_path / "r1.pcap", LdaConfig())
+    assert 1 <= MAX_NEGATIVE_FRACTION * 3000
+    assert rec.valid and rec.estimate is not None
+    assert any("1 of 3000 matched packets have a negative delay" in n for n in rec.notes)
+
+
+def test_record_times_and_truth_come_from_the_captures(lossy):
+    sim, (s, r) = lossy
+    span = int(sim.trace.timestamps[-1] - sim.trace.timestamps[0])
+    intervals = pair_captures(s, r, interval_ns=span // 3 + 1)
+    records = capture_records(s, r, LdaConfig(), interval_ns=span // 3 + 1)
+    assert [rec.interval for rec in records] == [iv.interval for iv in intervals]
+    for rec, iv in zip(records, intervals):
+        last = max(int(iv.sender.timestamps.max()), int(iv.receiver.timestamps.max()))
+        assert rec.time == last / 1e9
+        assert rec.sender["first_ns"] == int(iv.sender.timestamps.min())
+        assert rec.receiver["last_ns"] == int(iv.receiver.timestamps.max())
+        assert rec.true["mean"] == iv.truth.mean
+        assert rec.true["std"] == iv.truth.std
+
+
+def test_problem_round_trips_through_json(loss_free):
+    _, (s, _) = loss_free
+    (rec,) = capture_records(s, s, LdaConfig())
+    d = rec.to_json()
+    assert d["problem"] == "same_capture" and d["valid"] is False
+    assert IntervalRecord.from_json(d) == rec
+    (ok,) = capture_records(*loss_free[1], LdaConfig())
+    assert "problem" not in ok.to_json()
