@@ -126,6 +126,8 @@ def test_thresholds_for_a_device_without_them_exit_2(capsys):
     ({"kind": 5}, "needs a 'kind'"),
     ({"kind": ["lda"]}, "needs a 'kind'"),
     ({"rows": 1000}, "power of two"),
+    ({"tick_ns": 10 ** 400}, "tick_ns must be a finite number"),
+    ({"window_bytes": 10 ** 12}, "too large"),
 ])
 def test_configuration_files_are_checked(capsys, tmp_path, change, message):
     path = tmp_path / "c.json"

@@ -225,3 +225,6 @@ def load_config(path) -> SynopsisConfig:
         return config_from_dict(d)
     except (TypeError, ValueError) as e:
         raise RunFailure(f"{path}: not a configuration: {e}") from None
+    except (OverflowError, MemoryError):
+        # An absurd size (window_bytes 10**12): the masks it implies do not fit memory.
+        raise RunFailure(f"{path}: not a configuration: a size in it is too large") from None

@@ -59,7 +59,7 @@ def _from_snapshot_files(paths, args) -> list:
         doc = parse_json(read_text(p, "snapshot"), p)
         try:
             snaps.append(Snapshot.from_json(doc))
-        except (ValueError, TypeError, KeyError, OverflowError) as e:
+        except (ValueError, TypeError, KeyError, OverflowError, MemoryError) as e:
             raise RunFailure(f"{p}: not a snapshot: {e}") from None
     return [pair_snapshots(snaps[0], snaps[1], args.confidence)]
 

@@ -39,7 +39,8 @@ def add_simulate_parser(sub) -> None:
                     "is given (e.g. scale=0.133us).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     sim.add_argument("--synopsis", choices=tuple(CONFIG_CLASSES), default="lda")
-    sim.add_argument("--packets", type=int_at_least(1, "positive", _MAX_PACKETS), default=1_000_000,
+    sim.add_argument("--packets", type=int_at_least(1, "positive", _MAX_PACKETS),
+                     default=1_000_000,
                      help="packets sent in the interval")
     sim.add_argument("--loss", type=probability, default=0.01,
                      help="uniform loss probability (0.01 or 1%%)")

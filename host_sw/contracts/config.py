@@ -258,10 +258,14 @@ def _config_value(kind: str, name: str, annotation: str, value):
             raise ValueError(f"{kind} parameter {name} must be an integer, not {value!r}")
         return value
     if annotation == "float":
-        if not (is_int(value) or isinstance(value, float)) or value != value \
-                or value in (float("inf"), float("-inf")):
-            raise ValueError(f"{kind} parameter {name} must be a finite number, not {value!r}")
-        return float(value)
+        try:
+            number = float(value) if is_int(value) or isinstance(value, float) else None
+        except OverflowError:
+            number = None
+        if number is None or number != number or abs(number) == float("inf"):
+            raise ValueError(f"{kind} parameter {name} must be a finite number, "
+                             f"not {value!r:.40}")
+        return number
     if annotation.startswith("tuple[int"):
         if not isinstance(value, (list, tuple)) or not all(is_int(v) for v in value):
             raise ValueError(f"{kind} parameter {name} must be a list of integers, "
@@ -279,8 +283,8 @@ def config_from_dict(d: dict) -> SynopsisConfig:
     d = dict(d)
     kind = d.pop("kind", None)
     if not isinstance(kind, str):
-        raise ValueError(f"a configuration needs a 'kind' ({', '.join(sorted(CONFIG_CLASSES))}), "
-                         f"not {kind!r}")
+        raise ValueError(f"a configuration needs a 'kind' "
+                         f"({', '.join(sorted(CONFIG_CLASSES))}), not {kind!r}")
     cls = config_class(kind)
     types = {f.name: str(f.type) for f in fields(cls)}
     unknown = set(d) - set(types)
