@@ -227,6 +227,14 @@ def test_plot_draws_a_confidence_interval_that_misses_its_mean(capsys, tmp_path)
     assert "cannot draw" in line
 
 
+def test_an_unwritable_output_fails_before_the_device_is_read(capsys, tmp_path):
+    # The fake's interval would be released by the read: nothing is read at all.
+    line = run_failure(capsys, "read", "-d", FAKE, "--swap", "-o", str(tmp_path))
+    assert "it is a directory" in line
+    line = run_failure(capsys, "config", "-d", FAKE, "--save", str(tmp_path / "no" / "c.json"))
+    assert "no directory" in line
+
+
 def test_unreadable_records_and_outputs(capsys, tmp_path):
     assert "cannot read records" in run_failure(capsys, "export", "-i", str(tmp_path))
     path = tmp_path / "r.jsonl"

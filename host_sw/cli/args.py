@@ -28,7 +28,7 @@ from host_sw.model.pcap import CaptureError
 __all__ = ["UsageError", "RunFailure", "RUNTIME_ERRORS", "int_at_least", "int_in",
            "positive_int", "nonneg_int", "real", "confidence", "seconds", "port",
            "mac_address", "threshold_list", "probability", "seed", "seed64", "guard", "dump",
-           "read_text", "parse_json", "load_config"]
+           "check_output", "read_text", "parse_json", "load_config"]
 
 
 class UsageError(Exception):
@@ -190,6 +190,19 @@ def guard(handler):
 def dump(obj, out=None) -> None:
     """One JSON object on its own line (stdout by default), flushed."""
     print(json.dumps(obj), file=out or sys.stdout, flush=True)
+
+
+def check_output(path) -> None:
+    """Fail (:class:`RunFailure`) before any work when ``path`` cannot be written: a
+    directory, or in a directory that does not exist — so that a snapshot is not read
+    and released only to be lost."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise RunFailure(f"cannot write {path}: it is a directory")
+    if not p.parent.is_dir():
+        raise RunFailure(f"cannot write {path}: no directory {p.parent}")
 
 
 def read_text(path, what: str = "") -> str:

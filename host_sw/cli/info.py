@@ -12,8 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
-from host_sw.cli.args import (RunFailure, UsageError, dump, guard, int_in, mac_address,
-                              threshold_list)
+from host_sw.cli.args import (RunFailure, UsageError, check_output, dump, guard, int_in,
+                              mac_address, threshold_list)
 from host_sw.cli.link import add_link_options, open_device
 from host_sw.device.driver import INTERVAL_MODES
 
@@ -117,6 +117,7 @@ def _set_intervals(dev, args) -> None:
 
 def _cmd_config(args) -> int:
     _check_config_options(args)
+    check_output(args.save)
     dev = open_device(args, args.device)
     try:
         config = dev.config

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from host_sw.cli.args import confidence, dump, guard, positive_int, seconds
+from host_sw.cli.args import check_output, confidence, dump, guard, positive_int, seconds
 from host_sw.cli.link import add_link_options, open_device, open_devices
 from host_sw.cli.records import pair_snapshots, snapshot_meta
 from host_sw.cli.table import RECORD_TABLE
@@ -66,6 +66,7 @@ def add_watch_parser(sub) -> None:
 
 
 def _cmd_read(args) -> int:
+    check_output(args.output)
     dev = open_device(args, args.device)
     try:
         if args.swap:
