@@ -98,6 +98,8 @@ def captures(tmp_path_factory):
     (["simulate", "--confidence", "nan"], "--confidence"),
     (["simulate", "--packets", str(10 ** 30)], "--packets"),
     (["simulate", "--clock-offset", str(10 ** 30)], "--clock-offset"),
+    (["read", "-d", FAKE, "--timeout=--"], "--timeout"),
+    (["plan", "--counters", "2048", "--packets=--"], "--packets"),
 ])
 def test_bad_option_values_exit_2_naming_the_option(capsys, argv, option):
     usage_error(capsys, *argv, option=option)

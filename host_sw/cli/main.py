@@ -50,7 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add_parser in _PARSERS:
         add_parser(sub)
+    for command_parser in sub.choices.values():
+        command_parser.set_defaults(command_parser=command_parser)
     return parser
+
+
+def _check_single_values(args) -> None:
+    """Python 3.11's argparse takes ``--option=--`` as an empty list of values (it drops
+    the ``--`` as the end of options) without calling the option's type; refuse it as
+    argparse refuses a missing value."""
+    for action in args.command_parser._actions:
+        if (action.option_strings and action.nargs is None
+                and isinstance(getattr(args, action.dest, None), list)):
+            args.command_parser.error(f"argument {'/'.join(action.option_strings)}: "
+                                      f"expected one argument")
 
 
 #: The start of the one line an unexpected error prints (a bug to report).
@@ -60,6 +73,7 @@ INTERNAL_ERROR = "internal error"
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _check_single_values(args)
     try:
         return args.handler(args)
     except UsageError as e:
