@@ -15,21 +15,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 from host_sw.contracts.config import ConfigMismatch, SynopsisConfig, config_from_dict
-from host_sw.contracts.control_frame import ControlFrameError
+from host_sw.contracts.control_frame import ControlFrameError, mac_to_bytes
 from host_sw.device.driver import DeviceError
 from host_sw.device.transport import TransportError
 from host_sw.model.pcap import CaptureError
 
-__all__ = ["UsageError", "RunFailure", "RUNTIME_ERRORS", "int_at_least", "positive_int",
-           "nonneg_int", "probability", "seed", "guard", "dump", "load_config"]
+__all__ = ["UsageError", "RunFailure", "RUNTIME_ERRORS", "int_at_least", "int_in",
+           "positive_int", "nonneg_int", "real", "confidence", "seconds", "port",
+           "mac_address", "threshold_list", "probability", "seed", "seed64", "guard", "dump",
+           "check_output", "read_text", "parse_json", "load_config"]
 
 
 class UsageError(Exception):
-    """A bad option value found after parsing; reported like argparse does (exit 2)."""
+    """A bad option value found after parsing; reported like argparse does (exit 2):
+    ``argument --OPTION: message`` when ``option`` names it."""
+
+    def __init__(self, message: str, option: str | None = None):
+        super().__init__(f"argument {option}: {message}" if option else message)
 
 
 class RunFailure(Exception):
@@ -41,8 +48,9 @@ RUNTIME_ERRORS = (TransportError, DeviceError, ControlFrameError, CaptureError,
                   ConfigMismatch, OSError)
 
 
-def int_at_least(minimum: int, what: str):
-    """An argparse type: an integer (``_`` separators allowed) of at least ``minimum``."""
+def int_at_least(minimum: int, what: str, maximum: int | None = None):
+    """An argparse type: an integer (``_`` separators allowed) of at least ``minimum``
+    (and at most ``maximum``)."""
     def parse(text: str) -> int:
         try:
             v = int(text.replace("_", ""))
@@ -50,12 +58,88 @@ def int_at_least(minimum: int, what: str):
             v = None
         if v is None or v < minimum:
             raise argparse.ArgumentTypeError(f"expected a {what} integer, not {text!r}")
+        if maximum is not None and v > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, not {text!r}")
         return v
     return parse
 
 
 positive_int = int_at_least(1, "positive")
 nonneg_int = int_at_least(0, "non-negative")
+
+
+def int_in(minimum: int, maximum: int):
+    """An argparse type: an integer (``_`` separators allowed) in ``minimum..maximum``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
+        if not minimum <= v <= maximum:
+            raise argparse.ArgumentTypeError(f"must be {minimum}..{maximum}, not {text!r}")
+        return v
+    return parse
+
+
+def real(*, minimum: float | None = None, maximum: float | None = None,
+         open_min: bool = False, what: str = "number"):
+    """An argparse type: a finite real number (never nan or inf) at least ``minimum``
+    (above it when ``open_min``) and at most ``maximum``."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a {what}, not {text!r}") from None
+        if not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"expected a finite {what}, not {text!r}")
+        if minimum is not None and (v <= minimum if open_min else v < minimum):
+            bound = "above" if open_min else "at least"
+            raise argparse.ArgumentTypeError(f"must be {bound} {minimum:g}, not {text!r}")
+        if maximum is not None and v > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, not {text!r}")
+        return v
+    return parse
+
+
+#: Seconds to wait or sleep: finite, not negative.
+seconds = real(minimum=0, what="number of seconds")
+
+
+def confidence(text: str) -> float:
+    """An argparse type: a confidence level strictly between 0 and 1 (0.98 or 98%)."""
+    try:
+        v = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a confidence level (0.98 or 98%), "
+                                         f"not {text!r}") from None
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, not {text!r}")
+    return v
+
+
+#: A TCP port (0: any free port).
+port = int_in(0, 65535)
+
+
+def mac_address(text: str) -> str:
+    """An argparse type: a MAC address, ``02:00:00:00:00:01``."""
+    try:
+        mac_to_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def threshold_list(text: str) -> tuple[int, ...]:
+    """An argparse type: comma-separated leading-zero thresholds, each 0..32."""
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers (0,6), "
+                                         f"not {text!r}") from None
+    if any(not 0 <= v <= 32 for v in values):
+        raise argparse.ArgumentTypeError(f"thresholds must be 0..32, not {text!r}")
+    return values
 
 
 def probability(text: str) -> float:
@@ -80,6 +164,17 @@ def seed(text: str) -> int:
     return v
 
 
+def seed64(text: str) -> int:
+    """An argparse type: a configuration's 64-bit hash seed (``int(text, 0)``)."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, not {text!r}") from None
+    if not 0 <= v < 2 ** 64:
+        raise argparse.ArgumentTypeError(f"seed must be in 0..2**64-1, not {text!r}")
+    return v
+
+
 def guard(handler):
     """Run a handler; run-time failures print one line on stderr and return 1."""
     def run(args):
@@ -97,18 +192,52 @@ def dump(obj, out=None) -> None:
     print(json.dumps(obj), file=out or sys.stdout, flush=True)
 
 
+def check_output(path) -> None:
+    """Fail (:class:`RunFailure`) before any work when ``path`` cannot be written: a
+    directory, or in a directory that does not exist — so that a snapshot is not read
+    and released only to be lost."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise RunFailure(f"cannot write {path}: it is a directory")
+    if not p.parent.is_dir():
+        raise RunFailure(f"cannot write {path}: no directory {p.parent}")
+
+
+def read_text(path, what: str = "") -> str:
+    """The text of a file (UTF-8); an unreadable or undecodable file is a
+    :class:`RunFailure` naming it."""
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except OSError as e:
+        raise RunFailure(f"cannot read {what}{' ' if what else ''}{path}: "
+                         f"{e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise RunFailure(f"{path} is not a text file (byte {e.start} is not UTF-8)") from None
+
+
+def parse_json(text: str, where) -> object:
+    """A JSON document; malformed (or absurdly nested) JSON is a :class:`RunFailure`
+    naming ``where``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RunFailure(f"{where} is not JSON: {e}") from None
+    except RecursionError:
+        raise RunFailure(f"{where} is not JSON this tool reads (nested too deeply)") from None
+
+
 def load_config(path) -> SynopsisConfig:
     """The configuration in a JSON file: a config dict (``config --save``) or any
     document with one under ``"config"`` (a snapshot)."""
-    try:
-        d = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise RunFailure(f"cannot read configuration {path}: {e}") from None
-    except json.JSONDecodeError as e:
-        raise RunFailure(f"{path} is not JSON: {e}") from None
+    d = parse_json(read_text(path, "configuration"), path)
     if isinstance(d, dict) and "config" in d and isinstance(d["config"], dict):
         d = d["config"]
     try:
         return config_from_dict(d)
     except (TypeError, ValueError) as e:
         raise RunFailure(f"{path}: not a configuration: {e}") from None
+    except (OverflowError, MemoryError):
+        # An absurd size (window_bytes 10**12): the masks it implies do not fit memory.
+        raise RunFailure(f"{path}: not a configuration: a size in it is too large") from None

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
-from host_sw.cli.args import RunFailure, dump, guard, load_config, positive_int
+from host_sw.cli.args import (RunFailure, confidence, dump, guard, load_config, parse_json,
+                              positive_int, read_text)
 from host_sw.cli.records import pair_snapshots
 from host_sw.cli.table import RECORD_TABLE
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
@@ -48,7 +48,7 @@ def add_estimate_parser(sub) -> None:
                    help="interval assignment for captures")
     p.add_argument("--interval-ns", type=positive_int, default=None,
                    help="interval length for captures (default: one interval)")
-    p.add_argument("--confidence", type=float, default=0.98)
+    p.add_argument("--confidence", type=confidence, default=0.98)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=guard(_cmd_estimate))
 
@@ -56,12 +56,11 @@ def add_estimate_parser(sub) -> None:
 def _from_snapshot_files(paths, args) -> list:
     snaps = []
     for p in paths:
+        doc = parse_json(read_text(p, "snapshot"), p)
         try:
-            snaps.append(Snapshot.from_json(json.loads(p.read_text())))
-        except json.JSONDecodeError as e:
-            raise RunFailure(f"{p} is not JSON: {e}") from None
-        except ValueError as e:
-            raise RunFailure(f"{p}: {e}") from None
+            snaps.append(Snapshot.from_json(doc))
+        except (ValueError, TypeError, KeyError, OverflowError, MemoryError) as e:
+            raise RunFailure(f"{p}: not a snapshot: {e}") from None
     return [pair_snapshots(snaps[0], snaps[1], args.confidence)]
 
 
@@ -129,8 +128,21 @@ def _from_packet_captures(caps, args) -> list:
     return records
 
 
+def _check_two_inputs(a: Path, b: Path) -> None:
+    """The sender's and the receiver's inputs must be two different measurements: the
+    same file (or two identical files) twice would be compared with itself."""
+    try:
+        same = a.samefile(b) or a.read_bytes() == b.read_bytes()
+    except OSError:
+        return    # reported, naming the file, when it is read
+    if same:
+        raise RunFailure(f"{a} and {b} are the same input: give the sender's and the "
+                         f"receiver's files")
+
+
 def _records(args) -> list:
     a, b = Path(args.sender), Path(args.receiver)
+    _check_two_inputs(a, b)
     kind = args.input
     if kind == "auto":
         kind = "snapshot" if a.suffix == ".json" else "pcap"

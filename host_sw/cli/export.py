@@ -17,10 +17,11 @@ import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
-from host_sw.cli.args import RunFailure, guard
+from host_sw.cli.args import RunFailure, guard, port
 from host_sw.cli.records import read_records
 
-__all__ = ["add_export_parser", "csv_text", "prometheus_text", "serve_metrics"]
+__all__ = ["add_export_parser", "csv_text", "label_value", "prometheus_text",
+           "serve_metrics"]
 
 _CSV_COLUMNS = ("interval", "time", "valid", "synopsis", "config_id", "mean", "std",
                 "ci_low", "ci_high", "lost", "loss_rate", "samples", "sent", "received",
@@ -36,7 +37,8 @@ def add_export_parser(sub) -> None:
     p.add_argument("--input", "-i", required=True)
     p.add_argument("--format", "-f", choices=("jsonl", "csv", "prometheus"), default="jsonl")
     p.add_argument("--output", "-o", default=None)
-    p.add_argument("--serve", type=int, default=None, metavar="PORT")
+    p.add_argument("--serve", type=port, default=None, metavar="PORT",
+                   help="serve /metrics on 127.0.0.1:PORT (0: any free port)")
     p.add_argument("--serve-once", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(handler=guard(_cmd_export))
 
@@ -78,6 +80,12 @@ _PROM_METRICS = (
 )
 
 
+def label_value(text) -> str:
+    """A label value of the text exposition format, escaped: backslash, double quote and
+    line feed (so a record's text cannot end the label or start a metric line)."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 def prometheus_text(records, prefix: str = "ldactl") -> str:
     """Prometheus text exposition (0.0.4) of the last valid interval's estimate, the
     last interval number and the counts of valid and invalid intervals."""
@@ -85,16 +93,18 @@ def prometheus_text(records, prefix: str = "ldactl") -> str:
     valid = [r.to_json() for r in records if r.valid and r.estimate]
     last = valid[-1] if valid else None
     if last:
-        labels = f'{{synopsis="{last["synopsis"]}",config_id="{last["config_id"]}"}}'
+        labels = (f'{{synopsis="{label_value(last["synopsis"])}",'
+                  f'config_id="{label_value(last["config_id"])}"}}')
         for name, help_text, get in _PROM_METRICS:
             v = get(last["estimate"])
             if v is None:
                 continue
             lines += [f"# HELP {prefix}_{name} {help_text}.", f"# TYPE {prefix}_{name} gauge",
                       f"{prefix}_{name}{labels} {float(v)!r}"]
-        lines += [f"# HELP {prefix}_interval Sequence number of the last valid interval.",
-                  f"# TYPE {prefix}_interval gauge",
-                  f"{prefix}_interval{labels} {last['interval']}"]
+        if last["interval"] is not None:
+            lines += [f"# HELP {prefix}_interval Sequence number of the last valid interval.",
+                      f"# TYPE {prefix}_interval gauge",
+                      f"{prefix}_interval{labels} {last['interval']}"]
     n_valid = len(valid)
     lines += [f"# HELP {prefix}_intervals_total Intervals read, by validity.",
               f"# TYPE {prefix}_intervals_total counter",

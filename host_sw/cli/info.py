@@ -12,7 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
-from host_sw.cli.args import RunFailure, dump, guard
+from host_sw.cli.args import (RunFailure, UsageError, check_output, dump, guard, int_in,
+                              mac_address, threshold_list)
 from host_sw.cli.link import add_link_options, open_device
 from host_sw.device.driver import INTERVAL_MODES
 
@@ -21,6 +22,9 @@ __all__ = ["add_info_parser", "add_config_parser"]
 #: The configuration field holding the run-time sampling thresholds of each kind that
 #: has them (``config --thresholds``).
 _THRESHOLD_FIELDS = {"lda": "thresholds", "lds": "row_thresholds"}
+
+#: INTERVAL_TICKS and INTERVAL_START are 64-bit registers.
+_TICKS = int_in(0, 2 ** 64 - 1)
 
 
 def add_info_parser(sub) -> None:
@@ -40,18 +44,18 @@ def add_config_parser(sub) -> None:
     add_link_options(p)
     p.add_argument("--program", action="store_true",
                    help="write the configuration's thresholds, masks and CONFIG_ID")
-    p.add_argument("--thresholds", default=None, metavar="Z0,Z1,...",
+    p.add_argument("--thresholds", type=threshold_list, default=None, metavar="Z0,Z1,...",
                    help="new per-bank (LDA) / per-row (LDS) thresholds, then program")
-    p.add_argument("--mode", default=None,
-                   help="interval mode: manual, time, marker-send, marker-receive")
-    p.add_argument("--interval-ticks", type=int, default=0, help="interval length, ticks")
-    p.add_argument("--interval-start", type=int, default=0, help="time mode t0, ticks")
+    p.add_argument("--mode", default=None, choices=tuple(INTERVAL_MODES),
+                   help="interval mode")
+    p.add_argument("--interval-ticks", type=_TICKS, default=0, help="interval length, ticks")
+    p.add_argument("--interval-start", type=_TICKS, default=0, help="time mode t0, ticks")
     p.add_argument("--export-inband", action="store_true")
     p.add_argument("--export-host", action="store_true")
     p.add_argument("--auto-release", action="store_true")
-    p.add_argument("--local-mac", default=None)
-    p.add_argument("--export-dst-mac", default=None)
-    p.add_argument("--marker-src-mac", default=None)
+    p.add_argument("--local-mac", type=mac_address, default=None)
+    p.add_argument("--export-dst-mac", type=mac_address, default=None)
+    p.add_argument("--marker-src-mac", type=mac_address, default=None)
     p.add_argument("--save", default=None, metavar="FILE", help="write the config as JSON")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=guard(_cmd_config))
@@ -82,21 +86,25 @@ def _cmd_info(args) -> int:
     return 0
 
 
-def _with_thresholds(config, text: str):
-    """``config`` with the thresholds of ``--thresholds`` (a comma-separated list)."""
-    values = tuple(int(x) for x in text.split(","))
+def _with_thresholds(config, values: tuple[int, ...]):
+    """``config`` with the thresholds of ``--thresholds``; thresholds that do not fit the
+    device's configuration are a usage error."""
     name = _THRESHOLD_FIELDS.get(config.kind)
     if name is None:
-        raise RunFailure(f"{config.kind.upper()} has no thresholds")
+        raise UsageError(f"a {config.kind.upper()} device has no thresholds", "--thresholds")
     try:
         return config.replace(**{name: values})
     except ValueError as e:
-        raise RunFailure(str(e)) from None
+        raise UsageError(str(e), "--thresholds") from None
+
+
+def _check_config_options(args) -> None:
+    """What can be checked before the device is opened (exit 2, nothing written)."""
+    if args.mode == "time" and args.interval_ticks == 0:
+        raise UsageError("time mode needs an interval length (> 0)", "--interval-ticks")
 
 
 def _set_intervals(dev, args) -> None:
-    if args.mode not in INTERVAL_MODES:
-        raise RunFailure(f"--mode must be one of {sorted(INTERVAL_MODES)}")
     try:
         dev.set_intervals(mode=args.mode, ticks=args.interval_ticks,
                           start=args.interval_start, export_inband=args.export_inband,
@@ -108,6 +116,8 @@ def _set_intervals(dev, args) -> None:
 
 
 def _cmd_config(args) -> int:
+    _check_config_options(args)
+    check_output(args.save)
     dev = open_device(args, args.device)
     try:
         config = dev.config

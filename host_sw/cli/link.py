@@ -8,7 +8,7 @@ transport ► driver; ``info``, ``config``, ``read`` and ``watch`` open their de
 
 from __future__ import annotations
 
-from host_sw.cli.args import RunFailure, load_config
+from host_sw.cli.args import RUNTIME_ERRORS, RunFailure, int_in, load_config, real, seed64
 from host_sw.device.driver import Device
 from host_sw.device.transport import open_transports
 
@@ -33,12 +33,13 @@ def add_link_options(p, *, device: bool = True) -> None:
     p.add_argument("--config", metavar="FILE", default=None,
                    help="expected configuration (JSON: a config dict or a snapshot); "
                         "default: discovered from the device")
-    p.add_argument("--seed", type=lambda s: int(s, 0), default=None,
+    p.add_argument("--seed", type=seed64, default=None,
                    help="hash seed for discovery (not readable from the device)")
-    p.add_argument("--tick-ns", type=float, default=None,
+    p.add_argument("--tick-ns", type=real(minimum=0, open_min=True), default=None,
                    help="timebase tick in ns for discovery (default 1.0)")
-    p.add_argument("--timeout", type=float, default=None, help="bus reply timeout, s")
-    p.add_argument("--retries", type=int, default=None, help="bus retries")
+    p.add_argument("--timeout", type=real(minimum=0, open_min=True, maximum=3600),
+                   default=None, help="bus reply timeout, s")
+    p.add_argument("--retries", type=int_in(0, 100), default=None, help="bus retries")
     p.add_argument("--no-id-check", action="store_true",
                    help="do not stop when the device ID differs from the configuration")
 
@@ -58,9 +59,11 @@ def open_devices(args, urls, cores) -> list[Device]:
         for transport in transports:
             devices.append(Device(transport, config=config, seed=args.seed,
                                   tick_ns=args.tick_ns, check_id=not args.no_id_check))
-    except BaseException:
+    except BaseException as e:
         for transport in transports:
             transport.close()
+        if isinstance(e, ValueError) and not isinstance(e, RUNTIME_ERRORS):
+            raise RunFailure(f"cannot use the device: {e}") from None
         raise
     return devices
 

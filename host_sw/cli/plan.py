@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from host_sw.cli.args import RunFailure, UsageError, dump, guard, positive_int, probability
+from host_sw.cli.args import (RunFailure, UsageError, confidence, dump, guard, int_in,
+                              positive_int, probability, real)
 from host_sw.estimators.planning import counter_word_bytes, plan_memory
 
 __all__ = ["add_plan_parser"]
@@ -26,15 +27,17 @@ def add_plan_parser(sub) -> None:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--counters", type=positive_int, default=None)
     g.add_argument("--bytes", type=positive_int, default=None)
-    p.add_argument("--packets", type=float, default=5e6, help="packets per interval")
+    p.add_argument("--packets", type=real(minimum=0, open_min=True), default=5e6,
+                   help="packets per interval")
     p.add_argument("--loss-min", type=probability, default=1e-4)
     p.add_argument("--loss-max", type=probability, default=0.2)
-    p.add_argument("--max-banks", type=positive_int, default=8)
-    p.add_argument("--cv", type=float, default=1.0,
+    p.add_argument("--max-banks", type=int_in(1, 16), default=8)
+    p.add_argument("--cv", type=real(minimum=0), default=1.0,
                    help="expected std/mean of the delay (for the error figure)")
-    p.add_argument("--confidence", type=float, default=0.98)
-    p.add_argument("--count-bits", type=int, default=32)
-    p.add_argument("--ts-bits", type=int, default=40)
+    p.add_argument("--confidence", type=confidence, default=0.98)
+    # The widths a configuration allows (host_sw.contracts.config.SynopsisConfig).
+    p.add_argument("--count-bits", type=int_in(8, 63), default=32)
+    p.add_argument("--ts-bits", type=int_in(16, 63), default=40)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=guard(_cmd_plan))
 
@@ -56,8 +59,15 @@ def _print_plans(args, plans, counters: int, word_bytes: int) -> None:
 
 
 def _cmd_plan(args) -> int:
+    if args.loss_min > args.loss_max:
+        raise UsageError(f"{args.loss_min:g} is above --loss-max {args.loss_max:g}",
+                         "--loss-min")
     word_bytes = counter_word_bytes(count_bits=args.count_bits, ts_bits=args.ts_bits)
     counters = args.counters if args.counters is not None else args.bytes // word_bytes
+    if counters < 2:
+        option = "--counters" if args.counters is not None else "--bytes"
+        raise UsageError(f"the budget must hold at least 2 counters ({word_bytes}-byte "
+                         f"words), not {counters}", option)
     try:
         plans = plan_memory(counters=counters, packets=args.packets, loss_min=args.loss_min,
                             loss_max=args.loss_max, max_banks=args.max_banks, cv=args.cv,

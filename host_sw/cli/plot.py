@@ -27,6 +27,40 @@ def add_plot_parser(sub) -> None:
     p.set_defaults(handler=guard(_cmd_plot))
 
 
+def _draw(good, args, plt) -> None:
+    """The two panels of the records with an estimate, saved to ``--output``."""
+    x = [r.interval if r.interval is not None else k for k, r in enumerate(good)]
+    mean = [r.estimate["mean"] for r in good]
+    ci = [r.estimate.get("ci") or [None, None] for r in good]
+    # A confidence interval that does not hold its mean (a hand-edited record) draws as
+    # no bar on that side rather than a negative one, which matplotlib refuses.
+    yerr = [[max(m - c[0], 0) if c[0] is not None else 0 for m, c in zip(mean, ci)],
+            [max(c[1] - m, 0) if c[1] is not None else 0 for m, c in zip(mean, ci)]]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    try:
+        ax1.errorbar(x, mean, yerr=yerr, fmt="o-", capsize=3, label="estimate (CI)")
+        truth = [(xi, r.true["mean"]) for xi, r in zip(x, good)
+                 if r.true and r.true.get("mean") is not None]
+        if truth:
+            ax1.plot(*zip(*truth), "k--", label="true mean")
+        ax1.set_ylabel("mean delay (ns)")
+        ax1.legend()
+        ax1.set_title(args.title or f"{(good[0].synopsis or '').upper()} estimates")
+        loss = [(xi, r.estimate["loss_rate"] * 100) for xi, r in zip(x, good)
+                if r.estimate.get("loss_rate") is not None]
+        if loss:
+            ax2.plot(*zip(*loss), "s-", color="tab:red")
+        ax2.set_ylabel("loss (%)")
+        ax2.set_xlabel("interval")
+        fig.tight_layout()
+        fig.savefig(args.output, dpi=100)
+    except (ValueError, OverflowError, RuntimeError) as e:
+        # matplotlib's refusals: an unknown file type, values it cannot lay out.
+        raise RunFailure(f"cannot draw {args.output}: {e}") from None
+    finally:
+        plt.close(fig)
+
+
 def _cmd_plot(args) -> int:
     # matplotlib is an optional, heavy dependency: imported only when a plot is drawn.
     import matplotlib
@@ -36,29 +70,6 @@ def _cmd_plot(args) -> int:
             if r.estimate and r.estimate.get("mean") is not None]
     if not good:
         raise RunFailure(f"{args.input} has no interval with an estimate")
-    x = [r.interval if r.interval is not None else k for k, r in enumerate(good)]
-    mean = [r.estimate["mean"] for r in good]
-    lo = [r.estimate["ci"][0] for r in good]
-    hi = [r.estimate["ci"][1] for r in good]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    yerr = [[m - l if l is not None else 0 for m, l in zip(mean, lo)],
-            [h - m if h is not None else 0 for m, h in zip(mean, hi)]]
-    ax1.errorbar(x, mean, yerr=yerr, fmt="o-", capsize=3, label="estimate (CI)")
-    truth = [(xi, r.true["mean"]) for xi, r in zip(x, good)
-             if r.true and r.true.get("mean") is not None]
-    if truth:
-        ax1.plot(*zip(*truth), "k--", label="true mean")
-    ax1.set_ylabel("mean delay (ns)")
-    ax1.legend()
-    ax1.set_title(args.title or f"{(good[0].synopsis or '').upper()} estimates")
-    loss = [(xi, r.estimate["loss_rate"] * 100) for xi, r in zip(x, good)
-            if r.estimate.get("loss_rate") is not None]
-    if loss:
-        ax2.plot(*zip(*loss), "s-", color="tab:red")
-    ax2.set_ylabel("loss (%)")
-    ax2.set_xlabel("interval")
-    fig.tight_layout()
-    fig.savefig(args.output, dpi=100)
-    plt.close(fig)
+    _draw(good, args, plt)
     print(f"wrote {args.output} ({len(good)} intervals)")
     return 0

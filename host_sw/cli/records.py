@@ -9,10 +9,9 @@ table, JSON lines, CSV, Prometheus, plot.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import math
 
-from host_sw.cli.args import RunFailure
+from host_sw.cli.args import RunFailure, parse_json, read_text
 from host_sw.device.driver import Snapshot
 from host_sw.estimators.record import IntervalRecord, record_for_pair
 
@@ -42,21 +41,80 @@ def pair_snapshots(s: Snapshot, r: Snapshot, confidence: float, *, sender_meta=N
                            notes=notes)
 
 
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+#: The checks a record read back must pass (key: the problem when it fails); values may
+#: also be null. What ``export`` and ``plot`` print of a record is one of these.
+_RECORD_CHECKS = {
+    "interval": (_is_int, "an integer"),
+    "run": (_is_int, "an integer"),
+    "time": (_is_number, "a finite number"),
+    "valid": (lambda v: isinstance(v, bool), "true or false"),
+    "synopsis": (lambda v: isinstance(v, str), "a string"),
+    "config_id": (lambda v: _is_int(v) or (isinstance(v, str) and _is_hex(v)),
+                  "a hexadecimal string"),
+    "sender": (lambda v: isinstance(v, dict), "an object"),
+    "receiver": (lambda v: isinstance(v, dict), "an object"),
+    "notes": (lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+              "a list of strings"),
+    "true": (lambda v: isinstance(v, dict) and all(
+        v.get(k) is None or _is_number(v[k]) for k in ("mean", "std")), "an object"),
+}
+
+_ESTIMATE_NUMBERS = ("mean", "std", "lost", "loss_rate", "samples", "sent", "received")
+
+
+def _is_hex(text: str) -> bool:
+    try:
+        int(text, 16)
+    except ValueError:
+        return False
+    return True
+
+
+def _record_problem(d) -> str | None:
+    """Why the JSON value ``d`` is not a record :func:`read_records` accepts, or None."""
+    if not isinstance(d, dict) or "estimate" not in d:
+        return "not an ldactl record (no 'estimate' key)"
+    for key, (ok, what) in _RECORD_CHECKS.items():
+        if d.get(key) is not None and not ok(d[key]):
+            return f"'{key}' must be {what}, not {d[key]!r:.60}"
+    e = d["estimate"]
+    if e is None:
+        return None
+    if not isinstance(e, dict):
+        return f"'estimate' must be an object or null, not {e!r:.60}"
+    for key in _ESTIMATE_NUMBERS:
+        if e.get(key) is not None and not _is_number(e[key]):
+            return f"'estimate.{key}' must be a finite number, not {e[key]!r:.60}"
+    ci = e.get("ci")
+    if ci is not None and not (isinstance(ci, list) and len(ci) == 2
+                               and all(c is None or _is_number(c) for c in ci)):
+        return f"'estimate.ci' must be [low, high], not {ci!r:.60}"
+    return None
+
+
 def read_records(path) -> list[IntervalRecord]:
     """The records of a JSON-lines file (``watch --output``, the demo's
-    ``records.jsonl``); a line that is not a record is a :class:`RunFailure`."""
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise RunFailure(f"cannot read {path}: {e}") from None
+    ``records.jsonl``); a line that is not a record (malformed JSON, a missing key, a value
+    of the wrong type) is a :class:`RunFailure` naming the line."""
+    text = read_text(path, "records")
     out = []
     for k, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        d = parse_json(line, f"{path}:{k}")
+        problem = _record_problem(d)
+        if problem:
+            raise RunFailure(f"{path}:{k}: {problem}")
         try:
-            out.append(IntervalRecord.from_json(json.loads(line)))
-        except json.JSONDecodeError as e:
-            raise RunFailure(f"{path}:{k}: not a JSON record: {e}") from None
+            out.append(IntervalRecord.from_json(d))
         except ValueError as e:
             raise RunFailure(f"{path}:{k}: {e}") from None
     return out

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from host_sw.cli.args import UsageError, nonneg_int, positive_int, probability, seed
+from host_sw.cli.args import (RunFailure, UsageError, confidence, guard, int_at_least, int_in,
+                              nonneg_int,
+                              positive_int, probability, seed)
 from host_sw.cli.table import SIMULATE_TABLE
 from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, RdaConfig, SynopsisConfig,
                                       config_class)
@@ -25,6 +26,9 @@ from host_sw.model.channel import Scenario
 from host_sw.model.pcap import CaptureError, capture_trace
 
 __all__ = ["add_simulate_parser", "simulate_config"]
+
+#: The most packets (and flows) one simulated interval holds: its arrays must fit memory.
+_MAX_PACKETS = 10 ** 9
 
 
 def add_simulate_parser(sub) -> None:
@@ -35,7 +39,8 @@ def add_simulate_parser(sub) -> None:
                     "is given (e.g. scale=0.133us).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     sim.add_argument("--synopsis", choices=tuple(CONFIG_CLASSES), default="lda")
-    sim.add_argument("--packets", type=positive_int, default=1_000_000,
+    sim.add_argument("--packets", type=int_at_least(1, "positive", _MAX_PACKETS),
+                     default=1_000_000,
                      help="packets sent in the interval")
     sim.add_argument("--loss", type=probability, default=0.01,
                      help="uniform loss probability (0.01 or 1%%)")
@@ -55,7 +60,7 @@ def add_simulate_parser(sub) -> None:
                      help="LDS cells per row")
     sim.add_argument("--vlda-cells", type=positive_int, default=1,
                      help="LDS virtual-LDA length k")
-    sim.add_argument("--flows", type=positive_int, default=1000,
+    sim.add_argument("--flows", type=int_at_least(1, "positive", _MAX_PACKETS), default=1000,
                      help="flows in the synthetic trace")
     sim.add_argument("--tune-for-loss", type=probability, default=None, metavar="P",
                      help="LDA: one bank sampling at αm/(pN+1), α=0.5 (LDA §IV-A)")
@@ -63,11 +68,11 @@ def add_simulate_parser(sub) -> None:
                      help="RDA: exactly D lost+reordered packets (half each), replacing --loss")
     sim.add_argument("--reorder", type=probability, default=0.0,
                      help="fraction of packets taking a slower path (multipath reordering)")
-    sim.add_argument("--clock-offset", type=int, default=0, metavar="NS",
+    sim.add_argument("--clock-offset", type=int_in(-2 ** 53, 2 ** 53), default=0, metavar="NS",
                      help="receiver clock minus sender clock, ns")
-    sim.add_argument("--confidence", type=float, default=0.98,
+    sim.add_argument("--confidence", type=confidence, default=0.98,
                      help="confidence level of the intervals")
-    sim.add_argument("--runs", type=positive_int, default=1)
+    sim.add_argument("--runs", type=int_at_least(1, "positive", 10 ** 6), default=1)
     sim.add_argument("--seed", type=seed, default=1)
     sim.add_argument("--pcap", default=None, metavar="FILE",
                      help="take the packets (headers and send times) from a capture")
@@ -76,7 +81,7 @@ def add_simulate_parser(sub) -> None:
                           "(statistically equivalent, faster)")
     sim.add_argument("--json", action="store_true",
                      help="print one JSON object per run: {true:{...}, estimate:{...}}")
-    sim.set_defaults(handler=_cmd_simulate)
+    sim.set_defaults(handler=guard(_cmd_simulate))
 
 
 def _lda(args) -> SynopsisConfig:
@@ -110,8 +115,6 @@ def simulate_config(args) -> SynopsisConfig:
 
 
 def _check_options(args) -> None:
-    if not 0 < args.confidence < 1:
-        raise UsageError(f"--confidence must be in (0, 1), not {args.confidence}")
     if args.set_difference is not None and args.synopsis != "rda":
         raise UsageError("--set-difference applies to --synopsis rda only")
     if args.pcap and args.fast:
@@ -142,12 +145,7 @@ def _cmd_simulate(args) -> int:
         try:
             trace = capture_trace(args.pcap, window_bytes=config.window_bytes)
         except (CaptureError, OSError) as e:
-            print(f"ldactl simulate: cannot read {args.pcap}: {e}", file=sys.stderr)
-            return 1
-    if not args.json:
-        print(f"# {config.kind.upper()} {dict(zip(('banks/rows', 'buckets'), config.shape))} "
-              f"config ID {config.config_id:#010x}; {args.packets} packets, loss {args.loss}, "
-              f"delay {args.delay}, seed {args.seed}", file=sys.stdout)
+            raise RunFailure(f"cannot read {args.pcap}: {e}") from None
     records = []
     try:
         for rec in run_scenario(scenario, config, runs=args.runs,
@@ -158,7 +156,15 @@ def _cmd_simulate(args) -> int:
             records.append(rec)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    except MemoryError:
+        raise RunFailure(f"not enough memory to simulate {args.packets} packets in "
+                         f"{args.flows} flows") from None
     if not args.json:
+        # Printed once every run is done, so that an option found bad while running
+        # leaves no half-printed table behind.
+        print(f"# {config.kind.upper()} {dict(zip(('banks/rows', 'buckets'), config.shape))} "
+              f"config ID {config.config_id:#010x}; {args.packets} packets, loss {args.loss}, "
+              f"delay {args.delay}, seed {args.seed}")
         for line in SIMULATE_TABLE.render(records):
-            print(line, file=sys.stdout)
+            print(line)
     return 0

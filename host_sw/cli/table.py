@@ -145,8 +145,7 @@ def _known_truth(rec: IntervalRecord) -> str:
     t, e = rec.true, rec.estimate
     if not (t and t.get("mean") is not None and e["mean"] is not None):
         return ""
-    return (f"   true {t['mean']:.2f} ns "
-            f"(err {abs(e['mean'] - t['mean']) / abs(t['mean']) * 100:.3f}%)")
+    return f"   true {t['mean']:.2f} ns (err {_rel_error(e['mean'], t['mean'])})"
 
 
 #: ``ldactl watch`` and ``estimate``: one row per interval, the truth when known.

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from host_sw.cli.args import dump, guard, positive_int
+from host_sw.cli.args import check_output, confidence, dump, guard, positive_int, seconds
 from host_sw.cli.link import add_link_options, open_device, open_devices
 from host_sw.cli.records import pair_snapshots, snapshot_meta
 from host_sw.cli.table import RECORD_TABLE
@@ -33,8 +33,8 @@ def add_read_parser(sub) -> None:
     add_link_options(p)
     p.add_argument("--swap", action="store_true", help="end the current interval first")
     p.add_argument("--no-release", action="store_true")
-    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for a frozen "
-                                                            "interval")
+    p.add_argument("--wait", type=seconds, default=10.0, help="seconds to wait for a frozen "
+                                                              "interval")
     p.add_argument("--output", "-o", default=None, help="write the snapshot JSON here")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=guard(_cmd_read))
@@ -56,9 +56,9 @@ def add_watch_parser(sub) -> None:
                    help="stop after this many (default: run until interrupted)")
     p.add_argument("--swap", action="store_true",
                    help="end intervals from the host (manual mode) every --period seconds")
-    p.add_argument("--period", type=float, default=1.0)
-    p.add_argument("--wait", type=float, default=60.0, help="seconds to wait per interval")
-    p.add_argument("--confidence", type=float, default=0.98)
+    p.add_argument("--period", type=seconds, default=1.0)
+    p.add_argument("--wait", type=seconds, default=60.0, help="seconds to wait per interval")
+    p.add_argument("--confidence", type=confidence, default=0.98)
     p.add_argument("--output", "-o", default=None, help="append JSON records here")
     p.add_argument("--progress", action="store_true", help="status counters on stderr")
     p.add_argument("--json", action="store_true")
@@ -66,6 +66,7 @@ def add_watch_parser(sub) -> None:
 
 
 def _cmd_read(args) -> int:
+    check_output(args.output)
     dev = open_device(args, args.device)
     try:
         if args.swap:

@@ -401,18 +401,50 @@ def canonical_json(config: SynopsisConfig) -> str:
     return _canonical_json(config.to_dict())
 
 
+def _config_value(kind: str, name: str, annotation: str, value):
+    """A configuration parameter read from JSON, checked against its field's type: an
+    integer field takes only an integer (never a float, which would be truncated, nor a
+    boolean), a float field any finite number, a tuple field a list of integers."""
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+    if annotation == "int":
+        if not is_int(value):
+            raise ValueError(f"{kind} parameter {name} must be an integer, not {value!r}")
+        return value
+    if annotation == "float":
+        try:
+            number = float(value) if is_int(value) or isinstance(value, float) else None
+        except OverflowError:
+            number = None
+        if number is None or number != number or abs(number) == float("inf"):
+            raise ValueError(f"{kind} parameter {name} must be a finite number, "
+                             f"not {value!r:.40}")
+        return number
+    if annotation.startswith("tuple[int"):
+        if not isinstance(value, (list, tuple)) or not all(is_int(v) for v in value):
+            raise ValueError(f"{kind} parameter {name} must be a list of integers, "
+                             f"not {value!r}")
+        return tuple(value)
+    return value
+
+
 def config_from_dict(d: dict) -> SynopsisConfig:
+    """The configuration of a dict (:meth:`SynopsisConfig.to_dict`, or JSON read from a
+    file): every value is checked for its type before the class checks its range, so a
+    file cannot crash the reader or be silently truncated (``ValueError`` otherwise)."""
+    if not isinstance(d, dict):
+        raise ValueError(f"a configuration is a JSON object, not {type(d).__name__}")
     d = dict(d)
     kind = d.pop("kind", None)
+    if not isinstance(kind, str):
+        raise ValueError(f"a configuration needs a 'kind' "
+                         f"({', '.join(sorted(CONFIG_CLASSES))}), not {kind!r}")
     cls = config_class(kind)
-    known = {f.name for f in fields(cls)}
-    unknown = set(d) - known
+    types = {f.name: str(f.type) for f in fields(cls)}
+    unknown = set(d) - set(types)
     if unknown:
         raise ValueError(f"unknown {kind} parameters: {sorted(unknown)}")
-    for k, v in d.items():
-        if isinstance(v, list):
-            d[k] = tuple(v)
-    return cls(**d)
+    return cls(**{k: _config_value(kind, k, types[k], v) for k, v in d.items()})
 
 
 def check_comparable(sender: SynopsisConfig, receiver: SynopsisConfig) -> None:

@@ -1,0 +1,299 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``ldactl`` never shows a traceback: every sub-command, walked with hypothesis-generated
+bad arguments and files, exits 0, 1 or 2 with at most one ``ldactl COMMAND: error: …``
+line (issue 11, "No traceback, ever"; ``docs/CLI.md``, exit codes).
+
+Each example is one in-process call of :func:`host_sw.cli.main` (its ``SystemExit`` and
+output captured): a sub-command's usual arguments (devices are in-memory fakes,
+``fake://?synopsis=lda``; files are small ones written once) with one option — every
+option that takes a value, of every sub-command, found by walking the parser so that a
+new option is fuzzed without editing this file — and up to two others (flags included)
+replaced by generated values: junk text, huge, negative, nan and infinite numbers,
+missing files, directories, empty files, malformed JSON, configurations and records of
+the wrong types, and random bytes (or a pcap header and random bytes, or random JSON) as
+captures, snapshots, records and configurations. Values that would only make a valid
+command run long (a huge ``--wait``, a free ``--serve`` port) are left out.
+
+Figure: 89 options and ``estimate``'s two positional files, ``_EXAMPLES`` = 16 examples
+each: 1440 generated invocations, about 20 s in ``main`` and 20 s of CPU in all (30 s on
+the shared machine); ``pytest tests/test_cli_fuzz.py -q -s`` prints the count, the time
+and the exit codes (141 × 0, 212 × 1, 1087 × 2 when this was written; the examples are
+derandomized, so the figure repeats).
+"""
+
+import argparse
+import collections
+import contextlib
+import io
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from host_sw.cli import main
+from host_sw.cli.main import INTERNAL_ERROR, build_parser
+from host_sw.contracts import control_frame as cf
+from host_sw.contracts.config import LdaConfig
+from host_sw.model.channel import Scenario, simulate_interval
+from host_sw.model.pcap import write_pcap
+
+_EXAMPLES = 16
+
+FAKE = "fake://?synopsis=lda"
+
+#: Options whose valid values only make a run longer (waits, periods, counts, a server
+#: that would run until interrupted): fuzzed with values that are not such.
+_BOUNDED = {("read", "--wait"), ("watch", "--wait"), ("watch", "--period"),
+            ("watch", "--intervals"), ("export", "--serve"), ("simulate", "--runs"),
+            ("simulate", "--packets"), ("simulate", "--flows"), ("simulate", "--cells"),
+            ("estimate", "--interval-ns"), ("info", "--timeout"), ("config", "--timeout"),
+            ("read", "--timeout"), ("watch", "--timeout"), ("info", "--retries"),
+            ("config", "--retries"), ("read", "--retries"), ("watch", "--retries")}
+#: Never fuzzed: a hidden test switch that waits for one HTTP request.
+_SKIPPED = {("export", "--serve-once")}
+
+_COUNT = {"invocations": 0, "seconds": 0.0, "exit": collections.Counter()}
+
+
+def _commands():
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return sub.choices
+
+
+_PARSERS = _commands()
+
+
+def _options(command: str) -> list[tuple[str, bool]]:
+    """The options of ``command``: (option string, takes a value)."""
+    out = []
+    for action in _PARSERS[command]._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        name = max(action.option_strings, key=len)
+        if (command, name) not in _SKIPPED:
+            out.append((name, action.nargs != 0))
+    return out
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Named small inputs, good and bad, in one directory (also the working directory of
+    every call, so that outputs written to generated names stay there)."""
+    d = tmp_path_factory.mktemp("fuzz")
+    (d / "adir").mkdir()
+    (d / "empty").write_bytes(b"")
+    (d / "rand.bin").write_bytes(np.random.default_rng(1).bytes(700))
+    (d / "bad.json").write_text("{not json")
+    (d / "deep.json").write_text("[" * 100_000)
+    (d / "list.json").write_text("[1, 2]")
+    (d / "nan.json").write_text('{"kind": "lda", "tick_ns": NaN}')
+    (d / "latin1.json").write_bytes(b'{"kind": "\xe9"}')
+    config = LdaConfig(banks=2, rows=64, thresholds=(0, 5))
+    (d / "cfg.json").write_text(json.dumps(config.to_dict()))
+    for name, change in (("cfg_float", {"count_bits": 32.5}),
+                         ("cfg_thr", {"thresholds": [0, 6.7]}), ("cfg_bool", {"banks": True}),
+                         ("cfg_unknown", {"colour": 1}), ("cfg_str", {"rows": "64"}),
+                         ("cfg_range", {"rows": 3})):
+        (d / f"{name}.json").write_text(json.dumps({**config.to_dict(), **change}))
+    s, r = simulate_interval(packets=2000, loss=0.01, seed=3).synopses(config)
+    with contextlib.chdir(d):
+        for name, syn in (("s", s), ("r", r)):
+            frames = cf.build_synopsis_frames(syn, seq=0, src_mac=1, dst_mac=2)
+            write_pcap(f"{name}-export.pcap", frames, list(range(len(frames))))
+        sim = Scenario(packets=300, flows=10, loss=0.02, delay="exponential:mean=2us",
+                       seed=2).run()
+        (iv,) = sim.intervals
+        write_pcap("s.pcap", sim.trace.frames(), sim.trace.timestamps)
+        order = np.argsort(iv.receiver.timestamps, kind="stable")
+        write_pcap("r.pcap", sim.trace.frames(iv.receiver.indices[order]),
+                   iv.receiver.timestamps[order])
+        for name in ("s", "r"):
+            assert _call(["read", "-d", FAKE, "--swap", "-o", f"{name}.json"])[0] == 0
+        code, out, err = _call(["estimate", "s-export.pcap", "r-export.pcap", "--config",
+                                "cfg.json", "--json"])
+        assert code == 0, err
+    good = json.loads(out)
+    records = [good, {**good, "estimate": None, "valid": False}]
+    (d / "rec.jsonl").write_text("".join(json.dumps(x) + "\n" for x in records))
+    bad_records = [{"estimate": 5}, {"estimate": {"mean": "x"}}, {"estimate": {"ci": 3}},
+                   {**good, "notes": "abc"}, {**good, "config_id": "zz"},
+                   {**good, "interval": 1.5}, {**good, "synopsis": 'lda"}\nevil 1\n#'},
+                   {**good, "estimate": {**good["estimate"], "ci": [5.0, 1.0]}},
+                   {**good, "estimate": {**good["estimate"], "mean": 1e308}}, {"valid": 1}]
+    for k, rec in enumerate(bad_records):
+        (d / f"rec_bad{k}.jsonl").write_text(json.dumps(rec) + "\n")
+    (d / "rec_nan.jsonl").write_text(
+        json.dumps(good).replace('"mean": ', '"mean": NaN, "x": ', 1) + "\n")
+    return d
+
+
+_FILE_NAMES = ["missing.json", "missing.pcap", "adir", "empty", "rand.bin", "bad.json",
+               "deep.json", "list.json", "nan.json", "latin1.json", "cfg.json",
+               "cfg_float.json", "cfg_thr.json", "cfg_bool.json", "cfg_unknown.json",
+               "cfg_str.json", "cfg_range.json", "s.pcap", "r.pcap", "s-export.pcap",
+               "r-export.pcap", "s.json", "r.json", "rec.jsonl", "rec_nan.jsonl",
+               *(f"rec_bad{k}.jsonl" for k in range(10))]
+
+_JUNK = ["", " ", "nan", "NaN", "inf", "-inf", "1e309", "-1", "0", "-0", "0x10", "1_000",
+         "1.5", "a,b", "0,6", "6,0", "0,6,7,8", "1%", "150%", "-5%", "02:00:00:00:00:01",
+         "zz:zz", "fake://nobody", "fake://?synopsis=xyz", "tcp://127.0.0.1:1",
+         "loop://?timeout=0.01&resync_delay=0", "fake://?synopsis=lda&timeout=abc",
+         "port1_to_port0", "time", "marker-send", "\x00", "☃", "-", "--", "-h"]
+
+_TEXT = st.text(st.characters(blacklist_characters="/", blacklist_categories=("Cs",)),
+                max_size=10)
+_HUGE = st.integers(10 ** 18, 10 ** 40) | st.integers(-(10 ** 40), -(10 ** 18))
+
+
+def _value(bounded: bool):
+    """A generated option value (text); ``bounded``: none that is a number ≥ 0 (a long
+    wait, many runs, a free port)."""
+    numbers = st.integers(-10, 10).map(str) | _HUGE.map(str) | st.floats().map(repr)
+    values = st.one_of(numbers, st.sampled_from(_JUNK), st.sampled_from(_FILE_NAMES), _TEXT)
+    return values.filter(lambda t: not _non_negative(t)) if bounded else values
+
+
+def _non_negative(text: str) -> bool:
+    try:
+        v = float(text)
+    except ValueError:
+        return False
+    return v >= 0
+
+
+_GENERATED = st.binary(max_size=400) | st.builds(
+    lambda j: json.dumps(j).encode(),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                 lambda c: st.lists(c, max_size=4) | st.dictionaries(
+                     st.sampled_from(["kind", "estimate", "config", "fields", "mean", "ci",
+                                      "seq", "flags", "rows", "banks", "thresholds",
+                                      "count_bits", "notes", "valid", "x"]), c, max_size=5),
+                 max_leaves=12)) | st.builds(
+    lambda tail: bytes.fromhex("d4c3b2a1020004000000000000000000ffff000001000000") + tail,
+    st.binary(max_size=200))
+
+
+#: Each sub-command's usual arguments (the fuzzed options are appended, and argparse
+#: takes the last of a repeated option).
+_BASE = {
+    "simulate": ["--packets", "2000", "--fast", "--flows", "20"],
+    "info": ["-d", FAKE],
+    "config": ["-d", FAKE],
+    "read": ["-d", FAKE, "--swap", "--wait", "0.05"],
+    "watch": ["--sender", FAKE, "--receiver", FAKE, "--swap", "--period", "0",
+              "--intervals", "1", "--wait", "0.05"],
+    "estimate": ["s.json", "r.json"],
+    "export": ["-i", "rec.jsonl"],
+    "plan": ["--counters", "2048"],
+    "plot": ["-i", "rec.jsonl", "-o", "out.png"],
+}
+#: Positional arguments (files) a sub-command takes, also replaced by generated ones.
+_POSITIONAL = {"estimate": 2}
+POSITIONAL = "(positional)"
+
+
+def _call(argv):
+    """``ldactl argv`` in-process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code
+    return (0 if code is None else code), out.getvalue(), err.getvalue()
+
+
+def _option_value(draw, command, name, files):
+    """A generated value of ``name``: a generated file's name (half of the time, for an
+    option that may name a file) or a generated text."""
+    if draw(st.booleans()) and (command, name) not in _BOUNDED:
+        value = f"gen_{name.strip('-')}"
+        files[value] = draw(_GENERATED)
+        return value
+    return draw(_value((command, name) in _BOUNDED))
+
+
+@st.composite
+def _invocation(draw, command: str, target: str):
+    """The arguments of one call: the base ones with ``target`` (an option, or
+    ``POSITIONAL``) and up to two other options replaced; and the generated files."""
+    argv = list(_BASE[command])
+    files = {}
+    options = dict(_options(command))
+    chosen = draw(st.lists(st.sampled_from(sorted(options)), max_size=2))
+    if target == POSITIONAL:
+        for k in range(_POSITIONAL[command]):
+            choice = draw(st.sampled_from(["keep", "name", "generated"]))
+            if choice == "name":
+                argv[k] = draw(st.sampled_from(_FILE_NAMES))
+            elif choice == "generated":
+                argv[k] = f"gen{k}" + draw(st.sampled_from([".json", ".pcap", ".jsonl", ""]))
+                files[argv[k]] = draw(_GENERATED)
+    else:
+        chosen.insert(draw(st.integers(0, len(chosen))), target)
+    for name in chosen:
+        if not options[name]:
+            argv.append(name)
+            continue
+        value = _option_value(draw, command, name, files)
+        argv += [f"{name}={value}"] if draw(st.booleans()) else [name, value]
+    return argv, files
+
+
+def _check(command, argv, code, out, err):
+    where = f"ldactl {' '.join(map(repr, argv))}"
+    assert code in (0, 1, 2), f"{where}: exit {code}\n{err}"
+    assert "Traceback" not in out + err, f"{where}:\n{err}"
+    assert INTERNAL_ERROR not in err, f"{where}:\n{err}"
+    if code:
+        assert f"ldactl {command}: error: " in err, f"{where}: exit {code}\n{err}"
+        if code == 1:
+            errors = [line for line in err.splitlines() if ": error: " in line]
+            assert len(errors) == 1, f"{where}:\n{err}"
+        if command != "watch":   # its table header precedes a failing interval
+            assert out == "", f"{where}: printed before failing:\n{out}"
+
+
+#: Every option that takes a value, of every sub-command, and their positional files.
+_TARGETS = [(command, name) for command in sorted(_PARSERS)
+            for name, takes_value in _options(command) if takes_value] + \
+           [(command, POSITIONAL) for command in sorted(_POSITIONAL)]
+
+
+@pytest.mark.parametrize("command, target", _TARGETS)
+def test_no_traceback_on_any_argument(command, target, files):
+    @settings(max_examples=_EXAMPLES, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def run(data):
+        argv, generated = data.draw(_invocation(command, target))
+        argv = [command, *argv]
+        with contextlib.chdir(files):
+            for name, content in generated.items():
+                with open(name, "wb") as f:
+                    f.write(content)
+            t0 = time.perf_counter()
+            code, out, err = _call(argv)
+            _COUNT["seconds"] += time.perf_counter() - t0
+            _COUNT["invocations"] += 1
+            _COUNT["exit"][code] += 1
+            if os.environ.get("LDACTL_FUZZ_LOG"):
+                print(code, argv, err.strip().splitlines()[-1:])
+            for name in generated:
+                os.remove(name)
+        _check(command, argv, code, out, err)
+
+    run()
+
+
+def test_every_command_is_walked():
+    assert set(_BASE) == set(_PARSERS)
+
+
+def teardown_module():
+    print(f"\nCLI fuzz: {_COUNT['invocations']} generated invocations of ldactl, "
+          f"{_COUNT['seconds']:.1f} s in main(); exit codes {dict(_COUNT['exit'])}")
