@@ -5,15 +5,14 @@ the two measurement points.
 
 In the host data flow (``docs/DESIGN.md``) the input replaces the device: snapshot files ►
 records; exported frames ► reassembled synopses (:mod:`host_sw.contracts.control_frame`) ►
-records; packet captures ► intervals (:func:`host_sw.model.pcap.pair_captures`) ► golden
-synopses ► records with the truth. The records print as the
+records; packet captures ► checked pairing, golden synopses and records with the truth
+(:func:`host_sw.estimators.offline.capture_records`). The records print as the
 :data:`~host_sw.cli.table.RECORD_TABLE` or JSON lines.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from host_sw.cli.args import (RunFailure, confidence, dump, guard, load_config, parse_json,
@@ -25,8 +24,9 @@ from host_sw.contracts.control_frame import (MarkerFrame, NotControlFrameError,
                                              SynopsisReassembler, parse_control_frame)
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.device.driver import Snapshot
-from host_sw.estimators.record import record_for_pair, truth_json
-from host_sw.model.pcap import pair_captures, read_pcap
+from host_sw.estimators.offline import capture_records
+from host_sw.estimators.record import record_for_pair
+from host_sw.model.pcap import read_pcap
 
 __all__ = ["add_estimate_parser"]
 
@@ -113,19 +113,10 @@ def _from_exported_frames(caps, args) -> list:
 def _from_packet_captures(caps, args) -> list:
     config = load_config(args.config) if args.config else config_class(args.synopsis)()
     try:
-        intervals = pair_captures(caps[0], caps[1], mode=args.mode,
-                                  interval_ns=args.interval_ns,
-                                  window_bytes=config.window_bytes)
+        return capture_records(caps[0], caps[1], config, mode=args.mode,
+                               interval_ns=args.interval_ns, confidence=args.confidence)
     except ValueError as e:
         raise RunFailure(str(e)) from None
-    records = []
-    for iv in intervals:
-        s, r = iv.synopses(config)
-        rec = record_for_pair(s, r, confidence=args.confidence, interval=iv.interval,
-                              sender_meta={"packets": len(iv.sender.timestamps)},
-                              receiver_meta={"packets": len(iv.receiver.timestamps)})
-        records.append(dataclasses.replace(rec, true=truth_json(iv.truth)))
-    return records
 
 
 def _check_two_inputs(a: Path, b: Path) -> None:

@@ -145,7 +145,15 @@ def _known_truth(rec: IntervalRecord) -> str:
     t, e = rec.true, rec.estimate
     if not (t and t.get("mean") is not None and e["mean"] is not None):
         return ""
-    return f"   true {t['mean']:.2f} ns (err {_rel_error(e['mean'], t['mean'])})"
+    text = f"   true {t['mean']:.2f} ns (err {_rel_error(e['mean'], t['mean'])})"
+    if t.get("std") is not None and e.get("std") is not None:
+        text += f", std {t['std']:.2f} ns (err {_rel_error(e['std'], t['std'])})"
+    return text
+
+
+def _record_notes(rec: IntervalRecord) -> list[str]:
+    """The notes of a row with numbers (a row without prints them in place of them)."""
+    return [] if rec.estimate is None else [f"    note: {note}" for note in rec.notes]
 
 
 #: ``ldactl watch`` and ``estimate``: one row per interval, the truth when known.
@@ -159,4 +167,4 @@ RECORD_TABLE = Table(columns=(
     Column("ci (ns)", 21, lambda rec: ci_text(rec.estimate["ci"])),
     Column("std ns", 9, _estimate("std", ".2f")),
     Column("samples", 8, _estimate("samples")),
-), suffix=_known_truth)
+), suffix=_known_truth, after=_record_notes)
