@@ -101,8 +101,9 @@ def four_state_safe(text: str) -> str:
         name = match.group(2)
         if name not in triggers:
             return match.group(0)
-        return (f"{match.group(0)}\n`ifndef SYNTHESIS\n{match.group(1)}initial #0 {name}= 1'h1;"
-                f"\n`endif")
+        indent = match.group(1)
+        return (f"{match.group(0)}\n`ifndef SYNTHESIS\n{indent}initial #0 {name}= 1'h1;\n"
+                f"`endif")
 
     return re.sub(r"^(\s*)reg (\\\S+ ) ?= 0;$", add_initial, text, flags=re.M)
 

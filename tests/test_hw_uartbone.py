@@ -17,7 +17,8 @@ from host_sw.contracts import uartbone as ub
 from host_sw.contracts.config import LdaConfig
 from hw import lda_pipeline
 from hw.lda_pipeline import LdaCore
-from hw.uartbone import DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles, timeout_to_cycles
+from hw.uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
+                         timeout_to_cycles)
 
 
 def slave_value(addr):

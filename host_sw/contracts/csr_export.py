@@ -24,8 +24,8 @@ from pathlib import Path
 
 from host_sw.contracts.registers import BUS_DATA_BITS
 
-__all__ = ["BUS_ADDRESS_BITS", "LITEX_BUS_CONSTANTS", "csr_csv_text", "csr_json_text", "write_csr_files",
-           "parse_csr_csv", "parse_csr_json"]
+__all__ = ["BUS_ADDRESS_BITS", "LITEX_BUS_CONSTANTS", "csr_csv_text", "csr_json_text",
+           "write_csr_files", "parse_csr_csv", "parse_csr_json"]
 
 #: Byte addresses on the bus are 32 bits wide (UARTBone sends a 32-bit word address;
 #: LiteX's host tools send byte addresses and divide by 4).
