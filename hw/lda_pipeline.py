@@ -102,22 +102,14 @@ Verilog export
     python -m hw.lda_pipeline --synopsis {lda,rda,lds} [--banks N] [--rows N]
         [--cells N] [--buckets N] [--vlda-cells N] [--thresholds a,b,..]
         [--digest-bits N] [--window-bytes N] [--data-width W] [--seed S]
-        [--uart-timeout CYCLES] [--memory {generic,ecp5}] -o build/lda_core.v
+        [--clk-freq HZ] [--uart-timeout CYCLES] [--memory {generic,ecp5}]
+        [--module-name NAME] -o build/lda_core.v
 
-writes the Verilog module ``lda_core`` (ports: ``clk``, ``rst``; ``s_axis_tdata``,
-``s_axis_tkeep``, ``s_axis_tlast``, ``s_axis_tuser`` (frame error, with ``tlast``),
-``s_axis_tvalid``, ``s_axis_tready``; the same ``m_axis_*``; ``bus_rx_tdata[7:0]``,
-``bus_rx_tvalid``, ``bus_rx_tready``; ``bus_tx_tdata[7:0]``, ``bus_tx_tvalid``,
-``bus_tx_tready``; the host export stream ``m_axis_export_tdata``, ``_tkeep``,
-``_tlast``, ``_tuser`` (always 0), ``_tvalid``, ``_tready`` — tie ``m_axis_export_tready``
-high if unused), and ``csr.csv`` / ``csr.json`` (``host_sw.contracts.regmap``) beside it, and
-prints what it wrote. ``--banks`` is the LDA/RDA bank count, ``--rows`` the LDA rows or
-the LDS rows, ``--cells`` the LDS cells, ``--buckets`` the RDA buckets per bank (also
-accepted: ``--rows`` for RDA), ``--thresholds`` the LDA bank / LDS row thresholds
-(reset values of the THRESHOLDS register).
+writes the Verilog module ``lda_core`` (or ``--module-name``) and ``csr.csv`` /
+``csr.json`` beside it (:mod:`hw.verilog_export`, which has the options; the ports, clock,
+reset and timestamp are written down in ``docs/CORE_INTERFACE.md``).
 """
 
-import argparse
 import sys
 
 from amaranth.hdl import Module, Mux, Signal
@@ -125,7 +117,6 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
 from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
-from host_sw.contracts.config_args import add_config_arguments, config_from_args
 from host_sw.contracts.regmap import register_map
 
 from .bucket_select import BucketSelector
@@ -141,14 +132,18 @@ from .header_tap import HeaderTap
 from .interval_control import RECEIVE_LATENCY, IntervalControl
 from .interval_ledger import IntervalLedger
 from .timebase import Timebase
-from .uartbone import UARTBoneBridge
-from .verilog_export import AxisTop, export_verilog
+from .uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
+                       timeout_to_cycles)
+from .verilog_export import AxisTop, export_main, export_verilog
 
-__all__ = ["PASSTHROUGH_LATENCY", "LdaCore", "AxisTop", "export_verilog",
-           "main"]
+__all__ = ["PASSTHROUGH_LATENCY", "DEFAULT_CLK_FREQ", "LdaCore", "AxisTop",
+           "export_verilog", "main"]
 
 #: Cycles from a beat's transfer on ``s_axis`` to its ``m_axis.valid`` (no backpressure).
 PASSTHROUGH_LATENCY = 1
+#: The clock (Hz) the bridge's default timeout assumes when nothing says otherwise (the
+#: Verilog export without ``--clk-freq``).
+DEFAULT_CLK_FREQ = 100e6
 
 
 def _config_copy(m: Module, value, name: str):
@@ -178,7 +173,13 @@ class LdaCore(wiring.Component):
     data_width:
         Frame data width in bits (a power of two, 8..1024).
     bridge_timeout_cycles:
-        UARTBone: clocks after which a half-received command is dropped.
+        UARTBone: clocks without a byte after which a half-received command is dropped.
+        Default (``None``): :data:`hw.uartbone.DEFAULT_TIMEOUT` (100 ms, as LiteX's
+        UARTBone) at ``clk_freq``.
+    clk_freq:
+        The core's clock in Hz, for the bridge's default timeout. Default (``None``): the
+        platform's ``default_clk_frequency`` when elaborated for a board (the core's
+        ``sync`` domain there), else :data:`DEFAULT_CLK_FREQ`.
     memory:
         Counter RAM kind (:class:`hw.counter_bank.CounterBank`): ``"auto"`` (ECP5 block
         RAM with output register when elaborated for an ECP5 platform, else generic),
@@ -216,14 +217,20 @@ class LdaCore(wiring.Component):
     TAP_WATCH_DELAY = RECEIVE_LATENCY + 1
 
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
-                 bridge_timeout_cycles: int = 100_000, memory: str = "auto"):
+                 bridge_timeout_cycles: int | None = None, clk_freq: float | None = None,
+                 memory: str = "auto"):
         if CONFIG_CLASSES.get(getattr(config, "kind", None)) is not type(config):
             raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
                              f"not {type(config).__name__}")
         check_data_width(data_width)
         self.config = config
         self.data_width = data_width
+        if bridge_timeout_cycles is not None:
+            check_timeout_cycles(bridge_timeout_cycles)
+        if clk_freq is not None:
+            timeout_to_cycles(clk_freq)                             # validates it
         self.bridge_timeout_cycles = bridge_timeout_cycles
+        self.clk_freq = clk_freq
         self.memory = memory
         self.regmap = register_map(config, data_width=data_width)   # validates the width
         self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
@@ -258,7 +265,7 @@ class LdaCore(wiring.Component):
         connect(m, exporter.host, wiring.flipped(self.host_export))
         # Bus: UARTBone bridge → CSR bank.
         m.submodules.bridge = bridge = UARTBoneBridge(
-            timeout_cycles=self.bridge_timeout_cycles)
+            timeout_cycles=self.bridge_timeout_for(platform))
         m.submodules.csr = csr = CsrBank(regmap=self.regmap)
         connect(m, wiring.flipped(self.bus_rx), bridge.rx)
         connect(m, bridge.tx, wiring.flipped(self.bus_tx))
@@ -293,6 +300,16 @@ class LdaCore(wiring.Component):
         self._wire_export(m, exporter, ledger, counters, copies)
         self._wire_status(m, csr, ledger, ic, exporter, tap, counters)
         return m
+
+    def bridge_timeout_for(self, platform=None) -> int:
+        """The bridge's half-command timeout in clocks when elaborated for ``platform``
+        (see the ``bridge_timeout_cycles`` and ``clk_freq`` parameters)."""
+        if self.bridge_timeout_cycles is not None:
+            return self.bridge_timeout_cycles
+        clk_freq = self.clk_freq
+        if clk_freq is None:
+            clk_freq = getattr(platform, "default_clk_frequency", None) or DEFAULT_CLK_FREQ
+        return timeout_to_cycles(clk_freq, DEFAULT_TIMEOUT)
 
     def _wire_tap_watch(self, m, merger, tap, timebase):
         """The tap's view of the stream; returns the registered ``frame_idle``.
@@ -474,32 +491,9 @@ class LdaCore(wiring.Component):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m hw.lda_pipeline",
-        description="Export the LDA/RDA/LDS measurement core as Verilog (module lda_core) "
-                    "with csr.csv/csr.json beside it.")
-    add_config_arguments(parser)
-    parser.add_argument("--data-width", type=int, default=64, help="frame data width, bits")
-    parser.add_argument("--uart-timeout", type=int, default=100_000,
-                        help="UARTBone half-command timeout in clocks")
-    parser.add_argument("--memory", choices=("generic", "ecp5"), default="generic",
-                        help="counter RAMs: generic (any simulator/tool) or ECP5 DP16KD")
-    parser.add_argument("-o", "--output", default="build/lda_core.v")
-    args = parser.parse_args(argv)
-    try:
-        config = config_from_args(args)
-        core = LdaCore(config=config, data_width=args.data_width,
-                       bridge_timeout_cycles=args.uart_timeout, memory=args.memory)
-    except ValueError as exc:
-        parser.error(str(exc))
-    written = export_verilog(core, args.output)
-    print(f"{config.kind} core: shape {config.shape}, data width {args.data_width}, "
-          f"config ID {config.config_id:#010x}, register map ID {core.regmap.id_value:#010x}")
-    print(f"pass-through latency {core.passthrough_latency} cycle(s), measurement latency "
-          f"{core.measurement_latency} cycles (EOF to update request)")
-    for path in written:
-        print(f"wrote {path}")
-    return 0
+    """``python -m hw.lda_pipeline``: :func:`hw.verilog_export.export_main` for
+    :class:`LdaCore`."""
+    return export_main(argv, make_core=LdaCore)
 
 
 if __name__ == "__main__":

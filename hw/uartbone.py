@@ -21,9 +21,12 @@ Protocol (all multi-byte values big-endian)::
   are consumed, nothing is accessed and nothing answered.
 * Unknown command bytes are dropped (so are bytes arriving while the bridge waits for a
   command, whatever they are, if they are not a command).
-* If the next byte of a command does not arrive within ``timeout_cycles`` clocks of the
-  previous one, the half-received command is dropped and the bridge waits for a new
-  command. A host resynchronises by pausing longer than that.
+* If the next byte of a command does not arrive within the timeout (``timeout_cycles``
+  clocks; by default :data:`DEFAULT_TIMEOUT` = 100 ms of the clock, LiteX's UARTBone
+  figure) of the previous one, the half-received command is dropped and the bridge waits
+  for a new command. A host resynchronises by pausing longer than that. The timeout is
+  long because a USB-serial adapter delivers a command in pieces, milliseconds apart: a
+  short one would drop real commands and then execute their tails as commands.
 * ``rx`` is not ready while the bridge performs bus accesses or sends a reply (hosts wait
   for a read's reply before sending more; the UART PHY flags an overrun otherwise).
 """
@@ -38,7 +41,28 @@ from host_sw.contracts.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_
 
 from .csr import csr_bus_signature
 
-__all__ = ["UARTBoneBridge"]
+__all__ = ["DEFAULT_TIMEOUT", "UARTBoneBridge", "check_timeout_cycles",
+           "timeout_to_cycles"]
+
+#: Seconds without a byte after which a half-received command is dropped: LiteX's
+#: UARTBone (``Stream2Wishbone``: ``WaitTimer(100e-3*clk_freq)``).
+DEFAULT_TIMEOUT = 100e-3
+
+
+def timeout_to_cycles(clk_freq: float, timeout: float = DEFAULT_TIMEOUT) -> int:
+    """Clocks of ``timeout`` seconds at ``clk_freq`` Hz (at least 1)."""
+    if not clk_freq > 0:
+        raise ValueError(f"clk_freq must be a positive frequency in Hz, not {clk_freq}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout}")
+    return max(1, round(timeout * clk_freq))
+
+
+def check_timeout_cycles(timeout_cycles) -> None:
+    """Raise ValueError unless ``timeout_cycles`` is a positive integer."""
+    if isinstance(timeout_cycles, bool) or not isinstance(timeout_cycles, int) \
+            or timeout_cycles < 1:
+        raise ValueError(f"timeout_cycles must be a positive integer, not {timeout_cycles}")
 
 
 class UARTBoneBridge(wiring.Component):
@@ -47,7 +71,9 @@ class UARTBoneBridge(wiring.Component):
     Parameters
     ----------
     timeout_cycles : int
-        Clocks without a byte after which a half-received command is dropped (≥ 1).
+        Clocks without a byte after which a half-received command is dropped (≥ 1);
+        :func:`timeout_to_cycles` converts seconds at a clock frequency (the default of a
+        core is :data:`DEFAULT_TIMEOUT`).
 
     Members
     -------
@@ -60,8 +86,7 @@ class UARTBoneBridge(wiring.Component):
     """
 
     def __init__(self, *, timeout_cycles: int):
-        if not isinstance(timeout_cycles, int) or timeout_cycles < 1:
-            raise ValueError(f"timeout_cycles must be a positive integer, not {timeout_cycles}")
+        check_timeout_cycles(timeout_cycles)
         self.timeout_cycles = timeout_cycles
         super().__init__({
             "rx": In(stream.Signature(8)),

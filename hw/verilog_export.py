@@ -3,11 +3,26 @@
 
 Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): around
 :class:`hw.lda_pipeline.LdaCore`, at the edge of the gateware — the ports of the Verilog
-module ``lda_core`` that cocotb benches and other tools attach to, with the register map
-exports (``csr.csv`` / ``csr.json``) written beside it. ``python -m hw.lda_pipeline``
-is the command line.
+module (``lda_core`` unless renamed) that cocotb benches and other designs attach to, with
+the register map exports (``csr.csv`` / ``csr.json``) written beside it.
+``python -m hw.lda_pipeline`` is the command line (:func:`export_main`); the interface is
+written down for integrators in ``docs/CORE_INTERFACE.md``.
+
+Four-state simulation
+---------------------
+Yosys writes combinational processes as ``always @*`` blocks that read a dummy register
+declared ``reg T = 0;``: under Verilog-2005 semantics that initialiser is an assignment at
+time 0, an event that runs every such block once. Under SystemVerilog semantics (Icarus's
+``-g2012``, cocotb's default) a declaration initialiser is applied before time 0 without
+an event, so a block whose inputs never change after reset (e.g. an FSM's outputs while it
+stays in its reset state: the bridge's ``bus_rx_tready``) is never run and its outputs
+stay X. :func:`four_state_safe` adds, for simulation only (```ifndef SYNTHESIS``), a
+``#0`` assignment to each of those registers, which is an event under both standards and
+comes after every block has reached its ``@*``.
 """
 
+import argparse
+import re
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -15,7 +30,18 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["AxisTop", "export_verilog"]
+from host_sw.contracts.config_args import add_config_arguments, config_from_args
+
+from .uartbone import DEFAULT_TIMEOUT
+
+__all__ = ["AxisTop", "DEFAULT_MODULE_NAME", "export_verilog", "four_state_safe",
+           "export_main"]
+
+#: The Verilog module name of the export unless told otherwise.
+DEFAULT_MODULE_NAME = "lda_core"
+_VERILOG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*\Z")
+# `if (\$auto$verilog_backend.cc:NNNN:dump_module$N ) begin end` opens every `always @*`.
+_TRIGGER_USE = re.compile(r"^\s*if \((\\\S+ )\) begin end$", re.M)
 
 
 class AxisTop(wiring.Component):
@@ -65,12 +91,78 @@ class AxisTop(wiring.Component):
         return m
 
 
-def export_verilog(core, path, *, name: str = "lda_core") -> list[Path]:
+def four_state_safe(text: str) -> str:
+    """``text`` (Yosys ``write_verilog`` output) with each ``always @*`` trigger register
+    also assigned at ``#0`` in simulation, so the blocks run once at time 0 under both
+    Verilog-2005 and SystemVerilog semantics (module docstring)."""
+    triggers = set(_TRIGGER_USE.findall(text))
+
+    def add_initial(match):
+        name = match.group(2)
+        if name not in triggers:
+            return match.group(0)
+        indent = match.group(1)
+        return (f"{match.group(0)}\n`ifndef SYNTHESIS\n{indent}initial #0 {name}= 1'h1;\n"
+                f"`endif")
+
+    return re.sub(r"^(\s*)reg (\\\S+ ) ?= 0;$", add_initial, text, flags=re.M)
+
+
+def export_verilog(core, path, *, name: str = DEFAULT_MODULE_NAME) -> list[Path]:
     """Write ``core`` as Verilog module ``name`` to ``path`` and ``csr.csv`` /
-    ``csr.json`` beside it; return the paths written."""
+    ``csr.json`` beside it; return the paths written.
+
+    The submodules are named ``<name>.<path>``, so exports with different names can be
+    compiled into one simulation."""
+    if not _VERILOG_NAME.match(name):
+        raise ValueError(f"module name must be a Verilog identifier, not {name!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = verilog.convert(AxisTop(core), name=name)
-    path.write_text(text)
+    path.write_text(four_state_safe(text))
     csv_path, json_path = core.regmap.write_exports(path.parent)
     return [path, Path(csv_path), Path(json_path)]
+
+
+def export_main(argv=None, *, make_core) -> int:
+    """The export command line (``python -m hw.lda_pipeline``): ``make_core`` is the
+    core class (:class:`hw.lda_pipeline.LdaCore`)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m hw.lda_pipeline",
+        description="Export the LDA/RDA/LDS measurement core as Verilog (module lda_core) "
+                    "with csr.csv/csr.json beside it.")
+    add_config_arguments(parser)
+    parser.add_argument("--data-width", type=int, default=64, help="frame data width, bits")
+    parser.add_argument("--clk-freq", type=float, default=None, metavar="HZ",
+                        help="the core's clock in Hz, for the bus bridge's default "
+                             f"timeout of {DEFAULT_TIMEOUT * 1e3:g} ms (default 100e6)")
+    parser.add_argument("--uart-timeout", type=int, default=None, metavar="CYCLES",
+                        help="bus bridge half-command timeout in clocks (default: "
+                             f"{DEFAULT_TIMEOUT * 1e3:g} ms at --clk-freq)")
+    parser.add_argument("--memory", choices=("generic", "ecp5"), default="generic",
+                        help="counter RAMs: generic (any simulator/tool) or ECP5 DP16KD")
+    parser.add_argument("--module-name", default=DEFAULT_MODULE_NAME, metavar="NAME",
+                        help="Verilog module name (submodules are prefixed with it, so "
+                             f"two exports can share a simulation; default "
+                             f"{DEFAULT_MODULE_NAME})")
+    parser.add_argument("-o", "--output", default="build/lda_core.v")
+    args = parser.parse_args(argv)
+    if not _VERILOG_NAME.match(args.module_name):
+        parser.error(f"argument --module-name: not a Verilog identifier: "
+                     f"{args.module_name!r}")
+    try:
+        config = config_from_args(args)
+        core = make_core(config=config, data_width=args.data_width,
+                         bridge_timeout_cycles=args.uart_timeout, clk_freq=args.clk_freq,
+                         memory=args.memory)
+    except ValueError as exc:
+        parser.error(str(exc))
+    written = export_verilog(core, args.output, name=args.module_name)
+    print(f"{config.kind} core: shape {config.shape}, data width {args.data_width}, "
+          f"config ID {config.config_id:#010x}, register map ID {core.regmap.id_value:#010x}")
+    print(f"pass-through latency {core.passthrough_latency} cycle(s), measurement latency "
+          f"{core.measurement_latency} cycles (EOF to update request)")
+    print(f"module {args.module_name}, bus bridge timeout {core.bridge_timeout_for()} clocks")
+    for path in written:
+        print(f"wrote {path}")
+    return 0

@@ -19,6 +19,10 @@ Environment variables:
     the cocotb modules run their long variants (more frames, more swaps).
 ``LDA_SIM_SEED``
     cocotb's random seed (the frame generators derive theirs from it).
+``LDA_ICARUS_STD``
+    the language standard Icarus builds with: ``2005`` (default) or ``2012`` (cocotb's
+    own default); the build goes to ``icarus-g2012/`` then. The export simulates the same
+    under both (``hw.verilog_export.four_state_safe``).
 
 The parameter set travels to the cocotb process as JSON in ``LDA_SIM_PARAMS``
 (:meth:`CoreParams.to_json`); :func:`CoreParams.from_env` reads it there.
@@ -43,7 +47,8 @@ from xml.etree import ElementTree
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
 
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
-           "simulator_name", "waves_enabled", "long_run", "verilator_env", "export_core",
+           "simulator_name", "icarus_standard", "waves_enabled", "long_run", "verilator_env",
+           "export_core",
            "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS", "MEMORY_KINDS",
            "memory_model_sources"]
 
@@ -76,6 +81,14 @@ def simulator_name() -> str:
     if name not in ("icarus", "verilator"):
         raise ValueError(f"LDA_SIM must be icarus or verilator, not {name!r}")
     return name
+
+
+def icarus_standard() -> str:
+    """The ``-g`` standard of Icarus builds: ``LDA_ICARUS_STD`` (default ``2005``)."""
+    std = os.environ.get("LDA_ICARUS_STD", "2005").strip() or "2005"
+    if std not in ("2005", "2012"):
+        raise ValueError(f"LDA_ICARUS_STD must be 2005 or 2012, not {std!r}")
+    return std
 
 
 def waves_enabled() -> bool:
@@ -375,7 +388,8 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     env.update(extra_env or {})
     if seed is None and os.environ.get("LDA_SIM_SEED"):
         seed = int(os.environ["LDA_SIM_SEED"])
-    sim_dir = Path(build_dir) / simulator
+    std = icarus_standard() if simulator == "icarus" else None
+    sim_dir = Path(build_dir) / (simulator if std in (None, "2005") else f"{simulator}-g{std}")
     sim_dir.mkdir(parents=True, exist_ok=True)
     waves = waves_enabled()
     sources = [Path(s) for s in sources]
@@ -385,12 +399,11 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
         build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style"]
         if waves:
             build_args.append("--trace-fst")
+    elif std == "2012":
+        build_args = ["-g2012"]
     else:
-        # Verilog-2005 semantics: Yosys's trigger for `always @*` blocks (a register
-        # initialised to 0 that every block reads) only fires at time 0 when declaration
-        # initialisers are time-0 assignments; under -g2012 (the runner's default) they
-        # are applied before time 0, and a combinational block whose inputs never change
-        # (e.g. an FSM output while the FSM stays in its reset state) stays X.
+        # Verilog-2005 semantics (the default here; the export carries its own time-0
+        # event for Yosys's `always @*` blocks, so -g2012 gives the same results).
         build_args = ["-g2005"]
         if waves:  # the runner's own dump module is SystemVerilog: use a 2005 one
             dump = sim_dir / "lda_sim_dump.v"

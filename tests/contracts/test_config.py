@@ -14,10 +14,7 @@ from host_sw.contracts.config import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("written", [
-    {"tick_ns": 1}, {"tick_ns": 1.0}, {"rows": 1024.0}, {"seed": 0x1DA5EED},
-    {"thresholds": [0.0, 6]}, {"banks": np.int64(2)}, {"window_bytes": 64.0},
-])
+@pytest.mark.parametrize("written", [{"tick_ns": 1}, {"tick_ns": 1.0}, {"seed": 0x1DA5EED}])
 def test_equal_configurations_have_equal_ids(written):
     """Issue 12: values that compare equal are one configuration (canonical form, SPEC §5):
     ``"tick_ns": 1`` is the default 1.0, not another ID that check_comparable rejects."""
@@ -27,6 +24,22 @@ def test_equal_configurations_have_equal_ids(written):
     assert canonical_json(config) == canonical_json(LdaConfig())
     assert type(config.tick_ns) is float and type(config.rows) is int
     check_comparable(config, LdaConfig())
+
+
+@pytest.mark.parametrize("given", [
+    {"rows": 1024.0}, {"thresholds": (0.0, 6)}, {"banks": np.int64(2)}, {"window_bytes": 64.0},
+])
+def test_integral_values_of_other_types_are_the_same_configuration(given):
+    """In Python, an integral float or a numpy integer given for an integer parameter is
+    the same configuration (same canonical form and ID); a JSON file must write integers
+    (``config_from_dict`` refuses a float where an integer belongs, never truncating)."""
+    config = LdaConfig(**given)
+    assert config == LdaConfig() and config.config_id == 0xA862EF21
+    assert type(config.rows) is int and all(type(z) is int for z in config.thresholds)
+    if not any(isinstance(v, np.integer) for v in given.values()):
+        with pytest.raises(ValueError, match="must be"):
+            config_from_dict({"kind": "lda", **{k: list(v) if isinstance(v, tuple) else v
+                                                for k, v in given.items()}})
 
 
 @pytest.mark.parametrize("tick_ns, text", [

@@ -14,7 +14,11 @@ from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from host_sw.contracts import uartbone as ub
-from hw.uartbone import UARTBoneBridge
+from host_sw.contracts.config import LdaConfig
+from hw import lda_pipeline
+from hw.lda_pipeline import LdaCore
+from hw.uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
+                         timeout_to_cycles)
 
 
 def slave_value(addr):
@@ -242,3 +246,61 @@ def test_longest_command_255_words():
     assert ops[:255] == [("w", 0x300 + k, k) for k in range(255)]
     assert ops[255:] == [("r", 0x300)] * 255
     assert reply == slave_value(0x300).to_bytes(4, "big") * 255
+
+
+def test_timeout_is_litex_uartbone_100_ms_of_the_clock():
+    """The half-command timeout: 100 ms as LiteX's UARTBone (Stream2Wishbone's
+    ``WaitTimer(100e-3*clk_freq)``), in clocks of the core's clock."""
+    assert DEFAULT_TIMEOUT == pytest.approx(0.1)
+    assert timeout_to_cycles(100e6) == 10_000_000
+    assert timeout_to_cycles(25e6) == 2_500_000
+    assert timeout_to_cycles(125e6, 1e-3) == 125_000
+    assert timeout_to_cycles(1.0, 1e-3) == 1          # at least one clock
+    for bad in (0, -1, float("nan")):
+        with pytest.raises(ValueError, match="clk_freq"):
+            timeout_to_cycles(bad)
+        with pytest.raises(ValueError, match="timeout"):
+            timeout_to_cycles(100e6, bad)
+    for bad in (0, -5, 1.5, True, "10"):
+        with pytest.raises(ValueError, match="timeout_cycles"):
+            check_timeout_cycles(bad)
+
+
+class _Board:
+    default_clk_frequency = 25e6
+
+
+def test_core_bridge_timeout_defaults_to_100_ms_of_its_clock():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        config = LdaConfig(banks=2, rows=16, thresholds=(0, 2))
+        core = LdaCore(config=config, data_width=8)
+        assert core.bridge_timeout_for(None) == 10_000_000     # DEFAULT_CLK_FREQ 100 MHz
+        assert core.bridge_timeout_for(_Board()) == 2_500_000  # the board's clock
+        core = LdaCore(config=config, data_width=8, clk_freq=50e6)
+        assert core.bridge_timeout_for(_Board()) == 5_000_000
+        core = LdaCore(config=config, data_width=8, bridge_timeout_cycles=1234,
+                       clk_freq=50e6)
+        assert core.bridge_timeout_for(_Board()) == 1234       # cycles win
+        with pytest.raises(ValueError, match="timeout_cycles"):
+            LdaCore(config=config, data_width=8, bridge_timeout_cycles=0)
+        with pytest.raises(ValueError, match="clk_freq"):
+            LdaCore(config=config, data_width=8, clk_freq=-1)
+        del core
+        gc.collect()
+
+
+def test_export_command_line_timeout_options(tmp_path, capsys):
+    """``--uart-timeout CYCLES`` still sets the bridge's timeout; without it the timeout is
+    100 ms at ``--clk-freq`` (default 100 MHz); the timer's width shows in the Verilog."""
+    args = ["--synopsis", "lda", "--banks", "2", "--rows", "16", "--thresholds", "0,2",
+            "--data-width", "8"]
+    cases = [([], 10_000_000), (["--clk-freq", "25e6"], 2_500_000),
+             (["--uart-timeout", "1000"], 1000)]
+    for k, (extra, cycles) in enumerate(cases):
+        out = tmp_path / f"c{k}" / "core.v"
+        assert lda_pipeline.main([*args, *extra, "-o", str(out)]) == 0
+        assert f"bus bridge timeout {cycles} clocks" in capsys.readouterr().out
+        text = out.read_text()
+        # the bridge's timer compares with timeout - 1
+        assert f"'h{cycles - 1:x};" in text
