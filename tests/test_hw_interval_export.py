@@ -11,7 +11,6 @@ import random
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
 from host_sw.contracts.config import LdaConfig, RdaConfig
 from host_sw.contracts.control_frame import (
@@ -22,117 +21,19 @@ from host_sw.contracts.synopsis import Synopsis
 from hw.control_frame_tx import MarkerFrameSource
 from hw.counter_bank import CounterBank
 from hw.exporter import Exporter
-from hw.frame import beats_to_frames, frame_to_beats
+from hw.frame import beats_to_frames
 from hw.interval_control import (
     MODE_MANUAL, MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME, RECEIVE_LATENCY,
     IntervalControl,
 )
 from hw.frame_merger import FrameMerger
 from hw.timebase import Timebase
+# BEAT_KEYS is imported by other test modules from here until they use sim_tb.amaranth_streams
+from sim_tb.amaranth_streams import BEAT_KEYS, Sink, Source, simulate, wait_until  # noqa: F401
 
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002
 OTHER_MAC = 0x02000000BEEF
-BEAT_KEYS = ("data", "keep", "last", "error")
-
-
-# -- stream helpers -----------------------------------------------------------------------
-
-class Source:
-    """Drives a frame stream by the rules: valid, once high, holds with its payload until
-    the transfer; random idle cycles between beats."""
-
-    def __init__(self, port, data_width, rng, p_valid=1.0):
-        self.port, self.data_width, self.rng, self.p_valid = port, data_width, rng, p_valid
-        self.queue = []            # (frame, error)
-        self.sof_cycles = []       # cycle of each frame's first beat transfer
-        self.eof_cycles = []       # and of its last
-        self.cycle = 0
-
-    async def run(self, ctx):
-        port = self.port
-        while True:
-            if not self.queue:
-                ctx.set(port.valid, 0)
-                await ctx.tick()
-                self.cycle += 1
-                continue
-            frame, error = self.queue.pop(0)
-            for k, beat in enumerate(frame_to_beats(frame, self.data_width, error=error)):
-                while self.rng.random() >= self.p_valid:
-                    ctx.set(port.valid, 0)
-                    await ctx.tick()
-                    self.cycle += 1
-                ctx.set(port.valid, 1)
-                ctx.set(port.payload, beat)
-                while True:
-                    _, _, ready = await ctx.tick().sample(port.ready)
-                    self.cycle += 1
-                    if ready:
-                        break
-                if k == 0:
-                    self.sof_cycles.append(self.cycle - 1)
-                if beat["last"]:
-                    self.eof_cycles.append(self.cycle - 1)
-            ctx.set(port.valid, 0)
-
-
-class Sink:
-    """Takes a frame stream with random ready and checks the stream rules: a beat shown
-    and not taken is shown again, unchanged, the next cycle."""
-
-    def __init__(self, port, data_width, rng, p_ready=1.0):
-        self.port, self.data_width, self.rng, self.p_ready = port, data_width, rng, p_ready
-        self.beats = []            # (cycle, beat)
-        self.cycle = 0
-
-    async def run(self, ctx):
-        shown = None
-        while True:
-            ready = self.rng.random() < self.p_ready
-            ctx.set(self.port.ready, ready)
-            _, _, valid, payload = await ctx.tick().sample(self.port.valid, self.port.payload)
-            beat = {k: int(payload[k]) for k in BEAT_KEYS}
-            if shown is not None:
-                assert valid and beat == shown, \
-                    f"cycle {self.cycle}: beat {shown} withdrawn or changed before transfer"
-            if valid and ready:
-                self.beats.append((self.cycle, beat))
-                shown = None
-            else:
-                shown = beat if valid else None
-            self.cycle += 1
-
-    def frames(self):
-        return [f for f, _ in beats_to_frames([b for _, b in self.beats], self.data_width)]
-
-    def frame_cycles(self):
-        """Per frame, the cycles of its beats."""
-        out, cur = [], []
-        for cycle, beat in self.beats:
-            cur.append(cycle)
-            if beat["last"]:
-                out.append(cur)
-                cur = []
-        return out
-
-
-def simulate(dut, main, *background):
-    """Run until ``main`` returns (the background testbenches loop forever)."""
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    for bench in background:
-        sim.add_testbench(bench, background=True)
-    sim.add_testbench(main)
-    sim.run()
-
-
-async def wait_until(ctx, condition, limit, what):
-    for _ in range(limit):
-        if condition():
-            return
-        await ctx.tick()
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 # -- marker frames -------------------------------------------------------------------------
