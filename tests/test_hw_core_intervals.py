@@ -20,6 +20,7 @@ from host_sw.contracts.control_frame import (
     parse_control_frame, reassemble,
 )
 from host_sw.model.golden import hash_frames, update
+from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, default_masks
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.lda_pipeline import LdaCore
@@ -126,10 +127,10 @@ class FrameSink:
 
 
 def read_frozen(device, names):
-    """Host code: the named registers of the frozen interval, then its counters (the
-    snapshot the driver reads; not released)."""
+    """Host code: the named registers of the frozen interval, then its counters (not
+    released)."""
     values = [device.read(name) for name in names]
-    return values + [device.read_snapshot(release=False, poll=0).synopsis]
+    return values + [Synopsis.from_words(device.config, device.read_counter_words())]
 
 
 # -- two devices: marker send → lossy channel → marker receive -----------------------------
@@ -172,7 +173,7 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
         s_dev = await s_host.connect(ctx, config)
         r_dev = await r_host.connect(ctx, config)
         for host, device in ((s_host, s_dev), (r_host, r_dev)):
-            await host.call(ctx, device.program)            # thresholds, masks, CONFIG_ID
+            await host.call(ctx, device.write, "config_id", config.config_id)
         await s_host.call(ctx, s_dev.set_intervals, mode="marker-send", export_inband=True,
                           auto_release=True, local_mac=SRC_MAC, export_dst_mac=DST_MAC)
         await r_host.call(ctx, r_dev.set_intervals, mode="marker-receive",
@@ -302,7 +303,7 @@ def test_time_mode_boundaries_overrun_and_host_export():
 
     async def main(ctx):
         device = await link.connect(ctx, config)
-        await link.call(ctx, device.program)                # thresholds, masks, CONFIG_ID
+        await link.call(ctx, device.write, "config_id", config.config_id)
         await link.call(ctx, device.set_intervals, mode="time", ticks=delta, start=t0,
                        export_host=True, local_mac=SRC_MAC, export_dst_mac=DST_MAC)
         assert clock.cycle < t0 - 100
