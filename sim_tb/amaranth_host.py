@@ -5,8 +5,8 @@ registers through its UARTBone byte streams.
 
 Where it sits (``docs/DESIGN.md``): the Amaranth half of :mod:`sim_tb.sim_transport`.
 :class:`HostThread` runs host code (a blocking function that uses a ``Device``) in a
-thread while the calling testbench waits, and gives the testbench every coroutine the
-host code :meth:`~HostThread.resume`\\ s, with its simulator context — Amaranth's
+thread while the calling testbench waits, and runs in the testbench, with its simulator
+context, every coroutine the host code resumes (:meth:`~HostThread.resume`) — Amaranth's
 counterpart of cocotb's ``bridge``/``resume`` pair, and of Glasgow's
 ``SimulationAssembly`` (whose pipes use the running testbench's context). The host never
 runs while the simulation does, so a run is deterministic. :class:`StreamBytePort` plays

@@ -58,8 +58,10 @@ log = logging.getLogger("cocotb.two_device")
 #: Frames offered to the sender to calibrate the timestamp offset.
 CALIBRATION_FRAMES = 8
 #: Transport options in the published URLs: a simulated core answers a 255-word burst in
-#: a second or two of wall time (one bus byte per simulated clock), beyond the 1 s default.
-HOST_OPTIONS = "?timeout=10"
+#: a second or two of wall time on an idle machine (one bus byte per simulated clock, more
+#: per counter word), beyond the 1 s default, and ten times that on a loaded one; a host
+#: that gives up and retries queues another burst behind the late one.
+HOST_OPTIONS = "?timeout=60"
 #: Clocks per step of the wire while nothing is queued or in flight.
 IDLE_STEP = 16
 
