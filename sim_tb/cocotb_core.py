@@ -9,7 +9,9 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
 * pass-through: every frame out equals the frame in, in order, ``tuser`` on the last beat
   kept, under the {no pause, cycle pause}² matrix plus seeded random pauses; the
   latency is fixed when nothing pauses;
-* counters: after a swap, the frozen copy read through the UARTBone bridge equals
+* counters: after a swap, the frozen copy read by the host driver
+  (:class:`host_sw.device.driver.Device`, the one that talks to a board) through the
+  UARTBone bridge equals
   :func:`host_sw.model.golden.update` of the same frames word for word, timestamps being the
   timebase at each frame's SOF (monitor SOF cycle + an offset calibrated once per test
   from a single frame);
@@ -34,6 +36,7 @@ import numpy as np
 from host_sw.model.golden import Hashers, bucket_indices, hash_frames
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass
+from host_sw.device.driver import Device, Snapshot
 
 from sim_tb.frames import (
     bad_frames, min_size_burst, random_frames, read_pcap, same_bucket_frames,
@@ -43,7 +46,7 @@ from sim_tb.scoreboard import (
     counted_mask, expected_status, expected_synopsis, synopsis_difference,
 )
 from sim_tb.tb import PAUSE_CASES, CoreTB, pauses_by_name, random_pause
-from sim_tb.uartbone_driver import CoreBus, UartBoneDriver
+from sim_tb.uartbone_driver import run_host, simulation_transport
 
 PCAP = REPO / "sim_tb" / "data" / "mixed_small.pcap"
 LONG = long_run()
@@ -67,12 +70,30 @@ def sized(tb, wide: int, narrow: int, single_beat: int | None = None) -> int:
     return n * SCALE
 
 
+def frozen_info(snapshot: Snapshot) -> dict:
+    """Sequence number, packet count and config ID of a frozen interval's snapshot."""
+    return {"frozen_seq": snapshot.seq, "frozen_packets": snapshot.packets,
+            "frozen_config_id": snapshot.config_id}
+
+
+def read_frozen_info(device: Device) -> dict:
+    """Host code: the frozen interval's sequence number, packet count and config ID."""
+    return {n: device.read(n) for n in ("frozen_seq", "frozen_packets", "frozen_config_id")}
+
+
 #: The calibrated timestamp offset of the first test (compared in every later test).
 _FIRST_TS_OFFSET: dict[str, int] = {}
 
 
 class CoreHarness(CoreTB):
-    """:class:`sim_tb.tb.CoreTB` plus the core's bus, configuration and golden model."""
+    """:class:`sim_tb.tb.CoreTB` plus the host driver on the core's bus, the
+    configuration and the golden model.
+
+    The bus is reached as a board is: :attr:`device` is a
+    :class:`host_sw.device.driver.Device` on a simulation transport
+    (:mod:`sim_tb.uartbone_driver`); :meth:`host` runs host code — a ``Device`` method
+    or a function using one — in a bridge thread.
+    """
 
     def __init__(self, dut):
         super().__init__(dut)
@@ -84,8 +105,8 @@ class CoreHarness(CoreTB):
                                f"has {self.data_width}")
         self.config = self.params.config()
         self.hashers = Hashers(self.config)
-        self.driver = UartBoneDriver(self.bus_port)
-        self.bus = CoreBus(self.driver, self.config, data_width=self.data_width)
+        self.transport = simulation_transport(self.bus_port)
+        self.device: Device | None = None
         self.ts_offset: int | None = None
         self.rng = np.random.default_rng(cocotb.RANDOM_SEED)
         # every frame offered since reset with its SOF cycle, in order
@@ -96,41 +117,38 @@ class CoreHarness(CoreTB):
     async def start(self, *, calibrate: bool = True):
         """Reset, check the ID, program the run-time registers, calibrate timestamps."""
         await self.reset()
-        ident = await self.bus.read_reg("id")
-        assert ident == self.bus.map.id_value, (
-            f"ID register {ident:#010x} != register map ID {self.bus.map.id_value:#010x}")
+        self.device = await self.host(Device, self.transport, config=self.config)
+        ident = self.device.id_value
+        assert ident == self.device.map.id_value, (
+            f"ID register {ident:#010x} != register map ID {self.device.map.id_value:#010x}")
         await self.program_runtime()
         await self.clear_both_copies()
         if calibrate:
             await self.calibrate()
 
+    async def host(self, func, *args, **kwargs):
+        """Host code ``func(*args, **kwargs)`` in a bridge thread (its bus commands drive
+        the simulation)."""
+        return await run_host(func, *args, **kwargs)
+
     async def program_runtime(self):
         """Write thresholds, masks and CONFIG_ID from the configuration (what a host does
-        on connect), and read them back."""
+        on connect: :meth:`Device.program`), and read them back."""
         cfg = self.config
-        regmap = self.bus.map
-        if "thresholds" in regmap:
-            values = cfg.thresholds if cfg.kind == "lda" else cfg.row_thresholds
-            prefix = "bank" if cfg.kind == "lda" else "row"
-            await self.bus.write_reg("thresholds",
-                                     **{f"{prefix}{j}": t for j, t in enumerate(values)})
-        await self.bus.write_reg("masks", packet_ipv4=cfg.mask_packet_ipv4,
-                                 packet_ipv6=cfg.mask_packet_ipv6,
-                                 flow_ipv4=cfg.mask_flow_ipv4, flow_ipv6=cfg.mask_flow_ipv6)
-        await self.bus.write_reg("config_id", cfg.config_id)
-        assert await self.bus.read_reg("config_id") == cfg.config_id
-        masks = await self.bus.read_fields("masks")
+        await self.host(self.device.program)
+        assert await self.host(self.device.read, "config_id") == cfg.config_id
+        masks = await self.host(self.device.read_fields, "masks")
         assert masks["packet_ipv4"] == cfg.mask_packet_ipv4, masks
 
     async def clear_both_copies(self):
         """The host's start-up sequence: a synchronous reset does not clear the counter
         memories (``hw.counter_bank``: they power up zero, but keep their contents over
         ``rst``), so swap and release twice to clear both copies."""
-        st = await self.bus.status()
+        st = await self.host(self.device.status)
         assert st["active_copy"] == 0 and st["other_clean"] == 1 and \
             st["frozen_ready"] == 0, f"status after reset: {st}"
         for _ in range(2):
-            await self.end_interval()
+            await self.freeze()
             await self.release_and_wait()
 
     async def calibrate(self):
@@ -138,8 +156,7 @@ class CoreHarness(CoreTB):
         end the interval, read its counter's timestamp sum, release."""
         frame = min_size_burst(self.rng, 1)
         sofs = await self.offer(frame)
-        await self.end_interval()
-        syn = await self.bus.read_frozen_synopsis()
+        syn = (await self.end_interval()).synopsis
         hashes = hash_frames(self.config, [frame[0].data], hashers=self.hashers)
         lane, col, _ = bucket_indices(self.config, hashes, self.hashers)
         assert len(lane), "the calibration frame is not sampled"
@@ -179,18 +196,45 @@ class CoreHarness(CoreTB):
         return expected_synopsis(self.config, frames, self.timestamps(sofs), self.hashers)
 
     # -- intervals -----------------------------------------------------------------------
-    async def end_interval(self) -> dict:
-        """CONTROL.swap, then wait for the frozen copy; returns the frozen info."""
-        await self.bus.swap()
-        await self.bus.wait_status("frozen_ready", 1)
-        return await self.bus.frozen_info()
+    async def wait_status(self, field: str, value: int = 1, *, polls: int = 200,
+                          gap_cycles: int = 16) -> dict:
+        """Poll STATUS (``gap_cycles`` clocks apart) until ``field`` equals ``value``."""
+        for _ in range(polls):
+            st = await self.host(self.device.status)
+            if st[field] == value:
+                return st
+            await self.cycles(gap_cycles)
+        raise AssertionError(f"STATUS.{field} did not become {value}: {st}")
+
+    async def freeze(self) -> dict:
+        """CONTROL.swap, then wait for the frozen copy; returns its sequence number,
+        packet count and config ID (the counters are not read)."""
+        await self.host(self.device.swap)
+        await self.wait_status("frozen_ready", 1)
+        return await self.host(read_frozen_info, self.device)
+
+    async def end_interval(self) -> Snapshot:
+        """CONTROL.swap, wait for the frozen copy, and read it as the host does
+        (:meth:`Device.read_snapshot`, not released)."""
+        await self.host(self.device.swap)
+        await self.wait_status("frozen_ready", 1)
+        return await self.host(self.device.read_snapshot, release=False, poll=0)
 
     async def release_and_wait(self):
-        await self.bus.release()
-        await self.bus.wait_status("other_clean", 1, polls=2000)
+        await self.host(self.device.release)
+        await self.wait_status("other_clean", 1, polls=2000)
 
-    async def check_frozen(self, frames, sofs, what: str):
-        got = await self.bus.read_frozen_synopsis()
+    async def status_counters(self) -> dict:
+        return await self.host(self.device.status_counters)
+
+    async def read_frozen_synopsis(self) -> Synopsis:
+        """The frozen copy's counters, read again."""
+        words = await self.host(self.device.read_counter_words)
+        return Synopsis.from_words(self.config, words)
+
+    async def check_frozen(self, frames, sofs, what: str, snapshot: Snapshot | None = None):
+        """The frozen copy (``snapshot``'s, or read again) equals the golden model."""
+        got = snapshot.synopsis if snapshot is not None else await self.read_frozen_synopsis()
         expected = self.golden(frames, sofs)
         diff = synopsis_difference(expected, got)
         assert not diff, f"{what}: frozen copy differs from the golden model\n{diff}"
@@ -250,12 +294,13 @@ async def counters_match_golden(dut, pauses):
                             max_size=1518 if tb.bytes_per_beat >= 8 else 300)
               + min_size_burst(tb.rng, sized(tb, 12, 3)) + bad_frames(tb.rng))
     random.Random(int(tb.rng.integers(1 << 30))).shuffle(frames)
-    before = await tb.bus.status_counters()
+    before = await tb.status_counters()
     sofs = await tb.offer(frames)
-    info = await tb.end_interval()
-    await tb.check_frozen(frames, sofs, "random frames")
+    snapshot = await tb.end_interval()
+    info = frozen_info(snapshot)
+    await tb.check_frozen(frames, sofs, "random frames", snapshot)
     assert info["frozen_packets"] == int(counted_mask(frames).sum()), info
-    after = await tb.bus.status_counters()
+    after = await tb.status_counters()
     expected = expected_status(frames)
     delta = {k: (after[k] - before[k]) & 0xFFFFFFFF for k in expected}
     assert delta == expected, f"status counters moved by {delta}, expected {expected}"
@@ -273,8 +318,8 @@ async def same_counter_hazard(dut):
     count = sized(tb, 250, 40, single_beat=2000)
     frames = same_bucket_frames(tb.config, tb.rng, count)
     sofs = await tb.offer(frames, check=False)
-    await tb.end_interval()
-    got = await tb.check_frozen(frames, sofs, "same-bucket frames")
+    snapshot = await tb.end_interval()
+    got = await tb.check_frozen(frames, sofs, "same-bucket frames", snapshot)
     lanes = 1 if tb.config.kind == "lda" else tb.config.shape[0]
     if tb.config.kind == "lds":  # rows whose threshold is above 0 sample only some frames
         assert int(got.count.max()) == count
@@ -304,41 +349,41 @@ async def interval_swaps(dut):
     intervals = []
     for _ in range(swaps):
         await tb.cycles(rng.randrange(beats // 2, beats))
-        info = await tb.end_interval()
-        syn = await tb.bus.read_frozen_synopsis()
-        intervals.append((info, syn, False))
+        snapshot = await tb.end_interval()
+        intervals.append((frozen_info(snapshot), snapshot.synopsis, False))
         await tb.release_and_wait()
     received = await receiver
     seen = await monitor
     for i, (sent, got) in enumerate(zip(frames, received)):
         tb.check_frame(sent, got, i)
-    info = await tb.end_interval()
-    intervals.append((info, await tb.bus.read_frozen_synopsis(), False))
+    snapshot = await tb.end_interval()
+    intervals.append((frozen_info(snapshot), snapshot.synopsis, False))
     await tb.release_and_wait()
 
     # overrun: two boundaries without a release in between
     more = min_size_burst(tb.rng, 8)
     sofs_a = await tb.offer(more[:4])
-    info_a = await tb.end_interval()                 # freezes; not released
+    info_a = await tb.freeze()                      # freezes; not released
     sofs_b = await tb.offer(more[4:])
-    overruns_before = (await tb.bus.status_counters())["overruns"]
-    await tb.bus.swap()                             # must be refused: overrun
+    overruns_before = (await tb.status_counters())["overruns"]
+    await tb.host(tb.device.swap)                   # must be refused: overrun
     await tb.cycles(50)
-    counters = await tb.bus.status_counters()
+    counters = await tb.status_counters()
     assert counters["overruns"] == overruns_before + 1, counters
-    st = await tb.bus.status()
+    st = await tb.host(tb.device.status)
     assert st["frozen_ready"] == 1 and st["other_clean"] == 0, st
     # the frozen copy is untouched by the refused boundary
     await tb.check_frozen(more[:4], sofs_a, "frozen copy after an overrun")
-    assert (await tb.bus.frozen_info())["frozen_seq"] == info_a["frozen_seq"]
+    assert (await tb.host(read_frozen_info, tb.device))["frozen_seq"] == info_a["frozen_seq"]
     await tb.release_and_wait()
-    info_b = await tb.end_interval()
-    st = await tb.bus.status()
+    snapshot_b = await tb.end_interval()
+    info_b = frozen_info(snapshot_b)
+    st = await tb.host(tb.device.status)
     assert st["frozen_overrun"] == 1, f"the interval that saw an overrun is not flagged: {st}"
-    await tb.check_frozen(more[4:], sofs_b, "interval after an overrun")
+    await tb.check_frozen(more[4:], sofs_b, "interval after an overrun", snapshot_b)
     await tb.release_and_wait()
-    info_c = await tb.end_interval()
-    st = await tb.bus.status()
+    info_c = await tb.freeze()
+    st = await tb.host(tb.device.status)
     assert st["frozen_overrun"] == 0, f"overrun flag stuck: {st}"
     assert info_c["frozen_packets"] == 0
     await tb.release_and_wait()
@@ -383,14 +428,15 @@ async def bad_frames_not_counted(dut):
     for _ in range(sized(tb, 2, 1)):
         frames += bad_frames(tb.rng) + min_size_burst(tb.rng, 3)
     frames += min_size_burst(tb.rng, 3)
-    before = await tb.bus.status_counters()
+    before = await tb.status_counters()
     sofs = await tb.offer(frames)
-    info = await tb.end_interval()
-    got = await tb.check_frozen(frames, sofs, "bad frames among good")
+    snapshot = await tb.end_interval()
+    info = frozen_info(snapshot)
+    got = await tb.check_frozen(frames, sofs, "bad frames among good", snapshot)
     good = [f for f in frames if f.frame_class in (FrameClass.IPV4, FrameClass.IPV6)]
     assert info["frozen_packets"] == len(good)
     assert int(got.count.max()) >= 1
-    after = await tb.bus.status_counters()
+    after = await tb.status_counters()
     expected = expected_status(frames)
     delta = {k: (after[k] - before[k]) & 0xFFFFFFFF for k in expected}
     assert delta == expected, f"status counters moved by {delta}, expected {expected}"
@@ -407,8 +453,8 @@ async def pcap_frames(dut):
     if tb.bytes_per_beat < 8 and not LONG:
         frames = frames[::2]
     sofs = await tb.offer(frames)
-    await tb.end_interval()
-    await tb.check_frozen(frames, sofs, "pcap frames")
+    snapshot = await tb.end_interval()
+    await tb.check_frozen(frames, sofs, "pcap frames", snapshot)
     await tb.release_and_wait()
 
 
@@ -418,30 +464,32 @@ async def bus_protocol(dut):
     the map says, returns zero for unmapped addresses, and TIMEBASE counts clocks."""
     tb = CoreHarness(dut)
     await tb.start(calibrate=False)
-    regmap = tb.bus.map
+    device = tb.device
+    regmap = device.map
     cfg = regmap["config"]
-    assert await tb.bus.read_reg("config") == cfg.reset
+    assert await tb.host(device.read, "config") == cfg.reset
     version = regmap["version"]
-    assert await tb.bus.read_reg("version") == version.reset
+    assert await tb.host(device.read, "version") == version.reset
     # a burst over several registers, then nothing more on bus_tx
     n = regmap["status"].address + 1
-    words = await tb.driver.read(0, n)
+    words = await tb.host(device.transport.read_words, 0, n)
     assert len(words) == n and words[0] == regmap.id_value
     assert await tb.bus_port.drain(64) == b"", "the bridge sent more than length × 4 bytes"
     # fixed-address read repeats one register
-    assert await tb.driver.read(regmap["id"].address, 3, incrementing=False) == \
+    assert await tb.host(device.transport.read_words, regmap["id"].address, 3,
+                         incrementing=False) == \
         [regmap.id_value] * 3
     # unmapped address between the registers and the window
     last = max(r.address + r.words for r in regmap)
     if last < regmap.window.address:
-        assert await tb.driver.read(last, 1) == [0]
+        assert await tb.host(device.transport.read_words, last, 1) == [0]
     # TIMEBASE: set, then read back a value that advanced by a plausible number of clocks
-    await tb.bus.write_reg("timebase", 1 << 40)
-    t1 = await tb.bus.read_reg("timebase")
+    await tb.host(device.write, "timebase", 1 << 40)
+    t1 = await tb.host(device.read, "timebase")
     await tb.cycles(1000)
-    t2 = await tb.bus.read_reg("timebase")
+    t2 = await tb.host(device.read, "timebase")
     assert (1 << 40) < t1 < (1 << 40) + 5000, hex(t1)
     assert 1000 <= t2 - t1 < 5000, (t1, t2)
     # the window reads zeros with no frozen copy
-    st = await tb.bus.status()
+    st = await tb.host(device.status)
     assert st["frozen_ready"] == 0, st

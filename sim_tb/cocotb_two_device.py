@@ -40,8 +40,9 @@ from types import SimpleNamespace
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, Lock, RisingEdge
+from cocotb.triggers import ClockCycles, RisingEdge
 
+from host_sw.device.driver import Device
 from host_sw.model.channel import DelayDistribution, LossModel
 from host_sw.model.golden import Hashers
 from host_sw.model.traffic import synthetic_trace
@@ -50,38 +51,57 @@ from sim_tb.frames import OfferedFrame
 from sim_tb.scoreboard import expected_synopsis
 from sim_tb.socket_bridge import SocketBridge
 from sim_tb.two_device import PORTS_FILE, TRUTH_FILE, TwoDeviceParams
-from sim_tb.uartbone_driver import BusTimeout, ByteStreamPort, CoreBus, UartBoneDriver
+from sim_tb.uartbone_driver import BusTimeout, ByteStreamPort, run_host, simulation_transport
 
 log = logging.getLogger("cocotb.two_device")
 
 #: Frames offered to the sender to calibrate the timestamp offset.
 CALIBRATION_FRAMES = 8
 #: Transport options in the published URLs: a simulated core answers a 255-word burst in
-#: a second or two of wall time (one bus byte per simulated clock), beyond the 1 s default.
-HOST_OPTIONS = "?timeout=10"
+#: a second or two of wall time on an idle machine (one bus byte per simulated clock, more
+#: per counter word), beyond the 1 s default, and ten times that on a loaded one; a host
+#: that gives up and retries queues another burst behind the late one.
+HOST_OPTIONS = "?timeout=60"
 #: Clocks per step of the wire while nothing is queued or in flight.
 IDLE_STEP = 16
 
 
-class Device:
-    """One core of the pair: its bus (harness and host, serialised by a lock)."""
+class SimulatedCore:
+    """One core of the pair: its bus port, shared by the harness — the host driver
+    (:class:`host_sw.device.driver.Device`) on a simulation transport, run in bridge
+    threads — and the host behind the socket bridge (one whole command at a time: the
+    port's lock)."""
 
-    def __init__(self, dut, prefix: str, name: str, config, data_width: int):
+    def __init__(self, dut, prefix: str, name: str):
         self.name = name
         ports = SimpleNamespace(clk=dut.clk, **{
             f"bus_{d}_{s}": getattr(dut, f"{prefix}_bus_{d}_{s}")
             for d, sigs in (("rx", ("tdata", "tvalid", "tready")),
                             ("tx", ("tdata", "tvalid", "tready"))) for s in sigs})
         self.port = ByteStreamPort(ports)
-        self.bus = CoreBus(UartBoneDriver(self.port), config, data_width=data_width)
-        self.lock = Lock()
+        self.transport = simulation_transport(self.port, name=name)
+        self.device: Device | None = None
         self.bridge: SocketBridge | None = None
         self.host_commands = 0
 
+    async def connect(self, config) -> Device:
+        """The harness's driver of this core (ID checked against ``config``)."""
+        self.device = await run_host(Device, self.transport, config=config)
+        return self.device
+
     async def call(self, method, *args, **kwargs):
-        """A harness bus access, between the host's commands."""
-        async with self.lock:
-            return await method(*args, **kwargs)
+        """Host code (a ``Device`` method) for the harness, between the host's commands."""
+        return await run_host(method, *args, **kwargs)
+
+    async def wait_status(self, clk, field: str, value: int = 1, *, polls: int = 200,
+                          gap_cycles: int = 16) -> dict:
+        """Poll STATUS (``gap_cycles`` clocks apart) until ``field`` equals ``value``."""
+        for _ in range(polls):
+            st = await self.call(self.device.status)
+            if st[field] == value:
+                return st
+            await ClockCycles(clk, gap_cycles)
+        raise AssertionError(f"{self.name}: STATUS.{field} did not become {value}: {st}")
 
     async def serve(self, clk):
         """Play the host's commands (from the bridge) into the core, forever."""
@@ -90,18 +110,15 @@ class Device:
             if command is None:
                 await ClockCycles(clk, 8)
                 continue
-            async with self.lock:
-                try:
-                    if command.reply_bytes:
-                        reply = await self.port.transact(command.data, command.reply_bytes,
-                                                         timeout_cycles=20_000)
-                    else:
-                        await self.port.write(command.data, timeout_cycles=20_000)
-                        reply = b""
-                except BusTimeout as e:
-                    log.warning("%s: host command %s: %s", self.name, command.data[:6].hex(),
-                                e)
-                    reply = b""
+            try:
+                reply = await self.port.transact(command.data, command.reply_bytes,
+                                                 timeout_cycles=20_000)
+            except BusTimeout as e:
+                log.warning("%s: host command %s: %s", self.name, command.data[:6].hex(), e)
+                reply = b""
+            if len(reply) < command.reply_bytes:
+                log.warning("%s: host command %s: %d of %d reply bytes", self.name,
+                            command.data[:6].hex(), len(reply), command.reply_bytes)
             self.host_commands += 1
             self.bridge.send(reply)
 
@@ -109,7 +126,7 @@ class Device:
         """Poll STATUS (with gaps, so the host's reads get the bus) until the other
         copy is clean: the host has released the previous interval."""
         while True:
-            st = await self.call(self.bus.status)
+            st = await self.call(self.device.status)
             if st["other_clean"]:
                 return st
             if time.monotonic() > deadline:
@@ -288,8 +305,8 @@ async def two_devices(dut):
     # -- clock, reset, devices -----------------------------------------------------------
     cocotb.start_soon(Clock(dut.clk, params.tick_ns, unit="ns").start())
     wire = Wire(dut, params, frames, gaps, drops, delays)
-    snd = Device(dut, "snd", "sender", config, params.data_width)
-    rcv = Device(dut, "rcv", "receiver", config, params.data_width)
+    snd = SimulatedCore(dut, "snd", "sender")
+    rcv = SimulatedCore(dut, "rcv", "receiver")
     dut.rst.value = 1
     await ClockCycles(dut.clk, 8)
     dut.rst.value = 0
@@ -297,21 +314,16 @@ async def two_devices(dut):
     await ClockCycles(dut.clk, 4)
 
     for dev in (snd, rcv):
-        ident = await dev.bus.read_reg("id")
-        assert ident == dev.bus.map.id_value, (
-            f"{dev.name}: ID {ident:#010x} != register map ID {dev.bus.map.id_value:#010x}")
-        await dev.bus.write_reg("thresholds", **{f"bank{j}": t
-                                                 for j, t in enumerate(config.thresholds)})
-        await dev.bus.write_reg("masks", packet_ipv4=config.mask_packet_ipv4,
-                                packet_ipv6=config.mask_packet_ipv6,
-                                flow_ipv4=config.mask_flow_ipv4,
-                                flow_ipv6=config.mask_flow_ipv6)
-        await dev.bus.write_reg("config_id", config.config_id)
+        device = await dev.connect(config)
+        ident = device.id_value
+        assert ident == device.map.id_value, (
+            f"{dev.name}: ID {ident:#010x} != register map ID {device.map.id_value:#010x}")
+        await dev.call(device.program)              # thresholds, masks, CONFIG_ID
         for _ in range(2):  # clear both copies (memories keep their contents over rst)
-            await dev.bus.swap()
-            await dev.bus.wait_status("frozen_ready", 1)
-            await dev.bus.release()
-            await dev.bus.wait_status("other_clean", 1, polls=2000)
+            await dev.call(device.swap)
+            await dev.wait_status(dut.clk, "frozen_ready", 1)
+            await dev.call(device.release)
+            await dev.wait_status(dut.clk, "other_clean", 1, polls=2000)
 
     # -- calibration: timestamp = SOF cycle + offset (same for both cores) ---------------
     cal_rng = np.random.default_rng(params.seed + 2)
@@ -323,9 +335,9 @@ async def two_devices(dut):
     await wire.wait_idle()
     await ClockCycles(dut.clk, 64)
     for dev in (snd, rcv):
-        await dev.bus.swap()
-        await dev.bus.wait_status("frozen_ready", 1)
-    got = await snd.bus.read_frozen_synopsis()
+        await dev.call(dev.device.swap)
+        await dev.wait_status(dut.clk, "frozen_ready", 1)
+    got = (await snd.call(snd.device.read_snapshot, release=False, poll=0)).synopsis
     offered = [OfferedFrame(f) for f in cal_frames]
     zero = expected_synopsis(config, offered, wire.extra_sof, hashers)
     n_cal = int(zero.count.sum())
@@ -338,8 +350,8 @@ async def two_devices(dut):
                                  hashers)
     assert got == expected, "calibration: the sender's copy differs from the golden model"
     for dev in (snd, rcv):
-        await dev.bus.release()
-        await dev.bus.wait_status("other_clean", 1, polls=2000)
+        await dev.call(dev.device.release)
+        await dev.wait_status(dut.clk, "other_clean", 1, polls=2000)
     log.info("timestamp = SOF cycle %+d", ts_offset)
 
     # -- bridges -------------------------------------------------------------------------
@@ -360,8 +372,8 @@ async def two_devices(dut):
     try:
         for k in range(params.intervals):
             first, end = k * params.frames, (k + 1) * params.frames
-            seq = await snd.call(snd.bus.read_reg, "interval_seq")
-            seq_r = await rcv.call(rcv.bus.read_reg, "interval_seq")
+            seq = await snd.call(snd.device.read, "interval_seq")
+            seq_r = await rcv.call(rcv.device.read, "interval_seq")
             assert seq == seq_r, f"sender interval {seq}, receiver {seq_r}"
             cycle0 = wire.cycle
             wire.release_upto = end
@@ -371,7 +383,7 @@ async def two_devices(dut):
             for dev in (snd, rcv):
                 await dev.wait_clean(dut.clk, deadline)
             for dev in (snd, rcv):
-                await dev.call(dev.bus.swap)
+                await dev.call(dev.device.swap)
             sl = slice(first, end)
             record = interval_truth(config, hashers, params, seq, k, frames[sl],
                                     wire.snd_sof[sl], wire.rcv_sof[sl], ts_offset)

@@ -2,7 +2,7 @@
 """Build and run the cocotb testbenches of the exported core.
 
 Where it sits (``docs/DESIGN.md``, "Testing"): of the two test levels — components alone
-on Amaranth's simulator (:mod:`sim_tb.amaranth_sim`), and the exported Verilog of
+on Amaranth's simulator (:mod:`sim_tb.amaranth_streams`), and the exported Verilog of
 ``hw.lda_pipeline`` under a real HDL simulator — this drives the second, through cocotb's
 :mod:`cocotb_tools.runner`. pytest functions (``sim_tb/test_*.py``) call
 :func:`run_core_tests`; each parameter set is exported and built in its own folder

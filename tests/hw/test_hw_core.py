@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The whole core (hw.lda_pipeline.LdaCore) on Amaranth's simulator: frames pass through
 bit-exact, in order, with a fixed latency and honoured backpressure; the counters and
-status read over the UARTBone byte stream equal host_sw.model.golden; swap / overrun / release
+status read over the UARTBone byte stream by the host driver (host_sw.device.driver.Device,
+through sim_tb.amaranth_host) equal host_sw.model.golden; swap / overrun / release
 control. Small cores and a few dozen frames, to stay quick."""
 
 import random
@@ -15,9 +16,9 @@ from host_sw.model.golden import hash_frames, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass, classify_frame, default_masks
 from host_sw.contracts.regmap import register_map
-from host_sw.contracts.uartbone import decode_read_reply, encode_read, encode_write
 from hw.frame import beats_to_frames, frame_to_beats
 from hw.lda_pipeline import PASSTHROUGH_LATENCY, LdaCore
+from sim_tb.amaranth_host import SimulatedHost
 
 
 def make_frame(rng, length, ethertype=0x0800, version=4):
@@ -45,14 +46,15 @@ def mixed_frames(rng, n):
     return frames
 
 
-class CoreBench:
-    """Drives one LdaCore: a frame source, a frame sink and the bus byte streams."""
+class CoreTraffic:
+    """The frame side of one LdaCore on the simulator: a frame source and a frame sink
+    (background testbenches) and the golden model of what was sent. Its bus is reached by
+    the host driver (:class:`sim_tb.amaranth_host.SimulatedHost`)."""
 
     def __init__(self, config, data_width, *, seed):
         self.config = config
         self.data_width = data_width
         self.dut = LdaCore(config=config, data_width=data_width, bridge_timeout_cycles=64)
-        self.regmap = register_map(config, data_width=data_width)
         self.rng = random.Random(seed)
         self.to_send = []          # (frame, error) queue for the source
         self.sent = []             # (frame, error, sof_cycle) in input order
@@ -60,7 +62,6 @@ class CoreBench:
         self.out_beats = []        # (cycle, beat) transferred on m_axis
         self.p_valid = 0.8
         self.p_ready = 1.0
-        self.replies = bytearray()
         self.sink_ready_seen_low = False
 
     # -- background testbenches ----------------------------------------------------------
@@ -100,65 +101,17 @@ class CoreBench:
                 self.sink_ready_seen_low = True
             cycle += 1
 
-    async def bus_replies(self, ctx):
-        ctx.set(self.dut.bus_tx.ready, 1)
-        while True:
-            _, _, valid, byte = await ctx.tick().sample(self.dut.bus_tx.valid,
-                                                        self.dut.bus_tx.payload)
-            if valid:
-                self.replies.append(byte)
-
-    # -- bus helpers (main testbench) ----------------------------------------------------
-    async def send_bytes(self, ctx, data):
-        dut = self.dut
-        for byte in data:
-            ctx.set(dut.bus_rx.valid, 1)
-            ctx.set(dut.bus_rx.payload, byte)
-            while True:
-                _, _, ready = await ctx.tick().sample(dut.bus_rx.ready)
-                if ready:
-                    break
-        ctx.set(dut.bus_rx.valid, 0)
-
-    async def read(self, ctx, address, n=1):
-        self.replies.clear()
-        await self.send_bytes(ctx, encode_read(address, n))
-        for _ in range(200 + 40 * n):
-            if len(self.replies) >= 4 * n:
-                break
-            await ctx.tick()
-        return decode_read_reply(bytes(self.replies), n)
-
-    async def read_reg(self, ctx, name):
-        reg = self.regmap[name]
-        return reg.from_words(await self.read(ctx, reg.address, reg.words))
-
-    async def write_reg(self, ctx, name, **fields):
-        reg = self.regmap[name]
-        await self.send_bytes(ctx, encode_write(reg.address, reg.to_words(reg.encode(**fields))))
-
+    # -- main testbench helpers ----------------------------------------------------------
     async def wait_frames_done(self, ctx, count):
         while len(self.sent) < count or len(self.out_beats) < len(self.in_beats):
             await ctx.tick()
         await ctx.tick().repeat(self.dut.measurement_latency + 12)
-
-    async def wait_status(self, ctx, field, value):
-        for _ in range(50):
-            if self.regmap["status"].decode(await self.read_reg(ctx, "status"))[field] == value:
-                return
-        raise AssertionError(f"STATUS.{field} never became {value}")
-
-    async def read_counters(self, ctx):
-        window = self.regmap.window
-        words = await self.read(ctx, window.address, window.words)
-        return Synopsis.from_words(self.config, window.words_from_bus(words))
 
     def run(self, main):
         sim = Simulator(self.dut)
         sim.add_clock(1e-8)
         sim.add_testbench(self.source, background=True)
         sim.add_testbench(self.sink, background=True)
-        sim.add_testbench(self.bus_replies, background=True)
         sim.add_testbench(main)
         sim.run()
 
@@ -168,6 +121,14 @@ class CoreBench:
         hashes = hash_frames(self.config, frames, errors)
         stamps = np.array([t for _, _, t in sent], dtype=np.uint64)
         return update(self.config, hashes, stamps)
+
+
+def end_interval(device):
+    """Host code: CONTROL.swap, wait for the frozen copy, read its counters (not
+    released)."""
+    device.swap()
+    device.wait_frozen(poll=0)
+    return Synopsis.from_words(device.config, device.read_counter_words())
 
 
 def check_passthrough(bench, latency_checked_beats):
@@ -185,13 +146,18 @@ def check_passthrough(bench, latency_checked_beats):
 
 def test_lda_core_counters_status_and_passthrough():
     config = LdaConfig(banks=2, rows=16, thresholds=(0, 2))
-    bench = CoreBench(config, 64, seed=1)
+    bench = CoreTraffic(config, 64, seed=1)
+    host = SimulatedHost(bench.dut)
     rng = random.Random(2)
     first = mixed_frames(rng, 24)
     second = mixed_frames(rng, 12)
     results = {}
 
+    def read_registers(device, names):
+        return {name: device.read(name) for name in names}
+
     async def main(ctx):
+        device = await host.connect(ctx, config)
         # Interval 0: no backpressure (latency check), then a stalling sink.
         bench.to_send += first[:12]
         await bench.wait_frames_done(ctx, 12)
@@ -200,36 +166,32 @@ def test_lda_core_counters_status_and_passthrough():
         bench.p_ready = 0.5
         bench.to_send += first[12:]
         await bench.wait_frames_done(ctx, 24)
-        status = bench.regmap["status"]
-        results["status0"] = status.decode(await bench.read_reg(ctx, "status"))
-        await bench.write_reg(ctx, "config_id", value=0xC0DE1234)   # stamped into interval 1
-        await bench.write_reg(ctx, "control", swap=1)
-        await bench.wait_status(ctx, "frozen_ready", 1)
-        results["interval0"] = await bench.read_counters(ctx)
+        results["status0"] = await host.call(ctx, device.status)
+        # stamped into interval 1
+        await host.call(ctx, device.write, "config_id", 0xC0DE1234)
+        results["interval0"] = await host.call(ctx, end_interval, device)
         results["sent0"] = list(bench.sent)
-        for name in ("frozen_seq", "frozen_packets", "interval_seq", "overruns",
-                     "frames_seen", "frames_counted", "frames_errored", "frames_runt",
-                     "frames_non_ip", "frames_control"):
-            results[name] = await bench.read_reg(ctx, name)
-        results["status1"] = status.decode(await bench.read_reg(ctx, "status"))
+        results.update(await host.call(ctx, read_registers, device, (
+            "frozen_seq", "frozen_packets", "interval_seq", "overruns", "frames_seen",
+            "frames_counted", "frames_errored", "frames_runt", "frames_non_ip",
+            "frames_control")))
+        results["status1"] = await host.call(ctx, device.status)
 
         # Interval 1 runs while copy 0 stays frozen: a second swap is an overrun.
         bench.to_send += second
-        await bench.write_reg(ctx, "control", swap=1)
+        await host.call(ctx, device.swap)
         await bench.wait_frames_done(ctx, 36)
-        results["overruns"] = await bench.read_reg(ctx, "overruns")
-        results["status2"] = status.decode(await bench.read_reg(ctx, "status"))
+        results["overruns"] = await host.call(ctx, device.read, "overruns")
+        results["status2"] = await host.call(ctx, device.status)
         # Release copy 0, wait until it is clean, swap: interval 1 freezes, flagged.
-        await bench.write_reg(ctx, "control", release=1)
-        await bench.wait_status(ctx, "other_clean", 1)
-        await bench.write_reg(ctx, "control", swap=1)
-        await bench.wait_status(ctx, "frozen_ready", 1)
-        results["interval1"] = await bench.read_counters(ctx)
-        results["status3"] = status.decode(await bench.read_reg(ctx, "status"))
-        results["frozen_seq1"] = await bench.read_reg(ctx, "frozen_seq")
-        results["interval_seq1"] = await bench.read_reg(ctx, "interval_seq")
-        results["frozen_packets1"] = await bench.read_reg(ctx, "frozen_packets")
-        results["frozen_config_id1"] = await bench.read_reg(ctx, "frozen_config_id")
+        await host.call(ctx, device.release)
+        await host.wait_status(ctx, device, "other_clean", 1, polls=50)
+        results["interval1"] = await host.call(ctx, end_interval, device)
+        results["status3"] = await host.call(ctx, device.status)
+        registers = await host.call(ctx, read_registers, device, (
+            "frozen_seq", "interval_seq", "frozen_packets", "frozen_config_id"))
+        for name, value in registers.items():
+            results[name + "1"] = value
 
     bench.run(main)
 
@@ -272,17 +234,17 @@ def test_lda_core_counters_status_and_passthrough():
     (LdsConfig(rows=2, cells=10, vlda_cells=3, row_thresholds=(0, 1)), 32),
 ], ids=["rda-w8", "lds-w32"])
 def test_rda_lds_core_counters(config, data_width):
-    bench = CoreBench(config, data_width, seed=3)
+    bench = CoreTraffic(config, data_width, seed=3)
+    host = SimulatedHost(bench.dut)
     bench.p_ready = 0.7
     frames = mixed_frames(random.Random(4), 14)
     results = {}
 
     async def main(ctx):
+        device = await host.connect(ctx, config)
         bench.to_send += frames
         await bench.wait_frames_done(ctx, len(frames))
-        await bench.write_reg(ctx, "control", swap=1)
-        await bench.wait_status(ctx, "frozen_ready", 1)
-        results["counters"] = await bench.read_counters(ctx)
+        results["counters"] = await host.call(ctx, end_interval, device)
 
     bench.run(main)
     check_passthrough(bench, 0)

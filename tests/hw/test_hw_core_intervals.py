@@ -5,7 +5,8 @@ marker-receive mode through a lossy channel (both devices' intervals equal host_
 for the frames each saw, with matching sequence numbers; a spoofed marker is rejected; a
 dropped marker flags SEQUENCE_GAP; the sender's in-band export reassembles to its
 intervals); time-mode boundaries, overrun when not released, and the host export port.
-Everything is driven through the UARTBone bus as the host driver does."""
+Everything is driven through the UARTBone bus by the host driver itself
+(host_sw.device.driver.Device, through sim_tb.amaranth_host)."""
 
 import random
 
@@ -21,11 +22,10 @@ from host_sw.contracts.control_frame import (
 from host_sw.model.golden import hash_frames, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, default_masks
-from host_sw.contracts.uartbone import decode_read_reply, encode_read, encode_write
 from hw.frame import beats_to_frames, frame_to_beats
-from hw.interval_control import MODE_MARKER_RECEIVE, MODE_MARKER_SEND, MODE_TIME
 from hw.lda_pipeline import LdaCore
-from sim_tb.amaranth_sim import simulate, wait_until
+from sim_tb.amaranth_host import SimulatedHost
+from sim_tb.amaranth_streams import simulate, wait_until
 
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002
@@ -126,62 +126,11 @@ class FrameSink:
                         self.on_frame(frame)
 
 
-class Bus:
-    """The UARTBone byte streams of one core, as the host driver uses them."""
-
-    def __init__(self, core):
-        self.core = core
-        self.regmap = core.regmap
-        self.replies = bytearray()
-
-    async def run(self, ctx):
-        ctx.set(self.core.bus_tx.ready, 1)
-        while True:
-            _, _, valid, byte = await ctx.tick().sample(self.core.bus_tx.valid,
-                                                        self.core.bus_tx.payload)
-            if valid:
-                self.replies.append(byte)
-
-    async def send(self, ctx, data):
-        rx = self.core.bus_rx
-        for byte in data:
-            ctx.set(rx.valid, 1)
-            ctx.set(rx.payload, byte)
-            while True:
-                _, _, ready = await ctx.tick().sample(rx.ready)
-                if ready:
-                    break
-        ctx.set(rx.valid, 0)
-
-    async def read(self, ctx, address, n=1):
-        self.replies.clear()
-        await self.send(ctx, encode_read(address, n))
-        for _ in range(200 + 40 * n):
-            if len(self.replies) >= 4 * n:
-                break
-            await ctx.tick()
-        return decode_read_reply(bytes(self.replies), n)
-
-    async def read_reg(self, ctx, name, field=None):
-        reg = self.regmap[name]
-        value = reg.from_words(await self.read(ctx, reg.address, reg.words))
-        return reg.decode(value)[field] if field else value
-
-    async def write_reg(self, ctx, name, **fields):
-        reg = self.regmap[name]
-        await self.send(ctx, encode_write(reg.address, reg.to_words(reg.encode(**fields))))
-
-    async def counters(self, ctx, config):
-        window = self.regmap.window
-        words = await self.read(ctx, window.address, window.words)
-        return Synopsis.from_words(config, window.words_from_bus(words))
-
-    async def wait_status(self, ctx, field, value, limit=200):
-        for _ in range(limit):
-            if await self.read_reg(ctx, "status", field) == value:
-                return
-            await ctx.tick().repeat(20)
-        raise AssertionError(f"STATUS.{field} never became {value}")
+def read_frozen(device, names):
+    """Host code: the named registers of the frozen interval, then its counters (not
+    released)."""
+    values = [device.read(name) for name in names]
+    return values + [Synopsis.from_words(device.config, device.read_counter_words())]
 
 
 # -- two devices: marker send → lossy channel → marker receive -----------------------------
@@ -197,7 +146,8 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
     clock = Clock()
     s_src = FrameSource(sender.s_axis, clock)
     r_src = FrameSource(receiver.s_axis, clock)
-    s_bus, r_bus = Bus(sender), Bus(receiver)
+    s_host = SimulatedHost(sender, name="sender")
+    r_host = SimulatedHost(receiver, name="receiver")
     dropped = []
 
     def channel(frame):
@@ -220,15 +170,14 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
     status = {}
 
     async def main(ctx):
-        cid = config.config_id
-        for bus in (s_bus, r_bus):
-            await bus.write_reg(ctx, "config_id", value=cid)
-        await s_bus.write_reg(ctx, "local_mac", mac=SRC_MAC)
-        await s_bus.write_reg(ctx, "export_dst_mac", mac=DST_MAC)
-        await s_bus.write_reg(ctx, "interval_mode", mode=MODE_MARKER_SEND, export_inband=1,
-                              auto_release=1)
-        await r_bus.write_reg(ctx, "marker_src_mac", mac=SRC_MAC)
-        await r_bus.write_reg(ctx, "interval_mode", mode=MODE_MARKER_RECEIVE)
+        s_dev = await s_host.connect(ctx, config)
+        r_dev = await r_host.connect(ctx, config)
+        for host, device in ((s_host, s_dev), (r_host, r_dev)):
+            await host.call(ctx, device.write, "config_id", config.config_id)
+        await s_host.call(ctx, s_dev.set_intervals, mode="marker-send", export_inband=True,
+                          auto_release=True, local_mac=SRC_MAC, export_dst_mac=DST_MAC)
+        await r_host.call(ctx, r_dev.set_intervals, mode="marker-receive",
+                          marker_src_mac=SRC_MAC)
         chunk_frames = sender.export_frame_count
 
         def exported(seq):
@@ -244,26 +193,23 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
                     r_src.queue.append((spoof, 0))
             await wait_until(ctx, lambda: s_src.idle() and r_src.idle(), 3000, "frames")
             await ctx.tick().repeat(30)
-            await s_bus.write_reg(ctx, "control", swap=1)
+            await s_host.call(ctx, s_dev.swap)
             await wait_until(ctx, lambda: len(exported(interval)) == chunk_frames, 5000,
                              f"the sender's export of interval {interval}")
             if interval in (0, 2, 3):       # marker 1 is dropped: no receiver boundary
-                await r_bus.wait_status(ctx, "frozen_ready", 1)
-                frozen.append((await r_bus.read_reg(ctx, "frozen_seq"),
-                               await r_bus.read_reg(ctx, "frozen_flags"),
-                               await r_bus.read_reg(ctx, "frozen_timestamp"),
-                               await r_bus.counters(ctx, config)))
-                await r_bus.write_reg(ctx, "control", release=1)
-                await r_bus.wait_status(ctx, "other_clean", 1)
+                await r_host.wait_status(ctx, r_dev, "frozen_ready", 1, gap_cycles=20)
+                frozen.append(tuple(await r_host.call(ctx, read_frozen, r_dev, (
+                    "frozen_seq", "frozen_flags", "frozen_timestamp"))))
+                await r_host.call(ctx, r_dev.release)
+                await r_host.wait_status(ctx, r_dev, "other_clean", 1, gap_cycles=20)
         for name in ("markers_accepted", "markers_rejected", "sequence_gaps",
                      "interval_seq", "overruns"):
-            status["r_" + name] = await r_bus.read_reg(ctx, name)
+            status["r_" + name] = await r_host.call(ctx, r_dev.read, name)
         for name in ("markers_sent", "export_frames", "interval_seq", "overruns",
                      "frames_control"):
-            status["s_" + name] = await s_bus.read_reg(ctx, name)
+            status["s_" + name] = await s_host.call(ctx, s_dev.read, name)
 
-    simulate(top, main, clock.run, s_src.run, r_src.run, s_out.run, r_out.run, s_bus.run,
-        r_bus.run)
+    simulate(top, main, clock.run, s_src.run, r_src.run, s_out.run, r_out.run)
 
     # Data frames pass both devices unaltered and in order (minus the channel's drops).
     s_data = [f for f, _ in s_src.sent]
@@ -343,7 +289,7 @@ def test_time_mode_boundaries_overrun_and_host_export():
     src = FrameSource(core.s_axis, clock)
     out = FrameSink(core.m_axis)
     host = FrameSink(core.host_export)
-    bus = Bus(core)
+    link = SimulatedHost(core)
     t0, delta = 1500, 1500
     boundaries = [t0 + i * delta for i in range(3)]
     rng = random.Random(11)
@@ -356,37 +302,33 @@ def test_time_mode_boundaries_overrun_and_host_export():
     results = {}
 
     async def main(ctx):
-        await bus.write_reg(ctx, "config_id", value=config.config_id)
-        await bus.write_reg(ctx, "local_mac", mac=SRC_MAC)
-        await bus.write_reg(ctx, "export_dst_mac", mac=DST_MAC)
-        await bus.write_reg(ctx, "interval_ticks", ticks=delta)
-        await bus.write_reg(ctx, "interval_start", ticks=t0)
-        await bus.write_reg(ctx, "interval_mode", mode=MODE_TIME, export_host=1)
+        device = await link.connect(ctx, config)
+        await link.call(ctx, device.write, "config_id", config.config_id)
+        await link.call(ctx, device.set_intervals, mode="time", ticks=delta, start=t0,
+                       export_host=True, local_mac=SRC_MAC, export_dst_mac=DST_MAC)
         assert clock.cycle < t0 - 100
-        results["seq_before"] = await bus.read_reg(ctx, "interval_seq")
+        results["seq_before"] = await link.call(ctx, device.read, "interval_seq")
         # Boundary 0 at t0 freezes the interval since reset.
         await wait_until(ctx, lambda: clock.cycle > t0 + 50, 5000, "t0")
-        await bus.wait_status(ctx, "frozen_ready", 1)
-        results["first"] = [await bus.read_reg(ctx, n) for n in
-                            ("frozen_seq", "frozen_flags", "frozen_timestamp",
-                             "interval_seq")] + [await bus.counters(ctx, config)]
+        await link.wait_status(ctx, device, "frozen_ready", 1, gap_cycles=20)
+        results["first"] = await link.call(ctx, read_frozen, device, (
+            "frozen_seq", "frozen_flags", "frozen_timestamp", "interval_seq"))
         # Not released: boundary 1 is an overrun.
         await wait_until(ctx, lambda: clock.cycle > boundaries[1] + 50, 5000, "boundary 1")
-        results["overrun"] = [await bus.read_reg(ctx, n) for n in
+        results["overrun"] = [await link.call(ctx, device.read, n) for n in
                               ("overruns", "interval_seq", "frozen_seq")]
-        await bus.write_reg(ctx, "control", release=1)
-        await bus.wait_status(ctx, "other_clean", 1)
+        await link.call(ctx, device.release)
+        await link.wait_status(ctx, device, "other_clean", 1, gap_cycles=20)
         await wait_until(ctx, lambda: clock.cycle > boundaries[2] + 50, 5000, "boundary 2")
-        await bus.wait_status(ctx, "frozen_ready", 1)
-        results["second"] = [await bus.read_reg(ctx, n) for n in
-                             ("frozen_seq", "frozen_flags", "frozen_timestamp",
-                              "interval_seq")] + [await bus.counters(ctx, config)]
-        results["status"] = await bus.read_reg(ctx, "status")
+        await link.wait_status(ctx, device, "frozen_ready", 1, gap_cycles=20)
+        results["second"] = await link.call(ctx, read_frozen, device, (
+            "frozen_seq", "frozen_flags", "frozen_timestamp", "interval_seq"))
+        results["status"] = await link.call(ctx, device.read, "status")
         await wait_until(ctx, lambda: len(host.frames) == 2 * core.export_frame_count,
                          3000, "host export")
-        results["export_frames"] = await bus.read_reg(ctx, "export_frames")
+        results["export_frames"] = await link.call(ctx, device.read, "export_frames")
 
-    simulate(core, main, clock.run, src.run, out.run, host.run, bus.run)
+    simulate(core, main, clock.run, src.run, out.run, host.run)
 
     assert out.frames == [f for f, _ in src.sent]          # nothing inserted in-band
     assert results["seq_before"] == 0

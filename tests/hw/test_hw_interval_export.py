@@ -28,7 +28,7 @@ from hw.interval_control import (
 )
 from hw.frame_merger import FrameMerger
 from hw.timebase import Timebase
-from sim_tb.amaranth_sim import Sink, Source, simulate, wait_until
+from sim_tb.amaranth_streams import Sink, Source, simulate, wait_until
 
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002

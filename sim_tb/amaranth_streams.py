@@ -1,14 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Frame-stream drivers and a run helper for the unit tests of gateware on Amaranth's own
-simulator (the first test level of ``docs/DESIGN.md``, "Testing": components tested alone
-with async testbenches; the second level, the exported Verilog under cocotb, is
-:mod:`sim_tb.runner`).
+"""Frame-stream testbenches and runners for Amaranth's simulator, shared by the gateware
+tests (``tests/test_hw_*.py``).
 
-:class:`Source` drives a :class:`hw.frame.FrameStream` port with random idle cycles and
-:class:`Sink` takes one with random ready, checking the stream rules on every beat (a beat
-shown and not taken is shown again, unchanged); :func:`simulate` runs a design until the
-main testbench returns; :func:`wait_until` waits a bounded number of cycles for a
-condition.
+Where it sits (``docs/DESIGN.md``): the wire on either side of a block with frame streams
+(the ``hw.frame`` beat layout: ``data``, ``keep``, ``last``, ``error``). :class:`Source`
+drives a stream by its rules (valid holds with its payload until the transfer) with random
+idle cycles; :class:`Sink` takes one with random ``ready`` and checks the same rules on
+every cycle; :func:`simulate` runs a design until its main testbench returns, and
+:func:`wait_until` ticks until a condition holds.
 """
 
 from amaranth.sim import Simulator
@@ -17,7 +16,7 @@ from hw.frame import beats_to_frames, frame_to_beats
 
 __all__ = ["BEAT_KEYS", "Source", "Sink", "simulate", "wait_until"]
 
-#: The fields of a frame-stream beat, as :class:`Sink` records them.
+#: The fields of a frame-stream beat.
 BEAT_KEYS = ("data", "keep", "last", "error")
 
 
@@ -111,7 +110,7 @@ def simulate(dut, main, *background):
 
 
 async def wait_until(ctx, condition, limit, what):
-    """Tick until ``condition()`` holds; fail naming ``what`` after ``limit`` cycles."""
+    """Tick until ``condition()`` holds; fail after ``limit`` clocks."""
     for _ in range(limit):
         if condition():
             return
