@@ -148,6 +148,10 @@ class _Pairing:
                 return o.seq
         return self.expected
 
+    def _behind(self, seq: int) -> bool:
+        """Whether ``seq`` already has its row (a few numbers before the expected one)."""
+        return self.expected is not None and 0 < (self.expected - seq) & _M32 <= MAX_GAP_ROWS
+
     def _gap_rows(self, seq: int | None, config) -> tuple[list, list]:
         """Rows for the numbers skipped before ``seq``, and notes for the row of ``seq``."""
         if seq is None or self.expected is None or seq == self.expected:
@@ -164,6 +168,9 @@ class _Pairing:
 
     def records(self, outcomes: dict, swap_errors: dict) -> list:
         """The rows of one read cycle: gap rows, then the interval's own."""
+        for o in outcomes.values():
+            if o.ok and self._behind(o.snapshot.seq):
+                o.set_stale()
         s, r = outcomes["sender"], outcomes["receiver"]
         config = self.readers["sender"].device.config
         seq = self._seq(outcomes)

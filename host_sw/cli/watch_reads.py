@@ -71,6 +71,17 @@ class ReadOutcome:
     seq: int | None = None
     #: What became of the frozen copy (``released``, ``released unread``, …).
     release: str | None = None
+    #: The sequence number of a copy read again: one that already has its row (it
+    #: could not be released then); it is no snapshot of this interval.
+    stale_seq: int | None = None
+
+    def set_stale(self) -> None:
+        """Mark the snapshot read as a copy that already has its row."""
+        self.stale_seq = self.snapshot.seq
+        self.snapshot = None
+        self.reason = (f"read interval {self.stale_seq} again (its row is above; it could "
+                       f"not be released then): this interval was merged into the next "
+                       f"(an overrun)")
 
     @property
     def ok(self) -> bool:
@@ -78,7 +89,10 @@ class ReadOutcome:
 
     def meta(self) -> dict:
         """What a record keeps of how the read went (beside :func:`snapshot_meta`)."""
-        d = {"read": "ok" if self.ok else "failed", "attempts": self.attempts}
+        read = "ok" if self.ok else "stale" if self.stale_seq is not None else "failed"
+        d = {"read": read, "attempts": self.attempts}
+        if self.stale_seq is not None:
+            d["stale_seq"] = self.stale_seq
         if self.errors:
             d["errors"] = list(self.errors)
         if self.release:
