@@ -146,6 +146,8 @@ class _Pairing:
         for o in (outcomes["sender"], outcomes["receiver"]):
             if o.seq is not None:
                 return o.seq
+        if all(o.release == "nothing frozen" for o in outcomes.values()):
+            return None     # no interval froze: no number is used up
         return self.expected
 
     def _behind(self, seq: int) -> bool:
@@ -187,7 +189,7 @@ class _Pairing:
                 if swap_errors.get(side):
                     notes.append(f"{side}: could not end the interval: {swap_errors[side]}")
                 if not o.ok:
-                    notes.append(f"{side}: {o.reason}; copy {o.release}")
+                    notes.append(f"{side}: {o.reason} (frozen copy: {o.release})")
             rec = unread_record(seq, config, notes=notes, sender_meta=metas["sender"],
                                 receiver_meta=metas["receiver"])
         if seq is not None:

@@ -171,6 +171,7 @@ class PointReader:
         wait_until = start + p.wait
         boundary = start + self.interval_s * _BOUNDARY_MARGIN if self.interval_s else None
         out = ReadOutcome()
+        stop = ""
         for k in range(p.attempts):
             out.attempts = k + 1
             try:
@@ -185,12 +186,12 @@ class PointReader:
                 break
             end = min(wait_until, boundary) if boundary is not None else wait_until
             if p.clock() + pause >= end:
-                out.errors.append("no time left to retry before the "
-                                  + ("next boundary" if end != wait_until else "--wait ends"))
+                stop = ("; no time left to retry before the "
+                        + ("next boundary" if end != wait_until else "--wait ends"))
                 break
             p.sleep(pause)
         out.reason = (f"could not be read ({out.attempts} attempt"
-                      f"{'s' if out.attempts > 1 else ''}): {out.errors[-1]}")
+                      f"{'s' if out.attempts > 1 else ''}): {out.errors[-1]}{stop}")
         return out
 
     def _accounted_gap(self, snap: Snapshot) -> Snapshot:

@@ -131,7 +131,7 @@ def test_interval_that_cannot_be_read_is_a_row_and_the_run_goes_on(capsys, tmp_p
     assert bad["estimate"] is None
     assert bad["notes"] == ["sender: could not be read (3 attempts): TransportTimeout: "
                             + bad["sender"]["errors"][-1].split(": ", 1)[1]
-                            + "; copy interval 1 released unread"]
+                            + " (frozen copy: interval 1 released unread)"]
     assert bad["sender"] | {"errors": None} == {
         "read": "failed", "attempts": 3, "errors": None, "seq": 1,
         "release": "interval 1 released unread"}
@@ -152,7 +152,8 @@ def test_table_rows_name_the_reason(capsys, make_pair):
     lines = out.splitlines()
     assert len(lines) == 4 and "%" in lines[1] and "%" in lines[3]
     assert lines[2].split()[:4] == ["1", "invalid:", "receiver:", "could"]
-    assert "(2 attempts)" in lines[2] and "copy interval 1 released unread" in lines[2]
+    assert "(2 attempts)" in lines[2]
+    assert "(frozen copy: interval 1 released unread)" in lines[2]
 
 
 def test_both_copies_are_read_before_either_is_released(capsys, tmp_path, make_pair):
@@ -197,6 +198,23 @@ def test_device_that_stays_down_ends_the_run_after_max_failures(capsys, tmp_path
         assert row["sender"]["read"] == "ok" and row["sender"]["release"] == "released"
 
 
+def test_no_interval_frozen_uses_up_no_number(capsys, tmp_path, make_pair):
+    make_pair()
+    records = tmp_path / "rows.jsonl"
+    code = main(["watch", "--sender", "fake://ws", "--receiver", "fake://wr", "--wait",
+                 "0.01", "--retry-delay", "0.001", "--max-failures", "2", "--json", "-o",
+                 str(records)])
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and summary(rows) == [(None, False), (None, False)]
+    assert all(r["notes"][0].startswith("sender: could not be read (1 attempt): "
+                                        "SnapshotError: no frozen interval within")
+               for r in rows)
+    assert rows[0]["notes"][1].endswith("no time left to retry before the --wait ends "
+                                        "(frozen copy: nothing frozen)")
+    assert "the sender (fake://ws) could not be read for 2 interval(s) in a row" in err
+
+
 def test_no_row_is_skipped_under_random_faults(capsys, tmp_path, make_pair):
     kinds = ["drop", "short", "extra", "late", "none"]
     plan = {k: [kinds[(k * 7 + j) % 5] for j in range(k % 4)] for k in range(5)}
@@ -230,4 +248,4 @@ def test_retries_stop_before_the_next_boundary(scripted_device, pairs):
     dev.inject("drop", 100)
     out = reader.read()
     assert not out.ok and out.attempts == 2 and pauses == [0.03]
-    assert out.errors[-1] == "no time left to retry before the next boundary"
+    assert out.reason.endswith("; no time left to retry before the next boundary")
