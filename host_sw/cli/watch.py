@@ -140,19 +140,25 @@ class _Pairing:
         return {**meta, **outcome.meta()}
 
     def _seq(self, outcomes: dict) -> int | None:
+        """The row's sequence number: the sender's when known (its numbering is the
+        rows'), else the receiver's, else the expected one unless nothing froze."""
         for o in (outcomes["sender"], outcomes["receiver"]):
             if o.snapshot is not None:
                 return o.snapshot.seq
-        for o in (outcomes["sender"], outcomes["receiver"]):
             if o.seq is not None:
                 return o.seq
         if all(o.release == "nothing frozen" for o in outcomes.values()):
             return None     # no interval froze: no number is used up
         return self.expected
 
-    def _behind(self, seq: int) -> bool:
-        """Whether ``seq`` already has its row (a few numbers before the expected one)."""
-        return self.expected is not None and 0 < (self.expected - seq) & _M32 <= MAX_GAP_ROWS
+    def _stale(self, side: str, seq: int) -> bool:
+        """Whether ``side``'s copy ``seq`` already has its row: for the sender, a number
+        before the expected one; for either, one not after the last it had a row for."""
+        last = self.readers[side].last_seq
+        if last is not None and (last - seq) & _M32 < MAX_GAP_ROWS:
+            return True
+        return (side == "sender" and self.expected is not None
+                and 0 < (self.expected - seq) & _M32 <= MAX_GAP_ROWS)
 
     def _gap_rows(self, seq: int | None, config) -> tuple[list, list]:
         """Rows for the numbers skipped before ``seq``, and notes for the row of ``seq``."""
@@ -170,8 +176,8 @@ class _Pairing:
 
     def records(self, outcomes: dict, swap_errors: dict) -> list:
         """The rows of one read cycle: gap rows, then the interval's own."""
-        for o in outcomes.values():
-            if o.ok and self._behind(o.snapshot.seq):
+        for side, o in outcomes.items():
+            if o.ok and self._stale(side, o.snapshot.seq):
                 o.set_stale()
         s, r = outcomes["sender"], outcomes["receiver"]
         config = self.readers["sender"].device.config
@@ -194,9 +200,14 @@ class _Pairing:
                                 receiver_meta=metas["receiver"])
         if seq is not None:
             self.expected = (seq + 1) & _M32
-            for side, o in outcomes.items():
-                self.readers[side].last_seq = o.snapshot.seq if o.ok else (
-                    o.seq if o.seq is not None else seq)
+        for side, o in outcomes.items():
+            reader = self.readers[side]
+            if o.ok:
+                reader.last_seq = o.snapshot.seq
+            elif o.seq is not None:
+                reader.last_seq = o.seq
+            elif side == "sender" and seq is not None and o.stale_seq is None:
+                reader.last_seq = seq      # an unseen copy: the row's number is its own
         return rows + [rec]
 
 
@@ -244,7 +255,7 @@ def _check_permanent(outcomes: dict, failed: dict, args) -> None:
     be read for ``--max-failures`` intervals in a row."""
     for side, o in outcomes.items():
         url = args.sender if side == "sender" else args.receiver
-        snap = o.snapshot
+        snap = o.snapshot or o.stale_snapshot
         if snap is not None and snap.config_id != snap.config.config_id:
             raise RunFailure(f"the {side} ({url}) runs another configuration: interval "
                              f"{snap.seq} has config ID {snap.config_id:#010x}, expected "

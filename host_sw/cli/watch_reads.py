@@ -74,11 +74,12 @@ class ReadOutcome:
     #: The sequence number of a copy read again: one that already has its row (it
     #: could not be released then); it is no snapshot of this interval.
     stale_seq: int | None = None
+    stale_snapshot: Snapshot | None = None
 
     def set_stale(self) -> None:
         """Mark the snapshot read as a copy that already has its row."""
         self.stale_seq = self.snapshot.seq
-        self.snapshot = None
+        self.stale_snapshot, self.snapshot = self.snapshot, None
         self.reason = (f"read interval {self.stale_seq} again (its row is above; it could "
                        f"not be released then): this interval was merged into the next "
                        f"(an overrun)")
