@@ -249,3 +249,15 @@ def test_retries_stop_before_the_next_boundary(scripted_device, pairs):
     out = reader.read()
     assert not out.ok and out.attempts == 2 and pauses == [0.03]
     assert out.reason.endswith("; no time left to retry before the next boundary")
+
+
+def test_device_reprogrammed_mid_run_ends_the_run(capsys, tmp_path, make_pair):
+    _, r = make_pair()
+    r.hooks.append(lambda d, cmd, n, a: d.set("config_id", 0)
+                   if d.get("frozen_seq") == 1 else None)
+    code, rows, err = watch(capsys, tmp_path, 5)
+    assert code == 1 and summary(rows) == [(0, True), (1, True), (2, False)]
+    assert rows[2]["notes"] == ["receiver: the interval's config ID 0x00000000 is not the "
+                                f"configuration's {CONFIG.config_id:#010x}"]
+    assert err.count("\n") == 1 and "the receiver (fake://wr?retries=0) runs another " \
+                                    "configuration: interval 2 has config ID 0x00000000" in err
