@@ -6,6 +6,11 @@ In the host data flow (``docs/DESIGN.md``): driver snapshot ► (``watch``) reco
 (:func:`host_sw.cli.records.pair_snapshots`) ► the
 :data:`~host_sw.cli.table.RECORD_TABLE`, JSON lines, or a records file for ``export`` and
 ``plot``.
+
+``watch`` keeps going through transient faults: each point's side is a
+:class:`~host_sw.cli.watch_reads.PointReader` (bounded retries, safe release); this module
+reads both points before releasing either, gives every sequence number a row (valid, or
+invalid with its reason) and stops only on a permanent failure (``docs/CLI.md``, watch).
 """
 
 from __future__ import annotations
