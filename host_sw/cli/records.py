@@ -10,12 +10,13 @@ table, JSON lines, CSV, Prometheus, plot.
 from __future__ import annotations
 
 import math
+import time
 
 from host_sw.cli.args import RunFailure, parse_json, read_text
 from host_sw.device.driver import Snapshot
 from host_sw.estimators.record import IntervalRecord, record_for_pair
 
-__all__ = ["snapshot_meta", "pair_snapshots", "read_records"]
+__all__ = ["snapshot_meta", "pair_snapshots", "unread_record", "read_records"]
 
 
 def snapshot_meta(snap: Snapshot) -> dict:
@@ -39,6 +40,16 @@ def pair_snapshots(s: Snapshot, r: Snapshot, confidence: float, *, sender_meta=N
                            sender_meta=sender_meta or snapshot_meta(s),
                            receiver_meta=receiver_meta or snapshot_meta(r), valid=valid,
                            notes=notes)
+
+
+def unread_record(interval: int | None, config, *, notes, sender_meta=None,
+                  receiver_meta=None, when: float | None = None) -> IntervalRecord:
+    """The record of an interval that has no pair of snapshots (a point could not be
+    read, or no point saw the interval): invalid, no estimate, ``notes`` say why."""
+    return IntervalRecord(synopsis=config.kind, config_id=config.config_id, estimate=None,
+                          interval=interval, time=when if when is not None else time.time(),
+                          valid=False, sender=dict(sender_meta or {}),
+                          receiver=dict(receiver_meta or {}), notes=tuple(notes))
 
 
 def _is_number(v) -> bool:

@@ -6,19 +6,27 @@ In the host data flow (``docs/DESIGN.md``): driver snapshot ► (``watch``) reco
 (:func:`host_sw.cli.records.pair_snapshots`) ► the
 :data:`~host_sw.cli.table.RECORD_TABLE`, JSON lines, or a records file for ``export`` and
 ``plot``.
+
+``watch`` keeps going through transient faults: each point's side is a
+:class:`~host_sw.cli.watch_reads.PointReader` (bounded retries, safe release); this module
+reads both points before releasing either, gives every sequence number a row (valid, or
+invalid with its reason) and stops only on a permanent failure (``docs/CLI.md``, watch).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
 
-from host_sw.cli.args import check_output, confidence, dump, guard, positive_int, seconds
+from host_sw.cli.args import (RunFailure, check_output, confidence, dump, guard, int_in,
+                              positive_int, real, seconds)
 from host_sw.cli.link import add_link_options, open_device, open_devices
-from host_sw.cli.records import pair_snapshots, snapshot_meta
+from host_sw.cli.records import pair_snapshots, snapshot_meta, unread_record
+from host_sw.cli.watch_reads import PointReader, ReadOutcome, RetryPolicy
 from host_sw.cli.table import RECORD_TABLE
 from host_sw.device.driver import counter_deltas
 
@@ -59,6 +67,16 @@ def add_watch_parser(sub) -> None:
     p.add_argument("--period", type=seconds, default=1.0)
     p.add_argument("--wait", type=seconds, default=60.0, help="seconds to wait per interval")
     p.add_argument("--confidence", type=confidence, default=0.98)
+    p.add_argument("--attempts", type=int_in(1, 10), default=3,
+                   help="reads of one interval before it is recorded as invalid (a bus "
+                        "or snapshot-check failure is retried, never past the next "
+                        "boundary of a time-mode device)")
+    p.add_argument("--retry-delay", type=real(minimum=0, maximum=1), default=0.05,
+                   metavar="SECONDS", help="pause before a retry, doubled before each "
+                                           "further one")
+    p.add_argument("--max-failures", type=int_in(1, 1000), default=5, metavar="N",
+                   help="stop (exit 1) when a device could not be read for N intervals "
+                        "in a row")
     p.add_argument("--output", "-o", default=None, help="append JSON records here")
     p.add_argument("--progress", action="store_true", help="status counters on stderr")
     p.add_argument("--json", action="store_true")
@@ -96,60 +114,187 @@ def _cmd_read(args) -> int:
     return 0
 
 
+_M32 = 0xFFFFFFFF
+#: The most "not seen" rows one skip of the sequence numbers prints; a larger skip (or one
+#: backwards: the device was reset) is a note on the next row and the numbering restarts.
+MAX_GAP_ROWS = 1000
+
+
 class _Pairing:
-    """The intervals of a sender and a receiver as records, with each point's status
-    counters as per-interval deltas (they wrap at 2**32) from the second interval on."""
+    """The intervals of a sender and a receiver as records: every sequence number gets a
+    row, read or not. Status counters become per-interval deltas (they wrap at 2**32) from
+    the second interval on."""
 
-    def __init__(self, confidence: float):
+    def __init__(self, confidence: float, readers: dict):
         self.confidence = confidence
+        self.readers = readers
         self.previous = {"sender": None, "receiver": None}
+        #: The sequence number the next row should have (None before the first).
+        self.expected: int | None = None
 
-    def record(self, s, r):
-        metas = {}
-        for side, snap in (("sender", s), ("receiver", r)):
-            metas[side] = snapshot_meta(snap)
+    def _meta(self, side: str, outcome) -> dict:
+        meta = {}
+        snap = outcome.snapshot
+        if snap is not None:
+            meta = snapshot_meta(snap)
             if self.previous[side] is not None:
-                metas[side]["status_delta"] = counter_deltas(snap.status,
-                                                             self.previous[side])
+                meta["status_delta"] = counter_deltas(snap.status, self.previous[side])
             self.previous[side] = snap.status
-        return pair_snapshots(s, r, self.confidence, sender_meta=metas["sender"],
-                              receiver_meta=metas["receiver"])
+        elif outcome.seq is not None:
+            meta["seq"] = outcome.seq
+        return {**meta, **outcome.meta()}
+
+    def _seq(self, outcomes: dict) -> int | None:
+        """The row's sequence number: the sender's when known (its numbering is the
+        rows'), else the receiver's, else the expected one unless nothing froze."""
+        for o in (outcomes["sender"], outcomes["receiver"]):
+            if o.snapshot is not None:
+                return o.snapshot.seq
+            if o.seq is not None:
+                return o.seq
+        if all(o.release == "nothing frozen" for o in outcomes.values()):
+            return None     # no interval froze: no number is used up
+        return self.expected
+
+    def _stale(self, side: str, seq: int) -> bool:
+        """Whether ``side``'s copy ``seq`` already has its row: for the sender, a number
+        before the expected one; for either, one not after the last it had a row for."""
+        last = self.readers[side].last_seq
+        if last is not None and (last - seq) & _M32 < MAX_GAP_ROWS:
+            return True
+        return (side == "sender" and self.expected is not None
+                and 0 < (self.expected - seq) & _M32 <= MAX_GAP_ROWS)
+
+    def _gap_rows(self, seq: int | None, config) -> tuple[list, list]:
+        """Rows for the numbers skipped before ``seq``, and notes for the row of ``seq``."""
+        if seq is None or self.expected is None or seq == self.expected:
+            return [], []
+        skipped = (seq - self.expected) & _M32
+        if skipped > MAX_GAP_ROWS:
+            return [], [f"the sequence number went from {self.expected - 1 & _M32} to "
+                        f"{seq} (device reset?): numbering restarts"]
+        rows = [unread_record((self.expected + k) & _M32, config,
+                              notes=["not seen: no device froze this interval number, or "
+                                     "it was released unread"])
+                for k in range(skipped)]
+        return rows, []
+
+    def records(self, outcomes: dict, swap_errors: dict) -> list:
+        """The rows of one read cycle: gap rows, then the interval's own."""
+        for side, o in outcomes.items():
+            if o.ok and self._stale(side, o.snapshot.seq):
+                o.set_stale()
+        s, r = outcomes["sender"], outcomes["receiver"]
+        config = self.readers["sender"].device.config
+        seq = self._seq(outcomes)
+        rows, notes = self._gap_rows(seq, config)
+        metas = {side: self._meta(side, o) for side, o in outcomes.items()}
+        if s.ok and r.ok:
+            rec = pair_snapshots(s.snapshot, r.snapshot, self.confidence,
+                                 sender_meta=metas["sender"], receiver_meta=metas["receiver"])
+            if notes:
+                rec = dataclasses.replace(rec, valid=False, estimate=None,
+                                          notes=(*rec.notes, *notes))
+        else:
+            for side, o in outcomes.items():
+                if swap_errors.get(side):
+                    notes.append(f"{side}: could not end the interval: {swap_errors[side]}")
+                if not o.ok:
+                    notes.append(f"{side}: {o.reason} (frozen copy: {o.release})")
+            rec = unread_record(seq, config, notes=notes, sender_meta=metas["sender"],
+                                receiver_meta=metas["receiver"])
+        if seq is not None:
+            self.expected = (seq + 1) & _M32
+        for side, o in outcomes.items():
+            reader = self.readers[side]
+            if o.ok:
+                reader.last_seq = o.snapshot.seq
+            elif o.seq is not None:
+                reader.last_seq = o.seq
+            elif side == "sender" and seq is not None and o.stale_seq is None:
+                reader.last_seq = seq      # an unseen copy: the row's number is its own
+        return rows + [rec]
 
 
-def _progress_line(rec, s, r) -> str:
-    ds = rec.sender.get("status_delta", s.status)
-    dr = rec.receiver.get("status_delta", r.status)
+def _progress_line(rec, statuses: dict) -> str:
+    ds = rec.sender.get("status_delta", statuses.get("sender", {}))
+    dr = rec.receiver.get("status_delta", statuses.get("receiver", {}))
     return (f"# interval {rec.interval}: frames seen sender "
             f"+{ds.get('frames_seen')}, receiver +{dr.get('frames_seen')}; "
             f"errored +{ds.get('frames_errored')}/+{dr.get('frames_errored')}; "
             f"overruns +{ds.get('overruns')}/+{dr.get('overruns')}")
 
 
+def _read_cycle(readers: dict, args) -> tuple[dict, dict]:
+    """One interval of both points: (manual mode) end it, read both snapshots, and only
+    then release both copies."""
+    swap_errors = {}
+    if args.swap:
+        time.sleep(args.period)
+        swap_errors = {side: reader.swap() for side, reader in readers.items()}
+    outcomes = {}
+    for side, reader in readers.items():
+        if swap_errors.get(side):
+            outcomes[side] = ReadOutcome(reason="not read: the interval was not ended")
+        else:
+            outcomes[side] = reader.read()
+    for side, reader in readers.items():
+        reader.release(outcomes[side])
+    return outcomes, swap_errors
+
+
+def _emit(rec, args, out, statuses=None) -> None:
+    if args.json:
+        dump(rec.to_json())
+    else:
+        print(RECORD_TABLE.row(rec), flush=True)
+        if args.progress and statuses:
+            print(_progress_line(rec, statuses), file=sys.stderr, flush=True)
+    if out:
+        dump(rec.to_json(), out)
+
+
+def _check_permanent(outcomes: dict, failed: dict, args) -> None:
+    """End the run (:class:`RunFailure`, exit 1) on a failure that will not go away: a
+    device that runs another configuration than the expected one, or one that could not
+    be read for ``--max-failures`` intervals in a row."""
+    for side, o in outcomes.items():
+        url = args.sender if side == "sender" else args.receiver
+        snap = o.snapshot or o.stale_snapshot
+        if snap is not None and snap.config_id != snap.config.config_id:
+            raise RunFailure(f"the {side} ({url}) runs another configuration: interval "
+                             f"{snap.seq} has config ID {snap.config_id:#010x}, expected "
+                             f"{snap.config.config_id:#010x} (reset or reprogrammed? "
+                             f"program it with ldactl config)")
+        failed[side] = 0 if o.ok else failed[side] + 1
+        if failed[side] >= args.max_failures:
+            raise RunFailure(f"the {side} ({url}) could not be read for {failed[side]} "
+                             f"interval(s) in a row: {o.reason}")
+
+
 def _cmd_watch(args) -> int:
+    check_output(args.output)
     sender, receiver = open_devices(args, [args.sender, args.receiver],
                                     [args.sender_core, args.receiver_core])
-    out = open(args.output, "a") if args.output else None
+    out = None
     try:
+        out = open(args.output, "a") if args.output else None
+        policy = RetryPolicy(attempts=args.attempts, delay=args.retry_delay, wait=args.wait)
+        readers = {"sender": PointReader(sender, policy),
+                   "receiver": PointReader(receiver, policy)}
         if not args.json:
             print(RECORD_TABLE.header(), flush=True)
-        pairing = _Pairing(args.confidence)
+        pairing = _Pairing(args.confidence, readers)
+        failed = {"sender": 0, "receiver": 0}
         n = 0
         while args.intervals is None or n < args.intervals:
-            if args.swap:
-                time.sleep(args.period)
-                sender.swap()
-                receiver.swap()
-            s = sender.read_snapshot(timeout=args.wait)
-            r = receiver.read_snapshot(timeout=args.wait)
-            rec = pairing.record(s, r)
-            if args.json:
-                dump(rec.to_json())
-            else:
-                print(RECORD_TABLE.row(rec), flush=True)
-                if args.progress:
-                    print(_progress_line(rec, s, r), file=sys.stderr, flush=True)
-            if out:
-                dump(rec.to_json(), out)
+            outcomes, swap_errors = _read_cycle(readers, args)
+            *gaps, rec = pairing.records(outcomes, swap_errors)
+            for gap in gaps:
+                _emit(gap, args, out)
+            _emit(rec, args, out, {side: o.snapshot.status for side, o in outcomes.items()
+                                   if o.ok})
+            _check_permanent(outcomes, failed, args)
             n += 1
     finally:
         if out:

@@ -183,14 +183,16 @@ def test_watch_table_prints_no_number_for_invalid(capsys, pairs, scripted_device
     register_fake_device("s2", s)
     register_fake_device("r2", r)
     try:
-        code, out, _ = run(capsys, "watch", "--sender", "fake://s2", "--receiver",
-                           "fake://r2", "--swap", "--period", "0", "--intervals", "1")
+        code, out, err = run(capsys, "watch", "--sender", "fake://s2", "--receiver",
+                             "fake://r2", "--swap", "--period", "0", "--intervals", "1")
     finally:
         register_fake_device("s2", None)
         register_fake_device("r2", None)
-    assert code == 0
+    # The row is printed, then a device running another configuration ends the run.
     row = out.splitlines()[1]
     assert "invalid" in row and "config ID" in row and " ns" not in row
+    assert code == 1 and err.count("error:") == 1
+    assert "the receiver (fake://r2) runs another configuration" in err
 
 
 def _records(pairs):
