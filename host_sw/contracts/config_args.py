@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import LdaConfig, SynopsisConfig, config_class
 
 __all__ = ["add_config_arguments", "config_from_args", "default_config_namespace"]
 
@@ -15,7 +15,7 @@ __all__ = ["add_config_arguments", "config_from_args", "default_config_namespace
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the configuration options (``--synopsis``, dimensions, thresholds, window, seed)
     that :func:`config_from_args` reads."""
-    parser.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
+    parser.add_argument("--synopsis", choices=tuple(KIND_PARAMETERS), default="lda")
     parser.add_argument("--banks", type=int, help="LDA/RDA banks (default 2)")
     parser.add_argument("--rows", type=int, help="LDA rows (default 1024) / LDS rows "
                         "(default 4)")
@@ -40,23 +40,23 @@ def _int_list(text):
     return tuple(int(t) for t in text.split(",") if t.strip())
 
 
-def config_from_args(args) -> SynopsisConfig:
-    """The synopsis configuration named by the command-line arguments."""
-    common = {"seed": args.seed}
-    if args.window_bytes is not None:
-        common["window_bytes"] = args.window_bytes   # masks: the window's defaults
-    if args.synopsis == "lda":
-        banks = args.banks if args.banks is not None else 2
-        kw = {"banks": banks, "rows": args.rows if args.rows is not None else 1024}
-        if args.thresholds is not None:
-            kw["thresholds"] = _int_list(args.thresholds)
-        elif banks != 2:
-            kw["thresholds"] = tuple(range(0, 3 * banks, 3))[:banks]
-        return LdaConfig(**common, **kw)
-    if args.synopsis == "rda":
-        buckets = args.buckets if args.buckets is not None else args.rows
-        return RdaConfig(**common, banks=args.banks if args.banks is not None else 2,
-                         buckets_per_bank=buckets if buckets is not None else 1024)
+def _lda_parameters(args) -> dict:
+    banks = args.banks if args.banks is not None else 2
+    kw = {"banks": banks, "rows": args.rows if args.rows is not None else 1024}
+    if args.thresholds is not None:
+        kw["thresholds"] = _int_list(args.thresholds)
+    elif banks != 2:
+        kw["thresholds"] = tuple(range(0, 3 * banks, 3))[:banks]
+    return kw
+
+
+def _rda_parameters(args) -> dict:
+    buckets = args.buckets if args.buckets is not None else args.rows
+    return {"banks": args.banks if args.banks is not None else 2,
+            "buckets_per_bank": buckets if buckets is not None else 1024}
+
+
+def _lds_parameters(args) -> dict:
     rows = args.rows if args.rows is not None else 4
     kw = {"rows": rows, "cells": args.cells if args.cells is not None else 1024,
           "vlda_cells": args.vlda_cells, "row_thresholds": (0,) * rows}
@@ -64,4 +64,16 @@ def config_from_args(args) -> SynopsisConfig:
         kw["row_thresholds"] = _int_list(args.thresholds)
     if args.digest_bits is not None:
         kw["digest_bits"] = args.digest_bits
-    return LdsConfig(**common, **kw)
+    return kw
+
+
+#: How each kind reads its dimensions and thresholds from the options (one row per kind).
+KIND_PARAMETERS = {"lda": _lda_parameters, "rda": _rda_parameters, "lds": _lds_parameters}
+
+
+def config_from_args(args) -> SynopsisConfig:
+    """The synopsis configuration named by the command-line arguments."""
+    common = {"seed": args.seed}
+    if args.window_bytes is not None:
+        common["window_bytes"] = args.window_bytes   # masks: the window's defaults
+    return config_class(args.synopsis)(**common, **KIND_PARAMETERS[args.synopsis](args))
