@@ -12,36 +12,160 @@ in: pass one explicitly (``fakes=``), or register in the process-wide
 
 from __future__ import annotations
 
-from host_sw.device.transport_base import ByteTransport, TransportError
+from dataclasses import dataclass
 
-__all__ = ["FakeTransport", "FakeDevices", "FAKE_DEVICES", "register_fake_device"]
+from host_sw.device.transport_base import (DEFAULT_BRIDGE_TIMEOUT, ByteTransport, LinkClosed,
+                                           TransportError)
+
+__all__ = ["FakeTransport", "FakeDevices", "FAKE_DEVICES", "register_fake_device",
+           "SimClock", "ReplyPlan", "ScriptedLine"]
+
+
+class SimClock:
+    """Simulated time: ``sleep`` only advances ``now`` (no wall time passes)."""
+
+    def __init__(self, start: float = 0.0):
+        self.t = float(start)
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self.t += seconds
+
+    def advance_to(self, t: float) -> None:
+        self.t = max(self.t, t)
+
+
+@dataclass(frozen=True)
+class ReplyPlan:
+    """How the line delivers the reply to one transmission (all times in seconds).
+
+    Attributes
+    ----------
+    delay : float
+        Before the first byte (a late reply when beyond the host's timeout).
+    cuts : tuple of (int, float)
+        The reply arrives in pieces: at each byte offset, a gap of that many seconds.
+    junk_before, junk_after : bytes
+        Stray bytes before the reply / after it (``junk_after_delay`` later).
+    junk_inside : (int, bytes) or None
+        Stray bytes inserted at a byte offset of the reply.
+    drop : bool
+        No reply at all.
+    send_cut : int or None
+        Only this many of the transmission's bytes reach the device, and sending fails
+        (an ``OSError`` for the host).
+    close : bool
+        The connection closes instead (every later access fails).
+    """
+    delay: float = 0.0
+    cuts: tuple = ()
+    junk_before: bytes = b""
+    junk_inside: tuple | None = None
+    junk_after: bytes = b""
+    junk_after_delay: float = 0.0
+    drop: bool = False
+    send_cut: int | None = None
+    close: bool = False
+
+
+class ScriptedLine:
+    """A line that delivers replies by a script of :class:`ReplyPlan` (one per
+    transmission, in order; plain delivery once the script runs out). Replies stay in
+    order, as a bridge sends them: a late one holds back those after it."""
+
+    def __init__(self, plans=()):
+        self.plans = list(plans)
+
+    def next_plan(self) -> ReplyPlan:
+        return self.plans.pop(0) if self.plans else ReplyPlan()
+
+    @staticmethod
+    def schedule(plan: ReplyPlan, reply: bytes, start: float) -> list[tuple[float, bytes]]:
+        """Arrival times of the bytes of ``reply`` (and the junk) from ``start`` on."""
+        if plan.drop:
+            return [(start, plan.junk_before)] if plan.junk_before else []
+        body = bytearray(reply)
+        if plan.junk_inside is not None:
+            at, junk = plan.junk_inside
+            at = min(max(0, at), len(body))
+            body[at:at] = junk
+        t = start + plan.delay
+        out = [(t, plan.junk_before)] if plan.junk_before else []
+        offset = 0
+        for at, gap in sorted(plan.cuts):
+            at = min(max(offset, at), len(body))
+            out.append((t, bytes(body[offset:at])))
+            offset, t = at, t + gap
+        out.append((t, bytes(body[offset:])))
+        if plan.junk_after:
+            out.append((t + plan.junk_after_delay, plan.junk_after))
+        return [(when, data) for when, data in out if data]
 
 
 class FakeTransport(ByteTransport):
-    """UARTBone bytes into an in-memory :class:`~host_sw.device.fake_device.FakeDevice`.
+    """UARTBone bytes into an in-memory :class:`~host_sw.device.fake_device.FakeDevice`,
+    on simulated time.
 
-    Replies are immediate, so a missing reply is a timeout without waiting; the default
-    ``resync_delay`` is 0.
+    Replies are immediate unless a ``line`` (:class:`ScriptedLine`) delays, splits,
+    garbles or drops them; the clock is a :class:`SimClock` unless one is given, so
+    timeouts and resynchronisation cost no wall time. The device drops a half command
+    when nothing has been sent to it for ``device_bridge_timeout`` seconds, as the
+    gateware bridge does.
     """
 
-    def __init__(self, device, **options):
-        options.setdefault("resync_delay", 0.0)
+    def __init__(self, device, *, line: ScriptedLine | None = None,
+                 device_bridge_timeout: float = DEFAULT_BRIDGE_TIMEOUT, **options):
+        options.setdefault("clock", SimClock())
         super().__init__(name=options.pop("name", "fake://"), **options)
         self.device = device
+        self.line = line if line is not None else ScriptedLine()
+        self.device_bridge_timeout = device_bridge_timeout
         self.sent = bytearray()   # every byte sent (protocol tests)
+        self.closed = False
+        self._arrivals: list[tuple[float, bytes]] = []
+        self._last_send = -float("inf")
+        self._line_free = 0.0     # when the line has sent every scheduled byte
 
     def _send(self, data: bytes) -> None:
-        self.sent += data
-        self.device.feed(data)
+        if self.closed:
+            raise LinkClosed("the device closed the connection")
+        plan = self.line.next_plan()
+        now = self.clock.now()
+        if plan.close:
+            self.closed = True
+            raise LinkClosed("the device closed the connection")
+        if now - self._last_send > self.device_bridge_timeout:
+            self.device.reset_bridge()          # the bridge dropped a half command
+        self._last_send = now
+        given = data if plan.send_cut is None else data[:plan.send_cut]
+        self.sent += given
+        self.device.feed(given)
+        reply = self.device.take()
+        if reply or plan.junk_before:
+            arrivals = ScriptedLine.schedule(plan, reply, max(now, self._line_free))
+            self._arrivals += arrivals
+            self._arrivals.sort(key=lambda a: a[0])
+            if arrivals:
+                self._line_free = max(self._line_free, max(t for t, _ in arrivals))
+        if plan.send_cut is not None:
+            raise OSError(f"the link took {len(given)} of {len(data)} bytes")
 
-    def _receive(self, n: int, deadline: float) -> bytes:
-        return self.device.take(n)
-
-    def _waiting(self) -> int:
-        return self.device.pending
-
-    def _discard_input(self) -> None:
-        self.device.reset_bridge()
+    def _receive_some(self, deadline: float) -> bytes:
+        if self.closed:
+            raise LinkClosed("the device closed the connection")
+        now = self.clock.now()
+        if self._arrivals and self._arrivals[0][0] <= max(now, deadline):
+            self.clock.advance_to(self._arrivals[0][0])
+            now = self.clock.now()
+            out = bytearray()
+            while self._arrivals and self._arrivals[0][0] <= now:
+                out += self._arrivals.pop(0)[1]
+            return bytes(out)
+        self.clock.advance_to(deadline)
+        return b""
 
 
 class FakeDevices:
