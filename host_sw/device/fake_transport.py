@@ -18,7 +18,7 @@ from host_sw.device.transport_base import (DEFAULT_BRIDGE_TIMEOUT, ByteTransport
                                            TransportError)
 
 __all__ = ["FakeTransport", "FakeDevices", "FAKE_DEVICES", "register_fake_device",
-           "SimClock", "ReplyPlan", "ScriptedLine"]
+           "SimClock", "ReplyPlan", "ScriptedLine", "random_reply_plan"]
 
 
 class SimClock:
@@ -78,9 +78,14 @@ class ScriptedLine:
 
     def __init__(self, plans=()):
         self.plans = list(plans)
+        self.used = 0          # transmissions delivered
+        self.faulty = 0        # of which by a plan that is not plain delivery
 
     def next_plan(self) -> ReplyPlan:
-        return self.plans.pop(0) if self.plans else ReplyPlan()
+        plan = self.plans.pop(0) if self.plans else ReplyPlan()
+        self.used += 1
+        self.faulty += plan != ReplyPlan()
+        return plan
 
     @staticmethod
     def schedule(plan: ReplyPlan, reply: bytes, start: float) -> list[tuple[float, bytes]]:
@@ -103,6 +108,40 @@ class ScriptedLine:
         if plan.junk_after:
             out.append((t + plan.junk_after_delay, plan.junk_after))
         return [(when, data) for when, data in out if data]
+
+
+#: Delays and gaps (in host timeouts) that random plans pick from: on time, just inside,
+#: just beyond and far beyond the timeout.
+_LATENESS = (0.0, 0.001, 0.5, 0.99, 1.1, 1.3, 3.0)
+_GAPS = (0.0005, 0.005, 0.016, 0.3, 1.1)
+
+
+def random_reply_plan(rng, *, timeout: float = 1.0, fault_rate: float = 0.3,
+                      close_rate: float = 0.0) -> ReplyPlan:
+    """A random :class:`ReplyPlan` (``rng``: a :class:`random.Random`): with probability
+    ``fault_rate`` some mix of lateness, pieces, junk before/inside/after, a lost reply or
+    a half-sent command; with ``close_rate`` a closed connection."""
+    if rng.random() < close_rate:
+        return ReplyPlan(close=True)
+    if rng.random() >= fault_rate:
+        return ReplyPlan()
+
+    def junk() -> bytes:
+        return bytes(rng.randrange(256) for _ in range(rng.randint(1, 3)))
+
+    def maybe(p: float) -> bool:
+        return rng.random() < p
+
+    return ReplyPlan(
+        delay=timeout * rng.choice(_LATENESS) if maybe(0.4) else 0.0,
+        cuts=tuple((rng.randrange(1100), timeout * rng.choice(_GAPS))
+                   for _ in range(rng.randint(1, 3))) if maybe(0.4) else (),
+        junk_before=junk() if maybe(0.25) else b"",
+        junk_inside=(rng.randrange(1100), junk()) if maybe(0.2) else None,
+        junk_after=junk() if maybe(0.25) else b"",
+        junk_after_delay=timeout * rng.choice(_LATENESS),
+        drop=maybe(0.1),
+        send_cut=rng.randrange(20) if maybe(0.08) else None)
 
 
 class FakeTransport(ByteTransport):
