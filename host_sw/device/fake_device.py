@@ -15,8 +15,8 @@ the frozen copy, STATUS, and CONFIG_ID changes flagged in the interval. Status c
 are set by the test (:meth:`FakeDevice.set`).
 
 Faults (:meth:`FakeDevice.inject`) act on the next replies, one fault for all the reply
-bytes of one :meth:`FakeDevice.feed` (a host transmission: a read and its fence word): ``"drop"`` (no reply),
-``"short"`` (the last bytes missing), ``"extra"`` (junk bytes after the reply), ``"flip"``
+bytes of one :meth:`FakeDevice.feed` (a host transmission: a read and its fence word):
+``"drop"`` (no reply), ``"short"`` (the last bytes missing), ``"extra"`` (junk bytes after the reply), ``"flip"``
 (one bit flipped — undetectable by the protocol; only read verification catches it);
 ``"none"`` passes one reply unchanged (to interleave faults).
 ``hooks`` are called after every command (to change state mid-read, e.g. a swap).

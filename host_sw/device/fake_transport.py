@@ -1,13 +1,19 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""UARTBone bytes into an in-memory device, and the names ``fake://NAME`` URLs open.
+"""UARTBone bytes into an in-memory device over a scripted line, on simulated time; and
+the names ``fake://NAME`` URLs open.
 
 In ``docs/DESIGN.md``'s data flow this replaces the whole "UART ► bus bridge ► CSR bank"
 path by a :class:`~host_sw.device.fake_device.FakeDevice` (or anything with its
-``feed``/``take``/``pending``/``reset_bridge`` bridge interface), so the driver and the CLI
-are tested, with injected faults, without gateware. :class:`FakeDevices` is the table of
-named devices that :func:`host_sw.device.transport.open_transport` looks ``fake://NAME`` up
-in: pass one explicitly (``fakes=``), or register in the process-wide
-:data:`FAKE_DEVICES` (what the CLI, which takes only URLs, sees).
+``feed``/``take``/``reset_bridge`` bridge interface), so the driver and the CLI are tested
+without gateware. The device's own faults (:meth:`FakeDevice.inject`) garble reply bytes;
+the line's (:class:`ScriptedLine`, one :class:`ReplyPlan` per host transmission) make
+replies late, split them in pieces, add junk before / inside / after them, lose them, cut
+a command short or close the connection, on a :class:`SimClock`, so the transport's
+timeouts and resynchronisation (``docs/TRUST.md``) are tested without wall time.
+:class:`FakeDevices` is the table of named devices that
+:func:`host_sw.device.transport.open_transport` looks ``fake://NAME`` up in: pass one
+explicitly (``fakes=``), or register in the process-wide :data:`FAKE_DEVICES` (what the
+CLI, which takes only URLs, sees).
 """
 
 from __future__ import annotations

@@ -37,10 +37,12 @@ from host_sw.contracts import uartbone
 
 __all__ = ["TransportError", "TransportTimeout", "GarbledReply", "LinkClosed",
            "WriteUncertain", "Transport", "ByteTransport", "MonotonicClock",
-           "DEFAULT_BRIDGE_TIMEOUT"]
+           "DEFAULT_BRIDGE_TIMEOUT", "PROBE_TRIES"]
 
 #: The bus bridge's half-command timeout the host assumes by default (LiteX's UARTBone).
 DEFAULT_BRIDGE_TIMEOUT = 0.1
+#: Probes one resynchronisation tries (each after a quiet line) before it fails.
+PROBE_TRIES = 3
 
 
 class TransportError(RuntimeError):
@@ -306,12 +308,23 @@ class ByteTransport(Transport):
         self.stats["bytes_sent"] += len(data)
 
     def _resync(self) -> None:
-        """Quiet line, nothing kept, probe registers read back right: in step again."""
+        """Quiet line, nothing kept, probe registers read back right: in step again. A
+        probe that fails has usually met the rest of a stale reply, which it has then
+        drawn out: the line is waited quiet and probed again, :data:`PROBE_TRIES` times."""
         self.stats["resyncs"] += 1
         self._suspect = True
-        self._wait_quiet()
-        if self._probe is not None:
-            self._run_probe()
+        for k in range(PROBE_TRIES):
+            self._wait_quiet()
+            if self._probe is None:
+                break
+            try:
+                self._run_probe()
+                break
+            except LinkClosed:
+                raise
+            except TransportError:
+                if k == PROBE_TRIES - 1:
+                    raise
         self._suspect = False
 
     def _wait_quiet(self) -> None:
