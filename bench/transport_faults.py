@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -51,9 +52,25 @@ def _random_synopsis(rng: np.random.Generator) -> Synopsis:
     return Synopsis(CONFIG, fields)
 
 
-def _connect(device: FakeDevice, line: ScriptedLine, timeout: float) -> Device:
+#: Transport options that switch the defences off (``--without-defences``): no fence, no
+#: settle window, a 50 ms pause instead of the quiet wait, and no probe
+#: (:class:`_Unprobed`) — what the transport did before issue 11; the check that the
+#: bench sees wrong reads when there are any.
+WITHOUT_DEFENCES = {"fence": False, "settle": 0.0, "bridge_timeout": 0.0,
+                    "resync_delay": 0.05}
+
+
+class _Unprobed(FakeTransport):
+    """A fake link that ignores the driver's probe (resynchronisation without it)."""
+
+    def set_resync_probe(self, address, words) -> None:
+        pass
+
+
+def _connect(device: FakeDevice, line: ScriptedLine, timeout: float, options: dict) -> Device:
     line.plans.clear()                    # connecting over a clean line
-    return Device(FakeTransport(device, line=line, timeout=timeout), config=CONFIG)
+    link = _Unprobed if options == WITHOUT_DEFENCES else FakeTransport
+    return Device(link(device, line=line, timeout=timeout, **options), config=CONFIG)
 
 
 def _truth(device: FakeDevice) -> dict:
@@ -70,13 +87,14 @@ def _matches(snap, truth: dict) -> bool:
 
 
 def run(reads: int, *, seed: int, fault_rate: float, close_rate: float,
-        timeout: float) -> dict:
+        timeout: float, options: dict | None = None) -> dict:
     """``reads`` fault-injected snapshot reads; the counts of each outcome."""
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
     device = FakeDevice(CONFIG)
     line = ScriptedLine()
-    dev = _connect(device, line, timeout)
+    options = dict(options or {})
+    dev = _connect(device, line, timeout, options)
     dev.program()
     outcomes: Counter = Counter()
     errors: Counter = Counter()
@@ -94,7 +112,7 @@ def run(reads: int, *, seed: int, fault_rate: float, close_rate: float,
             outcomes["failed_clearly" if str(e) else "failed_without_message"] += 1
             errors[type(e).__name__] += 1
             if getattr(dev.transport, "closed", False):
-                dev = _connect(device, line, timeout)
+                dev = _connect(device, line, timeout, options)
             continue
         except Exception as e:            # noqa: BLE001 - a crash is a figure here
             outcomes["crashed"] += 1
@@ -117,6 +135,9 @@ def main(argv=None) -> int:
     parser.add_argument("--close-rate", type=float, default=0.002,
                         help="probability that the connection closes at a transmission")
     parser.add_argument("--timeout", type=float, default=1.0, help="host reply timeout (s)")
+    parser.add_argument("--without-defences", action="store_true",
+                        help="switch the fence, settle window and quiet wait off (to see "
+                             "that wrong reads are counted when there are any)")
     parser.add_argument("--out", type=Path,
                         default=ROOT / "docs" / "benchmarks" / "transport_faults.json")
     args = parser.parse_args(argv)
@@ -124,7 +145,8 @@ def main(argv=None) -> int:
     for rate in args.fault_rates:
         start = time.perf_counter()
         f = run(args.reads, seed=args.seed, fault_rate=rate, close_rate=args.close_rate,
-                timeout=args.timeout)
+                timeout=args.timeout,
+                options=WITHOUT_DEFENCES if args.without_defences else None)
         f["wall_s"] = round(time.perf_counter() - start, 1)
         runs.append(f)
         print(f"fault rate {rate:g}: {f['reads']} snapshot reads "
@@ -134,9 +156,11 @@ def main(argv=None) -> int:
               f"{f['failed_without_message']} without a message, {f['crashed']} crashed "
               f"({f['wall_s']} s)")
         print("  errors:", ", ".join(f"{k} {v}" for k, v in f["errors"].items()))
-    figures = {"command": "python -m bench.transport_faults " + " ".join(argv or []),
+    given = sys.argv[1:] if argv is None else list(argv)
+    figures = {"command": " ".join(["python -m bench.transport_faults", *given]),
                "config": f"LDA {CONFIG.banks}x{CONFIG.rows}", "seed": args.seed,
-               "close_rate": args.close_rate, "timeout_s": args.timeout, "runs": runs,
+               "close_rate": args.close_rate, "timeout_s": args.timeout,
+               "without_defences": args.without_defences, "runs": runs,
                "reads": sum(r["reads"] for r in runs),
                "wrong": sum(r["wrong"] for r in runs),
                "crashed": sum(r["crashed"] for r in runs)}
