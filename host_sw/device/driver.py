@@ -222,6 +222,8 @@ class Device:
                     f"another static parameter differs from the defaults; give the "
                     f"configuration (--config FILE)")
             self.config = self._with_runtime(discovered)
+        # ID, VERSION and CONFIG are constants: the link reads them to resynchronise.
+        transport.set_resync_probe(lo, words)
         self._last_seq: int | None = None
 
     # -- discovery -----------------------------------------------------------------------

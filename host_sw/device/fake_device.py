@@ -14,8 +14,9 @@ the synopsis set by :meth:`FakeDevice.set_active`, or count an overrun), the rel
 the frozen copy, STATUS, and CONFIG_ID changes flagged in the interval. Status counters
 are set by the test (:meth:`FakeDevice.set`).
 
-Faults (:meth:`FakeDevice.inject`) act on the next read replies: ``"drop"`` (no reply),
-``"short"`` (the last bytes missing), ``"extra"`` (junk bytes after the reply), ``"flip"``
+Faults (:meth:`FakeDevice.inject`) act on the next replies, one fault for all the reply
+bytes of one :meth:`FakeDevice.feed` (a host transmission: a read and its fence word):
+``"drop"`` (no reply), ``"short"`` (the last bytes missing), ``"extra"`` (junk bytes after the reply), ``"flip"``
 (one bit flipped — undetectable by the protocol; only read verification catches it);
 ``"none"`` passes one reply unchanged (to interleave faults).
 ``hooks`` are called after every command (to change state mid-read, e.g. a swap).
@@ -159,6 +160,7 @@ class FakeDevice:
     def feed(self, data: bytes) -> None:
         """Bytes from the host; complete commands execute and queue their replies."""
         self._rx += data
+        replies = bytearray()
         while (command := take_command(self._rx)) is not None:
             if command.length == 0:
                 continue
@@ -169,9 +171,11 @@ class FakeDevice:
             else:
                 reply = b"".join(self.bus_read(a).to_bytes(4, "big")
                                  for a in command.addresses)
-                self._tx += self._fault(reply)
+                replies += reply
             for hook in list(self.hooks):
                 hook(self, command.cmd, command.length, command.address)
+        if replies:
+            self._tx += self._fault(bytes(replies))
 
     def bus_read(self, address: int) -> int:
         """One bus word read (the CSR bank's side of the bridge)."""

@@ -10,11 +10,9 @@ that is not ``fake://`` or ``tcp://``.
 
 from __future__ import annotations
 
-import time
-
 import serial
 
-from host_sw.device.transport_base import ByteTransport, TransportError
+from host_sw.device.transport_base import ByteTransport, LinkClosed, TransportError
 
 __all__ = ["SerialTransport"]
 
@@ -40,28 +38,27 @@ class SerialTransport(ByteTransport):
             self.port = serial.serial_for_url(url, baudrate=baudrate, timeout=0)
         except (serial.SerialException, ValueError, OSError) as e:
             raise TransportError(f"cannot open serial port {url!r}: {e}") from e
+        self.byte_time = 10.0 / baudrate      # start, 8 data, stop bits
 
     def _send(self, data: bytes) -> None:
-        self.port.write(data)
-        self.port.flush()
+        try:
+            self.port.write(data)
+            self.port.flush()
+        except serial.SerialException as e:
+            raise OSError(str(e)) from e
 
-    def _receive(self, n: int, deadline: float) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.port.read(n - len(out))
-            if chunk:
-                out += chunk
-                continue
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(0.0005)
-        return bytes(out)
-
-    def _waiting(self) -> int:
-        return self.port.in_waiting
-
-    def _discard_input(self) -> None:
-        self.port.reset_input_buffer()
+    def _receive_some(self, deadline: float) -> bytes:
+        while True:
+            try:
+                waiting = self.port.in_waiting
+                if waiting:
+                    return self.port.read(waiting)
+            except (serial.SerialException, OSError) as e:
+                raise LinkClosed(f"the serial port failed: {e}") from e
+            left = deadline - self.clock.now()
+            if left <= 0:
+                return b""
+            self.clock.sleep(min(left, 0.0005))
 
     def close(self) -> None:
         self.port.close()

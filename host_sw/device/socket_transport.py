@@ -12,9 +12,8 @@ host's byte link: a simulation harness (``sim_tb.socket_bridge``) or
 from __future__ import annotations
 
 import socket
-import time
 
-from host_sw.device.transport_base import ByteTransport, TransportError
+from host_sw.device.transport_base import ByteTransport, LinkClosed, TransportError
 
 __all__ = ["SocketTransport"]
 
@@ -29,52 +28,29 @@ class SocketTransport(ByteTransport):
         except OSError as e:
             raise TransportError(f"cannot connect to tcp://{host}:{port}: {e}") from e
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._buffer = bytearray()
 
-    def _pump(self, wait: float) -> None:
-        if wait > 0:
-            self.sock.settimeout(wait)
+    def _send(self, data: bytes) -> None:
+        self.sock.settimeout(self.timeout)
+        try:
+            self.sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError) as e:
+            raise LinkClosed(f"the connection failed: {e}") from e
+
+    def _receive_some(self, deadline: float) -> bytes:
+        left = deadline - self.clock.now()
+        if left > 0:
+            self.sock.settimeout(left)
         else:
             self.sock.setblocking(False)
         try:
             data = self.sock.recv(65536)
         except (BlockingIOError, socket.timeout):
-            return
+            return b""
         except OSError as e:
-            raise TransportError(f"{self.name}: connection failed: {e}") from e
+            raise LinkClosed(f"the connection failed: {e}") from e
         if not data:
-            raise TransportError(f"{self.name}: the device closed the connection")
-        self._buffer += data
-
-    def _send(self, data: bytes) -> None:
-        self.sock.settimeout(self.timeout)
-        self.sock.sendall(data)
-
-    def _receive(self, n: int, deadline: float) -> bytes:
-        while len(self._buffer) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            self._pump(left)
-        out = bytes(self._buffer[:n])
-        del self._buffer[:n]
-        return out
-
-    def _waiting(self) -> int:
-        self._pump(0)
-        return len(self._buffer)
-
-    def _discard_input(self) -> None:
-        self._buffer.clear()
-        try:
-            while True:
-                before = len(self._buffer)
-                self._pump(0)
-                if len(self._buffer) == before:
-                    break
-                self._buffer.clear()
-        finally:
-            self._buffer.clear()
+            raise LinkClosed("the device closed the connection")
+        return data
 
     def close(self) -> None:
         try:

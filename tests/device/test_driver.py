@@ -151,7 +151,7 @@ def test_bus_timeout_retried_then_error(pair):
     dev.inject("drop")
     snap = d.read_snapshot(release=False)        # one retry suffices
     assert snap.synopsis == pair[0]
-    dev.inject("drop", times=2)
+    dev.inject("drop", times=1 + 3)   # the read, then every probe of its resynchronisation
     with pytest.raises(TransportTimeout, match="failed after 2 attempts"):
         d.read_snapshot()
     assert dev.frozen is not None                # nothing released on failure
