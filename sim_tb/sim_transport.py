@@ -57,7 +57,7 @@ class SimulationTransport(ByteTransport):
 
     A command is played whole and its reply collected at once (commands are framed with
     :class:`sim_tb.socket_bridge.CommandFramer`, the framing of the socket bridge), so
-    :meth:`_receive` only hands out collected bytes and a short reply is a
+    :meth:`_receive_some` only hands out collected bytes and a short reply is a
     :class:`~host_sw.device.transport.TransportTimeout` of the driver, as on a board.
     A failed command is not retried: in a simulation it is a bug to report.
     """
@@ -85,13 +85,9 @@ class SimulationTransport(ByteTransport):
             raise ValueError(f"{self.name}: {self._framer.pending()} bytes are not a whole "
                              f"UARTBone command")
 
-    def _receive(self, n: int, deadline: float) -> bytes:
-        out = bytes(self._replies[:n])
-        del self._replies[:n]
-        return out
-
-    def _waiting(self) -> int:
-        return len(self._replies)
-
-    def _discard_input(self) -> None:
+    def _receive_some(self, deadline: float) -> bytes:
+        """The reply bytes the simulation has produced (the commands were played in
+        :meth:`_send`, so nothing more can arrive while the host waits)."""
+        out = bytes(self._replies)
         self._replies.clear()
+        return out
