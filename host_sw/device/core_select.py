@@ -91,6 +91,10 @@ class OffsetTransport(Transport):
         self.inner.write_words(self._absolute(address, max(len(words), 1), incrementing),
                                words, incrementing=incrementing)
 
+    def set_resync_probe(self, address: int, words) -> None:
+        words = list(words)
+        self.inner.set_resync_probe(self._absolute(address, len(words), True), words)
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
@@ -109,6 +113,10 @@ class SharedLink(Transport):
 
     def write_words(self, address, words, *, incrementing=True):
         self.inner.write_words(address, words, incrementing=incrementing)
+
+    def set_resync_probe(self, address: int, words) -> None:
+        """Any core's constants prove the shared link in step: the latest one is used."""
+        self.inner.set_resync_probe(address, words)
 
     def close(self) -> None:
         self.users -= 1
