@@ -11,7 +11,8 @@ base ``k << select_bit``, byte base ``k << (select_bit + 2)``), clears that bit,
 header and a write's ``length × 4`` data bytes to that core, and then, for a read, passes
 exactly ``length × 4`` answer bytes back before it takes the next command — so answers of
 different cores never interleave. A command left half-received for ``timeout_cycles``
-clocks is dropped (the core's bridge drops its part by its own timeout).
+clocks is dropped (the core's bridge drops its part by its own timeout; the board tops
+give the router the bridges' timeout, 100 ms of the clock).
 """
 
 from types import SimpleNamespace

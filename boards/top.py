@@ -240,8 +240,10 @@ class InlineTapTop(Elaboratable):
             wiring.connect(m, uart.rx_data, self.cores[0].bus_rx)
             wiring.connect(m, self.cores[0].bus_tx, uart.tx_data)
         else:
-            m.submodules.router = router = UARTBoneRouter(targets=len(self.cores),
-                                                          select_bit=ROUTER_SELECT_BIT)
+            # The router waits for a half command as long as the cores' bridges do.
+            m.submodules.router = router = UARTBoneRouter(
+                targets=len(self.cores), select_bit=ROUTER_SELECT_BIT,
+                timeout_cycles=self.cores[0].bridge_timeout_for(platform))
             wiring.connect(m, uart.rx_data, router.host_rx)
             wiring.connect(m, router.host_tx, uart.tx_data)
             for k, core in enumerate(self.cores):
