@@ -30,8 +30,7 @@ from host_sw.contracts.config import LdaConfig
 from hw.counter_bank import CounterBank
 
 from bench import OUT, ROOT
-from bench.synth_runner import (LFE5U_85F_SPEED8, SKIPPED, Toolchain, critical_path_steps,
-                                fmax_mhz, shown, used_resources, write_result)
+from bench.synth_runner import LFE5U_85F_SPEED8, shown, synthesise_and_record
 
 
 def main(argv=None):
@@ -64,26 +63,9 @@ def main(argv=None):
         "verilog": shown(v_path),
     }
 
-    tools = Toolchain.find()
-    if tools is None:
-        result["skipped"] = SKIPPED
-        write_result(result, args.output)
-        return 0
-
-    synthesis = tools.synthesise(v_path, top=top, folder=args.build)
-    result["yosys_seconds"] = round(synthesis.seconds, 1)
-    result["yosys_cells"] = synthesis.cells
-    pnr = tools.place_and_route(synthesis.netlist, LFE5U_85F_SPEED8, freq=args.freq,
-                                seed=args.seed, folder=args.build)
-    result["nextpnr_seconds"] = round(pnr.seconds, 1)
-    result["target_mhz"] = args.freq
-    result["fmax_mhz"] = fmax_mhz(pnr.report)
-    result["utilization"] = used_resources(pnr.report)
-    crit = critical_path_steps(pnr.report)
-    if crit:
-        result["critical_path"] = crit
-    write_result(result, args.output)
-    return 0
+    return synthesise_and_record(
+        result, v_path, top=top, device=LFE5U_85F_SPEED8, freq=args.freq, seed=args.seed,
+        folder=args.build, output=args.output)
 
 
 if __name__ == "__main__":

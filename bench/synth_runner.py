@@ -247,3 +247,31 @@ def write_result(result: dict, output: Path) -> None:
     print(text)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text + "\n")
+
+
+def synthesise_and_record(result: dict, verilog: Path, *, top: str, device: Device,
+                          freq: float, seed: int, folder: Path, output: Path,
+                          options=()) -> int:
+    """Synthesise ``top`` of ``verilog``, place and route it on ``device`` and add the
+    figures (tool times, cells, Fmax per clock, utilisation, critical path) to ``result``,
+    then print and save it; without the toolchain ``result`` says it was skipped. The one
+    sequence every single-design bench runs (its exit status: 0)."""
+    tools = Toolchain.find()
+    if tools is None:
+        result["skipped"] = SKIPPED
+        write_result(result, output)
+        return 0
+    synthesis = tools.synthesise(verilog, top=top, folder=folder)
+    result["yosys_seconds"] = round(synthesis.seconds, 1)
+    result["yosys_cells"] = synthesis.cells
+    pnr = tools.place_and_route(synthesis.netlist, device, freq=freq, seed=seed,
+                                folder=folder, options=options)
+    result["nextpnr_seconds"] = round(pnr.seconds, 1)
+    result["target_mhz"] = freq
+    result["fmax_mhz"] = fmax_mhz(pnr.report)
+    result["utilization"] = used_resources(pnr.report)
+    crit = critical_path_steps(pnr.report)
+    if crit:
+        result["critical_path"] = crit
+    write_result(result, output)
+    return 0
