@@ -41,6 +41,10 @@ class CopyControl(wiring.Component):
     flush : int
         Further cycles until the last accepted request is written
         (:attr:`CounterBank.UPDATE_LATENCY`).
+    check : bool
+        After the flush, the copy stays DRAINING (``checking``) until ``check_done``: the
+        counter bank computes the copy's check value then (:class:`hw.freeze_check.FreezeCheck`),
+        so that FROZEN means "readable, and its check value ready".
 
     Members
     -------
@@ -58,20 +62,30 @@ class CopyControl(wiring.Component):
         Bit ``k``: copy ``k`` is CLEARING (it drives the RAM write port multiplexers).
     clear_addr : Out(range(depth))
         The word being cleared.
+    check_start : Out(1)
+        One cycle, with ``check``: the drain is over, the check sweep may start.
+    checking : Out(1)
+        The other copy is DRAINING and waits for ``check_done``.
+    check_done : In(1)
+        The check value is complete: the copy becomes FROZEN.
     """
 
-    def __init__(self, *, depth: int, drain_cycles: int, flush: int):
+    def __init__(self, *, depth: int, drain_cycles: int, flush: int, check: bool = False):
         for name, value, low in (("depth", depth, 1), ("drain_cycles", drain_cycles, 0),
                                  ("flush", flush, 1)):
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer of at least {low}, not {value!r}")
+        if not isinstance(check, bool):
+            raise ValueError(f"check must be a bool, not {check!r}")
         self.depth, self.drain_cycles, self.flush = depth, drain_cycles, flush
+        self.check = check
         super().__init__({
             "swap": In(1), "release": In(1),
             "active": Out(1), "other": Out(CopyState, init=CopyState.CLEAN),
             "other_clean": Out(1, init=1), "draining": Out(1), "frozen": Out(1),
             "clearing": Out(1), "drain_open": Out(1), "clearing_copy": Out(2),
             "clear_addr": Out(range(depth)),
+            "check_start": Out(1), "checking": Out(1), "check_done": In(1),
         })
 
     def elaborate(self, platform):
@@ -90,13 +104,19 @@ class CopyControl(wiring.Component):
                          self.other_clean.eq(0), self.draining.eq(1),
                          drain_count.eq(self.drain_cycles + flush),
                          drain_done.eq(0)]  # drain_cycles + flush > 0
-        with m.If(self.draining):
+        freeze = [self.other.eq(CopyState.FROZEN), self.draining.eq(0), self.frozen.eq(1)]
+        with m.If(self.draining & ~self.checking):
             with m.If(drain_done):
-                m.d.sync += [self.other.eq(CopyState.FROZEN), self.draining.eq(0),
-                             self.frozen.eq(1)]
+                if self.check:
+                    m.d.comb += self.check_start.eq(1)
+                    m.d.sync += self.checking.eq(1)
+                else:
+                    m.d.sync += freeze
             with m.Else():
                 m.d.sync += [drain_count.eq(drain_count - 1),
                              drain_done.eq(drain_count == 1)]
+        with m.If(self.checking & self.check_done):
+            m.d.sync += [*freeze, self.checking.eq(0)]
         with m.If(self.frozen & self.release):
             m.d.sync += [self.other.eq(CopyState.CLEARING), self.frozen.eq(0),
                          self.clearing.eq(1), clear_addr.eq(0), clear_done.eq(depth == 1)]

@@ -29,6 +29,7 @@ from host_sw.contracts.config import SynopsisConfig
 from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.carry import MuxAdd
 from hw.copy_control import CopyControl, CopyState
+from hw.freeze_check import Crc32Words, FreezeCheck
 from hw.kinds import kind_gateware
 
 __all__ = ["CopyControl", "CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
@@ -206,6 +207,12 @@ class CounterBank(wiring.Component):
     dropped : Out(1)
         Combinational: a valid request tagged with a copy that takes no updates (a CLEAN
         copy, or the old copy after its drain window) was discarded.
+    frozen_check : Out(32)
+        The frozen copy's check value (:mod:`host_sw.contracts.check_value`), computed
+        while it froze (see "Copy states"); valid while ``frozen_ready``.
+    frozen_updates : Out(32)
+        Word updates written into the frozen copy (each adds 1 to one word's count),
+        wrapping: the plausibility total of the host.
 
     Update pipeline (per lane; all lanes in parallel, each with its own memories)
     ------------------------------------------------------------------------------
@@ -243,7 +250,11 @@ class CounterBank(wiring.Component):
     After reset copy 0 is ACTIVE and copy 1 CLEAN; the memories power up zero (their
     initial value). A synchronous reset does not clear memory contents. A swap at cycle
     ``s`` makes the old copy DRAINING; it becomes FROZEN in cycle
-    ``s + drain_cycles + UPDATE_LATENCY + 2``, after the last accepted request's write.
+    ``s + drain_cycles + UPDATE_LATENCY + 2 + check_cycles``: after the last accepted
+    request's write, the bank reads the whole copy in memory order through its frozen read
+    path (:class:`hw.freeze_check.FreezeCheck`, ``lanes * depth`` reads, one per clock)
+    and CRCs it into ``frozen_check``; only then is it FROZEN (:attr:`check_cycles`).
+    Bus reads during that sweep answer ``error``, as for any copy not FROZEN.
     ``release`` while FROZEN starts CLEARING (``depth`` cycles, every lane in parallel),
     then the copy is CLEAN. Do not release while frozen reads are in flight.
     """
@@ -283,6 +294,8 @@ class CounterBank(wiring.Component):
             "busy": Out(1),
             "swap_refused": Out(1),
             "dropped": Out(1),
+            "frozen_check": Out(32),
+            "frozen_updates": Out(32),
         })
 
     @property
@@ -296,6 +309,14 @@ class CounterBank(wiring.Component):
     @property
     def depth(self):
         return self._depth
+
+    @property
+    def check_cycles(self):
+        """Cycles the freeze check adds between the drain's end and FROZEN: one read per
+        word, the read latency, the sweep word's register and the CRC's latency
+        (:attr:`hw.freeze_check.Crc32Words.LATENCY`), less the cycle FROZEN took without
+        the check."""
+        return self._lanes * self._depth + self.READ_LATENCY + 1 + Crc32Words.LATENCY - 1
 
     @property
     def drain_cycles(self):
@@ -323,7 +344,8 @@ class CounterBank(wiring.Component):
                 m.submodules[f"copy{k}_lane{lane}"] = ram[k][lane]
 
         m.submodules.copies = copies = CopyControl(
-            depth=depth, drain_cycles=self._drain_cycles, flush=self.UPDATE_LATENCY)
+            depth=depth, drain_cycles=self._drain_cycles, flush=self.UPDATE_LATENCY,
+            check=True)
         active = copies.active
         m.d.comb += [
             copies.swap.eq(self.swap), copies.release.eq(self.release),
@@ -348,9 +370,12 @@ class CounterBank(wiring.Component):
         # The local (per-lane) address of the frozen read in flight, shared by every lane.
         bus_addr = Signal(_bits_for(depth))
         shared = self._elaborate_shared_stages(m)
+        writes = [[] for k in range(2)]          # per copy: each lane's write in S4
         for lane in range(lanes):
             ports = self._elaborate_lane(m, lane, accept, shared,
                                          [ram[k][lane].r_data for k in range(2)], kind)
+            for k in range(2):
+                writes[k].append(ports["s4_here"][k])
             # The RMW pipeline owns a copy's ports while it carries requests for it
             # (ACTIVE/DRAINING); otherwise bus reads and clearing do.
             for k in range(2):
@@ -364,7 +389,19 @@ class CounterBank(wiring.Component):
                     ram[k][lane].w_data.eq(Mux(clearing, 0, ports["s4_word"])),
                 ]
         self._elaborate_frozen_read(m, ram, bus_addr, copies)
+        self._elaborate_updates(m, writes, copies)
         return m
+
+    def _elaborate_updates(self, m, writes, copies):
+        """FROZEN_UPDATES: per copy, the words written by the update pipeline (one count
+        increment each), zeroed while the copy clears."""
+        updates = [Signal(32, name=f"copy{k}_updates") for k in range(2)]
+        for k in range(2):
+            with m.If(copies.clearing_copy[k]):
+                m.d.sync += updates[k].eq(0)
+            with m.Else():
+                m.d.sync += updates[k].eq(updates[k] + sum(writes[k]))
+        m.d.comb += self.frozen_updates.eq(Mux(copies.active, updates[0], updates[1]))
 
     def _elaborate_shared_stages(self, m):
         """The parts of S0..W2 common to all lanes (the copy; the increments up to S3)."""
@@ -483,7 +520,14 @@ class CounterBank(wiring.Component):
         read the frozen copy's RAMs (two edges), select the lane's word and register it."""
         lanes, depth = self._lanes, self._depth
         port = self.frozen
-        flat = port.addr
+        m.submodules.freeze_check = check = FreezeCheck(words=lanes * depth,
+                                                        width=self._layout.size)
+        m.d.comb += [check.start.eq(copies.check_start), copies.check_done.eq(check.done),
+                     self.frozen_check.eq(check.value)]
+        # The check sweep borrows the read path while the copy is not yet FROZEN (bus
+        # reads then answer error anyway).
+        flat = Signal.like(port.addr)
+        m.d.comb += flat.eq(Mux(check.en, check.addr, port.addr))
         lane_of = Signal(range(max(lanes, 2)))
         local = Signal(len(bus_addr))
         m.d.comb += [lane_of.eq(0), local.eq(flat)]
@@ -492,9 +536,11 @@ class CounterBank(wiring.Component):
                 m.d.comb += [lane_of.eq(lane), local.eq(flat - lane * depth)]
         in_range = flat < lanes * depth
 
-        stage = data.StructLayout({"valid": 1, "error": 1, "lane": len(lane_of), "copy": 1})
+        stage = data.StructLayout({"valid": 1, "error": 1, "lane": len(lane_of), "copy": 1,
+                                   "check": 1})
         b1 = Signal(stage, name="b1")
         m.d.sync += [b1.valid.eq(port.en), b1.error.eq(~copies.frozen | ~in_range),
+                     b1.check.eq(check.en),
                      b1.lane.eq(lane_of), b1.copy.eq(~copies.active), bus_addr.eq(local)]
         b2 = Signal(stage, name="b2")
         b3 = Signal(stage, name="b3")
@@ -506,4 +552,5 @@ class CounterBank(wiring.Component):
                     with m.Case(lane | (k << len(lane_of))):
                         m.d.comb += selected.eq(ram[k][lane].r_data)
         m.d.sync += [port.valid.eq(b3.valid), port.error.eq(b3.valid & b3.error),
-                     port.data.eq(Mux(b3.valid & ~b3.error, selected, 0))]
+                     port.data.eq(Mux(b3.valid & ~b3.error, selected, 0)),
+                     check.word_valid.eq(b3.check), check.word.eq(selected)]

@@ -472,6 +472,8 @@ class LdaCore(wiring.Component):
             csr.interval_seq.value.eq(ledger.interval_seq),
             csr.frozen_seq.value.eq(frozen.seq),
             csr.frozen_packets.value.eq(frozen.packets),
+            csr.frozen_check.value.eq(counters.frozen_check),
+            csr.frozen_updates.value.eq(counters.frozen_updates),
             csr.frozen_config_id.value.eq(frozen.config_id),
             csr.frozen_flags.value.eq(frozen.flags),
             csr.frozen_timestamp.value.ticks.eq(frozen.timestamp),

@@ -239,6 +239,11 @@ REGISTERS: tuple[RegisterDecl, ...] = (
                     "or configuration)"),
     _status_counter("sequence_gaps", "accepted markers whose sequence number skipped"),
     _status_counter("export_frames", "synopsis chunk frames sent"),
+    _value("frozen_check", "ro", "Check value of the frozen copy: CRC-32 over its counter "
+           "words in memory order (host_sw.contracts.check_value; docs/SPEC.md §4.4), "
+           "computed while the copy froze."),
+    _value("frozen_updates", "ro", "Word updates applied to the frozen copy (32-bit, "
+           "wrapping): the sum of its counts modulo 2^min(count_bits, 32)."),
 )
 
 

@@ -15,6 +15,7 @@ from amaranth import Shape
 from amaranth.lib import data
 from amaranth.sim import Simulator
 
+from host_sw.contracts.check_value import check_value, plausibility_problem
 from host_sw.model import golden
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.hashing import lds_digest
@@ -131,7 +132,13 @@ class Bench:
         await self.idle(CounterBank.READ_LATENCY)
         assert [r[1] for r in self.responses] == list(range(n))
         assert not any(r[3] for r in self.responses), "frozen read flagged an error"
-        return [r[2] for r in self.responses]
+        words = [r[2] for r in self.responses]
+        # the check value computed while the copy froze is the contract's over the words
+        config = self.dut.config
+        assert self.get(self.dut.frozen_check) == check_value(config, words)
+        counts = np.array(config.layout.unpack(words)["count"], dtype=np.uint64)
+        assert plausibility_problem(config, counts, self.get(self.dut.frozen_updates)) is None
+        return words
 
     async def swap_and_read(self):
         """Swap, wait until the old copy is FROZEN, read it all."""
@@ -375,7 +382,8 @@ def test_swap_mid_stream_drain_window_and_clearing(config):
 
 
 def test_frozen_timing_and_last_request_in_window():
-    """FROZEN starts exactly drain + UPDATE_LATENCY + 2 cycles after the swap, and the
+    """FROZEN starts exactly drain + UPDATE_LATENCY + 2 + check_cycles cycles after the swap
+    (the freeze check reads every word once), and the
     last request accepted in the drain window is already in the frozen copy."""
     config = SMALL_LDA
     drain = 3
@@ -391,7 +399,8 @@ def test_frozen_timing_and_last_request_in_window():
         assert b.now == swap_cycle + drain + 1 and b.dropped == []
         while not b.get(dut.frozen_ready):
             await b.cycle()
-        assert b.now == swap_cycle + drain + CounterBank.UPDATE_LATENCY + 2
+        assert b.now == swap_cycle + drain + CounterBank.UPDATE_LATENCY + 2 + dut.check_cycles
+        assert dut.check_cycles == 16 + CounterBank.READ_LATENCY + 2
         await b.cycle(read=5)
         await b.idle(CounterBank.READ_LATENCY)
         (t, index, word, error, t_valid), = b.responses
