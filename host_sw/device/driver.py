@@ -14,29 +14,31 @@ programs the run-time part (thresholds, masks, CONFIG_ID; :meth:`Device.program`
 interval control (:meth:`Device.set_intervals`), and reads an interval's
 :class:`Snapshot` consistently (:meth:`Device.read_snapshot`): wait for
 ``STATUS.frozen_ready``; read FROZEN_SEQ, flags, packets, config ID and timestamp; read the
-counter window in bursts of whole words (≤ 255 bus words); re-read FROZEN_SEQ and STATUS
-and reject the snapshot if the frozen copy changed meanwhile; then release it. Status
+counter window in bursts of whole words (≤ 255 bus words); check them against the
+device's check value and count total (FROZEN_CHECK, FROZEN_UPDATES,
+:mod:`host_sw.contracts.check_value`), reading the window again (up to
+:data:`READ_ATTEMPTS` times in all) until they match, else :class:`SnapshotIntegrityError`;
+re-read FROZEN_SEQ and STATUS and reject the snapshot if the frozen copy changed
+meanwhile; then release it. Status
 counters are 32-bit and wrap; :func:`counter_deltas` takes differences modulo 2^32.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-
-import numpy as np
-
 from host_sw.contracts.config import (CONFIG_CLASSES, KIND_CODES, LdaConfig, SynopsisConfig,
                                       config_from_dict)
-from host_sw.contracts.control_frame import INVALID_FLAGS, IntervalFlags, mac_to_bytes
+from host_sw.contracts.control_frame import IntervalFlags, mac_to_bytes
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, default_masks
 from host_sw.contracts.regmap import REGMAP_VERSION, RUNTIME_FIELDS, register_map
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.uartbone import MAX_BURST
+from host_sw.device.snapshot import Snapshot, integrity_problem
 from host_sw.device.transport_base import Transport
 
-__all__ = ["DeviceError", "DeviceMismatch", "SnapshotError", "Device", "Snapshot",
-           "STATUS_COUNTERS", "INTERVAL_MODES", "counter_deltas"]
+__all__ = ["DeviceError", "DeviceMismatch", "SnapshotError", "SnapshotIntegrityError",
+           "Device", "Snapshot", "STATUS_COUNTERS", "INTERVAL_MODES", "counter_deltas",
+           "READ_ATTEMPTS"]
 
 #: The 32-bit wrapping status counters (register names).
 STATUS_COUNTERS = ("frames_seen", "frames_counted", "frames_errored", "frames_runt",
@@ -79,91 +81,19 @@ class SnapshotError(DeviceError):
     """An interval's snapshot could not be read consistently."""
 
 
+class SnapshotIntegrityError(SnapshotError):
+    """The counter words read never matched the device's check value and count total
+    (FROZEN_CHECK, FROZEN_UPDATES), however often they were read again."""
+
+
+#: Reads of the counter window (with the check registers) before a snapshot whose words
+#: do not match the device's check is given up (:class:`SnapshotIntegrityError`).
+READ_ATTEMPTS = 3
+
+
 def counter_deltas(new: dict, old: dict) -> dict:
     """``new - old`` of 32-bit wrapping counters (each delta in 0..2^32-1)."""
     return {k: (int(new[k]) - int(old[k])) & _M32 for k in new if k in old}
-
-
-@dataclass
-class Snapshot:
-    """One interval of one device, read consistently.
-
-    Attributes
-    ----------
-    seq : int
-        Interval sequence number (FROZEN_SEQ).
-    flags : IntervalFlags
-        The device's FROZEN_FLAGS, plus SEQUENCE_GAP when the host saw the sequence skip.
-    config : SynopsisConfig
-    synopsis : Synopsis
-    packets : int
-        FROZEN_PACKETS (packets counted into the interval).
-    config_id : int
-        FROZEN_CONFIG_ID (CONFIG_ID when the interval began).
-    timestamp : int
-        FROZEN_TIMESTAMP: ticks at the boundary that ended the interval.
-    status : dict
-        Status counters at the read.
-    read_time : float
-        Host time (s since the epoch) of the read.
-    notes : list of str
-        Why the snapshot is invalid, if it is.
-    """
-    seq: int
-    flags: IntervalFlags
-    config: SynopsisConfig
-    synopsis: Synopsis
-    packets: int = 0
-    config_id: int = 0
-    timestamp: int = 0
-    status: dict = field(default_factory=dict)
-    read_time: float = 0.0
-    notes: list = field(default_factory=list)
-
-    @property
-    def overrun(self) -> bool:
-        return bool(self.flags & IntervalFlags.OVERRUN)
-
-    @property
-    def valid(self) -> bool:
-        """No invalidating flag and the interval's config ID is the configuration's."""
-        return not (self.flags & INVALID_FLAGS) and self.config_id == self.config.config_id
-
-    def to_json(self) -> dict:
-        return {"seq": self.seq, "flags": int(self.flags),
-                "flag_names": [f.name.lower() for f in IntervalFlags
-                               if f.value and self.flags & f],
-                "valid": self.valid, "overrun": self.overrun, "packets": self.packets,
-                "config_id": f"{self.config_id:#010x}", "timestamp": self.timestamp,
-                "read_time": self.read_time, "status": dict(self.status),
-                "notes": list(self.notes), "config": self.config.to_dict(),
-                "fields": {k: [int(x) for x in np.asarray(v).ravel()]
-                           for k, v in self.synopsis.fields.items()}}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "Snapshot":
-        """Inverse of :meth:`to_json` (raises ValueError on a malformed document)."""
-        try:
-            config = config_from_dict(d["config"])
-            fields = {}
-            for f in config.layout.fields:
-                values = d["fields"][f.name]
-                if len(values) != config.buckets:
-                    raise ValueError(f"field {f.name} has {len(values)} values, the "
-                                     f"configuration has {config.buckets} buckets")
-                if any(not 0 <= int(v) < (1 << f.width) for v in values):
-                    raise ValueError(f"field {f.name} has values outside {f.width} bits")
-                fields[f.name] = np.array([int(v) for v in values],
-                                          dtype=np.uint64).reshape(config.shape)
-            return cls(seq=int(d["seq"]), flags=IntervalFlags(int(d["flags"])),
-                       config=config, synopsis=Synopsis(config, fields),
-                       packets=int(d.get("packets", 0)),
-                       config_id=int(str(d["config_id"]), 0),
-                       timestamp=int(d.get("timestamp", 0)), status=dict(d.get("status", {})),
-                       read_time=float(d.get("read_time", 0.0)),
-                       notes=list(d.get("notes", [])))
-        except (KeyError, TypeError) as e:
-            raise ValueError(f"not a snapshot document: missing or bad {e}") from None
 
 
 class Device:
@@ -404,13 +334,38 @@ class Device:
                                                               n * w.chunks))
         return out
 
+    def _check_registers(self) -> dict:
+        """FROZEN_CHECK and FROZEN_UPDATES (adjacent: one burst)."""
+        regs = [self.map[n] for n in ("frozen_check", "frozen_updates")]
+        lo = min(r.address for r in regs)
+        words = self.transport.read_words(lo, max(r.address + r.words for r in regs) - lo)
+        return {r.name: r.from_words(words[r.address - lo:r.address - lo + r.words])
+                for r in regs}
+
+    def _checked_words(self, attempts: int = READ_ATTEMPTS) -> tuple[list[int], dict]:
+        """The counter words and the check registers they match; each failed match reads
+        both again (a garbled or shifted word, or a garbled check register, does not come
+        back the same way twice), up to ``attempts`` times."""
+        problems = []
+        for _ in range(attempts):
+            check = self._check_registers()
+            words = self.read_counter_words()
+            problem = integrity_problem(self.config, words, check["frozen_check"],
+                                        check["frozen_updates"])
+            if problem is None:
+                return words, check
+            problems.append(problem)
+        raise SnapshotIntegrityError(
+            f"the counter words read never matched the device's check ({attempts} reads); "
+            f"last: {problems[-1]}; the snapshot is discarded")
+
     def read_snapshot(self, *, release: bool = True, timeout: float = 10.0,
                       poll: float = 0.02) -> Snapshot:
         """The frozen interval, read consistently (see the module docstring), then
         released (unless ``release=False``)."""
         self.wait_frozen(timeout=timeout, poll=poll)
         head = self._frozen_header()
-        words = self.read_counter_words()
+        words, check = self._checked_words()
         seq_after = self.read("frozen_seq")
         st = self.status()
         if seq_after != head["frozen_seq"] or not st["frozen_ready"]:
@@ -443,7 +398,8 @@ class Device:
                         synopsis=Synopsis.from_words(self.config, words),
                         packets=head["frozen_packets"], config_id=head["frozen_config_id"],
                         timestamp=head["frozen_timestamp"], status=status,
-                        read_time=time.time(), notes=notes)
+                        read_time=time.time(), notes=notes,
+                        check_value=check["frozen_check"], updates=check["frozen_updates"])
 
     def close(self) -> None:
         self.transport.close()

@@ -11,13 +11,16 @@ wide-register shadows and the counter window are a
 :func:`~host_sw.contracts.regmap.register_map`. On top sits only what the core behind the
 bank does, as the test drives it: the interval boundary (:meth:`FakeDevice.swap`: freeze
 the synopsis set by :meth:`FakeDevice.set_active`, or count an overrun), the release of
-the frozen copy, STATUS, and CONFIG_ID changes flagged in the interval. Status counters
+the frozen copy (with its check value and update count,
+:mod:`host_sw.contracts.check_value`), STATUS, and CONFIG_ID changes flagged in the
+interval. Status counters
 are set by the test (:meth:`FakeDevice.set`).
 
 Faults (:meth:`FakeDevice.inject`) act on the next replies, one fault for all the reply
 bytes of one :meth:`FakeDevice.feed` (a host transmission: a read and its fence word):
 ``"drop"`` (no reply), ``"short"`` (the last bytes missing), ``"extra"`` (junk bytes after the reply), ``"flip"``
-(one bit flipped — undetectable by the protocol; only read verification catches it);
+(one bit flipped — undetectable by the protocol; the snapshot's check value or read
+verification catches it);
 ``"none"`` passes one reply unchanged (to interleave faults).
 ``hooks`` are called after every command (to change state mid-read, e.g. a swap).
 :class:`DeviceServer` serves a device on a local TCP port, as a simulation harness does.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import socket
 import threading
 
+from host_sw.contracts.check_value import check_value, count_total
 from host_sw.contracts.config import SynopsisConfig
 from host_sw.contracts.control_frame import IntervalFlags
 from host_sw.contracts.regmap import register_map
@@ -116,6 +120,9 @@ class FakeDevice:
         regs.set("frozen_seq", (self.interval_seq - 1) & _M32)
         regs.set("frozen_flags", int(self.active_flags))
         regs.set("frozen_packets", int(self.active.count.sum()) & _M32)
+        # what the counter bank computes while the copy freezes
+        regs.set("frozen_check", check_value(self.config, self._frozen_words))
+        regs.set("frozen_updates", count_total(self.config, self.active.count))
         regs.set("frozen_config_id", regs.value("config_id"))
         regs.set("frozen_timestamp", regs.value("timebase"))
         self.active = Synopsis.empty(self.config)

@@ -87,13 +87,14 @@ def test_default_lda_addresses_and_csv_lines():
         "frozen_flags": (34, 1, "ro"), "frozen_timestamp": (35, 2, "ro"),
         "markers_sent": (37, 1, "ro"), "markers_accepted": (38, 1, "ro"),
         "markers_rejected": (39, 1, "ro"), "sequence_gaps": (40, 1, "ro"),
-        "export_frames": (41, 1, "ro"),
-        "thresholds": (42, 1, "rw"), "masks": (43, 8, "rw")}
+        "export_frames": (41, 1, "ro"), "frozen_check": (42, 1, "ro"),
+        "frozen_updates": (43, 1, "ro"),
+        "thresholds": (44, 1, "rw"), "masks": (45, 8, "rw")}
     assert (rmap.window.address, rmap.window.words) == (0x2000, 2048 * 3)
     lines = rmap.csr_csv().splitlines()
     assert "csr_base,lda,0x00000000,," in lines
     assert "csr_register,lda_timebase,0x00000028,2,rw" in lines
-    assert "csr_register,lda_masks,0x000000ac,8,rw" in lines
+    assert "csr_register,lda_masks,0x000000b4,8,rw" in lines
     assert "memory_region,lda_counters,0x00008000,24576,io" in lines
     assert "constant,config_csr_data_width,32,," in lines
 
@@ -325,7 +326,7 @@ def test_register_map_ids_follow_the_spec_algorithm():
         assert f"`{value:#010x}`" == printed_id, kind
         config = {"LDA": LdaConfig(), "RDA": RdaConfig(), "LDS": LdsConfig()}[kind]
         assert register_map(config, data_width=64).id_value == value
-    assert "0x0e4e61a8" in spec.split("### §7.3")[1].split("### §7.4")[0]
+    assert "0xd84b7c73" in spec.split("### §7.3")[1].split("### §7.4")[0]
 
 
 @pytest.mark.parametrize("config", [

@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""One interval of one device as the host read it: counters, status, and whether every
+word of it is covered by a check that passed.
+
+In ``docs/DESIGN.md``'s host data flow this is the "snapshot of an interval" that the
+driver (:meth:`host_sw.device.driver.Device.read_snapshot`) returns and ``ldactl read``
+writes as JSON, and that ``ldactl estimate``/``watch`` turn into records. A snapshot is
+:attr:`Snapshot.valid` only when its interval carries no invalidating flag, its config ID
+is the configuration's, and its words match the device's check value and count total
+(:mod:`host_sw.contracts.check_value`): the check is recomputed from the words each time,
+so a JSON file edited after the read is invalid too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from host_sw.contracts.check_value import check_value, plausibility_problem
+from host_sw.contracts.config import SynopsisConfig, config_from_dict
+from host_sw.contracts.control_frame import INVALID_FLAGS, IntervalFlags
+from host_sw.contracts.synopsis import Synopsis
+
+__all__ = ["Snapshot", "integrity_problem"]
+
+_M32 = (1 << 32) - 1
+_ALL_FLAGS = sum(f.value for f in IntervalFlags)
+
+
+def integrity_problem(config: SynopsisConfig, words, check: int | None,
+                      updates: int | None, counts=None) -> str | None:
+    """Why ``words`` (memory order) are not the copy the device described with FROZEN_CHECK
+    ``check`` and FROZEN_UPDATES ``updates``, or None when both checks pass."""
+    if check is None or updates is None:
+        return "no check value: the words are not covered by a device check"
+    computed = check_value(config, words)
+    if computed != check:
+        return (f"check value mismatch: the words read give {computed:#010x}, the device's "
+                f"FROZEN_CHECK is {check:#010x}")
+    if counts is None:
+        counts = config.layout.unpack(list(words))["count"]
+    return plausibility_problem(config, counts, updates)
+
+
+@dataclass
+class Snapshot:
+    """One interval of one device, read consistently.
+
+    Attributes
+    ----------
+    seq : int
+        Interval sequence number (FROZEN_SEQ).
+    flags : IntervalFlags
+        The device's FROZEN_FLAGS, plus SEQUENCE_GAP when the host saw the sequence skip.
+    config : SynopsisConfig
+    synopsis : Synopsis
+    packets : int
+        FROZEN_PACKETS (packets counted into the interval).
+    config_id : int
+        FROZEN_CONFIG_ID (CONFIG_ID when the interval began).
+    timestamp : int
+        FROZEN_TIMESTAMP: ticks at the boundary that ended the interval.
+    status : dict
+        Status counters at the read.
+    read_time : float
+        Host time (s since the epoch) of the read.
+    notes : list of str
+        Why the snapshot is invalid, if it is.
+    check_value : int or None
+        FROZEN_CHECK: the device's CRC-32 of the copy (None: no check, not valid).
+    updates : int or None
+        FROZEN_UPDATES: word updates applied to the copy (the plausibility total).
+    """
+    seq: int
+    flags: IntervalFlags
+    config: SynopsisConfig
+    synopsis: Synopsis
+    packets: int = 0
+    config_id: int = 0
+    timestamp: int = 0
+    status: dict = field(default_factory=dict)
+    read_time: float = 0.0
+    notes: list = field(default_factory=list)
+    check_value: int | None = None
+    updates: int | None = None
+
+    @property
+    def overrun(self) -> bool:
+        return bool(self.flags & IntervalFlags.OVERRUN)
+
+    @property
+    def integrity_problem(self) -> str | None:
+        """Why the counters are not covered by a passing check (None: they are)."""
+        return integrity_problem(self.config, self.synopsis.words(), self.check_value,
+                                 self.updates, self.synopsis.count)
+
+    @property
+    def valid(self) -> bool:
+        """No invalidating flag, the interval's config ID is the configuration's, and
+        every counter word is covered by the device's check value (and its count total)."""
+        return (not (self.flags & INVALID_FLAGS) and self.config_id == self.config.config_id
+                and self.integrity_problem is None)
+
+    def to_json(self) -> dict:
+        problem = self.integrity_problem
+        notes = list(self.notes) + ([problem] if problem and problem not in self.notes else [])
+        return {"seq": self.seq, "flags": int(self.flags),
+                "flag_names": [f.name.lower() for f in IntervalFlags
+                               if f.value and self.flags & f],
+                "valid": self.valid, "overrun": self.overrun, "packets": self.packets,
+                "config_id": f"{self.config_id:#010x}", "timestamp": self.timestamp,
+                "check_value": (None if self.check_value is None
+                                else f"{self.check_value:#010x}"),
+                "updates": self.updates,
+                "read_time": self.read_time, "status": dict(self.status),
+                "notes": notes, "config": self.config.to_dict(),
+                "fields": {k: [int(x) for x in np.asarray(v).ravel()]
+                           for k, v in self.synopsis.fields.items()}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Snapshot":
+        """Inverse of :meth:`to_json`. Every number is checked for its type and range: a
+        float, a boolean or a string where an integer belongs is a ``ValueError``, never
+        truncated (the check value and config ID are hexadecimal strings, as written)."""
+        if not isinstance(d, dict):
+            raise ValueError(f"a snapshot is a JSON object, not {type(d).__name__}")
+        try:
+            config = config_from_dict(d["config"])
+            fields = _fields(config, d["fields"])
+            flags = _int(d, "flags", bits=8)
+            if flags & ~_ALL_FLAGS:
+                raise ValueError(f"flags {flags:#x} has bits no interval flag uses")
+            return cls(seq=_int(d, "seq", bits=32), flags=IntervalFlags(flags),
+                       config=config, synopsis=Synopsis(config, fields),
+                       packets=_int(d, "packets", 0, bits=32),
+                       config_id=_hex(d, "config_id"),
+                       timestamp=_int(d, "timestamp", 0, bits=64),
+                       status=_status(d.get("status", {})),
+                       read_time=_number(d, "read_time", 0.0),
+                       notes=_notes(d.get("notes", [])),
+                       check_value=_hex(d, "check_value", optional=True),
+                       updates=_int(d, "updates", None, bits=32))
+        except KeyError as e:
+            raise ValueError(f"not a snapshot document: missing {e}") from None
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int(d: dict, key: str, default=..., *, bits: int):
+    """``d[key]`` as an integer in ``[0, 2^bits)`` (``default`` when absent, if given)."""
+    if key not in d and default is not ...:
+        return default
+    v = d[key]
+    if v is None and default is None:
+        return None
+    if not _is_int(v) or not 0 <= v < (1 << bits):
+        raise ValueError(f"snapshot {key} must be an integer in 0..2^{bits}-1, not {v!r}")
+    return v
+
+
+def _hex(d: dict, key: str, *, optional: bool = False):
+    """A 32-bit value written as a ``0x`` string (or a plain integer)."""
+    v = d.get(key) if optional else d[key]
+    if v is None and optional:
+        return None
+    if isinstance(v, str):
+        try:
+            v = int(v, 16) if v.lower().startswith("0x") else int(v, 10)
+        except ValueError:
+            raise ValueError(f"snapshot {key} must be a 32-bit number, not {v!r}") from None
+    if not _is_int(v) or not 0 <= v <= _M32:
+        raise ValueError(f"snapshot {key} must be a 32-bit number, not {v!r}")
+    return v
+
+
+def _number(d: dict, key: str, default: float) -> float:
+    v = d.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+        raise ValueError(f"snapshot {key} must be a finite number, not {v!r}")
+    return float(v)
+
+
+def _fields(config: SynopsisConfig, doc) -> dict:
+    if not isinstance(doc, dict):
+        raise ValueError("snapshot fields must be an object of arrays")
+    out = {}
+    for f in config.layout.fields:
+        values = doc[f.name]
+        if not isinstance(values, list) or len(values) != config.buckets:
+            n = len(values) if isinstance(values, list) else type(values).__name__
+            raise ValueError(f"field {f.name} has {n} values, the configuration has "
+                             f"{config.buckets} buckets")
+        bad = [v for v in values if not (_is_int(v) and 0 <= v < (1 << f.width))]
+        if bad:
+            raise ValueError(f"field {f.name} holds {bad[0]!r}: its values must be integers "
+                             f"in 0..2^{f.width}-1")
+        out[f.name] = np.array(values, dtype=np.uint64).reshape(config.shape)
+    return out
+
+
+def _status(doc) -> dict:
+    if not isinstance(doc, dict) or not all(
+            isinstance(k, str) and _is_int(v) and 0 <= v <= _M32 for k, v in doc.items()):
+        raise ValueError("snapshot status must map counter names to 32-bit integers")
+    return dict(doc)
+
+
+def _notes(doc) -> list:
+    if not isinstance(doc, list) or not all(isinstance(n, str) for n in doc):
+        raise ValueError("snapshot notes must be a list of strings")
+    return list(doc)
