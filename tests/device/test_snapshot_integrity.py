@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""End-to-end integrity of a snapshot (issue 11, item 1): the driver accepts the counter
+words only when they match the device's check value (FROZEN_CHECK) and count total
+(FROZEN_UPDATES), re-reads a garbled or shifted window, gives a clear error when the
+words never match, and a snapshot (also one loaded from JSON) is valid only when every
+word is covered by a passing check."""
+
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+from host_sw.contracts.check_value import (check_bytes, check_value, count_total,
+                                           plausibility_problem)
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.device.driver import (READ_ATTEMPTS, Device, Snapshot, SnapshotError,
+                                   SnapshotIntegrityError)
+from host_sw.device.fake_device import FakeDevice
+from host_sw.device.fake_transport import FakeTransport
+from host_sw.model.channel import simulate_interval
+
+CONFIG = LdaConfig(banks=2, rows=64, thresholds=(0, 5))
+
+
+@pytest.fixture(scope="module")
+def synopsis():
+    return simulate_interval(packets=3000, loss=0.0, seed=3).synopses(CONFIG)[0]
+
+
+def frozen_device(synopsis, corrupt=None):
+    """A fake device with ``synopsis`` frozen; ``corrupt(index, word, read_number)``
+    returns the word the bus answers for counter word ``index`` chunk 0 (the counter
+    window's n-th full pass is ``read_number``)."""
+    dev = FakeDevice(CONFIG)
+    dev.set("config_id", CONFIG.config_id)
+    dev.set_active(synopsis)
+    dev.swap()
+    window = dev.map.window
+    passes = {"n": -1}
+    original = dev.bus_read
+
+    def bus_read(address):
+        word = original(address)
+        if corrupt is None or not window.address <= address < window.address + window.words:
+            return word
+        index, chunk = window.locate(address)
+        if index == 0 and chunk == 0:
+            passes["n"] += 1
+        return corrupt(index, chunk, word, passes["n"])
+
+    dev.bus_read = bus_read
+    return dev
+
+
+def window_passes(dev):
+    w = dev.map.window
+    return sum(n for c, n, a in dev.commands if a >= w.address) // w.words
+
+
+def test_check_value_definition_is_zlib_over_little_endian_words():
+    config = LdaConfig(banks=1, rows=2, thresholds=(0,))        # 72-bit words: 9 bytes
+    words = [0x0102030405060708AB, (1 << 72) - 1]
+    raw = check_bytes(config, words)
+    assert raw == bytes.fromhex("ab0807060504030201") + b"\xff" * 9
+    assert check_value(config, words) == zlib.crc32(raw)
+    assert check_value(config, [0, 0]) != check_value(config, [0, 1 << 71])
+
+
+def test_count_total_and_plausibility_wrap_with_the_counters():
+    narrow = LdaConfig(banks=1, rows=4, thresholds=(0,), count_bits=8, ts_bits=16)
+    counts = np.array([255, 255, 3, 0], dtype=np.uint64)        # 513 updates, wrapped
+    assert count_total(narrow, counts) == 513 % 256
+    assert plausibility_problem(narrow, counts, 513) is None
+    assert plausibility_problem(narrow, counts, 513 + (1 << 32)) is None
+    assert "FROZEN_UPDATES" in plausibility_problem(narrow, counts, 512)
+
+
+@pytest.mark.parametrize("config", [CONFIG, RdaConfig(buckets_per_bank=32),
+                                    LdsConfig(rows=2, cells=32, row_thresholds=(0, 0))],
+                         ids=lambda c: c.kind)
+def test_fake_device_check_registers_match_the_driver(config):
+    receiver = simulate_interval(packets=800, loss=0.0, seed=5).synopses(config)[1]
+    dev = FakeDevice(config)
+    dev.set("config_id", config.config_id)
+    dev.set_active(receiver)
+    dev.swap()
+    assert dev.get("frozen_check") == check_value(config, receiver.words())
+    snap = Device(FakeTransport(dev), config=config).read_snapshot()
+    assert snap.synopsis == receiver and snap.valid and snap.integrity_problem is None
+    assert snap.check_value == dev.get("frozen_check")
+
+
+def test_garbled_word_is_detected_and_reread(synopsis):
+    def garble(index, chunk, word, n):
+        return word ^ 0x10 if (n == 0 and index == 17 and chunk == 1) else word
+    dev = frozen_device(synopsis, garble)
+    snap = Device(FakeTransport(dev), config=CONFIG).read_snapshot()
+    assert snap.synopsis == synopsis and snap.valid
+    assert window_passes(dev) == 2                      # the first pass was rejected
+
+
+def test_shifted_window_is_detected_and_reread(synopsis):
+    """Every word one bus word late (as after a stray byte): all words wrong, same way."""
+    w = CONFIG.layout.chunks
+    words = [c for word in synopsis.words() for c in CONFIG.layout.to_chunks(word)]
+
+    def shift(index, chunk, word, n):
+        k = index * w + chunk
+        return words[k - 1] if (n == 0 and k > 0) else word
+    dev = frozen_device(synopsis, shift)
+    snap = Device(FakeTransport(dev), config=CONFIG).read_snapshot()
+    assert snap.synopsis == synopsis and window_passes(dev) == 2
+
+
+def test_persistent_mismatch_is_a_clear_error_and_nothing_is_released(synopsis):
+    dev = frozen_device(synopsis, lambda index, chunk, word, n:
+                        word ^ (index == 5 and chunk == 0))
+    with pytest.raises(SnapshotIntegrityError, match=r"never matched the device's check "
+                       rf"\({READ_ATTEMPTS} reads\); last: check value mismatch"):
+        Device(FakeTransport(dev), config=CONFIG).read_snapshot()
+    assert window_passes(dev) == READ_ATTEMPTS and dev.frozen is not None
+    assert issubclass(SnapshotIntegrityError, SnapshotError)    # watch: invalid, goes on
+
+
+def test_plausibility_failure_is_detected(synopsis):
+    """Words that match their CRC but not the device's count of updates (an update
+    engine that lost counts) are refused too."""
+    dev = frozen_device(synopsis)
+    dev.set("frozen_updates", count_total(CONFIG, synopsis.count) + 1)
+    with pytest.raises(SnapshotIntegrityError, match=r"the counts sum to \d+ \(mod 2\^32\) "
+                       r"but the device applied \d+ updates"):
+        Device(FakeTransport(dev), config=CONFIG).read_snapshot()
+
+
+def test_garbled_check_register_is_reread(synopsis):
+    dev = frozen_device(synopsis)
+    address = dev.map["frozen_check"].address
+    original, calls = dev.bus_read, {"n": 0}
+
+    def bus_read(a):
+        word = original(a)
+        if a == address:
+            calls["n"] += 1
+            return word ^ (1 << 31) if calls["n"] == 1 else word
+        return word
+    dev.bus_read = bus_read
+    assert Device(FakeTransport(dev), config=CONFIG).read_snapshot().valid
+    assert calls["n"] == 2
+
+
+def test_snapshot_json_keeps_the_check_and_refuses_edits(synopsis):
+    dev = frozen_device(synopsis)
+    doc = json.loads(json.dumps(Device(FakeTransport(dev), config=CONFIG)
+                                .read_snapshot().to_json()))
+    assert doc["valid"] and doc["check_value"] == f"{dev.get('frozen_check'):#010x}"
+    assert Snapshot.from_json(doc).valid
+    edited = json.loads(json.dumps(doc))
+    edited["fields"]["ts_sum"][3] += 1                     # a plausible-looking edit
+    back = Snapshot.from_json(edited)
+    assert not back.valid and back.integrity_problem.startswith("check value mismatch")
+    assert back.to_json()["notes"][-1].startswith("check value mismatch")
+    unchecked = {k: v for k, v in doc.items() if k not in ("check_value", "updates")}
+    assert not Snapshot.from_json(unchecked).valid
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("fields", "count", 0), 6.7, "integers"),
+    (("fields", "count", 0), 6.0, "integers"),
+    (("fields", "count", 0), True, "integers"),
+    (("fields", "count", 0), -1, "integers"),
+    (("fields", "count", 0), 1 << 32, "integers"),
+    (("seq",), 1.5, "seq must be an integer"),
+    (("packets",), "12", "packets must be an integer"),
+    (("flags",), 2.0, "flags must be an integer"),
+    (("flags",), 0x40, "bits no interval flag"),
+    (("timestamp",), float("nan"), "timestamp must be an integer"),
+    (("updates",), 3.5, "updates must be an integer"),
+    (("check_value",), "0xzz", "check_value must be a 32-bit"),
+    (("config_id",), 1.0, "config_id must be a 32-bit"),
+    (("read_time",), "now", "read_time must be a finite number"),
+    (("status", "frames_seen"), 1.5, "status must map"),
+    (("notes",), [1], "notes must be a list of strings"),
+    (("fields", "count"), [0] * 3, "has 3 values"),
+])
+def test_snapshot_from_json_rejects_wrong_types(synopsis, path, value, message):
+    doc = json.loads(json.dumps(Device(FakeTransport(frozen_device(synopsis)), config=CONFIG)
+                                .read_snapshot().to_json()))
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(ValueError, match=message):
+        Snapshot.from_json(doc)
+
+
+def test_snapshot_from_json_rejects_non_documents():
+    for bad in ([], "x", {"seq": 0}):
+        with pytest.raises(ValueError, match="snapshot"):
+            Snapshot.from_json(bad)
+
+
+def test_synopsis_words_round_trip_through_the_check(synopsis):
+    words = synopsis.words()
+    assert Synopsis.from_words(CONFIG, words) == synopsis
+    assert check_value(CONFIG, words) == zlib.crc32(check_bytes(CONFIG, words))
