@@ -475,19 +475,24 @@ def test_spec_is_enough_to_reimplement_the_vectors():
         window = (frame[:64] + bytes(64))[:64]
         packet_mask, flow_mask = masks[window[14] >> 4]
         p = h3(qp, window, packet_mask)
-        lz = 32 - (p >> 32).bit_length()
-        bank = max(j for j, z in enumerate((0, 6)) if z <= lz)
         sbox = [0xC, 5, 6, 0xB, 9, 0, 0xA, 0xD, 3, 0xE, 0xF, 8, 4, 7, 1, 2]
         s_id = sum(sbox[(p >> (4 * i)) & 0xF] << (4 * i) for i in range(16))
+        f = h3(matrix(4, 0, 64, 64), s_id.to_bytes(8, "little"), 0xFF)   # field hash F
+        lz = 32 - (f >> 32).bit_length()
+        bank = max(j for j, z in enumerate((0, 6)) if z <= lz)
         rda = [(h3(q, s_id.to_bytes(8, "little"), 0xFF) * 1024) >> 32 for q in qr]
         flows = [h3(q, window, flow_mask) for q in qf]
-        cells = [((f * 1024) >> 32) % 1024 for f in flows]  # k = 1: offset 0
+        cells = [((f_r * 1024) >> 32) % 1024 for f_r in flows]  # k = 1: offset 0
         cols = [c.strip().strip("`") for c in row.strip("|").split("|")]
         assert int(cols[2], 16) == p
-        assert [int(c) for c in cols[3:6]] == [lz, bank, p % 1024]
-        assert [int(x) for x in cols[7].split(",")] == rda
-        assert int(cols[8], 16) == flows[0]
-        assert [int(x) for x in cols[9].split(",")] == cells
+        assert int(cols[3], 16) == f
+        assert [int(c) for c in cols[4:7]] == [lz, bank, f % 1024]
+        assert int(cols[7]) == (1 if f & 1 else -1)
+        assert [int(x) for x in cols[8].split(",")] == rda
+        assert int(cols[9], 16) == flows[0]
+        assert [int(x) for x in cols[10].split(",")] == [0, 0, 0, 0]  # k = 1
+        assert int(cols[11], 16) == f % (1 << 32)                      # 32-bit digest
+        assert [int(x) for x in cols[12].split(",")] == cells
     # Other window sizes (SPEC §2): masks from the byte ranges, P over 8·w input bits.
     def keep(w, ranges):
         return sum(1 << i for lo, hi in ranges for i in range(lo, min(hi, w)))
