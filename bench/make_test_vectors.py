@@ -24,7 +24,8 @@ from pathlib import Path
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.hashing import (
-    classify_frame, lda_bank, lda_row, lda_sign, leading_zeros32,
+    classify_frame, field_hash, lda_bank, lda_row, lda_sign, lds_digest, lds_offset,
+    leading_zeros32,
 )
 from host_sw.contracts.regmap import REGISTERS, register_map
 from host_sw.model.golden import Hashers, bucket_indices, hash_frames
@@ -78,7 +79,7 @@ def frames() -> list[tuple[str, bytes]]:
     while True:
         candidate = ipv4_udp(ip_id=ip_id, length=80)
         p = hash_frames(lda, [candidate], hashers=hashers).packet
-        if lda_bank(p, lda.thresholds)[0] == 1:
+        if lda_bank(field_hash(p, lda.seed), lda.thresholds)[0] == 1:
             break
         ip_id += 1
     return [
@@ -93,8 +94,9 @@ def frames() -> list[tuple[str, bytes]]:
 
 
 def vectors() -> list[dict]:
-    """One dict per frame: class, P, leading zeros, LDA bank/row/sign, RDA buckets, LDS
-    flow hash (row 0) and cells, for the default configurations."""
+    """One dict per frame: class, P, the field hash F, leading zeros of F, LDA
+    bank/row/sign, RDA buckets, LDS flow hash (row 0), offsets, digest and cells, for the
+    default configurations."""
     lda, rda, lds = LdaConfig(), RdaConfig(), LdsConfig()
     items = frames()
     data = [f for _, f in items]
@@ -102,16 +104,22 @@ def vectors() -> list[dict]:
     h_lds = hash_frames(lds, data)
     _, rda_cols, _ = bucket_indices(rda, hash_frames(rda, data))
     lds_rows, lds_cols, lds_who = bucket_indices(lds, h_lds)
+    offsets = Hashers(lds).lds_offset_hashes(h_lds.packet)
     out = []
     for i, (what, frame) in enumerate(items):
         p = h_lda.packet[i:i + 1]
-        row = lda_row(p, lda.rows)
+        f = field_hash(p, lda.seed)
+        row = lda_row(f, lda.rows)
         out.append({
             "frame": i + 1, "what": what, "bytes": frame.hex(),
             "class": classify_frame(frame).name,
-            "P": int(p[0]), "lz": int(leading_zeros32(p)[0]),
-            "lda_bank": int(lda_bank(p, lda.thresholds)[0]), "lda_row": int(row[0]),
+            "P": int(p[0]), "F": int(f[0]), "lz": int(leading_zeros32(f)[0]),
+            "lda_bank": int(lda_bank(f, lda.thresholds)[0]), "lda_row": int(row[0]),
             "lda_sign": int(lda_sign(row)[0]),
+            "lds_offsets": [int(lds_offset(offsets[r][i:i + 1], lds.vlda_cells)[0])
+                            for r in range(lds.rows)],
+            "lds_digest": int(lds_digest(field_hash(h_lds.packet[i:i + 1], lds.seed),
+                                         lds.digest_bits)[0]),
             "rda_buckets": [int(rda_cols[l * len(items) + i]) for l in range(rda.banks)],
             "lds_flow0": int(h_lds.flow[0, i]),
             "lds_cells": [int(c) for r, c, w in zip(lds_rows, lds_cols, lds_who) if w == i],
@@ -152,14 +160,17 @@ def markdown() -> str:
         lines.append(f"# frame {v['frame']}: {v['what']}")
         lines += [raw[i:i + 64] for i in range(0, len(raw), 64)]
     lines += ["```", "",
-              "| frame | class | P (packet hash) | lz(P[63:32]) | LDA bank | LDA row | sign "
-              "| RDA buckets (l=0, 1) | LDS flow hash row 0 | LDS cells (rows 0–3) |",
-              "|---|---|---|---:|---:|---:|---:|---|---|---|"]
+              "| frame | class | P (packet hash) | F (field hash) | lz(F[63:32]) | LDA bank "
+              "| LDA row | sign | RDA buckets (l=0, 1) | LDS flow hash row 0 "
+              "| LDS offsets (rows 0–3) | LDS digest | LDS cells (rows 0–3) |",
+              "|---|---|---|---|---:|---:|---:|---:|---|---|---|---|---|"]
     for v in vs:
         lines.append(
-            f"| {v['frame']} | {v['class']} | `{v['P']:#018x}` | {v['lz']} | {v['lda_bank']} "
+            f"| {v['frame']} | {v['class']} | `{v['P']:#018x}` | `{v['F']:#018x}` "
+            f"| {v['lz']} | {v['lda_bank']} "
             f"| {v['lda_row']} | {v['lda_sign']:+d} | {', '.join(map(str, v['rda_buckets']))} "
-            f"| `{v['lds_flow0']:#010x}` | {', '.join(map(str, v['lds_cells']))} |")
+            f"| `{v['lds_flow0']:#010x}` | {', '.join(map(str, v['lds_offsets']))} "
+            f"| `{v['lds_digest']:#010x}` | {', '.join(map(str, v['lds_cells']))} |")
     lines += ["", "Other window sizes (§2): the default masks of `LdaConfig(window_bytes=w)` "
               "and the packet hash `P` of frames 1–4 (same seed and frames):", "",
               "| window_bytes | mask_packet_ipv4 | mask_packet_ipv6 | mask_flow_ipv4 "

@@ -35,9 +35,16 @@ Pipeline (every stage registered, so no long combinational XOR tree):
    fan-out (about 32 of the 64 hash bits) inside one cluster of logic, so no window bit
    reaches LUTs of several overlapping groups across the die and the synthesis tool can
    share the XORs (measurements: docs/HARDWARE.md, ``bench/hasher_synth.py``);
-4. RDA only: the bucket hash of each bank, ``H3_rda[l](S(P))`` (64 → 32): the packet hash
-   through the nibble S-box (host_sw.contracts.hashing.RDA_SBOX, one LUT4 per bit, registered), then
-   another :class:`H3Pipeline`.
+4. the hashes of ``S(P)``: the packet hash through the nibble S-box
+   (host_sw.contracts.hashing.RDA_SBOX, one LUT4 per bit, registered), then one more
+   :class:`H3Pipeline` (64 inputs: 3 stages) per hash — RDA: the bucket hash of each
+   bank, ``H3_rda[l](S(P))`` (64 → 32); LDA and LDS: the field hash
+   ``F = H3_field(S(P))`` (only the bits the kind reads, :attr:`hw.kinds.KindGateware.field_bits`);
+   LDS: each row's offset hash ``h'_r = H3_off[r](S(P))`` (64 → 32). This puts the
+   non-linear layer of the contract (host_sw.contracts.hashing, "Why the fields come from
+   a non-linear hash") 4 cycles after ``P``: the S-box is one LUT level, the trees are
+   the structure the window tree already has, so the hasher's Fmax is unchanged
+   (docs/HARDWARE.md).
 
 The flow hashes (LDS) run in parallel with the packet hash; every output is delayed to a
 common latency :attr:`PacketHasher.latency`.
@@ -147,7 +154,8 @@ class H3Pipeline(wiring.Component):
 def hashed_record_layout(config: SynopsisConfig) -> data.StructLayout:
     """The hasher's output record: ``packet_hash`` (64), ``frame_class``, ``counted``
     (IPv4/IPv6), ``timestamp``, ``copy``; RDA adds ``bucket_hash`` (32 bits per bank),
-    LDS adds ``flow_hash`` (32 bits per row)."""
+    LDA and LDS add ``field_hash`` (64), LDS adds ``flow_hash`` and ``offset_hash`` (32
+    bits per row each)."""
     fields = {
         "packet_hash": unsigned(64),
         "frame_class": unsigned(FRAME_CLASS_BITS),
@@ -160,6 +168,10 @@ def hashed_record_layout(config: SynopsisConfig) -> data.StructLayout:
         fields["bucket_hash"] = data.ArrayLayout(unsigned(32), hashes[HashPurpose.RDA_BUCKET])
     if HashPurpose.LDS_FLOW in hashes:
         fields["flow_hash"] = data.ArrayLayout(unsigned(32), hashes[HashPurpose.LDS_FLOW])
+    if HashPurpose.FIELD in hashes:
+        fields["field_hash"] = unsigned(64)
+    if HashPurpose.LDS_OFFSET in hashes:
+        fields["offset_hash"] = data.ArrayLayout(unsigned(32), hashes[HashPurpose.LDS_OFFSET])
     return data.StructLayout(fields)
 
 
@@ -200,7 +212,8 @@ class PacketHasher(wiring.Component):
     """
 
     def __init__(self, *, config: SynopsisConfig):
-        hashes = kind_gateware(config).hashes(config)
+        kind = kind_gateware(config)
+        hashes = kind.hashes(config)
         self.config = config
         w = config.window_bytes
         in_bits = w * 8
@@ -214,10 +227,20 @@ class PacketHasher(wiring.Component):
             H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
                        out_bits=32)
             for r in range(hashes.get(HashPurpose.LDS_FLOW, 0))]
+        field_bits = kind.field_bits(config)
+        self._field_trees = [
+            H3Pipeline(rows=[row & field_bits for row in
+                             h3_rows(config.seed, HashPurpose.FIELD, 0, 64, 64)], out_bits=64)
+            for _ in range(hashes.get(HashPurpose.FIELD, 0))]
+        self._offset_trees = [
+            H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_OFFSET, r, 64, 32),
+                       out_bits=32)
+            for r in range(hashes.get(HashPurpose.LDS_OFFSET, 0))]
         packet_latency = 3 + self._packet_tree.latency   # input, select, mask + tree
-        if self._bucket_trees:
-            # + 1: the registered S-box stage in front of the bucket trees
-            packet_latency_total = packet_latency + 1 + self._bucket_trees[0].latency
+        sbox_trees = self._bucket_trees + self._field_trees + self._offset_trees
+        if sbox_trees:
+            # + 1: the registered S-box stage in front of the trees of S(P)
+            packet_latency_total = packet_latency + 1 + max(t.latency for t in sbox_trees)
         else:
             packet_latency_total = packet_latency
         flow_latency = 3 + max((t.latency for t in self._flow_trees), default=0)
@@ -271,6 +294,29 @@ class PacketHasher(wiring.Component):
                                                         self.mask_flow_ipv4), 0))
         return rec, rec_valid, rec_swap, window, counted, packet_mask, flow_mask
 
+    def _elaborate_sbox_hashes(self, m, packet_hash):
+        """``S(P)`` registered, then the trees of the bucket, field and offset hashes,
+        each delayed to the common latency."""
+        if not (self._bucket_trees or self._field_trees or self._offset_trees):
+            return
+        # S(P): every nibble of the packet hash through the S-box (registered).
+        sbox = Array(Const(v, 4) for v in RDA_SBOX)
+        substituted = Signal(64, reset_less=True)
+        m.d.sync += substituted.eq(Cat(*(sbox[packet_hash[4 * i:4 * i + 4]]
+                                         for i in range(16))))
+        payload = self.hashed.payload
+        outputs = ([(f"bucket_tree_{l}", t, payload.bucket_hash[l])
+                    for l, t in enumerate(self._bucket_trees)]
+                   + [("field_tree", t, payload.field_hash) for t in self._field_trees]
+                   + [(f"offset_tree_{r}", t, payload.offset_hash[r])
+                      for r, t in enumerate(self._offset_trees)])
+        for name, tree, out in outputs:
+            m.submodules[name] = tree
+            m.d.comb += tree.data.eq(substituted)
+            m.d.comb += out.eq(
+                delayed(m, tree.hash, self.latency - self._packet_latency - 1 - tree.latency,
+                        name=name.replace("tree", "hash"), reset_less=True))
+
     def elaborate(self, platform):
         m = Module()
         config = self.config
@@ -293,18 +339,7 @@ class PacketHasher(wiring.Component):
                     delayed(m, tree.hash, self.latency - 3 - tree.latency,
                             name=f"flow_hash_{r}", reset_less=True))
 
-        if self._bucket_trees:
-            # S(P): every nibble of the packet hash through the S-box (registered).
-            sbox = Array(Const(v, 4) for v in RDA_SBOX)
-            substituted = Signal(64, reset_less=True)
-            m.d.sync += substituted.eq(Cat(*(sbox[packet_hash[4 * i:4 * i + 4]]
-                                             for i in range(16))))
-        for l, tree in enumerate(self._bucket_trees):
-            m.submodules[f"bucket_tree_{l}"] = tree
-            m.d.comb += tree.data.eq(substituted)
-            m.d.comb += self.hashed.payload.bucket_hash[l].eq(
-                delayed(m, tree.hash, self.latency - self._packet_latency - 1 - tree.latency,
-                        name=f"bucket_hash_{l}", reset_less=True))
+        self._elaborate_sbox_hashes(m, packet_hash)
 
         m.d.comb += self.hashed.payload.packet_hash.eq(
             delayed(m, packet_hash, self.latency - self._packet_latency, name="packet_hash",

@@ -22,12 +22,12 @@ __all__ = ["select_lda", "select_rda", "select_lds"]
 
 
 def select_lda(m, config, rec, valid, thresholds, req):
-    """LDA: the leading zeros ``lz`` of ``P[63:32]`` pick the bank with the largest
-    threshold ``z_j <= lz`` (none: not sampled); the row is the low ``log2(rows)`` bits of
-    ``P``; one lane, address ``bank * rows + row``."""
-    lz = leading_zeros_pipelined(m, rec.packet_hash[32:64])        # stage 2
+    """LDA: the leading zeros ``lz`` of ``F[63:32]`` (the field hash) pick the bank with
+    the largest threshold ``z_j <= lz`` (none: not sampled); the row is the low
+    ``log2(rows)`` bits of ``F``; one lane, address ``bank * rows + row``."""
+    lz = leading_zeros_pipelined(m, rec.field_hash[32:64])         # stage 2
     row_bits = ceil_log2(config.rows)
-    row = delayed(m, rec.packet_hash[:row_bits], 3, name="row")   # stage 3
+    row = delayed(m, rec.field_hash[:row_bits], 3, name="row")    # stage 3
     sampled_by = Signal(config.banks)
     m.d.sync += sampled_by.eq(Cat(lz >= thresholds[j]
                                   for j in range(config.banks)))  # stage 3
@@ -63,18 +63,17 @@ def select_rda(m, config, rec, valid, thresholds, req):
 
 
 def select_lds(m, config, rec, valid, thresholds, req):
-    """LDS: row ``r`` is sampled when ``lz >= row_threshold[r]``; its cell is
-    ``(base_r + offset) mod C`` with ``base_r = (flow_r * C) >> 32`` and
-    ``offset = (P[31:0] * k) >> 32``; the XOR value is the digest (low bits of ``P``)."""
-    lz = leading_zeros_pipelined(m, rec.packet_hash[32:64])        # stage 2
+    """LDS: row ``r`` is sampled when ``lz >= row_threshold[r]`` (``lz`` of ``F[63:32]``,
+    the field hash); its cell is ``(base_r + offset_r) mod C`` with
+    ``base_r = (flow_r * C) >> 32`` and ``offset_r = (h'_r * k) >> 32`` (the row's offset
+    hash); the XOR value is the digest (low bits of ``F``)."""
+    lz = leading_zeros_pipelined(m, rec.field_hash[32:64])         # stage 2
     sampled_rows = Signal(config.rows)
     m.d.sync += sampled_rows.eq(Cat(lz >= thresholds[r]
                                     for r in range(config.rows)))   # stage 3
-    offset = range_reduce(m, rec.packet_hash[:32], config.vlda_cells,
-                          name="offset")                            # stage 2
     cells = config.cells
     sum_width = ceil_log2(2 * cells) + 1
-    digest = delayed(m, rec.packet_hash[:config.digest_bits], 3, name="digest")
+    digest = delayed(m, rec.field_hash[:config.digest_bits], 3, name="digest")
     enable = Mux(valid, sampled_rows, 0)
     m.d.sync += [
         req.valid.eq(enable.any()),
@@ -83,6 +82,8 @@ def select_lds(m, config, rec, valid, thresholds, req):
     ]
     for r in range(config.rows):
         base = range_reduce(m, rec.flow_hash[r], cells, name=f"base{r}")  # stage 2
+        offset = range_reduce(m, rec.offset_hash[r], config.vlda_cells,
+                              name=f"offset{r}")                          # stage 2
         cell_sum = Signal(sum_width, name=f"cell_sum{r}")
         m.d.sync += cell_sum.eq(base + offset)                              # stage 3
         m.d.sync += req.lane_address[r].eq(

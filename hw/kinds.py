@@ -29,26 +29,37 @@ class KindGateware:
         Counter words one request may update in parallel (one RAM per lane), and words per
         lane of one copy (``lanes * depth == config.buckets``).
     hashes : config → {HashPurpose: count}
-        The 32-bit H3 hashes the kind needs besides the packet hash:
-        ``HashPurpose.RDA_BUCKET`` (of the S-boxed packet hash, one per bank) and
-        ``HashPurpose.LDS_FLOW`` (of the flow-masked window, one per row; these need the
-        flow byte masks).
+        The H3 hashes the kind needs besides the packet hash:
+        ``HashPurpose.RDA_BUCKET`` (32 bits of the S-boxed packet hash, one per bank),
+        ``HashPurpose.FIELD`` (the 64-bit field hash ``F`` of the S-boxed packet hash),
+        ``HashPurpose.LDS_OFFSET`` (32 bits of the S-boxed packet hash, one per row) and
+        ``HashPurpose.LDS_FLOW`` (32 bits of the flow-masked window, one per row; these
+        need the flow byte masks).
     thresholds : config → (port name, count) or None
         The selector's run-time leading-zero thresholds (CSRs), if the kind samples.
     select : function
         The kind's bucket selection (:mod:`hw.kind_select`).
+    field_bits : config → int
+        The bits of ``F`` the kind's selection reads (a mask; the hasher builds only
+        these output bits of the field hash, the others are 0; default
+        none).
     """
     lane_geometry: Callable
     hashes: Callable
     thresholds: Callable
     select: Callable
+    field_bits: Callable = lambda c: 0
 
+
+#: ``F[63:32]``, the sampling word (leading zeros: LDA bank, LDS row sampling).
+_SAMPLING_WORD = ((1 << 32) - 1) << 32
 
 #: The gateware facts of each synopsis kind, by ``config.kind``.
 KINDS = {
     "lda": KindGateware(
         lane_geometry=lambda c: (1, c.banks * c.rows),
-        hashes=lambda c: {},
+        hashes=lambda c: {HashPurpose.FIELD: 1},
+        field_bits=lambda c: _SAMPLING_WORD | (c.rows - 1),
         thresholds=lambda c: ("thresholds", c.banks),
         select=select_lda),
     "rda": KindGateware(
@@ -58,7 +69,9 @@ KINDS = {
         select=select_rda),
     "lds": KindGateware(
         lane_geometry=lambda c: (c.rows, c.cells),
-        hashes=lambda c: {HashPurpose.LDS_FLOW: c.rows},
+        hashes=lambda c: {HashPurpose.LDS_FLOW: c.rows, HashPurpose.FIELD: 1,
+                          HashPurpose.LDS_OFFSET: c.rows},
+        field_bits=lambda c: _SAMPLING_WORD | ((1 << c.digest_bits) - 1),
         thresholds=lambda c: ("row_thresholds", c.rows),
         select=select_lds),
 }

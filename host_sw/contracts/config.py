@@ -261,6 +261,10 @@ class LdaConfig(SynopsisConfig):
                            Field("ts_sum", self.ts_bits, "sum")))
 
     @property
+    def hash_functions(self) -> dict[HashPurpose, int]:
+        return {HashPurpose.PACKET: 1, HashPurpose.FIELD: 1}
+
+    @property
     def buckets(self) -> int:
         return self.banks * self.rows
 
@@ -368,7 +372,8 @@ class LdsConfig(SynopsisConfig):
 
     @property
     def hash_functions(self) -> dict[HashPurpose, int]:
-        return {HashPurpose.PACKET: 1, HashPurpose.LDS_FLOW: self.rows}
+        return {HashPurpose.PACKET: 1, HashPurpose.LDS_FLOW: self.rows,
+                HashPurpose.FIELD: 1, HashPurpose.LDS_OFFSET: self.rows}
 
     @property
     def config_register_values(self) -> dict[str, int]:

@@ -9,15 +9,28 @@ above it. It is specified byte for byte in ``docs/SPEC.md`` §1–§3.
 
 Data flow (docs/DESIGN.md, "Data flow of a packet"): header tap → **H3 hasher** →
 classifier/sampler → update pipeline. Every frame yields one 64-bit *packet hash* ``P``
-computed over its masked header window. ``P`` is split into fields:
+computed over its masked header window; ``P`` is the RDA packet ID. LDA and LDS take
+their fields from the *field hash* ``F = H3_field(S(P))`` (:func:`field_hash`; ``S``
+below):
 
-* ``P[63:32]`` — the *sampling word*; its number of leading zeros (0..32) chooses the LDA
+* ``F[63:32]`` — the *sampling word*; its number of leading zeros (0..32) chooses the LDA
   bank (and the LDS per-row sampling);
-* ``P[31:0]`` — the *index word*; its low ``log2(rows)`` bits are the LDA row (the row's
-  bit 0 is the ±1 sign of the variance estimator); its top ``log2(k)`` bits are the LDS
-  offset within the flow's virtual LDA;
-* ``P`` as a whole is the RDA packet ID; the low ``digest_bits`` of ``P`` are the LDS
-  digest.
+* ``F[31:0]`` — the *index word*; its low ``log2(rows)`` bits are the LDA row (the row's
+  bit 0 is the ±1 sign of the variance estimator); the low ``digest_bits`` of ``F`` are
+  the LDS digest;
+* LDS offset of row ``r`` in the flow's virtual LDA: ``(h'_r * k) >> 32`` with the row's
+  own offset hash ``h'_r = H3_off[r](S(P))`` (:class:`LdsOffsetHash`).
+
+Why the fields come from a non-linear hash: H3 is linear over GF(2), so the windows of a
+flow whose packets differ only in a counter (IP identification, TCP sequence number)
+differ by a few XOR patterns, and every pair of packets with the same pattern has the
+same relation of rows, signs and offsets. The cross terms of the LDA variance estimate
+(§III-E) then do not cancel (the std came out about 16 % low on counting IP IDs), and
+the LDS offsets of a flow's packets repeat in a pattern. The LDA paper assumes
+4-universal hashing. ``S`` is non-linear, and because every bit of ``P`` depends on every
+varying window bit, ``S(P)`` of packets that differ by the same pattern differ by
+different patterns; the second H3 layer spreads them over all fields. Figures:
+``docs/ACCURACY.md``, "Structured traffic".
 
 Secondary hashes:
 
@@ -28,7 +41,8 @@ Secondary hashes:
   (``h_l(ID XOR) == i``) needs a hash that is *not* XOR-linear: with a linear ``h`` and an
   order-preserving reduction, any odd number of IDs sharing a bucket would pass the test
   (``h(a^b^c) = h(a)^h(b)^h(c)`` keeps the common top bits). In hardware ``S`` costs one
-  LUT4 per output bit (:class:`RdaBucketHash`);
+  LUT4 per output bit (:class:`RdaBucketHash`); the field hash and the LDS offset hashes
+  are built the same way (:class:`SboxH3`), with their own matrices;
 * LDS flow hash of row ``r``: ``H3_flow[r](window & flow_mask)`` (window → 32 bits), its
   base cell ``(h * C) >> 32``.
 
@@ -47,7 +61,8 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = [
-    "RDA_SBOX", "sbox_nibbles64", "RdaBucketHash",
+    "RDA_SBOX", "sbox_nibbles64", "sbox_nibbles64_scalar", "SboxH3", "RdaBucketHash", "field_hash",
+    "field_hash_scalar", "LdsOffsetHash",
     "MASK64", "GOLDEN_GAMMA", "mix64", "mix64_array", "HashPurpose", "h3_rows", "H3",
     "ETHERTYPE_IPV4", "ETHERTYPE_IPV6", "ETHERTYPE_CONTROL", "MIN_FRAME_BYTES",
     "DEFAULT_WINDOW_BYTES", "FLOW_KEY_BYTES", "FrameClass", "ByteMask", "default_masks",
@@ -108,6 +123,8 @@ class HashPurpose(enum.IntEnum):
     PACKET = 1      # window → 64-bit packet hash P
     RDA_BUCKET = 2  # 64-bit ID → 32 bits, one matrix per RDA bank
     LDS_FLOW = 3    # flow-masked window → 32 bits, one matrix per LDS row
+    FIELD = 4       # S(P) → 64-bit field hash F (LDA and LDS fields; docstring)
+    LDS_OFFSET = 5  # S(P) → 32 bits, one matrix per LDS row: the offset hash h'_r
 
 
 @lru_cache(maxsize=256)
@@ -358,7 +375,8 @@ def classify_frame(frame: bytes, *, error: bool = False,
 # ---------------------------------------------------------------------------------------
 
 def leading_zeros32(packet_hash: np.ndarray) -> np.ndarray:
-    """Leading zeros of the sampling word ``P[63:32]``, 0..32 (32 when it is zero)."""
+    """Leading zeros of the sampling word ``F[63:32]`` (of a 64-bit word: LDA and LDS
+    pass the field hash ``F``), 0..32 (32 when it is zero)."""
     word = np.asarray(packet_hash, dtype=np.uint64) >> np.uint64(32)
     # frexp gives word = f * 2**e with 0.5 <= f < 1, so e = bit length (0 for word 0);
     # the conversion of a 32-bit integer to float64 is exact.
@@ -367,7 +385,8 @@ def leading_zeros32(packet_hash: np.ndarray) -> np.ndarray:
 
 
 def lda_bank(packet_hash: np.ndarray, thresholds) -> np.ndarray:
-    """The LDA bank of each packet, or -1 when no bank samples it.
+    """The LDA bank of each packet (given its field hash ``F``), or -1 when no bank
+    samples it.
 
     ``thresholds[j]`` is bank ``j``'s leading-zero threshold ``z_j`` (strictly increasing).
     A packet goes to the bank with the largest ``z_j <= lz`` (the LDA paper's §III-B
@@ -388,7 +407,8 @@ def lda_bank(packet_hash: np.ndarray, thresholds) -> np.ndarray:
 
 
 def lda_row(packet_hash: np.ndarray, rows: int) -> np.ndarray:
-    """Row index: the low ``log2(rows)`` bits of the index word."""
+    """Row index: the low ``log2(rows)`` bits of the index word (of the field hash
+    ``F``)."""
     return (np.asarray(packet_hash, dtype=np.uint64) & np.uint64(rows - 1)).astype(np.int64)
 
 
@@ -415,29 +435,81 @@ def sbox_nibbles64(ids: np.ndarray) -> np.ndarray:
     return _SBOX_BYTE[ids.view(np.uint8)].view(np.uint64).reshape(ids.shape)
 
 
-class RdaBucketHash:
+def sbox_nibbles64_scalar(value: int) -> int:
+    """``S(x)`` of one 64-bit integer (the reference of :func:`sbox_nibbles64`)."""
+    substituted = 0
+    for i in range(16):
+        substituted |= RDA_SBOX[(value >> (4 * i)) & 0xF] << (4 * i)
+    return substituted
+
+
+class SboxH3:
+    """``H3[purpose, index](S(x))`` of a 64-bit ``x``: the nibble S-box layer, then a
+    second (linear) H3 layer — the non-linear hash of the packet hash ``P`` that the RDA
+    bucket hashes, the field hash ``F`` and the LDS offset hashes share.
+
+    ``of_u64`` hashes a uint64 array (returns uint64), :meth:`scalar` one Python int from
+    the definition.
+    """
+
+    def __init__(self, *, seed: int, purpose: HashPurpose, index: int = 0,
+                 out_bits: int):
+        self.h3 = H3(seed=seed, purpose=purpose, index=index, in_bytes=8, out_bits=out_bits)
+
+    def of_u64(self, values: np.ndarray) -> np.ndarray:
+        return self.h3.of_u64(sbox_nibbles64(values))
+
+    def scalar(self, value: int) -> int:
+        """Reference evaluation from the definition (pure Python)."""
+        return self.h3.scalar(sbox_nibbles64_scalar(value).to_bytes(8, "little"))
+
+
+class RdaBucketHash(SboxH3):
     """RDA bank ``l``'s bucket hash ``h_l(ID) = H3_rda[l](S(ID))`` (32 bits).
 
     ``of_u64`` gives the 32-bit hash, :meth:`bucket` the bucket ``(h · m) >> 32``.
     """
 
     def __init__(self, *, seed: int, bank: int):
+        super().__init__(seed=seed, purpose=HashPurpose.RDA_BUCKET, index=bank, out_bits=32)
         self.bank_index = bank
-        self.h3 = H3(seed=seed, purpose=HashPurpose.RDA_BUCKET, index=bank, in_bytes=8,
-                     out_bits=32)
-
-    def of_u64(self, ids: np.ndarray) -> np.ndarray:
-        return self.h3.of_u64(sbox_nibbles64(ids))
-
-    def scalar(self, packet_id: int) -> int:
-        """Reference evaluation from the definition (pure Python)."""
-        substituted = 0
-        for i in range(16):
-            substituted |= RDA_SBOX[(packet_id >> (4 * i)) & 0xF] << (4 * i)
-        return self.h3.scalar(substituted.to_bytes(8, "little"))
 
     def bucket(self, ids: np.ndarray, buckets: int) -> np.ndarray:
         return range_reduce32(self.of_u64(ids), buckets)
+
+
+@lru_cache(maxsize=64)
+def _field_hasher(seed: int) -> SboxH3:
+    return SboxH3(seed=seed, purpose=HashPurpose.FIELD, out_bits=64)
+
+
+def field_hash(packet_hash, seed: int) -> np.ndarray:
+    """The field hash ``F = H3_field(S(P))`` (64 bits) of each packet hash ``P``.
+
+    LDA and LDS take every field from ``F``, not from ``P`` (module docstring, "Why the
+    fields come from a non-linear hash"): the bank or row sampling from ``F[63:32]``, the
+    LDA row and sign from the low bits of ``F``, the LDS digest from the low
+    ``digest_bits`` of ``F``. ``packet_hash`` is a uint64 array (or anything numpy turns
+    into one); returns a uint64 array of the same shape. ``seed`` is the configuration's
+    hash seed. Public for other kinds that need hash fields with the same property.
+    """
+    p = np.asarray(packet_hash, dtype=np.uint64)
+    return _field_hasher(int(seed)).of_u64(p.reshape(-1)).reshape(p.shape)
+
+
+def field_hash_scalar(packet_hash: int, seed: int) -> int:
+    """:func:`field_hash` of one packet hash, from the definition (pure Python)."""
+    return _field_hasher(int(seed)).scalar(int(packet_hash))
+
+
+class LdsOffsetHash(SboxH3):
+    """LDS row ``r``'s offset hash ``h'_r(P) = H3_off[r](S(P))`` (32 bits); the packet's
+    cell offset in row ``r`` is :func:`lds_offset` of it (the LDS paper's §2.3.4: each row
+    has its own ``h_r`` and ``h'_r``)."""
+
+    def __init__(self, *, seed: int, row: int):
+        super().__init__(seed=seed, purpose=HashPurpose.LDS_OFFSET, index=row, out_bits=32)
+        self.row = row
 
 
 def range_reduce32(hash32: np.ndarray, size: int) -> np.ndarray:
@@ -448,13 +520,14 @@ def range_reduce32(hash32: np.ndarray, size: int) -> np.ndarray:
     raise ValueError(f"size must be at most 2**32, not {size}")
 
 
-def lds_offset(packet_hash: np.ndarray, vlda_cells: int) -> np.ndarray:
-    """Offset of a packet in its flow's virtual LDA: ``range_reduce32(P[31:0], k)``."""
-    return range_reduce32(np.asarray(packet_hash, dtype=np.uint64) & np.uint64(0xFFFFFFFF),
+def lds_offset(offset_hash: np.ndarray, vlda_cells: int) -> np.ndarray:
+    """Offset of a packet in its flow's virtual LDA in one row:
+    ``range_reduce32(h'_r(P), k)`` of the row's offset hash (:class:`LdsOffsetHash`)."""
+    return range_reduce32(np.asarray(offset_hash, dtype=np.uint64) & np.uint64(0xFFFFFFFF),
                           vlda_cells)
 
 
-def lds_digest(packet_hash: np.ndarray, digest_bits: int) -> np.ndarray:
-    """The LDS per-packet digest: the low ``digest_bits`` of ``P``."""
+def lds_digest(field: np.ndarray, digest_bits: int) -> np.ndarray:
+    """The LDS per-packet digest: the low ``digest_bits`` of the field hash ``F``."""
     mask = np.uint64((1 << digest_bits) - 1) if digest_bits < 64 else np.uint64(MASK64)
-    return np.asarray(packet_hash, dtype=np.uint64) & mask
+    return np.asarray(field, dtype=np.uint64) & mask

@@ -39,8 +39,9 @@ import numpy as np
 
 from host_sw.contracts.config import SynopsisConfig, check_comparable
 from host_sw.contracts.hashing import (
-    H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, RdaBucketHash,
-    classify_frame, header_windows, lda_bank, lds_digest, sbox_nibbles64, table_xor,
+    H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, LdsOffsetHash,
+    RdaBucketHash, SboxH3, classify_frame, field_hash, header_windows, lda_bank,
+    lds_digest, sbox_nibbles64, table_xor,
 )
 from host_sw.contracts.synopsis import Synopsis
 
@@ -100,7 +101,9 @@ class Hashers:
                     for r in range(flow_rows)]
         self.rda_bucket = [RdaBucketHash(seed=config.seed, bank=l)
                            for l in range(config.hash_count(HashPurpose.RDA_BUCKET))]
-        self._rda_pair_tables = None
+        self.lds_offset = [LdsOffsetHash(seed=config.seed, row=r)
+                           for r in range(config.hash_count(HashPurpose.LDS_OFFSET))]
+        self._pair_tables = {}
         self._flow_tables = {}
 
     def flow_hashes(self, frame_class: FrameClass, windows: np.ndarray) -> np.ndarray:
@@ -131,34 +134,41 @@ class Hashers:
 
     def rda_bucket_hashes(self, ids: np.ndarray) -> list[np.ndarray]:
         """``h_l(ID) = H3_rda[l](S(ID))`` (32-bit values as uint64) for each RDA bank
-        ``l`` (:class:`~host_sw.contracts.hashing.RdaBucketHash`).
+        ``l`` (:class:`~host_sw.contracts.hashing.RdaBucketHash`)."""
+        return self._sbox_hashes32("rda", self.rda_bucket, ids)
 
-        Equal to ``[h.of_u64(ids) for h in self.rda_bucket]``, computed faster: banks are
-        taken two at a time, with 65536-entry tables whose entries hold bank ``2i`` in
-        the low and bank ``2i+1`` in the high 32 bits, one gather per 16 bits of the ID.
-        """
+    def lds_offset_hashes(self, packet: np.ndarray) -> list[np.ndarray]:
+        """``h'_r(P) = H3_off[r](S(P))`` (32-bit values as uint64) for each LDS row ``r``
+        (:class:`~host_sw.contracts.hashing.LdsOffsetHash`)."""
+        return self._sbox_hashes32("lds_offset", self.lds_offset, packet)
+
+    def _sbox_hashes32(self, key: str, hashes: list[SboxH3], ids) -> list[np.ndarray]:
+        """``[h.of_u64(ids) for h in hashes]`` (32-bit hashes of ``S(ids)``), computed
+        faster for long inputs: two hashes at a time, with 65536-entry tables whose
+        entries hold hash ``2i`` in the low and hash ``2i+1`` in the high 32 bits, one
+        gather per 16 bits of the ID."""
         ids = np.ascontiguousarray(ids, dtype=np.uint64)
         if len(ids) < PAIR_TABLE_MIN_ROWS:
-            return [h.of_u64(ids) for h in self.rda_bucket]
+            return [h.of_u64(ids) for h in hashes]
         ids = sbox_nibbles64(ids)
-        if self._rda_pair_tables is None:
+        if key not in self._pair_tables:
             tables = []
-            for i in range(0, len(self.rda_bucket), 2):
-                lo = self.rda_bucket[i].h3.pair_tables()
-                if i + 1 < len(self.rda_bucket):
-                    hi = self.rda_bucket[i + 1].h3.pair_tables()
+            for i in range(0, len(hashes), 2):
+                lo = hashes[i].h3.pair_tables()
+                if i + 1 < len(hashes):
+                    hi = hashes[i + 1].h3.pair_tables()
                     tables.append([lo[j] | (hi[j] << np.uint64(32)) for j in range(4)])
                 else:
                     tables.append([lo[j] for j in range(4)])
-            self._rda_pair_tables = tables
+            self._pair_tables[key] = tables
         halves = ids.view(np.uint16).reshape(-1, 4)
         if not np.little_endian:  # pragma: no cover
             halves = ids.byteswap().view(np.uint16).reshape(-1, 4)
         out = []
-        for i, tables in enumerate(self._rda_pair_tables):
+        for i, tables in enumerate(self._pair_tables[key]):
             both = table_xor(halves, dict(enumerate(tables)), block_rows=1 << 16)
             out.append(both & _M32)
-            if 2 * i + 1 < len(self.rda_bucket):
+            if 2 * i + 1 < len(hashes):
                 out.append(both >> np.uint64(32))
         return out
 
@@ -242,9 +252,11 @@ Groups = list[tuple[np.ndarray, np.ndarray | None]]
 
 
 def _lda_groups(config, p: np.ndarray, flow, hashers) -> Groups:
-    """LDA: one bank per sampled packet, chosen by the leading zeros of ``P[63:32]``."""
-    bank = lda_bank(p, config.thresholds)
-    flat = bank * config.rows + (p & np.uint64(config.rows - 1)).astype(np.int64)
+    """LDA: one bank per sampled packet, chosen by the leading zeros of ``F[63:32]``;
+    the row from the low bits of ``F`` (``F`` the field hash of ``P``)."""
+    f = field_hash(p, config.seed)
+    bank = lda_bank(f, config.thresholds)
+    flat = bank * config.rows + (f & np.uint64(config.rows - 1)).astype(np.int64)
     if config.thresholds[0] == 0:  # every packet sampled by some bank
         return [(flat, None)]
     sel = np.flatnonzero(bank >= 0)
@@ -260,20 +272,25 @@ def _rda_groups(config, p: np.ndarray, flow, hashers) -> Groups:
 
 
 def _lds_groups(config, p: np.ndarray, flow, hashers) -> Groups:
-    """LDS: per sampled row, the flow's base cell plus the packet's virtual-LDA offset."""
+    """LDS: per sampled row (leading zeros of ``F[63:32]``), the flow's base cell plus
+    the packet's offset in the row (its own offset hash ``h'_r``)."""
     if flow is None:
         raise ValueError("LDS needs per-row flow hashes")
     c, k = config.cells, config.vlda_cells
-    offset = _reduce32(p & _M32, k) if k > 1 else None
+    f = field_hash(p, config.seed) if any(config.row_thresholds) else None
+    offsets = None
+    if k > 1:
+        offsets = (hashers or Hashers(config)).lds_offset_hashes(p)
     groups = []
     for r, z in enumerate(config.row_thresholds):
         if z == 0:
             sel = None
             base = _reduce32(flow[r] & _M32, c)
-        else:  # lz(P[63:32]) >= z  <=>  P < 2**(64 - z)
-            sel = np.flatnonzero(p < np.uint64(1 << (64 - z)))
+        else:  # lz(F[63:32]) >= z  <=>  F < 2**(64 - z)
+            sel = np.flatnonzero(f < np.uint64(1 << (64 - z)))
             base = _reduce32(flow[r][sel] & _M32, c)
-        if offset is not None:
+        if offsets is not None:
+            offset = _reduce32(offsets[r], k)
             base += offset if sel is None else offset[sel]
             base[base >= c] -= c  # base < C and offset < k <= C: one subtraction
         base += r * c
@@ -317,10 +334,10 @@ def bucket_indices(config: SynopsisConfig, hashes: PacketHashes,
 
 
 #: What a packet XORs into each XOR field of a word layout (the ``count`` and ``ts_sum``
-#: sums are common to every kind): ``field name → values(P, width)``.
-XOR_FIELD_VALUES: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
-    "id_xor": lambda p, width: p,       # RDA: the packet ID itself
-    "digest": lds_digest,               # LDS: the low digest_bits of P
+#: sums are common to every kind): ``field name → values(P, width, seed)``.
+XOR_FIELD_VALUES: dict[str, Callable[[np.ndarray, int, int], np.ndarray]] = {
+    "id_xor": lambda p, width, seed: p,                                # RDA: the packet ID
+    "digest": lambda p, width, seed: lds_digest(field_hash(p, seed), width),  # LDS: F's low bits
 }
 
 
@@ -373,7 +390,7 @@ def update(config: SynopsisConfig, hashes: PacketHashes, timestamps: np.ndarray,
             for flat, sel in groups:
                 np.add.at(arr, flat, inc_ts if sel is None else inc_ts[sel])
         else:
-            values = XOR_FIELD_VALUES[f.name](p, f.width)
+            values = XOR_FIELD_VALUES[f.name](p, f.width, config.seed)
             # XOR on the int64 view: same bits, and numpy's int64 XOR.at is faster.
             target = arr.view(np.int64)
             values = values.view(np.int64)

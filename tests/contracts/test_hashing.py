@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from host_sw.contracts.hashing import (
     ETHERTYPE_CONTROL, GOLDEN_GAMMA, MASK64, MIN_FRAME_BYTES, PAIR_TABLE_MIN_ROWS,
     TABLE_BLOCK_ROWS, H3, ByteMask, FrameClass, HashPurpose, classify_frame, default_masks,
-    h3_rows, header_windows, lda_bank, lda_row, lda_sign, lds_digest, lds_offset,
-    leading_zeros32, mix64, range_reduce32,
+    RDA_SBOX, LdsOffsetHash, field_hash, field_hash_scalar, h3_rows, header_windows,
+    lda_bank, lda_row, lda_sign, lds_digest, lds_offset, leading_zeros32, mix64,
+    range_reduce32,
 )
 
 U64 = st.integers(0, MASK64)
@@ -295,3 +296,54 @@ def test_lds_offset_and_digest(values, k, digest_bits):
     p = np.array(values, dtype=np.uint64)
     assert lds_offset(p, k).tolist() == [((v & 0xFFFFFFFF) * k) >> 32 for v in values]
     assert lds_digest(p, digest_bits).tolist() == [v % (1 << digest_bits) for v in values]
+
+
+def ref_field_hash(p: int, seed: int) -> int:
+    """F = H3_field(S(P)) straight from the definitions: nibble S-box, then the rows."""
+    substituted = sum(RDA_SBOX[(p >> (4 * i)) & 0xF] << (4 * i) for i in range(16))
+    rows = h3_rows(seed, HashPurpose.FIELD, 0, 64, 64)
+    out = 0
+    for i in range(64):
+        if (substituted >> i) & 1:
+            out ^= rows[i]
+    return out
+
+
+@settings(max_examples=30)
+@given(values=st.lists(U64, min_size=1, max_size=20), seed=U64)
+def test_field_hash_against_definition(values, seed):
+    got = field_hash(np.array(values, dtype=np.uint64), seed).tolist()
+    assert got == [ref_field_hash(v, seed) for v in values]
+    assert [field_hash_scalar(v, seed) for v in values] == got
+
+
+def test_field_hash_long_input_and_shape():
+    """The pair-table path (long inputs) equals the byte-table path; shapes are kept."""
+    p = np.arange(PAIR_TABLE_MIN_ROWS + 5, dtype=np.uint64) * np.uint64(GOLDEN_GAMMA)
+    long = field_hash(p, 7)
+    assert long[:20].tolist() == field_hash(p[:20], 7).tolist()
+    assert field_hash(p[:6].reshape(2, 3), 7).shape == (2, 3)
+
+
+def test_field_hash_is_not_xor_linear():
+    """The point of F: for packet hashes a ^ b ^ c ^ d = 0 (windows that differ by the
+    same pattern), F(a) ^ F(b) ^ F(c) ^ F(d) is not 0, and its low bit (the LDA sign
+    product) is 1 about half the time; with F = P it would always be 0."""
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.integers(0, 1 << 63, 4000, dtype=np.uint64) for _ in range(3))
+    d = a ^ b ^ c
+    f = [field_hash(x, 99) for x in (a, b, c, d)]
+    combined = f[0] ^ f[1] ^ f[2] ^ f[3]
+    assert np.count_nonzero(combined == 0) == 0
+    assert 0.45 < float(np.mean(combined & np.uint64(1))) < 0.55
+
+
+def test_lds_offset_hash_per_row():
+    """Each row has its own offset hash (LDS paper §2.3.4): the rows' offsets of the same
+    packets differ."""
+    p = np.arange(1000, dtype=np.uint64)
+    offsets = [lds_offset(LdsOffsetHash(seed=3, row=r).of_u64(p), 8) for r in range(3)]
+    assert LdsOffsetHash(seed=3, row=1).scalar(5) == int(
+        LdsOffsetHash(seed=3, row=1).of_u64(np.array([5], dtype=np.uint64))[0])
+    assert np.mean(offsets[0] == offsets[1]) < 0.2
+    assert np.mean(offsets[1] == offsets[2]) < 0.2

@@ -15,7 +15,7 @@ from host_sw.estimators.lda import (estimate_lda, expected_samples, sampling_rat
                                     tuned_threshold, tuned_thresholds)
 from host_sw.model.golden import PacketHashes, update
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.contracts.hashing import lda_bank, lda_row
+from host_sw.contracts.hashing import field_hash, lda_bank, lda_row
 
 
 def synopsis(config, counts, ts_sums):
@@ -150,7 +150,8 @@ def test_with_loss_mean_is_exact_over_the_usable_rows(seed, n, loss, rows):
     sender, receiver = run_lda(config, packet, send, delay, received)
     est = estimate_lda(sender, receiver)
     # Ground truth through the contract's field split.
-    cell = lda_bank(packet, config.thresholds) * rows + lda_row(packet, rows)
+    field = field_hash(packet, config.seed)
+    cell = lda_bank(field, config.thresholds) * rows + lda_row(field, rows)
     bad_cells = set(cell[~received].tolist())
     good = np.array([c not in bad_cells for c in cell.tolist()], dtype=bool)
     assert est.lost == int((~received).sum())

@@ -18,7 +18,7 @@ from amaranth.sim import Simulator
 from host_sw.contracts.check_value import check_value, plausibility_problem
 from host_sw.model import golden
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.contracts.hashing import lds_digest
+from host_sw.contracts.hashing import field_hash, lds_digest
 from hw.counter_bank import (
     CopyState, CounterBank, frozen_read_signature, lane_geometry, update_request_signature,
     word_layout,
@@ -203,7 +203,8 @@ def requests_from_golden(config, hashes, timestamps, copy=0):
         if xor_field and xor_field[0].name == "id_xor":
             req["xor"] = int(hashes.packet[w])
         elif xor_field:
-            req["xor"] = int(lds_digest(hashes.packet[w:w + 1], xor_field[0].width)[0])
+            req["xor"] = int(lds_digest(field_hash(hashes.packet[w:w + 1], config.seed),
+                                        xor_field[0].width)[0])
         reqs.append(req)
     return reqs
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The pipelined H3 hasher (hw.hash_h3) equals host_sw.contracts.hashing / host_sw.model.golden bit for bit:
-packet hash with IPv4 and IPv6 masks, RDA bucket hashes, LDS flow hashes."""
+packet hash with IPv4 and IPv6 masks, RDA bucket hashes, the LDA/LDS field hash, LDS flow
+and offset hashes."""
 
 import numpy as np
 import pytest
@@ -8,8 +9,9 @@ from amaranth.sim import Simulator
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.model.golden import Hashers, hash_windows
-from host_sw.contracts.hashing import H3, FrameClass, HashPurpose, h3_rows
+from host_sw.contracts.hashing import H3, FrameClass, HashPurpose, field_hash, h3_rows
 from hw.hash_h3 import H3Pipeline, PacketHasher
+from hw.kinds import kind_gateware
 
 
 def run_hasher(config, windows, classes, masks, *, gaps=()):
@@ -45,6 +47,9 @@ def run_hasher(config, windows, classes, masks, *, gaps=()):
                     out["bucket"] = [ctx.get(p.bucket_hash[l]) for l in range(config.banks)]
                 if isinstance(config, LdsConfig):
                     out["flow"] = [ctx.get(p.flow_hash[r]) for r in range(config.rows)]
+                    out["offset"] = [ctx.get(p.offset_hash[r]) for r in range(config.rows)]
+                if not isinstance(config, RdaConfig):
+                    out["field"] = ctx.get(p.field_hash)
                 outputs.append(out)
 
     sim = Simulator(dut)
@@ -121,8 +126,15 @@ def test_hasher_matches_golden_random_windows_and_masks(config):
             expect = hashers.rda_bucket[l].of_u64(golden.packet)
             assert [o["bucket"][l] for o in out] == [int(x) for x in expect]
     if isinstance(config, LdsConfig):
+        offsets = Hashers(config).lds_offset_hashes(golden.packet)
         for r in range(config.rows):
             assert [o["flow"][r] for o in out] == [int(x) for x in golden.flow[r]]
+            assert [o["offset"][r] for o in out] == [int(x) for x in offsets[r]]
+    if not isinstance(config, RdaConfig):
+        # the field hash's bits the kind reads (the others are not built: 0)
+        used = kind_gateware(config).field_bits(config)
+        expect = field_hash(golden.packet, config.seed) & np.uint64(used)
+        assert [o["field"] for o in out] == [int(x) for x in expect]
 
 
 def test_default_masks_ipv4_and_ipv6_differ_in_hardware():

@@ -9,26 +9,30 @@ from amaranth.sim import Simulator
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.model.golden import Hashers, PacketHashes, bucket_indices
-from host_sw.contracts.hashing import lda_bank, lda_row
+from host_sw.contracts.hashing import field_hash, lda_bank, lda_row, leading_zeros32
 from hw.bucket_select import BucketSelector
 
 
-def skewed_hashes(rng, n):
-    """64-bit hashes whose sampling word has 0..32 leading zeros, roughly uniformly."""
-    lz = rng.integers(0, 33, size=n)
-    top = rng.integers(0, 1 << 32, size=n, dtype=np.uint64)
-    top = np.where(lz >= 32, 0, (top | np.uint64(1 << 31)) >> np.minimum(lz, 31).astype(np.uint64))
-    low = rng.integers(0, 1 << 32, size=n, dtype=np.uint64)
-    return (top.astype(np.uint64) << np.uint64(32)) | low
+def skewed_hashes(rng, n, seed):
+    """Packet hashes whose field hash's sampling word has 0..20 leading zeros, roughly
+    uniformly (found among 2**22 random ones: F is not invertible by hand)."""
+    pool = rng.integers(0, 1 << 63, size=1 << 22, dtype=np.uint64) * np.uint64(2)
+    lz = leading_zeros32(field_hash(pool, seed))
+    targets = rng.integers(0, 21, size=n)
+    return np.array([pool[np.flatnonzero(lz == t)[0]] for t in targets], dtype=np.uint64)
 
 
 def run_selector(config, hashes: PacketHashes, *, thresholds=None):
     """Feed one hashed record per clock (with a gap every 5th), return the requests."""
     dut = BucketSelector(config=config)
     hashers = Hashers(config)
-    bucket = None
+    bucket = offset = field = None
     if isinstance(config, RdaConfig):
         bucket = [h.of_u64(hashes.packet) for h in hashers.rda_bucket]
+    else:
+        field = field_hash(hashes.packet, config.seed)
+    if isinstance(config, LdsConfig):
+        offset = hashers.lds_offset_hashes(hashes.packet)
     requests = []
     counted_seen = []
 
@@ -55,6 +59,11 @@ def run_selector(config, hashes: PacketHashes, *, thresholds=None):
                 if bucket is not None:
                     for l in range(config.banks):
                         ctx.set(p.bucket_hash[l], int(bucket[l][item]))
+                if field is not None:
+                    ctx.set(p.field_hash, int(field[item]))
+                if offset is not None:
+                    for r in range(config.rows):
+                        ctx.set(p.offset_hash[r], int(offset[r][item]))
                 if hashes.flow is not None:
                     for r in range(config.rows):
                         ctx.set(p.flow_hash[r], int(hashes.flow[r, item]))
@@ -93,12 +102,13 @@ def test_lda_bank_and_row(thresholds):
     rng = np.random.default_rng(len(thresholds) * 100 + thresholds[0])
     config = LdaConfig(banks=len(thresholds), rows=64, thresholds=thresholds)
     n = 60
-    packet = skewed_hashes(rng, n)
+    packet = skewed_hashes(rng, n, config.seed)
     counted = rng.random(n) < 0.85
     hashes = PacketHashes(packet, None, counted)
     requests, counted_seen = run_selector(config, hashes, thresholds=thresholds)
-    bank = lda_bank(packet, thresholds)
-    row = lda_row(packet, config.rows)
+    field = field_hash(packet, config.seed)
+    bank = lda_bank(field, thresholds)
+    row = lda_row(field, config.rows)
     expect = [(i, int(bank[i]) * config.rows + int(row[i]))
               for i in range(n) if counted[i] and bank[i] >= 0]
     assert [(r["packet"], r["address"][0]) for r in requests] == expect
@@ -116,11 +126,11 @@ def test_lda_thresholds_are_run_time():
     """The same hashes with other thresholds written at run time pick other banks."""
     rng = np.random.default_rng(9)
     config = LdaConfig(banks=2, rows=16, thresholds=(0, 6))
-    packet = skewed_hashes(rng, 30)
+    packet = skewed_hashes(rng, 30, config.seed)
     hashes = PacketHashes(packet, None, np.ones(30, bool))
     req_a, _ = run_selector(config, hashes, thresholds=(0, 6))
     req_b, _ = run_selector(config, hashes, thresholds=(2, 20))
-    bank_b = lda_bank(packet, (2, 20))
+    bank_b = lda_bank(field_hash(packet, config.seed), (2, 20))
     assert [(r["packet"], r["address"][0] // 16) for r in req_b] == [
         (i, int(bank_b[i])) for i in range(30) if bank_b[i] >= 0]
     assert req_a != req_b
@@ -149,7 +159,7 @@ def test_lds_cells_and_row_sampling(cells, vlda, row_thresholds):
     config = LdsConfig(rows=3, cells=cells, vlda_cells=vlda, row_thresholds=row_thresholds,
                        digest_bits=20)
     n = 40
-    packet = skewed_hashes(rng, n)
+    packet = skewed_hashes(rng, n, config.seed)
     flow = rng.integers(0, 1 << 32, size=(3, n), dtype=np.uint64)
     counted = rng.random(n) < 0.9
     hashes = PacketHashes(packet, flow, counted)
@@ -158,5 +168,6 @@ def test_lds_cells_and_row_sampling(cells, vlda, row_thresholds):
     got = {r["packet"]: {k: a for k, a in enumerate(r["address"]) if (r["enable"] >> k) & 1}
            for r in requests}
     assert got == gold
-    assert all(r["xor"] == int(packet[r["packet"]]) & 0xFFFFF for r in requests)
+    field = field_hash(packet, config.seed)
+    assert all(r["xor"] == int(field[r["packet"]]) & 0xFFFFF for r in requests)
     assert len(gold) >= 10

@@ -16,7 +16,8 @@ from host_sw.contracts.config import (
 )
 from host_sw.model.golden import Hashers, PacketHashes, bucket_indices, hash_frames, hash_windows, update
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.contracts.hashing import MASK64, PAIR_TABLE_MIN_ROWS, FrameClass, header_windows
+from host_sw.contracts.hashing import (MASK64, PAIR_TABLE_MIN_ROWS, FrameClass, field_hash_scalar,
+                                      header_windows)
 from host_sw.contracts.layouts import Field, WordLayout, signed_difference, wrap
 
 from bench import make_test_vectors
@@ -45,7 +46,7 @@ def ref_update(config, packets, timestamps, flows=None, weights=None, counted=No
         if "id_xor" in mem:
             mem["id_xor"][b][c] ^= p
         if "digest" in mem:
-            mem["digest"][b][c] ^= p % mod["digest"]
+            mem["digest"][b][c] ^= field_hash_scalar(p, config.seed) % mod["digest"]
 
     for i, (p, t) in enumerate(zip(packets, timestamps)):
         if counted is not None and not counted[i]:
@@ -53,18 +54,20 @@ def ref_update(config, packets, timestamps, flows=None, weights=None, counted=No
         w = 1 if weights is None else weights[i]
         if isinstance(config, LdaConfig):
             bank = -1
+            f = field_hash_scalar(p, config.seed)
             for j, z in enumerate(config.thresholds):
-                if ref_lz(p) >= z:
+                if ref_lz(f) >= z:
                     bank = j
             if bank >= 0:
-                add(bank, p % config.rows, p, t, w)
+                add(bank, f % config.rows, p, t, w)
         elif isinstance(config, RdaConfig):
             for l, h in enumerate(hashers.rda_bucket):
                 add(l, (h.scalar(p) * cols) >> 32, p, t, w)
         else:
-            offset = ((p & 0xFFFFFFFF) * config.vlda_cells) >> 32
+            f = field_hash_scalar(p, config.seed)
             for r, z in enumerate(config.row_thresholds):
-                if ref_lz(p) >= z:
+                if ref_lz(f) >= z:
+                    offset = (hashers.lds_offset[r].scalar(p) * config.vlda_cells) >> 32
                     base = ((flows[r][i] & 0xFFFFFFFF) * cols) >> 32
                     add(r, (base + offset) % cols, p, t, w)
     return mem
@@ -158,10 +161,13 @@ def test_lds_weights(data):
 
 def test_count_wraps_at_count_bits():
     config = LdaConfig(banks=1, rows=2, thresholds=(0,), count_bits=8, ts_bits=16)
-    n = 300  # all packets in row 0
+    n = 300  # all packets in one row: the row of F(0)
+    row = field_hash_scalar(0, config.seed) % 2
     syn = run_golden(config, [0] * n, [(1 << 16) - 1] * n, None, None)
-    assert syn.count.tolist() == [[n % 256, 0]]
-    assert syn.ts_sum.tolist() == [[(n * ((1 << 16) - 1)) % (1 << 16), 0]]
+    expected_count, expected_ts = [0, 0], [0, 0]
+    expected_count[row], expected_ts[row] = n % 256, (n * ((1 << 16) - 1)) % (1 << 16)
+    assert syn.count.tolist() == [expected_count]
+    assert syn.ts_sum.tolist() == [expected_ts]
 
 
 def test_update_rejects_bad_inputs():
@@ -469,19 +475,24 @@ def test_spec_is_enough_to_reimplement_the_vectors():
         window = (frame[:64] + bytes(64))[:64]
         packet_mask, flow_mask = masks[window[14] >> 4]
         p = h3(qp, window, packet_mask)
-        lz = 32 - (p >> 32).bit_length()
-        bank = max(j for j, z in enumerate((0, 6)) if z <= lz)
         sbox = [0xC, 5, 6, 0xB, 9, 0, 0xA, 0xD, 3, 0xE, 0xF, 8, 4, 7, 1, 2]
         s_id = sum(sbox[(p >> (4 * i)) & 0xF] << (4 * i) for i in range(16))
+        f = h3(matrix(4, 0, 64, 64), s_id.to_bytes(8, "little"), 0xFF)   # field hash F
+        lz = 32 - (f >> 32).bit_length()
+        bank = max(j for j, z in enumerate((0, 6)) if z <= lz)
         rda = [(h3(q, s_id.to_bytes(8, "little"), 0xFF) * 1024) >> 32 for q in qr]
         flows = [h3(q, window, flow_mask) for q in qf]
-        cells = [((f * 1024) >> 32) % 1024 for f in flows]  # k = 1: offset 0
+        cells = [((f_r * 1024) >> 32) % 1024 for f_r in flows]  # k = 1: offset 0
         cols = [c.strip().strip("`") for c in row.strip("|").split("|")]
         assert int(cols[2], 16) == p
-        assert [int(c) for c in cols[3:6]] == [lz, bank, p % 1024]
-        assert [int(x) for x in cols[7].split(",")] == rda
-        assert int(cols[8], 16) == flows[0]
-        assert [int(x) for x in cols[9].split(",")] == cells
+        assert int(cols[3], 16) == f
+        assert [int(c) for c in cols[4:7]] == [lz, bank, f % 1024]
+        assert int(cols[7]) == (1 if f & 1 else -1)
+        assert [int(x) for x in cols[8].split(",")] == rda
+        assert int(cols[9], 16) == flows[0]
+        assert [int(x) for x in cols[10].split(",")] == [0, 0, 0, 0]  # k = 1
+        assert int(cols[11], 16) == f % (1 << 32)                      # 32-bit digest
+        assert [int(x) for x in cols[12].split(",")] == cells
     # Other window sizes (SPEC §2): masks from the byte ranges, P over 8·w input bits.
     def keep(w, ranges):
         return sum(1 << i for lo, hi in ranges for i in range(lo, min(hi, w)))
