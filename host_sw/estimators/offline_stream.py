@@ -59,12 +59,16 @@ class _Spill:
         self._directory = directory
 
     def add(self, side: str, recs: np.ndarray) -> None:
-        part = (recs["key"] % np.uint64(self.parts)).astype(np.int64) if self.parts > 1 \
-            else None
-        for p in range(self.parts):
-            sub = recs if part is None else recs[part == p]
-            if len(sub):
-                self.buffers[side][p].append(sub)
+        if self.parts == 1:
+            self.buffers[side][0].append(recs)
+        else:
+            part = (recs["key"] % np.uint64(self.parts)).astype(np.int64)
+            order = np.argsort(part, kind="stable")
+            bounds = np.r_[0, np.cumsum(np.bincount(part, minlength=self.parts))]
+            ordered = recs[order]
+            for p in range(self.parts):
+                if bounds[p + 1] > bounds[p]:
+                    self.buffers[side][p].append(ordered[bounds[p]:bounds[p + 1]])
         self.buffered += recs.nbytes
         if self.buffered > SPILL_MEMORY_BYTES:
             self.flush()
@@ -318,29 +322,24 @@ class _Grid:
         return iv
 
 
-def _occurrence(keys: np.ndarray) -> np.ndarray:
-    order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    start = np.ones(len(k), bool)
-    start[1:] = k[1:] != k[:-1]
-    first = np.maximum.accumulate(np.where(start, np.arange(len(k)), 0))
-    occ = np.empty(len(k), np.int64)
-    occ[order] = np.arange(len(k)) - first
-    return occ
-
-
 def _match(s_keys: np.ndarray, r_keys: np.ndarray):
-    """Index pairs ``(si, ri)`` of equal keys with equal occurrence numbers."""
+    """Index pairs ``(si, ri)``: the ``t``-th receiver packet of a key (in file order)
+    matches the ``t``-th sender packet of that key. One stable sort of both sides."""
     if not len(s_keys) or not len(r_keys):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     keys = np.concatenate([s_keys, r_keys])
-    occ = np.concatenate([_occurrence(s_keys), _occurrence(r_keys)])
-    side = np.r_[np.zeros(len(s_keys), np.int64), np.ones(len(r_keys), np.int64)]
-    order = np.lexsort((side, occ, keys))
-    k, o, sd = keys[order], occ[order], side[order]
-    pair = (k[:-1] == k[1:]) & (o[:-1] == o[1:]) & (sd[:-1] == 0) & (sd[1:] == 1)
-    at = np.flatnonzero(pair)
-    return order[at], order[at + 1] - len(s_keys)
+    order = np.argsort(keys, kind="stable")      # senders first within a key
+    k = keys[order]
+    is_r = order >= len(s_keys)
+    start = np.ones(len(k), bool)
+    start[1:] = k[1:] != k[:-1]
+    gid = np.cumsum(start) - 1
+    gstart = np.flatnonzero(start)
+    senders = np.bincount(gid, weights=~is_r).astype(np.int64)[gid]
+    occ = np.arange(len(k)) - gstart[gid] - senders     # receivers: their occurrence
+    ok = is_r & (occ < senders)
+    at = np.flatnonzero(ok)
+    return order[gstart[gid[at]] + occ[at]], order[at] - len(s_keys)
 
 
 def _key_hashers(config: SynopsisConfig) -> Hashers | None:

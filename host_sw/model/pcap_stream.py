@@ -105,18 +105,52 @@ def classify_windows(windows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def _gather(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
-    """``(n, width)`` bytes from ``starts`` (positions past the buffer read as 0)."""
-    idx = starts[:, None] + np.arange(width)
-    inside = idx < len(buf)
-    return np.where(inside, buf[np.minimum(idx, len(buf) - 1)], 0).astype(np.uint8)
+    """``(n, width)`` bytes from ``starts``; ``buf`` must extend ``width`` bytes past
+    the last start (:class:`_Blocks` pads). Rows of a strided view: one copy per row."""
+    rows = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - width + 1, width),
+                                           strides=(1, 1), writeable=False)
+    return rows[starts]
 
 
-def _u32(cols: np.ndarray, le: bool) -> np.ndarray:
-    """uint32 values of ``(n, 4)`` bytes."""
-    c = cols.astype(np.uint32)
-    if le:
-        return c[:, 0] | (c[:, 1] << 8) | (c[:, 2] << 16) | (c[:, 3] << 24)
-    return c[:, 3] | (c[:, 2] << 8) | (c[:, 1] << 16) | (c[:, 0] << 24)
+def _fields(head: np.ndarray, le: bool) -> np.ndarray:
+    """The uint32 fields of ``(n, 4k)`` header bytes: ``(n, k)`` int64."""
+    words = np.ascontiguousarray(head).view("<u4" if le else ">u4")
+    return words.astype(np.int64)
+
+
+class _Blocks:
+    """The file read block by block into one reused buffer: the unread tail of the last
+    block (a record cut by the block's end) moves to the front, the next block is read
+    after it, and ``pad`` zero bytes follow the data (reads past a frame's end give
+    zeros, masked anyway). No per-block copy of the data."""
+
+    def __init__(self, f, chunk_bytes: int, pad: int, first: bytes, progress):
+        self.f, self.chunk, self.pad, self.progress = f, chunk_bytes, pad, progress
+        self.buf = np.zeros(chunk_bytes + pad + len(first), np.uint8)
+        self.buf[:len(first)] = np.frombuffer(first, np.uint8)
+        self.end = len(first)
+
+    def read(self) -> int:
+        """Append the next block; the bytes read (0 at the end of the file)."""
+        if self.end + self.chunk + self.pad > len(self.buf):   # a record > one block
+            grown = np.zeros(self.end + self.chunk + self.pad, np.uint8)
+            grown[:self.end] = self.buf[:self.end]
+            self.buf = grown
+        got = self.f.readinto(memoryview(self.buf)[self.end:self.end + self.chunk])
+        if self.progress is not None:
+            self.progress(got)
+        self.end += got
+        self.buf[self.end:self.end + self.pad] = 0
+        return got
+
+    def data(self) -> memoryview:
+        return memoryview(self.buf)[:self.end]
+
+    def consume(self, cut: int) -> None:
+        """Drop the first ``cut`` bytes (the records handed out)."""
+        tail = self.buf[cut:self.end].copy()
+        self.buf[:len(tail)] = tail
+        self.end = len(tail)
 
 
 # ---------------------------------------------------------------------------------------
@@ -138,41 +172,59 @@ def _walk_classic(data: bytes, le: bool) -> tuple[np.ndarray, int]:
     return np.array(starts, dtype=np.int64), off
 
 
-def _guess_classic(buf: np.ndarray, le: bool, frac_limit: int):
+def _chain(cand: np.ndarray, nxt: np.ndarray, end: int):
+    """The records reachable from ``cand[0]`` when each record ``i`` ends at ``nxt[i]``:
+    ``(starts, rest)``, or ``None`` when the chain leaves the guessed starts before the
+    block's end. One Python step per guessed start that is not a record (rare)."""
+    succ = np.searchsorted(cand, nxt)
+    succ_ok = (succ < len(cand)) & (cand[np.minimum(succ, len(cand) - 1)] == nxt)
+    straight = succ_ok & (succ == np.arange(1, len(cand) + 1))
+    breaks = np.flatnonzero(~straight)
+    runs, i = [], 0
+    while True:
+        j = int(breaks[np.searchsorted(breaks, i)])   # the last record of this run
+        runs.append((i, j))
+        if not succ_ok[j]:
+            break
+        i = int(succ[j])
+    rest = int(nxt[j])
+    if rest <= end - 16:               # a header after the last guess was missed
+        return None
+    if rest > end:                     # the last record continues in the next block
+        last_i, last_j = runs[-1]
+        runs[-1] = (last_i, last_j - 1)
+        rest = int(cand[j])
+    starts = np.concatenate([cand[a:b + 1] for a, b in runs])
+    return starts, rest
+
+
+def _guess_classic(buf: np.ndarray, end: int, le: bool, frac_limit: int):
     """The fast path of the module docstring: record starts, or ``None`` (walk)."""
-    n = len(buf) - 15
+    n = end - 15
     if n <= 0:
         return None
-    hi = (2, 3) if le else (1, 0)
-    cand = np.flatnonzero((buf[hi[0]:hi[0] + n] == buf[hi[0]])
-                          & (buf[hi[1]:hi[1] + n] == buf[hi[1]]))
-    head = _gather(buf, cand, 16)
-    frac, cap, orig = (_u32(head[:, k:k + 4], le) for k in (4, 8, 12))
+    at = 2 if le else 0           # the seconds' two high bytes, compared as one uint16
+    value = buf[at:at + 2].view(np.uint16)[0]
+    m = n // 2 * 2
+    even = np.flatnonzero(buf[at:at + m].view(np.uint16) == value) * 2
+    odd = np.flatnonzero(buf[at + 1:at + 1 + m].view(np.uint16) == value) * 2 + 1
+    cand = np.sort(np.concatenate([even, odd[odd < n], np.arange(m, n)]))
+    fields = _fields(_gather(buf, cand, 16), le)
+    frac, cap, orig = fields[:, 1], fields[:, 2], fields[:, 3]
     ok = (frac < frac_limit) & (cap <= _MAX_CAPLEN) & (orig >= cap)
     cand, cap = cand[ok], cap[ok].astype(np.int64)
     if not len(cand) or cand[0] != 0:
         return None
-    nxt = cand + 16 + cap
-    if not np.array_equal(nxt[:-1], cand[1:]):
-        return None
-    if nxt[-1] <= len(buf) - 16:      # a header after the last guess was missed
-        return None
-    if nxt[-1] > len(buf):            # the last record continues in the next block
-        return cand[:-1], int(cand[-1])
-    return cand, int(nxt[-1])
+    return _chain(cand, cand + 16 + cap, end)
 
 
-def _classic_records(data: bytes, le: bool, frac_limit: int, guess: bool):
-    buf = np.frombuffer(data, dtype=np.uint8)
-    found = _guess_classic(buf, le, frac_limit) if guess else None
-    starts, rest = found if found is not None else _walk_classic(data, le)
-    return buf, starts, rest
+def _classic_records(blocks: _Blocks, le: bool, frac_limit: int, guess: bool):
+    found = _guess_classic(blocks.buf, blocks.end, le, frac_limit) if guess else None
+    return found if found is not None else _walk_classic(blocks.data(), le)
 
 
 def _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, where):
-    head = _gather(buf, starts, 16)
-    sec, frac, cap, orig = (_u32(head[:, k:k + 4], le).astype(np.int64)
-                            for k in (0, 4, 8, 12))
+    sec, frac, cap, orig = _fields(_gather(buf, starts, 16), le).T
     bad = np.flatnonzero(frac >= frac_limit)
     if len(bad):
         raise _capture_error(f"{where}: corrupt timestamp fraction {int(frac[bad[0]])} "
@@ -189,25 +241,22 @@ def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress):
     magic = magic_le if le else struct.unpack(">I", head[:4])[0]
     frac_ns = 1 if magic == _MAGIC_NS else 1000
     frac_limit = 1_000_000_000 if frac_ns == 1 else 1_000_000
-    rest = b""
+    blocks = _Blocks(f, chunk_bytes, 16 + window_bytes, b"", progress)
     mean_record = 0.0
     while True:
-        block = f.read(chunk_bytes)
-        if progress is not None:
-            progress(len(block))
-        data = rest + block
-        if not block:
-            if data:
-                what = "record header" if len(data) < 16 else "packet record"
+        if not blocks.read():
+            if blocks.end:
+                what = "record header" if blocks.end < 16 else "packet record"
                 raise _capture_error(f"{path!r}: truncated {what} at the end of the file "
-                                     f"({len(data)} bytes left)")
+                                     f"({blocks.end} bytes left)")
             return
-        buf, starts, cut = _classic_records(data, le, frac_limit,
-                                            mean_record < _GUESS_MAX_MEAN_RECORD)
+        starts, cut = _classic_records(blocks, le, frac_limit,
+                                       mean_record < _GUESS_MAX_MEAN_RECORD)
         if len(starts):
             mean_record = cut / len(starts)
-            yield _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, path)
-        rest = data[cut:]
+            yield _classic_chunk(blocks.buf, starts, le, frac_ns, frac_limit,
+                                 window_bytes, path)
+        blocks.consume(cut)
 
 
 # ---------------------------------------------------------------------------------------
@@ -264,7 +313,7 @@ def _walk_pcapng(data: bytes, le: bool, path, ifaces: list):
             starts.append(off)
             kinds.append(btype)
         elif btype == 1:
-            ifaces.append(_idb(data[off + 8:off + blen - 4], le))
+            ifaces.append(_idb(bytes(data[off + 8:off + blen - 4]), le))
         elif btype == _PCAPNG_SHB:
             ifaces.clear()
         off += blen
@@ -272,8 +321,7 @@ def _walk_pcapng(data: bytes, le: bool, path, ifaces: list):
 
 
 def _pcapng_chunk(buf, starts, kinds, le, ifaces, window_bytes, path):
-    head = _gather(buf, starts + 8, 20)
-    words = [_u32(head[:, k:k + 4], le).astype(np.int64) for k in range(0, 20, 4)]
+    words = _fields(_gather(buf, starts + 8, 20), le).T
     is_pb = kinds == 2
     iface = np.where(is_pb, words[0] & 0xFFFF if le else words[0] >> 16, words[0])
     ticks = (words[1] << 32) | words[2]
@@ -299,24 +347,19 @@ def _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress):
     if not le and struct.unpack(">I", bom)[0] != _PCAPNG_BOM:
         raise _capture_error(f"{path!r}: corrupt pcapng section header")
     ifaces: list[_Interface] = []
-    rest = head
+    blocks = _Blocks(f, chunk_bytes, 28 + window_bytes, head, progress)
     while True:
-        block = f.read(chunk_bytes)
-        if progress is not None:
-            progress(len(block))
-        data = rest + block
-        if not block:
-            if data:
+        if not blocks.read():
+            if blocks.end:
                 raise _capture_error(f"{path!r}: truncated pcapng block at the end of "
-                                     f"the file ({len(data)} bytes left)")
+                                     f"the file ({blocks.end} bytes left)")
             return
-        starts, kinds, cut = _walk_pcapng(data, le, path, ifaces)
+        starts, kinds, cut = _walk_pcapng(blocks.data(), le, path, ifaces)
         if len(starts):
             if len({i.linktype for i in ifaces}) > 1:
                 raise _capture_error(f"{path!r}: interfaces of different link types")
-            buf = np.frombuffer(data, dtype=np.uint8)
-            yield _pcapng_chunk(buf, starts, kinds, le, ifaces, window_bytes, path)
-        rest = data[cut:]
+            yield _pcapng_chunk(blocks.buf, starts, kinds, le, ifaces, window_bytes, path)
+        blocks.consume(cut)
 
 
 # ---------------------------------------------------------------------------------------
