@@ -224,7 +224,7 @@ def _unique_cache(ids: np.ndarray, ticks: np.ndarray) -> PacketCache:
 
 
 def _streamed_records(pair: StreamedPair, config, confidence: float,
-                      min_flow_samples: int) -> list[IntervalRecord]:
+                      min_flow_samples: int, flows=None) -> list[IntervalRecord]:
     check = _streamed_check(pair)
     hashers = Hashers(config)
     caches = (None, None)
@@ -243,7 +243,10 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
                               problem=None if check.valid else check.problem.value)
         if check.valid:
             details = {}
-            if pair.flows is not None:
+            if flows is not None:
+                details["flows"] = flow_report(s, r, flows[0], flows[1],
+                                               min_samples=min_flow_samples)
+            elif pair.flows is not None:
                 details["flows"] = flow_report(
                     s, r, pair.flows.table(), flow_labels(pair.flows),
                     truth=pair.flow_truth.get(iv), min_samples=min_flow_samples)
@@ -256,7 +259,8 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
                     interval_ns: int | None = None, start_ns: int | None = None,
                     confidence: float = 0.98, progress=None,
                     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                    min_flow_samples: int = DEFAULT_MIN_FLOW_SAMPLES) -> list[IntervalRecord]:
+                    min_flow_samples: int = DEFAULT_MIN_FLOW_SAMPLES,
+                    flows=None) -> list[IntervalRecord]:
     """The record of every interval of two captures (paths, streamed; or
     :class:`~host_sw.model.pcap.Capture` objects, in memory) under ``config``.
 
@@ -267,7 +271,8 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
     as streams (:func:`~host_sw.estimators.offline_stream.stream_pair`: memory bounded
     whatever their size; ``progress(n)`` is told the bytes read). An LDS configuration's
     records carry the per-flow estimates of every flow seen in the captures in
-    ``details["flows"]`` (:func:`~host_sw.estimators.flows.flow_report`). Raises
+    ``details["flows"]`` (:func:`~host_sw.estimators.flows.flow_report`), or of the
+    flows given as ``(per-row flow hashes, names)`` (without their truth). Raises
     ``ValueError`` (:class:`~host_sw.model.pcap.CaptureError`) for unreadable captures.
     """
     if isinstance(sender, Capture) or isinstance(receiver, Capture):
@@ -281,7 +286,7 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
                                f"not link type {linktype} ({path})")
     pair = stream_pair(sender, receiver, config, mode=mode, interval_ns=interval_ns,
                        start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress)
-    return _streamed_records(pair, config, confidence, min_flow_samples)
+    return _streamed_records(pair, config, confidence, min_flow_samples, flows)
 
 
 def _records_in_memory(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,

@@ -247,7 +247,7 @@ class _Pass:
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(ivs)]):
             m = self.meta.setdefault(int(ivs[a]), [0, None, None])
             part = tss[a:b]
-            m[0] += b - a
+            m[0] += int(b - a)
             lo, hi = int(part.min()), int(part.max())
             m[1] = lo if m[1] is None else min(m[1], lo)
             m[2] = hi if m[2] is None else max(m[2], hi)
