@@ -21,14 +21,18 @@ from pathlib import Path
 
 from host_sw.contracts.config import ConfigMismatch, SynopsisConfig, config_from_dict
 from host_sw.contracts.control_frame import ControlFrameError, mac_to_bytes
+from host_sw.contracts.hashing import HashPurpose
 from host_sw.device.driver import DeviceError
 from host_sw.device.transport import TransportError
+from host_sw.estimators.flows import (DEFAULT_MIN_FLOW_SAMPLES, FLOW_SORT_KEYS,
+                                      parse_flow_keys)
 from host_sw.model.pcap import CaptureError
 
 __all__ = ["UsageError", "RunFailure", "RUNTIME_ERRORS", "int_at_least", "int_in",
            "positive_int", "nonneg_int", "real", "confidence", "seconds", "port",
            "mac_address", "threshold_list", "probability", "seed", "seed64", "guard", "dump",
-           "check_output", "read_text", "parse_json", "load_config"]
+           "check_output", "read_text", "parse_json", "load_config", "add_flow_options",
+           "load_flow_keys"]
 
 
 class UsageError(Exception):
@@ -241,3 +245,31 @@ def load_config(path) -> SynopsisConfig:
     except (OverflowError, MemoryError):
         # An absurd size (window_bytes 10**12): the masks it implies do not fit memory.
         raise RunFailure(f"{path}: not a configuration: a size in it is too large") from None
+
+
+def add_flow_options(p, *, capture: bool) -> None:
+    """The per-flow options of an LDS configuration (``watch``, ``estimate``)."""
+    seen = " (default for captures: every flow seen in them)" if capture else ""
+    g = p.add_argument_group("LDS per-flow output")
+    g.add_argument("--flows", default=None, metavar="FILE",
+                   help="flow keys to report, one a line: PROTO SRC SPORT DST DPORT" + seen)
+    g.add_argument("--top", type=nonneg_int, default=10, metavar="N",
+                   help="flows in the table below each interval (0: all)")
+    g.add_argument("--sort", choices=FLOW_SORT_KEYS, default="packets",
+                   help="what the flow table ranks by (largest first)")
+    g.add_argument("--flows-out", default=None, metavar="FILE",
+                   help="write every flow's estimate here: CSV when FILE ends in .csv, "
+                        "else JSON lines")
+    g.add_argument("--min-samples", type=positive_int, default=DEFAULT_MIN_FLOW_SAMPLES,
+                   metavar="N", help="fewer samples than this back no per-flow delay")
+
+
+def load_flow_keys(path, config: SynopsisConfig):
+    """``(per-row flow hashes, names)`` of a flow-keys file under an LDS ``config``; a
+    bad file is a :class:`RunFailure` naming the line."""
+    if not config.hash_count(HashPurpose.LDS_FLOW):
+        raise RunFailure(f"--flows needs an LDS configuration, not {config.kind}")
+    try:
+        return parse_flow_keys(read_text(path, "flow keys"), config, where=str(path))
+    except ValueError as e:
+        raise RunFailure(str(e)) from None

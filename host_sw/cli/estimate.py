@@ -5,38 +5,51 @@ the two measurement points.
 
 In the host data flow (``docs/DESIGN.md``) the input replaces the device: snapshot files ►
 records; exported frames ► reassembled synopses (:mod:`host_sw.contracts.control_frame`) ►
-records; packet captures ► checked pairing, golden synopses and records with the truth
-(:func:`host_sw.estimators.offline.capture_records`). The records print as the
-:data:`~host_sw.cli.table.RECORD_TABLE` or JSON lines.
+records; packet captures ► streamed, checked pairing, golden synopses and records with the
+truth (:func:`host_sw.estimators.offline.capture_records`; any size, a progress bar on
+stderr). The records print as the :data:`~host_sw.cli.table.RECORD_TABLE` or JSON lines;
+an LDS configuration adds a per-flow table below each interval and ``--flows-out``
+writes every flow (:class:`~host_sw.cli.export.FlowWriter`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
-from host_sw.cli.args import (RunFailure, confidence, dump, guard, load_config, parse_json,
+from host_sw.cli.args import (RunFailure, add_flow_options, check_output, confidence, dump,
+                              guard, int_in, load_config, load_flow_keys, parse_json,
                               positive_int, read_text)
-from host_sw.cli.records import pair_snapshots
-from host_sw.cli.table import RECORD_TABLE
+from host_sw.cli.export import FlowWriter
+from host_sw.cli.progress import ByteProgress
+from host_sw.cli.records import pair_snapshots, with_flows
+from host_sw.cli.table import RECORD_TABLE, flow_table_lines
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
-from host_sw.contracts.control_frame import (MarkerFrame, NotControlFrameError,
+from host_sw.contracts.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD,
+                                             MarkerFrame, NotControlFrameError,
                                              SynopsisReassembler, parse_control_frame)
-from host_sw.contracts.hashing import ETHERTYPE_CONTROL
+from host_sw.contracts.hashing import FrameClass
 from host_sw.device.driver import Snapshot
 from host_sw.estimators.offline import capture_records
 from host_sw.estimators.record import record_for_pair
 from host_sw.model.pcap import read_pcap
+from host_sw.model.pcap_stream import iter_capture
 
 __all__ = ["add_estimate_parser"]
+
+#: Bytes of a capture looked at to tell exported control frames from traffic.
+_PEEK_BYTES = 1 << 20
 
 
 def add_estimate_parser(sub) -> None:
     p = sub.add_parser("estimate", help="estimates from two snapshots or two captures",
                        description="Estimate from two snapshot JSON files (ldactl read -o), "
                                    "two captures of exported control frames (needs "
-                                   "--config), or two pcap captures of the same traffic at "
-                                   "the two points (LDA/RDA/LDS offline).",
+                                   "--config), or two pcap/pcapng captures of the same "
+                                   "traffic at the two points (LDA/RDA/LDS offline, read "
+                                   "as streams: any size).",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("sender")
     p.add_argument("receiver")
@@ -48,9 +61,21 @@ def add_estimate_parser(sub) -> None:
                    help="interval assignment for captures")
     p.add_argument("--interval-ns", type=positive_int, default=None,
                    help="interval length for captures (default: one interval)")
+    p.add_argument("--mtu", type=int_in(MIN_MTU_PAYLOAD, MAX_MTU_PAYLOAD),
+                   default=MTU_PAYLOAD, metavar="BYTES",
+                   help="Ethernet payload MTU the exported frames were built for "
+                        f"(up to {MAX_MTU_PAYLOAD}: jumbo exports)")
     p.add_argument("--confidence", type=confidence, default=0.98)
+    p.add_argument("--progress", action="store_true",
+                   help="a progress bar on stderr while captures are read (default: when "
+                        "stderr is a terminal)")
     p.add_argument("--json", action="store_true")
+    add_flow_options(p, capture=True)
     p.set_defaults(handler=guard(_cmd_estimate))
+
+
+def _flows(args, config):
+    return None if args.flows is None else load_flow_keys(args.flows, config)
 
 
 def _from_snapshot_files(paths, args) -> list:
@@ -61,21 +86,25 @@ def _from_snapshot_files(paths, args) -> list:
             snaps.append(Snapshot.from_json(doc))
         except (ValueError, TypeError, KeyError, OverflowError, MemoryError) as e:
             raise RunFailure(f"{p}: not a snapshot: {e}") from None
-    return [pair_snapshots(snaps[0], snaps[1], args.confidence)]
+    return [pair_snapshots(snaps[0], snaps[1], args.confidence,
+                           flows=_flows(args, snaps[0].synopsis.config),
+                           min_samples=args.min_samples)]
 
 
-def _is_control_capture(cap) -> bool:
-    return any(len(f) >= 14 and int.from_bytes(f[12:14], "big") == ETHERTYPE_CONTROL
-               for f in cap.frames)
+def _is_control_capture(path) -> bool:
+    """Whether the first frames of a capture are exported control frames."""
+    for chunk in iter_capture(path, chunk_bytes=_PEEK_BYTES):
+        return bool((chunk.classes == FrameClass.CONTROL).any())
+    return False
 
 
-def _synopses_from_frames(cap, config) -> dict:
+def _synopses_from_frames(cap, config, mtu: int) -> dict:
     """Every complete interval in a capture of exported control frames, by sequence."""
-    r = SynopsisReassembler(config)
+    r = SynopsisReassembler(config, mtu=mtu)
     done = {}
     for f in cap.frames:
         try:
-            parsed = parse_control_frame(f, expected=config)
+            parsed = parse_control_frame(f, expected=config, mtu=mtu)
         except NotControlFrameError:
             continue
         if isinstance(parsed, MarkerFrame):
@@ -88,11 +117,12 @@ def _synopses_from_frames(cap, config) -> dict:
     return done
 
 
-def _from_exported_frames(caps, args) -> list:
+def _from_exported_frames(paths, args) -> list:
     if not args.config:
         raise RunFailure("exported frames need the configuration (--config FILE)")
     config = load_config(args.config)
-    s_iv, r_iv = (_synopses_from_frames(c, config) for c in caps)
+    flows = _flows(args, config)
+    s_iv, r_iv = (_synopses_from_frames(read_pcap(p), config, args.mtu) for p in paths)
     common = sorted(set(s_iv) & set(r_iv))
     if not common:
         raise RunFailure(f"no interval in both captures (sender {sorted(s_iv)}, "
@@ -102,28 +132,52 @@ def _from_exported_frames(caps, args) -> list:
         s, r = s_iv[seq], r_iv[seq]
         notes = [f"{side}: interval flags {int(x.flags):#04x} (invalid)"
                  for side, x in (("sender", s), ("receiver", r)) if not x.valid]
-        records.append(record_for_pair(
+        rec = record_for_pair(
             s.synopsis, r.synopsis, confidence=args.confidence, interval=seq,
             sender_meta={"seq": seq, "flags": int(s.flags)},
             receiver_meta={"seq": seq, "flags": int(r.flags)},
-            valid=s.valid and r.valid, notes=notes))
+            valid=s.valid and r.valid, notes=notes)
+        records.append(with_flows(rec, s.synopsis, r.synopsis, flows, args.min_samples))
     return records
 
 
-def _from_packet_captures(caps, args) -> list:
+def _from_packet_captures(paths, args) -> list:
     config = load_config(args.config) if args.config else config_class(args.synopsis)()
+    flows = _flows(args, config)
+    progress = None
+    if args.progress or sys.stderr.isatty():
+        progress = ByteProgress(sum(os.path.getsize(p) for p in paths),
+                                label="reading captures")
     try:
-        return capture_records(caps[0], caps[1], config, mode=args.mode,
-                               interval_ns=args.interval_ns, confidence=args.confidence)
+        return capture_records(paths[0], paths[1], config, mode=args.mode,
+                               interval_ns=args.interval_ns, confidence=args.confidence,
+                               progress=progress, min_flow_samples=args.min_samples,
+                               flows=flows)
     except ValueError as e:
         raise RunFailure(str(e)) from None
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes, compared a block at a time."""
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
 
 
 def _check_two_inputs(a: Path, b: Path) -> None:
     """The sender's and the receiver's inputs must be two different measurements: the
     same file (or two identical files) twice would be compared with itself."""
     try:
-        same = a.samefile(b) or a.read_bytes() == b.read_bytes()
+        same = a.samefile(b) or _same_bytes(a, b)
     except OSError:
         return    # reported, naming the file, when it is read
     if same:
@@ -139,22 +193,35 @@ def _records(args) -> list:
         kind = "snapshot" if a.suffix == ".json" else "pcap"
     if kind == "snapshot":
         return _from_snapshot_files((a, b), args)
-    caps = [read_pcap(a), read_pcap(b)]
-    control = [_is_control_capture(c) for c in caps]
+    control = [_is_control_capture(p) for p in (a, b)]
     if kind == "frames" or (kind == "pcap" and all(control)):
-        return _from_exported_frames(caps, args)
+        return _from_exported_frames((a, b), args)
     if any(control):
         raise RunFailure("one capture holds exported control frames and the other "
                          "does not; give two of the same kind")
-    return _from_packet_captures(caps, args)
+    return _from_packet_captures((a, b), args)
 
 
 def _cmd_estimate(args) -> int:
+    check_output(args.flows_out)
     records = _records(args)
-    if args.json:
+    writer = FlowWriter(args.flows_out) if args.flows_out else None
+    try:
+        if not args.json:
+            print(RECORD_TABLE.header())
         for rec in records:
-            dump(rec.to_json())
-    else:
-        for line in RECORD_TABLE.render(records):
-            print(line)
+            report = rec.details.get("flows")
+            if writer is not None:
+                writer.write(rec.interval, report)
+            if args.json:
+                dump(rec.to_json())
+                continue
+            for line in RECORD_TABLE.lines(rec):
+                print(line)
+            if "flows" in rec.details:
+                for line in flow_table_lines(report, top=args.top, sort=args.sort):
+                    print(line)
+    finally:
+        if writer is not None:
+            writer.close()
     return 0

@@ -21,11 +21,17 @@ from host_sw.cli.args import RunFailure, guard, port
 from host_sw.cli.records import read_records
 
 __all__ = ["add_export_parser", "csv_text", "label_value", "prometheus_text",
-           "serve_metrics"]
+           "serve_metrics", "FlowWriter", "FLOW_CSV_COLUMNS"]
+
+#: The columns of a per-flow CSV file (``--flows-out FILE.csv``); the JSON-lines form
+#: holds the same keys (``true`` as an object, ``unbacked`` only when set).
+FLOW_CSV_COLUMNS = ("interval", "flow", "packets", "received", "lost", "delay_ns",
+                    "samples", "cells", "unbacked", "true_packets", "true_mean",
+                    "true_lost")
 
 _CSV_COLUMNS = ("interval", "time", "valid", "synopsis", "config_id", "mean", "std",
                 "ci_low", "ci_high", "lost", "loss_rate", "samples", "sent", "received",
-                "true_mean", "notes")
+                "true_mean", "true_std", "notes")
 
 
 def add_export_parser(sub) -> None:
@@ -58,9 +64,44 @@ def csv_text(records) -> str:
                "loss_rate": e.get("loss_rate"), "samples": e.get("samples"),
                "sent": e.get("sent"), "received": e.get("received"),
                "true_mean": (d.get("true") or {}).get("mean"),
-               "notes": " | ".join(d["notes"])}
+               "notes": " | ".join(d["notes"]),
+               "true_std": (d.get("true") or {}).get("std")}
         w.writerow(["" if row[c] is None else row[c] for c in _CSV_COLUMNS])
     return buf.getvalue()
+
+
+class FlowWriter:
+    """Per-flow LDS estimates of every interval to a file (``--flows-out``): CSV when the
+    name ends in ``.csv``, else JSON lines, one flow of one interval a line. A flow
+    whose delay is not backed has an empty (null) ``delay_ns`` and its reason in
+    ``unbacked``."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.csv = self.path.suffix.lower() == ".csv"
+        self.f = open(self.path, "w", newline="")
+        self.writer = None
+        if self.csv:
+            self.writer = csv.writer(self.f, lineterminator="\n")
+            self.writer.writerow(FLOW_CSV_COLUMNS)
+
+    def write(self, interval, report) -> None:
+        """Every flow of one interval's :class:`~host_sw.estimators.flows.FlowReport`."""
+        if report is None:
+            return
+        for i in range(len(report)):
+            row = {"interval": interval, **report.row(i)}
+            if self.csv:
+                true = row.pop("true", None) or {}
+                row.update({f"true_{k}": v for k, v in true.items()})
+                self.writer.writerow(["" if row.get(c) is None else row[c]
+                                      for c in FLOW_CSV_COLUMNS])
+            else:
+                self.f.write(json.dumps(row) + "\n")
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
 
 
 _PROM_METRICS = (

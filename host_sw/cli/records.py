@@ -12,11 +12,27 @@ from __future__ import annotations
 import math
 import time
 
+import dataclasses
+
 from host_sw.cli.args import RunFailure, parse_json, read_text
 from host_sw.device.driver import Snapshot
+from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_report
 from host_sw.estimators.record import IntervalRecord, record_for_pair
 
-__all__ = ["snapshot_meta", "pair_snapshots", "unread_record", "read_records"]
+__all__ = ["snapshot_meta", "pair_snapshots", "unread_record", "read_records",
+           "with_flows"]
+
+
+def with_flows(rec: IntervalRecord, sender, receiver, flows,
+               min_samples: int = DEFAULT_MIN_FLOW_SAMPLES) -> IntervalRecord:
+    """``rec`` with the per-flow LDS estimates of ``flows`` (``(row hashes, names)``,
+    :func:`host_sw.cli.args.load_flow_keys`) from the two synopses in
+    ``details["flows"]``; unchanged when there are no flows or no estimate."""
+    if flows is None or rec.estimate is None:
+        return rec
+    table, names = flows
+    report = flow_report(sender, receiver, table, names, min_samples=min_samples)
+    return dataclasses.replace(rec, details={**rec.details, "flows": report})
 
 
 def snapshot_meta(snap: Snapshot) -> dict:
@@ -26,20 +42,22 @@ def snapshot_meta(snap: Snapshot) -> dict:
 
 
 def pair_snapshots(s: Snapshot, r: Snapshot, confidence: float, *, sender_meta=None,
-                   receiver_meta=None) -> IntervalRecord:
+                   receiver_meta=None, flows=None,
+                   min_samples: int = DEFAULT_MIN_FLOW_SAMPLES) -> IntervalRecord:
     """The record of a sender's and a receiver's snapshot of one interval: invalid (no
     estimate) when either is, or when their sequence numbers differ. The metadata default
-    to :func:`snapshot_meta`."""
+    to :func:`snapshot_meta`; ``flows`` adds per-flow LDS estimates (:func:`with_flows`)."""
     notes = [f"sender: {n}" for n in s.notes] + [f"receiver: {n}" for n in r.notes]
     valid = s.valid and r.valid
     if s.seq != r.seq:
         valid = False
         notes.append(f"sender interval {s.seq} and receiver interval {r.seq} differ")
-    return record_for_pair(s.synopsis, r.synopsis, confidence=confidence, interval=s.seq,
-                           when=max(s.read_time, r.read_time),
-                           sender_meta=sender_meta or snapshot_meta(s),
-                           receiver_meta=receiver_meta or snapshot_meta(r), valid=valid,
-                           notes=notes)
+    rec = record_for_pair(s.synopsis, r.synopsis, confidence=confidence, interval=s.seq,
+                          when=max(s.read_time, r.read_time),
+                          sender_meta=sender_meta or snapshot_meta(s),
+                          receiver_meta=receiver_meta or snapshot_meta(r), valid=valid,
+                          notes=notes)
+    return with_flows(rec, s.synopsis, r.synopsis, flows, min_samples)
 
 
 def unread_record(interval: int | None, config, *, notes, sender_meta=None,

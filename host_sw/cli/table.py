@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from host_sw.estimators.record import IntervalRecord
 
 __all__ = ["Column", "Table", "SIMULATE_TABLE", "RECORD_TABLE", "fmt", "ci_text",
-           "separator"]
+           "separator", "flow_table_lines"]
 
 
 def fmt(x, spec: str = ".2f") -> str:
@@ -142,13 +142,18 @@ def _loss(rec: IntervalRecord) -> str:
 
 
 def _known_truth(rec: IntervalRecord) -> str:
+    """The truth beside the estimate when the source knows it (captures): mean and std,
+    each with the estimate's error when there is an estimate to compare."""
     t, e = rec.true, rec.estimate
-    if not (t and t.get("mean") is not None and e["mean"] is not None):
+    if not t or t.get("mean") is None:
         return ""
-    text = f"   true {t['mean']:.2f} ns (err {_rel_error(e['mean'], t['mean'])})"
-    if t.get("std") is not None and e.get("std") is not None:
-        text += f", std {t['std']:.2f} ns (err {_rel_error(e['std'], t['std'])})"
-    return text
+    parts = []
+    for key in ("mean", "std"):
+        if t.get(key) is None:
+            continue
+        err = "" if e.get(key) is None else f" (err {_rel_error(e[key], t[key])})"
+        parts.append(f"{'' if key == 'mean' else 'std '}{t[key]:.2f} ns{err}")
+    return "   true " + ", ".join(parts)
 
 
 def _record_notes(rec: IntervalRecord) -> list[str]:
@@ -168,3 +173,36 @@ RECORD_TABLE = Table(columns=(
     Column("std ns", 9, _estimate("std", ".2f")),
     Column("samples", 8, _estimate("samples")),
 ), suffix=_known_truth, after=_record_notes)
+
+
+def _flow_cell(v, spec=".0f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def flow_table_lines(report, *, top: int = 10, sort: str = "packets",
+                     indent: str = "    ") -> list[str]:
+    """The per-flow table of one interval (an LDS
+    :class:`~host_sw.estimators.flows.FlowReport`): the ``top`` flows by ``sort``
+    (0: all). A flow whose delay no check backs shows a dash and the reason."""
+    if report is None or not len(report):
+        return [f"{indent}flows: none seen"]
+    order = report.order(sort, top or None)
+    unbacked = sum(1 for r in report.reason if r)
+    shown = "all" if len(order) == len(report) else f"top {len(order)}"
+    lines = [f"{indent}flows: {shown} of {len(report)} by {sort}; {unbacked} without a "
+             f"backed delay",
+             f"{indent}{'flow':<46} {'packets':>9} {'recv':>9} {'lost':>7} "
+             f"{'delay ns':>10} {'samples':>8} {'true ns':>10}"]
+    for i in order:
+        row = report.row(int(i))
+        true = row.get("true") or {}
+        delay = (_flow_cell(row["delay_ns"], ".2f") if not row.get("unbacked")
+                 else "—")
+        line = (f"{indent}{row['flow']:<46} {_flow_cell(row['packets']):>9} "
+                f"{_flow_cell(row['received']):>9} {_flow_cell(row['lost']):>7} "
+                f"{delay:>10} {row['samples']:>8} "
+                f"{_flow_cell(true.get('mean'), '.2f') if true else '':>10}")
+        if row.get("unbacked"):
+            line += f"  not backed: {row['unbacked']}"
+        lines.append(line)
+    return lines

@@ -22,12 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-from host_sw.cli.args import (RunFailure, check_output, confidence, dump, guard, int_in,
-                              positive_int, real, seconds)
+from host_sw.cli.args import (RunFailure, add_flow_options, check_output, confidence, dump,
+                              guard, int_in, load_flow_keys, positive_int, real, seconds)
+from host_sw.cli.export import FlowWriter
 from host_sw.cli.link import add_link_options, open_device, open_devices
 from host_sw.cli.records import pair_snapshots, snapshot_meta, unread_record
 from host_sw.cli.watch_reads import PointReader, ReadOutcome, RetryPolicy
-from host_sw.cli.table import RECORD_TABLE
+from host_sw.cli.table import RECORD_TABLE, flow_table_lines
 from host_sw.device.driver import counter_deltas
 
 __all__ = ["add_read_parser", "add_watch_parser"]
@@ -80,6 +81,7 @@ def add_watch_parser(sub) -> None:
     p.add_argument("--output", "-o", default=None, help="append JSON records here")
     p.add_argument("--progress", action="store_true", help="status counters on stderr")
     p.add_argument("--json", action="store_true")
+    add_flow_options(p, capture=False)
     p.set_defaults(handler=guard(_cmd_watch))
 
 
@@ -125,9 +127,12 @@ class _Pairing:
     row, read or not. Status counters become per-interval deltas (they wrap at 2**32) from
     the second interval on."""
 
-    def __init__(self, confidence: float, readers: dict):
+    def __init__(self, confidence: float, readers: dict, flows=None,
+                 min_samples: int = 1):
         self.confidence = confidence
         self.readers = readers
+        #: ``(per-row flow hashes, names)`` to report per flow (LDS), or None.
+        self.flows, self.min_samples = flows, min_samples
         self.previous = {"sender": None, "receiver": None}
         #: The sequence number the next row should have (None before the first).
         self.expected: int | None = None
@@ -191,7 +196,8 @@ class _Pairing:
         metas = {side: self._meta(side, o) for side, o in outcomes.items()}
         if s.ok and r.ok:
             rec = pair_snapshots(s.snapshot, r.snapshot, self.confidence,
-                                 sender_meta=metas["sender"], receiver_meta=metas["receiver"])
+                                 sender_meta=metas["sender"], receiver_meta=metas["receiver"],
+                                 flows=self.flows, min_samples=self.min_samples)
             if notes:
                 rec = dataclasses.replace(rec, valid=False, estimate=None,
                                           notes=(*rec.notes, *notes))
@@ -243,15 +249,25 @@ def _read_cycle(readers: dict, args) -> tuple[dict, dict]:
     return outcomes, swap_errors
 
 
-def _emit(rec, args, out, statuses=None) -> None:
+def _emit(rec, args, out, statuses=None, flows_out=None) -> None:
+    """Print one record: its table row with its notes (and the per-flow table of an LDS
+    interval given --flows), or its JSON line; append it to --output and its flows to
+    --flows-out."""
+    report = rec.details.get("flows")
     if args.json:
         dump(rec.to_json())
     else:
-        print(RECORD_TABLE.row(rec), flush=True)
+        for line in RECORD_TABLE.lines(rec):
+            print(line, flush=True)
+        if report is not None:
+            for line in flow_table_lines(report, top=args.top, sort=args.sort):
+                print(line, flush=True)
         if args.progress and statuses:
             print(_progress_line(rec, statuses), file=sys.stderr, flush=True)
     if out:
         dump(rec.to_json(), out)
+    if flows_out is not None and report is not None:
+        flows_out.write(rec.interval, report)
 
 
 def _check_permanent(outcomes: dict, failed: dict, args) -> None:
@@ -274,17 +290,21 @@ def _check_permanent(outcomes: dict, failed: dict, args) -> None:
 
 def _cmd_watch(args) -> int:
     check_output(args.output)
+    check_output(args.flows_out)
     sender, receiver = open_devices(args, [args.sender, args.receiver],
                                     [args.sender_core, args.receiver_core])
-    out = None
+    out = flows_out = None
     try:
+        flows = (load_flow_keys(args.flows, sender.config) if args.flows is not None
+                 else None)
         out = open(args.output, "a") if args.output else None
+        flows_out = FlowWriter(args.flows_out) if args.flows_out else None
         policy = RetryPolicy(attempts=args.attempts, delay=args.retry_delay, wait=args.wait)
         readers = {"sender": PointReader(sender, policy),
                    "receiver": PointReader(receiver, policy)}
         if not args.json:
             print(RECORD_TABLE.header(), flush=True)
-        pairing = _Pairing(args.confidence, readers)
+        pairing = _Pairing(args.confidence, readers, flows, args.min_samples)
         failed = {"sender": 0, "receiver": 0}
         n = 0
         while args.intervals is None or n < args.intervals:
@@ -293,12 +313,14 @@ def _cmd_watch(args) -> int:
             for gap in gaps:
                 _emit(gap, args, out)
             _emit(rec, args, out, {side: o.snapshot.status for side, o in outcomes.items()
-                                   if o.ok})
+                                   if o.ok}, flows_out)
             _check_permanent(outcomes, failed, args)
             n += 1
     finally:
         if out:
             out.close()
+        if flows_out is not None:
+            flows_out.close()
         sender.close()
         receiver.close()
     return 0

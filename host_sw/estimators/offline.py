@@ -35,11 +35,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.config import SynopsisConfig
+from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow_report
+from host_sw.estimators.offline_stream import StreamedPair, stream_pair
 from host_sw.estimators.rda_decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
 from host_sw.model.channel import IntervalObservation, Observation
 from host_sw.model.golden import Hashers
-from host_sw.model.pcap import pair_captures
+from host_sw.model.pcap import Capture, CaptureError, pair_captures
+from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, capture_linktype
 from host_sw.model.traffic import Trace
 
 __all__ = ["PairProblem", "PairingCheck", "check_pairing", "capture_cache",
@@ -201,18 +204,94 @@ def _interval_time(iv: IntervalObservation) -> float | None:
     return max(last) / 1e9 if last else None
 
 
+def _streamed_check(pair: StreamedPair) -> PairingCheck:
+    """:func:`check_pairing` of a streamed pair (the same checks, from its counts)."""
+    same = pair.sent > 0 and pair.matched == pair.sent == pair.received == pair.zero
+    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same)
+    notes = [] if reason is None else [reason]
+    if problem is None and pair.negative:
+        notes.append(f"{pair.negative} of {pair.matched} matched packets have a negative "
+                     f"delay: the capture clocks disagree by more than the shortest delays")
+    return PairingCheck(problem, tuple(notes), pair.sent, pair.received, pair.matched,
+                        pair.negative)
+
+
+def _unique_cache(ids: np.ndarray, ticks: np.ndarray) -> PacketCache:
+    """A packet cache without the IDs that occur more than once (:func:`capture_cache`)."""
+    _, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    keep = first[counts == 1]
+    return PacketCache.of((ids[keep], ticks[keep]))
+
+
+def _streamed_records(pair: StreamedPair, config, confidence: float,
+                      min_flow_samples: int, flows=None) -> list[IntervalRecord]:
+    check = _streamed_check(pair)
+    hashers = Hashers(config)
+    caches = (None, None)
+    if check.valid and pair.caches["sender"] is not None:
+        caches = tuple(_unique_cache(*pair.caches[side]) for side in ("sender", "receiver"))
+    records = []
+    for iv in pair.intervals:
+        s, r = pair.synopsis("sender", iv), pair.synopsis("receiver", iv)
+        s_meta, r_meta = pair.side_meta("sender", iv), pair.side_meta("receiver", iv)
+        last = [m["last_ns"] for m in (s_meta, r_meta) if "last_ns" in m]
+        rec = record_for_pair(s, r, confidence=confidence, interval=iv,
+                              when=max(last) / 1e9 if last else None, sender_meta=s_meta,
+                              receiver_meta=r_meta, valid=check.valid, notes=check.notes,
+                              sender_cache=caches[0], receiver_cache=caches[1],
+                              hashers=hashers,
+                              problem=None if check.valid else check.problem.value)
+        if check.valid:
+            details = {}
+            if flows is not None:
+                details["flows"] = flow_report(s, r, flows[0], flows[1],
+                                               min_samples=min_flow_samples)
+            elif pair.flows is not None:
+                details["flows"] = flow_report(
+                    s, r, pair.flows.table(), flow_labels(pair.flows),
+                    truth=pair.flow_truth.get(iv), min_samples=min_flow_samples)
+            rec = dataclasses.replace(rec, true=pair.truth.json(iv), details=details)
+        records.append(rec)
+    return records
+
+
 def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "time",
                     interval_ns: int | None = None, start_ns: int | None = None,
-                    confidence: float = 0.98) -> list[IntervalRecord]:
-    """The record of every interval of two captures (paths or
-    :class:`~host_sw.model.pcap.Capture` objects) under ``config``.
+                    confidence: float = 0.98, progress=None,
+                    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                    min_flow_samples: int = DEFAULT_MIN_FLOW_SAMPLES,
+                    flows=None) -> list[IntervalRecord]:
+    """The record of every interval of two captures (paths, streamed; or
+    :class:`~host_sw.model.pcap.Capture` objects, in memory) under ``config``.
 
     Intervals as :func:`~host_sw.model.pcap.pair_captures` (``interval_ns=None``: one
     interval holding both captures). A pair that :func:`check_pairing` rejects gives
     records with ``valid`` false, ``problem`` set, the reason first in ``notes`` and
-    neither estimate nor truth; its remarks are noted on valid records. Raises
+    neither estimate nor truth; its remarks are noted on valid records. Paths are read
+    as streams (:func:`~host_sw.estimators.offline_stream.stream_pair`: memory bounded
+    whatever their size; ``progress(n)`` is told the bytes read). An LDS configuration's
+    records carry the per-flow estimates of every flow seen in the captures in
+    ``details["flows"]`` (:func:`~host_sw.estimators.flows.flow_report`), or of the
+    flows given as ``(per-row flow hashes, names)`` (without their truth). Raises
     ``ValueError`` (:class:`~host_sw.model.pcap.CaptureError`) for unreadable captures.
     """
+    if isinstance(sender, Capture) or isinstance(receiver, Capture):
+        return _records_in_memory(sender, receiver, config, mode=mode,
+                                  interval_ns=interval_ns, start_ns=start_ns,
+                                  confidence=confidence)
+    for path in (sender, receiver):
+        linktype = capture_linktype(path)
+        if linktype != 1:
+            raise CaptureError(f"only Ethernet captures (link type 1) are supported, "
+                               f"not link type {linktype} ({path})")
+    pair = stream_pair(sender, receiver, config, mode=mode, interval_ns=interval_ns,
+                       start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress)
+    return _streamed_records(pair, config, confidence, min_flow_samples, flows)
+
+
+def _records_in_memory(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
+                       start_ns, confidence) -> list[IntervalRecord]:
+    """:func:`capture_records` of captures already in memory."""
     intervals = pair_captures(sender, receiver, mode=mode, interval_ns=interval_ns,
                               start_ns=start_ns, window_bytes=config.window_bytes)
     check = check_pairing(intervals)

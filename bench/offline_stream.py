@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Benchmark: offline analysis of a large capture pair (``ldactl estimate s.pcap
+r.pcap``), packets per second and peak memory.
+
+Generates a sender's and a receiver's classic pcap (nanosecond) of ``--packets`` packets
+(default 20 million) with numpy, a chunk at a time: ``--flows`` IPv4 TCP/UDP flows from
+:func:`host_sw.model.traffic.synthetic_trace`'s header builder, every packet made unique
+by a counter in window bytes 38–41 (TCP sequence number; UDP length and checksum), on-wire lengths in the 7:4:1 IMIX,
+captured with a ``--snaplen`` (96 by default, as a header capture), a send rate of
+5 Mpps, ``--loss`` lost and an exponential delay. Then runs ``ldactl estimate`` on
+the pair in a child process (``--json``, one interval) for each ``--synopsis`` and
+measures its wall-clock time, CPU time and peak resident memory (``ru_maxrss`` of the
+child). The child's records are checked: valid, and the estimated loss within a few
+per cent of the truth.
+
+Prints the figures and writes them to ``bench/out/offline_stream.json`` (``--out``).
+
+Run: ``.venv/bin/python -m bench.offline_stream`` (from the repository root; about
+4 GB of captures under ``--dir``, default ``build/bench``, deleted unless ``--keep``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from host_sw.model.traffic import synthetic_trace
+
+from bench import OUT
+
+_CHUNK = 1_000_000
+_IMIX = np.array([60] * 7 + [590] * 4 + [1514], dtype=np.int64)
+
+
+def machine() -> dict:
+    """Where the figures come from."""
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:  # pragma: no cover - non-Linux
+        pass
+    load = os.getloadavg()
+    return {"nproc": os.cpu_count(), "cpu_model": model,
+            "python": platform.python_version(), "numpy": np.__version__,
+            "platform": platform.platform(), "load_average": [round(x, 2) for x in load]}
+
+
+def _records(windows, lengths, ts, snaplen) -> bytes:
+    """Classic pcap records (16-byte header + captured bytes) of a chunk."""
+    n, w = windows.shape
+    cap = np.minimum(lengths, snaplen)
+    size = 16 + cap
+    start = np.r_[0, np.cumsum(size)[:-1]]
+    out = np.zeros(int(size.sum()), np.uint8)
+    head = np.zeros((n, 4), "<u4")
+    head[:, 0], head[:, 1] = ts // 1_000_000_000, ts % 1_000_000_000
+    head[:, 2], head[:, 3] = cap, lengths
+    out[start[:, None] + np.arange(16)] = head.view(np.uint8).reshape(n, 16)
+    k = min(w, int(cap.min()))
+    out[start[:, None] + 16 + np.arange(k)] = windows[:, :k]
+    for j in range(k, w):        # window bytes past the shortest capture
+        sel = np.flatnonzero(cap > j)
+        out[start[sel] + 16 + j] = windows[sel, j]
+    return out.tobytes()
+
+
+def generate(directory: Path, packets: int, flows: int, loss: float, snaplen: int,
+             seed: int) -> tuple[Path, Path, dict]:
+    """Write the capture pair; return the paths and the truth (lost, mean delay)."""
+    rng = np.random.default_rng(seed)
+    flow_windows = synthetic_trace(packets=flows, flows=flows, seed=seed).flow_windows
+    header = (0xA1B23C4D, 2, 4, 0, 0, 65535, 1)
+    file_head = np.array(header[:1], "<u4").tobytes() + np.array(header[1:3], "<u2").tobytes() \
+        + np.array(header[3:], "<u4").tobytes()
+    s_path, r_path = directory / "s.pcap", directory / "r.pcap"
+    t = 1_700_000_000 * 10 ** 9
+    lost = 0
+    delay_sum = 0
+    received = 0
+    with open(s_path, "wb") as fs, open(r_path, "wb") as fr:
+        fs.write(file_head)
+        fr.write(file_head)
+        for a in range(0, packets, _CHUNK):
+            n = min(_CHUNK, packets - a)
+            win = flow_windows[rng.integers(0, flows, n)].copy()
+            counter = (np.arange(a, a + n, dtype=np.uint64)).astype(">u4")
+            win[:, 38:42] = counter.view(np.uint8).reshape(n, 4)   # TCP seq / UDP length+checksum
+            lengths = _IMIX[rng.integers(0, len(_IMIX), n)]
+            win[:, 16:18] = (lengths - 14).astype(">u2").view(np.uint8).reshape(n, 2)
+            gaps = np.maximum(1, rng.exponential(200.0, n)).astype(np.int64)
+            ts = t + np.cumsum(gaps)
+            t = int(ts[-1])
+            fs.write(_records(win, lengths, ts, snaplen))
+            keep = rng.random(n) >= loss
+            delay = 10_000 + rng.exponential(2_000.0, n).astype(np.int64)
+            rts = ts + delay
+            lost += int((~keep).sum())
+            received += int(keep.sum())
+            delay_sum += int(delay[keep].sum())
+            order = np.flatnonzero(keep)[np.argsort(rts[keep], kind="stable")]
+            fr.write(_records(win[order], lengths[order], rts[order], snaplen))
+    return s_path, r_path, {"sent": packets, "lost": lost, "received": received,
+                            "mean": delay_sum / received}
+
+
+def run_estimate(s_path: Path, r_path: Path, synopsis: str) -> dict:
+    """``ldactl estimate`` in a child process: wall and CPU seconds, peak RSS, records."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "host_sw.cli", "estimate", str(s_path),
+                           str(r_path), "--synopsis", synopsis, "--json"],
+                          capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        raise SystemExit(f"ldactl estimate failed ({proc.returncode}): {proc.stderr}")
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime)
+            + (after.ru_stime - before.ru_stime),
+            "peak_rss_mb": after.ru_maxrss / 1024, "records": records}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--packets", type=int, default=20_000_000)
+    ap.add_argument("--flows", type=int, default=10_000)
+    ap.add_argument("--loss", type=float, default=0.01)
+    ap.add_argument("--snaplen", type=int, default=96)
+    ap.add_argument("--synopsis", nargs="+", default=["lda"])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dir", default="build/bench")
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--out", default=str(OUT / "offline_stream.json"))
+    args = ap.parse_args(argv)
+    directory = Path(args.dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    s_path, r_path, truth = generate(directory, args.packets, args.flows, args.loss,
+                                     args.snaplen, args.seed)
+    gen_s = time.perf_counter() - t0
+    sizes = {"sender_bytes": s_path.stat().st_size, "receiver_bytes": r_path.stat().st_size}
+    print(f"generated {args.packets:,} + {truth['received']:,} packets in {gen_s:.1f} s "
+          f"({sizes['sender_bytes'] / 2**30:.2f} + {sizes['receiver_bytes'] / 2**30:.2f} GiB)")
+    results = []
+    try:
+        for kind in args.synopsis:
+            got = run_estimate(s_path, r_path, kind)
+            (rec,) = got.pop("records")
+            records = args.packets + truth["received"]
+            est = rec["estimate"] or {}
+            row = {"synopsis": kind, **{k: round(v, 2) for k, v in got.items()},
+                   "packets_read": records,
+                   "mpps_wall": round(records / got["wall_s"] / 1e6, 3),
+                   "mpps_cpu": round(records / got["cpu_s"] / 1e6, 3),
+                   "valid": rec["valid"], "est_lost": est.get("lost"),
+                   "true": rec.get("true"), "est_mean": est.get("mean")}
+            results.append(row)
+            print(f"{kind}: {records:,} packets read in {got['wall_s']:.1f} s wall "
+                  f"({row['mpps_wall']} Mpps; {row['mpps_cpu']} Mpps of CPU time), peak "
+                  f"RSS {got['peak_rss_mb']:.0f} MB; lost {est.get('lost')} "
+                  f"(true {truth['lost']}), mean {est.get('mean')} ns (true "
+                  f"{truth['mean']:.2f})")
+    finally:
+        if not args.keep:
+            s_path.unlink(missing_ok=True)
+            r_path.unlink(missing_ok=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"benchmark": "offline_stream", "machine": machine(),
+                               "packets": args.packets, "flows": args.flows,
+                               "loss": args.loss, "snaplen": args.snaplen,
+                               "generate_s": round(gen_s, 1), **sizes, "truth": truth,
+                               "results": results}, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

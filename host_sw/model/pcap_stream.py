@@ -1,0 +1,425 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Streaming capture reader: a pcap or pcapng file as a sequence of vectorised chunks
+(timestamps, header windows, frame classes), in memory bounded by the chunk size
+whatever the capture's size.
+
+Data flow (docs/DESIGN.md, "offline analysis"; model layer): capture file ► **this
+module** ► :class:`CaptureChunk` ► golden hashes and synopses
+(:mod:`host_sw.estimators.offline_stream`). :mod:`host_sw.model.pcap` keeps the
+whole-file reader (:func:`~host_sw.model.pcap.read_pcap`, every frame's bytes) for small
+captures and for writing.
+
+Why hand-written: the published readers hand out one packet per Python call (dpkt's
+``Reader``, scapy's ``RawPcapReader``, libpcap bindings), which costs 1–5 µs a packet
+before any hashing: 20 million packets would take a minute just to be listed. Here a
+block of the file (``chunk_bytes``, 32 MiB by default) is read at once and the record
+offsets are found with numpy, the record headers and the first ``window_bytes`` of every
+frame gathered in one fancy-indexing step (``docs/BENCHMARKS.md``, "Offline analysis of
+two captures", has the measured figures of the candidates).
+
+Finding the records of a classic pcap block is a chain (each header gives the length of
+its record). The fast path guesses the record starts as the positions whose bytes match
+the first record's seconds field in its two high bytes (constant for 18 hours) and whose
+fraction, captured and original length are plausible; it accepts the guess only when
+the guessed records chain exactly (every record ends where the next guessed one starts,
+the last one at the block's end), and otherwise walks the block header by header (a
+Python loop, about 3 million records a second). The result is exact either way: a guess
+is used only when it is the chain. pcapng blocks are walked the same way (their own
+lengths; 4-byte aligned). Timestamps are exact int64 ns (as :mod:`host_sw.model.pcap`).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from host_sw.contracts.hashing import (
+    DEFAULT_WINDOW_BYTES, ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6,
+    MIN_FRAME_BYTES, FrameClass,
+)
+from host_sw.model.pcap import CaptureError
+
+__all__ = ["CaptureChunk", "iter_capture", "capture_linktype", "classify_windows",
+           "DEFAULT_CHUNK_BYTES"]
+
+#: Bytes of the file read at once (the reader's memory is a few times this).
+DEFAULT_CHUNK_BYTES = 32 << 20
+
+_MAGIC_US = 0xA1B2C3D4
+_MAGIC_NS = 0xA1B23C4D
+_PCAPNG_SHB = 0x0A0D0D0A
+_PCAPNG_BOM = 0x1A2B3C4D
+_MAX_CAPLEN = 1 << 18
+#: Above this mean record size the header-by-header walk is cheaper than the guess
+#: (which looks at every byte).
+_GUESS_MAX_MEAN_RECORD = 400
+
+
+def _capture_error(message: str) -> CaptureError:
+    return CaptureError(message)
+
+
+@dataclass(eq=False)
+class CaptureChunk:
+    """Consecutive records of a capture.
+
+    Attributes
+    ----------
+    timestamps_ns:
+        int64 ``(n,)`` — ns since the epoch.
+    windows:
+        uint8 ``(n, window_bytes)`` — the first bytes of each frame, zero past its end.
+    classes:
+        int64 ``(n,)`` — :class:`~host_sw.contracts.hashing.FrameClass` (the tap's
+        decision, :func:`~host_sw.contracts.hashing.classify_frame`).
+    lengths:
+        int64 ``(n,)`` — captured length of each frame.
+    original_lengths:
+        int64 ``(n,)`` — on-wire length.
+    """
+    timestamps_ns: np.ndarray
+    windows: np.ndarray
+    classes: np.ndarray
+    lengths: np.ndarray
+    original_lengths: np.ndarray
+
+    def __len__(self):
+        return len(self.timestamps_ns)
+
+
+def classify_windows(windows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`~host_sw.contracts.hashing.classify_frame` of every frame, vectorised
+    (from its window and captured length; no frame of a capture is errored)."""
+    ethertype = (windows[:, 12].astype(np.int64) << 8) | windows[:, 13]
+    version = windows[:, 14] >> 4
+    cls = np.full(len(windows), int(FrameClass.NON_IP), np.int64)
+    cls[(ethertype == ETHERTYPE_IPV6) & (version == 6)] = FrameClass.IPV6
+    cls[(ethertype == ETHERTYPE_IPV4) & (version == 4)] = FrameClass.IPV4
+    cls[ethertype == ETHERTYPE_CONTROL] = FrameClass.CONTROL
+    cls[lengths < MIN_FRAME_BYTES] = FrameClass.RUNT
+    return cls
+
+
+def _gather(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """``(n, width)`` bytes from ``starts``; ``buf`` must extend ``width`` bytes past
+    the last start (:class:`_Blocks` pads). Rows of a strided view: one copy per row."""
+    rows = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - width + 1, width),
+                                           strides=(1, 1), writeable=False)
+    return rows[starts]
+
+
+def _fields(head: np.ndarray, le: bool) -> np.ndarray:
+    """The uint32 fields of ``(n, 4k)`` header bytes: ``(n, k)`` int64."""
+    words = np.ascontiguousarray(head).view("<u4" if le else ">u4")
+    return words.astype(np.int64)
+
+
+class _Blocks:
+    """The file read block by block into one reused buffer: the unread tail of the last
+    block (a record cut by the block's end) moves to the front, the next block is read
+    after it, and ``pad`` zero bytes follow the data (reads past a frame's end give
+    zeros, masked anyway). No per-block copy of the data."""
+
+    def __init__(self, f, chunk_bytes: int, pad: int, first: bytes, progress):
+        self.f, self.chunk, self.pad, self.progress = f, chunk_bytes, pad, progress
+        self.buf = np.zeros(chunk_bytes + pad + len(first), np.uint8)
+        self.buf[:len(first)] = np.frombuffer(first, np.uint8)
+        self.end = len(first)
+
+    def read(self) -> int:
+        """Append the next block; the bytes read (0 at the end of the file)."""
+        if self.end + self.chunk + self.pad > len(self.buf):   # a record > one block
+            grown = np.zeros(self.end + self.chunk + self.pad, np.uint8)
+            grown[:self.end] = self.buf[:self.end]
+            self.buf = grown
+        got = self.f.readinto(memoryview(self.buf)[self.end:self.end + self.chunk])
+        if self.progress is not None:
+            self.progress(got)
+        self.end += got
+        self.buf[self.end:self.end + self.pad] = 0
+        return got
+
+    def data(self) -> memoryview:
+        return memoryview(self.buf)[:self.end]
+
+    def consume(self, cut: int) -> None:
+        """Drop the first ``cut`` bytes (the records handed out)."""
+        tail = self.buf[cut:self.end].copy()
+        self.buf[:len(tail)] = tail
+        self.end = len(tail)
+
+
+# ---------------------------------------------------------------------------------------
+# classic pcap
+# ---------------------------------------------------------------------------------------
+
+def _walk_classic(data: bytes, le: bool) -> tuple[np.ndarray, int]:
+    """Record starts of complete records, header by header; and where the rest starts."""
+    unpack = struct.Struct("<I" if le else ">I").unpack_from
+    starts = []
+    push = starts.append
+    off, end = 0, len(data)
+    while off + 16 <= end:
+        nxt = off + 16 + unpack(data, off + 8)[0]
+        if nxt > end:
+            break
+        push(off)
+        off = nxt
+    return np.array(starts, dtype=np.int64), off
+
+
+def _chain(cand: np.ndarray, nxt: np.ndarray, end: int):
+    """The records reachable from ``cand[0]`` when each record ``i`` ends at ``nxt[i]``:
+    ``(starts, rest)``, or ``None`` when the chain leaves the guessed starts before the
+    block's end. One Python step per guessed start that is not a record (rare)."""
+    succ = np.searchsorted(cand, nxt)
+    succ_ok = (succ < len(cand)) & (cand[np.minimum(succ, len(cand) - 1)] == nxt)
+    straight = succ_ok & (succ == np.arange(1, len(cand) + 1))
+    breaks = np.flatnonzero(~straight)
+    runs, i = [], 0
+    while True:
+        j = int(breaks[np.searchsorted(breaks, i)])   # the last record of this run
+        runs.append((i, j))
+        if not succ_ok[j]:
+            break
+        i = int(succ[j])
+    rest = int(nxt[j])
+    if rest <= end - 16:               # a header after the last guess was missed
+        return None
+    if rest > end:                     # the last record continues in the next block
+        last_i, last_j = runs[-1]
+        runs[-1] = (last_i, last_j - 1)
+        rest = int(cand[j])
+    starts = np.concatenate([cand[a:b + 1] for a, b in runs])
+    return starts, rest
+
+
+def _guess_classic(buf: np.ndarray, end: int, le: bool, frac_limit: int):
+    """The fast path of the module docstring: record starts, or ``None`` (walk)."""
+    n = end - 15
+    if n <= 0:
+        return None
+    at = 2 if le else 0           # the seconds' two high bytes, compared as one uint16
+    value = buf[at:at + 2].view(np.uint16)[0]
+    m = n // 2 * 2
+    even = np.flatnonzero(buf[at:at + m].view(np.uint16) == value) * 2
+    odd = np.flatnonzero(buf[at + 1:at + 1 + m].view(np.uint16) == value) * 2 + 1
+    cand = np.sort(np.concatenate([even, odd[odd < n], np.arange(m, n)]))
+    fields = _fields(_gather(buf, cand, 16), le)
+    frac, cap, orig = fields[:, 1], fields[:, 2], fields[:, 3]
+    ok = (frac < frac_limit) & (cap <= _MAX_CAPLEN) & (orig >= cap)
+    cand, cap = cand[ok], cap[ok].astype(np.int64)
+    if not len(cand) or cand[0] != 0:
+        return None
+    return _chain(cand, cand + 16 + cap, end)
+
+
+def _classic_records(blocks: _Blocks, le: bool, frac_limit: int, guess: bool):
+    found = _guess_classic(blocks.buf, blocks.end, le, frac_limit) if guess else None
+    return found if found is not None else _walk_classic(blocks.data(), le)
+
+
+def _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, where):
+    sec, frac, cap, orig = _fields(_gather(buf, starts, 16), le).T
+    bad = np.flatnonzero(frac >= frac_limit)
+    if len(bad):
+        raise _capture_error(f"{where}: corrupt timestamp fraction {int(frac[bad[0]])} "
+                             f"in the record at byte offset {int(starts[bad[0]])} of a block")
+    windows = _gather(buf, starts + 16, window_bytes)
+    windows[np.arange(window_bytes)[None, :] >= cap[:, None]] = 0
+    return CaptureChunk(sec * 1_000_000_000 + frac * frac_ns, windows,
+                        classify_windows(windows, cap), cap, orig)
+
+
+def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress):
+    magic_le = struct.unpack("<I", head[:4])[0]
+    le = magic_le in (_MAGIC_US, _MAGIC_NS)
+    magic = magic_le if le else struct.unpack(">I", head[:4])[0]
+    frac_ns = 1 if magic == _MAGIC_NS else 1000
+    frac_limit = 1_000_000_000 if frac_ns == 1 else 1_000_000
+    blocks = _Blocks(f, chunk_bytes, 16 + window_bytes, b"", progress)
+    mean_record = 0.0
+    while True:
+        if not blocks.read():
+            if blocks.end:
+                what = "record header" if blocks.end < 16 else "packet record"
+                raise _capture_error(f"{path!r}: truncated {what} at the end of the file "
+                                     f"({blocks.end} bytes left)")
+            return
+        starts, cut = _classic_records(blocks, le, frac_limit,
+                                       mean_record < _GUESS_MAX_MEAN_RECORD)
+        if len(starts):
+            mean_record = cut / len(starts)
+            yield _classic_chunk(blocks.buf, starts, le, frac_ns, frac_limit,
+                                 window_bytes, path)
+        blocks.consume(cut)
+
+
+# ---------------------------------------------------------------------------------------
+# pcapng
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class _Interface:
+    linktype: int
+    num: int = 10        # resolution num ** -pow seconds
+    pow: int = 6
+    offset_s: int = 0
+
+    def ns(self, ticks: np.ndarray) -> np.ndarray:
+        if self.num == 10 and self.pow <= 9:
+            ns = ticks * 10 ** (9 - self.pow)
+        else:   # rounded to the nearest ns, exact in Python integers
+            d = self.num ** self.pow
+            ns = np.array([(int(t) * 10 ** 9 + d // 2) // d for t in ticks], np.int64)
+        return ns + self.offset_s * 1_000_000_000
+
+
+def _idb(body: bytes, le: bool) -> _Interface:
+    e = "<" if le else ">"
+    iface = _Interface(struct.unpack(e + "H", body[:2])[0])
+    off = 8
+    while off + 4 <= len(body):
+        code, length = struct.unpack(e + "HH", body[off:off + 4])
+        value = body[off + 4:off + 4 + length]
+        if code == 0:
+            break
+        if code == 9 and length >= 1:
+            iface.num, iface.pow = (2 if value[0] & 0x80 else 10), value[0] & 0x7F
+        elif code == 14 and length >= 8:
+            iface.offset_s = struct.unpack(e + "q", value[:8])[0]
+        off += 4 + (length + 3) // 4 * 4
+    return iface
+
+
+def _walk_pcapng(data: bytes, le: bool, path, ifaces: list):
+    """EPB/PB record positions ``(starts, kind)`` of the complete blocks, the interfaces
+    they name, and where the rest starts; SHB/IDB update ``ifaces``."""
+    e = "<" if le else ">"
+    unpack = struct.Struct(e + "II").unpack_from
+    starts, kinds = [], []
+    off, end = 0, len(data)
+    while off + 8 <= end:
+        btype, blen = unpack(data, off)
+        if blen < 12 or blen % 4:
+            raise _capture_error(f"{path!r}: corrupt pcapng block length {blen}")
+        if off + blen > end:
+            break
+        if btype == 6 or btype == 2:
+            starts.append(off)
+            kinds.append(btype)
+        elif btype == 1:
+            ifaces.append(_idb(bytes(data[off + 8:off + blen - 4]), le))
+        elif btype == _PCAPNG_SHB:
+            ifaces.clear()
+        off += blen
+    return np.array(starts, np.int64), np.array(kinds, np.int64), off
+
+
+def _pcapng_chunk(buf, starts, kinds, le, ifaces, window_bytes, path):
+    words = _fields(_gather(buf, starts + 8, 20), le).T
+    is_pb = kinds == 2
+    iface = np.where(is_pb, words[0] & 0xFFFF if le else words[0] >> 16, words[0])
+    ticks = (words[1] << 32) | words[2]
+    cap, orig = words[3], words[4]
+    if not ifaces or iface.max(initial=0) >= len(ifaces):
+        raise _capture_error(f"{path!r}: a packet names an interface the file does not "
+                             f"describe")
+    ts = np.empty(len(starts), np.int64)
+    for k, itf in enumerate(ifaces):
+        sel = iface == k
+        if sel.any():
+            ts[sel] = itf.ns(ticks[sel])
+    windows = _gather(buf, starts + 28, window_bytes)
+    windows[np.arange(window_bytes)[None, :] >= cap[:, None]] = 0
+    return CaptureChunk(ts, windows, classify_windows(windows, cap), cap, orig)
+
+
+def _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress):
+    bom = head[8:12]
+    if len(bom) < 4:
+        raise _capture_error(f"{path!r}: truncated pcapng block header")
+    le = struct.unpack("<I", bom)[0] == _PCAPNG_BOM
+    if not le and struct.unpack(">I", bom)[0] != _PCAPNG_BOM:
+        raise _capture_error(f"{path!r}: corrupt pcapng section header")
+    ifaces: list[_Interface] = []
+    blocks = _Blocks(f, chunk_bytes, 28 + window_bytes, head, progress)
+    while True:
+        if not blocks.read():
+            if blocks.end:
+                raise _capture_error(f"{path!r}: truncated pcapng block at the end of "
+                                     f"the file ({blocks.end} bytes left)")
+            return
+        starts, kinds, cut = _walk_pcapng(blocks.data(), le, path, ifaces)
+        if len(starts):
+            if len({i.linktype for i in ifaces}) > 1:
+                raise _capture_error(f"{path!r}: interfaces of different link types")
+            yield _pcapng_chunk(blocks.buf, starts, kinds, le, ifaces, window_bytes, path)
+        blocks.consume(cut)
+
+
+# ---------------------------------------------------------------------------------------
+# entry points
+# ---------------------------------------------------------------------------------------
+
+def _open(path):
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise _capture_error(f"capture file {path!r} does not exist")
+    f = open(path, "rb")
+    head = f.read(24)
+    if len(head) < 4:
+        f.close()
+        raise _capture_error(f"{path!r} is too short to be a capture ({len(head)} bytes)")
+    magic_le, magic_be = struct.unpack("<I", head[:4])[0], struct.unpack(">I", head[:4])[0]
+    if magic_le == _PCAPNG_SHB:
+        return f, path, "pcapng", head
+    if magic_le in (_MAGIC_US, _MAGIC_NS) or magic_be in (_MAGIC_US, _MAGIC_NS):
+        if len(head) < 24:
+            f.close()
+            raise _capture_error(f"{path!r}: truncated pcap file header")
+        return f, path, "pcap", head
+    f.close()
+    raise _capture_error(f"{path!r} is not a pcap or pcapng file (magic {magic_le:#010x})")
+
+
+def capture_linktype(path) -> int:
+    """The link-layer type of a capture (of its first interface, for pcapng)."""
+    f, path, fmt, head = _open(path)
+    with f:
+        if fmt == "pcap":
+            le = struct.unpack("<I", head[:4])[0] in (_MAGIC_US, _MAGIC_NS)
+            return struct.unpack("<I" if le else ">I", head[20:24])[0] & 0x0FFFFFFF
+        f.seek(0)
+        data = f.read(1 << 16)
+    le = struct.unpack("<I", data[8:12])[0] == _PCAPNG_BOM
+    ifaces: list[_Interface] = []
+    _walk_pcapng(data, le, path, ifaces)
+    if not ifaces:
+        raise _capture_error(f"{path!r}: no interface description in the first 64 KiB")
+    return ifaces[0].linktype
+
+
+def iter_capture(path, *, window_bytes: int = DEFAULT_WINDOW_BYTES,
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 progress: Callable[[int], None] | None = None) -> Iterator[CaptureChunk]:
+    """The records of a pcap or pcapng file as :class:`CaptureChunk` objects, in file
+    order. ``progress(n)`` is called with the bytes read after each read.
+
+    Raises :class:`~host_sw.model.pcap.CaptureError` for a missing, truncated or
+    unrecognised file (a truncated tail only when the iteration reaches it).
+    """
+    if chunk_bytes < 1 << 16:
+        raise ValueError(f"chunk_bytes must be at least 64 KiB, not {chunk_bytes}")
+    f, path, fmt, head = _open(path)
+    with f:
+        if progress is not None:
+            progress(len(head))
+        if fmt == "pcap":
+            yield from _iter_classic(f, path, head, window_bytes, chunk_bytes, progress)
+        else:
+            yield from _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress)

@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The streaming capture reader gives exactly what the whole-file reader gives (frames'
+windows, classes, lengths, exact ns timestamps) for pcap (µs, ns, big-endian) and pcapng,
+whatever the block size: records cut by a block's end, records larger than a block,
+and payload bytes that look like record headers (the guessed record starts must be the
+real chain or be walked)."""
+
+import struct
+
+import dpkt
+import numpy as np
+import pytest
+
+from host_sw.contracts.hashing import classify_frame, header_windows
+from host_sw.model.pcap import CaptureError, read_pcap, write_pcap
+from host_sw.model.pcap_stream import (_guess_classic, _walk_classic, capture_linktype,
+                                       iter_capture)
+from host_sw.model.traffic import synthetic_trace
+
+from tests.model.test_pcap import _pcapng
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return synthetic_trace(packets=3000, flows=30, seed=4)
+
+
+def _joined(path, **kw):
+    chunks = list(iter_capture(path, **kw))
+    cat = {k: np.concatenate([getattr(c, k) for c in chunks])
+           for k in ("timestamps_ns", "windows", "classes", "lengths", "original_lengths")}
+    return cat, len(chunks)
+
+
+def _assert_same(path, window=64, **kw):
+    cap = read_pcap(path)
+    got, n = _joined(path, window_bytes=window, **kw)
+    assert np.array_equal(got["timestamps_ns"], cap.timestamps_ns)
+    assert np.array_equal(got["windows"], header_windows(cap.frames, window))
+    assert got["classes"].tolist() == [int(classify_frame(f)) for f in cap.frames]
+    assert got["lengths"].tolist() == [len(f) for f in cap.frames]
+    assert np.array_equal(got["original_lengths"], cap.original_lengths)
+    return n
+
+
+@pytest.mark.parametrize("nano", [True, False], ids=["ns", "us"])
+@pytest.mark.parametrize("chunk", [1 << 16, 1 << 25])
+def test_pcap_matches_the_whole_file_reader(tmp_path, trace, nano, chunk):
+    ts = trace.timestamps if nano else trace.timestamps // 1000 * 1000
+    write_pcap(tmp_path / "a.pcap", trace.frames(), ts, nano=nano)
+    n = _assert_same(tmp_path / "a.pcap", chunk_bytes=chunk)
+    assert n > 1 if chunk == 1 << 16 else n == 1
+
+
+def test_big_endian_and_a_record_larger_than_a_block(tmp_path, trace):
+    frames = trace.frames(range(50)) + [bytes(range(256)) * 300] + trace.frames(range(50, 60))
+    ts = list(range(10**18, 10**18 + 61 * 1000, 1000))
+    head = struct.pack(">IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1)
+    recs = b"".join(struct.pack(">IIII", t // 10**9, t % 10**9, len(f), len(f)) + f
+                    for f, t in zip(frames, ts))
+    (tmp_path / "be.pcap").write_bytes(head + recs)
+    _assert_same(tmp_path / "be.pcap", chunk_bytes=1 << 16)
+    _assert_same(tmp_path / "be.pcap", window=72, chunk_bytes=1 << 16)
+
+
+@pytest.mark.parametrize("start_s", [0, 1_700_000_000])
+def test_payload_that_looks_like_record_headers(tmp_path, start_s):
+    """Frames whose payload repeats a record header: the guessed starts include false
+    ones, the guess still finds the chain (no walk), and the records are the file's."""
+    tr = synthetic_trace(packets=400, flows=30, seed=4, start_ns=start_s * 10**9 + 1000)
+    ts = tr.timestamps
+    frames = []
+    for i, f in enumerate(tr.frames()):
+        fake = struct.pack("<IIII", int(ts[i]) // 10**9, 5, 60, 60)
+        frames.append(f[:42] + fake * 3 + f[42 + 48:] if len(f) >= 42 + 48 else f)
+    write_pcap(tmp_path / "fp.pcap", frames, ts)
+    _assert_same(tmp_path / "fp.pcap", chunk_bytes=1 << 16)
+    data = (tmp_path / "fp.pcap").read_bytes()[24:]
+    buf = np.zeros(len(data) + 80, np.uint8)
+    buf[:len(data)] = np.frombuffer(data, np.uint8)
+    guessed, walked = _guess_classic(buf, len(data), True, 10**9), _walk_classic(data, True)
+    assert guessed is not None and np.array_equal(guessed[0], walked[0])
+    assert guessed[1] == walked[1] == len(data) and len(walked[0]) == 400
+
+
+def test_pcapng_matches_the_whole_file_reader(tmp_path, trace):
+    frames = trace.frames(range(2000))
+    _pcapng(tmp_path / "ns.pcapng", frames, trace.timestamps[:2000].tolist(), tsresol=9)
+    assert _assert_same(tmp_path / "ns.pcapng", chunk_bytes=1 << 16) > 1
+    _pcapng(tmp_path / "p2.pcapng", frames[:1], [3 << 20], tsresol=0x80 | 20)
+    got, _ = _joined(tmp_path / "p2.pcapng")
+    assert got["timestamps_ns"].tolist() == [3_000_000_000]
+    assert capture_linktype(tmp_path / "ns.pcapng") == 1
+
+
+def test_errors(tmp_path, trace):
+    write_pcap(tmp_path / "a.pcap", trace.frames(range(100)), trace.timestamps[:100])
+    data = (tmp_path / "a.pcap").read_bytes()
+    (tmp_path / "cut.pcap").write_bytes(data[:-7])
+    with pytest.raises(CaptureError, match="truncated packet record"):
+        list(iter_capture(tmp_path / "cut.pcap", chunk_bytes=1 << 16))
+    (tmp_path / "text.pcap").write_bytes(b"hello, world")
+    with pytest.raises(CaptureError, match="not a pcap"):
+        list(iter_capture(tmp_path / "text.pcap"))
+    with pytest.raises(CaptureError, match="does not exist"):
+        list(iter_capture(tmp_path / "nope.pcap"))
+    bad = bytearray(data)
+    bad[24 + 4:24 + 8] = struct.pack("<I", 2_000_000_000)     # fraction ≥ 1 s
+    (tmp_path / "frac.pcap").write_bytes(bytes(bad))
+    with pytest.raises(CaptureError, match="corrupt timestamp fraction"):
+        list(iter_capture(tmp_path / "frac.pcap"))
+    _pcapng(tmp_path / "n.pcapng", trace.frames(range(10)), list(range(10)), tsresol=9)
+    (tmp_path / "ncut.pcapng").write_bytes((tmp_path / "n.pcapng").read_bytes()[:-5])
+    with pytest.raises(CaptureError, match="truncated pcapng block"):
+        list(iter_capture(tmp_path / "ncut.pcapng"))
