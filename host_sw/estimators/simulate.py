@@ -37,7 +37,7 @@ from host_sw.model.channel import IntervalObservation, Scenario, interval_observ
 from host_sw.model.golden import Hashers
 from host_sw.model.rli import with_references
 
-__all__ = ["lda_config_for", "run_scenario", "set_difference_intervals"]
+__all__ = ["lda_config_for", "run_scenario", "set_difference_intervals", "rli_flow_table"]
 
 _NO_INTERVAL = np.iinfo(np.int64).min
 
@@ -131,7 +131,9 @@ def rli_flow_table(config: SynopsisConfig, sender, receiver, iv: IntervalObserva
                    hashers: Hashers) -> dict:
     """Per-flow RLI figures of one simulated interval: per flow of the trace (the reference
     flow excluded) the truth beside the estimate, as arrays (``flow``, ``packets``,
-    ``sent``, ``true_mean``, ``true_std``, ``mean``, ``std``, ``collided``)."""
+    ``sent``, ``received``, ``true_mean``, ``true_std``, ``mean``, ``std``, ``collided``, and
+    the flows' header ``windows`` and frame ``classes`` that name them, ``None`` in fast
+    mode)."""
     trace = iv.sender.trace
     flows = np.flatnonzero(trace.flow_classes != FrameClass.CONTROL) \
         if trace.flow_classes is not None else np.arange(trace.num_flows)
@@ -145,7 +147,9 @@ def rli_flow_table(config: SynopsisConfig, sender, receiver, iv: IntervalObserva
     return {"flow": flows, "packets": truth["packets"][flows], "sent": est.sent,
             "received": est.packets, "true_mean": truth["mean"][flows],
             "true_std": true_std[flows], "mean": est.mean_ns, "std": est.std_ns,
-            "collided": est.collided}
+            "collided": est.collided,
+            "windows": None if trace.flow_windows is None else trace.flow_windows[flows],
+            "classes": None if trace.flow_classes is None else trace.flow_classes[flows]}
 
 
 def _rli_synopses(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers):
