@@ -2,8 +2,12 @@
 """The RLI golden model (host_sw.model.rli) against a per-packet reference of docs/SPEC.md
 "RLI": reference schedule, interpolation buffer, counters, trace with references."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+from bench.rli_test_vectors import BEGIN, END, markdown
 
 from host_sw.contracts.config import RliConfig
 from host_sw.contracts.hashing import FrameClass
@@ -131,3 +135,9 @@ def test_with_references_inserts_control_frames(fast):
     assert np.array_equal(np.flatnonzero(is_ref) - 1, data_pos[49::50])
     if not fast:
         assert np.array_equal(out.hashes(config).flow[:, ~is_ref], trace.hashes(config).flow)
+
+
+def test_spec_vectors_are_current():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "SPEC.md").read_text("utf-8")
+    block = BEGIN + doc.partition(BEGIN)[2].partition(END)[0] + END
+    assert block == markdown()
