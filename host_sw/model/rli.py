@@ -56,6 +56,15 @@ def _every_nth(counted_idx: np.ndarray, n: int) -> np.ndarray:
     return counted_idx[n - 1::n]
 
 
+def _in_the_gap(send_ticks: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """A reference's send tick: the middle of the gap after its packet (the last packet's
+    own tick). Sent in the gap, it samples the queue between packets; stamped with the
+    packet's own tick it would arrive together with that packet and always wait for it
+    (docs/ACCURACY.md, RLI)."""
+    nxt = np.minimum(after + 1, len(send_ticks) - 1)
+    return send_ticks[after] + (send_ticks[nxt] - send_ticks[after]) // 2
+
+
 def reference_positions(config: RliConfig, send_ticks: np.ndarray, frame_bytes: np.ndarray,
                         counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where the sender inserts reference packets: ``(after, ticks)`` — each reference
@@ -66,7 +75,7 @@ def reference_positions(config: RliConfig, send_ticks: np.ndarray, frame_bytes: 
     cidx = np.flatnonzero(counted)
     if config.ref_packets:
         after = _every_nth(cidx, config.ref_packets)
-        return after, send_ticks[after]
+        return after, _in_the_gap(send_ticks, after)
     if len(send_ticks) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     t0 = int(send_ticks[0])
@@ -86,7 +95,7 @@ def reference_positions(config: RliConfig, send_ticks: np.ndarray, frame_bytes: 
     starts = np.searchsorted(cwin, np.arange(nwin), side="left")
     rank = np.arange(len(cidx)) - starts[cwin]
     after = cidx[(rank + 1) % spacing[cwin] == 0]
-    return after, send_ticks[after]
+    return after, _in_the_gap(send_ticks, after)
 
 
 def _reference_window(window_bytes: int) -> np.ndarray:
@@ -107,7 +116,9 @@ def with_references(trace: Trace, config: RliConfig) -> tuple[Trace, np.ndarray]
     ticks = trace.timestamps if tick == 1 else np.floor(trace.timestamps / tick).astype(np.int64)
     after, ref_ticks = reference_positions(config, ticks, trace.frame_lengths, trace.counted)
     ref_ns = ref_ticks if tick == 1 else np.ceil(ref_ticks * tick).astype(np.int64)
-    ref_ns = np.maximum(ref_ns, trace.timestamps[after]) if len(after) else ref_ns
+    if len(after):
+        nxt = trace.timestamps[np.minimum(after + 1, len(trace) - 1)]
+        ref_ns = np.clip(ref_ns, trace.timestamps[after], np.maximum(nxt, trace.timestamps[after]))
     at = after + 1
     m = len(at)
     ref_flow = trace.num_flows

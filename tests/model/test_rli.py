@@ -101,7 +101,7 @@ def test_reference_schedules():
     after, ticks = reference_positions(RliConfig(ref_packets=10), send, np.full(100, 100),
                                        counted)
     assert after.tolist() == np.flatnonzero(counted)[9::10].tolist()
-    assert ticks.tolist() == send[after].tolist()
+    assert ticks.tolist() == (send[after] + 5).tolist()     # the middle of the gap after
     after, ticks = reference_positions(RliConfig(ref_packets=0, ref_period_ticks=250), send,
                                        np.full(100, 100), counted)
     assert ticks.tolist() == [250, 500, 750] and after.tolist() == [25, 50, 75]
