@@ -124,18 +124,22 @@ class RliInterpolator(wiring.Component):
         shifted = Signal(ts + 2)
         m.d.comb += shifted.eq(Cat(num[-1], rem))
 
-        # -- drain pipeline: read, then compute and emit ------------------------------
-        pipe = Signal()
-        m.d.sync += pipe.eq(0)
+        # -- drain pipeline: read ► offset ► product (DSP) ► delay out -----------------
+        pipe, v1, v2 = Signal(), Signal(), Signal()
+        m.d.sync += [pipe.eq(0), v1.eq(pipe), v2.eq(v1)]
         offset = Signal(signed(dw + 1))
         product = Signal(signed(dw + f + 3 + dw + 1))
-        m.d.comb += [offset.eq(rp.data.arrival - a1), product.eq(slope * offset)]
+        cell1, cell2 = Signal(self._cell_bits), Signal(self._cell_bits)
+        digest1, digest2 = Signal(cfg.digest_bits), Signal(cfg.digest_bits)
+        m.d.sync += [offset.eq(rp.data.arrival - a1), cell1.eq(rp.data.cell),
+                     digest1.eq(rp.data.digest),
+                     product.eq(slope * offset), cell2.eq(cell1), digest2.eq(digest1)]
         interp = Signal(signed(dw))
         m.d.comb += interp.eq(d1 + (product >> f))
-        m.d.sync += [self.update_valid.eq(pipe & ~suppress),
-                     self.update_cell.eq(rp.data.cell), self.update_digest.eq(rp.data.digest),
+        m.d.sync += [self.update_valid.eq(v2 & ~suppress),
+                     self.update_cell.eq(cell2), self.update_digest.eq(digest2),
                      self.update_delay.eq(Mux(flat, flat_d, interp))]
-        with m.If(pipe & suppress):
+        with m.If(v2 & suppress):
             m.d.sync += self.unreferenced.eq(self.unreferenced + 1)
 
         # delay = (arrival − send) mod 2**ts_bits, read as a signed ts_bits number
@@ -186,7 +190,7 @@ class RliInterpolator(wiring.Component):
                 with m.If(rd != seg_end):
                     m.d.comb += [rp.addr.eq(rd), rp.en.eq(1)]
                     m.d.sync += [rd.eq(rd + 1), pipe.eq(1)]
-                with m.Elif(~pipe):
+                with m.Elif(~pipe & ~v1 & ~v2):
                     m.d.sync += prev_valid.eq(~closing)
                     with m.If(~closing):
                         m.d.sync += [a1.eq(a2), d1.eq(d2)]
