@@ -18,9 +18,10 @@ import json
 from host_sw.cli.args import (RunFailure, UsageError, confidence, guard, int_at_least, int_in,
                               nonneg_int,
                               positive_int, probability, seed)
+from host_sw.cli.rli_flows import flow_rows, render_flows, write_flows
 from host_sw.cli.table import SIMULATE_TABLE
-from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, RdaConfig, SynopsisConfig,
-                                      config_class)
+from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, RdaConfig, RliConfig,
+                                      SynopsisConfig, config_class)
 from host_sw.estimators.simulate import lda_config_for, run_scenario
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import CaptureError, capture_trace
@@ -29,6 +30,10 @@ __all__ = ["add_simulate_parser", "simulate_config"]
 
 #: The most packets (and flows) one simulated interval holds: its arrays must fit memory.
 _MAX_PACKETS = 10 ** 9
+#: Path defaults of the plain channel; with ``--channel queue`` the queue makes delay and
+#: loss, and these apply only when given.
+_DEFAULT_DELAY = "weibull:scale=133,shape=0.6"
+_DEFAULT_LOSS = 0.01
 
 
 def add_simulate_parser(sub) -> None:
@@ -42,12 +47,12 @@ def add_simulate_parser(sub) -> None:
     sim.add_argument("--packets", type=int_at_least(1, "positive", _MAX_PACKETS),
                      default=1_000_000,
                      help="packets sent in the interval")
-    sim.add_argument("--loss", type=probability, default=0.01,
+    sim.add_argument("--loss", type=probability, default=_DEFAULT_LOSS,
                      help="uniform loss probability (0.01 or 1%%)")
     sim.add_argument("--burst-loss", action="store_true",
                      help="lose packets in episodes of about 100 (LDA §IV-C) instead of "
                           "uniformly")
-    sim.add_argument("--delay", default="weibull:scale=133,shape=0.6",
+    sim.add_argument("--delay", default=_DEFAULT_DELAY,
                      help="delay distribution: weibull:scale=,shape= | pareto:scale=,shape= "
                           "| constant:value= | bimodal:a=,b=,p= | exponential:mean= ; "
                           "add mean= to rescale to an exact mean")
@@ -81,7 +86,49 @@ def add_simulate_parser(sub) -> None:
                           "(statistically equivalent, faster)")
     sim.add_argument("--json", action="store_true",
                      help="print one JSON object per run: {true:{...}, estimate:{...}}")
+    _add_queue_and_rli_options(sim)
     sim.set_defaults(handler=guard(_cmd_simulate))
+
+
+def _add_queue_and_rli_options(sim) -> None:
+    """The queueing channel (docs/SIMULATION.md) and RLI's reference and per-flow
+    options."""
+    sim.add_argument("--channel", choices=("path", "queue"), default="path",
+                     help="path: --delay and --loss as given; queue: a FIFO queue whose "
+                          "delays and drops come from the traffic (--utilisation, --aqm), "
+                          "plus --delay/--loss only when given")
+    sim.add_argument("--utilisation", type=_utilisation, default=0.55,
+                     help="queue: offered load / drain rate (the RLI paper's 0.22, 0.55, "
+                          "0.88)")
+    sim.add_argument("--aqm", choices=("red", "droptail"), default="red",
+                     help="queue: RED (10 000 packets, min_th 4 000, max_th 9 000, "
+                          "w_q 0.002, max_p 1/50) or drop-tail at 10 000 packets")
+    sim.add_argument("--ref-packets", type=nonneg_int, default=None, metavar="N",
+                     help="RLI: one reference packet after every N counted packets "
+                          "(default 100)")
+    sim.add_argument("--ref-period", type=positive_int, default=None, metavar="NS",
+                     help="RLI: one reference packet per period instead")
+    sim.add_argument("--ref-adaptive", type=_rate, default=None, metavar="BYTES_PER_S",
+                     help="RLI: references adapted to the utilisation of a sender link of "
+                          "this rate (1 in 10 below 20 %%, 1 in 300 above 80 %%)")
+    sim.add_argument("--top", type=nonneg_int, default=10,
+                     help="RLI: per-flow rows printed (largest flows)")
+    sim.add_argument("--flows-out", default=None, metavar="FILE",
+                     help="RLI: every flow's figures to FILE (.csv, else JSON lines)")
+
+
+def _utilisation(text):
+    value = float(text)
+    if not 0 < value <= 10:
+        raise argparse.ArgumentTypeError(f"must be in (0, 10], not {text}")
+    return value
+
+
+def _rate(text):
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive rate, not {text}")
+    return value
 
 
 def _lda(args) -> SynopsisConfig:
@@ -100,11 +147,23 @@ def _lds(args) -> SynopsisConfig:
                      row_thresholds=(0,) * rows)
 
 
+def _rli(args) -> SynopsisConfig:
+    refs = {"ref_packets": 0}
+    if args.ref_adaptive is not None:
+        refs["adapt_link_Bps"] = args.ref_adaptive
+    elif args.ref_period is not None:
+        refs["ref_period_ticks"] = args.ref_period
+    else:
+        refs["ref_packets"] = 100 if args.ref_packets is None else args.ref_packets
+    return RliConfig(cells=args.cells, **refs)
+
+
 #: The simulation's configuration of a synopsis kind from the options, where its defaults
 #: differ from the configuration class's (LDA tuned to the packet count, RDA sized to the
 #: set difference, LDS with the cells of the options); a kind not listed simulates with
 #: its class's defaults.
 _SIMULATE_CONFIGS = {"lda": _lda, "rda": _rda, "lds": _lds}
+_SIMULATE_CONFIGS["rli"] = _rli
 
 
 
@@ -121,11 +180,26 @@ def _check_options(args) -> None:
         raise UsageError("--pcap and --fast exclude each other")
     if args.tune_for_loss is not None and args.synopsis != "lda":
         raise UsageError("--tune-for-loss applies to --synopsis lda only")
+    refs = [o for o, v in (("--ref-packets", args.ref_packets),
+                           ("--ref-period", args.ref_period),
+                           ("--ref-adaptive", args.ref_adaptive)) if v is not None]
+    if refs and args.synopsis != "rli":
+        raise UsageError(f"{refs[0]} applies to --synopsis rli only")
+    if len(refs) > 1:
+        raise UsageError(f"{refs[0]} and {refs[1]} exclude each other")
+    if args.flows_out and args.synopsis != "rli":
+        raise UsageError("--flows-out applies to --synopsis rli only")
 
 
 def _scenario(args, config: SynopsisConfig) -> Scenario:
-    loss = f"episodes:rate={args.loss},length=100" if args.burst_loss and args.loss else args.loss
-    return Scenario(packets=args.packets, flows=args.flows, delay=args.delay,
+    delay, loss_rate, queue = args.delay, args.loss, None
+    if args.channel == "queue":
+        queue = f"{args.aqm}:utilisation={args.utilisation}"
+        delay = "constant:value=0" if delay == _DEFAULT_DELAY else delay
+        loss_rate = 0.0 if loss_rate == _DEFAULT_LOSS else loss_rate
+    loss = (f"episodes:rate={loss_rate},length=100" if args.burst_loss and loss_rate
+            else loss_rate)
+    return Scenario(packets=args.packets, flows=args.flows, delay=delay, queue=queue,
                     loss=loss, multipath_fraction=args.reorder,
                     multipath_extra="constant:value=1000" if args.reorder else
                     "constant:value=0",
@@ -163,8 +237,37 @@ def _cmd_simulate(args) -> int:
         # Printed once every run is done, so that an option found bad while running
         # leaves no half-printed table behind.
         print(f"# {config.kind.upper()} {dict(zip(('banks/rows', 'buckets'), config.shape))} "
-              f"config ID {config.config_id:#010x}; {args.packets} packets, loss {args.loss}, "
-              f"delay {args.delay}, seed {args.seed}")
+              f"config ID {config.config_id:#010x}; {args.packets} packets, "
+              f"{_path_text(args, scenario)}, seed {args.seed}")
         for line in SIMULATE_TABLE.render(records):
             print(line)
+    _rli_output(args, records)
     return 0
+
+
+def _path_text(args, scenario: Scenario) -> str:
+    channel = scenario.channel
+    if channel.queue is None:
+        return f"loss {args.loss}, delay {args.delay}"
+    return f"queue {channel.queue}, path loss {channel.loss}, delay {channel.delay}"
+
+
+def _rli_output(args, records) -> None:
+    """RLI's per-flow table (not with ``--json``) and ``--flows-out`` file."""
+    runs = [(rec.run, flow_rows(rec.details["rli_flows"])) for rec in records
+            if "rli_flows" in rec.details]
+    if not runs:
+        return
+    if not args.json:
+        for run, rows in runs:
+            d = next(r for r in records if r.run == run).details
+            print(f"# run {run}: {d['references']} reference packets, "
+                  f"{d['buffer_overflowed']} packets lost to a full interpolation buffer, "
+                  f"{d['collided_flows']} flows in shared cells (no estimate)")
+            for line in render_flows(rows, args.top):
+                print(line)
+    if args.flows_out:
+        try:
+            write_flows(args.flows_out, runs)
+        except OSError as e:
+            raise RunFailure(f"cannot write {args.flows_out}: {e.strerror or e}") from None

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Synopsis configurations (LDA, RDA, LDS) and the configuration ID.
+"""Synopsis configurations (LDA, RDA, LDS, RLI) and the configuration ID.
 
 A configuration holds every parameter that decides which counter a packet updates and how:
 the kind and its dimensions, the hash seed, the header window and byte masks, sampling
@@ -38,7 +38,7 @@ from host_sw.contracts.hashing import (DEFAULT_WINDOW_BYTES, FLOW_KEY_BYTES, Has
 from host_sw.contracts.layouts import Field, WordLayout
 
 __all__ = ["KIND_CODES", "CONFIG_CLASSES", "config_class", "SynopsisConfig", "LdaConfig",
-           "RdaConfig", "LdsConfig", "ConfigMismatch", "ThresholdRegister", "THRESHOLD_BITS",
+           "RdaConfig", "LdsConfig", "RliConfig", "ConfigMismatch", "ThresholdRegister", "THRESHOLD_BITS",
            "MASK_FIELDS", "canonical_json", "check_comparable", "config_from_dict",
            "is_power_of_two", "threshold_for_rate"]
 
@@ -49,6 +49,7 @@ class ConfigMismatch(ValueError):
 
 #: The synopsis kind codes of the CONFIG register and of the control frames' kind field.
 KIND_CODES = {"lda": 1, "rda": 2, "lds": 3}
+KIND_CODES["rli"] = 5
 #: Width of one run-time sampling threshold (a leading-zero count 0..32) in the
 #: THRESHOLDS register and the bucket selector.
 THRESHOLD_BITS = 6
@@ -122,6 +123,9 @@ class SynopsisConfig:
     kind: ClassVar[str] = ""
     #: The kind's run-time thresholds register, or ``None`` when it samples every packet.
     threshold_register: ClassVar[ThresholdRegister | None] = None
+    #: Whether the gateware builds this kind (a row in ``hw/kinds.py``); a kind that exists
+    #: on the host only (golden model, estimator, simulation) says False.
+    has_gateware: ClassVar[bool] = True
 
     seed: int = 0x1DA5EED
     window_bytes: int = DEFAULT_WINDOW_BYTES
@@ -381,10 +385,89 @@ class LdsConfig(SynopsisConfig):
                 "vlda_cells": self.vlda_cells}
 
 
+@dataclass(frozen=True, kw_only=True)
+class RliConfig(SynopsisConfig):
+    """RLI (Lee, Duffield and Kompella, SIGCOMM 2010): reference packets at the sender,
+    per-packet delays interpolated between them at the receiver, per-flow counters.
+
+    The counters are ``cells`` hash-indexed per-flow cells (one row; the flow's cell is
+    ``range_reduce32(flow hash 0, cells)``), each word ``count``, ``delay_sum``,
+    ``delay_sq_sum`` and ``digest_sum`` (the sum of the packets' flow digests, flow hash 1
+    — a cell shared by two flows is detected when ``digest_sum != count · digest``).
+    Reference packets: exactly one of ``ref_packets`` (one after every N-th counted
+    packet), ``ref_period_ticks`` (one per period) or ``adapt_link_Bps`` (adaptive to the
+    sender link's utilisation, docs/SPEC.md "RLI"). ``buffer_packets`` bounds the
+    receiver's interpolation buffer; ``slope_frac_bits`` the fixed-point slope.
+    """
+    kind: ClassVar[str] = "rli"
+    has_gateware: ClassVar[bool] = False
+    cells: int = 4096
+    digest_bits: int = 32
+    delay_bits: int = 48
+    sq_bits: int = 64
+    ref_packets: int = 100
+    ref_period_ticks: int = 0
+    adapt_link_Bps: float = 0.0
+    adapt_window_ticks: int = 1_000_000
+    ref_packets_low_util: int = 10
+    ref_packets_high_util: int = 300
+    util_low: float = 0.2
+    util_high: float = 0.8
+    buffer_packets: int = 4096
+    slope_frac_bits: int = 16
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 1 <= self.cells <= (1 << 24):
+            raise ValueError(f"cells must be 1..2**24, not {self.cells}")
+        for name, lo, hi in (("digest_bits", 1, 64), ("delay_bits", 16, 64),
+                             ("sq_bits", 16, 64), ("slope_frac_bits", 0, 24)):
+            if not lo <= getattr(self, name) <= hi:
+                raise ValueError(f"{name} must be {lo}..{hi}, not {getattr(self, name)}")
+        modes = [self.ref_packets > 0, self.ref_period_ticks > 0, self.adapt_link_Bps > 0]
+        if sum(modes) != 1 or min(self.ref_packets, self.ref_period_ticks,
+                                  self.adapt_link_Bps) < 0:
+            raise ValueError("give exactly one reference rule: ref_packets (1 in N), "
+                             "ref_period_ticks or adapt_link_Bps (adaptive), the others 0")
+        if not 1 <= self.ref_packets_low_util <= self.ref_packets_high_util:
+            raise ValueError("need 1 <= ref_packets_low_util <= ref_packets_high_util")
+        if not 0 <= self.util_low < self.util_high:
+            raise ValueError(f"need 0 <= util_low < util_high, not {self.util_low}, "
+                             f"{self.util_high}")
+        if self.adapt_window_ticks < 1 or not 1 <= self.buffer_packets <= (1 << 20):
+            raise ValueError("adapt_window_ticks must be positive and buffer_packets "
+                             "1..2**20")
+
+    @property
+    def layout(self) -> WordLayout:
+        return WordLayout((Field("count", self.count_bits, "sum"),
+                           Field("delay_sum", self.delay_bits, "sum"),
+                           Field("delay_sq_sum", self.sq_bits, "sum"),
+                           Field("digest_sum", self.digest_bits, "sum")))
+
+    @property
+    def buckets(self) -> int:
+        return self.cells
+
+    @property
+    def shape(self):
+        return (1, self.cells)
+
+    @property
+    def hash_functions(self) -> dict[HashPurpose, int]:
+        # flow hash 0 picks the cell, flow hash 1 is the flow's digest
+        return {HashPurpose.PACKET: 1, HashPurpose.LDS_FLOW: 2}
+
+    @property
+    def config_register_values(self) -> dict[str, int]:
+        return {"dim0": 1, "dim1": self.cells, "xor_bits": 0, "vlda_cells": 0}
+
+
 #: The configuration class of each synopsis kind: the one registry of kinds (a new kind
 #: adds its class here; every layer reaches the kind's facts from its configuration).
 CONFIG_CLASSES: dict[str, type[SynopsisConfig]] = {
     c.kind: c for c in (LdaConfig, RdaConfig, LdsConfig)}
+CONFIG_CLASSES["rli"] = RliConfig
 
 
 def config_class(kind: str) -> type[SynopsisConfig]:

@@ -53,8 +53,10 @@ __all__ = ["TransportError", "TransportTimeout", "GarbledReply", "Transport",
 def _fresh_fake(rest) -> FakeDevice:
     """A default-configured fake device of the URL's ``synopsis=`` kind (LDA if none)."""
     kind = dict(rest).get("synopsis", "lda")
-    if kind not in CONFIG_CLASSES:
-        raise ValueError(f"fake://?synopsis= must be one of {sorted(CONFIG_CLASSES)}")
+    devices = sorted(k for k, c in CONFIG_CLASSES.items() if c.has_gateware)
+    if kind not in devices:
+        raise ValueError(f"fake://?synopsis= must be one of {devices}"
+                         + (f" ({kind} has no gateware yet)" if kind in CONFIG_CLASSES else ""))
     return FakeDevice(CONFIG_CLASSES[kind]())
 
 

@@ -23,6 +23,7 @@ from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.lda import estimate_lda
 from host_sw.estimators.rda import estimate_rda
+from host_sw.estimators.rli import aggregate as rli_aggregate
 
 __all__ = ["estimate_pair", "json_number", "PAIR_ESTIMATORS"]
 
@@ -88,8 +89,22 @@ def _lds_pair(sender: Synopsis, receiver: Synopsis, *, confidence, **_caches) ->
                       "standard deviation or confidence interval"]}
 
 
+def _rli_pair(sender: Synopsis, receiver: Synopsis, *, confidence, **_caches) -> dict:
+    """RLI: mean and std of all interpolated delays of the receiver's cells; loss from
+    the sender's counts (a packet the receiver's buffer overflowed counts as lost)."""
+    mean, std, samples = rli_aggregate(receiver)
+    sent = int(np.asarray(sender.count, dtype=object).sum())
+    received = int(np.asarray(receiver.count, dtype=object).sum())
+    return {"mean": json_number(mean), "std": json_number(std), "ci": [None, None],
+            "lost": sent - received, "loss_rate": (sent - received) / sent if sent else None,
+            "samples": samples, "sent": sent, "received": received,
+            "notes": ["RLI: mean and std of the delays interpolated between reference "
+                      "packets (not measured per packet); no confidence interval"]}
+
+
 #: The pair estimator of each synopsis kind, keyed by ``config.kind``.
 PAIR_ESTIMATORS = {"lda": _lda_pair, "rda": _rda_pair, "lds": _lds_pair}
+PAIR_ESTIMATORS["rli"] = _rli_pair
 
 
 def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98,

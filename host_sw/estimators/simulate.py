@@ -27,13 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.config import LdaConfig, SynopsisConfig
+from host_sw.contracts.hashing import FrameClass
 from host_sw.estimators.lda import tuned_threshold, tuned_thresholds
 from host_sw.estimators.lds import estimate_flows
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
+from host_sw.estimators.rli import estimate_flows as rli_estimate_flows
+from host_sw.estimators.rli import simulated_synopses as rli_synopses
 from host_sw.model.channel import IntervalObservation, Scenario, interval_observations
 from host_sw.model.golden import Hashers
+from host_sw.model.rli import with_references
 
-__all__ = ["lda_config_for", "run_scenario", "set_difference_intervals"]
+__all__ = ["lda_config_for", "run_scenario", "set_difference_intervals", "rli_flow_table"]
 
 _NO_INTERVAL = np.iinfo(np.int64).min
 
@@ -123,6 +127,55 @@ def _lds_flow_errors(config: SynopsisConfig, sender, receiver, iv: IntervalObser
             "flow_median_rel_error": float(np.median(rel)) if rel.size else None}
 
 
+def rli_flow_table(config: SynopsisConfig, sender, receiver, iv: IntervalObservation,
+                   hashers: Hashers) -> dict:
+    """Per-flow RLI figures of one simulated interval: per flow of the trace (the reference
+    flow excluded) the truth beside the estimate, as arrays (``flow``, ``packets``,
+    ``sent``, ``received``, ``true_mean``, ``true_std``, ``mean``, ``std``, ``collided``, and
+    the flows' header ``windows`` and frame ``classes`` that name them, ``None`` in fast
+    mode)."""
+    trace = iv.sender.trace
+    flows = np.flatnonzero(trace.flow_classes != FrameClass.CONTROL) \
+        if trace.flow_classes is not None else np.arange(trace.num_flows)
+    est = rli_estimate_flows(receiver, trace.flow_hashes(config, hashers)[:, flows], sender)
+    truth = iv.truth.per_flow(trace.flow_ids, trace.num_flows)
+    f_both = trace.flow_ids[iv.truth.both_ids]
+    sq = np.bincount(f_both, weights=iv.truth.delays.astype(np.float64) ** 2,
+                     minlength=trace.num_flows)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        true_std = np.sqrt(np.maximum(sq / truth["packets"] - truth["mean"] ** 2, 0))
+    return {"flow": flows, "packets": truth["packets"][flows], "sent": est.sent,
+            "received": est.packets, "true_mean": truth["mean"][flows],
+            "true_std": true_std[flows], "mean": est.mean_ns, "std": est.std_ns,
+            "collided": est.collided,
+            "windows": None if trace.flow_windows is None else trace.flow_windows[flows],
+            "classes": None if trace.flow_classes is None else trace.flow_classes[flows]}
+
+
+def _rli_synopses(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers):
+    """RLI's cells come from its own golden model (references around each packet)."""
+    sender, receiver, stats = rli_synopses(config, iv, hashers)
+    return sender, receiver, {"references": stats.references,
+                              "buffer_overflowed": stats.overflowed,
+                              "unreferenced": stats.unreferenced}
+
+
+def _rli_flow_errors(config: SynopsisConfig, sender, receiver, iv: IntervalObservation,
+                     hashers: Hashers) -> dict:
+    """The per-flow table and, as for LDS, the median relative error of the per-flow mean
+    delay over flows of ≥ 100 packets (collided flows excluded, and counted)."""
+    table = rli_flow_table(config, sender, receiver, iv, hashers)
+    big = (table["packets"] >= 100) & ~table["collided"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = np.abs(table["mean"][big] - table["true_mean"][big]) / np.abs(
+            table["true_mean"][big])
+    rel = rel[np.isfinite(rel)]
+    return {"flows_100plus": int(big.sum()),
+            "flow_median_rel_error": float(np.median(rel)) if rel.size else None,
+            "collided_flows": int((table["collided"] & (table["packets"] > 0)).sum()),
+            "rli_flows": table}
+
+
 @dataclass(frozen=True)
 class _KindRun:
     """What a simulated run of one synopsis kind needs beyond its pair estimator."""
@@ -130,22 +183,35 @@ class _KindRun:
     packet_caches: bool = False
     #: Figures beside the estimate, ``(config, sender, receiver, iv, hashers) -> dict``.
     details: Callable | None = None
+    #: The sender's stream as the kind sends it, ``(trace, config) -> trace`` (RLI: with
+    #: its reference packets), before the channel.
+    trace: Callable | None = None
+    #: Both points' synopses when the golden ``update`` does not make them,
+    #: ``(config, iv, hashers) -> (sender, receiver, details)``.
+    synopses: Callable | None = None
 
 
 #: The kinds whose simulated runs need more than their pair estimator (others: nothing).
 _KIND_RUNS = {"rda": _KindRun(packet_caches=True), "lds": _KindRun(details=_lds_flow_errors)}
+_KIND_RUNS["rli"] = _KindRun(details=_rli_flow_errors, synopses=_rli_synopses,
+                             trace=lambda trace, config: with_references(trace, config)[0])
 
 
 def _interval_record(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers,
                      confidence: float, run: int) -> IntervalRecord:
     """The record of one simulated interval: the estimate beside the exact truth."""
     kind = _KIND_RUNS.get(config.kind, _KindRun())
-    sender, receiver = iv.synopses(config, hashers=hashers)
+    extra = {}
+    if kind.synopses:
+        sender, receiver, extra = kind.synopses(config, iv, hashers)
+    else:
+        sender, receiver = iv.synopses(config, hashers=hashers)
     caches = _packet_caches(iv, config, hashers) if kind.packet_caches else (None, None)
     record = record_for_pair(sender, receiver, confidence=confidence, interval=iv.interval,
                              sender_cache=caches[0], receiver_cache=caches[1],
                              hashers=hashers)
     details = kind.details(config, sender, receiver, iv, hashers) if kind.details else {}
+    details.update(extra)
     details["reordered_true"] = int(iv.truth.reordered)
     return dataclasses.replace(record, run=run, true=truth_json(iv.truth), details=details)
 
@@ -170,6 +236,9 @@ def run_scenario(scenario: Scenario, config: SynopsisConfig, *, runs: int = 1,
         raise ValueError("a set-difference run builds its own trace; it cannot take a capture")
     if trace is None and set_difference is None:
         trace = scenario.trace()
+    add_own_frames = _KIND_RUNS.get(config.kind, _KindRun()).trace
+    if add_own_frames is not None and trace is not None:
+        trace = add_own_frames(trace, config)
     for run in range(runs):
         if set_difference is not None:
             intervals = [iv for _, iv in set_difference_intervals(scenario, [set_difference], run)]

@@ -61,6 +61,7 @@ from host_sw.contracts.config import SynopsisConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.golden import Hashers, PacketHashes, update
 from host_sw.model.impairments import DelayDistribution, LossModel, parse_time_ns
+from host_sw.model.queueing import QueueSpec, run_queue
 from host_sw.model.traffic import Trace, synthetic_trace
 
 __all__ = ["DelayDistribution", "LossModel", "Channel", "Transmission", "Observation",
@@ -113,6 +114,10 @@ class Channel:
         mean delay, which is what per-flow estimators (LDS) must resolve.
     clock_offset_ns:
         Receiver clock = true time + offset (integer ns, may be negative).
+    queue:
+        Optional FIFO queue (:class:`~host_sw.model.queueing.QueueSpec`, or its
+        specification string) the packets cross first: its sojourn adds to the delay,
+        its drops to the loss (needs the frame lengths).
     """
     delay: DelayDistribution | str = "constant:value=0"
     loss: LossModel | str | float = 0.0
@@ -122,8 +127,11 @@ class Channel:
     boundary_reorder_span_ns: int = 0
     flow_extra: DelayDistribution | str | None = None
     clock_offset_ns: int = 0
+    queue: QueueSpec | str | None = None
 
     def __post_init__(self):
+        if self.queue is not None:
+            object.__setattr__(self, "queue", QueueSpec.parse(self.queue))
         object.__setattr__(self, "delay", DelayDistribution.parse(self.delay))
         if self.flow_extra is not None:
             object.__setattr__(self, "flow_extra", DelayDistribution.parse(self.flow_extra))
@@ -141,14 +149,16 @@ class Channel:
                              f"{self.clock_offset_ns}")
 
     def transmit(self, send_ts: np.ndarray, *, seed=0, boundaries=None,
-                 flow_ids: np.ndarray | None = None) -> Transmission:
+                 flow_ids: np.ndarray | None = None,
+                 frame_lengths: np.ndarray | None = None) -> Transmission:
         """Carry packets sent at ``send_ts`` (int64 ns) across the path.
 
         Delay, loss, multipath, boundary reordering and per-flow extra delay draw from
         independent child streams of ``seed`` (an int or
         :class:`numpy.random.SeedSequence`), so changing the loss rate keeps the same
         delays. ``boundaries`` (sorted int64 ns) enables boundary reordering;
-        ``flow_ids`` is needed with ``flow_extra``.
+        ``flow_ids`` is needed with ``flow_extra``, ``frame_lengths`` with ``queue`` (whose
+        randomness, RED's drop draws, is a sixth child stream).
         """
         send_ts = np.asarray(send_ts, dtype=np.int64)
         n = len(send_ts)
@@ -176,6 +186,13 @@ class Channel:
                                                   int(pick.sum()))
             arrival[pick] = np.maximum(arrival[pick], held)
         dropped = self.loss.drops(n, r_loss)
+        if self.queue is not None:
+            if frame_lengths is None or len(frame_lengths) != n:
+                raise ValueError("a queue needs the frame length of every packet")
+            queued = run_queue(self.queue, send_ts, frame_lengths,
+                               np.random.default_rng(ss.spawn(1)[0]))
+            arrival += queued.sojourn_ns
+            dropped |= queued.dropped
         receiver_ts = arrival + int(self.clock_offset_ns)
         if n and (receiver_ts[~dropped] < 0).any():
             raise ValueError("a receiver timestamp would be negative: raise the trace's "
@@ -407,7 +424,7 @@ def observe(trace: Trace, channel: Channel, *, mode: str = "marker",
         boundaries = t0 + int(interval_ns) * np.arange(1, (last - t0) // int(interval_ns) + 2,
                                                        dtype=np.int64)
     tx = channel.transmit(trace.timestamps, seed=seed, boundaries=boundaries,
-                          flow_ids=trace.flow_ids)
+                          flow_ids=trace.flow_ids, frame_lengths=trace.frame_lengths)
     return split_intervals(trace, tx, mode=mode, interval_ns=interval_ns, start_ns=start_ns)
 
 
@@ -431,7 +448,7 @@ class Scenario:
     Traffic: ``packets``, ``flows``, ``rate_pps``, ``gaps``, ``size_dist``, ``shape``,
     ``frame_bytes``, ``ipv6_fraction``, ``window_bytes``, ``fast`` (see
     :func:`host_sw.model.traffic.synthetic_trace`). Path: ``delay``, ``loss``,
-    ``multipath_*``, ``boundary_reorder_*``, ``flow_extra``, ``clock_offset_ns`` (see
+    ``multipath_*``, ``boundary_reorder_*``, ``flow_extra``, ``clock_offset_ns``, ``queue`` (see
 :class:`Channel`).
     Intervals: ``mode`` and ``interval_ns`` (``None`` = one interval).
     ``seed`` seeds the trace (the same for every run, as in the LDA paper) and, with the
@@ -455,6 +472,7 @@ class Scenario:
     boundary_reorder_span_ns: int = 0
     flow_extra: str | DelayDistribution | None = None
     clock_offset_ns: int = 0
+    queue: str | QueueSpec | None = None
     mode: str = "marker"
     interval_ns: int | None = None
     seed: int = 0
@@ -474,7 +492,7 @@ class Scenario:
                        boundary_reorder_fraction=self.boundary_reorder_fraction,
                        boundary_reorder_span_ns=self.boundary_reorder_span_ns,
                        flow_extra=self.flow_extra,
-                       clock_offset_ns=self.clock_offset_ns)
+                       clock_offset_ns=self.clock_offset_ns, queue=self.queue)
 
     def trace(self) -> Trace:
         """The scenario's trace (deterministic in ``seed``)."""
