@@ -46,6 +46,7 @@ import cocotb
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
+from cocotb.utils import get_sim_time
 
 from host_sw.device.driver import Device
 from host_sw.model.channel import DelayDistribution, LossModel
@@ -92,6 +93,7 @@ class SimulatedCore:
         self.device: Device | None = None
         self.bridge: SocketBridge | None = None
         self.host_commands = 0
+        self.bus_ns = 0.0          # simulated time spent on the host's commands
 
     async def connect(self, config) -> Device:
         """The harness's driver of this core (ID checked against ``config``)."""
@@ -119,6 +121,7 @@ class SimulatedCore:
             if command is None:
                 await ClockCycles(clk, 8)
                 continue
+            t0 = get_sim_time("ns")
             try:
                 reply = await self.port.transact(command.data, command.reply_bytes,
                                                  timeout_cycles=20_000)
@@ -129,6 +132,7 @@ class SimulatedCore:
                 log.warning("%s: host command %s: %d of %d reply bytes", self.name,
                             command.data[:6].hex(), len(reply), command.reply_bytes)
             self.host_commands += 1
+            self.bus_ns += get_sim_time("ns") - t0
             self.bridge.send(reply)
 
     async def wait_clean(self, clk, deadline: float):
@@ -361,6 +365,8 @@ async def two_devices(dut):
         ground.write({"done": True, "intervals": params.intervals, "cycles": wire.cycle,
                       "wall_s": time.monotonic() - t_start,
                       "host_commands": {d.name: d.host_commands for d in (snd, rcv)},
+                      "host_bus_clocks": {d.name: round(d.bus_ns / params.tick_ns)
+                                          for d in (snd, rcv)},
                       "receiver_out": wire.receiver_out, "altered": wire.mismatches,
                       "markers": len(wire.markers), "dropped_markers": wire.dropped_markers,
                       "control_frames": wire.control_out})
