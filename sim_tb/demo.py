@@ -26,15 +26,22 @@ import dataclasses
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from host_sw.cli.records import pair_snapshots
+from host_sw.cli.records import pair_snapshots, unread_record
+from host_sw.contracts.control_frame import (
+    MTU_PAYLOAD, ControlFrameError, IntervalFlags, MarkerFrame, SynopsisReassembler,
+    parse_control_frame,
+)
 from host_sw.cli.table import Column, Table, ci_text, fmt, separator
 from host_sw.device.driver import Device
 from host_sw.device.transport import open_transport
 from host_sw.estimators.record import IntervalRecord
 from host_sw.model.channel import DelayDistribution, LossModel
-from sim_tb.two_device import SimulatorMissing, TwoDeviceParams, read_truth, start_simulation
+from sim_tb.two_device import (
+    HOST_DONE_FILE, SimulatorMissing, TwoDeviceParams, read_truth, start_simulation,
+)
 
 __all__ = ["run_demo", "main", "add_arguments", "DEFAULT_OUT", "DEMO_TABLE", "HEADER"]
 
@@ -77,6 +84,7 @@ DEMO_TABLE = Table(columns=(
     Column("err", 7, _true("std_rel_err", _pct)),
     separator(),
     Column("samples", 7, _estimate("samples")),
+    Column("in-band", 7, lambda rec: rec.sender.get("inband", "—")),
     Column("ok", 0, lambda rec: "yes" if rec.true["in_ci"] else "NO"),
 ), invalid_reason="")
 
@@ -109,22 +117,151 @@ def _with_truth(rec: IntervalRecord, truth: dict) -> IntervalRecord:
         "in_ci": lo is not None and tm is not None and lo <= tm <= hi})
 
 
+class InbandCapture:
+    """The host's decoding of the receiver's output stream (``inband.jsonl``, written by
+    the harness as the frames leave the receiver): markers seen, and the sender's
+    synopses reassembled from its in-band export chunks
+    (:class:`host_sw.contracts.control_frame.SynopsisReassembler`)."""
+
+    def __init__(self, path: Path, config, *, mtu: int = MTU_PAYLOAD):
+        self.path, self.config, self.mtu = Path(path), config, mtu
+        self.reassembler = SynopsisReassembler(config, mtu=mtu)
+        self.synopses: dict = {}
+        self.errors: dict = {}
+        self.markers: list[int] = []
+        self._file = None
+        self._partial = ""
+
+    def poll(self) -> None:
+        if self._file is None:
+            if not self.path.exists():
+                return
+            self._file = self.path.open()
+        while True:
+            line = self._file.readline()
+            if not line:
+                return
+            if not line.endswith("\n"):
+                self._partial += line
+                continue
+            line, self._partial = self._partial + line, ""
+            self._add(bytes.fromhex(json.loads(line)["frame"]))
+
+    def _add(self, frame: bytes) -> None:
+        try:
+            parsed = parse_control_frame(frame, expected=self.config, mtu=self.mtu)
+            if isinstance(parsed, MarkerFrame):
+                self.markers.append(parsed.seq)
+                return
+            done = self.reassembler.add(parsed)
+        except ControlFrameError as e:
+            self.errors[getattr(e, "seq", None)] = str(e)
+            return
+        if done is not None:
+            self.synopses[done.seq] = done
+
+    def wait(self, seq: int, timeout: float, alive):
+        """The reassembled export of interval ``seq`` (``None`` after ``timeout`` s)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.poll()
+            if seq in self.synopses:
+                return self.synopses[seq]
+            if time.monotonic() > deadline or not alive():
+                return None
+            time.sleep(0.02)
+
+    def close(self):
+        if self._file is not None:
+            self._file.close()
+
+
+def _inband_check(snap, capture: InbandCapture | None, sim, timeout: float) -> dict:
+    """Compare the sender's bus readout with its in-band export, word for word."""
+    if capture is None:
+        return {}
+    got = capture.wait(snap.seq, min(timeout, 30.0), lambda: sim.process.poll() is None)
+    if got is None:
+        return {"inband": "lost", "inband_note": "no complete in-band export of interval "
+                f"{snap.seq} in the receiver's output"}
+    same = list(got.synopsis.words()) == list(snap.synopsis.words())
+    return {"inband": "= bus" if same else "DIFFERS",
+            "inband_words": len(got.synopsis.words())}
+
+
+def _read_sender(sender: Device, capture, sim, timeout: float):
+    """The sender's next interval: bus readout, compared with its in-band export (then
+    released: the export reads the same frozen copy)."""
+    s = sender.read_snapshot(release=False, timeout=timeout)
+    inband = _inband_check(s, capture, sim, timeout)
+    sender.release()
+    return s, inband
+
+
 def _read_intervals(sim, sender: Device, receiver: Device, params: TwoDeviceParams,
-                    out: Path, *, confidence: float, printer, timeout: float):
-    """Read ``params.intervals`` intervals from both devices, pair them into records with
-    the truth, print each row and write ``snapshots.jsonl``; yield the records."""
+                    out: Path, *, confidence: float, printer, timeout: float,
+                    capture: InbandCapture | None):
+    """Read ``params.intervals`` intervals from both devices (the sender's numbering;
+    both devices at once, each on its own link), check the sender's in-band export
+    against its bus readout, pair them into records with the truth, print each row and
+    write ``snapshots.jsonl``; yield the records."""
     printer(HEADER)
-    with (out / "snapshots.jsonl").open("w") as snaps:
+    held: list = []
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="demo-read")
+    with pool, (out / "snapshots.jsonl").open("w") as snaps:
+        ahead = None
         for _ in range(params.intervals):
-            s = sender.read_snapshot(timeout=timeout)
-            r = receiver.read_snapshot(timeout=timeout)
-            snaps.write(json.dumps({"sender": s.to_json(), "receiver": r.to_json()}) + "\n")
-            rec = pair_snapshots(s, r, confidence,
-                                 sender_meta={"seq": s.seq, "packets": s.packets},
-                                 receiver_meta={"seq": r.seq, "packets": r.packets})
+            if ahead is None:
+                ahead = pool.submit(receiver.read_snapshot, timeout=timeout)
+            s, inband = _read_sender(sender, capture, sim, timeout)
+            while not held or ((held[-1].seq - s.seq) & 0xFFFFFFFF) >= 1 << 31:
+                held.append(ahead.result() if ahead is not None
+                            else receiver.read_snapshot(timeout=timeout))
+                ahead = None
+            r = _pop_receiver(held, s.seq)
+            meta = {"seq": s.seq, "packets": s.packets, **inband}
+            if r is None:
+                rec = unread_record(s.seq, s.config, sender_meta=meta, notes=[
+                    f"the receiver has no interval {s.seq}: its marker did not arrive "
+                    f"(the receiver's previous interval spans two of the sender's and is "
+                    f"flagged)"])
+            else:
+                snaps.write(json.dumps({"sender": s.to_json(), "receiver": r.to_json()})
+                            + "\n")
+                rec = pair_snapshots(s, r, confidence, sender_meta=meta,
+                                     receiver_meta={"seq": r.seq, "packets": r.packets})
+                if r.flags & IntervalFlags.SEQUENCE_GAP:
+                    rec = dataclasses.replace(rec, notes=(*rec.notes, (
+                        f"receiver: its interval {r.seq} is flagged SEQUENCE_GAP by the "
+                        f"device (the marker ending it was lost: it spans more than one "
+                        f"of the sender's intervals)")))
             rec = _with_truth(rec, _wait_truth(sim, s.seq, timeout))
             printer(DEMO_TABLE.row(rec))
             yield rec
+
+
+def _pop_receiver(held: list, seq: int):
+    """The held receiver snapshot of interval ``seq`` (older ones dropped), or ``None``
+    when the receiver's next one is later (a lost marker merged two intervals there)."""
+    while held and ((held[0].seq - seq) & 0xFFFFFFFF) >= 1 << 31:
+        held.pop(0)
+    return held.pop(0) if held and held[0].seq == seq else None
+
+
+def _wait_ports(sim, timeout: float, printer, t0: float) -> dict:
+    """``sim.wait_ports`` with a progress line every few seconds (build, start-up)."""
+    deadline = time.monotonic() + timeout
+    last, shown = "", 0.0
+    while True:
+        try:
+            return sim.wait_ports(min(5.0, max(0.1, deadline - time.monotonic())))
+        except TimeoutError:
+            if time.monotonic() > deadline:
+                raise
+        phase = sim.progress()
+        if phase != last or time.monotonic() - shown > 15:
+            printer(f"#   {time.monotonic() - t0:4.0f} s: {phase}")
+            last, shown = phase, time.monotonic()
 
 
 def _simulate_and_read(params: TwoDeviceParams, out: Path, *, confidence: float, printer,
@@ -132,16 +269,23 @@ def _simulate_and_read(params: TwoDeviceParams, out: Path, *, confidence: float,
     """Start the simulation, read its intervals and wait for it to finish."""
     sim = start_simulation(params, out / "sim")
     devices = []
+    capture = None
     try:
-        printer("# starting the simulation (Icarus build, reset, calibration) …")
-        ports = sim.wait_ports(timeout)
+        printer(f"# starting the simulation ({sim.simulator}: build, reset, calibration) …")
+        ports = _wait_ports(sim, timeout, printer, t0)
         printer(f"# sender {ports['sender']}, receiver {ports['receiver']} "
                 f"({time.monotonic() - t0:.0f} s)")
+        if ports.get("inband"):
+            capture = InbandCapture(out / "sim" / ports["inband"], params.config())
+            printer(f"# intervals: the sender's timer every {params.interval_ticks} clocks, "
+                    f"markers in-band to the receiver; the sender's export decoded from "
+                    f"the receiver's output ({ports['inband']})")
         for side in ("sender", "receiver"):
             devices.append(Device(open_transport(ports[side]), config=params.config(),
                                   tick_ns=params.tick_ns))
         records = list(_read_intervals(sim, *devices, params, out, confidence=confidence,
-                                       printer=printer, timeout=timeout))
+                                       printer=printer, timeout=timeout, capture=capture))
+        (out / "sim" / HOST_DONE_FILE).write_text("done\n")
         rc = sim.wait(timeout)
         if rc != 0:
             raise RuntimeError(f"the simulation exited with status {rc}; log {sim.log}:\n"
@@ -149,6 +293,8 @@ def _simulate_and_read(params: TwoDeviceParams, out: Path, *, confidence: float,
     finally:
         for d in devices:
             d.close()
+        if capture is not None:
+            capture.close()
         sim.stop()
     return records
 
@@ -174,6 +320,11 @@ def run_demo(params: TwoDeviceParams, out: Path, *, confidence: float = 0.98,
     done = [r for r in read_truth(out / "sim" / "truth.jsonl") if r.get("done")]
     wall = time.monotonic() - t0
     inside = sum(1 for r in records if r.true["in_ci"])
+    exports = [r.sender.get("inband") for r in records if r.sender.get("inband")]
+    if exports:
+        printer(f"# in-band: {exports.count('= bus')} of {len(records)} sender exports "
+                f"decoded from the receiver's output equal the sender's bus readout word "
+                f"for word")
     printer(f"# {inside} of {len(records)} true means inside the {confidence:.0%} confidence "
             f"interval; {wall:.0f} s wall"
             + (f", {done[0]['cycles']} clocks simulated" if done else ""))
@@ -230,6 +381,14 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--gap-ns", type=float, default=d.gap_ns,
                     help="mean idle time between frames at the sender")
     ap.add_argument("--rows", type=int, default=d.rows)
+    ap.add_argument("--window-bytes", type=int, default=d.window_bytes,
+                    help="header window of both cores (docs/DEMO.md: why 24 by default)")
+    ap.add_argument("--mode", choices=("inband", "harness"), default=d.mode,
+                    help="inband: the devices end the intervals (markers, in-band export); "
+                         "harness: the harness pauses the traffic and swaps both")
+    ap.add_argument("--drop-marker", type=int, action="append", default=[], metavar="K",
+                    help="the channel loses the marker that ends the K-th interval read "
+                         "(0 = the first; repeatable): shows the sequence-gap handling")
     ap.add_argument("--seed", type=int, default=d.seed)
     ap.add_argument("--confidence", type=float, default=0.98)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
@@ -241,7 +400,9 @@ def run_from_args(args) -> int:
     try:
         params = TwoDeviceParams(intervals=args.intervals, frames=args.frames,
                                  delay=args.delay, loss=args.loss, gap_ns=args.gap_ns,
-                                 rows=args.rows, seed=args.seed)
+                                 rows=args.rows, seed=args.seed,
+                                 window_bytes=args.window_bytes, mode=args.mode,
+                                 drop_markers=tuple(args.drop_marker))
         DelayDistribution.parse(params.delay)
         LossModel.parse(params.loss)
     except ValueError as e:
@@ -259,8 +420,15 @@ def run_from_args(args) -> int:
         print(f"demo failed: {len(records)} of {params.intervals} intervals read",
               file=sys.stderr)
         return 1
-    if not args.no_check and not all(r.true["in_ci"] for r in records):
-        print("demo: a true mean lies outside its confidence interval", file=sys.stderr)
+    if any(r.sender.get("inband") in ("DIFFERS", "lost") for r in records):
+        print("demo: an in-band export was lost or differs from the sender's bus readout",
+              file=sys.stderr)
+        return 1
+    # with markers dropped on purpose, the intervals they merge are invalid (flagged)
+    checked = [r for r in records if r.valid or not params.drop_markers]
+    if not args.no_check and not all(r.true["in_ci"] for r in checked):
+        print("demo: a true mean lies outside its confidence interval (or an interval is "
+              "invalid)", file=sys.stderr)
         return 1
     return 0
 

@@ -199,6 +199,10 @@ class SimFailure(AssertionError):
     """A cocotb test failed (or the simulator died); the message names the failures."""
 
 
+class SimBuildFailed(SimFailure):
+    """The simulator could not build the sources (its log is named in the message)."""
+
+
 @dataclass(frozen=True)
 class ExportedCore:
     """Verilog of one exported core and where its build lives."""
@@ -315,9 +319,71 @@ def verilator_env() -> dict[str, str] | None:
                 env["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
                 env["MAKEFLAGS"] = ("CFG_CXXFLAGS_PCH_I=-include "
                                     "CFG_LDLIBS_THREADS=-pthread")
-                return env
-        return None
+                break
+        else:
+            return None
+    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", os.environ.get("MAKEFLAGS", ""))
+                        + f" OPT_FAST={VERILATOR_OPT} OPT_SLOW={VERILATOR_OPT}").strip()
     return env
+
+
+#: Verilator's options for the exported cores: ``--no-timing`` (the export's ``initial #0``
+#: time-0 events are for Icarus; Verilator evaluates every ``always @*`` at time 0 anyway),
+#: warnings not fatal (Yosys's output is not lint-clean), and C++ split into parts so
+#: ``make -j`` compiles them on every core.
+VERILATOR_ARGS = ("--no-timing", "-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style",
+                  "--public-depth", "1", "--output-split", "20000")
+#: Compiler optimisation of the model (``OPT_FAST``/``OPT_SLOW`` of Verilator's make
+#: files, passed through ``MAKEFLAGS``): see ``docs/SIMULATION.md`` for the build time
+#: against the simulation speed of each level.
+VERILATOR_OPT = os.environ.get("LDA_VERILATOR_OPT", "-O1")
+
+
+def _lean_verilator():
+    """cocotb's Verilator runner without ``--public-flat-rw``: that option makes every
+    signal of the design public (VPI-writable), which keeps Verilator from optimising
+    it and triples the C++ to compile; the testbenches only touch the top's ports, which
+    ``--public-depth 1`` (:data:`VERILATOR_ARGS`) keeps public."""
+    from cocotb_tools.runner import Verilator
+
+    class LeanVerilator(Verilator):
+        def _build_command(self):
+            cmds = super()._build_command()
+            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+            return cmds
+
+    return LeanVerilator()
+
+
+def verilator_build_args(waves: bool = False) -> list[str]:
+    return [*VERILATOR_ARGS, *(["--trace-fst"] if waves else [])]
+
+
+def _verilator_digest(sources, toplevel, build_args, parameters) -> str:
+    """Key of a Verilator build: the sources' bytes, the top, the options, the compiler
+    flags and Verilator's version (a second run with the same key skips the build)."""
+    h = hashlib.sha256(json.dumps([toplevel, list(build_args), parameters or {},
+                                   VERILATOR_OPT, _verilator_version()]).encode())
+    for src in sources:
+        h.update(Path(src).read_bytes())
+    return h.hexdigest()
+
+
+def _verilator_version() -> str:
+    env = {**os.environ, **(verilator_env() or {})}
+    try:
+        out = subprocess.run(["verilator", "--version"], capture_output=True, text=True,
+                             env=env, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return out.stdout.strip()
+
+
+def _drop_other_builds(keep: Path) -> None:
+    """Remove the other ``verilator-*`` builds beside ``keep`` (stale keys)."""
+    for other in keep.parent.glob("verilator-*"):
+        if other != keep and other.is_dir():
+            shutil.rmtree(other, ignore_errors=True)
 
 
 @contextmanager
@@ -366,12 +432,15 @@ def _read_results(path: Path) -> dict[str, str | None]:
 def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
                parameters: dict | None = None, testcase=None, extra_env=None,
                seed: int | None = None, simulator: str | None = None,
-               results_name: str = "results") -> SimResults:
+               results_name: str = "results", on_phase=None) -> SimResults:
     """Build ``sources`` and run the cocotb ``test_module`` on them.
 
     Raises :class:`SimFailure` when any cocotb test fails, when the simulator exits
-    abnormally, or when no test ran. Returns the parsed results otherwise.
+    abnormally, or when no test ran (:class:`SimBuildFailed` when the build fails).
+    Returns the parsed results otherwise. ``on_phase(text)`` hears what it does (build
+    or cached build, then the run).
     """
+    say = on_phase or (lambda text: None)
     from cocotb_tools.runner import get_runner
 
     simulator = simulator or simulator_name()
@@ -389,16 +458,21 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     if seed is None and os.environ.get("LDA_SIM_SEED"):
         seed = int(os.environ["LDA_SIM_SEED"])
     std = icarus_standard() if simulator == "icarus" else None
-    sim_dir = Path(build_dir) / (simulator if std in (None, "2005") else f"{simulator}-g{std}")
-    sim_dir.mkdir(parents=True, exist_ok=True)
     waves = waves_enabled()
     sources = [Path(s) for s in sources]
     build_args = []
     build_waves = waves
+    cached = None
     if simulator == "verilator":
-        build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style"]
-        if waves:
-            build_args.append("--trace-fst")
+        build_args = verilator_build_args(waves)
+        cached = _verilator_digest(sources, toplevel, build_args, parameters)
+        sim_dir = Path(build_dir) / f"verilator-{cached[:16]}"
+    else:
+        sim_dir = Path(build_dir) / (simulator if std in (None, "2005")
+                                     else f"{simulator}-g{std}")
+    sim_dir.mkdir(parents=True, exist_ok=True)
+    if simulator == "verilator":
+        pass
     elif std == "2012":
         build_args = ["-g2012"]
     else:
@@ -416,13 +490,30 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     log = sim_dir / f"{results_name}.log"
     results_xml = sim_dir / f"{results_name}.xml"
     with _folder_lock(sim_dir, "run.lock"), _environ(env):
-        runner = get_runner(simulator)
-        runner.build(sources=sources, hdl_toplevel=toplevel,
-                     build_dir=sim_dir, parameters=parameters or {},
-                     timescale=("1ns", "1ps"), waves=build_waves, build_args=build_args,
-                     log_file=sim_dir / "build.log")
+        runner = _lean_verilator() if simulator == "verilator" else get_runner(simulator)
+        stamp = sim_dir / "build.stamp"
+        if cached is None or not (sim_dir / toplevel).exists() or not stamp.exists() \
+                or stamp.read_text() != cached:
+            stamp.unlink(missing_ok=True)
+            name = "Verilator" if simulator == "verilator" else "Icarus Verilog"
+            say(f"building with {name}")
+            try:
+                runner.build(sources=sources, hdl_toplevel=toplevel,
+                             build_dir=sim_dir, parameters=parameters or {},
+                             timescale=("1ns", "1ps"), waves=build_waves,
+                             build_args=build_args, log_file=sim_dir / "build.log")
+            except (SystemExit, RuntimeError, OSError) as exc:
+                raise SimBuildFailed(f"{name} build failed ({exc!r}); see "
+                                     f"{sim_dir / 'build.log'}") from None
+            if cached is not None:
+                stamp.write_text(cached)
+                _drop_other_builds(sim_dir)
+        else:
+            say(f"Verilator build cached ({sim_dir.name}: same sources and options)")
+        say(f"simulating with {simulator}: reset, programming, calibration, then the run")
         try:
             runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=sim_dir,
+                        hdl_toplevel_lang="verilog",
                         test_dir=sim_dir, testcase=testcase, seed=seed, waves=waves,
                         parameters=parameters, results_xml=str(results_xml), log_file=log)
         except (SystemExit, RuntimeError) as exc:

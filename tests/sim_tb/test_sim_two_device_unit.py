@@ -1,11 +1,17 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The two-device harness's pieces that need no simulator: the generated wrapper, the
-parameters, and the demo's exit status when the simulator is missing."""
+parameters, the demo's exit status when the simulator is missing, its decoding of the
+in-band export and its pairing of the receiver's intervals, the Verilator build key."""
 
+import json
 import shutil
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
+from host_sw.contracts.control_frame import build_marker, build_synopsis_frames
+from host_sw.contracts.synopsis import Synopsis
 from sim_tb import demo
 from sim_tb.two_device import TOPLEVEL, TwoDeviceParams, write_wrapper
 
@@ -65,3 +71,66 @@ def test_demo_says_when_the_simulator_is_missing(monkeypatch, capsys, tmp_path):
 def test_demo_rejects_a_bad_delay_spec(capsys, tmp_path):
     rc = demo.main(["--delay", "gamma:k=2", "--out", str(tmp_path)])
     assert rc == 1 and "gamma" in capsys.readouterr().err
+
+
+def test_inband_params_interval_length_and_traffic_margin():
+    p = TwoDeviceParams(intervals=5, frames=2000, drop_markers=[1])
+    assert p.mode == "inband" and p.drop_markers == (1,)
+    # 60-byte frames on a 64-bit path are 8 beats; the mean gap is 100 ns = 25 clocks
+    assert p.interval_ticks == 2000 * (8 + 25)
+    assert p.offered_frames > p.intervals * p.frames
+    assert TwoDeviceParams.from_json(p.to_json()) == p
+    assert TwoDeviceParams(mode="harness", intervals=2, frames=7).offered_frames == 14
+    with pytest.raises(ValueError, match="mode"):
+        TwoDeviceParams(mode="timer")
+
+
+def _synopsis(config, seed):
+    rng = np.random.default_rng(seed)
+    words = [int(w) for w in rng.integers(0, 1 << 40, config.buckets)]
+    return Synopsis.from_words(config, words)
+
+
+def test_inband_capture_reassembles_the_export_and_says_when_a_chunk_is_lost(tmp_path):
+    """The demo's decoding of the receiver's output: markers noted, chunks reassembled
+    per interval to the sender's words; an interval missing a chunk is not reported."""
+    config = TwoDeviceParams(rows=64).config()
+    macs = {"src_mac": b"\x02\x00\x00\x00\x00\x01", "dst_mac": b"\x02\x00\x00\x00\x00\x02"}
+    syn = {3: _synopsis(config, 3), 4: _synopsis(config, 4)}
+    lines = []
+    for seq in (3, 4):
+        lines.append(build_marker(config, seq=seq, timestamp=100 * seq, **macs))
+        chunks = build_synopsis_frames(syn[seq], seq=seq, timestamp=100 * seq, **macs,
+                                       mtu=300)
+        assert len(chunks) > 2
+        lines += chunks if seq == 3 else chunks[1:]      # chunk 0 of interval 4 is lost
+    path = tmp_path / "inband.jsonl"
+    path.write_text("".join(json.dumps({"cycle": k, "frame": f.hex()}) + "\n"
+                            for k, f in enumerate(lines)))
+    capture = demo.InbandCapture(path, config, mtu=300)
+    got = capture.wait(3, 1.0, lambda: True)
+    assert got is not None and list(got.synopsis.words()) == list(syn[3].words())
+    assert capture.markers == [3, 4]
+    assert capture.wait(4, 0.1, lambda: True) is None
+    capture.close()
+
+
+def test_receiver_snapshots_pair_by_sequence_number():
+    """A lost marker merges two of the receiver's intervals: the sender's interval that
+    has no receiver copy gets none, the next one pairs again."""
+    held = [SimpleNamespace(seq=s) for s in (2, 3, 5)]
+    assert demo._pop_receiver(held, 3).seq == 3          # 2 is older: dropped
+    assert demo._pop_receiver(held, 4) is None and [h.seq for h in held] == [5]
+    assert demo._pop_receiver(held, 5).seq == 5 and held == []
+
+
+def test_verilator_build_key_follows_the_sources(tmp_path):
+    from sim_tb.runner import _verilator_digest
+    a, b = tmp_path / "a.v", tmp_path / "b.v"
+    a.write_text("module a; endmodule\n")
+    b.write_text("module b; endmodule\n")
+    key = _verilator_digest([a, b], "a", ["--no-timing"], None)
+    assert key == _verilator_digest([a, b], "a", ["--no-timing"], None)
+    assert key != _verilator_digest([a, b], "a", ["--no-timing", "-O3"], None)
+    b.write_text("module b; wire x; endmodule\n")
+    assert key != _verilator_digest([a, b], "a", ["--no-timing"], None)
