@@ -23,16 +23,18 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 from host_sw.contracts.control_frame import HEADER_FIELDS, PAYLOAD_OFFSET, TYPE_MARKER, VERSION
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.config import KIND_CODES
+from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from .frame import FrameStream, RegisterSlice, check_data_width, frame_beat_layout
+from .siphash import SipHash
 
 __all__ = ["HEADER_BYTES", "MARKER_FRAME_BYTES", "control_header", "header_field",
            "marker_request_layout", "BytePacker", "MarkerFrameSource"]
 
 #: Bytes of the fixed control frame header (Ethernet header included).
 HEADER_BYTES = PAYLOAD_OFFSET
-#: Bytes of a marker frame: the header zero-padded to the Ethernet minimum.
-MARKER_FRAME_BYTES = max(PAYLOAD_OFFSET, MIN_FRAME_BYTES)
+#: Bytes of a marker frame: the header and its tag zero-padded to the Ethernet minimum.
+MARKER_FRAME_BYTES = max(PAYLOAD_OFFSET + TAG_BYTES, MIN_FRAME_BYTES)
 
 _FIELDS = {f.name: f for f in HEADER_FIELDS}
 
@@ -432,12 +434,19 @@ class MarkerFrameSource(wiring.Component):
         the request.
     config_id: In(32)
         CONFIG_ID, sampled with the request.
+    key, auth: In(128), In(1)
+        AUTH_KEY and AUTH_MODE.enable, sampled with the request: the tag is under ``key``
+        (``auth`` byte 1) when ``auth``, else under the zero key.
     source: Out(FrameStream(data_width))
-        The marker frame: ``MARKER_FRAME_BYTES`` (60) bytes, ``valid`` high for all its
-        beats until each transfers (no gaps inside the frame), through a skid buffer
-        (``ready`` is only registered logic inside; the frame starts 2 cycles after the
-        request is taken).
+        The marker frame: ``MARKER_FRAME_BYTES`` (60) bytes (header, tag, zero padding),
+        ``valid`` high for all its beats until each transfers (no gaps inside the frame),
+        through a skid buffer (``ready`` is only registered logic inside). The header's
+        tag is computed first (:class:`hw.siphash.SipHash`, 12 words): the frame starts
+        :data:`TAG_LATENCY` + 2 cycles after the request is taken.
     """
+
+    #: Cycles the tag of the 48-byte header takes, from the request to the tag.
+    TAG_LATENCY = 27
 
     def __init__(self, *, config, data_width: int):
         check_data_width(data_width)
@@ -450,6 +459,7 @@ class MarkerFrameSource(wiring.Component):
         super().__init__({
             "request": In(stream.Signature(marker_request_layout())),
             "src_mac": In(48), "dst_mac": In(48), "config_id": In(32),
+            "key": In(8 * KEY_BYTES), "auth": In(1),
             "source": Out(FrameStream(data_width)),
         })
 
@@ -461,7 +471,7 @@ class MarkerFrameSource(wiring.Component):
             "dst_mac": self.dst_mac, "src_mac": self.src_mac, "type": TYPE_MARKER,
             "flags": req.flags, "kind": KIND_CODES[self.config.kind], "seq": req.seq,
             "config_id": self.config_id, "word_chunks": self.config.layout.chunks,
-            "timestamp": req.timestamp})
+            "timestamp": req.timestamp, "auth": self.auth})
         total_bits = 8 * lanes * self.beats
         # the rest of the frame, next beat at bit 0 (data: read while `remaining`)
         frame = Signal(total_bits, reset_less=True)
@@ -477,16 +487,34 @@ class MarkerFrameSource(wiring.Component):
         m.submodules.slice = out = RegisterSlice(data_width=w)
         connect(m, out.source, flipped(self.source))
         idle = Signal(init=1)
-        m.d.comb += self.request.ready.eq(idle)
+        tagging = Signal()          # the header is held in ``frame``; its tag is computed
+        m.submodules.engine = engine = SipHash()
+        words = HEADER_BYTES // 4
+        word = Signal(range(words + 1))
+        m.d.comb += [
+            self.request.ready.eq(idle),
+            engine.key.eq(Mux(self.auth, self.key, 0)),
+            engine.start.eq(idle & self.request.valid),
+            engine.words.valid.eq(tagging & (word != words)),
+            engine.words.payload.data.eq(frame.word_select(word, 32)),
+            engine.words.payload.last.eq(word == words - 1),
+        ]
+        with m.If(engine.words.valid & engine.words.ready):
+            m.d.sync += word.eq(word + 1)
         with m.If(idle):
             m.d.sync += frame.eq(header)
             with m.If(self.request.valid):
-                m.d.sync += [remaining.eq(self.beats), idle.eq(0)]
+                m.d.sync += [remaining.eq(self.beats), idle.eq(0), tagging.eq(1),
+                             word.eq(0)]
+        with m.Elif(tagging):
+            with m.If(engine.done):
+                m.d.sync += [frame[8 * HEADER_BYTES: 8 * (HEADER_BYTES + TAG_BYTES)].eq(
+                    engine.tag), tagging.eq(0)]
         with m.Elif(out.sink.ready):
             m.d.sync += [frame.eq(frame >> w), remaining.eq(remaining - 1),
                          idle.eq(remaining == 1)]
         m.d.comb += [
-            out.sink.valid.eq(~idle),
+            out.sink.valid.eq(~idle & ~tagging),
             out.sink.payload.data.eq(frame[:w]),
             out.sink.payload.last.eq(remaining == 1),
             out.sink.payload.keep.eq(Mux(remaining == 1, last_keep, (1 << lanes) - 1)),

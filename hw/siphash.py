@@ -15,8 +15,11 @@ every message this project tags is a multiple of 4 bytes (the 48-byte header and
 counter chunks).
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
@@ -158,3 +161,117 @@ class SipHash(wiring.Component):
                 m.d.sync += [final.eq(0), self.done.eq(1), self.busy.eq(0),
                              self.tag.eq(cur[0] ^ cur[1] ^ cur[2] ^ cur[3])]
 
+
+
+class ItemTagger(wiring.Component):
+    """Appends the tag to frames made of byte items (the exporter's header pieces and
+    counter words, before its :class:`hw.control_frame_tx.BytePacker`).
+
+    Each item passes unchanged while its bytes (a multiple of 4, in 32-bit words) are
+    absorbed by a :class:`SipHash`; after a frame's last item (passed on with ``last``
+    cleared) comes one more item of :data:`TAG_BYTES` bytes, the tag of everything the
+    frame's items held, with ``last`` set. A frame's first item starts a new message under
+    ``key``.
+
+    The engine absorbs about 4 bytes per clock, slower than the exporter makes items, and
+    a frame must leave without gaps (a MAC behind the port cannot pause inside a frame):
+    so the items of a frame are stored (a FIFO of ``frame_items + 1`` items, block RAM)
+    and offered on ``source`` only once the frame's tag is in the store; they then leave
+    one per clock. The next frame is absorbed while one leaves.
+
+    Parameters
+    ----------
+    item_bytes:
+        Bytes of an item's ``data`` (at least :data:`TAG_BYTES`).
+    frame_items:
+        Most items of one frame, its tag included.
+
+    Members
+    -------
+    key: In(128)
+        The key (``K[0]`` in bits 127..120), sampled at each frame's first item.
+    sink: In(stream.Signature({data, size, last}))
+        Items: ``data`` byte ``i`` at bits ``8i``, ``size`` bytes used (a multiple of 4),
+        ``last`` on a frame's final item. One item is held at a time (``ready`` is a
+        register): an item of ``n`` words takes about ``n + 1`` clocks.
+    source: Out(stream.Signature({data, size, last}))
+        The items, then each frame's tag item, from the store: ``valid`` while a whole
+        tagged frame (or the rest of one) is there.
+    """
+
+    def __init__(self, *, item_bytes: int, frame_items: int):
+        if not isinstance(item_bytes, int) or item_bytes < TAG_BYTES:
+            raise ValueError(f"item_bytes must be an integer of at least {TAG_BYTES} (the "
+                             f"tag is one item), not {item_bytes!r}")
+        if not isinstance(frame_items, int) or frame_items < 2:
+            raise ValueError(f"frame_items must be an integer of at least 2, not "
+                             f"{frame_items!r}")
+        self.item_bytes = item_bytes
+        self.frame_items = frame_items
+        layout = data.StructLayout({"data": 8 * item_bytes,
+                                    "size": (item_bytes + 1).bit_length(), "last": 1})
+        super().__init__({"key": In(8 * KEY_BYTES), "sink": In(stream.Signature(layout)),
+                          "source": Out(stream.Signature(layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = engine = SipHash()
+        layout = self.sink.payload.shape()
+        m.submodules.store = store = SyncFIFOBuffered(width=layout.size,
+                                                      depth=self.frame_items + 1)
+        out = SimpleNamespace(valid=store.w_en, ready=store.w_rdy,
+                              payload=Signal(layout, name="tagged"))
+        m.d.comb += store.w_data.eq(out.payload.as_value())
+        self._store_output(m, store, layout, out)
+        item = Signal.like(self.sink.payload)
+        held = Signal()                  # ``item`` holds an item
+        passed = Signal()                # ... already taken by ``source``
+        word = Signal(range(self.item_bytes // 4 + 1))      # its words absorbed
+        in_frame = Signal()              # the frame's first item was taken
+        tagging = Signal()               # the frame's items went; the tag item is next
+        words = item.size[2:]
+        absorbed = word == words
+        m.d.comb += [
+            self.sink.ready.eq(~held & ~tagging),
+            engine.key.eq(self.key),
+            engine.start.eq(self.sink.valid & self.sink.ready & ~in_frame),
+            engine.words.valid.eq(held & ~absorbed),
+            engine.words.payload.data.eq(item.data.word_select(word, 32)),
+            engine.words.payload.last.eq(item.last & (word == words - 1)),
+        ]
+        with m.If(self.sink.valid & self.sink.ready):
+            m.d.sync += [item.eq(self.sink.payload), held.eq(1), passed.eq(0), word.eq(0),
+                         in_frame.eq(~self.sink.payload.last)]
+        with m.If(engine.words.valid & engine.words.ready):
+            m.d.sync += word.eq(word + 1)
+        with m.If(tagging):
+            m.d.comb += [out.valid.eq(~engine.busy),
+                         out.payload.data.eq(engine.tag),
+                         out.payload.size.eq(TAG_BYTES),
+                         out.payload.last.eq(1)]
+            with m.If(out.ready & ~engine.busy):
+                m.d.sync += tagging.eq(0)
+        with m.Else():
+            m.d.comb += [out.valid.eq(held & ~passed),
+                         out.payload.data.eq(item.data),
+                         out.payload.size.eq(item.size),
+                         out.payload.last.eq(0)]
+            with m.If(out.valid & out.ready):
+                m.d.sync += passed.eq(1)
+            # Done with the item when it has gone and its words are absorbed.
+            gone = passed | (out.valid & out.ready)
+            finished = held & gone & (absorbed | ((word == words - 1) & engine.words.ready))
+            with m.If(finished):
+                m.d.sync += [held.eq(0), tagging.eq(item.last)]
+        return m
+
+    def _store_output(self, m, store, layout, out):
+        """``source`` from the store, while it holds a frame's last item."""
+        frames = Signal(range(self.frame_items + 2))       # frames ends in the store
+        head = Signal(layout)
+        m.d.comb += [head.eq(store.r_data), self.source.payload.eq(head),
+                     self.source.valid.eq(store.r_rdy & (frames != 0)),
+                     store.r_en.eq(self.source.valid & self.source.ready)]
+        put = out.valid & out.ready & out.payload.last
+        took = store.r_en & head.last
+        m.d.sync += frames.eq(frames + put - took)

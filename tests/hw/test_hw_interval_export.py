@@ -28,6 +28,7 @@ from hw.interval_control import (
 )
 from hw.frame_merger import FrameMerger
 from hw.timebase import Timebase
+from host_sw.contracts.siphash import key_to_int
 from sim_tb.amaranth_streams import Sink, Source, simulate, wait_until
 
 SRC_MAC = 0x020000000001
@@ -43,14 +44,20 @@ def test_marker_frames_equal_build_marker(data_width):
     rng = random.Random(data_width)
     dut = MarkerFrameSource(config=config, data_width=data_width)
     sink = Sink(dut.source, data_width, rng, p_ready=0.6)
-    requests = [(0, 0, 0), (0x01020304, 0x1122334455667788, int(IntervalFlags.OVERRUN)),
-                (0xFFFFFFFF, (1 << 64) - 1, 0x87)]
+    key = bytes(range(16))
+    # The last two are authenticated (the tag under the key; SPEC §6's vector is one).
+    requests = [(0, 0, 0, None),
+                (0x01020304, 0x1122334455667788, int(IntervalFlags.OVERRUN), None),
+                (0xFFFFFFFF, (1 << 64) - 1, 0x87, key),
+                (0x01020304, 0x1122334455667788, int(IntervalFlags.OVERRUN), key)]
 
     async def main(ctx):
         ctx.set(dut.src_mac, SRC_MAC)
         ctx.set(dut.dst_mac, DST_MAC)
         ctx.set(dut.config_id, config.config_id)
-        for seq, ts, flags in requests:
+        for seq, ts, flags, k in requests:
+            ctx.set(dut.key, 0 if k is None else key_to_int(k))
+            ctx.set(dut.auth, k is not None)
             ctx.set(dut.request.valid, 1)
             ctx.set(dut.request.payload, {"seq": seq, "timestamp": ts, "flags": flags})
             while True:
@@ -62,9 +69,9 @@ def test_marker_frames_equal_build_marker(data_width):
 
     simulate(dut, main, sink.run)
     frames = sink.frames()
-    for frame, (seq, ts, flags) in zip(frames, requests):
+    for frame, (seq, ts, flags, k) in zip(frames, requests):
         assert frame == build_marker(config, seq=seq, timestamp=ts, src_mac=SRC_MAC,
-                                     dst_mac=DST_MAC, flags=flags)
+                                     dst_mac=DST_MAC, flags=flags, key=k)
     parsed = parse_control_frame(frames[1], expected=config)
     assert isinstance(parsed, MarkerFrame)
     assert (parsed.seq, parsed.timestamp, parsed.flags) == (0x01020304, 0x1122334455667788,
