@@ -26,7 +26,7 @@ from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.hashing import (
     classify_frame, lda_bank, lda_row, lda_sign, leading_zeros32,
 )
-from host_sw.contracts.regmap import register_map
+from host_sw.contracts.regmap import REGISTERS, register_map
 from host_sw.model.golden import Hashers, bucket_indices, hash_frames
 
 from bench import ROOT
@@ -205,15 +205,16 @@ def regmap_markdown() -> str:
     lines.append(f"| `{w.name}` (window) | {w.address:#06x} | {w.words} | ro | span "
                  f"{w.span} | — | {w.buckets} counter words × {w.chunks} chunks; counter i "
                  f"chunk c at {w.address:#x} + {w.chunks}i + c |")
+    last_fixed = REGISTERS[-1].name
     lines += ["", "The default configuration of each kind (64-bit data path): registers `id` "
-              "… `export_frames` are laid out as above in every core (only `config`'s "
+              f"… `{last_fixed}` are laid out as above in every core (only `config`'s "
               "values differ); the run-time registers and the window follow §7.1–§7.2:", "",
               "| kind | run-time registers (address, words) | counter window: address, "
               "words (buckets × chunks), span | register-map ID |",
               "|---|---|---|---|"]
     for config in (LdaConfig(), RdaConfig(), LdsConfig()):
         rmap = register_map(config, data_width=64)
-        runtime = [r for r in rmap if r.address > rmap["export_frames"].address]
+        runtime = [r for r in rmap if r.address > rmap[last_fixed].address]
         regs = "; ".join(f"`{r.name}` {r.address:#06x}, {r.words} ("
                          + ", ".join(_bits(f) for f in r.fields) + ")" for r in runtime)
         w = rmap.window

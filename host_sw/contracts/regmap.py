@@ -239,6 +239,18 @@ REGISTERS: tuple[RegisterDecl, ...] = (
                     "or configuration)"),
     _status_counter("sequence_gaps", "accepted markers whose sequence number skipped"),
     _status_counter("export_frames", "synopsis chunk frames sent"),
+    # Frame integrity and authenticated mode (issue 11, docs/SPEC.md §6 "Tag").
+    _status_counter("markers_runt", "marker frames ignored: shorter than their 60-byte "
+                    "format"),
+    _status_counter("markers_bad_tag", "marker frames ignored: their tag did not verify"),
+    _status_counter("markers_replayed", "marker frames ignored: interval number not "
+                    "forward of the last one taken (replayed or old)"),
+    RegisterDecl("auth_mode", "Authenticated mode of marker and export frames.", (
+        FieldDecl("enable", 1, "rw", "tag markers and exports under AUTH_KEY and accept only "
+                  "markers tagged under it (0: tags under the zero key, integrity only)"),)),
+    RegisterDecl("auth_key", "SipHash-2-4 key of authenticated mode (write-only: reads "
+                 "return 0).", (
+        FieldDecl("key", 128, "wo", "key bytes K[0..15], K[0] in bits 127..120"),)),
 )
 
 
