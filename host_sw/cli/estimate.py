@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from host_sw.cli.args import (RunFailure, confidence, dump, guard, load_config, parse_json,
-                              positive_int, read_text)
+from host_sw.cli.args import (RunFailure, confidence, dump, guard, key_file, load_config,
+                              parse_json, positive_int, read_text)
 from host_sw.cli.records import pair_snapshots
 from host_sw.cli.table import RECORD_TABLE
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
-from host_sw.contracts.control_frame import (MarkerFrame, NotControlFrameError,
-                                             SynopsisReassembler, parse_control_frame)
+from host_sw.contracts.control_frame import (ControlFrameError, MarkerFrame,
+                                             NotControlFrameError, SynopsisReassembler,
+                                             mac_to_str, parse_control_frame)
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.device.driver import Snapshot
 from host_sw.estimators.offline import capture_records
@@ -49,6 +50,9 @@ def add_estimate_parser(sub) -> None:
     p.add_argument("--interval-ns", type=positive_int, default=None,
                    help="interval length for captures (default: one interval)")
     p.add_argument("--confidence", type=confidence, default=0.98)
+    p.add_argument("--key-file", type=key_file, default=None, metavar="FILE",
+                   help="the key of authenticated exports (32 hex digits in a file); "
+                        "without it only integrity-tagged exports are accepted")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=guard(_cmd_estimate))
 
@@ -69,22 +73,35 @@ def _is_control_capture(cap) -> bool:
                for f in cap.frames)
 
 
-def _synopses_from_frames(cap, config) -> dict:
-    """Every complete interval in a capture of exported control frames, by sequence."""
-    r = SynopsisReassembler(config)
-    done = {}
-    for f in cap.frames:
+def _synopses_from_frames(cap, config, key, name) -> dict:
+    """Every complete interval in a capture of exported control frames, by sequence.
+    Every frame's tag is checked (under ``key`` when given) and interval numbers must go
+    forward per source: a changed, unauthenticated, duplicated or replayed frame is an
+    error naming the capture, the frame and the interval."""
+    r = SynopsisReassembler(config, key=key)
+    done, source = {}, None
+    for n, f in enumerate(cap.frames, 1):
         try:
-            parsed = parse_control_frame(f, expected=config)
+            parsed = parse_control_frame(f, expected=config, key=key)
+            if isinstance(parsed, MarkerFrame):
+                continue
+            source = source or parsed.src_mac
+            if parsed.src_mac != source:
+                raise RunFailure(f"{name}: frame {n}: interval {parsed.seq} comes from "
+                                 f"{mac_to_str(parsed.src_mac)}, the capture's exports from "
+                                 f"{mac_to_str(source)}: give one device's exports")
+            got = r.add(parsed)
         except NotControlFrameError:
             continue
-        if isinstance(parsed, MarkerFrame):
-            continue
-        got = r.add(parsed)
+        except ControlFrameError as e:
+            raise RunFailure(f"{name}: frame {n}: {e}") from None
         if got is not None:
             done[got.seq] = got
     for seq in r.pending:
-        r.finish(seq)    # raises MissingChunkError with the missing indices
+        try:
+            r.finish(seq)    # raises MissingChunkError with the missing indices
+        except ControlFrameError as e:
+            raise RunFailure(f"{name}: {e}") from None
     return done
 
 
@@ -92,7 +109,8 @@ def _from_exported_frames(caps, args) -> list:
     if not args.config:
         raise RunFailure("exported frames need the configuration (--config FILE)")
     config = load_config(args.config)
-    s_iv, r_iv = (_synopses_from_frames(c, config) for c in caps)
+    s_iv, r_iv = (_synopses_from_frames(c, config, args.key_file, name)
+                  for c, name in zip(caps, (args.sender, args.receiver)))
     common = sorted(set(s_iv) & set(r_iv))
     if not common:
         raise RunFailure(f"no interval in both captures (sender {sorted(s_iv)}, "
