@@ -122,7 +122,7 @@ from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.regmap import register_map
 
 from .bucket_select import BucketSelector
-from .control_frame_tx import MarkerFrameSource
+from .marker_source import MarkerFrameSource
 from .counter_bank import CounterBank
 from .csr import CsrBank
 from .exporter import Exporter

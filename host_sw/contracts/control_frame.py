@@ -49,6 +49,7 @@ from host_sw.contracts.frame_format import (
     TruncatedFrameError, UnknownTypeError, UnsupportedVersionError, check_mtu, field_by_name,
     frames_needed, mac_to_bytes, mac_to_str, words_per_frame, AUTH_KEYED, AUTH_NAMES,
     AUTH_NONE, TAG_BYTES, BadTagError, ReplayedIntervalError, UnauthenticatedFrameError,
+    check_tail, seq_after,
 )
 from host_sw.contracts.siphash import ZERO_KEY, siphash_tag
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
@@ -288,7 +289,7 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
         if index or count or first or n:
             raise MalformedFrameError(f"marker frame with chunk fields set (chunk {index} "
                                       f"of {count}, words {first}+{n})")
-        _check_tail(frame, PAYLOAD_OFFSET, key, auth, f"marker of interval {seq}")
+        check_tail(frame, PAYLOAD_OFFSET, key, auth, f"marker of interval {seq}")
         return MarkerFrame(**common)
     if count == 0 or index >= count:
         raise MalformedFrameError(f"chunk index {index} is not below chunk count {count}")
@@ -299,41 +300,13 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
         raise TruncatedFrameError(f"synopsis chunk {index} of interval {seq} declares {n} "
                                   f"words and a tag ({end + TAG_BYTES} bytes) but the frame "
                                   f"has {len(frame)} bytes")
-    _check_tail(frame, end, key, auth, f"synopsis chunk {index} of interval {seq}")
+    check_tail(frame, end, key, auth, f"synopsis chunk {index} of interval {seq}")
     raw = [int.from_bytes(frame[p:p + CHUNK_BYTES], "big")
            for p in range(PAYLOAD_OFFSET, end, CHUNK_BYTES)]
     words = tuple(sum(raw[k + c] << (32 * c) for c in range(word_chunks))
                   for k in range(0, len(raw), word_chunks))
     return SynopsisChunk(**common, chunk_index=index, chunk_count=count, first_word=first,
                          words=words)
-
-
-def _check_tail(frame: bytes, end: int, key: bytes | None, auth: int, what: str) -> None:
-    """The tag at ``end`` (the content's end) and the padding after it."""
-    if len(frame) < end + TAG_BYTES:
-        raise TruncatedFrameError(f"{what}: frame of {len(frame)} bytes ends before its "
-                                  f"{TAG_BYTES}-byte tag (at {end})")
-    _check_padding(frame, end + TAG_BYTES)
-    if key is None and auth == AUTH_KEYED:
-        raise UnauthenticatedFrameError(f"{what} is authenticated (keyed tag) and no key "
-                                        f"was given to check it")
-    if key is not None and auth != AUTH_KEYED:
-        raise UnauthenticatedFrameError(f"{what} is not authenticated (its tag is under the "
-                                        f"zero key) and a key was given")
-    if siphash_tag(frame[:end], ZERO_KEY if key is None else key) != frame[end:end + TAG_BYTES]:
-        raise BadTagError(f"{what}: the tag does not match the content "
-                          f"({'under the key given' if key is not None else 'integrity check'}"
-                          f"): the frame was changed or made without the key")
-
-
-def _check_padding(frame: bytes, end: int) -> None:
-    extra = len(frame) - end
-    if extra and len(frame) > MIN_FRAME_BYTES:
-        raise MalformedFrameError(f"{extra} unexpected byte(s) after the control frame's "
-                                  f"content (only zero padding up to {MIN_FRAME_BYTES} "
-                                  f"bytes is allowed)")
-    if any(frame[end:]):
-        raise MalformedFrameError("the padding after the control frame's content is not zero")
 
 
 def _check_expected(config: SynopsisConfig, kind: str, config_id: int, word_chunks: int,
@@ -468,13 +441,6 @@ class SynopsisReassembler:
         return ReassembledSynopsis(seq=seq, flags=ref.flags, timestamp=ref.timestamp,
                                    src_mac=ref.src_mac,
                                    synopsis=Synopsis.from_words(self.config, words))
-
-
-def seq_after(seq: int, last: int) -> bool:
-    """Whether interval number ``seq`` is forward of ``last``: 1 to 2³¹ − 1 ahead modulo
-    2³² (serial number arithmetic, RFC 1982, so the 32-bit number may wrap). The receiving
-    core's marker check is the same (docs/SPEC.md §6)."""
-    return 0 < (seq - last) % (1 << 32) < (1 << 31)
 
 
 def reassemble(frames, config: SynopsisConfig, *, mtu: int = MTU_PAYLOAD,

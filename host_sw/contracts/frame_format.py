@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The control/export frame format's constants: versions, types, interval flags, the header
-field table, frame sizing, MAC helpers and the errors of frame handling.
+field table, frame sizing, MAC helpers, the frame's tail (tag and padding checks, forward
+interval numbers) and the errors of frame handling.
 
 The byte layout is described in :mod:`host_sw.contracts.control_frame`, which builds,
 parses and reassembles frames with these and re-exports every name here, so importers use
@@ -15,15 +16,15 @@ import enum
 from dataclasses import dataclass
 
 from host_sw.contracts.config import KIND_CODES
-from host_sw.contracts.hashing import ETHERTYPE_CONTROL
-from host_sw.contracts.siphash import TAG_BYTES
+from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
+from host_sw.contracts.siphash import TAG_BYTES, ZERO_KEY, siphash_tag
 
 __all__ = [
     "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "TYPE_NAMES", "KIND_NAMES", "IntervalFlags",
     "INVALID_FLAGS", "FrameField", "HEADER_FIELDS", "RESERVED_FIELDS",
     "ETHERNET_HEADER_BYTES", "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD",
     "MAX_MTU_PAYLOAD", "MIN_MTU_PAYLOAD", "check_mtu", "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame", "frames_needed",
-    "TAG_BYTES", "AUTH_NONE", "AUTH_KEYED", "AUTH_NAMES",
+    "TAG_BYTES", "AUTH_NONE", "AUTH_KEYED", "AUTH_NAMES", "check_tail", "seq_after",
     "mac_to_bytes", "mac_to_str",
     "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
     "MalformedFrameError", "UnsupportedVersionError", "UnknownTypeError",
@@ -198,6 +199,48 @@ def mac_to_bytes(mac) -> bytes:
 
 def mac_to_str(mac: bytes) -> str:
     return ":".join(f"{b:02x}" for b in mac)
+
+
+# ---------------------------------------------------------------------------------------
+# The frame's tail: tag and padding; interval numbers
+# ---------------------------------------------------------------------------------------
+
+def check_tail(frame: bytes, end: int, key: bytes | None, auth: int, what: str) -> None:
+    """Rules 14 and 15 of docs/SPEC.md §6: the tag at ``end`` (the content's end, the
+    frame's first ``end`` bytes being what it covers) and the padding after it, checked
+    against ``key`` (None: the zero key) and the frame's ``auth`` byte; ``what`` names the
+    frame in the errors."""
+    if len(frame) < end + TAG_BYTES:
+        raise TruncatedFrameError(f"{what}: frame of {len(frame)} bytes ends before its "
+                                  f"{TAG_BYTES}-byte tag (at {end})")
+    _check_padding(frame, end + TAG_BYTES)
+    if key is None and auth == AUTH_KEYED:
+        raise UnauthenticatedFrameError(f"{what} is authenticated (keyed tag) and no key "
+                                        f"was given to check it")
+    if key is not None and auth != AUTH_KEYED:
+        raise UnauthenticatedFrameError(f"{what} is not authenticated (its tag is under the "
+                                        f"zero key) and a key was given")
+    if siphash_tag(frame[:end], ZERO_KEY if key is None else key) != frame[end:end + TAG_BYTES]:
+        raise BadTagError(f"{what}: the tag does not match the content "
+                          f"({'under the key given' if key is not None else 'integrity check'}"
+                          f"): the frame was changed or made without the key")
+
+
+def _check_padding(frame: bytes, end: int) -> None:
+    extra = len(frame) - end
+    if extra and len(frame) > MIN_FRAME_BYTES:
+        raise MalformedFrameError(f"{extra} unexpected byte(s) after the control frame's "
+                                  f"content (only zero padding up to {MIN_FRAME_BYTES} "
+                                  f"bytes is allowed)")
+    if any(frame[end:]):
+        raise MalformedFrameError("the padding after the control frame's content is not zero")
+
+
+def seq_after(seq: int, last: int) -> bool:
+    """Whether interval number ``seq`` is forward of ``last``: 1 to 2³¹ − 1 ahead modulo
+    2³² (serial number arithmetic, RFC 1982, so the 32-bit number may wrap). The receiving
+    core's marker check is the same (docs/SPEC.md §6)."""
+    return 0 < (seq - last) % (1 << 32) < (1 << 31)
 
 
 # ---------------------------------------------------------------------------------------

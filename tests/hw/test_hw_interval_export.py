@@ -18,7 +18,7 @@ from host_sw.contracts.control_frame import (
     reassemble,
 )
 from host_sw.contracts.synopsis import Synopsis
-from hw.control_frame_tx import MarkerFrameSource
+from hw.marker_source import MarkerFrameSource
 from hw.counter_bank import CounterBank
 from hw.exporter import Exporter
 from hw.frame import beats_to_frames
