@@ -91,9 +91,9 @@ Latencies
 * pass-through: :data:`PASSTHROUGH_LATENCY` = 1 cycle, independent of the configuration;
 * measurement: :attr:`LdaCore.measurement_latency` cycles from a frame's EOF acceptance to
   its update request at the counter bank (merger watch copy 1 + watch delay
-  :attr:`LdaCore.TAP_WATCH_DELAY` (27: a marker's tag is checked before its boundary) +
+  :attr:`LdaCore.TAP_WATCH_DELAY` (47: a marker's tag is checked before its boundary) +
   tap 1 + hasher + selector 4; for the default LDA core with a 64-byte window
-  1 + 27 + 1 + 5 + 4 = 38), then
+  1 + 47 + 1 + 5 + 4 = 58), then
   ``CounterBank.UPDATE_LATENCY`` to the memory write.
 
 Verilog export
@@ -401,6 +401,7 @@ class LdaCore(wiring.Component):
             enable=_config_copy(m, csr.auth_mode.value.enable, "auth_enable_copy"),
             key=_config_copy(m, csr.auth_key.value.key, "auth_key_copy"))
         m.d.comb += [
+            csr.auth_key.current.eq(0),         # write-only: reads return 0
             ic.key.eq(auth.key), ic.auth.eq(auth.enable),
             markers.key.eq(auth.key), markers.auth.eq(auth.enable),
             ic.mode.eq(mode.mode),

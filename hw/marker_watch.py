@@ -75,7 +75,7 @@ class MarkerWatch(wiring.Component):
 
     #: Cycles from a marker's EOF transfer to ``accepted`` / ``bad_tag``: the decision
     #: on the header (2), then the tag of its 12 words (the engine's rounds), registered.
-    VERIFY_LATENCY = 2 + 22
+    VERIFY_LATENCY = 2 + 42
 
     def __init__(self, *, data_width: int):
         check_data_width(data_width)

@@ -8,8 +8,9 @@ tag their frames with it, and the receiver's marker watch
 :func:`host_sw.contracts.siphash.siphash_tag` (the ``siphash24`` package); the tests compare
 the two on the paper's vector and on random messages.
 
-One SipRound per clock (the rounds are sequential: markers are rare, and an export frame
-is absorbed while it is built, 4 bytes per clock at best). The message is a sequence of
+Half a SipRound per clock (the rounds are sequential: markers are rare, and an export
+frame is absorbed while it is built, 2 bytes per clock at best; one 64-bit add per path
+keeps the engine near the core's clock on ECP5). The message is a sequence of
 32-bit **words**, byte ``i`` of the word at bits ``8i .. 8i+7`` (the frame's lane order):
 every message this project tags is a multiple of 4 bytes (the 48-byte header and 4-byte
 counter chunks).
@@ -34,19 +35,23 @@ def _rotl(v, n):
     return v.rotate_left(n)
 
 
+def half_round_a(v0, v1, v2, v3):
+    """The first half of a SipRound: one 64-bit add on each side, then the mixing."""
+    a = (v0 + v1)[:64]
+    c = (v2 + v3)[:64]
+    return _rotl(a, 32), _rotl(v1, 13) ^ a, c, _rotl(v3, 16) ^ c
+
+
+def half_round_b(v0, v1, v2, v3):
+    """The second half of a SipRound."""
+    a = (v0 + v3)[:64]
+    c = (v2 + v1)[:64]
+    return a, _rotl(v1, 17) ^ c, _rotl(c, 32), _rotl(v3, 21) ^ a
+
+
 def sipround(v0, v1, v2, v3):
-    """One SipRound on four 64-bit values; returns the four new values (combinational)."""
-    v0 = (v0 + v1)[:64]
-    v1 = _rotl(v1, 13) ^ v0
-    v0 = _rotl(v0, 32)
-    v2 = (v2 + v3)[:64]
-    v3 = _rotl(v3, 16) ^ v2
-    v0 = (v0 + v3)[:64]
-    v3 = _rotl(v3, 21) ^ v0
-    v2 = (v2 + v1)[:64]
-    v1 = _rotl(v1, 17) ^ v2
-    v2 = _rotl(v2, 32)
-    return v0, v1, v2, v3
+    """One SipRound on four 64-bit values (the two halves, combinational)."""
+    return half_round_b(*half_round_a(v0, v1, v2, v3))
 
 
 def key_halves(key):
@@ -66,19 +71,28 @@ class SipHash(wiring.Component):
     start: In(1)
         Pulse: begin a new message (any message in progress is dropped).
     words: In(stream.Signature({data: 32, last: 1}))
-        The message's words; ``last`` on its final word. A word is taken (``ready``)
-        while the engine can absorb it: the first word of a block at any time but during
-        the finalisation, the second when the previous block's rounds end (so a block
-        every two clocks when words come one per clock).
+        The message's words; ``last`` on its final word. ``ready`` is a function of
+        registers (it does not look at ``valid``): a block (two words) is taken while the
+        previous one is compressed, so words may come one per clock and the engine
+        absorbs a block every 4 clocks (2 bytes per clock).
     tag: Out(64)
         The tag, byte ``i`` of the frame's tag at bits ``8i`` (the little-endian output of
         SipHash), valid from ``done`` until the next ``start``.
     done: Out(1)
-        Pulse: ``tag`` is ready, 7 clocks after the last word was taken (6 when it is
-        the second word of a block).
+        Pulse: ``tag`` is ready (:data:`LATENCY` clocks after the last word was taken, at
+        most).
     busy: Out(1)
         A message is being absorbed or finalised (from ``start`` to ``done``).
+
+    How (timing, ECP5): one **half** SipRound per clock (one 64-bit add on each side,
+    then rotations and XORs); the block's XOR into ``v3`` before its first half-round,
+    into ``v0`` after its last, and the finalisation's ``0xff`` into ``v2`` are operands
+    held in registers (zero when not used) that a small sequencer loads one clock ahead,
+    so no decision sits on the 64-bit paths.
     """
+
+    #: Most clocks from taking the last word to ``done``.
+    LATENCY = 20
 
     key: In(8 * KEY_BYTES)
     start: In(1)
@@ -90,77 +104,88 @@ class SipHash(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         v = [Signal(64, name=f"v{i}") for i in range(4)]
-        block = Signal(64)              # the block being compressed (xored into v0 after)
-        low = Signal(32)                # the first word of the next block
-        half = Signal()                 # ``low`` holds a word
-        length = Signal(8)              # message bytes mod 256
-        rounds = Signal(range(5))       # rounds left in this phase
-        absorbing, last_block, final = Signal(), Signal(), Signal()
-        ending = Signal()               # the block now compressing holds the last word
-
-        r = sipround(*v)
-        rounding = rounds != 0
-        cur = [Signal(64, name=f"cur{i}") for i in range(4)]    # v after this clock's round
-        m.d.comb += [c.eq(Mux(rounding, x, y)) for c, x, y in zip(cur, r, v)]
-        block_ends = absorbing & (rounds == 1)
-        free = ~rounding | (block_ends & ~ending)     # v is free for the next block
-        word = self.words.payload
-        takes_low = ~half & ~word.last & ~(last_block | final | ending) & self.busy
-        takes_high = (half | word.last) & free & self.busy
-        m.d.comb += self.words.ready.eq(takes_low | takes_high)
-        take = self.words.valid & self.words.ready
-        new_block = Signal(64)
-        new_length = (length + 4)[:8]
-        # A last word that is the first of its block forms the final block with the
-        # length byte; a last word that completes a block is followed by the length block.
-        m.d.comb += new_block.eq(Mux(half, Cat(low, word.data),
-                                      Cat(word.data, Const(0, 24), new_length)))
-        v0_after = Mux(block_ends, cur[0] ^ block, cur[0])
-        m.d.sync += self.done.eq(0)
+        # This clock's operation, loaded one clock ahead by the sequencer.
+        step = Signal()                 # a half-round now
+        half_b = Signal()               # ... the second half
+        pre = Signal(64)                # XORed into v3 before it (a block's first half)
+        post = Signal(64)               # XORed into v0 after it (a block's last half)
+        fin = Signal()                  # XOR 0xff into v2 after it (finalisation)
+        tag_now = Signal()              # v is final: the tag after this clock
+        loading = Signal()              # load the initial state (registered start)
+        key = Signal(8 * KEY_BYTES)
+        m.d.sync += loading.eq(self.start)
         with m.If(self.start):
-            k0, k1 = key_halves(self.key)
+            m.d.sync += key.eq(self.key)
+        v3_in = v[3] ^ pre
+        a_out = half_round_a(v[0], v[1], v[2], v3_in)
+        b_out = half_round_b(v[0], v[1], v[2], v3_in)
+        stepped = [Mux(half_b, b, a) for a, b in zip(a_out, b_out)]
+        k0, k1 = key_halves(key)
+        with m.If(loading):
             m.d.sync += [v[0].eq(k0 ^ _INIT[0]), v[1].eq(k1 ^ _INIT[1]),
-                         v[2].eq(k0 ^ _INIT[2]), v[3].eq(k1 ^ _INIT[3]),
-                         half.eq(0), length.eq(0), rounds.eq(0), absorbing.eq(0),
-                         last_block.eq(0), final.eq(0), ending.eq(0), self.busy.eq(1)]
-        with m.Elif(take & ~(half | word.last)):
-            m.d.sync += [low.eq(word.data), half.eq(1), length.eq(new_length)]
-            self._step(m, v, cur, v0_after, rounds, block_ends, absorbing, last_block,
-                       final, ending, block, length)
-        with m.Elif(take):
-            # A new block: xor into v3, two rounds, then into v0.
-            m.d.sync += [v[0].eq(v0_after), v[1].eq(cur[1]), v[2].eq(cur[2]),
-                         v[3].eq(cur[3] ^ new_block), block.eq(new_block), rounds.eq(2),
-                         half.eq(0), length.eq(new_length)]
-            with m.If(half):
-                m.d.sync += [absorbing.eq(1), last_block.eq(0), ending.eq(word.last)]
-            with m.Else():
-                m.d.sync += [absorbing.eq(0), last_block.eq(1), ending.eq(0)]
-        with m.Else():
-            self._step(m, v, cur, v0_after, rounds, block_ends, absorbing, last_block,
-                       final, ending, block, length)
+                         v[2].eq(k0 ^ _INIT[2]), v[3].eq(k1 ^ _INIT[3])]
+        with m.Elif(step):
+            m.d.sync += [v[0].eq(stepped[0] ^ post), v[1].eq(stepped[1]),
+                         v[2].eq(stepped[2] ^ Cat(fin.replicate(8), Const(0, 56))),
+                         v[3].eq(stepped[3])]
+        m.d.sync += self.done.eq(tag_now)
+        with m.If(tag_now):
+            m.d.sync += self.tag.eq(v[0] ^ v[1] ^ v[2] ^ v[3])
+        self._sequencer(m, step, half_b, pre, post, fin, tag_now, loading)
         return m
 
-    def _step(self, m, v, cur, v0_after, rounds, block_ends, absorbing, last_block, final,
-              ending, block, length):
-        """A clock without a new block: the current phase's round, and what follows."""
-        with m.If(rounds != 0):
-            m.d.sync += [v[0].eq(v0_after), v[1].eq(cur[1]), v[2].eq(cur[2]),
-                         v[3].eq(cur[3]), rounds.eq(rounds - 1)]
-            with m.If(block_ends):
-                m.d.sync += absorbing.eq(0)
-                with m.If(ending):
-                    # The length block (no message bytes left): b = length << 56.
-                    b = Cat(Const(0, 56), length)
-                    m.d.sync += [v[3].eq(cur[3] ^ b), block.eq(b), rounds.eq(2),
-                                 last_block.eq(1), ending.eq(0)]
-            with m.If(last_block & (rounds == 1)):
-                m.d.sync += [v[0].eq(cur[0] ^ block), v[2].eq(cur[2] ^ 0xFF),
-                             rounds.eq(4), last_block.eq(0), final.eq(1)]
-            with m.If(final & (rounds == 1)):
-                m.d.sync += [final.eq(0), self.done.eq(1), self.busy.eq(0),
-                             self.tag.eq(cur[0] ^ cur[1] ^ cur[2] ^ cur[3])]
-
+    def _sequencer(self, m, step, half_b, pre, post, fin, tag_now, loading):
+        """The words into blocks (and the final length block), and each clock's operation,
+        one clock ahead: 4 half-rounds per block, 8 more after the final block."""
+        low = Signal(32)
+        half = Signal()                 # ``low`` holds a block's first word
+        block = Signal(64)
+        pending = Signal()              # ``block`` waits to be compressed
+        final = Signal()                # ... and it is the final block
+        length_next = Signal()          # after ``block``, the length-only final block
+        length = Signal(8)              # message bytes mod 256
+        left = Signal(range(13))        # half-rounds of the current job still to issue
+        pos = Signal(range(13))         # the next half-round's place in its job
+        job_final = Signal()
+        job_block = Signal(64)          # the job's block, for its XOR into v0 at the end
+        word = self.words.payload
+        m.d.comb += self.words.ready.eq(self.busy & ~pending & ~length_next)
+        take = self.words.valid & self.words.ready
+        new_length = (length + 4)[:8]
+        with m.If(take):
+            m.d.sync += length.eq(new_length)
+            with m.If(~half & ~word.last):
+                m.d.sync += [low.eq(word.data), half.eq(1)]
+            with m.Elif(~half):
+                m.d.sync += [block.eq(Cat(word.data, Const(0, 24), new_length)),
+                             pending.eq(1), final.eq(1)]
+            with m.Else():
+                m.d.sync += [block.eq(Cat(low, word.data)), pending.eq(1), half.eq(0),
+                             final.eq(0), length_next.eq(word.last)]
+        # Issue: a job starts when the previous one has issued its last half-round.
+        begin = pending & (left == 0) & ~loading
+        m.d.sync += [step.eq(0), pre.eq(0), post.eq(0), fin.eq(0), tag_now.eq(0)]
+        with m.If(begin):
+            m.d.sync += [step.eq(1), half_b.eq(0), pre.eq(block), pending.eq(0),
+                         left.eq(Mux(final, 11, 3)), pos.eq(1), job_final.eq(final)]
+            with m.If(length_next & ~final):
+                m.d.sync += [block.eq(Cat(Const(0, 56), length)), pending.eq(1),
+                             final.eq(1), length_next.eq(0)]
+        with m.Elif(left != 0):
+            m.d.sync += [step.eq(1), half_b.eq(~half_b), left.eq(left - 1),
+                         pos.eq(pos + 1)]
+            with m.If(pos == 3):
+                m.d.sync += [post.eq(job_block), fin.eq(job_final)]
+        with m.Elif(job_final & (pos == 12)):
+            m.d.sync += [tag_now.eq(1), pos.eq(0), job_final.eq(0)]
+        with m.If(begin):
+            m.d.sync += job_block.eq(block)
+        with m.If(self.start):
+            m.d.sync += [half.eq(0), pending.eq(0), final.eq(0), length_next.eq(0),
+                         length.eq(0), left.eq(0), pos.eq(0), job_final.eq(0),
+                         self.busy.eq(1)]
+        with m.Elif(tag_now):
+            m.d.sync += self.busy.eq(0)
 
 
 class ItemTagger(wiring.Component):
@@ -173,7 +198,7 @@ class ItemTagger(wiring.Component):
     frame's items held, with ``last`` set. A frame's first item starts a new message under
     ``key``.
 
-    The engine absorbs about 4 bytes per clock, slower than the exporter makes items, and
+    The engine absorbs about 2 bytes per clock, slower than the exporter makes items, and
     a frame must leave without gaps (a MAC behind the port cannot pause inside a frame):
     so the items of a frame are stored (a FIFO of ``frame_items + 1`` items, block RAM)
     and offered on ``source`` only once the frame's tag is in the store; they then leave

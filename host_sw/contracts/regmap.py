@@ -248,9 +248,12 @@ REGISTERS: tuple[RegisterDecl, ...] = (
     RegisterDecl("auth_mode", "Authenticated mode of marker and export frames.", (
         FieldDecl("enable", 1, "rw", "tag markers and exports under AUTH_KEY and accept only "
                   "markers tagged under it (0: tags under the zero key, integrity only)"),)),
+    # Write-only: declared volatile, so that reads return what the core drives (0), not
+    # the stored key (the CSR bank serves a volatile register's reads from the core).
     RegisterDecl("auth_key", "SipHash-2-4 key of authenticated mode (write-only: reads "
                  "return 0).", (
-        FieldDecl("key", 128, "wo", "key bytes K[0..15], K[0] in bits 127..120"),)),
+        FieldDecl("key", 128, "wo", "key bytes K[0..15], K[0] in bits 127..120"),),
+                 volatile=True),
 )
 
 

@@ -252,17 +252,18 @@ def test_marker_receive_accepts_only_the_configured_sender(data_width):
         (_marker(config, 1)[:48], False, ("reject",)),           # the 48-byte runt
         (_marker(config, 1)[:56], False, ("reject",)),           # header + tag, no padding
         (bytes(tampered), False, ("reject",)),                   # the tag does not verify
-        (data_frame, False, None),
+        (data_frame, False, None), (data_frame, False, None),
         (_marker(config, 1, key=bytes(16)), False, ("reject",)),     # authenticated
         (chunk, False, None),                                    # not a marker: ignored
+        (data_frame, False, None),
         (_marker(config, 1), False, ("accept", 2, 0)),
-        (data_frame, False, None),
+        (data_frame, False, None), (data_frame, False, None),    # the check's time
         (_marker(config, 0), False, ("reject",)),                # old: replayed
-        (data_frame, False, None),
+        (data_frame, False, None), (data_frame, False, None),
         (_marker(config, 1), False, ("reject",)),                # the last one again
-        (data_frame, False, None),
+        (data_frame, False, None), (data_frame, False, None),
         (_marker(config, 5), False, ("accept", 6, int(IntervalFlags.SEQUENCE_GAP))),
-        (data_frame, False, None),
+        (data_frame, False, None), (data_frame, False, None),
         (_marker(config, 6, timestamp=(1 << 64) - 1), False, ("accept", 7, 0)),
     ]
     dut = IntervalControl(data_width=data_width)
@@ -274,7 +275,7 @@ def test_marker_receive_accepts_only_the_configured_sender(data_width):
         ctx.set(dut.mode, MODE_MARKER_RECEIVE)
         ctx.set(dut.config_id, config.config_id)
         ctx.set(dut.marker_src_mac, SRC_MAC)
-        for cycle in range(6000):
+        for cycle in range(8000):
             _, _, b, seq, flags, ts = await ctx.tick().sample(
                 dut.boundary, dut.boundary_seq, dut.boundary_flags, dut.boundary_timestamp)
             if b:
@@ -316,9 +317,9 @@ def test_marker_receive_authenticated_and_busy():
     rng = random.Random(1)
     data_frame = bytes(rng.randbytes(12)) + b"\x08\x00\x45" + rng.randbytes(60)
     frames = [_marker(config, 0), data_frame, _marker(config, 0, key=bytes(range(1, 17))),
-              data_frame, data_frame,
+              *[data_frame] * 5,
               _marker(config, 0, key=key), _marker(config, 1, key=key),   # back to back
-              data_frame, data_frame, data_frame, _marker(config, 1, key=key)]
+              *[data_frame] * 5, _marker(config, 1, key=key)]
     dut = IntervalControl(data_width=64)
     src = Source(dut.watch, 64, rng, p_valid=1.0)
     src.queue = [(f, False) for f in frames]
