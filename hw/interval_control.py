@@ -18,7 +18,7 @@ frames (swap, or overrun when the other copy is not clean). The modes are those 
 2 marker send
     ``CONTROL.swap`` or the interval timer (same ``t0 + i·δ`` schedule; δ = 0: no timer)
     requests a marker frame (:attr:`IntervalControl.marker`, for
-    :class:`hw.control_frame_tx.MarkerFrameSource`) carrying the current sequence number
+    :class:`hw.marker_source.MarkerFrameSource`) carrying the current sequence number
     (the interval that ends), the boundary's timestamp (the timer's nominal ``t0 + i·δ``,
     or the timebase at ``CONTROL.swap``) and ``ending_flags``. The boundary is requested
     when that marker's first beat is accepted (``marker_sent``, from
