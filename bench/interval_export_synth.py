@@ -30,7 +30,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from host_sw.contracts.config import LdaConfig
-from hw.control_frame_tx import MarkerFrameSource
+from hw.marker_source import MarkerFrameSource
 from hw.counter_bank import frozen_read_signature
 from hw.exporter import Exporter
 from hw.frame import FrameStream

@@ -216,16 +216,16 @@ def regmap_markdown() -> str:
     lines.append(f"| `{w.name}` (window) | {w.address:#06x} | {w.words} | ro | span "
                  f"{w.span} | — | {w.buckets} counter words × {w.chunks} chunks; counter i "
                  f"chunk c at {w.address:#x} + {w.chunks}i + c |")
-    last = REGISTERS[-1].name        # the last register every core has
+    last_fixed = REGISTERS[-1].name
     lines += ["", "The default configuration of each kind (64-bit data path): registers `id` "
-              f"… `{last}` are laid out as above in every core (only `config`'s "
+              f"… `{last_fixed}` are laid out as above in every core (only `config`'s "
               "values differ); the run-time registers and the window follow §7.1–§7.2:", "",
               "| kind | run-time registers (address, words) | counter window: address, "
               "words (buckets × chunks), span | register-map ID |",
               "|---|---|---|---|"]
     for config in (LdaConfig(), RdaConfig(), LdsConfig()):
         rmap = register_map(config, data_width=64)
-        runtime = [r for r in rmap if r.address > rmap[last].address]
+        runtime = [r for r in rmap if r.address > rmap[last_fixed].address]
         regs = "; ".join(f"`{r.name}` {r.address:#06x}, {r.words} ("
                          + ", ".join(_bits(f) for f in r.fields) + ")" for r in runtime)
         w = rmap.window

@@ -7,7 +7,8 @@ measurement side watching the input transfers: header tap (:mod:`hw.header_tap`)
 hasher (:mod:`hw.hash_h3`) → bucket selection (:mod:`hw.bucket_select`, per kind
 :mod:`hw.kinds`, :mod:`hw.kind_select`) → counter bank (:mod:`hw.counter_bank`,
 :mod:`hw.copy_control`, RAMs in :mod:`hw.backends`). Intervals: :mod:`hw.interval_control`
-and :mod:`hw.interval_ledger`; export: :mod:`hw.exporter`, :mod:`hw.control_frame_tx`;
+and :mod:`hw.interval_ledger` (markers: :mod:`hw.marker_source`, :mod:`hw.marker_watch`, tags:
+:mod:`hw.siphash`); export: :mod:`hw.exporter`, :mod:`hw.control_frame_tx`;
 registers: :mod:`hw.csr` (:mod:`hw.csr_decode`, :mod:`hw.counter_window`) over
 :mod:`hw.uartbone` and :mod:`hw.uart`. :mod:`hw.lda_pipeline` composes the core and
 exports it (:mod:`hw.verilog_export`). Every contract (hash rows, masks, layouts,

@@ -3,8 +3,9 @@
 
 Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): the "markers / export
 frames" arrow into the output mux.
-The interval control (:mod:`hw.interval_control`) asks :class:`MarkerFrameSource` for a
-marker frame at each marker-mode boundary; the exporter (:mod:`hw.exporter`) streams the
+The interval control (:mod:`hw.interval_control`) asks
+:class:`hw.marker_source.MarkerFrameSource` for a marker frame at each marker-mode
+boundary; the exporter (:mod:`hw.exporter`) streams the
 frozen copy as synopsis chunk frames through :class:`BytePacker`; both go out through the
 frame merger (:mod:`hw.frame_merger`).
 
@@ -18,21 +19,21 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out, connect, flipped
+from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.control_frame import HEADER_FIELDS, PAYLOAD_OFFSET, TYPE_MARKER, VERSION
+from host_sw.contracts.control_frame import HEADER_FIELDS, PAYLOAD_OFFSET, VERSION
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
-from host_sw.contracts.config import KIND_CODES
+from host_sw.contracts.siphash import TAG_BYTES
 
-from .frame import FrameStream, RegisterSlice, check_data_width, frame_beat_layout
+from .frame import FrameStream, check_data_width, frame_beat_layout
 
 __all__ = ["HEADER_BYTES", "MARKER_FRAME_BYTES", "control_header", "header_field",
-           "marker_request_layout", "BytePacker", "MarkerFrameSource"]
+           "marker_request_layout", "BytePacker"]
 
 #: Bytes of the fixed control frame header (Ethernet header included).
 HEADER_BYTES = PAYLOAD_OFFSET
-#: Bytes of a marker frame: the header zero-padded to the Ethernet minimum.
-MARKER_FRAME_BYTES = max(PAYLOAD_OFFSET, MIN_FRAME_BYTES)
+#: Bytes of a marker frame: the header and its tag zero-padded to the Ethernet minimum.
+MARKER_FRAME_BYTES = max(PAYLOAD_OFFSET + TAG_BYTES, MIN_FRAME_BYTES)
 
 _FIELDS = {f.name: f for f in HEADER_FIELDS}
 
@@ -409,88 +410,3 @@ class BytePacker(wiring.Component):
 def _rotated(onehot, by):
     n = len(onehot)
     return Cat(*(onehot[(i - by) % n] for i in range(n)))
-
-
-class MarkerFrameSource(wiring.Component):
-    """Builds one marker frame (``host_sw.contracts.control_frame.build_marker``) per request.
-
-    Parameters
-    ----------
-    config:
-        The synopsis configuration (its kind code and ``layout.chunks`` go into the
-        frame).
-    data_width:
-        Frame stream width in bits.
-
-    Members
-    -------
-    request: In(stream.Signature(marker_request_layout()))
-        ``seq``, ``timestamp``, ``flags`` of the marker. Taken (``ready``) when no marker
-        is being built.
-    src_mac, dst_mac: In(48)
-        LOCAL_MAC and EXPORT_DST_MAC (byte 0 of the address in bits 47..40), sampled with
-        the request.
-    config_id: In(32)
-        CONFIG_ID, sampled with the request.
-    source: Out(FrameStream(data_width))
-        The marker frame: ``MARKER_FRAME_BYTES`` (60) bytes, ``valid`` high for all its
-        beats until each transfers (no gaps inside the frame), through a skid buffer
-        (``ready`` is only registered logic inside; the frame starts 2 cycles after the
-        request is taken).
-    """
-
-    def __init__(self, *, config, data_width: int):
-        check_data_width(data_width)
-        if not getattr(config, "kind", None) in KIND_CODES:
-            raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
-                             f"not {config!r}")
-        self.config = config
-        self.data_width = data_width
-        self.beats = -(-MARKER_FRAME_BYTES // (data_width // 8))
-        super().__init__({
-            "request": In(stream.Signature(marker_request_layout())),
-            "src_mac": In(48), "dst_mac": In(48), "config_id": In(32),
-            "source": Out(FrameStream(data_width)),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        w, lanes = self.data_width, self.data_width // 8
-        req = self.request.payload
-        header = control_header(m, {
-            "dst_mac": self.dst_mac, "src_mac": self.src_mac, "type": TYPE_MARKER,
-            "flags": req.flags, "kind": KIND_CODES[self.config.kind], "seq": req.seq,
-            "config_id": self.config_id, "word_chunks": self.config.layout.chunks,
-            "timestamp": req.timestamp})
-        total_bits = 8 * lanes * self.beats
-        # the rest of the frame, next beat at bit 0 (data: read while `remaining`)
-        frame = Signal(total_bits, reset_less=True)
-        remaining = Signal(range(self.beats + 1))
-        last_keep = (1 << (MARKER_FRAME_BYTES - lanes * (self.beats - 1))) - 1
-
-        # The frame register shifts behind a skid buffer: its wide enable sees a
-        # registered ready, not the inserters' combinational one. While no frame is
-        # being sent (`idle`, a register equal to ``remaining == 0``) it follows the
-        # header every cycle, so it holds the request's header after the transfer
-        # without the request's valid in its load select (through three LUT levels to
-        # ~250 flip-flops, that select would be the core's critical path).
-        m.submodules.slice = out = RegisterSlice(data_width=w)
-        connect(m, out.source, flipped(self.source))
-        idle = Signal(init=1)
-        m.d.comb += self.request.ready.eq(idle)
-        with m.If(idle):
-            m.d.sync += frame.eq(header)
-            with m.If(self.request.valid):
-                m.d.sync += [remaining.eq(self.beats), idle.eq(0)]
-        with m.Elif(out.sink.ready):
-            m.d.sync += [frame.eq(frame >> w), remaining.eq(remaining - 1),
-                         idle.eq(remaining == 1)]
-        m.d.comb += [
-            out.sink.valid.eq(~idle),
-            out.sink.payload.data.eq(frame[:w]),
-            out.sink.payload.last.eq(remaining == 1),
-            out.sink.payload.keep.eq(Mux(remaining == 1, last_keep, (1 << lanes) - 1)),
-            out.sink.payload.error.eq(0),
-        ]
-        return m
-

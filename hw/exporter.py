@@ -11,7 +11,9 @@ header (version, type 2, flags, kind, seq, config ID, chunk index/count, chunks 
 word, first word, word count, timestamp; the field table ``HEADER_FIELDS`` imported,
 never re-typed), then the frame's words, each as ``layout.chunks`` big-endian 32-bit
 chunks, least significant chunk first,
-:func:`~host_sw.contracts.control_frame.words_per_frame` words per frame.
+:func:`~host_sw.contracts.control_frame.words_per_frame` words per frame, then the
+frame's SipHash-2-4 tag (:class:`hw.siphash.ItemTagger`; under the key when ``auth``,
+else under the zero key).
 
 The frames go to the ``inband`` port (into the :class:`hw.frame_merger.FrameMerger`,
 towards the receiver), to the ``host`` port (a separate host stream), or to both (each
@@ -37,10 +39,12 @@ from host_sw.contracts.control_frame import (
     words_per_frame,
 )
 from host_sw.contracts.config import KIND_CODES
+from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from .control_frame_tx import HEADER_BYTES, BytePacker, control_header
 from .counter_bank import CounterBank, frozen_read_signature
 from .frame import FrameStream, check_data_width
+from .siphash import ItemTagger
 
 __all__ = ["Exporter"]
 
@@ -71,6 +75,9 @@ class Exporter(wiring.Component):
         FROZEN_SEQ, FROZEN_FLAGS, FROZEN_TIMESTAMP, FROZEN_CONFIG_ID; sampled at ``start``.
     src_mac, dst_mac: In(48)
         LOCAL_MAC, EXPORT_DST_MAC (byte 0 in bits 47..40); sampled at ``start``.
+    key, auth: In(128), In(1)
+        AUTH_KEY and AUTH_MODE.enable; sampled at ``start``: the frames' tags are under
+        ``key`` (``auth`` byte 1) when ``auth``, else under the zero key (``auth`` 0).
     to_inband, to_host, auto_release: In(1)
         INTERVAL_MODE.export_inband / export_host / auto_release; sampled at ``start``.
         With neither port enabled nothing is sent (``done``, and ``release`` if asked,
@@ -141,6 +148,7 @@ class Exporter(wiring.Component):
             "timestamp": In(field_by_name("timestamp").bits),
             "config_id": In(field_by_name("config_id").bits),
             "src_mac": In(48), "dst_mac": In(48),
+            "key": In(8 * KEY_BYTES), "auth": In(1),
             "to_inband": In(1), "to_host": In(1), "auto_release": In(1),
             "frozen": Out(frozen_read_signature(config)), "read_hold": In(1),
             "inband": Out(FrameStream(data_width)),
@@ -162,8 +170,13 @@ class Exporter(wiring.Component):
         header_pieces = -(-HEADER_BYTES // P)
         piece_sizes = [min(P, HEADER_BYTES - h * P) for h in range(header_pieces)]
         m.submodules.packer = packer = BytePacker(
-            data_width=self.data_width, item_bytes=P, item_sizes={P, *piece_sizes},
-            ports=2)
+            data_width=self.data_width, item_bytes=P,
+            item_sizes={P, *piece_sizes, TAG_BYTES}, ports=2)
+        # The items pass the tagger, which appends each frame's tag and hands on a frame
+        # once it is tagged (the items are absorbed at about one 32-bit word per clock).
+        m.submodules.tagger = tagger = ItemTagger(
+            item_bytes=P, frame_items=header_pieces + self.words_per_frame + 1)
+        connect(m, tagger.source, packer.items)
         # ``idle`` is ``~busy`` in flops of their own (``busy`` then drives few loads):
         # while idle, the parameters are sampled and the export's state is held at its
         # initial value (enables and synchronous resets straight from these flops).
@@ -172,7 +185,9 @@ class Exporter(wiring.Component):
         idle = _IdleCopies()
         params = self._sample_parameters(m, idle)
         read_data, held, fifo_pop = self._read_words(m, idle.first)
-        self._send_items(m, packer, idle, params, read_data, held, fifo_pop, piece_sizes)
+        m.d.comb += tagger.key.eq(Mux(params.auth, params.key, 0))
+        front = SimpleNamespace(items=tagger.sink)
+        self._send_items(m, front, idle, params, read_data, held, fifo_pop, piece_sizes)
         finishing = self._ports_and_done(m, packer, idle.first, params)
         starts = self.start & (self.to_inband | self.to_host)
         idle.drive(m, starts, finishing)
@@ -186,12 +201,14 @@ class Exporter(wiring.Component):
             timestamp=Signal.like(self.timestamp, name="timestamp"),
             config_id=Signal.like(self.config_id, name="config_id"),
             src_mac=Signal(48, name="src_mac"), dst_mac=Signal(48, name="dst_mac"),
+            key=Signal(8 * KEY_BYTES, name="key"), auth=Signal(name="auth"),
             to_inband=Signal(name="to_inband"), to_host=Signal(name="to_host"),
             auto_release=Signal(name="auto_release"))
         idle.new("idle")
         pairs = [(p.seq, self.seq), (p.flags, self.flags), (p.timestamp, self.timestamp),
                  (p.config_id, self.config_id), (p.src_mac, self.src_mac),
-                 (p.dst_mac, self.dst_mac), (p.to_inband, self.to_inband),
+                 (p.dst_mac, self.dst_mac), (p.key, self.key), (p.auth, self.auth),
+                 (p.to_inband, self.to_inband),
                  (p.to_host, self.to_host), (p.auto_release, self.auto_release)]
         bits = [(reg[i], value[i]) for reg, value in pairs for i in range(len(reg))]
         for k in range(0, len(bits), 32):
@@ -293,7 +310,7 @@ class Exporter(wiring.Component):
             "config_id": params.config_id, "chunk_index": frame_index,
             "chunk_count": count, "word_chunks": config.layout.chunks,
             "first_word": first_word, "word_count": word_count,
-            "timestamp": params.timestamp})
+            "timestamp": params.timestamp, "auth": params.auth})
         piece_copies = self._item_data(m, packer, header, word, piece, in_header,
                                        in_words, piece_sizes)
         ready = packer.items.ready                      # a register

@@ -18,20 +18,24 @@ frames (swap, or overrun when the other copy is not clean). The modes are those 
 2 marker send
     ``CONTROL.swap`` or the interval timer (same ``t0 + i·δ`` schedule; δ = 0: no timer)
     requests a marker frame (:attr:`IntervalControl.marker`, for
-    :class:`hw.control_frame_tx.MarkerFrameSource`) carrying the current sequence number
+    :class:`hw.marker_source.MarkerFrameSource`) carrying the current sequence number
     (the interval that ends), the boundary's timestamp (the timer's nominal ``t0 + i·δ``,
     or the timebase at ``CONTROL.swap``) and ``ending_flags``. The boundary is requested
     when that marker's first beat is accepted (``marker_sent``, from
     :attr:`hw.frame_merger.FrameMerger.inserted_sof`), so the swap falls between the
     same two data frames as the marker. Triggers while a marker is pending are merged.
 3 marker receive
-    :class:`MarkerWatch` parses the frames passing ``watch``; a marker (EtherType 0x88B5,
-    type marker) with version 1, the CONFIG_ID, source MAC = MARKER_SRC_MAC, complete
-    header and no error flag is *accepted* → a boundary whose new sequence number is the
-    marker's ``seq + 1`` and whose timestamp is the marker's (the sender's) timestamp. Any
-    other marker is *rejected* (counted, no boundary). An accepted marker whose ``seq`` is
-    not this point's current sequence number (a marker was lost, or the receiver joined
-    late) flags the interval that ends ``SEQUENCE_GAP`` and counts ``sequence_gaps``.
+    :class:`hw.marker_watch.MarkerWatch` checks the frames passing ``watch``; a marker
+    (EtherType 0x88B5, type marker) with version 2, the CONFIG_ID, source MAC =
+    MARKER_SRC_MAC, the ``auth`` byte of AUTH_MODE, at least 60 bytes, no error flag and
+    a tag that verifies (under AUTH_KEY in authenticated mode, else the zero key) whose
+    ``seq`` is not before this point's current interval is *accepted* → a boundary whose
+    new sequence number is the marker's ``seq + 1`` and whose timestamp is the marker's
+    (the sender's) timestamp. Any other marker is *rejected* (counted, with its reason:
+    runt, bad tag, replayed; no boundary), so a replayed or old marker never makes the
+    interval number go backwards. An accepted marker whose ``seq`` is ahead of this
+    point's current sequence number (a marker was lost, or the receiver joined late)
+    flags the interval that ends ``SEQUENCE_GAP`` and counts ``sequence_gaps``.
 
 Boundary interface (to the top)
 -------------------------------
@@ -53,15 +57,16 @@ frame's SOF, so that frame already belongs to the new interval (``hw.lda_pipelin
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.control_frame import IntervalFlags, TYPE_MARKER, VERSION
-from host_sw.contracts.hashing import ETHERTYPE_CONTROL
+from host_sw.contracts.control_frame import IntervalFlags
+from host_sw.contracts.siphash import KEY_BYTES
 
-from .control_frame_tx import HEADER_BYTES, header_field, marker_request_layout
+from .control_frame_tx import marker_request_layout
 from .frame import FrameMonitor, check_data_width
+from .marker_watch import MarkerWatch
 
 __all__ = ["MODE_MANUAL", "MODE_TIME", "MODE_MARKER_SEND", "MODE_MARKER_RECEIVE",
            "IntervalTimer", "MarkerWatch", "IntervalControl"]
@@ -72,9 +77,10 @@ MODE_MANUAL, MODE_TIME, MODE_MARKER_SEND, MODE_MARKER_RECEIVE = 0, 1, 2, 3
 SEQ_BITS = 32
 TS_BITS = 64
 #: Cycles from a marker's EOF transfer on ``watch`` to ``boundary`` (mode 3): the EOF
-#: registered twice (the header comparisons are registered in between), the accepted
-#: marker registered with its sequence comparison, then the registered request.
-RECEIVE_LATENCY = 4
+#: registered twice (the header comparisons are registered in between), the tag check
+#: (``MarkerWatch.VERIFY_LATENCY`` in all), the accepted marker registered with its
+#: sequence comparison, then the registered request.
+RECEIVE_LATENCY = MarkerWatch.VERIFY_LATENCY + 2
 
 
 class IntervalTimer(wiring.Component):
@@ -140,111 +146,6 @@ class IntervalTimer(wiring.Component):
         return m
 
 
-class MarkerWatch(wiring.Component):
-    """Parses the frames of a watched stream for marker frames (the receiver's side).
-
-    Parameters
-    ----------
-    data_width:
-        Stream width in bits.
-
-    Members
-    -------
-    watch: In(FrameMonitor(data_width))
-        The watched stream (a transfer is ``valid & ready``; never driven).
-    config_id: In(32)
-        CONFIG_ID: the configuration ID a marker must carry.
-    marker_src_mac: In(48)
-        MARKER_SRC_MAC (byte 0 of the address in bits 47..40).
-    accepted, rejected: Out(1)
-        Two cycles after a marker's EOF transfer (functions of registers only): the
-        frame was a marker (EtherType 0x88B5, type 1) and was accepted (complete
-        48-byte header, version 1, configuration ID and source MAC match, no error flag)
-        or rejected. Frames of other types (synopsis chunks, data) give neither.
-    seq, timestamp, flags: Out(32), Out(64), Out(8)
-        The marker's fields, valid with ``accepted``.
-    """
-
-    def __init__(self, *, data_width: int):
-        check_data_width(data_width)
-        self.data_width = data_width
-        super().__init__({
-            "watch": In(FrameMonitor(data_width)),
-            "config_id": In(32), "marker_src_mac": In(48),
-            "accepted": Out(1), "rejected": Out(1),
-            "seq": Out(SEQ_BITS), "timestamp": Out(TS_BITS), "flags": Out(8),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        lanes = self.data_width // 8
-        # The header bytes and the fields decoded from them are data (read only with
-        # `decided`): no reset, which keeps ~400 flip-flops off the reset net.
-        header = Signal(8 * HEADER_BYTES, reset_less=True)
-        header_beats = -(-HEADER_BYTES // lanes)
-        beat = Signal(range(header_beats + 1))      # saturates past the header
-        in_frame = Signal()
-        complete = Signal()                          # byte HEADER_BYTES-1 was captured
-        ended, ended_error = Signal(), Signal()
-
-        w = self.watch
-        transfer = w.valid & w.ready
-        beat_now = Mux(in_frame, beat, 0)
-        with m.If(transfer):
-            with m.If(~in_frame):
-                m.d.sync += [header.eq(0), complete.eq(0)]   # byte stores below win
-            for b in range(header_beats):
-                with m.If(beat_now == b):
-                    for lane in range(lanes):
-                        byte = b * lanes + lane
-                        if byte >= HEADER_BYTES:
-                            break
-                        with m.If(w.payload.keep[lane]):
-                            m.d.sync += header[8 * byte: 8 * byte + 8].eq(
-                                w.payload.data[8 * lane: 8 * lane + 8])
-                            if byte == HEADER_BYTES - 1:
-                                m.d.sync += complete.eq(1)
-            m.d.sync += [in_frame.eq(~w.payload.last),
-                         beat.eq(Mux(w.payload.last, 0,
-                                     Mux(beat_now == header_beats, beat_now, beat_now + 1)))]
-        m.d.sync += [ended.eq(transfer & w.payload.last),
-                     ended_error.eq(w.payload.error)]
-
-        # The header's comparisons, registered in 16-bit pieces (Fmax: the 88 compared
-        # bits are 4–5 LUT levels in one go); the decision waits for them one cycle
-        # after the EOF (`ended` registered again), at every data width.
-        def equal_pieces(a, b):
-            return [a[k:k + 16] == b[k:k + 16] for k in range(0, len(a), 16)]
-
-        pieces = (equal_pieces(header_field(header, "config_id"), self.config_id)
-                  + equal_pieces(header_field(header, "src_mac"), self.marker_src_mac)
-                  + [header_field(header, "version") == VERSION,
-                     header_field(header, "ethertype") == ETHERTYPE_CONTROL,
-                     header_field(header, "type") == TYPE_MARKER])
-        piece_equal = Signal(len(pieces), reset_less=True)
-        decided, decided_error, decided_complete = Signal(), Signal(), Signal()
-        # The fields too: a back-to-back next frame overwrites the header in the cycle
-        # the decision is registered.
-        seq = Signal(SEQ_BITS, reset_less=True)
-        timestamp = Signal(TS_BITS, reset_less=True)
-        flags = Signal(8, reset_less=True)
-        m.d.sync += [piece_equal.eq(Cat(pieces)), decided.eq(ended),
-                     decided_error.eq(ended_error), decided_complete.eq(complete),
-                     seq.eq(header_field(header, "seq")),
-                     timestamp.eq(header_field(header, "timestamp")),
-                     flags.eq(header_field(header, "flags"))]
-        is_marker = piece_equal[-2:].all()
-        good = piece_equal[:-2].all() & decided_complete & ~decided_error
-        m.d.comb += [
-            self.accepted.eq(decided & is_marker & good),
-            self.rejected.eq(decided & is_marker & ~good),
-            self.seq.eq(seq),
-            self.timestamp.eq(timestamp),
-            self.flags.eq(flags),
-        ]
-        return m
-
-
 class IntervalControl(wiring.Component):
     """Boundary decisions for the four interval modes (see the module docstring).
 
@@ -270,6 +171,8 @@ class IntervalControl(wiring.Component):
         CONFIG_ID (markers must carry it, mode 3).
     marker_src_mac: In(48)
         MARKER_SRC_MAC (mode 3).
+    key, auth: In(128), In(1)
+        AUTH_KEY and AUTH_MODE.enable (the markers' tags, both modes 2 and 3).
     ending_flags: In(8)
         The top's flags of the current interval (its OVERRUN bit), copied into a marker's
         flags byte when the marker is requested (mode 2).
@@ -289,7 +192,11 @@ class IntervalControl(wiring.Component):
         top's INTERVAL_SEQ when the top adopts every ``boundary_seq``).
     markers_sent, markers_accepted, markers_rejected, sequence_gaps: Out(32)
         Status counters (wrapping): markers whose first beat went out (mode 2); markers
-        accepted / rejected (mode 3); accepted markers with a sequence gap.
+        accepted / ignored for any reason (mode 3); accepted markers with a sequence gap.
+    markers_runt, markers_bad_tag, markers_replayed: Out(32)
+        Status counters (wrapping, mode 3) of ignored markers by reason: shorter than
+        60 bytes; tag not verified; an interval number not forward of the last one taken
+        (a replayed or old marker: the sequence number never goes backwards).
     """
 
     def __init__(self, *, data_width: int):
@@ -299,6 +206,7 @@ class IntervalControl(wiring.Component):
             "mode": In(2), "rearm": In(1),
             "interval_ticks": In(TS_BITS), "interval_start": In(TS_BITS), "now": In(TS_BITS),
             "swap": In(1), "config_id": In(32), "marker_src_mac": In(48),
+            "key": In(8 * KEY_BYTES), "auth": In(1),
             "ending_flags": In(8),
             "watch": In(FrameMonitor(data_width)),
             "marker": Out(stream.Signature(marker_request_layout())),
@@ -308,6 +216,7 @@ class IntervalControl(wiring.Component):
             "seq": Out(SEQ_BITS),
             "markers_sent": Out(32), "markers_accepted": Out(32),
             "markers_rejected": Out(32), "sequence_gaps": Out(32),
+            "markers_runt": Out(32), "markers_bad_tag": Out(32), "markers_replayed": Out(32),
         })
 
     def elaborate(self, platform):
@@ -329,6 +238,8 @@ class IntervalControl(wiring.Component):
             mw.watch.payload.eq(self.watch.payload),
             mw.config_id.eq(self.config_id),
             mw.marker_src_mac.eq(self.marker_src_mac),
+            mw.key.eq(self.key),
+            mw.auth.eq(self.auth),
         ]
         # The mode decoded into one-hot registers (the mode CSR's compare is then not
         # the first of four LUT levels into the request registers' enables). A mode
@@ -419,26 +330,43 @@ class IntervalControl(wiring.Component):
         """Mode 3: accepted markers end the interval (a registered request, like the
         others; ``receiving`` is registered too).
 
-        The accepted marker is registered with its sequence comparison, its next sequence
-        number and its timestamp (the 32-bit comparison then does not feed the counters'
-        and the request's enables). The interval's sequence number changes only with a
-        request, and requests in this mode come only from markers, many cycles apart, so
-        comparing a cycle early is exact."""
+        A marker whose ``seq`` is before this point's current interval (serial number
+        arithmetic: more than 2³¹ behind counts as ahead) is a replay or an old marker:
+        counted and ignored, so the interval number never goes backwards. Before the
+        first accepted marker of a receive run (``synced``) any number is taken.
+        The accepted marker is registered with its sequence comparisons, its next
+        sequence number and its timestamp (the 32-bit comparisons then do not feed the
+        counters' and the request's enables). The interval's sequence number changes
+        only with a request, and requests in this mode come only from markers, many
+        cycles apart, so comparing a cycle early is exact."""
         r = SimpleNamespace(receiving=Signal(name="receiving"),
-                            accepted=Signal(name="accepted"),
+                            accepted=Signal(name="accepted"), replayed=Signal(name="replayed"),
                             rejected=Signal(name="rejected"), gap=Signal(name="gap"),
                             next_seq=Signal(SEQ_BITS, reset_less=True, name="next_seq"),
                             marker_time=Signal(TS_BITS, reset_less=True,
                                                name="marker_time"))
+        synced = Signal()
+        behind = Signal()
         m.d.sync += r.receiving.eq(self.mode == MODE_MARKER_RECEIVE)
-        m.d.sync += [r.accepted.eq(r.receiving & mw.accepted),
-                     r.rejected.eq(r.receiving & mw.rejected),
+        m.d.comb += behind.eq(synced & (mw.seq - self.seq)[SEQ_BITS - 1])
+        m.d.sync += [r.accepted.eq(r.receiving & mw.accepted & ~behind),
+                     r.replayed.eq(r.receiving & mw.accepted & behind),
+                     r.rejected.eq(r.receiving & (mw.rejected | mw.bad_tag)),
                      r.gap.eq(mw.seq != self.seq), r.next_seq.eq(mw.seq + 1),
                      r.marker_time.eq(mw.timestamp)]
+        with m.If(~r.receiving):
+            m.d.sync += synced.eq(0)
+        with m.Elif(r.accepted):
+            m.d.sync += synced.eq(1)
         with m.If(r.accepted):
             m.d.sync += [self.markers_accepted.eq(self.markers_accepted + 1)]
             with m.If(r.gap):
                 m.d.sync += self.sequence_gaps.eq(self.sequence_gaps + 1)
-        with m.If(r.rejected):
-            m.d.sync += self.markers_rejected.eq(self.markers_rejected + 1)
+        m.d.sync += self.markers_rejected.eq(self.markers_rejected + r.rejected + r.replayed)
+        runt, bad_tag = Signal(name="runt"), Signal(name="bad_tag")
+        m.d.sync += [runt.eq(r.receiving & mw.runt), bad_tag.eq(r.receiving & mw.bad_tag)]
+        for counter, hit in ((self.markers_runt, runt), (self.markers_bad_tag, bad_tag),
+                             (self.markers_replayed, r.replayed)):
+            with m.If(hit):
+                m.d.sync += counter.eq(counter + 1)
         return r

@@ -91,8 +91,9 @@ Latencies
 * pass-through: :data:`PASSTHROUGH_LATENCY` = 1 cycle, independent of the configuration;
 * measurement: :attr:`LdaCore.measurement_latency` cycles from a frame's EOF acceptance to
   its update request at the counter bank (merger watch copy 1 + watch delay
-  :attr:`LdaCore.TAP_WATCH_DELAY` (4) + tap 1 + hasher + selector 4; for the default LDA
-  core with a 64-byte window 1 + 4 + 1 + 5 + 4 = 15), then
+  :attr:`LdaCore.TAP_WATCH_DELAY` (47: a marker's tag is checked before its boundary) +
+  tap 1 + hasher + selector 4; for the default LDA core with a 64-byte window
+  1 + 47 + 1 + 5 + 4 = 58), then
   ``CounterBank.UPDATE_LATENCY`` to the memory write.
 
 Verilog export
@@ -111,6 +112,7 @@ reset and timestamp are written down in ``docs/CORE_INTERFACE.md``).
 """
 
 import sys
+from types import SimpleNamespace
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
@@ -120,7 +122,7 @@ from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.regmap import register_map
 
 from .bucket_select import BucketSelector
-from .control_frame_tx import MarkerFrameSource
+from .marker_source import MarkerFrameSource
 from .counter_bank import CounterBank
 from .csr import CsrBank
 from .exporter import Exporter
@@ -394,7 +396,14 @@ class LdaCore(wiring.Component):
         config_id = _config_copy(m, csr.config_id.value, "config_id_copy")
         local_mac = _config_copy(m, csr.local_mac.value.mac, "local_mac_copy")
         export_dst_mac = _config_copy(m, csr.export_dst_mac.value.mac, "export_dst_mac_copy")
+        # AUTH_MODE/AUTH_KEY for the markers' and exports' tags (docs/SPEC.md §6 "Tag").
+        auth = SimpleNamespace(
+            enable=_config_copy(m, csr.auth_mode.value.enable, "auth_enable_copy"),
+            key=_config_copy(m, csr.auth_key.value.key, "auth_key_copy"))
         m.d.comb += [
+            csr.auth_key.current.eq(0),         # write-only: reads return 0
+            ic.key.eq(auth.key), ic.auth.eq(auth.enable),
+            markers.key.eq(auth.key), markers.auth.eq(auth.enable),
             ic.mode.eq(mode.mode),
             ic.rearm.eq(rearm),
             ic.interval_ticks.eq(_config_copy(m, csr.interval_ticks.value.ticks,
@@ -416,7 +425,7 @@ class LdaCore(wiring.Component):
             markers.config_id.eq(config_id),
         ]
         connect(m, ic.marker, markers.request)
-        return mode, local_mac, export_dst_mac
+        return mode, local_mac, export_dst_mac, auth
 
     def _wire_ledger(self, m, ledger, ic, csr, tap, selector, counters, frame_idle):
         """The interval control's boundary requests → the ledger → the tap's swap/copy;
@@ -442,7 +451,7 @@ class LdaCore(wiring.Component):
     def _wire_export(self, m, exporter, ledger, counters, copies):
         """Export each newly frozen copy, with its interval's status, if INTERVAL_MODE
         asks."""
-        mode, local_mac, export_dst_mac = copies
+        mode, local_mac, export_dst_mac, auth = copies
         frozen = ledger.frozen
         frozen_ready_before = Signal()
         m.d.sync += frozen_ready_before.eq(counters.frozen_ready)
@@ -455,6 +464,8 @@ class LdaCore(wiring.Component):
             exporter.config_id.eq(frozen.config_id),
             exporter.src_mac.eq(local_mac),
             exporter.dst_mac.eq(export_dst_mac),
+            exporter.key.eq(auth.key),
+            exporter.auth.eq(auth.enable),
             exporter.to_inband.eq(mode.export_inband),
             exporter.to_host.eq(mode.export_host),
             exporter.auto_release.eq(mode.auto_release),
@@ -482,6 +493,9 @@ class LdaCore(wiring.Component):
             csr.markers_accepted.value.eq(ic.markers_accepted),
             csr.markers_rejected.value.eq(ic.markers_rejected),
             csr.sequence_gaps.value.eq(ic.sequence_gaps),
+            csr.markers_runt.value.eq(ic.markers_runt),
+            csr.markers_bad_tag.value.eq(ic.markers_bad_tag),
+            csr.markers_replayed.value.eq(ic.markers_replayed),
             csr.export_frames.value.eq(exporter.frames),
             csr.frames_seen.value.eq(tap.status.frames),
             csr.frames_counted.value.eq(tap.status.counted),

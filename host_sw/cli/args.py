@@ -22,6 +22,7 @@ from pathlib import Path
 from host_sw.contracts.config import ConfigMismatch, SynopsisConfig, config_from_dict
 from host_sw.contracts.control_frame import ControlFrameError, mac_to_bytes
 from host_sw.contracts.hashing import HashPurpose
+from host_sw.contracts.siphash import read_key_file
 from host_sw.device.driver import DeviceError
 from host_sw.device.transport import TransportError
 from host_sw.estimators.flows import (DEFAULT_MIN_FLOW_SAMPLES, FLOW_SORT_KEYS,
@@ -177,6 +178,19 @@ def seed64(text: str) -> int:
     if not 0 <= v < 2 ** 64:
         raise argparse.ArgumentTypeError(f"seed must be in 0..2**64-1, not {text!r}")
     return v
+
+
+def key_file(path: str) -> bytes:
+    """An argparse type: the 128-bit key of authenticated frames in a text file (32 hex
+    digits, :func:`host_sw.contracts.siphash.read_key_file`). The key is given in a file,
+    never on the command line (where ``ps`` and shell histories would show it); errors
+    name the file, never its content."""
+    try:
+        return read_key_file(path)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def guard(handler):

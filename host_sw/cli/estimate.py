@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from host_sw.cli.args import (RunFailure, add_flow_options, check_output, confidence, dump,
-                              guard, int_in, load_config, load_flow_keys, parse_json,
+                              guard, int_in, key_file, load_config, load_flow_keys, parse_json,
                               positive_int, read_text)
 from host_sw.cli.export import FlowWriter
 from host_sw.cli.progress import ByteProgress
@@ -28,8 +28,9 @@ from host_sw.cli.records import pair_snapshots, with_flows
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
 from host_sw.contracts.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD,
-                                             MarkerFrame, NotControlFrameError,
-                                             SynopsisReassembler, parse_control_frame)
+                                             ControlFrameError, MarkerFrame,
+                                             NotControlFrameError, SynopsisReassembler,
+                                             mac_to_str, parse_control_frame)
 from host_sw.contracts.hashing import FrameClass
 from host_sw.device.driver import Snapshot
 from host_sw.estimators.offline import capture_records
@@ -69,6 +70,9 @@ def add_estimate_parser(sub) -> None:
     p.add_argument("--progress", action="store_true",
                    help="a progress bar on stderr while captures are read (default: when "
                         "stderr is a terminal)")
+    p.add_argument("--key-file", type=key_file, default=None, metavar="FILE",
+                   help="the key of authenticated exports (32 hex digits in a file); "
+                        "without it only integrity-tagged exports are accepted")
     p.add_argument("--json", action="store_true")
     add_flow_options(p, capture=True)
     p.set_defaults(handler=guard(_cmd_estimate))
@@ -98,22 +102,35 @@ def _is_control_capture(path) -> bool:
     return False
 
 
-def _synopses_from_frames(cap, config, mtu: int) -> dict:
-    """Every complete interval in a capture of exported control frames, by sequence."""
-    r = SynopsisReassembler(config, mtu=mtu)
-    done = {}
-    for f in cap.frames:
+def _synopses_from_frames(cap, config, key, name, mtu: int) -> dict:
+    """Every complete interval in a capture of exported control frames, by sequence.
+    Every frame's tag is checked (under ``key`` when given) and interval numbers must go
+    forward per source: a changed, unauthenticated, duplicated or replayed frame is an
+    error naming the capture, the frame and the interval."""
+    r = SynopsisReassembler(config, mtu=mtu, key=key)
+    done, source = {}, None
+    for n, f in enumerate(cap.frames, 1):
         try:
-            parsed = parse_control_frame(f, expected=config, mtu=mtu)
+            parsed = parse_control_frame(f, expected=config, mtu=mtu, key=key)
+            if isinstance(parsed, MarkerFrame):
+                continue
+            source = source or parsed.src_mac
+            if parsed.src_mac != source:
+                raise RunFailure(f"{name}: frame {n}: interval {parsed.seq} comes from "
+                                 f"{mac_to_str(parsed.src_mac)}, the capture's exports from "
+                                 f"{mac_to_str(source)}: give one device's exports")
+            got = r.add(parsed)
         except NotControlFrameError:
             continue
-        if isinstance(parsed, MarkerFrame):
-            continue
-        got = r.add(parsed)
+        except ControlFrameError as e:
+            raise RunFailure(f"{name}: frame {n}: {e}") from None
         if got is not None:
             done[got.seq] = got
     for seq in r.pending:
-        r.finish(seq)    # raises MissingChunkError with the missing indices
+        try:
+            r.finish(seq)    # raises MissingChunkError with the missing indices
+        except ControlFrameError as e:
+            raise RunFailure(f"{name}: {e}") from None
     return done
 
 
@@ -122,7 +139,8 @@ def _from_exported_frames(paths, args) -> list:
         raise RunFailure("exported frames need the configuration (--config FILE)")
     config = load_config(args.config)
     flows = _flows(args, config)
-    s_iv, r_iv = (_synopses_from_frames(read_pcap(p), config, args.mtu) for p in paths)
+    s_iv, r_iv = (_synopses_from_frames(read_pcap(p), config, args.key_file, p, args.mtu)
+                  for p in paths)
     common = sorted(set(s_iv) & set(r_iv))
     if not common:
         raise RunFailure(f"no interval in both captures (sender {sorted(s_iv)}, "

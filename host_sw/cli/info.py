@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 
 from host_sw.cli.args import (RunFailure, UsageError, check_output, dump, guard, int_in,
-                              mac_address, threshold_list)
+                              key_file, mac_address, threshold_list)
 from host_sw.cli.link import add_link_options, open_device
+from host_sw.contracts.siphash import key_to_int
 from host_sw.device.driver import INTERVAL_MODES
 
 __all__ = ["add_info_parser", "add_config_parser"]
@@ -56,6 +57,13 @@ def add_config_parser(sub) -> None:
     p.add_argument("--local-mac", type=mac_address, default=None)
     p.add_argument("--export-dst-mac", type=mac_address, default=None)
     p.add_argument("--marker-src-mac", type=mac_address, default=None)
+    auth = p.add_mutually_exclusive_group()
+    auth.add_argument("--auth-key-file", type=key_file, default=None, metavar="FILE",
+                      help="authenticated mode: write the key in FILE (32 hex digits) to "
+                           "AUTH_KEY and enable AUTH_MODE (markers and exports tagged and "
+                           "checked under it)")
+    auth.add_argument("--no-auth", action="store_true",
+                      help="leave authenticated mode (tags under the zero key)")
     p.add_argument("--save", default=None, metavar="FILE", help="write the config as JSON")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=guard(_cmd_config))
@@ -115,6 +123,15 @@ def _set_intervals(dev, args) -> None:
         raise RunFailure(str(e)) from None
 
 
+def _set_auth(dev, args) -> None:
+    """AUTH_KEY (write-only, not read back) then AUTH_MODE.enable (read back)."""
+    if args.auth_key_file is not None:
+        dev.write("auth_key", key_to_int(args.auth_key_file), verify=False)
+        dev.write("auth_mode", enable=1)
+    elif args.no_auth:
+        dev.write("auth_mode", enable=0)
+
+
 def _cmd_config(args) -> int:
     _check_config_options(args)
     check_output(args.save)
@@ -127,6 +144,7 @@ def _cmd_config(args) -> int:
             dev.program(config)
         if args.mode is not None:
             _set_intervals(dev, args)
+        _set_auth(dev, args)
         out = {"config": dev.config.to_dict(), "config_id": f"{dev.config.config_id:#010x}",
                "device_config_id": f"{dev.read('config_id'):#010x}",
                "interval_mode": dev.read_fields("interval_mode"),

@@ -15,8 +15,8 @@ Layout (multi-byte fields big-endian; byte offsets in the frame)::
 
     0 dst MAC | 6 src MAC | 12 EtherType 0x88B5 | 14 version | 15 type | 16 flags | 17 kind
     18 seq (u32) | 22 config ID (u32) | 26 chunk index (u16) | 28 chunk count (u16)
-    30 word chunks (u8) | 31 reserved | 32 first word (u32) | 36 word count (u16)
-    38 reserved (u16) | 40 timestamp (u64) | 48 counter words ...
+    30 word chunks (u8) | 31 auth | 32 first word (u32) | 36 word count (u16)
+    38 reserved (u16) | 40 timestamp (u64) | 48 counter words ... | tag (8 bytes)
 
 Counter words follow at :data:`PAYLOAD_OFFSET` (48): word ``first_word .. first_word +
 word_count - 1`` of the synopsis in memory order (``Synopsis.words()``), each as
@@ -26,9 +26,13 @@ the 60-byte Ethernet minimum; a frame's Ethernet payload (from the EtherType's e
 exceeds the MTU: :data:`MTU_PAYLOAD` by default, up to :data:`MAX_MTU_PAYLOAD` (jumbo
 frames) when builder and receiver are both given ``mtu``.
 
-Integrity on the wire is the Ethernet FCS (a MAC drops frames with a bad FCS, and the tap
-flags them as errored); the parser checks the structure (lengths, version, type, kind,
-chunk tiling) and the reassembler the consistency of an interval's chunks.
+Every frame's content (bytes 0 to the end of its words) is followed by an 8-byte **tag**,
+SipHash-2-4 of the content (:mod:`host_sw.contracts.siphash`): under the all-zero key
+(``auth`` = 0, an integrity check, since a capture has no FCS) or under the configured
+128-bit key (``auth`` = 1, authenticated mode, as STAMP (RFC 8762) and TWAMP offer). The
+parser checks the structure (lengths, version, type, kind, chunk tiling) and the tag; the
+reassembler the consistency of an interval's chunks and that interval numbers from one
+source only go forward (a replayed or old interval is an error naming it).
 """
 
 from __future__ import annotations
@@ -43,8 +47,11 @@ from host_sw.contracts.frame_format import (
     ControlFrameError, DuplicateChunkError, FrameField, InconsistentChunkError,
     IntervalFlags, MalformedFrameError, MissingChunkError, NotControlFrameError,
     TruncatedFrameError, UnknownTypeError, UnsupportedVersionError, check_mtu, field_by_name,
-    frames_needed, mac_to_bytes, mac_to_str, words_per_frame,
+    frames_needed, mac_to_bytes, mac_to_str, words_per_frame, AUTH_KEYED, AUTH_NAMES,
+    AUTH_NONE, TAG_BYTES, BadTagError, ReplayedIntervalError, UnauthenticatedFrameError,
+    check_tail, seq_after,
 )
+from host_sw.contracts.siphash import ZERO_KEY, siphash_tag
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.synopsis import Synopsis
 
@@ -59,7 +66,8 @@ __all__ = [
     "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
     "MalformedFrameError", "UnsupportedVersionError", "UnknownTypeError",
     "ControlConfigMismatch", "DuplicateChunkError", "MissingChunkError",
-    "InconsistentChunkError",
+    "InconsistentChunkError", "TAG_BYTES", "AUTH_NONE", "AUTH_KEYED", "BadTagError",
+    "UnauthenticatedFrameError", "ReplayedIntervalError", "seq_after",
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -77,6 +85,7 @@ class MarkerFrame:
     config_id: int
     timestamp: int
     word_chunks: int
+    auth: int = AUTH_NONE
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,7 @@ class SynopsisChunk:
     first_word: int
     timestamp: int
     words: tuple[int, ...] = field(repr=False)
+    auth: int = AUTH_NONE
 
 
 @dataclass(frozen=True)
@@ -129,32 +139,42 @@ def _put_header(buf: bytearray, values: dict) -> None:
         buf[f.offset:f.end] = v.to_bytes(f.size, "big")
 
 
-def _common(config: SynopsisConfig, seq, flags, timestamp, src_mac, dst_mac) -> dict:
+def _common(config: SynopsisConfig, seq, flags, timestamp, src_mac, dst_mac,
+            key) -> dict:
     return {"dst_mac": mac_to_bytes(dst_mac), "src_mac": mac_to_bytes(src_mac),
             "ethertype": ETHERTYPE_CONTROL, "version": VERSION, "flags": int(flags),
             "kind": KIND_CODES[config.kind], "seq": seq, "config_id": config.config_id,
-            "word_chunks": config.layout.chunks, "timestamp": timestamp}
+            "word_chunks": config.layout.chunks, "timestamp": timestamp,
+            "auth": AUTH_NONE if key is None else AUTH_KEYED}
+
+
+def _tagged(content: bytearray, key) -> bytes:
+    """``content`` + its tag (zero key when ``key`` is None), zero-padded to 60 bytes."""
+    out = content + siphash_tag(content, ZERO_KEY if key is None else key)
+    return bytes(out + bytes(max(0, MIN_FRAME_BYTES - len(out))))
 
 
 def build_marker(config: SynopsisConfig, *, seq: int, timestamp: int, src_mac, dst_mac,
-                 flags: int = 0) -> bytes:
-    """The marker frame ending interval ``seq`` at the sender's ``timestamp`` (ticks),
+                 flags: int = 0, key: bytes | None = None) -> bytes:
+    """The marker frame ending interval ``seq`` at the sender's ``timestamp`` (ticks):
+    header, tag (authenticated under ``key`` when given, else under the zero key),
     zero-padded to the 60-byte minimum."""
-    values = _common(config, seq, flags, timestamp, src_mac, dst_mac)
+    values = _common(config, seq, flags, timestamp, src_mac, dst_mac, key)
     values["type"] = TYPE_MARKER
-    buf = bytearray(max(PAYLOAD_OFFSET, MIN_FRAME_BYTES))
+    buf = bytearray(PAYLOAD_OFFSET)
     _put_header(buf, values)
-    return bytes(buf)
+    return _tagged(buf, key)
 
 
 def build_synopsis_frames(synopsis: Synopsis, *, seq: int, src_mac, dst_mac,
                           flags: int = 0, timestamp: int = 0,
-                          mtu: int = MTU_PAYLOAD) -> list[bytes]:
+                          mtu: int = MTU_PAYLOAD, key: bytes | None = None) -> list[bytes]:
     """The synopsis chunk frames exporting interval ``seq``'s ``synopsis``.
 
     Words go in memory order, :func:`words_per_frame` to a frame (the last frame may hold
     fewer), each word as ``config.layout.chunks`` big-endian 32-bit chunks, least
-    significant chunk first.
+    significant chunk first; then the tag (under ``key`` when given: authenticated; else
+    under the zero key).
 
     Raises
     ------
@@ -170,7 +190,7 @@ def build_synopsis_frames(synopsis: Synopsis, *, seq: int, src_mac, dst_mac,
                          f"frames at an MTU of {mtu} bytes; the chunk count allows "
                          f"{MAX_CHUNKS} (use a larger MTU)")
     words = synopsis.words()
-    base = _common(config, seq, flags, timestamp, src_mac, dst_mac)
+    base = _common(config, seq, flags, timestamp, src_mac, dst_mac, key)
     base.update(type=TYPE_SYNOPSIS, chunk_count=count)
     layout = config.layout
     frames = []
@@ -185,9 +205,7 @@ def build_synopsis_frames(synopsis: Synopsis, *, seq: int, src_mac, dst_mac,
             for c in layout.to_chunks(w):
                 buf[pos:pos + CHUNK_BYTES] = c.to_bytes(CHUNK_BYTES, "big")
                 pos += CHUNK_BYTES
-        if len(buf) < MIN_FRAME_BYTES:
-            buf += bytes(MIN_FRAME_BYTES - len(buf))
-        frames.append(bytes(buf))
+        frames.append(_tagged(buf, key))
     return frames
 
 
@@ -201,13 +219,16 @@ def _get(frame: bytes, name: str) -> int:
 
 
 def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
-                        mtu: int = MTU_PAYLOAD) -> MarkerFrame | SynopsisChunk:
+                        mtu: int = MTU_PAYLOAD,
+                        key: bytes | None = None) -> MarkerFrame | SynopsisChunk:
     """Parse one control frame (from the destination MAC; without FCS).
 
     The checks, in this order, are docs/SPEC.md §6's acceptance rules. ``expected``, if
     given, is the configuration the frame must carry (ID, kind and word size). ``mtu`` is
     the largest Ethernet payload accepted (:data:`MTU_PAYLOAD` by default; up to
-    :data:`MAX_MTU_PAYLOAD` for exports built for jumbo frames). Raises a
+    :data:`MAX_MTU_PAYLOAD` for exports built for jumbo frames). ``key``: the 16-byte
+    key of authenticated mode; then only frames authenticated under it are accepted;
+    without it only integrity-tagged (zero key) frames. Raises a
     :class:`ControlFrameError` subclass saying what is wrong, or ValueError for a bad
     ``mtu``.
     """
@@ -239,6 +260,10 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
     if kind_code not in KIND_NAMES:
         raise MalformedFrameError(f"synopsis kind {kind_code} is not one of "
                                   f"{sorted(KIND_NAMES)} (1 LDA, 2 RDA, 3 LDS)")
+    auth = _get(frame, "auth")
+    if auth not in AUTH_NAMES:
+        raise MalformedFrameError(f"auth byte {auth} is neither {AUTH_NONE} (integrity "
+                                  f"tag) nor {AUTH_KEYED} (authenticated)")
     for f in RESERVED_FIELDS:
         if _get(frame, f.name):
             raise MalformedFrameError(f"reserved byte(s) at {f.offset} are "
@@ -257,40 +282,31 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
         _check_expected(expected, kind, config_id, word_chunks, seq)
     common = dict(dst_mac=frame[0:6], src_mac=frame[6:12], flags=flags, kind=kind, seq=seq,
                   config_id=config_id, word_chunks=word_chunks,
-                  timestamp=_get(frame, "timestamp"))
+                  timestamp=_get(frame, "timestamp"), auth=auth)
     index, count = _get(frame, "chunk_index"), _get(frame, "chunk_count")
     first, n = _get(frame, "first_word"), _get(frame, "word_count")
     if ftype == TYPE_MARKER:
         if index or count or first or n:
             raise MalformedFrameError(f"marker frame with chunk fields set (chunk {index} "
                                       f"of {count}, words {first}+{n})")
-        _check_padding(frame, PAYLOAD_OFFSET)
+        check_tail(frame, PAYLOAD_OFFSET, key, auth, f"marker of interval {seq}")
         return MarkerFrame(**common)
     if count == 0 or index >= count:
         raise MalformedFrameError(f"chunk index {index} is not below chunk count {count}")
     if n == 0:
         raise MalformedFrameError(f"synopsis chunk {index} of interval {seq} holds no words")
     end = PAYLOAD_OFFSET + CHUNK_BYTES * word_chunks * n
-    if len(frame) < end:
+    if len(frame) < end + TAG_BYTES:
         raise TruncatedFrameError(f"synopsis chunk {index} of interval {seq} declares {n} "
-                                  f"words ({end} bytes) but the frame has {len(frame)} bytes")
-    _check_padding(frame, end)
+                                  f"words and a tag ({end + TAG_BYTES} bytes) but the frame "
+                                  f"has {len(frame)} bytes")
+    check_tail(frame, end, key, auth, f"synopsis chunk {index} of interval {seq}")
     raw = [int.from_bytes(frame[p:p + CHUNK_BYTES], "big")
            for p in range(PAYLOAD_OFFSET, end, CHUNK_BYTES)]
     words = tuple(sum(raw[k + c] << (32 * c) for c in range(word_chunks))
                   for k in range(0, len(raw), word_chunks))
     return SynopsisChunk(**common, chunk_index=index, chunk_count=count, first_word=first,
                          words=words)
-
-
-def _check_padding(frame: bytes, end: int) -> None:
-    extra = len(frame) - end
-    if extra and len(frame) > MIN_FRAME_BYTES:
-        raise MalformedFrameError(f"{extra} unexpected byte(s) after the control frame's "
-                                  f"content (only zero padding up to {MIN_FRAME_BYTES} "
-                                  f"bytes is allowed)")
-    if any(frame[end:]):
-        raise MalformedFrameError("the padding after the control frame's content is not zero")
 
 
 def _check_expected(config: SynopsisConfig, kind: str, config_id: int, word_chunks: int,
@@ -320,25 +336,41 @@ class SynopsisReassembler:
     mtu : int
         The largest Ethernet payload of a frame given as bytes (:data:`MTU_PAYLOAD`; up to
         :data:`MAX_MTU_PAYLOAD` for exports built for jumbo frames).
+    key : bytes or None
+        The 16-byte key of authenticated mode (frames given as bytes must then be
+        authenticated under it), or None (integrity-tagged frames only).
+
+    Interval numbers from one source MAC only go forward (:func:`seq_after`, serial
+    number arithmetic): a chunk of an interval at or before the last one completed from
+    that source is a :class:`ReplayedIntervalError` naming it.
     """
 
-    def __init__(self, config: SynopsisConfig, *, mtu: int = MTU_PAYLOAD):
+    def __init__(self, config: SynopsisConfig, *, mtu: int = MTU_PAYLOAD,
+                 key: bytes | None = None):
         if not isinstance(config, SynopsisConfig) or not config.kind:
             raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
                              f"not {config!r}")
         self.config = config
         self.mtu = check_mtu(mtu)
+        self.key = key
         self._pending: dict[int, dict[int, SynopsisChunk]] = {}
+        self._last_done: dict[bytes, int] = {}
 
     def add(self, frame_or_chunk) -> ReassembledSynopsis | None:
         """Add one frame (bytes) or parsed :class:`SynopsisChunk`; return the interval's
         synopsis when this chunk completes it, else None."""
         chunk = frame_or_chunk
         if not isinstance(chunk, (SynopsisChunk, MarkerFrame)):
-            chunk = parse_control_frame(chunk, expected=self.config, mtu=self.mtu)
+            chunk = parse_control_frame(chunk, expected=self.config, mtu=self.mtu,
+                                        key=self.key)
         if isinstance(chunk, MarkerFrame):
             raise UnknownTypeError(f"interval {chunk.seq}: a marker frame is not a "
                                    f"synopsis chunk")
+        last = self._last_done.get(chunk.src_mac)
+        if last is not None and not seq_after(chunk.seq, last):
+            raise ReplayedIntervalError(
+                f"interval {chunk.seq} from {mac_to_str(chunk.src_mac)}: not after interval "
+                f"{last}, the last one taken from this source (a replayed or old interval)")
         _check_expected(self.config, chunk.kind, chunk.config_id, chunk.word_chunks,
                         chunk.seq)
         got = self._pending.setdefault(chunk.seq, {})
@@ -400,17 +432,23 @@ class SynopsisReassembler:
             raise MalformedFrameError(f"interval {seq}: a counter word has bits above the "
                                       f"{self.config.layout.width}-bit layout")
         ref = chunks[0]
+        last = self._last_done.get(ref.src_mac)
+        if last is not None and not seq_after(seq, last):
+            raise ReplayedIntervalError(
+                f"interval {seq} from {mac_to_str(ref.src_mac)}: not after interval {last}, "
+                f"the last one taken from this source (a replayed or old interval)")
+        self._last_done[ref.src_mac] = seq
         return ReassembledSynopsis(seq=seq, flags=ref.flags, timestamp=ref.timestamp,
                                    src_mac=ref.src_mac,
                                    synopsis=Synopsis.from_words(self.config, words))
 
 
-def reassemble(frames, config: SynopsisConfig, *,
-               mtu: int = MTU_PAYLOAD) -> ReassembledSynopsis:
+def reassemble(frames, config: SynopsisConfig, *, mtu: int = MTU_PAYLOAD,
+               key: bytes | None = None) -> ReassembledSynopsis:
     """One interval's synopsis from all its frames (bytes or parsed chunks); every
-    chunk must be present exactly once, and all must belong to one interval. ``mtu`` as
-    for :class:`SynopsisReassembler`."""
-    r = SynopsisReassembler(config, mtu=mtu)
+    chunk must be present exactly once, and all must belong to one interval. ``mtu`` and
+    ``key`` as for :class:`SynopsisReassembler`."""
+    r = SynopsisReassembler(config, mtu=mtu, key=key)
     done = None
     for f in frames:
         if done is not None:

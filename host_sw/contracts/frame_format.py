@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The control/export frame format's constants: versions, types, interval flags, the header
-field table, frame sizing, MAC helpers and the errors of frame handling.
+field table, frame sizing, MAC helpers, the frame's tail (tag and padding checks, forward
+interval numbers) and the errors of frame handling.
 
 The byte layout is described in :mod:`host_sw.contracts.control_frame`, which builds,
 parses and reassembles frames with these and re-exports every name here, so importers use
@@ -15,22 +16,26 @@ import enum
 from dataclasses import dataclass
 
 from host_sw.contracts.config import KIND_CODES
-from host_sw.contracts.hashing import ETHERTYPE_CONTROL
+from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
+from host_sw.contracts.siphash import TAG_BYTES, ZERO_KEY, siphash_tag
 
 __all__ = [
     "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "TYPE_NAMES", "KIND_NAMES", "IntervalFlags",
     "INVALID_FLAGS", "FrameField", "HEADER_FIELDS", "RESERVED_FIELDS",
     "ETHERNET_HEADER_BYTES", "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD",
     "MAX_MTU_PAYLOAD", "MIN_MTU_PAYLOAD", "check_mtu", "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame", "frames_needed",
+    "TAG_BYTES", "AUTH_NONE", "AUTH_KEYED", "AUTH_NAMES", "check_tail", "seq_after",
     "mac_to_bytes", "mac_to_str",
     "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
     "MalformedFrameError", "UnsupportedVersionError", "UnknownTypeError",
     "ControlConfigMismatch", "DuplicateChunkError", "MissingChunkError",
-    "InconsistentChunkError",
+    "InconsistentChunkError", "BadTagError", "UnauthenticatedFrameError",
+    "ReplayedIntervalError",
 ]
 
-#: Format version carried in every frame; a parser rejects other versions.
-VERSION = 1
+#: Format version carried in every frame; a parser rejects other versions. Version 2
+#: added the tag after the content and the ``auth`` byte (issue 11).
+VERSION = 2
 #: Frame types.
 TYPE_MARKER = 1
 TYPE_SYNOPSIS = 2
@@ -49,6 +54,11 @@ MAX_MTU_PAYLOAD = 9000
 MIN_MTU_PAYLOAD = 46
 #: Most chunks (frames) one interval's export may take (16-bit chunk count).
 MAX_CHUNKS = 0xFFFF
+#: Values of the ``auth`` byte: the tag is SipHash-2-4 under the all-zero key (integrity
+#: only) or under the configured key (authenticated, docs/SPEC.md §6 "Tag").
+AUTH_NONE = 0
+AUTH_KEYED = 1
+AUTH_NAMES = {AUTH_NONE: "integrity only (zero key)", AUTH_KEYED: "authenticated (keyed)"}
 
 
 class IntervalFlags(enum.IntFlag):
@@ -107,7 +117,8 @@ HEADER_FIELDS: tuple[FrameField, ...] = (
     FrameField("chunk_index", 26, 2, "this frame's chunk, 0 .. chunk_count - 1 (0 for markers)"),
     FrameField("chunk_count", 28, 2, "frames of the interval's export (0 for markers)"),
     FrameField("word_chunks", 30, 1, "32-bit chunks per counter word (config.layout.chunks)"),
-    FrameField("reserved0", 31, 1, "zero"),
+    FrameField("auth", 31, 1, "0: tag under the zero key (integrity), 1: tag under the "
+                              "configured key (authenticated)"),
     FrameField("first_word", 32, 4, "index of the first counter word in this frame"),
     FrameField("word_count", 36, 2, "counter words in this frame (0 for markers)"),
     FrameField("reserved1", 38, 2, "zero"),
@@ -144,16 +155,18 @@ def check_mtu(mtu: int) -> int:
 
 def words_per_frame(word_chunks: int, mtu: int = MTU_PAYLOAD) -> int:
     """Most counter words of ``word_chunks`` chunks one frame carries within ``mtu``
-    Ethernet payload bytes (LDA 3 chunks: 122, LDS 4: 91, RDA 5: 73 at 1500)."""
+    Ethernet payload bytes with the header and the tag (LDA 3 chunks: 121, LDS 4: 91,
+    RDA 5: 72 at 1500)."""
     if mtu > MAX_MTU_PAYLOAD:
         raise ValueError(f"an MTU of {mtu} bytes is above the largest the format allows "
                          f"({MAX_MTU_PAYLOAD}, jumbo frames)")
     if word_chunks < 1:
         raise ValueError(f"word_chunks must be at least 1, not {word_chunks}")
-    n = (mtu - CONTROL_HEADER_BYTES) // (CHUNK_BYTES * word_chunks)
+    n = (mtu - CONTROL_HEADER_BYTES - TAG_BYTES) // (CHUNK_BYTES * word_chunks)
     if n < 1:
         raise ValueError(f"an MTU of {mtu} bytes cannot carry one {word_chunks}-chunk word "
-                         f"after the {CONTROL_HEADER_BYTES}-byte control header")
+                         f"after the {CONTROL_HEADER_BYTES}-byte control header and "
+                         f"before the {TAG_BYTES}-byte tag")
     return min(n, 0xFFFF)
 
 
@@ -186,6 +199,48 @@ def mac_to_bytes(mac) -> bytes:
 
 def mac_to_str(mac: bytes) -> str:
     return ":".join(f"{b:02x}" for b in mac)
+
+
+# ---------------------------------------------------------------------------------------
+# The frame's tail: tag and padding; interval numbers
+# ---------------------------------------------------------------------------------------
+
+def check_tail(frame: bytes, end: int, key: bytes | None, auth: int, what: str) -> None:
+    """Rules 14 and 15 of docs/SPEC.md §6: the tag at ``end`` (the content's end, the
+    frame's first ``end`` bytes being what it covers) and the padding after it, checked
+    against ``key`` (None: the zero key) and the frame's ``auth`` byte; ``what`` names the
+    frame in the errors."""
+    if len(frame) < end + TAG_BYTES:
+        raise TruncatedFrameError(f"{what}: frame of {len(frame)} bytes ends before its "
+                                  f"{TAG_BYTES}-byte tag (at {end})")
+    _check_padding(frame, end + TAG_BYTES)
+    if key is None and auth == AUTH_KEYED:
+        raise UnauthenticatedFrameError(f"{what} is authenticated (keyed tag) and no key "
+                                        f"was given to check it")
+    if key is not None and auth != AUTH_KEYED:
+        raise UnauthenticatedFrameError(f"{what} is not authenticated (its tag is under the "
+                                        f"zero key) and a key was given")
+    if siphash_tag(frame[:end], ZERO_KEY if key is None else key) != frame[end:end + TAG_BYTES]:
+        raise BadTagError(f"{what}: the tag does not match the content "
+                          f"({'under the key given' if key is not None else 'integrity check'}"
+                          f"): the frame was changed or made without the key")
+
+
+def _check_padding(frame: bytes, end: int) -> None:
+    extra = len(frame) - end
+    if extra and len(frame) > MIN_FRAME_BYTES:
+        raise MalformedFrameError(f"{extra} unexpected byte(s) after the control frame's "
+                                  f"content (only zero padding up to {MIN_FRAME_BYTES} "
+                                  f"bytes is allowed)")
+    if any(frame[end:]):
+        raise MalformedFrameError("the padding after the control frame's content is not zero")
+
+
+def seq_after(seq: int, last: int) -> bool:
+    """Whether interval number ``seq`` is forward of ``last``: 1 to 2³¹ − 1 ahead modulo
+    2³² (serial number arithmetic, RFC 1982, so the 32-bit number may wrap). The receiving
+    core's marker check is the same (docs/SPEC.md §6)."""
+    return 0 < (seq - last) % (1 << 32) < (1 << 31)
 
 
 # ---------------------------------------------------------------------------------------
@@ -232,3 +287,18 @@ class MissingChunkError(ControlFrameError):
 class InconsistentChunkError(ControlFrameError):
     """Chunks of one interval disagree (count, flags, timestamp) or do not tile the
     synopsis."""
+
+
+class BadTagError(ControlFrameError):
+    """The frame's tag is not the SipHash-2-4 of its content under the key the receiver
+    uses: the frame was changed on the way, or made by someone without the key."""
+
+
+class UnauthenticatedFrameError(ControlFrameError):
+    """The receiver has a key and the frame is not authenticated (``auth`` = 0), or the
+    frame is authenticated and the receiver has no key to check it."""
+
+
+class ReplayedIntervalError(ControlFrameError):
+    """An interval number not forward of the last one taken from that source: a replayed
+    or old interval."""

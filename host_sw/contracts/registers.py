@@ -44,7 +44,7 @@ __all__ = ["BUS_DATA_BITS", "REGISTER_ACCESS", "FIELD_ACCESS", "RegField", "Regi
 BUS_DATA_BITS = 32
 #: Access modes of a register and of a field.
 REGISTER_ACCESS = ("ro", "rw")
-FIELD_ACCESS = ("ro", "rw", "pulse")
+FIELD_ACCESS = ("ro", "rw", "pulse", "wo")
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,8 @@ class RegField:
         Bit offset within the register's value (LSB = 0).
     width : int
     access : str
-        ``"ro"``, ``"rw"`` or ``"pulse"`` (write 1 to strobe for one clock; reads 0).
+        ``"ro"``, ``"rw"``, ``"pulse"`` (write 1 to strobe for one clock; reads 0) or
+        ``"wo"`` (write-only: the written value is kept, reads return 0; AUTH_KEY).
     reset : int
         Value after reset (``rw`` fields) or the fixed value of a constant register.
     description : str

@@ -244,6 +244,21 @@ REGISTERS: tuple[RegisterDecl, ...] = (
            "computed while the copy froze."),
     _value("frozen_updates", "ro", "Word updates applied to the frozen copy (32-bit, "
            "wrapping): the sum of its counts modulo 2^min(count_bits, 32)."),
+    # Frame integrity and authenticated mode (issue 11, docs/SPEC.md §6 "Tag").
+    _status_counter("markers_runt", "marker frames ignored: shorter than their 60-byte "
+                    "format"),
+    _status_counter("markers_bad_tag", "marker frames ignored: their tag did not verify"),
+    _status_counter("markers_replayed", "marker frames ignored: interval number not "
+                    "forward of the last one taken (replayed or old)"),
+    RegisterDecl("auth_mode", "Authenticated mode of marker and export frames.", (
+        FieldDecl("enable", 1, "rw", "tag markers and exports under AUTH_KEY and accept only "
+                  "markers tagged under it (0: tags under the zero key, integrity only)"),)),
+    # Write-only: declared volatile, so that reads return what the core drives (0), not
+    # the stored key (the CSR bank serves a volatile register's reads from the core).
+    RegisterDecl("auth_key", "SipHash-2-4 key of authenticated mode (write-only: reads "
+                 "return 0).", (
+        FieldDecl("key", 128, "wo", "key bytes K[0..15], K[0] in bits 127..120"),),
+                 volatile=True),
 )
 
 

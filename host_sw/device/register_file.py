@@ -38,6 +38,11 @@ def _pulse_mask(register: Register) -> int:
     return sum(f.mask for f in register.fields if f.access == "pulse")
 
 
+def _read_zero_mask(register: Register) -> int:
+    """Bits that read as 0: pulse and write-only (``wo``, AUTH_KEY) fields."""
+    return sum(f.mask for f in register.fields if f.access in ("pulse", "wo"))
+
+
 class RegisterFile:
     """A register map's registers and counter window, on a word-addressed bus.
 
@@ -103,7 +108,7 @@ class RegisterFile:
             words = self._read_capture[1]
         word = words[k]
         shift = BUS_DATA_BITS * (target.words - 1 - k)
-        return word & ~(_pulse_mask(target) >> shift) & _M32
+        return word & ~(_read_zero_mask(target) >> shift) & _M32
 
     def _read_window(self, address: int) -> int:
         window = self.map.window

@@ -11,6 +11,7 @@ from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.contracts.regmap import register_map
+from host_sw.contracts.siphash import PAPER_VECTOR, siphash_tag
 
 SRC, DST = "02:00:00:00:00:01", "02:00:00:00:00:02"
 
@@ -39,12 +40,12 @@ def test_header_table_tiles_the_header():
 
 
 def test_words_per_frame_fit_the_mtu():
-    assert cf.words_per_frame(3) == 122 and cf.words_per_frame(4) == 91
-    assert cf.words_per_frame(5) == 73
+    assert cf.words_per_frame(3) == 121 and cf.words_per_frame(4) == 91
+    assert cf.words_per_frame(5) == 72
     for chunks in (1, 2, 3, 4, 5, 8):
         n = cf.words_per_frame(chunks)
-        assert cf.CONTROL_HEADER_BYTES + 4 * chunks * n <= cf.MTU_PAYLOAD
-        assert cf.CONTROL_HEADER_BYTES + 4 * chunks * (n + 1) > cf.MTU_PAYLOAD
+        assert cf.CONTROL_HEADER_BYTES + 4 * chunks * n + cf.TAG_BYTES <= cf.MTU_PAYLOAD
+        assert cf.CONTROL_HEADER_BYTES + 4 * chunks * (n + 1) + cf.TAG_BYTES > cf.MTU_PAYLOAD
     with pytest.raises(ValueError, match="cannot carry"):
         cf.words_per_frame(5, mtu=40)
 
@@ -56,12 +57,13 @@ def test_marker_exact_bytes():
     assert config.config_id == 0xA862EF21
     assert frame.hex() == (
         "020000000002" "020000000001" "88b5"            # Ethernet header
-        "01" "01" "01" "01"                             # version, marker, overrun, LDA
+        "02" "01" "01" "01"                             # version, marker, overrun, LDA
         "01020304" "a862ef21"                           # seq, config ID
-        "0000" "0000" "03" "00"                         # chunk index/count, 3 chunks, rsvd
+        "0000" "0000" "03" "00"                         # chunk index/count, 3 chunks, auth
         "00000000" "0000" "0000"                        # first word, word count, rsvd
         "1122334455667788"                              # timestamp
-        + "00" * 12)                                    # padding to 60 bytes
+        "d71c43a832a7b710"                              # tag (SipHash-2-4, zero key)
+        + "00" * 4)                                     # padding to 60 bytes
     m = cf.parse_control_frame(frame)
     assert isinstance(m, cf.MarkerFrame)
     assert (m.seq, m.timestamp, m.flags, m.kind) == (0x01020304, 0x1122334455667788,
@@ -78,11 +80,12 @@ def test_small_synopsis_frame_exact_bytes():
     cid = f"{config.config_id:08x}"
     assert frame.hex() == (
         "020000000002" "020000000001" "88b5"
-        "01" "02" "00" "01" "00000007" + cid +
+        "02" "02" "00" "01" "00000007" + cid +
         "0000" "0001" "03" "00" "00000000" "0002" "0000" "0000000000000005"
         # word 0 = count 1 | ts_sum 0xAB00000010 << 32: chunks LS first
         "00000001" "00000010" "000000ab"
-        "00000002" "00000020" "00000000")
+        "00000002" "00000020" "00000000"
+        "648349f5b88fea91")                               # tag (zero key)
     back = cf.reassemble([frame], config)
     assert back.synopsis == syn and back.seq == 7 and back.timestamp == 5 and back.valid
 
@@ -136,23 +139,36 @@ def frames():
     return cf.build_synopsis_frames(random_synopsis(CONFIG), seq=3, src_mac=SRC, dst_mac=DST)
 
 
-def patch(frame, name, value):
+def patch(frame, name, value, retag=False):
+    """``frame`` with field ``name`` set; ``retag``: with the tag recomputed (zero key),
+    so that the structure check, not the tag, rejects it."""
     f = cf.field_by_name(name)
     b = bytearray(frame)
     b[f.offset:f.end] = value.to_bytes(f.size, "big")
-    return bytes(b)
+    return retag_frame(bytes(b)) if retag else bytes(b)
+
+
+def retag_frame(frame, key=bytes(16)):
+    """``frame`` (unpadded, or a padded marker) with its tag recomputed over its content."""
+    end = cf.PAYLOAD_OFFSET + 4 * frame[30] * int.from_bytes(frame[36:38], "big")
+    return frame[:end] + siphash_tag(frame[:end], key) + frame[end + cf.TAG_BYTES:]
 
 
 @pytest.mark.parametrize("mutate, error, message", [
     (lambda f: f[:10], cf.TruncatedFrameError, "inside the Ethernet header"),
     (lambda f: f[:40], cf.TruncatedFrameError, "inside its 48-byte header"),
-    (lambda f: f[:-1], cf.TruncatedFrameError, "declares 122 words"),
+    (lambda f: f[:-1], cf.TruncatedFrameError, "declares 121 words and a tag"),
     (lambda f: patch(f, "ethertype", 0x0800), cf.NotControlFrameError, "0x0800"),
-    (lambda f: patch(f, "version", 2), cf.UnsupportedVersionError, "version 2"),
+    (lambda f: patch(f, "version", 1), cf.UnsupportedVersionError, "version 1"),
     (lambda f: patch(f, "type", 9), cf.UnknownTypeError, "type 9"),
     (lambda f: patch(f, "kind", 7), cf.MalformedFrameError, "synopsis kind 7"),
     (lambda f: patch(f, "flags", 0x40), cf.MalformedFrameError, "undefined bits"),
-    (lambda f: patch(f, "reserved0", 1), cf.MalformedFrameError, "reserved"),
+    (lambda f: patch(f, "reserved1", 1), cf.MalformedFrameError, "reserved"),
+    (lambda f: patch(f, "auth", 2), cf.MalformedFrameError, "auth byte 2"),
+    (lambda f: patch(f, "seq", 4), cf.BadTagError, "chunk 0 of interval 4: the tag does "
+                                                   "not match"),
+    (lambda f: f[:100] + bytes([f[100] ^ 1]) + f[101:], cf.BadTagError, "interval 3"),
+    (lambda f: f[:-1] + bytes([f[-1] ^ 0x80]), cf.BadTagError, "interval 3"),
     (lambda f: patch(f, "chunk_index", 3), cf.MalformedFrameError, "not below chunk count"),
     (lambda f: patch(f, "word_count", 0), cf.MalformedFrameError, "holds no words"),
     (lambda f: patch(f, "word_chunks", 0), cf.MalformedFrameError, "word_chunks is 0"),
@@ -201,11 +217,11 @@ def test_reassembly_rejections(frames):
     with pytest.raises(cf.MissingChunkError, match="1 of 3 chunks missing"):
         cf.reassemble(frames[:2], CONFIG)
     # Chunks of one interval that disagree.
-    bad = patch(frames[1], "flags", int(cf.IntervalFlags.OVERRUN))
+    bad = patch(frames[1], "flags", int(cf.IntervalFlags.OVERRUN), retag=True)
     with pytest.raises(cf.InconsistentChunkError, match="chunk 1 has flags 0x1"):
         cf.reassemble([frames[0], bad], CONFIG)
-    bad = patch(frames[1], "first_word", 5)
-    with pytest.raises(cf.InconsistentChunkError, match="starts at word 5, expected 122"):
+    bad = patch(frames[1], "first_word", 5, retag=True)
+    with pytest.raises(cf.InconsistentChunkError, match="starts at word 5, expected 121"):
         cf.reassemble([frames[0], bad, frames[2]], CONFIG)
     other = cf.build_synopsis_frames(random_synopsis(CONFIG), seq=4, src_mac=SRC, dst_mac=DST)
     with pytest.raises(cf.InconsistentChunkError, match="several intervals"):
@@ -216,7 +232,7 @@ def test_reassembly_rejections(frames):
     # Fewer words than the configuration holds (chunk count consistent, tiling short).
     small = LdaConfig(banks=1, rows=128, thresholds=(0,))
     f = cf.build_synopsis_frames(random_synopsis(small), seq=1, src_mac=SRC, dst_mac=DST)
-    f = [patch(x, "config_id", CONFIG.config_id) for x in f]
+    f = [patch(x, "config_id", CONFIG.config_id, retag=True) for x in f]
     with pytest.raises(cf.InconsistentChunkError, match="hold 128 words, the configuration "
                                                         "has 256"):
         cf.reassemble(f, CONFIG)
@@ -229,8 +245,8 @@ def test_jumbo_exports_reassemble_when_the_mtu_is_given():
     syn = random_synopsis(config, 5)
     frames = cf.build_synopsis_frames(syn, seq=9, src_mac=SRC, dst_mac=DST,
                                       mtu=cf.MAX_MTU_PAYLOAD)
-    per = (9000 - 34) // 12
-    assert per == 747 and len(frames) == 3 and len(frames[0]) == 14 + 34 + 12 * per
+    per = (9000 - 34 - 8) // 12
+    assert per == 746 and len(frames) == 3 and len(frames[0]) == 14 + 34 + 12 * per + 8
     with pytest.raises(cf.MalformedFrameError, match="exceeds the 1500-byte MTU .*same mtu"):
         cf.reassemble(frames, config)
     assert cf.reassemble(frames, config, mtu=9000).synopsis == syn
@@ -257,14 +273,15 @@ def test_padding_rules():
     assert tiny.layout.chunks == 1
     (frame,) = cf.build_synopsis_frames(random_synopsis(tiny), seq=1, src_mac=SRC,
                                         dst_mac=DST)
-    assert len(frame) == 60 and not any(frame[56:])   # 48 + 2 words × 4 bytes, padded
-    assert cf.parse_control_frame(frame, expected=tiny).words == cf.parse_control_frame(
-        frame[:56], expected=tiny).words
+    # 48 + 2 words × 4 bytes + the tag = 64 bytes: no padding
+    assert len(frame) == 64
     marker = cf.build_marker(CONFIG, seq=1, timestamp=2, src_mac=SRC, dst_mac=DST)
-    assert len(marker) == 60 and not any(marker[48:])
-    assert cf.parse_control_frame(marker[:48]).seq == 1           # unpadded: accepted
-    assert cf.parse_control_frame(marker[:54]).seq == 1           # partly padded: accepted
-    with pytest.raises(cf.MalformedFrameError, match="13 unexpected byte"):
+    assert len(marker) == 60 and not any(marker[56:])             # header, tag, padding
+    assert cf.parse_control_frame(marker[:56]).seq == 1           # unpadded: accepted
+    assert cf.parse_control_frame(marker[:58]).seq == 1           # partly padded: accepted
+    with pytest.raises(cf.TruncatedFrameError, match="ends before its 8-byte tag"):
+        cf.parse_control_frame(marker[:48])                       # the issue's runt
+    with pytest.raises(cf.MalformedFrameError, match="5 unexpected byte"):
         cf.parse_control_frame(marker + bytes(1))
     with pytest.raises(cf.MalformedFrameError, match="padding .* not zero"):
         cf.parse_control_frame(marker[:59] + b"\x01")
@@ -277,7 +294,7 @@ def test_word_above_layout_rejected():
     b = bytearray(frame)
     b[cf.PAYLOAD_OFFSET + 8] = 0x01   # chunk 2 bit 24: above the 72-bit word
     with pytest.raises(cf.MalformedFrameError, match="above the 72-bit layout"):
-        cf.reassemble([bytes(b)], config)
+        cf.reassemble([retag_frame(bytes(b))], config)
 
 
 def test_mac_parsing():
@@ -301,3 +318,82 @@ def test_ethertype_is_the_shared_constant():
     assert ETHERTYPE_CONTROL == 0x88B5
     assert cf.parse_control_frame(cf.build_marker(CONFIG, seq=0, timestamp=0, src_mac=SRC,
                                                   dst_mac=DST)).seq == 0
+
+
+# -- tags, authentication, replays (issue 11) ------------------------------------------------
+
+KEY = bytes(range(16))
+
+
+def test_siphash_is_the_papers():
+    key, message, tag = PAPER_VECTOR
+    assert siphash_tag(message, key) == tag == bytes.fromhex("e545be4961ca29a1")
+
+
+def test_authenticated_vectors():
+    """docs/SPEC.md §6 "Tag" quotes these: the worked examples under the key 00..0f."""
+    config = LdaConfig()
+    m = cf.build_marker(config, seq=0x01020304, timestamp=0x1122334455667788, src_mac=SRC,
+                        dst_mac=DST, flags=cf.IntervalFlags.OVERRUN, key=KEY)
+    assert m.hex().endswith("0301" "00000000" "0000" "0000" "1122334455667788"
+                            "7977cc4f976cff29" "00000000")
+    assert cf.parse_control_frame(m, key=KEY).auth == cf.AUTH_KEYED
+    small = LdaConfig(banks=1, rows=2, thresholds=(0,))
+    syn = Synopsis(small, {"count": np.array([[1, 2]], dtype=np.uint64),
+                           "ts_sum": np.array([[0xAB_0000_0010, 0x20]], dtype=np.uint64)})
+    (f,) = cf.build_synopsis_frames(syn, seq=7, src_mac=SRC, dst_mac=DST, timestamp=5,
+                                    key=KEY)
+    assert f.hex().endswith("00000020" "00000000" "772fb7f1d9f8829c")
+    assert cf.reassemble([f], small, key=KEY).synopsis == syn
+
+
+def test_keys_must_match_the_mode():
+    plain = cf.build_marker(CONFIG, seq=1, timestamp=2, src_mac=SRC, dst_mac=DST)
+    keyed = cf.build_marker(CONFIG, seq=1, timestamp=2, src_mac=SRC, dst_mac=DST, key=KEY)
+    with pytest.raises(cf.UnauthenticatedFrameError, match="not authenticated"):
+        cf.parse_control_frame(plain, key=KEY)
+    with pytest.raises(cf.UnauthenticatedFrameError, match="no key was given"):
+        cf.parse_control_frame(keyed)
+    with pytest.raises(cf.BadTagError, match="under the key given"):
+        cf.parse_control_frame(keyed, key=bytes(range(1, 17)))
+    # Someone without the key re-tags a changed frame under the zero key, claiming auth.
+    forged = retag_frame(patch(keyed, "seq", 9))
+    with pytest.raises(cf.BadTagError, match="interval 9"):
+        cf.parse_control_frame(forged, key=KEY)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_any_changed_byte_is_rejected(data):
+    """Every byte of a frame counts: flipping any bit is an error, never a frame."""
+    frames = cf.build_synopsis_frames(random_synopsis(CONFIG), seq=3, src_mac=SRC,
+                                      dst_mac=DST, key=KEY)
+    frame = bytearray(data.draw(st.sampled_from(frames)))
+    pos = data.draw(st.integers(0, len(frame) - 1))
+    frame[pos] ^= 1 << data.draw(st.integers(0, 7))
+    with pytest.raises(cf.ControlFrameError):
+        cf.parse_control_frame(bytes(frame), expected=CONFIG, key=KEY)
+
+
+def test_replayed_or_old_intervals_are_rejected(frames):
+    r = cf.SynopsisReassembler(CONFIG)
+    for f in frames:
+        done = r.add(f)
+    assert done.seq == 3
+    with pytest.raises(cf.ReplayedIntervalError, match="interval 3 from 02:00:00:00:00:01: "
+                                                       "not after interval 3"):
+        r.add(frames[0])
+    old = cf.build_synopsis_frames(random_synopsis(CONFIG), seq=2, src_mac=SRC, dst_mac=DST)
+    with pytest.raises(cf.ReplayedIntervalError, match="interval 2 .* not after interval 3"):
+        r.add(old[1])
+    new = cf.build_synopsis_frames(random_synopsis(CONFIG), seq=5, src_mac=SRC, dst_mac=DST)
+    assert [r.add(f) for f in new][-1].seq == 5
+    # Another source has its own numbers.
+    other = cf.build_synopsis_frames(random_synopsis(CONFIG), seq=1, src_mac=DST, dst_mac=SRC)
+    assert [r.add(f) for f in other][-1].seq == 1
+
+
+def test_seq_after_wraps():
+    assert cf.seq_after(1, 0) and not cf.seq_after(0, 0) and not cf.seq_after(0, 1)
+    assert cf.seq_after(0, 2**32 - 1) and cf.seq_after(2**31 - 1, 0)
+    assert not cf.seq_after(2**31, 0)

@@ -89,12 +89,15 @@ def test_default_lda_addresses_and_csv_lines():
         "markers_rejected": (39, 1, "ro"), "sequence_gaps": (40, 1, "ro"),
         "export_frames": (41, 1, "ro"), "frozen_check": (42, 1, "ro"),
         "frozen_updates": (43, 1, "ro"),
-        "thresholds": (44, 1, "rw"), "masks": (45, 8, "rw")}
+        "markers_runt": (44, 1, "ro"), "markers_bad_tag": (45, 1, "ro"),
+        "markers_replayed": (46, 1, "ro"), "auth_mode": (47, 1, "rw"),
+        "auth_key": (48, 4, "rw"),
+        "thresholds": (52, 1, "rw"), "masks": (53, 8, "rw")}
     assert (rmap.window.address, rmap.window.words) == (0x2000, 2048 * 3)
     lines = rmap.csr_csv().splitlines()
     assert "csr_base,lda,0x00000000,," in lines
     assert "csr_register,lda_timebase,0x00000028,2,rw" in lines
-    assert "csr_register,lda_masks,0x000000b4,8,rw" in lines
+    assert "csr_register,lda_masks,0x000000d4,8,rw" in lines
     assert "memory_region,lda_counters,0x00008000,24576,io" in lines
     assert "constant,config_csr_data_width,32,," in lines
 
@@ -269,7 +272,7 @@ def _spec_fields(text: str, access: str) -> list:
     access], …]`` (a field's access is the register's unless the cell names it)."""
     out = []
     for item in filter(None, (x.strip() for x in text.split(","))):
-        m = re.fullmatch(r"(\w+)\[(\d+)(?::(\d+))?\](?: (ro|rw|pulse))?", item)
+        m = re.fullmatch(r"(\w+)\[(\d+)(?::(\d+))?\](?: (ro|rw|pulse|wo))?", item)
         assert m, item
         hi = int(m.group(2))
         lo = int(m.group(3)) if m.group(3) is not None else hi
@@ -326,7 +329,7 @@ def test_register_map_ids_follow_the_spec_algorithm():
         assert f"`{value:#010x}`" == printed_id, kind
         config = {"LDA": LdaConfig(), "RDA": RdaConfig(), "LDS": LdsConfig()}[kind]
         assert register_map(config, data_width=64).id_value == value
-    assert "0xd84b7c73" in spec.split("### §7.3")[1].split("### §7.4")[0]
+    assert "0x8335d56f" in spec.split("### §7.3")[1].split("### §7.4")[0]
 
 
 @pytest.mark.parametrize("config", [

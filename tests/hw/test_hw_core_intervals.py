@@ -16,9 +16,10 @@ from amaranth.hdl import Module
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.control_frame import (
-    ControlConfigMismatch, IntervalFlags, MarkerFrame, SynopsisChunk, build_marker,
-    parse_control_frame, reassemble,
+    ControlConfigMismatch, IntervalFlags, MarkerFrame, SynopsisChunk,
+    UnauthenticatedFrameError, build_marker, parse_control_frame, reassemble,
 )
+from host_sw.contracts.siphash import key_to_int
 from host_sw.model.golden import hash_frames, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, default_masks
@@ -27,6 +28,7 @@ from hw.lda_pipeline import LdaCore
 from sim_tb.amaranth_host import SimulatedHost
 from sim_tb.amaranth_streams import simulate, wait_until
 
+KEY = bytes(range(16))
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002
 OTHER_MAC = 0x02000000BEEF
@@ -304,6 +306,10 @@ def test_time_mode_boundaries_overrun_and_host_export():
     async def main(ctx):
         device = await link.connect(ctx, config)
         await link.call(ctx, device.write, "config_id", config.config_id)
+        # Authenticated mode: the exports are tagged under AUTH_KEY, which reads as 0.
+        await link.call(ctx, device.write, "auth_key", key_to_int(KEY), verify=False)
+        await link.call(ctx, device.write, "auth_mode", enable=1)
+        results["auth_key"] = await link.call(ctx, device.read, "auth_key")
         await link.call(ctx, device.set_intervals, mode="time", ticks=delta, start=t0,
                        export_host=True, local_mac=SRC_MAC, export_dst_mac=DST_MAC)
         assert clock.cycle < t0 - 100
@@ -351,13 +357,16 @@ def test_time_mode_boundaries_overrun_and_host_export():
     assert results["export_frames"] == 2 * per
     # The interval since reset began before CONFIG_ID was written: its frames carry
     # config ID 0 (and CONFIG_CHANGED), which the host's parser rejects for this config.
-    first_chunks = [parse_control_frame(f) for f in host.frames[:per]]
+    assert results["auth_key"] == 0                         # write-only
+    first_chunks = [parse_control_frame(f, key=KEY) for f in host.frames[:per]]
     assert [(c.seq, c.config_id, c.flags, c.timestamp) for c in first_chunks] == [
         (0, 0, time_mode | IntervalFlags.CONFIG_CHANGED, boundaries[0])] * per
     assert [w for c in first_chunks for w in c.words] == list(results["first"][4].words())
     with pytest.raises(ControlConfigMismatch):
-        reassemble(host.frames[:per], config)
-    snap = reassemble(host.frames[per:], config)
+        reassemble(host.frames[:per], config, key=KEY)
+    with pytest.raises(UnauthenticatedFrameError):          # keyed: not without the key
+        reassemble(host.frames[per:], config)
+    snap = reassemble(host.frames[per:], config, key=KEY)
     assert snap.synopsis == results["second"][4]
     assert (snap.seq, snap.flags, snap.timestamp) == (
         0, time_mode | IntervalFlags.OVERRUN, boundaries[2])

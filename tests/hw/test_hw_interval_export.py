@@ -18,7 +18,7 @@ from host_sw.contracts.control_frame import (
     reassemble,
 )
 from host_sw.contracts.synopsis import Synopsis
-from hw.control_frame_tx import MarkerFrameSource
+from hw.marker_source import MarkerFrameSource
 from hw.counter_bank import CounterBank
 from hw.exporter import Exporter
 from hw.frame import beats_to_frames
@@ -28,6 +28,7 @@ from hw.interval_control import (
 )
 from hw.frame_merger import FrameMerger
 from hw.timebase import Timebase
+from host_sw.contracts.siphash import key_to_int
 from sim_tb.amaranth_streams import Sink, Source, simulate, wait_until
 
 SRC_MAC = 0x020000000001
@@ -43,14 +44,20 @@ def test_marker_frames_equal_build_marker(data_width):
     rng = random.Random(data_width)
     dut = MarkerFrameSource(config=config, data_width=data_width)
     sink = Sink(dut.source, data_width, rng, p_ready=0.6)
-    requests = [(0, 0, 0), (0x01020304, 0x1122334455667788, int(IntervalFlags.OVERRUN)),
-                (0xFFFFFFFF, (1 << 64) - 1, 0x87)]
+    key = bytes(range(16))
+    # The last two are authenticated (the tag under the key; SPEC §6's vector is one).
+    requests = [(0, 0, 0, None),
+                (0x01020304, 0x1122334455667788, int(IntervalFlags.OVERRUN), None),
+                (0xFFFFFFFF, (1 << 64) - 1, 0x87, key),
+                (0x01020304, 0x1122334455667788, int(IntervalFlags.OVERRUN), key)]
 
     async def main(ctx):
         ctx.set(dut.src_mac, SRC_MAC)
         ctx.set(dut.dst_mac, DST_MAC)
         ctx.set(dut.config_id, config.config_id)
-        for seq, ts, flags in requests:
+        for seq, ts, flags, k in requests:
+            ctx.set(dut.key, 0 if k is None else key_to_int(k))
+            ctx.set(dut.auth, k is not None)
             ctx.set(dut.request.valid, 1)
             ctx.set(dut.request.payload, {"seq": seq, "timestamp": ts, "flags": flags})
             while True:
@@ -62,9 +69,9 @@ def test_marker_frames_equal_build_marker(data_width):
 
     simulate(dut, main, sink.run)
     frames = sink.frames()
-    for frame, (seq, ts, flags) in zip(frames, requests):
+    for frame, (seq, ts, flags, k) in zip(frames, requests):
         assert frame == build_marker(config, seq=seq, timestamp=ts, src_mac=SRC_MAC,
-                                     dst_mac=DST_MAC, flags=flags)
+                                     dst_mac=DST_MAC, flags=flags, key=k)
     parsed = parse_control_frame(frames[1], expected=config)
     assert isinstance(parsed, MarkerFrame)
     assert (parsed.seq, parsed.timestamp, parsed.flags) == (0x01020304, 0x1122334455667788,
@@ -213,9 +220,10 @@ def test_exporter_rejects_bad_parameters():
 
 # -- interval control: marker receive --------------------------------------------------------
 
-def _marker(config, seq, *, src=SRC_MAC, timestamp=None, config_id=None, version=None):
+def _marker(config, seq, *, src=SRC_MAC, timestamp=None, config_id=None, version=None,
+            key=None):
     frame = bytearray(build_marker(config, seq=seq, timestamp=1000 + seq if timestamp is None
-                                   else timestamp, src_mac=src, dst_mac=DST_MAC))
+                                   else timestamp, src_mac=src, dst_mac=DST_MAC, key=key))
     if config_id is not None:
         frame[22:26] = config_id.to_bytes(4, "big")
     if version is not None:
@@ -231,18 +239,31 @@ def test_marker_receive_accepts_only_the_configured_sender(data_width):
     chunk = build_synopsis_frames(Synopsis.from_words(
         LdaConfig(banks=1, rows=2, thresholds=(0,)), [1, 2]), seq=0, src_mac=SRC_MAC,
         dst_mac=DST_MAC)[0]
+    tampered = bytearray(_marker(config, 1))
+    tampered[47] ^= 0x01                                         # the timestamp's last byte
     frames = [
         (data_frame, False, None),
         (_marker(config, 0), False, ("accept", 1, 0)),
         (_marker(config, 1, src=OTHER_MAC), False, ("reject",)),
         (_marker(config, 1, config_id=config.config_id ^ 1), False, ("reject",)),
-        (_marker(config, 1, version=2), False, ("reject",)),
+        (_marker(config, 1, version=1), False, ("reject",)),
         (_marker(config, 1), True, ("reject",)),                 # errored
-        (_marker(config, 1)[:40], False, ("reject",)),           # truncated header
+        (_marker(config, 1)[:40], False, ("reject",)),           # truncated header: runt
+        (_marker(config, 1)[:48], False, ("reject",)),           # the issue's 48-byte runt
+        (_marker(config, 1)[:56], False, ("reject",)),           # header + tag, no padding
+        (bytes(tampered), False, ("reject",)),                   # the tag does not verify
+        (data_frame, False, None), (data_frame, False, None),
+        (_marker(config, 1, key=bytes(16)), False, ("reject",)),     # authenticated
         (chunk, False, None),                                    # not a marker: ignored
-        (_marker(config, 1), False, ("accept", 2, 0)),
         (data_frame, False, None),
+        (_marker(config, 1), False, ("accept", 2, 0)),
+        (data_frame, False, None), (data_frame, False, None),    # the check's time
+        (_marker(config, 0), False, ("reject",)),                # old: replayed
+        (data_frame, False, None), (data_frame, False, None),
+        (_marker(config, 1), False, ("reject",)),                # the last one again
+        (data_frame, False, None), (data_frame, False, None),
         (_marker(config, 5), False, ("accept", 6, int(IntervalFlags.SEQUENCE_GAP))),
+        (data_frame, False, None), (data_frame, False, None),
         (_marker(config, 6, timestamp=(1 << 64) - 1), False, ("accept", 7, 0)),
     ]
     dut = IntervalControl(data_width=data_width)
@@ -254,14 +275,20 @@ def test_marker_receive_accepts_only_the_configured_sender(data_width):
         ctx.set(dut.mode, MODE_MARKER_RECEIVE)
         ctx.set(dut.config_id, config.config_id)
         ctx.set(dut.marker_src_mac, SRC_MAC)
-        for cycle in range(4000):
+        for cycle in range(8000):
             _, _, b, seq, flags, ts = await ctx.tick().sample(
                 dut.boundary, dut.boundary_seq, dut.boundary_flags, dut.boundary_timestamp)
             if b:
                 boundaries.append((cycle, seq, flags, ts))
+        # Every status counter: 8 header/length rejections (3 of them runts), 1 bad tag,
+        # 2 replays; the interval number never went back.
         assert ctx.get(dut.markers_accepted) == 4
-        assert ctx.get(dut.markers_rejected) == 5
+        assert ctx.get(dut.markers_rejected) == 11
+        assert ctx.get(dut.markers_runt) == 3
+        assert ctx.get(dut.markers_bad_tag) == 1
+        assert ctx.get(dut.markers_replayed) == 2
         assert ctx.get(dut.sequence_gaps) == 1
+        assert ctx.get(dut.markers_sent) == 0
         assert ctx.get(dut.seq) == 7
 
     async def stalls(ctx):          # the watched stream's consumer stalls at random
@@ -279,6 +306,43 @@ def test_marker_receive_accepts_only_the_configured_sender(data_width):
     accepted_eofs = [c for c, (_, _, exp) in zip(src.eof_cycles, frames)
                      if exp and exp[0] == "accept"]
     assert [c for c, *_ in boundaries] == [c + RECEIVE_LATENCY for c in accepted_eofs]
+
+
+def test_marker_receive_authenticated_and_busy():
+    """Authenticated mode (AUTH_MODE.enable, AUTH_KEY): only markers tagged under the key
+    are taken; a marker whose check would start while the previous one's is running is
+    ignored and counted (the documented rule); every counter asserted."""
+    config = LdaConfig()
+    key = bytes(range(16))
+    rng = random.Random(1)
+    data_frame = bytes(rng.randbytes(12)) + b"\x08\x00\x45" + rng.randbytes(60)
+    frames = [_marker(config, 0), data_frame, _marker(config, 0, key=bytes(range(1, 17))),
+              *[data_frame] * 5,
+              _marker(config, 0, key=key), _marker(config, 1, key=key),   # back to back
+              *[data_frame] * 5, _marker(config, 1, key=key)]
+    dut = IntervalControl(data_width=64)
+    src = Source(dut.watch, 64, rng, p_valid=1.0)
+    src.queue = [(f, False) for f in frames]
+    boundaries = []
+
+    async def main(ctx):
+        ctx.set(dut.mode, MODE_MARKER_RECEIVE)
+        ctx.set(dut.config_id, config.config_id)
+        ctx.set(dut.marker_src_mac, SRC_MAC)
+        ctx.set(dut.key, key_to_int(key))
+        ctx.set(dut.auth, 1)
+        ctx.set(dut.watch.ready, 1)
+        for _ in range(400):
+            _, _, b, seq = await ctx.tick().sample(dut.boundary, dut.boundary_seq)
+            if b:
+                boundaries.append(seq)
+        assert ctx.get(dut.markers_accepted) == 2
+        assert ctx.get(dut.markers_rejected) == 3     # not authenticated, other key, busy
+        assert ctx.get(dut.markers_bad_tag) == 1
+        assert ctx.get(dut.markers_runt) == ctx.get(dut.markers_replayed) == 0
+
+    simulate(dut, main, src.run)
+    assert boundaries == [1, 2]
 
 
 # -- interval control: time mode, manual -----------------------------------------------------
@@ -463,7 +527,7 @@ def test_marker_send_timer_schedule():
         ctx.set(s.interval_ticks, 200)
         ctx.set(s.mode, MODE_MARKER_SEND)
         ctx.set(r.mode, MODE_MARKER_RECEIVE)
-        for _ in range(700):
+        for _ in range(760):
             _, _, sb, sseq, sts, rb, rseq, rts = await ctx.tick().sample(
                 s.boundary, s.boundary_seq, s.boundary_timestamp,
                 r.boundary, r.boundary_seq, r.boundary_timestamp)

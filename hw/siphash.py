@@ -1,0 +1,302 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""SipHash-2-4 in gateware: the tag of marker and export frames (docs/SPEC.md §6, "Tag").
+
+Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): the sender's marker source
+(:class:`hw.control_frame_tx.MarkerFrameSource`) and exporter (:class:`hw.exporter.Exporter`)
+tag their frames with it, and the receiver's marker watch
+(:class:`hw.interval_control.MarkerWatch`) checks markers with it. The host's definition is
+:func:`host_sw.contracts.siphash.siphash_tag` (the ``siphash24`` package); the tests compare
+the two on the paper's vector and on random messages.
+
+Half a SipRound per clock (the rounds are sequential: markers are rare, and an export
+frame is absorbed while it is built, 2 bytes per clock at best; one 64-bit add per path
+keeps the engine near the core's clock on ECP5). The message is a sequence of
+32-bit **words**, byte ``i`` of the word at bits ``8i .. 8i+7`` (the frame's lane order):
+every message this project tags is a multiple of 4 bytes (the 48-byte header and 4-byte
+counter chunks).
+"""
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
+
+__all__ = ["SipHash", "sipround", "key_halves"]
+
+_MASK = (1 << 64) - 1
+_INIT = (0x736F6D6570736575, 0x646F72616E646F6D, 0x6C7967656E657261, 0x7465646279746573)
+
+
+def _rotl(v, n):
+    return v.rotate_left(n)
+
+
+def half_round_a(v0, v1, v2, v3):
+    """The first half of a SipRound: one 64-bit add on each side, then the mixing."""
+    a = (v0 + v1)[:64]
+    c = (v2 + v3)[:64]
+    return _rotl(a, 32), _rotl(v1, 13) ^ a, c, _rotl(v3, 16) ^ c
+
+
+def half_round_b(v0, v1, v2, v3):
+    """The second half of a SipRound."""
+    a = (v0 + v3)[:64]
+    c = (v2 + v1)[:64]
+    return a, _rotl(v1, 17) ^ c, _rotl(c, 32), _rotl(v3, 21) ^ a
+
+
+def sipround(v0, v1, v2, v3):
+    """One SipRound on four 64-bit values (the two halves, combinational)."""
+    return half_round_b(*half_round_a(v0, v1, v2, v3))
+
+
+def key_halves(key):
+    """``(k0, k1)`` of a 128-bit key value whose most significant byte is ``K[0]``
+    (the AUTH_KEY register, :func:`host_sw.contracts.siphash.key_to_int`)."""
+    octets = [key[8 * (KEY_BYTES - 1 - i): 8 * (KEY_BYTES - i)] for i in range(KEY_BYTES)]
+    return Cat(*octets[:8]), Cat(*octets[8:])
+
+
+class SipHash(wiring.Component):
+    """SipHash-2-4 of a message of 32-bit words, 64-bit tag.
+
+    Members
+    -------
+    key: In(128)
+        The key, ``K[0]`` in bits 127..120; sampled at ``start``.
+    start: In(1)
+        Pulse: begin a new message (any message in progress is dropped).
+    words: In(stream.Signature({data: 32, last: 1}))
+        The message's words; ``last`` on its final word. ``ready`` is a function of
+        registers (it does not look at ``valid``): a block (two words) is taken while the
+        previous one is compressed, so words may come one per clock and the engine
+        absorbs a block every 4 clocks (2 bytes per clock).
+    tag: Out(64)
+        The tag, byte ``i`` of the frame's tag at bits ``8i`` (the little-endian output of
+        SipHash), valid from ``done`` until the next ``start``.
+    done: Out(1)
+        Pulse: ``tag`` is ready (:data:`LATENCY` clocks after the last word was taken, at
+        most).
+    busy: Out(1)
+        A message is being absorbed or finalised (from ``start`` to ``done``).
+
+    How (timing, ECP5): one **half** SipRound per clock (one 64-bit add on each side,
+    then rotations and XORs); the block's XOR into ``v3`` before its first half-round,
+    into ``v0`` after its last, and the finalisation's ``0xff`` into ``v2`` are operands
+    held in registers (zero when not used) that a small sequencer loads one clock ahead,
+    so no decision sits on the 64-bit paths.
+    """
+
+    #: Most clocks from taking the last word to ``done``.
+    LATENCY = 20
+
+    key: In(8 * KEY_BYTES)
+    start: In(1)
+    words: In(stream.Signature(data.StructLayout({"data": 32, "last": 1})))
+    tag: Out(8 * TAG_BYTES)
+    done: Out(1)
+    busy: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        v = [Signal(64, name=f"v{i}") for i in range(4)]
+        # This clock's operation, loaded one clock ahead by the sequencer.
+        step = Signal()                 # a half-round now
+        half_b = Signal()               # ... the second half
+        pre = Signal(64)                # XORed into v3 before it (a block's first half)
+        post = Signal(64)               # XORed into v0 after it (a block's last half)
+        fin = Signal()                  # XOR 0xff into v2 after it (finalisation)
+        tag_now = Signal()              # v is final: the tag after this clock
+        loading = Signal()              # load the initial state (registered start)
+        key = Signal(8 * KEY_BYTES)
+        m.d.sync += loading.eq(self.start)
+        with m.If(self.start):
+            m.d.sync += key.eq(self.key)
+        v3_in = v[3] ^ pre
+        a_out = half_round_a(v[0], v[1], v[2], v3_in)
+        b_out = half_round_b(v[0], v[1], v[2], v3_in)
+        stepped = [Mux(half_b, b, a) for a, b in zip(a_out, b_out)]
+        k0, k1 = key_halves(key)
+        with m.If(loading):
+            m.d.sync += [v[0].eq(k0 ^ _INIT[0]), v[1].eq(k1 ^ _INIT[1]),
+                         v[2].eq(k0 ^ _INIT[2]), v[3].eq(k1 ^ _INIT[3])]
+        with m.Elif(step):
+            m.d.sync += [v[0].eq(stepped[0] ^ post), v[1].eq(stepped[1]),
+                         v[2].eq(stepped[2] ^ Cat(fin.replicate(8), Const(0, 56))),
+                         v[3].eq(stepped[3])]
+        m.d.sync += self.done.eq(tag_now)
+        with m.If(tag_now):
+            m.d.sync += self.tag.eq(v[0] ^ v[1] ^ v[2] ^ v[3])
+        self._sequencer(m, step, half_b, pre, post, fin, tag_now, loading)
+        return m
+
+    def _sequencer(self, m, step, half_b, pre, post, fin, tag_now, loading):
+        """The words into blocks (and the final length block), and each clock's operation,
+        one clock ahead: 4 half-rounds per block, 8 more after the final block."""
+        low = Signal(32)
+        half = Signal()                 # ``low`` holds a block's first word
+        block = Signal(64)
+        pending = Signal()              # ``block`` waits to be compressed
+        final = Signal()                # ... and it is the final block
+        length_next = Signal()          # after ``block``, the length-only final block
+        length = Signal(8)              # message bytes mod 256
+        left = Signal(range(13))        # half-rounds of the current job still to issue
+        pos = Signal(range(13))         # the next half-round's place in its job
+        job_final = Signal()
+        job_block = Signal(64)          # the job's block, for its XOR into v0 at the end
+        word = self.words.payload
+        m.d.comb += self.words.ready.eq(self.busy & ~pending & ~length_next)
+        take = self.words.valid & self.words.ready
+        new_length = (length + 4)[:8]
+        with m.If(take):
+            m.d.sync += length.eq(new_length)
+            with m.If(~half & ~word.last):
+                m.d.sync += [low.eq(word.data), half.eq(1)]
+            with m.Elif(~half):
+                m.d.sync += [block.eq(Cat(word.data, Const(0, 24), new_length)),
+                             pending.eq(1), final.eq(1)]
+            with m.Else():
+                m.d.sync += [block.eq(Cat(low, word.data)), pending.eq(1), half.eq(0),
+                             final.eq(0), length_next.eq(word.last)]
+        # Issue: a job starts when the previous one has issued its last half-round.
+        begin = pending & (left == 0) & ~loading
+        m.d.sync += [step.eq(0), pre.eq(0), post.eq(0), fin.eq(0), tag_now.eq(0)]
+        with m.If(begin):
+            m.d.sync += [step.eq(1), half_b.eq(0), pre.eq(block), pending.eq(0),
+                         left.eq(Mux(final, 11, 3)), pos.eq(1), job_final.eq(final)]
+            with m.If(length_next & ~final):
+                m.d.sync += [block.eq(Cat(Const(0, 56), length)), pending.eq(1),
+                             final.eq(1), length_next.eq(0)]
+        with m.Elif(left != 0):
+            m.d.sync += [step.eq(1), half_b.eq(~half_b), left.eq(left - 1),
+                         pos.eq(pos + 1)]
+            with m.If(pos == 3):
+                m.d.sync += [post.eq(job_block), fin.eq(job_final)]
+        with m.Elif(job_final & (pos == 12)):
+            m.d.sync += [tag_now.eq(1), pos.eq(0), job_final.eq(0)]
+        with m.If(begin):
+            m.d.sync += job_block.eq(block)
+        with m.If(self.start):
+            m.d.sync += [half.eq(0), pending.eq(0), final.eq(0), length_next.eq(0),
+                         length.eq(0), left.eq(0), pos.eq(0), job_final.eq(0),
+                         self.busy.eq(1)]
+        with m.Elif(tag_now):
+            m.d.sync += self.busy.eq(0)
+
+
+class ItemTagger(wiring.Component):
+    """Appends the tag to frames made of byte items (the exporter's header pieces and
+    counter words, before its :class:`hw.control_frame_tx.BytePacker`).
+
+    Each item passes unchanged while its bytes (a multiple of 4, in 32-bit words) are
+    absorbed by a :class:`SipHash`; after a frame's last item (passed on with ``last``
+    cleared) comes one more item of :data:`TAG_BYTES` bytes, the tag of everything the
+    frame's items held, with ``last`` set. A frame's first item starts a new message under
+    ``key``.
+
+    The engine absorbs about 2 bytes per clock, slower than the exporter makes items, and
+    a frame must leave without gaps (a MAC behind the port cannot pause inside a frame):
+    so the items of a frame are stored (a FIFO of ``frame_items + 1`` items, block RAM)
+    and offered on ``source`` only once the frame's tag is in the store; they then leave
+    one per clock. The next frame is absorbed while one leaves.
+
+    Parameters
+    ----------
+    item_bytes:
+        Bytes of an item's ``data`` (at least :data:`TAG_BYTES`).
+    frame_items:
+        Most items of one frame, its tag included.
+
+    Members
+    -------
+    key: In(128)
+        The key (``K[0]`` in bits 127..120), sampled at each frame's first item.
+    sink: In(stream.Signature({data, size, last}))
+        Items: ``data`` byte ``i`` at bits ``8i``, ``size`` bytes used (a multiple of 4),
+        ``last`` on a frame's final item. One item is held at a time (``ready`` is a
+        register): an item of ``n`` words takes about ``n + 1`` clocks.
+    source: Out(stream.Signature({data, size, last}))
+        The items, then each frame's tag item, from the store: ``valid`` while a whole
+        tagged frame (or the rest of one) is there.
+    """
+
+    def __init__(self, *, item_bytes: int, frame_items: int):
+        if not isinstance(item_bytes, int) or item_bytes < TAG_BYTES:
+            raise ValueError(f"item_bytes must be an integer of at least {TAG_BYTES} (the "
+                             f"tag is one item), not {item_bytes!r}")
+        if not isinstance(frame_items, int) or frame_items < 2:
+            raise ValueError(f"frame_items must be an integer of at least 2, not "
+                             f"{frame_items!r}")
+        self.item_bytes = item_bytes
+        self.frame_items = frame_items
+        layout = data.StructLayout({"data": 8 * item_bytes,
+                                    "size": (item_bytes + 1).bit_length(), "last": 1})
+        super().__init__({"key": In(8 * KEY_BYTES), "sink": In(stream.Signature(layout)),
+                          "source": Out(stream.Signature(layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = engine = SipHash()
+        layout = self.sink.payload.shape()
+        m.submodules.store = store = SyncFIFOBuffered(width=layout.size,
+                                                      depth=self.frame_items + 1)
+        out = SimpleNamespace(valid=store.w_en, ready=store.w_rdy,
+                              payload=Signal(layout, name="tagged"))
+        m.d.comb += store.w_data.eq(out.payload.as_value())
+        self._store_output(m, store, layout, out)
+        item = Signal.like(self.sink.payload)
+        held = Signal()                  # ``item`` holds an item
+        passed = Signal()                # ... already taken by ``source``
+        word = Signal(range(self.item_bytes // 4 + 1))      # its words absorbed
+        in_frame = Signal()              # the frame's first item was taken
+        tagging = Signal()               # the frame's items went; the tag item is next
+        words = item.size[2:]
+        absorbed = word == words
+        m.d.comb += [
+            self.sink.ready.eq(~held & ~tagging),
+            engine.key.eq(self.key),
+            engine.start.eq(self.sink.valid & self.sink.ready & ~in_frame),
+            engine.words.valid.eq(held & ~absorbed),
+            engine.words.payload.data.eq(item.data.word_select(word, 32)),
+            engine.words.payload.last.eq(item.last & (word == words - 1)),
+        ]
+        with m.If(self.sink.valid & self.sink.ready):
+            m.d.sync += [item.eq(self.sink.payload), held.eq(1), passed.eq(0), word.eq(0),
+                         in_frame.eq(~self.sink.payload.last)]
+        with m.If(engine.words.valid & engine.words.ready):
+            m.d.sync += word.eq(word + 1)
+        with m.If(tagging):
+            m.d.comb += [out.valid.eq(~engine.busy),
+                         out.payload.data.eq(engine.tag),
+                         out.payload.size.eq(TAG_BYTES),
+                         out.payload.last.eq(1)]
+            with m.If(out.ready & ~engine.busy):
+                m.d.sync += tagging.eq(0)
+        with m.Else():
+            m.d.comb += [out.valid.eq(held & ~passed),
+                         out.payload.data.eq(item.data),
+                         out.payload.size.eq(item.size),
+                         out.payload.last.eq(0)]
+            with m.If(out.valid & out.ready):
+                m.d.sync += passed.eq(1)
+            # Done with the item when it has gone and its words are absorbed.
+            gone = passed | (out.valid & out.ready)
+            finished = held & gone & (absorbed | ((word == words - 1) & engine.words.ready))
+            with m.If(finished):
+                m.d.sync += [held.eq(0), tagging.eq(item.last)]
+        return m
+
+    def _store_output(self, m, store, layout, out):
+        """``source`` from the store, while it holds a frame's last item."""
+        frames = Signal(range(self.frame_items + 2))       # frames ends in the store
+        head = Signal(layout)
+        m.d.comb += [head.eq(store.r_data), self.source.payload.eq(head),
+                     self.source.valid.eq(store.r_rdy & (frames != 0)),
+                     store.r_en.eq(self.source.valid & self.source.ready)]
+        put = out.valid & out.ready & out.payload.last
+        took = store.r_en & head.last
+        m.d.sync += frames.eq(frames + put - took)
