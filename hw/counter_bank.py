@@ -20,120 +20,21 @@ Word layout, lanes and depth come from the synopsis configuration (``host_sw.con
 The RAMs come from :mod:`hw.backends` (portable, or ECP5 block-RAM primitives).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.config import SynopsisConfig
-
 from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.carry import MuxAdd
+from hw.counter_bank_ports import (bits_for, check_config, xor_field_of,
+                                   frozen_read_signature, lane_geometry,
+                                   update_request_signature, word_layout)
 from hw.copy_control import CopyControl, CopyState
 from hw.freeze_check import Crc32Words, FreezeCheck
-from hw.kinds import kind_gateware
 
 __all__ = ["CopyControl", "CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
            "update_request_signature", "word_layout"]
 
-
-def _check_config(config):
-    if not isinstance(config, SynopsisConfig):
-        raise TypeError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
-                        f"not {config!r}")
-
-
-def word_layout(config: SynopsisConfig) -> data.StructLayout:
-    """The ``amaranth.lib.data`` layout of one counter word.
-
-    Built from ``config.layout`` (:class:`host_sw.contracts.layouts.WordLayout`): one unsigned member
-    per field, in field order, LSB first — bit-identical to ``WordLayout.pack``.
-    """
-    _check_config(config)
-    return data.StructLayout({f.name: unsigned(f.width) for f in config.layout.fields})
-
-
-def lane_geometry(config: SynopsisConfig) -> tuple[int, int]:
-    """``(lanes, depth)``: how many words one request can update in parallel, and the
-    words per lane of one copy (``lanes * depth == config.buckets``)."""
-    _check_config(config)
-    return kind_gateware(config).lane_geometry(config)
-
-
-def _bits_for(n: int) -> int:
-    """Address bits for ``n`` entries (at least 1)."""
-    return max(1, (n - 1).bit_length())
-
-
-def _xor_field(config):
-    xor_fields = [f for f in config.layout.fields if f.combine == "xor"]
-    if len(xor_fields) > 1:
-        raise ValueError(f"at most one XOR field is supported, not {len(xor_fields)}")
-    return xor_fields[0] if xor_fields else None
-
-
-def update_request_signature(config: SynopsisConfig) -> wiring.Signature:
-    """The per-packet update request, from the producer's (bucket selector's) side.
-
-    The producer uses ``Out(update_request_signature(config))``; the :class:`CounterBank`
-    uses ``In(...)``, so every member is an input of the bank. No backpressure: a request
-    is taken in the cycle ``valid`` is high.
-
-    Members
-    -------
-    valid : 1
-        One packet's update this cycle.
-    copy : 1
-        The copy (0/1) the packet belongs to, latched at its start of frame.
-    timestamp : ts_bits
-        Added to the ``ts_sum`` field.
-    lane_enable : lanes
-        Which lanes this packet updates (LDA: lane 0; RDA: all; LDS: the sampled rows).
-    lane_address : ArrayLayout(unsigned(addr_bits), lanes)
-        Word address within each lane's copy, below depth (LDA: ``bank*rows + row``).
-    xor_value : id_bits / digest_bits
-        XORed into the XOR field (RDA ``id_xor``: the packet hash; LDS ``digest``).
-        Absent for LDA.
-    """
-    _check_config(config)
-    lanes, depth = lane_geometry(config)
-    members = {
-        "valid": Out(1),
-        "copy": Out(1),
-        "timestamp": Out(config.layout.field("ts_sum").width),
-        "lane_enable": Out(lanes),
-        "lane_address": Out(data.ArrayLayout(unsigned(_bits_for(depth)), lanes)),
-    }
-    xor_field = _xor_field(config)
-    if xor_field is not None:
-        members["xor_value"] = Out(xor_field.width)
-    return wiring.Signature(members)
-
-
-def frozen_read_signature(config: SynopsisConfig) -> wiring.Signature:
-    """The bus read port of the frozen copy, from the reader's (bus) side.
-
-    Members
-    -------
-    addr : flat index bits (Out)
-        Flat word index, lane-major: ``lane*depth + address``.
-    en : 1 (Out)
-        Read request (one per clock allowed).
-    data : word width (In)
-        The word, :attr:`CounterBank.READ_LATENCY` cycles after ``en``; zero on error.
-    valid : 1 (In)
-        High for one cycle when ``data``/``error`` answer a request.
-    error : 1 (In)
-        The copy was not FROZEN when ``en`` was sampled, or ``addr`` is out of range.
-    """
-    _check_config(config)
-    lanes, depth = lane_geometry(config)
-    return wiring.Signature({
-        "addr": Out(_bits_for(lanes * depth)),
-        "en": Out(1),
-        "data": In(word_layout(config)),
-        "valid": In(1),
-        "error": In(1),
-    })
 
 #: How the counter bank builds its RAMs (``memory=``).
 MEMORY_KINDS = ("auto", *COUNTER_RAMS)
@@ -144,7 +45,7 @@ _STAGES = ("s0", "s1", "s2", "s3", "s4", "w1", "w2")
 
 def _check_parameters(*, config=None, drain_cycles=4096, memory="auto"):
     """Validate :class:`CounterBank`'s parameters (raises ``TypeError``/``ValueError``)."""
-    _check_config(config)
+    check_config(config)
     if not isinstance(drain_cycles, int) or drain_cycles < 0:
         raise ValueError(f"drain_cycles must be a non-negative integer, "
                          f"not {drain_cycles!r}")
@@ -368,7 +269,7 @@ class CounterBank(wiring.Component):
         m.d.comb += self.dropped.eq(req.valid & ~accept)
 
         # The local (per-lane) address of the frozen read in flight, shared by every lane.
-        bus_addr = Signal(_bits_for(depth))
+        bus_addr = Signal(bits_for(depth))
         shared = self._elaborate_shared_stages(m)
         writes = [[] for k in range(2)]          # per copy: each lane's write in S4
         for lane in range(lanes):
@@ -406,7 +307,7 @@ class CounterBank(wiring.Component):
     def _elaborate_shared_stages(self, m):
         """The parts of S0..W2 common to all lanes (the copy; the increments up to S3)."""
         req = self.update
-        xor_field = _xor_field(self._config)
+        xor_field = xor_field_of(self._config)
         shared = {}
         for s in _STAGES:
             shared[s] = {"copy": Signal(1, name=f"{s}_copy")}
@@ -428,7 +329,7 @@ class CounterBank(wiring.Component):
         selects in S1, the base word in S2, the update in S3, the write in S4. Returns the
         lane's RAM port controls."""
         req = self.update
-        addr_bits = _bits_for(self._depth)
+        addr_bits = bits_for(self._depth)
         st = {s: {"valid": Signal(name=f"{s}_l{lane}_valid"),
                   "addr": Signal(addr_bits, name=f"{s}_l{lane}_addr"),
                   "copy": shared[s]["copy"]} for s in _STAGES}

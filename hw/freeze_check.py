@@ -19,7 +19,7 @@ state's feedback loop XORs at most 33 inputs), and the matrix comes from the con
 bit-serial definition, so that it cannot drift from what the host computes.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,10 +47,19 @@ def _check_positive(**values):
             raise ValueError(f"{name} must be a positive integer, not {v!r}")
 
 
-def _xor_of(inputs, columns, bit):
-    """XOR of the ``inputs`` whose column has ``bit`` set (0 when none)."""
-    taps = [inputs[i] for i, col in enumerate(columns) if (col >> bit) & 1]
-    return Cat(*taps).xor() if taps else Const(0, 1)
+def _xor_tree(taps):
+    """XOR of ``taps`` as a balanced tree of 4-input XORs (one LUT4 each), so that the
+    mapper starts from ``ceil(log4(n))`` levels rather than a chain."""
+    while len(taps) > 1:
+        taps = [Cat(*taps[i:i + 4]).xor() if len(taps[i:i + 4]) > 1 else taps[i]
+                for i in range(0, len(taps), 4)]
+    return taps[0]
+
+
+def _xor_of(inputs, columns, bit, extra=()):
+    """XOR of the ``inputs`` whose column has ``bit`` set, and of ``extra`` (0 when none)."""
+    taps = [inputs[i] for i, col in enumerate(columns) if (col >> bit) & 1] + list(extra)
+    return _xor_tree(taps) if taps else Const(0, 1)
 
 
 class Crc32Words(wiring.Component):
@@ -95,21 +104,35 @@ class Crc32Words(wiring.Component):
         step_bits = 8 * ((self.width + 7) // 8)
         state_cols, data_cols = crc32_matrix(step_bits)
         data_cols = data_cols[:self.width]              # the padding bits are zero
-        # Stage 1: the data's share of the step, registered.
+        # Stage 1: the data's share of the step, registered. The initial register's share
+        # (its step with zero data, a constant) rides in with the first word, so the state
+        # starts from 0: a synchronous reset and a clock enable, no multiplexer in the
+        # state's feedback loop.
+        init_share = crc32_bits(CRC32_INIT, [0] * step_bits)
+        first = Signal(init=1)                 # no word taken since start
         share = Signal(32)
         share_valid = Signal()
+        taken = Signal()                       # a word reached the state since start
         data_bits = [self.data[i] for i in range(self.width)]
-        m.d.sync += [share.eq(Cat(*[_xor_of(data_bits, data_cols, b) for b in range(32)])),
-                     share_valid.eq(self.valid & ~self.start)]
-        # Stage 2: the state's share, XORed with it.
-        state = Signal(32, init=CRC32_INIT)
-        state_bits = [state[i] for i in range(32)]
-        stepped = Cat(*[_xor_of(state_bits, state_cols, b) for b in range(32)]) ^ share
+        word = self.valid & ~self.start
+        m.d.sync += [share.eq(Cat(*[_xor_of(data_bits, data_cols, b,
+                                            [first] if (init_share >> b) & 1 else [])
+                                    for b in range(32)])),
+                     share_valid.eq(word)]
         with m.If(self.start):
-            m.d.sync += [state.eq(CRC32_INIT), share_valid.eq(0)]
+            m.d.sync += first.eq(1)
+        with m.Elif(word):
+            m.d.sync += first.eq(0)
+        # Stage 2: the state's share, XORed with it.
+        state = Signal(32)
+        state_bits = [state[i] for i in range(32)]
+        stepped = Cat(*[_xor_of(state_bits, state_cols, b, [share[b]]) for b in range(32)])
+        with m.If(self.start):
+            m.d.sync += [state.eq(0), share_valid.eq(0), taken.eq(0)]
         with m.Elif(share_valid):
-            m.d.sync += state.eq(stepped)
-        m.d.comb += self.value.eq(state ^ CRC32_XOROUT)
+            m.d.sync += [state.eq(stepped), taken.eq(1)]
+        # no word yet: the CRC of nothing, 0
+        m.d.comb += self.value.eq(Mux(taken, state ^ CRC32_XOROUT, 0))
         return m
 
 

@@ -34,6 +34,7 @@ import cocotb
 import numpy as np
 
 from host_sw.model.golden import Hashers, bucket_indices, hash_frames
+from host_sw.contracts.check_value import check_value, plausibility_problem
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass
 from host_sw.device.driver import Device, Snapshot
@@ -71,9 +72,10 @@ def sized(tb, wide: int, narrow: int, single_beat: int | None = None) -> int:
 
 
 def frozen_info(snapshot: Snapshot) -> dict:
-    """Sequence number, packet count and config ID of a frozen interval's snapshot."""
+    """Sequence number, packet count, config ID and check value of a frozen interval's
+    snapshot."""
     return {"frozen_seq": snapshot.seq, "frozen_packets": snapshot.packets,
-            "frozen_config_id": snapshot.config_id}
+            "frozen_config_id": snapshot.config_id, "frozen_check": snapshot.check_value}
 
 
 def read_frozen_info(device: Device) -> dict:
@@ -233,11 +235,19 @@ class CoreHarness(CoreTB):
         return Synopsis.from_words(self.config, words)
 
     async def check_frozen(self, frames, sofs, what: str, snapshot: Snapshot | None = None):
-        """The frozen copy (``snapshot``'s, or read again) equals the golden model."""
+        """The frozen copy (``snapshot``'s, or read again) equals the golden model, and
+        the device's FROZEN_CHECK / FROZEN_UPDATES are the contract's over the golden
+        model's words (``host_sw.contracts.check_value``)."""
         got = snapshot.synopsis if snapshot is not None else await self.read_frozen_synopsis()
         expected = self.golden(frames, sofs)
         diff = synopsis_difference(expected, got)
         assert not diff, f"{what}: frozen copy differs from the golden model\n{diff}"
+        check = await self.host(self.device.read, "frozen_check")
+        updates = await self.host(self.device.read, "frozen_updates")
+        want = check_value(self.config, expected.words())
+        assert check == want, f"{what}: FROZEN_CHECK {check:#010x}, golden {want:#010x}"
+        problem = plausibility_problem(self.config, expected.count, updates)
+        assert problem is None, f"{what}: {problem}"
         return got
 
 
@@ -408,6 +418,7 @@ async def interval_swaps(dut):
         expected = tb.golden(frames[start:end], sofs[start:end])
         diff = synopsis_difference(expected, syn)
         assert not diff, f"interval {k} (frames {start}..{end - 1}) differs:\n{diff}"
+        assert info["frozen_check"] == check_value(tb.config, expected.words()), k
         seqs.append(info["frozen_seq"])
         start = end
     total = sum(info["frozen_packets"] for info, _, _ in intervals)

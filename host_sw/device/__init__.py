@@ -9,5 +9,6 @@ Above the contracts and the estimators, below the CLI. From the bottom up:
   ``core_select`` (one core of several on a link); ``transport`` opens them from URLs;
 * ``register_file`` and ``fake_device`` (an in-memory core built from the register map,
   with fault injection, for tests);
-* ``driver`` (registers by name, configuration, consistent snapshots of intervals).
+* ``snapshot`` (one interval as read, valid only with a passing check) and ``driver``
+  (registers by name, configuration, consistent and checked snapshots of intervals).
 """
