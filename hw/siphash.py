@@ -218,7 +218,7 @@ class ItemTagger(wiring.Component):
     sink: In(stream.Signature({data, size, last}))
         Items: ``data`` byte ``i`` at bits ``8i``, ``size`` bytes used (a multiple of 4),
         ``last`` on a frame's final item. One item is held at a time (``ready`` is a
-        register): an item of ``n`` words takes about ``n + 1`` clocks.
+        register): an item of ``n`` words takes about ``2n`` clocks (the engine).
     source: Out(stream.Signature({data, size, last}))
         The items, then each frame's tag item, from the store: ``valid`` while a whole
         tagged frame (or the rest of one) is there.
