@@ -80,6 +80,11 @@ class H3Pipeline(wiring.Component):
         first-level XORs between output bits, the net between the levels becomes the
         critical path and the tree takes twice the LUTs (figures in docs/HARDWARE.md,
         ``bench/hasher_synth.py``).
+    reset_less:
+        Stage registers without reset. The window trees keep theirs (a reset-less
+        register's whole expression lands in Icarus's clocked block: 6x slower core
+        simulation); the small trees of ``S(P)`` drop it so they do not lengthen the
+        reset net.
 
     Members
     -------
@@ -89,7 +94,7 @@ class H3Pipeline(wiring.Component):
         ``H3(data)``, :attr:`latency` cycles after ``data``.
     """
 
-    def __init__(self, *, rows, out_bits: int, fan_in: int = 4):
+    def __init__(self, *, rows, out_bits: int, fan_in: int = 4, reset_less: bool = False):
         rows = tuple(int(r) for r in rows)
         if not rows:
             raise ValueError("an H3 matrix needs at least one row")
@@ -102,6 +107,7 @@ class H3Pipeline(wiring.Component):
         self.rows = rows
         self.out_bits = out_bits
         self.fan_in = fan_in
+        self.reset_less = bool(reset_less)
         # Stage ``s`` XORs, per output bit, the terms of one aligned slice of
         # ``fan_in ** (s + 1)`` input bits; the tree is done when one slice covers the
         # whole input.
@@ -143,7 +149,8 @@ class H3Pipeline(wiring.Component):
                 # Verilog puts a reset-less register's whole expression inside its clocked
                 # block, which Icarus evaluates at every clock edge — for these trees a
                 # 6x slower simulation of the core (bench/sim_speed.py).
-                stage_reg = Signal(len(results), name=f"xor_stage{stage}_bit{o}")
+                stage_reg = Signal(len(results), name=f"xor_stage{stage}_bit{o}",
+                                   reset_less=self.reset_less)
                 m.d.sync += stage_reg.eq(Cat(*results))
                 vectors[o], per_bit[o] = stage_reg, next_terms
         assert all(len(t) == 1 for t in per_bit)
@@ -230,11 +237,15 @@ class PacketHasher(wiring.Component):
         field_bits = kind.field_bits(config)
         self._field_trees = [
             H3Pipeline(rows=[row & field_bits for row in
-                             h3_rows(config.seed, HashPurpose.FIELD, 0, 64, 64)], out_bits=64)
+                             h3_rows(config.seed, HashPurpose.FIELD, 0, 64, 64)], out_bits=64,
+                       reset_less=True)
             for _ in range(hashes.get(HashPurpose.FIELD, 0))]
+        # Reset-less (data qualified by the record's valid bit): with a reset, their
+        # registers joined the reset net's fan-out, whose fabric route became the
+        # hasher's critical path (docs/HARDWARE.md, "H3 hasher alone").
         self._offset_trees = [
             H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_OFFSET, r, 64, 32),
-                       out_bits=32)
+                       out_bits=32, reset_less=True)
             for r in range(hashes.get(HashPurpose.LDS_OFFSET, 0))]
         packet_latency = 3 + self._packet_tree.latency   # input, select, mask + tree
         sbox_trees = self._bucket_trees + self._field_trees + self._offset_trees

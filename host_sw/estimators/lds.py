@@ -14,6 +14,10 @@ F flows), computed from its header with the contract
 importable from here). Its cells in row ``r`` are
 ``(base_r + j) mod C`` for ``j in 0..k-1`` with ``base_r = range_reduce32(h_r, C)`` —
 the flow's virtual LDA, exactly the cells :func:`host_sw.model.golden.bucket_indices` updates.
+A packet's offset ``j`` comes from the row's own offset hash ``h'_r`` (the LDS paper's
+§2.3.4, ``docs/SPEC.md`` §3.6), so the packets a loss spoils fall into different offsets
+in different rows and the flow keeps clean cells in some row; the estimator needs only
+the cells, not the offsets.
 
 Delay (Fig. 6, §4.2): a cell is *usable* when sender and receiver agree on its count and
 digest and the count is non-zero (an empty cell carries no sample; Fig. 6 would divide by

@@ -25,11 +25,16 @@ def test_kind_facts(config):
     kind = kind_gateware(config)
     lanes, depth = kind.lane_geometry(config)
     assert lanes * depth == config.buckets
-    expected = {"lda": ((1, 24), {}, ("thresholds", 3)),
+    expected = {"lda": ((1, 24), {HashPurpose.FIELD: 1}, ("thresholds", 3)),
                 "rda": ((3, 5), {HashPurpose.RDA_BUCKET: 3}, None),
-                "lds": ((2, 6), {HashPurpose.LDS_FLOW: 2}, ("row_thresholds", 2))}
+                "lds": ((2, 6), {HashPurpose.LDS_FLOW: 2, HashPurpose.FIELD: 1,
+                                 HashPurpose.LDS_OFFSET: 2}, ("row_thresholds", 2))}
     assert (kind.lane_geometry(config), kind.hashes(config), kind.thresholds(config)) \
         == expected[config.kind]
+    # the field-hash bits each kind's selection reads: the sampling word F[63:32] and
+    # the LDA row bits / the LDS digest bits; none for RDA
+    expected_bits = {"lda": 0xFFFFFFFF_00000007, "rda": 0, "lds": 0xFFFFFFFF_FFFFFFFF}
+    assert kind.field_bits(config) == expected_bits[config.kind]
 
 
 def test_kind_gateware_rejects_other_objects():
