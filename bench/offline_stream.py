@@ -31,8 +31,14 @@ import sys
 import time
 from pathlib import Path
 
+import dpkt
 import numpy as np
+try:     # a candidate measured only where it is installed (not a dependency)
+    from scapy.utils import RawPcapReader
+except ImportError:  # pragma: no cover
+    RawPcapReader = None
 
+from host_sw.model.pcap_stream import iter_capture
 from host_sw.model.traffic import synthetic_trace
 
 from bench import OUT
@@ -132,6 +138,35 @@ def run_estimate(s_path: Path, r_path: Path, synopsis: str) -> dict:
             "peak_rss_mb": after.ru_maxrss / 1024, "records": records}
 
 
+def compare_readers(path: Path) -> list[dict]:
+    """CPU seconds to list every record's timestamp and first 64 bytes of ``path`` with
+    each candidate reader: dpkt's ``pcap.Reader``, scapy's ``RawPcapReader`` and
+    :func:`host_sw.model.pcap_stream.iter_capture` (which also classifies the frames)."""
+    def with_dpkt():
+        with open(path, "rb") as f:
+            return sum(1 for _ts, buf in dpkt.pcap.Reader(f) if buf[:64] is not None)
+
+    def with_scapy():
+        return sum(1 for buf, _meta in RawPcapReader(str(path)) if buf[:64] is not None)
+
+    def with_stream():
+        return sum(len(c) for c in iter_capture(path))
+
+    out = []
+    candidates = [("iter_capture (this package)", with_stream),
+                  ("dpkt pcap.Reader", with_dpkt)]
+    if RawPcapReader is not None:
+        candidates.append(("scapy RawPcapReader", with_scapy))
+    for name, fn in candidates:
+        t0 = time.process_time()
+        n = fn()
+        cpu = time.process_time() - t0
+        out.append({"reader": name, "records": n, "cpu_s": round(cpu, 2),
+                    "mpps_cpu": round(n / cpu / 1e6, 3)})
+        print(f"{name}: {n:,} records in {cpu:.2f} s CPU ({n / cpu / 1e6:.2f} Mpps)")
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=20_000_000)
@@ -143,7 +178,18 @@ def main(argv=None):
     ap.add_argument("--dir", default="build/bench")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", default=str(OUT / "offline_stream.json"))
+    ap.add_argument("--readers", default=None, metavar="PCAP",
+                    help="only compare the candidate readers on this capture")
     args = ap.parse_args(argv)
+    if args.readers:
+        out = Path(args.out).with_name("offline_stream_readers.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"benchmark": "offline_stream_readers",
+                                   "machine": machine(), "capture": args.readers,
+                                   "results": compare_readers(Path(args.readers))},
+                                  indent=2) + "\n")
+        print(f"wrote {out}")
+        return
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

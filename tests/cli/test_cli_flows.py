@@ -155,3 +155,12 @@ def test_watch_lds_flows(capsys, sim, scripted_device, tmp_path):
     assert sorted(t["flow"] for t in table) == sorted(_labels(sim)[:4])
     for t in table:
         assert float(t["packets"]) >= counts[_labels(sim).index(t["flow"])]
+
+
+def test_progress_bar_goes_to_stderr_only(capsys, captures):
+    s, r = captures
+    code, out, err = run(capsys, "estimate", str(s), str(r), "--json", "--progress")
+    assert code == 0
+    assert json.loads(out)["valid"] is True          # stdout: the record alone
+    total = (s.stat().st_size + r.stat().st_size) / 2**20
+    assert "reading captures" in err and "100.0%" in err and f"{total:8.0f} MiB" in err
