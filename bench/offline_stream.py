@@ -5,8 +5,9 @@ r.pcap``), packets per second and peak memory.
 Generates a sender's and a receiver's classic pcap (nanosecond) of ``--packets`` packets
 (default 20 million) with numpy, a chunk at a time: ``--flows`` IPv4 TCP/UDP flows from
 :func:`host_sw.model.traffic.synthetic_trace`'s header builder, every packet made unique
-by a counter in window bytes 38–41 (TCP sequence number; UDP length and checksum), on-wire lengths in the 7:4:1 IMIX,
-captured with a ``--snaplen`` (96 by default, as a header capture), a send rate of
+by a counter in window bytes 38–41 (TCP sequence number; UDP length and checksum),
+on-wire lengths in the 7:4:1 IMIX, captured with a ``--snaplen`` (96 by default, as a
+header capture), a send rate of
 5 Mpps, ``--loss`` lost and an exponential delay. Then runs ``ldactl estimate`` on
 the pair in a child process (``--json``, one interval) for each ``--synopsis`` and
 measures its wall-clock time, CPU time and peak resident memory (``ru_maxrss`` of the

@@ -118,7 +118,7 @@ def _clear_past_end(windows: np.ndarray, lengths: np.ndarray) -> None:
     """Zero the window bytes past each frame's captured end (the next record's bytes)."""
     if not len(lengths):
         return
-    for j in range(int(lengths.min()), windows.shape[1]):   # the columns some frame ends before
+    for j in range(int(lengths.min()), windows.shape[1]):   # a frame ends before j
         windows[:, j] *= lengths > j
 
 
