@@ -258,8 +258,8 @@ def main(argv=None):
                   f"{truth['mean']:.2f})")
     finally:
         if not args.keep:
-            s_path.unlink(missing_ok=True)
-            r_path.unlink(missing_ok=True)
+            for p in (s_path, r_path, directory / "truth.json"):
+                p.unlink(missing_ok=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"benchmark": "offline_stream", "machine": machine(),
