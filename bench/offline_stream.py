@@ -5,8 +5,9 @@ r.pcap``), packets per second and peak memory.
 Generates a sender's and a receiver's classic pcap (nanosecond) of ``--packets`` packets
 (default 20 million) with numpy, a chunk at a time: ``--flows`` IPv4 TCP/UDP flows from
 :func:`host_sw.model.traffic.synthetic_trace`'s header builder, every packet made unique
-by a counter in window bytes 38–41 (TCP sequence number; UDP length and checksum), on-wire lengths in the 7:4:1 IMIX,
-captured with a ``--snaplen`` (96 by default, as a header capture), a send rate of
+by a counter in window bytes 38–41 (TCP sequence number; UDP length and checksum),
+on-wire lengths in the 7:4:1 IMIX, captured with a ``--snaplen`` (96 by default, as a
+header capture), a send rate of
 5 Mpps, ``--loss`` lost and an exponential delay. Then runs ``ldactl estimate`` on
 the pair in a child process (``--json``, one interval) for each ``--synopsis`` and
 measures its wall-clock time, CPU time and peak resident memory (``ru_maxrss`` of the
@@ -28,11 +29,18 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import dpkt
 import numpy as np
+try:     # a candidate measured only where it is installed (not a dependency)
+    from scapy.utils import RawPcapReader
+except ImportError:  # pragma: no cover
+    RawPcapReader = None
 
+from host_sw.model.pcap_stream import iter_capture
 from host_sw.model.traffic import synthetic_trace
 
 from bench import OUT
@@ -115,21 +123,73 @@ def generate(directory: Path, packets: int, flows: int, loss: float, snaplen: in
                             "mean": delay_sum / received}
 
 
+def _vm_hwm_kb(pid: int) -> int | None:
+    """The process's peak resident set (``VmHWM``, of its own image since exec)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def run_estimate(s_path: Path, r_path: Path, synopsis: str) -> dict:
-    """``ldactl estimate`` in a child process: wall and CPU seconds, peak RSS, records."""
+    """``ldactl estimate`` in a child process: wall and CPU seconds, peak RSS, records.
+
+    Peak RSS is the child's ``VmHWM`` polled every 50 ms (its ``ru_maxrss`` would also
+    count the image of this process it was forked from) and ``ru_maxrss`` as a bound."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "host_sw.cli", "estimate", str(s_path),
-                           str(r_path), "--synopsis", synopsis, "--json"],
-                          capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "host_sw.cli", "estimate",
+                                 str(s_path), str(r_path), "--synopsis", synopsis, "--json"],
+                                stdout=out, stderr=err, text=True)
+        hwm = 0
+        while proc.poll() is None:
+            hwm = max(hwm, _vm_hwm_kb(proc.pid) or 0)
+            time.sleep(0.05)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
-        raise SystemExit(f"ldactl estimate failed ({proc.returncode}): {proc.stderr}")
-    records = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+        raise SystemExit(f"ldactl estimate failed ({proc.returncode}): {stderr}")
+    records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
     return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime)
             + (after.ru_stime - before.ru_stime),
-            "peak_rss_mb": after.ru_maxrss / 1024, "records": records}
+            "peak_rss_mb": hwm / 1024, "maxrss_bound_mb": after.ru_maxrss / 1024,
+            "records": records}
+
+
+def compare_readers(path: Path) -> list[dict]:
+    """CPU seconds to list every record's timestamp and first 64 bytes of ``path`` with
+    each candidate reader: dpkt's ``pcap.Reader``, scapy's ``RawPcapReader`` and
+    :func:`host_sw.model.pcap_stream.iter_capture` (which also classifies the frames)."""
+    def with_dpkt():
+        with open(path, "rb") as f:
+            return sum(1 for _ts, buf in dpkt.pcap.Reader(f) if buf[:64] is not None)
+
+    def with_scapy():
+        return sum(1 for buf, _meta in RawPcapReader(str(path)) if buf[:64] is not None)
+
+    def with_stream():
+        return sum(len(c) for c in iter_capture(path))
+
+    out = []
+    candidates = [("iter_capture (this package)", with_stream),
+                  ("dpkt pcap.Reader", with_dpkt)]
+    if RawPcapReader is not None:
+        candidates.append(("scapy RawPcapReader", with_scapy))
+    for name, fn in candidates:
+        t0 = time.process_time()
+        n = fn()
+        cpu = time.process_time() - t0
+        out.append({"reader": name, "records": n, "cpu_s": round(cpu, 2),
+                    "mpps_cpu": round(n / cpu / 1e6, 3)})
+        print(f"{name}: {n:,} records in {cpu:.2f} s CPU ({n / cpu / 1e6:.2f} Mpps)")
+    return out
 
 
 def main(argv=None):
@@ -143,12 +203,35 @@ def main(argv=None):
     ap.add_argument("--dir", default="build/bench")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", default=str(OUT / "offline_stream.json"))
+    ap.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--readers", default=None, metavar="PCAP",
+                    help="only compare the candidate readers on this capture")
     args = ap.parse_args(argv)
+    if args.readers:
+        out = Path(args.out).with_name("offline_stream_readers.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"benchmark": "offline_stream_readers",
+                                   "machine": machine(), "capture": args.readers,
+                                   "results": compare_readers(Path(args.readers))},
+                                  indent=2) + "\n")
+        print(f"wrote {out}")
+        return
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
+    if args.generate_only:
+        s_path, r_path, truth = generate(directory, args.packets, args.flows, args.loss,
+                                         args.snaplen, args.seed)
+        (directory / "truth.json").write_text(json.dumps(truth))
+        return
     t0 = time.perf_counter()
-    s_path, r_path, truth = generate(directory, args.packets, args.flows, args.loss,
-                                     args.snaplen, args.seed)
+    # generated in a child: this process stays small, so the estimate's child (forked
+    # from it) starts small too
+    subprocess.run([sys.executable, "-m", "bench.offline_stream", "--generate-only",
+                    "--packets", str(args.packets), "--flows", str(args.flows),
+                    "--loss", str(args.loss), "--snaplen", str(args.snaplen),
+                    "--seed", str(args.seed), "--dir", str(directory)], check=True)
+    s_path, r_path = directory / "s.pcap", directory / "r.pcap"
+    truth = json.loads((directory / "truth.json").read_text())
     gen_s = time.perf_counter() - t0
     sizes = {"sender_bytes": s_path.stat().st_size, "receiver_bytes": r_path.stat().st_size}
     print(f"generated {args.packets:,} + {truth['received']:,} packets in {gen_s:.1f} s "
@@ -169,13 +252,14 @@ def main(argv=None):
             results.append(row)
             print(f"{kind}: {records:,} packets read in {got['wall_s']:.1f} s wall "
                   f"({row['mpps_wall']} Mpps; {row['mpps_cpu']} Mpps of CPU time), peak "
-                  f"RSS {got['peak_rss_mb']:.0f} MB; lost {est.get('lost')} "
+                  f"RSS {got['peak_rss_mb']:.0f} MB (ru_maxrss {got['maxrss_bound_mb']:.0f}"
+                  f" MB); lost {est.get('lost')} "
                   f"(true {truth['lost']}), mean {est.get('mean')} ns (true "
                   f"{truth['mean']:.2f})")
     finally:
         if not args.keep:
-            s_path.unlink(missing_ok=True)
-            r_path.unlink(missing_ok=True)
+            for p in (s_path, r_path, directory / "truth.json"):
+                p.unlink(missing_ok=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"benchmark": "offline_stream", "machine": machine(),

@@ -49,7 +49,6 @@ class ByteProgress:
         self.shown = True
 
     def close(self) -> None:
-        """End the line (after a last update)."""
-        if self.shown:
-            self._show(time.monotonic())
-            print(file=self.out, flush=True)
+        """The final state, and the end of the line."""
+        self._show(time.monotonic())
+        print(file=self.out, flush=True)

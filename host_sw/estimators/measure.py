@@ -61,8 +61,9 @@ def _rda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, sender_cache,
               "ci": _interval(e), "lost": sent - received, "samples": e.samples,
               "sent": sent, "received": received, "notes": list(e.notes)}
     if sender_cache is not None and receiver_cache is not None:
-        record.update(lost=e.lost_found, reordered=e.reordered_found, decoded=e.decoded,
-                      exact=e.exact)
+        record.update(reordered=e.reordered_found, decoded=e.decoded, exact=e.exact)
+        if e.decoded:   # the whole set difference listed: its lost packets are the count
+            record["lost"] = e.lost_found
     record["loss_rate"] = record["lost"] / sent if sent else None
     return record
 

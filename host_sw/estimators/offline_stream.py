@@ -62,8 +62,9 @@ class _Spill:
         if self.parts == 1:
             self.buffers[side][0].append(recs)
         else:
-            part = (recs["key"] % np.uint64(self.parts)).astype(np.int64)
-            order = np.argsort(part, kind="stable")
+            part = (recs["key"] % np.uint64(self.parts)).astype(
+                np.uint16 if self.parts <= 1 << 16 else np.int64)
+            order = np.argsort(part, kind="stable")     # a radix sort for 16-bit keys
             bounds = np.r_[0, np.cumsum(np.bincount(part, minlength=self.parts))]
             ordered = recs[order]
             for p in range(self.parts):
@@ -148,6 +149,20 @@ class FlowTable:
         return np.stack(self.hashes, axis=1)
 
 
+def _counts(iv: np.ndarray) -> list[tuple[int, int]]:
+    """``(interval, packets)`` of the intervals present in ``iv``, in order (a count
+    over the range when it is narrow, else a sort)."""
+    if not len(iv):
+        return []
+    lo, hi = int(iv.min()), int(iv.max())
+    if hi - lo <= 4 * len(iv) + 1024:
+        c = np.bincount(iv - lo)
+        at = np.flatnonzero(c)
+        return list(zip((at + lo).tolist(), c[at].tolist()))
+    u, c = np.unique(iv, return_counts=True)
+    return list(zip(u.tolist(), c.tolist()))
+
+
 @dataclass
 class _Truth:
     """Per-interval truth sums (exact integer delay sum; variance by Chan's update)."""
@@ -157,8 +172,7 @@ class _Truth:
     both: dict = field(default_factory=dict)      # iv -> [n, sum, mean, m2]
 
     def add_counts(self, target: dict, iv: np.ndarray) -> None:
-        u, c = np.unique(iv, return_counts=True)
-        for k, n in zip(u.tolist(), c.tolist()):
+        for k, n in _counts(iv):
             target[k] = target.get(k, 0) + n
 
     def add_delays(self, iv: np.ndarray, delays: np.ndarray) -> None:
@@ -253,8 +267,9 @@ class _Pass:
             m[2] = hi if m[2] is None else max(m[2], hi)
 
     def update(self, iv, hashes: PacketHashes, ticks) -> None:
-        for k in np.unique(iv).tolist():
-            sel = np.flatnonzero(iv == k)
+        groups = _counts(iv)
+        for k, _ in groups:
+            sel = slice(None) if len(groups) == 1 else np.flatnonzero(iv == k)
             syn = self.synopses.get(k)
             if syn is None:
                 syn = self.synopses[k] = Synopsis.empty(self.config)

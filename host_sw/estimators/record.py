@@ -139,4 +139,9 @@ def record_for_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float =
                                  sender_cache=sender_cache, receiver_cache=receiver_cache,
                                  hashers=hashers)
         notes += estimate.pop("notes")
+        if estimate.get("mean") is None and not any(n.startswith("no mean") for n in notes):
+            notes.append("no mean: no sample both points agree on (every cell or bucket "
+                         "differs between the points in count or content: lost packets "
+                         "or collisions)" if not estimate.get("samples") else
+                         "no mean: the estimator gave none")
     return IntervalRecord(**base, valid=bool(valid), estimate=estimate, notes=tuple(notes))

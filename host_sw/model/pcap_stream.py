@@ -106,10 +106,20 @@ def classify_windows(windows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def _gather(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     """``(n, width)`` bytes from ``starts``; ``buf`` must extend ``width`` bytes past
-    the last start (:class:`_Blocks` pads). Rows of a strided view: one copy per row."""
-    rows = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - width + 1, width),
-                                           strides=(1, 1), writeable=False)
-    return rows[starts]
+    the last start (:class:`_Blocks` pads). Each row is one ``width``-byte void item of
+    a view with a 1-byte stride: one copy per row (about ten times faster than indexing
+    a ``(positions, width)`` uint8 view)."""
+    rows = np.ndarray(shape=(len(buf) - width + 1,), dtype=np.dtype((np.void, width)),
+                      buffer=buf, strides=(1,))
+    return rows[starts].view(np.uint8).reshape(len(starts), width)
+
+
+def _clear_past_end(windows: np.ndarray, lengths: np.ndarray) -> None:
+    """Zero the window bytes past each frame's captured end (the next record's bytes)."""
+    if not len(lengths):
+        return
+    for j in range(int(lengths.min()), windows.shape[1]):   # a frame ends before j
+        windows[:, j] *= lengths > j
 
 
 def _fields(head: np.ndarray, le: bool) -> np.ndarray:
@@ -208,7 +218,7 @@ def _guess_classic(buf: np.ndarray, end: int, le: bool, frac_limit: int):
     m = n // 2 * 2
     even = np.flatnonzero(buf[at:at + m].view(np.uint16) == value) * 2
     odd = np.flatnonzero(buf[at + 1:at + 1 + m].view(np.uint16) == value) * 2 + 1
-    cand = np.sort(np.concatenate([even, odd[odd < n], np.arange(m, n)]))
+    cand = np.sort(np.concatenate([even, odd[odd < n], np.arange(m, n)]), kind="stable")
     fields = _fields(_gather(buf, cand, 16), le)
     frac, cap, orig = fields[:, 1], fields[:, 2], fields[:, 3]
     ok = (frac < frac_limit) & (cap <= _MAX_CAPLEN) & (orig >= cap)
@@ -230,7 +240,7 @@ def _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, where):
         raise _capture_error(f"{where}: corrupt timestamp fraction {int(frac[bad[0]])} "
                              f"in the record at byte offset {int(starts[bad[0]])} of a block")
     windows = _gather(buf, starts + 16, window_bytes)
-    windows[np.arange(window_bytes)[None, :] >= cap[:, None]] = 0
+    _clear_past_end(windows, cap)
     return CaptureChunk(sec * 1_000_000_000 + frac * frac_ns, windows,
                         classify_windows(windows, cap), cap, orig)
 
@@ -335,7 +345,7 @@ def _pcapng_chunk(buf, starts, kinds, le, ifaces, window_bytes, path):
         if sel.any():
             ts[sel] = itf.ns(ticks[sel])
     windows = _gather(buf, starts + 28, window_bytes)
-    windows[np.arange(window_bytes)[None, :] >= cap[:, None]] = 0
+    _clear_past_end(windows, cap)
     return CaptureChunk(ts, windows, classify_windows(windows, cap), cap, orig)
 
 

@@ -120,3 +120,22 @@ def test_min_samples_marks_small_flows(lossy):
     assert all(report.reason) and np.isnan(report.delay_ns).all()
     assert any("too few samples" in x for x in report.reason)
     assert dataclasses.asdict(rec)["estimate"] is not None
+
+
+def test_undecoded_rda_reports_the_counted_loss(lossy):
+    """A set difference too large for the buckets: the decoded count of lost packets (0)
+    is no loss figure; the counters' difference is, and the notes say why no mean."""
+    sim, (s, r) = lossy
+    (rec,) = capture_records(s, r, RdaConfig(buckets_per_bank=16))
+    e = rec.estimate
+    assert e["decoded"] is False and e["exact"] is False
+    assert e["lost"] == e["sent"] - e["received"] == rec.true["lost"] > 0
+
+
+def test_lds_without_a_mean_says_why(tmp_path):
+    sim = Scenario(packets=20000, flows=30, loss=0.05, delay="exponential:mean=2us",
+                   seed=4).run()
+    s, r = _write_pair(tmp_path, sim)
+    (rec,) = capture_records(s, r, LdsConfig(rows=2, cells=16, vlda_cells=2, row_thresholds=(0, 0)))
+    assert rec.estimate["mean"] is None
+    assert any(n.startswith("no mean: no sample both points agree on") for n in rec.notes)
