@@ -125,12 +125,12 @@ def test_receiver_snapshots_pair_by_sequence_number():
 
 
 def test_verilator_build_key_follows_the_sources(tmp_path):
-    from sim_tb.runner import _verilator_digest
+    from sim_tb.verilator_build import verilator_digest
     a, b = tmp_path / "a.v", tmp_path / "b.v"
     a.write_text("module a; endmodule\n")
     b.write_text("module b; endmodule\n")
-    key = _verilator_digest([a, b], "a", ["--no-timing"], None)
-    assert key == _verilator_digest([a, b], "a", ["--no-timing"], None)
-    assert key != _verilator_digest([a, b], "a", ["--no-timing", "-O3"], None)
+    key = verilator_digest([a, b], "a", ["--no-timing"], None)
+    assert key == verilator_digest([a, b], "a", ["--no-timing"], None)
+    assert key != verilator_digest([a, b], "a", ["--no-timing", "-O3"], None)
     b.write_text("module b; wire x; endmodule\n")
-    assert key != _verilator_digest([a, b], "a", ["--no-timing"], None)
+    assert key != verilator_digest([a, b], "a", ["--no-timing"], None)
