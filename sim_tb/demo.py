@@ -382,7 +382,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="mean idle time between frames at the sender")
     ap.add_argument("--rows", type=int, default=d.rows)
     ap.add_argument("--window-bytes", type=int, default=d.window_bytes,
-                    help="header window of both cores (docs/DEMO.md: why 24 by default)")
+                    help="header window of both cores (bytes)")
     ap.add_argument("--mode", choices=("inband", "harness"), default=d.mode,
                     help="inband: the devices end the intervals (markers, in-band export); "
                          "harness: the harness pauses the traffic and swaps both")

@@ -50,7 +50,7 @@ def test_wrapper_instantiates_two_cores_with_prefixed_ports(tmp_path):
 def test_params_validate_and_round_trip():
     p = TwoDeviceParams(intervals=3, frames=10, seed=7)
     assert TwoDeviceParams.from_json(p.to_json()) == p
-    assert p.config().window_bytes == 24 and p.config().tick_ns == 4.0
+    assert p.config().window_bytes == 64 and p.config().tick_ns == 4.0
     with pytest.raises(ValueError, match="intervals"):
         TwoDeviceParams(intervals=0)
     with pytest.raises(ValueError, match="data_width"):
