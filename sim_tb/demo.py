@@ -222,9 +222,8 @@ def _read_intervals(sim, sender: Device, receiver: Device, params: TwoDevicePara
             meta = {"seq": s.seq, "packets": s.packets, **inband}
             if r is None:
                 rec = unread_record(s.seq, s.config, sender_meta=meta, notes=[
-                    f"the receiver has no interval {s.seq}: its marker did not arrive "
-                    f"(the receiver's previous interval spans two of the sender's and is "
-                    f"flagged)"])
+                    f"the receiver has no interval {s.seq}: a lost marker merged it into "
+                    f"the receiver's previous interval (flagged SEQUENCE_GAP there)"])
             else:
                 snaps.write(json.dumps({"sender": s.to_json(), "receiver": r.to_json()})
                             + "\n")
