@@ -250,13 +250,17 @@ def _pop_receiver(held: list, seq: int):
 def _wait_ports(sim, timeout: float, printer, t0: float) -> dict:
     """``sim.wait_ports`` with a progress line every few seconds (build, start-up)."""
     deadline = time.monotonic() + timeout
-    last, shown = "", 0.0
+    last, shown, seen = "", 0.0, 0
     while True:
         try:
             return sim.wait_ports(min(5.0, max(0.1, deadline - time.monotonic())))
         except TimeoutError:
             if time.monotonic() > deadline:
                 raise
+        phases = sim.phases()
+        for missed in phases[seen:-1]:      # said between two polls (a fallback, say)
+            printer(f"#   {time.monotonic() - t0:4.0f} s: {missed}")
+        seen = max(seen, len(phases))
         phase = sim.progress()
         if phase != last or time.monotonic() - shown > 15:
             printer(f"#   {time.monotonic() - t0:4.0f} s: {phase}")

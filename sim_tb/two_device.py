@@ -320,11 +320,15 @@ class SimulationProcess:
     simulator: str = "icarus"
     _ports: dict = field(default_factory=dict)
 
+    def phases(self) -> list[str]:
+        """The progress lines the simulation has printed so far, oldest first."""
+        return [x[len("[two-device] "):] for x in self.log_tail(20000).splitlines()
+                if x.startswith("[two-device] ")]
+
     def progress(self) -> str:
         """What the simulation is doing (its last progress line, with the Verilator
         build's compiled/total C++ files while it builds)."""
-        lines = [x[len("[two-device] "):] for x in self.log_tail(20000).splitlines()
-                 if x.startswith("[two-device] ")]
+        lines = self.phases()
         text = lines[-1] if lines else "starting"
         if text.startswith("building") and "Verilator" in text:
             dirs = sorted((BUILD_ROOT / self.params.build_id).glob("verilator-*"),

@@ -134,3 +134,37 @@ def test_verilator_build_key_follows_the_sources(tmp_path):
     assert key != verilator_digest([a, b], "a", ["--no-timing", "-O3"], None)
     b.write_text("module b; wire x; endmodule\n")
     assert key != verilator_digest([a, b], "a", ["--no-timing"], None)
+
+
+def test_a_failed_verilator_build_falls_back_to_icarus(monkeypatch, tmp_path, capsys):
+    """The demo's simulation says that the Verilator build failed and runs Icarus."""
+    from sim_tb import runner, two_device
+
+    calls = []
+
+    def fake_run(*, simulator, on_phase, **kwargs):
+        calls.append(simulator)
+        if simulator == "verilator":
+            raise runner.SimBuildFailed("Verilator build failed (make: Error 1)")
+
+    monkeypatch.setattr(runner, "run_cocotb", fake_run)
+    monkeypatch.setattr(two_device, "build_pair", lambda params: two_device.ExportedPair(
+        params, tmp_path / "core.v", tmp_path / "top.v", tmp_path))
+    two_device.run_in_process(TwoDeviceParams(intervals=1, frames=10), tmp_path / "w",
+                              "verilator")
+    out = capsys.readouterr().out
+    assert calls == ["verilator", "icarus"]
+    assert "[two-device] the Verilator build failed" in out and "Icarus" in out
+
+
+def test_progress_names_the_phase_and_the_build(tmp_path):
+    """What the demo prints while it waits: the simulation's last phase line."""
+    from sim_tb.two_device import SimulationProcess
+
+    log = tmp_path / "simulation.log"
+    log.write_text("[two-device] exporting the core\nnoise\n"
+                   "[two-device] the Verilator build failed (x); falling back to Icarus\n"
+                   "[two-device] building with Icarus Verilog\n")
+    sim = SimulationProcess(TwoDeviceParams(), tmp_path, process=None, log=log)
+    assert sim.phases()[1].startswith("the Verilator build failed")
+    assert sim.progress() == "building with Icarus Verilog"
