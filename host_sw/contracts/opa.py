@@ -38,7 +38,7 @@ from host_sw.contracts.hashing import H3, sbox_nibbles64
 
 __all__ = ["OPA_PRIME", "OPA_FIELD_BITS", "OPA_POSITION_PURPOSE", "group_of", "augment_mix",
            "position_hash", "augmented_hash", "augmented_hash_scalar", "node_powers",
-           "modmul", "modpow", "modinv", "cah_scalar"]
+           "fold_mod_p", "modmul", "modpow", "modinv", "cah_scalar"]
 
 #: The field's modulus: the Mersenne prime 2**31 − 1.
 OPA_PRIME = (1 << 31) - 1
@@ -89,7 +89,7 @@ def augmented_hash(packet_hash: np.ndarray, positions: np.ndarray, seed: int) ->
     p, j = np.broadcast_arrays(np.asarray(packet_hash, dtype=np.uint64),
                                np.asarray(positions, dtype=np.int64))
     mixed = augment_mix(np.ascontiguousarray(p ^ position_hash(j, seed)))
-    return mixed % _P
+    return fold_mod_p(mixed)
 
 
 def augmented_hash_scalar(packet_hash: int, position: int, seed: int) -> int:
@@ -102,9 +102,20 @@ def augmented_hash_scalar(packet_hash: int, position: int, seed: int) -> int:
     return y % OPA_PRIME
 
 
+def fold_mod_p(x) -> np.ndarray:
+    """``x mod p`` of any uint64 values by two Mersenne folds (``2**31 ≡ 1``: the
+    first leaves less than 2**34, the second less than p + 8) and one conditional
+    subtraction — what the gateware does, and
+    several times faster than numpy's 64-bit ``%``."""
+    x = np.asarray(x, dtype=np.uint64)
+    t = (x & _P) + (x >> np.uint64(31))
+    t = (t & _P) + (t >> np.uint64(31))
+    return t - _P * (t >= _P)
+
+
 def modmul(a, b) -> np.ndarray:
     """``a·b mod p`` of values below p (uint64; the product fits 62 bits)."""
-    return (np.asarray(a, dtype=np.uint64) * np.asarray(b, dtype=np.uint64)) % _P
+    return fold_mod_p(np.asarray(a, dtype=np.uint64) * np.asarray(b, dtype=np.uint64))
 
 
 def modpow(a, e: int) -> np.ndarray:

@@ -72,14 +72,27 @@ def _pack_bits(bits: np.ndarray) -> bytes:
     return np.packbits(bits.astype(np.uint8), bitorder="little").tobytes()
 
 
-def _remainder_bits(values: np.ndarray, widths: np.ndarray) -> np.ndarray:
-    """The low ``widths[i]`` bits of each value, LSB first, concatenated."""
-    kmax = int(widths.max()) if len(widths) else 0
-    if kmax == 0:
-        return np.zeros(0, dtype=bool)
-    shifts = np.arange(kmax, dtype=np.uint64)
-    matrix = ((values.astype(np.uint64)[:, None] >> shifts) & np.uint64(1)).astype(bool)
-    return matrix[np.arange(kmax)[None, :] < widths[:, None]]
+def _fixed_width_bits(values: np.ndarray, width: int) -> np.ndarray:
+    """The low ``width`` bits of each value, LSB first, concatenated (bool)."""
+    if width == 0 or len(values) == 0:
+        return np.zeros(0, dtype=np.uint8)
+    as_bytes = np.ascontiguousarray(values, dtype="<u8").view(np.uint8).reshape(-1, 8)
+    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :width].reshape(-1)
+
+
+def _read_fixed_width(block: bytes, offset: int, count: int, width: int):
+    """``(values, next offset)`` of a byte-padded section of ``count`` ``width``-bit
+    values (the inverse of :func:`_fixed_width_bits`)."""
+    size = (count * width + 7) // 8
+    if len(block) < offset + size:
+        raise ValueError("timestamp block cut short (remainders)")
+    if width == 0 or count == 0:
+        return np.zeros(count, dtype=np.int64), offset + size
+    bits = np.unpackbits(np.frombuffer(block, np.uint8, size, offset), bitorder="little")
+    padded = np.zeros((count, 64), dtype=np.uint8)
+    padded[:, :width] = bits[:count * width].reshape(count, width)
+    values = np.packbits(padded, axis=1, bitorder="little").view("<u8").reshape(-1)
+    return values.astype(np.int64), offset + size
 
 
 def encode_timestamps(timestamps: np.ndarray, counts: np.ndarray, *, shift: int = 0) -> bytes:
@@ -105,7 +118,8 @@ def encode_timestamps(timestamps: np.ndarray, counts: np.ndarray, *, shift: int 
     unary[np.cumsum(unary_len) - 1] = False
     header = _HEADER.pack(TS_BLOCK_VERSION, shift, k_first, k_gap, len(ts),
                           int(escaped.sum()), base)
-    return (header + _pack_bits(_remainder_bits(values, widths)) + _pack_bits(unary)
+    return (header + _pack_bits(_fixed_width_bits(values[first], k_first))
+            + _pack_bits(_fixed_width_bits(values[~first], k_gap)) + _pack_bits(unary)
             + values[escaped].astype("<u8").tobytes())
 
 
@@ -126,17 +140,10 @@ def decode_timestamps(block: bytes, counts: np.ndarray) -> tuple[np.ndarray, int
     first = np.zeros(n, dtype=bool)
     first[starts] = True
     widths = np.where(first, k_first, k_gap).astype(np.int64)
-    offset = _HEADER.size
-    rem_bytes = (int(widths.sum()) + 7) // 8
-    bits = np.unpackbits(np.frombuffer(block, np.uint8, rem_bytes, offset), bitorder="little")
-    offset += rem_bytes
-    remainders = np.zeros(n, dtype=np.int64)
-    if n and widths.max() > 0:
-        kmax = int(widths.max())
-        mask = np.arange(kmax)[None, :] < widths[:, None]
-        matrix = np.zeros((n, kmax), dtype=np.int64)
-        matrix[mask] = bits[:int(widths.sum())]
-        remainders = (matrix << np.arange(kmax, dtype=np.int64)).sum(axis=1)
+    remainders = np.empty(n, dtype=np.int64)
+    remainders[first], offset = _read_fixed_width(block, _HEADER.size, int(first.sum()),
+                                                  k_first)
+    remainders[~first], offset = _read_fixed_width(block, offset, int((~first).sum()), k_gap)
     unary = np.unpackbits(np.frombuffer(block, np.uint8, offset=offset), bitorder="little")
     ends = np.flatnonzero(unary == 0)
     if len(ends) < n:
