@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from host_sw.contracts.config import KIND_CODES, OpaConfig, config_from_dict
-from host_sw.contracts.opa import (OPA_PRIME, augmented_hash, augmented_hash_scalar, group_of,
-                                   modinv, modmul, node_powers)
+from host_sw.contracts.opa import (OPA_PRIME, augmented_hash, augmented_hash_scalar, cah_scalar,
+                                   group_of, modinv, modmul, node_powers, position_hash)
 from host_sw.contracts.opa_timestamps import (RICE_ESCAPE, decode_timestamps,
                                               encode_timestamps)
 
@@ -88,3 +88,17 @@ def test_timestamps_rejects_bad_input():
         decode_timestamps(block, np.array([2]))
     with pytest.raises(ValueError):
         decode_timestamps(block[:-1], np.array([3]))
+
+
+def test_spec_vectors():
+    """docs/SPEC.md §8.6."""
+    seed = OpaConfig().seed
+    assert OpaConfig(groups=4, rows=4).config_id == 0xD9A1154A
+    assert augmented_hash_scalar(0x0123456789ABCDEF, 1, seed) == 1551046615
+    assert augmented_hash_scalar(0x0123456789ABCDEF, 1000, seed) == 1553346128
+    assert augmented_hash_scalar(0, 1, seed) == 1392194042
+    assert int(position_hash(np.array([2]), seed)[0]) == 0xF30EBBC091C7D47B
+    assert cah_scalar([0x4000000000000001, 0x4000000101010102, 0x4000000202020203], 4,
+                      seed) == (3, [1965460351, 1974451509, 1937625323, 1699547445])
+    block = encode_timestamps(np.array([1000, 1010, 1030, 5000, 5003]), np.array([3, 2]))
+    assert block.hex() == "01000a020500000000000000e80300000000000000800e32f61d"
