@@ -27,9 +27,10 @@ from host_sw.contracts.opa import augmented_hash
 from host_sw.contracts.opa_timestamps import decode_timestamps
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.opa_search import search_group
-from host_sw.model.opa import PacketRecords, group_packets, group_sums
+from host_sw.model.opa import PacketRecords, group_packets, group_sums, sender_timestamp_block
 
-__all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES"]
+__all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "recover_pair",
+           "estimate_opa", "last_block_bytes"]
 
 #: The percentiles every OPA interval reports (``p50`` … ``p99.9``, then ``max``).
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
@@ -160,4 +161,58 @@ def summary(result: OpaRecovery, tick_ns: float) -> dict:
                unrecovered_packets=result.unrecovered_sent,
                recovered_fraction=len(d) / result.received if result.received else None,
                error_bound_ns=result.error_bound * tick_ns)
+    return out
+
+
+_LAST: dict = {}
+
+
+def recover_pair(sender: Synopsis, sender_records: PacketRecords,
+                 receiver_records: PacketRecords, *, shift: int = 0, **bounds) -> OpaRecovery:
+    """The recovery of one interval from the sender's words and both points' records,
+    the sender's timestamp block made here as the sender's host makes it
+    (:func:`~host_sw.model.opa.sender_timestamp_block`). The last result is kept (by
+    the identity of its inputs) so that the interval's estimate and its per-packet
+    output share one recovery."""
+    key = (id(sender), id(sender_records), id(receiver_records), shift,
+           tuple(sorted(bounds.items())))
+    if _LAST.get("key") != key:
+        block = sender_timestamp_block(sender.config, sender_records, shift=shift)
+        _LAST.update(key=key, result=recover_interval(sender, block, receiver_records,
+                                                      **bounds),
+                     block_bytes=len(block), refs=(sender, sender_records, receiver_records))
+    return _LAST["result"]
+
+
+def last_block_bytes() -> int:
+    """Size of the timestamp block of the last :func:`recover_pair`."""
+    return _LAST.get("block_bytes", 0)
+
+
+def estimate_opa(sender: Synopsis, receiver: Synopsis, sender_records=None,
+                 receiver_records=None) -> dict:
+    """The interval's estimate (``measure.PAIR_ESTIMATORS``' form, times in ns). With
+    both points' records: per-packet recovery (:func:`summary`); without: only the
+    counts and the number of groups whose words agree."""
+    config = sender.config
+    sent = int(sender.count.astype(np.int64).sum())
+    received = int(receiver.count.astype(np.int64).sum())
+    if sender_records is None or receiver_records is None:
+        same = int(np.all([sender[n] == receiver[n] for n in config.layout.names],
+                          axis=0).sum())
+        return {"mean": None, "std": None, "ci": [None, None], "lost": sent - received,
+                "loss_rate": (sent - received) / sent if sent else None, "samples": 0,
+                "sent": sent, "received": received, "groups_equal": same,
+                "notes": ["OPA without the per-packet records: counts only"]}
+    result = recover_pair(sender, sender_records, receiver_records)
+    out = summary(result, config.tick_ns)
+    out.update(ci=[None, None], sent=sent, received=received,
+               loss_rate=result.lost / sent if sent else None,
+               timestamp_bytes=last_block_bytes())
+    notes = []
+    if result.unrecovered_groups:
+        notes.append(f"{result.unrecovered_groups} group(s) beyond the recovery bounds "
+                     f"({dict(result.reasons)}): their {result.unrecovered_sent} packets "
+                     f"have no delay and their losses are not counted in 'lost'")
+    out["notes"] = notes
     return out

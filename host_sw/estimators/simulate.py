@@ -29,6 +29,7 @@ import numpy as np
 from host_sw.contracts.config import LdaConfig, SynopsisConfig
 from host_sw.estimators.lda import tuned_threshold, tuned_thresholds
 from host_sw.estimators.lds import estimate_flows
+from host_sw.estimators.opa_run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
 from host_sw.model.channel import IntervalObservation, Scenario, interval_observations
 from host_sw.model.golden import Hashers
@@ -130,18 +131,28 @@ class _KindRun:
     packet_caches: bool = False
     #: Figures beside the estimate, ``(config, sender, receiver, iv, hashers) -> dict``.
     details: Callable | None = None
+    #: Both points' synopses when not the golden update's, ``(config, iv, hashers)``.
+    synopses: Callable | None = None
+    #: Both points' caches when not ``(ids, timestamps)``, ``(config, iv, hashers)``.
+    caches: Callable | None = None
 
 
 #: The kinds whose simulated runs need more than their pair estimator (others: nothing).
-_KIND_RUNS = {"rda": _KindRun(packet_caches=True), "lds": _KindRun(details=_lds_flow_errors)}
+_KIND_RUNS = {"rda": _KindRun(packet_caches=True), "lds": _KindRun(details=_lds_flow_errors),
+              "opa": _KindRun(details=opa_details, synopses=opa_synopses,
+                              caches=opa_records)}
 
 
 def _interval_record(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers,
                      confidence: float, run: int) -> IntervalRecord:
     """The record of one simulated interval: the estimate beside the exact truth."""
     kind = _KIND_RUNS.get(config.kind, _KindRun())
-    sender, receiver = iv.synopses(config, hashers=hashers)
-    caches = _packet_caches(iv, config, hashers) if kind.packet_caches else (None, None)
+    sender, receiver = (kind.synopses(config, iv, hashers) if kind.synopses
+                        else iv.synopses(config, hashers=hashers))
+    if kind.caches:
+        caches = kind.caches(config, iv, hashers)
+    else:
+        caches = _packet_caches(iv, config, hashers) if kind.packet_caches else (None, None)
     record = record_for_pair(sender, receiver, confidence=confidence, interval=iv.interval,
                              sender_cache=caches[0], receiver_cache=caches[1],
                              hashers=hashers)

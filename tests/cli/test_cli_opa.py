@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``ldactl simulate --synopsis opa``: percentiles equal the truth's (every recovered
+delay exact), the per-packet and histogram files, the Prometheus histogram, and the OPA
+options' usage errors."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from host_sw.cli import main
+from host_sw.cli.opa_output import prometheus_histogram
+
+
+def _numbers(line):
+    return [float(x) for x in line.replace("/", " ").replace(";", " ").split()
+            if x.replace(".", "", 1).isdigit()]
+
+
+def test_simulate_opa_prints_exact_percentiles(capsys, tmp_path):
+    delays, hist = tmp_path / "d.jsonl", tmp_path / "h.csv"
+    assert main(["simulate", "--synopsis", "opa", "--packets", "20000", "--loss", "0.002",
+                 "--fast", "--seed", "4", "--delays", str(delays),
+                 "--histogram", str(hist)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    row = out[2].split()
+    sent, recv, lost, est_lost = (int(x) for x in row[1:5])
+    assert sent == 20000 and recv == sent - lost and est_lost == lost
+    estimate = [float(x) for x in row[6:11]]
+    truth_line = next(l for l in out if "true p50" in l)
+    assert "every recovered delay exact" in truth_line
+    assert estimate == _numbers(truth_line.split(":", 1)[1])[:5]
+    rows = [json.loads(l) for l in delays.read_text().splitlines()]
+    assert len(rows) == recv and max(r["delay_ns"] for r in rows) == estimate[-1]
+    counts = list(csv.reader(hist.open()))
+    assert counts[0] == ["le_seconds", "count"] and counts[-1] == ["+Inf", str(recv)]
+
+
+@pytest.mark.parametrize("option", [["--groups", "64"], ["--delays", "x.csv"],
+                                    ["--histogram", "h.csv"]])
+def test_opa_options_need_opa(capsys, option):
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--packets", "1000", *option])
+    assert e.value.code == 2
+    assert f"{option[0]} applies to --synopsis opa only" in capsys.readouterr().err
+
+
+def test_prometheus_histogram_in_seconds():
+    lines = prometheus_histogram("lda_delay_seconds", np.array([5e-9, 1.5e-6, 3.0]),
+                                 'core="0"')
+    assert lines[0] == "# TYPE lda_delay_seconds histogram"
+    assert 'lda_delay_seconds_bucket{core="0",le="1e-08"} 1' in lines
+    assert 'lda_delay_seconds_bucket{core="0",le="2e-06"} 2' in lines
+    assert 'lda_delay_seconds_bucket{core="0",le="+Inf"} 3' in lines
+    assert lines[-1] == 'lda_delay_seconds_count{core="0"} 3'
