@@ -3,7 +3,7 @@
 interval of packets through a path with the OPA paper's impairments (§VII-A, C).
 
 Packet hashes are drawn uniformly (statistically the H3 hashes of distinct headers), send
-times are Poisson at ``rate_pps``, delays Weibull (``scale_ns``, ``shape``) with a large
+times are Poisson at ``rate_pps``, delays ``base_ns`` plus Weibull (``scale_ns``, ``shape``) with a large
 delay (``large_factor`` × the scale, times a uniform 1…2) added with probability
 ``large_p``; losses are uniform. Arrival order is the sending order (a FIFO path) except
 for ``reorder`` of the packets, each moved later by 1…``reorder_span`` places — so the
@@ -37,11 +37,11 @@ class Workload:
 def make_workload(*, packets: int = 1_000_000, loss: float = 1e-4, reorder: float = 0.0,
                   reorder_span: int = 16, rate_pps: float = 5e6, scale_ns: float = 133.0,
                   shape: float = 0.6, large_p: float = 1e-4, large_factor: float = 100.0,
-                  seed: int = 1) -> Workload:
+                  base_ns: float = 0.0, seed: int = 1) -> Workload:
     rng = np.random.default_rng(seed)
     p = rng.integers(0, 2 ** 64, packets, dtype=np.uint64)
     send = (1_000_000 + np.cumsum(rng.exponential(1e9 / rate_pps, packets))).astype(np.int64)
-    delay = scale_ns * rng.weibull(shape, packets)
+    delay = base_ns + scale_ns * rng.weibull(shape, packets)
     large = rng.random(packets) < large_p
     delay[large] += scale_ns * large_factor * (1 + rng.random(int(large.sum())))
     recv = send + np.round(delay).astype(np.int64)

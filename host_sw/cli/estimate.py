@@ -17,6 +17,7 @@ from pathlib import Path
 
 from host_sw.cli.args import (RunFailure, confidence, dump, guard, load_config, parse_json,
                               positive_int, read_text)
+from host_sw.cli.opa_output import OPA_RECORD_TABLE
 from host_sw.cli.records import pair_snapshots
 from host_sw.cli.table import RECORD_TABLE
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
@@ -155,6 +156,11 @@ def _cmd_estimate(args) -> int:
         for rec in records:
             dump(rec.to_json())
     else:
-        for line in RECORD_TABLE.render(records):
+        kind = records[0].synopsis if records else None
+        for line in _RECORD_TABLES.get(kind, RECORD_TABLE).render(records):
             print(line)
     return 0
+
+
+#: The table of a kind whose figures differ from the mean/std table (OPA: percentiles).
+_RECORD_TABLES = {"opa": OPA_RECORD_TABLE}

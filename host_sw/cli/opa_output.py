@@ -18,7 +18,7 @@ import numpy as np
 
 from host_sw.cli.table import Column, Table, fmt
 
-__all__ = ["OPA_SIMULATE_TABLE", "HISTOGRAM_BUCKETS_S", "write_delays", "write_histogram",
+__all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "HISTOGRAM_BUCKETS_S", "write_delays", "write_histogram",
            "prometheus_histogram", "delay_rows"]
 
 #: Upper bounds (seconds) of the delay histogram's buckets: 1-2-5 steps from 10 ns to
@@ -65,6 +65,37 @@ OPA_SIMULATE_TABLE = Table(columns=(
     Column("max ns", 10, _est("max")),
     Column("mean ns", 9, _est("mean", ".2f")),
 ), after=_opa_truth_line)
+
+
+def _record_lines(rec) -> list[str]:
+    e = rec.estimate
+    if e is None:
+        return []
+    lines = []
+    t = rec.true
+    if t and t.get("lost") is not None:
+        lines.append(f"    true: lost {t['lost']}, mean {fmt(t.get('mean'), '.2f')} ns")
+    if e.get("samples") is not None and e.get("recovered_fraction") is not None:
+        lines.append(f"    recovered {e['samples']} delays "
+                     f"({e['recovered_fraction'] * 100:.4f}% of received), "
+                     f"{e.get('unrecovered_groups')} group(s) unrecovered")
+    return lines + [f"    note: {note}" for note in rec.notes]
+
+
+#: ``ldactl estimate`` / ``watch`` of OPA intervals: one row per interval, percentiles.
+OPA_RECORD_TABLE = Table(columns=(
+    Column("interval", 8, lambda rec: "—" if rec.interval is None else str(rec.interval)),
+    Column("sent", 9, lambda rec: str(rec.estimate["sent"])),
+    Column("recv", 9, lambda rec: str(rec.estimate["received"])),
+    Column("lost", 6, _est("lost", "d")),
+    Column("reord", 6, lambda rec: fmt(rec.estimate.get("reordered"), "d")),
+    Column("p50 ns", 9, _est("p50")),
+    Column("p90 ns", 9, _est("p90")),
+    Column("p99 ns", 9, _est("p99")),
+    Column("p99.9 ns", 9, _est("p99.9")),
+    Column("max ns", 10, _est("max")),
+    Column("mean ns", 9, _est("mean", ".2f")),
+), after=_record_lines)
 
 
 def delay_rows(records, tick_ns: float):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.config import SynopsisConfig
+from host_sw.estimators.opa_run import opa_records, opa_synopses
 from host_sw.estimators.rda_decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
 from host_sw.model.channel import IntervalObservation, Observation
@@ -56,6 +57,9 @@ MAX_NEGATIVE_FRACTION = 0.001
 
 #: The kinds whose estimator decodes the set difference from both points' packet caches.
 _DECODING_KINDS = frozenset({"rda"})
+#: Kinds whose synopses and per-interval caches come from hooks of their own,
+#: ``(synopses, caches)`` each ``(config, iv, hashers)`` (OPA: per-packet records).
+_KIND_HOOKS = {"opa": (opa_synopses, opa_records)}
 
 
 class PairProblem(str, enum.Enum):
@@ -222,8 +226,11 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
         caches = tuple(capture_cache(getattr(intervals[0], side).trace, config, hashers)
                        for side in ("sender", "receiver"))
     records = []
+    hooks = _KIND_HOOKS.get(config.kind)
     for iv in intervals:
-        s, r = iv.synopses(config, hashers=hashers)
+        s, r = hooks[0](config, iv, hashers) if hooks else iv.synopses(config, hashers=hashers)
+        if hooks and check.valid:
+            caches = hooks[1](config, iv, hashers)
         rec = record_for_pair(s, r, confidence=confidence, interval=iv.interval,
                               when=_interval_time(iv), sender_meta=_side_meta(iv.sender),
                               receiver_meta=_side_meta(iv.receiver), valid=check.valid,

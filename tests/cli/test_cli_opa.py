@@ -54,3 +54,22 @@ def test_prometheus_histogram_in_seconds():
     assert 'lda_delay_seconds_bucket{core="0",le="2e-06"} 2' in lines
     assert 'lda_delay_seconds_bucket{core="0",le="+Inf"} 3' in lines
     assert lines[-1] == 'lda_delay_seconds_count{core="0"} 3'
+
+
+def test_estimate_two_captures_prints_percentiles(capsys, tmp_path):
+    from host_sw.model.channel import Scenario
+    from host_sw.model.pcap import write_pcap
+    sim = Scenario(packets=3000, flows=20, loss=0.002, delay="exponential:mean=2us",
+                   seed=7).run()
+    tr, (iv,) = sim.trace, sim.intervals
+    write_pcap(tmp_path / "s.pcap", tr.frames(), tr.timestamps)
+    order = np.argsort(iv.receiver.timestamps, kind="stable")
+    write_pcap(tmp_path / "r.pcap", tr.frames(iv.receiver.indices[order]),
+               iv.receiver.timestamps[order])
+    assert main(["estimate", str(tmp_path / "s.pcap"), str(tmp_path / "r.pcap"),
+                 "--synopsis", "opa"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:6] == ["interval", "sent", "recv", "lost", "reord", "p50"]
+    cells = out[1].split()
+    assert int(cells[1]) == iv.truth.sent and int(cells[3]) == iv.truth.lost
+    assert float(cells[9]) == float(iv.truth.delays.max())     # max, exact
