@@ -37,7 +37,7 @@ import numpy as np
 from host_sw.contracts.hashing import H3, sbox_nibbles64
 
 __all__ = ["OPA_PRIME", "OPA_FIELD_BITS", "OPA_POSITION_PURPOSE", "group_of", "augment_mix",
-           "position_hash", "augmented_hash", "augmented_hash_scalar", "node_powers",
+           "position_hash", "position_hash_rows", "augmented_hash", "augmented_hash_scalar", "node_powers",
            "fold_mod_p", "modmul", "modpow", "modinv", "cah_scalar"]
 
 #: The field's modulus: the Mersenne prime 2**31 − 1.
@@ -70,6 +70,12 @@ def augment_mix(x: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=16)
 def _position_h3(seed: int) -> H3:
     return H3(seed=seed, purpose=OPA_POSITION_PURPOSE, index=0, in_bytes=4, out_bits=64)
+
+
+def position_hash_rows(seed: int) -> tuple[int, ...]:
+    """The 32 rows (64-bit) of the position hash's H3 matrix, row ``i`` for bit ``i`` of
+    the position (the gateware's XOR tree)."""
+    return _position_h3(seed).rows
 
 
 def position_hash(positions: np.ndarray, seed: int) -> np.ndarray:
