@@ -17,13 +17,12 @@ import json
 import numpy as np
 
 from host_sw.cli.table import Column, Table, fmt
+from host_sw.estimators.opa import HISTOGRAM_BUCKETS_S
 
 __all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "HISTOGRAM_BUCKETS_S", "write_delays", "write_histogram",
-           "prometheus_histogram", "delay_rows"]
+           "prometheus_histogram", "delay_rows",
+           "histogram_lines"]
 
-#: Upper bounds (seconds) of the delay histogram's buckets: 1-2-5 steps from 10 ns to
-#: 1 s (Prometheus ``le`` labels; ``+Inf`` is added).
-HISTOGRAM_BUCKETS_S = tuple(m * 10.0 ** e for e in range(-8, 0) for m in (1, 2, 5)) + (1.0,)
 
 _KEYS = ("p50", "p90", "p99", "p99.9", "max")
 
@@ -164,4 +163,22 @@ def prometheus_histogram(name: str, delays_s: np.ndarray, labels: str = "") -> l
     braces = f"{{{labels}}}" if labels else ""
     lines.append(f"{name}_sum{braces} {float(d.sum()):.9g}")
     lines.append(f"{name}_count{braces} {len(d)}")
+    return lines
+
+
+def histogram_lines(prefix: str, estimate: dict, labels: str) -> list[str]:
+    """The ``{prefix}_delay_seconds`` histogram of an OPA interval's estimate
+    (``histogram_s``; ``labels`` with braces, as ``ldactl export`` writes them), or no
+    lines for an estimate without one."""
+    hist = estimate.get("histogram_s")
+    if not hist:
+        return []
+    name = f"{prefix}_delay_seconds"
+    inner = labels[1:-1] + "," if labels else ""
+    lines = [f"# HELP {name} Recovered per-packet one-way delays of the last valid "
+             f"interval (OPA).", f"# TYPE {name} histogram"]
+    for le, count in zip(hist["le"], hist["count"]):
+        lines.append(f'{name}_bucket{{{inner}le="{le:g}"}} {count}')
+    lines += [f'{name}_bucket{{{inner}le="+Inf"}} {estimate["samples"]}',
+              f"{name}_sum{labels} {hist['sum']!r}", f"{name}_count{labels} {estimate['samples']}"]
     return lines

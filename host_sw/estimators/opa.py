@@ -29,11 +29,14 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.opa_search import search_group
 from host_sw.model.opa import PacketRecords, group_packets, group_sums, sender_timestamp_block
 
-__all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "recover_pair",
+__all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "HISTOGRAM_BUCKETS_S", "recover_pair",
            "estimate_opa", "last_block_bytes"]
 
 #: The percentiles every OPA interval reports (``p50`` … ``p99.9``, then ``max``).
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+#: Upper bounds (seconds) of the delay histogram's buckets: 1-2-5 steps from 10 ns to
+#: 1 s (Prometheus ``le`` labels; ``+Inf`` is implied by ``samples``).
+HISTOGRAM_BUCKETS_S = tuple(m * 10.0 ** e for e in range(-8, 0) for m in (1, 2, 5)) + (1.0,)
 
 
 @dataclass
@@ -148,7 +151,9 @@ def summary(result: OpaRecovery, tick_ns: float) -> dict:
     """The interval's figures (times in ns): ``mean``, ``std``, ``p50`` … ``p99.9``,
     ``max``, ``samples`` (recovered delays), ``lost``, ``reordered``, ``foreign``,
     ``unrecovered_groups``, ``unrecovered_packets`` (sent in unrecovered groups),
-    ``recovered_fraction`` (of received packets), ``error_bound_ns``."""
+    ``recovered_fraction`` (of received packets), ``error_bound_ns``, and
+    ``histogram_s``: cumulative counts of delays at most each of
+    :data:`HISTOGRAM_BUCKETS_S` seconds (``le``, ``count``) and their ``sum`` (s)."""
     d = result.recovered_delays.astype(np.float64) * tick_ns
     out = {"mean": float(d.mean()) if len(d) else None,
            "std": float(d.std()) if len(d) else None}
@@ -156,6 +161,11 @@ def summary(result: OpaRecovery, tick_ns: float) -> dict:
     for q, v in zip(PERCENTILES, qs):
         out[f"p{q:g}"] = None if v is None else float(v)
     out["max"] = float(d.max()) if len(d) else None
+    ds = np.sort(d) * 1e-9
+    out["histogram_s"] = {"le": list(HISTOGRAM_BUCKETS_S),
+                          "count": np.searchsorted(ds, HISTOGRAM_BUCKETS_S,
+                                                   side="right").tolist(),
+                          "sum": float(ds.sum())}
     out.update(samples=len(d), lost=result.lost, reordered=result.reordered,
                foreign=result.foreign, unrecovered_groups=result.unrecovered_groups,
                unrecovered_packets=result.unrecovered_sent,

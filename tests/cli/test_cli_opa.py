@@ -73,3 +73,22 @@ def test_estimate_two_captures_prints_percentiles(capsys, tmp_path):
     cells = out[1].split()
     assert int(cells[1]) == iv.truth.sent and int(cells[3]) == iv.truth.lost
     assert float(cells[9]) == float(iv.truth.delays.max())     # max, exact
+
+
+def test_export_prometheus_histogram_from_records(capsys, tmp_path):
+    records = tmp_path / "r.jsonl"
+    from host_sw.contracts.config import OpaConfig
+    from host_sw.estimators.simulate import run_scenario
+    from host_sw.model.channel import Scenario
+    (rec,) = run_scenario(Scenario(packets=5000, fast=True, seed=2), OpaConfig(groups=1024))
+    records.write_text(json.dumps(rec.to_json()) + "\n")
+    assert main(["export", "--input", str(records), "--format", "prometheus"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert "# TYPE ldactl_delay_seconds histogram" in text
+    count = next(l for l in text if l.startswith("ldactl_delay_seconds_count"))
+    assert count.endswith(" 5000")
+    inf = next(l for l in text if 'le="+Inf"' in l)
+    assert inf.endswith(" 5000") and 'synopsis="opa"' in inf
+    delays = rec.details["opa"].recovered_delays * 1e-9
+    bucket = next(l for l in text if 'le="1e-07"' in l)
+    assert int(bucket.split()[-1]) == int((delays <= 1e-7).sum())
