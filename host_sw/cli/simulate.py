@@ -57,7 +57,8 @@ def add_simulate_parser(sub) -> None:
                      help="LDA banks (default 2) / RDA banks k (default 2)")
     sim.add_argument("--rows", type=positive_int, default=None,
                      help="LDA rows per bank (default 1024) / RDA buckets per bank "
-                          "(default 2×set difference, at least 1024) / LDS rows (default 4)")
+                          "(default 2×set difference, at least 1024) / LDS rows (default 4) / "
+                          "OPA rows k (default 4)")
     sim.add_argument("--cells", type=positive_int, default=16384,
                      help="LDS cells per row")
     sim.add_argument("--vlda-cells", type=positive_int, default=1,
@@ -82,7 +83,7 @@ def add_simulate_parser(sub) -> None:
                      help="draw random packet hashes instead of building header windows "
                           "(statistically equivalent, faster)")
     sim.add_argument("--groups", type=int_at_least(1, "positive", 1 << 20), default=None,
-                     help="OPA groups, a power of two (default: about 256 packets per "
+                     help="OPA groups, a power of two (default: about 64 packets per "
                           "group, and at least 8 groups per expected loss)")
     sim.add_argument("--delays", default=None, metavar="FILE",
                      help="OPA: write every recovered per-packet delay (CSV, or JSON "
@@ -114,8 +115,8 @@ def _lds(args) -> SynopsisConfig:
 def _opa(args) -> SynopsisConfig:
     if args.groups is not None:
         groups = args.groups
-    else:   # w ≈ 256 packets per group, and ≥ 8 groups per expected loss (OPA §VI-A)
-        want = max(args.packets / 256, 8 * args.packets * args.loss, 16)
+    else:   # w ≈ 64 packets per group, and ≥ 8 groups per expected loss (OPA §VI-A)
+        want = max(args.packets / 64, 8 * args.packets * args.loss, 16)
         groups = 1 << min(20, max(0, math.ceil(math.log2(want))))
     return OpaConfig(groups=groups, rows=args.rows or 4)
 

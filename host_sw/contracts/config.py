@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Synopsis configurations (LDA, RDA, LDS) and the configuration ID.
+"""Synopsis configurations (LDA, RDA, LDS, OPA) and the configuration ID.
 
 A configuration holds every parameter that decides which counter a packet updates and how:
 the kind and its dimensions, the hash seed, the header window and byte masks, sampling
