@@ -19,7 +19,9 @@ Candidates that pass are compared by the mapping they give: one mapping is the a
 two or more are reported as ambiguous, never guessed.
 
 Search levels: pure loss (``|L| = w − w'``, no packet set aside), then one packet set
-aside (``|L| = w − w' + 1``), each only while ``|L| ≤ max_errors``.
+aside (``|L| = w − w' + 1``), then two (every unknown position must then be one of theirs:
+reordered or foreign packets, no loss besides), each only while ``|L| ≤ max_errors`` and the
+level's candidates stay within ``candidate_limit``.
 """
 
 from __future__ import annotations
@@ -70,21 +72,30 @@ class _Terms:
         return self._prefix[s]
 
 
-def _known_part(terms: _Terms, e: np.ndarray, lost: np.ndarray) -> np.ndarray:
-    """``K_r`` (rows, C) of each candidate: the CAH of the packets placed by it."""
-    n, a = len(terms.packets), lost.shape[1]
-    tau = lost - np.arange(1, a + 1)                     # run starts in t-space
-    breaks = np.where(tau < e[:, None], tau, tau + 1)    # … in arrival-index space
-    edges = np.concatenate([np.zeros((len(e), 1), np.int64), breaks,
-                            np.full((len(e), 1), n + 1, np.int64)], axis=1)
-    total = np.zeros((len(e), terms.rows), dtype=np.int64)
+def _known_part(terms: _Terms, aside: np.ndarray, lost: np.ndarray) -> np.ndarray:
+    """``K_r`` (rows, C) of each candidate: the CAH of the packets it places.
+
+    ``aside`` (C, m) sorted arrival indices set aside, ``lost`` (C, a) sorted positions.
+    Packet ``j`` not set aside has rank ``t = j − #{e < j}`` among the placed packets and
+    position ``t + 1 + #{l passed}``: runs of constant shift, split by the lost
+    positions' run starts and by the set-aside packets."""
+    n, a, m = len(terms.packets), lost.shape[1], aside.shape[1]
+    breaks = lost - np.arange(1, a + 1)                  # run starts in rank space
+    for q in range(m):                                   # … in arrival-index space
+        breaks = breaks + (aside[:, q:q + 1] <= breaks)
+    count = len(lost)
+    edges = np.concatenate([np.zeros((count, 1), np.int64), breaks,
+                            np.full((count, 1), n + 1, np.int64)], axis=1)
+    gap_lo = np.concatenate([np.zeros((count, 1), np.int64), aside + 1], axis=1)
+    gap_hi = np.concatenate([aside, np.full((count, 1), n, np.int64)], axis=1)
+    total = np.zeros((count, terms.rows), dtype=np.int64)
     for c in range(a + 1):
-        for after in (0, 1):   # before / after the set-aside packet
-            lo = np.minimum(np.maximum(edges[:, c], e + 1 if after else 0), n)
-            hi = np.maximum(np.minimum(edges[:, c + 1], n if after else e), lo)
-            pre = terms.prefix(c - after)
+        for q in range(m + 1):   # between the (q-1)-th and q-th set-aside packets
+            lo = np.minimum(np.maximum(edges[:, c], gap_lo[:, q]), n)
+            hi = np.maximum(np.minimum(edges[:, c + 1], gap_hi[:, q]), lo)
+            pre = terms.prefix(c - q)
             total += pre[hi] - pre[lo]
-            if n >= (1 << 20):   # keep the int64 sum of six runs far from overflow
+            if n >= (1 << 19):   # keep the int64 sum of the runs far from overflow
                 total %= OPA_PRIME
     return (total % OPA_PRIME).astype(np.uint64).T
 
@@ -111,27 +122,30 @@ def _solve(nodes: np.ndarray, rhs: np.ndarray, inverses: np.ndarray) -> np.ndarr
     return m[:, :, a]
 
 
-def _evaluate(terms, b, e, lost, d, inverses) -> tuple[np.ndarray, np.ndarray]:
-    """Pass mask of a batch of candidates and the matched position of the set-aside
-    packet (0: none or another interval)."""
+def _evaluate(terms, b, aside, lost, d, inverses) -> tuple[np.ndarray, np.ndarray]:
+    """Pass mask of a batch of candidates and, per set-aside packet, the position it
+    matched (0: none — a packet of another interval)."""
     rows, a = terms.rows, lost.shape[1]
-    resid = (b[:, None] + _P - _known_part(terms, e, lost)) % _P
+    resid = (b[:, None] + _P - _known_part(terms, aside, lost)) % _P
     if a:
         h = _solve(lost, resid, inverses)
         powers = node_powers(lost, rows)                  # (rows, C, a)
-        ok = np.ones(len(e), dtype=bool)
+        ok = np.ones(len(lost), dtype=bool)
         for r in range(a, rows):
             ok &= (modmul(powers[r], h).sum(axis=1) % _P) == resid[r]
     else:
-        h = np.zeros((len(e), 0), dtype=np.uint64)
+        h = np.zeros((len(lost), 0), dtype=np.uint64)
         ok = (resid == 0).all(axis=0)
-    matched = np.zeros(len(e), dtype=np.int64)
-    aside = ok & (e < len(terms.packets))
-    for i in np.flatnonzero(aside):
-        near = np.abs(lost[i] - (e[i] + 1)) <= d
-        mine = augmented_hash(terms.packets[e[i]], lost[i], terms.seed)
-        hit = np.flatnonzero(near & (mine == h[i]))
-        matched[i] = lost[i][hit[0]] if len(hit) else 0
+    matched = np.zeros(aside.shape, dtype=np.int64)
+    for i in np.flatnonzero(ok) if aside.shape[1] else ():
+        free = np.ones(a, dtype=bool)
+        for q, e in enumerate(aside[i]):
+            near = np.abs(lost[i] - (e + 1)) <= d
+            mine = augmented_hash(terms.packets[e], lost[i], terms.seed)
+            hit = np.flatnonzero(near & free & (mine == h[i]))
+            if len(hit):
+                matched[i, q] = lost[i][hit[0]]
+                free[hit[0]] = False
     return ok, matched
 
 
@@ -182,100 +196,131 @@ def _pure_loss(terms: _Terms, b: np.ndarray, w: int, a: int) -> list[np.ndarray]
     return found
 
 
-def _sigma(n: int, w: int, e: int, lost: np.ndarray, matched: int) -> np.ndarray:
+def _sigma(n: int, w: int, aside: np.ndarray, lost: np.ndarray,
+           matched: np.ndarray) -> np.ndarray:
     """The mapping of a candidate that passed (module docstring)."""
     free = np.setdiff1d(np.arange(1, w + 1), lost)
     sigma = np.zeros(n, dtype=np.int64)
-    keep = np.arange(n) != e
+    keep = np.ones(n, dtype=bool)
+    keep[aside] = False
     sigma[keep] = free[:keep.sum()]
-    if e < n:
-        sigma[e] = matched
+    sigma[aside] = matched
     return sigma
 
 
-def _candidates(n: int, w: int, a: int, aside: bool, d: int):
-    """Candidate arrays ``(e, L)`` of one level, or ``None`` when there are none."""
+def _homes(e: np.ndarray, w: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(index into e, position)`` of every position within ``d`` of ``e + 1``."""
+    idx, off = np.meshgrid(np.arange(len(e)), np.arange(-d, d + 1), indexing="ij")
+    pos = e[idx] + 1 + off
+    ok = (pos >= 1) & (pos <= w)
+    return idx[ok], pos[ok]
+
+
+def _candidates(n: int, w: int, a: int, m: int, d: int):
+    """Candidate arrays ``(aside (C, m), lost (C, a))`` of one level, or ``None``.
+
+    ``m = 0``: every a-subset of positions. ``m = 1``: one position of ``L`` within ``d``
+    of the set-aside packet, the others anywhere. ``m = 2``: each position of ``L`` within
+    ``d`` of one of the two set-aside packets."""
     positions = np.arange(1, w + 1)
-    if not aside:
+    if m == 0:
         if a == 2:
             i, j = np.triu_indices(w, 1)
-            lost = np.stack([i + 1, j + 1], axis=1).astype(np.int64)
-        else:
-            lost = np.array(list(combinations(positions, a)), dtype=np.int64).reshape(-1, a)
-        return np.full(len(lost), n, dtype=np.int64), lost
-    if a == 0:
-        return np.arange(n, dtype=np.int64), np.zeros((n, 0), dtype=np.int64)
-    if a <= 2:   # vectorised: e, a home l0 within d of e + 1, and (a = 2) one more l1
-        e, off = np.meshgrid(np.arange(n), np.arange(-d, d + 1), indexing="ij")
-        l0 = e + 1 + off
-        e, l0 = e[(l0 >= 1) & (l0 <= w)], l0[(l0 >= 1) & (l0 <= w)]
+            return np.zeros((i.size, 0), np.int64), np.stack([i + 1, j + 1], 1).astype(np.int64)
+        lost = np.array(list(combinations(positions, a)), dtype=np.int64).reshape(-1, a)
+        return np.zeros((len(lost), 0), np.int64), lost
+    if m == 1:
+        e = np.arange(n, dtype=np.int64)
+        if a == 0:
+            return e[:, None], np.zeros((n, 0), dtype=np.int64)
+        idx, l0 = _homes(e, w, d)
         if a == 1:
-            return e, l0[:, None]
-        e, l0, l1 = (np.repeat(e, w), np.repeat(l0, w), np.tile(positions, len(e)))
-        # each pair once: drop l1 == l0, and pairs of two home positions counted twice
-        keep = (l1 != l0) & ((np.abs(l1 - (e + 1)) > d) | (l1 > l0))
-        e, l0, l1 = e[keep], l0[keep], l1[keep]
-        return e, np.stack([np.minimum(l0, l1), np.maximum(l0, l1)], axis=1)
-    rows = []
-    for e in range(n):
-        home = positions[np.abs(positions - (e + 1)) <= d]
-        for l0 in home:
-            rest = positions[positions != l0]
-            for more in combinations(rest, a - 1):
-                rows.append((e, *sorted((l0, *more))))
+            return e[idx][:, None], l0[:, None]
+        if a == 2:   # one more position anywhere; each pair once
+            e, l0, l1 = np.repeat(e[idx], w), np.repeat(l0, w), np.tile(positions, len(idx))
+            keep = (l1 != l0) & ((np.abs(l1 - (e + 1)) > d) | (l1 > l0))
+            e, l0, l1 = e[keep], l0[keep], l1[keep]
+            return e[:, None], np.stack([np.minimum(l0, l1), np.maximum(l0, l1)], axis=1)
+        rows = [(int(e[i]), *sorted((int(x), *more))) for i, x in zip(idx, l0)
+                for more in combinations(positions[positions != x], a - 1)]
+    else:
+        i, j = np.triu_indices(n, 1)
+        pairs = np.stack([i, j], axis=1).astype(np.int64)
+        if a == 0:
+            return pairs, np.zeros((len(pairs), 0), dtype=np.int64)
+        offsets = np.arange(-d, d + 1)
+        e1 = np.broadcast_to(pairs[:, 0, None, None], (len(pairs), len(offsets), len(offsets)))
+        e2 = np.broadcast_to(pairs[:, 1, None, None], e1.shape)
+        x = e1 + 1 + offsets[None, :, None]                     # homes of e1
+        y = e2 + 1 + offsets[None, None, :]                     # homes of e2
+        if a == 1:   # one position, a home of e1 or of e2 (once when it is both)
+            e1, e2 = e1[:, :, 0], e2[:, :, 0]
+            x, y = x[:, :, 0], (e2 + 1 + offsets[None, :])
+            y_ok = np.abs(y - (e1 + 1)) > d
+            cand = np.concatenate([np.stack([e1.ravel(), e2.ravel(), x.ravel()], 1),
+                                   np.stack([e1[y_ok], e2[y_ok], y[y_ok]], 1)])
+            cand = cand[(cand[:, 2] >= 1) & (cand[:, 2] <= w)]
+        else:        # a home of each; a set that is both ways round, once
+            swapped = (np.abs(y - (e1 + 1)) <= d) & (np.abs(x - (e2 + 1)) <= d)
+            keep = (x != y) & (~swapped | (x < y)) & (x >= 1) & (x <= w) & (y >= 1) & (y <= w)
+            cand = np.stack([e1[keep], e2[keep], np.minimum(x, y)[keep],
+                             np.maximum(x, y)[keep]], axis=1)
+        if len(cand) == 0:
+            return None
+        return cand[:, :m], cand[:, m:]
     if not rows:
         return None
     arr = np.unique(np.array(rows, dtype=np.int64), axis=0)
-    return arr[:, 0], arr[:, 1:]
+    return arr[:, :m], arr[:, m:]
 
 
-def _level_size(n: int, w: int, a: int, aside: bool, d: int) -> int:
-    if not aside:
+def _level_size(n: int, w: int, a: int, m: int, d: int) -> int:
+    """Candidates of a level (an upper bound for ``m ≥ 1``)."""
+    home = min(w, 2 * d + 1)
+    if m == 0:
         return comb(w, a)
-    return n if a == 0 else n * min(w, 2 * d + 1) * comb(w, a - 1)
+    if m == 1:
+        return n if a == 0 else n * home * comb(w, a - 1)
+    return comb(n, 2) * (2 * home if a == 1 else home ** a)
 
 
 def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
-                 max_errors: int = 2, shift_bound: int = 8,
+                 max_errors: int = 2, shift_bound: int = 8, max_aside: int = 2,
                  candidate_limit: int = 2_000_000) -> GroupSearch:
     """Algorithm 1 for one group: ``packets`` the received packet hashes in arrival
-    order, ``w`` and ``b`` (uint64 ``(k,)``) the sender's word."""
+    order, ``w`` and ``b`` (uint64 ``(k,)``) the sender's word. Levels set aside
+    ``m = 0 … max_aside`` packets (reordered or foreign), each with ``|L| = w − n + m``
+    unknown positions, ``|L| ≤ max_errors``."""
     n, rows = len(packets), len(b)
     terms = _Terms(np.asarray(packets, dtype=np.uint64), w, rows, seed)
     b = np.asarray(b, dtype=np.uint64)
     tested = 0
     inverses = None
-    for aside in (False, True):
-        a = w - n + int(aside)
-        if a < 0 or a > max_errors or (a == 0 and not aside) or a >= rows:
+    for m in range(min(max_aside, n) + 1):
+        a = w - n + m
+        if a < 0 or a > max_errors or (a == 0 and m == 0) or a >= rows:
             continue
-        if _level_size(n, w, a, aside, shift_bound) > candidate_limit:
+        if _level_size(n, w, a, m, shift_bound) > candidate_limit:
             return GroupSearch(None, "search_limit", tested)
-        if not aside and a <= 2:
-            passed = _pure_loss(terms, b, w, a)
-            tested += _level_size(n, w, a, aside, shift_bound)
-            found = {}
-            for lost in passed:
-                sigma = _sigma(n, w, n, lost, 0)
-                found.setdefault(sigma.tobytes(), sigma)
-            if len(found) == 1:
-                return GroupSearch(next(iter(found.values())), "", tested)
-            if len(found) > 1:
-                return GroupSearch(None, "ambiguous", tested)
-            continue
-        if inverses is None:   # 1/(x2 − x1) for positions up to w (Fermat: 62 products)
-            inverses = modinv(np.arange(max(w, 1) + 1))
-        cands = _candidates(n, w, a, aside, shift_bound)
-        if cands is None:
-            continue
         found = {}
-        for start in range(0, len(cands[0]), CHUNK):
-            e, lost = cands[0][start:start + CHUNK], cands[1][start:start + CHUNK]
-            ok, matched = _evaluate(terms, b, e, lost, shift_bound, inverses)
-            tested += len(e)
-            for i in np.flatnonzero(ok):
-                sigma = _sigma(n, w, int(e[i]), lost[i], int(matched[i]))
+        if m == 0 and a <= 2:
+            for lost in _pure_loss(terms, b, w, a):
+                sigma = _sigma(n, w, np.zeros(0, np.int64), lost, np.zeros(0, np.int64))
                 found.setdefault(sigma.tobytes(), sigma)
+            tested += _level_size(n, w, a, m, shift_bound)
+        else:
+            if inverses is None:   # 1/(x2 − x1) for positions up to w (Fermat)
+                inverses = modinv(np.arange(max(w, 1) + 1))
+            cands = _candidates(n, w, a, m, shift_bound)
+            for start in range(0, 0 if cands is None else len(cands[0]), CHUNK):
+                aside, lost = cands[0][start:start + CHUNK], cands[1][start:start + CHUNK]
+                ok, matched = _evaluate(terms, b, aside, lost, shift_bound, inverses)
+                if m == 2:   # every unknown position is a set-aside packet's (no loss)
+                    ok &= (matched > 0).sum(axis=1) == a
+                tested += len(lost)
+                for i in np.flatnonzero(ok):
+                    sigma = _sigma(n, w, aside[i], lost[i], matched[i])
+                    found.setdefault(sigma.tobytes(), sigma)
         if len(found) == 1:
             return GroupSearch(next(iter(found.values())), "", tested)
         if len(found) > 1:

@@ -97,7 +97,8 @@ def test_search_limit_and_shift_bound():
     syn = opa_synopsis(one, p)
     b = np.array([syn[f"b{r}"][0, 0] for r in range(4)])
     moved = np.insert(np.delete(p, 3), 20, p[3])        # 17 places late
-    assert search_group(moved, 60, b, seed=one.seed, shift_bound=8).reason == "beyond_bound"
+    assert search_group(moved, 60, b, seed=one.seed, shift_bound=8,
+                        max_aside=1).reason == "beyond_bound"
     found = search_group(moved, 60, b, seed=one.seed, shift_bound=20)
     assert found.sigma is not None and found.sigma[20] == 4
     assert search_group(moved, 60, b, seed=one.seed, shift_bound=20,
@@ -106,3 +107,21 @@ def test_search_limit_and_shift_bound():
     assert search_group(three, 60, b, seed=one.seed).reason == "beyond_bound"
     found = search_group(three, 60, b, seed=one.seed, max_errors=3)
     assert list(np.setdiff1d(np.arange(1, 61), found.sigma)) == [3, 31, 51]
+
+
+def test_two_set_aside_packets():
+    """Two reordered packets, or a reordered and a foreign one, in one group."""
+    rng = np.random.default_rng(8)
+    p = rng.integers(0, 2 ** 64, 40, dtype=np.uint64)
+    one = OpaConfig(groups=1, rows=4)
+    syn = opa_synopsis(one, p)
+    b = np.array([syn[f"b{r}"][0, 0] for r in range(4)])
+    swapped = p.copy()
+    swapped[[5, 8]] = swapped[[8, 5]]                     # two packets out of order
+    found = search_group(swapped, 40, b, seed=one.seed)
+    assert list(found.sigma[[5, 8]]) == [9, 6]
+    moved = np.insert(np.delete(p, 3), 7, p[3])
+    with_foreign = np.insert(moved, 20, np.uint64(99))
+    found = search_group(with_foreign, 40, b, seed=one.seed)
+    assert found.sigma[20] == 0 and found.sigma[7] == 4
+    assert search_group(with_foreign, 40, b, seed=one.seed, max_aside=1).sigma is None
