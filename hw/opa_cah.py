@@ -10,15 +10,16 @@ rows, S-box, p).
 
 Two short read-modify-write loops around one feed-forward pipeline:
 
-* **count loop** (stage C): the group's count is read, ``j = count + 1`` written back; the
-  request just ahead is forwarded explicitly (the RAM read does not see the write of the
-  same edge), so back-to-back packets of one group count 1, 2, 3…;
+* **count loop**: the group's count is read, ``j = count + 1`` written back; the RAMs
+  (:func:`hw.backends.counter_ram`, DP16KD with its output register on ECP5) answer two
+  edges after the address, so the two requests ahead are forwarded explicitly and
+  back-to-back packets of one group count 1, 2, 3…;
 * **feed-forward** (stages H1–H3, then two per product): ``h = S(P ^ pos(j)) mod p``
   (XOR tree of the position-hash rows, the S-box nibble layer, two Mersenne folds), then
   ``t_r = t_{r−1}·j mod p`` — ``k − 1`` products of 31 × 32 bits (four ECP5 18×18
   multipliers each), each product registered and reduced in the next stage;
-* **CAH loop** (stage B): the group's ``B`` is read, ``B_r + t_r mod p`` written back, the
-  request just ahead forwarded.
+* **CAH loop**: the group's ``B`` is read, ``B_r + t_r mod p`` written back, with the
+  same forwarding (:meth:`OpaCah._rmw`).
 
 This is a single copy without the interval machinery (double buffering, drain, release)
 of :class:`hw.counter_bank.CounterBank`, and no CSR or export yet: the building block that
@@ -27,12 +28,13 @@ the OPA core will wrap.
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.hashing import RDA_SBOX
 from host_sw.contracts.opa import OPA_FIELD_BITS, OPA_PRIME, position_hash_rows
+
+from hw.backends import counter_ram
 
 __all__ = ["OpaCah"]
 
@@ -72,9 +74,10 @@ class OpaCah(wiring.Component):
     packet_hash : In(64)
         Its packet hash ``P``.
     read_en, read_addr : In(1), In(group bits)
-        Read a group's word; ``read_data`` (count in the low ``count_bits``, then
-        ``b0``…, as :meth:`host_sw.contracts.layouts.WordLayout.pack`) and
-        ``read_valid`` follow one cycle later.
+        Read a group's word while no packet flows (the read shares the update's RAM
+        port); ``read_data`` (count in the low ``count_bits``, then ``b0``…, as
+        :meth:`host_sw.contracts.layouts.WordLayout.pack`) with ``read_valid`` two
+        cycles later.
     """
 
     def __new__(cls, *args, src_loc_at=0, **kwargs):
@@ -94,41 +97,34 @@ class OpaCah(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Clock edges from a packet to its ``B`` write: C, H1–H3, two per product, B."""
-        return 1 + 3 + 2 * (self._config.rows - 1) + 2
+        """Clock edges from a packet to its ``B`` write: count loop (3), H1–H3, two per
+        product, CAH loop (3)."""
+        return 3 + 3 + 2 * (self._config.rows - 1) + 3
 
     def elaborate(self, platform):
         m = Module()
         cfg, gb = self._config, self._group_bits
         depth, abits, k = cfg.groups, max(1, gb), cfg.rows
-        cbits = cfg.count_bits
-        m.submodules.counts = counts = Memory(shape=cbits, depth=depth, init=[])
-        m.submodules.cah = cah = Memory(shape=k * OPA_FIELD_BITS, depth=depth, init=[])
-        c_rd, c_wr, c_out = counts.read_port(), counts.write_port(), counts.read_port()
-        b_rd, b_wr, b_out = cah.read_port(), cah.write_port(), cah.read_port()
+        kind = "ecp5" if getattr(platform, "family", None) == "ecp5" else "generic"
+        m.submodules.counts = counts = counter_ram(width=cfg.count_bits, depth=depth,
+                                                   kind=kind)
+        m.submodules.cah = cah = counter_ram(width=k * OPA_FIELD_BITS, depth=depth, kind=kind)
 
-        # Stage A → C: the count loop.
+        # Count loop: j = count + 1 of the packet's group.
         group = self.packet_hash[64 - gb:] if gb else Const(0, 1)
-        c_valid, c_group, c_hash = Signal(), Signal(abits), Signal(64)
-        m.d.comb += c_rd.addr.eq(group)
-        m.d.sync += [c_valid.eq(self.valid), c_group.eq(group), c_hash.eq(self.packet_hash)]
-        ahead_valid, ahead_group, ahead_count = Signal(), Signal(abits), Signal(cbits)
-        base = Mux(ahead_valid & (ahead_group == c_group), ahead_count, c_rd.data)
-        j = Signal(cbits)
-        m.d.comb += [j.eq(base + 1), c_wr.addr.eq(c_group), c_wr.data.eq(j),
-                     c_wr.en.eq(c_valid)]
-        m.d.sync += [ahead_valid.eq(c_valid), ahead_group.eq(c_group), ahead_count.eq(j)]
+        first = {"valid": self.valid, "group": group, "hash": self.packet_hash}
+        stage, j = self._rmw(m, counts, first, "c", lambda base, st: base + 1,
+                             read_addr=self.read_addr, read_en=self.read_en)
+        stage = {"valid": stage["valid"], "group": stage["group"], "hash": stage["hash"]}
 
         # H1: P ^ pos(j); H2: S-box and first fold; H3: second fold → h.
         rows = position_hash_rows(cfg.seed)
-        pos = Signal(64)
-        m.d.comb += pos.eq(_xor_rows(j, rows))
-        stage = {"valid": c_valid, "group": c_group, "j": j}
-        stage = self._register(m, stage, "h1", x=c_hash ^ pos)
+        stage = self._register(m, {"valid": stage["valid"], "group": stage["group"], "j": j},
+                               "h1", x=stage["hash"] ^ _xor_rows(j, rows))
         sbox = Array(Const(v, 4) for v in RDA_SBOX)
         y = Cat(*(sbox[stage["x"][4 * i:4 * i + 4]] for i in range(16)))
-        f1 = _fold(y)
-        stage = self._register(m, {n: v for n, v in stage.items() if n != "x"}, "h2", f1=f1)
+        stage = self._register(m, {n: v for n, v in stage.items() if n != "x"}, "h2",
+                               f1=_fold(y))
         f2 = _fold(stage["f1"])
         h = Mux(f2 >= _P, f2 - _P, f2)[:OPA_FIELD_BITS]
         stage = self._register(m, {n: v for n, v in stage.items() if n != "f1"}, "h3", t0=h)
@@ -141,26 +137,49 @@ class OpaCah(wiring.Component):
                                    **{f"t{r}": _reduce(m, stage["prod"], len(stage["prod"]),
                                                        f"m{r}")})
 
-        # Stage B: the CAH loop.
-        m.d.comb += b_rd.addr.eq(stage["group"])
-        b = self._register(m, stage, "b")
-        ahead = {"valid": Signal(), "group": Signal(abits), "word": Signal(k * OPA_FIELD_BITS)}
-        old = Mux(ahead["valid"] & (ahead["group"] == b["group"]), ahead["word"], b_rd.data)
-        new = []
-        for r in range(k):
-            s = old[r * OPA_FIELD_BITS:(r + 1) * OPA_FIELD_BITS] + b[f"t{r}"]
-            new.append(Mux(s >= _P, s - _P, s)[:OPA_FIELD_BITS])
-        word = Signal(k * OPA_FIELD_BITS)
-        m.d.comb += [word.eq(Cat(*new)), b_wr.addr.eq(b["group"]), b_wr.data.eq(word),
-                     b_wr.en.eq(b["valid"])]
-        m.d.sync += [ahead["valid"].eq(b["valid"]), ahead["group"].eq(b["group"]),
-                     ahead["word"].eq(word)]
+        # CAH loop: B_r + t_r mod p.
+        def add_terms(base, st):
+            out = []
+            for r in range(k):
+                s = base[r * OPA_FIELD_BITS:(r + 1) * OPA_FIELD_BITS] + st[f"t{r}"]
+                out.append(Mux(s >= _P, s - _P, s)[:OPA_FIELD_BITS])
+            return Cat(*out)
+        self._rmw(m, cah, stage, "b", add_terms, read_addr=self.read_addr,
+                  read_en=self.read_en)
 
-        # Read-out port.
-        m.d.comb += [c_out.addr.eq(self.read_addr), b_out.addr.eq(self.read_addr),
-                     self.read_data.eq(Cat(c_out.data, b_out.data))]
-        m.d.sync += self.read_valid.eq(self.read_en)
+        # Read-out: both RAMs answer two edges after read_addr (while no packet flows).
+        valid1 = Signal()
+        m.d.sync += [valid1.eq(self.read_en), self.read_valid.eq(valid1)]
+        m.d.comb += self.read_data.eq(Cat(counts.r_data, cah.r_data))
         return m
+
+    def _rmw(self, m, ram, first: dict, name: str, update, *, read_addr, read_en):
+        """A read-modify-write loop over ``ram`` (read data two edges after the address)
+        keyed by ``first["group"]``: S0 presents the address, S1 waits for the RAM's
+        output register and compares its key with the two requests ahead, S2 takes the
+        newest of {ahead1, ahead2, RAM} and writes ``update(base, S2)``. The two requests
+        ahead are exactly those whose writes the read cannot see (the one ahead writes
+        after the read, the second at the read's own edge), so they are forwarded
+        explicitly. Returns the S2 stage and its new word."""
+        m.d.comb += ram.r_addr.eq(Mux(read_en, read_addr, first["group"]))
+        s1 = self._register(m, first, f"{name}1")
+        s2 = self._register(m, s1, f"{name}2")
+        word = Signal(len(ram.w_data), name=f"{name}_word")
+        ahead1 = {"valid": Signal(name=f"{name}_a1_valid"), "group": Signal.like(s2["group"]),
+                  "word": Signal.like(word)}
+        ahead2 = {n: Signal.like(v, name=f"{name}_a2_{n}") for n, v in ahead1.items()}
+        hit1, hit2 = Signal(name=f"{name}_hit1"), Signal(name=f"{name}_hit2")
+        m.d.sync += [
+            hit1.eq(s2["valid"] & (s2["group"] == s1["group"])),       # ahead1 next cycle
+            hit2.eq(ahead1["valid"] & (ahead1["group"] == s1["group"])),
+        ]
+        base = Mux(hit1, ahead1["word"], Mux(hit2, ahead2["word"], ram.r_data))
+        m.d.comb += [word.eq(update(base, s2)), ram.w_addr.eq(s2["group"]),
+                     ram.w_data.eq(word), ram.w_en.eq(s2["valid"])]
+        m.d.sync += [ahead1["valid"].eq(s2["valid"]), ahead1["group"].eq(s2["group"]),
+                     ahead1["word"].eq(word)]
+        m.d.sync += [ahead2[n].eq(ahead1[n]) for n in ahead1]
+        return s2, word
 
     @staticmethod
     def _register(m, carried: dict, name: str, **new) -> dict:

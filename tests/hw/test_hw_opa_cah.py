@@ -44,6 +44,8 @@ def test_words_equal_golden(config):
             ctx.set(dut.read_en, 1)
             await ctx.tick()
             ctx.set(dut.read_en, 0)
+            assert not ctx.get(dut.read_valid)
+            await ctx.tick()
             assert ctx.get(dut.read_valid)
             words[g] = ctx.get(dut.read_data)
 
