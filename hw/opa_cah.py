@@ -14,10 +14,11 @@ Two short read-modify-write loops around one feed-forward pipeline:
   (:func:`hw.backends.counter_ram`, DP16KD with its output register on ECP5) answer two
   edges after the address, so the two requests ahead are forwarded explicitly and
   back-to-back packets of one group count 1, 2, 3…;
-* **feed-forward** (stages H1–H3, then two per product): ``h = S(P ^ pos(j)) mod p``
+* **feed-forward** (stages H1–H3, then three per product): ``h = S(P ^ pos(j)) mod p``
   (XOR tree of the position-hash rows, the S-box nibble layer, two Mersenne folds), then
-  ``t_r = t_{r−1}·j mod p`` — ``k − 1`` products of 31 × 32 bits (four ECP5 18×18
-  multipliers each), each product registered and reduced in the next stage;
+  ``t_r = t_{r−1}·j mod p`` — ``k − 1`` products of 31 × 32 bits, each as four 16×16
+  partial products (one ECP5 18×18 multiplier each) registered, summed in the next stage
+  and reduced in the one after;
 * **CAH loop**: the group's ``B`` is read, ``B_r + t_r mod p`` written back, with the
   same forwarding (:meth:`OpaCah._rmw`).
 
@@ -97,9 +98,9 @@ class OpaCah(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Clock edges from a packet to its ``B`` write: count loop (3), H1–H3, two per
+        """Clock edges from a packet to its ``B`` write: count loop (3), H1–H3, three per
         product, CAH loop (3)."""
-        return 3 + 3 + 2 * (self._config.rows - 1) + 3
+        return 3 + 3 + 3 * (self._config.rows - 1) + 3
 
     def elaborate(self, platform):
         m = Module()
@@ -130,8 +131,15 @@ class OpaCah(wiring.Component):
         stage = self._register(m, {n: v for n, v in stage.items() if n != "f1"}, "h3", t0=h)
         # Products t_r = t_{r-1}·j mod p: registered product, then reduced.
         for r in range(1, k):
-            prod = stage[f"t{r - 1}"] * stage["j"]
-            stage = self._register(m, stage, f"m{r}a", prod=prod)
+            t, jj = stage[f"t{r - 1}"], stage["j"]
+            # four 16×16 partial products, one DSP each, registered at the DSP output;
+            # summed in the next stage (a 31×32 product in one cycle limited Fmax)
+            parts = {f"pp{a}{b}": t[16 * a:16 * a + 16] * jj[16 * b:16 * b + 16]
+                     for a in range(2) for b in range(2)}
+            stage = self._register(m, stage, f"m{r}p", **parts)
+            prod = sum(stage[f"pp{a}{b}"] << (16 * (a + b)) for a in range(2) for b in range(2))
+            keep = {n: v for n, v in stage.items() if not n.startswith("pp")}
+            stage = self._register(m, keep, f"m{r}a", prod=prod[:64])
             keep = {n: v for n, v in stage.items() if n != "prod"}
             stage = self._register(m, keep, f"m{r}b",
                                    **{f"t{r}": _reduce(m, stage["prod"], len(stage["prod"]),
