@@ -14,11 +14,12 @@ Two short read-modify-write loops around one feed-forward pipeline:
   (:func:`hw.backends.counter_ram`, DP16KD with its output register on ECP5) answer two
   edges after the address, so the two requests ahead are forwarded explicitly and
   back-to-back packets of one group count 1, 2, 3…;
-* **feed-forward** (stages H1–H3, then three per product): ``h = S(P ^ pos(j)) mod p``
+* **feed-forward** (stages H1–H3, then four per product): ``h = S(P ^ pos(j)) mod p``
   (XOR tree of the position-hash rows, the S-box nibble layer, two Mersenne folds), then
   ``t_r = t_{r−1}·j mod p`` — ``k − 1`` products of 31 × 32 bits, each as four 16×16
-  partial products (one ECP5 18×18 multiplier each) registered, summed in the next stage
-  and reduced in the one after;
+  partial products (one ECP5 18×18 multiplier each) registered, summed in the next stage,
+  then reduced by one Mersenne fold per stage (the second with the conditional
+  subtraction);
 * **CAH loop**: the group's ``B`` is read, ``B_r + t_r mod p`` written back, with the
   same forwarding (:meth:`OpaCah._rmw`).
 
@@ -45,14 +46,6 @@ _P = OPA_PRIME
 def _fold(x):
     """``(x & p) + (x >> 31)``: one Mersenne fold (``2**31 ≡ 1``), combinational."""
     return (x & _P) + (x >> OPA_FIELD_BITS)
-
-
-def _reduce(m, x, width, name):
-    """``x mod p`` for ``x`` below ``2**63`` (two folds, one conditional subtraction)."""
-    f1 = Signal(width - OPA_FIELD_BITS + 2, name=f"{name}_f1")
-    f2 = Signal(OPA_FIELD_BITS + 3, name=f"{name}_f2")
-    m.d.comb += [f1.eq(_fold(x)), f2.eq(_fold(f1))]
-    return Mux(f2 >= _P, f2 - _P, f2)[:OPA_FIELD_BITS]
 
 
 def _check_config(config):
@@ -98,9 +91,9 @@ class OpaCah(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Clock edges from a packet to its ``B`` write: count loop (3), H1–H3, three per
+        """Clock edges from a packet to its ``B`` write: count loop (3), H1–H3, four per
         product, CAH loop (3)."""
-        return 3 + 3 + 3 * (self._config.rows - 1) + 3
+        return 3 + 3 + 4 * (self._config.rows - 1) + 3
 
     def elaborate(self, platform):
         m = Module()
@@ -141,9 +134,11 @@ class OpaCah(wiring.Component):
             keep = {n: v for n, v in stage.items() if not n.startswith("pp")}
             stage = self._register(m, keep, f"m{r}a", prod=prod[:64])
             keep = {n: v for n, v in stage.items() if n != "prod"}
+            stage = self._register(m, keep, f"m{r}f", f1=_fold(stage["prod"]))
+            f2 = _fold(stage["f1"])
+            keep = {n: v for n, v in stage.items() if n != "f1"}
             stage = self._register(m, keep, f"m{r}b",
-                                   **{f"t{r}": _reduce(m, stage["prod"], len(stage["prod"]),
-                                                       f"m{r}")})
+                                   **{f"t{r}": Mux(f2 >= _P, f2 - _P, f2)[:OPA_FIELD_BITS]})
 
         # CAH loop: B_r + t_r mod p.
         def add_terms(base, st):
