@@ -14,7 +14,7 @@ Two short read-modify-write loops around one feed-forward pipeline:
   (:func:`hw.backends.counter_ram`, DP16KD with its output register on ECP5) answer two
   edges after the address, so the two requests ahead are forwarded explicitly and
   back-to-back packets of one group count 1, 2, 3…;
-* **feed-forward** (stages H1–H3, then four per product): ``h = S(P ^ pos(j)) mod p``
+* **feed-forward** (stages H0–H3, then four per product): ``h = S(P ^ pos(j)) mod p``
   (XOR tree of the position-hash rows, the S-box nibble layer, two Mersenne folds), then
   ``t_r = t_{r−1}·j mod p`` — ``k − 1`` products of 31 × 32 bits, each as four 16×16
   partial products (one ECP5 18×18 multiplier each) registered, summed in the next stage,
@@ -91,9 +91,9 @@ class OpaCah(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Clock edges from a packet to its ``B`` write: count loop (3), H1–H3, four per
+        """Clock edges from a packet to its ``B`` write: count loop (3), H0–H3, four per
         product, CAH loop (3)."""
-        return 3 + 3 + 4 * (self._config.rows - 1) + 3
+        return 3 + 4 + 4 * (self._config.rows - 1) + 3
 
     def elaborate(self, platform):
         m = Module()
@@ -109,12 +109,13 @@ class OpaCah(wiring.Component):
         first = {"valid": self.valid, "group": group, "hash": self.packet_hash}
         stage, j = self._rmw(m, counts, first, "c", lambda base, st: base + 1,
                              read_addr=self.read_addr, read_en=self.read_en)
-        stage = {"valid": stage["valid"], "group": stage["group"], "hash": stage["hash"]}
-
-        # H1: P ^ pos(j); H2: S-box and first fold; H3: second fold → h.
+        # H0: j registered (off the count loop); H1: P ^ pos(j); H2: S-box and first
+        # fold; H3: second fold → h.
+        stage = self._register(m, {"valid": stage["valid"], "group": stage["group"],
+                                   "hash": stage["hash"]}, "h0", j=j)
         rows = position_hash_rows(cfg.seed)
-        stage = self._register(m, {"valid": stage["valid"], "group": stage["group"], "j": j},
-                               "h1", x=stage["hash"] ^ _xor_rows(j, rows))
+        stage = self._register(m, {n: stage[n] for n in ("valid", "group", "j")}, "h1",
+                               x=stage["hash"] ^ _xor_rows(stage["j"], rows))
         sbox = Array(Const(v, 4) for v in RDA_SBOX)
         y = Cat(*(sbox[stage["x"][4 * i:4 * i + 4]] for i in range(16)))
         stage = self._register(m, {n: v for n, v in stage.items() if n != "x"}, "h2",
