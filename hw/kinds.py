@@ -16,7 +16,7 @@ from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.hashing import HashPurpose
 from hw.kind_select import select_lda, select_lds, select_rda
 
-__all__ = ["KindGateware", "KINDS", "kind_gateware"]
+__all__ = ["KindGateware", "KINDS", "OWN_GATEWARE", "kind_gateware"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,10 @@ class KindGateware:
 
 #: ``F[63:32]``, the sampling word (leading zeros: LDA bank, LDS row sampling).
 _SAMPLING_WORD = ((1 << 32) - 1) << 32
+
+#: Kinds whose gateware is not the counter-bank core (no row in :data:`KINDS`): the
+#: module and component that compute their words.
+OWN_GATEWARE = {"opa": "hw.opa_cah.OpaCah"}
 
 #: The gateware facts of each synopsis kind, by ``config.kind``.
 KINDS = {

@@ -23,6 +23,7 @@ from host_sw.cli.args import (RunFailure, add_flow_options, check_output, confid
                               guard, int_in, key_file, load_config, load_flow_keys, parse_json,
                               positive_int, read_text)
 from host_sw.cli.export import FlowWriter
+from host_sw.cli.opa_output import OPA_RECORD_TABLE
 from host_sw.cli.progress import ByteProgress
 from host_sw.cli.records import pair_snapshots, with_flows
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
@@ -224,9 +225,11 @@ def _cmd_estimate(args) -> int:
     check_output(args.flows_out)
     records = _records(args)
     writer = FlowWriter(args.flows_out) if args.flows_out else None
+    kind = records[0].synopsis if records else None
+    table = _RECORD_TABLES.get(kind, RECORD_TABLE)
     try:
         if not args.json:
-            print(RECORD_TABLE.header())
+            print(table.header())
         for rec in records:
             report = rec.details.get("flows")
             if writer is not None:
@@ -234,7 +237,7 @@ def _cmd_estimate(args) -> int:
             if args.json:
                 dump(rec.to_json())
                 continue
-            for line in RECORD_TABLE.lines(rec):
+            for line in table.lines(rec):
                 print(line)
             if "flows" in rec.details:
                 for line in flow_table_lines(report, top=args.top, sort=args.sort):
@@ -243,3 +246,7 @@ def _cmd_estimate(args) -> int:
         if writer is not None:
             writer.close()
     return 0
+
+
+#: The table of a kind whose figures differ from the mean/std table (OPA: percentiles).
+_RECORD_TABLES = {"opa": OPA_RECORD_TABLE}

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 from host_sw.cli.args import RunFailure, guard, port
+from host_sw.cli.opa_output import histogram_lines
 from host_sw.cli.records import read_records
 
 __all__ = ["add_export_parser", "csv_text", "label_value", "prometheus_text",
@@ -142,6 +143,7 @@ def prometheus_text(records, prefix: str = "ldactl") -> str:
                 continue
             lines += [f"# HELP {prefix}_{name} {help_text}.", f"# TYPE {prefix}_{name} gauge",
                       f"{prefix}_{name}{labels} {float(v)!r}"]
+        lines += histogram_lines(prefix, last["estimate"], labels)   # OPA's delays
         if last["interval"] is not None:
             lines += [f"# HELP {prefix}_interval Sequence number of the last valid interval.",
                       f"# TYPE {prefix}_interval gauge",

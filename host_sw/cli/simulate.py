@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from host_sw.cli.args import (RunFailure, UsageError, confidence, guard, int_at_least, int_in,
                               nonneg_int,
                               positive_int, probability, seed)
+from host_sw.cli.opa_output import OPA_SIMULATE_TABLE, write_delays, write_histogram
 from host_sw.cli.rli_flows import flow_rows, render_flows, write_flows
 from host_sw.cli.table import SIMULATE_TABLE
-from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, RdaConfig, RliConfig,
+from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, OpaConfig, RdaConfig, RliConfig,
                                       SynopsisConfig, config_class)
 from host_sw.estimators.simulate import lda_config_for, run_scenario
 from host_sw.model.channel import Scenario
@@ -60,7 +62,8 @@ def add_simulate_parser(sub) -> None:
                      help="LDA banks (default 2) / RDA banks k (default 2)")
     sim.add_argument("--rows", type=positive_int, default=None,
                      help="LDA rows per bank (default 1024) / RDA buckets per bank "
-                          "(default 2×set difference, at least 1024) / LDS rows (default 4)")
+                          "(default 2×set difference, at least 1024) / LDS rows (default 4) / "
+                          "OPA rows k (default 4)")
     sim.add_argument("--cells", type=positive_int, default=16384,
                      help="LDS cells per row")
     sim.add_argument("--vlda-cells", type=positive_int, default=1,
@@ -84,6 +87,15 @@ def add_simulate_parser(sub) -> None:
     sim.add_argument("--fast", action="store_true",
                      help="draw random packet hashes instead of building header windows "
                           "(statistically equivalent, faster)")
+    sim.add_argument("--groups", type=int_at_least(1, "positive", 1 << 20), default=None,
+                     help="OPA groups, a power of two (default: about 64 packets per "
+                          "group, and at least 8 groups per expected loss)")
+    sim.add_argument("--delays", default=None, metavar="FILE",
+                     help="OPA: write every recovered per-packet delay (CSV, or JSON "
+                          "lines for a .jsonl name)")
+    sim.add_argument("--histogram", default=None, metavar="FILE",
+                     help="OPA: write the recovered delays' histogram (CSV, cumulative "
+                          "counts per bucket bound in seconds)")
     sim.add_argument("--json", action="store_true",
                      help="print one JSON object per run: {true:{...}, estimate:{...}}")
     _add_queue_and_rli_options(sim)
@@ -158,12 +170,22 @@ def _rli(args) -> SynopsisConfig:
     return RliConfig(cells=args.cells, **refs)
 
 
+def _opa(args) -> SynopsisConfig:
+    if args.groups is not None:
+        groups = args.groups
+    else:   # w ≈ 64 packets per group, and ≥ 8 groups per expected loss (OPA §VI-A)
+        want = max(args.packets / 64, 8 * args.packets * args.loss, 16)
+        groups = 1 << min(20, max(0, math.ceil(math.log2(want))))
+    return OpaConfig(groups=groups, rows=args.rows or 4)
+
+
 #: The simulation's configuration of a synopsis kind from the options, where its defaults
 #: differ from the configuration class's (LDA tuned to the packet count, RDA sized to the
 #: set difference, LDS with the cells of the options); a kind not listed simulates with
 #: its class's defaults.
-_SIMULATE_CONFIGS = {"lda": _lda, "rda": _rda, "lds": _lds}
-_SIMULATE_CONFIGS["rli"] = _rli
+_SIMULATE_CONFIGS = {"lda": _lda, "rda": _rda, "lds": _lds, "opa": _opa, "rli": _rli}
+#: The table of a kind whose figures differ from the estimate-beside-truth table.
+_SIMULATE_TABLES = {"opa": OPA_SIMULATE_TABLE}
 
 
 
@@ -189,6 +211,9 @@ def _check_options(args) -> None:
         raise UsageError(f"{refs[0]} and {refs[1]} exclude each other")
     if args.flows_out and args.synopsis != "rli":
         raise UsageError("--flows-out applies to --synopsis rli only")
+    for name in ("groups", "delays", "histogram"):
+        if getattr(args, name) is not None and args.synopsis != "opa":
+            raise UsageError(f"--{name} applies to --synopsis opa only")
 
 
 def _scenario(args, config: SynopsisConfig) -> Scenario:
@@ -239,9 +264,10 @@ def _cmd_simulate(args) -> int:
         print(f"# {config.kind.upper()} {dict(zip(('banks/rows', 'buckets'), config.shape))} "
               f"config ID {config.config_id:#010x}; {args.packets} packets, "
               f"{_path_text(args, scenario)}, seed {args.seed}")
-        for line in SIMULATE_TABLE.render(records):
+        for line in _SIMULATE_TABLES.get(config.kind, SIMULATE_TABLE).render(records):
             print(line)
     _rli_output(args, records)
+    _write_outputs(args, config, records)
     return 0
 
 
@@ -271,3 +297,14 @@ def _rli_output(args, records) -> None:
             write_flows(args.flows_out, runs)
         except OSError as e:
             raise RunFailure(f"cannot write {args.flows_out}: {e.strerror or e}") from None
+
+
+def _write_outputs(args, config: SynopsisConfig, records) -> None:
+    """The per-packet files of ``--delays`` and ``--histogram`` (OPA)."""
+    try:
+        if args.delays:
+            write_delays(args.delays, records, config.tick_ns)
+        if args.histogram:
+            write_histogram(args.histogram, records, config.tick_ns)
+    except OSError as e:
+        raise RunFailure(f"cannot write {e.filename}: {e.strerror}") from None

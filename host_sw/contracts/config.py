@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Synopsis configurations (LDA, RDA, LDS, RLI) and the configuration ID.
+"""Synopsis configurations (LDA, RDA, LDS, OPA, RLI) and the configuration ID.
 
 A configuration holds every parameter that decides which counter a packet updates and how:
 the kind and its dimensions, the hash seed, the header window and byte masks, sampling
@@ -38,7 +38,7 @@ from host_sw.contracts.hashing import (DEFAULT_WINDOW_BYTES, FLOW_KEY_BYTES, Has
 from host_sw.contracts.layouts import Field, WordLayout
 
 __all__ = ["KIND_CODES", "CONFIG_CLASSES", "config_class", "SynopsisConfig", "LdaConfig",
-           "RdaConfig", "LdsConfig", "RliConfig", "ConfigMismatch", "ThresholdRegister", "THRESHOLD_BITS",
+           "RdaConfig", "LdsConfig", "OpaConfig", "RliConfig", "ConfigMismatch", "ThresholdRegister", "THRESHOLD_BITS",
            "MASK_FIELDS", "canonical_json", "check_comparable", "config_from_dict",
            "is_power_of_two", "threshold_for_rate"]
 
@@ -48,8 +48,7 @@ class ConfigMismatch(ValueError):
 
 
 #: The synopsis kind codes of the CONFIG register and of the control frames' kind field.
-KIND_CODES = {"lda": 1, "rda": 2, "lds": 3}
-KIND_CODES["rli"] = 5
+KIND_CODES = {"lda": 1, "rda": 2, "lds": 3, "opa": 4, "rli": 5}
 #: Width of one run-time sampling threshold (a leading-zero count 0..32) in the
 #: THRESHOLDS register and the bucket selector.
 THRESHOLD_BITS = 6
@@ -386,6 +385,40 @@ class LdsConfig(SynopsisConfig):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpaConfig(SynopsisConfig):
+    """OPA: ``groups`` (g, a power of two) words of ``(w, B_0..B_{rows−1})``; every packet
+    updates its group's word (contract: :mod:`host_sw.contracts.opa`, SPEC §8)."""
+    kind: ClassVar[str] = "opa"
+    groups: int = 1024
+    #: k, the Vandermonde rows of the CAH (recovery solves up to k−1 unknowns).
+    rows: int = 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not is_power_of_two(self.groups) or self.groups > (1 << 20):
+            raise ValueError(f"groups must be a power of two in 1..2**20, not {self.groups}")
+        if not 2 <= self.rows <= 8:
+            raise ValueError(f"rows must be 2..8, not {self.rows}")
+
+    @property
+    def layout(self) -> WordLayout:
+        return WordLayout((Field("count", self.count_bits, "sum"),) + tuple(
+            Field(f"b{r}", 31, "mod_p") for r in range(self.rows)))
+
+    @property
+    def buckets(self) -> int:
+        return self.groups
+
+    @property
+    def shape(self):
+        return (1, self.groups)
+
+    @property
+    def config_register_values(self) -> dict[str, int]:
+        return {"dim0": self.rows, "dim1": self.groups, "xor_bits": 0, "vlda_cells": 0}
+
+
+@dataclass(frozen=True, kw_only=True)
 class RliConfig(SynopsisConfig):
     """RLI (Lee, Duffield and Kompella, SIGCOMM 2010): reference packets at the sender,
     per-packet delays interpolated between them at the receiver, per-flow counters.
@@ -466,8 +499,7 @@ class RliConfig(SynopsisConfig):
 #: The configuration class of each synopsis kind: the one registry of kinds (a new kind
 #: adds its class here; every layer reaches the kind's facts from its configuration).
 CONFIG_CLASSES: dict[str, type[SynopsisConfig]] = {
-    c.kind: c for c in (LdaConfig, RdaConfig, LdsConfig)}
-CONFIG_CLASSES["rli"] = RliConfig
+    c.kind: c for c in (LdaConfig, RdaConfig, LdsConfig, OpaConfig, RliConfig)}
 
 
 def config_class(kind: str) -> type[SynopsisConfig]:

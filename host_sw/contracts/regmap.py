@@ -153,7 +153,7 @@ def _cfg(name: str, width: int, description: str, value: ConfigValue, at=None) -
 
 #: The CONFIG register: the static configuration, so a host can discover the device.
 _CONFIG_FIELDS = (
-    _cfg("kind", 8, "1 = LDA, 2 = RDA, 3 = LDS", lambda c, dw: KIND_CODES[c.kind]),
+    _cfg("kind", 8, "1 = LDA, 2 = RDA, 3 = LDS, 4 = OPA", lambda c, dw: KIND_CODES[c.kind]),
     _cfg("chunks", 8, "32-bit bus words per counter word", lambda c, dw: c.layout.chunks),
     _cfg("count_bits", 8, "packet count field width", lambda c, dw: c.count_bits),
     _cfg("ts_bits", 8, "timestamp sum field width", lambda c, dw: c.ts_bits),

@@ -22,6 +22,7 @@ from host_sw.contracts.config import check_comparable
 from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.lda import estimate_lda
+from host_sw.estimators.opa import estimate_opa
 from host_sw.estimators.rda import estimate_rda
 from host_sw.estimators.rli import aggregate as rli_aggregate
 
@@ -103,9 +104,16 @@ def _rli_pair(sender: Synopsis, receiver: Synopsis, *, confidence, **_caches) ->
                       "packets (not measured per packet); no confidence interval"]}
 
 
+def _opa_pair(sender: Synopsis, receiver: Synopsis, *, confidence, sender_cache,
+              receiver_cache, hashers) -> dict:
+    """OPA: with both points' per-packet records (:class:`~host_sw.model.opa.PacketRecords`)
+    per-packet delays and their percentiles; without, the counts only."""
+    return estimate_opa(sender, receiver, sender_cache, receiver_cache)
+
+
 #: The pair estimator of each synopsis kind, keyed by ``config.kind``.
-PAIR_ESTIMATORS = {"lda": _lda_pair, "rda": _rda_pair, "lds": _lds_pair}
-PAIR_ESTIMATORS["rli"] = _rli_pair
+PAIR_ESTIMATORS = {"lda": _lda_pair, "rda": _rda_pair, "lds": _lds_pair, "opa": _opa_pair,
+                   "rli": _rli_pair}
 
 
 def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98,

@@ -37,11 +37,12 @@ import numpy as np
 from host_sw.contracts.config import SynopsisConfig
 from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow_report
 from host_sw.estimators.offline_stream import StreamedPair, stream_pair
+from host_sw.estimators.opa_run import opa_records, opa_synopses
 from host_sw.estimators.rda_decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
 from host_sw.model.channel import IntervalObservation, Observation
 from host_sw.model.golden import Hashers
-from host_sw.model.pcap import Capture, CaptureError, pair_captures
+from host_sw.model.pcap import Capture, CaptureError, pair_captures, read_pcap
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, capture_linktype
 from host_sw.model.traffic import Trace
 
@@ -59,6 +60,12 @@ MAX_NEGATIVE_FRACTION = 0.001
 
 #: The kinds whose estimator decodes the set difference from both points' packet caches.
 _DECODING_KINDS = frozenset({"rda"})
+#: Kinds whose synopses and per-interval caches come from hooks of their own,
+#: ``(synopses, caches)`` each ``(config, iv, hashers)`` (OPA: per-packet records).
+_KIND_HOOKS = {"opa": (opa_synopses, opa_records)}
+#: Kinds with no capture analysis yet, and why (RLI needs the sender's reference frames).
+_NO_CAPTURE_PATH = {"rli": "RLI from two captures needs the sender's reference packets in "
+                           "the capture; analyse RLI with `ldactl simulate --synopsis rli`"}
 
 
 class PairProblem(str, enum.Enum):
@@ -275,6 +282,12 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
     flows given as ``(per-row flow hashes, names)`` (without their truth). Raises
     ``ValueError`` (:class:`~host_sw.model.pcap.CaptureError`) for unreadable captures.
     """
+    if config.kind in _NO_CAPTURE_PATH:
+        raise CaptureError(_NO_CAPTURE_PATH[config.kind])
+    if config.kind in _KIND_HOOKS:
+        # Per-packet kinds (OPA) pair every packet's record: the captures are read whole.
+        sender, receiver = (p if isinstance(p, Capture) else read_pcap(p)
+                            for p in (sender, receiver))
     if isinstance(sender, Capture) or isinstance(receiver, Capture):
         return _records_in_memory(sender, receiver, config, mode=mode,
                                   interval_ns=interval_ns, start_ns=start_ns,
@@ -301,8 +314,11 @@ def _records_in_memory(sender, receiver, config: SynopsisConfig, *, mode, interv
         caches = tuple(capture_cache(getattr(intervals[0], side).trace, config, hashers)
                        for side in ("sender", "receiver"))
     records = []
+    hooks = _KIND_HOOKS.get(config.kind)
     for iv in intervals:
-        s, r = iv.synopses(config, hashers=hashers)
+        s, r = hooks[0](config, iv, hashers) if hooks else iv.synopses(config, hashers=hashers)
+        if hooks and check.valid:
+            caches = hooks[1](config, iv, hashers)
         rec = record_for_pair(s, r, confidence=confidence, interval=iv.interval,
                               when=_interval_time(iv), sender_meta=_side_meta(iv.sender),
                               receiver_meta=_side_meta(iv.receiver), valid=check.valid,

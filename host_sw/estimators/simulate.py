@@ -30,6 +30,7 @@ from host_sw.contracts.config import LdaConfig, SynopsisConfig
 from host_sw.contracts.hashing import FrameClass
 from host_sw.estimators.lda import tuned_threshold, tuned_thresholds
 from host_sw.estimators.lds import estimate_flows
+from host_sw.estimators.opa_run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
 from host_sw.estimators.rli import estimate_flows as rli_estimate_flows
 from host_sw.estimators.rli import simulated_synopses as rli_synopses
@@ -160,6 +161,12 @@ def _rli_synopses(config: SynopsisConfig, iv: IntervalObservation, hashers: Hash
                               "unreferenced": stats.unreferenced}
 
 
+def _opa_synopses(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers):
+    """OPA's words come from its own golden model (groups and combined hashes)."""
+    sender, receiver = opa_synopses(config, iv, hashers)
+    return sender, receiver, {}
+
+
 def _rli_flow_errors(config: SynopsisConfig, sender, receiver, iv: IntervalObservation,
                      hashers: Hashers) -> dict:
     """The per-flow table and, as for LDS, the median relative error of the per-flow mean
@@ -189,12 +196,16 @@ class _KindRun:
     #: Both points' synopses when the golden ``update`` does not make them,
     #: ``(config, iv, hashers) -> (sender, receiver, details)``.
     synopses: Callable | None = None
+    #: Both points' caches when not ``(ids, timestamps)``, ``(config, iv, hashers)``.
+    caches: Callable | None = None
 
 
 #: The kinds whose simulated runs need more than their pair estimator (others: nothing).
-_KIND_RUNS = {"rda": _KindRun(packet_caches=True), "lds": _KindRun(details=_lds_flow_errors)}
-_KIND_RUNS["rli"] = _KindRun(details=_rli_flow_errors, synopses=_rli_synopses,
-                             trace=lambda trace, config: with_references(trace, config)[0])
+_KIND_RUNS = {"rda": _KindRun(packet_caches=True), "lds": _KindRun(details=_lds_flow_errors),
+              "opa": _KindRun(details=opa_details, synopses=_opa_synopses,
+                              caches=opa_records),
+              "rli": _KindRun(details=_rli_flow_errors, synopses=_rli_synopses,
+                              trace=lambda trace, config: with_references(trace, config)[0])}
 
 
 def _interval_record(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers,
@@ -206,7 +217,10 @@ def _interval_record(config: SynopsisConfig, iv: IntervalObservation, hashers: H
         sender, receiver, extra = kind.synopses(config, iv, hashers)
     else:
         sender, receiver = iv.synopses(config, hashers=hashers)
-    caches = _packet_caches(iv, config, hashers) if kind.packet_caches else (None, None)
+    if kind.caches:
+        caches = kind.caches(config, iv, hashers)
+    else:
+        caches = _packet_caches(iv, config, hashers) if kind.packet_caches else (None, None)
     record = record_for_pair(sender, receiver, confidence=confidence, interval=iv.interval,
                              sender_cache=caches[0], receiver_cache=caches[1],
                              hashers=hashers)

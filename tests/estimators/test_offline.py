@@ -195,3 +195,15 @@ def test_problem_round_trips_through_json(loss_free):
     assert IntervalRecord.from_json(d) == rec
     (ok,) = capture_records(*loss_free[1], LdaConfig())
     assert "problem" not in ok.to_json()
+
+
+def test_opa_from_two_captures(lossy):
+    """OPA from two captures (3 % loss, 5 % of packets 20 µs late): most delays
+    recovered, the found losses never more than the true ones, percentiles given."""
+    from host_sw.contracts.config import OpaConfig
+    sim, (s, r) = lossy
+    (rec,) = capture_records(s, r, OpaConfig(groups=1024))
+    e, t = rec.estimate, rec.true
+    assert rec.valid and e["sent"] == t["sent"] and e["received"] == t["received"]
+    assert e["lost"] <= t["lost"] and e["samples"] > 0.9 * t["received"]
+    assert e["p50"] <= e["p99"] <= e["max"] and abs(e["mean"] - t["mean"]) < 0.05 * t["mean"]

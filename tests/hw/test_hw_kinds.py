@@ -10,11 +10,13 @@ from host_sw.contracts.config import CONFIG_CLASSES, LdaConfig, LdsConfig, RdaCo
 from host_sw.contracts.hashing import HashPurpose
 from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.backends.ecp5 import Ecp5CounterRam
-from hw.kinds import KINDS, kind_gateware
+from hw.kinds import KINDS, OWN_GATEWARE, kind_gateware
 
 
 def test_every_configuration_kind_has_an_entry():
-    assert set(KINDS) == {k for k, c in CONFIG_CLASSES.items() if c.has_gateware}
+    with_gateware = {k for k, c in CONFIG_CLASSES.items() if c.has_gateware}
+    assert set(KINDS) | set(OWN_GATEWARE) == with_gateware
+    assert not set(KINDS) & set(OWN_GATEWARE)
 
 
 @pytest.mark.parametrize("config", [LdaConfig(banks=3, rows=8, thresholds=(0, 1, 2)),

@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""What ``ldactl`` prints and writes for OPA intervals: the percentile table (p50, p90,
+p99, p99.9, max, loss, reordering), the per-packet delays (CSV or JSON lines), a delay
+histogram, and the Prometheus histogram of the delays in seconds.
+
+CLI layer, beside :mod:`host_sw.cli.table` (whose :class:`~host_sw.cli.table.Table` it
+uses): the OPA rows of ``ldactl simulate`` come from
+:class:`~host_sw.estimators.record.IntervalRecord` objects whose ``details["opa"]`` is the
+interval's :class:`~host_sw.estimators.opa.OpaRecovery`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+
+from host_sw.cli.table import Column, Table, fmt
+from host_sw.estimators.opa import HISTOGRAM_BUCKETS_S
+
+__all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "HISTOGRAM_BUCKETS_S", "write_delays", "write_histogram",
+           "prometheus_histogram", "delay_rows",
+           "histogram_lines"]
+
+
+_KEYS = ("p50", "p90", "p99", "p99.9", "max")
+
+
+def _est(key, spec=".1f"):
+    return lambda rec: fmt(rec.estimate.get(key), spec)
+
+
+def _opa_truth_line(rec) -> list[str]:
+    d, e = rec.details, rec.estimate
+    lines = []
+    if "true_p50" in d:
+        true = " / ".join(fmt(d.get(f"true_{k}"), ".1f") for k in _KEYS)
+        lines.append(f"    true p50/p90/p99/p99.9/max ns: {true}; every recovered delay "
+                     f"{'exact' if d.get('delays_exact') else 'NOT exact'}")
+    frac = e.get("recovered_fraction")
+    lines.append(f"    recovered {e.get('samples')} delays ({fmt(frac and frac * 100, '.4f')}% "
+                 f"of received), {e.get('unrecovered_groups')} group(s) unrecovered, "
+                 f"{e.get('foreign')} foreign; timestamp layer "
+                 f"{fmt(e['timestamp_bytes'] / max(e['sent'], 1), '.3f')} B/packet"
+                 if e.get("timestamp_bytes") is not None else
+                 f"    no per-packet records: counts only")
+    return lines + [f"    note: {note}" for note in rec.notes]
+
+
+#: ``ldactl simulate --synopsis opa``: per run, the delay percentiles (ns) with loss and
+#: reordering; the truth below.
+OPA_SIMULATE_TABLE = Table(columns=(
+    Column("run", 3, lambda rec: str(rec.run)),
+    Column("sent", 9, lambda rec: str(rec.estimate["sent"])),
+    Column("recv", 9, lambda rec: str(rec.estimate["received"])),
+    Column("lost", 6, lambda rec: str(rec.true["lost"]) if rec.true else "—"),
+    Column("est.lost", 8, _est("lost", "d")),
+    Column("reord", 6, _est("reordered", "d")),
+    Column("p50 ns", 9, _est("p50")),
+    Column("p90 ns", 9, _est("p90")),
+    Column("p99 ns", 9, _est("p99")),
+    Column("p99.9 ns", 9, _est("p99.9")),
+    Column("max ns", 10, _est("max")),
+    Column("mean ns", 9, _est("mean", ".2f")),
+), after=_opa_truth_line)
+
+
+def _record_lines(rec) -> list[str]:
+    e = rec.estimate
+    if e is None:
+        return []
+    lines = []
+    t = rec.true
+    if t and t.get("lost") is not None:
+        lines.append(f"    true: lost {t['lost']}, mean {fmt(t.get('mean'), '.2f')} ns")
+    if e.get("samples") is not None and e.get("recovered_fraction") is not None:
+        lines.append(f"    recovered {e['samples']} delays "
+                     f"({e['recovered_fraction'] * 100:.4f}% of received), "
+                     f"{e.get('unrecovered_groups')} group(s) unrecovered")
+    return lines + [f"    note: {note}" for note in rec.notes]
+
+
+#: ``ldactl estimate`` / ``watch`` of OPA intervals: one row per interval, percentiles.
+OPA_RECORD_TABLE = Table(columns=(
+    Column("interval", 8, lambda rec: "—" if rec.interval is None else str(rec.interval)),
+    Column("sent", 9, lambda rec: str(rec.estimate["sent"])),
+    Column("recv", 9, lambda rec: str(rec.estimate["received"])),
+    Column("lost", 6, _est("lost", "d")),
+    Column("reord", 6, lambda rec: fmt(rec.estimate.get("reordered"), "d")),
+    Column("p50 ns", 9, _est("p50")),
+    Column("p90 ns", 9, _est("p90")),
+    Column("p99 ns", 9, _est("p99")),
+    Column("p99.9 ns", 9, _est("p99.9")),
+    Column("max ns", 10, _est("max")),
+    Column("mean ns", 9, _est("mean", ".2f")),
+), after=_record_lines)
+
+
+def delay_rows(records, tick_ns: float):
+    """Yield one dict per recovered packet: ``run``, ``interval``, ``packet`` (arrival
+    index at the receiver), ``hash`` (hex), ``receive_tick``, ``delay_ns``."""
+    for rec in records:
+        result = rec.details.get("opa")
+        if result is None:
+            continue
+        hashes = rec.details.get("opa_hashes")
+        for i in np.flatnonzero(result.recovered):
+            yield {"run": rec.run, "interval": rec.interval, "packet": int(i),
+                   "hash": None if hashes is None else f"{int(hashes[i]):016x}",
+                   "receive_tick": int(result.receive_ts[i]),
+                   "delay_ns": float(result.delays[i]) * tick_ns}
+
+
+def write_delays(path: str, records, tick_ns: float) -> int:
+    """Write the per-packet delays: JSON lines when ``path`` ends in ``.jsonl`` or
+    ``.json``, CSV otherwise. Returns the rows written."""
+    rows = delay_rows(records, tick_ns)
+    n = 0
+    with open(path, "w", newline="") as f:
+        if path.endswith((".jsonl", ".json")):
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+                n += 1
+        else:
+            writer = csv.DictWriter(f, fieldnames=("run", "interval", "packet", "hash",
+                                                   "receive_tick", "delay_ns"))
+            writer.writeheader()
+            for row in rows:
+                writer.writerow(row)
+                n += 1
+    return n
+
+
+def _all_delays_s(records, tick_ns: float) -> np.ndarray:
+    parts = [r.details["opa"].recovered_delays * (tick_ns * 1e-9)
+             for r in records if r.details.get("opa") is not None]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def write_histogram(path: str, records, tick_ns: float) -> None:
+    """The recovered delays' histogram as CSV: ``le_seconds`` (bucket upper bound,
+    ``+Inf`` last), ``count`` (delays at most that, cumulative as Prometheus counts)."""
+    d = np.sort(_all_delays_s(records, tick_ns))
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(("le_seconds", "count"))
+        for le in HISTOGRAM_BUCKETS_S:
+            writer.writerow((f"{le:g}", int(np.searchsorted(d, le, side="right"))))
+        writer.writerow(("+Inf", len(d)))
+
+
+def prometheus_histogram(name: str, delays_s: np.ndarray, labels: str = "") -> list[str]:
+    """Prometheus text lines of a histogram of delays in seconds (``name_bucket{le=…}``,
+    ``name_sum``, ``name_count``); ``labels`` like ``core="0"`` (without braces)."""
+    d = np.sort(np.asarray(delays_s, dtype=np.float64))
+    sep = "," if labels else ""
+    lines = [f"# TYPE {name} histogram"]
+    for le in HISTOGRAM_BUCKETS_S:
+        lines.append(f'{name}_bucket{{{labels}{sep}le="{le:g}"}} '
+                     f"{int(np.searchsorted(d, le, side='right'))}")
+    lines.append(f'{name}_bucket{{{labels}{sep}le="+Inf"}} {len(d)}')
+    braces = f"{{{labels}}}" if labels else ""
+    lines.append(f"{name}_sum{braces} {float(d.sum()):.9g}")
+    lines.append(f"{name}_count{braces} {len(d)}")
+    return lines
+
+
+def histogram_lines(prefix: str, estimate: dict, labels: str) -> list[str]:
+    """The ``{prefix}_delay_seconds`` histogram of an OPA interval's estimate
+    (``histogram_s``; ``labels`` with braces, as ``ldactl export`` writes them), or no
+    lines for an estimate without one."""
+    hist = estimate.get("histogram_s")
+    if not hist:
+        return []
+    name = f"{prefix}_delay_seconds"
+    inner = labels[1:-1] + "," if labels else ""
+    lines = [f"# HELP {name} Recovered per-packet one-way delays of the last valid "
+             f"interval (OPA).", f"# TYPE {name} histogram"]
+    for le, count in zip(hist["le"], hist["count"]):
+        lines.append(f'{name}_bucket{{{inner}le="{le:g}"}} {count}')
+    lines += [f'{name}_bucket{{{inner}le="+Inf"}} {estimate["samples"]}',
+              f"{name}_sum{labels} {hist['sum']!r}", f"{name}_count{labels} {estimate['samples']}"]
+    return lines

@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""OPA sender words in gateware: per group, the count ``w`` and the combined augmented
+hash ``B_0..B_{k−1}`` (``docs/SPEC.md`` §8), updated at one packet per clock.
+
+Where it sits: after the hasher (it takes the 64-bit packet hash ``P``), in place of the
+bucket selector and counter bank of the other kinds; its words are the golden model's
+:func:`host_sw.model.opa.opa_synopsis` word for word (``tests/hw/test_hw_opa_cah.py``).
+Everything it computes comes from :mod:`host_sw.contracts.opa` (group bits, position-hash
+rows, S-box, p).
+
+Two short read-modify-write loops around one feed-forward pipeline:
+
+* **count loop**: the group's count is read, ``j = count + 1`` written back; the RAMs
+  (:func:`hw.backends.counter_ram`, DP16KD with its output register on ECP5) answer two
+  edges after the address, so the two requests ahead are forwarded explicitly and
+  back-to-back packets of one group count 1, 2, 3…;
+* **feed-forward** (stages H0–H3, then four per product): ``h = S(P ^ pos(j)) mod p``
+  (XOR tree of the position-hash rows, the S-box nibble layer, two Mersenne folds), then
+  ``t_r = t_{r−1}·j mod p`` — ``k − 1`` products of 31 × 32 bits, each as four 16×16
+  partial products (one ECP5 18×18 multiplier each) registered, summed in the next stage,
+  then reduced by one Mersenne fold per stage (the second with the conditional
+  subtraction);
+* **CAH loop**: the group's ``B`` is read, ``B_r + t_r mod p`` written back, with the
+  same forwarding (:meth:`OpaCah._rmw`).
+
+This is a single copy without the interval machinery (double buffering, drain, release)
+of :class:`hw.counter_bank.CounterBank`, and no CSR or export yet: the building block that
+the OPA core will wrap.
+"""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from host_sw.contracts.config import OpaConfig
+from host_sw.contracts.hashing import RDA_SBOX
+from host_sw.contracts.opa import OPA_FIELD_BITS, OPA_PRIME, position_hash_rows
+
+from hw.backends import counter_ram
+
+__all__ = ["OpaCah"]
+
+_P = OPA_PRIME
+
+
+def _fold(x):
+    """``(x & p) + (x >> 31)``: one Mersenne fold (``2**31 ≡ 1``), combinational."""
+    return (x & _P) + (x >> OPA_FIELD_BITS)
+
+
+def _check_config(config):
+    if not isinstance(config, OpaConfig):
+        raise TypeError(f"config must be an OpaConfig, not {config!r}")
+
+
+class OpaCah(wiring.Component):
+    """The sender's per-group ``(w, B)`` words (module docstring).
+
+    Parameters
+    ----------
+    config : OpaConfig
+        Groups (depth), rows k, count width and seed.
+
+    Members
+    -------
+    valid : In(1)
+        A packet this cycle (one per clock, no backpressure).
+    packet_hash : In(64)
+        Its packet hash ``P``.
+    read_en, read_addr : In(1), In(group bits)
+        Read a group's word while no packet flows (the read shares the update's RAM
+        port); ``read_data`` (count in the low ``count_bits``, then ``b0``…, as
+        :meth:`host_sw.contracts.layouts.WordLayout.pack`) with ``read_valid`` two
+        cycles later.
+    """
+
+    def __new__(cls, *args, src_loc_at=0, **kwargs):
+        # checked before the object exists: a rejected core is no unused elaboratable
+        _check_config(kwargs.get("config"))
+        return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
+
+    def __init__(self, *, config):
+        _check_config(config)
+        self._config = config
+        self._group_bits = config.groups.bit_length() - 1
+        super().__init__({
+            "valid": In(1), "packet_hash": In(64),
+            "read_en": In(1), "read_addr": In(max(1, self._group_bits)),
+            "read_data": Out(config.layout.width), "read_valid": Out(1),
+        })
+
+    @property
+    def latency(self) -> int:
+        """Clock edges from a packet to its ``B`` write: count loop (3), H0–H3, four per
+        product, CAH loop (3)."""
+        return 3 + 4 + 4 * (self._config.rows - 1) + 3
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, gb = self._config, self._group_bits
+        depth, abits, k = cfg.groups, max(1, gb), cfg.rows
+        kind = "ecp5" if getattr(platform, "family", None) == "ecp5" else "generic"
+        m.submodules.counts = counts = counter_ram(width=cfg.count_bits, depth=depth,
+                                                   kind=kind)
+        m.submodules.cah = cah = counter_ram(width=k * OPA_FIELD_BITS, depth=depth, kind=kind)
+
+        # Count loop: j = count + 1 of the packet's group.
+        group = self.packet_hash[64 - gb:] if gb else Const(0, 1)
+        first = {"valid": self.valid, "group": group, "hash": self.packet_hash}
+        stage, j = self._rmw(m, counts, first, "c", lambda base, st: base + 1,
+                             read_addr=self.read_addr, read_en=self.read_en)
+        # H0: j registered (off the count loop); H1: P ^ pos(j); H2: S-box and first
+        # fold; H3: second fold → h.
+        stage = self._register(m, {"valid": stage["valid"], "group": stage["group"],
+                                   "hash": stage["hash"]}, "h0", j=j)
+        rows = position_hash_rows(cfg.seed)
+        stage = self._register(m, {n: stage[n] for n in ("valid", "group", "j")}, "h1",
+                               x=stage["hash"] ^ _xor_rows(stage["j"], rows))
+        sbox = Array(Const(v, 4) for v in RDA_SBOX)
+        y = Cat(*(sbox[stage["x"][4 * i:4 * i + 4]] for i in range(16)))
+        stage = self._register(m, {n: v for n, v in stage.items() if n != "x"}, "h2",
+                               f1=_fold(y))
+        f2 = _fold(stage["f1"])
+        h = Mux(f2 >= _P, f2 - _P, f2)[:OPA_FIELD_BITS]
+        stage = self._register(m, {n: v for n, v in stage.items() if n != "f1"}, "h3", t0=h)
+        # Products t_r = t_{r-1}·j mod p: registered product, then reduced.
+        for r in range(1, k):
+            t, jj = stage[f"t{r - 1}"], stage["j"]
+            # four 16×16 partial products, one DSP each, registered at the DSP output;
+            # summed in the next stage (a 31×32 product in one cycle limited Fmax)
+            parts = {f"pp{a}{b}": t[16 * a:16 * a + 16] * jj[16 * b:16 * b + 16]
+                     for a in range(2) for b in range(2)}
+            stage = self._register(m, stage, f"m{r}p", **parts)
+            prod = sum(stage[f"pp{a}{b}"] << (16 * (a + b)) for a in range(2) for b in range(2))
+            keep = {n: v for n, v in stage.items() if not n.startswith("pp")}
+            stage = self._register(m, keep, f"m{r}a", prod=prod[:64])
+            keep = {n: v for n, v in stage.items() if n != "prod"}
+            stage = self._register(m, keep, f"m{r}f", f1=_fold(stage["prod"]))
+            f2 = _fold(stage["f1"])
+            keep = {n: v for n, v in stage.items() if n != "f1"}
+            stage = self._register(m, keep, f"m{r}b",
+                                   **{f"t{r}": Mux(f2 >= _P, f2 - _P, f2)[:OPA_FIELD_BITS]})
+
+        # CAH loop: B_r + t_r mod p.
+        def add_terms(base, st):
+            out = []
+            for r in range(k):
+                s = base[r * OPA_FIELD_BITS:(r + 1) * OPA_FIELD_BITS] + st[f"t{r}"]
+                out.append(Mux(s >= _P, s - _P, s)[:OPA_FIELD_BITS])
+            return Cat(*out)
+        self._rmw(m, cah, stage, "b", add_terms, read_addr=self.read_addr,
+                  read_en=self.read_en)
+
+        # Read-out: both RAMs answer two edges after read_addr (while no packet flows).
+        valid1 = Signal()
+        m.d.sync += [valid1.eq(self.read_en), self.read_valid.eq(valid1)]
+        m.d.comb += self.read_data.eq(Cat(counts.r_data, cah.r_data))
+        return m
+
+    def _rmw(self, m, ram, first: dict, name: str, update, *, read_addr, read_en):
+        """A read-modify-write loop over ``ram`` (read data two edges after the address)
+        keyed by ``first["group"]``: S0 presents the address, S1 waits for the RAM's
+        output register and compares its key with the two requests ahead, S2 takes the
+        newest of {ahead1, ahead2, RAM} and writes ``update(base, S2)``. The two requests
+        ahead are exactly those whose writes the read cannot see (the one ahead writes
+        after the read, the second at the read's own edge), so they are forwarded
+        explicitly. Returns the S2 stage and its new word."""
+        m.d.comb += ram.r_addr.eq(Mux(read_en, read_addr, first["group"]))
+        s1 = self._register(m, first, f"{name}1")
+        s2 = self._register(m, s1, f"{name}2")
+        word = Signal(len(ram.w_data), name=f"{name}_word")
+        ahead1 = {"valid": Signal(name=f"{name}_a1_valid"), "group": Signal.like(s2["group"]),
+                  "word": Signal.like(word)}
+        ahead2 = {n: Signal.like(v, name=f"{name}_a2_{n}") for n, v in ahead1.items()}
+        hit1, hit2 = Signal(name=f"{name}_hit1"), Signal(name=f"{name}_hit2")
+        m.d.sync += [
+            hit1.eq(s2["valid"] & (s2["group"] == s1["group"])),       # ahead1 next cycle
+            hit2.eq(ahead1["valid"] & (ahead1["group"] == s1["group"])),
+        ]
+        base = Mux(hit1, ahead1["word"], Mux(hit2, ahead2["word"], ram.r_data))
+        m.d.comb += [word.eq(update(base, s2)), ram.w_addr.eq(s2["group"]),
+                     ram.w_data.eq(word), ram.w_en.eq(s2["valid"])]
+        m.d.sync += [ahead1["valid"].eq(s2["valid"]), ahead1["group"].eq(s2["group"]),
+                     ahead1["word"].eq(word)]
+        m.d.sync += [ahead2[n].eq(ahead1[n]) for n in ahead1]
+        return s2, word
+
+    @staticmethod
+    def _register(m, carried: dict, name: str, **new) -> dict:
+        """One pipeline stage: registers of every carried value and of ``new`` ones."""
+        out = {}
+        for n, v in {**carried, **new}.items():
+            reg = Signal(len(v), name=f"{name}_{n}")
+            m.d.sync += reg.eq(v)
+            out[n] = reg
+        return out
+
+
+def _xor_rows(bits, rows):
+    """XOR of ``rows[i]`` for every set bit ``i`` of ``bits`` (an H3 XOR tree)."""
+    acc = Const(0, 64)
+    for i, row in enumerate(rows):
+        acc = acc ^ Mux(bits[i], Const(row, 64), Const(0, 64))
+    return acc

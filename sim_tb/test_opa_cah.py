@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""pytest entry of the OPA sender words under a real HDL simulator: the exported
+Verilog of :class:`hw.opa_cah.OpaCah` against the golden model
+(``sim_tb/cocotb_opa_cah.py``); one configuration (the Amaranth-simulator test in
+``tests/hw/test_hw_opa_cah.py`` covers k = 2 too), to keep the suite short."""
+
+import pytest
+from amaranth.back import verilog
+
+from host_sw.contracts.config import OpaConfig
+from hw.opa_cah import OpaCah
+from sim_tb.runner import BUILD_ROOT, run_cocotb
+
+pytestmark = pytest.mark.cocotb
+
+
+@pytest.mark.parametrize("groups, rows", [(8, 4)])
+def test_opa_cah_words_equal_golden(groups, rows):
+    build = BUILD_ROOT / f"opa-cah-g{groups}-k{rows}"
+    build.mkdir(parents=True, exist_ok=True)
+    source = build / "opa_cah.v"
+    source.write_text(verilog.convert(OpaCah(config=OpaConfig(groups=groups, rows=rows)),
+                                      name="opa_cah"))
+    results = run_cocotb(sources=[source], toplevel="opa_cah", build_dir=build,
+                         test_module="sim_tb.cocotb_opa_cah", seed=1,
+                         extra_env={"OPA_GROUPS": str(groups), "OPA_ROWS": str(rows)})
+    assert len(results.tests) == 1 and not results.failed

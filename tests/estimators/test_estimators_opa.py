@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""OPA recovery (Algorithms 1 and 2): every recovered delay exact on injected loss,
+reordering and foreign packets within the bounds; groups beyond the bounds reported
+unrecovered with no delay given."""
+
+import numpy as np
+import pytest
+
+from host_sw.contracts.config import OpaConfig
+from host_sw.contracts.opa import group_of
+from host_sw.estimators.opa import recover_interval, summary
+from host_sw.estimators.opa_search import search_group
+from host_sw.model.opa import PacketRecords, opa_sender, opa_synopsis
+
+CONFIG = OpaConfig(groups=16, rows=4)
+
+
+@pytest.fixture(scope="module")
+def interval():
+    rng = np.random.default_rng(21)
+    p = rng.integers(0, 2 ** 64, 3000, dtype=np.uint64)
+    send = np.cumsum(rng.integers(50, 150, 3000)).astype(np.int64)
+    delay = rng.integers(10, 5000, 3000)
+    return p, send, send + delay
+
+
+def _recover(interval, keep, shift=0, **kw):
+    p, send, recv = interval
+    syn, block = opa_sender(CONFIG, PacketRecords(p, send), shift=shift)
+    result = recover_interval(syn, block, PacketRecords(p[keep], recv[keep]), **kw)
+    truth = (recv - send)[keep]
+    return result, truth
+
+
+def _in_group(p, g, count):
+    return np.flatnonzero(group_of(p, CONFIG.groups) == g)[:count]
+
+
+def test_no_loss_every_delay_exact(interval):
+    keep = np.arange(len(interval[0]))
+    r, truth = _recover(interval, keep)
+    assert r.recovered.all() and np.array_equal(r.delays, truth)
+    assert r.exact_groups == CONFIG.groups and r.lost == 0
+    s = summary(r, 1.0)
+    assert s["p99"] == pytest.approx(np.percentile(truth, 99)) and s["max"] == truth.max()
+
+
+def test_losses_within_bound_recovered_exactly(interval):
+    p = interval[0]
+    drop = np.concatenate([_in_group(p, 0, 1), _in_group(p, 3, 2)[[0]],
+                           _in_group(p, 5, 40)[[7, 30]]])
+    keep = np.setdiff1d(np.arange(len(p)), drop)
+    r, truth = _recover(interval, keep)
+    assert r.recovered.all() and np.array_equal(r.delays, truth)
+    assert r.lost == 4 and r.unrecovered_groups == 0 and r.searched_groups == 3
+
+
+def test_reordered_and_foreign_packets(interval):
+    p, send, recv = interval
+    moved = _in_group(p, 2, 20)
+    order = np.arange(len(p))
+    # packet moved 3 places later in its group: swap in the arrival order
+    i, j = moved[5], moved[8]
+    order = np.concatenate([order[order != i][:np.flatnonzero(order[order != i] == j)[0] + 1],
+                            [i], order[order != i][np.flatnonzero(order[order != i] == j)[0] + 1:]])
+    r, truth = _recover(interval, order)
+    assert r.recovered.all() and np.array_equal(r.delays, truth) and r.reordered == 1
+    # a foreign packet (sent in another interval) is received in group 4
+    syn, block = opa_sender(CONFIG, PacketRecords(p, send))
+    stranger = np.uint64(4 << 60) | np.uint64(12345)
+    rec = PacketRecords(np.insert(p, 10, stranger), np.insert(recv, 10, recv[10]))
+    r = recover_interval(syn, block, rec)
+    assert r.foreign == 1 and r.recovered.sum() == len(p) and not r.recovered[10]
+
+
+def test_beyond_bound_reported_not_guessed(interval):
+    p = interval[0]
+    drop = _in_group(p, 7, 3)
+    keep = np.setdiff1d(np.arange(len(p)), drop)
+    r, truth = _recover(interval, keep)
+    in_7 = group_of(p[keep], CONFIG.groups) == 7
+    assert r.unrecovered_groups == 1 and r.reasons["beyond_bound"] == 1
+    assert not r.recovered[in_7].any()
+    assert np.array_equal(r.delays[~in_7], truth[~in_7])
+
+
+def test_lossy_timestamps_within_bound(interval):
+    keep = np.arange(len(interval[0]))
+    r, truth = _recover(interval, keep, shift=5)
+    assert r.error_bound == 16 and np.abs(r.delays - truth).max() <= 16
+
+
+def test_search_limit_and_shift_bound():
+    rng = np.random.default_rng(5)
+    p = rng.integers(0, 2 ** 64, 60, dtype=np.uint64)
+    one = OpaConfig(groups=1, rows=4)
+    syn = opa_synopsis(one, p)
+    b = np.array([syn[f"b{r}"][0, 0] for r in range(4)])
+    moved = np.insert(np.delete(p, 3), 20, p[3])        # 17 places late
+    assert search_group(moved, 60, b, seed=one.seed, shift_bound=8,
+                        max_aside=1).reason == "beyond_bound"
+    found = search_group(moved, 60, b, seed=one.seed, shift_bound=20)
+    assert found.sigma is not None and found.sigma[20] == 4
+    assert search_group(moved, 60, b, seed=one.seed, shift_bound=20,
+                        candidate_limit=10).reason == "search_limit"
+    three = np.delete(p, [2, 30, 50])      # three unknowns: found with max_errors = 3
+    assert search_group(three, 60, b, seed=one.seed).reason == "beyond_bound"
+    found = search_group(three, 60, b, seed=one.seed, max_errors=3)
+    assert list(np.setdiff1d(np.arange(1, 61), found.sigma)) == [3, 31, 51]
+
+
+def test_two_set_aside_packets():
+    """Two reordered packets, or a reordered and a foreign one, in one group."""
+    rng = np.random.default_rng(8)
+    p = rng.integers(0, 2 ** 64, 40, dtype=np.uint64)
+    one = OpaConfig(groups=1, rows=4)
+    syn = opa_synopsis(one, p)
+    b = np.array([syn[f"b{r}"][0, 0] for r in range(4)])
+    swapped = p.copy()
+    swapped[[5, 8]] = swapped[[8, 5]]                     # two packets out of order
+    found = search_group(swapped, 40, b, seed=one.seed)
+    assert list(found.sigma[[5, 8]]) == [9, 6]
+    moved = np.insert(np.delete(p, 3), 7, p[3])
+    with_foreign = np.insert(moved, 20, np.uint64(99))
+    found = search_group(with_foreign, 40, b, seed=one.seed)
+    assert found.sigma[20] == 0 and found.sigma[7] == 4
+    assert search_group(with_foreign, 40, b, seed=one.seed, max_aside=1).sigma is None
