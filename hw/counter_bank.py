@@ -71,6 +71,17 @@ def _xor_field(config):
     return xor_fields[0] if xor_fields else None
 
 
+def _field_names(config):
+    return [f.name for f in config.layout.fields]
+
+
+def _other_sums(config):
+    """Summed fields other than ``count`` and ``ts_sum``: their increments come with the
+    request (RLI's delay, squared delay and digest, :mod:`hw.rli_receiver`)."""
+    return [f for f in config.layout.fields
+            if f.combine != "xor" and f.name not in ("count", "ts_sum")]
+
+
 def update_request_signature(config: SynopsisConfig) -> wiring.Signature:
     """The per-packet update request, from the producer's (bucket selector's) side.
 
@@ -93,16 +104,22 @@ def update_request_signature(config: SynopsisConfig) -> wiring.Signature:
     xor_value : id_bits / digest_bits
         XORed into the XOR field (RDA ``id_xor``: the packet hash; LDS ``digest``).
         Absent for LDA.
+    <field>_increment : the field's width
+        Added to each other summed field (RLI: ``delay_sum_increment``,
+        ``delay_sq_sum_increment``, ``digest_sum_increment``; :func:`_other_sums`).
     """
     _check_config(config)
     lanes, depth = lane_geometry(config)
     members = {
         "valid": Out(1),
         "copy": Out(1),
-        "timestamp": Out(config.layout.field("ts_sum").width),
         "lane_enable": Out(lanes),
         "lane_address": Out(data.ArrayLayout(unsigned(_bits_for(depth)), lanes)),
     }
+    if "ts_sum" in _field_names(config):
+        members["timestamp"] = Out(config.layout.field("ts_sum").width)
+    for fld in _other_sums(config):
+        members[f"{fld.name}_increment"] = Out(fld.width)
     xor_field = _xor_field(config)
     if xor_field is not None:
         members["xor_value"] = Out(xor_field.width)
@@ -407,15 +424,23 @@ class CounterBank(wiring.Component):
         """The parts of S0..W2 common to all lanes (the copy; the increments up to S3)."""
         req = self.update
         xor_field = _xor_field(self._config)
+        has_ts = "ts_sum" in _field_names(self._config)
+        others = _other_sums(self._config)
         shared = {}
         for s in _STAGES:
             shared[s] = {"copy": Signal(1, name=f"{s}_copy")}
             if s in ("s0", "s1", "s2", "s3"):
-                shared[s]["ts"] = Signal(len(req.timestamp), name=f"{s}_ts")
+                if has_ts:
+                    shared[s]["ts"] = Signal(len(req.timestamp), name=f"{s}_ts")
                 if xor_field is not None:
                     shared[s]["xor"] = Signal(xor_field.width, name=f"{s}_xor")
+                for fld in others:
+                    shared[s][fld.name] = Signal(fld.width, name=f"{s}_{fld.name}_inc")
         m.d.sync += shared["s0"]["copy"].eq(req.copy)
-        m.d.sync += shared["s0"]["ts"].eq(req.timestamp)
+        if has_ts:
+            m.d.sync += shared["s0"]["ts"].eq(req.timestamp)
+        for fld in others:
+            m.d.sync += shared["s0"][fld.name].eq(getattr(req, f"{fld.name}_increment"))
         if xor_field is not None:
             m.d.sync += shared["s0"]["xor"].eq(req.xor_value)
         for prev, nxt in zip(_STAGES, _STAGES[1:]):
@@ -506,6 +531,8 @@ class CounterBank(wiring.Component):
                 increment = Const(1, fld.width)
             elif fld.name == "ts_sum":
                 increment = s3["ts"]
+            elif fld.name in s3:
+                increment = s3[fld.name]
             else:  # pragma: no cover - layouts are defined in host_sw/contracts/config.py
                 raise ValueError(f"no increment defined for field {fld.name!r}")
             adder = MuxAdd(width=fld.width, kind="ecp5" if kind == "ecp5" else "generic")

@@ -14,7 +14,10 @@ from hw.kinds import KINDS, kind_gateware
 
 
 def test_every_configuration_kind_has_an_entry():
-    assert set(KINDS) == {k for k, c in CONFIG_CLASSES.items() if c.has_gateware}
+    # RLI has its row (the counter bank of hw.rli_receiver) before a core builds it
+    # (has_gateware is still false).
+    assert {k for k, c in CONFIG_CLASSES.items() if c.has_gateware} <= set(KINDS)
+    assert set(KINDS) <= set(CONFIG_CLASSES)
 
 
 @pytest.mark.parametrize("config", [LdaConfig(banks=3, rows=8, thresholds=(0, 1, 2)),
