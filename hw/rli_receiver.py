@@ -5,8 +5,8 @@ with the interval boundary (flush, then swap) and the per-interval overflow flag
 Where it sits (docs/DESIGN.md; the RLI kind's measurement side, docs/SPEC.md "RLI"):
 per received frame its flow cell, digest and arrival tick (data frames) or its carried
 send tick (reference frames) ► :class:`hw.rli_interpolator.RliInterpolator` (one division
-per reference pair, one multiplication per packet) ► **squarer** (``d · d``, one DSP
-multiplication, registered) ► :class:`hw.counter_bank.CounterBank` (the same
+per reference pair, one multiplication per packet) ► **squarer** (``d · d`` in DSP
+pieces, :func:`hw.multiply.product_mod`) ► :class:`hw.counter_bank.CounterBank` (the same
 read-modify-write pipeline with forwarding as LDA/RDA/LDS, adding ``(1, d, d², g)`` to
 ``count``, ``delay_sum``, ``delay_sq_sum``, ``digest_sum``). The counters equal the
 golden model's :func:`host_sw.model.rli.receiver_synopsis` word for word
@@ -28,14 +28,16 @@ taken and unreferenced packets; ``frozen_flagged`` when any packet was left out
 interval and are never silently mixed into the next one.
 """
 
-from amaranth.hdl import Module, Signal, signed
+from amaranth.hdl import Cat, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect
 
 from host_sw.contracts.config import RliConfig
 
 from hw.counter_bank import CounterBank, frozen_read_signature
+from hw.multiply import PRODUCT_LATENCY, product_mod
 from hw.rli_interpolator import RliInterpolator
+from hw.stages import delayed
 
 __all__ = ["RliReceiver"]
 
@@ -70,7 +72,7 @@ class RliReceiver(wiring.Component):
     """
 
     #: Clock edges from an interpolator update to its request at the bank.
-    SQUARE_LATENCY = 2
+    SQUARE_LATENCY = 1 + PRODUCT_LATENCY
 
     def __init__(self, *, config, memory="auto"):
         if not isinstance(config, RliConfig):
@@ -112,22 +114,29 @@ class RliReceiver(wiring.Component):
         """Update → (d, cell, digest) register → d·d register → bank request. Returns
         "nothing in flight between the interpolator and the bank"."""
         cfg = self.config
-        v1, v2 = Signal(), Signal()
+        v1 = Signal()
         d1 = Signal(signed(len(interp.update_delay)))
-        d2 = Signal(signed(cfg.delay_bits))
-        sq = Signal(2 * len(interp.update_delay))
-        cell1, cell2 = Signal.like(interp.update_cell), Signal.like(interp.update_cell)
-        g1, g2 = Signal.like(interp.update_digest), Signal.like(interp.update_digest)
+        cell1 = Signal.like(interp.update_cell)
+        g1 = Signal.like(interp.update_digest)
         m.d.sync += [v1.eq(interp.update_valid), d1.eq(interp.update_delay),
-                     cell1.eq(interp.update_cell), g1.eq(interp.update_digest),
-                     v2.eq(v1), d2.eq(d1), sq.eq(d1 * d1), cell2.eq(cell1), g2.eq(g1)]
+                     cell1.eq(interp.update_cell), g1.eq(interp.update_digest)]
+        sq = product_mod(m, d1, d1, cfg.sq_bits, name="square")
+        valids = [v1]
+        for k in range(PRODUCT_LATENCY):
+            valids.append(Signal(name=f"square_v{k + 2}"))
+            m.d.sync += valids[-1].eq(valids[-2])
+        v2 = valids[-1]
+        d2 = Signal(signed(cfg.delay_bits))
+        m.d.comb += d2.eq(delayed(m, d1, PRODUCT_LATENCY, name="square_d", reset_less=True))
+        cell2 = delayed(m, cell1, PRODUCT_LATENCY, name="square_cell", reset_less=True)
+        g2 = delayed(m, g1, PRODUCT_LATENCY, name="square_digest", reset_less=True)
         req = bank.update
         m.d.comb += [req.valid.eq(v2), req.copy.eq(bank.active_copy),
                      req.lane_enable.eq(v2), req.lane_address[0].eq(cell2),
                      req.delay_sum_increment.eq(d2.as_unsigned()),
-                     req.delay_sq_sum_increment.eq(sq[:cfg.sq_bits]),
+                     req.delay_sq_sum_increment.eq(sq),
                      req.digest_sum_increment.eq(g2)]
-        return ~interp.update_valid & ~v1 & ~v2
+        return ~interp.update_valid & ~Cat(*valids).any()
 
     def _elaborate_boundary(self, m, interp, bank, empty):
         """Pending swap → flush (interpolator idle, no reference this cycle) → drained →
