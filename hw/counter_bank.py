@@ -26,7 +26,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.carry import MuxAdd
-from hw.counter_bank_ports import (bits_for, check_config, xor_field_of,
+from hw.counter_bank_ports import (bits_for, check_config, field_names, other_sums, xor_field_of,
                                    frozen_read_signature, lane_geometry,
                                    update_request_signature, word_layout)
 from hw.copy_control import CopyControl, CopyState
@@ -308,15 +308,23 @@ class CounterBank(wiring.Component):
         """The parts of S0..W2 common to all lanes (the copy; the increments up to S3)."""
         req = self.update
         xor_field = xor_field_of(self._config)
+        has_ts = "ts_sum" in field_names(self._config)
+        others = other_sums(self._config)
         shared = {}
         for s in _STAGES:
             shared[s] = {"copy": Signal(1, name=f"{s}_copy")}
             if s in ("s0", "s1", "s2", "s3"):
-                shared[s]["ts"] = Signal(len(req.timestamp), name=f"{s}_ts")
+                if has_ts:
+                    shared[s]["ts"] = Signal(len(req.timestamp), name=f"{s}_ts")
                 if xor_field is not None:
                     shared[s]["xor"] = Signal(xor_field.width, name=f"{s}_xor")
+                for fld in others:
+                    shared[s][fld.name] = Signal(fld.width, name=f"{s}_{fld.name}_inc")
         m.d.sync += shared["s0"]["copy"].eq(req.copy)
-        m.d.sync += shared["s0"]["ts"].eq(req.timestamp)
+        if has_ts:
+            m.d.sync += shared["s0"]["ts"].eq(req.timestamp)
+        for fld in others:
+            m.d.sync += shared["s0"][fld.name].eq(getattr(req, f"{fld.name}_increment"))
         if xor_field is not None:
             m.d.sync += shared["s0"]["xor"].eq(req.xor_value)
         for prev, nxt in zip(_STAGES, _STAGES[1:]):
@@ -407,6 +415,8 @@ class CounterBank(wiring.Component):
                 increment = Const(1, fld.width)
             elif fld.name == "ts_sum":
                 increment = s3["ts"]
+            elif fld.name in s3:
+                increment = s3[fld.name]
             else:  # pragma: no cover - layouts are defined in host_sw/contracts/config.py
                 raise ValueError(f"no increment defined for field {fld.name!r}")
             adder = MuxAdd(width=fld.width, kind="ecp5" if kind == "ecp5" else "generic")

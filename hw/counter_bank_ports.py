@@ -53,6 +53,17 @@ def xor_field_of(config):
     return xor_fields[0] if xor_fields else None
 
 
+def field_names(config):
+    return [f.name for f in config.layout.fields]
+
+
+def other_sums(config):
+    """Summed fields other than ``count`` and ``ts_sum``: their increments come with the
+    request (RLI's delay, squared delay and digest, :mod:`hw.rli_receiver`)."""
+    return [f for f in config.layout.fields
+            if f.combine != "xor" and f.name not in ("count", "ts_sum")]
+
+
 def update_request_signature(config: SynopsisConfig) -> wiring.Signature:
     """The per-packet update request, from the producer's (bucket selector's) side.
 
@@ -75,16 +86,22 @@ def update_request_signature(config: SynopsisConfig) -> wiring.Signature:
     xor_value : id_bits / digest_bits
         XORed into the XOR field (RDA ``id_xor``: the packet hash; LDS ``digest``).
         Absent for LDA.
+    <field>_increment : the field's width
+        Added to each other summed field (RLI: ``delay_sum_increment``,
+        ``delay_sq_sum_increment``, ``digest_sum_increment``; :func:`other_sums`).
     """
     check_config(config)
     lanes, depth = lane_geometry(config)
     members = {
         "valid": Out(1),
         "copy": Out(1),
-        "timestamp": Out(config.layout.field("ts_sum").width),
         "lane_enable": Out(lanes),
         "lane_address": Out(data.ArrayLayout(unsigned(bits_for(depth)), lanes)),
     }
+    if "ts_sum" in field_names(config):
+        members["timestamp"] = Out(config.layout.field("ts_sum").width)
+    for fld in other_sums(config):
+        members[f"{fld.name}_increment"] = Out(fld.width)
     xor_field = xor_field_of(config)
     if xor_field is not None:
         members["xor_value"] = Out(xor_field.width)

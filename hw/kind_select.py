@@ -18,7 +18,7 @@ from amaranth.utils import ceil_log2
 
 from hw.stages import delayed, leading_zeros_pipelined, range_reduce
 
-__all__ = ["select_lda", "select_rda", "select_lds"]
+__all__ = ["select_lda", "select_rda", "select_lds", "select_rli"]
 
 
 def select_lda(m, config, rec, valid, thresholds, req):
@@ -88,3 +88,12 @@ def select_lds(m, config, rec, valid, thresholds, req):
         m.d.sync += cell_sum.eq(base + offset)                              # stage 3
         m.d.sync += req.lane_address[r].eq(
             Mux(cell_sum >= cells, cell_sum - cells, cell_sum))            # stage 4
+
+
+def select_rli(m, config, rec, valid, thresholds, req):
+    """RLI: not a bucket selection of the core's pipeline yet. A packet's RLI update
+    depends on the reference frames around it, so its cell, digest and arrival go to
+    :class:`hw.rli_receiver.RliReceiver` (interpolation, then the counter bank); the core
+    (:mod:`hw.lda_pipeline`) does not compose that path yet (docs/SPEC.md "RLI")."""
+    raise ValueError("the RLI kind's updates come from hw.rli_receiver.RliReceiver; "
+                     "the core's bucket selector does not build it")

@@ -14,7 +14,7 @@ from typing import Callable
 
 from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.hashing import HashPurpose
-from hw.kind_select import select_lda, select_lds, select_rda
+from hw.kind_select import select_lda, select_lds, select_rda, select_rli
 
 __all__ = ["KindGateware", "KINDS", "OWN_GATEWARE", "kind_gateware"]
 
@@ -78,6 +78,13 @@ KINDS = {
         field_bits=lambda c: _SAMPLING_WORD | ((1 << c.digest_bits) - 1),
         thresholds=lambda c: ("row_thresholds", c.rows),
         select=select_lds),
+    # RLI: one row of per-flow cells; the flow hashes 0 and 1 give cell and digest; the
+    # bank's increments come from the interpolation (hw.rli_receiver), not the selector.
+    "rli": KindGateware(
+        lane_geometry=lambda c: (1, c.cells),
+        hashes=lambda c: {HashPurpose.LDS_FLOW: 2},
+        thresholds=lambda c: None,
+        select=select_rli),
 }
 
 

@@ -35,6 +35,9 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config import RliConfig, is_power_of_two
 
+from hw.multiply import PRODUCT_LATENCY, product_mod
+from hw.stages import delayed
+
 __all__ = ["RliInterpolator"]
 
 
@@ -124,18 +127,26 @@ class RliInterpolator(wiring.Component):
         shifted = Signal(ts + 2)
         m.d.comb += shifted.eq(Cat(num[-1], rem))
 
-        # -- drain pipeline: read ► offset ► product (DSP) ► delay out -----------------
-        pipe, v1, v2 = Signal(), Signal(), Signal()
-        m.d.sync += [pipe.eq(0), v1.eq(pipe), v2.eq(v1)]
+        # -- drain pipeline: read ► offset ► product (DSP pieces, hw.multiply) ► out ----
+        pipe, v1 = Signal(), Signal()
+        m.d.sync += [pipe.eq(0), v1.eq(pipe)]
         offset = Signal(signed(dw + 1))
-        product = Signal(signed(dw + f + 3 + dw + 1))
-        cell1, cell2 = Signal(self._cell_bits), Signal(self._cell_bits)
-        digest1, digest2 = Signal(cfg.digest_bits), Signal(cfg.digest_bits)
+        cell1 = Signal(self._cell_bits)
+        digest1 = Signal(cfg.digest_bits)
         m.d.sync += [offset.eq(rp.data.arrival - a1), cell1.eq(rp.data.cell),
-                     digest1.eq(rp.data.digest),
-                     product.eq(slope * offset), cell2.eq(cell1), digest2.eq(digest1)]
+                     digest1.eq(rp.data.digest)]
+        # only the product's bits below f + dw reach the dw-bit delay (mod 2^dw)
+        product = product_mod(m, slope, offset, f + dw, name="product")
+        valids = [v1]
+        for k in range(PRODUCT_LATENCY):
+            valids.append(Signal(name=f"drain_v{k + 2}"))
+            m.d.sync += valids[-1].eq(valids[-2])
+        v2 = valids[-1]
+        cell2 = delayed(m, cell1, PRODUCT_LATENCY, name="drain_cell", reset_less=True)
+        digest2 = delayed(m, digest1, PRODUCT_LATENCY, name="drain_digest", reset_less=True)
+        draining = Cat(pipe, *valids)
         interp = Signal(signed(dw))
-        m.d.comb += interp.eq(d1 + (product >> f))
+        m.d.comb += interp.eq(d1 + product[f:f + dw].as_signed())
         m.d.sync += [self.update_valid.eq(v2 & ~suppress),
                      self.update_cell.eq(cell2), self.update_digest.eq(digest2),
                      self.update_delay.eq(Mux(flat, flat_d, interp))]
@@ -190,7 +201,7 @@ class RliInterpolator(wiring.Component):
                 with m.If(rd != seg_end):
                     m.d.comb += [rp.addr.eq(rd), rp.en.eq(1)]
                     m.d.sync += [rd.eq(rd + 1), pipe.eq(1)]
-                with m.Elif(~pipe & ~v1 & ~v2):
+                with m.Elif(~draining.any()):
                     m.d.sync += prev_valid.eq(~closing)
                     with m.If(~closing):
                         m.d.sync += [a1.eq(a2), d1.eq(d2)]

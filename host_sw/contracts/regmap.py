@@ -277,7 +277,31 @@ def runtime_registers(config: SynopsisConfig) -> tuple[RegisterDecl, ...]:
         "masks", "Run-time hash byte masks (bit i = window byte i takes part).",
         tuple(FieldDecl(n, config.window_bytes, "rw", reset=getattr(config, f"mask_{n}"))
               for n in MASK_NAMES)))
+    out.extend(_RLI_REGISTERS if config.kind == "rli" else ())
     return tuple(out)
+
+
+#: RLI's registers (docs/SPEC.md "RLI"; hw.reference_source, hw.rli_receiver): the
+#: sender's reference rate and counts, the receiver's per-interval interpolation counts.
+_RLI_REGISTERS = (
+    RegisterDecl("rli_reference_rate", "Sender: one reference frame after every N-th "
+                 "counted frame and/or one each period (0 = rule off).", (
+                     FieldDecl("every_packets", 32, "rw", "N", reset=lambda c, dw:
+                               c.ref_packets),
+                     FieldDecl("period_ticks", 64, "rw", "period in ticks", reset=lambda c, dw:
+                               c.ref_period_ticks))),
+    _status_counter("rli_references_sent", "reference frames inserted"),
+    _status_counter("rli_references_merged", "reference triggers merged into one already "
+                    "waiting"),
+    _value("rli_frozen_references", "ro", "Receiver: reference frames taken in the frozen "
+           "interval."),
+    _value("rli_frozen_overflowed", "ro", "Receiver: data frames of the frozen interval "
+           "dropped by a full interpolation buffer (the interval is flagged)."),
+    _value("rli_frozen_unreferenced", "ro", "Receiver: data frames of the frozen interval "
+           "with no reference in it (not counted)."),
+    _value("rli_frozen_refused", "ro", "Receiver: reference frames of the frozen interval "
+           "refused while the interpolation unit was busy (the interval is flagged)."),
+)
 
 
 _WINDOW_DESCRIPTION = ("Frozen copy's counter words; word i chunk c at address + i*chunks + "

@@ -14,8 +14,11 @@ from hw.kinds import KINDS, OWN_GATEWARE, kind_gateware
 
 
 def test_every_configuration_kind_has_an_entry():
+    # RLI has its row (the counter bank of hw.rli_receiver) before a core builds it
+    # (has_gateware is still false); OPA's gateware is its own (hw.opa_cah).
     with_gateware = {k for k, c in CONFIG_CLASSES.items() if c.has_gateware}
-    assert set(KINDS) | set(OWN_GATEWARE) == with_gateware
+    assert with_gateware <= set(KINDS) | set(OWN_GATEWARE)
+    assert set(KINDS) | set(OWN_GATEWARE) <= set(CONFIG_CLASSES)
     assert not set(KINDS) & set(OWN_GATEWARE)
 
 

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""RLI's receiver front: which tap records are reference frames, and their send tick.
+
+Where it sits (docs/DESIGN.md; docs/SPEC.md "RLI"): header tap (:mod:`hw.header_tap`,
+one record per frame: window, class, arrival tick) ► **this watch** ► the RLI receiver
+(:class:`hw.rli_receiver.RliReceiver`: reference frames to the interpolation, counted
+data frames to the buffer). A reference frame is a control frame (class CONTROL) whose
+header (:mod:`host_sw.contracts.reference_frame`) has this format's version, ``type`` 3
+and the RLI kind code; its ``timestamp`` field is the send tick. The header must lie in
+the tap's window (``window_bytes`` ≥ 48).
+
+Not checked here: the frame's SipHash tag (the marker watch, :mod:`hw.marker_watch`,
+checks markers' tags; a reference's tag check is still to come, docs/SPEC.md "RLI").
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from host_sw.contracts.config import KIND_CODES
+from host_sw.contracts.frame_format import PAYLOAD_OFFSET, VERSION
+from host_sw.contracts.hashing import FrameClass
+from host_sw.contracts.reference_frame import TYPE_REFERENCE
+
+from .control_frame_tx import header_field
+from .header_tap import TapRecord
+
+__all__ = ["ReferenceWatch"]
+
+
+class ReferenceWatch(wiring.Component):
+    """Classifies tap records for RLI, one cycle later (module docstring).
+
+    Parameters
+    ----------
+    window_bytes : int (≥ 48), ts_bits : int
+
+    Members
+    -------
+    record : In(TapRecord(window_bytes, ts_bits))
+    valid : Out(1)
+        A reference frame (``is_ref``) or a counted data frame (IPv4/IPv6) this cycle.
+    is_ref : Out(1); arrival, send : Out(ts_bits)
+        The record's tick; a reference's carried send tick (low ``ts_bits`` bits).
+    references_seen : Out(32)
+    """
+
+    def __init__(self, *, window_bytes: int, ts_bits: int):
+        if not isinstance(window_bytes, int) or window_bytes < PAYLOAD_OFFSET:
+            raise ValueError(f"window_bytes must be at least {PAYLOAD_OFFSET} (the "
+                             f"reference header), not {window_bytes!r}")
+        self.window_bytes, self.ts_bits = window_bytes, ts_bits
+        super().__init__({
+            "record": In(TapRecord(window_bytes, ts_bits)),
+            "valid": Out(1), "is_ref": Out(1),
+            "arrival": Out(ts_bits), "send": Out(ts_bits),
+            "references_seen": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        rec = self.record.payload
+        header = rec.window[:8 * PAYLOAD_OFFSET]
+        is_ref = Signal()
+        m.d.comb += is_ref.eq(
+            (rec.frame_class == FrameClass.CONTROL)
+            & (header_field(header, "version") == VERSION)
+            & (header_field(header, "type") == TYPE_REFERENCE)
+            & (header_field(header, "kind") == KIND_CODES["rli"]))
+        counted = (rec.frame_class == FrameClass.IPV4) | (rec.frame_class == FrameClass.IPV6)
+        m.d.sync += [
+            self.valid.eq(self.record.valid & (is_ref | counted)),
+            self.is_ref.eq(is_ref),
+            self.arrival.eq(rec.timestamp),
+            self.send.eq(header_field(header, "timestamp")[:self.ts_bits]),
+        ]
+        with m.If(self.record.valid & is_ref):
+            m.d.sync += self.references_seen.eq(self.references_seen + 1)
+        return m
