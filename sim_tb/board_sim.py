@@ -155,8 +155,8 @@ def _wrapper(board: str, ports, phy_tx_delay_ns: float) -> str:
             + f"\n  {board} dut (\n" + ",\n".join(conns) + "\n  );\nendmodule\n")
 
 
-def _board_info(params: BoardSimParams, module, platform, top, ports) -> dict:
-    clk = platform.resources[(platform.default_clk, 0)]
+def _board_info(params: BoardSimParams, platform, top, ports) -> dict:
+    """What the cocotb side needs: pins, clock, the reset button's released level."""
     rst_pin, rst_inactive = None, None
     if platform.default_rst is not None:
         res = platform.resources[(platform.default_rst, 0)]
@@ -165,7 +165,6 @@ def _board_info(params: BoardSimParams, module, platform, top, ports) -> dict:
     clk_pin = next(n for _, n, _ in ports if n.startswith(f"{platform.default_clk}_0__"))
     rgmii = sorted({int(m.group(1)) for _, n, _ in ports
                     if (m := re.fullmatch(r"lda_rgmii_(\d+)__rx_clk__io", n))})
-    del clk
     return {"board": params.board, "clk_pin": clk_pin,
             "clk_hz": platform.default_clk_frequency, "rst_pin": rst_pin,
             "rst_inactive": rst_inactive, "rgmii_ports": rgmii,
@@ -237,7 +236,7 @@ def _export(params: BoardSimParams, build_dir: Path) -> dict:
     phy_tx_delay = PHY_TX_DELAY_NS if module.SKEW.tx_delay_ns == 0 else 0.0
     (build_dir / "board_sim_top.v").write_text(_wrapper(params.board, ports, phy_tx_delay))
     write_csr_exports(top, build_dir / "csr", board=params.board)
-    info = _board_info(params, module, platform, top, ports)
+    info = _board_info(params, platform, top, ports)
     info["core_inputs"] = _core_inputs((build_dir / "board.v").read_text(), params.board, 2)
     (build_dir / "board.json").write_text(json.dumps(info, indent=1))
     return info

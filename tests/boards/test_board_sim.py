@@ -21,6 +21,7 @@ import sys
 
 import pytest
 
+from host_sw.contracts.frame_format import IntervalFlags
 from host_sw.device.driver import Snapshot
 from host_sw.model.golden import Hashers
 
@@ -88,7 +89,9 @@ def _check_snapshot(snap: Snapshot, frames: list[OfferedFrame], sof: list[int]):
     want = expected_status(frames)
     for key in ("frames_seen", "frames_counted", "frames_errored"):
         assert snap.status[key] == want[key], key
-    assert snap.valid and snap.packets == n
+    assert snap.packets == n
+    # The first interval spans `config --program`: flagged as such, nothing else.
+    assert snap.flags == IntervalFlags.CONFIG_CHANGED, snap.notes
 
 
 @pytest.mark.parametrize("board", sorted(BOARDS))
