@@ -20,6 +20,7 @@ import sys
 
 from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
 
+from .rgmii_pins import RGMIISkew
 from .top import InlineTapTop, board_main
 
 BOARD = "colorlight_5a75b"
@@ -30,11 +31,15 @@ DIRECTIONS = ("port0_to_port1",)
 #: nextpnr placement seed: with seed 1, router2 did not converge on this 53 %-full part
 #: (docs/HARDWARE.md); seed 2 routes in minutes.
 SEED = 2
+#: The B50612D PHYs delay their TX clock but not their RX clock: the FPGA delays RX_CTL
+#: and RXD by 2 ns (litex-boards' colorlight_5a_75x target: tx_delay = 0, rx_delay
+#: 2 ns, the LiteEth default).
+SKEW = RGMIISkew(rx_delay_ns=2.0, tx_delay_ns=0.0)
 
 
 def main(argv=None) -> int:
     return board_main(Platform, Top, board=BOARD, description=__doc__.splitlines()[0],
-                      argv=argv, directions=DIRECTIONS, seed=SEED)
+                      argv=argv, directions=DIRECTIONS, seed=SEED, skew=SKEW)
 
 
 if __name__ == "__main__":

@@ -17,16 +17,21 @@ import sys
 
 from amaranth_boards.ecpix5 import ECPIX585Platform
 
+from .rgmii_pins import RGMIISkew
 from .top import MonitorTop, board_main
 
 BOARD = "ecpix5"
 Platform = ECPIX585Platform
 Top = MonitorTop
+#: The KSZ9031RNX delays its RX clock itself but not its TX clock: the FPGA delays TX_CLK
+#: by 2 ns (litex-boards' ecpix5 target: rx_delay = 0, tx_delay = 2 ns). The monitor does
+#: not transmit, so only the receive side is used.
+SKEW = RGMIISkew(rx_delay_ns=0.0, tx_delay_ns=2.0)
 
 
 def main(argv=None) -> int:
     return board_main(Platform, Top, board=BOARD, description=__doc__.splitlines()[0],
-                      argv=argv)
+                      argv=argv, skew=SKEW)
 
 
 if __name__ == "__main__":

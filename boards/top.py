@@ -36,9 +36,8 @@ import sys
 from pathlib import Path
 
 from amaranth.build import Attrs, Clock, Pins, Resource, ResourceError, Subsignal
-from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal,
-                          Signal)
-from amaranth.lib import io, wiring
+from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Module, Signal
+from amaranth.lib import wiring
 from amaranth.lib.cdc import ResetSynchronizer
 
 from host_sw.contracts.config import LdaConfig
@@ -50,14 +49,21 @@ from hw.uart import UART
 
 from .bus_router import UARTBoneRouter
 from .rgmii import RGMIIPort
+from .rgmii_pins import PHYReset, RGMIIPins, RGMIISkew
 
-__all__ = ["ROUTER_SELECT_BIT", "RGMII_CLOCK_HZ", "add_rgmii_resources", "InlineTapTop",
+__all__ = ["ROUTER_SELECT_BIT", "RGMII_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS",
+           "check_uart_baud", "uart_divisor",
+           "add_rgmii_resources", "InlineTapTop",
            "MonitorTop", "device_csr", "write_csr_exports", "use_yowasp", "build_board",
            "board_summary", "board_main"]
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
+#: The host UART's default rate (``--uart-baud``).
 UART_BAUD = 115200
+#: PHY reset: held (ms) after power-on, then the RGMII domains wait (ms)
+#: (:class:`boards.rgmii_pins.PHYReset`).
+PHY_RESET_MS = (10.0, 5.0)
 
 _RGMII_NAMES = {"tx_ctrl": "tx_ctl", "rx_ctrl": "rx_ctl"}
 _RGMII_USED = ("tx_clk", "tx_ctl", "tx_data", "rx_clk", "rx_ctl", "rx_data")
@@ -102,51 +108,6 @@ def add_rgmii_resources(platform, ports) -> None:
         for k, (pins, sub_attrs, attrs) in enumerate(reset_pins.values())])
 
 
-class _RGMIIPins(Elaboratable):
-    """DDR buffers of one ``lda_rgmii`` port and its receive clock domain ``eth_rx<k>``."""
-
-    def __init__(self, platform, index: int, *, tx_domain: str | None):
-        self.index = index
-        self.rx_domain = f"eth_rx{index}"
-        self.tx_domain = tx_domain
-        dirs = {"rx_ctl": "-", "rx_data": "-", "tx_ctl": "-", "tx_data": "-", "tx_clk": "-"}
-        self.pins = platform.request("lda_rgmii", index, dir=dirs)
-        self.rx_ctl = io.DDRBuffer("i", self.pins.rx_ctl, i_domain=self.rx_domain)
-        self.rx_data = io.DDRBuffer("i", self.pins.rx_data, i_domain=self.rx_domain)
-        if tx_domain is not None:
-            self.tx_ctl = io.DDRBuffer("o", self.pins.tx_ctl, o_domain=tx_domain)
-            self.tx_data = io.DDRBuffer("o", self.pins.tx_data, o_domain=tx_domain)
-            self.tx_clk = io.DDRBuffer("o", self.pins.tx_clk, o_domain=tx_domain)
-
-    def connect(self, m, port: RGMIIPort):
-        m.d.comb += [port.rx_ctl.eq(Cat2(self.rx_ctl.i)),
-                     port.rx_data[0].eq(self.rx_data.i[0]),
-                     port.rx_data[1].eq(self.rx_data.i[1])]
-        if self.tx_domain is not None:
-            m.d.comb += [self.tx_ctl.o[0].eq(port.tx_ctl[0]), self.tx_ctl.o[1].eq(port.tx_ctl[1]),
-                         self.tx_data.o[0].eq(port.tx_data[0]),
-                         self.tx_data.o[1].eq(port.tx_data[1]),
-                         self.tx_clk.o[0].eq(1), self.tx_clk.o[1].eq(0)]
-
-    def elaborate(self, platform):
-        m = Module()
-        m.domains += ClockDomain(self.rx_domain)
-        m.d.comb += ClockSignal(self.rx_domain).eq(self.pins.rx_clk.i)
-        m.submodules.rst_sync = ResetSynchronizer(ResetSignal("sync"), domain=self.rx_domain)
-        m.submodules.rx_ctl = self.rx_ctl
-        m.submodules.rx_data = self.rx_data
-        if self.tx_domain is not None:
-            m.submodules.tx_ctl = self.tx_ctl
-            m.submodules.tx_data = self.tx_data
-            m.submodules.tx_clk = self.tx_clk
-        return m
-
-
-def Cat2(pair):
-    """The two DDR samples of a one-pin buffer as a 2-bit value (rising edge first)."""
-    return Cat(pair[0], pair[1])
-
-
 def _core_clock_domain(m, platform):
     """Domain ``sync`` on the board's default clock, reset by a power-on counter and the
     board's reset button (if it has one)."""
@@ -164,16 +125,49 @@ def _core_clock_domain(m, platform):
     m.submodules.reset_sync = ResetSynchronizer(reset, domain="sync")
 
 
-def _uart_divisor(platform) -> int:
-    return round(platform.default_clk_frequency / UART_BAUD)
+def check_uart_baud(uart_baud) -> None:
+    """A UART baud rate must be a positive integer (a build option of the board tops)."""
+    if not isinstance(uart_baud, int) or uart_baud <= 0:
+        raise ValueError(f"uart_baud must be a positive integer, not {uart_baud!r}")
 
 
-def _phy_resets(m, platform):
-    """Hold every PHY out of reset (the reset pins are active low)."""
+def uart_divisor(platform, uart_baud: int = UART_BAUD) -> int:
+    """Clocks per UART bit for ``uart_baud`` on the board's clock; the rate must be
+    reachable within 2 % (a UART receiver tolerates about ±4 % between both ends)."""
+    clk = platform.default_clk_frequency
+    divisor = round(clk / uart_baud)
+    if divisor < 4 or abs(clk / divisor - uart_baud) > 0.02 * uart_baud:
+        raise ValueError(f"uart_baud {uart_baud} is not reachable from the "
+                         f"{clk / 1e6:g} MHz board clock (divisor {divisor}; at least 4, "
+                         f"within 2 %)")
+    return divisor
+
+
+def _phy_resets(m, platform, top, pins):
+    """The PHY reset sequence (:class:`boards.rgmii_pins.PHYReset`) on every PHY reset
+    pin (active low: the resources carry the inversion), and the RGMII domains held in
+    reset until the PHYs' clocks have settled."""
+    hold_ms, settle_ms = top.phy_reset_ms
+    m.submodules.phy_reset = seq = PHYReset(clk_hz=platform.default_clk_frequency,
+                                            hold_ms=hold_ms, settle_ms=settle_ms)
     index = 0
     while ("lda_phy_rst", index) in platform.resources:
-        m.d.comb += platform.request("lda_phy_rst", index).o.eq(0)
+        m.d.comb += platform.request("lda_phy_rst", index).o.eq(seq.phy_reset)
         index += 1
+    for p in pins:
+        m.d.comb += p.rx_reset.eq(seq.rgmii_reset)
+
+
+def _check_board_options(top, skew, phy_reset_ms, uart_baud) -> None:
+    """Validate and keep the build options the tops share."""
+    check_uart_baud(uart_baud)
+    if not isinstance(skew, RGMIISkew):
+        raise ValueError(f"skew must be an RGMIISkew, not {skew!r}")
+    hold, settle = phy_reset_ms
+    if not (hold >= 0 and settle >= 0):
+        raise ValueError(f"phy_reset_ms must be two non-negative durations, not "
+                         f"{phy_reset_ms!r}")
+    top.uart_baud, top.skew, top.phy_reset_ms = uart_baud, skew, (hold, settle)
 
 
 class InlineTapTop(Elaboratable):
@@ -190,12 +184,19 @@ class InlineTapTop(Elaboratable):
         The directions measured (:attr:`DIRECTIONS`, default both); a direction not
         measured is a plain pass-through (receive FIFO → transmit FIFO). Two default
         cores need about 25 000 LUTs: more than the Colorlight's LFE5U-25F has.
+    uart_baud:
+        The host UART's rate (a build option; default 115 200). The simulation builds a
+        fast one (a few clocks per bit), the boards may use what their USB-serial bridge
+        carries (``docs/HARDWARE.md``).
     """
 
     #: The two directions, by core name.
     DIRECTIONS = ("port0_to_port1", "port1_to_port0")
 
-    def __init__(self, *, config=None, data_width: int = 64, directions=DIRECTIONS):
+    def __init__(self, *, config=None, data_width: int = 64, directions=DIRECTIONS,
+                 uart_baud: int = UART_BAUD, skew: RGMIISkew = RGMIISkew(),
+                 phy_reset_ms=PHY_RESET_MS):
+        _check_board_options(self, skew, phy_reset_ms, uart_baud)
         directions = tuple(directions)
         if not directions or any(d not in self.DIRECTIONS for d in directions) \
                 or len(set(directions)) != len(directions):
@@ -212,8 +213,8 @@ class InlineTapTop(Elaboratable):
         _core_clock_domain(m, platform)
         add_rgmii_resources(platform, (0, 1))
         # Each port transmits on the other port's receive clock (rate-matched directions).
-        pins = [_RGMIIPins(platform, 0, tx_domain="eth_rx1"),
-                _RGMIIPins(platform, 1, tx_domain="eth_rx0")]
+        pins = [RGMIIPins(platform, 0, tx_domain="eth_rx1", skew=self.skew),
+                RGMIIPins(platform, 1, tx_domain="eth_rx0", skew=self.skew)]
         ports = []
         for k, p in enumerate(pins):
             m.submodules[f"pins{k}"] = p
@@ -222,7 +223,7 @@ class InlineTapTop(Elaboratable):
             m.submodules[f"port{k}"] = port
             p.connect(m, port)
             ports.append(port)
-        _phy_resets(m, platform)
+        _phy_resets(m, platform, self, pins)
 
         for k, direction in enumerate(self.DIRECTIONS):
             if direction in self.core_names:
@@ -233,7 +234,7 @@ class InlineTapTop(Elaboratable):
             else:
                 wiring.connect(m, ports[k].rx, ports[1 - k].tx)
 
-        m.submodules.uart = uart = UART(divisor=_uart_divisor(platform))
+        m.submodules.uart = uart = UART(divisor=uart_divisor(platform, self.uart_baud))
         uart_pins = platform.request("uart", 0)
         m.d.comb += [uart.rxd.eq(uart_pins.rx.i), uart_pins.tx.o.eq(uart.txd)]
         if len(self.cores) == 1:
@@ -263,7 +264,9 @@ class MonitorTop(Elaboratable):
 
     core_names = ("port0",)
 
-    def __init__(self, *, config=None, data_width: int = 64):
+    def __init__(self, *, config=None, data_width: int = 64, uart_baud: int = UART_BAUD,
+                 skew: RGMIISkew = RGMIISkew(), phy_reset_ms=PHY_RESET_MS):
+        _check_board_options(self, skew, phy_reset_ms, uart_baud)
         self.config = config if config is not None else LdaConfig()
         self.data_width = data_width
         self.cores = [LdaCore(config=self.config, data_width=data_width)]
@@ -272,15 +275,15 @@ class MonitorTop(Elaboratable):
         m = Module()
         _core_clock_domain(m, platform)
         add_rgmii_resources(platform, (0,))
-        m.submodules.pins0 = pins = _RGMIIPins(platform, 0, tx_domain=None)
+        m.submodules.pins0 = pins = RGMIIPins(platform, 0, tx_domain=None, skew=self.skew)
         m.submodules.port0 = port = RGMIIPort(data_width=self.data_width,
                                               rx_domain=pins.rx_domain)
         pins.connect(m, port)
-        _phy_resets(m, platform)
+        _phy_resets(m, platform, self, [pins])
         m.submodules.core0 = core = self.cores[0]
         wiring.connect(m, port.rx, core.s_axis)
         m.d.comb += core.m_axis.ready.eq(1)
-        m.submodules.uart = uart = UART(divisor=_uart_divisor(platform))
+        m.submodules.uart = uart = UART(divisor=uart_divisor(platform, self.uart_baud))
         uart_pins = platform.request("uart", 0)
         m.d.comb += [uart.rxd.eq(uart_pins.rx.i), uart_pins.tx.o.eq(uart.txd)]
         wiring.connect(m, uart.rx_data, core.bus_rx)
@@ -403,10 +406,12 @@ def board_summary(out_dir, board: str) -> dict:
 
 
 def board_main(platform_factory, top_factory, *, board: str, description: str,
-               argv=None, directions=None, seed: int = 1, placer: str = "heap") -> int:
+               argv=None, directions=None, seed: int = 1, placer: str = "heap",
+               skew: RGMIISkew = RGMIISkew()) -> int:
     """Command line of a board target: ``python -m boards.<board> [--synopsis ..]
     [--no-build] [--build-dir build]``; with ``directions`` (an inline tap's default
-    measured directions) also ``--directions``."""
+    measured directions) also ``--directions``. ``skew``: the RGMII delays the board's
+    PHYs need from the FPGA (:class:`boards.rgmii_pins.RGMIISkew`)."""
     parser = argparse.ArgumentParser(prog=f"python -m boards.{board}", description=description)
     parser.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
     parser.add_argument("--banks", type=int)
@@ -414,6 +419,9 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     parser.add_argument("--cells", type=int)
     parser.add_argument("--buckets", type=int)
     parser.add_argument("--data-width", type=int, default=64)
+    parser.add_argument("--uart-baud", type=int, default=UART_BAUD,
+                        help=f"host UART baud rate (default {UART_BAUD}; ldactl's "
+                             f"--device URL takes ?baud=)")
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--no-build", action="store_true",
                         help="only elaborate and write the register map exports")
@@ -437,7 +445,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     try:
         config = config_from_args(ns)
         extra = {} if directions is None else {"directions": choices[args.directions]}
-        top = top_factory(config=config, data_width=args.data_width, **extra)
+        top = top_factory(config=config, data_width=args.data_width,
+                          uart_baud=args.uart_baud, skew=skew, **extra)
     except ValueError as exc:
         parser.error(str(exc))
     try:

@@ -16,6 +16,7 @@ import sys
 
 from amaranth_boards.versa_ecp5 import VersaECP5Platform
 
+from .rgmii_pins import RGMIISkew
 from .top import InlineTapTop, board_main
 
 BOARD = "versa_ecp5"
@@ -26,11 +27,15 @@ DIRECTIONS = InlineTapTop.DIRECTIONS
 #: nextpnr placer: with ``heap`` the two cores (55 % of the LFE5UM-45F) did not route
 #: (router2 diverged on seeds 1 and 2); with ``static`` they route in ~9 minutes.
 PLACER = "static"
+#: The 88E1512 PHYs are strapped for their internal RX and TX clock delays (RGMII-ID), as
+#: litex-boards' lattice_versa_ecp5 target has them (tx_delay = rx_delay = 0): the FPGA
+#: adds none.
+SKEW = RGMIISkew(rx_delay_ns=0.0, tx_delay_ns=0.0)
 
 
 def main(argv=None) -> int:
     return board_main(Platform, Top, board=BOARD, description=__doc__.splitlines()[0],
-                      argv=argv, directions=DIRECTIONS, placer=PLACER)
+                      argv=argv, directions=DIRECTIONS, placer=PLACER, skew=SKEW)
 
 
 if __name__ == "__main__":
