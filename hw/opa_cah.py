@@ -23,9 +23,13 @@ Two short read-modify-write loops around one feed-forward pipeline:
 * **CAH loop**: the group's ``B`` is read, ``B_r + t_r mod p`` written back, with the
   same forwarding (:meth:`OpaCah._rmw`).
 
-This is a single copy without the interval machinery (double buffering, drain, release)
-of :class:`hw.counter_bank.CounterBank`, and no CSR or export yet: the building block that
-the OPA core will wrap.
+With ``double_buffered=True`` the words are kept in two copies, as the counter bank's:
+the copies' life cycle is :class:`hw.copy_control.CopyControl`'s (reused, not copied), a
+packet is tagged with the copy active when it enters, the feed-forward pipeline is shared
+and each loop's RAMs are per copy (forwarding keys are (copy, group)); ``swap`` makes the
+other copy active, the old one FROZEN once its last packet is written (``latency``
+cycles), readable on the read port (``read_error`` when not FROZEN) until ``release``
+clears it (``groups`` cycles). No CSR or export yet.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -37,6 +41,7 @@ from host_sw.contracts.hashing import RDA_SBOX
 from host_sw.contracts.opa import OPA_FIELD_BITS, OPA_PRIME, position_hash_rows
 
 from hw.backends import counter_ram
+from hw.copy_control import CopyControl
 
 __all__ = ["OpaCah"]
 
@@ -71,7 +76,14 @@ class OpaCah(wiring.Component):
         Read a group's word while no packet flows (the read shares the update's RAM
         port); ``read_data`` (count in the low ``count_bits``, then ``b0``…, as
         :meth:`host_sw.contracts.layouts.WordLayout.pack`) with ``read_valid`` two
-        cycles later.
+        cycles later. Double buffered: the frozen copy's word, at any time.
+    swap, release : In(1)
+        Double buffered only: as :class:`hw.counter_bank.CounterBank`'s (``swap`` honoured
+        only while the other copy is CLEAN, else ``swap_refused``).
+    frozen_ready, other_clean, active_copy, swap_refused, read_error : Out(1)
+        Double buffered only: the other copy is FROZEN / CLEAN; the copy taking packets;
+        ``swap`` was refused this cycle; the read (with ``read_valid``) found no FROZEN
+        copy (its data is then 0).
     """
 
     def __new__(cls, *args, src_loc_at=0, **kwargs):
@@ -79,15 +91,27 @@ class OpaCah(wiring.Component):
         _check_config(kwargs.get("config"))
         return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
 
-    def __init__(self, *, config):
+    def __init__(self, *, config, double_buffered=False):
         _check_config(config)
+        if not isinstance(double_buffered, bool):
+            raise ValueError(f"double_buffered must be a bool, not {double_buffered!r}")
         self._config = config
+        self._double = double_buffered
         self._group_bits = config.groups.bit_length() - 1
-        super().__init__({
+        members = {
             "valid": In(1), "packet_hash": In(64),
             "read_en": In(1), "read_addr": In(max(1, self._group_bits)),
             "read_data": Out(config.layout.width), "read_valid": Out(1),
-        })
+        }
+        if double_buffered:
+            members.update({"swap": In(1), "release": In(1), "frozen_ready": Out(1),
+                            "other_clean": Out(1), "active_copy": Out(1),
+                            "swap_refused": Out(1), "read_error": Out(1)})
+        super().__init__(members)
+
+    @property
+    def double_buffered(self) -> bool:
+        return self._double
 
     @property
     def latency(self) -> int:
@@ -100,21 +124,28 @@ class OpaCah(wiring.Component):
         cfg, gb = self._config, self._group_bits
         depth, abits, k = cfg.groups, max(1, gb), cfg.rows
         kind = "ecp5" if getattr(platform, "family", None) == "ecp5" else "generic"
-        m.submodules.counts = counts = counter_ram(width=cfg.count_bits, depth=depth,
-                                                   kind=kind)
-        m.submodules.cah = cah = counter_ram(width=k * OPA_FIELD_BITS, depth=depth, kind=kind)
+        n_copies = 2 if self._double else 1
+        counts = [counter_ram(width=cfg.count_bits, depth=depth, kind=kind)
+                  for _ in range(n_copies)]
+        cah = [counter_ram(width=k * OPA_FIELD_BITS, depth=depth, kind=kind)
+               for _ in range(n_copies)]
+        for c in range(n_copies):
+            suffix = f"{c}" if self._double else ""
+            m.submodules[f"counts{suffix}"] = counts[c]
+            m.submodules[f"cah{suffix}"] = cah[c]
+        copies = self._copy_control(m) if self._double else None
 
         # Count loop: j = count + 1 of the packet's group.
         group = self.packet_hash[64 - gb:] if gb else Const(0, 1)
-        first = {"valid": self.valid, "group": group, "hash": self.packet_hash}
-        stage, j = self._rmw(m, counts, first, "c", lambda base, st: base + 1,
-                             read_addr=self.read_addr, read_en=self.read_en)
+        first = {"valid": self.valid, "group": group, "hash": self.packet_hash,
+                 "copy": copies.active if copies is not None else Const(0, 1)}
+        stage, j = self._rmw(m, counts, first, "c", lambda base, st: base + 1, copies)
         # H0: j registered (off the count loop); H1: P ^ pos(j); H2: S-box and first
         # fold; H3: second fold → h.
-        stage = self._register(m, {"valid": stage["valid"], "group": stage["group"],
-                                   "hash": stage["hash"]}, "h0", j=j)
+        stage = self._register(m, {n: stage[n] for n in ("valid", "group", "hash", "copy")},
+                               "h0", j=j)
         rows = position_hash_rows(cfg.seed)
-        stage = self._register(m, {n: stage[n] for n in ("valid", "group", "j")}, "h1",
+        stage = self._register(m, {n: stage[n] for n in ("valid", "group", "j", "copy")}, "h1",
                                x=stage["hash"] ^ _xor_rows(stage["j"], rows))
         sbox = Array(Const(v, 4) for v in RDA_SBOX)
         y = Cat(*(sbox[stage["x"][4 * i:4 * i + 4]] for i in range(16)))
@@ -148,16 +179,59 @@ class OpaCah(wiring.Component):
                 s = base[r * OPA_FIELD_BITS:(r + 1) * OPA_FIELD_BITS] + st[f"t{r}"]
                 out.append(Mux(s >= _P, s - _P, s)[:OPA_FIELD_BITS])
             return Cat(*out)
-        self._rmw(m, cah, stage, "b", add_terms, read_addr=self.read_addr,
-                  read_en=self.read_en)
+        self._rmw(m, cah, stage, "b", add_terms, copies)
 
         # Read-out: both RAMs answer two edges after read_addr (while no packet flows).
         valid1 = Signal()
         m.d.sync += [valid1.eq(self.read_en), self.read_valid.eq(valid1)]
-        m.d.comb += self.read_data.eq(Cat(counts.r_data, cah.r_data))
+        if copies is None:
+            m.d.comb += self.read_data.eq(Cat(counts[0].r_data, cah[0].r_data))
+            return m
+        # The frozen copy (the inactive one) and whether it was FROZEN, with the read.
+        copy1, copy2 = Signal(), Signal()
+        bad1, bad2 = Signal(), Signal()
+        m.d.sync += [copy1.eq(~copies.active), copy2.eq(copy1),
+                     bad1.eq(~copies.frozen), bad2.eq(bad1)]
+        word = Mux(copy2, Cat(counts[1].r_data, cah[1].r_data),
+                   Cat(counts[0].r_data, cah[0].r_data))
+        m.d.comb += [self.read_data.eq(Mux(bad2, 0, word)),
+                     self.read_error.eq(self.read_valid & bad2)]
         return m
 
-    def _rmw(self, m, ram, first: dict, name: str, update, *, read_addr, read_en):
+    def _copy_control(self, m):
+        """The two copies' life cycle (:class:`hw.copy_control.CopyControl`): packets are
+        tagged with the active copy at entry, so no late requests (``drain_cycles=0``);
+        the old copy freezes once its last packet is written (``latency``)."""
+        m.submodules.copies = copies = CopyControl(depth=self._config.groups,
+                                                   drain_cycles=0, flush=self.latency)
+        m.d.comb += [copies.swap.eq(self.swap), copies.release.eq(self.release),
+                     self.frozen_ready.eq(copies.frozen),
+                     self.other_clean.eq(copies.other_clean),
+                     self.active_copy.eq(copies.active),
+                     self.swap_refused.eq(self.swap & ~copies.other_clean)]
+        return copies
+
+    def _ports(self, m, rams, first, s2, word, copies):
+        """Each copy's RAM ports: the loop reads the copy of the packet entering, writes
+        the copy of S2's; otherwise the read port serves ``read_addr`` and, while the
+        copy clears, the write port writes zeros."""
+        if copies is None:
+            ram = rams[0]
+            m.d.comb += [ram.r_addr.eq(Mux(self.read_en, self.read_addr, first["group"])),
+                         ram.w_addr.eq(s2["group"]), ram.w_data.eq(word),
+                         ram.w_en.eq(s2["valid"])]
+            return ram.r_data
+        for c, ram in enumerate(rams):
+            mine, writing = first["copy"] == c, s2["valid"] & (s2["copy"] == c)
+            clearing = copies.clearing_copy[c]
+            m.d.comb += [
+                ram.r_addr.eq(Mux(first["valid"] & mine, first["group"], self.read_addr)),
+                ram.w_en.eq(writing | clearing),
+                ram.w_addr.eq(Mux(clearing, copies.clear_addr, s2["group"])),
+                ram.w_data.eq(Mux(clearing, 0, word))]
+        return Mux(s2["copy"], rams[1].r_data, rams[0].r_data)
+
+    def _rmw(self, m, rams, first: dict, name: str, update, copies):
         """A read-modify-write loop over ``ram`` (read data two edges after the address)
         keyed by ``first["group"]``: S0 presents the address, S1 waits for the RAM's
         output register and compares its key with the two requests ahead, S2 takes the
@@ -165,23 +239,24 @@ class OpaCah(wiring.Component):
         ahead are exactly those whose writes the read cannot see (the one ahead writes
         after the read, the second at the read's own edge), so they are forwarded
         explicitly. Returns the S2 stage and its new word."""
-        m.d.comb += ram.r_addr.eq(Mux(read_en, read_addr, first["group"]))
         s1 = self._register(m, first, f"{name}1")
         s2 = self._register(m, s1, f"{name}2")
-        word = Signal(len(ram.w_data), name=f"{name}_word")
+        word = Signal(len(rams[0].w_data), name=f"{name}_word")
+        r_data = self._ports(m, rams, first, s2, word, copies)
+        # A key is (copy, group): requests for the other copy never forward.
         ahead1 = {"valid": Signal(name=f"{name}_a1_valid"), "group": Signal.like(s2["group"]),
-                  "word": Signal.like(word)}
+                  "copy": Signal(name=f"{name}_a1_copy"), "word": Signal.like(word)}
         ahead2 = {n: Signal.like(v, name=f"{name}_a2_{n}") for n, v in ahead1.items()}
         hit1, hit2 = Signal(name=f"{name}_hit1"), Signal(name=f"{name}_hit2")
-        m.d.sync += [
-            hit1.eq(s2["valid"] & (s2["group"] == s1["group"])),       # ahead1 next cycle
-            hit2.eq(ahead1["valid"] & (ahead1["group"] == s1["group"])),
+        m.d.sync += [   # ahead1 next cycle
+            hit1.eq(s2["valid"] & (s2["group"] == s1["group"]) & (s2["copy"] == s1["copy"])),
+            hit2.eq(ahead1["valid"] & (ahead1["group"] == s1["group"])
+                    & (ahead1["copy"] == s1["copy"])),
         ]
-        base = Mux(hit1, ahead1["word"], Mux(hit2, ahead2["word"], ram.r_data))
-        m.d.comb += [word.eq(update(base, s2)), ram.w_addr.eq(s2["group"]),
-                     ram.w_data.eq(word), ram.w_en.eq(s2["valid"])]
+        base = Mux(hit1, ahead1["word"], Mux(hit2, ahead2["word"], r_data))
+        m.d.comb += word.eq(update(base, s2))
         m.d.sync += [ahead1["valid"].eq(s2["valid"]), ahead1["group"].eq(s2["group"]),
-                     ahead1["word"].eq(word)]
+                     ahead1["copy"].eq(s2["copy"]), ahead1["word"].eq(word)]
         m.d.sync += [ahead2[n].eq(ahead1[n]) for n in ahead1]
         return s2, word
 
