@@ -28,7 +28,8 @@ the copies' life cycle is :class:`hw.copy_control.CopyControl`'s (reused, not co
 packet is tagged with the copy active when it enters, the feed-forward pipeline is shared
 and each loop's RAMs are per copy (forwarding keys are (copy, group)); ``swap`` makes the
 other copy active, the old one FROZEN once its last packet is written (``latency``
-cycles), readable on the read port (``read_error`` when not FROZEN) until ``release``
+cycles) and its check value computed (:class:`hw.freeze_check.FreezeCheck`, reused: one
+read per group through the read port, the counter bank's ``frozen_check``), readable on the read port (``read_error`` when not FROZEN) until ``release``
 clears it (``groups`` cycles). No CSR or export yet.
 """
 
@@ -42,6 +43,7 @@ from host_sw.contracts.opa import OPA_FIELD_BITS, OPA_PRIME, position_hash_rows
 
 from hw.backends import counter_ram
 from hw.copy_control import CopyControl
+from hw.freeze_check import Crc32Words, FreezeCheck
 
 __all__ = ["OpaCah"]
 
@@ -84,6 +86,10 @@ class OpaCah(wiring.Component):
         Double buffered only: the other copy is FROZEN / CLEAN; the copy taking packets;
         ``swap`` was refused this cycle; the read (with ``read_valid``) found no FROZEN
         copy (its data is then 0).
+    frozen_check, frozen_updates : Out(32)
+        Double buffered only: the frozen copy's CRC-32 over its words
+        (``docs/SPEC.md`` §4.4) and the packets written into it (wrapping), as the
+        counter bank's: what the host checks a snapshot against.
     """
 
     def __new__(cls, *args, src_loc_at=0, **kwargs):
@@ -106,7 +112,8 @@ class OpaCah(wiring.Component):
         if double_buffered:
             members.update({"swap": In(1), "release": In(1), "frozen_ready": Out(1),
                             "other_clean": Out(1), "active_copy": Out(1),
-                            "swap_refused": Out(1), "read_error": Out(1)})
+                            "swap_refused": Out(1), "read_error": Out(1),
+                            "frozen_check": Out(32), "frozen_updates": Out(32)})
         super().__init__(members)
 
     @property
@@ -187,23 +194,51 @@ class OpaCah(wiring.Component):
         if copies is None:
             m.d.comb += self.read_data.eq(Cat(counts[0].r_data, cah[0].r_data))
             return m
-        # The frozen copy (the inactive one) and whether it was FROZEN, with the read.
+        # The frozen copy (the inactive one) and whether it was FROZEN, with the read;
+        # the check sweep's reads (while the copy is not yet FROZEN) go to FreezeCheck.
         copy1, copy2 = Signal(), Signal()
         bad1, bad2 = Signal(), Signal()
+        chk1, chk2 = Signal(), Signal()
+        check = m.submodules.freeze_check
         m.d.sync += [copy1.eq(~copies.active), copy2.eq(copy1),
-                     bad1.eq(~copies.frozen), bad2.eq(bad1)]
+                     bad1.eq(~copies.frozen), bad2.eq(bad1),
+                     chk1.eq(check.en), chk2.eq(chk1)]
         word = Mux(copy2, Cat(counts[1].r_data, cah[1].r_data),
                    Cat(counts[0].r_data, cah[0].r_data))
         m.d.comb += [self.read_data.eq(Mux(bad2, 0, word)),
-                     self.read_error.eq(self.read_valid & bad2)]
+                     self.read_error.eq(self.read_valid & bad2),
+                     check.word.eq(word), check.word_valid.eq(chk2)]
+        self._updates(m, copies, first)
         return m
+
+    @property
+    def check_cycles(self) -> int:
+        """Cycles the freeze check adds between the last write and FROZEN (one read per
+        group, the read latency, the CRC's latency)."""
+        return self._config.groups + 2 + Crc32Words.LATENCY
+
+    def _updates(self, m, copies, first):
+        """``frozen_updates``: per copy, the packets tagged with it (each adds 1 to one
+        count), zeroed while the copy clears."""
+        updates = [Signal(32, name=f"copy{c}_updates") for c in range(2)]
+        for c in range(2):
+            with m.If(copies.clearing_copy[c]):
+                m.d.sync += updates[c].eq(0)
+            with m.Elif(first["valid"] & (first["copy"] == c)):
+                m.d.sync += updates[c].eq(updates[c] + 1)
+        m.d.comb += self.frozen_updates.eq(Mux(copies.active, updates[0], updates[1]))
 
     def _copy_control(self, m):
         """The two copies' life cycle (:class:`hw.copy_control.CopyControl`): packets are
         tagged with the active copy at entry, so no late requests (``drain_cycles=0``);
         the old copy freezes once its last packet is written (``latency``)."""
         m.submodules.copies = copies = CopyControl(depth=self._config.groups,
-                                                   drain_cycles=0, flush=self.latency)
+                                                   drain_cycles=0, flush=self.latency,
+                                                   check=True)
+        m.submodules.freeze_check = check = FreezeCheck(words=self._config.groups,
+                                                        width=self._config.layout.width)
+        m.d.comb += [check.start.eq(copies.check_start), copies.check_done.eq(check.done),
+                     self.frozen_check.eq(check.value)]
         m.d.comb += [copies.swap.eq(self.swap), copies.release.eq(self.release),
                      self.frozen_ready.eq(copies.frozen),
                      self.other_clean.eq(copies.other_clean),
@@ -221,11 +256,13 @@ class OpaCah(wiring.Component):
                          ram.w_addr.eq(s2["group"]), ram.w_data.eq(word),
                          ram.w_en.eq(s2["valid"])]
             return ram.r_data
+        check = m.submodules.freeze_check
+        bus_addr = Mux(check.en, check.addr, self.read_addr)
         for c, ram in enumerate(rams):
             mine, writing = first["copy"] == c, s2["valid"] & (s2["copy"] == c)
             clearing = copies.clearing_copy[c]
             m.d.comb += [
-                ram.r_addr.eq(Mux(first["valid"] & mine, first["group"], self.read_addr)),
+                ram.r_addr.eq(Mux(first["valid"] & mine, first["group"], bus_addr)),
                 ram.w_en.eq(writing | clearing),
                 ram.w_addr.eq(Mux(clearing, copies.clear_addr, s2["group"])),
                 ram.w_data.eq(Mux(clearing, 0, word))]

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+from host_sw.contracts.check_value import check_value
 from host_sw.contracts.config import OpaConfig
+from host_sw.device.snapshot import integrity_problem
 from host_sw.model.opa import opa_synopsis
 from hw.opa_cah import OpaCah
 
@@ -67,13 +69,13 @@ def test_double_buffered_intervals_equal_golden():
     """Two intervals through the double-buffered core, the second's packets right behind
     the swap (packets of both copies in the pipeline at once, same groups): each frozen
     copy equals the golden model's words of its interval; reads before FROZEN answer
-    read_error, a swap while the other copy is FROZEN is refused, a released copy reads
-    back as all zero words once CLEAN."""
+    read_error, a swap while the other copy is FROZEN is refused; frozen_check and
+    frozen_updates are what the host's integrity check expects."""
     config = OpaConfig(groups=4, rows=3)
     rng = np.random.default_rng(11)
     intervals = [_packets(config, rng, 40), _packets(config, rng, 30)]
     dut = OpaCah(config=config, double_buffered=True)
-    got = []
+    got, checks = [], []
 
     async def read_all(ctx):
         words, errors = [], []
@@ -115,10 +117,11 @@ def test_double_buffered_intervals_equal_golden():
         await feed(ctx, intervals[1][2:3])
         errors = [ctx.get(dut.read_valid), ctx.get(dut.read_error), ctx.get(dut.read_data)]
         await feed(ctx, intervals[1][3:])
-        for _ in range(dut.latency + 4):
+        for _ in range(dut.latency + dut.check_cycles + 4):
             await ctx.tick()
         assert ctx.get(dut.frozen_ready)
         got.append(await read_all(ctx))
+        checks.append((ctx.get(dut.frozen_check), ctx.get(dut.frozen_updates)))
         assert await swap(ctx)              # refused: the other copy is FROZEN
         ctx.set(dut.release, 1)
         await ctx.tick()
@@ -127,9 +130,10 @@ def test_double_buffered_intervals_equal_golden():
             await ctx.tick()
         assert ctx.get(dut.other_clean)
         assert not await swap(ctx)
-        for _ in range(dut.latency + 4):
+        for _ in range(dut.latency + dut.check_cycles + 4):
             await ctx.tick()
         got.append(await read_all(ctx))
+        checks.append((ctx.get(dut.frozen_check), ctx.get(dut.frozen_updates)))
         got.append(errors)
 
     sim = Simulator(dut)
@@ -137,6 +141,9 @@ def test_double_buffered_intervals_equal_golden():
     sim.add_testbench(bench)
     sim.run()
     first = np.concatenate([intervals[0], intervals[1][:1]])
-    assert got[0] == (opa_synopsis(config, first).words(), [0] * config.groups)
-    assert got[1] == (opa_synopsis(config, intervals[1][1:]).words(), [0] * config.groups)
+    for (words, errors), (check, updates), packets in zip(
+            got, checks, (first, intervals[1][1:])):
+        assert (words, errors) == (opa_synopsis(config, packets).words(), [0] * config.groups)
+        assert (check, updates) == (check_value(config, words), len(packets))
+        assert integrity_problem(config, words, check, updates) is None
     assert got[2] == [1, 1, 0]   # read during the drain: valid, error, no data
