@@ -82,8 +82,9 @@ class OpaCah(wiring.Component):
     swap, release : In(1)
         Double buffered only: as :class:`hw.counter_bank.CounterBank`'s (``swap`` honoured
         only while the other copy is CLEAN, else ``swap_refused``).
-    frozen_ready, other_clean, active_copy, swap_refused, read_error : Out(1)
-        Double buffered only: the other copy is FROZEN / CLEAN; the copy taking packets;
+    frozen_ready, other_clean, clearing, active_copy, swap_refused, read_error : Out(1)
+        Double buffered only: the other copy is FROZEN / CLEAN / CLEARING; the copy
+        taking packets;
         ``swap`` was refused this cycle; the read (with ``read_valid``) found no FROZEN
         copy (its data is then 0).
     frozen_check, frozen_updates : Out(32)
@@ -112,7 +113,7 @@ class OpaCah(wiring.Component):
         if double_buffered:
             members.update({"swap": In(1), "release": In(1), "frozen_ready": Out(1),
                             "other_clean": Out(1), "active_copy": Out(1),
-                            "swap_refused": Out(1), "read_error": Out(1),
+                            "swap_refused": Out(1), "read_error": Out(1), "clearing": Out(1),
                             "frozen_check": Out(32), "frozen_updates": Out(32)})
         super().__init__(members)
 
@@ -242,6 +243,7 @@ class OpaCah(wiring.Component):
         m.d.comb += [copies.swap.eq(self.swap), copies.release.eq(self.release),
                      self.frozen_ready.eq(copies.frozen),
                      self.other_clean.eq(copies.other_clean),
+                     self.clearing.eq(copies.clearing),
                      self.active_copy.eq(copies.active),
                      self.swap_refused.eq(self.swap & ~copies.other_clean)]
         return copies
