@@ -30,7 +30,8 @@ and each loop's RAMs are per copy (forwarding keys are (copy, group)); ``swap`` 
 other copy active, the old one FROZEN once its last packet is written (``latency``
 cycles) and its check value computed (:class:`hw.freeze_check.FreezeCheck`, reused: one
 read per group through the read port, the counter bank's ``frozen_check``), readable on the read port (``read_error`` when not FROZEN) until ``release``
-clears it (``groups`` cycles). No CSR or export yet.
+clears it (``groups`` cycles). :class:`hw.opa_core.OpaCore` puts it behind the CSR bank;
+the timestamp layer and the receiver's records are not streamed yet.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
