@@ -23,9 +23,15 @@ Two short read-modify-write loops around one feed-forward pipeline:
 * **CAH loop**: the group's ``B`` is read, ``B_r + t_r mod p`` written back, with the
   same forwarding (:meth:`OpaCah._rmw`).
 
-This is a single copy without the interval machinery (double buffering, drain, release)
-of :class:`hw.counter_bank.CounterBank`, and no CSR or export yet: the building block that
-the OPA core will wrap.
+With ``double_buffered=True`` the words are kept in two copies, as the counter bank's:
+the copies' life cycle is :class:`hw.copy_control.CopyControl`'s (reused, not copied), a
+packet is tagged with the copy active when it enters, the feed-forward pipeline is shared
+and each loop's RAMs are per copy (forwarding keys are (copy, group)); ``swap`` makes the
+other copy active, the old one FROZEN once its last packet is written (``latency``
+cycles) and its check value computed (:class:`hw.freeze_check.FreezeCheck`, reused: one
+read per group through the read port, the counter bank's ``frozen_check``), readable on the read port (``read_error`` when not FROZEN) until ``release``
+clears it (``groups`` cycles). :class:`hw.opa_core.OpaCore` puts it behind the CSR bank;
+the timestamp layer and the receiver's records are not streamed yet.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -37,6 +43,8 @@ from host_sw.contracts.hashing import RDA_SBOX
 from host_sw.contracts.opa import OPA_FIELD_BITS, OPA_PRIME, position_hash_rows
 
 from hw.backends import counter_ram
+from hw.copy_control import CopyControl
+from hw.freeze_check import Crc32Words, FreezeCheck
 
 __all__ = ["OpaCah"]
 
@@ -71,7 +79,19 @@ class OpaCah(wiring.Component):
         Read a group's word while no packet flows (the read shares the update's RAM
         port); ``read_data`` (count in the low ``count_bits``, then ``b0``…, as
         :meth:`host_sw.contracts.layouts.WordLayout.pack`) with ``read_valid`` two
-        cycles later.
+        cycles later. Double buffered: the frozen copy's word, at any time.
+    swap, release : In(1)
+        Double buffered only: as :class:`hw.counter_bank.CounterBank`'s (``swap`` honoured
+        only while the other copy is CLEAN, else ``swap_refused``).
+    frozen_ready, other_clean, clearing, active_copy, swap_refused, read_error : Out(1)
+        Double buffered only: the other copy is FROZEN / CLEAN / CLEARING; the copy
+        taking packets;
+        ``swap`` was refused this cycle; the read (with ``read_valid``) found no FROZEN
+        copy (its data is then 0).
+    frozen_check, frozen_updates : Out(32)
+        Double buffered only: the frozen copy's CRC-32 over its words
+        (``docs/SPEC.md`` §4.4) and the packets written into it (wrapping), as the
+        counter bank's: what the host checks a snapshot against.
     """
 
     def __new__(cls, *args, src_loc_at=0, **kwargs):
@@ -79,15 +99,28 @@ class OpaCah(wiring.Component):
         _check_config(kwargs.get("config"))
         return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
 
-    def __init__(self, *, config):
+    def __init__(self, *, config, double_buffered=False):
         _check_config(config)
+        if not isinstance(double_buffered, bool):
+            raise ValueError(f"double_buffered must be a bool, not {double_buffered!r}")
         self._config = config
+        self._double = double_buffered
         self._group_bits = config.groups.bit_length() - 1
-        super().__init__({
+        members = {
             "valid": In(1), "packet_hash": In(64),
             "read_en": In(1), "read_addr": In(max(1, self._group_bits)),
             "read_data": Out(config.layout.width), "read_valid": Out(1),
-        })
+        }
+        if double_buffered:
+            members.update({"swap": In(1), "release": In(1), "frozen_ready": Out(1),
+                            "other_clean": Out(1), "active_copy": Out(1),
+                            "swap_refused": Out(1), "read_error": Out(1), "clearing": Out(1),
+                            "frozen_check": Out(32), "frozen_updates": Out(32)})
+        super().__init__(members)
+
+    @property
+    def double_buffered(self) -> bool:
+        return self._double
 
     @property
     def latency(self) -> int:
@@ -100,21 +133,28 @@ class OpaCah(wiring.Component):
         cfg, gb = self._config, self._group_bits
         depth, abits, k = cfg.groups, max(1, gb), cfg.rows
         kind = "ecp5" if getattr(platform, "family", None) == "ecp5" else "generic"
-        m.submodules.counts = counts = counter_ram(width=cfg.count_bits, depth=depth,
-                                                   kind=kind)
-        m.submodules.cah = cah = counter_ram(width=k * OPA_FIELD_BITS, depth=depth, kind=kind)
+        n_copies = 2 if self._double else 1
+        counts = [counter_ram(width=cfg.count_bits, depth=depth, kind=kind)
+                  for _ in range(n_copies)]
+        cah = [counter_ram(width=k * OPA_FIELD_BITS, depth=depth, kind=kind)
+               for _ in range(n_copies)]
+        for c in range(n_copies):
+            suffix = f"{c}" if self._double else ""
+            m.submodules[f"counts{suffix}"] = counts[c]
+            m.submodules[f"cah{suffix}"] = cah[c]
+        copies = self._copy_control(m) if self._double else None
 
         # Count loop: j = count + 1 of the packet's group.
         group = self.packet_hash[64 - gb:] if gb else Const(0, 1)
-        first = {"valid": self.valid, "group": group, "hash": self.packet_hash}
-        stage, j = self._rmw(m, counts, first, "c", lambda base, st: base + 1,
-                             read_addr=self.read_addr, read_en=self.read_en)
+        first = {"valid": self.valid, "group": group, "hash": self.packet_hash,
+                 "copy": copies.active if copies is not None else Const(0, 1)}
+        stage, j = self._rmw(m, counts, first, "c", lambda base, st: base + 1, copies)
         # H0: j registered (off the count loop); H1: P ^ pos(j); H2: S-box and first
         # fold; H3: second fold → h.
-        stage = self._register(m, {"valid": stage["valid"], "group": stage["group"],
-                                   "hash": stage["hash"]}, "h0", j=j)
+        stage = self._register(m, {n: stage[n] for n in ("valid", "group", "hash", "copy")},
+                               "h0", j=j)
         rows = position_hash_rows(cfg.seed)
-        stage = self._register(m, {n: stage[n] for n in ("valid", "group", "j")}, "h1",
+        stage = self._register(m, {n: stage[n] for n in ("valid", "group", "j", "copy")}, "h1",
                                x=stage["hash"] ^ _xor_rows(stage["j"], rows))
         sbox = Array(Const(v, 4) for v in RDA_SBOX)
         y = Cat(*(sbox[stage["x"][4 * i:4 * i + 4]] for i in range(16)))
@@ -148,16 +188,90 @@ class OpaCah(wiring.Component):
                 s = base[r * OPA_FIELD_BITS:(r + 1) * OPA_FIELD_BITS] + st[f"t{r}"]
                 out.append(Mux(s >= _P, s - _P, s)[:OPA_FIELD_BITS])
             return Cat(*out)
-        self._rmw(m, cah, stage, "b", add_terms, read_addr=self.read_addr,
-                  read_en=self.read_en)
+        self._rmw(m, cah, stage, "b", add_terms, copies)
 
         # Read-out: both RAMs answer two edges after read_addr (while no packet flows).
         valid1 = Signal()
         m.d.sync += [valid1.eq(self.read_en), self.read_valid.eq(valid1)]
-        m.d.comb += self.read_data.eq(Cat(counts.r_data, cah.r_data))
+        if copies is None:
+            m.d.comb += self.read_data.eq(Cat(counts[0].r_data, cah[0].r_data))
+            return m
+        # The frozen copy (the inactive one) and whether it was FROZEN, with the read;
+        # the check sweep's reads (while the copy is not yet FROZEN) go to FreezeCheck.
+        copy1, copy2 = Signal(), Signal()
+        bad1, bad2 = Signal(), Signal()
+        chk1, chk2 = Signal(), Signal()
+        check = m.submodules.freeze_check
+        m.d.sync += [copy1.eq(~copies.active), copy2.eq(copy1),
+                     bad1.eq(~copies.frozen), bad2.eq(bad1),
+                     chk1.eq(check.en), chk2.eq(chk1)]
+        word = Mux(copy2, Cat(counts[1].r_data, cah[1].r_data),
+                   Cat(counts[0].r_data, cah[0].r_data))
+        m.d.comb += [self.read_data.eq(Mux(bad2, 0, word)),
+                     self.read_error.eq(self.read_valid & bad2),
+                     check.word.eq(word), check.word_valid.eq(chk2)]
+        self._updates(m, copies, first)
         return m
 
-    def _rmw(self, m, ram, first: dict, name: str, update, *, read_addr, read_en):
+    @property
+    def check_cycles(self) -> int:
+        """Cycles the freeze check adds between the last write and FROZEN (one read per
+        group, the read latency, the CRC's latency)."""
+        return self._config.groups + 2 + Crc32Words.LATENCY
+
+    def _updates(self, m, copies, first):
+        """``frozen_updates``: per copy, the packets tagged with it (each adds 1 to one
+        count), zeroed while the copy clears."""
+        updates = [Signal(32, name=f"copy{c}_updates") for c in range(2)]
+        for c in range(2):
+            with m.If(copies.clearing_copy[c]):
+                m.d.sync += updates[c].eq(0)
+            with m.Elif(first["valid"] & (first["copy"] == c)):
+                m.d.sync += updates[c].eq(updates[c] + 1)
+        m.d.comb += self.frozen_updates.eq(Mux(copies.active, updates[0], updates[1]))
+
+    def _copy_control(self, m):
+        """The two copies' life cycle (:class:`hw.copy_control.CopyControl`): packets are
+        tagged with the active copy at entry, so no late requests (``drain_cycles=0``);
+        the old copy freezes once its last packet is written (``latency``)."""
+        m.submodules.copies = copies = CopyControl(depth=self._config.groups,
+                                                   drain_cycles=0, flush=self.latency,
+                                                   check=True)
+        m.submodules.freeze_check = check = FreezeCheck(words=self._config.groups,
+                                                        width=self._config.layout.width)
+        m.d.comb += [check.start.eq(copies.check_start), copies.check_done.eq(check.done),
+                     self.frozen_check.eq(check.value)]
+        m.d.comb += [copies.swap.eq(self.swap), copies.release.eq(self.release),
+                     self.frozen_ready.eq(copies.frozen),
+                     self.other_clean.eq(copies.other_clean),
+                     self.clearing.eq(copies.clearing),
+                     self.active_copy.eq(copies.active),
+                     self.swap_refused.eq(self.swap & ~copies.other_clean)]
+        return copies
+
+    def _ports(self, m, rams, first, s2, word, copies):
+        """Each copy's RAM ports: the loop reads the copy of the packet entering, writes
+        the copy of S2's (returns each copy's read data); otherwise the read port serves ``read_addr`` and, while the
+        copy clears, the write port writes zeros."""
+        if copies is None:
+            ram = rams[0]
+            m.d.comb += [ram.r_addr.eq(Mux(self.read_en, self.read_addr, first["group"])),
+                         ram.w_addr.eq(s2["group"]), ram.w_data.eq(word),
+                         ram.w_en.eq(s2["valid"])]
+            return [ram.r_data]
+        check = m.submodules.freeze_check
+        bus_addr = Mux(check.en, check.addr, self.read_addr)
+        for c, ram in enumerate(rams):
+            mine, writing = first["copy"] == c, s2["valid"] & (s2["copy"] == c)
+            clearing = copies.clearing_copy[c]
+            m.d.comb += [
+                ram.r_addr.eq(Mux(first["valid"] & mine, first["group"], bus_addr)),
+                ram.w_en.eq(writing | clearing),
+                ram.w_addr.eq(Mux(clearing, copies.clear_addr, s2["group"])),
+                ram.w_data.eq(Mux(clearing, 0, word))]
+        return [ram.r_data for ram in rams]
+
+    def _rmw(self, m, rams, first: dict, name: str, update, copies):
         """A read-modify-write loop over ``ram`` (read data two edges after the address)
         keyed by ``first["group"]``: S0 presents the address, S1 waits for the RAM's
         output register and compares its key with the two requests ahead, S2 takes the
@@ -165,23 +279,37 @@ class OpaCah(wiring.Component):
         ahead are exactly those whose writes the read cannot see (the one ahead writes
         after the read, the second at the read's own edge), so they are forwarded
         explicitly. Returns the S2 stage and its new word."""
-        m.d.comb += ram.r_addr.eq(Mux(read_en, read_addr, first["group"]))
         s1 = self._register(m, first, f"{name}1")
         s2 = self._register(m, s1, f"{name}2")
-        word = Signal(len(ram.w_data), name=f"{name}_word")
+        word = Signal(len(rams[0].w_data), name=f"{name}_word")
+        r_data = self._ports(m, rams, first, s2, word, copies)
+        # A key is (copy, group): requests for the other copy never forward.
         ahead1 = {"valid": Signal(name=f"{name}_a1_valid"), "group": Signal.like(s2["group"]),
-                  "word": Signal.like(word)}
+                  "copy": Signal(name=f"{name}_a1_copy"), "word": Signal.like(word)}
         ahead2 = {n: Signal.like(v, name=f"{name}_a2_{n}") for n, v in ahead1.items()}
-        hit1, hit2 = Signal(name=f"{name}_hit1"), Signal(name=f"{name}_hit2")
-        m.d.sync += [
-            hit1.eq(s2["valid"] & (s2["group"] == s1["group"])),       # ahead1 next cycle
-            hit2.eq(ahead1["valid"] & (ahead1["group"] == s1["group"])),
-        ]
-        base = Mux(hit1, ahead1["word"], Mux(hit2, ahead2["word"], ram.r_data))
-        m.d.comb += [word.eq(update(base, s2)), ram.w_addr.eq(s2["group"]),
-                     ram.w_data.eq(word), ram.w_en.eq(s2["valid"])]
+        # ahead1 / ahead2 next cycle
+        hit1 = s2["valid"] & (s2["group"] == s1["group"]) & (s2["copy"] == s1["copy"])
+        hit2 = (ahead1["valid"] & (ahead1["group"] == s1["group"])
+                & (ahead1["copy"] == s1["copy"]))
+        # Selects, registered. One copy: a 2-level mux (ahead1, else ahead2, else the RAM).
+        # Two copies: one-hot ahead1, ahead2, each copy's read data, AND-OR'ed, so the
+        # copy select adds no level (HARDWARE.md: 112.8 → 120.0 MHz; one copy measured
+        # no better that way).
+        if len(r_data) == 1:
+            hits = Signal(2, name=f"{name}_hits")
+            m.d.sync += hits.eq(Cat(hit1, hit2))
+            base = Mux(hits[0], ahead1["word"], Mux(hits[1], ahead2["word"], r_data[0]))
+        else:
+            sources = [ahead1["word"], ahead2["word"], *r_data]
+            select = Signal(len(sources), name=f"{name}_select")
+            m.d.sync += select.eq(Cat(hit1, hit2 & ~hit1, *(
+                ~hit1 & ~hit2 & (s1["copy"] == c) for c in range(len(r_data)))))
+            base = 0
+            for i, src in enumerate(sources):
+                base = base | Mux(select[i], src, 0)
+        m.d.comb += word.eq(update(base, s2))
         m.d.sync += [ahead1["valid"].eq(s2["valid"]), ahead1["group"].eq(s2["group"]),
-                     ahead1["word"].eq(word)]
+                     ahead1["copy"].eq(s2["copy"]), ahead1["word"].eq(word)]
         m.d.sync += [ahead2[n].eq(ahead1[n]) for n in ahead1]
         return s2, word
 

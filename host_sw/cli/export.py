@@ -105,15 +105,24 @@ class FlowWriter:
         self.f.close()
 
 
+#: Seconds per nanosecond: records hold delays in ns, Prometheus asks for base units
+#: (seconds) in both the values and the metric names.
+_S_PER_NS = 1e-9
+
+
+def _seconds(v):
+    return None if v is None else float(v) * _S_PER_NS
+
+
 _PROM_METRICS = (
-    ("delay_mean_nanoseconds", "Estimated average one-way delay of the last valid interval",
-     lambda e: e.get("mean")),
-    ("delay_stddev_nanoseconds", "Estimated standard deviation of the delay",
-     lambda e: e.get("std")),
-    ("delay_ci_low_nanoseconds", "Lower end of the confidence interval of the mean",
-     lambda e: (e.get("ci") or [None, None])[0]),
-    ("delay_ci_high_nanoseconds", "Upper end of the confidence interval of the mean",
-     lambda e: (e.get("ci") or [None, None])[1]),
+    ("delay_mean_seconds", "Estimated average one-way delay of the last valid interval",
+     lambda e: _seconds(e.get("mean"))),
+    ("delay_stddev_seconds", "Estimated standard deviation of the delay",
+     lambda e: _seconds(e.get("std"))),
+    ("delay_ci_low_seconds", "Lower end of the confidence interval of the mean",
+     lambda e: _seconds((e.get("ci") or [None, None])[0])),
+    ("delay_ci_high_seconds", "Upper end of the confidence interval of the mean",
+     lambda e: _seconds((e.get("ci") or [None, None])[1])),
     ("loss_ratio", "Lost / sent packets of the last valid interval",
      lambda e: e.get("loss_rate")),
     ("packets_lost", "Packets lost in the last valid interval", lambda e: e.get("lost")),
@@ -130,7 +139,8 @@ def label_value(text) -> str:
 
 def prometheus_text(records, prefix: str = "ldactl") -> str:
     """Prometheus text exposition (0.0.4) of the last valid interval's estimate, the
-    last interval number and the counts of valid and invalid intervals."""
+    last interval number and the counts of valid and invalid intervals. Delays are in
+    seconds (``*_seconds``), as the Prometheus naming conventions ask."""
     lines = []
     valid = [r.to_json() for r in records if r.valid and r.estimate]
     last = valid[-1] if valid else None

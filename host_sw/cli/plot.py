@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """``ldactl plot``: a PNG of the estimates in a records file, per interval — the mean
 delay with its confidence interval (and the truth when the records carry it) above, the
-loss rate below.
+loss rate below; for OPA records or a per-packet delay file (``--delays``) the delay
+distribution and the delay over time with the tail events marked
+(:mod:`host_sw.cli.opa_plot`).
 
 In the host data flow (``docs/DESIGN.md``) an output stage, records ► picture.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from host_sw.cli.args import RunFailure, guard
+from host_sw.cli.args import RunFailure, guard, nonneg_int
+from host_sw.cli.opa_plot import draw_delays, draw_opa_records, read_delays
 from host_sw.cli.records import read_records
 
 __all__ = ["add_plot_parser"]
@@ -19,11 +22,18 @@ __all__ = ["add_plot_parser"]
 def add_plot_parser(sub) -> None:
     p = sub.add_parser("plot", help="PNG of estimates against intervals",
                        description="Plot the mean delay with its confidence interval (and "
-                                   "the truth when known) and the loss per interval.",
+                                   "the truth when known) and the loss per interval; for "
+                                   "OPA records or --delays FILE the delay CDF and the "
+                                   "delay over time, the largest delays marked.",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--input", "-i", required=True)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--input", "-i", help="records (JSON lines)")
+    src.add_argument("--delays", metavar="FILE",
+                     help="per-packet delays (simulate/estimate --delays: CSV or JSON lines)")
     p.add_argument("--output", "-o", default="estimates.png")
     p.add_argument("--title", default=None)
+    p.add_argument("--top", type=nonneg_int, default=10,
+                   help="largest delays marked (OPA records, --delays)")
     p.set_defaults(handler=guard(_cmd_plot))
 
 
@@ -61,15 +71,43 @@ def _draw(good, args, plt) -> None:
         plt.close(fig)
 
 
+def _draw_two(args, plt, draw, *data) -> str:
+    """Two stacked panels drawn by ``draw(*data, axes, top)``, saved to ``--output``."""
+    fig, axes = plt.subplots(2, 1, figsize=(8, 6))
+    try:
+        line = draw(*data, axes, args.top)
+        axes[0].set_title(args.title or "per-packet delays")
+        fig.tight_layout()
+        fig.savefig(args.output, dpi=100)
+    except (ValueError, OverflowError, RuntimeError) as e:
+        raise RunFailure(f"cannot draw {args.output}: {e}") from None
+    finally:
+        plt.close(fig)
+    return line
+
+
+#: Kinds whose records draw otherwise than mean and loss per interval.
+_RECORD_DRAWERS = {"opa": draw_opa_records}
+
+
 def _cmd_plot(args) -> int:
     # matplotlib is an optional, heavy dependency: imported only when a plot is drawn.
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    if args.delays is not None:
+        line = _draw_two(args, plt, draw_delays, *read_delays(args.delays))
+        print(f"wrote {args.output} ({line})")
+        return 0
     good = [r for r in read_records(args.input)
             if r.estimate and r.estimate.get("mean") is not None]
     if not good:
         raise RunFailure(f"{args.input} has no interval with an estimate")
+    drawer = _RECORD_DRAWERS.get(good[0].synopsis)
+    if drawer is not None:
+        line = _draw_two(args, plt, drawer, good)
+        print(f"wrote {args.output} ({line})")
+        return 0
     _draw(good, args, plt)
     print(f"wrote {args.output} ({len(good)} intervals)")
     return 0

@@ -29,11 +29,16 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.opa_search import search_group
 from host_sw.model.opa import PacketRecords, group_packets, group_sums, sender_timestamp_block
 
-__all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "HISTOGRAM_BUCKETS_S", "recover_pair",
+__all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "HISTOGRAM_BUCKETS_S",
+           "SUMMARY_KEYS", "recover_pair",
            "estimate_opa", "last_block_bytes"]
 
 #: The percentiles every OPA interval reports (``p50`` … ``p99.9``, then ``max``).
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+#: The keys of :func:`summary` that ``ldactl simulate --json`` adds for an OPA run (the
+#: percentiles and max in ns, reordering and how much was recovered).
+SUMMARY_KEYS = tuple(f"p{q:g}" for q in PERCENTILES) + (
+    "max", "reordered", "unrecovered_groups", "recovered_fraction")
 #: Upper bounds (seconds) of the delay histogram's buckets: 1-2-5 steps from 10 ns to
 #: 1 s (Prometheus ``le`` labels; ``+Inf`` is implied by ``samples``).
 HISTOGRAM_BUCKETS_S = tuple(m * 10.0 ** e for e in range(-8, 0) for m in (1, 2, 5)) + (1.0,)

@@ -18,7 +18,8 @@ one JSON form, one object per line (:meth:`IntervalRecord.to_json`)::
 (``estimate`` is :func:`host_sw.estimators.measure.estimate_pair`'s dict without its
 notes.) ``ldactl simulate --json`` prints the compact form of its published contract,
 :meth:`IntervalRecord.summary_json` — the same record's ``run``, ``synopsis``,
-``config_id``, ``true`` and five of the estimate's keys.
+``config_id``, ``true`` and five of the estimate's keys (an OPA run adds its
+percentiles).
 """
 
 from __future__ import annotations
@@ -29,11 +30,15 @@ from dataclasses import dataclass, field
 from host_sw.contracts.config import ConfigMismatch, check_comparable
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.measure import estimate_pair, json_number
+from host_sw.estimators.opa import SUMMARY_KEYS as OPA_SUMMARY_KEYS
 
-__all__ = ["IntervalRecord", "record_for_pair", "truth_json", "SUMMARY_ESTIMATE_KEYS"]
+__all__ = ["IntervalRecord", "record_for_pair", "truth_json", "SUMMARY_ESTIMATE_KEYS",
+           "SUMMARY_KIND_KEYS"]
 
 #: The estimate keys of ``ldactl simulate --json`` (its published contract).
 SUMMARY_ESTIMATE_KEYS = ("mean", "std", "lost", "samples", "ci")
+#: The estimate keys a kind adds to that line, by kind (OPA: its percentiles).
+SUMMARY_KIND_KEYS = {"opa": OPA_SUMMARY_KEYS}
 
 _JSON_KEYS = ("interval", "time", "valid", "synopsis", "config_id", "sender", "receiver",
               "estimate", "notes", "true", "run", "problem")
@@ -100,11 +105,13 @@ class IntervalRecord:
 
     def summary_json(self) -> dict:
         """``ldactl simulate --json``'s line: ``run``, ``synopsis``, ``config_id``,
-        ``true`` and the estimate's :data:`SUMMARY_ESTIMATE_KEYS`."""
+        ``true`` and the estimate's :data:`SUMMARY_ESTIMATE_KEYS`, then the kind's
+        :data:`SUMMARY_KIND_KEYS`."""
         e = self.estimate or {}
+        keys = SUMMARY_ESTIMATE_KEYS + SUMMARY_KIND_KEYS.get(self.synopsis, ())
         return {"run": self.run, "synopsis": self.synopsis,
                 "config_id": f"{self.config_id:#010x}", "true": self.true,
-                "estimate": {k: e.get(k) for k in SUMMARY_ESTIMATE_KEYS}}
+                "estimate": {k: e.get(k) for k in keys}}
 
 
 def truth_json(truth) -> dict:

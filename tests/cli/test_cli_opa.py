@@ -37,6 +37,26 @@ def test_simulate_opa_prints_exact_percentiles(capsys, tmp_path):
     assert counts[0] == ["le_seconds", "count"] and counts[-1] == ["+Inf", str(recv)]
 
 
+def test_simulate_json_carries_the_opa_percentiles(capsys, tmp_path):
+    delays = tmp_path / "d.jsonl"
+    args = ["simulate", "--synopsis", "opa", "--packets", "5000", "--loss", "0.002",
+            "--fast", "--seed", "5"]
+    assert main([*args, "--json", "--delays", str(delays)]) == 0
+    (line,) = [json.loads(l) for l in capsys.readouterr().out.splitlines() if l.strip()]
+    e = line["estimate"]
+    assert line["synopsis"] == "opa"
+    d = np.array([json.loads(l)["delay_ns"] for l in delays.read_text().splitlines()])
+    assert len(d) == line["true"]["received"] == e["samples"]
+    for q in (50, 90, 99, 99.9):
+        assert e[f"p{q:g}"] == pytest.approx(float(np.percentile(d, q)))
+    assert e["max"] == d.max() and e["recovered_fraction"] == 1.0
+    assert e["unrecovered_groups"] == 0 and e["reordered"] >= 0
+    assert main(args) == 0   # the table run prints the same percentiles
+    row = capsys.readouterr().out.splitlines()[2].split()
+    assert [float(x) for x in row[6:11]] == pytest.approx(
+        [e["p50"], e["p90"], e["p99"], e["p99.9"], e["max"]], abs=0.05)
+
+
 @pytest.mark.parametrize("option", [["--groups", "64"], ["--delays", "x.csv"],
                                     ["--histogram", "h.csv"]])
 def test_opa_options_need_opa(capsys, option):
