@@ -42,9 +42,9 @@ Pipeline (every stage registered, so no long combinational XOR tree):
    ``F = H3_field(S(P))`` (only the bits the kind reads, :attr:`hw.kinds.KindGateware.field_bits`);
    LDS: each row's offset hash ``h'_r = H3_off[r](S(P))`` (64 → 32). This puts the
    non-linear layer of the contract (host_sw.contracts.hashing, "Why the fields come from
-   a non-linear hash") 4 cycles after ``P``: the S-box is one LUT level, the trees are
-   the structure the window tree already has, so the hasher's Fmax is unchanged
-   (docs/HARDWARE.md).
+   a non-linear hash") 4 cycles after ``P``: the S-box is one LUT level, the trees have
+   the structure the window tree already has (LUTs and Fmax of the hasher before and
+   after: docs/HARDWARE.md, "The field hash").
 
 The flow hashes (LDS) run in parallel with the packet hash; every output is delayed to a
 common latency :attr:`PacketHasher.latency`.
@@ -240,9 +240,9 @@ class PacketHasher(wiring.Component):
                              h3_rows(config.seed, HashPurpose.FIELD, 0, 64, 64)], out_bits=64,
                        reset_less=True)
             for _ in range(hashes.get(HashPurpose.FIELD, 0))]
-        # Reset-less (data qualified by the record's valid bit): with a reset, their
-        # registers joined the reset net's fan-out, whose fabric route became the
-        # hasher's critical path (docs/HARDWARE.md, "H3 hasher alone").
+        # Reset-less (data qualified by the record's valid bit), so they add nothing to
+        # the reset net's fan-out, whose fabric route is the hasher's critical path
+        # (docs/HARDWARE.md, "The field hash").
         self._offset_trees = [
             H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_OFFSET, r, 64, 32),
                        out_bits=32, reset_less=True)
