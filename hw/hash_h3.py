@@ -42,9 +42,9 @@ Pipeline (every stage registered, so no long combinational XOR tree):
    ``F = H3_field(S(P))`` (only the bits the kind reads, :attr:`hw.kinds.KindGateware.field_bits`);
    LDS: each row's offset hash ``h'_r = H3_off[r](S(P))`` (64 → 32). This puts the
    non-linear layer of the contract (host_sw.contracts.hashing, "Why the fields come from
-   a non-linear hash") 4 cycles after ``P``: the S-box is one LUT level, the trees are
-   the structure the window tree already has, so the hasher's Fmax is unchanged
-   (docs/HARDWARE.md).
+   a non-linear hash") 4 cycles after ``P``: the S-box is one LUT level, the trees have
+   the structure the window tree already has (LUTs and Fmax of the hasher before and
+   after: docs/HARDWARE.md, "The field hash").
 
 The flow hashes (LDS) run in parallel with the packet hash; every output is delayed to a
 common latency :attr:`PacketHasher.latency`.
@@ -81,10 +81,10 @@ class H3Pipeline(wiring.Component):
         critical path and the tree takes twice the LUTs (figures in docs/HARDWARE.md,
         ``bench/hasher_synth.py``).
     reset_less:
-        Stage registers without reset. The window trees keep theirs (a reset-less
-        register's whole expression lands in Icarus's clocked block: 6x slower core
-        simulation); the small trees of ``S(P)`` drop it so they do not lengthen the
-        reset net.
+        Stage registers without reset (the hasher's trees: their reset net's fabric
+        route was its critical path). The XORs then go through a named combinational
+        signal, so the exported Verilog's clocked block only copies it, as with a reset
+        (an expression inside the clocked block is evaluated by Icarus at every edge).
 
     Members
     -------
@@ -151,7 +151,15 @@ class H3Pipeline(wiring.Component):
                 # 6x slower simulation of the core (bench/sim_speed.py).
                 stage_reg = Signal(len(results), name=f"xor_stage{stage}_bit{o}",
                                    reset_less=self.reset_less)
-                m.d.sync += stage_reg.eq(Cat(*results))
+                if self.reset_less:
+                    # The XORs in a named combinational signal, so the clocked block
+                    # only copies it (as with a reset) and Icarus evaluates the XORs
+                    # only when their inputs change.
+                    xors = Signal(len(results), name=f"xor_next{stage}_bit{o}")
+                    m.d.comb += xors.eq(Cat(*results))
+                    m.d.sync += stage_reg.eq(xors)
+                else:
+                    m.d.sync += stage_reg.eq(Cat(*results))
                 vectors[o], per_bit[o] = stage_reg, next_terms
         assert all(len(t) == 1 for t in per_bit)
         m.d.comb += self.hash.eq(Cat(vectors[o][0] for o in range(self.out_bits)))
@@ -224,15 +232,19 @@ class PacketHasher(wiring.Component):
         self.config = config
         w = config.window_bytes
         in_bits = w * 8
+        # Every tree reset-less (data qualified by the record's valid bit): with a reset,
+        # the synchronous reset's fabric route to the window tree's ~5 000 registers was
+        # the hasher's critical path (docs/HARDWARE.md, "The field hash").
         self._packet_tree = H3Pipeline(
-            rows=h3_rows(config.seed, HashPurpose.PACKET, 0, in_bits, 64), out_bits=64)
+            rows=h3_rows(config.seed, HashPurpose.PACKET, 0, in_bits, 64), out_bits=64,
+            reset_less=True)
         self._bucket_trees = [
             H3Pipeline(rows=h3_rows(config.seed, HashPurpose.RDA_BUCKET, l, 64, 32),
-                       out_bits=32)
+                       out_bits=32, reset_less=True)
             for l in range(hashes.get(HashPurpose.RDA_BUCKET, 0))]
         self._flow_trees = [
             H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
-                       out_bits=32)
+                       out_bits=32, reset_less=True)
             for r in range(hashes.get(HashPurpose.LDS_FLOW, 0))]
         field_bits = kind.field_bits(config)
         self._field_trees = [
@@ -240,9 +252,6 @@ class PacketHasher(wiring.Component):
                              h3_rows(config.seed, HashPurpose.FIELD, 0, 64, 64)], out_bits=64,
                        reset_less=True)
             for _ in range(hashes.get(HashPurpose.FIELD, 0))]
-        # Reset-less (data qualified by the record's valid bit): with a reset, their
-        # registers joined the reset net's fan-out, whose fabric route became the
-        # hasher's critical path (docs/HARDWARE.md, "H3 hasher alone").
         self._offset_trees = [
             H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_OFFSET, r, 64, 32),
                        out_bits=32, reset_less=True)
