@@ -3,8 +3,8 @@
 despite the device's check value (issue 11, item 1; the figure of docs/TRUST.md,
 "Snapshot").
 
-Each trial freezes a random synopsis in a fake device (:class:`host_sw.device.fake_device.FakeDevice`,
-whose FROZEN_CHECK/FROZEN_UPDATES are the contract's) and corrupts the counter window's
+Each trial freezes a random synopsis in a fake device
+(:class:`host_sw.device.fake_device.FakeDevice`, whose FROZEN_CHECK/FROZEN_UPDATES are the contract's) and corrupts the counter window's
 answers for the first ``k`` window passes (``k`` uniform in 0..4; the driver reads at most
 :data:`host_sw.device.driver.READ_ATTEMPTS`): one random bit flipped, one chunk replaced by
 a random value, every word shifted by one to three bus words (a stray byte), a burst zeroed,

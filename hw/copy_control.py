@@ -43,8 +43,9 @@ class CopyControl(wiring.Component):
         (:attr:`CounterBank.UPDATE_LATENCY`).
     check : bool
         After the flush, the copy stays DRAINING (``checking``) until ``check_done``: the
-        counter bank computes the copy's check value then (:class:`hw.freeze_check.FreezeCheck`),
-        so that FROZEN means "readable, and its check value ready".
+        counter bank computes the copy's check value then
+        (:class:`hw.freeze_check.FreezeCheck`), so that FROZEN means "readable, and its
+        check value ready".
 
     Members
     -------

@@ -215,9 +215,9 @@ class CounterBank(wiring.Component):
     def check_cycles(self):
         """Cycles the freeze check adds between the drain's end and FROZEN: one read per
         word, the read latency, the sweep word's register and the CRC's latency
-        (:attr:`hw.freeze_check.Crc32Words.LATENCY`), less the cycle FROZEN took without
-        the check."""
-        return self._lanes * self._depth + self.READ_LATENCY + 1 + Crc32Words.LATENCY - 1
+        (:attr:`hw.freeze_check.Crc32Words.LATENCY`); the start's register makes up for
+        the cycle FROZEN took without the check."""
+        return self._lanes * self._depth + self.READ_LATENCY + 1 + Crc32Words.LATENCY
 
     @property
     def drain_cycles(self):
@@ -433,7 +433,10 @@ class CounterBank(wiring.Component):
         port = self.frozen
         m.submodules.freeze_check = check = FreezeCheck(words=lanes * depth,
                                                         width=self._layout.size)
-        m.d.comb += [check.start.eq(copies.check_start), copies.check_done.eq(check.done),
+        # check_start registered: it fans out to the CRC's synchronous resets
+        check_start = Signal()
+        m.d.sync += check_start.eq(copies.check_start)
+        m.d.comb += [check.start.eq(check_start), copies.check_done.eq(check.done),
                      self.frozen_check.eq(check.value)]
         # The check sweep borrows the read path while the copy is not yet FROZEN (bus
         # reads then answer error anyway).

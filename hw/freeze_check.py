@@ -14,9 +14,10 @@ bytes), evaluated one word per clock.
 
 Why not a library CRC: LiteX's ``LiteEthMACCRCEngine`` does the same derivation for
 8..64-bit Ethernet data paths; here a step is a whole counter word (72..136 bits and
-more), the data's share of the step is registered before it meets the state (so the
-state's feedback loop XORs at most 33 inputs), and the matrix comes from the contract's
-bit-serial definition, so that it cannot drift from what the host computes.
+more), the data's share of the step is computed in two registered levels before it meets
+the state (so the state's feedback loop XORs at most 22 inputs: 21 state bits and the
+share), and the matrix comes from the contract's bit-serial definition, so that it cannot
+drift from what the host computes.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -87,7 +88,9 @@ class Crc32Words(wiring.Component):
     """
 
     #: Cycles from a word's ``valid`` to its effect on ``value``.
-    LATENCY = 2
+    LATENCY = 3
+    #: Data taps XORed in the first pipeline level (16: two LUT4 levels).
+    GROUP = 16
 
     def __new__(cls, *args, src_loc_at=0, **kwargs):
         # checked before the object exists: a rejected unit is no unused elaboratable
@@ -104,7 +107,7 @@ class Crc32Words(wiring.Component):
         step_bits = 8 * ((self.width + 7) // 8)
         state_cols, data_cols = crc32_matrix(step_bits)
         data_cols = data_cols[:self.width]              # the padding bits are zero
-        # Stage 1: the data's share of the step, registered. The initial register's share
+        # Stages 1a, 1b: the data's share of the step, registered. The initial register's share
         # (its step with zero data, a constant) rides in with the first word, so the state
         # starts from 0: a synchronous reset and a clock enable, no multiplexer in the
         # state's feedback loop.
@@ -115,10 +118,21 @@ class Crc32Words(wiring.Component):
         taken = Signal()                       # a word reached the state since start
         data_bits = [self.data[i] for i in range(self.width)]
         word = self.valid & ~self.start
-        m.d.sync += [share.eq(Cat(*[_xor_of(data_bits, data_cols, b,
-                                            [first] if (init_share >> b) & 1 else [])
-                                    for b in range(32)])),
-                     share_valid.eq(word)]
+        # The data's share is split in two registered levels (feed-forward): groups of up to
+        # GROUP taps, then the XOR of the groups.
+        partial_valid = Signal()
+        partials = []
+        for b in range(32):
+            taps = [data_bits[i] for i, col in enumerate(data_cols) if (col >> b) & 1]
+            taps += [first] if (init_share >> b) & 1 else []
+            groups = [taps[i:i + self.GROUP] for i in range(0, len(taps), self.GROUP)]
+            regs = [Signal(name=f"share{b}_part{g}") for g in range(len(groups))]
+            m.d.sync += [r.eq(_xor_tree(group)) for r, group in zip(regs, groups)]
+            partials.append(regs)
+        m.d.sync += [partial_valid.eq(word),
+                     share.eq(Cat(*[_xor_tree(regs) if regs else Const(0, 1)
+                                    for regs in partials])),
+                     share_valid.eq(partial_valid & ~self.start)]
         with m.If(self.start):
             m.d.sync += first.eq(1)
         with m.Elif(word):
@@ -128,7 +142,7 @@ class Crc32Words(wiring.Component):
         state_bits = [state[i] for i in range(32)]
         stepped = Cat(*[_xor_of(state_bits, state_cols, b, [share[b]]) for b in range(32)])
         with m.If(self.start):
-            m.d.sync += [state.eq(0), share_valid.eq(0), taken.eq(0)]
+            m.d.sync += [state.eq(0), taken.eq(0)]
         with m.Elif(share_valid):
             m.d.sync += [state.eq(stepped), taken.eq(1)]
         # no word yet: the CRC of nothing, 0

@@ -76,7 +76,8 @@ def count_total(config: SynopsisConfig, counts: np.ndarray) -> int:
                       dtype=np.uint64)) % (1 << bits)
 
 
-def plausibility_problem(config: SynopsisConfig, counts: np.ndarray, updates: int) -> str | None:
+def plausibility_problem(config: SynopsisConfig, counts: np.ndarray,
+                         updates: int) -> str | None:
     """Why the counts read cannot come from the device's copy, or None.
 
     Every word update the counter bank applies adds 1 to one word's ``count``, and the bank

@@ -56,3 +56,34 @@ def test_copy_life_cycle():
     sim.add_clock(1e-8)
     sim.add_testbench(tb)
     sim.run()
+
+
+def test_check_holds_the_copy_draining_until_done():
+    """With ``check``, the drained copy waits in DRAINING (``checking``) for
+    ``check_done``; ``check_start`` pulses once, when the flush is over."""
+    dut = CopyControl(depth=DEPTH, drain_cycles=DRAIN, flush=FLUSH, check=True)
+
+    async def tb(ctx):
+        ctx.set(dut.swap, 1)
+        await ctx.tick()
+        ctx.set(dut.swap, 0)
+        starts, cycles = [], 1
+        for _ in range(DRAIN + FLUSH + 20):
+            if ctx.get(dut.check_start):
+                starts.append(cycles)
+            assert not ctx.get(dut.frozen)
+            await ctx.tick()
+            cycles += 1
+        assert starts == [DRAIN + FLUSH + 1]
+        assert ctx.get(dut.checking) and ctx.get(dut.other) == CopyState.DRAINING
+        assert not ctx.get(dut.drain_open)
+        ctx.set(dut.check_done, 1)
+        await ctx.tick()
+        ctx.set(dut.check_done, 0)
+        assert ctx.get(dut.frozen) and not ctx.get(dut.checking)
+        assert ctx.get(dut.other) == CopyState.FROZEN
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
