@@ -32,6 +32,7 @@ import random
 
 import cocotb
 import numpy as np
+from cocotb.triggers import ClockCycles
 
 from host_sw.model.golden import Hashers, bucket_indices, hash_frames
 from host_sw.contracts.check_value import check_value, plausibility_problem
@@ -39,6 +40,7 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass
 from host_sw.device.driver import Device, Snapshot
 
+from hw.lda_pipeline import LdaCore
 from sim_tb.frames import (
     bad_frames, min_size_burst, random_frames, read_pcap, same_bucket_frames,
 )
@@ -48,6 +50,9 @@ from sim_tb.scoreboard import (
 )
 from sim_tb.tb import PAUSE_CASES, CoreTB, pauses_by_name, random_pause
 from sim_tb.uartbone_driver import run_host, simulation_transport
+
+#: Cycles between the last frame out and a host swap (see ``settle``).
+SWAP_SETTLE = LdaCore.TAP_WATCH_DELAY + 2
 
 PCAP = REPO / "sim_tb" / "data" / "mixed_small.pcap"
 LONG = long_run()
@@ -208,9 +213,17 @@ class CoreHarness(CoreTB):
             await self.cycles(gap_cycles)
         raise AssertionError(f"STATUS.{field} did not become {value}: {st}")
 
+    async def settle(self):
+        """Let the frames that have left the core reach the counters' tap, which watches
+        the stream ``LdaCore.TAP_WATCH_DELAY`` cycles late (47: a marker's tag is checked
+        before its boundary): a host swap ends the interval at the tap, so a frame still in
+        the delay line would count in the next one."""
+        await ClockCycles(self.dut.clk, SWAP_SETTLE)
+
     async def freeze(self) -> dict:
         """CONTROL.swap, then wait for the frozen copy; returns its sequence number,
         packet count and config ID (the counters are not read)."""
+        await self.settle()
         await self.host(self.device.swap)
         await self.wait_status("frozen_ready", 1)
         return await self.host(read_frozen_info, self.device)
@@ -218,6 +231,7 @@ class CoreHarness(CoreTB):
     async def end_interval(self) -> Snapshot:
         """CONTROL.swap, wait for the frozen copy, and read it as the host does
         (:meth:`Device.read_snapshot`, not released)."""
+        await self.settle()
         await self.host(self.device.swap)
         await self.wait_status("frozen_ready", 1)
         return await self.host(self.device.read_snapshot, release=False, poll=0)
