@@ -133,6 +133,7 @@ from .hash_h3 import PacketHasher
 from .header_tap import HeaderTap
 from .interval_control import RECEIVE_LATENCY, IntervalControl
 from .interval_ledger import IntervalLedger
+from .stages import delayed
 from .timebase import Timebase
 from .uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
                        timeout_to_cycles)
@@ -217,6 +218,13 @@ class LdaCore(wiring.Component):
     #: (hw.interval_control.RECEIVE_LATENCY after its EOF on the watch copy), registered
     #: here (1), must reach the pending register before the tap sees the next SOF.
     TAP_WATCH_DELAY = RECEIVE_LATENCY + 1
+    #: Cycles from an inserted marker's SOF on the watch copy to the sender's boundary
+    #: request (marker-send mode): the request must become pending after the tap has seen
+    #: every frame accepted before the marker and before it sees the marker's SOF — the
+    #: marker is the boundary on the wire, so both points split the stream at it. Two
+    #: registers follow (interval control, ledger), so the request is pending two cycles
+    #: before the tap sees the marker, as with a four-cycle tap delay.
+    MARKER_SENT_DELAY = TAP_WATCH_DELAY - 4
 
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
                  bridge_timeout_cycles: int | None = None, clk_freq: float | None = None,
@@ -419,7 +427,8 @@ class LdaCore(wiring.Component):
             ic.watch.valid.eq(merger.watch_valid),
             ic.watch.ready.eq(1),
             ic.watch.payload.eq(merger.watch),
-            ic.marker_sent.eq(merger.inserted_sof[0]),
+            ic.marker_sent.eq(delayed(m, merger.inserted_sof[0], self.MARKER_SENT_DELAY,
+                                      name="marker_sent")),
             markers.src_mac.eq(local_mac),
             markers.dst_mac.eq(export_dst_mac),
             markers.config_id.eq(config_id),
