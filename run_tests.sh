@@ -5,4 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
+# The core benches on Verilator (installed by setup.sh): the 64-bit cores' cocotb tests take
+# minutes instead of twenty under Icarus. Icarus keeps its own tests (both -g flags, the
+# demo's fallback); LDA_SIM=icarus runs everything on it.
+export LDA_SIM="${LDA_SIM:-verilator}"
 exec .venv/bin/python -m pytest -n "${LDA_TEST_JOBS:-2}" -q "$@"
