@@ -29,23 +29,23 @@ from bench.synth_harness import RegisteredHarness
 from bench.synth_runner import LFE5U_85F_SPEED8, shown, synthesise_and_record
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def synthesise_rli_block(argv, *, description: str, top: str, block: str, build):
+    """Export ``build(config)`` behind the registered harness, place and route it and
+    record its figures (the RLI interpolation unit here, the whole receiver in
+    :mod:`bench.rli_receiver_synth`)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--buffer", type=int, default=512, help="buffer_packets")
     parser.add_argument("--freq", type=float, default=150.0, help="target MHz for nextpnr")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
-    parser.add_argument("--build", type=Path, default=ROOT / "build" / "rli_interpolator_synth")
-    parser.add_argument("-o", "--output", type=Path,
-                        default=OUT / "rli_interpolator_synth.json")
+    parser.add_argument("--build", type=Path, default=ROOT / "build" / f"{top}_synth")
+    parser.add_argument("-o", "--output", type=Path, default=OUT / f"{top}_synth.json")
     args = parser.parse_args(argv)
     args.build = args.build.resolve()
     args.build.mkdir(parents=True, exist_ok=True)
     config = RliConfig(buffer_packets=args.buffer)
-    top = "rli_interpolator"
     v_path = args.build / f"{top}.v"
-    v_path.write_text(verilog.convert(RegisteredHarness(RliInterpolator(config=config)),
-                                      name=top))
-    result = {"block": "hw.rli_interpolator.RliInterpolator (registered harness)",
+    v_path.write_text(verilog.convert(RegisteredHarness(build(config)), name=top))
+    result = {"block": block,
               "config": {"ts_bits": config.ts_bits, "cells": config.cells,
                          "digest_bits": config.digest_bits,
                          "buffer_packets": config.buffer_packets,
@@ -54,6 +54,13 @@ def main(argv=None):
     return synthesise_and_record(result, v_path, top=top, device=LFE5U_85F_SPEED8,
                                  freq=args.freq, seed=args.seed, folder=args.build,
                                  output=args.output)
+
+
+def main(argv=None):
+    return synthesise_rli_block(
+        argv, description=__doc__.splitlines()[0], top="rli_interpolator",
+        block="hw.rli_interpolator.RliInterpolator (registered harness)",
+        build=lambda config: RliInterpolator(config=config))
 
 
 if __name__ == "__main__":

@@ -16,45 +16,18 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from amaranth.back import verilog
-
-from host_sw.contracts.config import RliConfig
 from hw.rli_receiver import RliReceiver
 
-from bench import OUT, ROOT
-from bench.synth_harness import RegisteredHarness
-from bench.synth_runner import LFE5U_85F_SPEED8, shown, synthesise_and_record
+from bench.rli_interpolator_synth import synthesise_rli_block
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--buffer", type=int, default=512, help="buffer_packets")
-    parser.add_argument("--freq", type=float, default=150.0, help="target MHz for nextpnr")
-    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
-    parser.add_argument("--build", type=Path, default=ROOT / "build" / "rli_receiver_synth")
-    parser.add_argument("-o", "--output", type=Path,
-                        default=OUT / "rli_receiver_synth.json")
-    args = parser.parse_args(argv)
-    args.build = args.build.resolve()
-    args.build.mkdir(parents=True, exist_ok=True)
-    config = RliConfig(buffer_packets=args.buffer)
-    top = "rli_receiver"
-    v_path = args.build / f"{top}.v"
-    v_path.write_text(verilog.convert(RegisteredHarness(RliReceiver(config=config, memory="ecp5")),
-                                      name=top))
-    result = {"block": "hw.rli_receiver.RliReceiver (registered harness, ecp5 memory)",
-              "config": {"ts_bits": config.ts_bits, "cells": config.cells,
-                         "digest_bits": config.digest_bits,
-                         "buffer_packets": config.buffer_packets,
-                         "slope_frac_bits": config.slope_frac_bits},
-              "device": LFE5U_85F_SPEED8.name, "verilog": shown(v_path)}
-    return synthesise_and_record(result, v_path, top=top, device=LFE5U_85F_SPEED8,
-                                 freq=args.freq, seed=args.seed, folder=args.build,
-                                 output=args.output)
+    return synthesise_rli_block(
+        argv, description=__doc__.splitlines()[0], top="rli_receiver",
+        block="hw.rli_receiver.RliReceiver (registered harness, ecp5 memory)",
+        build=lambda config: RliReceiver(config=config, memory="ecp5"))
 
 
 if __name__ == "__main__":
