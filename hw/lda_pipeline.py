@@ -5,9 +5,9 @@ Where it sits (``docs/DESIGN.md``, "Data flow of a packet" and "Data flow of a c
 this is the whole gateware data flow in one component, its composition root —
 frames in → pass-through (fixed latency, bit-exact) → frames out, and beside it the
 measurement side that only *watches* the input transfers: header tap
-(:class:`hw.header_tap.HeaderTap`) → H3 hasher (:class:`hw.hash_h3.PacketHasher`) →
-bucket selection (:class:`hw.bucket_select.BucketSelector`) → counter bank
-(:class:`hw.counter_bank.CounterBank`, double buffered), with the interval control
+(:class:`hw.header_tap.HeaderTap`) → the kind's measurement path
+(:mod:`hw.measurement_path`; for LDA/RDA/LDS :class:`hw.counter_path.CounterPath`: H3
+hasher → bucket selection → counter bank, double buffered), with the interval control
 (:class:`hw.interval_control.IntervalControl`: manual / time / marker modes, decides the
 boundaries) and the interval ledger (:class:`hw.interval_ledger.IntervalLedger`: swap /
 overrun / per-copy sequence numbers, flags, timestamps), marker frames (:class:`hw.control_frame_tx.MarkerFrameSource`)
@@ -121,18 +121,16 @@ from amaranth.lib.wiring import In, Out, connect
 from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.regmap import register_map
 
-from .bucket_select import BucketSelector
 from .marker_source import MarkerFrameSource
-from .counter_bank import CounterBank
 from .csr import CsrBank
 from .exporter import Exporter
 from .frame import FrameStream, check_data_width
 from .frame_merger import FrameMerger
 from .frozen_read_share import FrozenReadShare
-from .hash_h3 import PacketHasher
 from .header_tap import HeaderTap
 from .interval_control import RECEIVE_LATENCY, IntervalControl
 from .interval_ledger import IntervalLedger
+from .measurement_path import measurement_path
 from .stages import delayed
 from .timebase import Timebase
 from .uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
@@ -230,7 +228,8 @@ class LdaCore(wiring.Component):
                  bridge_timeout_cycles: int | None = None, clk_freq: float | None = None,
                  memory: str = "auto"):
         if CONFIG_CLASSES.get(getattr(config, "kind", None)) is not type(config):
-            raise ValueError(f"config must be an LdaConfig, RdaConfig or LdsConfig, "
+            raise ValueError(f"config must be a synopsis configuration "
+                             f"(host_sw.contracts.config.CONFIG_CLASSES), "
                              f"not {type(config).__name__}")
         check_data_width(data_width)
         self.config = config
@@ -245,13 +244,12 @@ class LdaCore(wiring.Component):
         self.regmap = register_map(config, data_width=data_width)   # validates the width
         self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
                               ts_bits=config.ts_bits)
-        self._hasher = PacketHasher(config=config)
-        self._selector = BucketSelector(config=config)
+        self._path = measurement_path(config, memory=memory)
         self._exporter = Exporter(config=config, data_width=data_width)
         self.export_frame_count = self._exporter.frame_count
         self.passthrough_latency = PASSTHROUGH_LATENCY
         self.measurement_latency = (1 + self.TAP_WATCH_DELAY + self._tap.latency
-                                    + self._hasher.latency + self._selector.latency)
+                                    + self._path.latency)
         super().__init__({
             "s_axis": In(FrameStream(data_width)),
             "m_axis": Out(FrameStream(data_width)),
@@ -280,35 +278,32 @@ class LdaCore(wiring.Component):
         connect(m, wiring.flipped(self.bus_rx), bridge.rx)
         connect(m, bridge.tx, wiring.flipped(self.bus_tx))
         connect(m, bridge.bus, csr.bus)
-        # Measurement side: tap → hasher → selector → counter bank.
+        # Measurement side: tap → the kind's measurement path (hw.measurement_path).
         m.submodules.timebase = timebase = Timebase(width=64)
         m.submodules.tap = tap = self._tap
-        m.submodules.hasher = hasher = self._hasher
-        m.submodules.selector = selector = self._selector
-        m.submodules.counters = counters = CounterBank(config=config, drain_cycles=1,
-                                                        memory=self.memory)
+        m.submodules.path = path = self._path
         frame_idle = self._wire_tap_watch(m, merger, tap, timebase)
-        connect(m, tap.record, hasher.record)
-        connect(m, hasher.hashed, selector.hashed)
-        connect(m, selector.request, counters.update)
-        m.d.comb += counters.swap.eq(selector.swap)
-        self._wire_runtime_config(m, csr, hasher, selector)
+        connect(m, tap.record, path.record)
+        if "now" in path.signature.members:
+            m.d.comb += path.now.eq(timebase.now)
+        self._wire_runtime_config(m, csr, path)
+        self._wire_path_registers(m, csr, path)
         # Timebase over the bus: reads show the running count, writes set it.
         m.d.comb += [
             csr.timebase.current.ticks.eq(timebase.now),
             timebase.set.eq(csr.timebase.written),
             timebase.set_value.eq(csr.timebase.value.ticks),
         ]
-        self._wire_frozen_reads(m, csr, counters, exporter)
+        self._wire_frozen_reads(m, csr, path, exporter)
         # CONTROL.release, or the exporter's auto release after the last frame.
-        m.d.comb += counters.release.eq(csr.control.value.release | exporter.release)
+        m.d.comb += path.release.eq(csr.control.value.release | exporter.release)
         # Intervals: the control decides boundaries, the ledger executes them.
         m.submodules.interval_control = ic = IntervalControl(data_width=w)
         m.submodules.ledger = ledger = IntervalLedger()
         copies = self._wire_interval_control(m, csr, ic, merger, markers, timebase)
-        self._wire_ledger(m, ledger, ic, csr, tap, selector, counters, frame_idle)
-        self._wire_export(m, exporter, ledger, counters, copies)
-        self._wire_status(m, csr, ledger, ic, exporter, tap, counters)
+        self._wire_ledger(m, ledger, ic, csr, tap, path, frame_idle)
+        self._wire_export(m, exporter, ledger, path, copies)
+        self._wire_status(m, csr, ledger, ic, exporter, tap, path)
         return m
 
     def bridge_timeout_for(self, platform=None) -> int:
@@ -358,24 +353,39 @@ class LdaCore(wiring.Component):
         m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next.last))
         return tap_idle
 
-    def _wire_runtime_config(self, m, csr, hasher, selector):
-        """The run-time configuration registers (MASKS, THRESHOLDS) → the hasher's mask
-        ports and the selector's threshold ports, whichever the kind's components have
-        (their signatures follow the configuration)."""
-        masks = _config_copy(m, csr.masks.value, "masks_copy")
+    def _wire_runtime_config(self, m, csr, path):
+        """The run-time configuration registers (MASKS, THRESHOLDS) → the path's mask
+        and threshold ports, whichever the kind's path has (its signature follows the
+        configuration)."""
+        members = path.signature.members
+        if any(name.startswith("mask_") for name in members):
+            masks = _config_copy(m, csr.masks.value, "masks_copy")
         for name in ("packet_ipv4", "packet_ipv6", "flow_ipv4", "flow_ipv6"):
-            if f"mask_{name}" in hasher.signature.members:
-                m.d.comb += getattr(hasher, f"mask_{name}").eq(getattr(masks, name))
-        ports = [n for n in ("thresholds", "row_thresholds")
-                 if n in selector.signature.members]
+            if f"mask_{name}" in members:
+                m.d.comb += getattr(path, f"mask_{name}").eq(getattr(masks, name))
+        ports = [n for n in ("thresholds", "row_thresholds") if n in members]
         if ports:
             thresholds = _config_copy(m, csr.thresholds.value, "thresholds_copy")
             fields = sorted(thresholds.shape(), key=lambda item: item[1].offset)
-            port = getattr(selector, ports[0])
+            port = getattr(path, ports[0])
             for j, (name, _) in enumerate(fields):   # bank0.. (LDA) / row0.. (LDS)
                 m.d.comb += port[j].eq(getattr(thresholds, name))
 
-    def _wire_frozen_reads(self, m, csr, counters, exporter):
+    def _wire_path_registers(self, m, csr, path):
+        """The path's members named as registers of the map (hw.measurement_path): an
+        ``Out`` member drives its read-only register, an ``In`` member takes a registered
+        copy of its configuration register."""
+        names = {reg.name for reg in self.regmap.registers}
+        for name, member in path.signature.members.items():
+            if name not in names:
+                continue
+            if member.flow == Out:
+                m.d.comb += getattr(csr, name).value.eq(getattr(path, name))
+            else:
+                m.d.comb += getattr(path, name).eq(
+                    _config_copy(m, getattr(csr, name).value, f"{name}_copy"))
+
+    def _wire_frozen_reads(self, m, csr, path, exporter):
         """The counter window's reads (the CSR bank) and the exporter share the bank's
         frozen read port (:class:`hw.frozen_read_share.FrozenReadShare`: the bus first).
         The bank's port carries a word layout, the CSR bank's a plain word of the same
@@ -391,7 +401,7 @@ class LdaCore(wiring.Component):
             exporter.read_hold.eq(share.exporter_hold),
         ]
         connect(m, exporter.frozen, share.exporter)
-        connect(m, share.bank, counters.frozen)
+        connect(m, share.bank, path.frozen)
 
     def _wire_interval_control(self, m, csr, ic, merger, markers, timebase):
         """The interval control and the marker source, from registered copies of their
@@ -436,7 +446,7 @@ class LdaCore(wiring.Component):
         connect(m, ic.marker, markers.request)
         return mode, local_mac, export_dst_mac, auth
 
-    def _wire_ledger(self, m, ledger, ic, csr, tap, selector, counters, frame_idle):
+    def _wire_ledger(self, m, ledger, ic, csr, tap, path, frame_idle):
         """The interval control's boundary requests → the ledger → the tap's swap/copy;
         the ledger watches the records meeting the counter bank and CONFIG_ID."""
         m.d.comb += [
@@ -445,27 +455,27 @@ class LdaCore(wiring.Component):
             ledger.request_data.flags.eq(ic.boundary_flags),
             ledger.request_data.timestamp.eq(ic.boundary_timestamp),
             ledger.frame_idle.eq(frame_idle),
-            ledger.other_clean.eq(counters.other_clean),
-            ledger.swap_arrived.eq(selector.swap),
-            ledger.counted.eq(selector.counted),
-            ledger.counted_copy.eq(selector.request.copy),
+            ledger.other_clean.eq(path.other_clean),
+            ledger.swap_arrived.eq(path.swap_arrived),
+            ledger.counted.eq(path.counted),
+            ledger.counted_copy.eq(path.counted_copy),
             ledger.config_id.eq(csr.config_id.value),
             ledger.config_id_written.eq(csr.config_id.written),
-            ledger.frozen_copy.eq(counters.frozen_copy),
+            ledger.frozen_copy.eq(path.frozen_copy),
             tap.swap.eq(ledger.swap),
             tap.copy.eq(ledger.copy),
             ic.ending_flags.eq(ledger.ending_flags),
         ]
 
-    def _wire_export(self, m, exporter, ledger, counters, copies):
+    def _wire_export(self, m, exporter, ledger, path, copies):
         """Export each newly frozen copy, with its interval's status, if INTERVAL_MODE
         asks."""
         mode, local_mac, export_dst_mac, auth = copies
         frozen = ledger.frozen
         frozen_ready_before = Signal()
-        m.d.sync += frozen_ready_before.eq(counters.frozen_ready)
+        m.d.sync += frozen_ready_before.eq(path.frozen_ready)
         m.d.comb += [
-            exporter.start.eq(counters.frozen_ready & ~frozen_ready_before
+            exporter.start.eq(path.frozen_ready & ~frozen_ready_before
                               & (mode.export_inband | mode.export_host)),
             exporter.seq.eq(frozen.seq),
             exporter.flags.eq(frozen.flags),
@@ -480,20 +490,20 @@ class LdaCore(wiring.Component):
             exporter.auto_release.eq(mode.auto_release),
         ]
 
-    def _wire_status(self, m, csr, ledger, ic, exporter, tap, counters):
+    def _wire_status(self, m, csr, ledger, ic, exporter, tap, path):
         """The read-only status registers."""
         status, frozen = csr.status.value, ledger.frozen
         m.d.comb += [
-            status.active_copy.eq(counters.active_copy),
-            status.frozen_ready.eq(counters.frozen_ready),
-            status.clearing.eq(counters.clearing),
+            status.active_copy.eq(path.active_copy),
+            status.frozen_ready.eq(path.frozen_ready),
+            status.clearing.eq(path.clearing),
             status.frozen_overrun.eq(frozen.flags[0]),   # IntervalFlags.OVERRUN
-            status.other_clean.eq(counters.other_clean),
+            status.other_clean.eq(path.other_clean),
             csr.interval_seq.value.eq(ledger.interval_seq),
             csr.frozen_seq.value.eq(frozen.seq),
             csr.frozen_packets.value.eq(frozen.packets),
-            csr.frozen_check.value.eq(counters.frozen_check),
-            csr.frozen_updates.value.eq(counters.frozen_updates),
+            csr.frozen_check.value.eq(path.frozen_check),
+            csr.frozen_updates.value.eq(path.frozen_updates),
             csr.frozen_config_id.value.eq(frozen.config_id),
             csr.frozen_flags.value.eq(frozen.flags),
             csr.frozen_timestamp.value.ticks.eq(frozen.timestamp),

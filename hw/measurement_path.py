@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Which measurement path a core of each synopsis kind builds, and the interface they share.
+
+:class:`hw.lda_pipeline.LdaCore` is one core for every kind: pass-through and frame merger,
+header tap, interval control and ledger, CSR bank and bridge, exporter. What differs by kind
+is the *measurement path* between the tap's records and the frozen copy the bus and the
+exporter read: :data:`PATHS` names it by ``config.kind`` (docs/DESIGN.md, "Adding a
+synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
+``path_class(config=config, memory=memory)`` with
+
+* the members of :func:`hw.counter_path.path_members` (records in, the frozen read port,
+  the copy states and the ledger's inputs out), wired by the core to the ledger, the CSR
+  bank and the exporter;
+* an attribute ``latency`` (cycles from a tap record to the bank);
+* optionally run-time configuration ports named as the hasher's and selector's
+  (``mask_*``, ``thresholds``, ``row_thresholds``: the MASKS and THRESHOLDS registers);
+* optionally members named as registers of the kind's register map
+  (:func:`host_sw.contracts.regmap.register_map`): an ``Out`` member drives that read-only
+  register, an ``In`` member takes a registered copy of that configuration register;
+* optionally ``now`` (``In(64)``: the timebase).
+"""
+
+from hw.counter_path import CounterPath
+
+__all__ = ["PATHS", "measurement_path"]
+
+#: The measurement path class of each kind, by ``config.kind``.
+PATHS = {"lda": CounterPath, "rda": CounterPath, "lds": CounterPath}
+
+
+def measurement_path(config, *, memory: str = "auto"):
+    """The measurement path of ``config``'s kind (``ValueError`` for a kind without
+    one)."""
+    kind = getattr(config, "kind", None)
+    if kind not in PATHS:
+        raise ValueError(f"no core gateware for synopsis kind {kind!r} "
+                         f"(kinds with one: {', '.join(sorted(PATHS))})")
+    return PATHS[kind](config=config, memory=memory)
