@@ -54,6 +54,8 @@ class CounterPath(wiring.Component):
     config : LdaConfig | RdaConfig | LdsConfig
     memory : "auto" | "generic" | "ecp5"
         The counter bank's RAMs (:class:`hw.counter_bank.CounterBank`).
+    data_width : int
+        The core's frame width (part of the path interface; this path inserts no frames).
 
     Members
     -------
@@ -68,7 +70,7 @@ class CounterPath(wiring.Component):
         Cycles from a tap record to its update request at the counter bank.
     """
 
-    def __init__(self, *, config, memory: str = "auto"):
+    def __init__(self, *, config, memory: str = "auto", data_width: int = 64):
         self.config = config
         self.memory = memory
         self._hasher = PacketHasher(config=config)

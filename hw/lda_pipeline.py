@@ -92,8 +92,8 @@ Latencies
 * measurement: :attr:`LdaCore.measurement_latency` cycles from a frame's EOF acceptance to
   its update request at the counter bank (merger watch copy 1 + watch delay
   :attr:`LdaCore.TAP_WATCH_DELAY` (47: a marker's tag is checked before its boundary) +
-  tap 1 + hasher + selector 4; for the default LDA core with a 64-byte window
-  1 + 47 + 1 + 5 + 4 = 58), then
+  tap 1 + the measurement path's latency (hasher + selector 4 for LDA/RDA/LDS; for the
+  default LDA core with a 64-byte window 1 + 47 + 1 + 12 + 4 = 65), then
   ``CounterBank.UPDATE_LATENCY`` to the memory write.
 
 Verilog export
@@ -244,7 +244,7 @@ class LdaCore(wiring.Component):
         self.regmap = register_map(config, data_width=data_width)   # validates the width
         self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
                               ts_bits=config.ts_bits)
-        self._path = measurement_path(config, memory=memory)
+        self._path = measurement_path(config, memory=memory, data_width=data_width)
         self._exporter = Exporter(config=config, data_width=data_width)
         self.export_frame_count = self._exporter.frame_count
         self.passthrough_latency = PASSTHROUGH_LATENCY
@@ -263,12 +263,15 @@ class LdaCore(wiring.Component):
         w, config = self.data_width, self.config
         # Data path: s_axis, markers, export frames → frame merger (registered: the
         # pass-through) → m_axis; the exporter's other port is the host export stream.
-        m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2)
+        path_inserts = "insert" in self._path.signature.members
+        m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2 + path_inserts)
         m.submodules.markers = markers = MarkerFrameSource(config=config, data_width=w)
         m.submodules.exporter = exporter = self._exporter
         connect(m, wiring.flipped(self.s_axis), merger.sink)
         connect(m, markers.source, merger.insert[0])
         connect(m, exporter.inband, merger.insert[1])
+        if path_inserts:                     # the kind's own frames (RLI's references)
+            connect(m, self._path.insert, merger.insert[2])
         connect(m, merger.source, wiring.flipped(self.m_axis))
         connect(m, exporter.host, wiring.flipped(self.host_export))
         # Bus: UARTBone bridge → CSR bank.
@@ -284,8 +287,6 @@ class LdaCore(wiring.Component):
         m.submodules.path = path = self._path
         frame_idle = self._wire_tap_watch(m, merger, tap, timebase)
         connect(m, tap.record, path.record)
-        if "now" in path.signature.members:
-            m.d.comb += path.now.eq(timebase.now)
         self._wire_runtime_config(m, csr, path)
         self._wire_path_registers(m, csr, path)
         # Timebase over the bus: reads show the running count, writes set it.
@@ -303,6 +304,7 @@ class LdaCore(wiring.Component):
         copies = self._wire_interval_control(m, csr, ic, merger, markers, timebase)
         self._wire_ledger(m, ledger, ic, csr, tap, path, frame_idle)
         self._wire_export(m, exporter, ledger, path, copies)
+        self._wire_path_frames(m, path, timebase, copies)
         self._wire_status(m, csr, ledger, ic, exporter, tap, path)
         return m
 
@@ -385,6 +387,20 @@ class LdaCore(wiring.Component):
                 m.d.comb += getattr(path, name).eq(
                     _config_copy(m, getattr(csr, name).value, f"{name}_copy"))
 
+    def _wire_path_frames(self, m, path, timebase, copies):
+        """What a path that inserts frames of its own (``insert``) or stamps ticks needs
+        from the core, by member name (hw.measurement_path): ``now`` (the timebase),
+        ``frame_src_mac`` / ``frame_dst_mac`` (LOCAL_MAC / EXPORT_DST_MAC),
+        ``frame_config_id`` (CONFIG_ID), ``frame_key`` / ``frame_auth`` (AUTH_KEY /
+        AUTH_MODE.enable) — the registered copies the markers and the exporter use."""
+        sources = {"now": timebase.now, "frame_src_mac": copies.local_mac,
+                   "frame_dst_mac": copies.export_dst_mac,
+                   "frame_config_id": copies.config_id, "frame_key": copies.auth.key,
+                   "frame_auth": copies.auth.enable}
+        for name, value in sources.items():
+            if name in path.signature.members:
+                m.d.comb += getattr(path, name).eq(value)
+
     def _wire_frozen_reads(self, m, csr, path, exporter):
         """The counter window's reads (the CSR bank) and the exporter share the bank's
         frozen read port (:class:`hw.frozen_read_share.FrozenReadShare`: the bus first).
@@ -406,7 +422,7 @@ class LdaCore(wiring.Component):
     def _wire_interval_control(self, m, csr, ic, merger, markers, timebase):
         """The interval control and the marker source, from registered copies of their
         configuration registers (beside their users; the rearm strobe follows them).
-        Returns the copies the exporter shares (mode, MACs)."""
+        Returns the copies the exporter and the path share (mode, MACs, auth, CONFIG_ID)."""
         mode = _config_copy(m, csr.interval_mode.value, "interval_mode_copy")
         rearm = Signal()
         m.d.sync += rearm.eq(csr.interval_mode.written | csr.interval_ticks.written
@@ -444,7 +460,8 @@ class LdaCore(wiring.Component):
             markers.config_id.eq(config_id),
         ]
         connect(m, ic.marker, markers.request)
-        return mode, local_mac, export_dst_mac, auth
+        return SimpleNamespace(mode=mode, local_mac=local_mac, export_dst_mac=export_dst_mac,
+                               auth=auth, config_id=config_id)
 
     def _wire_ledger(self, m, ledger, ic, csr, tap, path, frame_idle):
         """The interval control's boundary requests → the ledger → the tap's swap/copy;
@@ -470,7 +487,8 @@ class LdaCore(wiring.Component):
     def _wire_export(self, m, exporter, ledger, path, copies):
         """Export each newly frozen copy, with its interval's status, if INTERVAL_MODE
         asks."""
-        mode, local_mac, export_dst_mac, auth = copies
+        mode, local_mac, export_dst_mac, auth = (copies.mode, copies.local_mac,
+                                                 copies.export_dst_mac, copies.auth)
         frozen = ledger.frozen
         frozen_ready_before = Signal()
         m.d.sync += frozen_ready_before.eq(path.frozen_ready)

@@ -6,7 +6,7 @@ header tap, interval control and ledger, CSR bank and bridge, exporter. What dif
 is the *measurement path* between the tap's records and the frozen copy the bus and the
 exporter read: :data:`PATHS` names it by ``config.kind`` (docs/DESIGN.md, "Adding a
 synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
-``path_class(config=config, memory=memory)`` with
+``path_class(config=config, memory=memory, data_width=data_width)`` with
 
 * the members of :func:`hw.counter_path.path_members` (records in, the frozen read port,
   the copy states and the ledger's inputs out), wired by the core to the ledger, the CSR
@@ -17,7 +17,11 @@ synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
 * optionally members named as registers of the kind's register map
   (:func:`host_sw.contracts.regmap.register_map`): an ``Out`` member drives that read-only
   register, an ``In`` member takes a registered copy of that configuration register;
-* optionally ``now`` (``In(64)``: the timebase).
+* optionally ``insert`` (``Out(FrameStream(data_width))``: frames of the kind's own, such as
+  RLI's reference frames, a third input of the frame merger) and the inputs such frames
+  need, by name: ``now`` (``In(64)``, the timebase), ``frame_src_mac`` / ``frame_dst_mac``
+  (``In(48)``: LOCAL_MAC / EXPORT_DST_MAC), ``frame_config_id`` (``In(32)``),
+  ``frame_key`` (``In(128)``) / ``frame_auth`` (``In(1)``) (AUTH_KEY / AUTH_MODE.enable).
 """
 
 from hw.counter_path import CounterPath
@@ -28,11 +32,11 @@ __all__ = ["PATHS", "measurement_path"]
 PATHS = {"lda": CounterPath, "rda": CounterPath, "lds": CounterPath}
 
 
-def measurement_path(config, *, memory: str = "auto"):
+def measurement_path(config, *, memory: str = "auto", data_width: int = 64):
     """The measurement path of ``config``'s kind (``ValueError`` for a kind without
     one)."""
     kind = getattr(config, "kind", None)
     if kind not in PATHS:
         raise ValueError(f"no core gateware for synopsis kind {kind!r} "
                          f"(kinds with one: {', '.join(sorted(PATHS))})")
-    return PATHS[kind](config=config, memory=memory)
+    return PATHS[kind](config=config, memory=memory, data_width=data_width)
