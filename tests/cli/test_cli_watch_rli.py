@@ -141,3 +141,36 @@ def test_other_kinds_need_a_sender(capsys, tmp_path, scripted_device):
     finally:
         register_fake_device("lda_r", None)
     assert e.value.code == 2 and "--sender" in capsys.readouterr().err
+
+
+def test_with_a_sender_the_flows_have_loss(capsys, tmp_path, scripted_device):
+    sc = Scenario(packets=3000, flows=6, queue="droptail:utilisation=0.88",
+                  delay="constant:value=0", loss=0.05, rate_pps=2e6, seed=7)
+    trace, _ = with_references(sc.trace(), CONFIG)
+    iv = sc.run(trace=trace).intervals[0]
+    sender, receiver, stats = simulated_synopses(CONFIG, iv)
+    devs = {"rli_ps": scripted_device(CONFIG, [sender]),
+            "rli_pr": scripted_device(CONFIG, [receiver])}
+    devs["rli_pr"].set("rli_frozen_references", stats.references)
+    for name, dev in devs.items():
+        dev.set("config_id", CONFIG.config_id)
+        register_fake_device(name, dev)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(CONFIG.to_dict()))
+    out_json = tmp_path / "flows.json"
+    try:
+        code = main(["watch", "--sender", "fake://rli_ps", "--receiver", "fake://rli_pr",
+                     "--config", str(cfg), "--swap", "--period", "0", "--intervals", "1",
+                     "--flows", str(_keys(tmp_path, trace, 6)), "--flows-out",
+                     str(out_json)])
+    finally:
+        for name in devs:
+            register_fake_device(name, None)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    (doc,) = [json.loads(l) for l in out_json.read_text().splitlines()]
+    lost = {f["flow"]: f["lost"] for f in doc["flows"]}
+    truth = np.bincount(trace.flow_ids[iv.truth.lost_ids], minlength=trace.num_flows)
+    for w, c, k in zip(trace.flow_windows, trace.flow_classes, range(6)):
+        assert lost[flow_label(w, c)] == truth[k]
+    assert sum(lost.values()) > 0
