@@ -19,9 +19,9 @@ import os
 import sys
 from pathlib import Path
 
-from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_output, confidence, dump,
-                              guard, int_in, key_file, load_config, load_flow_keys, parse_json,
-                              positive_int, read_text)
+from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_output,
+                              confidence, dump, guard, int_in, key_file, load_config,
+                              load_flow_keys, parse_json, positive_int, read_text)
 from host_sw.cli.export import FlowWriter
 from host_sw.cli.opa_output import OPA_RECORD_TABLE
 from host_sw.cli.progress import ByteProgress

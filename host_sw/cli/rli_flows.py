@@ -129,7 +129,8 @@ def render_flows(rows: list[dict], top: int, *, indent: str = "") -> list[str]:
             line += f"  not backed: {row['unbacked']}"
         lines.append(line)
     if len(rows) > top:
-        lines.append(f"{indent}  … {len(rows) - top} smaller flows (--flows-out FILE for all)")
+        lines.append(f"{indent}  … {len(rows) - top} smaller flows "
+                     f"(--flows-out FILE for all)")
     return lines
 
 

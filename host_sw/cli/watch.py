@@ -22,8 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_output, confidence, dump,
-                              guard, int_in, load_flow_keys, positive_int, real, seconds)
+from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_output,
+                              confidence, dump, guard, int_in, load_flow_keys, positive_int,
+                              real, seconds)
 from host_sw.cli.export import FlowWriter
 from host_sw.cli.link import add_link_options, open_device, open_devices
 from host_sw.cli.records import pair_snapshots, snapshot_meta, unread_record

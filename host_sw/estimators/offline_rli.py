@@ -44,9 +44,9 @@ from host_sw.contracts.hashing import FrameClass
 from host_sw.contracts.reference_frame import (REFERENCE_FRAME_BYTES, TYPE_REFERENCE,
                                                parse_reference)
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.estimators.rli import estimate_flows
 from host_sw.estimators.offline_stream import (FlowTable, _Grid, _key_hashers, _match,
                                                _partitions, _Spill, _ticks)
+from host_sw.estimators.rli import estimate_flows
 from host_sw.model.golden import Hashers, hash_windows
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, iter_capture
 from host_sw.model.rli import ReferenceDesignator, StreamedReceiver, sender_synopsis
@@ -167,7 +167,8 @@ class _Side:
     def spill_counted(self, side, h, key, ts, iv, flow) -> int:
         sel = np.flatnonzero(h.counted)
         recs = np.zeros(len(sel), _SPILL)
-        recs["key"], recs["ts"], recs["iv"], recs["flow"] = key[sel], ts[sel], iv[sel], flow[sel]
+        recs["key"], recs["ts"] = key[sel], ts[sel]
+        recs["iv"], recs["flow"] = iv[sel], flow[sel]
         self.spill.add(side, recs)
         return len(sel)
 

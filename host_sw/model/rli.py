@@ -318,8 +318,8 @@ class ReferenceDesignator:
         self.next_k = max(self.next_k, k_end + 1)
         idx = self.seen + np.arange(len(ticks))
         if self.last is not None:
-            ticks = np.r_[self.last[1], ticks]
-            idx = np.r_[self.last[0], idx]
+            ticks = np.concatenate([np.array([self.last[1]], np.int64), ticks])
+            idx = np.concatenate([np.array([self.last[0]], np.int64), idx])
         return idx[np.searchsorted(ticks, times, side="right") - 1]
 
     def _adaptive(self, ticks, nbytes, counted) -> np.ndarray:
@@ -371,22 +371,23 @@ class StreamedReceiver:
     def _hold(self, arrival, flow) -> None:
         room = self.config.buffer_packets - len(self._arrival)
         self._excess += max(0, len(arrival) - room)
-        self._arrival = np.r_[self._arrival, arrival[:room]]
+        self._arrival = np.concatenate([self._arrival, arrival[:room]])
         self._flow = np.concatenate([self._flow, flow[:, :room]], axis=1)
 
     def _run(self, flow, arrival, is_ref, ref_send, data) -> None:
         """Interpolate the buffered packets, then a piece ending with a reference."""
-        lead = [] if self._last is None else [self._last]
-        n = len(self._arrival)
-        arr = np.r_[[a for a, _ in lead], self._arrival, arrival].astype(np.int64)
-        ref = np.r_[[True] * len(lead), np.zeros(n, bool), is_ref].astype(bool)
-        send = np.r_[[s for _, s in lead], np.zeros(n, np.int64), ref_send].astype(np.int64)
-        dat = np.r_[[False] * len(lead), np.ones(n, bool), data].astype(bool)
-        flows = np.concatenate([np.zeros((2, len(lead)), np.uint64), self._flow, flow], axis=1)
+        # (typed arrays throughout: a float64 step would round epoch-ns ticks)
+        lead = np.array([] if self._last is None else [self._last], np.int64).reshape(-1, 2)
+        m, n = len(lead), len(self._arrival)
+        arr = np.concatenate([lead[:, 0], self._arrival, arrival])
+        ref = np.concatenate([np.ones(m, bool), np.zeros(n, bool), is_ref])
+        send = np.concatenate([lead[:, 1], np.zeros(n, np.int64), ref_send])
+        dat = np.concatenate([np.zeros(m, bool), np.ones(n, bool), data])
+        flows = np.concatenate([np.zeros((2, m), np.uint64), self._flow, flow], axis=1)
         delay, kept, stats = interpolated_delays(self.config, arr, ref, send, dat)
         cells, digests = flow_cells(self.config, flows[:, kept])
         self.synopsis = self.synopsis.merged(_accumulate(self.config, cells, digests, delay))
-        self.references += stats.references - len(lead)
+        self.references += stats.references - m
         self.counted += stats.counted
         self.overflowed += stats.overflowed + self._excess
         self._excess = 0

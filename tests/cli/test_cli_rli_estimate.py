@@ -114,3 +114,24 @@ def test_bad_options_exit_2(capsys, caps, extra, message):
         main(argv)
     assert e.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_flows_file_names_the_flows(capsys, caps, tmp_path):
+    keys = tmp_path / "keys.txt"
+    code, out, err = run(capsys, "estimate", str(caps / "s.pcap"), str(caps / "r.pcap"),
+                         "--synopsis", "rli", "--flows-out", str(tmp_path / "all.csv"))
+    assert code == 0, err
+    big = list(csv.DictReader((tmp_path / "all.csv").open()))[:2]
+    lines = []
+    for t in big:
+        proto, src, _, dst = t["flow"].split()
+        lines.append(f"{proto} {' '.join(src.rsplit(':', 1))} {' '.join(dst.rsplit(':', 1))}")
+    keys.write_text("\n".join(lines + ["udp 192.0.2.1 1 192.0.2.2 2"]) + "\n")
+    code, out, err = run(capsys, "estimate", str(caps / "s.pcap"), str(caps / "r.pcap"),
+                         "--synopsis", "rli", "--flows", str(keys), "--flows-out",
+                         str(tmp_path / "keyed.csv"))
+    assert code == 0, err
+    keyed = {t["flow"]: t for t in csv.DictReader((tmp_path / "keyed.csv").open())}
+    for t in big:       # the same cells: the same figures, without the truth
+        assert keyed[t["flow"]]["mean"] == t["mean"] and keyed[t["flow"]]["true_mean"] == ""
+    assert keyed["udp 192.0.2.1:1 > 192.0.2.2:2"]["unbacked"].startswith("no packets")

@@ -24,6 +24,8 @@ from host_sw.model.rli import with_references
 CONFIG = RliConfig(cells=1024, ref_packets=50)
 CHUNK = 1 << 16          # small chunks: the streamed path crosses many chunk boundaries
 MAC_S, MAC_D = "02:00:00:00:00:01", "02:00:00:00:00:02"
+#: Captures carry Unix-epoch ns (about 2**60): any float step would round them.
+EPOCH = 1_764_000_000 * 10**9
 
 
 def scenario(seed=3):
@@ -60,10 +62,11 @@ def with_frames(tmp_path_factory):
     r_rows = iv.receiver.indices
     assert (np.diff(iv.receiver.timestamps) >= 0).all()
     write_pcap(d / "s.pcap", _frames(trace, np.arange(len(trace)), is_ref, seq),
-               trace.timestamps)
-    write_pcap(d / "r.pcap", _frames(trace, r_rows, is_ref, seq), iv.receiver.timestamps)
+               trace.timestamps + EPOCH)
+    write_pcap(d / "r.pcap", _frames(trace, r_rows, is_ref, seq),
+               iv.receiver.timestamps + EPOCH)
     write_pcap(d / "r_bad.pcap", _frames(trace, r_rows, is_ref, seq, tamper={3, 7, 11}),
-               iv.receiver.timestamps)
+               iv.receiver.timestamps + EPOCH)
     return d, trace, is_ref, iv
 
 
@@ -123,8 +126,8 @@ def without_frames(tmp_path_factory):
     trace = sc.trace()
     iv = sc.run(trace=trace).intervals[0]
     d = tmp_path_factory.mktemp("rli_rule")
-    write_pcap(d / "s.pcap", trace.frames(), trace.timestamps)
-    write_pcap(d / "r.pcap", trace.frames(iv.receiver.indices), iv.receiver.timestamps)
+    write_pcap(d / "s.pcap", trace.frames(), trace.timestamps + EPOCH)
+    write_pcap(d / "r.pcap", trace.frames(iv.receiver.indices), iv.receiver.timestamps + EPOCH)
     return d, trace, iv
 
 

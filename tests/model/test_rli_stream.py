@@ -27,7 +27,7 @@ def test_designator_equals_reference_positions(rule, seed):
     rng = np.random.default_rng(seed)
     n = 3000
     gaps = rng.choice([0, 1, 3, 200, 900, 30_000], size=n, p=[.1, .2, .2, .3, .18, .02])
-    ticks = 1_000 + np.cumsum(gaps)
+    ticks = 1_764_000_000 * 10**9 + np.cumsum(gaps)     # epoch ns: no float step may round
     nbytes = rng.integers(60, 1500, n)
     counted = rng.random(n) > 0.1
     want, _ = reference_positions(config, ticks, nbytes, counted)
@@ -47,7 +47,7 @@ def test_streamed_receiver_equals_receiver_synopsis(seed, refs):
     config = RliConfig(cells=64, buffer_packets=150, digest_bits=16, slope_frac_bits=8)
     rng = np.random.default_rng(seed)
     n = 4000
-    arrival = np.cumsum(rng.integers(0, 50, n)) + 10_000
+    arrival = np.cumsum(rng.integers(0, 50, n)) + 1_764_000_000 * 10**9
     is_ref = rng.random(n) < refs
     ref_send = arrival - rng.integers(0, 3000, n)
     counted = (rng.random(n) > 0.05) & ~is_ref
