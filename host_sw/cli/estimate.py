@@ -9,7 +9,10 @@ records; packet captures ► streamed, checked pairing, golden synopses and reco
 truth (:func:`host_sw.estimators.offline.capture_records`; any size, a progress bar on
 stderr). The records print as the :data:`~host_sw.cli.table.RECORD_TABLE` or JSON lines;
 an LDS configuration adds a per-flow table below each interval and ``--flows-out``
-writes every flow (:class:`~host_sw.cli.export.FlowWriter`).
+writes every flow (:class:`~host_sw.cli.export.FlowWriter`); an RLI configuration takes
+its references from the sender capture (reference frames, or ``--ref-*``: the rule
+designates sender packets; :mod:`host_sw.estimators.offline_rli`) and prints RLI's
+per-flow table (:mod:`host_sw.cli.rli_flows`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ In the host data flow (``docs/DESIGN.md``): driver snapshot ► (``watch``) reco
 :class:`~host_sw.cli.watch_reads.PointReader` (bounded retries, safe release); this module
 reads both points before releasing either, gives every sequence number a row (valid, or
 invalid with its reason) and stops only on a permanent failure (``docs/CLI.md``, watch).
+An RLI receiver may be watched alone (no ``--sender``): its rows, RLI registers and
+per-flow table come from :mod:`host_sw.cli.watch_rli`.
 """
 
 from __future__ import annotations
