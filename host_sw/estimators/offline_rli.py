@@ -40,7 +40,7 @@ import numpy as np
 from host_sw.contracts.config import RliConfig
 from host_sw.contracts.control_frame import ControlFrameError
 from host_sw.contracts.frame_format import field_by_name
-from host_sw.contracts.hashing import FrameClass
+from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.contracts.reference_frame import (REFERENCE_FRAME_BYTES, TYPE_REFERENCE,
                                                parse_reference)
 from host_sw.contracts.synopsis import Synopsis
@@ -59,9 +59,14 @@ _SPILL = np.dtype([("key", "<u8"), ("ts", "<i8"), ("iv", "<i8"), ("flow", "<i8")
 
 
 def reference_rows(chunk) -> np.ndarray:
-    """Indices of a chunk's control frames of type 3 (reference frames, checked or not)."""
-    ctl = chunk.classes == FrameClass.CONTROL
-    return np.flatnonzero(ctl & (chunk.windows[:, _TYPE_AT] == TYPE_REFERENCE))
+    """Indices of a chunk's frames that claim to be reference frames (EtherType 0x88B5,
+    type 3), checked or not: also those cut short by the capture's snap length (the tap
+    would call them runts), so that a reference whose tag is missing is counted as
+    rejected, not silently absent."""
+    w = chunk.windows
+    ethertype = (w[:, 12].astype(np.int64) << 8) | w[:, 13]
+    claims = (ethertype == ETHERTYPE_CONTROL) & (w[:, _TYPE_AT] == TYPE_REFERENCE)
+    return np.flatnonzero(claims & (chunk.lengths > _TYPE_AT))
 
 
 @dataclass

@@ -33,7 +33,7 @@ def scenario(seed=3):
                     delay="constant:value=0", loss=0.0, rate_pps=2e6, seed=seed)
 
 
-def _frames(trace, rows, is_ref, ref_seq, key=None, tamper=()):
+def _frames(trace, rows, is_ref, ref_seq, key=None, tamper=(), cut=()):
     """Frames of ``rows``: data frames from the trace, reference rows as reference
     frames (number ``ref_seq[row]``, send tick = the row's timestamp)."""
     out = []
@@ -45,6 +45,8 @@ def _frames(trace, rows, is_ref, ref_seq, key=None, tamper=()):
                                           src_mac=MAC_S, dst_mac=MAC_D, key=key))
             if int(ref_seq[i]) in tamper:
                 f[40] ^= 1           # a byte under the tag changed on the way
+            if int(ref_seq[i]) in cut:
+                f = f[:50]           # captured without its tag
             out.append(bytes(f))
         else:
             out.append(data[k])
@@ -65,8 +67,8 @@ def with_frames(tmp_path_factory):
                trace.timestamps + EPOCH)
     write_pcap(d / "r.pcap", _frames(trace, r_rows, is_ref, seq),
                iv.receiver.timestamps + EPOCH)
-    write_pcap(d / "r_bad.pcap", _frames(trace, r_rows, is_ref, seq, tamper={3, 7, 11}),
-               iv.receiver.timestamps + EPOCH)
+    write_pcap(d / "r_bad.pcap", _frames(trace, r_rows, is_ref, seq, tamper={3, 7},
+                                         cut={11}), iv.receiver.timestamps + EPOCH)
     return d, trace, is_ref, iv
 
 
@@ -99,7 +101,7 @@ def test_per_flow_means_within_bounds_of_the_truth(with_frames):
     assert rec.estimate["mean"] == pytest.approx(rec.true["mean"], rel=0.10)   # 6.1 %
 
 
-def test_tampered_references_are_not_used_and_counted(with_frames):
+def test_tampered_and_cut_references_are_not_used_and_counted(with_frames):
     d, trace, is_ref, iv = with_frames
     pair = stream_rli_pair(d / "s.pcap", d / "r_bad.pcap", CONFIG, chunk_bytes=CHUNK)
     assert pair.refs.receiver_rejected == 3
