@@ -30,7 +30,7 @@ from host_sw.cli.opa_output import OPA_RECORD_TABLE
 from host_sw.cli.progress import ByteProgress
 from host_sw.cli.records import pair_snapshots, with_flows
 from host_sw.cli.rli_flows import (add_reference_options, flow_rows, reference_rule,
-                                   render_flows, sort_rows, write_flows)
+                                   render_flows, sort_rows, with_rli_flows, write_flows)
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
 from host_sw.contracts.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD,
@@ -99,8 +99,13 @@ def _from_snapshot_files(paths, args) -> list:
             snaps.append(Snapshot.from_json(doc))
         except (ValueError, TypeError, KeyError, OverflowError, MemoryError) as e:
             raise RunFailure(f"{p}: not a snapshot: {e}") from None
-    return [pair_snapshots(snaps[0], snaps[1], args.confidence,
-                           flows=_flows(args, snaps[0].synopsis.config),
+    config = snaps[0].synopsis.config
+    flows = _flows(args, config)
+    if config.kind == "rli":       # RLI's per-flow figures, not LDS's
+        rec = pair_snapshots(snaps[0], snaps[1], args.confidence)
+        return [with_rli_flows(rec, snaps[1].synopsis, snaps[0].synopsis, flows,
+                               args.min_samples)]
+    return [pair_snapshots(snaps[0], snaps[1], args.confidence, flows=flows,
                            min_samples=args.min_samples)]
 
 
@@ -167,7 +172,11 @@ def _from_exported_frames(paths, args) -> list:
             sender_meta={"seq": seq, "flags": int(s.flags)},
             receiver_meta={"seq": seq, "flags": int(r.flags)},
             valid=s.valid and r.valid, notes=notes)
-        records.append(with_flows(rec, s.synopsis, r.synopsis, flows, args.min_samples))
+        if config.kind == "rli":
+            records.append(with_rli_flows(rec, r.synopsis, s.synopsis, flows,
+                                          args.min_samples))
+        else:
+            records.append(with_flows(rec, s.synopsis, r.synopsis, flows, args.min_samples))
     return records
 
 
@@ -305,10 +314,12 @@ def _print_rli(records, args) -> int:
         runs.append((rec.interval, rows))
         if not args.json:
             unbacked = sum(1 for r in rows if r["unbacked"])
+            refs = ("" if "references" not in rec.details else
+                    f"; {rec.details['references']} references, "
+                    f"{rec.details['buffer_overflowed']} packets lost to a full "
+                    f"interpolation buffer")
             print(f"    flows: {len(rows)} by {args.sort}; {unbacked} without backed "
-                  f"figures; {rec.details['references']} references, "
-                  f"{rec.details['buffer_overflowed']} packets lost to a full "
-                  f"interpolation buffer")
+                  f"figures{refs}")
             for line in render_flows(rows, args.top or len(rows), indent="    "):
                 print(line)
     if args.flows_out:

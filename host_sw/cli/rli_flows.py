@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import math
 
 import numpy as np
 
 from host_sw.cli.args import UsageError, nonneg_int, positive_int
-from host_sw.estimators.rli import flow_key_text
+from host_sw.estimators.record import IntervalRecord
+from host_sw.estimators.rli import estimate_flows, flow_key_text
 
 __all__ = ["FLOW_COLUMNS", "flow_rows", "render_flows", "write_flows", "sort_rows",
-           "add_reference_options", "reference_rule", "REFERENCE_OPTIONS"]
+           "add_reference_options", "reference_rule", "REFERENCE_OPTIONS", "with_rli_flows"]
 
 #: The per-flow columns, in table, CSV and JSON order.
 FLOW_COLUMNS = ("flow", "packets", "lost", "true_mean", "mean", "rel_err", "true_std",
@@ -200,3 +202,21 @@ def reference_rule(args) -> dict | None:
 def name_of(option: str) -> str:
     """The argparse destination of an option (``--ref-packets`` → ``ref_packets``)."""
     return option.lstrip("-").replace("-", "_")
+
+
+def with_rli_flows(rec: IntervalRecord, receiver, sender, flows,
+                   min_samples: int) -> IntervalRecord:
+    """``rec`` with the RLI per-flow figures of ``flows`` (``(flow hashes (2, F),
+    names)``, a ``--flows`` file) from the receiver's synopsis (and the sender's, for
+    loss) in ``details["rli_flows"]``; unchanged without flows or estimate."""
+    if flows is None or rec.estimate is None:
+        return rec
+    hashes, names = flows
+    est = estimate_flows(receiver, hashes, sender)
+    table = {"flow": range(len(names)), "names": list(names), "packets": est.packets,
+             "sent": est.sent, "received": est.packets,
+             "true_mean": [float("nan")] * len(names),
+             "true_std": [float("nan")] * len(names), "mean": est.mean_ns,
+             "std": est.std_ns, "collided": est.collided}
+    return dataclasses.replace(rec, details={**rec.details, "rli_flows": table,
+                                             "min_samples": min_samples})

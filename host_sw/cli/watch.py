@@ -113,10 +113,13 @@ def _cmd_read(args) -> int:
     for n in snap.notes:
         print(f"  note: {n}")
     syn = snap.synopsis
-    print(f"{'bank/row':>8} {'packets':>12} {'ts_sum (mod)':>16} {'nonzero':>8}")
+    # the timestamp sum, or the kind's first other field (RLI: delay_sum)
+    names = [f.name for f in syn.config.layout.fields if f.name != "count"]
+    second = "ts_sum" if "ts_sum" in names else names[0]
+    print(f"{'bank/row':>8} {'packets':>12} {second + ' (mod)':>16} {'nonzero':>8}")
     for b in range(syn.config.shape[0]):
         print(f"{b:>8} {int(syn.count[b].astype(object).sum()):>12} "
-              f"{int(syn.ts_sum[b].astype(object).sum()):>16} "
+              f"{int(syn[second][b].astype(object).sum()):>16} "
               f"{int((syn.count[b] > 0).sum()):>8}")
     for k, v in snap.status.items():
         print(f"  {k:<18} {v}")

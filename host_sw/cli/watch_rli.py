@@ -22,11 +22,11 @@ from __future__ import annotations
 import dataclasses
 
 from host_sw.cli.records import snapshot_meta, unread_record
-from host_sw.cli.rli_flows import flow_rows, sort_rows
+from host_sw.cli.rli_flows import flow_rows, sort_rows, with_rli_flows
 from host_sw.cli.table import Column, Table, fmt
 from host_sw.estimators.measure import json_number
 from host_sw.estimators.record import IntervalRecord
-from host_sw.estimators.rli import aggregate, estimate_flows
+from host_sw.estimators.rli import aggregate
 
 __all__ = ["RLI_WATCH_TABLE", "rli_record", "receiver_record", "flow_lines"]
 
@@ -120,18 +120,8 @@ def rli_record(rec: IntervalRecord, receiver, sender=None, *, flows=None,
         notes.append(f"receiver: {rli['unreferenced']} data frames arrived with no "
                      f"reference in the interval and are not counted")
     rec = dataclasses.replace(rec, notes=tuple(notes))
-    if flows is None or rec.estimate is None:
-        return rec
-    hashes, names = flows
     s = sender.snapshot.synopsis if sender is not None and sender.ok else None
-    est = estimate_flows(receiver.snapshot.synopsis, hashes, s)
-    table = {"flow": range(len(names)), "names": list(names), "packets": est.packets,
-             "sent": est.sent, "received": est.packets,
-             "true_mean": [float("nan")] * len(names),
-             "true_std": [float("nan")] * len(names), "mean": est.mean_ns,
-             "std": est.std_ns, "collided": est.collided}
-    return dataclasses.replace(rec, details={**rec.details, "rli_flows": table,
-                                             "min_samples": min_samples})
+    return with_rli_flows(rec, receiver.snapshot.synopsis, s, flows, min_samples)
 
 
 def flow_lines(rec: IntervalRecord, top: int, sort: str) -> list[str]:

@@ -13,6 +13,9 @@ import pytest
 from host_sw.cli import main
 from host_sw.contracts.config import RliConfig
 from host_sw.contracts.reference_frame import build_reference
+from host_sw.device.transport import register_fake_device
+from host_sw.estimators.flows import flow_label
+from host_sw.estimators.rli import estimate_flows, simulated_synopses
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import write_pcap
 from host_sw.model.rli import with_references
@@ -135,3 +138,40 @@ def test_flows_file_names_the_flows(capsys, caps, tmp_path):
     for t in big:       # the same cells: the same figures, without the truth
         assert keyed[t["flow"]]["mean"] == t["mean"] and keyed[t["flow"]]["true_mean"] == ""
     assert keyed["udp 192.0.2.1:1 > 192.0.2.2:2"]["unbacked"].startswith("no packets")
+
+
+def test_snapshot_files_with_flows(capsys, tmp_path, scripted_device):
+    """Two RLI snapshots (ldactl read -o) and --flows: RLI's per-flow figures (the
+    estimator's on the two synopses), not LDS's."""
+    config = RliConfig(cells=256, ref_packets=20)
+    sc = Scenario(packets=3000, flows=5, queue="droptail:utilisation=0.88",
+                  delay="constant:value=0", loss=0.03, rate_pps=2e6, seed=2)
+    trace, _ = with_references(sc.trace(), config)
+    iv = sc.run(trace=trace).intervals[0]
+    sender, receiver, _ = simulated_synopses(config, iv)
+    cfg = tmp_path / "rli.json"
+    cfg.write_text(json.dumps(config.to_dict()))
+    for side, syn in (("s", sender), ("r", receiver)):
+        dev = scripted_device(config, [syn])
+        dev.set("config_id", config.config_id)
+        register_fake_device("rli_snap", dev)
+        try:
+            assert main(["read", "--device", "fake://rli_snap", "--config", str(cfg),
+                         "--swap", "-o", str(tmp_path / f"{side}.json")]) == 0
+        finally:
+            register_fake_device("rli_snap", None)
+    capsys.readouterr()
+    names = [flow_label(w, c) for w, c in zip(trace.flow_windows[:5], trace.flow_classes[:5])]
+    keys = tmp_path / "keys.txt"
+    keys.write_text("".join(f"{n.split()[0]} {' '.join(n.split()[1].rsplit(':', 1))} "
+                            f"{' '.join(n.split()[3].rsplit(':', 1))}\n" for n in names))
+    code, out, err = run(capsys, "estimate", str(tmp_path / "s.json"),
+                         str(tmp_path / "r.json"), "--flows", str(keys), "--flows-out",
+                         str(tmp_path / "f.csv"))
+    assert code == 0, err
+    got = {t["flow"]: t for t in csv.DictReader((tmp_path / "f.csv").open())}
+    est = estimate_flows(receiver, trace.flow_hashes(config)[:, :5], sender)
+    for k, n in enumerate(names):
+        assert float(got[n]["mean"]) == pytest.approx(est.mean_ns[k])
+        assert int(got[n]["lost"]) == est.sent[k] - est.packets[k]
+    assert sum(int(t["lost"]) for t in got.values()) > 0
