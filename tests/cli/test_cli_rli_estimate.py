@@ -21,6 +21,8 @@ from host_sw.model.pcap import write_pcap
 from host_sw.model.rli import with_references
 
 CONFIG = RliConfig()        # the defaults --synopsis rli analyses with (1 in 100)
+#: Capture clocks in Unix-epoch ns, as real captures have them.
+EPOCH = 1_764_000_000 * 10**9
 
 
 def run(capsys, *argv):
@@ -37,8 +39,9 @@ def caps(tmp_path_factory):
     base = sc.trace()
     d = tmp_path_factory.mktemp("rli_cli")
     iv0 = sc.run(trace=base).intervals[0]
-    write_pcap(d / "s0.pcap", base.frames(), base.timestamps)
-    write_pcap(d / "r0.pcap", base.frames(iv0.receiver.indices), iv0.receiver.timestamps)
+    write_pcap(d / "s0.pcap", base.frames(), base.timestamps + EPOCH)
+    write_pcap(d / "r0.pcap", base.frames(iv0.receiver.indices),
+               iv0.receiver.timestamps + EPOCH)
     trace, is_ref = with_references(base, CONFIG)
     iv = sc.run(trace=trace).intervals[0]
     seq = np.cumsum(is_ref) - 1
@@ -48,8 +51,8 @@ def caps(tmp_path_factory):
         return [build_reference(CONFIG, seq=int(seq[i]), timestamp=int(trace.timestamps[i]),
                                 src_mac="02:00:00:00:00:01", dst_mac="02:00:00:00:00:02")
                 if is_ref[i] else data[k] for k, i in enumerate(rows.tolist())]
-    write_pcap(d / "s.pcap", frames(np.arange(len(trace))), trace.timestamps)
-    write_pcap(d / "r.pcap", frames(iv.receiver.indices), iv.receiver.timestamps)
+    write_pcap(d / "s.pcap", frames(np.arange(len(trace))), trace.timestamps + EPOCH)
+    write_pcap(d / "r.pcap", frames(iv.receiver.indices), iv.receiver.timestamps + EPOCH)
     return d
 
 
