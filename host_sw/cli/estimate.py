@@ -83,7 +83,7 @@ def add_estimate_parser(sub) -> None:
     p.add_argument("--json", action="store_true")
     add_flow_options(p, capture=True)
     g = p.add_argument_group("RLI references (captures without reference frames)")
-    add_reference_options(g, what="sender packet designated as a reference")
+    add_reference_options(g, capture=True)
     p.set_defaults(handler=guard(_cmd_estimate))
 
 

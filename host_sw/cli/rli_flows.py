@@ -171,15 +171,27 @@ def _rate(text):
     return value
 
 
-def add_reference_options(p, *, what: str = "reference packet") -> None:
-    """RLI's reference rule options (each overrides the configuration's rule)."""
+def add_reference_options(p, *, capture: bool = False) -> None:
+    """RLI's reference rule options (each replaces the default rule, 1 in 100): where
+    the simulated sender inserts references, or (``capture``) which packets of a
+    sender capture without reference frames are taken as references."""
+    helps = _CAPTURE_HELP if capture else _SIMULATE_HELP
     p.add_argument("--ref-packets", type=nonneg_int, default=None, metavar="N",
-                   help=f"RLI: one {what} after every N counted packets (default 100)")
+                   help=helps[0])
     p.add_argument("--ref-period", type=positive_int, default=None, metavar="NS",
-                   help=f"RLI: one {what} per period instead")
+                   help=helps[1])
     p.add_argument("--ref-adaptive", type=_rate, default=None, metavar="BYTES_PER_S",
-                   help=f"RLI: {what}s adapted to the utilisation of a sender link of "
-                        f"this rate (1 in 10 below 20 %%, 1 in 300 above 80 %%)")
+                   help=helps[2] + " (1 in 10 below 20 %%, 1 in 300 above 80 %%)")
+
+
+_SIMULATE_HELP = ("RLI: one reference packet after every N counted packets (default 100)",
+                  "RLI: one reference packet per period instead",
+                  "RLI: references adapted to the utilisation of a sender link of this "
+                  "rate")
+_CAPTURE_HELP = ("RLI: every N-th counted sender packet is a reference (default 100)",
+                 "RLI: the last sender packet of each period is a reference instead",
+                 "RLI: every N-th sender packet is a reference, N adapted to the "
+                 "utilisation of a sender link of this rate")
 
 
 def reference_rule(args) -> dict | None:
