@@ -98,7 +98,7 @@ class ReferenceCounts:
                f"the receiver"]
         if self.ambiguous:
             out.append(f"RLI references: {self.ambiguous} designated packets not used "
-                       f"(their packet hash occurs more than once in the sender capture)")
+                       f"(another designated packet has the same packet hash)")
         return out
 
 
@@ -234,11 +234,16 @@ def _designate(keys: list, ts: list, at, pkey, pts, counted, last) -> None:
 
 
 def _designated(keys: list, ts: list, refs: ReferenceCounts):
-    """The designated packets as sorted unique keys with their send time; a key that
-    the sender capture repeats among them is dropped (counted as ambiguous)."""
+    """The designated packets as sorted unique keys with their send time. A packet
+    designated more than once (the period rule, in a gap longer than the period) is one
+    reference; two designated packets with the same key are dropped (ambiguous)."""
     if not keys:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
     k, t = np.concatenate(keys), np.concatenate(ts)
+    order = np.lexsort((t, k))
+    k, t = k[order], t[order]
+    again = np.r_[False, (k[1:] == k[:-1]) & (t[1:] == t[:-1])]
+    k, t = k[~again], t[~again]
     u, first, counts = np.unique(k, return_index=True, return_counts=True)
     refs.sender = len(u)
     refs.ambiguous = int((counts > 1).sum())

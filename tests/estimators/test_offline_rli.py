@@ -135,6 +135,8 @@ def without_frames(tmp_path_factory):
 
 @pytest.mark.parametrize("rule", [dict(ref_packets=50),
                                   dict(ref_packets=0, ref_period_ticks=20_000),
+                                  # shorter than many gaps: packets designated twice
+                                  dict(ref_packets=0, ref_period_ticks=300),
                                   dict(ref_packets=0, adapt_link_Bps=1.25e9,
                                        adapt_window_ticks=200_000)])
 def test_configured_rule_designates_sender_packets(without_frames, rule):
