@@ -67,8 +67,6 @@ _DECODING_KINDS = frozenset({"rda"})
 #: Kinds whose synopses and per-interval caches come from hooks of their own,
 #: ``(synopses, caches)`` each ``(config, iv, hashers)`` (OPA: per-packet records).
 _KIND_HOOKS = {"opa": (opa_synopses, opa_records)}
-#: Kinds with no capture analysis yet, and why.
-_NO_CAPTURE_PATH: dict = {}
 
 
 class PairProblem(str, enum.Enum):
@@ -288,8 +286,6 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
     the reference accounting in ``details["references"]``). Raises
     ``ValueError`` (:class:`~host_sw.model.pcap.CaptureError`) for unreadable captures.
     """
-    if config.kind in _NO_CAPTURE_PATH:
-        raise CaptureError(_NO_CAPTURE_PATH[config.kind])
     if config.kind == "rli":
         return _rli_capture_records(sender, receiver, config, mode=mode,
                                     interval_ns=interval_ns, start_ns=start_ns,
