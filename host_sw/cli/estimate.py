@@ -264,8 +264,9 @@ def _cmd_estimate(args) -> int:
     if reference_rule(args) is not None and args.input in ("snapshot", "frames"):
         raise UsageError("the --ref-* options apply to packet captures only")
     records = _records(args)
-    if records and records[0].synopsis == "rli":
-        return _print_rli(records, args)
+    printer = _KIND_PRINTERS.get(records[0].synopsis) if records else None
+    if printer is not None:
+        return printer(records, args)
     writer = FlowWriter(args.flows_out) if args.flows_out else None
     kind = records[0].synopsis if records else None
     table = _RECORD_TABLES.get(kind, RECORD_TABLE)
@@ -328,3 +329,7 @@ def _print_rli(records, args) -> int:
         except OSError as e:
             raise RunFailure(f"cannot write {args.flows_out}: {e.strerror or e}") from None
     return 0
+
+
+#: Kinds whose records print with a per-flow table of their own (RLI).
+_KIND_PRINTERS = {"rli": _print_rli}

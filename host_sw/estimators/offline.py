@@ -286,12 +286,12 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
     the reference accounting in ``details["references"]``). Raises
     ``ValueError`` (:class:`~host_sw.model.pcap.CaptureError`) for unreadable captures.
     """
-    if config.kind == "rli":
-        return _rli_capture_records(sender, receiver, config, mode=mode,
-                                    interval_ns=interval_ns, start_ns=start_ns,
-                                    confidence=confidence, progress=progress,
-                                    chunk_bytes=chunk_bytes,
-                                    min_flow_samples=min_flow_samples, flows=flows, key=key)
+    own = _CAPTURE_PATHS.get(config.kind)
+    if own is not None:
+        return own(sender, receiver, config, mode=mode, interval_ns=interval_ns,
+                   start_ns=start_ns, confidence=confidence, progress=progress,
+                   chunk_bytes=chunk_bytes, min_flow_samples=min_flow_samples,
+                   flows=flows, key=key)
     if config.kind in _KIND_HOOKS:
         # Per-packet kinds (OPA) pair every packet's record: the captures are read whole.
         sender, receiver = (p if isinstance(p, Capture) else read_pcap(p)
@@ -393,3 +393,8 @@ def _rli_record(pair: RliCapturePair, iv: int, confidence: float, flows) -> Inte
                "unreferenced": stats.unreferenced,
                "reference_source": pair.refs.source}
     return dataclasses.replace(rec, true=interval_truth(pair, iv), details=details)
+
+
+#: Kinds whose capture analysis is a path of its own (RLI: references from the sender
+#: capture, interpolation at the receiver), with :func:`capture_records`' arguments.
+_CAPTURE_PATHS = {"rli": _rli_capture_records}
