@@ -50,13 +50,17 @@ def receiver(intervals, scripted_device):
         def __init__(self):
             super().__init__(CONFIG, [s for s, _, _ in intervals])
             self.set("config_id", CONFIG.config_id)
-            self.regs = [r for _, r, _ in intervals]
+            self.regs = [dict(r) for _, r, _ in intervals]
+            self.plan = {}        # interval -> fault kinds of the replies after its freeze
 
         def swap(self, timestamp=None):
-            if self.frozen is None and self.regs:
+            fresh = self.frozen is None
+            if fresh and self.regs:
                 for name, value in self.regs.pop(0).items():
                     self.set(name, value)
             super().swap(timestamp)
+            if fresh:
+                self.faults += self.plan.pop(self.get("frozen_seq"), [])
 
     dev = RliReceiver()
     register_fake_device("rli_r", dev)
@@ -174,3 +178,17 @@ def test_with_a_sender_the_flows_have_loss(capsys, tmp_path, scripted_device):
     for w, c, k in zip(trace.flow_windows, trace.flow_classes, range(6)):
         assert lost[flow_label(w, c)] == truth[k]
     assert sum(lost.values()) > 0
+
+
+def test_unreadable_interval_is_a_row_with_its_reason(capsys, tmp_path, receiver):
+    receiver.plan = {0: ["drop"] * 2}      # the read and its resynchronisation probe
+    code, out, err = _watch(capsys, tmp_path, "--json", "--attempts", "1",
+                            "--timeout", "0.05", "--retries", "0")
+    assert code == 0, err
+    rows = [json.loads(l) for l in out.splitlines()]
+    assert [r["valid"] for r in rows] == [False, False, True]     # 1: flagged (overflow)
+    assert rows[0]["estimate"] is None
+    assert rows[0]["interval"] == 0 and rows[0]["notes"][0].startswith(
+        "receiver: could not be read (1 attempt)")
+    assert "released unread" in rows[0]["notes"][0]
+    assert rows[2]["receiver"]["rli"]["references"] > 100
