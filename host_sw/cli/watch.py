@@ -334,6 +334,11 @@ def _records(pairing, outcomes, swap_errors, args, flows) -> list:
     r = outcomes["receiver"]
     config = r.snapshot.config if r.ok else pairing.readers["receiver"].device.config
     if "sender" not in outcomes:
+        reader = pairing.readers["receiver"]
+        if r.ok and pairing._stale("receiver", r.snapshot.seq):
+            r.set_stale()          # a copy that could not be released: it has its row
+        if r.ok or r.seq is not None:
+            reader.last_seq = r.snapshot.seq if r.ok else r.seq
         rec = receiver_record(r, config)
         return [rli_record(rec, r, flows=flows, min_samples=args.min_samples)]
     *gaps, rec = pairing.records(outcomes, swap_errors)
