@@ -9,7 +9,10 @@ records; packet captures ► streamed, checked pairing, golden synopses and reco
 truth (:func:`host_sw.estimators.offline.capture_records`; any size, a progress bar on
 stderr). The records print as the :data:`~host_sw.cli.table.RECORD_TABLE` or JSON lines;
 an LDS configuration adds a per-flow table below each interval and ``--flows-out``
-writes every flow (:class:`~host_sw.cli.export.FlowWriter`).
+writes every flow (:class:`~host_sw.cli.export.FlowWriter`); an RLI configuration takes
+its references from the sender capture (reference frames, or ``--ref-*``: the rule
+designates sender packets; :mod:`host_sw.estimators.offline_rli`) and prints RLI's
+per-flow table (:mod:`host_sw.cli.rli_flows`).
 """
 
 from __future__ import annotations
@@ -19,13 +22,15 @@ import os
 import sys
 from pathlib import Path
 
-from host_sw.cli.args import (RunFailure, add_flow_options, check_output, confidence, dump,
-                              guard, int_in, key_file, load_config, load_flow_keys, parse_json,
-                              positive_int, read_text)
+from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_output,
+                              confidence, dump, guard, int_in, key_file, load_config,
+                              load_flow_keys, parse_json, positive_int, read_text)
 from host_sw.cli.export import FlowWriter
 from host_sw.cli.opa_output import OPA_RECORD_TABLE
 from host_sw.cli.progress import ByteProgress
 from host_sw.cli.records import pair_snapshots, with_flows
+from host_sw.cli.rli_flows import (add_reference_options, flow_rows, reference_rule,
+                                   render_flows, sort_rows, with_rli_flows, write_flows)
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
 from host_sw.contracts.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD,
@@ -35,6 +40,7 @@ from host_sw.contracts.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, M
 from host_sw.contracts.hashing import FrameClass
 from host_sw.device.driver import Snapshot
 from host_sw.estimators.offline import capture_records
+from host_sw.estimators.offline_rli import reference_rows
 from host_sw.estimators.record import record_for_pair
 from host_sw.model.pcap import read_pcap
 from host_sw.model.pcap_stream import iter_capture
@@ -76,6 +82,8 @@ def add_estimate_parser(sub) -> None:
                         "without it only integrity-tagged exports are accepted")
     p.add_argument("--json", action="store_true")
     add_flow_options(p, capture=True)
+    g = p.add_argument_group("RLI references (captures without reference frames)")
+    add_reference_options(g, capture=True)
     p.set_defaults(handler=guard(_cmd_estimate))
 
 
@@ -91,15 +99,23 @@ def _from_snapshot_files(paths, args) -> list:
             snaps.append(Snapshot.from_json(doc))
         except (ValueError, TypeError, KeyError, OverflowError, MemoryError) as e:
             raise RunFailure(f"{p}: not a snapshot: {e}") from None
-    return [pair_snapshots(snaps[0], snaps[1], args.confidence,
-                           flows=_flows(args, snaps[0].synopsis.config),
+    config = snaps[0].synopsis.config
+    flows = _flows(args, config)
+    if config.kind == "rli":       # RLI's per-flow figures, not LDS's
+        rec = pair_snapshots(snaps[0], snaps[1], args.confidence)
+        return [with_rli_flows(rec, snaps[1].synopsis, snaps[0].synopsis, flows,
+                               args.min_samples)]
+    return [pair_snapshots(snaps[0], snaps[1], args.confidence, flows=flows,
                            min_samples=args.min_samples)]
 
 
 def _is_control_capture(path) -> bool:
-    """Whether the first frames of a capture are exported control frames."""
+    """Whether the first frames of a capture are exported control frames (RLI's
+    reference frames, type 3, are the sender's traffic, not exports)."""
     for chunk in iter_capture(path, chunk_bytes=_PEEK_BYTES):
-        return bool((chunk.classes == FrameClass.CONTROL).any())
+        control = chunk.classes == FrameClass.CONTROL
+        control[reference_rows(chunk)] = False
+        return bool(control.any())
     return False
 
 
@@ -156,12 +172,34 @@ def _from_exported_frames(paths, args) -> list:
             sender_meta={"seq": seq, "flags": int(s.flags)},
             receiver_meta={"seq": seq, "flags": int(r.flags)},
             valid=s.valid and r.valid, notes=notes)
-        records.append(with_flows(rec, s.synopsis, r.synopsis, flows, args.min_samples))
+        if config.kind == "rli":
+            records.append(with_rli_flows(rec, r.synopsis, s.synopsis, flows,
+                                          args.min_samples))
+        else:
+            records.append(with_flows(rec, s.synopsis, r.synopsis, flows, args.min_samples))
     return records
 
 
+def _capture_config(args):
+    """The configuration of a packet-capture analysis: ``--config``, else the
+    ``--synopsis`` kind's defaults (RLI: with the ``--ref-*`` rule)."""
+    rule = reference_rule(args)
+    if rule is not None and args.config:
+        raise UsageError("the --ref-* options and --config exclude each other (the "
+                         "configuration holds the reference rule)")
+    if rule is not None and args.synopsis != "rli":
+        raise UsageError(f"the --ref-* options apply to --synopsis rli only, not "
+                         f"{args.synopsis}")
+    config = load_config(args.config) if args.config else config_class(args.synopsis)(
+        **(rule or {}))
+    if config.kind == "rli" and args.mode != "time":
+        raise UsageError("RLI intervals are cut by time at the receiver: --mode marker "
+                         "does not apply", "--mode")
+    return config
+
+
 def _from_packet_captures(paths, args) -> list:
-    config = load_config(args.config) if args.config else config_class(args.synopsis)()
+    config = _capture_config(args)
     flows = _flows(args, config)
     progress = None
     if args.progress or sys.stderr.isatty():
@@ -171,7 +209,7 @@ def _from_packet_captures(paths, args) -> list:
         return capture_records(paths[0], paths[1], config, mode=args.mode,
                                interval_ns=args.interval_ns, confidence=args.confidence,
                                progress=progress, min_flow_samples=args.min_samples,
-                               flows=flows)
+                               flows=flows, key=args.key_file)
     except ValueError as e:
         raise RunFailure(str(e)) from None
     finally:
@@ -223,7 +261,12 @@ def _records(args) -> list:
 
 def _cmd_estimate(args) -> int:
     check_output(args.flows_out)
+    if reference_rule(args) is not None and args.input in ("snapshot", "frames"):
+        raise UsageError("the --ref-* options apply to packet captures only")
     records = _records(args)
+    printer = _KIND_PRINTERS.get(records[0].synopsis) if records else None
+    if printer is not None:
+        return printer(records, args)
     writer = FlowWriter(args.flows_out) if args.flows_out else None
     kind = records[0].synopsis if records else None
     table = _RECORD_TABLES.get(kind, RECORD_TABLE)
@@ -250,3 +293,43 @@ def _cmd_estimate(args) -> int:
 
 #: The table of a kind whose figures differ from the mean/std table (OPA: percentiles).
 _RECORD_TABLES = {"opa": OPA_RECORD_TABLE}
+
+
+def _print_rli(records, args) -> int:
+    """RLI's records: the row of each interval (its notes: where the references came
+    from and what became of them), then its per-flow table; ``--flows-out`` every
+    flow of every interval."""
+    runs = []
+    if not args.json:
+        print(RECORD_TABLE.header())
+    for rec in records:
+        if args.json:
+            dump(rec.to_json())
+        else:
+            for line in RECORD_TABLE.lines(rec):
+                print(line)
+        table = rec.details.get("rli_flows")
+        if table is None:
+            continue
+        rows = sort_rows(flow_rows(table, min_samples=args.min_samples), args.sort)
+        runs.append((rec.interval, rows))
+        if not args.json:
+            unbacked = sum(1 for r in rows if r["unbacked"])
+            refs = ("" if "references" not in rec.details else
+                    f"; {rec.details['references']} references, "
+                    f"{rec.details['buffer_overflowed']} packets lost to a full "
+                    f"interpolation buffer")
+            print(f"    flows: {len(rows)} by {args.sort}; {unbacked} without backed "
+                  f"figures{refs}")
+            for line in render_flows(rows, args.top or len(rows), indent="    "):
+                print(line)
+    if args.flows_out:
+        try:
+            write_flows(args.flows_out, runs, column="interval")
+        except OSError as e:
+            raise RunFailure(f"cannot write {args.flows_out}: {e.strerror or e}") from None
+    return 0
+
+
+#: Kinds whose records print with a per-flow table of their own (RLI).
+_KIND_PRINTERS = {"rli": _print_rli}

@@ -11,6 +11,8 @@ In the host data flow (``docs/DESIGN.md``): driver snapshot ► (``watch``) reco
 :class:`~host_sw.cli.watch_reads.PointReader` (bounded retries, safe release); this module
 reads both points before releasing either, gives every sequence number a row (valid, or
 invalid with its reason) and stops only on a permanent failure (``docs/CLI.md``, watch).
+An RLI receiver may be watched alone (no ``--sender``): its rows, RLI registers and
+per-flow table come from :mod:`host_sw.cli.watch_rli`.
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ import sys
 import time
 from pathlib import Path
 
-from host_sw.cli.args import (RunFailure, add_flow_options, check_output, confidence, dump,
-                              guard, int_in, load_flow_keys, positive_int, real, seconds)
+from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_output,
+                              confidence, dump, guard, int_in, load_flow_keys, positive_int,
+                              real, seconds)
 from host_sw.cli.export import FlowWriter
 from host_sw.cli.link import add_link_options, open_device, open_devices
 from host_sw.cli.records import pair_snapshots, snapshot_meta, unread_record
+from host_sw.cli.rli_flows import flow_rows, sort_rows, write_flows
 from host_sw.cli.watch_reads import PointReader, ReadOutcome, RetryPolicy
+from host_sw.cli.watch_rli import RLI_WATCH_TABLE, flow_lines, receiver_record, rli_record
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
 from host_sw.device.driver import counter_deltas
 
@@ -54,7 +59,9 @@ def add_watch_parser(sub) -> None:
                        description="Read both devices' intervals as they freeze and print "
                                    "loss and delay estimates with confidence intervals.",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--sender", required=True, metavar="URL")
+    p.add_argument("--sender", default=None, metavar="URL",
+                   help="the sender device (required, except for an RLI receiver: "
+                        "RLI's delays are the receiver's alone)")
     p.add_argument("--receiver", required=True, metavar="URL")
     p.add_argument("--sender-core", default=None, metavar="N|NAME",
                    help="the sender's core behind a shared UART (as --core of info)")
@@ -106,10 +113,13 @@ def _cmd_read(args) -> int:
     for n in snap.notes:
         print(f"  note: {n}")
     syn = snap.synopsis
-    print(f"{'bank/row':>8} {'packets':>12} {'ts_sum (mod)':>16} {'nonzero':>8}")
+    # the timestamp sum, or the kind's first other field (RLI: delay_sum)
+    names = [f.name for f in syn.config.layout.fields if f.name != "count"]
+    second = "ts_sum" if "ts_sum" in names else names[0]
+    print(f"{'bank/row':>8} {'packets':>12} {second + ' (mod)':>16} {'nonzero':>8}")
     for b in range(syn.config.shape[0]):
         print(f"{b:>8} {int(syn.count[b].astype(object).sum()):>12} "
-              f"{int(syn.ts_sum[b].astype(object).sum()):>16} "
+              f"{int(syn[second][b].astype(object).sum()):>16} "
               f"{int((syn.count[b] > 0).sum()):>8}")
     for k, v in snap.status.items():
         print(f"  {k:<18} {v}")
@@ -251,23 +261,29 @@ def _read_cycle(readers: dict, args) -> tuple[dict, dict]:
 
 def _emit(rec, args, out, statuses=None, flows_out=None) -> None:
     """Print one record: its table row with its notes (and the per-flow table of an LDS
-    interval given --flows), or its JSON line; append it to --output and its flows to
-    --flows-out."""
+    or RLI interval given --flows), or its JSON line; append it to --output and its
+    flows to --flows-out."""
     report = rec.details.get("flows")
+    rli = rec.synopsis == "rli"
     if args.json:
         dump(rec.to_json())
     else:
-        for line in RECORD_TABLE.lines(rec):
+        for line in (RLI_WATCH_TABLE if rli else RECORD_TABLE).lines(rec):
             print(line, flush=True)
         if report is not None:
             for line in flow_table_lines(report, top=args.top, sort=args.sort):
                 print(line, flush=True)
+        for line in flow_lines(rec, args.top, args.sort) if rli else ():
+            print(line, flush=True)
         if args.progress and statuses:
             print(_progress_line(rec, statuses), file=sys.stderr, flush=True)
     if out:
         dump(rec.to_json(), out)
     if flows_out is not None and report is not None:
         flows_out.write(rec.interval, report)
+    if flows_out is not None and "rli_flows" in rec.details:
+        flows_out.rli.append((rec.interval, sort_rows(flow_rows(
+            rec.details["rli_flows"], min_samples=rec.details["min_samples"]), args.sort)))
 
 
 def _check_permanent(outcomes: dict, failed: dict, args) -> None:
@@ -288,28 +304,73 @@ def _check_permanent(outcomes: dict, failed: dict, args) -> None:
                              f"interval(s) in a row: {o.reason}")
 
 
+class _RliFlowsOut:
+    """``--flows-out`` of an RLI watch: every interval's flows, written at the end (and
+    on interruption) by :func:`~host_sw.cli.rli_flows.write_flows`."""
+
+    def __init__(self, path):
+        self.path, self.rli = path, []
+
+    def close(self):
+        write_flows(self.path, self.rli, column="interval")
+
+
+def _open_points(args):
+    """``{side: Device}``: both points, or an RLI receiver alone (no ``--sender``)."""
+    if args.sender is not None:
+        sender, receiver = open_devices(args, [args.sender, args.receiver],
+                                        [args.sender_core, args.receiver_core])
+        return {"sender": sender, "receiver": receiver}
+    (receiver,) = open_devices(args, [args.receiver], [args.receiver_core])
+    if receiver.config.kind != "rli":
+        receiver.close()
+        raise UsageError(f"required for a {receiver.config.kind} receiver (only an RLI "
+                         f"receiver is watched alone)", "--sender")
+    return {"receiver": receiver}
+
+
+def _records(pairing, outcomes, swap_errors, args, flows) -> list:
+    """The rows of one read cycle (an RLI receiver's checked by :func:`rli_record`)."""
+    r = outcomes["receiver"]
+    config = r.snapshot.config if r.ok else pairing.readers["receiver"].device.config
+    if "sender" not in outcomes:
+        reader = pairing.readers["receiver"]
+        if r.ok and pairing._stale("receiver", r.snapshot.seq):
+            r.set_stale()          # a copy that could not be released: it has its row
+        if r.ok or r.seq is not None:
+            reader.last_seq = r.snapshot.seq if r.ok else r.seq
+        rec = receiver_record(r, config)
+        return [rli_record(rec, r, flows=flows, min_samples=args.min_samples)]
+    *gaps, rec = pairing.records(outcomes, swap_errors)
+    if config.kind == "rli":
+        rec = rli_record(rec, r, outcomes["sender"], flows=flows,
+                         min_samples=args.min_samples)
+    return [*gaps, rec]
+
+
 def _cmd_watch(args) -> int:
     check_output(args.output)
     check_output(args.flows_out)
-    sender, receiver = open_devices(args, [args.sender, args.receiver],
-                                    [args.sender_core, args.receiver_core])
+    devices = _open_points(args)
     out = flows_out = None
     try:
-        flows = (load_flow_keys(args.flows, sender.config) if args.flows is not None
-                 else None)
+        config = devices["receiver"].config
+        rli = config.kind == "rli"
+        flows = (load_flow_keys(args.flows, config) if args.flows is not None else None)
         out = open(args.output, "a") if args.output else None
-        flows_out = FlowWriter(args.flows_out) if args.flows_out else None
+        if args.flows_out:
+            flows_out = _RliFlowsOut(args.flows_out) if rli else FlowWriter(args.flows_out)
         policy = RetryPolicy(attempts=args.attempts, delay=args.retry_delay, wait=args.wait)
-        readers = {"sender": PointReader(sender, policy),
-                   "receiver": PointReader(receiver, policy)}
+        readers = {side: PointReader(dev, policy) for side, dev in devices.items()}
         if not args.json:
-            print(RECORD_TABLE.header(), flush=True)
-        pairing = _Pairing(args.confidence, readers, flows, args.min_samples)
-        failed = {"sender": 0, "receiver": 0}
+            print((RLI_WATCH_TABLE if rli else RECORD_TABLE).header(), flush=True)
+        pairing = _Pairing(args.confidence, readers, None if rli else flows,
+                           args.min_samples)
+        failed = {side: 0 for side in devices}
         n = 0
         while args.intervals is None or n < args.intervals:
             outcomes, swap_errors = _read_cycle(readers, args)
-            *gaps, rec = pairing.records(outcomes, swap_errors)
+            *gaps, rec = _records(pairing, outcomes, swap_errors, args, flows)
             for gap in gaps:
                 _emit(gap, args, out)
             _emit(rec, args, out, {side: o.snapshot.status for side, o in outcomes.items()
@@ -321,6 +382,6 @@ def _cmd_watch(args) -> int:
             out.close()
         if flows_out is not None:
             flows_out.close()
-        sender.close()
-        receiver.close()
+        for dev in devices.values():
+            dev.close()
     return 0

@@ -27,7 +27,8 @@ from host_sw.contracts.control_frame import IntervalFlags
 from host_sw.device.driver import Device, Snapshot, SnapshotError
 from host_sw.device.transport import TransportError
 
-__all__ = ["TRANSIENT_ERRORS", "RetryPolicy", "ReadOutcome", "PointReader"]
+__all__ = ["TRANSIENT_ERRORS", "RetryPolicy", "ReadOutcome", "PointReader",
+           "RLI_FROZEN_REGISTERS"]
 
 #: Failures of one read that a later attempt may not have.
 TRANSIENT_ERRORS = (TransportError, SnapshotError)
@@ -38,6 +39,11 @@ _BOUNDARY_MARGIN = 0.8
 _MAX_PAUSE = 1.0
 #: The driver's note on a sequence number that skipped since its last snapshot.
 _HOST_GAP_NOTE = "sequence gap:"
+#: An RLI receiver's registers of the frozen interval (docs/SPEC.md "RLI", "Receiver
+#: interval"): references taken, data frames overflowed and unreferenced, references
+#: refused.
+RLI_FROZEN_REGISTERS = ("rli_frozen_references", "rli_frozen_overflowed",
+                        "rli_frozen_unreferenced", "rli_frozen_refused")
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,9 @@ class ReadOutcome:
     #: could not be released then); it is no snapshot of this interval.
     stale_seq: int | None = None
     stale_snapshot: Snapshot | None = None
+    #: An RLI receiver's per-interval registers of the frozen copy read
+    #: (:data:`RLI_FROZEN_REGISTERS`, without the ``rli_frozen_`` prefix), or None.
+    rli: dict | None = None
 
     def set_stale(self) -> None:
         """Mark the snapshot read as a copy that already has its row."""
@@ -178,6 +187,7 @@ class PointReader:
             try:
                 snap = self.device.read_snapshot(
                     release=False, timeout=max(0.0, wait_until - p.clock()))
+                out.rli = self._rli_registers()
                 out.snapshot = self._accounted_gap(snap)
                 return out
             except TRANSIENT_ERRORS as e:
@@ -194,6 +204,14 @@ class PointReader:
         out.reason = (f"could not be read ({out.attempts} attempt"
                       f"{'s' if out.attempts > 1 else ''}): {out.errors[-1]}{stop}")
         return out
+
+    def _rli_registers(self) -> dict | None:
+        """An RLI device's counts of the frozen interval (read while the copy is still
+        frozen, before its release: they belong to it), or None for other kinds."""
+        if self.device.config.kind != "rli":
+            return None
+        return {name[len("rli_frozen_"):]: self.device.read(name)
+                for name in RLI_FROZEN_REGISTERS}
 
     def _accounted_gap(self, snap: Snapshot) -> Snapshot:
         """``snap`` without the driver's sequence-gap mark when the intervals it missed

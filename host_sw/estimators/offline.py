@@ -35,7 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow_report
+from host_sw.estimators.offline_rli import (RliCapturePair, flow_table, interval_truth,
+                                            stream_rli_pair)
 from host_sw.estimators.offline_stream import StreamedPair, stream_pair
 from host_sw.estimators.opa_run import opa_records, opa_synopses
 from host_sw.estimators.rda_decode import PacketCache
@@ -44,6 +47,7 @@ from host_sw.model.channel import IntervalObservation, Observation
 from host_sw.model.golden import Hashers
 from host_sw.model.pcap import Capture, CaptureError, pair_captures, read_pcap
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, capture_linktype
+from host_sw.model.rli import RliReceiverStats
 from host_sw.model.traffic import Trace
 
 __all__ = ["PairProblem", "PairingCheck", "check_pairing", "capture_cache",
@@ -63,9 +67,6 @@ _DECODING_KINDS = frozenset({"rda"})
 #: Kinds whose synopses and per-interval caches come from hooks of their own,
 #: ``(synopses, caches)`` each ``(config, iv, hashers)`` (OPA: per-packet records).
 _KIND_HOOKS = {"opa": (opa_synopses, opa_records)}
-#: Kinds with no capture analysis yet, and why (RLI needs the sender's reference frames).
-_NO_CAPTURE_PATH = {"rli": "RLI from two captures needs the sender's reference packets in "
-                           "the capture; analyse RLI with `ldactl simulate --synopsis rli`"}
 
 
 class PairProblem(str, enum.Enum):
@@ -267,7 +268,7 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
                     confidence: float = 0.98, progress=None,
                     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                     min_flow_samples: int = DEFAULT_MIN_FLOW_SAMPLES,
-                    flows=None) -> list[IntervalRecord]:
+                    flows=None, key: bytes | None = None) -> list[IntervalRecord]:
     """The record of every interval of two captures (paths, streamed; or
     :class:`~host_sw.model.pcap.Capture` objects, in memory) under ``config``.
 
@@ -279,11 +280,18 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
     whatever their size; ``progress(n)`` is told the bytes read). An LDS configuration's
     records carry the per-flow estimates of every flow seen in the captures in
     ``details["flows"]`` (:func:`~host_sw.estimators.flows.flow_report`), or of the
-    flows given as ``(per-row flow hashes, names)`` (without their truth). Raises
+    flows given as ``(per-row flow hashes, names)`` (without their truth). An RLI
+    configuration's come from :mod:`host_sw.estimators.offline_rli` (references from the
+    sender capture, checked under ``key``; per-flow figures in ``details["rli_flows"]``,
+    the reference accounting in ``details["references"]``). Raises
     ``ValueError`` (:class:`~host_sw.model.pcap.CaptureError`) for unreadable captures.
     """
-    if config.kind in _NO_CAPTURE_PATH:
-        raise CaptureError(_NO_CAPTURE_PATH[config.kind])
+    own = _CAPTURE_PATHS.get(config.kind)
+    if own is not None:
+        return own(sender, receiver, config, mode=mode, interval_ns=interval_ns,
+                   start_ns=start_ns, confidence=confidence, progress=progress,
+                   chunk_bytes=chunk_bytes, min_flow_samples=min_flow_samples,
+                   flows=flows, key=key)
     if config.kind in _KIND_HOOKS:
         # Per-packet kinds (OPA) pair every packet's record: the captures are read whole.
         sender, receiver = (p if isinstance(p, Capture) else read_pcap(p)
@@ -328,3 +336,65 @@ def _records_in_memory(sender, receiver, config: SynopsisConfig, *, mode, interv
         records.append(dataclasses.replace(rec, true=truth_json(iv.truth)) if check.valid
                        else rec)
     return records
+
+
+def _rli_capture_records(sender, receiver, config, *, mode, interval_ns, start_ns,
+                         confidence, progress, chunk_bytes, min_flow_samples, flows,
+                         key) -> list[IntervalRecord]:
+    """:func:`capture_records` of an RLI configuration (two capture files)."""
+    if mode != "time":
+        raise ValueError("RLI intervals are cut by time at the receiver; --mode marker "
+                         "does not apply")
+    if isinstance(sender, Capture) or isinstance(receiver, Capture):
+        raise CaptureError("RLI analyses capture files (paths), read as streams")
+    for path in (sender, receiver):
+        linktype = capture_linktype(path)
+        if linktype != 1:
+            raise CaptureError(f"only Ethernet captures (link type 1) are supported, "
+                               f"not link type {linktype} ({path})")
+    pair = stream_rli_pair(sender, receiver, config, key=key, interval_ns=interval_ns,
+                           start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress)
+    return [_rli_record(pair, iv, confidence, flows) for iv in pair.intervals]
+
+
+def _rli_record(pair: RliCapturePair, iv: int, confidence: float, flows) -> IntervalRecord:
+    same = pair.sent > 0 and pair.matched == pair.sent == pair.received == pair.zero
+    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same)
+    notes = [] if reason is None else [reason]
+    notes += pair.refs.notes()
+    if problem is None and pair.negative:
+        notes.append(f"{pair.negative} of {pair.matched} matched packets have a negative "
+                     f"delay: the capture clocks disagree by more than the shortest delays")
+    empty = Synopsis.empty(pair.config)
+    s = pair.sender.get(iv, empty)
+    r, stats = pair.receiver.get(iv, (empty, RliReceiverStats(0, 0, 0, 0)))
+    if stats.overflowed:
+        notes.append(f"RLI receiver: {stats.overflowed} data packets found the "
+                     f"interpolation buffer full ({pair.config.buffer_packets} packets) "
+                     f"and are not counted (the device would flag the interval)")
+    if stats.unreferenced:
+        notes.append(f"RLI receiver: no reference in the interval: its "
+                     f"{stats.unreferenced} data packets are not counted")
+    metas = {}
+    for side in ("sender", "receiver"):
+        m = pair.meta[side].get(iv)
+        metas[side] = ({"packets": 0} if m is None else
+                       {"packets": m[0], "first_ns": m[1], "last_ns": m[2]})
+    last = [m["last_ns"] for m in metas.values() if "last_ns" in m]
+    rec = record_for_pair(s, r, confidence=confidence, interval=iv,
+                          when=max(last) / 1e9 if last else None,
+                          sender_meta=metas["sender"], receiver_meta=metas["receiver"],
+                          valid=problem is None, notes=notes,
+                          problem=None if problem is None else problem.value)
+    if problem is not None:
+        return rec
+    details = {"rli_flows": flow_table(pair, iv, flows),
+               "references": stats.references, "buffer_overflowed": stats.overflowed,
+               "unreferenced": stats.unreferenced,
+               "reference_source": pair.refs.source}
+    return dataclasses.replace(rec, true=interval_truth(pair, iv), details=details)
+
+
+#: Kinds whose capture analysis is a path of its own (RLI: references from the sender
+#: capture, interpolation at the receiver), with :func:`capture_records`' arguments.
+_CAPTURE_PATHS = {"rli": _rli_capture_records}

@@ -29,6 +29,7 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.traffic import Trace
 
 __all__ = ["REFERENCE_FRAME_BYTES", "reference_positions", "adaptive_spacing",
+           "ReferenceDesignator", "StreamedReceiver",
            "with_references", "flow_cells", "RliReceiverStats", "interpolated_delays",
            "receiver_synopsis", "sender_synopsis"]
 
@@ -253,3 +254,169 @@ def sender_synopsis(config: RliConfig, flow_hashes: np.ndarray, counted: np.ndar
     sel = np.flatnonzero(np.asarray(counted, dtype=bool))
     cells, digests = flow_cells(config, np.asarray(flow_hashes)[:, sel])
     return _accumulate(config, cells, digests, None)
+
+
+# ---------------------------------------------------------------------------------------
+# The same rules fed in pieces (captures read as streams)
+# ---------------------------------------------------------------------------------------
+
+class ReferenceDesignator:
+    """:func:`reference_positions`' ``after`` (the packets a reference follows), computed
+    piece by piece over a stream in send order, with memory independent of its length
+    (the carry: counts, the current utilisation window, the pending period times).
+
+    ``add(send_ticks, frame_bytes, counted)`` returns the global indices of the pieces'
+    packets that a reference follows (sorted; repeated when several follow one packet,
+    as :func:`reference_positions`); ``finish()`` those only the stream's end decides
+    (period rule: the times at or after the last piece's last tick). Send ticks must not
+    decrease (the batch function's ``searchsorted`` assumes the same).
+    """
+
+    def __init__(self, config: RliConfig):
+        self.config = config
+        self.seen = 0              # packets before this piece
+        self.counted = 0           # counted packets before this piece
+        self.t0 = None
+        self.next_k = 1            # period rule: the next time t0 + kP not yet placed
+        self.last = None           # (global index, tick) of the last packet so far
+        self.win = self.win_bytes = self.win_rank = self.prev_bytes = 0
+
+    def add(self, send_ticks, frame_bytes, counted) -> np.ndarray:
+        ticks = np.asarray(send_ticks, dtype=np.int64)
+        counted = np.asarray(counted, dtype=bool)
+        if not len(ticks):
+            return np.zeros(0, np.int64)
+        if self.t0 is None:
+            self.t0 = int(ticks[0])
+        c = self.config
+        if c.ref_packets:
+            cidx = np.flatnonzero(counted)
+            rank = self.counted + np.arange(len(cidx))
+            out = self.seen + cidx[(rank + 1) % c.ref_packets == 0]
+        elif c.ref_period_ticks:
+            out = self._period(ticks, int(ticks[-1]) - 1)
+        else:
+            out = self._adaptive(ticks, np.asarray(frame_bytes, dtype=np.float64), counted)
+        self.seen += len(ticks)
+        self.counted += int(counted.sum())
+        self.last = (self.seen - 1, int(ticks[-1]))
+        return out
+
+    def finish(self) -> np.ndarray:
+        if not self.config.ref_period_ticks or self.last is None:
+            return np.zeros(0, np.int64)
+        n = (self.last[1] - self.t0) // self.config.ref_period_ticks - self.next_k + 1
+        self.next_k += max(n, 0)
+        return np.full(max(n, 0), self.last[0], np.int64)
+
+    def _period(self, ticks: np.ndarray, until: int) -> np.ndarray:
+        """The period times up to ``until`` (below the piece's last tick, so no later
+        packet can be sent at or before them): the last packet at or before each."""
+        p = self.config.ref_period_ticks
+        k_end = (until - self.t0) // p if until >= self.t0 else 0
+        times = self.t0 + p * np.arange(self.next_k, k_end + 1, dtype=np.int64)
+        self.next_k = max(self.next_k, k_end + 1)
+        idx = self.seen + np.arange(len(ticks))
+        if self.last is not None:
+            ticks = np.concatenate([np.array([self.last[1]], np.int64), ticks])
+            idx = np.concatenate([np.array([self.last[0]], np.int64), idx])
+        return idx[np.searchsorted(ticks, times, side="right") - 1]
+
+    def _adaptive(self, ticks, nbytes, counted) -> np.ndarray:
+        """The adaptive rule with the current window's bytes, rank and its predecessor's
+        bytes carried from piece to piece."""
+        c = self.config
+        wins = (ticks - self.t0) // c.adapt_window_ticks
+        lo = int(wins[0])
+        rel = wins - lo
+        nw = int(rel[-1]) + 1
+        wb = np.bincount(rel, weights=nbytes, minlength=nw)
+        same = lo == self.win
+        if same:
+            wb[0] += self.win_bytes
+        before = self.prev_bytes if same else (self.win_bytes if lo == self.win + 1 else 0.0)
+        prev = np.r_[before, wb[:-1]]
+        capacity = c.adapt_link_Bps * c.adapt_window_ticks * c.tick_ns * 1e-9
+        spacing = adaptive_spacing(c, prev / capacity)
+        cidx = np.flatnonzero(counted)
+        cw = rel[cidx]
+        starts = np.searchsorted(cw, np.arange(nw), side="left")
+        rank = np.arange(len(cidx)) - starts[cw] + np.where((cw == 0) & same,
+                                                              self.win_rank, 0)
+        out = self.seen + cidx[(rank + 1) % spacing[cw] == 0]
+        last_count = int((cw == nw - 1).sum())
+        self.win_rank = last_count + (self.win_rank if nw == 1 and same else 0)
+        self.prev_bytes, self.win_bytes, self.win = float(prev[-1]), float(wb[-1]), lo + nw - 1
+        return out
+
+
+class StreamedReceiver:
+    """:func:`receiver_synopsis` of one interval fed in pieces of the arrival order: the
+    same counters word for word, holding at most ``buffer_packets`` data packets (those
+    after the last reference so far) and the last reference between pieces.
+
+    ``add(flow_hashes, arrival, is_ref, ref_send, counted)`` takes a piece (arguments as
+    :func:`receiver_synopsis`); ``finish()`` returns ``(Synopsis, RliReceiverStats)``.
+    """
+
+    def __init__(self, config: RliConfig):
+        self.config = config
+        self.synopsis = Synopsis.empty(config)
+        self.references = self.counted = self.overflowed = self.data = 0
+        self._excess = 0           # data past a full buffer before the next reference
+        self._last = None          # (arrival, send tick) of the last reference
+        self._arrival = np.zeros(0, np.int64)
+        self._flow = np.zeros((2, 0), np.uint64)
+
+    def _hold(self, arrival, flow) -> None:
+        room = self.config.buffer_packets - len(self._arrival)
+        self._excess += max(0, len(arrival) - room)
+        self._arrival = np.concatenate([self._arrival, arrival[:room]])
+        self._flow = np.concatenate([self._flow, flow[:, :room]], axis=1)
+
+    def _run(self, flow, arrival, is_ref, ref_send, data) -> None:
+        """Interpolate the buffered packets, then a piece ending with a reference."""
+        # (typed arrays throughout: a float64 step would round epoch-ns ticks)
+        lead = np.array([] if self._last is None else [self._last], np.int64).reshape(-1, 2)
+        m, n = len(lead), len(self._arrival)
+        arr = np.concatenate([lead[:, 0], self._arrival, arrival])
+        ref = np.concatenate([np.ones(m, bool), np.zeros(n, bool), is_ref])
+        send = np.concatenate([lead[:, 1], np.zeros(n, np.int64), ref_send])
+        dat = np.concatenate([np.zeros(m, bool), np.ones(n, bool), data])
+        flows = np.concatenate([np.zeros((2, m), np.uint64), self._flow, flow], axis=1)
+        delay, kept, stats = interpolated_delays(self.config, arr, ref, send, dat)
+        cells, digests = flow_cells(self.config, flows[:, kept])
+        self.synopsis = self.synopsis.merged(_accumulate(self.config, cells, digests, delay))
+        self.references += stats.references - m
+        self.counted += stats.counted
+        self.overflowed += stats.overflowed + self._excess
+        self._excess = 0
+        self._arrival = np.zeros(0, np.int64)
+        self._flow = np.zeros((2, 0), np.uint64)
+
+    def add(self, flow_hashes, arrival, is_ref, ref_send, counted) -> None:
+        flow = np.asarray(flow_hashes, dtype=np.uint64)
+        arrival = np.asarray(arrival, dtype=np.int64)
+        is_ref = np.asarray(is_ref, dtype=bool)
+        ref_send = np.asarray(ref_send, dtype=np.int64)
+        data = np.asarray(counted, dtype=bool) & ~is_ref
+        self.data += int(data.sum())
+        r_idx = np.flatnonzero(is_ref)
+        if len(r_idx):
+            end = int(r_idx[-1]) + 1
+            self._run(flow[:, :end], arrival[:end], is_ref[:end], ref_send[:end], data[:end])
+            self._last = (int(arrival[end - 1]), int(ref_send[end - 1]))
+            flow, arrival, data = flow[:, end:], arrival[end:], data[end:]
+        self._hold(arrival[data], flow[:, data])
+
+    def finish(self):
+        """The interval's counters and stats (the packets still buffered get the last
+        reference's delay; with no reference at all, none is counted)."""
+        if self._last is None:
+            return Synopsis.empty(self.config), RliReceiverStats(0, 0, 0, self.data)
+        if len(self._arrival) or self._excess:
+            empty = np.zeros(0, np.int64)
+            self._run(np.zeros((2, 0), np.uint64), empty, empty.astype(bool), empty,
+                      empty.astype(bool))
+        return self.synopsis, RliReceiverStats(self.references, self.counted,
+                                               self.overflowed, 0)
