@@ -19,7 +19,8 @@ two captures", has the measured figures of the candidates).
 
 Finding the records of a classic pcap block is a chain (each header gives the length of
 its record). The fast path guesses the record starts as the positions whose bytes match
-the first record's seconds field in its two high bytes (constant for 18 hours) and whose
+the first record's seconds field in its two high bytes (constant for 18 hours; too common
+a value — zero, in captures timed from 0 — and it walks instead) and whose
 fraction, captured and original length are plausible; it accepts the guess only when
 the guessed records chain exactly (every record ends where the next guessed one starts,
 the last one at the block's end), and otherwise walks the block header by header (a
@@ -57,6 +58,11 @@ _MAX_CAPLEN = 1 << 18
 #: Above this mean record size the header-by-header walk is cheaper than the guess
 #: (which looks at every byte).
 _GUESS_MAX_MEAN_RECORD = 400
+#: The guess gives up when more than one byte position in this many matches the seconds'
+#: high bytes: records are at least 16 + 14 bytes apart, so most matches would be payload
+#: (captures whose seconds are below 65 536 match every pair of zero bytes), and
+#: gathering a header at each of them costs more memory and time than the walk.
+_GUESS_MAX_DENSITY = 32
 
 
 def _capture_error(message: str) -> CaptureError:
@@ -218,6 +224,8 @@ def _guess_classic(buf: np.ndarray, end: int, le: bool, frac_limit: int):
     m = n // 2 * 2
     even = np.flatnonzero(buf[at:at + m].view(np.uint16) == value) * 2
     odd = np.flatnonzero(buf[at + 1:at + 1 + m].view(np.uint16) == value) * 2 + 1
+    if len(even) + len(odd) > n // _GUESS_MAX_DENSITY:
+        return None     # a common value (seconds < 65 536: zero bytes): walk instead
     cand = np.sort(np.concatenate([even, odd[odd < n], np.arange(m, n)]), kind="stable")
     fields = _fields(_gather(buf, cand, 16), le)
     frac, cap, orig = fields[:, 1], fields[:, 2], fields[:, 3]
