@@ -207,7 +207,7 @@ def reference_rule(args) -> dict | None:
     opt, name = given[0]
     rule[name] = getattr(args, name_of(opt))
     if name == "ref_packets" and not rule[name]:
-        raise UsageError("must be at least 1 with captures", opt)
+        raise UsageError("must be at least 1", opt)
     return rule
 
 

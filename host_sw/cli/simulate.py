@@ -20,7 +20,8 @@ from host_sw.cli.args import (RunFailure, UsageError, confidence, guard, int_at_
                               nonneg_int,
                               positive_int, probability, seed)
 from host_sw.cli.opa_output import OPA_SIMULATE_TABLE, write_delays, write_histogram
-from host_sw.cli.rli_flows import flow_rows, render_flows, write_flows
+from host_sw.cli.rli_flows import (REFERENCE_OPTIONS, add_reference_options, flow_rows,
+                                   name_of, reference_rule, render_flows, write_flows)
 from host_sw.cli.table import SIMULATE_TABLE
 from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, OpaConfig, RdaConfig, RliConfig,
                                       SynopsisConfig, config_class)
@@ -115,14 +116,7 @@ def _add_queue_and_rli_options(sim) -> None:
     sim.add_argument("--aqm", choices=("red", "droptail"), default="red",
                      help="queue: RED (10 000 packets, min_th 4 000, max_th 9 000, "
                           "w_q 0.002, max_p 1/50) or drop-tail at 10 000 packets")
-    sim.add_argument("--ref-packets", type=nonneg_int, default=None, metavar="N",
-                     help="RLI: one reference packet after every N counted packets "
-                          "(default 100)")
-    sim.add_argument("--ref-period", type=positive_int, default=None, metavar="NS",
-                     help="RLI: one reference packet per period instead")
-    sim.add_argument("--ref-adaptive", type=_rate, default=None, metavar="BYTES_PER_S",
-                     help="RLI: references adapted to the utilisation of a sender link of "
-                          "this rate (1 in 10 below 20 %%, 1 in 300 above 80 %%)")
+    add_reference_options(sim)
     sim.add_argument("--top", type=nonneg_int, default=10,
                      help="RLI: per-flow rows printed (largest flows)")
     sim.add_argument("--flows-out", default=None, metavar="FILE",
@@ -133,13 +127,6 @@ def _utilisation(text):
     value = float(text)
     if not 0 < value <= 10:
         raise argparse.ArgumentTypeError(f"must be in (0, 10], not {text}")
-    return value
-
-
-def _rate(text):
-    value = float(text)
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive rate, not {text}")
     return value
 
 
@@ -160,14 +147,7 @@ def _lds(args) -> SynopsisConfig:
 
 
 def _rli(args) -> SynopsisConfig:
-    refs = {"ref_packets": 0}
-    if args.ref_adaptive is not None:
-        refs["adapt_link_Bps"] = args.ref_adaptive
-    elif args.ref_period is not None:
-        refs["ref_period_ticks"] = args.ref_period
-    else:
-        refs["ref_packets"] = 100 if args.ref_packets is None else args.ref_packets
-    return RliConfig(cells=args.cells, **refs)
+    return RliConfig(cells=args.cells, **(reference_rule(args) or {"ref_packets": 100}))
 
 
 def _opa(args) -> SynopsisConfig:
@@ -202,13 +182,10 @@ def _check_options(args) -> None:
         raise UsageError("--pcap and --fast exclude each other")
     if args.tune_for_loss is not None and args.synopsis != "lda":
         raise UsageError("--tune-for-loss applies to --synopsis lda only")
-    refs = [o for o, v in (("--ref-packets", args.ref_packets),
-                           ("--ref-period", args.ref_period),
-                           ("--ref-adaptive", args.ref_adaptive)) if v is not None]
+    refs = [opt for opt, _ in REFERENCE_OPTIONS if getattr(args, name_of(opt)) is not None]
     if refs and args.synopsis != "rli":
         raise UsageError(f"{refs[0]} applies to --synopsis rli only")
-    if len(refs) > 1:
-        raise UsageError(f"{refs[0]} and {refs[1]} exclude each other")
+    reference_rule(args)                    # two rules given, or --ref-packets 0
     if args.flows_out and args.synopsis != "rli":
         raise UsageError("--flows-out applies to --synopsis rli only")
     for name in ("groups", "delays", "histogram"):
