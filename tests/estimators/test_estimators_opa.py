@@ -74,14 +74,69 @@ def test_reordered_and_foreign_packets(interval):
 
 
 def test_beyond_bound_reported_not_guessed(interval):
+    """Four losses (more unknowns than k − 1 = 3) and three losses in a group of ~190
+    packets (one checking row over C(w, 3) ≈ 10^6 candidates: about 5·10^-4 expected
+    false matches, over the 1e-6 budget) are reported, their packets given no delay."""
     p = interval[0]
-    drop = _in_group(p, 7, 3)
+    drop = np.concatenate([_in_group(p, 7, 4), _in_group(p, 6, 3)])
     keep = np.setdiff1d(np.arange(len(p)), drop)
     r, truth = _recover(interval, keep)
-    in_7 = group_of(p[keep], CONFIG.groups) == 7
-    assert r.unrecovered_groups == 1 and r.reasons["beyond_bound"] == 1
-    assert not r.recovered[in_7].any()
-    assert np.array_equal(r.delays[~in_7], truth[~in_7])
+    out = np.isin(group_of(p[keep], CONFIG.groups), [6, 7])
+    assert r.unrecovered_groups == 2
+    assert r.reasons["beyond_bound"] == 1 and r.reasons["false_match_bound"] == 1
+    assert not r.recovered[out].any()
+    assert np.array_equal(r.delays[~out], truth[~out])
+
+
+def _group_case(interval, config, group, lose=(), moves=(), **kw):
+    """Recovery of ``interval`` under ``config`` with the packets ``lose`` (ranks in
+    ``group``) lost and each ``(i, j)`` of ``moves`` received right after rank ``j``."""
+    p, send, recv = interval
+    idx = np.flatnonzero(group_of(p, config.groups) == group)
+    order = [i for i in range(len(p)) if i not in set(idx[list(lose)])]
+    for i, j in moves:
+        order.remove(idx[i])
+        order.insert(order.index(idx[j]) + 1, idx[i])
+    order = np.array(order)
+    syn, block = opa_sender(config, PacketRecords(p, send))
+    r = recover_interval(syn, block, PacketRecords(p[order], recv[order]), **kw)
+    return r, (recv - send)[order], len(idx)
+
+
+def test_three_losses_recovered_exactly(interval):
+    """k = 4, a group of ≤ 24 packets: C(w, 3) ≤ 2 024 candidates on one checking row
+    (≤ 1e-6 expected false matches); k = 5, a group of ~190: two checking rows."""
+    small = OpaConfig(groups=256, rows=4)
+    w = np.bincount(group_of(interval[0], 256), minlength=256)
+    g = int(np.flatnonzero((w >= 12) & (w <= 24))[0])
+    for config, group in ((small, g), (OpaConfig(groups=16, rows=5), 1)):
+        r, truth, _ = _group_case(interval, config, group, lose=(2, 7, 11))
+        assert r.recovered.all() and np.array_equal(r.delays, truth)
+        assert r.lost == 3 and r.reordered == 0 and r.searched_groups == 1
+
+
+def test_two_losses_and_a_reordering(interval):
+    """m = 1, |L| = 3 on k = 4: the set-aside packet must match one solved hash (two
+    checks), so the level is within the false-match budget."""
+    config = OpaConfig(groups=128, rows=4)
+    r, truth, _ = _group_case(interval, config, 2, lose=(3, 10), moves=((5, 8),))
+    assert r.recovered.all() and np.array_equal(r.delays, truth)
+    assert r.lost == 2 and r.reordered == 1 and r.unrecovered_groups == 0
+
+
+def test_three_reorderings(interval):
+    """m = 3: three packets each received up to 4 places late, every one matched."""
+    config = OpaConfig(groups=256, rows=4)
+    w = np.bincount(group_of(interval[0], 256), minlength=256)
+    g = int(np.flatnonzero((w >= 14) & (w <= 24))[0])
+    moves = ((0, 2), (4, 7), (8, 11))
+    r, truth, _ = _group_case(interval, config, g, moves=moves, shift_bound=4)
+    assert r.recovered.all() and np.array_equal(r.delays, truth)
+    assert r.lost == 0 and r.reordered == 3
+    # … and with at most two set aside: reported, not guessed
+    r, truth, _ = _group_case(interval, config, g, moves=moves, shift_bound=4, max_aside=2)
+    assert r.unrecovered_groups == 1 and r.recovered.sum() == len(truth) - w[g]
+    assert np.array_equal(r.recovered_delays, truth[r.recovered])
 
 
 def test_lossy_timestamps_within_bound(interval):
@@ -103,9 +158,12 @@ def test_search_limit_and_shift_bound():
     assert found.sigma is not None and found.sigma[20] == 4
     assert search_group(moved, 60, b, seed=one.seed, shift_bound=20,
                         candidate_limit=10).reason == "search_limit"
-    three = np.delete(p, [2, 30, 50])      # three unknowns: found with max_errors = 3
-    assert search_group(three, 60, b, seed=one.seed).reason == "beyond_bound"
-    found = search_group(three, 60, b, seed=one.seed, max_errors=3)
+    three = np.delete(p, [2, 30, 50])      # three unknowns, one checking row
+    assert search_group(three, 60, b, seed=one.seed,
+                        max_errors=2).reason == "beyond_bound"
+    # C(60, 3) = 34 220 candidates · 2^-31 ≈ 1.6e-5 expected false matches > 1e-6
+    assert search_group(three, 60, b, seed=one.seed).reason == "false_match_bound"
+    found = search_group(three, 60, b, seed=one.seed, false_match_budget=1e-4)
     assert list(np.setdiff1d(np.arange(1, 61), found.sigma)) == [3, 31, 51]
 
 
