@@ -183,3 +183,17 @@ def test_two_set_aside_packets():
     found = search_group(with_foreign, 40, b, seed=one.seed)
     assert found.sigma[20] == 0 and found.sigma[7] == 4
     assert search_group(with_foreign, 40, b, seed=one.seed, max_aside=1).sigma is None
+
+
+@pytest.mark.parametrize("rows,w,drop", [(5, 150, [0, 70, 149]), (6, 40, [1, 9, 20, 39])])
+def test_more_losses_with_more_rows(rows, w, drop):
+    """k − 1 unknowns need k ≥ |L| + 2 for two checking rows: three losses with k = 5
+    (the two-position grid per head), four with k = 6 (every subset in chunks)."""
+    rng = np.random.default_rng(rows)
+    p = rng.integers(0, 2 ** 64, w, dtype=np.uint64)
+    config = OpaConfig(groups=1, rows=rows)
+    syn = opa_synopsis(config, p)
+    b = np.array([syn[f"b{r}"][0, 0] for r in range(rows)])
+    found = search_group(np.delete(p, drop), w, b, seed=config.seed)
+    assert list(np.setdiff1d(np.arange(1, w + 1), found.sigma)) == [d + 1 for d in drop]
+    assert found.sigma[0] == (2 if drop[0] == 0 else 1)
