@@ -3,7 +3,7 @@
 lost positions of one group tested at once, without solving the mapping equation.
 
 Estimators layer, used by :mod:`host_sw.estimators.opa_search` (which owns the prefix
-sums :class:`~host_sw.estimators.opa_search.Terms`). With ``l_1 < … < l_a`` lost, received
+sums of the terms ``x**r · h(P, x)`` per shift). With ``l_1 < … < l_a`` lost, received
 packet of rank ``t`` sits at position ``t + 1 + s`` on the ``s``-th run, so the known part
 of the CAH is ``Pre_a[n] + Σ_s D_s[l_s − s]`` with ``D_s = Pre_{s−1} − Pre_s``: the
 residual ``R = B − known`` separates into one table per lost position. ``R`` is a
@@ -44,14 +44,14 @@ def _deflate(v: np.ndarray, x: int) -> np.ndarray:
 def pure_loss(terms, b: np.ndarray, w: int, a: int) -> list[np.ndarray]:
     """The lost-position sets ``L`` of size ``a`` that pass (module docstring).
 
-    For ``a ≥ 3`` the first ``a − 2`` positions (the head) are enumerated; the factors
+    For ``a ≥ 2`` the first ``a − 2`` positions (the head) are enumerated; the factors
     ``(X − l)`` of the head are applied to the residual and to the last two positions'
     tables (the annihilator is a product of linear factors), which leaves, per head, a
     two-position grid over ``k − a + 2`` rows (:func:`_two_grid`). (One head per
     numpy pass: for ``a ≥ 4`` the heads are many and small, and every subset in chunks,
     :func:`_pure_loss_chunks`, is faster.)"""
-    if a <= 2:
-        return _pure_loss_small(terms, b, w, a)
+    if a == 1:
+        return _one_loss(terms, b, w)
     if a >= 4:
         return _pure_loss_chunks(terms, b, w, a)
     n = len(terms.packets)
@@ -65,7 +65,7 @@ def pure_loss(terms, b: np.ndarray, w: int, a: int) -> list[np.ndarray]:
         r = base.copy()
         for s, l in enumerate(head):
             r = fold_mod_p(r + _P - d[s][min(l - (s + 1), n)])
-        lo = head[-1]                               # the last two are in lo+1 … w
+        lo = head[-1] if head else 0                # the last two are in lo+1 … w
         e2, e3 = last2[lo:], last3[lo:]
         for l in head:
             r, e2, e3 = _deflate(r, l), _deflate(e2, l), _deflate(e3, l)
@@ -137,50 +137,14 @@ def _pure_loss_chunks(terms, b: np.ndarray, w: int, a: int) -> list[np.ndarray]:
     return found
 
 
-def _pure_loss_small(terms, b: np.ndarray, w: int, a: int) -> list[np.ndarray]:
-    """The lost-position sets ``L`` (a = 1 or 2, no packet set aside) that pass, over the
-    whole grid of candidates at once.
-
-    With ``b_s = l_s − s`` the known part is ``Pre_a[n] + Σ_s D_s[l_s − s]``,
-    ``D_s = Pre_{s−1} − Pre_s``, so the residual separates into one table per lost
-    position. The checking rows are applied as the recurrence of the nodes' polynomial
-    (``R_{r+2} − (x1+x2)·R_{r+1} + x1·x2·R_r = 0``; for one node ``R_{r+1} = x·R_r``),
-    which holds exactly when ``R`` is a combination of the nodes' columns — the mapping
-    and checking equations without a division."""
+def _one_loss(terms, b: np.ndarray, w: int) -> list[np.ndarray]:
+    """One lost position ``l``: the residual ``R = B − Pre_1[n] − D_1[l − 1]`` must be a
+    multiple of ``(1, l, l², …)``, i.e. ``R_{r+1} = l·R_r`` on every row."""
     n, rows = len(terms.packets), terms.rows
-    pre = [terms.prefix(s) for s in range(a + 1)]
-    base = (b.astype(np.int64) - pre[a][n]) % OPA_PRIME                 # (rows,)
-    d1 = ((pre[0] - pre[1]) % OPA_PRIME).astype(np.uint64)              # (n+1, rows)
-    if a == 1:
-        x = np.arange(1, w + 1, dtype=np.uint64)
-        resid = (base.astype(np.uint64)[None, :] + _P - d1[x.astype(np.int64) - 1]) % _P
-        ok = np.ones(w, dtype=bool)
-        for r in range(rows - 1):
-            ok &= resid[:, r + 1] == modmul(x, resid[:, r])
-        return [np.array([l]) for l in x[ok].astype(np.int64)]
-    d2 = ((pre[1] - pre[2]) % OPA_PRIME).astype(np.uint64)
-    found = []
-    step = max(1, (1 << 20) // max(w, 1))
-    x2 = np.arange(2, w + 1, dtype=np.uint64)[None, :]
-    col = np.clip(x2[0].astype(np.int64) - 2, 0, n)
-    for start in range(1, w, step):
-        x1 = np.arange(start, min(w, start + step), dtype=np.uint64)[:, None]
-        row = np.minimum(x1[:, 0].astype(np.int64) - 1, n)
-        # The grid sieves with the first recurrence (a wrong pair passes with probability
-        # 1/p); the few survivors are checked on every row.
-        resid = [fold_mod_p(np.uint64(base[r]) + 2 * _P - d1[row, r][:, None]
-                            - d2[col, r][None, :]) for r in range(3)]
-        s, q = fold_mod_p(x1 + x2), modmul(x1, x2)
-        ok = (x2 > x1) & (fold_mod_p(resid[2] + modmul(q, resid[0]))
-                          == modmul(s, resid[1]))
-        for i, j in zip(*np.nonzero(ok)):
-            l1, l2 = int(x1[i, 0]), int(x2[0, j])
-            r_all = (base.astype(np.int64) - d1[min(l1 - 1, n)].astype(np.int64)
-                     - d2[min(l2 - 2, n)].astype(np.int64)) % OPA_PRIME
-            if all((int(r_all[r + 2]) + l1 * l2 * int(r_all[r])
-                    - (l1 + l2) * int(r_all[r + 1])) % OPA_PRIME == 0
-                   for r in range(rows - 2)):
-                found.append(np.array([l1, l2]))
-    return found
-
-
+    base, (d1,) = _tables(terms, b, 1)
+    x = np.arange(1, w + 1, dtype=np.uint64)
+    resid = fold_mod_p(base[None, :] + _P - d1[np.minimum(x.astype(np.int64) - 1, n)])
+    ok = np.ones(w, dtype=bool)
+    for r in range(rows - 1):
+        ok &= resid[:, r + 1] == modmul(x, resid[:, r])
+    return [np.array([l]) for l in x[ok].astype(np.int64)]

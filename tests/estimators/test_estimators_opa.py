@@ -9,7 +9,8 @@ import pytest
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa import group_of
 from host_sw.estimators.opa import recover_interval, summary
-from host_sw.estimators.opa_search import search_group
+from host_sw.estimators.opa_grid import _pure_loss_chunks, pure_loss
+from host_sw.estimators.opa_search import _Terms, search_group
 from host_sw.model.opa import PacketRecords, opa_sender, opa_synopsis
 
 CONFIG = OpaConfig(groups=16, rows=4)
@@ -197,3 +198,24 @@ def test_more_losses_with_more_rows(rows, w, drop):
     found = search_group(np.delete(p, drop), w, b, seed=config.seed)
     assert list(np.setdiff1d(np.arange(1, w + 1), found.sigma)) == [d + 1 for d in drop]
     assert found.sigma[0] == (2 if drop[0] == 0 else 1)
+
+
+@pytest.mark.parametrize("a", [2, 3])
+def test_grid_equals_every_subset(a):
+    """The two-position grid (per head) finds exactly what the plain enumeration of every
+    subset with the annihilator on every window finds, for the planted losses and for
+    losses shifted by one (a residual no subset explains)."""
+    rng = np.random.default_rng(30 + a)
+    w = 70
+    p = rng.integers(0, 2 ** 64, w, dtype=np.uint64)
+    config = OpaConfig(groups=1, rows=5)
+    syn = opa_synopsis(config, p)
+    b = np.array([syn[f"b{r}"][0, 0] for r in range(5)], dtype=np.uint64)
+    drop = list(rng.choice(w, a, replace=False))
+    for received in (np.delete(p, drop), np.delete(p, drop)[::-1]):
+        terms = _Terms(received, w, 5, config.seed)
+        fast = [list(map(int, x)) for x in pure_loss(terms, b, w, a)]
+        plain = [list(map(int, x)) for x in _pure_loss_chunks(terms, b, w, a)]
+        assert fast == plain
+    assert fast == [] and plain == [] and len(
+        pure_loss(_Terms(np.delete(p, drop), w, 5, config.seed), b, w, a)) == 1
