@@ -26,7 +26,7 @@ import numpy as np
 from host_sw.contracts.opa import augmented_hash
 from host_sw.contracts.opa_timestamps import decode_timestamps
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.estimators.opa_search import FALSE_MATCH_BUDGET, search_group
+from host_sw.estimators.opa_search import FALSE_MATCH_BUDGET, GRID_LIMIT, search_group
 from host_sw.model.opa import PacketRecords, group_packets, group_sums, sender_timestamp_block
 
 __all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "HISTOGRAM_BUCKETS_S",
@@ -83,13 +83,14 @@ def _sender_words(sender: Synopsis):
 
 def recover_interval(sender: Synopsis, timestamp_block: bytes, receiver: PacketRecords, *,
                      max_errors: int | None = None, shift_bound: int = 8, max_aside: int = 3,
-                     candidate_limit: int = 2_000_000,
+                     candidate_limit: int = 2_000_000, grid_limit: int = GRID_LIMIT,
                      false_match_budget: float = FALSE_MATCH_BUDGET) -> OpaRecovery:
     """Algorithms 1 and 2 over one interval (module docstring). ``max_errors`` bounds the
     unknown positions per group (default and at most ``rows − 1``), ``shift_bound`` the
     reordering shift d within a group, ``max_aside`` the reordered or foreign packets per
-    group, ``candidate_limit`` the mappings one group may test and ``false_match_budget``
-    the expected false matches of one searched level (``docs/SPEC.md`` §8.5)."""
+    group, ``candidate_limit`` and ``grid_limit`` the mappings one group may test one by
+    one or as a grid, and ``false_match_budget`` the expected false matches of one
+    searched level (``docs/SPEC.md`` §8.5)."""
     config = sender.config
     if max_errors is not None and not 0 <= max_errors < config.rows:
         raise ValueError(f"max_errors must be 0..rows-1 ({config.rows - 1}), not {max_errors}")
@@ -117,6 +118,7 @@ def recover_interval(sender: Synopsis, timestamp_block: bytes, receiver: PacketR
         found = search_group(p_sorted[lo:lo + n], int(w[gi]), b[:, gi], seed=config.seed,
                              max_errors=max_errors, shift_bound=shift_bound,
                              max_aside=max_aside, candidate_limit=candidate_limit,
+                             grid_limit=grid_limit,
                              false_match_budget=false_match_budget)
         out.candidates += found.candidates
         if found.sigma is None:

@@ -19,10 +19,10 @@ from itertools import combinations
 
 import numpy as np
 
-from host_sw.contracts.opa import OPA_PRIME, fold_mod_p, modmul
+from host_sw.contracts.opa import OPA_PRIME, augmented_hash, fold_mod_p, modmul, node_powers
 from host_sw.estimators.opa_levels import combination_chunks
 
-__all__ = ["pure_loss"]
+__all__ = ["pure_loss", "placed_two_losses"]
 
 _P = np.uint64(OPA_PRIME)
 
@@ -92,8 +92,8 @@ def _two_grid(r: np.ndarray, e2: np.ndarray, e3: np.ndarray, xs: np.ndarray):
     for start in range(0, m - 1, step):
         i = np.arange(start, min(m - 1, start + step))
         xi = xs[i][:, None]
-        total = (f[i][:, None] + g[None, :] + modmul(xs[None, :], u[i][:, None])
-                 + modmul(xi, v[None, :]))
+        # positions < 2**21 and values < p: each product < 2**52, the sum < 2**54
+        total = f[i][:, None] + g[None, :] + xs[None, :] * u[i][:, None] + xi * v[None, :]
         ok = (fold_mod_p(total) == 0) & (xs[None, :] > xi)
         for ii, jj in zip(*np.nonzero(ok)):
             ii = int(i[ii])
@@ -148,3 +148,85 @@ def _one_loss(terms, b: np.ndarray, w: int) -> list[np.ndarray]:
     for r in range(rows - 1):
         ok &= resid[:, r + 1] == modmul(x, resid[:, r])
     return [np.array([l]) for l in x[ok].astype(np.int64)]
+
+
+class _Without:
+    """The prefix sums of a group's received packets with packet ``e`` taken out (the
+    others in arrival order), from the full sequence's: up to ``e`` unchanged, after it
+    the next packet's terms one shift lower."""
+
+    def __init__(self, terms, e: int):
+        self.full, self.e = terms, e
+        self.packets = np.delete(terms.packets, e)
+        self._prefix = {}
+
+    def prefix(self, s: int) -> np.ndarray:
+        if s not in self._prefix:
+            e, n = self.e, len(self.full.packets)
+            pre, low = self.full.prefix(s), self.full.prefix(s - 1)
+            out = np.empty((n, pre.shape[1]), dtype=np.int64)
+            out[:e + 1] = pre[:e + 1]
+            out[e + 1:] = pre[e] + low[e + 2:] - low[e + 1]
+            self._prefix[s] = out
+        return self._prefix[s]
+
+
+def placed_two_losses(terms, b: np.ndarray, w: int, e: int,
+                      homes: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Level ``m = 1``, ``|L| = 3`` with the set-aside packet matched: packet ``e``
+    placed at each ``x`` of ``homes`` (its hash there known), two lost positions
+    ``l1 < l2`` (not ``x``) anywhere. The in-order packets skip ``{x, l1, l2}``, so each
+    position's table depends on its rank among them; ``x``'s own table depends only on
+    how many of ``l1, l2`` lie below it, which splits into one term per lost position.
+    What is left is the two-position grid on ``k − 2`` windows, for all homes at once
+    (:func:`_two_grid_batch`). Returns ``(x, L)`` for each that passes."""
+    n, rows = len(terms.packets), terms.rows
+    base, d = _tables(_Without(terms, e), b, 3)
+    last = n - 1                           # the tables' last index (n − 1 packets)
+    pos = np.arange(1, w + 1)
+    at = {c: np.clip(pos - c, 0, last) for c in (1, 2, 3)}
+    hx = augmented_hash(terms.packets[e], homes, terms.seed)
+    vx = modmul(node_powers(homes, rows), hx[None, :]).T            # (H, rows)
+    xc = [fold_mod_p(d[c][np.clip(homes - (c + 1), 0, last)] + vx) for c in range(3)]
+    below = (pos[None, :] < homes[:, None])[..., None]              # (H, w, 1)
+    above = (pos[None, :] > homes[:, None])[..., None]
+    e1 = np.where(above, d[1][at[2]][None], d[0][at[1]][None])
+    e1 = fold_mod_p(e1 + np.where(below, fold_mod_p(xc[1] + _P - xc[0])[:, None, :], 0))
+    e2 = np.where(above, d[2][at[3]][None], d[1][at[2]][None])
+    e2 = fold_mod_p(e2 + np.where(below, fold_mod_p(xc[2] + _P - xc[1])[:, None, :], 0))
+    keep = pos[None, :] != homes[:, None]                           # one position out
+    h = len(homes)
+    xs = np.broadcast_to(pos, (h, w))[keep].reshape(h, w - 1).astype(np.uint64)
+    e1, e2 = e1[keep].reshape(h, w - 1, rows), e2[keep].reshape(h, w - 1, rows)
+    r = fold_mod_p(base[None, :] + _P - xc[0])
+    found = []
+    step = max(1, (1 << 16) // (w * w))   # grids of about 64 Ki cells stay in cache
+    for lo in range(0, h, step):
+        sl = slice(lo, lo + step)
+        found += [(int(homes[lo + q]), np.sort(np.array([int(homes[lo + q]), int(xs[lo + q, i]),
+                                                         int(xs[lo + q, j])])))
+                  for q, i, j in _two_grid_batch(r[sl], e1[sl], e2[sl], xs[sl])]
+    return found
+
+
+def _two_grid_batch(r: np.ndarray, e2: np.ndarray, e3: np.ndarray, xs: np.ndarray):
+    """:func:`_two_grid` for ``H`` residuals at once: ``r`` (H, rows), ``e2``/``e3``
+    (H, m, rows), ``xs`` (H, m) increasing per row; ``(h, i, j)`` that pass."""
+    rows = r.shape[1]
+    a0 = fold_mod_p(r[:, None, 0] + _P - e2[..., 0])
+    a1 = fold_mod_p(r[:, None, 1] + _P - e2[..., 1])
+    f = fold_mod_p(r[:, None, 2] + 2 * _P - e2[..., 2] - modmul(xs, a1))
+    g = fold_mod_p(_P - e3[..., 2] + modmul(xs, e3[..., 1]))
+    u = fold_mod_p(modmul(xs, a0) + _P - a1)
+    v = fold_mod_p(e3[..., 1] + _P - modmul(xs, e3[..., 0]))
+    total = (f[:, :, None] + g[:, None, :] + xs[:, None, :] * u[:, :, None]
+             + xs[:, :, None] * v[:, None, :])          # < 2**54 (see _two_grid)
+    ok = (fold_mod_p(total) == 0) & (xs[:, None, :] > xs[:, :, None])
+    out = []
+    for q, i, j in zip(*np.nonzero(ok)):
+        full = [int(t) for t in fold_mod_p(r[q] + 2 * _P - e2[q, i] - e3[q, j])]
+        x1, x2 = int(xs[q, i]), int(xs[q, j])
+        if all((full[t + 2] + x1 * x2 * full[t] - (x1 + x2) * full[t + 1])
+               % OPA_PRIME == 0 for t in range(rows - 2)):
+            out.append((int(q), int(i), int(j)))
+    return out

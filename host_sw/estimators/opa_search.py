@@ -34,16 +34,19 @@ import numpy as np
 
 from host_sw.contracts.opa import (OPA_PRIME, augmented_hash, modinv, modmul,
                                    node_powers)
-from host_sw.estimators.opa_grid import pure_loss
+from host_sw.estimators.opa_grid import placed_two_losses, pure_loss
 from host_sw.estimators.opa_levels import (CHUNK, candidate_chunks, level_size,
                                            required_matches)
 
-__all__ = ["GroupSearch", "search_group", "CHUNK", "FALSE_MATCH_BUDGET"]
+__all__ = ["GroupSearch", "search_group", "CHUNK", "FALSE_MATCH_BUDGET", "GRID_LIMIT"]
 
 _P = np.uint64(OPA_PRIME)
 #: Default bound of the expected false matches of one searched level (SPEC §8.5): with
 #: ``k = 4`` one checking row (``|L| = 3``) allows ``budget·p ≈ 2 100`` candidates.
 FALSE_MATCH_BUDGET = 1e-6
+#: Default bound of a level tested as a grid (about 15–60 ns per candidate, against about
+#: 1 µs for an enumerated one): about a second of one core at most per group.
+GRID_LIMIT = 32_000_000
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,13 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
             sigma = _sigma(n, w, np.zeros(0, np.int64), lost, np.zeros(0, np.int64))
             found.setdefault(sigma.tobytes(), sigma)
         return found, level_size(n, w, a, 0, d)
+    if _placed(m, a, need):
+        for e in range(n):
+            homes = np.arange(max(1, e + 1 - d), min(w, e + 1 + d) + 1)
+            for x, lost in placed_two_losses(terms, b, w, e, homes):
+                sigma = _sigma(n, w, np.array([e]), lost, np.array([x]))
+                found.setdefault(sigma.tobytes(), sigma)
+        return found, level_size(n, w, a, m, d)
     for aside, lost in candidate_chunks(n, w, a, m, d):
         ok, matched = _evaluate(terms, b, aside, lost, d, inverses)
         if need:
@@ -188,17 +198,24 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
     return found, tested
 
 
+def _placed(m: int, a: int, need: int) -> bool:
+    """Level ``(m, a)`` is searched as a grid with its set-aside packet placed
+    (:func:`~host_sw.estimators.opa_grid.placed_two_losses`)."""
+    return m == 1 and a == 3 and need >= 1
+
+
 def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
                  max_errors: int | None = None, shift_bound: int = 8, max_aside: int = 3,
-                 candidate_limit: int = 2_000_000,
+                 candidate_limit: int = 2_000_000, grid_limit: int = GRID_LIMIT,
                  false_match_budget: float = FALSE_MATCH_BUDGET) -> GroupSearch:
     """Algorithm 1 for one group: ``packets`` the received packet hashes in arrival
     order, ``w`` and ``b`` (uint64 ``(k,)``) the sender's word. Levels set aside
     ``m = 0 … max_aside`` packets (reordered or foreign), each with ``|L| = w − n + m``
     unknown positions, ``|L| ≤ max_errors`` (default and at most ``k − 1``). A level
-    larger than ``candidate_limit`` ends the search (``search_limit``), one whose
-    expected false matches exceed ``false_match_budget`` whatever it requires of its
-    set-aside packets ends it too (``false_match_bound``)."""
+    whose expected false matches exceed ``false_match_budget`` whatever it requires of
+    its set-aside packets ends the search (``false_match_bound``); so does one of more
+    candidates than ``grid_limit`` (levels tested as a grid: pure loss, and two losses
+    with a placed packet) or ``candidate_limit`` (the others) (``search_limit``)."""
     n, rows = len(packets), len(b)
     max_errors = rows - 1 if max_errors is None else min(max_errors, rows - 1)
     terms = _Terms(np.asarray(packets, dtype=np.uint64), w, rows, seed)
@@ -209,11 +226,11 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
         if a < 0 or a > max_errors or (a == 0 and m == 0) or (m >= 2 and a > m):
             continue
         size = level_size(n, w, a, m, shift_bound)
-        if size > candidate_limit:
-            return GroupSearch(None, "search_limit", tested)
         need = required_matches(size, rows, a, m, false_match_budget)
         if need is None:
             return GroupSearch(None, "false_match_bound", tested)
+        if size > (grid_limit if m == 0 or _placed(m, a, need) else candidate_limit):
+            return GroupSearch(None, "search_limit", tested)
         if inverses is None and m:   # 1/(x2 − x1) for positions up to w (Fermat)
             inverses = modinv(np.arange(max(w, 1) + 1))
         found, count = _search_level(terms, b, n, w, a, m, need, shift_bound, inverses)

@@ -9,7 +9,7 @@ import pytest
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa import group_of
 from host_sw.estimators.opa import recover_interval, summary
-from host_sw.estimators.opa_grid import _pure_loss_chunks, pure_loss
+from host_sw.estimators.opa_grid import _pure_loss_chunks, _Without, pure_loss
 from host_sw.estimators.opa_search import _Terms, search_group
 from host_sw.model.opa import PacketRecords, opa_sender, opa_synopsis
 
@@ -118,8 +118,9 @@ def test_three_losses_recovered_exactly(interval):
 
 def test_two_losses_and_a_reordering(interval):
     """m = 1, |L| = 3 on k = 4: the set-aside packet must match one solved hash (two
-    checks), so the level is within the false-match budget."""
-    config = OpaConfig(groups=128, rows=4)
+    checks), so the level is within the false-match budget; searched as a grid with the
+    packet placed (a group of ~94 packets: 6.9·10^6 candidates)."""
+    config = OpaConfig(groups=32, rows=4)
     r, truth, _ = _group_case(interval, config, 2, lose=(3, 10), moves=((5, 8),))
     assert r.recovered.all() and np.array_equal(r.delays, truth)
     assert r.lost == 2 and r.reordered == 1 and r.unrecovered_groups == 0
@@ -219,3 +220,15 @@ def test_grid_equals_every_subset(a):
         assert fast == plain
     assert fast == [] and plain == [] and len(
         pure_loss(_Terms(np.delete(p, drop), w, 5, config.seed), b, w, a)) == 1
+
+
+def test_prefix_sums_without_one_packet():
+    """The placed-packet grid's prefix sums of a group with one packet taken out equal
+    those computed afresh on the shorter sequence."""
+    rng = np.random.default_rng(40)
+    p = rng.integers(0, 2 ** 64, 30, dtype=np.uint64)
+    full = _Terms(p, 32, 4, 7)
+    for e in (0, 13, 29):
+        short = _Terms(np.delete(p, e), 32, 4, 7)
+        for s in range(4):
+            assert np.array_equal(_Without(full, e).prefix(s), short.prefix(s))
