@@ -71,7 +71,7 @@ def fig4(packets, runs, progress) -> list[dict]:
             for g in FIG4_GROUPS:
                 syn, block = opa_sender(OpaConfig(groups=g), work.sent)
                 r = recover_interval(syn, block, work.received, max_errors=2,
-                                     grid_limit=FIG4_LIMIT)
+                                     grid_limit=FIG4_LIMIT, candidate_limit=FIG4_LIMIT)
                 assert np.array_equal(r.recovered_delays, work.true_delay[r.recovered])
                 rows.append({"loss": loss, "run": run, "groups": g,
                              "recovered_fraction": float(r.recovered.mean()),
