@@ -18,7 +18,8 @@ Weibull delays with large delays added with probability 1e-4, loss 1e-5 … 1e-3
 * the timestamp layer: bytes per packet against the quantisation shift and its error.
 
 Writes ``opa_fig4.csv``, ``opa_sweep.csv``, ``opa_timestamps.csv``, ``opa_fig4.png``,
-``opa_fig5_cdf.png``, ``opa_fig7_large.png``, ``opa_table.txt`` to ``bench/out/accuracy/`` (``--out``).
+``opa_fig5_cdf.png``, ``opa_fig7_large.png``, ``opa_table.txt`` to ``bench/out/accuracy/``
+(``--out``).
 
 Usage::
 

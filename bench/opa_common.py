@@ -3,11 +3,12 @@
 interval of packets through a path with the OPA paper's impairments (§VII-A, C).
 
 Packet hashes are drawn uniformly (statistically the H3 hashes of distinct headers), send
-times are Poisson at ``rate_pps``, delays ``base_ns`` plus Weibull (``scale_ns``, ``shape``) with a large
-delay (``large_factor`` × the scale, times a uniform 1…2) added with probability
-``large_p``; losses are uniform. Arrival order is the sending order (a FIFO path) except
-for ``reorder`` of the packets, each moved later by 1…``reorder_span`` places — so the
-receiver sees loss and reordering at stated rates, as in the paper, whatever the delays.
+times are Poisson at ``rate_pps``, delays ``base_ns`` plus Weibull (``scale_ns``,
+``shape``) with a large delay (``large_factor`` × the scale, times a uniform 1…2) added
+with probability ``large_p``; losses are uniform. Arrival order is the sending order (a
+FIFO path) except for ``reorder`` of the packets, each moved later by 1…``reorder_span``
+places — so the receiver sees loss and reordering at stated rates, as in the paper,
+whatever the delays.
 
 :func:`rli_estimates` runs RLI (:mod:`host_sw.model.rli`, the product's golden model) on
 the same packets for the OPA paper's Figs. 5–7: reference packets after every N-th sent
