@@ -21,9 +21,10 @@ Candidates that pass are compared by the mapping they give: one mapping is the a
 two or more are reported as ambiguous, never guessed.
 
 Levels, in order: ``m = 0, 1, 2, …`` packets set aside with ``|L| = w − n + m``, each
-only while ``|L| ≤ max_errors`` (at most ``k − 1``), its size within ``candidate_limit``
-and its expected false matches within ``false_match_budget`` (a level that cannot be
-searched ends the search: a later level's answer could hide a simpler one).
+only while ``|L| ≤ max_errors`` (at most ``k − 1``), its expected false matches within
+``false_match_budget`` and its size within ``grid_limit`` (levels tested as a grid:
+:mod:`host_sw.estimators.opa_grid`) or ``candidate_limit`` (the others); a level that
+cannot be searched ends the search (a later level's answer could hide a simpler one).
 """
 
 from __future__ import annotations
@@ -167,8 +168,6 @@ def _sigma(n: int, w: int, aside: np.ndarray, lost: np.ndarray,
     sigma[keep] = free[:keep.sum()]
     sigma[aside] = matched
     return sigma
-
-
 
 
 def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
