@@ -83,7 +83,8 @@ def rli_estimates(work: Workload, ref_every: int) -> tuple[np.ndarray, np.ndarra
     followed (a FIFO path). Returns ``(delays, estimated, references received)``:
     ``estimated`` per received packet (``work.received`` order) says whether RLI gave it
     a delay (every packet between two received references, and those before the first
-    or after the last take the nearest reference's delay)."""
+    or after the last take the nearest reference's delay). The receiver's interpolation
+    buffer is made large enough (2**20) that no packet is left out of it."""
     config = RliConfig(ref_packets=ref_every, buffer_packets=1 << 20)
     send = np.asarray(work.sent.timestamps, dtype=np.int64)
     counted = np.ones(len(send), dtype=bool)
