@@ -22,7 +22,7 @@ import numpy as np
 from host_sw.contracts.opa import OPA_PRIME, augmented_hash, fold_mod_p, modmul, node_powers
 from host_sw.estimators.opa_levels import combination_chunks
 
-__all__ = ["pure_loss", "placed_two_losses"]
+__all__ = ["pure_loss", "placed_two_losses", "two_moves"]
 
 _P = np.uint64(OPA_PRIME)
 
@@ -230,3 +230,48 @@ def _two_grid_batch(r: np.ndarray, e2: np.ndarray, e3: np.ndarray, xs: np.ndarra
                % OPA_PRIME == 0 for t in range(rows - 2)):
             out.append((int(q), int(i), int(j)))
     return out
+
+
+def two_moves(terms, b: np.ndarray, w: int, d: int) -> list[tuple[int, int, int, int]]:
+    """Level ``m = 2``, ``|L| = 2`` (two reordered packets, no loss: ``w = n``) for moves
+    that do not overlap, by meeting in the middle: ``(e1, x1, e2, x2)`` that pass.
+
+    A move puts packet ``e`` at position ``x ≠ e + 1`` (``|x − e − 1| ≤ d``); the
+    in-order packets between shift by one. Its change of the CAH, ``Δ(e, x)``, is its own
+    term at ``x`` less the one at ``e + 1`` plus the shifted run's, from the prefix sums.
+    When two moves' ranges of arrival indices are disjoint their changes add, so the pair
+    passes exactly when ``Δ1 + Δ2 = B − K0`` on every row (``K0`` the CAH of the arrival
+    order): row 0 is matched through a sorted table, the few hits checked on every row.
+    Overlapping moves (packets within ``2d`` of each other) are the enumeration's."""
+    n, rows = len(terms.packets), terms.rows
+    pre = {s: terms.prefix(s) for s in (-1, 0, 1)}
+    e = np.repeat(np.arange(n), 2 * d + 1)
+    x = e + 1 + np.tile(np.arange(-d, d + 1), n)
+    ok = (x >= 1) & (x <= w) & (x != e + 1)
+    e, x = e[ok], x[ok]
+    if len(e) == 0:
+        return []
+    hx = augmented_hash(terms.packets[e], x, terms.seed)
+    tx = modmul(node_powers(x, rows), hx[None, :]).T.astype(np.int64)     # (M, rows)
+    te = pre[0][e + 1] - pre[0][e]
+    early = x < e + 1
+    xe = np.where(early, x - 1, e + 1)                 # the shifted run is [xe, hi)
+    hi = np.where(early, e, x)
+    run = np.where(early[:, None], (pre[1][hi] - pre[1][xe]) - (pre[0][hi] - pre[0][xe]),
+                   (pre[-1][hi] - pre[-1][xe]) - (pre[0][hi] - pre[0][xe]))
+    delta = ((tx - te + run) % OPA_PRIME).astype(np.int64)
+    lo_i, hi_i = np.minimum(e, x - 1), np.maximum(e, x - 1)               # index range
+    r0 = (b.astype(np.int64) - pre[0][n]) % OPA_PRIME
+    order = np.argsort(delta[:, 0], kind="stable")
+    keys = delta[order, 0]
+    target = (r0[0] - delta[:, 0]) % OPA_PRIME
+    first = np.searchsorted(keys, target, side="left")
+    last = np.searchsorted(keys, target, side="right")
+    found = []
+    for i in np.flatnonzero(last > first):
+        for j in order[first[i]:last[i]]:
+            if j <= i or not (hi_i[i] < lo_i[j] or hi_i[j] < lo_i[i]):
+                continue
+            if np.array_equal((delta[i] + delta[j]) % OPA_PRIME, r0):
+                found.append((int(e[i]), int(x[i]), int(e[j]), int(x[j])))
+    return found

@@ -42,8 +42,9 @@ CHUNK = 1 << 16
 _EMPTY = np.zeros((0, 0), dtype=np.int64)
 
 
-def level_size(n: int, w: int, a: int, m: int, d: int) -> int:
-    """Candidates of level ``(m, a)`` (an upper bound for ``m ≥ 1``)."""
+def level_size(n: int, w: int, a: int, m: int, d: int, near: bool = False) -> int:
+    """Candidates of level ``(m, a)`` (an upper bound for ``m ≥ 1``); ``near``: of its
+    pairs within ``2d`` only (``m = 2``)."""
     home = min(w, 2 * d + 1)
     if m == 0:
         return comb(w, a)
@@ -51,7 +52,8 @@ def level_size(n: int, w: int, a: int, m: int, d: int) -> int:
         return n if a == 0 else n * home * comb(w, a - 1)
     if a > m:
         return 0
-    return comb(n, m) * comb(m, a) * home ** a
+    sets = n * 2 * d if near and m == 2 else comb(n, m)
+    return sets * comb(m, a) * home ** a
 
 
 def required_matches(size: int, rows: int, a: int, m: int, budget: float) -> int | None:
@@ -128,15 +130,23 @@ def _one_aside(n: int, w: int, a: int, d: int):
             yield ec[keep, None], lost
 
 
-def _many_aside(n: int, w: int, a: int, m: int, d: int):
+def _near_pairs(n: int, span: int):
+    """Pairs ``e1 < e2 ≤ e1 + span`` of arrival indices, in order."""
+    for e1 in range(n):
+        for e2 in range(e1 + 1, min(n, e1 + span + 1)):
+            yield e1, e2
+
+
+def _many_aside(n: int, w: int, a: int, m: int, d: int, near: bool = False):
     """Levels ``m ≥ 2``: for each set of ``m`` packets, each ``a``-subset of them placed
     at distinct positions within ``d`` of their arrival slots (a candidate may repeat
-    when homes overlap; repeats give the same mapping)."""
+    when homes overlap; repeats give the same mapping). ``near`` (``m = 2``): only the
+    pairs within ``2d`` of each other, whose moves can overlap."""
     offsets = np.stack(np.meshgrid(*([np.arange(-d, d + 1)] * a), indexing="ij"),
                        axis=-1).reshape(-1, a) if a else np.zeros((1, 0), np.int64)
     per_set = comb(m, a) * len(offsets)
     step = max(1, CHUNK // max(per_set, 1))
-    sets = combinations(range(n), m)
+    sets = _near_pairs(n, 2 * d) if near else combinations(range(n), m)
     while True:
         block = np.array([s for _, s in zip(range(step), sets)], dtype=np.int64)
         if len(block) == 0:
@@ -153,12 +163,13 @@ def _many_aside(n: int, w: int, a: int, m: int, d: int):
                 yield block[bi], pos[bi, hi]
 
 
-def candidate_chunks(n: int, w: int, a: int, m: int, d: int):
-    """The candidates ``(aside (C, m), lost (C, a))`` of level ``(m, a)`` in chunks."""
+def candidate_chunks(n: int, w: int, a: int, m: int, d: int, near: bool = False):
+    """The candidates ``(aside (C, m), lost (C, a))`` of level ``(m, a)`` in chunks
+    (``near``: :func:`_many_aside`'s)."""
     if m == 0:
         for lost in combination_chunks(w, a):
             yield np.zeros((len(lost), 0), dtype=np.int64), lost
     elif m == 1:
         yield from _one_aside(n, w, a, d)
     elif a <= m:
-        yield from _many_aside(n, w, a, m, d)
+        yield from _many_aside(n, w, a, m, d, near)

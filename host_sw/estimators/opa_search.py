@@ -35,7 +35,7 @@ import numpy as np
 
 from host_sw.contracts.opa import (OPA_PRIME, augmented_hash, modinv, modmul,
                                    node_powers)
-from host_sw.estimators.opa_grid import placed_two_losses, pure_loss
+from host_sw.estimators.opa_grid import placed_two_losses, pure_loss, two_moves
 from host_sw.estimators.opa_levels import (CHUNK, candidate_chunks, level_size,
                                            required_matches)
 
@@ -186,7 +186,13 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
                 sigma = _sigma(n, w, np.array([e]), lost, np.array([x]))
                 found.setdefault(sigma.tobytes(), sigma)
         return found, level_size(n, w, a, m, d)
-    for aside, lost in candidate_chunks(n, w, a, m, d):
+    near = _two_moves(n, w, a, m)
+    if near:    # moves that do not overlap, met in the middle; the others enumerated
+        for e1, x1, e2, x2 in two_moves(terms, b, w, d):
+            aside, lost = np.array([e1, e2]), np.array(sorted((x1, x2)))
+            sigma = _sigma(n, w, aside, lost, np.array([x1, x2]))
+            found.setdefault(sigma.tobytes(), sigma)
+    for aside, lost in candidate_chunks(n, w, a, m, d, near):
         ok, matched = _evaluate(terms, b, aside, lost, d, inverses)
         if need:
             ok &= (matched > 0).sum(axis=1) >= need
@@ -195,6 +201,13 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
             sigma = _sigma(n, w, aside[i], lost[i], matched[i])
             found.setdefault(sigma.tobytes(), sigma)
     return found, tested
+
+
+def _two_moves(n: int, w: int, a: int, m: int) -> bool:
+    """Level ``(m, a)`` is two reordered packets and no loss: searched as non-overlapping
+    moves met in the middle (:func:`~host_sw.estimators.opa_grid.two_moves`) plus the
+    enumeration of the pairs within ``2d`` of each other."""
+    return m == 2 and a == 2 and w == n
 
 
 def _placed(m: int, a: int, need: int) -> bool:
@@ -228,6 +241,8 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
         need = required_matches(size, rows, a, m, false_match_budget)
         if need is None:
             return GroupSearch(None, "false_match_bound", tested)
+        if _two_moves(n, w, a, m):
+            size = level_size(n, w, a, m, shift_bound, near=True)
         if size > (grid_limit if m == 0 or _placed(m, a, need) else candidate_limit):
             return GroupSearch(None, "search_limit", tested)
         if inverses is None and m:   # 1/(x2 − x1) for positions up to w (Fermat)

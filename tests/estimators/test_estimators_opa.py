@@ -232,3 +232,21 @@ def test_prefix_sums_without_one_packet():
         short = _Terms(np.delete(p, e), 32, 4, 7)
         for s in range(4):
             assert np.array_equal(_Without(full, e).prefix(s), short.prefix(s))
+
+
+@pytest.mark.parametrize("moves", [((10, 15), (100, 92)), ((10, 15), (12, 18))])
+def test_two_reorderings_in_a_large_group(moves):
+    """Two reordered packets in a group of 150 (C(n, 2)·17² ≈ 3·10^6 candidates, over
+    the enumeration's limit): moves apart met in the middle, overlapping ones enumerated
+    among the pairs within 2d."""
+    rng = np.random.default_rng(50)
+    p = rng.integers(0, 2 ** 64, 150, dtype=np.uint64)
+    config = OpaConfig(groups=1, rows=4)
+    syn = opa_synopsis(config, p)
+    b = np.array([syn[f"b{r}"][0, 0] for r in range(4)])
+    order = list(range(150))
+    for i, j in moves:
+        order.remove(i)
+        order.insert(order.index(j) + 1, i)
+    found = search_group(p[order], 150, b, seed=config.seed)
+    assert np.array_equal(found.sigma, np.array(order) + 1)

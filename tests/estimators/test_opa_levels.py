@@ -37,6 +37,14 @@ def test_candidates_are_the_definition(n, w, a, m, d):
         assert len(got) == len(set(got))       # each once
 
 
+def test_near_pairs_are_the_pairs_within_2d():
+    got = {(tuple(s), tuple(l)) for aside, lost in candidate_chunks(9, 9, 2, 2, 1, near=True)
+           for s, l in zip(aside.tolist(), lost.tolist())}
+    want = {c for c in _brute(9, 9, 2, 2, 1) if c[0][1] - c[0][0] <= 2}
+    assert got == want
+    assert level_size(9, 9, 2, 2, 1, near=True) >= len(got)
+
+
 def test_combination_chunks_cover_every_subset():
     got = [tuple(r) for c in combination_chunks(30, 4) for r in c.tolist()]
     assert got == list(combinations(range(1, 31), 4))
