@@ -15,8 +15,9 @@ the positions not in ``L``. Their known part of the CAH is a sum over at most
 of the terms ``x**r · h(P, x)`` precomputed per shift — every candidate costs O(k·|L|·m)
 whatever the group's size. The first ``|L|`` rows solve for the unknown hashes (mapping
 equation, a Vandermonde system in the nodes ``L``); the other rows must hold (checking
-equation). A set-aside packet must then be one of the solved hashes at a position within
-the shift bound ``d`` (it was reordered) or none of them (it belongs to another interval).
+equation). A set-aside packet must then be one of the solved hashes at a position of
+``L`` (it was reordered; the shift bound ``d`` limits which candidates are tried, not the
+match) or none of them (it belongs to another interval).
 Candidates that pass are compared by the mapping they give: one mapping is the answer,
 two or more are reported as ambiguous, never guessed.
 
@@ -131,9 +132,9 @@ def _solve(nodes: np.ndarray, rhs: np.ndarray, inverses: np.ndarray) -> np.ndarr
     return m[:, :, a]
 
 
-def _evaluate(terms, b, aside, lost, d, inverses) -> tuple[np.ndarray, np.ndarray]:
-    """Pass mask of a batch of candidates and, per set-aside packet, the position it
-    matched (0: none — a packet of another interval)."""
+def _evaluate(terms, b, aside, lost, inverses) -> tuple[np.ndarray, np.ndarray]:
+    """Pass mask of a batch of candidates and, per set-aside packet, the position of
+    ``L`` whose solved hash it equals (0: none — a packet of another interval)."""
     rows, a = terms.rows, lost.shape[1]
     resid = (b[:, None] + _P - _known_part(terms, aside, lost)) % _P
     if a:
@@ -148,10 +149,9 @@ def _evaluate(terms, b, aside, lost, d, inverses) -> tuple[np.ndarray, np.ndarra
     matched = np.zeros(aside.shape, dtype=np.int64)
     for i in np.flatnonzero(ok) if aside.shape[1] else ():
         free = np.ones(a, dtype=bool)
-        for q, e in enumerate(aside[i]):
-            near = np.abs(lost[i] - (e + 1)) <= d
+        for q, e in enumerate(aside[i]):   # anywhere in L: d bounds the candidates only
             mine = augmented_hash(terms.packets[e], lost[i], terms.seed)
-            hit = np.flatnonzero(near & free & (mine == h[i]))
+            hit = np.flatnonzero(free & (mine == h[i]))
             if len(hit):
                 matched[i, q] = lost[i][hit[0]]
                 free[hit[0]] = False
@@ -193,7 +193,7 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
             sigma = _sigma(n, w, aside, lost, np.array([x1, x2]))
             found.setdefault(sigma.tobytes(), sigma)
     for aside, lost in candidate_chunks(n, w, a, m, d, near):
-        ok, matched = _evaluate(terms, b, aside, lost, d, inverses)
+        ok, matched = _evaluate(terms, b, aside, lost, inverses)
         if need:
             ok &= (matched > 0).sum(axis=1) >= need
         tested += len(lost)

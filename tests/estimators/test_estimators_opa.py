@@ -250,3 +250,17 @@ def test_two_reorderings_in_a_large_group(moves):
         order.insert(order.index(j) + 1, i)
     found = search_group(p[order], 150, b, seed=config.seed)
     assert np.array_equal(found.sigma, np.array(order) + 1)
+
+
+def test_reordered_beyond_d_is_matched_not_called_foreign():
+    """A loss at position 6 and packet 19 received at index 4 (14 places early, d = 8):
+    the candidate with both positions unknown passes; the set-aside packet equals the
+    hash solved at 19, so it is placed there (before: called foreign, its delay lost)."""
+    rng = np.random.default_rng(60)
+    p = rng.integers(0, 2 ** 64, 25, dtype=np.uint64)
+    config = OpaConfig(groups=1, rows=4)
+    syn = opa_synopsis(config, p)
+    b = np.array([syn[f"b{r}"][0, 0] for r in range(4)])
+    order = [0, 1, 2, 3, 18, 4] + [i for i in range(6, 25) if i != 18]
+    found = search_group(p[order], 25, b, seed=config.seed, shift_bound=8)
+    assert np.array_equal(found.sigma, np.array(order) + 1)
