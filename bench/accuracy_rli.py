@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """RLI accuracy: the RLI paper's Fig. 5 (CDF of the per-flow relative error of the mean
-delay at high, moderate and low utilisation) on our queueing channel, LDS on the same
-traffic beside it, and the LDS paper's counter-case (per-flow delays uncorrelated across
+delay at high, moderate and low utilisation) on our queueing channel, LDS and OPA on the
+same traffic beside it, and the LDS paper's counter-case (per-flow delays uncorrelated across
 flows: RLI with 1 kHz references against LDS, its Figs. 9–10).
 
 Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace,
@@ -9,7 +9,9 @@ with RLI's reference packets inserted by :func:`host_sw.model.rli.with_reference
 the channel (a RED queue, :mod:`host_sw.model.queueing`, for Fig. 5; per-flow delays for
 the counter-case) ► the RLI golden model and :func:`host_sw.estimators.rli.estimate_flows`,
 and the LDS golden model and :func:`host_sw.estimators.lds.estimate_flows`, on the same
-received packets ► against :meth:`host_sw.model.channel.GroundTruth.per_flow` ► CSV, PNG,
+received packets, and OPA (:func:`host_sw.model.opa.opa_sender`,
+:func:`host_sw.estimators.opa.recover_interval`: per-flow means of its recovered
+per-packet delays) ► against :meth:`host_sw.model.channel.GroundTruth.per_flow` ► CSV, PNG,
 table in ``bench/out/accuracy/`` (``docs/ACCURACY.md``, section RLI).
 
 Fig. 5 setup: the paper simulates CAIDA OC-192 arrivals (5-tuple flows) through a RED
@@ -20,6 +22,8 @@ queue at utilisations 0.88, 0.55, 0.22; references adaptive to the utilisation o
 of the queue's drain rate (docs/SPEC.md "RLI": 1 in 10 below 20 %, 1 in 300 above 80 %)
 and, for comparison, fixed 1 in 100. RLI's cells: 2**20 (per-flow state; the paper keeps
 exact flow records). LDS: 4 rows × 17 500 cells (the LDS paper's 70 000 counters).
+OPA: about 256 packets per group (8 192 groups for 2·10^6 packets), k = 4, the lossless
+timestamp layer; its bytes per packet are the words plus the timestamp block.
 
 Counter-case: the LDS paper's setting — delays that belong to flows, not to time: per
 packet Weibull (shape 0.6, mean 100 µs) plus a per-flow extra of 0 (70 % of flows) or
@@ -42,11 +46,13 @@ from pathlib import Path
 
 import numpy as np
 
-from host_sw.contracts.config import LdsConfig, RliConfig
+from host_sw.contracts.config import LdsConfig, OpaConfig, RliConfig
+from host_sw.estimators.opa import recover_interval
 from host_sw.estimators.lds import estimate_flows as lds_estimate_flows
 from host_sw.estimators.rli import estimate_flows as rli_estimate_flows
 from host_sw.estimators.rli import simulated_synopses
 from host_sw.model.channel import Scenario
+from host_sw.model.opa import PacketRecords, opa_sender
 from host_sw.model.queueing import QueueSpec
 from host_sw.model.rli import with_references
 
@@ -83,6 +89,44 @@ def _rli_errors(iv, trace, config):
     return est.mean_ns, est.collided, stats
 
 
+def _opa_point(config, obs):
+    """A point's per-packet records (its counted packets, in its order) and their ids."""
+    h = obs.hashes(config)
+    counted = (np.ones(len(obs), bool) if h.counted is None else np.asarray(h.counted, bool))
+    ticks = np.asarray(obs.ticks(config), dtype=np.int64)
+    return (PacketRecords(np.asarray(h.packet, np.uint64)[counted], ticks[counted]),
+            np.asarray(obs.packet_ids)[counted])
+
+
+def _opa_errors(iv, trace, seed):
+    """OPA's per-flow mean delay (ns; NaN for a flow none of whose packets is recovered)
+    and its figures: groups, bytes per packet (words + timestamp block), recovered
+    fraction; every recovered delay is checked against the truth."""
+    sent = int(iv.truth.sent)
+    config = OpaConfig(groups=1 << max(4, math.ceil(math.log2(max(sent, 1) / 256))),
+                       seed=seed)
+    s, _ = _opa_point(config, iv.sender)
+    r, r_ids = _opa_point(config, iv.receiver)
+    syn, block = opa_sender(config, s)
+    res = recover_interval(syn, block, r)
+    both = np.argsort(iv.truth.both_ids)
+    at = both[np.searchsorted(iv.truth.both_ids, r_ids, sorter=both)]
+    truth = np.asarray(iv.truth.delays, np.int64)[at]
+    assert np.array_equal(res.recovered_delays * config.tick_ns, truth[res.recovered])
+    flows = trace.flow_ids[r_ids[res.recovered]]
+    n = np.bincount(flows, minlength=trace.num_flows)
+    total = np.bincount(flows, weights=res.recovered_delays * config.tick_ns,
+                        minlength=trace.num_flows)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+    stats = {"groups": config.groups,
+             "bytes_per_packet": (config.groups * config.layout.width / 8 + len(block))
+             / max(len(s), 1),
+             "recovered": float(res.recovered.mean()) if len(r) else math.nan,
+             "unrecovered_groups": res.unrecovered_groups}
+    return mean, stats
+
+
 def _summary(name, rel, packets, min_packets):
     sel = (packets >= min_packets) & np.isfinite(rel)
     q = np.quantile(rel[sel], QUANTILES) if sel.any() else [math.nan] * len(QUANTILES)
@@ -93,7 +137,7 @@ def _summary(name, rel, packets, min_packets):
 
 def fig5(packets, flows, seed, progress, frame_bytes="imix"):
     """Per utilisation and estimator: quantiles of the per-flow relative error."""
-    rows, cdfs = [], {}
+    rows, cdfs, opa_rows = [], {}, []
     for u in UTILISATIONS:
         sc = Scenario(packets=packets, flows=flows, rate_pps=5e6, delay="constant:value=0",
                       frame_bytes=frame_bytes,
@@ -121,9 +165,20 @@ def fig5(packets, flows, seed, progress, frame_bytes="imix"):
                                  "references": 0, "dropped": iv.truth.lost,
                                  "true_mean_ns": iv.truth.mean})
                 cdfs[(u, "LDS 70k")] = np.sort(rel_lds[(n >= 1) & np.isfinite(rel_lds)])
+                opa_mean, opa = _opa_errors(iv, trace, seed + 2)
+                rel_opa = _rel(opa_mean, true)
+                for m in (1, 100):
+                    rows.append({"utilisation": u, **_summary("OPA", rel_opa, n, m),
+                                 "references": 0, "dropped": iv.truth.lost,
+                                 "true_mean_ns": iv.truth.mean})
+                opa_rows.append({"utilisation": u, "packets": int(iv.truth.sent),
+                                 "dropped": iv.truth.lost, **opa})
+                cdfs[(u, "OPA")] = np.sort(rel_opa[(n >= 1) & np.isfinite(rel_opa)])
+                progress(f"u={u} OPA: g {opa['groups']}, {opa['bytes_per_packet']:.3f} B/pkt, "
+                         f"recovered {opa['recovered']:.6f}")
             progress(f"u={u} {name}: median {np.median(cdfs[(u, name)]):.4f}, "
                      f"{stats.references} references")
-    return rows, cdfs
+    return rows, cdfs, opa_rows
 
 
 def counter_case(packets, flows, seed, progress):
@@ -186,10 +241,12 @@ def main(argv=None) -> int:
         args.packets, args.flows = 60_000, 500
     progress = Progress()
     start, cpu = time.perf_counter(), time.process_time()
-    rows, cdfs = fig5(args.packets, args.flows, args.seed, progress, args.frame_bytes)
+    rows, cdfs, opa_rows = fig5(args.packets, args.flows, args.seed, progress,
+                                args.frame_bytes)
     counter = counter_case(args.packets // 2, args.flows, args.seed + 100, progress)
     write_csv(args.out / f"{args.prefix}_fig5.csv", rows)
     write_csv(args.out / f"{args.prefix}_counter_case.csv", counter)
+    write_csv(args.out / f"{args.prefix}_fig5_opa.csv", opa_rows)
     _plot(cdfs, args.out / f"{args.prefix}_fig5.png")
     table = (format_table(rows, [("utilisation", "u"), ("estimator", "estimator"),
                                  ("min_packets", "≥pkts"), ("flows", "flows"),
@@ -198,7 +255,13 @@ def main(argv=None) -> int:
                                  ("true_mean_ns", "mean ns")])
              + "\n\n" + format_table(counter, [("bin", "flow size"), ("estimator", "estimator"),
                                                ("flows", "flows"), ("median", "median"),
-                                               ("p95", "p95")]))
+                                               ("p95", "p95")])
+             + "\n\nOPA on the Fig. 5 traffic\n"
+             + format_table(opa_rows, [("utilisation", "u"), ("packets", "packets"),
+                                       ("dropped", "dropped"), ("groups", "groups"),
+                                       ("bytes_per_packet", "B/packet"),
+                                       ("recovered", "recovered"),
+                                       ("unrecovered_groups", "unrec. groups")]))
     (args.out / f"{args.prefix}_table.txt").write_text(table + "\n")
     meta = {"packets": args.packets, "flows": args.flows, "seed": args.seed,
             "frame_bytes": args.frame_bytes,

@@ -16,6 +16,7 @@ Writes ``bench/out/opa_recovery.json`` and ``bench/out/opa_recovery.png``.
 Usage::
 
     .venv/bin/python -m bench.opa_recovery [--packets 1000000] [--loss 1e-4] [--runs 3]
+                                           [--rows 4] [--groups 256,1024,4096,16384]
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def measure(config: OpaConfig, work, runs: int) -> dict:
             "sender_pps": n / statistics.median(send_t),
             "searched_groups": result.searched_groups,
             "unrecovered_groups": result.unrecovered_groups,
+            "reasons": dict(result.reasons),
             "recovered_fraction": float(result.recovered.mean()),
             "candidates": result.candidates, "timestamp_bytes_per_packet": len(block) / n}
 
@@ -79,15 +81,18 @@ def main(argv=None) -> int:
     ap.add_argument("--reorder", type=float, default=0.0)
     ap.add_argument("--groups", default="256,1024,4096,16384")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=4, help="k, the CAH rows (5: three losses "
+                    "per group within the false-match budget)")
     args = ap.parse_args(argv)
     work = make_workload(packets=args.packets, loss=args.loss, reorder=args.reorder)
     rows = []
     print(f"# OPA recovery, {args.packets} packets, loss {args.loss}, reorder {args.reorder}, "
+          f"k = {args.rows}, "
           f"{platform.processor() or platform.machine()}, one core")
     print("groups  recover Mpps (wall)  (CPU time)  sender Mpps  searched  unrecovered  "
           "recovered  ts B/pkt")
     for g in (int(x) for x in args.groups.split(",")):
-        r = measure(OpaConfig(groups=g), work, args.runs)
+        r = measure(OpaConfig(groups=g, rows=args.rows), work, args.runs)
         rows.append(r)
         print(f"{g:6d}  {r['recover_pps'] / 1e6:19.2f}  {r['recover_cpu_pps'] / 1e6:10.2f}  "
               f"{r['sender_pps'] / 1e6:11.2f}  "
@@ -95,6 +100,7 @@ def main(argv=None) -> int:
               f"{r['recovered_fraction']:9.6f}  {r['timestamp_bytes_per_packet']:8.3f}")
     OUT.mkdir(parents=True, exist_ok=True)
     meta = {"packets": args.packets, "loss": args.loss, "reorder": args.reorder,
+            "rows": args.rows,
             "runs": args.runs, "machine": platform.platform(), "python": platform.python_version(),
             "target_pps": TARGET_PPS}
     (OUT / "opa_recovery.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))

@@ -26,7 +26,7 @@ import numpy as np
 from host_sw.contracts.opa import augmented_hash
 from host_sw.contracts.opa_timestamps import decode_timestamps
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.estimators.opa_search import search_group
+from host_sw.estimators.opa_search import FALSE_MATCH_BUDGET, GRID_LIMIT, search_group
 from host_sw.model.opa import PacketRecords, group_packets, group_sums, sender_timestamp_block
 
 __all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "HISTOGRAM_BUCKETS_S",
@@ -82,14 +82,17 @@ def _sender_words(sender: Synopsis):
 
 
 def recover_interval(sender: Synopsis, timestamp_block: bytes, receiver: PacketRecords, *,
-                     max_errors: int = 2, shift_bound: int = 8,
-                     candidate_limit: int = 2_000_000) -> OpaRecovery:
+                     max_errors: int | None = None, shift_bound: int = 8, max_aside: int = 3,
+                     candidate_limit: int = 2_000_000, grid_limit: int = GRID_LIMIT,
+                     false_match_budget: float = FALSE_MATCH_BUDGET) -> OpaRecovery:
     """Algorithms 1 and 2 over one interval (module docstring). ``max_errors`` bounds the
-    unknown positions per group (at most ``rows − 1``; the default 2 leaves two checking
-    rows with the default ``rows = 4``), ``shift_bound`` the reordering shift d within a
-    group, ``candidate_limit`` the mappings one group may test."""
+    unknown positions per group (default and at most ``rows − 1``), ``shift_bound`` the
+    reordering shift d within a group, ``max_aside`` the reordered or foreign packets per
+    group, ``candidate_limit`` and ``grid_limit`` the mappings one group may test one by
+    one or as a grid, and ``false_match_budget`` the expected false matches of one
+    searched level (``docs/SPEC.md`` §8.5)."""
     config = sender.config
-    if not 0 <= max_errors < config.rows:
+    if max_errors is not None and not 0 <= max_errors < config.rows:
         raise ValueError(f"max_errors must be 0..rows-1 ({config.rows - 1}), not {max_errors}")
     w, b = _sender_words(sender)
     send_ts, bound = decode_timestamps(timestamp_block, w)
@@ -114,7 +117,9 @@ def recover_interval(sender: Synopsis, timestamp_block: bytes, receiver: PacketR
             continue
         found = search_group(p_sorted[lo:lo + n], int(w[gi]), b[:, gi], seed=config.seed,
                              max_errors=max_errors, shift_bound=shift_bound,
-                             candidate_limit=candidate_limit)
+                             max_aside=max_aside, candidate_limit=candidate_limit,
+                             grid_limit=grid_limit,
+                             false_match_budget=false_match_budget)
         out.candidates += found.candidates
         if found.sigma is None:
             out.unrecovered_groups += 1
