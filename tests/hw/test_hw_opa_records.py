@@ -20,28 +20,30 @@ CONFIG = OpaConfig(groups=16, rows=4)
 
 
 def _traffic(rng, intervals, per_interval, gap_p):
-    """Per clock: (valid, hash, ts, boundary, next_seq); the intervals' packets."""
+    """Per clock: (valid, hash, ts, boundary, next_seq); the intervals' packets. Each
+    interval after the first starts with a boundary in its first packet's clock."""
     clocks, packets, seq, ts = [], [], 0, 1000
     for k in range(intervals):
         mine = []
-        for _ in range(per_interval):
+        for i in range(per_interval):
             ts += int(rng.integers(1, 40))
             if rng.random() < 0.04:       # beyond the offset field: a new frame
                 ts += 1 << 33
             if rng.random() < gap_p:
                 clocks.append((0, 0, ts, 0, 0))
             h = int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2))
-            clocks.append((1, h, ts, 0, 0))
+            first = k > 0 and i == 0
+            clocks.append((1, h, ts, int(first), seq if first else 0))
             mine.append((h, ts))
         packets.append((seq, mine))
         seq += 3                      # interval numbers need not be consecutive
-        ts += int(rng.integers(1, 40))
-        # the boundary comes with the next interval's first packet (same clock)
-        clocks.append((0, 0, ts, 1, seq))
-    return clocks, packets[:intervals]
+    # the last interval ends in a clock of its own
+    clocks.append((0, 0, ts + 1, 1, seq))
+    return clocks, packets
 
 
-def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail=6000):
+def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail=2500,
+         key=None):
     dut = OpaRecordStreamer(config=CONFIG, point=point, data_width=W, mtu=mtu, depth=depth)
     out = Sink(dut.source, W, np.random.default_rng(3), p_ready=p_ready)
     counters = {}
@@ -51,6 +53,9 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
         ctx.set(dut.dst_mac, DST)
         ctx.set(dut.config_id, CONFIG.config_id)
         ctx.set(dut.record_groups, record_groups)
+        if key is not None:
+            ctx.set(dut.key, int.from_bytes(key, "big"))
+            ctx.set(dut.auth, 1)
         for valid, h, ts, boundary, nseq in clocks:
             ctx.set(dut.valid, valid)
             ctx.set(dut.packet_hash, h)
@@ -69,16 +74,16 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
     return out.frames(), counters
 
 
-def _by_interval(frames, point, mtu):
-    r = RecordReassembler(CONFIG, mtu=mtu)
+def _by_interval(frames, point, mtu, key=None):
+    r = RecordReassembler(CONFIG, mtu=mtu, key=key)
     done = [x for x in (r.add(f) for f in frames) if x is not None]
     assert not r.pending
     return done
 
 
-def _check(frames, packets, point, *, record_groups=0, mtu=200, lossless=True):
+def _check(frames, packets, point, *, record_groups=0, mtu=200, lossless=True, key=None):
     """Every frame equals the builder's for the records kept; returns drops seen."""
-    done = _by_interval(frames, point, mtu)
+    done = _by_interval(frames, point, mtu, key)
     assert [d.seq for d in done] == [s for s, _ in packets]
     rebuilt, drops = [], 0
     rules = record_groups if isinstance(record_groups, list) else [record_groups] * len(done)
@@ -103,7 +108,7 @@ def _check(frames, packets, point, *, record_groups=0, mtu=200, lossless=True):
         rebuilt += build_record_frames(CONFIG, point, seq=seq, packet=h[kept],
                                        timestamps=ts[kept], src_mac=SRC, dst_mac=DST,
                                        record_groups=rule, dropped=d.dropped,
-                                       mtu=mtu)
+                                       mtu=mtu, key=key)
     assert frames == rebuilt
     return drops
 
@@ -112,7 +117,6 @@ def _check(frames, packets, point, *, record_groups=0, mtu=200, lossless=True):
 def test_back_to_back_frames_equal_the_contract(point):
     rng = np.random.default_rng(11)
     clocks, packets = _traffic(rng, intervals=3, per_interval=40, gap_p=0.0)
-    clocks = clocks[:-1] + [(0, 0, 0, 1, 9)]      # the last interval ends, alone
     frames, counters = _run(point, clocks, depth=256)
     assert counters["dropped"] == 0 and counters["merged"] == 0
     assert _check(frames, packets, point) == 0
@@ -134,6 +138,14 @@ def test_sampling_by_group_and_an_empty_interval():
 def test_overflow_drops_counted_never_silent():
     rng = np.random.default_rng(8)
     clocks, packets = _traffic(rng, intervals=2, per_interval=150, gap_p=0.0)
-    frames, counters = _run("receiver", clocks, p_ready=0.3, depth=8)
+    frames, counters = _run("receiver", clocks, p_ready=0.3, depth=8, tail=6000)
     drops = _check(frames, packets, "receiver", lossless=False)
     assert drops > 0 and counters["dropped"] == drops
+
+
+def test_authenticated_mode_tags_under_the_key():
+    key = bytes(range(16))
+    clocks, packets = _traffic(np.random.default_rng(2), intervals=1, per_interval=20,
+                               gap_p=0.5)
+    frames, _ = _run("sender", clocks, key=key)
+    _check(frames, packets, "sender", key=key)
