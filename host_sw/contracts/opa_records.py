@@ -45,7 +45,7 @@ from host_sw.contracts.config import KIND_CODES, OpaConfig
 from host_sw.contracts.frame_format import (
     AUTH_KEYED, AUTH_NONE, ETHERNET_HEADER_BYTES, MTU_PAYLOAD, PAYLOAD_OFFSET, VERSION,
     ControlConfigMismatch, DuplicateChunkError, FrameField, InconsistentChunkError,
-    MalformedFrameError, MissingChunkError, NotControlFrameError, ReplayedIntervalError,
+    MalformedFrameError, NotControlFrameError, ReplayedIntervalError,
     TruncatedFrameError, UnknownTypeError, UnsupportedVersionError, check_mtu, check_tail,
     mac_to_bytes, mac_to_str, seq_after,
 )
@@ -280,9 +280,10 @@ def parse_record_frame(frame: bytes, config: OpaConfig, *, mtu: int = MTU_PAYLOA
     _check_start(frame, mtu)
     seq = _get(frame, "seq")
     what = f"OPA record frame of interval {seq}"
-    if _get(frame, "kind") != KIND_CODES["opa"] or _get(frame, "config_id") != config.config_id:
-        raise ControlConfigMismatch(f"{what}: kind {_get(frame, 'kind')}, config ID "
-                                    f"{_get(frame, 'config_id'):#010x}; expected OPA "
+    kind, config_id = _get(frame, "kind"), _get(frame, "config_id")
+    if kind != KIND_CODES["opa"] or config_id != config.config_id:
+        raise ControlConfigMismatch(f"{what}: kind {kind}, config ID "
+                                    f"{config_id:#010x}; expected OPA "
                                     f"{config.config_id:#010x}")
     flags, auth = _get(frame, "flags"), _get(frame, "auth")
     if flags & ~int(RecordFlags.LAST | RecordFlags.RECEIVER) or auth not in (AUTH_NONE,
@@ -397,9 +398,3 @@ class RecordReassembler:
             keys=np.concatenate([c.keys for c in chunks]),
             timestamps=np.concatenate([c.timestamps for c in chunks]))
 
-
-def check_complete(reassembler: RecordReassembler) -> None:
-    """Raise :class:`MissingChunkError` for the first incomplete stream."""
-    for key in reassembler.pending:
-        raise MissingChunkError(f"{key[1].value}'s records of interval {key[2]} from "
-                                f"{mac_to_str(key[0])}: {reassembler.missing(key)}")
