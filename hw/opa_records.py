@@ -45,7 +45,7 @@ from host_sw.contracts.opa_records import (
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from .control_frame_tx import BytePacker
-from .frame import FrameStream, check_data_width
+from .frame import FrameStream, RegisterSlice, check_data_width
 from .siphash import ItemTagger
 
 __all__ = ["OpaRecordStreamer"]
@@ -158,7 +158,12 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += [tagger.key.eq(Mux(self.auth, self.key, 0)), packer.enable.eq(1)]
         connect(m, packer.sources[0], flipped(self.source))
         self._pad(m, tagger.source, packer.items)
-        self._framer(m, fifo, layout, tagger.sink)
+        # The framer reads the FIFO's head from registers (a register slice: the BRAM's
+        # output and the head's 64-bit offset are not on one path).
+        m.submodules.head = head = RegisterSlice(shape=layout.size)
+        m.d.comb += [head.sink.valid.eq(fifo.r_rdy), head.sink.payload.eq(fifo.r_data),
+                     fifo.r_en.eq(fifo.r_rdy & head.sink.ready)]
+        self._framer(m, head.source, layout, tagger.sink)
         with m.If(packer.frame_sent):
             m.d.sync += self.frames.eq(self.frames + 1)
         return m
@@ -221,11 +226,11 @@ class OpaRecordStreamer(wiring.Component):
                     else Const(0, 0))
         return _big_endian(value, fmt.record_bytes)
 
-    def _framer(self, m, fifo, layout, items):
+    def _framer(self, m, entries, layout, items):
         """FIFO entries into frames: buffer a frame's records, then send it."""
         fmt, per = self.format, self.per_frame
         head = Signal(layout)
-        m.d.comb += head.eq(fifo.r_data)
+        m.d.comb += head.eq(entries.payload)
         seq, chunk = Signal(32), Signal(32)
         groups = Signal(24, init=self.config.groups)
         count, base = Signal(range(per + 1)), Signal(64)
@@ -241,16 +246,16 @@ class OpaRecordStreamer(wiring.Component):
         has_end = head.end & ~end_taken
         m.d.comb += [wport.addr.eq(count),
                      wport.data.eq(self._record_bytes(head.key, Mux(count == 0, 0, offset)))]
-        with m.If(~emitting & fifo.r_rdy):
+        with m.If(~emitting & entries.valid):
             with m.If(has_end):
                 m.d.sync += [emitting.eq(1), e_last.eq(1), e_dropped.eq(head.dropped),
                              e_seq.eq(head.next_seq), e_groups.eq(head.next_groups),
                              end_taken.eq(head.rec)]
-                m.d.comb += fifo.r_en.eq(~head.rec)
+                m.d.comb += entries.ready.eq(~head.rec)
             with m.Elif(~fits):
                 m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0)]
             with m.Else():
-                m.d.comb += [wport.en.eq(1), fifo.r_en.eq(1)]
+                m.d.comb += [wport.en.eq(1), entries.ready.eq(1)]
                 m.d.sync += [count.eq(count + 1), end_taken.eq(0)]
                 with m.If(count == 0):
                     m.d.sync += base.eq(head.ts)
