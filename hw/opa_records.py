@@ -157,7 +157,11 @@ class OpaRecordStreamer(wiring.Component):
             item_sizes={ITEM_BYTES, self.format.record_bytes, TAG_BYTES})
         m.d.comb += [tagger.key.eq(Mux(self.auth, self.key, 0)), packer.enable.eq(1)]
         connect(m, packer.sources[0], flipped(self.source))
-        self._pad(m, tagger.source, packer.items)
+        # Tagger ► pad ► a register slice ► packer: the tagger's store (block RAM) and the
+        # packer's write-position logic are not on one path.
+        m.submodules.to_packer = to_packer = RegisterSlice(shape=packer.items.payload.shape())
+        self._pad(m, tagger.source, to_packer.sink)
+        connect(m, to_packer.source, packer.items)
         # The framer reads the FIFO's head from registers (a register slice: the BRAM's
         # output and the head's 64-bit offset are not on one path).
         m.submodules.head = head = RegisterSlice(shape=layout.size)
