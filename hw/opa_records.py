@@ -15,7 +15,8 @@ tagged by :class:`hw.siphash.ItemTagger` and packed into beats by
 Two halves joined by one block-RAM FIFO of entries (``amaranth.lib.fifo``):
 
 * **write side**, one packet per clock, never waits: a packet of a recorded group
-  (``G < record_groups``, the interval's sampling rule, latched at each boundary) is one
+  (``G < record_groups``, the interval's sampling rule, latched at each boundary, as
+  ``enable``) is one
   record entry; a boundary adds the interval's end (its dropped count, the next
   interval's number and rule) to the entry of that clock. A record is dropped — and
   counted, in the interval's LAST frame and in ``dropped`` — when fewer than two entries
@@ -100,6 +101,10 @@ class OpaRecordStreamer(wiring.Component):
         interval is 0.
     record_groups : In(24)
         The RECORD_GROUPS register (0: every group), latched at each boundary.
+    enable : In(1)
+        Record the next interval (the export's enable), latched at each boundary: an
+        interval records all or nothing, and one that did not record sends no frame.
+        The interval running from reset records.
     src_mac, dst_mac, config_id, key, auth : In(48), In(48), In(32), In(128), In(1)
         As for the exporter (LOCAL_MAC, EXPORT_DST_MAC, CONFIG_ID, AUTH_KEY,
         AUTH_MODE.enable), read when a frame's header is sent.
@@ -127,6 +132,7 @@ class OpaRecordStreamer(wiring.Component):
         super().__init__({
             "valid": In(1), "packet_hash": In(64), "timestamp": In(64),
             "boundary": In(1), "next_seq": In(32), "record_groups": In(24),
+            "enable": In(1),
             "src_mac": In(48), "dst_mac": In(48), "config_id": In(32),
             "key": In(8 * KEY_BYTES), "auth": In(1),
             "source": Out(FrameStream(data_width)),
@@ -136,7 +142,8 @@ class OpaRecordStreamer(wiring.Component):
     def _entry_layout(self) -> data.StructLayout:
         key_bits = 64 if self.point is Point.RECEIVER else max(1, self.gbits)
         return data.StructLayout({"rec": 1, "key": key_bits, "ts": 64, "end": 1,
-                                  "dropped": 32, "next_seq": 32, "next_groups": 24})
+                                  "quiet": 1, "dropped": 32, "next_seq": 32,
+                                  "next_groups": 24})
 
     def _effective_groups(self, value):
         g = self.config.groups
@@ -174,22 +181,24 @@ class OpaRecordStreamer(wiring.Component):
 
     def _write_side(self, m, fifo, layout):
         """Packets and boundaries into FIFO entries (module docstring)."""
-        valid, boundary = Signal(), Signal()
+        valid, boundary, on_in = Signal(), Signal(), Signal()
         p_hash, ts, next_seq, groups_in = Signal(64), Signal(64), Signal(32), Signal(24)
-        m.d.sync += [valid.eq(self.valid), boundary.eq(self.boundary),
+        m.d.sync += [valid.eq(self.valid), boundary.eq(self.boundary), on_in.eq(self.enable),
                      p_hash.eq(self.packet_hash), ts.eq(self.timestamp),
                      next_seq.eq(self.next_seq),
                      groups_in.eq(self._effective_groups(self.record_groups))]
         groups = Signal(24, init=self.config.groups)       # this interval's rule
         count_drops = Signal(32)                           # this interval's drops
-        pend, pend_dropped = Signal(), Signal(32)
+        on = Signal(init=1)                                # this interval records
+        pend, pend_dropped, pend_quiet = Signal(), Signal(32), Signal()
         pend_seq, pend_groups = Signal(32), Signal(24)
         rule = Mux(boundary, groups_in, groups)
-        rec = valid & (self._group(p_hash) < rule)
+        rec = valid & Mux(boundary, on_in, on) & (self._group(p_hash) < rule)
         end = boundary | pend
         entry = Signal(layout)
         m.d.comb += [
             entry.rec.eq(rec), entry.ts.eq(ts), entry.end.eq(end),
+            entry.quiet.eq(Mux(pend, pend_quiet, ~on)),
             entry.key.eq(p_hash if self.point is Point.RECEIVER else self._group(p_hash)),
             entry.dropped.eq(Mux(pend, pend_dropped, count_drops)),
             entry.next_seq.eq(Mux(boundary, next_seq, pend_seq)),
@@ -208,12 +217,12 @@ class OpaRecordStreamer(wiring.Component):
         with m.If(lost):
             m.d.sync += self.dropped.eq(self.dropped + 1)
         with m.If(boundary):
-            m.d.sync += groups.eq(groups_in)
+            m.d.sync += [groups.eq(groups_in), on.eq(on_in)]
         with m.If(end & ~write):
             m.d.sync += [pend.eq(1), pend_seq.eq(entry.next_seq),
                          pend_groups.eq(entry.next_groups)]
             with m.If(~pend):
-                m.d.sync += pend_dropped.eq(count_drops)
+                m.d.sync += [pend_dropped.eq(count_drops), pend_quiet.eq(~on)]
             with m.If(boundary & pend):
                 m.d.sync += self.merged.eq(self.merged + 1)
         with m.Elif(end):
@@ -252,10 +261,14 @@ class OpaRecordStreamer(wiring.Component):
                      wport.data.eq(self._record_bytes(head.key, Mux(count == 0, 0, offset)))]
         with m.If(~emitting & entries.valid):
             with m.If(has_end):
-                m.d.sync += [emitting.eq(1), e_last.eq(1), e_dropped.eq(head.dropped),
-                             e_seq.eq(head.next_seq), e_groups.eq(head.next_groups),
-                             end_taken.eq(head.rec)]
+                # an interval that did not record (``enable`` low) ends without a frame
+                m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
+                             e_dropped.eq(head.dropped), e_seq.eq(head.next_seq),
+                             e_groups.eq(head.next_groups), end_taken.eq(head.rec)]
                 m.d.comb += entries.ready.eq(~head.rec)
+                with m.If(head.quiet):
+                    m.d.sync += [seq.eq(head.next_seq), groups.eq(head.next_groups),
+                                 chunk.eq(0), count.eq(0)]
             with m.Elif(~fits):
                 m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0)]
             with m.Else():

@@ -43,7 +43,7 @@ def _traffic(rng, intervals, per_interval, gap_p):
 
 
 def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail=2500,
-         key=None):
+         key=None, enables=None):
     dut = OpaRecordStreamer(config=CONFIG, point=point, data_width=W, mtu=mtu, depth=depth)
     out = Sink(dut.source, W, np.random.default_rng(3), p_ready=p_ready)
     counters = {}
@@ -56,7 +56,8 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
         if key is not None:
             ctx.set(dut.key, int.from_bytes(key, "big"))
             ctx.set(dut.auth, 1)
-        for valid, h, ts, boundary, nseq in clocks:
+        for i, (valid, h, ts, boundary, nseq) in enumerate(clocks):
+            ctx.set(dut.enable, 1 if enables is None else enables[i])
             ctx.set(dut.valid, valid)
             ctx.set(dut.packet_hash, h)
             ctx.set(dut.timestamp, ts)
@@ -167,6 +168,7 @@ def test_stalled_output_ends_wait_and_merge():
             ctx.set(dut.src_mac, SRC)
             ctx.set(dut.dst_mac, DST)
             ctx.set(dut.config_id, CONFIG.config_id)
+            ctx.set(dut.enable, 1)
             for valid, h, ts, boundary, nseq in clocks:
                 for name, v in (("valid", valid), ("packet_hash", h), ("timestamp", ts),
                                 ("boundary", boundary), ("next_seq", nseq)):
@@ -192,3 +194,15 @@ def test_stalled_output_ends_wait_and_merge():
     assert kept[1] < len(second) and done[1].dropped == len(second) - kept[1]
     assert dut_run["dropped"] == 90 - sum(kept)     # interval 2's in the total only
     _check(frames, packets[:2], "receiver", lossless=False)
+
+
+def test_enable_is_per_interval():
+    """``enable`` low at the boundary that starts interval 3: it sends nothing (not even a
+    last frame); raised again, interval 6 records, numbered right."""
+    clocks, packets = _traffic(np.random.default_rng(6), intervals=3, per_interval=25,
+                               gap_p=0.2)
+    starts = [i for i, c in enumerate(clocks) if c[3]]          # the boundaries' clocks
+    enables = [0 if starts[0] <= i < starts[1] else 1 for i in range(len(clocks))]
+    frames, counters = _run("sender", clocks, enables=enables)
+    assert counters["dropped"] == 0
+    _check(frames, [packets[0], packets[2]], "sender")
