@@ -266,9 +266,9 @@ class OpaRecordStreamer(wiring.Component):
                              e_dropped.eq(head.dropped), e_seq.eq(head.next_seq),
                              e_groups.eq(head.next_groups), end_taken.eq(head.rec)]
                 m.d.comb += entries.ready.eq(~head.rec)
-                with m.If(head.quiet):
+                with m.If(head.quiet):      # (no records: ``count`` is 0)
                     m.d.sync += [seq.eq(head.next_seq), groups.eq(head.next_groups),
-                                 chunk.eq(0), count.eq(0)]
+                                 chunk.eq(0)]
             with m.Elif(~fits):
                 m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0)]
             with m.Else():
