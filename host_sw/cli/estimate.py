@@ -41,6 +41,7 @@ from host_sw.contracts.hashing import FrameClass
 from host_sw.device.driver import Snapshot
 from host_sw.estimators.offline import capture_records
 from host_sw.estimators.offline_rli import reference_rows
+from host_sw.estimators.opa_export import opa_export_records, read_export
 from host_sw.estimators.record import record_for_pair
 from host_sw.model.pcap import read_pcap
 from host_sw.model.pcap_stream import iter_capture
@@ -152,9 +153,11 @@ def _synopses_from_frames(cap, config, key, name, mtu: int) -> dict:
 
 
 def _from_exported_frames(paths, args) -> list:
-    if not args.config:
+    if not args.config and args.synopsis not in _EXPORT_KINDS:
         raise RunFailure("exported frames need the configuration (--config FILE)")
-    config = load_config(args.config)
+    config = load_config(args.config) if args.config else config_class(args.synopsis)()
+    if config.kind in _EXPORT_KINDS:
+        return _EXPORT_KINDS[config.kind](paths, args, config)
     flows = _flows(args, config)
     s_iv, r_iv = (_synopses_from_frames(read_pcap(p), config, args.key_file, p, args.mtu)
                   for p in paths)
@@ -333,3 +336,19 @@ def _print_rli(records, args) -> int:
 
 #: Kinds whose records print with a per-flow table of their own (RLI).
 _KIND_PRINTERS = {"rli": _print_rli}
+
+
+def _opa_exports(paths, args, config) -> list:
+    """OPA from export captures: the sender's words and send records, the receiver's
+    receive records (:mod:`host_sw.estimators.opa_export`)."""
+    try:
+        s, r = (read_export(cap.frames, cap.timestamps_ns, config, str(p), mtu=args.mtu,
+                            key=args.key_file) for p, cap in ((p, read_pcap(p)) for p in paths))
+        return opa_export_records(s, r, config, confidence=args.confidence)
+    except ValueError as e:
+        raise RunFailure(str(e)) from None
+
+
+#: Kinds whose export captures hold more than synopsis chunks (OPA: per-packet records);
+#: such a kind's default configuration (``--synopsis``) serves without ``--config``.
+_EXPORT_KINDS = {"opa": _opa_exports}

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Sustained rate of OPA's record streamer (:class:`hw.opa_records.OpaRecordStreamer`)
+on Amaranth's simulator: clocks per record with back-to-back packets, a FIFO deep
+enough to drop none and an output always ready — the packet rate above which the device
+drops records (and counts them) unless it samples groups.
+
+Usage::
+
+    .venv/bin/python -m bench.opa_records_rate [--point receiver] [--records 1500]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from host_sw.contracts.config import OpaConfig
+from hw.opa_records import OpaRecordStreamer
+from sim_tb.amaranth_streams import Sink, simulate
+
+
+def measure(point: str, records: int, data_width: int = 64) -> dict:
+    dut = OpaRecordStreamer(config=OpaConfig(), point=point, data_width=data_width,
+                            depth=records + 8)
+    out = Sink(dut.source, data_width, np.random.default_rng(1))
+    res = {}
+    frames = -(-records // dut.per_frame)
+
+    async def main(ctx):
+        ctx.set(dut.src_mac, 1)
+        ctx.set(dut.dst_mac, 2)
+        for i in range(records):
+            ctx.set(dut.valid, 1)
+            ctx.set(dut.packet_hash, (i * 0x9E3779B97F4A7C15) & ((1 << 64) - 1))
+            ctx.set(dut.timestamp, 1000 + i)
+            await ctx.tick()
+        ctx.set(dut.valid, 0)
+        ctx.set(dut.boundary, 1)
+        ctx.set(dut.next_seq, 1)
+        await ctx.tick()
+        ctx.set(dut.boundary, 0)
+        for c in range(100 * records):
+            await ctx.tick()
+            if c % 500 == 0 and len(out.frames()) >= frames:
+                break
+        res.update(last_beat=out.beats[-1][0], dropped=ctx.get(dut.dropped))
+
+    simulate(dut, main, out.run)
+    return {"point": point, "records": records, "frames": len(out.frames()),
+            "dropped": res["dropped"], "clocks_per_record": res["last_beat"] / records}
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--point", choices=("sender", "receiver"), default=None)
+    p.add_argument("--records", type=int, default=1500)
+    args = p.parse_args(argv)
+    for point in [args.point] if args.point else ["sender", "receiver"]:
+        r = measure(point, args.records)
+        print(f"{point}: {r['records']} records in {r['frames']} frames, "
+              f"{r['clocks_per_record']:.2f} clocks per record, {r['dropped']} dropped")
+
+
+if __name__ == "__main__":
+    main()
