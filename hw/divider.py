@@ -48,7 +48,8 @@ class Divider(wiring.Component):
     """
 
     def __init__(self, *, dividend_bits: int, divisor_bits: int):
-        for name, value in (("dividend_bits", dividend_bits), ("divisor_bits", divisor_bits)):
+        for name, value in (("dividend_bits", dividend_bits),
+                            ("divisor_bits", divisor_bits)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
         self.dividend_bits, self.divisor_bits = dividend_bits, divisor_bits

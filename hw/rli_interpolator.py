@@ -16,13 +16,13 @@ Timing contract (no backpressure, like the counter bank's requests):
   (a buffer of ``2 · buffer_packets`` entries, so a segment can fill while the previous one
   drains); a packet beyond ``buffer_packets`` in its segment is not buffered and counted
   in ``overflowed`` (the golden model's rule);
-* a reference is taken only while ``busy`` is low: one clock later it starts the
-  division (``(d_j − d_i) << F`` by ``a_j − a_i``, :class:`hw.divider.Divider`, one
-  quotient bit per clock) and then drains its segment, one packet per clock. A reference that arrives while ``busy`` is
-  high is counted in ``refused`` and ignored — the interval must then be flagged (its
-  counters differ from the golden model's); references are frames of at least 64 bytes,
-  so with data widths of 8 bytes or less and ``buffer_packets`` below the reference
-  spacing this does not happen on a real link;
+* a reference is taken only while ``busy`` is low: one clock later it starts the division
+  (``(d_j − d_i) << F`` by ``a_j − a_i``, :class:`hw.divider.Divider`, one quotient bit per
+  clock) and then drains its segment, one packet per clock. A reference that arrives while
+  ``busy`` is high is counted in ``refused`` and ignored — the interval must then be
+  flagged (its counters differ from the golden model's); references are frames of at least
+  64 bytes, so with data widths of 8 bytes or less and ``buffer_packets`` below the
+  reference spacing this does not happen on a real link;
 * ``flush`` (interval end) drains what is buffered at the last reference's delay, or
   counts it as ``unreferenced`` when the interval had none; give it while ``busy`` is low
   (a pending flush is taken when the unit goes idle).
@@ -108,7 +108,8 @@ class RliInterpolator(wiring.Component):
         segment (the rest counted in ``overflowed``)."""
         count = Signal(range(self.config.buffer_packets + 1), name="seg_count")
         m.d.comb += [wp.addr.eq(seg.wr), wp.data.arrival.eq(self.packet_arrival),
-                     wp.data.cell.eq(self.packet_cell), wp.data.digest.eq(self.packet_digest)]
+                     wp.data.cell.eq(self.packet_cell),
+                     wp.data.digest.eq(self.packet_digest)]
         with m.If(self.packet_valid & ~self.packet_is_ref):
             with m.If(count < self.config.buffer_packets):
                 m.d.comb += wp.en.eq(1)
@@ -119,8 +120,9 @@ class RliInterpolator(wiring.Component):
             m.d.sync += count.eq(0)     # a reference or flush: no data packet this clock
 
     def _elaborate_drain(self, m, rp, seg, reading):
-        """Read ► register ► offset ► product (DSP pieces, :func:`hw.multiply.product_mod`) ► update,
-        one buffered packet per clock while ``reading``; returns "a packet in flight"."""
+        """Read ► register ► offset ► product (DSP pieces,
+        :func:`hw.multiply.product_mod`) ► update, one buffered packet per clock while
+        ``reading``; returns "a packet in flight"."""
         f, dw = self.config.slope_frac_bits, self._dw
         m.d.comb += [rp.addr.eq(seg.rd), rp.en.eq(reading)]
         pipe, v0, v1 = Signal(), Signal(), Signal()
@@ -183,11 +185,13 @@ class RliInterpolator(wiring.Component):
                     m.next = "DRAIN"
             with m.State("SPAN"):
                 # floor division of x = |d2 − d1| << F: a negative slope is
-                # ⌊−x / span⌋ = ~⌊(x − 1) / span⌋, and x − 1 = (d1 − d2 − 1) << F | (2^F − 1)
+                # ⌊−x / span⌋ = ~⌊(x − 1) / span⌋, with
+                # x − 1 = (d1 − d2 − 1) << F | (2^F − 1)
                 below = Signal()
                 x_less_1 = Cat(Const((1 << f) - 1, f), seg.d1 + ~seg.d2)
                 m.d.comb += [below.eq(seg.d2 < seg.d1),
-                             divider.dividend.eq(Mux(below, x_less_1, (seg.d2 - seg.d1) << f)),
+                             divider.dividend.eq(
+                                 Mux(below, x_less_1, (seg.d2 - seg.d1) << f)),
                              divider.divisor.eq(seg.a2 - seg.a1)]
                 m.d.sync += neg.eq(below)
                 with m.If(seg.a2 == seg.a1):
