@@ -178,7 +178,7 @@ class BucketPositions:
     """``h_l`` of every bank at once, as flat indices ``l·m + h_l(id)``.
 
     The contract's bucket hash is ``H3_rda[l](S(ID))`` (:class:`~host_sw.contracts.
-    hashing.RdaBucketHash`): the S-box works byte by byte, so it folds into H3's
+    hash_fields.RdaBucketHash`): the S-box works byte by byte, so it folds into H3's
     256-entry byte tables, and two banks' 32-bit outputs share one uint64 entry. Hashing
     ``n`` IDs into every bank is then eight gathers of ``n`` entries per pair of banks —
     what makes a peeling round cheap (the decoder hashes the touched buckets every
@@ -186,7 +186,7 @@ class BucketPositions:
     gathers with the ID's bytes as indices beat the golden model's 16-bit tables at
     every size here (the 256-entry tables stay in the first-level cache);
     ``tests/test_estimators_rda_decode.py`` checks it against the contract's
-    :meth:`~host_sw.contracts.hashing.RdaBucketHash.bucket`.
+    :meth:`~host_sw.contracts.hash_fields.RdaBucketHash.bucket`.
 
     Attributes
     ----------
