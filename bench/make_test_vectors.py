@@ -23,7 +23,9 @@ import struct
 from pathlib import Path
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.contracts.hashing import classify_frame
+from host_sw.contracts.hashing import (
+    classify_frame,
+)
 from host_sw.contracts.hash_fields import (
     field_hash, lda_bank, lda_row, lda_sign, lds_digest, lds_offset, leading_zeros32,
 )
