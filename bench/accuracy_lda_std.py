@@ -12,7 +12,7 @@ Data flow: :class:`host_sw.model.channel.Scenario` (fast-mode trace, Weibull sha
 mean 0.2 µs, uniform loss) ► :func:`bench.accuracy_lda.lda_estimate` (golden model,
 one bank of 1024 rows tuned for the loss as in Fig. 4, α = 0.5) ► relative errors; the
 oracle's usable packets come from the contract's field split
-(:func:`host_sw.contracts.hashing.field_hash`, ``lda_bank``, ``lda_row``).
+(:func:`host_sw.contracts.hash_fields.field_hash`, ``lda_bank``, ``lda_row``).
 
 Usage::
 
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from host_sw.contracts.config import LdaConfig
-from host_sw.contracts.hashing import field_hash, lda_bank, lda_row
+from host_sw.contracts.hash_fields import field_hash, lda_bank, lda_row
 from host_sw.estimators.lda import tuned_threshold
 from host_sw.model.channel import Scenario
 

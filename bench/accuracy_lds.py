@@ -7,7 +7,7 @@ error of the average delay, binned by flow size, for sketches of 7 000, 70 000 a
 Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode heavy-tailed
 trace, delays with a per-flow mode) ► :func:`host_sw.model.golden.update` ►
 :func:`host_sw.estimators.lds.estimate_flows` against
-:meth:`host_sw.model.channel.GroundTruth.per_flow` ► CSV + PNG in ``bench/out/accuracy/``
+:meth:`host_sw.model.observation.GroundTruth.per_flow` ► CSV + PNG in ``bench/out/accuracy/``
 and a summary table (``docs/ACCURACY.md``).
 
 Setup: the paper's trace (7.76 M packets, ~146 000 flows, 27 kpps, inbound delays with

@@ -9,7 +9,7 @@ row, sign and bank (H3 is linear over GF(2)), pairs of packets whose windows dif
 the same pattern always land in the same relation of rows and signs, and the cross terms
 of the LDA variance estimate (§III-E) do not cancel for a fixed seed: the std estimate
 was about 16 % low on counting IP IDs. The field hash of
-:func:`host_sw.contracts.hashing.field_hash` (an S-box layer and a second H3) removes
+:func:`host_sw.contracts.hash_fields.field_hash` (an S-box layer and a second H3) removes
 that; this bench measures the mean signed relative error of the std estimate, and its
 spread, over many hash seeds, for several counter classes and for random windows.
 

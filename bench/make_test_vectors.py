@@ -24,8 +24,10 @@ from pathlib import Path
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.hashing import (
-    classify_frame, field_hash, lda_bank, lda_row, lda_sign, lds_digest, lds_offset,
-    leading_zeros32,
+    classify_frame,
+)
+from host_sw.contracts.hash_fields import (
+    field_hash, lda_bank, lda_row, lda_sign, lds_digest, lds_offset, leading_zeros32,
 )
 from host_sw.contracts.regmap import REGISTERS, register_map
 from host_sw.model.golden import Hashers, bucket_indices, hash_frames

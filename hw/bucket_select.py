@@ -3,7 +3,7 @@
 
 Where it sits (docs/DESIGN.md, "Data flow of a packet"): H3 hasher (:mod:`hw.hash_h3`) →
 **bucket selection** → update pipeline (:class:`hw.counter_bank.CounterBank`). The field
-split is the one of :mod:`host_sw.contracts.hashing` and
+split is the one of :mod:`host_sw.contracts.hash_fields` and
 :func:`host_sw.model.golden.bucket_indices`; each kind's part is a function of
 :mod:`hw.kind_select`, found through :data:`hw.kinds.KINDS` (LDA: leading zeros pick the
 bank, low hash bits the row; RDA: one range-reduced bucket hash per bank; LDS: one sampled

@@ -6,7 +6,7 @@ flow of a packet": H3 hasher → **bucket selection** → update pipeline), one 
 kind, reached through :data:`hw.kinds.KINDS`. Each adds to the selector's module the
 stages 1..4 of its kind and drives the request's ``valid``, ``lane_enable``,
 ``lane_address`` and (RDA, LDS) ``xor_value`` in the output register, 4 cycles after the
-record. The field split is the one of :mod:`host_sw.contracts.hashing`.
+record. The field split is the one of :mod:`host_sw.contracts.hash_fields`.
 
 Arguments of every function: ``m`` the module, ``config``, ``rec`` the hashed record's
 payload, ``valid`` the record's valid bit delayed to stage 3 (a counted frame), the

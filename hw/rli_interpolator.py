@@ -16,25 +16,26 @@ Timing contract (no backpressure, like the counter bank's requests):
   (a buffer of ``2 · buffer_packets`` entries, so a segment can fill while the previous one
   drains); a packet beyond ``buffer_packets`` in its segment is not buffered and counted
   in ``overflowed`` (the golden model's rule);
-* a reference is taken only while ``busy`` is low: it starts the division
-  (``(d_j − d_i) << F`` by ``a_j − a_i``, restoring, one quotient bit per clock) and then
-  drains its segment, one packet per clock. A reference that arrives while ``busy`` is
-  high is counted in ``refused`` and ignored — the interval must then be flagged (its
-  counters differ from the golden model's); references are frames of at least 64 bytes,
-  so with data widths of 8 bytes or less and ``buffer_packets`` below the reference
-  spacing this does not happen on a real link;
+* a reference is taken only while ``busy`` is low: one clock later it starts the division
+  (``(d_j − d_i) << F`` by ``a_j − a_i``, :class:`hw.divider.Divider`, one quotient bit per
+  clock) and then drains its segment, one packet per clock. A reference that arrives while
+  ``busy`` is high is counted in ``refused`` and ignored — the interval must then be
+  flagged (its counters differ from the golden model's); references are frames of at least
+  64 bytes, so with data widths of 8 bytes or less and ``buffer_packets`` below the
+  reference spacing this does not happen on a real link;
 * ``flush`` (interval end) drains what is buffered at the last reference's delay, or
   counts it as ``unreferenced`` when the interval had none; give it while ``busy`` is low
   (a pending flush is taken when the unit goes idle).
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config import RliConfig, is_power_of_two
 
+from hw.divider import Divider
 from hw.multiply import PRODUCT_LATENCY, product_mod
 from hw.stages import delayed
 
@@ -87,54 +88,58 @@ class RliInterpolator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg, ts, dw, f = self.config, self._ts, self._dw, self.config.slope_frac_bits
+        cfg = self.config
         depth = 2 * cfg.buffer_packets
-        ptr = unsigned((depth - 1).bit_length())
-        entry = data.StructLayout({"arrival": ts, "cell": self._cell_bits,
+        entry = data.StructLayout({"arrival": self._ts, "cell": self._cell_bits,
                                    "digest": cfg.digest_bits})
         m.submodules.buffer = buffer = Memory(shape=entry, depth=depth, init=[])
-        wp, rp = buffer.write_port(), buffer.read_port(domain="sync")
+        m.submodules.divider = divider = Divider(
+            dividend_bits=self._dw + 1 + cfg.slope_frac_bits, divisor_bits=self._ts)
+        seg = _Segment(ts=self._ts, dw=self._dw, f=cfg.slope_frac_bits,
+                       ptr=(depth - 1).bit_length())
+        new_segment, reading = Signal(), Signal()
+        self._elaborate_buffering(m, buffer.write_port(), seg, new_segment)
+        draining = self._elaborate_drain(m, buffer.read_port(domain="sync"), seg, reading)
+        self._elaborate_references(m, seg, divider, new_segment, reading, draining)
+        return m
 
-        wr, rd, seg_end = Signal(ptr), Signal(ptr), Signal(ptr)
-        seg_count = Signal(range(cfg.buffer_packets + 1))
-        prev_valid = Signal()
-        a1, a2 = Signal(ts), Signal(ts)
-        d1, d2 = Signal(signed(dw)), Signal(signed(dw))
-        slope = Signal(signed(dw + f + 3))
-        flat, flat_d = Signal(), Signal(signed(dw))
-        suppress, closing = Signal(), Signal()
-        flush_pending = Signal()
-
-        # -- buffering of data packets (every state) ----------------------------------
-        is_data = self.packet_valid & ~self.packet_is_ref
-        m.d.comb += [wp.addr.eq(wr), wp.data.arrival.eq(self.packet_arrival),
-                     wp.data.cell.eq(self.packet_cell), wp.data.digest.eq(self.packet_digest)]
-        new_segment = Signal()
-        with m.If(is_data):
-            with m.If(seg_count < cfg.buffer_packets):
+    def _elaborate_buffering(self, m, wp, seg, new_segment):
+        """Data packets into the buffer in every state, at most ``buffer_packets`` per
+        segment (the rest counted in ``overflowed``)."""
+        count = Signal(range(self.config.buffer_packets + 1), name="seg_count")
+        m.d.comb += [wp.addr.eq(seg.wr), wp.data.arrival.eq(self.packet_arrival),
+                     wp.data.cell.eq(self.packet_cell),
+                     wp.data.digest.eq(self.packet_digest)]
+        with m.If(self.packet_valid & ~self.packet_is_ref):
+            with m.If(count < self.config.buffer_packets):
                 m.d.comb += wp.en.eq(1)
-                m.d.sync += [wr.eq(wr + 1), seg_count.eq(seg_count + 1)]
+                m.d.sync += [seg.wr.eq(seg.wr + 1), count.eq(count + 1)]
             with m.Else():
                 m.d.sync += self.overflowed.eq(self.overflowed + 1)
         with m.If(new_segment):
-            m.d.sync += seg_count.eq(0)   # a reference or flush: no data packet this clock
+            m.d.sync += count.eq(0)     # a reference or flush: no data packet this clock
 
-        # -- divider: |num| / den, one quotient bit per clock --------------------------
-        nw = dw + 1 + f
-        num, quo = Signal(nw), Signal(nw)
-        rem, den = Signal(ts + 1), Signal(ts)
-        neg, steps = Signal(), Signal(range(nw + 1))
-        shifted = Signal(ts + 2)
-        m.d.comb += shifted.eq(Cat(num[-1], rem))
-
-        # -- drain pipeline: read ► offset ► product (DSP pieces, hw.multiply) ► out ----
-        pipe, v1 = Signal(), Signal()
-        m.d.sync += [pipe.eq(0), v1.eq(pipe)]
+    def _elaborate_drain(self, m, rp, seg, reading):
+        """Read ► register ► offset ► product (DSP pieces,
+        :func:`hw.multiply.product_mod`) ► update, one buffered packet per clock while
+        ``reading``; returns "a packet in flight"."""
+        f, dw = self.config.slope_frac_bits, self._dw
+        m.d.comb += [rp.addr.eq(seg.rd), rp.en.eq(reading)]
+        pipe, v0, v1 = Signal(), Signal(), Signal()
+        m.d.sync += [pipe.eq(reading), v0.eq(pipe), v1.eq(v0)]
+        with m.If(reading):
+            m.d.sync += seg.rd.eq(seg.rd + 1)
+        # the block RAM's clock-to-output leaves no room for a carry chain behind it
+        fetched = Signal.like(rp.data, reset_less=True)
+        m.d.sync += fetched.eq(rp.data)
         offset = Signal(signed(dw + 1))
-        cell1 = Signal(self._cell_bits)
-        digest1 = Signal(cfg.digest_bits)
-        m.d.sync += [offset.eq(rp.data.arrival - a1), cell1.eq(rp.data.cell),
-                     digest1.eq(rp.data.digest)]
+        cell1, digest1 = Signal(self._cell_bits), Signal(self.config.digest_bits)
+        m.d.sync += [offset.eq(fetched.arrival - seg.a1), cell1.eq(fetched.cell),
+                     digest1.eq(fetched.digest)]
+        # the slope holds through a drain and is first used three clocks into it: a copy
+        # that the placer can put beside the multipliers, away from the division's logic
+        slope = Signal.like(seg.slope, name="slope_at_dsp", reset_less=True)
+        m.d.sync += slope.eq(seg.slope)
         # only the product's bits below f + dw reach the dw-bit delay (mod 2^dw)
         product = product_mod(m, slope, offset, f + dw, name="product")
         valids = [v1]
@@ -144,18 +149,23 @@ class RliInterpolator(wiring.Component):
         v2 = valids[-1]
         cell2 = delayed(m, cell1, PRODUCT_LATENCY, name="drain_cell", reset_less=True)
         digest2 = delayed(m, digest1, PRODUCT_LATENCY, name="drain_digest", reset_less=True)
-        draining = Cat(pipe, *valids)
         interp = Signal(signed(dw))
-        m.d.comb += interp.eq(d1 + product[f:f + dw].as_signed())
-        m.d.sync += [self.update_valid.eq(v2 & ~suppress),
+        m.d.comb += interp.eq(seg.d1 + product[f:f + dw].as_signed())
+        m.d.sync += [self.update_valid.eq(v2 & ~seg.suppress),
                      self.update_cell.eq(cell2), self.update_digest.eq(digest2),
-                     self.update_delay.eq(Mux(flat, flat_d, interp))]
-        with m.If(v2 & suppress):
+                     self.update_delay.eq(Mux(seg.flat, seg.flat_d, interp))]
+        with m.If(v2 & seg.suppress):
             m.d.sync += self.unreferenced.eq(self.unreferenced + 1)
+        return Cat(pipe, v0, *valids).any()
 
+    def _elaborate_references(self, m, seg, divider, new_segment, reading, draining):
+        """IDLE ► (SPAN ► DIVIDE ►) DRAIN ► IDLE per reference or flush (module
+        docstring). A reference's arrival and delay are registered before the span and
+        the delay difference are formed (SPAN), so each clock holds one carry chain."""
+        f = self.config.slope_frac_bits
+        flush_pending, neg = Signal(), Signal()
         # delay = (arrival − send) mod 2**ts_bits, read as a signed ts_bits number
-        raw_delay = Signal(ts)
-        delay_in = Signal(signed(dw))
+        raw_delay, delay_in = Signal(self._ts), Signal(signed(self._dw))
         m.d.comb += [raw_delay.eq(self.packet_arrival - self.packet_send),
                      delay_in.eq(raw_delay.as_signed())]
         take_ref = self.packet_valid & self.packet_is_ref
@@ -163,48 +173,49 @@ class RliInterpolator(wiring.Component):
             with m.State("IDLE"):
                 with m.If(take_ref):
                     m.d.comb += new_segment.eq(1)
-                    m.d.sync += [seg_end.eq(wr), a2.eq(self.packet_arrival), d2.eq(delay_in),
-                                 self.references.eq(self.references + 1), closing.eq(0),
-                                 suppress.eq(0)]
-                    diff = Signal(signed(dw + 1))
-                    span = Signal(ts)
-                    m.d.comb += [diff.eq(delay_in - d1), span.eq(self.packet_arrival - a1)]
-                    with m.If(~prev_valid):
-                        m.d.sync += [flat.eq(1), flat_d.eq(delay_in)]
+                    m.d.sync += [seg.end.eq(seg.wr), seg.a2.eq(self.packet_arrival),
+                                 seg.d2.eq(delay_in), seg.closing.eq(0), seg.suppress.eq(0),
+                                 seg.flat.eq(~seg.prev_valid), seg.flat_d.eq(delay_in),
+                                 self.references.eq(self.references + 1)]
+                    with m.If(seg.prev_valid):
+                        m.next = "SPAN"
+                    with m.Else():          # the interval's first reference: flat
                         m.next = "DRAIN"
-                    with m.Elif(span == 0):
-                        m.d.sync += [flat.eq(0), slope.eq(0)]
-                        m.next = "DRAIN"
-                    with m.Else():
-                        m.d.sync += [flat.eq(0), neg.eq(diff < 0),
-                                     num.eq(Mux(diff < 0, -diff, diff) << f), den.eq(span),
-                                     rem.eq(0), quo.eq(0), steps.eq(nw)]
-                        m.next = "DIVIDE"
                 with m.Elif(self.flush | flush_pending):
                     m.d.comb += new_segment.eq(1)
-                    m.d.sync += [seg_end.eq(wr), flush_pending.eq(0), closing.eq(1),
-                                 flat.eq(1), flat_d.eq(d1), suppress.eq(~prev_valid)]
+                    m.d.sync += [seg.end.eq(seg.wr), flush_pending.eq(0), seg.closing.eq(1),
+                                 seg.flat.eq(1), seg.flat_d.eq(seg.d1),
+                                 seg.suppress.eq(~seg.prev_valid)]
                     m.next = "DRAIN"
-            with m.State("DIVIDE"):
-                with m.If(steps != 0):
-                    m.d.sync += [num.eq(num << 1), steps.eq(steps - 1)]
-                    with m.If(shifted >= den):
-                        m.d.sync += [rem.eq(shifted - den), quo.eq(Cat(1, quo))]
-                    with m.Else():
-                        m.d.sync += [rem.eq(shifted), quo.eq(Cat(0, quo))]
+            with m.State("SPAN"):
+                # floor division of x = |d2 − d1| << F: a negative slope is
+                # ⌊−x / span⌋ = ~⌊(x − 1) / span⌋, with
+                # x − 1 = (d1 − d2 − 1) << F | (2^F − 1)
+                below = Signal()
+                x_less_1 = Cat(Const((1 << f) - 1, f), seg.d1 + ~seg.d2)
+                m.d.comb += [below.eq(seg.d2 < seg.d1),
+                             divider.dividend.eq(
+                                 Mux(below, x_less_1, (seg.d2 - seg.d1) << f)),
+                             divider.divisor.eq(seg.a2 - seg.a1)]
+                m.d.sync += neg.eq(below)
+                with m.If(seg.a2 == seg.a1):
+                    m.d.sync += seg.slope.eq(0)
+                    m.next = "DRAIN"
                 with m.Else():
-                    q = Signal(signed(nw + 2))
-                    m.d.comb += q.eq(quo)
-                    m.d.sync += slope.eq(Mux(neg, -q - (rem != 0), q))
+                    m.d.comb += divider.start.eq(1)
+                    m.next = "DIVIDE"
+            with m.State("DIVIDE"):
+                with m.If(divider.done):
+                    q = Signal.like(seg.slope)
+                    m.d.comb += q.eq(divider.quotient)
+                    m.d.sync += seg.slope.eq(Mux(neg, ~q, q))
                     m.next = "DRAIN"
             with m.State("DRAIN"):
-                with m.If(rd != seg_end):
-                    m.d.comb += [rp.addr.eq(rd), rp.en.eq(1)]
-                    m.d.sync += [rd.eq(rd + 1), pipe.eq(1)]
-                with m.Elif(~draining.any()):
-                    m.d.sync += prev_valid.eq(~closing)
-                    with m.If(~closing):
-                        m.d.sync += [a1.eq(a2), d1.eq(d2)]
+                m.d.comb += reading.eq(seg.rd != seg.end)
+                with m.If(~reading & ~draining):
+                    m.d.sync += seg.prev_valid.eq(~seg.closing)
+                    with m.If(~seg.closing):
+                        m.d.sync += [seg.a1.eq(seg.a2), seg.d1.eq(seg.d2)]
                     m.next = "IDLE"
         idle = fsm.ongoing("IDLE")
         m.d.comb += self.busy.eq(~idle)
@@ -212,4 +223,24 @@ class RliInterpolator(wiring.Component):
             m.d.sync += self.refused.eq(self.refused + 1)
         with m.If(self.flush & ~idle):
             m.d.sync += flush_pending.eq(1)
-        return m
+
+
+class _Segment:
+    """The registers the buffering, the reference state machine and the drain share: the
+    buffer pointers, the last two references (arrival ``a``, delay ``d``) and how the
+    segment being drained is interpolated."""
+
+    def __init__(self, *, ts, dw, f, ptr):
+        self.wr = Signal(ptr, name="wr")
+        self.rd = Signal(ptr, name="rd")
+        self.end = Signal(ptr, name="seg_end")
+        self.prev_valid = Signal(name="prev_valid")
+        self.a1 = Signal(ts, name="a1")
+        self.a2 = Signal(ts, name="a2")
+        self.d1 = Signal(signed(dw), name="d1")
+        self.d2 = Signal(signed(dw), name="d2")
+        self.slope = Signal(signed(dw + f + 3), name="slope")
+        self.flat = Signal(name="flat")
+        self.flat_d = Signal(signed(dw), name="flat_d")
+        self.suppress = Signal(name="suppress")
+        self.closing = Signal(name="closing")

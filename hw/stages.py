@@ -58,7 +58,7 @@ def leading_zeros_pipelined(m: Module, word, *, name: str = "lz"):
 
 
 def range_reduce(m: Module, hash32, size: int, *, name: str = "reduced"):
-    """``(hash32 * size) >> 32`` (:func:`host_sw.contracts.hashing.range_reduce32`) in two
+    """``(hash32 * size) >> 32`` (:func:`host_sw.contracts.hash_fields.range_reduce32`) in two
     register stages. Returns the register (valid 2 cycles after ``hash32``).
 
     A power-of-two ``size`` takes the top bits of the hash. Otherwise the product is split

@@ -49,7 +49,7 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
 from host_sw.device.driver import Device
-from host_sw.model.channel import DelayDistribution, LossModel
+from host_sw.model.impairments import DelayDistribution, LossModel
 from host_sw.model.golden import Hashers
 from host_sw.model.traffic import synthetic_trace
 

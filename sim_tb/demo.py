@@ -38,7 +38,7 @@ from host_sw.cli.table import Column, Table, ci_text, fmt, separator
 from host_sw.device.driver import Device
 from host_sw.device.transport import open_transport
 from host_sw.estimators.record import IntervalRecord
-from host_sw.model.channel import DelayDistribution, LossModel
+from host_sw.model.impairments import DelayDistribution, LossModel
 from sim_tb.two_device import (
     HOST_DONE_FILE, SimulatorMissing, TwoDeviceParams, read_truth, start_simulation,
 )

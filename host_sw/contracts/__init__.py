@@ -3,7 +3,8 @@
 ``docs/DESIGN.md``, "Where each contract lives"):
 
 - :mod:`~host_sw.contracts.hashing` — H3, seeds, header window and byte masks, frame
-  classes, the field split of the hashes, the mixing functions;
+  classes, the S-box layer, the mixing functions; :mod:`~host_sw.contracts.hash_fields`
+  the field split of the hashes;
 - :mod:`~host_sw.contracts.layouts` — counter word layouts and modular arithmetic;
 - :mod:`~host_sw.contracts.config` — the configuration of each synopsis kind, its facts,
   the kind registry and the configuration ID; :mod:`~host_sw.contracts.config_args` the

@@ -30,7 +30,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from host_sw.contracts.hashing import range_reduce32
+from host_sw.contracts.hash_fields import range_reduce32
 from host_sw.estimators._common import dataclass_to_dict, fraction_to_float, salted_mix64
 
 __all__ = ["FineCombEstimate", "finecomb_ideal", "finecomb_buckets", "ProbeEstimate",

@@ -16,7 +16,7 @@ Definitions (the paper's, with 0-based rows):
   ``D = sum_usable (T_B - T_A) / S`` with ``S = sum_usable S_A`` the *effective sample
   size*; all sums are Python integers, one division at the end (:class:`fractions.Fraction`).
 * Standard deviation (§III-E): rows ``2i`` and ``2i+1`` collapse (row bit 0 is the sign of
-  :func:`~host_sw.contracts.hashing.lda_sign`): ``T~ = T[2i+1] - T[2i]``, ``S~ = S[2i+1] + S[2i]``;
+  :func:`~host_sw.contracts.hash_fields.lda_sign`): ``T~ = T[2i+1] - T[2i]``, ``S~ = S[2i+1] + S[2i]``;
   ``F = sum_usable (T~_B - T~_A)^2 / S~`` (eq. 5) estimates the mean squared delay, and
   ``variance = F - D^2``, clipped at 0 (the estimate says so when it clips). A collapsed
   pair is usable when *both* its rows are usable; under the paper's FIFO assumption (loss

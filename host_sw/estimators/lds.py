@@ -44,7 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.config import LdsConfig, check_comparable
-from host_sw.contracts.hashing import FrameClass, range_reduce32
+from host_sw.contracts.hashing import FrameClass
+from host_sw.contracts.hash_fields import range_reduce32
 from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators._common import check_kind

@@ -29,31 +29,8 @@ importable from here):
    deviation uses the selective collapse of Algorithm 2 and Algorithm 3 (which returns
    the *variance* ``SqSum/Count − µ²``; the paper's eq. (3) misprints it as ``F² − µ²``).
 
-Decoding details beyond the paper (documented because they matter):
-
-* The contract's bucket hash puts an S-box in front of H3 (:class:`~host_sw.contracts.hashing.
-  RdaBucketHash`) so that a bucket holding several IDs passes the ``h_l(ID) == i`` test
-  only by chance (about ``1/m``), as the paper assumes. Guards keep the remaining
-  false positives harmless: (a) an ID is only peeled when its bucket in every bank
-  holds a non-zero ID (a genuine member of the difference is in all ``k`` of them);
-  (b) IDs pure in *every* bank (never a false one) are peeled first, the others only in
-  rounds where no such ID is left; (c) peeled IDs are kept as a signed multiset — a
-  false ID is peeled back out with the opposite sign once its constituents are decoded,
-  its entries cancel, and any residue (net count other than ±1, or buckets left
-  non-empty) makes ``decoded`` False; (d) with the caches, :func:`decode` checks each
-  ID's membership, which rejects false IDs exactly (:func:`estimate_rda` does this).
-* Peeling runs in vectorised rounds: every bucket pure at the start of a round is peeled
-  in that round (distinct IDs once each; removals commute), and only the buckets touched
-  are re-tested, eight table look-ups (one per ID byte) hashing them into every bank
-  (:class:`~host_sw.estimators.rda_decode.BucketPositions`). A round costs tens of
-  numpy calls whatever its size, and decoding takes a few rounds below the peeling
-  threshold: a difference of 1 000 in 2 × 2 500 buckets decodes in 6 rounds, about a
-  millisecond, faster than a queue of single peel steps over Python ints, and 100 000
-  differences in well under a second (``bench/rda_decode.py``, ``docs/BENCHMARKS.md``).
-* The caches: build a :class:`PacketCache` once per capture and pass it to every
-  interval's :func:`estimate_rda`. The estimate only searches it for the decoded IDs;
-  given as arrays or a dict, it is sorted and checked again on every call, which at
-  100 000 packets costs ten times the rest of the estimate.
+The decoding guards beyond the paper, how peeling runs in vectorised rounds and how to
+pass the caches: :mod:`host_sw.estimators.rda_decode`.
 
 Late binding (§VIII): :func:`estimate_set_difference` estimates ``d = |S_S ⊕ S_R|`` from
 the two caches with MinHash (bottom-``k`` values of a mixed hash of the IDs, as the paper's
@@ -233,6 +210,23 @@ def _repair_from_caches(sender, receiver, decoding: RdaDecoding, sender_cache,
     return fixed[0], fixed[1], repaired
 
 
+def _decode_and_repair(sender: Synopsis, receiver: Synopsis, sender_cache, receiver_cache,
+                       hashers: Hashers, notes: list[str]):
+    """Algorithm 1 on the difference, then the repair of both synopses from the caches
+    (either may be ``None``): ``(decoding, repaired sender, repaired receiver, repaired)``;
+    an incomplete decoding is noted."""
+    sender_cache = None if sender_cache is None else PacketCache.of(sender_cache)
+    receiver_cache = None if receiver_cache is None else PacketCache.of(receiver_cache)
+    decoding = decode(subtract(sender, receiver), hashers=hashers, sender_ids=sender_cache,
+                      receiver_ids=receiver_cache)
+    if not decoding.decoded:
+        notes.append(f"decoding incomplete: {decoding.undecoded_buckets} buckets still "
+                     f"hold undecoded packets; the mean uses the clean buckets only")
+    rep_sender, rep_receiver, repaired = _repair_from_caches(
+        sender, receiver, decoding, sender_cache, receiver_cache, hashers, notes)
+    return decoding, rep_sender, rep_receiver, repaired
+
+
 def _clean_buckets(sender: Synopsis, receiver: Synopsis, config: RdaConfig):
     """``(sender counts, clean, nonempty, ts differences)``: a bucket is clean when both
     points hold the same packets (equal IDs and counts) and at least one."""
@@ -244,6 +238,19 @@ def _clean_buckets(sender: Synopsis, receiver: Synopsis, config: RdaConfig):
     nonempty = (s_count != 0) | (r_count != 0)
     clean = count_equal & id_equal & (s_count != 0)
     return s_count, clean, nonempty, _ts_signed(receiver, sender, config.ts_bits)
+
+
+def _mean(delay_sum: int, counted: int, tick: Fraction, nonempty: np.ndarray,
+          unclean: np.ndarray, notes: list[str]):
+    """``(mean in ticks (exact), mean in ns)`` over the clean buckets, ``None``s (and why,
+    noted) without one."""
+    if counted > 0:
+        mean_ticks = Fraction(delay_sum, counted)
+        return mean_ticks, fraction_to_float(mean_ticks * tick)
+    notes.append("no mean: both synopses are empty" if not nonempty.any() else
+                 f"no mean: no clean bucket ({int(unclean.sum())} buckets hold "
+                 f"different packets at the two points)")
+    return None, None
 
 
 def _selective_collapse(clean: np.ndarray, ts_diff: np.ndarray, s_count: np.ndarray):
@@ -335,16 +342,8 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
     tick = Fraction(config.tick_ns)
     notes: list[str] = []
 
-    sender_cache = None if sender_cache is None else PacketCache.of(sender_cache)
-    receiver_cache = None if receiver_cache is None else PacketCache.of(receiver_cache)
-    decoding = decode(subtract(sender, receiver), hashers=hashers, sender_ids=sender_cache,
-                      receiver_ids=receiver_cache)
-    if not decoding.decoded:
-        notes.append(f"decoding incomplete: {decoding.undecoded_buckets} buckets still "
-                     f"hold undecoded packets; the mean uses the clean buckets only")
-
-    rep_sender, rep_receiver, repaired = _repair_from_caches(
-        sender, receiver, decoding, sender_cache, receiver_cache, hashers, notes)
+    decoding, rep_sender, rep_receiver, repaired = _decode_and_repair(
+        sender, receiver, sender_cache, receiver_cache, hashers, notes)
     s_count, clean, nonempty, ts_diff = _clean_buckets(rep_sender, rep_receiver, config)
     unclean = nonempty & ~clean
 
@@ -352,13 +351,7 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
     delay_sum = _exact_sum(ts_diff[clean])
     samples = max((_exact_sum(s_count[l][clean[l]]) for l in range(k)), default=0)
     exact = decoding.decoded and repaired and not unclean.any() and counted > 0
-
-    mean_ticks = Fraction(delay_sum, counted) if counted > 0 else None
-    mean_ns = fraction_to_float(mean_ticks * tick) if counted > 0 else None
-    if counted == 0:
-        notes.append("no mean: both synopses are empty" if not nonempty.any() else
-                     f"no mean: no clean bucket ({int(unclean.sum())} buckets hold "
-                     f"different packets at the two points)")
+    mean_ticks, mean_ns = _mean(delay_sum, counted, tick, nonempty, unclean, notes)
     square_sum, collapsed_count, collapsed_pairs = _selective_collapse(clean, ts_diff,
                                                                        s_count)
     variance_ns2, std_ns, clipped = _variance(mean_ticks, square_sum, collapsed_count,

@@ -116,7 +116,7 @@ class IntervalRecord:
 
 def truth_json(truth) -> dict:
     """The ``true`` object of a record from a simulated or captured interval's
-    :class:`~host_sw.model.channel.GroundTruth`."""
+    :class:`~host_sw.model.observation.GroundTruth`."""
     return {"mean": json_number(truth.mean), "std": json_number(truth.std),
             "sent": int(truth.sent), "received": int(truth.received),
             "lost": int(truth.lost)}

@@ -34,13 +34,14 @@ from host_sw.estimators.opa_run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
 from host_sw.estimators.rli import estimate_flows as rli_estimate_flows
 from host_sw.estimators.rli import simulated_synopses as rli_synopses
-from host_sw.model.channel import IntervalObservation, Scenario, interval_observations
+from host_sw.model.channel import Scenario
 from host_sw.model.golden import Hashers
+from host_sw.model.observation import (
+    NO_INTERVAL, IntervalObservation, interval_observations,
+)
 from host_sw.model.rli import with_references
 
 __all__ = ["lda_config_for", "run_scenario", "set_difference_intervals", "rli_flow_table"]
-
-_NO_INTERVAL = np.iinfo(np.int64).min
 
 
 def lda_config_for(*, packets: int, rows: int, banks: int, tune_for_loss: float | None,
@@ -97,7 +98,7 @@ def set_difference_intervals(scenario: Scenario, differences, run: int, trace=No
         rng = np.random.default_rng([scenario.seed, run, d, 0xD1FF])
         dropped = np.zeros(n, dtype=bool)
         dropped[rng.choice(candidates, size=lost, replace=False)] = True
-        r_iv[dropped] = _NO_INTERVAL
+        r_iv[dropped] = NO_INTERVAL
         intervals = interval_observations(
             sender_trace=trace, receiver_trace=trace, sender_index=idx, receiver_index=idx,
             sender_ts=tx.send_ts, receiver_ts=tx.receiver_ts, sender_interval=s_iv,

@@ -39,9 +39,11 @@ import numpy as np
 
 from host_sw.contracts.config import SynopsisConfig, check_comparable
 from host_sw.contracts.hashing import (
-    H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, LdsOffsetHash,
-    RdaBucketHash, SboxH3, classify_frame, field_hash, header_windows, lda_bank,
-    lds_digest, sbox_nibbles64, table_xor,
+    H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, SboxH3, classify_frame,
+    header_windows, sbox_nibbles64, table_xor,
+)
+from host_sw.contracts.hash_fields import (
+    LdsOffsetHash, RdaBucketHash, field_hash, lda_bank, lds_digest,
 )
 from host_sw.contracts.synopsis import Synopsis
 
@@ -134,12 +136,12 @@ class Hashers:
 
     def rda_bucket_hashes(self, ids: np.ndarray) -> list[np.ndarray]:
         """``h_l(ID) = H3_rda[l](S(ID))`` (32-bit values as uint64) for each RDA bank
-        ``l`` (:class:`~host_sw.contracts.hashing.RdaBucketHash`)."""
+        ``l`` (:class:`~host_sw.contracts.hash_fields.RdaBucketHash`)."""
         return self._sbox_hashes32("rda", self.rda_bucket, ids)
 
     def lds_offset_hashes(self, packet: np.ndarray) -> list[np.ndarray]:
         """``h'_r(P) = H3_off[r](S(P))`` (32-bit values as uint64) for each LDS row ``r``
-        (:class:`~host_sw.contracts.hashing.LdsOffsetHash`)."""
+        (:class:`~host_sw.contracts.hash_fields.LdsOffsetHash`)."""
         return self._sbox_hashes32("lds_offset", self.lds_offset, packet)
 
     def _sbox_hashes32(self, key: str, hashes: list[SboxH3], ids) -> list[np.ndarray]:
@@ -240,7 +242,7 @@ def flow_row_hashes(config: SynopsisConfig, flow_windows: np.ndarray, classes=No
 
 
 def _reduce32(hash32: np.ndarray, size: int) -> np.ndarray:
-    """:func:`~host_sw.contracts.hashing.range_reduce32` of uint64 values already below 2**32;
+    """:func:`~host_sw.contracts.hash_fields.range_reduce32` of uint64 values already below 2**32;
     returns int64."""
     return ((hash32 * np.uint64(size)) >> np.uint64(32)).astype(np.int64)
 

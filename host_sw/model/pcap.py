@@ -5,7 +5,7 @@ pair a sender-side and a receiver-side capture into both points' observations.
 Data flow (docs/DESIGN.md, "Data flow of a packet": offline analysis of two pcap captures
 with the same estimators; model layer): capture files ► **this module** ►
 :class:`~host_sw.model.traffic.Trace` per point ►
-:class:`~host_sw.model.channel.IntervalObservation` ► golden model ► estimators.
+:class:`~host_sw.model.observation.IntervalObservation` ► golden model ► estimators.
 
 Timestamps are int64 ns since the epoch, exact: classic pcap records are parsed here
 with dpkt's header classes (microsecond files are scaled by 1000, nanosecond-magic files
@@ -32,7 +32,9 @@ import dpkt
 import numpy as np
 
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, FrameClass, default_masks
-from host_sw.model.channel import IntervalObservation, interval_observations
+from host_sw.model.observation import (
+    NO_INTERVAL, IntervalObservation, interval_observations,
+)
 from host_sw.model.traffic import Trace, trace_from_frames
 
 __all__ = ["Capture", "CaptureError", "read_pcap", "write_pcap", "capture_trace",
@@ -325,10 +327,9 @@ def pair_captures(sender, receiver, *, mode: str = "time", interval_ns: int | No
         if int(interval_ns) <= 0:
             raise ValueError(f"interval_ns must be positive, not {interval_ns}")
         delta = int(interval_ns)
-    none = np.iinfo(np.int64).min
-    s_iv = np.full(g, none, np.int64)
+    s_iv = np.full(g, NO_INTERVAL, np.int64)
     s_iv[:ns] = np.floor_divide(s_trace.timestamps - t0, delta)
-    r_iv = np.full(g, none, np.int64)
+    r_iv = np.full(g, NO_INTERVAL, np.int64)
     own = np.floor_divide(r_trace.timestamps - t0, delta)
     if mode == "marker":
         r_iv[r_id] = np.where(match >= 0, s_iv[np.maximum(match, 0)], own)

@@ -15,7 +15,7 @@ from host_sw.estimators.lda import (estimate_lda, expected_samples, sampling_rat
                                     tuned_threshold, tuned_thresholds)
 from host_sw.model.golden import PacketHashes, update
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.contracts.hashing import field_hash, lda_bank, lda_row
+from host_sw.contracts.hash_fields import field_hash, lda_bank, lda_row
 
 
 def synopsis(config, counts, ts_sums):

@@ -16,7 +16,7 @@ from host_sw.estimators.lds import (
 )
 from host_sw.model.golden import bucket_indices
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.contracts.hashing import range_reduce32
+from host_sw.contracts.hash_fields import range_reduce32
 
 
 def _flows_with_packets(pf):

@@ -16,7 +16,7 @@ from host_sw.estimators.rda import (PacketCache, decode, estimate_rda,
                                     rda_from_caches, repair, subtract)
 from host_sw.model.golden import Hashers, PacketHashes, update
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.contracts.hashing import range_reduce32
+from host_sw.contracts.hash_fields import range_reduce32
 
 
 class Trace:
@@ -289,7 +289,7 @@ def _triples_sharing_a_bucket(ids, bucket_of, m):
 
 
 def test_three_ids_in_one_bucket_rarely_look_pure():
-    # Why the contract puts an S-box in front of the bucket H3 (hashing.RdaBucketHash):
+    # Why the contract puts an S-box in front of the bucket H3 (hash_fields.RdaBucketHash):
     # with the XOR-linear H3 alone every bucket holding three IDs passes h(a^b^c) == i;
     # with the S-box only about 1/m of them do, as the RDA paper assumes of its hash.
     m = 256

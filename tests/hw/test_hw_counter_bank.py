@@ -18,7 +18,7 @@ from amaranth.sim import Simulator
 from host_sw.contracts.check_value import check_value, plausibility_problem
 from host_sw.model import golden
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.contracts.hashing import field_hash, lds_digest
+from host_sw.contracts.hash_fields import field_hash, lds_digest
 from hw.counter_bank import (
     CopyState, CounterBank, frozen_read_signature, lane_geometry, update_request_signature,
     word_layout,

@@ -9,7 +9,8 @@ from amaranth.sim import Simulator
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.model.golden import Hashers, hash_windows
-from host_sw.contracts.hashing import H3, FrameClass, HashPurpose, field_hash, h3_rows
+from host_sw.contracts.hashing import H3, FrameClass, HashPurpose, h3_rows
+from host_sw.contracts.hash_fields import field_hash
 from hw.hash_h3 import H3Pipeline, PacketHasher
 from hw.kinds import kind_gateware
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Bucket selection (hw.bucket_select) against the golden field split: LDA leading-zero
-bank selection vs host_sw.contracts.hashing.lda_bank, LDA/RDA/LDS addresses vs
+bank selection vs host_sw.contracts.hash_fields.lda_bank, LDA/RDA/LDS addresses vs
 host_sw.model.golden.bucket_indices."""
 
 import numpy as np
@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.model.golden import Hashers, PacketHashes, bucket_indices
-from host_sw.contracts.hashing import field_hash, lda_bank, lda_row, leading_zeros32
+from host_sw.contracts.hash_fields import field_hash, lda_bank, lda_row, leading_zeros32
 from hw.bucket_select import BucketSelector
 
 

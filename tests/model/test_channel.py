@@ -8,10 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from host_sw.model.channel import (
-    Channel, DelayDistribution, LossModel, Scenario, observe, parse_time_ns,
-    simulate_interval,
-)
+from host_sw.model.channel import Channel, Scenario, observe, simulate_interval
+from host_sw.model.impairments import DelayDistribution, LossModel, parse_time_ns
 from host_sw.contracts.config import LdaConfig, RdaConfig
 from host_sw.model.traffic import synthetic_trace
 

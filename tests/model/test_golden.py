@@ -16,8 +16,10 @@ from host_sw.contracts.config import (
 )
 from host_sw.model.golden import Hashers, PacketHashes, bucket_indices, hash_frames, hash_windows, update
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.contracts.hashing import (MASK64, PAIR_TABLE_MIN_ROWS, FrameClass, field_hash_scalar,
-                                      header_windows)
+from host_sw.contracts.hashing import (
+    MASK64, PAIR_TABLE_MIN_ROWS, FrameClass, header_windows,
+)
+from host_sw.contracts.hash_fields import field_hash_scalar
 from host_sw.contracts.layouts import Field, WordLayout, signed_difference, wrap
 
 from bench import make_test_vectors
