@@ -11,7 +11,7 @@ the counter-case) ► the RLI golden model and :func:`host_sw.estimators.rli.est
 and the LDS golden model and :func:`host_sw.estimators.lds.estimate_flows`, on the same
 received packets, and OPA (:func:`host_sw.model.opa.opa_sender`,
 :func:`host_sw.estimators.opa.recover_interval`: per-flow means of its recovered
-per-packet delays) ► against :meth:`host_sw.model.channel.GroundTruth.per_flow` ► CSV, PNG,
+per-packet delays) ► against :meth:`host_sw.model.observation.GroundTruth.per_flow` ► CSV, PNG,
 table in ``bench/out/accuracy/`` (``docs/ACCURACY.md``, section RLI).
 
 Fig. 5 setup: the paper simulates CAIDA OC-192 arrivals (5-tuple flows) through a RED

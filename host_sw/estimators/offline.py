@@ -43,7 +43,7 @@ from host_sw.estimators.offline_stream import StreamedPair, stream_pair
 from host_sw.estimators.opa_run import opa_records, opa_synopses
 from host_sw.estimators.rda_decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
-from host_sw.model.channel import IntervalObservation, Observation
+from host_sw.model.observation import IntervalObservation, Observation
 from host_sw.model.golden import Hashers
 from host_sw.model.pcap import Capture, CaptureError, pair_captures, read_pcap
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, capture_linktype

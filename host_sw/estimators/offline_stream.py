@@ -233,7 +233,7 @@ class StreamedPair:
 
 
 def _ticks(ts: np.ndarray, tick) -> np.ndarray:
-    """As :meth:`host_sw.model.channel.Observation.ticks`."""
+    """As :meth:`host_sw.model.observation.Observation.ticks`."""
     if tick == 1:
         return ts
     if float(tick).is_integer():

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """OPA in a simulated interval (``ldactl simulate --synopsis opa``): both points' OPA
-words and per-packet records from a :class:`~host_sw.model.channel.IntervalObservation`,
+words and per-packet records from a :class:`~host_sw.model.observation.IntervalObservation`,
 and the figures beside the estimate (the truth's percentiles, whether every recovered
 delay is exact).
 

@@ -55,8 +55,6 @@ from host_sw.model.impairments import DelayDistribution, LossModel
 from host_sw.model.observation import (
     NO_INTERVAL, IntervalObservation, interval_observations,
 )
-# re-exported for host_sw.estimators.offline (to import it from host_sw.model.observation)
-from host_sw.model.observation import Observation  # noqa: F401
 from host_sw.model.queueing import QueueSpec, run_queue
 from host_sw.model.traffic import Trace, synthetic_trace
 
