@@ -11,6 +11,9 @@ in input order through :func:`host_sw.model.opa.opa_synopsis`.
   of one group) in two intervals ended by ``CONTROL.swap``; each frozen copy read over the
   bus by the host driver equals the golden words word for word, FROZEN_CHECK is the
   contract's check value of them, FROZEN_UPDATES and FROZEN_PACKETS the counted frames;
+* ``ldactl info`` and ``ldactl read`` (in-process, on a
+  :class:`sim_tb.socket_bridge.SocketBridge` URL as a board's host would use) discover the
+  OPA core and read its frozen interval: the snapshot file's words equal the golden words;
 * timer intervals: INTERVAL_MODE time with the host export and auto release: the
   interval timer ends intervals under back-to-back traffic, each frozen copy leaves as
   synopsis chunk frames on ``m_axis_export``; reassembled, the intervals are contiguous
@@ -20,18 +23,29 @@ in input order through :func:`host_sw.model.opa.opa_synopsis`.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import tempfile
+import threading
+from pathlib import Path
+
 import cocotb
 import numpy as np
+from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 from host_sw.contracts.control_frame import parse_control_frame, reassemble
 from host_sw.contracts.synopsis import Synopsis
+from host_sw.cli import main as ldactl
+from host_sw.device.snapshot import Snapshot
 from host_sw.model.golden import hash_frames
 from host_sw.model.opa import opa_synopsis
 
 from sim_tb.cocotb_core import TIMEOUT_MS, CoreHarness
 from sim_tb.frames import OfferedFrame, bad_frames, min_size_burst, random_frames
 from sim_tb.scoreboard import counted_mask, synopsis_difference
+from sim_tb.socket_bridge import SocketBridge
 
 
 class OpaHarness(CoreHarness):
@@ -79,6 +93,60 @@ async def manual_intervals(dut):
         assert snapshot.packets == counted, (snapshot.packets, counted)
         assert await tb.host(tb.device.read, "frozen_updates") == counted
         await tb.release_and_wait()
+
+
+async def _serve(tb, bridge: SocketBridge):
+    """Play the host's commands from the socket into the core's bus, forever."""
+    while True:
+        command = bridge.pop_command()
+        if command is None:
+            await ClockCycles(tb.dut.clk, 8)
+            continue
+        bridge.send(await tb.bus_port.transact(command.data, command.reply_bytes,
+                                               timeout_cycles=20_000))
+
+
+async def _ldactl(tb, argv) -> tuple[int, str]:
+    """``ldactl argv`` in a thread (its socket reaches the simulation through the
+    bridge) while the simulation runs; its exit code and standard output."""
+    out, result = io.StringIO(), {}
+
+    def run():
+        with contextlib.redirect_stdout(out):
+            result["rc"] = ldactl(argv)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        await ClockCycles(tb.dut.clk, 64)
+    return result.get("rc"), out.getvalue()
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def ldactl_reads_opa_core(dut):
+    """``ldactl info`` and ``ldactl read`` against the OPA core over TCP."""
+    tb = OpaHarness(dut)
+    await tb.start(calibrate=False)
+    frames = tb.one_group_frames(3) + min_size_burst(tb.rng, 20)
+    await tb.offer(frames)
+    await tb.settle()
+    with SocketBridge(name="opa") as bridge:
+        server = cocotb.start_soon(_serve(tb, bridge))
+        url = bridge.url + "?timeout=60"
+        rc, text = await _ldactl(tb, ["info", "--device", url])
+        assert rc == 0 and "OPA" in text, text
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "snap.json"
+            # --json: the text table of `read` assumes a ts_sum field (LDA/RDA/LDS)
+            rc, text = await _ldactl(tb, ["read", "--device", url, "--swap", "--json",
+                                          "-o", str(path)])
+            assert rc == 0, text
+            snap = Snapshot.from_json(json.loads(path.read_text()))
+        server.cancel()
+    assert snap.synopsis.config == tb.config
+    diff = synopsis_difference(tb.golden(frames), snap.synopsis)
+    assert not diff, f"ldactl read's snapshot differs from the golden model:\n{diff}"
+    assert snap.integrity_problem is None and snap.packets == len(frames)
 
 
 def _exported_intervals(tb, frames) -> list:

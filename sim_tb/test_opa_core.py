@@ -13,5 +13,6 @@ pytestmark = pytest.mark.cocotb
 @pytest.mark.parametrize("params", OPA_PARAMS, ids=lambda p: p.param_id)
 def test_opa_core(params):
     results = run_core_tests(params, "sim_tb.cocotb_opa_core")
-    assert set(results.tests) >= {"manual_intervals", "timer_intervals_exported"}, \
+    assert set(results.tests) >= {"manual_intervals", "timer_intervals_exported",
+                                 "ldactl_reads_opa_core"}, \
         sorted(results.tests)
