@@ -46,6 +46,7 @@ from sim_tb.cocotb_core import TIMEOUT_MS, CoreHarness
 from sim_tb.frames import OfferedFrame, bad_frames, min_size_burst, random_frames
 from sim_tb.scoreboard import counted_mask, synopsis_difference
 from sim_tb.socket_bridge import SocketBridge
+from sim_tb.tb import random_pause
 
 
 class OpaHarness(CoreHarness):
@@ -65,9 +66,9 @@ class OpaHarness(CoreHarness):
             >> (64 - bits) if bits else 0
 
     def one_group_frames(self, count: int, group: int = 1) -> list[OfferedFrame]:
-        """``count`` minimum-size IPv4 frames of one group (back to back they update one
-        word every 8 clocks at 64 bits; the words' pipeline is longer, so each reads the
-        word the one before is still writing: the forwarding path)."""
+        """``count`` minimum-size IPv4 frames of one group: back to back at 512 bits
+        (one beat each) they update one group's word on consecutive clocks, each reading
+        the word the one before is still writing (the words' forwarding paths)."""
         out = []
         while len(out) < count:
             out += [f for f in min_size_burst(self.rng, 4 * self.config.groups)
@@ -170,7 +171,12 @@ async def timer_intervals_exported(dut):
     tb = OpaHarness(dut)
     await tb.start(calibrate=False)
     export = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_export"), dut.clk, dut.rst)
-    ticks = 1500
+    # about three intervals of the traffic; at one beat per frame the traffic is paced
+    # (an interval must outlast the freeze, the export and the clearing)
+    single_beat = tb.bytes_per_beat >= 60
+    ticks = 400 if single_beat else 1500
+    if single_beat:
+        tb.set_idle_generator(random_pause(cocotb.RANDOM_SEED + 3, 0.7))
     now = await tb.host(tb.device.read, "timebase")
     await tb.host(tb.device.set_intervals, mode="time", ticks=ticks, start=now + ticks,
                   export_host=True, auto_release=True)

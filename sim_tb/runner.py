@@ -198,8 +198,10 @@ class CoreParams:
 
 
 DEFAULT_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS for w in DATA_WIDTHS]
-#: The OPA core's sets: k = 4 combination rows, 16 groups (80 bus words per snapshot).
-OPA_PARAMS = [CoreParams(kind="opa", data_width=64, banks=4, size=16)]
+#: The OPA core's set: k = 4 combination rows, 16 groups (80 bus words per snapshot), 512-bit
+#: data, where a minimum-size frame is one beat, so frames of one group update its word on
+#: consecutive clocks through the whole core (the words' forwarding paths).
+OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16)]
 
 
 class SimFailure(AssertionError):
