@@ -15,6 +15,7 @@ from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.hashing import default_masks
 from host_sw.model.golden import hash_frames
 from host_sw.model.opa import opa_synopsis
+from hw.lda_pipeline import main as export_main
 from hw.measurement_path import measurement_path
 from hw.opa_path import OpaPath
 from sim_tb.amaranth_host import SimulatedHost
@@ -85,3 +86,13 @@ def test_driver_reads_opa_core_snapshots_equal_to_golden():
         assert snap.integrity_problem is None
         assert (snap.seq, snap.packets) == (k, int(golden.count.sum()))
         assert snap.config_id == (0 if k == 0 else config.config_id)
+
+
+def test_export_writes_an_opa_core(tmp_path, capsys):
+    out = tmp_path / "opa_core.v"
+    assert export_main(["--synopsis", "opa", "--groups", "4", "--rows", "2",
+                        "--window-bytes", "16", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "opa core: shape (1, 4)" in printed
+    assert "module lda_core" in out.read_text()
+    assert "opa core" in (tmp_path / "csr.csv").read_text()
