@@ -310,8 +310,10 @@ class OpaCah(wiring.Component):
         word = Signal(len(rams[0].w_data), name=f"{name}_word")
         r_data = self._ports(m, rams, first, s2, word, copies, name)
         # A key is (copy, group): requests for the other copy never forward.
-        ahead1 = {"valid": Signal(name=f"{name}_a1_valid"), "group": Signal.like(s2["group"]),
-                  "copy": Signal(name=f"{name}_a1_copy"), "word": Signal.like(word)}
+        ahead1 = {"valid": Signal(name=f"{name}_a1_valid"),
+                  "group": Signal.like(s2["group"], name=f"{name}_a1_group"),
+                  "copy": Signal(name=f"{name}_a1_copy"),
+                  "word": Signal.like(word, name=f"{name}_a1_word")}
         ahead2 = {n: Signal.like(v, name=f"{name}_a2_{n}") for n, v in ahead1.items()}
         ahead3 = {n: Signal.like(v, name=f"{name}_a3_{n}") for n, v in ahead1.items()}
 
