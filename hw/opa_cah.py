@@ -12,8 +12,8 @@ Two short read-modify-write loops around one feed-forward pipeline:
 
 * **count loop**: the group's count is read, ``j = count + 1`` written back; the RAMs
   (:func:`hw.backends.counter_ram`, DP16KD with its output register on ECP5) answer two
-  edges after the address, so the two requests ahead are forwarded explicitly and
-  back-to-back packets of one group count 1, 2, 3…;
+  edges after the address and the write is registered, so the three requests ahead
+  are forwarded explicitly and back-to-back packets of one group count 1, 2, 3…;
 * **feed-forward** (stages H0–H3, then four per product): ``h = S(P ^ pos(j)) mod p``
   (XOR tree of the position-hash rows, the S-box nibble layer, two Mersenne folds), then
   ``t_r = t_{r−1}·j mod p`` — ``k − 1`` products of 31 × 32 bits, each as four 16×16
@@ -30,8 +30,8 @@ and each loop's RAMs are per copy (forwarding keys are (copy, group)); ``swap`` 
 other copy active, the old one FROZEN once its last packet is written (``latency``
 cycles) and its check value computed (:class:`hw.freeze_check.FreezeCheck`, reused: one
 read per group through the read port, the counter bank's ``frozen_check``), readable on the read port (``read_error`` when not FROZEN) until ``release``
-clears it (``groups`` cycles). :class:`hw.opa_core.OpaCore` puts it behind the CSR bank;
-the timestamp layer and the receiver's records are not streamed yet.
+clears it (``groups`` cycles). :class:`hw.opa_path.OpaPath` puts it on the core's frame
+path (:class:`hw.lda_pipeline.LdaCore` of kind ``opa``).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -42,7 +42,7 @@ from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.hashing import RDA_SBOX
 from host_sw.contracts.opa import OPA_FIELD_BITS, OPA_PRIME, position_hash_rows
 
-from hw.backends import counter_ram
+from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.copy_control import CopyControl
 from hw.freeze_check import Crc32Words, FreezeCheck
 
@@ -68,6 +68,11 @@ class OpaCah(wiring.Component):
     ----------
     config : OpaConfig
         Groups (depth), rows k, count width and seed.
+    double_buffered : bool
+        Two copies (a core's) or one.
+    memory : "auto" | "generic" | "ecp5"
+        The RAMs (:func:`hw.backends.counter_ram`): ``"auto"`` builds DP16KD blocks when
+        elaborated for an ECP5 platform, else generic memories.
 
     Members
     -------
@@ -99,10 +104,17 @@ class OpaCah(wiring.Component):
         _check_config(kwargs.get("config"))
         return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
 
-    def __init__(self, *, config, double_buffered=False):
+    def __init__(self, *, config, double_buffered=False, memory="auto"):
         _check_config(config)
         if not isinstance(double_buffered, bool):
             raise ValueError(f"double_buffered must be a bool, not {double_buffered!r}")
+        if memory not in ("auto", *COUNTER_RAMS):
+            raise ValueError(f"memory must be one of auto, {', '.join(COUNTER_RAMS)}, "
+                             f"not {memory!r}")
+        if memory == "ecp5" and config.groups > DP16KD_MAX_DEPTH:
+            raise ValueError(f"memory='ecp5' supports up to {DP16KD_MAX_DEPTH} groups, "
+                             f"not {config.groups}")
+        self._memory = memory
         self._config = config
         self._double = double_buffered
         self._group_bits = config.groups.bit_length() - 1
@@ -125,14 +137,18 @@ class OpaCah(wiring.Component):
     @property
     def latency(self) -> int:
         """Clock edges from a packet to its ``B`` write: count loop (3), H0–H3, four per
-        product, CAH loop (3)."""
-        return 3 + 4 + 4 * (self._config.rows - 1) + 3
+        product, CAH loop (3), the registered write (1)."""
+        return 3 + 4 + 4 * (self._config.rows - 1) + 3 + 1
 
     def elaborate(self, platform):
         m = Module()
         cfg, gb = self._config, self._group_bits
         depth, abits, k = cfg.groups, max(1, gb), cfg.rows
-        kind = "ecp5" if getattr(platform, "family", None) == "ecp5" else "generic"
+        kind = self._memory
+        if kind == "auto":
+            ecp5 = (getattr(platform, "family", None) == "ecp5"
+                    and depth <= DP16KD_MAX_DEPTH)
+            kind = "ecp5" if ecp5 else "generic"
         n_copies = 2 if self._double else 1
         counts = [counter_ram(width=cfg.count_bits, depth=depth, kind=kind)
                   for _ in range(n_copies)]
@@ -249,61 +265,77 @@ class OpaCah(wiring.Component):
                      self.swap_refused.eq(self.swap & ~copies.other_clean)]
         return copies
 
-    def _ports(self, m, rams, first, s2, word, copies):
+    def _ports(self, m, rams, first, s2, word, copies, name):
         """Each copy's RAM ports: the loop reads the copy of the packet entering, writes
-        the copy of S2's (returns each copy's read data); otherwise the read port serves ``read_addr`` and, while the
-        copy clears, the write port writes zeros."""
+        the copy of S2's (returns each copy's read data); otherwise the read port serves
+        ``read_addr`` and, while the copy clears, the write port writes zeros. The write
+        (enable, address, data) is registered: the RAM's data input is far from the
+        loop's adder (in the whole core, 3.8 ns of routing and the clear select on the
+        critical path), so the loop ends at a register beside it and a write lands one
+        edge later (a third request ahead is forwarded, :meth:`_rmw`)."""
+        def write(ram, suffix, enable, address, data):
+            regs = [Signal.like(port, name=f"{name}_w_{what}{suffix}", reset_less=what != "en")
+                    for what, port in (("en", ram.w_en), ("addr", ram.w_addr),
+                                       ("data", ram.w_data))]
+            m.d.sync += [reg.eq(value) for reg, value in zip(regs, (enable, address, data))]
+            m.d.comb += [ram.w_en.eq(regs[0]), ram.w_addr.eq(regs[1]),
+                         ram.w_data.eq(regs[2])]
+
         if copies is None:
             ram = rams[0]
-            m.d.comb += [ram.r_addr.eq(Mux(self.read_en, self.read_addr, first["group"])),
-                         ram.w_addr.eq(s2["group"]), ram.w_data.eq(word),
-                         ram.w_en.eq(s2["valid"])]
+            m.d.comb += ram.r_addr.eq(Mux(self.read_en, self.read_addr, first["group"]))
+            write(ram, "", s2["valid"], s2["group"], word)
             return [ram.r_data]
         check = m.submodules.freeze_check
         bus_addr = Mux(check.en, check.addr, self.read_addr)
         for c, ram in enumerate(rams):
             mine, writing = first["copy"] == c, s2["valid"] & (s2["copy"] == c)
             clearing = copies.clearing_copy[c]
-            m.d.comb += [
-                ram.r_addr.eq(Mux(first["valid"] & mine, first["group"], bus_addr)),
-                ram.w_en.eq(writing | clearing),
-                ram.w_addr.eq(Mux(clearing, copies.clear_addr, s2["group"])),
-                ram.w_data.eq(Mux(clearing, 0, word))]
+            m.d.comb += ram.r_addr.eq(Mux(first["valid"] & mine, first["group"], bus_addr))
+            write(ram, f"{c}", writing | clearing,
+                  Mux(clearing, copies.clear_addr, s2["group"]), Mux(clearing, 0, word))
         return [ram.r_data for ram in rams]
 
     def _rmw(self, m, rams, first: dict, name: str, update, copies):
         """A read-modify-write loop over ``ram`` (read data two edges after the address)
         keyed by ``first["group"]``: S0 presents the address, S1 waits for the RAM's
-        output register and compares its key with the two requests ahead, S2 takes the
-        newest of {ahead1, ahead2, RAM} and writes ``update(base, S2)``. The two requests
-        ahead are exactly those whose writes the read cannot see (the one ahead writes
-        after the read, the second at the read's own edge), so they are forwarded
-        explicitly. Returns the S2 stage and its new word."""
+        output register and compares its key with the three requests ahead, S2 takes the
+        newest of {ahead1, ahead2, ahead3, RAM} and writes ``update(base, S2)`` (through
+        a register: the write lands one edge after S2). The three requests ahead are
+        exactly those whose writes the read cannot see (the one ahead writes two edges
+        after the read, the second one edge after it, the third at the read's own edge),
+        so they are forwarded explicitly. Returns the S2 stage and its new word."""
         s1 = self._register(m, first, f"{name}1")
         s2 = self._register(m, s1, f"{name}2")
         word = Signal(len(rams[0].w_data), name=f"{name}_word")
-        r_data = self._ports(m, rams, first, s2, word, copies)
+        r_data = self._ports(m, rams, first, s2, word, copies, name)
         # A key is (copy, group): requests for the other copy never forward.
-        ahead1 = {"valid": Signal(name=f"{name}_a1_valid"), "group": Signal.like(s2["group"]),
-                  "copy": Signal(name=f"{name}_a1_copy"), "word": Signal.like(word)}
+        ahead1 = {"valid": Signal(name=f"{name}_a1_valid"),
+                  "group": Signal.like(s2["group"], name=f"{name}_a1_group"),
+                  "copy": Signal(name=f"{name}_a1_copy"),
+                  "word": Signal.like(word, name=f"{name}_a1_word")}
         ahead2 = {n: Signal.like(v, name=f"{name}_a2_{n}") for n, v in ahead1.items()}
-        # ahead1 / ahead2 next cycle
-        hit1 = s2["valid"] & (s2["group"] == s1["group"]) & (s2["copy"] == s1["copy"])
-        hit2 = (ahead1["valid"] & (ahead1["group"] == s1["group"])
-                & (ahead1["copy"] == s1["copy"]))
-        # Selects, registered. One copy: a 2-level mux (ahead1, else ahead2, else the RAM).
-        # Two copies: one-hot ahead1, ahead2, each copy's read data, AND-OR'ed, so the
-        # copy select adds no level (HARDWARE.md: 112.8 → 120.0 MHz; one copy measured
-        # no better that way).
+        ahead3 = {n: Signal.like(v, name=f"{name}_a3_{n}") for n, v in ahead1.items()}
+
+        def hit(ahead):         # ahead1 / ahead2 / ahead3 next cycle
+            return (ahead["valid"] & (ahead["group"] == s1["group"])
+                    & (ahead["copy"] == s1["copy"]))
+        hit1, hit2, hit3 = hit(s2), hit(ahead1), hit(ahead2)
+        # Selects, registered. One copy: a 3-level mux (ahead1, else ahead2, else ahead3,
+        # else the RAM). Two copies: one-hot ahead1..3, each copy's read data, AND-OR'ed,
+        # so the copy select adds no level (HARDWARE.md: 112.8 → 120.0 MHz; one copy
+        # measured no better that way).
         if len(r_data) == 1:
-            hits = Signal(2, name=f"{name}_hits")
-            m.d.sync += hits.eq(Cat(hit1, hit2))
-            base = Mux(hits[0], ahead1["word"], Mux(hits[1], ahead2["word"], r_data[0]))
+            hits = Signal(3, name=f"{name}_hits")
+            m.d.sync += hits.eq(Cat(hit1, hit2, hit3))
+            base = Mux(hits[0], ahead1["word"], Mux(hits[1], ahead2["word"],
+                                                    Mux(hits[2], ahead3["word"], r_data[0])))
         else:
-            sources = [ahead1["word"], ahead2["word"], *r_data]
+            sources = [ahead1["word"], ahead2["word"], ahead3["word"], *r_data]
             select = Signal(len(sources), name=f"{name}_select")
-            m.d.sync += select.eq(Cat(hit1, hit2 & ~hit1, *(
-                ~hit1 & ~hit2 & (s1["copy"] == c) for c in range(len(r_data)))))
+            none = ~hit1 & ~hit2 & ~hit3
+            m.d.sync += select.eq(Cat(hit1, hit2 & ~hit1, hit3 & ~hit2 & ~hit1, *(
+                none & (s1["copy"] == c) for c in range(len(r_data)))))
             base = 0
             for i, src in enumerate(sources):
                 base = base | Mux(select[i], src, 0)
@@ -311,6 +343,7 @@ class OpaCah(wiring.Component):
         m.d.sync += [ahead1["valid"].eq(s2["valid"]), ahead1["group"].eq(s2["group"]),
                      ahead1["copy"].eq(s2["copy"]), ahead1["word"].eq(word)]
         m.d.sync += [ahead2[n].eq(ahead1[n]) for n in ahead1]
+        m.d.sync += [ahead3[n].eq(ahead2[n]) for n in ahead2]
         return s2, word
 
     @staticmethod
