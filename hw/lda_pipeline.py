@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The flow-through measurement core (LDA / RDA / LDS) and its Verilog export.
+"""The flow-through measurement core (every synopsis kind with gateware) and its Verilog export.
 
 Where it sits (``docs/DESIGN.md``, "Data flow of a packet" and "Data flow of a counter"):
 this is the whole gateware data flow in one component, its composition root —
@@ -100,8 +100,8 @@ Verilog export
 --------------
 ::
 
-    python -m hw.lda_pipeline --synopsis {lda,rda,lds} [--banks N] [--rows N]
-        [--cells N] [--buckets N] [--vlda-cells N] [--thresholds a,b,..]
+    python -m hw.lda_pipeline --synopsis KIND [--banks N] [--rows N]
+        [--cells N] [--buckets N] [--groups N] [--vlda-cells N] [--thresholds a,b,..]
         [--digest-bits N] [--window-bytes N] [--data-width W] [--seed S]
         [--clk-freq HZ] [--uart-timeout CYCLES] [--memory {generic,ecp5}]
         [--module-name NAME] -o build/lda_core.v
@@ -168,9 +168,9 @@ class LdaCore(wiring.Component):
     Parameters
     ----------
     config:
-        A synopsis configuration (``host_sw.contracts.config.CONFIG_CLASSES``: LDA, RDA
-        or LDS). Its run-time fields (thresholds, masks) are the reset values of the
-        THRESHOLDS / MASKS registers.
+        A synopsis configuration (``host_sw.contracts.config.CONFIG_CLASSES``) of a kind
+        with a measurement path (:data:`hw.measurement_path.PATHS`). Its run-time fields
+        (thresholds, masks) are the reset values of the THRESHOLDS / MASKS registers.
     data_width:
         Frame data width in bits (a power of two, 8..1024).
     bridge_timeout_cycles:

@@ -15,6 +15,7 @@ from pathlib import Path
 from host_sw.cli.args import (RunFailure, UsageError, check_output, dump, guard, int_in,
                               key_file, mac_address, threshold_list)
 from host_sw.cli.link import add_link_options, open_device
+from host_sw.contracts.config import config_class
 from host_sw.contracts.siphash import key_to_int
 from host_sw.device.driver import INTERVAL_MODES
 
@@ -81,8 +82,10 @@ def _cmd_info(args) -> int:
     print(f"device      {args.device}" + (f", core {args.core}" if args.core else ""))
     print(f"ID          {info['id']}  (register map {info['version']})")
     s = info["static"]
+    sums = "ts_sum" in config_class(info["kind"])().layout.names   # LDA/LDS sum ticks
     print(f"synopsis    {info['kind'].upper()} {s['dim0']} × {s['dim1']}, "
-          f"{s['count_bits']}-bit counts, {s['ts_bits']}-bit timestamp sums, "
+          f"{s['count_bits']}-bit counts, {s['ts_bits']}-bit "
+          f"{'timestamp sums' if sums else 'timestamps'}, "
           f"{s['chunks']} bus words per counter; data path {info['data_width']} bits")
     print(f"config ID   device {info['config_id_device']}, expected "
           f"{info['config_id_expected']}")

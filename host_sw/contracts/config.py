@@ -316,7 +316,7 @@ CONFIG_CLASSES: dict[str, type[SynopsisConfig]] = {
 
 
 def config_class(kind: str) -> type[SynopsisConfig]:
-    """The configuration class of ``kind`` (``"lda"``, ``"rda"``, ``"lds"``)."""
+    """The configuration class of ``kind`` (a key of :data:`CONFIG_CLASSES`)."""
     if kind not in CONFIG_CLASSES:
         raise ValueError(f"unknown synopsis kind {kind!r}; expected one of "
                          f"{sorted(CONFIG_CLASSES)}")
