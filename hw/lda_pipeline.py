@@ -10,10 +10,11 @@ measurement side that only *watches* the input transfers: header tap
 hasher → bucket selection → counter bank, double buffered), with the interval control
 (:class:`hw.interval_control.IntervalControl`: manual / time / marker modes, decides the
 boundaries) and the interval ledger (:class:`hw.interval_ledger.IntervalLedger`: swap /
-overrun / per-copy sequence numbers, flags, timestamps), marker frames (:class:`hw.control_frame_tx.MarkerFrameSource`)
-and the exporter (:class:`hw.exporter.Exporter`) put into the stream by the frame
-merger (:class:`hw.frame_merger.FrameMerger`), and the CSR bank
-(:class:`hw.csr.CsrBank`, generated from :func:`host_sw.contracts.regmap.register_map`) behind the
+overrun / per-copy sequence numbers, flags, timestamps), marker frames
+(:class:`hw.marker_source.MarkerFrameSource`) and the exporter
+(:class:`hw.exporter.Exporter`) put into the stream by the frame merger
+(:class:`hw.frame_merger.FrameMerger`), and the CSR bank (:class:`hw.csr.CsrBank`,
+generated from :func:`host_sw.contracts.regmap.register_map`) behind the
 UARTBone bridge (:class:`hw.uartbone.UARTBoneBridge`).
 
 Pass-through
