@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Timing closure matrix of the measurement core on ECP5: Fmax, resources and the critical
-path for the LDA, RDA and LDS cores on speed grades 8 and 6.
+path for the LDA, RDA, LDS and OPA cores on speed grades 8 and 6.
 
 Where it sits (``docs/DESIGN.md``, "Figures the product must reach"): this produces the timing
 figures of ``docs/HARDWARE.md``. It extends ``bench/lda_core_synth.py`` (one core, one
@@ -26,7 +26,7 @@ build folder (a run per step), so the matrix can be filled in pieces.
 
 Usage::
 
-    .venv/bin/python -m bench.synth_core [--cores lda rda lds] [--speeds 8 6]
+    .venv/bin/python -m bench.synth_core [--cores lda rda lds opa] [--speeds 8 6]
         [--freq 300] [--harness registered|pads] [--router router2] [--reuse]
         [--placer heap|static|sa] [--placer-density 0.9]
 """
@@ -54,6 +54,7 @@ CORES = {
     "lda": {"synopsis": "lda", "label": "LDA 2 banks x 1024 rows, 72-bit words"},
     "rda": {"synopsis": "rda", "label": "RDA 2 banks x 1024 buckets"},
     "lds": {"synopsis": "lds", "label": "LDS 4 rows x 1024 cells"},
+    "opa": {"synopsis": "opa", "label": "OPA 1024 groups x (w, B_0..B_3), 156-bit words"},
 }
 
 
@@ -154,7 +155,8 @@ def table(results: list[dict]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cores", nargs="+", choices=tuple(CORES), default=list(CORES))
+    parser.add_argument("--cores", "--synopsis", nargs="+", choices=tuple(CORES),
+                        default=list(CORES), help="core kinds (default: all)")
     parser.add_argument("--speeds", nargs="+", choices=tuple(SPEED_GRADES), default=["8", "6"])
     parser.add_argument("--freq", type=float, default=300.0, help="nextpnr constraint, MHz")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")

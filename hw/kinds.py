@@ -16,7 +16,7 @@ from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.hashing import HashPurpose
 from hw.kind_select import select_lda, select_lds, select_rda, select_rli
 
-__all__ = ["KindGateware", "KINDS", "OWN_GATEWARE", "kind_gateware"]
+__all__ = ["KindGateware", "KINDS", "kind_gateware"]
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,12 @@ class KindGateware:
 #: ``F[63:32]``, the sampling word (leading zeros: LDA bank, LDS row sampling).
 _SAMPLING_WORD = ((1 << 32) - 1) << 32
 
-#: Kinds whose gateware is not the counter-bank core (no row in :data:`KINDS`): the
-#: module and component that compute their words.
-OWN_GATEWARE = {"opa": "hw.opa_cah.OpaCah"}
+
+def _select_opa(m, config, rec, valid, thresholds, req):
+    """OPA: no bucket selection; its words come from :class:`hw.opa_cah.OpaCah` on its
+    own measurement path (:class:`hw.opa_path.OpaPath`)."""
+    raise ValueError("the OPA kind's words come from hw.opa_path.OpaPath (hw.opa_cah); "
+                     "the core's bucket selector does not build it")
 
 #: The gateware facts of each synopsis kind, by ``config.kind``.
 KINDS = {
@@ -85,6 +88,13 @@ KINDS = {
         hashes=lambda c: {HashPurpose.LDS_FLOW: 2},
         thresholds=lambda c: None,
         select=select_rli),
+    # OPA: one word per group (w, B_0..B_{k-1}), the packet hash alone; the words come
+    # from hw.opa_cah.OpaCah (hw.opa_path), not the selector and counter bank.
+    "opa": KindGateware(
+        lane_geometry=lambda c: (1, c.groups),
+        hashes=lambda c: {},
+        thresholds=lambda c: None,
+        select=_select_opa),
 }
 
 

@@ -25,11 +25,12 @@ synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
 """
 
 from hw.counter_path import CounterPath
+from hw.opa_path import OpaPath
 
 __all__ = ["PATHS", "measurement_path"]
 
 #: The measurement path class of each kind, by ``config.kind``.
-PATHS = {"lda": CounterPath, "rda": CounterPath, "lds": CounterPath}
+PATHS = {"lda": CounterPath, "rda": CounterPath, "lds": CounterPath, "opa": OpaPath}
 
 
 def measurement_path(config, *, memory: str = "auto", data_width: int = 64):

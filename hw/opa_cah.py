@@ -30,8 +30,8 @@ and each loop's RAMs are per copy (forwarding keys are (copy, group)); ``swap`` 
 other copy active, the old one FROZEN once its last packet is written (``latency``
 cycles) and its check value computed (:class:`hw.freeze_check.FreezeCheck`, reused: one
 read per group through the read port, the counter bank's ``frozen_check``), readable on the read port (``read_error`` when not FROZEN) until ``release``
-clears it (``groups`` cycles). :class:`hw.opa_core.OpaCore` puts it behind the CSR bank;
-the timestamp layer and the receiver's records are not streamed yet.
+clears it (``groups`` cycles). :class:`hw.opa_path.OpaPath` puts it on the core's frame
+path (:class:`hw.lda_pipeline.LdaCore` of kind ``opa``).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -42,7 +42,7 @@ from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.hashing import RDA_SBOX
 from host_sw.contracts.opa import OPA_FIELD_BITS, OPA_PRIME, position_hash_rows
 
-from hw.backends import counter_ram
+from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.copy_control import CopyControl
 from hw.freeze_check import Crc32Words, FreezeCheck
 
@@ -68,6 +68,11 @@ class OpaCah(wiring.Component):
     ----------
     config : OpaConfig
         Groups (depth), rows k, count width and seed.
+    double_buffered : bool
+        Two copies (a core's) or one.
+    memory : "auto" | "generic" | "ecp5"
+        The RAMs (:func:`hw.backends.counter_ram`): ``"auto"`` builds DP16KD blocks when
+        elaborated for an ECP5 platform, else generic memories.
 
     Members
     -------
@@ -99,10 +104,17 @@ class OpaCah(wiring.Component):
         _check_config(kwargs.get("config"))
         return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
 
-    def __init__(self, *, config, double_buffered=False):
+    def __init__(self, *, config, double_buffered=False, memory="auto"):
         _check_config(config)
         if not isinstance(double_buffered, bool):
             raise ValueError(f"double_buffered must be a bool, not {double_buffered!r}")
+        if memory not in ("auto", *COUNTER_RAMS):
+            raise ValueError(f"memory must be one of auto, {', '.join(COUNTER_RAMS)}, "
+                             f"not {memory!r}")
+        if memory == "ecp5" and config.groups > DP16KD_MAX_DEPTH:
+            raise ValueError(f"memory='ecp5' supports up to {DP16KD_MAX_DEPTH} groups, "
+                             f"not {config.groups}")
+        self._memory = memory
         self._config = config
         self._double = double_buffered
         self._group_bits = config.groups.bit_length() - 1
@@ -132,7 +144,11 @@ class OpaCah(wiring.Component):
         m = Module()
         cfg, gb = self._config, self._group_bits
         depth, abits, k = cfg.groups, max(1, gb), cfg.rows
-        kind = "ecp5" if getattr(platform, "family", None) == "ecp5" else "generic"
+        kind = self._memory
+        if kind == "auto":
+            ecp5 = (getattr(platform, "family", None) == "ecp5"
+                    and depth <= DP16KD_MAX_DEPTH)
+            kind = "ecp5" if ecp5 else "generic"
         n_copies = 2 if self._double else 1
         counts = [counter_ram(width=cfg.count_bits, depth=depth, kind=kind)
                   for _ in range(n_copies)]

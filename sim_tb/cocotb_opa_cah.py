@@ -32,6 +32,19 @@ def stream(config: OpaConfig, seed: int = 5, n: int = 120):
     return packets, rng.random(len(packets)) < 0.15
 
 
+async def feed(dut, packets, gaps):
+    """Drive ``packets`` (hashes) into ``valid``/``packet_hash``, one per clock, with an
+    idle clock before each packet whose ``gaps`` entry is true."""
+    for p, gap in zip(packets, gaps):
+        if gap:
+            dut.valid.value = 0
+            await RisingEdge(dut.clk)
+        dut.valid.value = 1
+        dut.packet_hash.value = int(p)
+        await RisingEdge(dut.clk)
+    dut.valid.value = 0
+
+
 @cocotb.test()
 async def words_equal_golden(dut):
     config = OpaConfig(groups=int(os.environ.get("OPA_GROUPS", "8")),
@@ -44,14 +57,7 @@ async def words_equal_golden(dut):
     await RisingEdge(dut.clk)
     dut.rst.value = 0
     packets, gaps = stream(config)
-    for p, gap in zip(packets, gaps):
-        if gap:
-            dut.valid.value = 0
-            await RisingEdge(dut.clk)
-        dut.valid.value = 1
-        dut.packet_hash.value = int(p)
-        await RisingEdge(dut.clk)
-    dut.valid.value = 0
+    await feed(dut, packets, gaps)
     for _ in range(_DRAIN):
         await RisingEdge(dut.clk)
     words = []

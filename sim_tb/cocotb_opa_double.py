@@ -16,7 +16,7 @@ from cocotb.triggers import RisingEdge
 from host_sw.contracts.check_value import check_value
 from host_sw.contracts.config import OpaConfig
 from host_sw.model.opa import opa_synopsis
-from sim_tb.cocotb_opa_cah import stream
+from sim_tb.cocotb_opa_cah import feed, stream
 
 #: Edges from the last packet until the copy is FROZEN, with margin (``latency`` plus
 #: ``check_cycles`` of the block, for up to 32 groups).
@@ -32,17 +32,6 @@ async def _pulse(dut, name):
     getattr(dut, name).value = 1
     await RisingEdge(dut.clk)
     getattr(dut, name).value = 0
-
-
-async def _feed(dut, packets, gaps):
-    for p, gap in zip(packets, gaps):
-        if gap:
-            dut.valid.value = 0
-            await RisingEdge(dut.clk)
-        dut.valid.value = 1
-        dut.packet_hash.value = int(p)
-        await RisingEdge(dut.clk)
-    dut.valid.value = 0
 
 
 async def _read_frozen(dut, config):
@@ -69,9 +58,9 @@ async def intervals_equal_golden(dut):
     await _ticks(dut, 2)
     dut.rst.value = 0
     intervals = [stream(config, seed=6, n=60), stream(config, seed=7, n=40)]
-    await _feed(dut, *intervals[0])
+    await feed(dut, *intervals[0])
     await _pulse(dut, "swap")
-    await _feed(dut, *intervals[1])                  # right behind the swap
+    await feed(dut, *intervals[1])                  # right behind the swap
     await _ticks(dut, _FREEZE)
     got = [await _read_frozen(dut, config)]
     await _pulse(dut, "release")

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, SynopsisConfig
 from sim_tb.verilator_build import (
     drop_other_builds, lean_verilator, verilator_build_args, verilator_digest, verilator_env,
 )
@@ -50,13 +50,15 @@ from sim_tb.verilator_build import (
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "icarus_standard", "waves_enabled", "long_run", "verilator_env",
            "export_core",
-           "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS", "MEMORY_KINDS",
-           "memory_model_sources"]
+           "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS", "OPA_PARAMS",
+           "MEMORY_KINDS", "memory_model_sources"]
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_ROOT = REPO / "build" / "sim"
-#: Kinds × data widths of the default suite.
+#: Kinds × data widths of the default suite (sim_tb/cocotb_core.py).
 KINDS = ("lda", "rda", "lds")
+#: Every kind a core parameter set may have (OPA: sim_tb/cocotb_opa_core.py).
+CORE_KINDS = (*KINDS, "opa")
 DATA_WIDTHS = (8, 64)
 #: Counter-bank memory builds the export can use (``hw.lda_pipeline --memory``).
 MEMORY_KINDS = ("generic", "ecp5")
@@ -107,14 +109,14 @@ class CoreParams:
     Parameters
     ----------
     kind : str
-        ``lda``, ``rda`` or ``lds``.
+        ``lda``, ``rda``, ``lds`` or ``opa``.
     data_width : int
         Frame data path width in bits (8 or 64 in the default suite).
     banks : int
-        LDA/RDA banks, LDS rows.
+        LDA/RDA banks, LDS rows, OPA combination rows k.
     size : int
-        LDA rows, RDA buckets per bank, LDS cells. Small by default so reading the whole
-        frozen copy over the byte-serial bus is cheap in simulation.
+        LDA rows, RDA buckets per bank, LDS cells, OPA groups. Small by default so reading
+        the whole frozen copy over the byte-serial bus is cheap in simulation.
     thresholds : tuple of int, optional
         LDA per-bank / LDS per-row leading-zero thresholds (default: the kind's default
         for LDA scaled to small cores, every packet for LDS rows but the last, which
@@ -137,8 +139,8 @@ class CoreParams:
     memory: str = "generic"
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        if self.kind not in CORE_KINDS:
+            raise ValueError(f"kind must be one of {CORE_KINDS}, not {self.kind!r}")
         if self.memory not in MEMORY_KINDS:
             raise ValueError(f"memory must be one of {MEMORY_KINDS}, not {self.memory!r}")
         if self.data_width not in (8, 16, 32, 64, 128, 256, 512):
@@ -168,6 +170,8 @@ class CoreParams:
             return LdaConfig(banks=self.banks, rows=self.size, thresholds=z)
         if self.kind == "rda":
             return RdaConfig(banks=self.banks, buckets_per_bank=self.size)
+        if self.kind == "opa":
+            return OpaConfig(groups=self.size, rows=self.banks)
         z = self.thresholds or (0,) * (self.banks - 1) + (1,)
         return LdsConfig(rows=self.banks, cells=self.size, vlda_cells=self.vlda_cells,
                          row_thresholds=z)
@@ -194,6 +198,10 @@ class CoreParams:
 
 
 DEFAULT_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS for w in DATA_WIDTHS]
+#: The OPA core's set: k = 4 combination rows, 16 groups (80 bus words per snapshot), 512-bit
+#: data, where a minimum-size frame is one beat, so frames of one group update its word on
+#: consecutive clocks through the whole core (the words' forwarding paths).
+OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16)]
 
 
 class SimFailure(AssertionError):
@@ -270,6 +278,8 @@ def _export_command(params: CoreParams, out: Path) -> list[str]:
                 "--thresholds", ",".join(map(str, config.thresholds))]
     elif params.kind == "rda":
         cmd += ["--banks", str(config.banks), "--buckets", str(config.buckets_per_bank)]
+    elif params.kind == "opa":
+        cmd += ["--rows", str(config.rows), "--groups", str(config.groups)]
     else:
         cmd += ["--rows", str(config.rows), "--cells", str(config.cells),
                 "--vlda-cells", str(config.vlda_cells),

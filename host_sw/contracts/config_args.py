@@ -18,9 +18,10 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--synopsis", choices=tuple(KIND_PARAMETERS), default="lda")
     parser.add_argument("--banks", type=int, help="LDA/RDA banks (default 2)")
     parser.add_argument("--rows", type=int, help="LDA rows (default 1024) / LDS rows "
-                        "(default 4)")
+                        "(default 4) / OPA combination rows k (default 4)")
     parser.add_argument("--cells", type=int, help="LDS cells per row (default 1024)")
     parser.add_argument("--buckets", type=int, help="RDA buckets per bank (default 1024)")
+    parser.add_argument("--groups", type=int, help="OPA groups (default 1024)")
     parser.add_argument("--vlda-cells", type=int, default=1, help="LDS virtual-LDA cells")
     parser.add_argument("--thresholds", help="LDA bank / LDS row thresholds, comma separated")
     parser.add_argument("--digest-bits", type=int, help="LDS digest bits (default 32)")
@@ -67,8 +68,14 @@ def _lds_parameters(args) -> dict:
     return kw
 
 
+def _opa_parameters(args) -> dict:
+    return {"groups": args.groups if args.groups is not None else 1024,
+            "rows": args.rows if args.rows is not None else 4}
+
+
 #: How each kind reads its dimensions and thresholds from the options (one row per kind).
-KIND_PARAMETERS = {"lda": _lda_parameters, "rda": _rda_parameters, "lds": _lds_parameters}
+KIND_PARAMETERS = {"lda": _lda_parameters, "rda": _rda_parameters, "lds": _lds_parameters,
+                   "opa": _opa_parameters}
 
 
 def config_from_args(args) -> SynopsisConfig:

@@ -6,20 +6,18 @@ import pytest
 from amaranth.back import rtlil
 from amaranth.sim import Simulator
 
-from host_sw.contracts.config import CONFIG_CLASSES, LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.config import CONFIG_CLASSES, LdaConfig, LdsConfig, OpaConfig, RdaConfig
 from host_sw.contracts.hashing import HashPurpose
 from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.backends.ecp5 import Ecp5CounterRam
-from hw.kinds import KINDS, OWN_GATEWARE, kind_gateware
+from hw.kinds import KINDS, kind_gateware
 
 
 def test_every_configuration_kind_has_an_entry():
     # RLI has its row (the counter bank of hw.rli_receiver) before a core builds it
-    # (has_gateware is still false); OPA's gateware is its own (hw.opa_cah).
+    # (has_gateware is still false); OPA's row gives its path's geometry (hw.opa_path).
     with_gateware = {k for k, c in CONFIG_CLASSES.items() if c.has_gateware}
-    assert with_gateware <= set(KINDS) | set(OWN_GATEWARE)
-    assert set(KINDS) | set(OWN_GATEWARE) <= set(CONFIG_CLASSES)
-    assert not set(KINDS) & set(OWN_GATEWARE)
+    assert with_gateware <= set(KINDS) <= set(CONFIG_CLASSES)
 
 
 @pytest.mark.parametrize("config", [LdaConfig(banks=3, rows=8, thresholds=(0, 1, 2)),
@@ -40,6 +38,15 @@ def test_kind_facts(config):
     # the LDA row bits / the LDS digest bits; none for RDA
     expected_bits = {"lda": 0xFFFFFFFF_00000007, "rda": 0, "lds": 0xFFFFFFFF_FFFFFFFF}
     assert kind.field_bits(config) == expected_bits[config.kind]
+
+
+def test_opa_row_has_no_bucket_selection():
+    config = OpaConfig(groups=32, rows=3)
+    kind = kind_gateware(config)
+    assert (kind.lane_geometry(config), kind.hashes(config), kind.thresholds(config)) \
+        == ((1, 32), {}, None)
+    with pytest.raises(ValueError, match="hw.opa_path"):
+        kind.select(None, config, None, None, None, None)
 
 
 def test_kind_gateware_rejects_other_objects():

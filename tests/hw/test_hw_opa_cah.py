@@ -5,6 +5,7 @@ group back to back (A,A,A / A,B,A,B), every group's word equals the golden model
 
 import numpy as np
 import pytest
+from amaranth.back import rtlil
 from amaranth.sim import Simulator
 
 from host_sw.contracts.check_value import check_value
@@ -63,6 +64,16 @@ def test_rejects_other_configs():
     from host_sw.contracts.config import LdaConfig
     with pytest.raises(TypeError, match="OpaConfig"):
         OpaCah(config=LdaConfig())
+
+
+def test_memory_choice_is_checked_and_built():
+    with pytest.raises(ValueError, match="memory must be one of auto, generic, ecp5"):
+        OpaCah(config=OpaConfig(groups=8), memory="bram")
+    with pytest.raises(ValueError, match="up to 16384 groups"):
+        OpaCah(config=OpaConfig(groups=1 << 15), memory="ecp5")
+    text = rtlil.convert(OpaCah(config=OpaConfig(groups=8, rows=2), memory="ecp5"),
+                         name="opa")
+    assert "cell \\DP16KD " in text
 
 
 def test_double_buffered_intervals_equal_golden():

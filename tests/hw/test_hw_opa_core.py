@@ -1,59 +1,87 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""hw.opa_core.OpaCore on Amaranth's simulator with the host driver: the driver
-discovers the OPA configuration from CONFIG (rows from dim0, groups from dim1) and reads
-three intervals' snapshots through the CSR window; each equals the golden model's words
-(:func:`host_sw.model.opa.opa_synopsis`), passes the integrity check, and carries the
-interval's packets, sequence number and CONFIG_ID."""
+"""The OPA core — hw.lda_pipeline.LdaCore of an OpaConfig (hw.opa_path.OpaPath) — on
+Amaranth's simulator with the host driver: frames in, the driver discovers the OPA
+configuration from CONFIG (rows from dim0, groups from dim1) and reads two intervals'
+snapshots through the CSR window; each equals the golden model's words
+(host_sw.model.opa.opa_synopsis of the counted frames' packet hashes), passes the
+integrity check (FROZEN_CHECK, FROZEN_UPDATES) and carries the interval's packets and
+sequence number. A 16-byte header window keeps the simulation small."""
 
-import numpy as np
-from amaranth.sim import Simulator
+import random
+
+import pytest
 
 from host_sw.contracts.config import OpaConfig
-from host_sw.contracts.control_frame import IntervalFlags
+from host_sw.contracts.hashing import default_masks
+from host_sw.model.golden import hash_frames
 from host_sw.model.opa import opa_synopsis
-from hw.opa_core import OpaCore
+from hw.measurement_path import measurement_path
+from hw.opa_path import OpaPath
 from sim_tb.amaranth_host import SimulatedHost
+from tests.hw.test_hw_core import CoreTraffic, check_passthrough, make_frame, mixed_frames
+
+WINDOW = {"window_bytes": 16, **{f"mask_{name}": mask.as_int()
+                                 for name, mask in default_masks(16).items()}}
 
 
-def test_driver_reads_opa_snapshots_equal_to_golden():
-    config = OpaConfig(groups=8, rows=3)
-    rng = np.random.default_rng(5)
-    intervals = [rng.integers(0, 2 ** 63, n, dtype=np.uint64) * np.uint64(2)
-                 + rng.integers(0, 2, n, dtype=np.uint64) for n in (50, 23)]
-    intervals[1][:4] = intervals[1][0] ^ np.arange(4, dtype=np.uint64)   # one group, back to back
-    dut = OpaCore(config=config, bridge_timeout=400)
-    host = SimulatedHost(dut, timeout_cycles=4000)
-    out = {}
+def opa_golden(config, sent):
+    """The golden words of the frames ``sent`` ((frame, error, sof) in input order)."""
+    hashes = hash_frames(config, [f for f, _, _ in sent], [e for _, e, _ in sent])
+    return opa_synopsis(config, hashes.packet[hashes.counted])
 
-    async def feed(ctx, packets):
-        for p in packets:
-            ctx.set(dut.valid, 1)
-            ctx.set(dut.packet_hash, int(p))
-            await ctx.tick()
-        ctx.set(dut.valid, 0)
+
+def one_group_frames(config, rng, n):
+    """``n`` IPv4 frames whose packet hashes fall in one group (back to back at the
+    words: the read-modify-write forwarding of one group's count and B)."""
+    out = []
+    while len(out) < n:
+        frame = make_frame(rng, 60)
+        hashes = hash_frames(config, [frame])
+        if int(hashes.packet[0]) >> (64 - (config.groups.bit_length() - 1)) == 3:
+            out.append((frame, False))
+    return out
+
+
+def test_measurement_path_of_opa_is_the_opa_path():
+    config = OpaConfig(groups=8, rows=3, **WINDOW)
+    assert isinstance(measurement_path(config), OpaPath)
+    with pytest.raises(TypeError, match="OpaConfig"):
+        OpaPath(config=object())
+
+
+def test_driver_reads_opa_core_snapshots_equal_to_golden():
+    config = OpaConfig(groups=8, rows=3, **WINDOW)
+    bench = CoreTraffic(config, 64, seed=5)
+    bench.p_valid = 1.0                 # frames back to back
+    host = SimulatedHost(bench.dut)
+    rng = random.Random(6)
+    intervals = [mixed_frames(rng, 20) + one_group_frames(config, rng, 4),
+                 one_group_frames(config, rng, 3) + mixed_frames(rng, 8)]
+    out = {"snaps": []}
 
     async def main(ctx):
         device = await host.connect(ctx, None)          # discovered from CONFIG
         out["discovered"] = device.config
-        await host.call(ctx, device.program)                # writes CONFIG_ID
-        snaps = []
-        for packets in intervals:
-            await feed(ctx, packets)
+        await host.call(ctx, device.program)             # CONFIG_ID, masks
+        done = 0
+        for frames in intervals:
+            bench.to_send += frames
+            done += len(frames)
+            await bench.wait_frames_done(ctx, done)
             await host.call(ctx, device.swap)
-            snaps.append(await host.call(ctx, device.read_snapshot, release=True, poll=0))
-        out["snaps"] = snaps
+            out["snaps"].append(await host.call(ctx, device.read_snapshot, release=True,
+                                                poll=0))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(main)
-    sim.run()
+    bench.run(main)
+    check_passthrough(bench, 0)
     assert out["discovered"] == config
-    for k, (snap, packets) in enumerate(zip(out["snaps"], intervals)):
-        assert snap.synopsis.words() == opa_synopsis(config, packets).words()
+    start = 0
+    for k, (snap, frames) in enumerate(zip(out["snaps"], intervals)):
+        sent = bench.sent[start:start + len(frames)]
+        start += len(frames)
+        golden = opa_golden(config, sent)
+        assert snap.synopsis.words() == golden.words(), f"interval {k}"
+        assert int(golden.count[0, 3]) >= 3             # the one-group run is in there
         assert snap.integrity_problem is None
-        assert (snap.seq, snap.packets) == (k, len(packets))
-        if k == 0:      # began before the host programmed CONFIG_ID
-            assert snap.flags == IntervalFlags.CONFIG_CHANGED and snap.config_id == 0
-            assert not snap.valid
-        else:
-            assert snap.config_id == config.config_id and not snap.notes and snap.valid
+        assert (snap.seq, snap.packets) == (k, int(golden.count.sum()))
+        assert snap.config_id == (0 if k == 0 else config.config_id)
