@@ -43,8 +43,9 @@ def _traffic(rng, intervals, per_interval, gap_p):
 
 
 def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail=2500,
-         key=None, enables=None):
-    dut = OpaRecordStreamer(config=CONFIG, point=point, data_width=W, mtu=mtu, depth=depth)
+         key=None, enables=None, runtime=False):
+    dut = OpaRecordStreamer(config=CONFIG, point=None if runtime else point, data_width=W,
+                            mtu=mtu, depth=depth)
     out = Sink(dut.source, W, np.random.default_rng(3), p_ready=p_ready)
     counters = {}
 
@@ -53,6 +54,8 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
         ctx.set(dut.dst_mac, DST)
         ctx.set(dut.config_id, CONFIG.config_id)
         ctx.set(dut.record_groups, record_groups)
+        if runtime:
+            ctx.set(dut.receiver, point == "receiver")
         if key is not None:
             ctx.set(dut.key, int.from_bytes(key, "big"))
             ctx.set(dut.auth, 1)
@@ -122,6 +125,17 @@ def test_back_to_back_frames_equal_the_contract(point):
     assert counters["dropped"] == 0 and counters["merged"] == 0
     assert _check(frames, packets, point) == 0
     assert counters["frames"] == len(frames)
+
+
+@pytest.mark.parametrize("point", ["sender", "receiver"])
+def test_point_chosen_at_run_time(point):
+    """``point=None``: the ``receiver`` input picks the format (held from reset, so the
+    first interval too); the frames are the fixed streamer's, the contract's."""
+    rng = np.random.default_rng(12)
+    clocks, packets = _traffic(rng, intervals=3, per_interval=40, gap_p=0.1)
+    frames, counters = _run(point, clocks, depth=256, runtime=True)
+    assert counters["dropped"] == 0 and counters["merged"] == 0
+    assert _check(frames, packets, point) == 0
 
 
 def test_sampling_by_group_and_an_empty_interval():
