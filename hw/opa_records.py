@@ -92,6 +92,10 @@ class OpaRecordStreamer(wiring.Component):
         Ethernet payload bytes per frame.
     depth : int
         Entries of the FIFO between the packet side and the framer (block RAM).
+    record_from_reset : bool
+        Whether the interval running from reset records (``enable`` applies from the
+        first boundary on). A core passes False: its operator's setting, not the reset,
+        decides what goes on the link.
 
     Members
     -------
@@ -106,7 +110,7 @@ class OpaRecordStreamer(wiring.Component):
     enable : In(1)
         Record the next interval (the export's enable), latched at each boundary: an
         interval records all or nothing, and one that did not record sends no frame.
-        The interval running from reset records.
+        The interval running from reset records if ``record_from_reset``.
     receiver : In(1), only with ``point=None``
         Record the receiver's records (1) or the sender's (0); latched at each boundary
         like ``enable``. Before the first boundary the input is taken as it is (a frame
@@ -122,7 +126,7 @@ class OpaRecordStreamer(wiring.Component):
     """
 
     def __init__(self, *, config, point, data_width: int, mtu: int = MTU_PAYLOAD,
-                 depth: int = 512):
+                 depth: int = 512, record_from_reset: bool = True):
         if not isinstance(config, OpaConfig):
             raise ValueError(f"config must be an OpaConfig, not {type(config).__name__}")
         if point not in (None, "sender", "receiver", Point.SENDER, Point.RECEIVER):
@@ -139,6 +143,7 @@ class OpaRecordStreamer(wiring.Component):
         if self.point is not None:
             self.format, self.per_frame = self.formats[point], self.per_frames[point]
         self.data_width, self.mtu, self.depth = data_width, mtu, depth
+        self.record_from_reset = bool(record_from_reset)
         self.gbits = config.groups.bit_length() - 1
         members = {
             "valid": In(1), "packet_hash": In(64), "timestamp": In(64),
@@ -214,7 +219,7 @@ class OpaRecordStreamer(wiring.Component):
                      groups_in.eq(self._effective_groups(self.record_groups))]
         groups = Signal(24, init=self.config.groups)       # this interval's rule
         count_drops = Signal(32)                           # this interval's drops
-        on = Signal(init=1)                                # this interval records
+        on = Signal(init=int(self.record_from_reset))      # this interval records
         pend, pend_dropped, pend_quiet = Signal(), Signal(32), Signal()
         pend_seq, pend_groups = Signal(32), Signal(24)
         # the point (run-time only): latched at each boundary, taken as it is before the
