@@ -5,8 +5,9 @@ receiver's packet hashes with their arrival timestamps (docs/SPEC.md §8.7).
 
 Where it sits (docs/DESIGN.md, "Data flow of a packet"): beside the OPA words
 (:mod:`hw.opa_cah`), fed the same counted packets (packet hash, the tap's timestamp) and
-the interval boundaries in order with them; its frames go to the host export port or a
-frame-merger insert input. The frames are
+the interval boundaries in order with them; in the OPA core (:mod:`hw.opa_path`) its
+frames are a frame-merger insert input (in-band), its point chosen at run time. The
+frames are
 :func:`host_sw.contracts.opa_records.build_record_frames` byte for byte (field table
 ``RECORD_HEADER_FIELDS`` and record layout ``record_format`` imported, never re-typed),
 tagged by :class:`hw.siphash.ItemTagger` and packed into beats by
