@@ -7,6 +7,7 @@ snapshots through the CSR window; each equals the golden model's words
 integrity check (FROZEN_CHECK, FROZEN_UPDATES) and carries the interval's packets and
 sequence number. A 16-byte header window keeps the simulation small."""
 
+import gc
 import random
 import warnings
 
@@ -60,6 +61,7 @@ def test_opa_path_inserts_record_frames_with_its_registers():
     with warnings.catch_warnings():          # built for its signature only
         warnings.simplefilter("ignore", UnusedElaboratable)
         members = OpaPath(config=config, data_width=64).signature.members
+        gc.collect()
     names = {r.name for r in register_map(config).registers}
     for name in ("insert", "now", "interval_seq", "frame_src_mac", "frame_key",
                  "opa_record_control", "opa_records_dropped", "opa_records_merged",
