@@ -121,6 +121,7 @@ async def records_through_a_lossy_queue(dut):
                              seed=int(rng.integers(1 << 30))).frames()
     gaps = np.rint(rng.exponential(20.0, FRAMES)).astype(np.int64)
     drops = rng.random(FRAMES) < LOSS
+    drops[int(rng.integers(FRAMES // 2))] = True       # at least one loss, whatever the seed
     delays = _queue_delays(rng, FRAMES)
     wire = Wire(dut, params.data_width, frames, gaps, drops, delays,
                 control_delay=lambda r: int(r.integers(20, 40)), rng=rng)
