@@ -305,7 +305,7 @@ class LdaCore(wiring.Component):
         copies = self._wire_interval_control(m, csr, ic, merger, markers, timebase)
         self._wire_ledger(m, ledger, ic, csr, tap, path, frame_idle)
         self._wire_export(m, exporter, ledger, path, copies)
-        self._wire_path_frames(m, path, timebase, copies)
+        self._wire_path_frames(m, path, timebase, copies, ledger)
         self._wire_status(m, csr, ledger, ic, exporter, tap, path)
         return m
 
@@ -388,13 +388,15 @@ class LdaCore(wiring.Component):
                 m.d.comb += getattr(path, name).eq(
                     _config_copy(m, getattr(csr, name).value, f"{name}_copy"))
 
-    def _wire_path_frames(self, m, path, timebase, copies):
+    def _wire_path_frames(self, m, path, timebase, copies, ledger):
         """What a path that inserts frames of its own (``insert``) or stamps ticks needs
         from the core, by member name (hw.measurement_path): ``now`` (the timebase),
+        ``interval_seq`` (the ledger's current interval number),
         ``frame_src_mac`` / ``frame_dst_mac`` (LOCAL_MAC / EXPORT_DST_MAC),
         ``frame_config_id`` (CONFIG_ID), ``frame_key`` / ``frame_auth`` (AUTH_KEY /
         AUTH_MODE.enable) — the registered copies the markers and the exporter use."""
-        sources = {"now": timebase.now, "frame_src_mac": copies.local_mac,
+        sources = {"now": timebase.now, "interval_seq": ledger.interval_seq,
+                   "frame_src_mac": copies.local_mac,
                    "frame_dst_mac": copies.export_dst_mac,
                    "frame_config_id": copies.config_id, "frame_key": copies.auth.key,
                    "frame_auth": copies.auth.enable}

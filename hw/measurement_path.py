@@ -19,7 +19,9 @@ synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
   register, an ``In`` member takes a registered copy of that configuration register;
 * optionally ``insert`` (``Out(FrameStream(data_width))``: frames of the kind's own, such as
   RLI's reference frames, a third input of the frame merger) and the inputs such frames
-  need, by name: ``now`` (``In(64)``, the timebase), ``frame_src_mac`` / ``frame_dst_mac``
+  need, by name: ``now`` (``In(64)``, the timebase), ``interval_seq`` (``In(32)``, the
+  ledger's current interval number: at a swap arriving from the path's pipeline it is
+  already the new interval's), ``frame_src_mac`` / ``frame_dst_mac``
   (``In(48)``: LOCAL_MAC / EXPORT_DST_MAC), ``frame_config_id`` (``In(32)``),
   ``frame_key`` (``In(128)``) / ``frame_auth`` (``In(1)``) (AUTH_KEY / AUTH_MODE.enable).
 """

@@ -17,23 +17,41 @@ errored and non-IP frames pass uncounted). The interval boundary comes in record
 after the ending interval's last packet and before the next one's, so the copy a packet
 is counted in is the one the tap tagged it with (``counted_copy``).
 
-The per-packet records (the packet hash and its timestamp, streamed as control frames:
-``hw/opa_records.py``, being written) plug in as this path's ``insert`` member
-(:mod:`hw.measurement_path`: a third input of the frame merger, with ``now`` and the
-frame MACs/CONFIG_ID/key by member name): the hashed record this path already has
-(``packet_hash``, ``timestamp``, ``counted``, ``copy``) is what it streams.
+The per-packet records leave in-band: :class:`hw.opa_records.OpaRecordStreamer` (its
+point chosen at run time) takes the same counted packets and boundaries as the words,
+with the interval ledger's number (``interval_seq``) as the new interval's, and its
+frames are this path's ``insert`` member (:mod:`hw.measurement_path`: a third input of
+the frame merger, with ``now`` and the frame MACs/CONFIG_ID/key by member name). Its
+control is the OPA_RECORD_CONTROL register (enable, receiver point, record_groups;
+latched at each boundary, nothing recorded before the first), its counters
+OPA_RECORDS_DROPPED/MERGED/FRAMES (docs/SPEC.md §8.7). A record's timestamp is the
+tap's (``ts_bits`` wide) widened to the timebase's 64 bits: the running ``now`` minus
+how far its low bits are ahead of the record's.
 """
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import connect
+from amaranth.lib.wiring import In, Out, connect
 
 from host_sw.contracts.config import OpaConfig
+from host_sw.contracts.regmap import register_map
+from host_sw.contracts.siphash import KEY_BYTES
 from hw.counter_bank import CounterBank
 from hw.counter_path import path_members
+from hw.csr import register_layout
+from hw.frame import FrameStream
 from hw.hash_h3 import PacketHasher
 from hw.opa_cah import OpaCah
+from hw.opa_records import OpaRecordStreamer
 from hw.stages import delayed
+
+#: The streamer's counters and the read-only registers they drive.
+_RECORD_COUNTERS = {"dropped": "opa_records_dropped", "merged": "opa_records_merged",
+                    "frames": "opa_records_frames"}
+#: The frame inputs a path that inserts frames takes (hw.measurement_path), and the
+#: streamer's inputs they feed.
+_FRAME_INPUTS = {"frame_src_mac": "src_mac", "frame_dst_mac": "dst_mac",
+                 "frame_config_id": "config_id", "frame_key": "key", "frame_auth": "auth"}
 
 __all__ = ["OpaPath"]
 
@@ -47,7 +65,7 @@ class OpaPath(wiring.Component):
     memory : "auto" | "generic" | "ecp5"
         The words' RAMs (:class:`hw.opa_cah.OpaCah`).
     data_width : int
-        The core's frame width (part of the path interface; no frames inserted yet).
+        The core's frame width (the record frames' ``insert`` stream).
 
     Members
     -------
@@ -55,7 +73,10 @@ class OpaPath(wiring.Component):
     port answers :attr:`hw.counter_bank.CounterBank.READ_LATENCY` cycles after a request,
     as the counter bank's (``OpaCah`` answers in two; two registers follow), so the
     frozen read share and the exporter serve every kind alike. Plus the hasher's
-    ``mask_packet_ipv4`` / ``mask_packet_ipv6`` (the MASKS register).
+    ``mask_packet_ipv4`` / ``mask_packet_ipv6`` (the MASKS register). The record
+    frames: ``insert`` (``Out(FrameStream)``), ``now``, ``interval_seq`` and the frame
+    inputs (``frame_src_mac`` …), ``opa_record_control`` (In, the register's layout) and
+    ``opa_records_dropped`` / ``_merged`` / ``_frames`` (Out(32)).
 
     Attributes
     ----------
@@ -70,11 +91,20 @@ class OpaPath(wiring.Component):
         self.memory = memory
         self._hasher = PacketHasher(config=config)
         self._words = OpaCah(config=config, double_buffered=True, memory=memory)
+        self._records = OpaRecordStreamer(config=config, point=None, data_width=data_width,
+                                          record_from_reset=False)
         self.latency = self._hasher.latency
         members = path_members(config)
         for name, member in self._hasher.signature.members.items():
             if name.startswith("mask_"):
                 members[name] = member
+        control = register_map(config, data_width=data_width)["opa_record_control"]
+        members.update({
+            "insert": Out(FrameStream(data_width)), "now": In(64), "interval_seq": In(32),
+            "frame_src_mac": In(48), "frame_dst_mac": In(48), "frame_config_id": In(32),
+            "frame_key": In(8 * KEY_BYTES), "frame_auth": In(1),
+            "opa_record_control": In(register_layout(control)),
+            **{name: Out(32) for name in _RECORD_COUNTERS.values()}})
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -101,7 +131,32 @@ class OpaPath(wiring.Component):
                      "frozen_check", "frozen_updates"):
             m.d.comb += getattr(self, name).eq(getattr(words, name))
         self._frozen_port(m, words)
+        self._record_frames(m, hashed, counted)
         return m
+
+    def _record_frames(self, m, hashed, counted):
+        """The record streamer, one register stage behind the words' inputs (the
+        timestamp's widening, module docstring)."""
+        m.submodules.records = rec = self._records
+        ts_bits = self.config.ts_bits
+        lag, now = Signal(ts_bits), Signal(64)
+        valid, packet_hash, boundary = Signal(), Signal(64), Signal()
+        m.d.sync += [lag.eq(self.now[:ts_bits] - hashed.payload.timestamp),
+                     now.eq(self.now), valid.eq(counted),
+                     packet_hash.eq(hashed.payload.packet_hash), boundary.eq(hashed.swap)]
+        control = self.opa_record_control
+        m.d.comb += [
+            rec.valid.eq(valid), rec.packet_hash.eq(packet_hash),
+            rec.timestamp.eq(now - lag),
+            rec.boundary.eq(boundary), rec.next_seq.eq(self.interval_seq),
+            rec.enable.eq(control.enable), rec.receiver.eq(control.receiver),
+            rec.record_groups.eq(control.record_groups),
+        ]
+        m.d.comb += [getattr(rec, port).eq(getattr(self, name))
+                     for name, port in _FRAME_INPUTS.items()]
+        m.d.comb += [getattr(self, name).eq(getattr(rec, port))
+                     for port, name in _RECORD_COUNTERS.items()]
+        connect(m, rec.source, wiring.flipped(self.insert))
 
     def _frozen_port(self, m, words):
         """The frozen read port at the counter bank's latency: ``OpaCah``'s read (two

@@ -5,8 +5,9 @@ receiver's packet hashes with their arrival timestamps (docs/SPEC.md §8.7).
 
 Where it sits (docs/DESIGN.md, "Data flow of a packet"): beside the OPA words
 (:mod:`hw.opa_cah`), fed the same counted packets (packet hash, the tap's timestamp) and
-the interval boundaries in order with them; its frames go to the host export port or a
-frame-merger insert input. The frames are
+the interval boundaries in order with them; in the OPA core (:mod:`hw.opa_path`) its
+frames are a frame-merger insert input (in-band), its point chosen at run time. The
+frames are
 :func:`host_sw.contracts.opa_records.build_record_frames` byte for byte (field table
 ``RECORD_HEADER_FIELDS`` and record layout ``record_format`` imported, never re-typed),
 tagged by :class:`hw.siphash.ItemTagger` and packed into beats by
@@ -83,13 +84,19 @@ class OpaRecordStreamer(wiring.Component):
     Parameters
     ----------
     config : OpaConfig
-    point : "sender" or "receiver"
+    point : "sender", "receiver" or None
+        None: chosen at run time by the ``receiver`` input (one bitstream at both ends;
+        the frame buffer and the packer then hold either record format).
     data_width : int
         Output frame stream width.
     mtu : int
         Ethernet payload bytes per frame.
     depth : int
         Entries of the FIFO between the packet side and the framer (block RAM).
+    record_from_reset : bool
+        Whether the interval running from reset records (``enable`` applies from the
+        first boundary on). A core passes False: its operator's setting, not the reset,
+        decides what goes on the link.
 
     Members
     -------
@@ -104,7 +111,11 @@ class OpaRecordStreamer(wiring.Component):
     enable : In(1)
         Record the next interval (the export's enable), latched at each boundary: an
         interval records all or nothing, and one that did not record sends no frame.
-        The interval running from reset records.
+        The interval running from reset records if ``record_from_reset``.
+    receiver : In(1), only with ``point=None``
+        Record the receiver's records (1) or the sender's (0); latched at each boundary
+        like ``enable``. Before the first boundary the input is taken as it is (a frame
+        never mixes the two: a change closes the open frame).
     src_mac, dst_mac, config_id, key, auth : In(48), In(48), In(32), In(128), In(1)
         As for the exporter (LOCAL_MAC, EXPORT_DST_MAC, CONFIG_ID, AUTH_KEY,
         AUTH_MODE.enable), read when a frame's header is sent.
@@ -116,20 +127,26 @@ class OpaRecordStreamer(wiring.Component):
     """
 
     def __init__(self, *, config, point, data_width: int, mtu: int = MTU_PAYLOAD,
-                 depth: int = 512):
+                 depth: int = 512, record_from_reset: bool = True):
         if not isinstance(config, OpaConfig):
             raise ValueError(f"config must be an OpaConfig, not {type(config).__name__}")
-        if point not in ("sender", "receiver", Point.SENDER, Point.RECEIVER):
-            raise ValueError(f"point must be 'sender' or 'receiver', not {point!r}")
+        if point not in (None, "sender", "receiver", Point.SENDER, Point.RECEIVER):
+            raise ValueError(f"point must be 'sender', 'receiver' or None, not {point!r}")
         check_data_width(data_width)
         if not isinstance(depth, int) or depth < 4:
             raise ValueError(f"depth must be an integer of at least 4, not {depth!r}")
-        self.config, self.point = config, Point(point)
-        self.format = record_format(config, self.point)
-        self.per_frame = records_per_frame(config, self.point, mtu)    # validates mtu
+        self.config = config
+        self.point = None if point is None else Point(point)
+        self.points = tuple(Point) if point is None else (self.point,)
+        self.formats = {p: record_format(config, p) for p in self.points}
+        self.per_frames = {p: records_per_frame(config, p, mtu)        # validates mtu
+                           for p in self.points}
+        if self.point is not None:
+            self.format, self.per_frame = self.formats[point], self.per_frames[point]
         self.data_width, self.mtu, self.depth = data_width, mtu, depth
+        self.record_from_reset = bool(record_from_reset)
         self.gbits = config.groups.bit_length() - 1
-        super().__init__({
+        members = {
             "valid": In(1), "packet_hash": In(64), "timestamp": In(64),
             "boundary": In(1), "next_seq": In(32), "record_groups": In(24),
             "enable": In(1),
@@ -137,13 +154,22 @@ class OpaRecordStreamer(wiring.Component):
             "key": In(8 * KEY_BYTES), "auth": In(1),
             "source": Out(FrameStream(data_width)),
             "dropped": Out(32), "merged": Out(32), "frames": Out(32),
-        })
+        }
+        if point is None:
+            members["receiver"] = In(1)
+        super().__init__(members)
+
+    def _by_point(self, recv, values: dict):
+        """``values[point]`` of the point ``recv`` selects (a constant when fixed)."""
+        if self.point is not None:
+            return values[self.point]
+        return Mux(recv, values[Point.RECEIVER], values[Point.SENDER])
 
     def _entry_layout(self) -> data.StructLayout:
-        key_bits = 64 if self.point is Point.RECEIVER else max(1, self.gbits)
+        key_bits = 64 if Point.RECEIVER in self.points else max(1, self.gbits)
         return data.StructLayout({"rec": 1, "key": key_bits, "ts": 64, "end": 1,
                                   "quiet": 1, "dropped": 32, "next_seq": 32,
-                                  "next_groups": 24})
+                                  "next_groups": 24, "recv": 1, "end_recv": 1})
 
     def _effective_groups(self, value):
         g = self.config.groups
@@ -158,10 +184,12 @@ class OpaRecordStreamer(wiring.Component):
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=layout.size, depth=self.depth)
         self._write_side(m, fifo, layout)
         m.submodules.tagger = tagger = ItemTagger(
-            item_bytes=ITEM_BYTES, frame_items=_HEADER_PIECES + self.per_frame + 1)
+            item_bytes=ITEM_BYTES,
+            frame_items=_HEADER_PIECES + max(self.per_frames.values()) + 1)
         m.submodules.packer = packer = BytePacker(
             data_width=self.data_width, item_bytes=ITEM_BYTES,
-            item_sizes={ITEM_BYTES, self.format.record_bytes, TAG_BYTES})
+            item_sizes={ITEM_BYTES, TAG_BYTES} | {f.record_bytes
+                                                  for f in self.formats.values()})
         m.d.comb += [tagger.key.eq(Mux(self.auth, self.key, 0)), packer.enable.eq(1)]
         connect(m, packer.sources[0], flipped(self.source))
         # Tagger ► pad ► a register slice ► packer: the tagger's store (block RAM) and the
@@ -183,15 +211,22 @@ class OpaRecordStreamer(wiring.Component):
         """Packets and boundaries into FIFO entries (module docstring)."""
         valid, boundary, on_in = Signal(), Signal(), Signal()
         p_hash, ts, next_seq, groups_in = Signal(64), Signal(64), Signal(32), Signal(24)
+        recv_in = Signal()
+        if self.point is None:
+            m.d.sync += recv_in.eq(self.receiver)
         m.d.sync += [valid.eq(self.valid), boundary.eq(self.boundary), on_in.eq(self.enable),
                      p_hash.eq(self.packet_hash), ts.eq(self.timestamp),
                      next_seq.eq(self.next_seq),
                      groups_in.eq(self._effective_groups(self.record_groups))]
         groups = Signal(24, init=self.config.groups)       # this interval's rule
         count_drops = Signal(32)                           # this interval's drops
-        on = Signal(init=1)                                # this interval records
+        on = Signal(init=int(self.record_from_reset))      # this interval records
         pend, pend_dropped, pend_quiet = Signal(), Signal(32), Signal()
         pend_seq, pend_groups = Signal(32), Signal(24)
+        # the point (run-time only): latched at each boundary, taken as it is before the
+        # first one
+        started, recv_latched, pend_recv = Signal(), Signal(), Signal()
+        recv_now = Mux(started, recv_latched, recv_in)
         rule = Mux(boundary, groups_in, groups)
         rec = valid & Mux(boundary, on_in, on) & (self._group(p_hash) < rule)
         end = boundary | pend
@@ -199,10 +234,12 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += [
             entry.rec.eq(rec), entry.ts.eq(ts), entry.end.eq(end),
             entry.quiet.eq(Mux(pend, pend_quiet, ~on)),
-            entry.key.eq(p_hash if self.point is Point.RECEIVER else self._group(p_hash)),
+            entry.key.eq(p_hash if Point.RECEIVER in self.points else self._group(p_hash)),
             entry.dropped.eq(Mux(pend, pend_dropped, count_drops)),
             entry.next_seq.eq(Mux(boundary, next_seq, pend_seq)),
             entry.next_groups.eq(Mux(boundary, groups_in, pend_groups)),
+            entry.recv.eq(Mux(boundary, recv_in, recv_now)),
+            entry.end_recv.eq(Mux(pend, pend_recv, recv_now)),
             fifo.w_data.eq(entry.as_value()),
         ]
         room_for_record = fifo.w_level < self.depth - 1
@@ -217,12 +254,14 @@ class OpaRecordStreamer(wiring.Component):
         with m.If(lost):
             m.d.sync += self.dropped.eq(self.dropped + 1)
         with m.If(boundary):
-            m.d.sync += [groups.eq(groups_in), on.eq(on_in)]
+            m.d.sync += [groups.eq(groups_in), on.eq(on_in), started.eq(1),
+                         recv_latched.eq(recv_in)]
         with m.If(end & ~write):
             m.d.sync += [pend.eq(1), pend_seq.eq(entry.next_seq),
                          pend_groups.eq(entry.next_groups)]
             with m.If(~pend):
-                m.d.sync += [pend_dropped.eq(count_drops), pend_quiet.eq(~on)]
+                m.d.sync += [pend_dropped.eq(count_drops), pend_quiet.eq(~on),
+                             pend_recv.eq(recv_now)]
             with m.If(boundary & pend):
                 m.d.sync += self.merged.eq(self.merged + 1)
         with m.Elif(end):
@@ -230,18 +269,22 @@ class OpaRecordStreamer(wiring.Component):
             with m.If(boundary & pend):   # a waiting end and a new one, written merged
                 m.d.sync += self.merged.eq(self.merged + 1)
 
-    def _record_bytes(self, key, offset):
-        """A record in its byte layout (lane order) from its key and offset."""
-        fmt = self.format
-        if self.point is Point.RECEIVER:
-            return Cat(_big_endian(key, 8), _big_endian(offset, 4))
-        value = Cat(offset[:fmt.offset_bits], key[:max(1, self.gbits)] if self.gbits
-                    else Const(0, 0))
-        return _big_endian(value, fmt.record_bytes)
+    def _record_bytes(self, key, offset, recv):
+        """A record in its byte layout (lane order) from its key (the group, or the
+        packet hash when the streamer may record the receiver's) and offset."""
+        out = {}
+        if Point.RECEIVER in self.points:
+            out[Point.RECEIVER] = Cat(_big_endian(key, 8), _big_endian(offset, 4))
+        if Point.SENDER in self.points:
+            fmt = self.formats[Point.SENDER]
+            group = key[len(key) - self.gbits:] if len(key) == 64 else key[:self.gbits]
+            value = Cat(offset[:fmt.offset_bits], group if self.gbits else Const(0, 0))
+            out[Point.SENDER] = _big_endian(value, fmt.record_bytes)
+        return self._by_point(recv, out)
 
     def _framer(self, m, entries, layout, items):
         """FIFO entries into frames: buffer a frame's records, then send it."""
-        fmt, per = self.format, self.per_frame
+        per = max(self.per_frames.values())
         head = Signal(layout)
         m.d.comb += head.eq(entries.payload)
         seq, chunk = Signal(32), Signal(32)
@@ -250,34 +293,43 @@ class OpaRecordStreamer(wiring.Component):
         end_taken = Signal()                 # the head's end part is done
         emitting, e_last, e_dropped = Signal(), Signal(), Signal(32)
         e_seq, e_groups = Signal(32), Signal(24)
-        m.submodules.buffer = buffer = Memory(shape=8 * fmt.record_bytes, depth=per,
-                                              init=[])
+        f_recv, e_recv = Signal(), Signal()  # the open frame's / the sent frame's point
+        width = max(f.record_bytes for f in self.formats.values())
+        m.submodules.buffer = buffer = Memory(shape=8 * width, depth=per, init=[])
         wport, rport = buffer.write_port(), buffer.read_port()
         offset = Signal(64)
         m.d.comb += offset.eq(head.ts - base)
-        fits = (count == 0) | ((count != per) & (offset[fmt.offset_bits:] == 0))
+        offset_fits = self._by_point(head.recv, {
+            p: offset[f.offset_bits:] == 0 for p, f in self.formats.items()})
+        full = count == self._by_point(head.recv, self.per_frames)
+        fits = (count == 0) | (~full & offset_fits & (head.recv == f_recv))
         has_end = head.end & ~end_taken
         m.d.comb += [wport.addr.eq(count),
-                     wport.data.eq(self._record_bytes(head.key, Mux(count == 0, 0, offset)))]
+                     wport.data.eq(self._record_bytes(head.key, Mux(count == 0, 0, offset),
+                                                      head.recv))]
         with m.If(~emitting & entries.valid):
             with m.If(has_end):
                 # an interval that did not record (``enable`` low) ends without a frame
                 m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
                              e_dropped.eq(head.dropped), e_seq.eq(head.next_seq),
-                             e_groups.eq(head.next_groups), end_taken.eq(head.rec)]
+                             e_groups.eq(head.next_groups), end_taken.eq(head.rec),
+                             e_recv.eq(Mux(count == 0, head.end_recv, f_recv))]
                 m.d.comb += entries.ready.eq(~head.rec)
                 with m.If(head.quiet):      # (no records: ``count`` is 0)
                     m.d.sync += [seq.eq(head.next_seq), groups.eq(head.next_groups),
                                  chunk.eq(0)]
             with m.Elif(~fits):
-                m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0)]
+                m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0),
+                             e_recv.eq(f_recv)]
             with m.Else():
                 m.d.comb += [wport.en.eq(1), entries.ready.eq(1)]
                 m.d.sync += [count.eq(count + 1), end_taken.eq(0)]
                 with m.If(count == 0):
-                    m.d.sync += base.eq(head.ts)
-        point_flag = RecordFlags.RECEIVER if self.point is Point.RECEIVER else RecordFlags.NONE
-        flags = Mux(e_last, int(point_flag | RecordFlags.LAST), int(point_flag))
+                    m.d.sync += [base.eq(head.ts), f_recv.eq(head.recv)]
+        recv_flag = self._by_point(e_recv, {
+            p: int(RecordFlags.RECEIVER if p is Point.RECEIVER else RecordFlags.NONE)
+            for p in self.points})
+        flags = Mux(e_last, int(RecordFlags.LAST), 0) | recv_flag
         header = _record_header(m, {
             "dst_mac": self.dst_mac, "src_mac": self.src_mac,
             "ethertype": ETHERTYPE_CONTROL, "version": VERSION, "type": TYPE_OPA_RECORDS,
@@ -285,7 +337,7 @@ class OpaRecordStreamer(wiring.Component):
             "config_id": self.config_id, "record_count": count, "record_groups": groups,
             "auth": self.auth, "chunk_index": chunk, "dropped": e_dropped,
             "timestamp": Mux(count == 0, 0, base)})
-        done = self._send(m, items, header, count, emitting, rport)
+        done = self._send(m, items, header, count, emitting, rport, e_recv)
         with m.If(done):
             m.d.sync += [emitting.eq(0), count.eq(0)]
             with m.If(e_last):
@@ -293,17 +345,17 @@ class OpaRecordStreamer(wiring.Component):
             with m.Else():
                 m.d.sync += chunk.eq(chunk + 1)
 
-    def _send(self, m, items, header, count, emitting, rport):
+    def _send(self, m, items, header, count, emitting, rport, recv):
         """While ``emitting``: the header's pieces, then ``count`` buffered records, to
         the tagger; returns the strobe of the frame's last item."""
         piece = Signal(range(_HEADER_PIECES + 1))
-        index = Signal(range(self.per_frame + 1))
+        index = Signal(range(max(self.per_frames.values()) + 1))
         fresh = Signal()                     # the read port shows record ``index``
         in_records = piece == _HEADER_PIECES
         take = items.valid & items.ready
         m.d.comb += rport.addr.eq(index)
         m.d.sync += fresh.eq(~take)
-        size = self.format.record_bytes
+        size = self._by_point(recv, {p: f.record_bytes for p, f in self.formats.items()})
         with m.If(~in_records):
             m.d.comb += [items.valid.eq(emitting),
                          items.payload.data.eq(header.word_select(piece, 8 * ITEM_BYTES)),

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """``ldactl info`` and ``ldactl config``: what a device is, and its configuration —
-shown, or programmed (thresholds, masks, CONFIG_ID, interval control).
+shown, or programmed (thresholds, masks, CONFIG_ID, interval control, OPA's record
+frames).
 
 In the host data flow (``docs/DESIGN.md``) these talk to the driver
 (:class:`~host_sw.device.driver.Device`) and print what it reports; no estimate.
@@ -65,6 +66,12 @@ def add_config_parser(sub) -> None:
                            "checked under it)")
     auth.add_argument("--no-auth", action="store_true",
                       help="leave authenticated mode (tags under the zero key)")
+    p.add_argument("--records", default=None, choices=("off", "sender", "receiver"),
+                   help="OPA: stream this point's per-packet record frames in-band from "
+                        "the next interval on (OPA_RECORD_CONTROL)")
+    p.add_argument("--record-groups", type=int_in(0, 2 ** 24 - 1), default=0, metavar="N",
+                   help="OPA, with --records: record groups G < N only, the same at both "
+                        "points (0 = every group)")
     p.add_argument("--save", default=None, metavar="FILE", help="write the config as JSON")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=guard(_cmd_config))
@@ -135,6 +142,17 @@ def _set_auth(dev, args) -> None:
         dev.write("auth_mode", enable=0)
 
 
+def _set_records(dev, args) -> None:
+    """OPA_RECORD_CONTROL from ``--records`` / ``--record-groups`` (OPA cores only)."""
+    if args.records is None:
+        return
+    if "opa_record_control" not in dev.map:
+        raise UsageError(f"the device is {dev.config.kind.upper()}: record frames are "
+                         "OPA's", "--records")
+    dev.write("opa_record_control", enable=int(args.records != "off"),
+              receiver=int(args.records == "receiver"), record_groups=args.record_groups)
+
+
 def _cmd_config(args) -> int:
     _check_config_options(args)
     check_output(args.save)
@@ -148,10 +166,13 @@ def _cmd_config(args) -> int:
         if args.mode is not None:
             _set_intervals(dev, args)
         _set_auth(dev, args)
+        _set_records(dev, args)
         out = {"config": dev.config.to_dict(), "config_id": f"{dev.config.config_id:#010x}",
                "device_config_id": f"{dev.read('config_id'):#010x}",
                "interval_mode": dev.read_fields("interval_mode"),
                "interval_ticks": dev.read("interval_ticks")}
+        if "opa_record_control" in dev.map:
+            out["opa_records"] = dev.read_fields("opa_record_control")
     finally:
         dev.close()
     if args.save:
@@ -164,4 +185,6 @@ def _cmd_config(args) -> int:
                   else f"{k:<18} {v}")
         print(f"{'config_id':<18} {out['config_id']} (device: {out['device_config_id']})")
         print(f"{'interval_mode':<18} {out['interval_mode']}, ticks {out['interval_ticks']}")
+        if "opa_records" in out:
+            print(f"{'opa_records':<18} {out['opa_records']}")
     return 0

@@ -278,6 +278,7 @@ def runtime_registers(config: SynopsisConfig) -> tuple[RegisterDecl, ...]:
         tuple(FieldDecl(n, config.window_bytes, "rw", reset=getattr(config, f"mask_{n}"))
               for n in MASK_NAMES)))
     out.extend(_RLI_REGISTERS if config.kind == "rli" else ())
+    out.extend(_OPA_REGISTERS if config.kind == "opa" else ())
     return tuple(out)
 
 
@@ -301,6 +302,25 @@ _RLI_REGISTERS = (
            "with no reference in it (not counted)."),
     _value("rli_frozen_refused", "ro", "Receiver: reference frames of the frozen interval "
            "refused while the interpolation unit was busy (the interval is flagged)."),
+)
+
+
+#: OPA's record frames (docs/SPEC.md §8.7; hw.opa_records through hw.opa_path): what
+#: the point streams in-band, and the streamer's counters.
+_OPA_REGISTERS = (
+    RegisterDecl("opa_record_control", "Record frames of the next intervals (latched at "
+                 "each interval boundary; the interval running from reset records "
+                 "nothing).", (
+                     FieldDecl("enable", 1, "rw", "stream the point's per-packet records "
+                               "in-band (type 4 frames towards the output)"),
+                     FieldDecl("receiver", 1, "rw", "1: the receiver's records (packet hash, "
+                               "arrival tick); 0: the sender's (group, send tick)"),
+                     FieldDecl("record_groups", 24, "rw", "sampling: record groups G < "
+                               "record_groups (0 = every group)", at=8))),
+    _status_counter("opa_records_dropped", "records dropped: the record buffer was full"),
+    _status_counter("opa_records_merged", "interval ends merged into one still waiting "
+                    "(the interval between has no record stream)"),
+    _status_counter("opa_records_frames", "record frames sent"),
 )
 
 

@@ -7,11 +7,15 @@ snapshots through the CSR window; each equals the golden model's words
 integrity check (FROZEN_CHECK, FROZEN_UPDATES) and carries the interval's packets and
 sequence number. A 16-byte header window keeps the simulation small."""
 
+import gc
 import random
+import warnings
 
 import pytest
+from amaranth.hdl import UnusedElaboratable
 
-from host_sw.contracts.config import OpaConfig
+from host_sw.contracts.config import LdaConfig, OpaConfig
+from host_sw.contracts.regmap import register_map
 from host_sw.contracts.hashing import default_masks
 from host_sw.model.golden import hash_frames
 from host_sw.model.opa import opa_synopsis
@@ -48,6 +52,25 @@ def test_measurement_path_of_opa_is_the_opa_path():
     assert isinstance(measurement_path(config), OpaPath)
     with pytest.raises(TypeError, match="OpaConfig"):
         OpaPath(config=object())
+
+
+def test_opa_path_inserts_record_frames_with_its_registers():
+    """The record streamer is the path's merger insert; its control and counters are
+    members named as OPA registers (wired by name by the core), which only OPA maps
+    have."""
+    config = OpaConfig(groups=8, rows=3, **WINDOW)
+    with warnings.catch_warnings():          # built for its signature only
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        members = OpaPath(config=config, data_width=64).signature.members
+        gc.collect()
+    names = {r.name for r in register_map(config).registers}
+    for name in ("insert", "now", "interval_seq", "frame_src_mac", "frame_key",
+                 "opa_record_control", "opa_records_dropped", "opa_records_merged",
+                 "opa_records_frames"):
+        assert name in members, name
+    assert {n for n in members if n.startswith("opa_")} <= names
+    assert not any(r.name.startswith("opa_")
+                   for r in register_map(LdaConfig(**WINDOW)).registers)
 
 
 def test_driver_reads_opa_core_snapshots_equal_to_golden():

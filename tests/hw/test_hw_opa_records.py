@@ -43,8 +43,9 @@ def _traffic(rng, intervals, per_interval, gap_p):
 
 
 def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail=2500,
-         key=None, enables=None):
-    dut = OpaRecordStreamer(config=CONFIG, point=point, data_width=W, mtu=mtu, depth=depth)
+         key=None, enables=None, runtime=False, receivers=None, from_reset=True):
+    dut = OpaRecordStreamer(config=CONFIG, point=None if runtime else point, data_width=W,
+                            mtu=mtu, depth=depth, record_from_reset=from_reset)
     out = Sink(dut.source, W, np.random.default_rng(3), p_ready=p_ready)
     counters = {}
 
@@ -53,11 +54,15 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
         ctx.set(dut.dst_mac, DST)
         ctx.set(dut.config_id, CONFIG.config_id)
         ctx.set(dut.record_groups, record_groups)
+        if runtime:
+            ctx.set(dut.receiver, point == "receiver")
         if key is not None:
             ctx.set(dut.key, int.from_bytes(key, "big"))
             ctx.set(dut.auth, 1)
         for i, (valid, h, ts, boundary, nseq) in enumerate(clocks):
             ctx.set(dut.enable, 1 if enables is None else enables[i])
+            if receivers is not None:
+                ctx.set(dut.receiver, receivers[i])
             ctx.set(dut.valid, valid)
             ctx.set(dut.packet_hash, h)
             ctx.set(dut.timestamp, ts)
@@ -122,6 +127,42 @@ def test_back_to_back_frames_equal_the_contract(point):
     assert counters["dropped"] == 0 and counters["merged"] == 0
     assert _check(frames, packets, point) == 0
     assert counters["frames"] == len(frames)
+
+
+@pytest.mark.parametrize("point", ["sender", "receiver"])
+def test_point_chosen_at_run_time(point):
+    """``point=None``: the ``receiver`` input picks the format (held from reset, so the
+    first interval too); the frames are the fixed streamer's, the contract's."""
+    rng = np.random.default_rng(12)
+    clocks, packets = _traffic(rng, intervals=3, per_interval=40, gap_p=0.1)
+    frames, counters = _run(point, clocks, depth=256, runtime=True)
+    assert counters["dropped"] == 0 and counters["merged"] == 0
+    assert _check(frames, packets, point) == 0
+
+
+def test_point_switched_at_a_boundary():
+    """The ``receiver`` input changes in the middle of interval 1: the change applies
+    from the next boundary (interval 2), never inside an interval or a frame."""
+    clocks, packets = _traffic(np.random.default_rng(13), intervals=3, per_interval=30,
+                               gap_p=0.1)
+    starts = [i for i, c in enumerate(clocks) if c[3]]
+    flip = (starts[0] + starts[1]) // 2
+    frames, counters = _run("sender", clocks, depth=256, runtime=True,
+                            receivers=[int(i >= flip) for i in range(len(clocks))])
+    assert counters["dropped"] == 0
+    receiver = [f for f in frames if f[16] & 0x02]
+    _check([f for f in frames if not f[16] & 0x02], packets[:2], "sender")
+    _check(receiver, packets[2:], "receiver")
+
+
+def test_nothing_before_the_first_boundary_without_record_from_reset():
+    """``record_from_reset=False`` (a core's streamer): the interval running from reset
+    sends no frame; the next ones record as ``enable`` says."""
+    clocks, packets = _traffic(np.random.default_rng(14), intervals=3, per_interval=20,
+                               gap_p=0.1)
+    frames, counters = _run("receiver", clocks, depth=256, from_reset=False)
+    assert counters["dropped"] == 0
+    _check(frames, packets[1:], "receiver")
 
 
 def test_sampling_by_group_and_an_empty_interval():

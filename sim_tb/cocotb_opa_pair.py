@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""cocotb test of two exported OPA cores (``hw.lda_pipeline`` of kind ``opa``, one
+bitstream): a sender core whose OPA_RECORD_CONTROL says "sender", a channel that loses a
+few frames and delays the others by a wandering amount (a queue: the order is kept), and
+a receiver core whose OPA_RECORD_CONTROL says "receiver". Both stream their per-packet
+record frames in-band (``hw.opa_records`` through ``hw.opa_path``'s merger insert); the
+sender's records and its in-band synopsis export cross the channel and leave the
+receiver's output beside the receiver's own records. After one interval:
+
+(a) both cores' OPA words, read over their buses, equal :func:`host_sw.model.opa.
+    opa_synopsis` of the packets each counted, word for word;
+(b) every record frame of the interval equals, byte for byte,
+    :func:`host_sw.contracts.opa_records.build_record_frames` of the golden records —
+    group and send tick at the sender, packet hash and arrival tick at the receiver —
+    and the streamers' counters (OPA_RECORDS_FRAMES/DROPPED/MERGED) agree;
+(c) :mod:`host_sw.estimators.opa_export` on the receiver's output stream (the sender's
+    words and records, the receiver's records) gives a valid interval, and the recovery
+    gives every recovered packet its true delay in ticks.
+
+Run by ``sim_tb/test_opa_pair.py`` on the two-core top of :func:`sim_tb.two_device.
+write_wrapper` (ports ``snd_*`` / ``rcv_*``); the channel is :class:`sim_tb.two_device_wire.
+Wire`.
+
+Ticks: both cores count the same clock from the same reset and a tap stamps a frame at
+a fixed number of clocks before its SOF leaves the core, so one constant maps a SOF
+cycle at either ``m_axis`` to the tick in its record. The test takes it from the
+sender's first record; every other record of both points must then be exact.
+"""
+
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles
+
+from host_sw.contracts.frame_format import TYPE_SYNOPSIS
+from host_sw.contracts.opa_records import (TYPE_OPA_RECORDS, Point, build_record_frames,
+                                           parse_record_frame)
+from host_sw.estimators.opa import recover_pair
+from host_sw.estimators.opa_export import opa_export_records, read_export
+from host_sw.model.golden import Hashers, hash_frames
+from host_sw.model.opa import PacketRecords, opa_synopsis
+from host_sw.model.traffic import synthetic_trace
+
+from sim_tb.cocotb_two_device import SimulatedCore
+from sim_tb.runner import CoreParams
+from sim_tb.two_device_wire import Wire
+
+SENDER_MAC = 0x02_00_00_00_00_01
+RECEIVER_MAC = 0x02_00_00_00_00_02
+HOST_MAC = 0x02_00_00_00_00_0F
+FRAMES = 400
+LOSS = 0.02
+#: The interval of the traffic: two boundaries clear both copies before it.
+SEQ = 2
+
+
+def _queue_delays(rng, n: int) -> np.ndarray:
+    """Per data frame a delay in clocks that wanders (a queue filling and draining)."""
+    level = np.clip(np.cumsum(rng.normal(0.0, 30.0, n)) + 200, 20, 900)
+    return np.rint(level).astype(np.int64)
+
+
+async def _start(dut, config, snd: SimulatedCore, rcv: SimulatedCore):
+    """Reset; per core its MACs and record control, then two boundaries (both copies
+    cleared; the record control applies from the first)."""
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, 8)
+    dut.rst.value = 0
+    await ClockCycles(dut.clk, 4)
+    for core, mac, dst, receiver in ((snd, SENDER_MAC, RECEIVER_MAC, 0),
+                                     (rcv, RECEIVER_MAC, HOST_MAC, 1)):
+        device = await core.connect(config)
+        await core.call(device.program)
+        await core.call(device.set_intervals, local_mac=mac, export_dst_mac=dst)
+        await core.call(device.write, "opa_record_control", enable=1, receiver=receiver,
+                        record_groups=0)
+        for _ in range(2):  # clear both copies (memories keep their contents over rst)
+            await core.call(device.swap)
+            await core.wait_status(dut.clk, "frozen_ready", 1)
+            await core.call(device.release)
+            await core.wait_status(dut.clk, "other_clean", 1, polls=2000)
+    # the sender's next frozen copy leaves in-band too (the host's words for (c))
+    await snd.call(snd.device.set_intervals, local_mac=SENDER_MAC,
+                   export_dst_mac=RECEIVER_MAC, export_inband=True)
+
+
+def _interval_frames(frames, src: int, ftype: int, seq: int):
+    return [f for f in frames if int.from_bytes(f[6:12], "big") == src and f[15] == ftype
+            and int.from_bytes(f[18:22], "big") == seq]
+
+
+def _check_records(config, got, point, *, packet, ticks, src, dst):
+    """(b): the interval's record frames of one point equal the builder's."""
+    want = build_record_frames(config, point, seq=SEQ, packet=packet, timestamps=ticks,
+                               src_mac=src.to_bytes(6, "big"),
+                               dst_mac=dst.to_bytes(6, "big"))
+    assert len(got) == len(want), f"{point}: {len(got)} record frames, golden {len(want)}"
+    for k, (a, b) in enumerate(zip(got, want)):
+        if a != b:
+            pa, pb = parse_record_frame(a, config), parse_record_frame(b, config)
+            bad = [j for j, (x, y) in enumerate(zip(pa.timestamps, pb.timestamps)) if x != y]
+            at = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a),
+                                                                                len(b)))
+            raise AssertionError(
+                f"{point} record frame {k} differs from byte {at} on (lengths {len(a)}, "
+                f"{len(b)}); records with other ticks: {bad[:5]}; keys equal: "
+                f"{np.array_equal(pa.keys, pb.keys)}")
+
+
+@cocotb.test()
+async def records_through_a_lossy_queue(dut):
+    params = CoreParams.from_env()
+    config = params.config()
+    Clock(dut.clk, 10, unit="ns").start()
+    snd, rcv = SimulatedCore(dut, "snd", "sender"), SimulatedCore(dut, "rcv", "receiver")
+    rng = np.random.default_rng(cocotb.RANDOM_SEED)
+    frames = synthetic_trace(packets=FRAMES, flows=40, frame_bytes="imix",
+                             window_bytes=config.window_bytes,
+                             seed=int(rng.integers(1 << 30))).frames()
+    gaps = np.rint(rng.exponential(20.0, FRAMES)).astype(np.int64)
+    drops = rng.random(FRAMES) < LOSS
+    drops[int(rng.integers(FRAMES // 2))] = True       # at least one loss, whatever the seed
+    delays = _queue_delays(rng, FRAMES)
+    wire = Wire(dut, params.data_width, frames, gaps, drops, delays,
+                control_delay=lambda r: int(r.integers(20, 40)), rng=rng)
+    out: list[tuple[bytes, int]] = []
+    wire.on_receiver_control = lambda frame, sof: out.append((frame, sof))
+    wire.watch_outputs = True
+    cocotb.start_soon(wire.run())
+    await _start(dut, config, snd, rcv)
+    wire.release_upto = FRAMES
+    await wire.wait_idle()
+    await ClockCycles(dut.clk, 200)
+    for core in (snd, rcv):
+        await core.call(core.device.swap)
+        await core.wait_status(dut.clk, "frozen_ready", 1)
+    await ClockCycles(dut.clk, 400)      # the LAST frames, the sender's export
+    await wire.wait_idle()
+    words = {core.name: (await core.call(core.device.read_snapshot, release=False, poll=0))
+             for core in (snd, rcv)}
+    counters = {core.name: {n: await core.call(core.device.read, f"opa_records_{n}")
+                            for n in ("frames", "dropped", "merged")} for core in (snd, rcv)}
+
+    assert wire.mismatches == 0, "a data frame was altered on its way"
+    hashes = hash_frames(config, frames, hashers=Hashers(config))
+    counted = np.asarray(hashes.counted, bool)
+    sent = np.flatnonzero(counted)                       # send order = input order
+    arrived = sent[~drops[sent]]
+    arrived = arrived[np.argsort(wire.rcv_sof[arrived], kind="stable")]
+    assert len(arrived) < len(sent) and len(sent) > FRAMES // 2, (len(sent), len(arrived))
+    packet = np.asarray(hashes.packet, np.uint64)
+
+    # (a) the OPA words of both points
+    for name, idx in (("sender", sent), ("receiver", arrived)):
+        golden = opa_synopsis(config, packet[idx])
+        snap = words[name]
+        assert snap.seq == SEQ and snap.packets == len(idx), (name, snap.seq, snap.packets)
+        assert snap.synopsis.words() == golden.words(), f"{name}: words differ from golden"
+
+    # (b) the record frames of both points, byte for byte
+    frames_out = [f for f, _ in out]
+    s_frames = _interval_frames(frames_out, SENDER_MAC, TYPE_OPA_RECORDS, SEQ)
+    r_frames = _interval_frames(frames_out, RECEIVER_MAC, TYPE_OPA_RECORDS, SEQ)
+    assert s_frames and r_frames, "no record frames of the interval"
+    first = parse_record_frame(s_frames[0], config)
+    offset = int(first.timestamps[0]) - int(wire.snd_sof[sent[0]])
+    send_ticks = wire.snd_sof[sent] + offset
+    recv_ticks = wire.rcv_sof[arrived] + offset
+    _check_records(config, s_frames, Point.SENDER, packet=packet[sent], ticks=send_ticks,
+                   src=SENDER_MAC, dst=RECEIVER_MAC)
+    _check_records(config, r_frames, Point.RECEIVER, packet=packet[arrived],
+                   ticks=recv_ticks, src=RECEIVER_MAC, dst=HOST_MAC)
+    for name, mine in (("sender", s_frames), ("receiver", r_frames)):
+        c = counters[name]
+        assert c["dropped"] == 0 and c["merged"] == 0, (name, c)
+        # every record frame since reset: the interval's and interval 1's empty LAST one
+        assert c["frames"] == len(mine) + 1, (name, c, len(mine))
+
+    # (c) the host's export decoding and the recovery: every delay exact
+    mine_s = [f for f in frames_out if int.from_bytes(f[6:12], "big") == SENDER_MAC
+              and f[15] in (TYPE_SYNOPSIS, TYPE_OPA_RECORDS)]
+    mine_r = [f for f in frames_out if int.from_bytes(f[6:12], "big") == RECEIVER_MAC]
+    s_export = read_export(mine_s, np.zeros(len(mine_s)), config, "sender")
+    r_export = read_export(mine_r, np.zeros(len(mine_r)), config, "receiver")
+    (record,) = opa_export_records(s_export, r_export, config)
+    assert record.valid and record.interval == SEQ, record.notes
+    assert record.estimate["sent"] == len(sent), record.estimate
+    assert record.estimate["received"] == len(arrived), record.estimate
+    s_rec, r_rec = s_export.records[SEQ], r_export.records[SEQ]
+    gbits = config.groups.bit_length() - 1
+    result = recover_pair(
+        s_export.synopses[SEQ].synopsis,
+        PacketRecords(np.asarray(s_rec.keys, np.uint64) << np.uint64(64 - gbits),
+                      np.asarray(s_rec.timestamps, np.int64)),
+        PacketRecords(np.asarray(r_rec.keys, np.uint64),
+                      np.asarray(r_rec.timestamps, np.int64)))
+    true = (wire.rcv_sof[arrived] - wire.snd_sof[arrived]).astype(np.int64)
+    assert result.recovered.sum() >= 0.5 * len(arrived), (
+        f"only {int(result.recovered.sum())} of {len(arrived)} delays recovered")
+    assert np.array_equal(result.delays[result.recovered], true[result.recovered]), \
+        "a recovered delay differs from the true one"
+    assert result.lost == int(drops[sent].sum()) or result.unrecovered_groups, (
+        result.lost, int(drops[sent].sum()))
+    dut._log.info("%d sent, %d received; record frames: sender %d, receiver %d; %d of %d "
+                  "delays recovered, all exact (%d..%d ticks)", len(sent), len(arrived),
+                  len(s_frames), len(r_frames), int(result.recovered.sum()), len(arrived),
+                  int(true.min()), int(true.max()))

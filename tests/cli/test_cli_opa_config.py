@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``ldactl config --records`` / ``--record-groups`` on in-memory devices (fake://): an
+OPA device's OPA_RECORD_CONTROL is written and shown; a device of another kind refuses
+the option (exit 2, naming it)."""
+
+import json
+
+import pytest
+
+from host_sw.cli import main
+from host_sw.contracts.config import LdaConfig, OpaConfig
+from host_sw.contracts.synopsis import Synopsis
+from host_sw.device.transport import register_fake_device
+
+OPA = OpaConfig(groups=16, rows=4)
+LDA = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
+
+
+@pytest.fixture
+def devices(scripted_device):
+    register_fake_device("opa", scripted_device(OPA, [Synopsis.empty(OPA)]))
+    register_fake_device("lda", scripted_device(LDA, [Synopsis.empty(LDA)]))
+    yield
+    register_fake_device("opa", None)
+    register_fake_device("lda", None)
+
+
+def test_records_written_and_shown(capsys, devices):
+    code = main(["config", "-d", "fake://opa", "--records", "receiver",
+                 "--record-groups", "4", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 1,
+                                              "record_groups": 4}
+    assert main(["config", "-d", "fake://opa", "--records", "off"]) == 0
+    assert "'enable': 0" in capsys.readouterr().out
+
+
+def test_records_refused_by_another_kind(capsys, devices):
+    with pytest.raises(SystemExit) as e:
+        main(["config", "-d", "fake://lda", "--records", "sender"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == ""
+    assert "--records" in err and "LDA" in err
