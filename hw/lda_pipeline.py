@@ -19,15 +19,16 @@ UARTBone bridge (:class:`hw.uartbone.UARTBoneBridge`).
 
 Pass-through
 ------------
-``s_axis``, the marker frames and the export frames → frame merger
+``s_axis``, the marker frames, the export frames and the measurement path's own frames
+(``insert``, if the kind has them: RLI's reference frames, OPA's record frames) → frame merger
 (:class:`hw.frame_merger.FrameMerger`: registered output with a skid register, selection
 between frames only) → ``m_axis``. Data frames are never altered, dropped or reordered,
 and every beat leaves exactly :data:`PASSTHROUGH_LATENCY` (1) cycle after it was accepted
-when ``m_axis`` is ready **except while an inserted frame (a marker or an in-band export
-frame) is being sent**: then ``s_axis.ready`` is low for the inserted frame's duration and
+when ``m_axis`` is ready **except while an inserted frame (a marker, an in-band export
+frame or a path's frame) is being sent**: then ``s_axis.ready`` is low for the inserted frame's duration and
 the data beats behind it leave that much later (data and inserted frames alternate when
-both wait, so a marker waits for at most one data frame and one export frame, and an
-export cannot starve the data). The measurement side (tap, interval control) watches the
+both wait, so a marker waits for at most one data frame and one frame of each other
+insert, and an insert cannot starve the data). The measurement side (tap, interval control) watches the
 merger's copy of the accepted beats: the core's own markers and export frames pass its
 tap as control frames (never counted). Besides ``m_axis`` there is a host export stream
 (``host_export``, Verilog ``m_axis_export_*``).
