@@ -54,6 +54,7 @@ CORES = {
     "lda": {"synopsis": "lda", "label": "LDA 2 banks x 1024 rows, 72-bit words"},
     "rda": {"synopsis": "rda", "label": "RDA 2 banks x 1024 buckets"},
     "lds": {"synopsis": "lds", "label": "LDS 4 rows x 1024 cells"},
+    "rli": {"synopsis": "rli", "label": "RLI 4096 cells, 176-bit words, buffer 64"},
 }
 
 
