@@ -100,7 +100,7 @@ Verilog export
 --------------
 ::
 
-    python -m hw.lda_pipeline --synopsis {lda,rda,lds} [--banks N] [--rows N]
+    python -m hw.lda_pipeline --synopsis {lda,rda,lds,rli} [--banks N] [--rows N]
         [--cells N] [--buckets N] [--vlda-cells N] [--thresholds a,b,..]
         [--digest-bits N] [--window-bytes N] [--data-width W] [--seed S]
         [--clk-freq HZ] [--uart-timeout CYCLES] [--memory {generic,ecp5}]

@@ -129,7 +129,7 @@ def export_main(argv=None, *, make_core) -> int:
     core class (:class:`hw.lda_pipeline.LdaCore`)."""
     parser = argparse.ArgumentParser(
         prog="python -m hw.lda_pipeline",
-        description="Export the LDA/RDA/LDS measurement core as Verilog (module lda_core) "
+        description="Export the LDA/RDA/LDS/RLI measurement core as Verilog (module lda_core) "
                     "with csr.csv/csr.json beside it.")
     add_config_arguments(parser)
     parser.add_argument("--data-width", type=int, default=64, help="frame data width, bits")

@@ -42,7 +42,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import (LdaConfig, LdsConfig, RdaConfig, RliConfig,
+                                     SynopsisConfig)
 from sim_tb.verilator_build import (
     drop_other_builds, lean_verilator, verilator_build_args, verilator_digest, verilator_env,
 )
@@ -50,13 +51,17 @@ from sim_tb.verilator_build import (
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "icarus_standard", "waves_enabled", "long_run", "verilator_env",
            "export_core",
-           "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS", "MEMORY_KINDS",
+           "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS", "RLI_PARAMS",
+           "MEMORY_KINDS",
            "memory_model_sources"]
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_ROOT = REPO / "build" / "sim"
 #: Kinds × data widths of the default suite.
 KINDS = ("lda", "rda", "lds")
+#: Kinds a parameter set may name: the default suite's, and RLI, whose core has its own
+#: two-core bench (``sim_tb/cocotb_rli_pair.py``, :data:`RLI_PARAMS`).
+PARAM_KINDS = KINDS + ("rli",)
 DATA_WIDTHS = (8, 64)
 #: Counter-bank memory builds the export can use (``hw.lda_pipeline --memory``).
 MEMORY_KINDS = ("generic", "ecp5")
@@ -107,13 +112,13 @@ class CoreParams:
     Parameters
     ----------
     kind : str
-        ``lda``, ``rda`` or ``lds``.
+        ``lda``, ``rda``, ``lds`` or ``rli``.
     data_width : int
         Frame data path width in bits (8 or 64 in the default suite).
     banks : int
-        LDA/RDA banks, LDS rows.
+        LDA/RDA banks, LDS rows (RLI: unused).
     size : int
-        LDA rows, RDA buckets per bank, LDS cells. Small by default so reading the whole
+        LDA rows, RDA buckets per bank, LDS cells, RLI cells. Small by default so reading the whole
         frozen copy over the byte-serial bus is cheap in simulation.
     thresholds : tuple of int, optional
         LDA per-bank / LDS per-row leading-zero thresholds (default: the kind's default
@@ -137,8 +142,8 @@ class CoreParams:
     memory: str = "generic"
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        if self.kind not in PARAM_KINDS:
+            raise ValueError(f"kind must be one of {PARAM_KINDS}, not {self.kind!r}")
         if self.memory not in MEMORY_KINDS:
             raise ValueError(f"memory must be one of {MEMORY_KINDS}, not {self.memory!r}")
         if self.data_width not in (8, 16, 32, 64, 128, 256, 512):
@@ -168,6 +173,8 @@ class CoreParams:
             return LdaConfig(banks=self.banks, rows=self.size, thresholds=z)
         if self.kind == "rda":
             return RdaConfig(banks=self.banks, buckets_per_bank=self.size)
+        if self.kind == "rli":
+            return RliConfig(cells=self.size)
         z = self.thresholds or (0,) * (self.banks - 1) + (1,)
         return LdsConfig(rows=self.banks, cells=self.size, vlda_cells=self.vlda_cells,
                          row_thresholds=z)
@@ -194,6 +201,8 @@ class CoreParams:
 
 
 DEFAULT_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS for w in DATA_WIDTHS]
+#: The RLI core's parameter sets (a sender and a receiver core, ``sim_tb/test_rli_pair.py``).
+RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16)]
 
 
 class SimFailure(AssertionError):
@@ -270,6 +279,8 @@ def _export_command(params: CoreParams, out: Path) -> list[str]:
                 "--thresholds", ",".join(map(str, config.thresholds))]
     elif params.kind == "rda":
         cmd += ["--banks", str(config.banks), "--buckets", str(config.buckets_per_bank)]
+    elif params.kind == "rli":
+        cmd += ["--cells", str(config.cells)]
     else:
         cmd += ["--rows", str(config.rows), "--cells", str(config.cells),
                 "--vlda-cells", str(config.vlda_cells),

@@ -14,8 +14,8 @@ from hw.kinds import KINDS, OWN_GATEWARE, kind_gateware
 
 
 def test_every_configuration_kind_has_an_entry():
-    # RLI has its row (the counter bank of hw.rli_receiver) before a core builds it
-    # (has_gateware is still false); OPA's gateware is its own (hw.opa_cah).
+    # RLI's row is the counter bank of hw.rli_receiver (its core's path is
+    # hw.rli_path); OPA's gateware is its own (hw.opa_cah).
     with_gateware = {k for k, c in CONFIG_CLASSES.items() if c.has_gateware}
     assert with_gateware <= set(KINDS) | set(OWN_GATEWARE)
     assert set(KINDS) | set(OWN_GATEWARE) <= set(CONFIG_CLASSES)
