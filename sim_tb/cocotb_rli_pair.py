@@ -140,12 +140,15 @@ async def references_through_a_queue(dut):
         "rli_frozen_references", "rli_frozen_overflowed", "rli_frozen_unreferenced",
         "rli_frozen_refused", "rli_references_bad_tag", "frozen_packets")}
     sent = await snd.call(snd.device.read, "rli_references_sent")
+    # the sender's own references pass its tap, from its LOCAL_MAC, not MARKER_SRC_MAC
+    own_refused = await snd.call(snd.device.read, "rli_references_bad_tag")
     golden, stats = _golden(config, wire, frames, refs_in)
 
     assert wire.mismatches == 0, "a data frame was altered on its way"
     assert wire.tampered is not None and sent == len(wire.sent_refs) == len(refs_in), (
         f"sender: {sent} references counted, {len(wire.sent_refs)} seen, "
         f"{len(refs_in)} arrived")
+    assert own_refused == sent, f"sender: {own_refused} of its {sent} references refused"
     want = [int(w) for w in golden.words()]
     bad = [c for c, (a, b) in enumerate(zip(words, want)) if a != b]
     assert not bad and len(words) == len(want), (
