@@ -22,7 +22,7 @@ import argparse
 import struct
 from pathlib import Path
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, RliConfig
 from host_sw.contracts.hashing import (
     classify_frame,
 )
@@ -225,7 +225,7 @@ def regmap_markdown() -> str:
               "| kind | run-time registers (address, words) | counter window: address, "
               "words (buckets × chunks), span | register-map ID |",
               "|---|---|---|---|"]
-    for config in (LdaConfig(), RdaConfig(), LdsConfig()):
+    for config in (LdaConfig(), RdaConfig(), LdsConfig(), RliConfig()):
         rmap = register_map(config, data_width=64)
         runtime = [r for r in rmap if r.address > rmap[last_fixed].address]
         regs = "; ".join(f"`{r.name}` {r.address:#06x}, {r.words} ("

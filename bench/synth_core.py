@@ -55,6 +55,7 @@ CORES = {
     "rda": {"synopsis": "rda", "label": "RDA 2 banks x 1024 buckets"},
     "lds": {"synopsis": "lds", "label": "LDS 4 rows x 1024 cells"},
     "opa": {"synopsis": "opa", "label": "OPA 1024 groups x (w, B_0..B_3), 156-bit words"},
+    "rli": {"synopsis": "rli", "label": "RLI 4096 cells, 176-bit words, buffer 64"},
 }
 
 

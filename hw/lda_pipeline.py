@@ -252,6 +252,11 @@ class LdaCore(wiring.Component):
         self.passthrough_latency = PASSTHROUGH_LATENCY
         self.measurement_latency = (1 + self.TAP_WATCH_DELAY + self._tap.latency
                                     + self._path.latency)
+        if ("watch" in self._path.signature.members
+                and self._path.watch_lead != self.TAP_WATCH_DELAY + self._tap.latency):
+            raise ValueError(f"the {config.kind} path expects its tap records "
+                             f"{self._path.watch_lead} cycles after the watch copy, the core "
+                             f"gives {self.TAP_WATCH_DELAY + self._tap.latency}")
         super().__init__({
             "s_axis": In(FrameStream(data_width)),
             "m_axis": Out(FrameStream(data_width)),
@@ -288,6 +293,9 @@ class LdaCore(wiring.Component):
         m.submodules.tap = tap = self._tap
         m.submodules.path = path = self._path
         frame_idle = self._wire_tap_watch(m, merger, tap, timebase)
+        if "watch" in path.signature.members:  # the undelayed watch copy (hw.measurement_path)
+            m.d.comb += [path.watch.valid.eq(merger.watch_valid), path.watch.ready.eq(1),
+                         path.watch.payload.eq(merger.watch)]
         connect(m, tap.record, path.record)
         self._wire_runtime_config(m, csr, path)
         self._wire_path_registers(m, csr, path)

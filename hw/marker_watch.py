@@ -9,6 +9,10 @@ version, configuration ID, source MAC, ``auth`` byte), its length (at least the 
 of its format: a runt is rejected) and its SipHash-2-4 tag (:class:`hw.siphash.SipHash`,
 docs/SPEC.md §6 "Tag"); the interval control then takes only numbers forward of the
 last one it took.
+
+The same check serves RLI's reference frames (``frame_type`` 3, :mod:`hw.rli_path`):
+a reference is a control frame laid out as a marker with the same tag, and the receiver
+takes it only from the configured sender with a verified tag.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -17,6 +21,7 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.control_frame import TYPE_MARKER, VERSION
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
+from host_sw.contracts.reference_frame import TYPE_REFERENCE
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from .control_frame_tx import HEADER_BYTES, header_field
@@ -39,6 +44,9 @@ class MarkerWatch(wiring.Component):
     ----------
     data_width:
         Stream width in bits.
+    frame_type:
+        The control frame ``type`` checked (default 1, the marker; 3 for RLI's reference
+        frames, whose header, length and tag rules are the marker's).
 
     Members
     -------
@@ -77,9 +85,13 @@ class MarkerWatch(wiring.Component):
     #: on the header (2), then the tag of its 12 words (the engine's rounds), registered.
     VERIFY_LATENCY = 2 + 42
 
-    def __init__(self, *, data_width: int):
+    def __init__(self, *, data_width: int, frame_type: int = TYPE_MARKER):
         check_data_width(data_width)
+        if frame_type not in (TYPE_MARKER, TYPE_REFERENCE):
+            raise ValueError(f"frame_type must be {TYPE_MARKER} (marker) or "
+                             f"{TYPE_REFERENCE} (reference), not {frame_type!r}")
         self.data_width = data_width
+        self.frame_type = frame_type
         super().__init__({
             "watch": In(FrameMonitor(data_width)),
             "config_id": In(32), "marker_src_mac": In(48),
@@ -102,7 +114,7 @@ class MarkerWatch(wiring.Component):
                   + [header_field(header, "version") == VERSION,
                      header_field(header, "auth") == self.auth,
                      header_field(header, "ethertype") == ETHERTYPE_CONTROL,
-                     header_field(header, "type") == TYPE_MARKER])
+                     header_field(header, "type") == self.frame_type])
         piece_equal = Signal(len(pieces), reset_less=True)
         decided, decided_error, decided_complete = Signal(), Signal(), Signal()
         m.d.sync += [piece_equal.eq(Cat(pieces)), decided.eq(ended),

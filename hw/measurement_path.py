@@ -23,16 +23,23 @@ synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
   ledger's current interval number: at a swap arriving from the path's pipeline it is
   already the new interval's), ``frame_src_mac`` / ``frame_dst_mac``
   (``In(48)``: LOCAL_MAC / EXPORT_DST_MAC), ``frame_config_id`` (``In(32)``),
-  ``frame_key`` (``In(128)``) / ``frame_auth`` (``In(1)``) (AUTH_KEY / AUTH_MODE.enable).
+  ``frame_key`` (``In(128)``) / ``frame_auth`` (``In(1)``) (AUTH_KEY / AUTH_MODE.enable);
+* optionally ``watch`` (``In(FrameMonitor(data_width))``): the merger's undelayed watch
+  copy of the output stream, which the tap sees ``LdaCore.TAP_WATCH_DELAY`` cycles later
+  (a frame's tap record comes ``TAP_WATCH_DELAY + 1`` cycles after its EOF there), for
+  checks that must be done before the frame's record (RLI's reference tags); such a path
+  has the attribute ``watch_lead`` (that figure as it assumes it; the core checks it).
 """
 
 from hw.counter_path import CounterPath
 from hw.opa_path import OpaPath
+from hw.rli_path import RliPath
 
 __all__ = ["PATHS", "measurement_path"]
 
 #: The measurement path class of each kind, by ``config.kind``.
-PATHS = {"lda": CounterPath, "rda": CounterPath, "lds": CounterPath, "opa": OpaPath}
+PATHS = {"lda": CounterPath, "rda": CounterPath, "lds": CounterPath, "opa": OpaPath,
+         "rli": RliPath}
 
 
 def measurement_path(config, *, memory: str = "auto", data_width: int = 64):

@@ -9,8 +9,13 @@ header (:mod:`host_sw.contracts.reference_frame`) has this format's version, ``t
 and the RLI kind code; its ``timestamp`` field is the send tick. The header must lie in
 the tap's window (``window_bytes`` ≥ 48).
 
-Not checked here: the frame's SipHash tag (the marker watch, :mod:`hw.marker_watch`,
-checks markers' tags; a reference's tag check is still to come, docs/SPEC.md "RLI").
+The frame's source, configuration ID and SipHash tag are checked before the tap sees
+it: in a core (:class:`hw.rli_path.RliPath`) a :class:`hw.marker_watch.MarkerWatch` for
+type 3 checks them on the core's undelayed watch copy of the stream, and its verdict
+reaches ``tag_ok`` in the cycle of the frame's tap record. A reference whose verdict is
+not good (tag, source, configuration ID or ``auth`` byte; or the check unit was still
+busy with the previous reference) is not used as a reference and is counted in
+``references_bad_tag``; the frame is then neither a reference nor counted data.
 """
 
 from amaranth.hdl import Module, Signal
@@ -38,11 +43,17 @@ class ReferenceWatch(wiring.Component):
     Members
     -------
     record : In(TapRecord(window_bytes, ts_bits))
+    tag_ok : In(1)
+        With a reference's record: its check passed (module docstring). 1 when not
+        driven (standalone use: every reference is taken).
     valid : Out(1)
         A reference frame (``is_ref``) or a counted data frame (IPv4/IPv6) this cycle.
     is_ref : Out(1); arrival, send : Out(ts_bits)
         The record's tick; a reference's carried send tick (low ``ts_bits`` bits).
     references_seen : Out(32)
+        References taken.
+    references_bad_tag : Out(32)
+        References not taken: their check failed.
     """
 
     def __init__(self, *, window_bytes: int, ts_bits: int):
@@ -52,17 +63,19 @@ class ReferenceWatch(wiring.Component):
         self.window_bytes, self.ts_bits = window_bytes, ts_bits
         super().__init__({
             "record": In(TapRecord(window_bytes, ts_bits)),
+            "tag_ok": In(1, init=1),
             "valid": Out(1), "is_ref": Out(1),
             "arrival": Out(ts_bits), "send": Out(ts_bits),
-            "references_seen": Out(32),
+            "references_seen": Out(32), "references_bad_tag": Out(32),
         })
 
     def elaborate(self, platform):
         m = Module()
         rec = self.record.payload
         header = rec.window[:8 * PAYLOAD_OFFSET]
-        is_ref = Signal()
-        m.d.comb += is_ref.eq(
+        is_ref, looks_ref = Signal(), Signal()
+        m.d.comb += is_ref.eq(looks_ref & self.tag_ok)
+        m.d.comb += looks_ref.eq(
             (rec.frame_class == FrameClass.CONTROL)
             & (header_field(header, "version") == VERSION)
             & (header_field(header, "type") == TYPE_REFERENCE)
@@ -76,4 +89,6 @@ class ReferenceWatch(wiring.Component):
         ]
         with m.If(self.record.valid & is_ref):
             m.d.sync += self.references_seen.eq(self.references_seen + 1)
+        with m.If(self.record.valid & looks_ref & ~self.tag_ok):
+            m.d.sync += self.references_bad_tag.eq(self.references_bad_tag + 1)
         return m

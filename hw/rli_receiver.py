@@ -63,6 +63,12 @@ class RliReceiver(wiring.Component):
     release : In(1), frozen : In(frozen_read_signature(config))
         The bank's release pulse and frozen read port.
     active_copy, frozen_ready, swap_pending : Out(1)
+    frozen_copy, other_clean, clearing : Out(1); frozen_check, frozen_updates : Out(32)
+        The bank's (:class:`hw.counter_bank.CounterBank`).
+    swapped : Out(1)
+        The bank swapped copies this cycle (the boundary has reached the bank).
+    counted, counted_copy : Out(1)
+        A data packet's update request enters the bank, for that copy.
     busy : Out(1)
         The interpolator is dividing or draining, or a boundary is in progress: a
         reference presented now is refused (counted, the interval flagged).
@@ -90,6 +96,9 @@ class RliReceiver(wiring.Component):
         members.update({
             "swap": In(1), "release": In(1), "frozen": In(frozen_read_signature(config)),
             "active_copy": Out(1), "frozen_ready": Out(1), "swap_pending": Out(1),
+            "frozen_copy": Out(1), "other_clean": Out(1), "clearing": Out(1),
+            "frozen_check": Out(32), "frozen_updates": Out(32),
+            "swapped": Out(1), "counted": Out(1), "counted_copy": Out(1),
             "busy": Out(1),
             "overruns": Out(32), "frozen_flagged": Out(1),
         })
@@ -105,9 +114,15 @@ class RliReceiver(wiring.Component):
         connect(m, wiring.flipped(self.frozen), bank.frozen)
         m.d.comb += [bank.release.eq(self.release), self.active_copy.eq(bank.active_copy),
                      self.frozen_ready.eq(bank.frozen_ready)]
+        for name in ("frozen_copy", "other_clean", "clearing", "frozen_check",
+                     "frozen_updates"):
+            m.d.comb += getattr(self, name).eq(getattr(bank, name))
         empty = self._elaborate_squarer(m, interp, bank)
         flush_taken, swap_now = self._elaborate_boundary(m, interp, bank, empty)
         self._elaborate_stats(m, interp, bank, flush_taken, swap_now)
+        m.d.comb += [self.swapped.eq(swap_now & ~bank.swap_refused),
+                     self.counted.eq(bank.update.valid),
+                     self.counted_copy.eq(bank.update.copy)]
         return m
 
     def _elaborate_squarer(self, m, interp, bank):

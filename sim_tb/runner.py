@@ -42,7 +42,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, SynopsisConfig
+from host_sw.contracts.config import (LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig,
+                                     SynopsisConfig)
 from sim_tb.verilator_build import (
     drop_other_builds, lean_verilator, verilator_build_args, verilator_digest, verilator_env,
 )
@@ -51,14 +52,16 @@ __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "icarus_standard", "waves_enabled", "long_run", "verilator_env",
            "export_core",
            "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS", "OPA_PARAMS",
-           "MEMORY_KINDS", "memory_model_sources"]
+           "RLI_PARAMS", "MEMORY_KINDS", "memory_model_sources"]
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_ROOT = REPO / "build" / "sim"
 #: Kinds × data widths of the default suite (sim_tb/cocotb_core.py).
 KINDS = ("lda", "rda", "lds")
-#: Every kind a core parameter set may have (OPA: sim_tb/cocotb_opa_core.py).
-CORE_KINDS = (*KINDS, "opa")
+#: Every kind a core parameter set may have: the default suite's, OPA
+#: (sim_tb/cocotb_opa_core.py, :data:`OPA_PARAMS`) and RLI, whose core has its own
+#: two-core bench (``sim_tb/cocotb_rli_pair.py``, :data:`RLI_PARAMS`).
+CORE_KINDS = (*KINDS, "opa", "rli")
 DATA_WIDTHS = (8, 64)
 #: Counter-bank memory builds the export can use (``hw.lda_pipeline --memory``).
 MEMORY_KINDS = ("generic", "ecp5")
@@ -109,14 +112,14 @@ class CoreParams:
     Parameters
     ----------
     kind : str
-        ``lda``, ``rda``, ``lds`` or ``opa``.
+        ``lda``, ``rda``, ``lds``, ``opa`` or ``rli``.
     data_width : int
         Frame data path width in bits (8 or 64 in the default suite).
     banks : int
-        LDA/RDA banks, LDS rows, OPA combination rows k.
+        LDA/RDA banks, LDS rows, OPA combination rows k (RLI: unused).
     size : int
-        LDA rows, RDA buckets per bank, LDS cells, OPA groups. Small by default so reading
-        the whole frozen copy over the byte-serial bus is cheap in simulation.
+        LDA rows, RDA buckets per bank, LDS cells, OPA groups, RLI cells. Small by default
+        so reading the whole frozen copy over the byte-serial bus is cheap in simulation.
     thresholds : tuple of int, optional
         LDA per-bank / LDS per-row leading-zero thresholds (default: the kind's default
         for LDA scaled to small cores, every packet for LDS rows but the last, which
@@ -172,6 +175,8 @@ class CoreParams:
             return RdaConfig(banks=self.banks, buckets_per_bank=self.size)
         if self.kind == "opa":
             return OpaConfig(groups=self.size, rows=self.banks)
+        if self.kind == "rli":
+            return RliConfig(cells=self.size)
         z = self.thresholds or (0,) * (self.banks - 1) + (1,)
         return LdsConfig(rows=self.banks, cells=self.size, vlda_cells=self.vlda_cells,
                          row_thresholds=z)
@@ -202,6 +207,8 @@ DEFAULT_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS for w in DATA_
 #: data, where a minimum-size frame is one beat, so frames of one group update its word on
 #: consecutive clocks through the whole core (the words' forwarding paths).
 OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16)]
+#: The RLI core's parameter sets (a sender and a receiver core, ``sim_tb/test_rli_pair.py``).
+RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16)]
 
 
 class SimFailure(AssertionError):
@@ -280,6 +287,8 @@ def _export_command(params: CoreParams, out: Path) -> list[str]:
         cmd += ["--banks", str(config.banks), "--buckets", str(config.buckets_per_bank)]
     elif params.kind == "opa":
         cmd += ["--rows", str(config.rows), "--groups", str(config.groups)]
+    elif params.kind == "rli":
+        cmd += ["--cells", str(config.cells)]
     else:
         cmd += ["--rows", str(config.rows), "--cells", str(config.cells),
                 "--vlda-cells", str(config.vlda_cells),

@@ -246,7 +246,6 @@ class RliConfig(SynopsisConfig):
     receiver's interpolation buffer; ``slope_frac_bits`` the fixed-point slope.
     """
     kind: ClassVar[str] = "rli"
-    has_gateware: ClassVar[bool] = False
     cells: int = 4096
     digest_bits: int = 32
     delay_bits: int = 48

@@ -19,12 +19,13 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--banks", type=int, help="LDA/RDA banks (default 2)")
     parser.add_argument("--rows", type=int, help="LDA rows (default 1024) / LDS rows "
                         "(default 4) / OPA combination rows k (default 4)")
-    parser.add_argument("--cells", type=int, help="LDS cells per row (default 1024)")
+    parser.add_argument("--cells", type=int, help="LDS cells per row (default 1024) / RLI "
+                        "cells (default 4096)")
     parser.add_argument("--buckets", type=int, help="RDA buckets per bank (default 1024)")
     parser.add_argument("--groups", type=int, help="OPA groups (default 1024)")
     parser.add_argument("--vlda-cells", type=int, default=1, help="LDS virtual-LDA cells")
     parser.add_argument("--thresholds", help="LDA bank / LDS row thresholds, comma separated")
-    parser.add_argument("--digest-bits", type=int, help="LDS digest bits (default 32)")
+    parser.add_argument("--digest-bits", type=int, help="LDS/RLI digest bits (default 32)")
     parser.add_argument("--window-bytes", type=int, help="header window bytes (default 64)")
     parser.add_argument("--seed", type=lambda s: int(s, 0), default=LdaConfig().seed,
                         help="hash seed")
@@ -73,9 +74,16 @@ def _opa_parameters(args) -> dict:
             "rows": args.rows if args.rows is not None else 4}
 
 
+def _rli_parameters(args) -> dict:
+    kw = {"cells": args.cells if args.cells is not None else 4096}
+    if args.digest_bits is not None:
+        kw["digest_bits"] = args.digest_bits
+    return kw
+
+
 #: How each kind reads its dimensions and thresholds from the options (one row per kind).
 KIND_PARAMETERS = {"lda": _lda_parameters, "rda": _rda_parameters, "lds": _lds_parameters,
-                   "opa": _opa_parameters}
+                   "opa": _opa_parameters, "rli": _rli_parameters}
 
 
 def config_from_args(args) -> SynopsisConfig:

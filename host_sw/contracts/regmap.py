@@ -302,6 +302,9 @@ _RLI_REGISTERS = (
            "with no reference in it (not counted)."),
     _value("rli_frozen_refused", "ro", "Receiver: reference frames of the frozen interval "
            "refused while the interpolation unit was busy (the interval is flagged)."),
+    _status_counter("rli_references_bad_tag", "Receiver: reference frames not used: not "
+                    "from MARKER_SRC_MAC with this CONFIG_ID, or their tag did not verify "
+                    "(or could not be checked, the check still busy with the previous one)"),
 )
 
 

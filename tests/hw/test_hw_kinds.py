@@ -11,13 +11,16 @@ from host_sw.contracts.hashing import HashPurpose
 from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
 from hw.backends.ecp5 import Ecp5CounterRam
 from hw.kinds import KINDS, kind_gateware
+from hw.measurement_path import PATHS
 
 
 def test_every_configuration_kind_has_an_entry():
-    # RLI has its row (the counter bank of hw.rli_receiver) before a core builds it
-    # (has_gateware is still false); OPA's row gives its path's geometry (hw.opa_path).
+    # RLI's row is the counter bank of hw.rli_receiver (its core's path is
+    # hw.rli_path); OPA's row gives its path's geometry (hw.opa_path).
     with_gateware = {k for k, c in CONFIG_CLASSES.items() if c.has_gateware}
     assert with_gateware <= set(KINDS) <= set(CONFIG_CLASSES)
+    # every kind with gateware has a measurement path in the core, and only those
+    assert set(PATHS) == with_gateware
 
 
 @pytest.mark.parametrize("config", [LdaConfig(banks=3, rows=8, thresholds=(0, 1, 2)),

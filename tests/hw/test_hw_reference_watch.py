@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """hw.reference_watch.ReferenceWatch on tap records: a reference frame is taken with its
-send tick; a marker, a data frame's look-alike and another kind's frame are not."""
+send tick; a marker, a data frame's look-alike, another kind's frame and a reference whose
+check failed are not."""
 
 import pytest
 from amaranth.sim import Simulator
@@ -50,3 +51,28 @@ def test_watch(frame, frame_class, expect):
     assert (got[0], got[1] & got[0]) == (valid, is_ref)
     if send is not None:
         assert (got[2], got[3]) == (send, 777)
+
+
+def test_a_reference_whose_check_failed_is_not_taken_and_counted():
+    # tag_ok low with a reference's record (hw.rli_path: the tag, source or CONFIG_ID
+    # check failed): neither a reference nor data, counted in references_bad_tag
+    dut = ReferenceWatch(window_bytes=64, ts_bits=40)
+    frame = build_reference(RliConfig(), seq=1, timestamp=99, src_mac=SRC, dst_mac=DST)
+    got = []
+
+    async def main(ctx):
+        for ok in (0, 1):
+            ctx.set(dut.tag_ok, ok)
+            ctx.set(dut.record.valid, 1)
+            ctx.set(dut.record.payload.window, _window(frame))
+            ctx.set(dut.record.payload.frame_class, FrameClass.CONTROL)
+            await ctx.tick()
+            ctx.set(dut.record.valid, 0)
+            got.append((ctx.get(dut.valid), ctx.get(dut.references_seen),
+                        ctx.get(dut.references_bad_tag)))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(main)
+    sim.run()
+    assert got == [(0, 0, 1), (1, 1, 1)]

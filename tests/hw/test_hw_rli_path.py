@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""RLI end to end on Amaranth's simulator: the sender's ReferenceFrameSource and frame
+"""RLI end to end on Amaranth's simulator (and the core's RLI path, hw.rli_path): the sender's ReferenceFrameSource and frame
 merger, a link that stalls at random (the queue), the receiver's header tap,
 RliFront (H3 flow hashes, cell and digest; ReferenceWatch) and RliReceiver; the frozen
 counter words equal the golden model's (host_sw.model.golden flow hashes,
@@ -17,7 +17,7 @@ import pytest
 from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.lib.memory import Memory
 
-from host_sw.contracts.config import RliConfig
+from host_sw.contracts.config import LdaConfig, RliConfig
 from host_sw.contracts.control_frame import ControlFrameError
 from host_sw.contracts.reference_frame import parse_reference
 from host_sw.contracts.hashing import FrameClass
@@ -25,9 +25,13 @@ from host_sw.model.golden import Hashers
 from host_sw.model.rli import flow_cells, receiver_synopsis
 from hw.frame_merger import FrameMerger
 from hw.header_tap import HeaderTap
+from hw.lda_pipeline import LdaCore
+from hw.marker_watch import MarkerWatch
+from hw.measurement_path import PATHS, measurement_path
 from hw.reference_source import ReferenceFrameSource
 from hw.reference_watch import ReferenceWatch
 from hw.rli_front import RliFront
+from hw.rli_path import WATCH_LEAD, RliPath
 from hw.rli_receiver import RliReceiver
 from sim_tb.amaranth_streams import Sink, Source, simulate, wait_until
 
@@ -168,3 +172,17 @@ def test_sender_to_receiver_equals_the_golden_model(front):
     assert main.words == [int(w) for w in golden.words()]
     delays = golden.fields["delay_sum"].ravel()
     assert np.any(delays > 0)
+
+
+def test_the_core_builds_the_rli_path_with_the_lead_it_assumes():
+    # hw.rli_path delays the reference check's verdict by WATCH_LEAD - VERIFY_LATENCY to
+    # the frame's tap record; the core's watch delay and tap must give that lead.
+    path = measurement_path(CONFIG, memory="generic")
+    assert PATHS["rli"] is RliPath and isinstance(path, RliPath)
+    tap = HeaderTap(data_width=W, window_bytes=64, ts_bits=CONFIG.ts_bits)
+    assert path.watch_lead == WATCH_LEAD == LdaCore.TAP_WATCH_DELAY + tap.latency
+    assert WATCH_LEAD > MarkerWatch.VERIFY_LATENCY
+    with pytest.raises(ValueError, match="RliConfig"):
+        RliPath(config=LdaConfig())
+    with pytest.raises(ValueError, match="frame_type"):
+        MarkerWatch(data_width=W, frame_type=2)
