@@ -305,7 +305,7 @@ class RliConfig(SynopsisConfig):
 
     @property
     def config_register_values(self) -> dict[str, int]:
-        return {"dim0": 1, "dim1": self.cells, "xor_bits": 0, "vlda_cells": 0}
+        return {"dim0": 1, "dim1": self.cells, "xor_bits": self.digest_bits, "vlda_cells": 0}
 
 
 #: The configuration class of each synopsis kind: the one registry of kinds (a new kind

@@ -157,7 +157,7 @@ _CONFIG_FIELDS = (
     _cfg("chunks", 8, "32-bit bus words per counter word", lambda c, dw: c.layout.chunks),
     _cfg("count_bits", 8, "packet count field width", lambda c, dw: c.count_bits),
     _cfg("ts_bits", 8, "timestamp sum field width", lambda c, dw: c.ts_bits),
-    _cfg("xor_bits", 8, "XOR field width (RDA id_bits, LDS digest_bits; 0 for LDA)",
+    _cfg("xor_bits", 8, "XOR field width (RDA id_bits, LDS/RLI digest_bits; 0 for LDA, OPA)",
          lambda c, dw: c.config_register_values["xor_bits"]),
     _cfg("dim0", 8, "LDA/RDA banks, LDS rows", lambda c, dw: c.config_register_values["dim0"]),
     _cfg("data_width", 16, "frame data path width in bits", lambda c, dw: dw),

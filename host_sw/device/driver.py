@@ -62,7 +62,7 @@ _FROM_CONFIG_REGISTER = {
     "lds": lambda s: {"rows": s["dim0"], "cells": s["dim1"], "vlda_cells": s["vlda_cells"],
                       "digest_bits": s["xor_bits"], "row_thresholds": (0,) * s["dim0"]},
     "opa": lambda s: {"rows": s["dim0"], "groups": s["dim1"]},
-    "rli": lambda s: {"cells": s["dim1"]},
+    "rli": lambda s: {"cells": s["dim1"], "digest_bits": s["xor_bits"]},
 }
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from host_sw.model.channel import simulate_interval
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
 from host_sw.contracts.control_frame import IntervalFlags
 from host_sw.device.driver import (Device, DeviceError, DeviceMismatch, Snapshot, SnapshotError,
                             counter_deltas)
@@ -38,6 +38,18 @@ def test_connect_checks_id_and_discovers():
     d2 = connect(dev)
     assert d2.config == CONFIG and d2.config.config_id == CONFIG.config_id
     assert d2.info()["id"] == f"{dev.map.id_value:#010x}"
+
+
+@pytest.mark.parametrize("config", [OpaConfig(groups=64, rows=5),
+                                    RliConfig(cells=256, digest_bits=24),
+                                    LdsConfig(rows=2, cells=64, digest_bits=16,
+                                              row_thresholds=(0, 0))],
+                         ids=lambda c: c.kind)
+def test_discovery_of_every_kind_with_non_default_parameters(config):
+    """The CONFIG register carries what tells the kind's configurations apart, so a device
+    is discovered without ``--config`` (RLI's digest width included)."""
+    d = connect(FakeDevice(config))
+    assert d.config == config
 
 
 def test_id_mismatch_is_clear():
