@@ -169,6 +169,16 @@ _SIMULATE_TABLES = {"opa": OPA_SIMULATE_TABLE}
 
 
 
+#: The configuration fields that size a synopsis, as the header line names them.
+_DIMENSIONS = ("banks", "rows", "buckets_per_bank", "cells", "groups", "vlda_cells")
+
+
+def _dimensions(config: SynopsisConfig) -> str:
+    """``config``'s size, by field (``banks=2 rows=1024``; OPA ``rows=4 groups=2048``)."""
+    return " ".join(f"{name}={getattr(config, name)}" for name in _DIMENSIONS
+                    if hasattr(config, name))
+
+
 def simulate_config(args) -> SynopsisConfig:
     """The configuration ``ldactl simulate`` measures with (``ValueError`` if invalid)."""
     build = _SIMULATE_CONFIGS.get(args.synopsis)
@@ -238,7 +248,7 @@ def _cmd_simulate(args) -> int:
     if not args.json:
         # Printed once every run is done, so that an option found bad while running
         # leaves no half-printed table behind.
-        print(f"# {config.kind.upper()} {dict(zip(('banks/rows', 'buckets'), config.shape))} "
+        print(f"# {config.kind.upper()} {_dimensions(config)}, "
               f"config ID {config.config_id:#010x}; {args.packets} packets, "
               f"{_path_text(args, scenario)}, seed {args.seed}")
         for line in _SIMULATE_TABLES.get(config.kind, SIMULATE_TABLE).render(records):
