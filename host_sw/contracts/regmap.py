@@ -11,14 +11,16 @@ read the device too. No Amaranth import here.
 Declaration
 -----------
 The map is declared, not built: :data:`REGISTERS` is the table of registers and their fields
-(:class:`RegisterDecl`, :class:`FieldDecl`) that every core has, in address order; the
+(:class:`~host_sw.contracts.register_decls.RegisterDecl`,
+:class:`~host_sw.contracts.register_decls.FieldDecl`) that every core has, in address order; the
 run-time registers follow (:func:`runtime_registers`: the THRESHOLDS register of a kind with
 a :attr:`~host_sw.contracts.config.SynopsisConfig.threshold_register`, then MASKS), whose
 sizes vary with the configuration and so come last. :func:`register_map` places them one
 after the other from address 0, each field after the previous one unless declared ``at`` a
 bit offset, and puts the counter window above them, aligned to its power-of-two span
 (``docs/SPEC.md`` §7.1–§7.2 write these rules down). A kind's own part of the map lives on
-its configuration class (``config_register_values`` for CONFIG, ``threshold_register``).
+its configuration class (``config_register_values`` for CONFIG, ``threshold_register``),
+and the registers only a kind's core has (RLI's, OPA's) come last.
 
 Bus model
 ---------
@@ -42,14 +44,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Iterator
 
 from host_sw.contracts.config import (CONFIG_CLASSES, KIND_CODES, THRESHOLD_BITS,
                                       SynopsisConfig, is_power_of_two)
 from host_sw.contracts.csr_export import (csr_csv_text, csr_json_text, parse_csr_csv,
                                           parse_csr_json, write_csr_files)
 from host_sw.contracts.frame_format import IntervalFlags
+from host_sw.contracts.register_decls import (FieldDecl, RegisterDecl, config_field,
+                                              mac_register, status_counter, ticks_register,
+                                              value_register)
 from host_sw.contracts.registers import BUS_DATA_BITS, CounterWindow, RegField, Register
 
 __all__ = [
@@ -73,98 +77,20 @@ RUNTIME_FIELDS = frozenset(
 HOST_FIELDS = frozenset({"tick_ns"})
 
 
-def _words(bits: int) -> int:
-    return (bits + BUS_DATA_BITS - 1) // BUS_DATA_BITS
-
-
-# ---------------------------------------------------------------------------------------
-# Declarations
-# ---------------------------------------------------------------------------------------
-
-#: A reset value given by the configuration: ``reset(config, data_width)``.
-ConfigValue = Callable[[SynopsisConfig, int], int]
-
-
-@dataclass(frozen=True)
-class FieldDecl:
-    """A register field as declared: ``width`` bits placed right after the previous field
-    of its register (the first at bit 0) unless ``at`` gives its bit offset.
-
-    ``reset`` is an int, or a function of ``(config, data_width)`` for the fields that
-    describe the configuration.
-    """
-    name: str
-    width: int
-    access: str
-    description: str = ""
-    reset: int | ConfigValue = 0
-    at: int | None = None
-
-
-@dataclass(frozen=True)
-class RegisterDecl:
-    """A register as declared: its fields in bit order; it takes as many bus words as its
-    last field needs, and is ``rw`` when any field is ``rw`` or ``pulse``.
-
-    ``constant`` and ``volatile`` are as on :class:`~host_sw.contracts.registers.Register`.
-    """
-    name: str
-    description: str
-    fields: tuple[FieldDecl, ...]
-    constant: bool = False
-    volatile: bool = False
-
-    def place(self, address: int, config: SynopsisConfig, data_width: int) -> Register:
-        """The register at word ``address`` for a core of ``config``."""
-        fields, offset = [], 0
-        for f in self.fields:
-            offset = offset if f.at is None else f.at
-            reset = f.reset(config, data_width) if callable(f.reset) else f.reset
-            fields.append(RegField(f.name, offset, f.width, f.access, reset, f.description))
-            offset += f.width
-        end = max(f.offset + f.width for f in fields)
-        return Register(name=self.name, address=address, width=_words(end) * BUS_DATA_BITS,
-                        access="rw" if any(f.access != "ro" for f in fields) else "ro",
-                        fields=tuple(fields), description=self.description,
-                        constant=self.constant, volatile=self.volatile)
-
-
-def _value(name: str, access: str, description: str, **kw) -> RegisterDecl:
-    """A register of one 32-bit field named ``value``."""
-    return RegisterDecl(name, description, (FieldDecl("value", 32, access),), **kw)
-
-
-def _status_counter(name: str, what: str) -> RegisterDecl:
-    return _value(name, "ro", f"Status counter: {what} (32-bit, wrapping).")
-
-
-def _ticks(name: str, access: str, description: str, what: str, **kw) -> RegisterDecl:
-    return RegisterDecl(name, description, (FieldDecl("ticks", 64, access, what),), **kw)
-
-
-def _mac(name: str, description: str) -> RegisterDecl:
-    return RegisterDecl(name, description, (FieldDecl(
-        "mac", 48, "rw", "MAC address (byte 0 of the address in bits 47..40)"),))
-
-
-def _cfg(name: str, width: int, description: str, value: ConfigValue, at=None) -> FieldDecl:
-    return FieldDecl(name, width, "ro", description, value, at)
-
-
 #: The CONFIG register: the static configuration, so a host can discover the device.
 _CONFIG_FIELDS = (
-    _cfg("kind", 8, "1 = LDA, 2 = RDA, 3 = LDS, 4 = OPA", lambda c, dw: KIND_CODES[c.kind]),
-    _cfg("chunks", 8, "32-bit bus words per counter word", lambda c, dw: c.layout.chunks),
-    _cfg("count_bits", 8, "packet count field width", lambda c, dw: c.count_bits),
-    _cfg("ts_bits", 8, "timestamp sum field width", lambda c, dw: c.ts_bits),
-    _cfg("xor_bits", 8, "XOR field width (RDA id_bits, LDS/RLI digest_bits; 0 for LDA, OPA)",
+    config_field("kind", 8, "1 = LDA, 2 = RDA, 3 = LDS, 4 = OPA", lambda c, dw: KIND_CODES[c.kind]),
+    config_field("chunks", 8, "32-bit bus words per counter word", lambda c, dw: c.layout.chunks),
+    config_field("count_bits", 8, "packet count field width", lambda c, dw: c.count_bits),
+    config_field("ts_bits", 8, "timestamp sum field width", lambda c, dw: c.ts_bits),
+    config_field("xor_bits", 8, "XOR field width (RDA id_bits, LDS/RLI digest_bits; 0 for LDA, OPA)",
          lambda c, dw: c.config_register_values["xor_bits"]),
-    _cfg("dim0", 8, "LDA/RDA banks, LDS rows", lambda c, dw: c.config_register_values["dim0"]),
-    _cfg("data_width", 16, "frame data path width in bits", lambda c, dw: dw),
-    _cfg("window_bytes", 16, "header window bytes", lambda c, dw: c.window_bytes),
-    _cfg("dim1", 32, "LDA rows, RDA buckets per bank, LDS cells",
+    config_field("dim0", 8, "LDA/RDA banks, LDS rows", lambda c, dw: c.config_register_values["dim0"]),
+    config_field("data_width", 16, "frame data path width in bits", lambda c, dw: dw),
+    config_field("window_bytes", 16, "header window bytes", lambda c, dw: c.window_bytes),
+    config_field("dim1", 32, "LDA rows, RDA buckets per bank, LDS cells",
          lambda c, dw: c.config_register_values["dim1"], at=96),
-    _cfg("vlda_cells", 32, "LDS virtual-LDA cells per flow (0 otherwise)",
+    config_field("vlda_cells", 32, "LDS virtual-LDA cells per flow (0 otherwise)",
          lambda c, dw: c.config_register_values["vlda_cells"]),
 )
 
@@ -176,14 +102,14 @@ _INTERVAL_MODES = ("0 = manual (CONTROL.swap), 1 = time (boundaries at INTERVAL_
 #: The registers every core has, in address order. Interval control and export follow
 #: docs/SPEC.md §6 (frame format); the FROZEN_FLAGS bits are the control frame's flags.
 REGISTERS: tuple[RegisterDecl, ...] = (
-    _value("id", "ro", "Hash of the register map layout and the static configuration (see "
+    value_register("id", "ro", "Hash of the register map layout and the static configuration (see "
            "host_sw.contracts.regmap); the host checks it on connect.", constant=True),
     RegisterDecl("version", "Register map definition version.", (
         FieldDecl("minor", 16, "ro", reset=REGMAP_VERSION[1]),
         FieldDecl("major", 16, "ro", reset=REGMAP_VERSION[0])), constant=True),
     RegisterDecl("config", "Static configuration, so a host can discover the device.",
                  _CONFIG_FIELDS, constant=True),
-    _value("config_id", "rw", "Configuration ID (config.config_id) written by the host after "
+    value_register("config_id", "rw", "Configuration ID (config.config_id) written by the host after "
            "programming the run-time parameters; stamped into each interval's status and "
            "exports."),
     RegisterDecl("control", "Interval control strobes.", (
@@ -196,21 +122,21 @@ REGISTERS: tuple[RegisterDecl, ...] = (
         FieldDecl("clearing", 1, "ro", "the released copy is clearing"),
         FieldDecl("frozen_overrun", 1, "ro", "the frozen interval saw an overrun (invalid)"),
         FieldDecl("other_clean", 1, "ro", "the inactive copy is clean: a swap can happen"))),
-    _ticks("timebase", "rw", "Free-running tick counter: reads return the current count "
+    ticks_register("timebase", "rw", "Free-running tick counter: reads return the current count "
            "(atomically); writing sets it.", "tick count", volatile=True),
-    _value("interval_seq", "ro", "Sequence number of the current interval (counts interval "
+    value_register("interval_seq", "ro", "Sequence number of the current interval (counts interval "
            "boundaries)."),
-    _value("frozen_seq", "ro", "Interval sequence number of the frozen copy."),
-    _value("frozen_packets", "ro", "Packets counted into the frozen copy."),
-    _value("frozen_config_id", "ro", "CONFIG_ID value stamped when the frozen interval "
+    value_register("frozen_seq", "ro", "Interval sequence number of the frozen copy."),
+    value_register("frozen_packets", "ro", "Packets counted into the frozen copy."),
+    value_register("frozen_config_id", "ro", "CONFIG_ID value stamped when the frozen interval "
            "began."),
-    _value("overruns", "ro", "Interval boundaries lost to overrun (wrapping)."),
-    _status_counter("frames_seen", "frames seen"),
-    _status_counter("frames_counted", "frames counted into the synopsis"),
-    _status_counter("frames_errored", "frames with the error flag at their end"),
-    _status_counter("frames_runt", "frames shorter than 60 bytes"),
-    _status_counter("frames_non_ip", "non-IP frames"),
-    _status_counter("frames_control", "control frames (EtherType 0x88B5)"),
+    value_register("overruns", "ro", "Interval boundaries lost to overrun (wrapping)."),
+    status_counter("frames_seen", "frames seen"),
+    status_counter("frames_counted", "frames counted into the synopsis"),
+    status_counter("frames_errored", "frames with the error flag at their end"),
+    status_counter("frames_runt", "frames shorter than 60 bytes"),
+    status_counter("frames_non_ip", "non-IP frames"),
+    status_counter("frames_control", "control frames (EtherType 0x88B5)"),
     RegisterDecl("interval_mode", "How intervals end and where the frozen copy goes.", (
         FieldDecl("mode", 2, "rw", _INTERVAL_MODES),
         FieldDecl("export_inband", 1, "rw", "stream each frozen copy as synopsis chunk "
@@ -218,37 +144,37 @@ REGISTERS: tuple[RegisterDecl, ...] = (
         FieldDecl("export_host", 1, "rw", "stream each frozen copy as synopsis chunk frames "
                   "to the host export port"),
         FieldDecl("auto_release", 1, "rw", "release the frozen copy once it is exported"))),
-    _ticks("interval_ticks", "rw", "Interval length δ in ticks (time and marker-sender "
+    ticks_register("interval_ticks", "rw", "Interval length δ in ticks (time and marker-sender "
            "modes; 0 = no timer).", "interval length"),
-    _ticks("interval_start", "rw", "t0 of time mode: boundaries at t0 + i * INTERVAL_TICKS.",
+    ticks_register("interval_start", "rw", "t0 of time mode: boundaries at t0 + i * INTERVAL_TICKS.",
            "first boundary"),
-    _mac("local_mac", "Source MAC of the marker and export frames this device sends."),
-    _mac("export_dst_mac", "Destination MAC of marker and export frames."),
-    _mac("marker_src_mac", "The only source MAC whose markers the receiver accepts."),
+    mac_register("local_mac", "Source MAC of the marker and export frames this device sends."),
+    mac_register("export_dst_mac", "Destination MAC of marker and export frames."),
+    mac_register("marker_src_mac", "The only source MAC whose markers the receiver accepts."),
     RegisterDecl("frozen_flags", "Flags of the frozen interval (the control frame's flags "
                  "byte, host_sw.contracts.control_frame.IntervalFlags).", tuple(
                      FieldDecl(flag.name.lower(), 1, "ro", f"IntervalFlags.{flag.name}",
                                at=flag.value.bit_length() - 1)
                      for flag in IntervalFlags if flag.value)),
-    _ticks("frozen_timestamp", "ro", "Timebase at the boundary that ended the frozen "
+    ticks_register("frozen_timestamp", "ro", "Timebase at the boundary that ended the frozen "
            "interval (marker-receiver mode: the sender's timestamp from the marker).",
            "tick count"),
-    _status_counter("markers_sent", "marker frames inserted"),
-    _status_counter("markers_accepted", "marker frames accepted (from MARKER_SRC_MAC)"),
-    _status_counter("markers_rejected", "marker frames ignored (other source, bad version "
+    status_counter("markers_sent", "marker frames inserted"),
+    status_counter("markers_accepted", "marker frames accepted (from MARKER_SRC_MAC)"),
+    status_counter("markers_rejected", "marker frames ignored (other source, bad version "
                     "or configuration)"),
-    _status_counter("sequence_gaps", "accepted markers whose sequence number skipped"),
-    _status_counter("export_frames", "synopsis chunk frames sent"),
-    _value("frozen_check", "ro", "Check value of the frozen copy: CRC-32 over its counter "
+    status_counter("sequence_gaps", "accepted markers whose sequence number skipped"),
+    status_counter("export_frames", "synopsis chunk frames sent"),
+    value_register("frozen_check", "ro", "Check value of the frozen copy: CRC-32 over its counter "
            "words in memory order (host_sw.contracts.check_value; docs/SPEC.md §4.4), "
            "computed while the copy froze."),
-    _value("frozen_updates", "ro", "Word updates applied to the frozen copy (32-bit, "
+    value_register("frozen_updates", "ro", "Word updates applied to the frozen copy (32-bit, "
            "wrapping): the sum of its counts modulo 2^min(count_bits, 32)."),
     # Frame integrity and authenticated mode (issue 11, docs/SPEC.md §6 "Tag").
-    _status_counter("markers_runt", "marker frames ignored: shorter than their 60-byte "
+    status_counter("markers_runt", "marker frames ignored: shorter than their 60-byte "
                     "format"),
-    _status_counter("markers_bad_tag", "marker frames ignored: their tag did not verify"),
-    _status_counter("markers_replayed", "marker frames ignored: interval number not "
+    status_counter("markers_bad_tag", "marker frames ignored: their tag did not verify"),
+    status_counter("markers_replayed", "marker frames ignored: interval number not "
                     "forward of the last one taken (replayed or old)"),
     RegisterDecl("auth_mode", "Authenticated mode of marker and export frames.", (
         FieldDecl("enable", 1, "rw", "tag markers and exports under AUTH_KEY and accept only "
@@ -291,18 +217,18 @@ _RLI_REGISTERS = (
                                c.ref_packets),
                      FieldDecl("period_ticks", 64, "rw", "period in ticks", reset=lambda c, dw:
                                c.ref_period_ticks))),
-    _status_counter("rli_references_sent", "reference frames inserted"),
-    _status_counter("rli_references_merged", "reference triggers merged into one already "
+    status_counter("rli_references_sent", "reference frames inserted"),
+    status_counter("rli_references_merged", "reference triggers merged into one already "
                     "waiting"),
-    _value("rli_frozen_references", "ro", "Receiver: reference frames taken in the frozen "
+    value_register("rli_frozen_references", "ro", "Receiver: reference frames taken in the frozen "
            "interval."),
-    _value("rli_frozen_overflowed", "ro", "Receiver: data frames of the frozen interval "
+    value_register("rli_frozen_overflowed", "ro", "Receiver: data frames of the frozen interval "
            "dropped by a full interpolation buffer (the interval is flagged)."),
-    _value("rli_frozen_unreferenced", "ro", "Receiver: data frames of the frozen interval "
+    value_register("rli_frozen_unreferenced", "ro", "Receiver: data frames of the frozen interval "
            "with no reference in it (not counted)."),
-    _value("rli_frozen_refused", "ro", "Receiver: reference frames of the frozen interval "
+    value_register("rli_frozen_refused", "ro", "Receiver: reference frames of the frozen interval "
            "refused while the interpolation unit was busy (the interval is flagged)."),
-    _status_counter("rli_references_bad_tag", "Receiver: reference frames not used: not "
+    status_counter("rli_references_bad_tag", "Receiver: reference frames not used: not "
                     "from MARKER_SRC_MAC with this CONFIG_ID, or their tag did not verify "
                     "(or could not be checked, the check still busy with the previous one)"),
 )
@@ -320,10 +246,10 @@ _OPA_REGISTERS = (
                                "arrival tick); 0: the sender's (group, send tick)"),
                      FieldDecl("record_groups", 24, "rw", "sampling: record groups G < "
                                "record_groups (0 = every group)", at=8))),
-    _status_counter("opa_records_dropped", "records dropped: the record buffer was full"),
-    _status_counter("opa_records_merged", "interval ends merged into one still waiting "
+    status_counter("opa_records_dropped", "records dropped: the record buffer was full"),
+    status_counter("opa_records_merged", "interval ends merged into one still waiting "
                     "(the interval between has no record stream)"),
-    _status_counter("opa_records_frames", "record frames sent"),
+    status_counter("opa_records_frames", "record frames sent"),
 )
 
 
