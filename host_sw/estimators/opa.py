@@ -223,7 +223,9 @@ def estimate_opa(sender: Synopsis, receiver: Synopsis, sender_records=None,
         return {"mean": None, "std": None, "ci": [None, None], "lost": sent - received,
                 "loss_rate": (sent - received) / sent if sent else None, "samples": 0,
                 "sent": sent, "received": received, "groups_equal": same,
-                "notes": ["OPA without the per-packet records: counts only"]}
+                "notes": ["no mean: OPA's delays need both points' per-packet record "
+                          "frames (ldactl estimate --synopsis opa on export captures); "
+                          "loss from the words only"]}
     result = recover_pair(sender, sender_records, receiver_records)
     out = summary(result, config.tick_ns)
     out.update(ci=[None, None], sent=sent, received=received,
