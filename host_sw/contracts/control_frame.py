@@ -49,7 +49,7 @@ from host_sw.contracts.frame_format import (
     TruncatedFrameError, UnknownTypeError, UnsupportedVersionError, check_mtu, field_by_name,
     frames_needed, mac_to_bytes, mac_to_str, words_per_frame, AUTH_KEYED, AUTH_NAMES,
     AUTH_NONE, TAG_BYTES, BadTagError, ReplayedIntervalError, UnauthenticatedFrameError,
-    check_tail, seq_after,
+    check_tail, check_control_start, header_field, seq_after,
 )
 from host_sw.contracts.siphash import ZERO_KEY, siphash_tag
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
@@ -213,10 +213,6 @@ def build_synopsis_frames(synopsis: Synopsis, *, seq: int, src_mac, dst_mac,
 # Parsing
 # ---------------------------------------------------------------------------------------
 
-def _get(frame: bytes, name: str) -> int:
-    f = field_by_name(name)
-    return int.from_bytes(frame[f.offset:f.end], "big")
-
 
 def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
                         mtu: int = MTU_PAYLOAD,
@@ -234,57 +230,36 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
     """
     check_mtu(mtu)
     frame = bytes(frame)
-    if len(frame) < ETHERNET_HEADER_BYTES:
-        raise TruncatedFrameError(f"frame of {len(frame)} bytes ends inside the Ethernet "
-                                  f"header ({ETHERNET_HEADER_BYTES} bytes)")
-    ethertype = _get(frame, "ethertype")
-    if ethertype != ETHERTYPE_CONTROL:
-        raise NotControlFrameError(f"EtherType {ethertype:#06x} is not a control frame "
-                                   f"({ETHERTYPE_CONTROL:#06x})")
-    if len(frame) < PAYLOAD_OFFSET:
-        raise TruncatedFrameError(f"control frame of {len(frame)} bytes ends inside its "
-                                  f"{PAYLOAD_OFFSET}-byte header")
-    if len(frame) - ETHERNET_HEADER_BYTES > mtu:
-        raise MalformedFrameError(f"control frame payload of {len(frame) - 14} bytes "
-                                  f"exceeds the {mtu}-byte MTU (frames built for a larger "
-                                  f"MTU need the same mtu here, at most {MAX_MTU_PAYLOAD})")
-    version = _get(frame, "version")
-    if version != VERSION:
-        raise UnsupportedVersionError(f"control frame version {version}; this host "
-                                      f"understands version {VERSION}")
-    ftype = _get(frame, "type")
-    if ftype not in TYPE_NAMES:
-        raise UnknownTypeError(f"control frame type {ftype} is neither marker "
-                               f"({TYPE_MARKER}) nor synopsis chunk ({TYPE_SYNOPSIS})")
-    kind_code = _get(frame, "kind")
+    ftype = check_control_start(frame, mtu, TYPE_NAMES)
+    kind_code = header_field(frame, "kind")
     if kind_code not in KIND_NAMES:
         raise MalformedFrameError(f"synopsis kind {kind_code} is not one of "
                                   f"{sorted(KIND_NAMES)} (1 LDA, 2 RDA, 3 LDS)")
-    auth = _get(frame, "auth")
+    auth = header_field(frame, "auth")
     if auth not in AUTH_NAMES:
         raise MalformedFrameError(f"auth byte {auth} is neither {AUTH_NONE} (integrity "
                                   f"tag) nor {AUTH_KEYED} (authenticated)")
     for f in RESERVED_FIELDS:
-        if _get(frame, f.name):
+        if header_field(frame, f.name):
             raise MalformedFrameError(f"reserved byte(s) at {f.offset} are "
-                                      f"{_get(frame, f.name):#x}, not zero")
-    flags_byte = _get(frame, "flags")
+                                      f"{header_field(frame, f.name):#x}, not zero")
+    flags_byte = header_field(frame, "flags")
     defined = sum(f.value for f in IntervalFlags)
     if flags_byte & ~defined:
         raise MalformedFrameError(f"flags {flags_byte:#04x} has undefined bits "
                                   f"{flags_byte & ~defined:#04x}")
     flags = IntervalFlags(flags_byte)
-    kind, seq, config_id = KIND_NAMES[kind_code], _get(frame, "seq"), _get(frame, "config_id")
-    word_chunks = _get(frame, "word_chunks")
+    kind, seq, config_id = KIND_NAMES[kind_code], header_field(frame, "seq"), header_field(frame, "config_id")
+    word_chunks = header_field(frame, "word_chunks")
     if word_chunks < 1:
         raise MalformedFrameError("word_chunks is 0; a counter word has at least one chunk")
     if expected is not None:
         _check_expected(expected, kind, config_id, word_chunks, seq)
     common = dict(dst_mac=frame[0:6], src_mac=frame[6:12], flags=flags, kind=kind, seq=seq,
                   config_id=config_id, word_chunks=word_chunks,
-                  timestamp=_get(frame, "timestamp"), auth=auth)
-    index, count = _get(frame, "chunk_index"), _get(frame, "chunk_count")
-    first, n = _get(frame, "first_word"), _get(frame, "word_count")
+                  timestamp=header_field(frame, "timestamp"), auth=auth)
+    index, count = header_field(frame, "chunk_index"), header_field(frame, "chunk_count")
+    first, n = header_field(frame, "first_word"), header_field(frame, "word_count")
     if ftype == TYPE_MARKER:
         if index or count or first or n:
             raise MalformedFrameError(f"marker frame with chunk fields set (chunk {index} "

@@ -25,6 +25,7 @@ __all__ = [
     "ETHERNET_HEADER_BYTES", "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD",
     "MAX_MTU_PAYLOAD", "MIN_MTU_PAYLOAD", "check_mtu", "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame", "frames_needed",
     "TAG_BYTES", "AUTH_NONE", "AUTH_KEYED", "AUTH_NAMES", "check_tail", "seq_after",
+    "header_field", "check_control_start",
     "mac_to_bytes", "mac_to_str",
     "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
     "MalformedFrameError", "UnsupportedVersionError", "UnknownTypeError",
@@ -199,6 +200,47 @@ def mac_to_bytes(mac) -> bytes:
 
 def mac_to_str(mac: bytes) -> str:
     return ":".join(f"{b:02x}" for b in mac)
+
+
+# ---------------------------------------------------------------------------------------
+# The frame's start: Ethernet and control header (every control frame type)
+# ---------------------------------------------------------------------------------------
+
+def header_field(frame: bytes, name: str) -> int:
+    """The big-endian value of header field ``name`` (:data:`HEADER_FIELDS`) of ``frame``."""
+    f = field_by_name(name)
+    return int.from_bytes(frame[f.offset:f.end], "big")
+
+
+def check_control_start(frame: bytes, mtu: int, types: dict[int, str]) -> int:
+    """Rules 1–5 of docs/SPEC.md §6, which every control frame passes first whatever its
+    type: an Ethernet header, the control EtherType, a whole control header, a payload
+    within ``mtu``, this format's version, and a ``type`` among ``types`` (code → name,
+    for the error). Returns the type."""
+    if len(frame) < ETHERNET_HEADER_BYTES:
+        raise TruncatedFrameError(f"frame of {len(frame)} bytes ends inside the Ethernet "
+                                  f"header ({ETHERNET_HEADER_BYTES} bytes)")
+    ethertype = header_field(frame, "ethertype")
+    if ethertype != ETHERTYPE_CONTROL:
+        raise NotControlFrameError(f"EtherType {ethertype:#06x} is not a control frame "
+                                   f"({ETHERTYPE_CONTROL:#06x})")
+    if len(frame) < PAYLOAD_OFFSET:
+        raise TruncatedFrameError(f"control frame of {len(frame)} bytes ends inside its "
+                                  f"{PAYLOAD_OFFSET}-byte header")
+    if len(frame) - ETHERNET_HEADER_BYTES > mtu:
+        raise MalformedFrameError(f"control frame payload of "
+                                  f"{len(frame) - ETHERNET_HEADER_BYTES} bytes exceeds the "
+                                  f"{mtu}-byte MTU (frames built for a larger MTU need the "
+                                  f"same mtu here, at most {MAX_MTU_PAYLOAD})")
+    version = header_field(frame, "version")
+    if version != VERSION:
+        raise UnsupportedVersionError(f"control frame version {version}; this host "
+                                      f"understands version {VERSION}")
+    ftype = header_field(frame, "type")
+    if ftype not in types:
+        raise UnknownTypeError(f"control frame type {ftype} is not "
+                               + " or ".join(f"{name} ({code})" for code, name in types.items()))
+    return ftype
 
 
 # ---------------------------------------------------------------------------------------

@@ -45,9 +45,8 @@ from host_sw.contracts.config import KIND_CODES, OpaConfig
 from host_sw.contracts.frame_format import (
     AUTH_KEYED, AUTH_NONE, ETHERNET_HEADER_BYTES, MTU_PAYLOAD, PAYLOAD_OFFSET, VERSION,
     ControlConfigMismatch, DuplicateChunkError, FrameField, InconsistentChunkError,
-    MalformedFrameError, NotControlFrameError, ReplayedIntervalError,
-    TruncatedFrameError, UnknownTypeError, UnsupportedVersionError, check_mtu, check_tail,
-    mac_to_bytes, mac_to_str, seq_after,
+    MalformedFrameError, ReplayedIntervalError, TruncatedFrameError, check_control_start,
+    check_mtu, check_tail, mac_to_bytes, mac_to_str, seq_after,
 )
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES, ZERO_KEY, siphash_tag
@@ -250,34 +249,13 @@ def _get(frame: bytes, name: str) -> int:
     return int.from_bytes(frame[f.offset:f.end], "big")
 
 
-def _check_start(frame: bytes, mtu: int) -> None:
-    if len(frame) < ETHERNET_HEADER_BYTES:
-        raise TruncatedFrameError(f"frame of {len(frame)} bytes ends inside the Ethernet "
-                                  f"header")
-    if _get(frame, "ethertype") != ETHERTYPE_CONTROL:
-        raise NotControlFrameError(f"EtherType {_get(frame, 'ethertype'):#06x} is not a "
-                                   f"control frame")
-    if len(frame) < PAYLOAD_OFFSET:
-        raise TruncatedFrameError(f"control frame of {len(frame)} bytes ends inside its "
-                                  f"{PAYLOAD_OFFSET}-byte header")
-    if len(frame) - ETHERNET_HEADER_BYTES > mtu:
-        raise MalformedFrameError(f"record frame payload of {len(frame) - 14} bytes exceeds "
-                                  f"the {mtu}-byte MTU")
-    if _get(frame, "version") != VERSION:
-        raise UnsupportedVersionError(f"control frame version {_get(frame, 'version')}; "
-                                      f"this host understands version {VERSION}")
-    if _get(frame, "type") != TYPE_OPA_RECORDS:
-        raise UnknownTypeError(f"control frame type {_get(frame, 'type')} is not an OPA "
-                               f"record frame ({TYPE_OPA_RECORDS})")
-
-
 def parse_record_frame(frame: bytes, config: OpaConfig, *, mtu: int = MTU_PAYLOAD,
                        key: bytes | None = None) -> RecordFrame:
     """Check and parse one record frame of ``config`` (SPEC §8.7's rules, in order);
     a :class:`ControlFrameError` subclass names what is wrong and the interval."""
     check_mtu(mtu)
     frame = bytes(frame)
-    _check_start(frame, mtu)
+    check_control_start(frame, mtu, {TYPE_OPA_RECORDS: "an OPA record frame"})
     seq = _get(frame, "seq")
     what = f"OPA record frame of interval {seq}"
     kind, config_id = _get(frame, "kind"), _get(frame, "config_id")

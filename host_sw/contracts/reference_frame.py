@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from host_sw.contracts.config import KIND_CODES, SynopsisConfig
 from host_sw.contracts.control_frame import build_marker
 from host_sw.contracts.frame_format import (
-    AUTH_KEYED, AUTH_NONE, PAYLOAD_OFFSET, VERSION, MalformedFrameError,
-    NotControlFrameError, TruncatedFrameError, UnknownTypeError, UnsupportedVersionError,
-    check_tail, field_by_name,
+    AUTH_KEYED, AUTH_NONE, MTU_PAYLOAD, PAYLOAD_OFFSET, MalformedFrameError,
+    check_control_start, check_tail, field_by_name, header_field,
 )
-from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
+from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.siphash import ZERO_KEY, siphash_tag
 
 __all__ = ["TYPE_REFERENCE", "REFERENCE_FRAME_BYTES", "ReferenceFrame", "build_reference",
@@ -52,10 +51,6 @@ class ReferenceFrame:
     authenticated: bool
 
 
-def _get(frame: bytes, name: str) -> int:
-    f = field_by_name(name)
-    return int.from_bytes(frame[f.offset:f.end], "big")
-
 
 def build_reference(config: SynopsisConfig, *, seq: int, timestamp: int, src_mac, dst_mac,
                     key: bytes | None = None) -> bytes:
@@ -73,32 +68,21 @@ def parse_reference(frame: bytes, *, key: bytes | None = None) -> ReferenceFrame
     """Check and parse a reference frame (its structure and tag, as a marker's);
     ``ControlFrameError`` subclasses name what is wrong."""
     frame = bytes(frame)
-    if len(frame) < PAYLOAD_OFFSET:
-        raise TruncatedFrameError(f"reference frame of {len(frame)} bytes is shorter than "
-                                  f"its {PAYLOAD_OFFSET}-byte header")
-    if _get(frame, "ethertype") != ETHERTYPE_CONTROL:
-        raise NotControlFrameError(f"EtherType {_get(frame, 'ethertype'):#06x} is not "
-                                   f"{ETHERTYPE_CONTROL:#06x}")
-    if _get(frame, "version") != VERSION:
-        raise UnsupportedVersionError(f"control frame version {_get(frame, 'version')}, "
-                                      f"expected {VERSION}")
-    if _get(frame, "type") != TYPE_REFERENCE:
-        raise UnknownTypeError(f"control frame type {_get(frame, 'type')} is not a "
-                               f"reference frame ({TYPE_REFERENCE})")
+    check_control_start(frame, MTU_PAYLOAD, {TYPE_REFERENCE: "a reference frame"})
     kinds = {v: k for k, v in KIND_CODES.items()}
-    if _get(frame, "kind") not in kinds:
-        raise MalformedFrameError(f"unknown synopsis kind code {_get(frame, 'kind')}")
+    if header_field(frame, "kind") not in kinds:
+        raise MalformedFrameError(f"unknown synopsis kind code {header_field(frame, 'kind')}")
     for name in ("flags", "chunk_index", "chunk_count", "first_word", "word_count",
                  "reserved1"):
-        if _get(frame, name):
+        if header_field(frame, name):
             raise MalformedFrameError(f"reference frame: {name} must be 0, "
-                                      f"not {_get(frame, name)}")
-    auth = _get(frame, "auth")
+                                      f"not {header_field(frame, name)}")
+    auth = header_field(frame, "auth")
     if auth not in (AUTH_NONE, AUTH_KEYED):
         raise MalformedFrameError(f"auth byte {auth} is neither 0 nor 1")
-    check_tail(frame, PAYLOAD_OFFSET, key, auth, f"reference frame {_get(frame, 'seq')}")
+    check_tail(frame, PAYLOAD_OFFSET, key, auth, f"reference frame {header_field(frame, 'seq')}")
     return ReferenceFrame(dst_mac=frame[0:6], src_mac=frame[6:12],
-                          kind=kinds[_get(frame, "kind")], seq=_get(frame, "seq"),
-                          config_id=_get(frame, "config_id"),
-                          timestamp=_get(frame, "timestamp"),
+                          kind=kinds[header_field(frame, "kind")], seq=header_field(frame, "seq"),
+                          config_id=header_field(frame, "config_id"),
+                          timestamp=header_field(frame, "timestamp"),
                           authenticated=auth == AUTH_KEYED)
