@@ -38,22 +38,24 @@ MARKER_FRAME_BYTES = max(PAYLOAD_OFFSET + TAG_BYTES, MIN_FRAME_BYTES)
 _FIELDS = {f.name: f for f in HEADER_FIELDS}
 
 
-def control_header(m: Module, values: dict, *, name: str = "control_header") -> Signal:
+def control_header(m: Module, values: dict, *, name: str = "control_header",
+                   fields=HEADER_FIELDS) -> Signal:
     """The ``HEADER_BYTES``-byte control header as a signal driven combinationally in
     ``m``; byte ``i`` of the frame at bits ``8i+7 .. 8i`` (lane order, as on the stream).
 
-    ``values`` maps field names of ``HEADER_FIELDS`` to Amaranth values or ints (each
+    ``values`` maps field names of ``fields`` (the control header's, or a frame type's
+    own layout of the same 48 bytes: OPA's record frames) to Amaranth values or ints (each
     truncated/zero-extended to the field's width and placed big-endian); fields not named
     are zero. ``ethertype`` and ``version`` default to 0x88B5 and ``VERSION``.
     """
     values = dict(values)
-    unknown = set(values) - set(_FIELDS)
+    unknown = set(values) - {f.name for f in fields}
     if unknown:
         raise ValueError(f"no control frame field(s) {sorted(unknown)}")
     values.setdefault("ethertype", ETHERTYPE_CONTROL)
     values.setdefault("version", VERSION)
     header = Signal(8 * HEADER_BYTES, name=name)
-    for f in HEADER_FIELDS:
+    for f in fields:
         v = values.get(f.name, 0)
         v = Const(v, f.bits) if isinstance(v, int) else Value.cast(v)
         word = Signal(f.bits, name=f"{name}_{f.name}")

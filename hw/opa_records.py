@@ -31,22 +31,22 @@ Two halves joined by one block-RAM FIFO of entries (``amaranth.lib.fifo``):
   buffered records, to the tagger. Entries wait in the FIFO meanwhile.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from host_sw.contracts.config import KIND_CODES, OpaConfig
-from host_sw.contracts.frame_format import MTU_PAYLOAD, PAYLOAD_OFFSET, VERSION
-from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
+from host_sw.contracts.frame_format import MTU_PAYLOAD, PAYLOAD_OFFSET
+from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.opa_records import (
     RECORD_HEADER_FIELDS, TYPE_OPA_RECORDS, Point, RecordFlags, record_format,
     records_per_frame,
 )
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
-from .control_frame_tx import BytePacker
+from .control_frame_tx import BytePacker, control_header
 from .frame import FrameStream, RegisterSlice, check_data_width
 from .siphash import ItemTagger
 
@@ -55,22 +55,6 @@ __all__ = ["OpaRecordStreamer"]
 #: Bytes of one item into the tagger: a quarter of the header, a record, or the tag.
 ITEM_BYTES = 12
 _HEADER_PIECES = PAYLOAD_OFFSET // ITEM_BYTES
-
-
-def _record_header(m: Module, values: dict) -> Signal:
-    """The 48-byte header of ``RECORD_HEADER_FIELDS`` (byte i at bits 8i), each field
-    big-endian at its offset."""
-    header = Signal(8 * PAYLOAD_OFFSET, name="record_header")
-    for f in RECORD_HEADER_FIELDS:
-        v = values.get(f.name, 0)
-        v = Const(v, f.bits) if isinstance(v, int) else Value.cast(v)
-        word = Signal(f.bits, name=f"header_{f.name}")
-        m.d.comb += word.eq(v)
-        for j in range(f.size):
-            byte = f.offset + j
-            m.d.comb += header[8 * byte: 8 * byte + 8].eq(
-                word[8 * (f.size - 1 - j): 8 * (f.size - j)])
-    return header
 
 
 def _big_endian(value, nbytes: int):
@@ -330,13 +314,13 @@ class OpaRecordStreamer(wiring.Component):
             p: int(RecordFlags.RECEIVER if p is Point.RECEIVER else RecordFlags.NONE)
             for p in self.points})
         flags = Mux(e_last, int(RecordFlags.LAST), 0) | recv_flag
-        header = _record_header(m, {
-            "dst_mac": self.dst_mac, "src_mac": self.src_mac,
-            "ethertype": ETHERTYPE_CONTROL, "version": VERSION, "type": TYPE_OPA_RECORDS,
+        header = control_header(m, {
+            "dst_mac": self.dst_mac, "src_mac": self.src_mac, "type": TYPE_OPA_RECORDS,
             "flags": flags, "kind": KIND_CODES["opa"], "seq": seq,
             "config_id": self.config_id, "record_count": count, "record_groups": groups,
             "auth": self.auth, "chunk_index": chunk, "dropped": e_dropped,
-            "timestamp": Mux(count == 0, 0, base)})
+            "timestamp": Mux(count == 0, 0, base)},
+            name="record_header", fields=RECORD_HEADER_FIELDS)
         done = self._send(m, items, header, count, emitting, rport, e_recv)
         with m.If(done):
             m.d.sync += [emitting.eq(0), count.eq(0)]
