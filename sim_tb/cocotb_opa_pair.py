@@ -45,7 +45,7 @@ from host_sw.model.traffic import synthetic_trace
 
 from sim_tb.cocotb_two_device import SimulatedCore
 from sim_tb.runner import CoreParams
-from sim_tb.two_device_wire import Wire
+from sim_tb.two_device_wire import Wire, wandering_delays
 
 SENDER_MAC = 0x02_00_00_00_00_01
 RECEIVER_MAC = 0x02_00_00_00_00_02
@@ -54,12 +54,6 @@ FRAMES = 400
 LOSS = 0.02
 #: The interval of the traffic: two boundaries clear both copies before it.
 SEQ = 2
-
-
-def _queue_delays(rng, n: int) -> np.ndarray:
-    """Per data frame a delay in clocks that wanders (a queue filling and draining)."""
-    level = np.clip(np.cumsum(rng.normal(0.0, 30.0, n)) + 200, 20, 900)
-    return np.rint(level).astype(np.int64)
 
 
 async def _start(dut, config, snd: SimulatedCore, rcv: SimulatedCore):
@@ -122,7 +116,7 @@ async def records_through_a_lossy_queue(dut):
     gaps = np.rint(rng.exponential(20.0, FRAMES)).astype(np.int64)
     drops = rng.random(FRAMES) < LOSS
     drops[int(rng.integers(FRAMES // 2))] = True       # at least one loss, whatever the seed
-    delays = _queue_delays(rng, FRAMES)
+    delays = wandering_delays(rng, FRAMES, start=200, step=30.0, low=20, high=900)
     wire = Wire(dut, params.data_width, frames, gaps, drops, delays,
                 control_delay=lambda r: int(r.integers(20, 40)), rng=rng)
     out: list[tuple[bytes, int]] = []

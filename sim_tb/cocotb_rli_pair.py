@@ -32,7 +32,7 @@ from host_sw.model.traffic import synthetic_trace
 
 from sim_tb.cocotb_two_device import SimulatedCore
 from sim_tb.runner import CoreParams
-from sim_tb.two_device_wire import Wire, is_control
+from sim_tb.two_device_wire import Wire, is_control, wandering_delays
 
 SENDER_MAC = 0x02_00_00_00_00_01
 RECEIVER_MAC = 0x02_00_00_00_00_02
@@ -59,13 +59,6 @@ class _RliWire(Wire):
                 frame = frame[:48] + bytes([frame[48] ^ 0x01]) + frame[49:]
                 self.tampered = frame
         super()._sender_output(frame, sof)
-
-
-def _queue_delays(rng, n: int) -> np.ndarray:
-    """Per data frame a delay in clocks that wanders (a queue filling and draining)."""
-    steps = rng.normal(0.0, 40.0, n)
-    level = np.clip(np.cumsum(steps) + 300, 20, 1500)
-    return np.rint(level).astype(np.int64)
 
 
 async def _start(dut, config, cores):
@@ -113,7 +106,7 @@ async def references_through_a_queue(dut):
                              window_bytes=config.window_bytes,
                              seed=int(rng.integers(1 << 30))).frames()
     gaps = np.rint(rng.exponential(30.0, FRAMES)).astype(np.int64)
-    delays = _queue_delays(rng, FRAMES)
+    delays = wandering_delays(rng, FRAMES, start=300, step=40.0, low=20, high=1500)
     wire = _RliWire(dut, params.data_width, frames, gaps, np.zeros(FRAMES, bool), delays,
                     control_delay=lambda r: int(delays[min(wire.exited, FRAMES - 1)])
                     + int(r.integers(0, 20)), rng=rng)

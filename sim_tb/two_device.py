@@ -48,10 +48,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.hashing import default_masks
+from sim_tb.runner import export_core, run_cocotb
 
 __all__ = ["TwoDeviceParams", "ExportedPair", "SimulationProcess", "write_wrapper",
            "build_pair", "start_simulation", "read_truth", "PORTS_FILE", "TRUTH_FILE",
-           "TOPLEVEL", "SimulatorMissing", "INBAND_FILE", "HOST_DONE_FILE"]
+           "TOPLEVEL", "SimulatorMissing", "INBAND_FILE", "HOST_DONE_FILE", "run_pair_bench"]
 
 TOPLEVEL = "two_device_top"
 PORTS_FILE = "ports.json"
@@ -215,6 +216,18 @@ def write_wrapper(core_verilog: Path, core_module: str, out: Path) -> Path:
     if not out.exists() or out.read_text() != text:  # unchanged: no simulator rebuild
         out.write_text(text)
     return out
+
+
+def run_pair_bench(params, test_module: str, results_name: str):
+    """Export the core of ``params`` (:class:`sim_tb.runner.CoreParams`), put it twice in
+    the two-device top and run the cocotb ``test_module`` on it: the OPA and RLI two-core
+    benches. Returns the runner's results."""
+    core = export_core(params)
+    pair = write_wrapper(core.verilog, core.toplevel, core.build_dir / f"{TOPLEVEL}.v")
+    return run_cocotb(sources=[core.verilog, pair], toplevel=TOPLEVEL,
+                      build_dir=core.build_dir, test_module=test_module,
+                      extra_env={"LDA_SIM_PARAMS": params.to_json()},
+                      results_name=results_name)
 
 
 def _export_command(params: TwoDeviceParams, out: Path) -> list[str]:

@@ -32,6 +32,15 @@ __all__ = ["AxisDriver", "OutputCapture", "Wire", "is_control", "IDLE_STEP"]
 IDLE_STEP = 16
 
 
+def wandering_delays(rng, n: int, *, start: float, step: float, low: int,
+                     high: int) -> np.ndarray:
+    """Per data frame a delay in clocks that wanders (a queue filling and draining): a
+    random walk from ``start`` with normal steps of deviation ``step``, held in
+    [``low``, ``high``]."""
+    level = np.clip(np.cumsum(rng.normal(0.0, step, n)) + start, low, high)
+    return np.rint(level).astype(np.int64)
+
+
 def is_control(frame: bytes) -> bool:
     return len(frame) >= 16 and int.from_bytes(frame[12:14], "big") == ETHERTYPE_CONTROL
 
