@@ -439,7 +439,9 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     if simulator == "verilator":
         build_args, build_waves = verilator_build_args(waves), waves
         cached = verilator_digest(sources, toplevel, build_args, parameters)
-        sim_dir = Path(build_dir) / f"verilator-{cached[:16]}"
+        # one directory per toplevel and key: two benches of one core (a toplevel each)
+        # build side by side in the same parameter directory
+        sim_dir = Path(build_dir) / f"verilator-{toplevel}-{cached[:16]}"
         sim_dir.mkdir(parents=True, exist_ok=True)
     else:
         std = icarus_standard()

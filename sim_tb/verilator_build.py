@@ -100,7 +100,10 @@ def _verilator_version() -> str:
 
 
 def drop_other_builds(keep: Path) -> None:
-    """Remove the other ``verilator-*`` builds beside ``keep`` (stale keys)."""
-    for other in keep.parent.glob("verilator-*"):
+    """Remove the other builds of ``keep``'s toplevel beside it (``verilator-TOP-KEY``:
+    stale keys); another toplevel's build there (another bench of the same core, perhaps
+    building now in a parallel test worker) is left alone."""
+    prefix = keep.name.rsplit("-", 1)[0] + "-"
+    for other in keep.parent.glob(f"{prefix}*"):
         if other != keep and other.is_dir():
             shutil.rmtree(other, ignore_errors=True)

@@ -168,3 +168,16 @@ def test_progress_names_the_phase_and_the_build(tmp_path):
     sim = SimulationProcess(TwoDeviceParams(), tmp_path, process=None, log=log)
     assert sim.phases()[1].startswith("the Verilator build failed")
     assert sim.progress() == "building with Icarus Verilog"
+
+
+def test_a_new_build_drops_only_its_own_toplevels_stale_builds(tmp_path):
+    """Two benches of one core (a toplevel each) build side by side in one parameter
+    directory, maybe in parallel workers: a finished build removes its own toplevel's
+    stale keys, never the other toplevel's build."""
+    from sim_tb.verilator_build import drop_other_builds
+    for name in ("verilator-lda_core-aaaa", "verilator-lda_core-bbbb",
+                 "verilator-two_device_top-cccc"):
+        (tmp_path / name).mkdir()
+    drop_other_builds(tmp_path / "verilator-lda_core-bbbb")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "verilator-lda_core-bbbb", "verilator-two_device_top-cccc"]
