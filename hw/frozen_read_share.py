@@ -5,7 +5,7 @@ Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): between the counte
 frozen read port (:func:`hw.counter_bank.frozen_read_signature`) and its two readers, the
 CSR bank's counter window (the host reading a snapshot over the bus) and the exporter
 (:class:`hw.exporter.Exporter`, streaming the snapshot as chunk frames).
-:class:`hw.lda_pipeline.LdaCore` wires it.
+:func:`hw.core_registers.wire_frozen_reads` wires it into :class:`hw.lda_pipeline.LdaCore`.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal

@@ -15,7 +15,9 @@ overrun / per-copy sequence numbers, flags, timestamps), marker frames
 (:class:`hw.exporter.Exporter`) put into the stream by the frame merger
 (:class:`hw.frame_merger.FrameMerger`), and the CSR bank (:class:`hw.csr.CsrBank`,
 generated from :func:`host_sw.contracts.regmap.register_map`) behind the
-UARTBone bridge (:class:`hw.uartbone.UARTBoneBridge`).
+UARTBone bridge (:class:`hw.uartbone.UARTBoneBridge`). The tap's delay line
+(:func:`hw.tap_watch.wire_tap_watch`) and the wiring of the CSR bank's registers to the
+parts (:mod:`hw.core_registers`) are functions its ``elaborate`` calls.
 
 Pass-through
 ------------
@@ -116,48 +118,38 @@ reset and timestamp are written down in ``docs/CORE_INTERFACE.md``).
 import sys
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
 from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.regmap import register_map
 
-from .marker_source import MarkerFrameSource
+from .core_registers import (config_copy, wire_frozen_reads, wire_path_registers,
+                             wire_runtime_config, wire_status)
 from .csr import CsrBank
 from .exporter import Exporter
 from .frame import FrameStream, check_data_width
 from .frame_merger import FrameMerger
-from .frozen_read_share import FrozenReadShare
 from .header_tap import HeaderTap
 from .interval_control import RECEIVE_LATENCY, IntervalControl
 from .interval_ledger import IntervalLedger
+from .marker_source import MarkerFrameSource
 from .measurement_path import measurement_path
 from .stages import delayed
+from .tap_watch import wire_tap_watch
 from .timebase import Timebase
 from .uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
                        timeout_to_cycles)
-from .verilog_export import AxisTop, export_main, export_verilog
+from .verilog_export import export_main
 
-__all__ = ["PASSTHROUGH_LATENCY", "DEFAULT_CLK_FREQ", "LdaCore", "AxisTop",
-           "export_verilog", "main"]
+__all__ = ["PASSTHROUGH_LATENCY", "DEFAULT_CLK_FREQ", "LdaCore", "main"]
 
 #: Cycles from a beat's transfer on ``s_axis`` to its ``m_axis.valid`` (no backpressure).
 PASSTHROUGH_LATENCY = 1
 #: The clock (Hz) the bridge's default timeout assumes when nothing says otherwise (the
 #: Verilog export without ``--clk-freq``).
 DEFAULT_CLK_FREQ = 100e6
-
-
-def _config_copy(m: Module, value, name: str):
-    """A registered copy of a configuration register's value, for a block far from the
-    CSR bank: the CSR bank's stored registers sit beside the bus logic, and a route from
-    one straight into a distant block (the interval timer's 64-bit adder) would be the
-    core's critical path. The copy follows one cycle later; write strobes that go with
-    the value are delayed alike by the caller."""
-    copy = Signal(value.shape(), name=name, reset_less=True)
-    m.d.sync += copy.eq(value)
-    return copy
 
 
 class LdaCore(wiring.Component):
@@ -292,20 +284,21 @@ class LdaCore(wiring.Component):
         m.submodules.timebase = timebase = Timebase(width=64)
         m.submodules.tap = tap = self._tap
         m.submodules.path = path = self._path
-        frame_idle = self._wire_tap_watch(m, merger, tap, timebase)
+        frame_idle = wire_tap_watch(m, merger, tap, timebase, delay=self.TAP_WATCH_DELAY,
+                                    ts_bits=config.ts_bits)
         if "watch" in path.signature.members:  # the undelayed watch copy (hw.measurement_path)
             m.d.comb += [path.watch.valid.eq(merger.watch_valid), path.watch.ready.eq(1),
                          path.watch.payload.eq(merger.watch)]
         connect(m, tap.record, path.record)
-        self._wire_runtime_config(m, csr, path)
-        self._wire_path_registers(m, csr, path)
+        wire_runtime_config(m, csr, path)
+        wire_path_registers(m, csr, path, self.regmap)
         # Timebase over the bus: reads show the running count, writes set it.
         m.d.comb += [
             csr.timebase.current.ticks.eq(timebase.now),
             timebase.set.eq(csr.timebase.written),
             timebase.set_value.eq(csr.timebase.value.ticks),
         ]
-        self._wire_frozen_reads(m, csr, path, exporter)
+        wire_frozen_reads(m, csr, path, exporter, config)
         # CONTROL.release, or the exporter's auto release after the last frame.
         m.d.comb += path.release.eq(csr.control.value.release | exporter.release)
         # Intervals: the control decides boundaries, the ledger executes them.
@@ -315,7 +308,7 @@ class LdaCore(wiring.Component):
         self._wire_ledger(m, ledger, ic, csr, tap, path, frame_idle)
         self._wire_export(m, exporter, ledger, path, copies)
         self._wire_path_frames(m, path, timebase, copies, ledger)
-        self._wire_status(m, csr, ledger, ic, exporter, tap, path)
+        wire_status(m, csr, ledger, ic, exporter, tap, path)
         return m
 
     def bridge_timeout_for(self, platform=None) -> int:
@@ -327,75 +320,6 @@ class LdaCore(wiring.Component):
         if clk_freq is None:
             clk_freq = getattr(platform, "default_clk_frequency", None) or DEFAULT_CLK_FREQ
         return timeout_to_cycles(clk_freq, DEFAULT_TIMEOUT)
-
-    def _wire_tap_watch(self, m, merger, tap, timebase):
-        """The tap's view of the stream; returns the registered ``frame_idle``.
-
-        The interval control watches the merger's copy of the accepted beats (one cycle
-        after acceptance); its boundary requests are registered by the ledger (one cycle
-        more); the tap watches the same copy TAP_WATCH_DELAY cycles later, so every
-        request reaches the pending register before the tap sees the next frame's SOF, as
-        hw.interval_control requires. The timebase is delayed alike, so a frame's
-        timestamp is the tick of its SOF's acceptance. No path from the stream's pins or
-        from ``ready`` reaches the measurement side."""
-        stages = [(merger.watch_valid, merger.watch)]
-        for k in range(self.TAP_WATCH_DELAY):
-            valid, beat = Signal(name=f"watch{k}_valid"), Signal.like(merger.watch,
-                                                                      name=f"watch{k}")
-            m.d.sync += [valid.eq(stages[-1][0]), beat.eq(stages[-1][1])]
-            stages.append((valid, beat))
-        watch_valid, watch_payload = stages[-1]
-        tap_next_valid, tap_next = stages[-2]         # the tap's beat of the next cycle
-        ts_bits = self.config.ts_bits
-        now_line = [timebase.now[:ts_bits]]
-        for k in range(self.TAP_WATCH_DELAY + 1):
-            now_line.append(Signal(ts_bits, name=f"now_delayed{k}"))
-            m.d.sync += now_line[-1].eq(now_line[-2])
-        m.d.comb += [
-            tap.watch.valid.eq(watch_valid),
-            tap.watch.ready.eq(1),
-            tap.watch.payload.eq(watch_payload),
-            tap.now.eq(now_line[-1]),
-        ]
-        # HeaderTap.boundary_ok one cycle ahead, registered (the boundary decision then
-        # takes registers only): the tap's next beat is in the watch delay line now, and
-        # its frame-open state next cycle follows from this cycle's.
-        tap_idle = Signal(init=1)           # == tap.boundary_ok
-        next_open = Mux(watch_valid, ~watch_payload.last, tap.in_frame)
-        m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next.last))
-        return tap_idle
-
-    def _wire_runtime_config(self, m, csr, path):
-        """The run-time configuration registers (MASKS, THRESHOLDS) → the path's mask
-        and threshold ports, whichever the kind's path has (its signature follows the
-        configuration)."""
-        members = path.signature.members
-        if any(name.startswith("mask_") for name in members):
-            masks = _config_copy(m, csr.masks.value, "masks_copy")
-        for name in ("packet_ipv4", "packet_ipv6", "flow_ipv4", "flow_ipv6"):
-            if f"mask_{name}" in members:
-                m.d.comb += getattr(path, f"mask_{name}").eq(getattr(masks, name))
-        ports = [n for n in ("thresholds", "row_thresholds") if n in members]
-        if ports:
-            thresholds = _config_copy(m, csr.thresholds.value, "thresholds_copy")
-            fields = sorted(thresholds.shape(), key=lambda item: item[1].offset)
-            port = getattr(path, ports[0])
-            for j, (name, _) in enumerate(fields):   # bank0.. (LDA) / row0.. (LDS)
-                m.d.comb += port[j].eq(getattr(thresholds, name))
-
-    def _wire_path_registers(self, m, csr, path):
-        """The path's members named as registers of the map (hw.measurement_path): an
-        ``Out`` member drives its read-only register, an ``In`` member takes a registered
-        copy of its configuration register."""
-        names = {reg.name for reg in self.regmap.registers}
-        for name, member in path.signature.members.items():
-            if name not in names:
-                continue
-            if member.flow == Out:
-                m.d.comb += getattr(csr, name).value.eq(getattr(path, name))
-            else:
-                m.d.comb += getattr(path, name).eq(
-                    _config_copy(m, getattr(csr, name).value, f"{name}_copy"))
 
     def _wire_path_frames(self, m, path, timebase, copies, ledger):
         """What a path that inserts frames of its own (``insert``) or stamps ticks needs
@@ -413,53 +337,35 @@ class LdaCore(wiring.Component):
             if name in path.signature.members:
                 m.d.comb += getattr(path, name).eq(value)
 
-    def _wire_frozen_reads(self, m, csr, path, exporter):
-        """The counter window's reads (the CSR bank) and the exporter share the bank's
-        frozen read port (:class:`hw.frozen_read_share.FrozenReadShare`: the bus first).
-        The bank's port carries a word layout, the CSR bank's a plain word of the same
-        width."""
-        m.submodules.frozen_reads = share = FrozenReadShare(config=self.config)
-        window = csr.counters
-        m.d.comb += [
-            share.bus.addr.eq(window.addr),
-            share.bus.en.eq(window.en),
-            window.data.eq(share.bus.data),
-            window.valid.eq(share.bus.valid),
-            window.error.eq(share.bus.error),
-            exporter.read_hold.eq(share.exporter_hold),
-        ]
-        connect(m, exporter.frozen, share.exporter)
-        connect(m, share.bank, path.frozen)
-
     def _wire_interval_control(self, m, csr, ic, merger, markers, timebase):
         """The interval control and the marker source, from registered copies of their
         configuration registers (beside their users; the rearm strobe follows them).
         Returns the copies the exporter and the path share (mode, MACs, auth, CONFIG_ID)."""
-        mode = _config_copy(m, csr.interval_mode.value, "interval_mode_copy")
+        mode = config_copy(m, csr.interval_mode.value, "interval_mode_copy")
         rearm = Signal()
         m.d.sync += rearm.eq(csr.interval_mode.written | csr.interval_ticks.written
                              | csr.interval_start.written)
-        config_id = _config_copy(m, csr.config_id.value, "config_id_copy")
-        local_mac = _config_copy(m, csr.local_mac.value.mac, "local_mac_copy")
-        export_dst_mac = _config_copy(m, csr.export_dst_mac.value.mac, "export_dst_mac_copy")
+        config_id = config_copy(m, csr.config_id.value, "config_id_copy")
+        local_mac = config_copy(m, csr.local_mac.value.mac, "local_mac_copy")
+        export_dst_mac = config_copy(m, csr.export_dst_mac.value.mac, "export_dst_mac_copy")
         # AUTH_MODE/AUTH_KEY for the markers' and exports' tags (docs/SPEC.md §6 "Tag").
         auth = SimpleNamespace(
-            enable=_config_copy(m, csr.auth_mode.value.enable, "auth_enable_copy"),
-            key=_config_copy(m, csr.auth_key.value.key, "auth_key_copy"))
+            enable=config_copy(m, csr.auth_mode.value.enable, "auth_enable_copy"),
+            key=config_copy(m, csr.auth_key.value.key, "auth_key_copy"))
         m.d.comb += [
             csr.auth_key.current.eq(0),         # write-only: reads return 0
             ic.key.eq(auth.key), ic.auth.eq(auth.enable),
             markers.key.eq(auth.key), markers.auth.eq(auth.enable),
             ic.mode.eq(mode.mode),
             ic.rearm.eq(rearm),
-            ic.interval_ticks.eq(_config_copy(m, csr.interval_ticks.value.ticks,
+            ic.interval_ticks.eq(config_copy(m, csr.interval_ticks.value.ticks,
                                               "interval_ticks_copy")),
-            ic.interval_start.eq(_config_copy(m, csr.interval_start.value.ticks,
+            ic.interval_start.eq(config_copy(m, csr.interval_start.value.ticks,
                                               "interval_start_copy")),
             ic.now.eq(timebase.now),
             ic.swap.eq(csr.control.value.swap),
             ic.config_id.eq(config_id),
-            ic.marker_src_mac.eq(_config_copy(m, csr.marker_src_mac.value.mac,
+            ic.marker_src_mac.eq(config_copy(m, csr.marker_src_mac.value.mac,
                                               "marker_src_mac_copy")),
             # the merger's watch copy, which the tap sees later
             ic.watch.valid.eq(merger.watch_valid),
@@ -518,40 +424,6 @@ class LdaCore(wiring.Component):
             exporter.to_inband.eq(mode.export_inband),
             exporter.to_host.eq(mode.export_host),
             exporter.auto_release.eq(mode.auto_release),
-        ]
-
-    def _wire_status(self, m, csr, ledger, ic, exporter, tap, path):
-        """The read-only status registers."""
-        status, frozen = csr.status.value, ledger.frozen
-        m.d.comb += [
-            status.active_copy.eq(path.active_copy),
-            status.frozen_ready.eq(path.frozen_ready),
-            status.clearing.eq(path.clearing),
-            status.frozen_overrun.eq(frozen.flags[0]),   # IntervalFlags.OVERRUN
-            status.other_clean.eq(path.other_clean),
-            csr.interval_seq.value.eq(ledger.interval_seq),
-            csr.frozen_seq.value.eq(frozen.seq),
-            csr.frozen_packets.value.eq(frozen.packets),
-            csr.frozen_check.value.eq(path.frozen_check),
-            csr.frozen_updates.value.eq(path.frozen_updates),
-            csr.frozen_config_id.value.eq(frozen.config_id),
-            csr.frozen_flags.value.eq(frozen.flags),
-            csr.frozen_timestamp.value.ticks.eq(frozen.timestamp),
-            csr.overruns.value.eq(ledger.overruns),
-            csr.markers_sent.value.eq(ic.markers_sent),
-            csr.markers_accepted.value.eq(ic.markers_accepted),
-            csr.markers_rejected.value.eq(ic.markers_rejected),
-            csr.sequence_gaps.value.eq(ic.sequence_gaps),
-            csr.markers_runt.value.eq(ic.markers_runt),
-            csr.markers_bad_tag.value.eq(ic.markers_bad_tag),
-            csr.markers_replayed.value.eq(ic.markers_replayed),
-            csr.export_frames.value.eq(exporter.frames),
-            csr.frames_seen.value.eq(tap.status.frames),
-            csr.frames_counted.value.eq(tap.status.counted),
-            csr.frames_errored.value.eq(tap.status.errored),
-            csr.frames_runt.value.eq(tap.status.runt),
-            csr.frames_non_ip.value.eq(tap.status.non_ip),
-            csr.frames_control.value.eq(tap.status.control),
         ]
 
 
