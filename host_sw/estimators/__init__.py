@@ -15,9 +15,10 @@ from host_sw.estimators.baselines import (FineCombEstimate, ProbeEstimate, finec
                                           poisson_probes)
 from host_sw.estimators.lda import (LdaEstimate, estimate_lda, expected_samples,
                                     sampling_rate_for_loss, tuned_threshold, tuned_thresholds)
-from host_sw.estimators.rda import (RdaDecoding, RdaEstimate, decode, estimate_rda,
-                                    estimate_set_difference, late_binding_buckets,
-                                    rda_from_caches, repair, subtract)
+from host_sw.estimators.rda import (RdaDecoding, RdaEstimate, decode, estimate_rda, repair,
+                                    subtract)
+from host_sw.estimators.rda_late import (estimate_set_difference, late_binding_buckets,
+                                         rda_from_caches)
 
 __all__ = ["LdaEstimate", "estimate_lda", "expected_samples", "sampling_rate_for_loss",
            "tuned_threshold", "tuned_thresholds", "RdaDecoding", "RdaEstimate", "decode",

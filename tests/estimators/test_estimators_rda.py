@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Tests of host_sw.estimators.rda: decoding, repair, exact mean, selective collapse,
-the RDA paper's examples and late binding."""
+"""Tests of host_sw.estimators.rda (decoding, repair, exact mean, selective collapse, the
+RDA paper's examples) and host_sw.estimators.rda_late (late binding)."""
 
 import math
 from fractions import Fraction
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host_sw.contracts.config import ConfigMismatch, LdaConfig, RdaConfig
-from host_sw.estimators.rda import (PacketCache, decode, estimate_rda,
-                                    estimate_set_difference, late_binding_buckets,
-                                    rda_from_caches, repair, subtract)
+from host_sw.estimators.rda import PacketCache, decode, estimate_rda, repair, subtract
+from host_sw.estimators.rda_late import (estimate_set_difference, late_binding_buckets,
+                                         rda_from_caches)
 from host_sw.model.golden import Hashers, PacketHashes, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hash_fields import range_reduce32
