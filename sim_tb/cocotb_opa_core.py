@@ -3,7 +3,7 @@
 frame path into :class:`hw.opa_path.OpaPath`), one parameter set per run.
 
 Run through pytest (``sim_tb/test_opa_core.py``) with a :class:`sim_tb.runner.CoreParams`
-of kind ``opa`` in ``LDA_SIM_PARAMS``. The harness is :mod:`sim_tb.cocotb_core`'s, with
+of kind ``opa`` in ``LDA_SIM_PARAMS``. The harness is :mod:`sim_tb.core_harness`'s, with
 the OPA golden model: the counted frames' packet hashes (:func:`host_sw.model.golden.hash_frames`)
 in input order through :func:`host_sw.model.opa.opa_synopsis`.
 
@@ -42,7 +42,7 @@ from host_sw.device.snapshot import Snapshot
 from host_sw.model.golden import hash_frames
 from host_sw.model.opa import opa_synopsis
 
-from sim_tb.cocotb_core import TIMEOUT_MS, CoreHarness
+from sim_tb.core_harness import TIMEOUT_MS, CoreHarness
 from sim_tb.frames import OfferedFrame, bad_frames, min_size_burst, random_frames
 from sim_tb.scoreboard import counted_mask, synopsis_difference
 from sim_tb.socket_bridge import SocketBridge
@@ -50,7 +50,7 @@ from sim_tb.tb import random_pause
 
 
 class OpaHarness(CoreHarness):
-    """:class:`sim_tb.cocotb_core.CoreHarness` with the OPA golden model (no timestamps:
+    """:class:`sim_tb.core_harness.CoreHarness` with the OPA golden model (no timestamps:
     the OPA words hold none)."""
 
     def golden(self, frames, sofs=None) -> Synopsis:
