@@ -43,7 +43,7 @@ from host_sw.model.golden import Hashers, hash_frames
 from host_sw.model.opa import PacketRecords, opa_synopsis
 from host_sw.model.traffic import synthetic_trace
 
-from sim_tb.cocotb_two_device import SimulatedCore
+from sim_tb.cocotb_two_device import SimulatedCore, start_pair
 from sim_tb.runner import CoreParams
 from sim_tb.two_device_wire import Wire, wandering_delays
 
@@ -59,22 +59,14 @@ SEQ = 2
 async def _start(dut, config, snd: SimulatedCore, rcv: SimulatedCore):
     """Reset; per core its MACs and record control, then two boundaries (both copies
     cleared; the record control applies from the first)."""
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 8)
-    dut.rst.value = 0
-    await ClockCycles(dut.clk, 4)
-    for core, mac, dst, receiver in ((snd, SENDER_MAC, RECEIVER_MAC, 0),
-                                     (rcv, RECEIVER_MAC, HOST_MAC, 1)):
-        device = await core.connect(config)
-        await core.call(device.program)
+    macs = {snd.name: (SENDER_MAC, RECEIVER_MAC, 0), rcv.name: (RECEIVER_MAC, HOST_MAC, 1)}
+
+    async def setup(core, device):
+        mac, dst, receiver = macs[core.name]
         await core.call(device.set_intervals, local_mac=mac, export_dst_mac=dst)
         await core.call(device.write, "opa_record_control", enable=1, receiver=receiver,
                         record_groups=0)
-        for _ in range(2):  # clear both copies (memories keep their contents over rst)
-            await core.call(device.swap)
-            await core.wait_status(dut.clk, "frozen_ready", 1)
-            await core.call(device.release)
-            await core.wait_status(dut.clk, "other_clean", 1, polls=2000)
+    await start_pair(dut, config, (snd, rcv), setup=setup)
     # the sender's next frozen copy leaves in-band too (the host's words for (c))
     await snd.call(snd.device.set_intervals, local_mac=SENDER_MAC,
                    export_dst_mac=RECEIVER_MAC, export_inband=True)
@@ -103,11 +95,10 @@ def _check_records(config, got, point, *, packet, ticks, src, dst):
                 f"{np.array_equal(pa.keys, pb.keys)}")
 
 
-@cocotb.test()
-async def records_through_a_lossy_queue(dut):
-    params = CoreParams.from_env()
-    config = params.config()
-    Clock(dut.clk, 10, unit="ns").start()
+async def _run_interval(dut, params, config):
+    """The traffic of one interval through the lossy queue between the two cores, then a
+    boundary at both; returns the frames, their drops, the wire (SOF cycles), the control
+    frames leaving the receiver, both cores' snapshots and record streamers' counters."""
     snd, rcv = SimulatedCore(dut, "snd", "sender"), SimulatedCore(dut, "rcv", "receiver")
     rng = np.random.default_rng(cocotb.RANDOM_SEED)
     frames = synthetic_trace(packets=FRAMES, flows=40, frame_bytes="imix",
@@ -136,25 +127,12 @@ async def records_through_a_lossy_queue(dut):
              for core in (snd, rcv)}
     counters = {core.name: {n: await core.call(core.device.read, f"opa_records_{n}")
                             for n in ("frames", "dropped", "merged")} for core in (snd, rcv)}
+    return frames, drops, wire, [f for f, _ in out], words, counters
 
-    assert wire.mismatches == 0, "a data frame was altered on its way"
-    hashes = hash_frames(config, frames, hashers=Hashers(config))
-    counted = np.asarray(hashes.counted, bool)
-    sent = np.flatnonzero(counted)                       # send order = input order
-    arrived = sent[~drops[sent]]
-    arrived = arrived[np.argsort(wire.rcv_sof[arrived], kind="stable")]
-    assert len(arrived) < len(sent) and len(sent) > FRAMES // 2, (len(sent), len(arrived))
-    packet = np.asarray(hashes.packet, np.uint64)
 
-    # (a) the OPA words of both points
-    for name, idx in (("sender", sent), ("receiver", arrived)):
-        golden = opa_synopsis(config, packet[idx])
-        snap = words[name]
-        assert snap.seq == SEQ and snap.packets == len(idx), (name, snap.seq, snap.packets)
-        assert snap.synopsis.words() == golden.words(), f"{name}: words differ from golden"
-
-    # (b) the record frames of both points, byte for byte
-    frames_out = [f for f, _ in out]
+def _check_record_frames(config, wire, frames_out, counters, packet, sent, arrived):
+    """(b) the record frames of both points, byte for byte, and the streamers'
+    counters; returns the two points' record frames of the interval."""
     s_frames = _interval_frames(frames_out, SENDER_MAC, TYPE_OPA_RECORDS, SEQ)
     r_frames = _interval_frames(frames_out, RECEIVER_MAC, TYPE_OPA_RECORDS, SEQ)
     assert s_frames and r_frames, "no record frames of the interval"
@@ -171,8 +149,12 @@ async def records_through_a_lossy_queue(dut):
         assert c["dropped"] == 0 and c["merged"] == 0, (name, c)
         # every record frame since reset: the interval's and interval 1's empty LAST one
         assert c["frames"] == len(mine) + 1, (name, c, len(mine))
+    return s_frames, r_frames
 
-    # (c) the host's export decoding and the recovery: every delay exact
+
+def _check_recovery(config, wire, frames_out, drops, sent, arrived):
+    """(c) the host's export decoding and the recovery: every recovered delay exact;
+    returns the recovery and the true delays."""
     mine_s = [f for f in frames_out if int.from_bytes(f[6:12], "big") == SENDER_MAC
               and f[15] in (TYPE_SYNOPSIS, TYPE_OPA_RECORDS)]
     mine_r = [f for f in frames_out if int.from_bytes(f[6:12], "big") == RECEIVER_MAC]
@@ -197,6 +179,34 @@ async def records_through_a_lossy_queue(dut):
         "a recovered delay differs from the true one"
     assert result.lost == int(drops[sent].sum()) or result.unrecovered_groups, (
         result.lost, int(drops[sent].sum()))
+    return result, true
+
+
+@cocotb.test()
+async def records_through_a_lossy_queue(dut):
+    params = CoreParams.from_env()
+    config = params.config()
+    Clock(dut.clk, 10, unit="ns").start()
+    frames, drops, wire, frames_out, words, counters = await _run_interval(dut, params,
+                                                                           config)
+    assert wire.mismatches == 0, "a data frame was altered on its way"
+    hashes = hash_frames(config, frames, hashers=Hashers(config))
+    counted = np.asarray(hashes.counted, bool)
+    sent = np.flatnonzero(counted)                       # send order = input order
+    arrived = sent[~drops[sent]]
+    arrived = arrived[np.argsort(wire.rcv_sof[arrived], kind="stable")]
+    assert len(arrived) < len(sent) and len(sent) > FRAMES // 2, (len(sent), len(arrived))
+    packet = np.asarray(hashes.packet, np.uint64)
+
+    # (a) the OPA words of both points
+    for name, idx in (("sender", sent), ("receiver", arrived)):
+        golden = opa_synopsis(config, packet[idx])
+        snap = words[name]
+        assert snap.seq == SEQ and snap.packets == len(idx), (name, snap.seq, snap.packets)
+        assert snap.synopsis.words() == golden.words(), f"{name}: words differ from golden"
+    s_frames, r_frames = _check_record_frames(config, wire, frames_out, counters, packet,
+                                              sent, arrived)
+    result, true = _check_recovery(config, wire, frames_out, drops, sent, arrived)
     dut._log.info("%d sent, %d received; record frames: sender %d, receiver %d; %d of %d "
                   "delays recovered, all exact (%d..%d ticks)", len(sent), len(arrived),
                   len(s_frames), len(r_frames), int(result.recovered.sum()), len(arrived),

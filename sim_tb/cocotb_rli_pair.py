@@ -30,7 +30,7 @@ from host_sw.model.golden import Hashers, hash_frames
 from host_sw.model.rli import receiver_synopsis
 from host_sw.model.traffic import synthetic_trace
 
-from sim_tb.cocotb_two_device import SimulatedCore
+from sim_tb.cocotb_two_device import SimulatedCore, start_pair
 from sim_tb.runner import CoreParams
 from sim_tb.two_device_wire import Wire, is_control, wandering_delays
 
@@ -59,21 +59,6 @@ class _RliWire(Wire):
                 frame = frame[:48] + bytes([frame[48] ^ 0x01]) + frame[49:]
                 self.tampered = frame
         super()._sender_output(frame, sof)
-
-
-async def _start(dut, config, cores):
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 8)
-    dut.rst.value = 0
-    await ClockCycles(dut.clk, 4)
-    for core in cores:
-        device = await core.connect(config)
-        await core.call(device.program)
-        for _ in range(2):  # clear both copies (memories keep their contents over rst)
-            await core.call(device.swap)
-            await core.wait_status(dut.clk, "frozen_ready", 1)
-            await core.call(device.release)
-            await core.wait_status(dut.clk, "other_clean", 1, polls=2000)
 
 
 def _golden(config, wire: _RliWire, frames, refs_in):
@@ -113,7 +98,7 @@ async def references_through_a_queue(dut):
     refs_in: list[tuple[bytes, int]] = []
     wire.on_receiver_control = lambda frame, sof: refs_in.append((frame, sof))
     wire.watch_outputs = True
-    await _start(dut, config, (snd, rcv))
+    await start_pair(dut, config, (snd, rcv))
     await snd.call(snd.device.set_intervals, local_mac=SENDER_MAC)
     await snd.call(snd.device.write, "rli_reference_rate", every_packets=EVERY,
                    period_ticks=0)

@@ -169,19 +169,26 @@ def _draws(params: TwoDeviceParams, config):
     return trace.frames(), gaps, drops, delays, control_delay
 
 
-async def _start(dut, config, snd: SimulatedCore, rcv: SimulatedCore):
-    """Reset, ID check, run-time registers, both copies of both cores cleared."""
+async def start_pair(dut, config, cores, *, setup=None):
+    """Reset, then per core: the harness's driver (ID checked against ``config``), the
+    run-time registers (thresholds, masks, CONFIG_ID), ``await setup(core, device)`` if
+    given (a bench's own registers, in force from the first boundary), and both copies
+    cleared (swap + release twice: the memories keep their contents over ``rst``).
+    The start of every two-core bench (this one, :mod:`sim_tb.cocotb_opa_pair`,
+    :mod:`sim_tb.cocotb_rli_pair`)."""
     dut.rst.value = 1
     await ClockCycles(dut.clk, 8)
     dut.rst.value = 0
     await ClockCycles(dut.clk, 4)
-    for dev in (snd, rcv):
+    for dev in cores:
         device = await dev.connect(config)
         ident = device.id_value
         assert ident == device.map.id_value, (
             f"{dev.name}: ID {ident:#010x} != register map ID {device.map.id_value:#010x}")
         await dev.call(device.program)              # thresholds, masks, CONFIG_ID
-        for _ in range(2):  # clear both copies (memories keep their contents over rst)
+        if setup is not None:
+            await setup(dev, device)
+        for _ in range(2):
             await dev.call(device.swap)
             await dev.wait_status(dut.clk, "frozen_ready", 1)
             await dev.call(device.release)
@@ -332,7 +339,7 @@ async def two_devices(dut):
     snd = SimulatedCore(dut, "snd", "sender")
     rcv = SimulatedCore(dut, "rcv", "receiver")
     cocotb.start_soon(wire.run())
-    await _start(dut, config, snd, rcv)
+    await start_pair(dut, config, (snd, rcv))
     ts_offset = await _calibrate(dut, params, config, hashers, wire, snd, rcv)
     ground = Ground(workdir, config, hashers, params, frames, ts_offset)
     wire.on_receiver_control = ground.control
