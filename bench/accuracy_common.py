@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Helpers shared by the accuracy benchmarks (``bench/accuracy_*.py``): output folder,
-CSV writing, a plain-text summary table, the machine description, relative errors and
-per-seed packet hashes.
+CSV writing, a plain-text summary table, the machine description (:mod:`bench.machine`),
+relative errors and per-seed packet hashes.
 
 Data flow (``docs/DESIGN.md``): simulated scenarios (:mod:`host_sw.model.channel`) ► golden model
 ► estimators ► **accuracy benchmarks** ► CSV/PNG in ``bench/out/accuracy/`` and the
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -24,23 +22,9 @@ from host_sw.contracts.config import SynopsisConfig
 from host_sw.model.golden import PacketHashes
 
 from bench import OUT
+from bench.machine import machine  # noqa: F401 (the accuracy benchmarks' machine)
 
 DEFAULT_OUT = OUT / "accuracy"
-
-
-def machine() -> dict:
-    """nproc, CPU model, Python and numpy versions of this machine."""
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
-            "numpy": np.__version__}
 
 
 def relative_error(estimate, true) -> float:

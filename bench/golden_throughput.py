@@ -37,7 +37,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -50,25 +49,11 @@ from host_sw.contracts.hashing import H3, ByteMask, HashPurpose  # noqa: E402
 from host_sw.model.golden import Hashers, PacketHashes, hash_windows, update  # noqa: E402
 
 from bench import ROOT  # noqa: E402
+from bench.machine import machine  # noqa: E402
 
 TARGET_MPPS = 5.0
 BEGIN = "<!-- golden_throughput:begin -->"
 END = "<!-- golden_throughput:end -->"
-
-
-def machine() -> dict:
-    """Where the figures come from."""
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:  # pragma: no cover - non-Linux
-        pass
-    return {"nproc": os.cpu_count(), "cpu_model": model,
-            "python": platform.python_version(), "numpy": np.__version__,
-            "platform": platform.platform()}
 
 
 def timed(fn, runs: int) -> tuple[list[float], list[float]]:
@@ -127,7 +112,7 @@ def markdown(report: dict) -> str:
         "",
         f"Command: `{report['command']}` — N = {report['packets']:,} packets, median of "
         f"{report['runs']} runs after a warm-up run, single thread.",
-        f"Machine: {m['nproc']} CPUs (`nproc`), {m['cpu_model']}; Python {m['python']}, "
+        f"Machine: {m['nproc']} CPUs (`nproc`), {m['cpu']}; Python {m['python']}, "
         f"numpy {m['numpy']}. (BLAS thread settings do not matter: these are integer ops.)",
         "",
         "| what | Mpps, wall clock (median) | wall-clock runs | Mpps, CPU time (median) "

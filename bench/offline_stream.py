@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -44,25 +42,10 @@ from host_sw.model.pcap_stream import iter_capture
 from host_sw.model.traffic import synthetic_trace
 
 from bench import OUT
+from bench.machine import machine
 
 _CHUNK = 1_000_000
 _IMIX = np.array([60] * 7 + [590] * 4 + [1514], dtype=np.int64)
-
-
-def machine() -> dict:
-    """Where the figures come from."""
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:  # pragma: no cover - non-Linux
-        pass
-    load = os.getloadavg()
-    return {"nproc": os.cpu_count(), "cpu_model": model,
-            "python": platform.python_version(), "numpy": np.__version__,
-            "platform": platform.platform(), "load_average": [round(x, 2) for x in load]}
 
 
 def _records(windows, lengths, ts, snaplen) -> bytes:

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -38,6 +36,7 @@ from host_sw.estimators.rda_decode import BucketPositions
 from host_sw.model.golden import Hashers, PacketHashes, update
 
 from bench import OUT
+from bench.machine import machine
 
 
 def build(difference: int, common: int, buckets: int, banks: int, seed: int):
@@ -197,21 +196,6 @@ def large_case(args, buckets: int) -> dict:
           f"repair {full * 1e3:.0f} ms, exact={est.exact}, mean==truth="
           f"{est.mean_ticks == truth}")
     return row
-
-
-def machine() -> dict:
-    """What the figures were measured on (CPU model, cores, load when the run ended)."""
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f
-                          if line.startswith("model name")), model)
-    except OSError:
-        pass
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(),
-            "numpy": np.__version__, "machine": platform.machine(),
-            "load_average": None if load is None else [round(x, 2) for x in load]}
 
 
 def main(argv=None):
