@@ -7,9 +7,11 @@ Gateware stream drivers for Amaranth's simulator are not fixtures but a module,
 per-test parameters.
 """
 
+import numpy as np
 import pytest
 
 from host_sw.device.fake_device import FakeDevice
+from host_sw.model.pcap import write_pcap
 
 
 class ScriptedDevice(FakeDevice):
@@ -30,3 +32,25 @@ def scripted_device():
     """The class of fake devices whose intervals hold given synopses, in order:
     ``scripted_device(config, synopses, **fake_device_options)``."""
     return ScriptedDevice
+
+
+def write_capture_pair(directory, sim):
+    """The two captures of a simulated run (:class:`host_sw.model.channel.Scenario`'s
+    result) as ``directory/s.pcap`` (every frame the sender offered, at its send time)
+    and ``directory/r.pcap`` (the frames the receiver got, in arrival order); returns the
+    two paths."""
+    tr = sim.trace
+    s, r = directory / "s.pcap", directory / "r.pcap"
+    write_pcap(s, tr.frames(), tr.timestamps)
+    r_idx = np.concatenate([iv.receiver.indices for iv in sim.intervals])
+    r_ts = np.concatenate([iv.receiver.timestamps for iv in sim.intervals])
+    order = np.argsort(r_ts, kind="stable")
+    write_pcap(r, tr.frames(r_idx[order]), r_ts[order])
+    return s, r
+
+
+@pytest.fixture(scope="session")
+def capture_pair():
+    """The function writing the sender's and the receiver's capture of a simulated run:
+    ``capture_pair(directory, sim) -> (sender_pcap, receiver_pcap)``."""
+    return write_capture_pair

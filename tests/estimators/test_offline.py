@@ -18,30 +18,18 @@ from host_sw.model.pcap import pair_captures, write_pcap
 from host_sw.model.traffic import synthetic_trace
 
 
-def _write_pair(tmp_path, sim, names=("s", "r")):
-    """The sender's and the receiver's capture of a simulated run."""
-    tr = sim.trace
-    s, r = (tmp_path / f"{n}.pcap" for n in names)
-    write_pcap(s, tr.frames(), tr.timestamps)
-    r_idx = np.concatenate([iv.receiver.indices for iv in sim.intervals])
-    r_ts = np.concatenate([iv.receiver.timestamps for iv in sim.intervals])
-    order = np.argsort(r_ts, kind="stable")
-    write_pcap(r, tr.frames(r_idx[order]), r_ts[order])
-    return s, r
-
-
 @pytest.fixture(scope="module")
-def loss_free(tmp_path_factory):
+def loss_free(capture_pair, tmp_path_factory):
     sim = Scenario(packets=3000, flows=20, delay="exponential:mean=2us", seed=5).run()
-    return sim, _write_pair(tmp_path_factory.mktemp("free"), sim)
+    return sim, capture_pair(tmp_path_factory.mktemp("free"), sim)
 
 
 @pytest.fixture(scope="module")
-def lossy(tmp_path_factory):
+def lossy(capture_pair, tmp_path_factory):
     sim = Scenario(packets=4000, flows=30, loss=0.03, delay="exponential:mean=2us",
                    multipath_fraction=0.05, multipath_extra="constant:value=20us",
                    seed=11).run()
-    return sim, _write_pair(tmp_path_factory.mktemp("lossy"), sim)
+    return sim, capture_pair(tmp_path_factory.mktemp("lossy"), sim)
 
 
 @pytest.mark.parametrize("config", [LdaConfig(), RdaConfig()], ids=["lda", "rda"])
@@ -127,10 +115,10 @@ def test_unrelated_captures(tmp_path, loss_free):
     assert "unrelated captures: only 0 of the 3000" in note
 
 
-def test_heavy_loss_is_no_unrelated_pair(tmp_path):
+def test_heavy_loss_is_no_unrelated_pair(capture_pair, tmp_path):
     sim = Scenario(packets=2000, flows=20, loss=0.6, delay="exponential:mean=2us",
                    seed=3).run()
-    s, r = _write_pair(tmp_path, sim)
+    s, r = capture_pair(tmp_path, sim)
     (rec,) = capture_records(s, r, LdaConfig())
     assert rec.valid and rec.true["lost"] > 1000
 
@@ -141,11 +129,11 @@ def test_swapped_sender_and_receiver(lossy):
     assert "swapped" in note
 
 
-def test_clock_offset_larger_than_the_delays(tmp_path):
+def test_clock_offset_larger_than_the_delays(capture_pair, tmp_path):
     # Receiver clock 1 µs behind, exponential delays of mean 2 µs: about 39 % negative.
     sim = Scenario(packets=3000, flows=20, delay="exponential:mean=2us",
                    clock_offset_ns=-1_000, seed=5).run()
-    s, r = _write_pair(tmp_path, sim)
+    s, r = capture_pair(tmp_path, sim)
     check = check_pairing(pair_captures(s, r))
     assert check.problem is PairProblem.CLOCK_OFFSET
     assert 0.3 < check.negative / check.matched < 0.5
@@ -154,9 +142,9 @@ def test_clock_offset_larger_than_the_delays(tmp_path):
     assert "clock offset larger than the delays" in note
 
 
-def test_a_few_negative_delays_are_noted_only(tmp_path):
+def test_a_few_negative_delays_are_noted_only(capture_pair, tmp_path):
     sim = Scenario(packets=3000, flows=20, delay="constant:value=2us", seed=5).run()
-    s, r = _write_pair(tmp_path, sim)
+    s, r = capture_pair(tmp_path, sim)
     (iv,) = pair_captures(s, r)
     check = check_pairing([iv])
     assert check.valid and check.negative == 0 and check.notes == ()

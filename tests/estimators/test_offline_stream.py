@@ -17,23 +17,12 @@ from host_sw.model.channel import Scenario
 from host_sw.model.pcap import read_pcap, write_pcap
 
 
-def _write_pair(tmp_path, sim):
-    tr = sim.trace
-    s, r = tmp_path / "s.pcap", tmp_path / "r.pcap"
-    write_pcap(s, tr.frames(), tr.timestamps)
-    r_idx = np.concatenate([iv.receiver.indices for iv in sim.intervals])
-    r_ts = np.concatenate([iv.receiver.timestamps for iv in sim.intervals])
-    order = np.argsort(r_ts, kind="stable")
-    write_pcap(r, tr.frames(r_idx[order]), r_ts[order])
-    return s, r
-
-
 @pytest.fixture(scope="module")
-def lossy(tmp_path_factory):
+def lossy(capture_pair, tmp_path_factory):
     sim = Scenario(packets=6000, flows=25, loss=0.02, delay="exponential:mean=2us",
                    multipath_fraction=0.05, multipath_extra="constant:value=20us",
                    seed=21).run()
-    return sim, _write_pair(tmp_path_factory.mktemp("lossy"), sim)
+    return sim, capture_pair(tmp_path_factory.mktemp("lossy"), sim)
 
 
 def _comparable(rec):
@@ -101,9 +90,9 @@ def test_lds_records_carry_every_seen_flow(lossy):
             assert row["delay_ns"] is not None and row["samples"] >= 5
 
 
-def test_lds_flow_delays_on_a_loss_free_pair(tmp_path):
+def test_lds_flow_delays_on_a_loss_free_pair(capture_pair, tmp_path):
     sim = Scenario(packets=8000, flows=20, delay="exponential:mean=2us", seed=8).run()
-    s, r = _write_pair(tmp_path, sim)
+    s, r = capture_pair(tmp_path, sim)
     (rec,) = capture_records(s, r, LdsConfig())
     report = rec.details["flows"]
     backed = [report.row(i) for i in range(len(report)) if not report.reason[i]]
@@ -132,10 +121,10 @@ def test_undecoded_rda_reports_the_counted_loss(lossy):
     assert e["lost"] == e["sent"] - e["received"] == rec.true["lost"] > 0
 
 
-def test_lds_without_a_mean_says_why(tmp_path):
+def test_lds_without_a_mean_says_why(capture_pair, tmp_path):
     sim = Scenario(packets=20000, flows=30, loss=0.05, delay="exponential:mean=2us",
                    seed=4).run()
-    s, r = _write_pair(tmp_path, sim)
+    s, r = capture_pair(tmp_path, sim)
     (rec,) = capture_records(s, r, LdsConfig(rows=2, cells=16, vlda_cells=2, row_thresholds=(0, 0)))
     assert rec.estimate["mean"] is None
     assert any(n.startswith("no mean: no sample both points agree on") for n in rec.notes)

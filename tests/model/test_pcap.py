@@ -125,18 +125,13 @@ def test_capture_trace_hashes_like_the_simulated_trace(tmp_path, trace):
 
 
 @pytest.mark.parametrize("mode", ["time", "marker"])
-def test_pairing_two_captures_reproduces_the_simulation(tmp_path, mode):
+def test_pairing_two_captures_reproduces_the_simulation(capture_pair, tmp_path, mode):
     sc = Scenario(packets=6000, flows=40, loss=0.02, delay="exponential:mean=2us",
                   mode=mode, interval_ns=300_000, clock_offset_ns=1234, seed=5)
     sim = sc.run()
-    tr = sim.trace
-    write_pcap(tmp_path / "s.pcap", tr.frames(), tr.timestamps)
-    r_idx = np.concatenate([iv.receiver.indices for iv in sim.intervals])
-    r_ts = np.concatenate([iv.receiver.timestamps for iv in sim.intervals])
-    order = np.argsort(r_ts, kind="stable")
-    write_pcap(tmp_path / "r.pcap", tr.frames(r_idx[order]), r_ts[order])
-    paired = pair_captures(tmp_path / "s.pcap", tmp_path / "r.pcap", mode=mode,
-                           interval_ns=300_000, start_ns=int(tr.timestamps[0]))
+    s, r = capture_pair(tmp_path, sim)
+    paired = pair_captures(s, r, mode=mode, interval_ns=300_000,
+                           start_ns=int(sim.trace.timestamps[0]))
     assert [p.interval for p in paired] == [iv.interval for iv in sim.intervals]
     cfg = LdaConfig()
     for a, b in zip(sim.intervals, paired):
@@ -162,35 +157,24 @@ def test_pairing_counts_non_ip_frames_nowhere(tmp_path, trace):
     assert not iv.sender.hashes(LdaConfig()).counted[-1]
 
 
-def _capture_pair(tmp_path, sim):
-    """The sender's and the receiver's capture of a simulated run, as two pcap files."""
-    tr = sim.trace
-    write_pcap(tmp_path / "s.pcap", tr.frames(), tr.timestamps)
-    r_idx = np.concatenate([iv.receiver.indices for iv in sim.intervals])
-    r_ts = np.concatenate([iv.receiver.timestamps for iv in sim.intervals])
-    order = np.argsort(r_ts, kind="stable")
-    write_pcap(tmp_path / "r.pcap", tr.frames(r_idx[order]), r_ts[order])
-    return tmp_path / "s.pcap", tmp_path / "r.pcap"
-
-
 @pytest.mark.parametrize("mode", ["time", "marker"])
-def test_one_interval_holds_both_captures(tmp_path, mode):
+def test_one_interval_holds_both_captures(capture_pair, tmp_path, mode):
     # Loss-free: the packets still in flight when the sender's capture ends are not lost
     # and form no receiver-only interval.
     sim = Scenario(packets=3000, flows=20, delay="exponential:mean=2us", seed=5).run()
-    s, r = _capture_pair(tmp_path, sim)
+    s, r = capture_pair(tmp_path, sim)
     (iv,) = pair_captures(s, r, mode=mode)
     assert iv.truth.sent == iv.truth.received == 3000
     assert iv.truth.lost == 0 and iv.truth.reordered == 0
     assert len(iv.truth.delays) == 3000
 
 
-def test_the_grid_covers_both_captures(tmp_path):
+def test_the_grid_covers_both_captures(capture_pair, tmp_path):
     # The receiver's tail (after the sender's last interval) and a receiver clock behind
     # the sender's first timestamp stay in the sender's first and last intervals.
     sim = Scenario(packets=3000, flows=20, delay="constant:value=5us", seed=5,
                    clock_offset_ns=-2_000).run()
-    s, r = _capture_pair(tmp_path, sim)
+    s, r = capture_pair(tmp_path, sim)
     t0 = int(sim.trace.timestamps[0])
     span = int(sim.trace.timestamps[-1]) - t0
     delta = span // 3 + 1            # three intervals; the receiver's tail past the last
