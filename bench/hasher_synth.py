@@ -31,8 +31,8 @@ from hw.hash_h3 import PacketHasher
 
 from bench import OUT, ROOT
 from bench.synth_harness import RegisteredHarness
-from bench.synth_runner import (SKIPPED, SPEED_GRADES, Toolchain, core_config,
-                                critical_path_summary, fmax_mhz, git_describe, write_result)
+from bench.synth_runner import (SPEED_GRADES, core_config, git_describe,
+                                synthesise_and_record)
 
 
 def main(argv=None) -> int:
@@ -62,25 +62,9 @@ def main(argv=None) -> int:
         "device": device.name, "target_mhz": args.freq, "seed": args.seed,
         "router": args.router, "git": git_describe(),
     }
-    tools = Toolchain.find()
-    if tools is None:
-        result["skipped"] = SKIPPED
-        write_result(result, output)
-        return 0
-
-    synthesis = tools.synthesise(v_path, top=top, folder=folder)
-    result["yosys_seconds"] = round(synthesis.seconds, 1)
-    result["yosys_cells"] = synthesis.cells
-    pnr = tools.place_and_route(synthesis.netlist, device, freq=args.freq, seed=args.seed,
-                                folder=folder, options=("--router", args.router))
-    result["nextpnr_seconds"] = round(pnr.seconds, 1)
-    result["fmax_mhz"] = fmax_mhz(pnr.report)
-    util = pnr.report["utilization"]
-    result["luts"] = util.get("TRELLIS_COMB", {}).get("used")
-    result["ffs"] = util.get("TRELLIS_FF", {}).get("used")
-    result["critical_path"] = critical_path_summary(pnr.report)
-    write_result(result, output)
-    return 0
+    return synthesise_and_record(result, v_path, top=top, device=device, freq=args.freq,
+                                 seed=args.seed, folder=folder, output=output,
+                                 options=("--router", args.router))
 
 
 if __name__ == "__main__":
