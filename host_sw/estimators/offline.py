@@ -263,6 +263,16 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
     return records
 
 
+def _require_ethernet(*paths):
+    """Refuse a capture file whose link type is not Ethernet (1): the streamed readers
+    parse Ethernet frames only."""
+    for path in paths:
+        linktype = capture_linktype(path)
+        if linktype != 1:
+            raise CaptureError(f"only Ethernet captures (link type 1) are supported, "
+                               f"not link type {linktype} ({path})")
+
+
 def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "time",
                     interval_ns: int | None = None, start_ns: int | None = None,
                     confidence: float = 0.98, progress=None,
@@ -300,11 +310,7 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
         return _records_in_memory(sender, receiver, config, mode=mode,
                                   interval_ns=interval_ns, start_ns=start_ns,
                                   confidence=confidence)
-    for path in (sender, receiver):
-        linktype = capture_linktype(path)
-        if linktype != 1:
-            raise CaptureError(f"only Ethernet captures (link type 1) are supported, "
-                               f"not link type {linktype} ({path})")
+    _require_ethernet(sender, receiver)
     pair = stream_pair(sender, receiver, config, mode=mode, interval_ns=interval_ns,
                        start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress)
     return _streamed_records(pair, config, confidence, min_flow_samples, flows)
@@ -347,11 +353,7 @@ def _rli_capture_records(sender, receiver, config, *, mode, interval_ns, start_n
                          "does not apply")
     if isinstance(sender, Capture) or isinstance(receiver, Capture):
         raise CaptureError("RLI analyses capture files (paths), read as streams")
-    for path in (sender, receiver):
-        linktype = capture_linktype(path)
-        if linktype != 1:
-            raise CaptureError(f"only Ethernet captures (link type 1) are supported, "
-                               f"not link type {linktype} ({path})")
+    _require_ethernet(sender, receiver)
     pair = stream_rli_pair(sender, receiver, config, key=key, interval_ns=interval_ns,
                            start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress)
     return [_rli_record(pair, iv, confidence, flows) for iv in pair.intervals]

@@ -8,13 +8,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, RdaConfig, RliConfig
 from host_sw.estimators.offline import (MAX_NEGATIVE_FRACTION, PairProblem, capture_cache,
                                         capture_records, check_pairing)
 from host_sw.estimators.rda import estimate_rda
 from host_sw.estimators.record import IntervalRecord
 from host_sw.model.channel import Scenario
-from host_sw.model.pcap import pair_captures, write_pcap
+from host_sw.model.pcap import CaptureError, pair_captures, write_pcap
 from host_sw.model.traffic import synthetic_trace
 
 
@@ -195,3 +195,13 @@ def test_opa_from_two_captures(lossy):
     assert rec.valid and e["sent"] == t["sent"] and e["received"] == t["received"]
     assert e["lost"] <= t["lost"] and e["samples"] > 0.9 * t["received"]
     assert e["p50"] <= e["p99"] <= e["max"] and abs(e["mean"] - t["mean"]) < 0.05 * t["mean"]
+
+
+@pytest.mark.parametrize("config", [LdaConfig(), RliConfig()], ids=["lda", "rli"])
+def test_a_capture_of_another_link_type_is_refused(tmp_path, loss_free, config):
+    _, (s, _) = loss_free
+    tr = synthetic_trace(packets=10, flows=2, seed=1)
+    raw = tmp_path / "raw.pcap"
+    write_pcap(raw, tr.frames(), tr.timestamps, linktype=101)     # DLT_RAW: IP, no Ethernet
+    with pytest.raises(CaptureError, match=r"link type 1\) are supported, not link type 101"):
+        capture_records(s, raw, config)
