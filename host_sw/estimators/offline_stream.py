@@ -163,6 +163,18 @@ def _counts(iv: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(u.tolist(), c.tolist()))
 
 
+def _by_interval(iv: np.ndarray, values: np.ndarray):
+    """``(interval, values of the packets of that interval)`` for each interval present
+    in ``iv``, in increasing order (the packets' order kept within an interval)."""
+    if not len(iv):
+        return
+    order = np.argsort(iv, kind="stable")
+    iv, values = iv[order], values[order]
+    bounds = np.flatnonzero(np.diff(iv)) + 1
+    for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(iv)]):
+        yield int(iv[a]), values[a:b]
+
+
 @dataclass
 class _Truth:
     """Per-interval truth sums (exact integer delay sum; variance by Chan's update)."""
@@ -176,17 +188,11 @@ class _Truth:
             target[k] = target.get(k, 0) + n
 
     def add_delays(self, iv: np.ndarray, delays: np.ndarray) -> None:
-        if not len(iv):
-            return
-        order = np.argsort(iv, kind="stable")
-        iv, delays = iv[order], delays[order]
-        bounds = np.flatnonzero(np.diff(iv)) + 1
-        for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(iv)]):
-            d = delays[a:b]
+        for k, d in _by_interval(iv, delays):
             n, s = len(d), int(d.sum())
             mean = s / n
             m2 = float(((d - mean) ** 2).sum())
-            got = self.both.setdefault(int(iv[a]), [0, 0, 0.0, 0.0])
+            got = self.both.setdefault(k, [0, 0, 0.0, 0.0])
             n0, mean0 = got[0], got[2]
             tot = n0 + n
             delta = mean - mean0
@@ -253,15 +259,9 @@ class _Pass:
         self.cache = [] if config.kind == "rda" else None
 
     def _meta(self, iv, ts):
-        if not len(iv):
-            return
-        order = np.argsort(iv, kind="stable")
-        ivs, tss = iv[order], ts[order]
-        bounds = np.flatnonzero(np.diff(ivs)) + 1
-        for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(ivs)]):
-            m = self.meta.setdefault(int(ivs[a]), [0, None, None])
-            part = tss[a:b]
-            m[0] += int(b - a)
+        for k, part in _by_interval(iv, ts):
+            m = self.meta.setdefault(k, [0, None, None])
+            m[0] += len(part)
             lo, hi = int(part.min()), int(part.max())
             m[1] = lo if m[1] is None else min(m[1], lo)
             m[2] = hi if m[2] is None else max(m[2], hi)
