@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.regmap import BUS_DATA_BITS, CounterWindow as WindowMap
 
-__all__ = ["counter_read_signature", "CounterWindow"]
+__all__ = ["counter_read_signature", "window_addr_bits", "CounterWindow"]
 
 _W = BUS_DATA_BITS
 
@@ -46,6 +46,12 @@ def counter_read_signature(*, addr_bits: int, word_bits: int) -> wiring.Signatur
         "addr": Out(addr_bits), "en": Out(1),
         "data": In(word_bits), "valid": In(1), "error": In(1),
     })
+
+
+def window_addr_bits(window: WindowMap) -> int:
+    """The narrowest counter address (``counters.addr``) that reaches every counter word
+    of ``window``."""
+    return max(1, (window.buckets - 1).bit_length())
 
 
 class CounterWindow(wiring.Component):
@@ -84,7 +90,7 @@ class CounterWindow(wiring.Component):
         if not isinstance(window, WindowMap):
             raise ValueError(f"window must be a host_sw.contracts.regmap.CounterWindow, "
                              f"not {window!r}")
-        needed = max(1, (window.buckets - 1).bit_length())
+        needed = window_addr_bits(window)
         if addr_bits < needed:
             raise ValueError(f"counter_addr_bits must be at least {needed} for "
                              f"{window.buckets} counter words, not {addr_bits}")
@@ -176,7 +182,7 @@ class CounterWindow(wiring.Component):
 
     def _division_registers(self):
         """The divider's registers (fresh for each elaboration)."""
-        q_bits = max(1, (self.window.buckets - 1).bit_length())
+        q_bits = window_addr_bits(self.window)
         return dict(
             q_bits=q_bits,
             remainder=Signal(len(self.offset), name="div_remainder"),

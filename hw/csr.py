@@ -64,7 +64,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.regmap import BUS_DATA_BITS, RegisterMap
-from hw.counter_window import CounterWindow, counter_read_signature
+from hw.counter_window import CounterWindow, counter_read_signature, window_addr_bits
 from hw.csr_decode import CsrDecoder, CsrReadMux, register_slots
 
 __all__ = ["csr_bus_signature", "counter_read_signature", "register_layout",
@@ -146,14 +146,11 @@ class CsrBank(wiring.Component):
                  window_timeout: int = 256):
         if not isinstance(regmap, RegisterMap):
             raise ValueError(f"regmap must be a host_sw.contracts.regmap.RegisterMap, not {regmap!r}")
-        needed = max(1, (regmap.window.buckets - 1).bit_length())
         if counter_addr_bits is None:
-            counter_addr_bits = needed
-        if counter_addr_bits < needed:
-            raise ValueError(f"counter_addr_bits must be at least {needed} for "
-                             f"{regmap.window.buckets} counter words, not {counter_addr_bits}")
-        if window_timeout < 1:
-            raise ValueError(f"window_timeout must be positive, not {window_timeout}")
+            counter_addr_bits = window_addr_bits(regmap.window)
+        # checks counter_addr_bits and window_timeout
+        self._window = CounterWindow(window=regmap.window, addr_bits=counter_addr_bits,
+                                     timeout=window_timeout)
         self.regmap = regmap
         self.window_timeout = window_timeout
         members = {
@@ -174,9 +171,7 @@ class CsrBank(wiring.Component):
         bus = self.bus
         m.submodules.decoder = decoder = CsrDecoder(regmap=self.regmap)
         m.submodules.read_mux = read_mux = CsrReadMux(regmap=self.regmap)
-        m.submodules.window = window = CounterWindow(
-            window=self.regmap.window, addr_bits=len(self.counters.addr),
-            timeout=self.window_timeout)
+        m.submodules.window = window = self._window
         wiring.connect(m, wiring.flipped(self.counters), window.counters)
 
         # The request latch (one request at a time).
