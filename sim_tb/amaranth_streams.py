@@ -6,7 +6,8 @@ Where it sits (``docs/DESIGN.md``): the wire on either side of a block with fram
 (the ``hw.frame`` beat layout: ``data``, ``keep``, ``last``, ``error``). :class:`Source`
 drives a stream by its rules (valid holds with its payload until the transfer) with random
 idle cycles; :class:`Sink` takes one with random ``ready`` and checks the same rules on
-every cycle; :func:`simulate` runs a design until its main testbench returns, and
+every cycle; :func:`stream_put` offers one payload on any stream (a byte into a UART or
+the bus bridge); :func:`simulate` runs a design until its main testbench returns, and
 :func:`wait_until` ticks until a condition holds.
 """
 
@@ -14,7 +15,7 @@ from amaranth.sim import Simulator
 
 from hw.frame import beats_to_frames, frame_to_beats
 
-__all__ = ["BEAT_KEYS", "Source", "Sink", "simulate", "wait_until"]
+__all__ = ["BEAT_KEYS", "Source", "Sink", "stream_put", "simulate", "wait_until"]
 
 #: The fields of a frame-stream beat.
 BEAT_KEYS = ("data", "keep", "last", "error")
@@ -97,6 +98,20 @@ class Sink:
                 out.append(cur)
                 cur = []
         return out
+
+
+async def stream_put(ctx, stream, payload):
+    """Offer ``payload`` on ``stream`` and tick until it transfers; ``valid`` is left low.
+    Back-to-back calls raise it again before the next clock edge, so their payloads
+    transfer on consecutive cycles when ``ready`` is high."""
+    ctx.set(stream.valid, 1)
+    ctx.set(stream.payload, payload)
+    while True:
+        ready = ctx.get(stream.ready)
+        await ctx.tick()
+        if ready:
+            break
+    ctx.set(stream.valid, 0)
 
 
 def simulate(dut, main, *background):

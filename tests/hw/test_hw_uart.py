@@ -10,6 +10,7 @@ from amaranth.hdl import Module, UnusedElaboratable
 from amaranth.sim import Simulator
 
 from hw.uart import UART
+from sim_tb.amaranth_streams import stream_put
 
 PAYLOAD = bytes([0x00, 0xFF, 0x55, 0xAA, 0x01, 0x80, 0x3C, 0xC3])
 
@@ -23,14 +24,7 @@ def loopback(divisor, data):
 
     async def send(ctx):
         for b in data:
-            ctx.set(dut.tx_data.valid, 1)
-            ctx.set(dut.tx_data.payload, b)
-            while True:
-                ready = ctx.get(dut.tx_data.ready)
-                await ctx.tick()
-                if ready:
-                    break
-        ctx.set(dut.tx_data.valid, 0)
+            await stream_put(ctx, dut.tx_data, b)
 
     async def receive(ctx):
         ctx.set(dut.rx_data.ready, 1)

@@ -19,6 +19,7 @@ from hw import lda_pipeline
 from hw.lda_pipeline import LdaCore
 from hw.uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
                          timeout_to_cycles)
+from sim_tb.amaranth_streams import stream_put
 
 
 def slave_value(addr):
@@ -39,14 +40,7 @@ def run_bridge(pieces, *, timeout_cycles=40, tx_ready=lambda cycle: True, slave_
                 await ctx.tick().repeat(piece)
                 continue
             for b in piece:
-                ctx.set(dut.rx.valid, 1)
-                ctx.set(dut.rx.payload, b)
-                while True:
-                    ready = ctx.get(dut.rx.ready)
-                    await ctx.tick()
-                    if ready:
-                        break
-                ctx.set(dut.rx.valid, 0)
+                await stream_put(ctx, dut.rx, b)
         state["feeding"] = False
 
     async def slave(ctx):
@@ -207,14 +201,7 @@ def test_bridge_with_csr_bank_end_to_end():
         ctx.set(bridge.tx.ready, 1)
         for data, n_reply in script:
             for b in data:
-                ctx.set(bridge.rx.valid, 1)
-                ctx.set(bridge.rx.payload, b)
-                while True:
-                    ready = ctx.get(bridge.rx.ready)
-                    await ctx.tick()
-                    if ready:
-                        break
-            ctx.set(bridge.rx.valid, 0)
+                await stream_put(ctx, bridge.rx, b)
             reply = bytearray()
             for _ in range(400):
                 if len(reply) == n_reply and ctx.get(bridge.rx.ready):
