@@ -16,7 +16,7 @@ beside their other connections.
 from amaranth.hdl import Module, Signal
 from amaranth.lib.wiring import Out, connect
 
-from .frozen_read_share import FrozenReadShare
+from hw.frozen_read_share import FrozenReadShare
 
 __all__ = ["config_copy", "wire_runtime_config", "wire_path_registers",
            "wire_frozen_reads", "wire_status"]
