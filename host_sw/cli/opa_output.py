@@ -21,7 +21,7 @@ from host_sw.estimators.opa import HISTOGRAM_BUCKETS_S
 
 __all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "HISTOGRAM_BUCKETS_S", "write_delays", "write_histogram",
            "prometheus_histogram", "delay_rows",
-           "histogram_lines"]
+           "histogram_lines", "DelayWriter", "write_histogram_counts"]
 
 
 _KEYS = ("p50", "p90", "p99", "p99.9", "max")
@@ -112,24 +112,45 @@ def delay_rows(records, tick_ns: float):
                    "delay_ns": float(result.delays[i]) * tick_ns}
 
 
+class DelayWriter:
+    """Per-packet delays written as they come (``ldactl watch``: interval by interval):
+    JSON lines when ``path`` ends in ``.jsonl`` or ``.json``, CSV otherwise; the columns
+    of :func:`delay_rows`."""
+
+    def __init__(self, path: str, tick_ns: float):
+        self.tick_ns, self.rows = tick_ns, 0
+        self.f = open(path, "w", newline="")
+        self.jsonl = path.endswith((".jsonl", ".json"))
+        self.csv = None if self.jsonl else csv.DictWriter(
+            self.f, fieldnames=("run", "interval", "packet", "hash", "receive_tick",
+                                "delay_ns"))
+        if self.csv is not None:
+            self.csv.writeheader()
+
+    def write(self, records) -> int:
+        """Write the recovered delays of ``records``; the rows written."""
+        n = 0
+        for row in delay_rows(records, self.tick_ns):
+            if self.jsonl:
+                self.f.write(json.dumps(row) + "\n")
+            else:
+                self.csv.writerow(row)
+            n += 1
+        self.f.flush()
+        self.rows += n
+        return n
+
+    def close(self) -> None:
+        self.f.close()
+
+
 def write_delays(path: str, records, tick_ns: float) -> int:
-    """Write the per-packet delays: JSON lines when ``path`` ends in ``.jsonl`` or
-    ``.json``, CSV otherwise. Returns the rows written."""
-    rows = delay_rows(records, tick_ns)
-    n = 0
-    with open(path, "w", newline="") as f:
-        if path.endswith((".jsonl", ".json")):
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
-                n += 1
-        else:
-            writer = csv.DictWriter(f, fieldnames=("run", "interval", "packet", "hash",
-                                                   "receive_tick", "delay_ns"))
-            writer.writeheader()
-            for row in rows:
-                writer.writerow(row)
-                n += 1
-    return n
+    """Write the per-packet delays (:class:`DelayWriter`). Returns the rows written."""
+    writer = DelayWriter(path, tick_ns)
+    try:
+        return writer.write(records)
+    finally:
+        writer.close()
 
 
 def _all_delays_s(records, tick_ns: float) -> np.ndarray:
@@ -142,12 +163,20 @@ def write_histogram(path: str, records, tick_ns: float) -> None:
     """The recovered delays' histogram as CSV: ``le_seconds`` (bucket upper bound,
     ``+Inf`` last), ``count`` (delays at most that, cumulative as Prometheus counts)."""
     d = np.sort(_all_delays_s(records, tick_ns))
+    write_histogram_counts(path, np.searchsorted(d, HISTOGRAM_BUCKETS_S, side="right"),
+                           len(d))
+
+
+def write_histogram_counts(path: str, counts, total: int) -> None:
+    """:func:`write_histogram`'s file from the cumulative ``counts`` at
+    :data:`HISTOGRAM_BUCKETS_S` and the number of delays (``ldactl watch`` sums its
+    intervals' ``histogram_s``)."""
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(("le_seconds", "count"))
-        for le in HISTOGRAM_BUCKETS_S:
-            writer.writerow((f"{le:g}", int(np.searchsorted(d, le, side="right"))))
-        writer.writerow(("+Inf", len(d)))
+        for le, count in zip(HISTOGRAM_BUCKETS_S, counts):
+            writer.writerow((f"{le:g}", int(count)))
+        writer.writerow(("+Inf", int(total)))
 
 
 def prometheus_histogram(name: str, delays_s: np.ndarray, labels: str = "") -> list[str]:
