@@ -1,0 +1,243 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``ldactl watch --records`` on two OPA devices: fake devices hold the golden OPA words
+of simulated intervals, and the record frames of the same intervals (built by the
+contract) arrive in captures — one file for both points, two files, standard input, a
+file that grows while watch runs. Every recovered delay equals the true one (ticks),
+the percentiles are numpy's of those delays, the loss is exact; a tampered frame, a
+missing last chunk, a replayed interval, a second source make just their interval
+invalid, and the records feed ``export`` and ``plot`` as estimate's do."""
+
+import io
+import json
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from host_sw.cli.main import main
+from host_sw.contracts.config import OpaConfig
+from host_sw.contracts.opa_records import build_record_frames
+from host_sw.device.transport import register_fake_device
+from host_sw.estimators.opa import PERCENTILES
+from host_sw.estimators.opa_run import opa_records
+from host_sw.model.channel import Scenario
+from host_sw.model.golden import Hashers
+from host_sw.model.opa import opa_synopsis
+from host_sw.model.pcap import write_pcap
+
+CONFIG = OpaConfig()
+S_MAC, R_MAC, OTHER_MAC, HOST = 0x020000000001, 0x020000000002, 0x020000000009, 0x0200000000ff
+WATCH = ["watch", "--sender", "fake://opa_rs", "--receiver", "fake://opa_rr", "--swap",
+         "--period", "0", "--wait", "5", "--json"]
+
+
+def _interval(seed):
+    """(sender records, receiver records, true delay of each receiver record, lost)."""
+    iv = Scenario(packets=2000, flows=30, loss=0.003, delay="exponential:mean=2us",
+                  seed=seed).run().intervals[0]
+    s, r = opa_records(CONFIG, iv, Hashers(CONFIG))
+    assert len(s.packet) == len(iv.sender.packet_ids)       # every packet counted
+    assert len(r.packet) == len(iv.receiver.packet_ids)
+    sent_at = dict(zip(iv.sender.packet_ids.tolist(), s.timestamps.tolist()))
+    true = np.array([t - sent_at[i] for i, t in zip(iv.receiver.packet_ids.tolist(),
+                                                     r.timestamps.tolist())], np.int64)
+    return s, r, true, int(iv.truth.lost)
+
+
+@pytest.fixture(scope="module")
+def intervals():
+    return [_interval(seed) for seed in (11, 12, 13)]
+
+
+@pytest.fixture
+def devices(scripted_device, intervals):
+    for name, side in (("opa_rs", 0), ("opa_rr", 1)):
+        dev = scripted_device(CONFIG, [opa_synopsis(CONFIG, iv[side].packet)
+                                       for iv in intervals])
+        dev.set("config_id", CONFIG.config_id)
+        register_fake_device(name, dev)
+    yield intervals
+    for name in ("opa_rs", "opa_rr"):
+        register_fake_device(name, None)
+
+
+def _frames(iv, seq, point, mac=None):
+    rec = iv[0] if point == "sender" else iv[1]
+    return build_record_frames(CONFIG, point, seq=seq, packet=rec.packet,
+                               timestamps=rec.timestamps, dst_mac=HOST,
+                               src_mac=mac or (S_MAC if point == "sender" else R_MAC))
+
+
+def _both(iv, seq):
+    return _frames(iv, seq, "sender") + _frames(iv, seq, "receiver")
+
+
+def _pcap(path, frames):
+    write_pcap(path, frames, 10 ** 9 + np.arange(len(frames)))
+    return str(path)
+
+
+def _watch(capsys, *extra):
+    code = main([*WATCH, *extra])
+    out, err = capsys.readouterr()
+    return code, [json.loads(x) for x in out.splitlines()], err
+
+
+def _check_exact(row, iv, delays):
+    """The row's figures against the truth: every delay, the percentiles, the loss."""
+    s, r, true, lost = iv
+    e = row["estimate"]
+    assert row["valid"] and (e["sent"], e["received"], e["lost"]) == (len(s.packet),
+                                                                      len(r.packet), lost)
+    assert e["unrecovered_groups"] == 0
+    if delays is None:
+        return
+    mine = [d for d in delays if d["interval"] == row["interval"]]
+    assert len(mine) == e["samples"] > 0.95 * len(r.packet)
+    idx = np.array([d["packet"] for d in mine])
+    assert [d["delay_ns"] for d in mine] == (true[idx] * CONFIG.tick_ns).tolist()
+    ns = true[idx].astype(np.float64) * CONFIG.tick_ns
+    assert [e[f"p{q:g}"] for q in PERCENTILES] == np.percentile(ns, PERCENTILES).tolist()
+    assert e["max"] == ns.max()
+
+
+def test_one_capture_of_both_points_gives_exact_delays(capsys, tmp_path, devices):
+    cap = _pcap(tmp_path / "tap.pcap", _both(devices[0], 0) + _both(devices[1], 1))
+    delays, out = tmp_path / "d.jsonl", tmp_path / "run.jsonl"
+    code, rows, err = _watch(capsys, "--intervals", "2", "--records", cap, "--delays-out",
+                             str(delays), "--histogram", str(tmp_path / "h.csv"),
+                             "--output", str(out))
+    assert code == 0, err
+    assert [r["interval"] for r in rows] == [0, 1]
+    written = [json.loads(x) for x in delays.read_text().splitlines()]
+    for row, iv in zip(rows, devices):
+        _check_exact(row, iv, written)
+    hist = (tmp_path / "h.csv").read_text().splitlines()
+    assert hist[-1] == f"+Inf,{len(written)}"
+    # export and plot read watch's records as estimate's
+    assert main(["export", "-i", str(out), "-f", "prometheus"]) == 0
+    prom = capsys.readouterr().out.splitlines()
+    last = rows[-1]["estimate"]["samples"]
+    bucket = [x for x in prom if x.startswith("ldactl_delay_seconds_bucket{")]
+    assert bucket[-1].endswith(f'le="+Inf"}} {last}')
+    assert any(x.startswith("ldactl_delay_seconds_count{") and x.endswith(f" {last}")
+               for x in prom)
+    sum_s = [float(x.split()[-1]) for x in prom if x.startswith("ldactl_delay_seconds_sum{")]
+    assert sum_s == [pytest.approx(rows[-1]["estimate"]["mean"] * last * 1e-9)]
+    assert main(["plot", "-i", str(out), "-o", str(tmp_path / "p.png")]) == 0
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tampered_frame_invalidates_only_its_interval(capsys, tmp_path, devices):
+    first = _both(devices[0], 0)
+    bad = bytearray(first[1])
+    bad[60] ^= 0x01                        # one record byte of the sender's chunk 1
+    first[1] = bytes(bad)
+    cap = _pcap(tmp_path / "tap.pcap", first + _both(devices[1], 1))
+    code, rows, err = _watch(capsys, "--intervals", "2", "--records", cap,
+                             "--records-wait", "0.5")
+    assert code == 0, err
+    assert not rows[0]["valid"] and rows[0]["estimate"] is None
+    assert any("interval 0" in n and "tag" in n for n in rows[0]["notes"]), rows[0]["notes"]
+    assert rows[1]["valid"] and rows[1]["estimate"]["p50"] is not None
+
+
+def test_missing_last_chunk_is_incomplete_within_the_wait(capsys, tmp_path, devices):
+    s_cap = _pcap(tmp_path / "s.pcap", _frames(devices[0], 0, "sender")
+                  + _frames(devices[1], 1, "sender"))
+    r_cap = _pcap(tmp_path / "r.pcap", _frames(devices[0], 0, "receiver")[:-1]
+                  + _frames(devices[1], 1, "receiver"))
+    t0 = time.monotonic()
+    code, rows, err = _watch(capsys, "--intervals", "2", "--records", s_cap, "--records",
+                             r_cap, "--records-wait", "0.4")
+    assert code == 0, err
+    assert time.monotonic() - t0 < 4
+    assert not rows[0]["valid"]
+    assert any("receiver's records of interval 0 are incomplete after 0.4 s" in n
+               and "no last chunk" in n for n in rows[0]["notes"]), rows[0]["notes"]
+    assert rows[1]["valid"]
+
+
+def _staged(f, out, stages, tmp_path):
+    """A thread writing ``stages`` (lists of frames) as one growing pcap stream to the
+    binary file ``f``: stage k once ``out`` (watch's --output) holds k rows."""
+    def run():
+        written, frames = 0, []
+        for k, stage in enumerate(stages):
+            deadline = time.monotonic() + 10
+            while k and time.monotonic() < deadline and (
+                    not out.exists() or len(out.read_text().splitlines()) < k):
+                time.sleep(0.02)
+            frames += stage
+            whole = open(_pcap(tmp_path / "whole.pcap", frames), "rb").read()
+            f.write(whole[written:])       # the records tcpdump adds
+            f.flush()
+            written = len(whole)
+        f.close()
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+def test_stdin_pipe_replay_and_second_source(capsys, monkeypatch, tmp_path, devices):
+    out = tmp_path / "run.jsonl"
+    r, w = os.pipe()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(os.fdopen(r, "rb")))
+    t = _staged(os.fdopen(w, "wb"), out, [
+        _both(devices[0], 0),
+        _frames(devices[0], 0, "sender") + _both(devices[1], 1),     # interval 0 again
+        _frames(devices[2], 2, "receiver", mac=OTHER_MAC)[:1] + _both(devices[2], 2)],
+        tmp_path)
+    code, rows, err = _watch(capsys, "--intervals", "3", "--records", "-",
+                             "--records-wait", "5", "--output", str(out))
+    t.join()
+    assert code == 0, err
+    assert [r["valid"] for r in rows] == [True, False, False]
+    _check_exact(rows[0], devices[0], None)
+    # interval 0's sender records again, after its row: the next row is invalid
+    assert any("records of interval 0 arrived after the row of interval 0" in n
+               and "replayed" in n for n in rows[1]["notes"]), rows[1]["notes"]
+    assert any("02:00:00:00:00:09, a second source" in n for n in rows[2]["notes"])
+
+
+def test_growing_file_is_followed(capsys, tmp_path, devices):
+    path, out = tmp_path / "tap.pcap", tmp_path / "run.jsonl"
+    t = _staged(open(path, "wb"), out, [_both(devices[0], 0), _both(devices[1], 1)],
+                tmp_path)
+    code, rows, err = _watch(capsys, "--intervals", "2", "--records", str(path),
+                             "--records-wait", "5", "--output", str(out))
+    t.join()
+    assert code == 0, err
+    assert [r["valid"] for r in rows] == [True, True]
+    _check_exact(rows[1], devices[1], None)
+
+
+def test_no_records_for_max_failures_intervals_exits_1(capsys, tmp_path, devices):
+    cap = _pcap(tmp_path / "tap.pcap", _both(devices[0], 0))
+    code, rows, err = _watch(capsys, "--intervals", "3", "--records", cap,
+                             "--records-wait", "0.1", "--max-failures", "2")
+    assert code == 1
+    assert [r["valid"] for r in rows] == [True, False, False]
+    assert "no sender record frames of interval 1 within 0.1 s" in rows[1]["notes"][0]
+    assert "ldactl watch: error: no complete record frames of both points for 2" in err
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--records", "/nonexistent/x.pcap"], "--records"),
+    (["--delays-out", "d.csv"], "--delays-out"),
+])
+def test_usage_errors_name_the_option(capsys, tmp_path, devices, args, option):
+    bad = tmp_path / "text.pcap"
+    bad.write_text("not a capture at all")
+    for a in (args, ["--records", str(bad)]):
+        code = None
+        try:
+            code = main([*WATCH, "--intervals", "1", *a])
+        except SystemExit as e:
+            code = e.code
+        assert code == 2
+        err = capsys.readouterr().err
+        assert a[0] in err and "Traceback" not in err
