@@ -241,3 +241,39 @@ def test_usage_errors_name_the_option(capsys, tmp_path, devices, args, option):
         assert code == 2
         err = capsys.readouterr().err
         assert a[0] in err and "Traceback" not in err
+
+
+def test_keyed_frames_unattributed_frame_and_receiver_words(capsys, tmp_path, devices):
+    """Interval 0: frames tagged under a key, accepted with --key-file; a frame too short
+    to name its interval is a note; interval 1: the receiver's records lack one packet
+    its words count (a complete, well-tagged stream): invalid, never a number."""
+    key = bytes(range(16))
+    (tmp_path / "k.key").write_text(key.hex() + "\n")
+    s, r = devices[0][0], devices[0][1]
+    keyed = [f for point, rec in (("sender", s), ("receiver", r))
+             for f in build_record_frames(CONFIG, point, seq=0, packet=rec.packet,
+                                          timestamps=rec.timestamps, dst_mac=HOST, key=key,
+                                          src_mac=S_MAC if point == "sender" else R_MAC)]
+    short = _frames(devices[0], 0, "sender")[0][:20]
+    r1 = devices[1][1]
+    thin = build_record_frames(CONFIG, "receiver", seq=1, packet=r1.packet[1:],
+                               timestamps=r1.timestamps[1:], dst_mac=HOST, src_mac=R_MAC,
+                               key=key)
+    s1 = build_record_frames(CONFIG, "sender", seq=1, packet=devices[1][0].packet,
+                             timestamps=devices[1][0].timestamps, dst_mac=HOST,
+                             src_mac=S_MAC, key=key)
+    cap = _pcap(tmp_path / "tap.pcap", keyed + [short] + s1 + thin)
+    code, rows, err = _watch(capsys, "--intervals", "2", "--records", cap, "--key-file",
+                             str(tmp_path / "k.key"), "--records-wait", "0.5")
+    assert code == 0, err
+    _check_exact(rows[0], devices[0], None)
+    notes = rows[0]["notes"] + rows[1]["notes"]
+    assert any("a record frame of no interval with a row to come" in n for n in notes)
+    assert not rows[1]["valid"] and rows[1]["estimate"] is None
+    assert any("the receiver's records of group" in n and "do not match its OPA words" in n
+               for n in rows[1]["notes"]), rows[1]["notes"]
+    # without the key, the keyed frames are refused: no numbers
+    code, rows, err = _watch(capsys, "--intervals", "1", "--records", cap,
+                             "--records-wait", "0.2")
+    assert code == 0 and not rows[0]["valid"] and rows[0]["estimate"] is None
+    assert any("no key was given" in n for n in rows[0]["notes"]), rows[0]["notes"]
