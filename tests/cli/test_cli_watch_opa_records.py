@@ -273,7 +273,12 @@ def test_keyed_frames_unattributed_frame_and_receiver_words(capsys, tmp_path, de
     assert any("the receiver's records of group" in n and "do not match its OPA words" in n
                for n in rows[1]["notes"]), rows[1]["notes"]
     # without the key, the keyed frames are refused: no numbers
-    code, rows, err = _watch(capsys, "--intervals", "1", "--records", cap,
-                             "--records-wait", "0.2")
+    keyed2 = [f for point, rec in (("sender", devices[2][0]), ("receiver", devices[2][1]))
+              for f in build_record_frames(CONFIG, point, seq=2, packet=rec.packet,
+                                           timestamps=rec.timestamps, dst_mac=HOST,
+                                           key=key,
+                                           src_mac=S_MAC if point == "sender" else R_MAC)]
+    code, rows, err = _watch(capsys, "--intervals", "1", "--records",
+                             _pcap(tmp_path / "tap2.pcap", keyed2), "--records-wait", "0.2")
     assert code == 0 and not rows[0]["valid"] and rows[0]["estimate"] is None
     assert any("no key was given" in n for n in rows[0]["notes"]), rows[0]["notes"]
