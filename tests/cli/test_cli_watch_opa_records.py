@@ -64,15 +64,17 @@ def devices(scripted_device, intervals):
         register_fake_device(name, None)
 
 
-def _frames(iv, seq, point, mac=None):
+def _frames(iv, seq, point, mac=None, key=None, skip=0):
+    """The record frames of ``iv`` at ``point`` as interval ``seq`` (its first ``skip``
+    packets left out)."""
     rec = iv[0] if point == "sender" else iv[1]
-    return build_record_frames(CONFIG, point, seq=seq, packet=rec.packet,
-                               timestamps=rec.timestamps, dst_mac=HOST,
+    return build_record_frames(CONFIG, point, seq=seq, packet=rec.packet[skip:],
+                               timestamps=rec.timestamps[skip:], dst_mac=HOST, key=key,
                                src_mac=mac or (S_MAC if point == "sender" else R_MAC))
 
 
-def _both(iv, seq):
-    return _frames(iv, seq, "sender") + _frames(iv, seq, "receiver")
+def _both(iv, seq, key=None):
+    return _frames(iv, seq, "sender", key=key) + _frames(iv, seq, "receiver", key=key)
 
 
 def _pcap(path, frames):
@@ -249,20 +251,10 @@ def test_keyed_frames_unattributed_frame_and_receiver_words(capsys, tmp_path, de
     its words count (a complete, well-tagged stream): invalid, never a number."""
     key = bytes(range(16))
     (tmp_path / "k.key").write_text(key.hex() + "\n")
-    s, r = devices[0][0], devices[0][1]
-    keyed = [f for point, rec in (("sender", s), ("receiver", r))
-             for f in build_record_frames(CONFIG, point, seq=0, packet=rec.packet,
-                                          timestamps=rec.timestamps, dst_mac=HOST, key=key,
-                                          src_mac=S_MAC if point == "sender" else R_MAC)]
     short = _frames(devices[0], 0, "sender")[0][:20]
-    r1 = devices[1][1]
-    thin = build_record_frames(CONFIG, "receiver", seq=1, packet=r1.packet[1:],
-                               timestamps=r1.timestamps[1:], dst_mac=HOST, src_mac=R_MAC,
-                               key=key)
-    s1 = build_record_frames(CONFIG, "sender", seq=1, packet=devices[1][0].packet,
-                             timestamps=devices[1][0].timestamps, dst_mac=HOST,
-                             src_mac=S_MAC, key=key)
-    cap = _pcap(tmp_path / "tap.pcap", keyed + [short] + s1 + thin)
+    thin = _frames(devices[1], 1, "receiver", key=key, skip=1)
+    cap = _pcap(tmp_path / "tap.pcap", _both(devices[0], 0, key) + [short]
+                + _frames(devices[1], 1, "sender", key=key) + thin)
     code, rows, err = _watch(capsys, "--intervals", "2", "--records", cap, "--key-file",
                              str(tmp_path / "k.key"), "--records-wait", "0.5")
     assert code == 0, err
@@ -273,12 +265,8 @@ def test_keyed_frames_unattributed_frame_and_receiver_words(capsys, tmp_path, de
     assert any("the receiver's records of group" in n and "do not match its OPA words" in n
                for n in rows[1]["notes"]), rows[1]["notes"]
     # without the key, the keyed frames are refused: no numbers
-    keyed2 = [f for point, rec in (("sender", devices[2][0]), ("receiver", devices[2][1]))
-              for f in build_record_frames(CONFIG, point, seq=2, packet=rec.packet,
-                                           timestamps=rec.timestamps, dst_mac=HOST,
-                                           key=key,
-                                           src_mac=S_MAC if point == "sender" else R_MAC)]
-    code, rows, err = _watch(capsys, "--intervals", "1", "--records",
-                             _pcap(tmp_path / "tap2.pcap", keyed2), "--records-wait", "0.2")
+    cap = _pcap(tmp_path / "tap2.pcap", _both(devices[2], 2, key))
+    code, rows, err = _watch(capsys, "--intervals", "1", "--records", cap,
+                             "--records-wait", "0.2")
     assert code == 0 and not rows[0]["valid"] and rows[0]["estimate"] is None
     assert any("no key was given" in n for n in rows[0]["notes"]), rows[0]["notes"]
