@@ -222,9 +222,9 @@ class OpaRecordWatch:
         if stream.errors:
             return "; ".join(stream.errors)
         if stream.records is None:
-            (source_seq,) = stream.assembler.pending
+            missing = "; ".join(stream.assembler.missing(k) for k in stream.assembler.pending)
             return (f"the {point.value}'s records of interval {seq} are incomplete after "
-                    f"{self.args.records_wait:g} s: {stream.assembler.missing(source_seq)}")
+                    f"{self.args.records_wait:g} s: {missing or 'no frame'}")
         return None
 
     def row(self, rec, outcomes: dict):
