@@ -32,7 +32,7 @@ from host_sw.cli.link import add_link_options, open_device, open_devices
 from host_sw.cli.opa_output import OPA_RECORD_TABLE
 from host_sw.cli.records import pair_snapshots, snapshot_meta, unread_record
 from host_sw.cli.rli_flows import flow_rows, sort_rows, write_flows
-from host_sw.cli.watch_opa import OpaRecordWatch, add_opa_watch_options
+from host_sw.cli.watch_opa import OpaRecordWatch, add_opa_watch_options, without_records
 from host_sw.cli.watch_reads import PointReader, ReadOutcome, RetryPolicy
 from host_sw.cli.watch_rli import RLI_WATCH_TABLE, flow_lines, receiver_record, rli_record
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
@@ -353,8 +353,7 @@ def _records(pairing, outcomes, swap_errors, args, flows, opa=None) -> list:
     if config.kind == "rli":
         rec = rli_record(rec, r, outcomes["sender"], flows=flows,
                          min_samples=args.min_samples)
-    if opa is not None:
-        rec = opa.row(rec, outcomes)
+    rec = opa.row(rec, outcomes) if opa is not None else without_records(rec)
     return [*gaps, rec]
 
 

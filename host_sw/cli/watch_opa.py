@@ -38,10 +38,23 @@ from host_sw.contracts.opa_records import (IntervalRecords, Point, RecordFlags,
                                            RecordReassembler, parse_record_frame)
 from host_sw.estimators.opa_export import interval_record
 
-__all__ = ["add_opa_watch_options", "OpaRecordWatch"]
+__all__ = ["add_opa_watch_options", "OpaRecordWatch", "without_records"]
 
 #: Intervals ahead of the rows whose streams are kept per point (more: the oldest go).
 MAX_PENDING = 64
+
+
+#: The note of an OPA row read without ``--records``.
+NO_RECORDS_NOTE = ("for the delays give watch --records: a capture of both points' record "
+                   "frames (tcpdump -U -w - 'ether proto 0x88b5' | ldactl watch ... "
+                   "--records -)")
+
+
+def without_records(rec):
+    """An OPA row of a watch without ``--records``: its note says how to get delays."""
+    if rec.synopsis != "opa" or rec.estimate is None:
+        return rec
+    return dataclasses.replace(rec, notes=(*rec.notes, NO_RECORDS_NOTE))
 
 
 def add_opa_watch_options(p: argparse.ArgumentParser) -> None:

@@ -270,3 +270,30 @@ def test_keyed_frames_unattributed_frame_and_receiver_words(capsys, tmp_path, de
                              "--records-wait", "0.2")
     assert code == 0 and not rows[0]["valid"] and rows[0]["estimate"] is None
     assert any("no key was given" in n for n in rows[0]["notes"]), rows[0]["notes"]
+
+
+def test_table_and_a_source_that_breaks(capsys, monkeypatch, tmp_path, devices):
+    """The text table is estimate's OPA table (its percentiles the JSON record's); a
+    source cut inside a record stops with a note, and the next interval, without
+    records, is invalid saying the sources have ended."""
+    out = tmp_path / "run.jsonl"
+    data = open(_pcap(tmp_path / "a.pcap", _both(devices[0], 0)), "rb").read()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data + data[24:60])))
+    code = main([*WATCH[:-1], "--intervals", "2", "--records", "-", "--records-wait", "0.3",
+                 "--output", str(out)])
+    text, err = capsys.readouterr()
+    assert code == 0, err
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    lines = text.splitlines()
+    assert lines[0].split()[:7] == ["interval", "sent", "recv", "lost", "reord", "p50", "ns"]
+    cells = lines[1].split()
+    e = rows[0]["estimate"]
+    assert [int(x) for x in cells[:4]] == [0, e["sent"], e["received"], e["lost"]]
+    assert [float(x) for x in cells[5:10]] == pytest.approx(
+        [e["p50"], e["p90"], e["p99"], e["p99.9"], e["max"]], abs=0.05)
+    notes = rows[0]["notes"] + rows[1]["notes"]
+    assert any("stdin: the stream ended inside a record" in n and "the source stopped" in n
+               for n in notes), notes
+    assert not rows[1]["valid"]
+    assert "(the record sources have ended)" in rows[1]["notes"][0]
+    assert "       1 invalid: no sender record frames of interval 1" in text
