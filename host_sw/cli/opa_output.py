@@ -22,7 +22,7 @@ from host_sw.estimators.opa import HISTOGRAM_BUCKETS_S
 __all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "HISTOGRAM_BUCKETS_S", "write_delays",
            "write_histogram",
            "prometheus_histogram", "delay_rows",
-           "histogram_lines", "DelayWriter", "write_histogram_counts"]
+           "histogram_lines", "DelayWriter", "write_histogram_counts", "DELAY_COLUMNS"]
 
 
 _KEYS = ("p50", "p90", "p99", "p99.9", "max")
@@ -98,45 +98,78 @@ OPA_RECORD_TABLE = Table(columns=(
 ), after=_record_lines)
 
 
+#: The columns of the per-packet delay file, in order.
+DELAY_COLUMNS = ("run", "interval", "packet", "hash", "receive_tick", "delay_ns")
+
+
+def _delay_columns(rec, tick_ns: float):
+    """The recovered packets of one record as columns (Python values), or None."""
+    result = rec.details.get("opa")
+    if result is None:
+        return None
+    idx = np.flatnonzero(result.recovered)
+    hashes = rec.details.get("opa_hashes")
+    return (idx.tolist(),
+            None if hashes is None else np.asarray(hashes, np.uint64)[idx].tolist(),
+            result.receive_ts[idx].astype(np.int64).tolist(),
+            (result.delays[idx].astype(np.float64) * tick_ns).tolist())
+
+
 def delay_rows(records, tick_ns: float):
-    """Yield one dict per recovered packet: ``run``, ``interval``, ``packet`` (arrival
-    index at the receiver), ``hash`` (hex), ``receive_tick``, ``delay_ns``."""
+    """Yield one dict per recovered packet (:data:`DELAY_COLUMNS`): ``run``,
+    ``interval``, ``packet`` (arrival index at the receiver), ``hash`` (hex),
+    ``receive_tick``, ``delay_ns``."""
     for rec in records:
-        result = rec.details.get("opa")
-        if result is None:
+        cols = _delay_columns(rec, tick_ns)
+        if cols is None:
             continue
-        hashes = rec.details.get("opa_hashes")
-        for i in np.flatnonzero(result.recovered):
-            yield {"run": rec.run, "interval": rec.interval, "packet": int(i),
-                   "hash": None if hashes is None else f"{int(hashes[i]):016x}",
-                   "receive_tick": int(result.receive_ts[i]),
-                   "delay_ns": float(result.delays[i]) * tick_ns}
+        packets, hashes, ticks, delays = cols
+        for k, i in enumerate(packets):
+            yield {"run": rec.run, "interval": rec.interval, "packet": i,
+                   "hash": None if hashes is None else f"{hashes[k]:016x}",
+                   "receive_tick": ticks[k], "delay_ns": delays[k]}
+
+
+def _json(v) -> str:
+    return "null" if v is None else json.dumps(v)
 
 
 class DelayWriter:
     """Per-packet delays written as they come (``ldactl watch``: interval by interval):
-    JSON lines when ``path`` ends in ``.jsonl`` or ``.json``, CSV otherwise; the columns
-    of :func:`delay_rows`."""
+    JSON lines when ``path`` ends in ``.jsonl`` or ``.json``, CSV otherwise; the rows of
+    :func:`delay_rows`, byte for byte as ``json.dumps`` and ``csv.DictWriter`` write
+    them. Why not those per row: a live watch writes every packet of every interval, and
+    one formatted line per packet is several times faster than a dict through the
+    writers (``bench/watch_opa_records.py``)."""
 
     def __init__(self, path: str, tick_ns: float):
         self.tick_ns, self.rows = tick_ns, 0
         self.f = open(path, "w", newline="")
         self.jsonl = path.endswith((".jsonl", ".json"))
-        self.csv = None if self.jsonl else csv.DictWriter(
-            self.f, fieldnames=("run", "interval", "packet", "hash", "receive_tick",
-                                "delay_ns"))
-        if self.csv is not None:
-            self.csv.writeheader()
+        if not self.jsonl:
+            csv.writer(self.f).writerow(DELAY_COLUMNS)
+
+    def _lines(self, rec, cols) -> list[str]:
+        packets, hashes, ticks, delays = cols
+        hexes = (["" if not self.jsonl else "null"] * len(packets) if hashes is None else
+                 [f'"{h:016x}"' if self.jsonl else f"{h:016x}" for h in hashes])
+        if self.jsonl:
+            head = f'{{"run": {_json(rec.run)}, "interval": {_json(rec.interval)}, "packet": '
+            return [f'{head}{i}, "hash": {h}, "receive_tick": {t}, "delay_ns": {d!r}}}\n'
+                    for i, h, t, d in zip(packets, hexes, ticks, delays)]
+        head = ("" if rec.run is None else f"{rec.run}") + "," + (
+            "" if rec.interval is None else f"{rec.interval}") + ","
+        return [f"{head}{i},{h},{t},{d!r}\r\n"
+                for i, h, t, d in zip(packets, hexes, ticks, delays)]
 
     def write(self, records) -> int:
         """Write the recovered delays of ``records``; the rows written."""
         n = 0
-        for row in delay_rows(records, self.tick_ns):
-            if self.jsonl:
-                self.f.write(json.dumps(row) + "\n")
-            else:
-                self.csv.writerow(row)
-            n += 1
+        for rec in records:
+            cols = _delay_columns(rec, self.tick_ns)
+            if cols is not None:
+                self.f.write("".join(self._lines(rec, cols)))
+                n += len(cols[0])
         self.f.flush()
         self.rows += n
         return n

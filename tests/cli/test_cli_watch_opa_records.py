@@ -7,6 +7,8 @@ the percentiles are numpy's of those delays, the loss is exact; a tampered frame
 missing last chunk, a replayed interval, a second source make just their interval
 invalid, and the records feed ``export`` and ``plot`` as estimate's do."""
 
+import csv
+import dataclasses
 import io
 import json
 import os
@@ -18,11 +20,13 @@ import numpy as np
 import pytest
 
 from host_sw.cli.main import main
+from host_sw.cli.opa_output import DELAY_COLUMNS, DelayWriter, delay_rows
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa_records import build_record_frames
 from host_sw.device.transport import register_fake_device
 from host_sw.estimators.opa import PERCENTILES
 from host_sw.estimators.opa_run import opa_records
+from host_sw.estimators.simulate import run_scenario
 from host_sw.model.channel import Scenario
 from host_sw.model.golden import Hashers
 from host_sw.model.opa import opa_synopsis
@@ -297,3 +301,26 @@ def test_table_and_a_source_that_breaks(capsys, monkeypatch, tmp_path, devices):
     assert not rows[1]["valid"]
     assert "(the record sources have ended)" in rows[1]["notes"][0]
     assert "       1 invalid: no sender record frames of interval 1" in text
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_delay_writer_bytes_equal_the_standard_writers(tmp_path, suffix):
+    """DelayWriter's fast lines are byte for byte what csv.DictWriter / json.dumps make of
+    delay_rows (a run number, no interval; then no run, no hashes; a tick of 2.5 ns)."""
+    (rec,) = run_scenario(Scenario(packets=3000, flows=20, loss=0.002, seed=3,
+                                   window_bytes=CONFIG.window_bytes), CONFIG)
+    records = [dataclasses.replace(rec, run=4, interval=None),
+               dataclasses.replace(rec, run=None, interval=7,
+                                   details={**rec.details, "opa_hashes": None})]
+    path = tmp_path / f"d{suffix}"
+    w = DelayWriter(str(path), 2.5)
+    assert w.write(records[:1]) + w.write(records[1:]) == 2 * rec.estimate["samples"] > 0
+    w.close()
+    ref = io.StringIO(newline="")
+    if suffix == ".csv":
+        writer = csv.DictWriter(ref, fieldnames=DELAY_COLUMNS)
+        writer.writeheader()
+        writer.writerows(delay_rows(records, 2.5))
+    else:
+        ref.writelines(json.dumps(row) + "\n" for row in delay_rows(records, 2.5))
+    assert open(path, newline="").read() == ref.getvalue()
