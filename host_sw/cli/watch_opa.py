@@ -87,7 +87,6 @@ class _Stream:
     assembler: RecordReassembler
     records: IntervalRecords | None = None
     errors: list = dataclasses.field(default_factory=list)
-    source: tuple | None = None
 
     def add(self, frame, name: str) -> None:
         if self.records is not None or self.errors:
@@ -100,7 +99,6 @@ class _Stream:
         except ControlFrameError as e:
             self.errors.append(f"--records {name}: {e}")
             return
-        self.source = (frame.src_mac, frame.point, frame.seq)
         self.records = done
 
 
@@ -223,7 +221,7 @@ class OpaRecordWatch:
         for old in [s for s in streams if not seq_after(s, seq)]:
             del streams[old]
             self.loose.append(f"the {point.value}'s records of interval {old} dropped: "
-                              f"that interval has no row")
+                              f"that interval was not read")
         self.done[point] = seq
         return stream
 
@@ -243,10 +241,8 @@ class OpaRecordWatch:
     def row(self, rec, outcomes: dict):
         """``rec`` (the row of the words) with the interval's delays from its records, or
         invalid with the reasons; the notes gathered since the last row."""
-        snaps = {Point.SENDER: outcomes["sender"].snapshot if outcomes["sender"].ok else None,
-                 Point.RECEIVER: (outcomes["receiver"].snapshot if outcomes["receiver"].ok
-                                  else None)}
-        seqs = {p: s.seq for p, s in snaps.items() if s is not None}
+        snaps = {Point(side): o.snapshot for side, o in outcomes.items() if o.ok}
+        seqs = {p: s.seq for p, s in snaps.items()}
         if rec.estimate is not None:
             self._wait(seqs)
         else:
