@@ -42,6 +42,14 @@ __all__ = ["add_opa_watch_options", "OpaRecordWatch", "without_records"]
 
 #: Intervals ahead of the rows whose streams are kept per point (more: the oldest go).
 MAX_PENDING = 64
+#: Notes of one kind a row lists (a flood of bad frames: the first ones and a count).
+MAX_NOTES = 8
+
+
+def _capped(notes: list[str]) -> list[str]:
+    if len(notes) <= MAX_NOTES:
+        return notes
+    return notes[:MAX_NOTES] + [f"... and {len(notes) - MAX_NOTES} more such notes"]
 
 
 #: The note of an OPA row read without ``--records``.
@@ -231,7 +239,7 @@ class OpaRecordWatch:
             return (f"no {point.value} record frames of interval {seq} within "
                     f"{self.args.records_wait:g} s{ended}")
         if stream.errors:
-            return "; ".join(stream.errors)
+            return "; ".join(_capped(stream.errors))
         if stream.records is None:
             missing = "; ".join(stream.assembler.missing(k) for k in stream.assembler.pending)
             return (f"the {point.value}'s records of interval {seq} are incomplete after "
@@ -248,7 +256,7 @@ class OpaRecordWatch:
         else:
             self._drain()
         streams = {p: self._close(p, seqs.get(p)) for p in Point}
-        loose, replays = self.loose, self.replays
+        loose, replays = _capped(self.loose), _capped(self.replays)
         self.loose, self.replays = [], []
         if rec.estimate is None:
             return dataclasses.replace(rec, notes=(*rec.notes, *replays, *loose))

@@ -7,6 +7,7 @@ the percentiles are numpy's of those delays, the loss is exact; a tampered frame
 missing last chunk, a replayed interval, a second source make just their interval
 invalid, and the records feed ``export`` and ``plot`` as estimate's do."""
 
+import argparse
 import csv
 import dataclasses
 import io
@@ -21,6 +22,8 @@ import pytest
 
 from host_sw.cli.main import main
 from host_sw.cli.opa_output import DELAY_COLUMNS, DelayWriter, delay_rows
+from host_sw.cli.record_source import SourceEvent
+from host_sw.cli.watch_opa import MAX_NOTES, MAX_PENDING, OpaRecordWatch, _capped
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa_records import build_record_frames
 from host_sw.device.transport import register_fake_device
@@ -324,3 +327,33 @@ def test_delay_writer_bytes_equal_the_standard_writers(tmp_path, suffix):
     else:
         ref.writelines(json.dumps(row) + "\n" for row in delay_rows(records, 2.5))
     assert open(path, newline="").read() == ref.getvalue()
+
+
+def test_mutated_frames_never_raise_and_notes_are_capped(tmp_path, intervals):
+    """Frames with a flipped bit, cut short, a header byte changed or bytes appended go
+    to the interval they name or to the next row's notes — never an exception; a flood
+    of them lists the first few and a count; the streams kept stay bounded."""
+    args = argparse.Namespace(records=[], mtu=1500, key_file=None, records_wait=0,
+                              delays_out=None, histogram=None, confidence=0.98,
+                              max_failures=5)
+    w = OpaRecordWatch(CONFIG, args)
+    w.done = {point: 0 for point in w.done}        # interval 0 has had its row
+    frames = _both(intervals[0], 0) + _both(intervals[1], 1)
+    rng = np.random.default_rng(5)
+    for _ in range(600):
+        f = bytearray(frames[rng.integers(len(frames))])
+        mode = rng.integers(4)
+        if mode == 0:
+            f[rng.integers(len(f))] ^= 1 << int(rng.integers(8))
+        elif mode == 1:
+            f = f[:rng.integers(14, len(f))]
+        elif mode == 2:
+            f[rng.integers(14, 48)] = int(rng.integers(256))
+        else:
+            f += bytes(rng.integers(1, 256, int(rng.integers(1, 40))).astype(np.uint8))
+        w.take(SourceEvent("frame", "fuzz", bytes(f)))
+    assert all(len(s) <= MAX_PENDING for s in w.streams.values())
+    assert len(w.loose) > MAX_NOTES and w.replays and w.streams
+    capped = _capped(w.loose)
+    assert len(capped) == MAX_NOTES + 1 and capped[-1].endswith("more such notes")
+    w.close()
