@@ -71,13 +71,14 @@ def devices(scripted_device, intervals):
         register_fake_device(name, None)
 
 
-def _frames(iv, seq, point, mac=None, key=None, skip=0):
+def _frames(iv, seq, point, mac=None, key=None, skip=0, groups=0):
     """The record frames of ``iv`` at ``point`` as interval ``seq`` (its first ``skip``
-    packets left out)."""
+    packets left out; ``groups``: the sampling, 0 for all)."""
     rec = iv[0] if point == "sender" else iv[1]
     return build_record_frames(CONFIG, point, seq=seq, packet=rec.packet[skip:],
                                timestamps=rec.timestamps[skip:], dst_mac=HOST, key=key,
-                               src_mac=mac or (S_MAC if point == "sender" else R_MAC))
+                               src_mac=mac or (S_MAC if point == "sender" else R_MAC),
+                               record_groups=groups)
 
 
 def _both(iv, seq, key=None):
@@ -357,3 +358,27 @@ def test_mutated_frames_never_raise_and_notes_are_capped(tmp_path, intervals):
     capped = _capped(w.loose)
     assert len(capped) == MAX_NOTES + 1 and capped[-1].endswith("more such notes")
     w.close()
+
+
+def test_sampled_groups_give_exact_delays_of_the_recorded_groups(capsys, tmp_path,
+                                                                 devices):
+    """Both points record groups 0..g/4-1 only: the interval is those groups (a note
+    says so), every delay of them exact; the words of the other groups left out."""
+    g = CONFIG.groups // 4
+    cap = _pcap(tmp_path / "tap.pcap", _frames(devices[0], 0, "sender", groups=g)
+                + _frames(devices[0], 0, "receiver", groups=g))
+    delays = tmp_path / "d.csv"
+    code, (row,), err = _watch(capsys, "--intervals", "1", "--records", cap,
+                               "--delays-out", str(delays))
+    assert code == 0 and row["valid"], (err, row["notes"])
+    assert f"sampled: groups 0..{g - 1} of {CONFIG.groups} recorded (25.00%)" in row["notes"]
+    s, r, true, _ = devices[0]
+    gbits = CONFIG.groups.bit_length() - 1
+    recorded = (r.packet >> np.uint64(64 - gbits)) < np.uint64(g)
+    e = row["estimate"]
+    assert e["received"] == recorded.sum() and e["samples"] > 0.95 * recorded.sum()
+    assert e["sent"] == ((s.packet >> np.uint64(64 - gbits)) < np.uint64(g)).sum()
+    rows = list(csv.DictReader(open(delays)))
+    idx = np.array([int(x["packet"]) for x in rows])       # index among recorded packets
+    assert [float(x["delay_ns"]) for x in rows] == \
+        (true[recorded][idx] * CONFIG.tick_ns).tolist()
