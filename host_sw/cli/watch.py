@@ -12,7 +12,9 @@ In the host data flow (``docs/DESIGN.md``): driver snapshot ► (``watch``) reco
 reads both points before releasing either, gives every sequence number a row (valid, or
 invalid with its reason) and stops only on a permanent failure (``docs/CLI.md``, watch).
 An RLI receiver may be watched alone (no ``--sender``): its rows, RLI registers and
-per-flow table come from :mod:`host_sw.cli.watch_rli`.
+per-flow table come from :mod:`host_sw.cli.watch_rli`. Two OPA devices' rows take their
+per-packet delays from the devices' record frames captured live (``--records``):
+:mod:`host_sw.cli.watch_opa`.
 """
 
 from __future__ import annotations
