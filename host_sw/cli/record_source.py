@@ -58,8 +58,10 @@ class _Source(threading.Thread):
 
     def run(self) -> None:
         parser = CaptureParser(self.source)
-        read = getattr(self.f, "read1", self.f.read)
         try:
+            if isinstance(self.f, str):     # a named pipe: opening waits for its writer
+                self.f = open(self.f, "rb")
+            read = getattr(self.f, "read1", self.f.read)
             while not self.stop.is_set():
                 data = read(_READ_BYTES)
                 if not data:
@@ -75,16 +77,21 @@ class _Source(threading.Thread):
         except (CaptureError, OSError, ValueError) as e:
             self.out.put(SourceEvent("error", self.source, str(e)))
         finally:
-            if self.close_file:
+            if self.close_file and not isinstance(self.f, str):
                 self.f.close()
 
 
 def _open(path: str):
-    """``(file, follow, close)`` of a ``--records`` value; :class:`UsageError` (exit 2)
-    naming the option when it cannot be read or holds something else than a capture."""
+    """``(file, follow, close)`` of a ``--records`` value (a named pipe's path instead of
+    its file: its thread opens it); :class:`UsageError` (exit 2) naming the option when
+    it cannot be read or holds something else than a capture."""
     if path == "-":
         return sys.stdin.buffer, False, False
     try:
+        if stat.S_ISFIFO(os.stat(path).st_mode):
+            if not os.access(path, os.R_OK):
+                raise PermissionError(13, "Permission denied")
+            return path, False, True
         f = open(path, "rb")
         mode = os.fstat(f.fileno()).st_mode
     except OSError as e:

@@ -173,8 +173,12 @@ def test_missing_last_chunk_is_incomplete_within_the_wait(capsys, tmp_path, devi
 
 def _staged(f, out, stages, tmp_path):
     """A thread writing ``stages`` (lists of frames) as one growing pcap stream to the
-    binary file ``f``: stage k once ``out`` (watch's --output) holds k rows."""
+    binary file ``f`` (or a named pipe's path, opened in the thread): stage k once
+    ``out`` (watch's --output) holds k rows."""
     def run():
+        nonlocal f
+        if isinstance(f, os.PathLike):
+            f = open(f, "wb")          # waits for watch to open the pipe
         written, frames = 0, []
         for k, stage in enumerate(stages):
             deadline = time.monotonic() + 10
@@ -187,7 +191,7 @@ def _staged(f, out, stages, tmp_path):
             f.flush()
             written = len(whole)
         f.close()
-    t = threading.Thread(target=run)
+    t = threading.Thread(target=run, daemon=True)   # never holds up the run
     t.start()
     return t
 
@@ -203,7 +207,7 @@ def test_stdin_pipe_replay_and_second_source(capsys, monkeypatch, tmp_path, devi
         tmp_path)
     code, rows, err = _watch(capsys, "--intervals", "3", "--records", "-",
                              "--records-wait", "5", "--output", str(out))
-    t.join()
+    t.join(timeout=10)
     assert code == 0, err
     assert [r["valid"] for r in rows] == [True, False, False]
     _check_exact(rows[0], devices[0], None)
@@ -213,13 +217,25 @@ def test_stdin_pipe_replay_and_second_source(capsys, monkeypatch, tmp_path, devi
     assert any("02:00:00:00:00:09, a second source" in n for n in rows[2]["notes"])
 
 
+def test_named_pipe(capsys, tmp_path, devices):
+    fifo, out = tmp_path / "tap.fifo", tmp_path / "run.jsonl"
+    os.mkfifo(fifo)
+    t = _staged(fifo, out, [_both(devices[0], 0), _both(devices[1], 1)], tmp_path)
+    code, rows, err = _watch(capsys, "--intervals", "2", "--records", str(fifo),
+                             "--records-wait", "5", "--output", str(out))
+    t.join(timeout=10)
+    assert code == 0, err
+    assert [r["valid"] for r in rows] == [True, True]
+    _check_exact(rows[1], devices[1], None)
+
+
 def test_growing_file_is_followed(capsys, tmp_path, devices):
     path, out = tmp_path / "tap.pcap", tmp_path / "run.jsonl"
     t = _staged(open(path, "wb"), out, [_both(devices[0], 0), _both(devices[1], 1)],
                 tmp_path)
     code, rows, err = _watch(capsys, "--intervals", "2", "--records", str(path),
                              "--records-wait", "5", "--output", str(out))
-    t.join()
+    t.join(timeout=10)
     assert code == 0, err
     assert [r["valid"] for r in rows] == [True, True]
     _check_exact(rows[1], devices[1], None)
