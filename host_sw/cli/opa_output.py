@@ -19,7 +19,7 @@ import numpy as np
 from host_sw.cli.table import Column, Table, fmt
 from host_sw.estimators.opa import HISTOGRAM_BUCKETS_S
 
-__all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "HISTOGRAM_BUCKETS_S", "write_delays",
+__all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "HISTOGRAM_BUCKETS_S", "add_delay_outputs", "write_delays",
            "write_histogram",
            "prometheus_histogram", "delay_rows",
            "histogram_lines", "DelayWriter", "write_histogram_counts", "DELAY_COLUMNS"]
@@ -32,13 +32,20 @@ def _est(key, spec=".1f"):
     return lambda rec: fmt(rec.estimate.get(key), spec)
 
 
+def _true_percentiles(rec) -> list[str]:
+    """The truth's percentiles and whether every recovered delay equals its true delay,
+    when the record knows the truth (simulations, two packet captures)."""
+    d = rec.details
+    if "true_p50" not in d:
+        return []
+    true = " / ".join(fmt(d.get(f"true_{k}"), ".1f") for k in _KEYS)
+    return [f"    true p50/p90/p99/p99.9/max ns: {true}; every recovered delay "
+            f"{'exact' if d.get('delays_exact') else 'NOT exact'}"]
+
+
 def _opa_truth_line(rec) -> list[str]:
-    d, e = rec.details, rec.estimate
-    lines = []
-    if "true_p50" in d:
-        true = " / ".join(fmt(d.get(f"true_{k}"), ".1f") for k in _KEYS)
-        lines.append(f"    true p50/p90/p99/p99.9/max ns: {true}; every recovered delay "
-                     f"{'exact' if d.get('delays_exact') else 'NOT exact'}")
+    e = rec.estimate
+    lines = _true_percentiles(rec)
     frac = e.get("recovered_fraction")
     lines.append(f"    recovered {e.get('samples')} delays ({fmt(frac and frac * 100, '.4f')}% "
                  f"of received), {e.get('unrecovered_groups')} group(s) unrecovered, "
@@ -75,6 +82,7 @@ def _record_lines(rec) -> list[str]:
     t = rec.true
     if t and t.get("lost") is not None:
         lines.append(f"    true: lost {t['lost']}, mean {fmt(t.get('mean'), '.2f')} ns")
+    lines += _true_percentiles(rec)
     if e.get("samples") is not None and e.get("recovered_fraction") is not None:
         lines.append(f"    recovered {e['samples']} delays "
                      f"({e['recovered_fraction'] * 100:.4f}% of received), "
@@ -96,6 +104,19 @@ OPA_RECORD_TABLE = Table(columns=(
     Column("max ns", 10, _est("max")),
     Column("mean ns", 9, _est("mean", ".2f")),
 ), after=_record_lines)
+
+
+def add_delay_outputs(group, *, histogram_when: str = "") -> None:
+    """The per-packet outputs of OPA, one definition for ``simulate``, ``estimate`` and
+    ``watch``: ``--delays-out`` (``--delays`` is the same option) and ``--histogram``
+    (``args.delays_out``, ``args.histogram``)."""
+    group.add_argument("--delays-out", "--delays", dest="delays_out", default=None,
+                       metavar="FILE",
+                       help="OPA: write every recovered per-packet delay (CSV, or JSON "
+                            "lines for a .jsonl/.json name)")
+    group.add_argument("--histogram", default=None, metavar="FILE",
+                       help="OPA: write the recovered delays' histogram (CSV, cumulative "
+                            f"counts at bounds in seconds){histogram_when}")
 
 
 #: The columns of the per-packet delay file, in order.

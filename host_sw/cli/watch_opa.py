@@ -29,7 +29,8 @@ import time
 import numpy as np
 
 from host_sw.cli.args import RunFailure, UsageError, int_in, key_file, real
-from host_sw.cli.opa_output import DelayWriter, HISTOGRAM_BUCKETS_S, write_histogram_counts
+from host_sw.cli.opa_output import (HISTOGRAM_BUCKETS_S, DelayWriter, add_delay_outputs,
+                                    write_histogram_counts)
 from host_sw.cli.record_source import RecordSources, SourceEvent
 from host_sw.contracts.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD,
                                              ControlFrameError, mac_to_str)
@@ -81,12 +82,7 @@ def add_opa_watch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mtu", type=int_in(MIN_MTU_PAYLOAD, MAX_MTU_PAYLOAD),
                    default=MTU_PAYLOAD, metavar="BYTES",
                    help="Ethernet payload MTU the record frames were built for")
-    g.add_argument("--delays-out", default=None, metavar="FILE",
-                   help="write every recovered per-packet delay (CSV, or JSON lines for "
-                        ".jsonl/.json)")
-    g.add_argument("--histogram", default=None, metavar="FILE",
-                   help="write the recovered delays' histogram over the run (CSV, "
-                        "cumulative counts at bounds in seconds), rewritten each interval")
+    add_delay_outputs(g, histogram_when=" over the run, rewritten each interval")
 
 
 @dataclasses.dataclass
