@@ -5,7 +5,7 @@ from ``tcpdump -U -w -``, or a file tcpdump is still writing) ► complete recor
 next ones.
 
 Model layer, beside :mod:`host_sw.model.pcap_stream` (whole files in vectorised chunks),
-whose record walkers (``_walk_classic``, ``_walk_pcapng``, the interface descriptions)
+whose record walkers (``walk_classic``, ``walk_pcapng``, the interface descriptions)
 it shares: one definition of the formats' record chains, here fed a growing buffer
 instead of file blocks. Used by ``ldactl watch --records``
 (:mod:`host_sw.cli.record_source`) for the OPA record frames the devices send in-band.
@@ -18,9 +18,8 @@ import struct
 
 import numpy as np
 
-from host_sw.model.pcap import CaptureError
-from host_sw.model.pcap_stream import (_MAGIC_NS, _MAGIC_US, _PCAPNG_BOM, _PCAPNG_SHB,
-                                       _Interface, _walk_classic, _walk_pcapng)
+from host_sw.model.pcap import MAGIC_NS, MAGIC_US, PCAPNG_BOM, PCAPNG_SHB, CaptureError
+from host_sw.model.pcap_stream import PcapngInterface, walk_classic, walk_pcapng
 
 __all__ = ["CaptureParser"]
 
@@ -40,7 +39,7 @@ class CaptureParser:
         self._format: str | None = None
         self._le = True
         self._frac_ns = 1
-        self._ifaces: list[_Interface] = []
+        self._ifaces: list[PcapngInterface] = []
 
     def _start(self) -> bool:
         """Recognise the format once enough bytes are there; False: not yet."""
@@ -48,21 +47,21 @@ class CaptureParser:
             return False
         magic_le, magic_be = struct.unpack_from("<I", self._buf)[0], \
             struct.unpack_from(">I", self._buf)[0]
-        if magic_le == _PCAPNG_SHB:
+        if magic_le == PCAPNG_SHB:
             if len(self._buf) < 12:
                 return False
             bom = self._buf[8:12]
-            self._le = struct.unpack("<I", bom)[0] == _PCAPNG_BOM
-            if not self._le and struct.unpack(">I", bom)[0] != _PCAPNG_BOM:
+            self._le = struct.unpack("<I", bom)[0] == PCAPNG_BOM
+            if not self._le and struct.unpack(">I", bom)[0] != PCAPNG_BOM:
                 raise CaptureError(f"{self.name}: corrupt pcapng section header")
             self._format = "pcapng"
             return True
-        if magic_le in (_MAGIC_US, _MAGIC_NS) or magic_be in (_MAGIC_US, _MAGIC_NS):
+        if magic_le in (MAGIC_US, MAGIC_NS) or magic_be in (MAGIC_US, MAGIC_NS):
             if len(self._buf) < _CLASSIC_HEADER:
                 return False
-            self._le = magic_le in (_MAGIC_US, _MAGIC_NS)
+            self._le = magic_le in (MAGIC_US, MAGIC_NS)
             magic = magic_le if self._le else magic_be
-            self._frac_ns = 1 if magic == _MAGIC_NS else 1000
+            self._frac_ns = 1 if magic == MAGIC_NS else 1000
             del self._buf[:_CLASSIC_HEADER]
             self._format = "pcap"
             return True
@@ -83,7 +82,7 @@ class CaptureParser:
         return out
 
     def _classic(self, data: bytes):
-        starts, rest = _walk_classic(data, self._le)
+        starts, rest = walk_classic(data, self._le)
         fields = struct.Struct(("<" if self._le else ">") + "IIII")
         limit = 1_000_000_000 if self._frac_ns == 1 else 1_000_000
         out = []
@@ -95,7 +94,7 @@ class CaptureParser:
         return out, rest
 
     def _pcapng(self, data: bytes):
-        starts, kinds, rest = _walk_pcapng(data, self._le, self.name, self._ifaces)
+        starts, kinds, rest = walk_pcapng(data, self._le, self.name, self._ifaces)
         e = "<" if self._le else ">"
         out = []
         for s, kind in zip(starts.tolist(), kinds.tolist()):
