@@ -42,7 +42,6 @@ __all__ = ["Capture", "CaptureError", "read_pcap", "write_pcap", "capture_trace"
 
 #: File magic numbers: classic pcap with µs or ns timestamps, pcapng's section header
 #: block type and its byte-order magic (one definition for every reader here).
-
 MAGIC_US = 0xA1B2C3D4
 MAGIC_NS = 0xA1B23C4D
 PCAPNG_SHB = 0x0A0D0D0A
