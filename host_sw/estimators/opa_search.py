@@ -39,6 +39,7 @@ from host_sw.contracts.opa import (OPA_PRIME, augmented_hash, modinv, modmul,
 from host_sw.estimators.opa_grid import placed_two_losses, pure_loss, two_moves
 from host_sw.estimators.opa_levels import (CHUNK, candidate_chunks, level_size,
                                            required_matches)
+from host_sw.estimators.opa_moves import MoveTable, loss_two_moves, move_count, three_moves
 
 __all__ = ["GroupSearch", "search_group", "CHUNK", "FALSE_MATCH_BUDGET", "GRID_LIMIT"]
 
@@ -170,10 +171,14 @@ def _sigma(n: int, w: int, aside: np.ndarray, lost: np.ndarray,
     return sigma
 
 
-def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
+def _search_level(terms, b, n, w, a, m, need, d, inverses, moves: str = "",
+                  near_limit: int = 0) -> tuple[dict, int]:
     """The mappings of level ``(m, a)`` that pass with at least ``need`` set-aside
-    packets matched (all ``a`` for ``m ≥ 2``), keyed by σ's bytes; candidates tested."""
+    packets matched (all of them for ``m ≥ 2``), keyed by σ's bytes; candidates tested.
+    ``moves``: the level is searched by its moves (:func:`_by_moves`)."""
     found, tested = {}, 0
+    if moves:
+        return _by_moves(terms, b, n, w, d, moves, inverses, near_limit)
     if m == 0:
         for lost in pure_loss(terms, b, w, a):
             sigma = _sigma(n, w, np.zeros(0, np.int64), lost, np.zeros(0, np.int64))
@@ -186,12 +191,86 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
                 sigma = _sigma(n, w, np.array([e]), lost, np.array([x]))
                 found.setdefault(sigma.tobytes(), sigma)
         return found, level_size(n, w, a, m, d)
-    near = _two_moves(n, w, a, m)
-    if near:    # moves that do not overlap, met in the middle; the others enumerated
+    if _two_moves(n, w, a, m):   # moves that do not overlap, met in the middle
         for e1, x1, e2, x2 in two_moves(terms, b, w, d):
-            aside, lost = np.array([e1, e2]), np.array(sorted((x1, x2)))
-            sigma = _sigma(n, w, aside, lost, np.array([x1, x2]))
-            found.setdefault(sigma.tobytes(), sigma)
+            _put(found, n, w, ([(e1, x1), (e2, x2)], []))
+        resid = (b.astype(np.int64) - terms.prefix(0)[n]) % OPA_PRIME
+        for moves, delta, _, _ in _compound_pairs(terms, n, d):   # … the others
+            for i in np.flatnonzero((delta == resid).all(axis=1)):
+                e1, t1, e2, t2 = (int(v) for v in moves[i])
+                _put(found, n, w, ([(e1, t1 + 1), (e2, t2 + 1)], []))
+        return found, level_size(n, w, a, m, d, near=True)
+    return _enumerate(terms, b, n, w, a, m, need, d, inverses)
+
+
+def _put(found: dict, n: int, w: int, placed) -> None:
+    """Add the mapping of set-aside packets at known positions (``placed``: pairs
+    ``(e, x)``) and ``lost`` positions: the others fill the rest in arrival order."""
+    placed, lost = sorted(placed[0]), sorted(placed[1])
+    aside = np.array([e for e, _ in placed], dtype=np.int64)
+    xs = np.array([x for _, x in placed], dtype=np.int64)
+    sigma = _sigma(n, w, aside, np.array(sorted(lost + list(xs)), dtype=np.int64), xs)
+    found.setdefault(sigma.tobytes(), sigma)
+
+
+def _pair_placements(n: int, d: int):
+    """Pairs of received packets ``e1 < e2`` placed at positions ``x1 ≠ x2`` within ``d``
+    of their arrival slots, whose moves' ranges of slots overlap (no loss: slot ``t`` is
+    position ``t + 1``): ``(aside (C, 2), x (C, 2))`` in chunks of about :data:`CHUNK`."""
+    off = np.arange(-d, d + 1)
+    gap, o1, o2 = (v.reshape(-1) for v in np.meshgrid(np.arange(1, 2 * d + 1), off, off,
+                                                        indexing="ij"))
+    step = max(1, CHUNK // len(gap))
+    for start in range(0, n, step):
+        e1 = np.repeat(np.arange(start, min(n, start + step)), len(gap))
+        e2 = e1 + np.tile(gap, len(e1) // len(gap))
+        t1 = e1 + np.tile(o1, len(e1) // len(gap))
+        t2 = e2 + np.tile(o2, len(e1) // len(gap))
+        ok = ((e2 < n) & (t1 >= 0) & (t1 < n) & (t2 >= 0) & (t2 < n) & (t1 != t2)
+              & (np.maximum(e1, t1) >= np.minimum(e2, t2)))
+        yield np.stack([e1[ok], e2[ok]], axis=1), np.stack([t1[ok], t2[ok]], axis=1) + 1
+
+
+def _compound_pairs(terms, n: int, d: int):
+    """Pairs of moves whose ranges overlap, without a loss (``w = n``), as compound
+    moves: ``(moves [e1, t1, e2, t2], Δ, lo, hi)`` in chunks, ``Δ`` (the change of the
+    CAH from the arrival order's) from the general known part."""
+    k0 = terms.prefix(0)[n] % OPA_PRIME
+    for aside, x in _pair_placements(n, d):
+        if len(x) == 0:
+            continue
+        t = x - 1
+        known = _known_part(terms, aside, np.sort(x, axis=1)).T.astype(np.int64)
+        h = augmented_hash(terms.packets[aside], x, terms.seed)
+        own = modmul(node_powers(x, terms.rows), h[None]).sum(axis=2).T
+        delta = (known + own.astype(np.int64) - k0) % OPA_PRIME
+        moves = np.stack([aside[:, 0], t[:, 0], aside[:, 1], t[:, 1]], axis=1)
+        yield moves, delta, np.minimum(aside, t).min(axis=1), np.maximum(aside, t).max(axis=1)
+
+
+def _by_moves(terms, b, n, w, d, moves, inverses, near_limit) -> tuple[dict, int]:
+    """Levels searched by their moves (:mod:`host_sw.estimators.opa_moves`): three
+    reordered packets (``"three"``), or a loss and two reordered packets (``"loss"``,
+    the pairs whose moves overlap enumerated as candidates when at most ``near_limit``)."""
+    table, found = MoveTable(terms, d), {}
+    if moves == "three":
+        resid = (b.astype(np.int64) - terms.prefix(0)[n]) % OPA_PRIME
+        for triple in three_moves(table, resid, _compound_pairs(terms, n, d)):
+            _put(found, n, w, ([(e, t + 1) for e, t in triple], []))
+        return found, move_count(n, d) ** 2 // 2
+    for l, *pair in loss_two_moves(table, b, terms.prefix(0), terms.prefix(1), w):
+        _put(found, n, w, ([(e, t + 1 + (t >= l - 1)) for e, t in pair], [l]))
+    tested = w * move_count(n, d)
+    if level_size(n, w, 3, 2, d, near=True) <= near_limit:
+        near, count = _enumerate(terms, b, n, w, 3, 2, 2, d, inverses, near=True)
+        found.update(near)
+        tested += count
+    return found, tested
+
+
+def _enumerate(terms, b, n, w, a, m, need, d, inverses, near=False) -> tuple[dict, int]:
+    """Level ``(m, a)``'s candidates (``near``: of nearby set-aside packets) one by one."""
+    found, tested = {}, 0
     for aside, lost in candidate_chunks(n, w, a, m, d, near):
         ok, matched = _evaluate(terms, b, aside, lost, inverses)
         if need:
@@ -201,6 +280,23 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
             sigma = _sigma(n, w, aside[i], lost[i], matched[i])
             found.setdefault(sigma.tobytes(), sigma)
     return found, tested
+
+
+def _moves_kind(n: int, w: int, a: int, m: int) -> str:
+    """Level ``(m, a)`` searched by its moves when too large to enumerate: three
+    reordered packets and no loss, or two and one loss."""
+    if m == 3 and a == 3 and w == n:
+        return "three"
+    return "loss" if m == 2 and a == 3 and w == n + 1 else ""
+
+
+def moves_cost(n: int, w: int, d: int, kind: str) -> int:
+    """The work of a level searched by its moves, in units of :data:`GRID_LIMIT` (about
+    30 ns): the pairs of moves summed, or per lost position the moves' table sorted."""
+    moves = move_count(n, d)
+    if kind == "three":
+        return moves * moves // 2 + level_size(n, n, 2, 2, d, near=True) * 2
+    return w * moves * 16
 
 
 def _two_moves(n: int, w: int, a: int, m: int) -> bool:
@@ -235,7 +331,8 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
     tested, inverses = 0, None
     for m in range(min(max_aside, n) + 1):
         a = w - n + m
-        if a < 0 or a > max_errors or (a == 0 and m == 0) or (m >= 2 and a > m):
+        if (a < 0 or a > max_errors or (a == 0 and m == 0)
+                or (m >= 2 and a > m and not (m == 2 and a == 3))):
             continue
         size = level_size(n, w, a, m, shift_bound)
         need = required_matches(size, rows, a, m, false_match_budget)
@@ -243,11 +340,15 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
             return GroupSearch(None, "false_match_bound", tested)
         if _two_moves(n, w, a, m):
             size = level_size(n, w, a, m, shift_bound, near=True)
+        moves = ""
         if size > (grid_limit if m == 0 or _placed(m, a, need) else candidate_limit):
-            return GroupSearch(None, "search_limit", tested)
+            moves = _moves_kind(n, w, a, m)
+            if not moves or moves_cost(n, w, shift_bound, moves) > grid_limit:
+                return GroupSearch(None, "search_limit", tested)
         if inverses is None and m:   # 1/(x2 − x1) for positions up to w (Fermat)
             inverses = modinv(np.arange(max(w, 1) + 1))
-        found, count = _search_level(terms, b, n, w, a, m, need, shift_bound, inverses)
+        found, count = _search_level(terms, b, n, w, a, m, need, shift_bound, inverses,
+                                     moves, candidate_limit)
         tested += count
         if len(found) == 1:
             return GroupSearch(next(iter(found.values())), "", tested)

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""OPA Algorithm 1, levels of several reordered packets searched by meeting in the middle
+on their *moves*: three reordered packets (no loss), and one loss with two reordered
+packets (``docs/SPEC.md`` §8.5).
+
+Estimators layer, used by :mod:`host_sw.estimators.opa_search` (which owns the prefix sums
+of the terms ``x**r · h(P, x)`` per shift and turns what is found here into mappings).
+
+Slots. With one lost position ``l`` the received packets, in arrival order, fill the
+``n = w − 1`` positions other than ``l``: slot ``t`` (0-based) is position ``t + 1`` below
+``l``, ``t + 2`` from it on (without a loss, ``t + 1``). A *move* ``(e, t)`` puts the
+received packet ``e`` at slot ``t ≠ e`` (``|t − e| ≤ d``, the reordering shift bound of
+§V-B) and the packets between one slot over; it changes only the slots of its range
+``[min(e, t), max(e, t)]``, so its change ``Δ(e, t)`` of the CAH is read from prefix sums
+in O(k), and moves whose ranges are disjoint change the CAH by the sum of their ``Δ``.
+
+* three moves (``w = n``): ``Δ1 + Δ2 + Δ3 = B − K0`` on every row (``K0`` the CAH of the
+  arrival order) — the pairs of disjoint moves summed on row 0 and looked up in the
+  sorted table of single moves, the few hits checked on every row; a pair of moves whose
+  ranges overlap is one compound move (its change from the general known part) looked up
+  the same way. Three moves whose ranges chain together are not searched here.
+* a loss at ``l`` and two moves: the lost hash is unknown, so the residual
+  ``B − K0_l − Δ1 − Δ2`` must be a multiple of the node column ``(1, l, l², …)``; the
+  operator ``A_l(v)_r = v_{r+1} − l·v_r`` is linear and annihilates that column, so for
+  each ``l`` the condition ``A_l(Δ1) + A_l(Δ2) = A_l(B − K0_l)`` (``k − 1`` rows) is a
+  two-sum over the moves in ``l``'s slots. Pairs of moves whose ranges overlap are left
+  to the caller's enumeration.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from host_sw.contracts.opa import OPA_PRIME, augmented_hash, modmul, node_powers
+
+__all__ = ["MoveTable", "three_moves", "loss_two_moves", "move_count"]
+
+
+def move_count(n: int, d: int) -> int:
+    """Moves ``(e, t)`` of ``n`` slots with ``1 ≤ |t − e| ≤ d`` (an upper bound)."""
+    return n * 2 * d
+
+
+class MoveTable:
+    """Every move ``(e, t)`` of a group's ``n`` received packets, ``1 ≤ |t − e| ≤ d``, and
+    the terms it needs: the moved packet's term at position ``t + 1`` and ``t + 2`` (below
+    and from a lost position), the per-packet terms ``x**r h(P_i, x)`` at ``x = i + 1 + s``
+    for ``s = −1 … 2``."""
+
+    def __init__(self, terms, d: int):
+        n, rows = len(terms.packets), terms.rows
+        self.n, self.rows = n, rows
+        e = np.repeat(np.arange(n), 2 * d)
+        off = np.tile(np.concatenate([np.arange(-d, 0), np.arange(1, d + 1)]), n)
+        t = e + off
+        ok = (t >= 0) & (t < n)
+        self.e, self.t = e[ok], t[ok]
+        self.lo, self.hi = np.minimum(self.e, self.t), np.maximum(self.e, self.t)
+        self.placed = []
+        for s in (0, 1):     # the moved packet's term at position t + 1 + s
+            x = np.minimum(self.t + 1 + s, terms.w)
+            h = augmented_hash(terms.packets[self.e], x, terms.seed)
+            self.placed.append(modmul(node_powers(x, rows), h[None, :]).T.astype(np.int64))
+        self.term = {s: np.diff(terms.prefix(s), axis=0) for s in (-1, 0, 1, 2)}
+
+    def deltas(self, shift: np.ndarray) -> np.ndarray:
+        """``Δ`` (M, rows, int64 mod p) of every move when slot ``t`` is position
+        ``t + 1 + shift[t]`` (``shift`` 0 or 1, non-decreasing)."""
+        n, term = self.n, self.term
+        sh = shift[:, None]
+        own = np.where(sh == 1, term[1], term[0])
+        up = np.zeros_like(own)            # packet i one slot later, i ≤ n − 2
+        nxt = shift[1:, None]
+        up[:-1] = np.where(nxt == 1, term[2][:-1], term[1][:-1]) - own[:-1]
+        dn = np.zeros_like(own)            # packet i one slot earlier, i ≥ 1
+        prv = shift[:-1, None]
+        dn[1:] = np.where(prv == 1, term[0][1:], term[-1][1:]) - own[1:]
+        cum_up = np.zeros((n + 1, self.rows), np.int64)
+        cum_dn = np.zeros((n + 1, self.rows), np.int64)
+        np.cumsum(up, axis=0, out=cum_up[1:])
+        np.cumsum(dn, axis=0, out=cum_dn[1:])
+        e, t = self.e, self.t
+        early = (t < e)[:, None]
+        placed = np.where(shift[t][:, None] == 1, self.placed[1], self.placed[0])
+        run = np.where(early, cum_up[e] - cum_up[t], cum_dn[t + 1] - cum_dn[e + 1])
+        return (placed - own[e] + run) % OPA_PRIME
+
+
+class _Index:
+    """Equal-value lookup in a set of row-0 keys (values below p): a bitmap of the keys'
+    top 22 bits rejects almost every query in one gather (a few ns, against a binary
+    search's hundreds), the rest are found by binary search in the sorted keys."""
+
+    _SHIFT = 31 - 22
+
+    def __init__(self, keys: np.ndarray):
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
+        self.bitmap = np.zeros(1 << 22, dtype=bool)
+        self.bitmap[self.keys >> self._SHIFT] = True
+
+    def find(self, targets: np.ndarray):
+        """``(query index, key index)`` of every equal pair."""
+        q = np.flatnonzero(self.bitmap[targets >> self._SHIFT])
+        first = np.searchsorted(self.keys, targets[q], side="left")
+        last = np.searchsorted(self.keys, targets[q], side="right")
+        for i in np.flatnonzero(last > first):
+            for s in range(first[i], last[i]):
+                yield int(q[i]), int(self.order[s])
+
+
+def three_moves(table: MoveTable, resid: np.ndarray, pairs=()) -> list[tuple]:
+    """Three moves with pairwise disjoint ranges, or a compound of two overlapping moves
+    and one more disjoint from it, whose changes sum to ``resid`` (``B − K0``, int64
+    ``(rows,)``) on every row: ``[(e1, t1), (e2, t2), (e3, t3)]`` each.
+    ``pairs`` yields ``(moves (C, 4) [e1, t1, e2, t2], Δ (C, rows), lo (C,), hi (C,))`` of
+    compound moves. Each triple is found once per order of its ranges."""
+    delta = table.deltas(np.zeros(table.n, np.int64))
+    index = _Index(delta[:, 0])
+    lo, hi = table.lo, table.hi
+    found = []
+    m = len(delta)
+    step = max(1, (1 << 20) // max(m, 1))
+    for start in range(0, m, step):          # pairs i, j with hi_i < lo_j, on row 0
+        i = np.arange(start, min(m, start + step))
+        ii, jj = np.nonzero(hi[i][:, None] < lo[None, :])
+        ii = i[ii]
+        target = (resid[0] - delta[ii, 0] - delta[jj, 0]) % OPA_PRIME
+        for q, c in index.find(target):
+            a, b = int(ii[q]), int(jj[q])
+            if lo[c] > hi[b] and np.array_equal((delta[a] + delta[b] + delta[c])
+                                                % OPA_PRIME, resid):
+                found.append(tuple((int(table.e[x]), int(table.t[x])) for x in (a, b, c)))
+    for moves, pd, plo, phi in pairs:       # a compound move and a single one
+        target = (resid[0] - pd[:, 0]) % OPA_PRIME
+        for q, c in index.find(target):
+            if (hi[c] < plo[q] or lo[c] > phi[q]) and np.array_equal(
+                    (pd[q] + delta[c]) % OPA_PRIME, resid):
+                e1, t1, e2, t2 = (int(v) for v in moves[q])
+                found.append(((e1, t1), (e2, t2), (int(table.e[c]), int(table.t[c]))))
+    return found
+
+
+def loss_two_moves(table: MoveTable, b: np.ndarray, prefix0: np.ndarray,
+                   prefix1: np.ndarray, w: int) -> list[tuple]:
+    """One lost position ``l`` and two moves with disjoint ranges in ``l``'s slots (module
+    docstring): ``(l, (e1, t1), (e2, t2))`` that pass on all ``k − 1`` rows of ``A_l``.
+    ``prefix0``/``prefix1``: the prefix sums of the terms at shifts 0 and 1 (the CAH of
+    the arrival order below and from ``l``)."""
+    n = table.n
+    lo, hi = table.lo, table.hi
+    bb = b.astype(np.int64)
+    found = []
+    for l in range(1, w + 1):
+        shift = (np.arange(n) >= l - 1).astype(np.int64)
+        k0 = prefix0[l - 1] + prefix1[n] - prefix1[l - 1]
+        r = (bb - k0) % OPA_PRIME
+        target = (r[1:] - l * r[:-1]) % OPA_PRIME               # A_l(B − K0_l)
+        delta = table.deltas(shift)
+        z = (delta[:, 1:] - l * delta[:, :-1]) % OPA_PRIME      # A_l(Δ), l < 2**21
+        for q, c in _Index(z[:, 0]).find((target[0] - z[:, 0]) % OPA_PRIME):
+            if hi[q] < lo[c] and np.array_equal((z[q] + z[c]) % OPA_PRIME, target):
+                found.append((l, (int(table.e[q]), int(table.t[q])),
+                              (int(table.e[c]), int(table.t[c]))))
+    return found
