@@ -16,7 +16,10 @@ arrival indices set aside, ``lost`` (``L``) the sorted unknown positions.
   besides (a foreign packet and a lost one would explain the same residual as a packet
   reordered beyond ``d``);
 * ``m = 2``, ``a = 3``: one loss anywhere and both set-aside packets reordered, each
-  placed within ``d + 1`` of its arrival slot (the loss shifts slots by one).
+  placed within ``d`` of its arrival slot.
+
+The caller passes ``d`` = the shift bound plus the group's losses (``w − n``): a loss
+before a reordered packet moves its position one further from its arrival index.
 
 False matches. A wrong candidate passes the checking equation with probability
 ``p^−(k−a)`` (``k − a`` independent conditions on uniform values), and each set-aside
@@ -52,9 +55,9 @@ def level_size(n: int, w: int, a: int, m: int, d: int, near: bool = False) -> in
         return comb(w, a)
     if m == 1:
         return n if a == 0 else n * home * comb(w, a - 1)
-    if m == 2 and a == 3:      # one loss and two reordered packets (in the loss's slots)
-        sets = n * 2 * (d + 1) if near else comb(n, 2)
-        return sets * min(w, 2 * d + 3) ** 2 * w
+    if m == 2 and a == 3:      # one loss and two reordered packets
+        sets = n * 2 * d if near else comb(n, 2)
+        return sets * home ** 2 * w
     if a > m:
         return 0
     sets = n * 2 * d if near and m == 2 else comb(n, m)
@@ -183,10 +186,10 @@ def candidate_chunks(n: int, w: int, a: int, m: int, d: int, near: bool = False)
 
 
 def _loss_two_aside(n: int, w: int, d: int, near: bool = False):
-    """Level ``m = 2``, ``|L| = 3``: two set-aside packets placed within ``d + 1`` of
-    their arrival slots (a lost position below shifts a slot by one) and one lost
-    position anywhere else; ``near``: the pairs within ``2(d + 1)`` only."""
-    for aside, pos in _many_aside(n, w, 2, 2, d + 1, near):
+    """Level ``m = 2``, ``|L| = 3``: two set-aside packets placed within ``d`` of
+    their arrival slots and one lost position anywhere else; ``near``: the pairs within
+    ``2d`` only."""
+    for aside, pos in _many_aside(n, w, 2, 2, d, near):
         step = max(1, CHUNK // w)
         for s in range(0, len(pos), step):
             aa, pp = aside[s:s + step], pos[s:s + step]

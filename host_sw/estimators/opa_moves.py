@@ -3,8 +3,9 @@
 on their *moves*: three reordered packets (no loss), and one loss with two reordered
 packets (``docs/SPEC.md`` §8.5).
 
-Estimators layer, used by :mod:`host_sw.estimators.opa_search` (which owns the prefix sums
-of the terms ``x**r · h(P, x)`` per shift and turns what is found here into mappings).
+Estimators layer, used by :mod:`host_sw.estimators.opa_search` (which turns what is found
+here into mappings); the prefix sums of the terms ``x**r · h(P, x)`` per shift are
+:class:`host_sw.estimators.opa_terms.Terms`.
 
 Slots. With one lost position ``l`` the received packets, in arrival order, fill the
 ``n = w − 1`` positions other than ``l``: slot ``t`` (0-based) is position ``t + 1`` below
@@ -23,8 +24,9 @@ in O(k), and moves whose ranges are disjoint change the CAH by the sum of their 
   ``B − K0_l − Δ1 − Δ2`` must be a multiple of the node column ``(1, l, l², …)``; the
   operator ``A_l(v)_r = v_{r+1} − l·v_r`` is linear and annihilates that column, so for
   each ``l`` the condition ``A_l(Δ1) + A_l(Δ2) = A_l(B − K0_l)`` (``k − 1`` rows) is a
-  two-sum over the moves in ``l``'s slots. Pairs of moves whose ranges overlap are left
-  to the caller's enumeration.
+  two-sum over the moves in ``l``'s slots. A compound move with ``l`` outside its range
+  is tested against every ``l`` on row 0 (:func:`loss_compounds`); one whose range holds
+  ``l`` is left to the caller's enumeration.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 
 from host_sw.contracts.opa import OPA_PRIME, augmented_hash, modmul, node_powers
 
-__all__ = ["MoveTable", "three_moves", "loss_two_moves", "move_count"]
+__all__ = ["MoveTable", "three_moves", "loss_two_moves", "loss_compounds", "move_count"]
 
 
 def move_count(n: int, d: int) -> int:
@@ -141,6 +143,45 @@ def three_moves(table: MoveTable, resid: np.ndarray, pairs=()) -> list[tuple]:
     return found
 
 
+def _annihilated(b: np.ndarray, prefix0: np.ndarray, prefix1: np.ndarray,
+                 w: int) -> np.ndarray:
+    """``A_l(B − K0_l)`` for ``l = 1 … w`` (``(w, rows − 1)`` int64): ``K0_l`` the CAH of
+    the arrival order in ``l``'s slots."""
+    n = w - 1
+    ls = np.arange(1, w + 1)
+    k0 = prefix0[ls - 1] + prefix1[n] - prefix1[ls - 1]
+    r = (b.astype(np.int64)[None, :] - k0) % OPA_PRIME
+    return (r[:, 1:] - ls[:, None] * r[:, :-1]) % OPA_PRIME
+
+
+def loss_compounds(chunks, b: np.ndarray, prefix0: np.ndarray, prefix1: np.ndarray,
+                   w: int) -> list[tuple]:
+    """One lost position ``l`` outside a compound move (two moves whose ranges overlap):
+    ``(l, (e1, t1), (e2, t2))`` whose change ``Δ`` — ``Δ0`` below the lost position,
+    ``Δ1`` from it on — satisfies ``A_l(Δ) = A_l(B − K0_l)`` on every row. ``chunks``
+    yields ``(moves (C, 4), Δ0, Δ1, lo, hi)``. Every (compound, ``l``) is tested on row 0
+    (about ``C·w`` products), the few that pass on every row."""
+    alpha = _annihilated(b, prefix0, prefix1, w)
+    ls = np.arange(1, w + 1, dtype=np.int64)
+    found = []
+    for moves, d0, d1, lo, hi in chunks:
+        step = max(1, (1 << 18) // w)
+        for s in range(0, len(moves), step):
+            sl = slice(s, s + step)
+            below = hi[sl, None] < ls[None, :] - 1           # the compound's slots
+            above = lo[sl, None] >= ls[None, :] - 1
+            z0 = (d0[sl, 1, None] - ls[None, :] * d0[sl, 0, None]) % OPA_PRIME
+            z1 = (d1[sl, 1, None] - ls[None, :] * d1[sl, 0, None]) % OPA_PRIME
+            hit = (below & (z0 == alpha[None, :, 0])) | (above & (z1 == alpha[None, :, 0]))
+            for c, li in zip(*np.nonzero(hit)):
+                c, l = s + int(c), int(li) + 1
+                delta = d0[c] if below[c - s, li] else d1[c]
+                if np.array_equal((delta[1:] - l * delta[:-1]) % OPA_PRIME, alpha[li]):
+                    e1, t1, e2, t2 = (int(v) for v in moves[c])
+                    found.append((l, (e1, t1), (e2, t2)))
+    return found
+
+
 def loss_two_moves(table: MoveTable, b: np.ndarray, prefix0: np.ndarray,
                    prefix1: np.ndarray, w: int) -> list[tuple]:
     """One lost position ``l`` and two moves with disjoint ranges in ``l``'s slots (module
@@ -149,13 +190,11 @@ def loss_two_moves(table: MoveTable, b: np.ndarray, prefix0: np.ndarray,
     the arrival order below and from ``l``)."""
     n = table.n
     lo, hi = table.lo, table.hi
-    bb = b.astype(np.int64)
+    alpha = _annihilated(b, prefix0, prefix1, w)
     found = []
     for l in range(1, w + 1):
         shift = (np.arange(n) >= l - 1).astype(np.int64)
-        k0 = prefix0[l - 1] + prefix1[n] - prefix1[l - 1]
-        r = (bb - k0) % OPA_PRIME
-        target = (r[1:] - l * r[:-1]) % OPA_PRIME               # A_l(B − K0_l)
+        target = alpha[l - 1]                                   # A_l(B − K0_l)
         delta = table.deltas(shift)
         z = (delta[:, 1:] - l * delta[:, :-1]) % OPA_PRIME      # A_l(Δ), l < 2**21
         for q, c in _Index(z[:, 0]).find((target[0] - z[:, 0]) % OPA_PRIME):

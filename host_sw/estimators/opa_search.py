@@ -39,7 +39,11 @@ from host_sw.contracts.opa import (OPA_PRIME, augmented_hash, modinv, modmul,
 from host_sw.estimators.opa_grid import placed_two_losses, pure_loss, two_moves
 from host_sw.estimators.opa_levels import (CHUNK, candidate_chunks, level_size,
                                            required_matches)
-from host_sw.estimators.opa_moves import MoveTable, loss_two_moves, move_count, three_moves
+from host_sw.estimators.opa_compound import compound_pairs, pair_count, straddling
+from host_sw.estimators.opa_moves import (MoveTable, loss_compounds, loss_two_moves,
+                                          move_count, three_moves)
+from host_sw.estimators.opa_terms import Terms as _Terms
+from host_sw.estimators.opa_terms import known_part as _known_part
 
 __all__ = ["GroupSearch", "search_group", "CHUNK", "FALSE_MATCH_BUDGET", "GRID_LIMIT"]
 
@@ -61,54 +65,6 @@ class GroupSearch:
     sigma: np.ndarray | None
     reason: str = ""
     candidates: int = 0
-
-
-class _Terms:
-    """Prefix sums of ``x**r · h(P_j, x)``, ``x = j + 1 + s``, per shift ``s`` (lazy)."""
-
-    def __init__(self, packets: np.ndarray, w: int, rows: int, seed: int):
-        self.packets, self.w, self.rows, self.seed = packets, w, rows, seed
-        self._prefix = {}
-
-    def prefix(self, s: int) -> np.ndarray:
-        if s not in self._prefix:
-            n = len(self.packets)
-            x = np.arange(1, n + 1, dtype=np.int64) + s
-            ok = (x >= 1) & (x <= self.w)
-            h = np.where(ok, augmented_hash(self.packets, np.clip(x, 1, None), self.seed), 0)
-            terms = modmul(node_powers(np.clip(x, 0, None), self.rows), h).astype(np.int64)
-            pre = np.zeros((n + 1, self.rows), dtype=np.int64)   # gathered by row
-            np.cumsum(terms.T, axis=0, out=pre[1:])
-            self._prefix[s] = pre
-        return self._prefix[s]
-
-
-def _known_part(terms: _Terms, aside: np.ndarray, lost: np.ndarray) -> np.ndarray:
-    """``K_r`` (rows, C) of each candidate: the CAH of the packets it places.
-
-    ``aside`` (C, m) sorted arrival indices set aside, ``lost`` (C, a) sorted positions.
-    Packet ``j`` not set aside has rank ``t = j − #{e < j}`` among the placed packets and
-    position ``t + 1 + #{l passed}``: runs of constant shift, split by the lost
-    positions' run starts and by the set-aside packets."""
-    n, a, m = len(terms.packets), lost.shape[1], aside.shape[1]
-    breaks = lost - np.arange(1, a + 1)                  # run starts in rank space
-    for q in range(m):                                   # … in arrival-index space
-        breaks = breaks + (aside[:, q:q + 1] <= breaks)
-    count = len(lost)
-    edges = np.concatenate([np.zeros((count, 1), np.int64), breaks,
-                            np.full((count, 1), n + 1, np.int64)], axis=1)
-    gap_lo = np.concatenate([np.zeros((count, 1), np.int64), aside + 1], axis=1)
-    gap_hi = np.concatenate([aside, np.full((count, 1), n, np.int64)], axis=1)
-    total = np.zeros((count, terms.rows), dtype=np.int64)
-    for c in range(a + 1):
-        for q in range(m + 1):   # between the (q-1)-th and q-th set-aside packets
-            lo = np.minimum(np.maximum(edges[:, c], gap_lo[:, q]), n)
-            hi = np.maximum(np.minimum(edges[:, c + 1], gap_hi[:, q]), lo)
-            pre = terms.prefix(c - q)
-            total += pre[hi] - pre[lo]
-            if n >= (1 << 19):   # keep the int64 sum of the runs far from overflow
-                total %= OPA_PRIME
-    return (total % OPA_PRIME).astype(np.uint64).T
 
 
 def _solve(nodes: np.ndarray, rhs: np.ndarray, inverses: np.ndarray) -> np.ndarray:
@@ -172,13 +128,13 @@ def _sigma(n: int, w: int, aside: np.ndarray, lost: np.ndarray,
 
 
 def _search_level(terms, b, n, w, a, m, need, d, inverses, moves: str = "",
-                  near_limit: int = 0) -> tuple[dict, int]:
+                  limits=(0, 0)) -> tuple[dict, int]:
     """The mappings of level ``(m, a)`` that pass with at least ``need`` set-aside
     packets matched (all of them for ``m ≥ 2``), keyed by σ's bytes; candidates tested.
     ``moves``: the level is searched by its moves (:func:`_by_moves`)."""
     found, tested = {}, 0
-    if moves:
-        return _by_moves(terms, b, n, w, d, moves, inverses, near_limit)
+    if moves:    # the moves count slots: d less the losses
+        return _by_moves(terms, b, n, w, d - max(0, w - n), moves, inverses, limits)
     if m == 0:
         for lost in pure_loss(terms, b, w, a):
             sigma = _sigma(n, w, np.zeros(0, np.int64), lost, np.zeros(0, np.int64))
@@ -195,7 +151,7 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses, moves: str = "",
         for e1, x1, e2, x2 in two_moves(terms, b, w, d):
             _put(found, n, w, ([(e1, x1), (e2, x2)], []))
         resid = (b.astype(np.int64) - terms.prefix(0)[n]) % OPA_PRIME
-        for moves, delta, _, _ in _compound_pairs(terms, n, d):   # … the others
+        for moves, delta, _, _ in compound_pairs(terms, n, d, crossed=True):  # … the others
             for i in np.flatnonzero((delta == resid).all(axis=1)):
                 e1, t1, e2, t2 = (int(v) for v in moves[i])
                 _put(found, n, w, ([(e1, t1 + 1), (e2, t2 + 1)], []))
@@ -213,57 +169,29 @@ def _put(found: dict, n: int, w: int, placed) -> None:
     found.setdefault(sigma.tobytes(), sigma)
 
 
-def _pair_placements(n: int, d: int):
-    """Pairs of received packets ``e1 < e2`` placed at positions ``x1 ≠ x2`` within ``d``
-    of their arrival slots, whose moves' ranges of slots overlap (no loss: slot ``t`` is
-    position ``t + 1``): ``(aside (C, 2), x (C, 2))`` in chunks of about :data:`CHUNK`."""
-    off = np.arange(-d, d + 1)
-    gap, o1, o2 = (v.reshape(-1) for v in np.meshgrid(np.arange(1, 2 * d + 1), off, off,
-                                                        indexing="ij"))
-    step = max(1, CHUNK // len(gap))
-    for start in range(0, n, step):
-        e1 = np.repeat(np.arange(start, min(n, start + step)), len(gap))
-        e2 = e1 + np.tile(gap, len(e1) // len(gap))
-        t1 = e1 + np.tile(o1, len(e1) // len(gap))
-        t2 = e2 + np.tile(o2, len(e1) // len(gap))
-        ok = ((e2 < n) & (t1 >= 0) & (t1 < n) & (t2 >= 0) & (t2 < n) & (t1 != t2)
-              & (np.maximum(e1, t1) >= np.minimum(e2, t2)))
-        yield np.stack([e1[ok], e2[ok]], axis=1), np.stack([t1[ok], t2[ok]], axis=1) + 1
-
-
-def _compound_pairs(terms, n: int, d: int):
-    """Pairs of moves whose ranges overlap, without a loss (``w = n``), as compound
-    moves: ``(moves [e1, t1, e2, t2], Δ, lo, hi)`` in chunks, ``Δ`` (the change of the
-    CAH from the arrival order's) from the general known part."""
-    k0 = terms.prefix(0)[n] % OPA_PRIME
-    for aside, x in _pair_placements(n, d):
-        if len(x) == 0:
-            continue
-        t = x - 1
-        known = _known_part(terms, aside, np.sort(x, axis=1)).T.astype(np.int64)
-        h = augmented_hash(terms.packets[aside], x, terms.seed)
-        own = modmul(node_powers(x, terms.rows), h[None]).sum(axis=2).T
-        delta = (known + own.astype(np.int64) - k0) % OPA_PRIME
-        moves = np.stack([aside[:, 0], t[:, 0], aside[:, 1], t[:, 1]], axis=1)
-        yield moves, delta, np.minimum(aside, t).min(axis=1), np.maximum(aside, t).max(axis=1)
-
-
-def _by_moves(terms, b, n, w, d, moves, inverses, near_limit) -> tuple[dict, int]:
+def _by_moves(terms, b, n, w, d, moves, inverses, limits) -> tuple[dict, int]:
     """Levels searched by their moves (:mod:`host_sw.estimators.opa_moves`): three
-    reordered packets (``"three"``), or a loss and two reordered packets (``"loss"``,
-    the pairs whose moves overlap enumerated as candidates when at most ``near_limit``)."""
-    table, found = MoveTable(terms, d), {}
+    reordered packets (``"three"``), or a loss and two reordered packets (``"loss"``:
+    the disjoint moves; pairs whose moves overlap as compounds against every lost
+    position outside them and inside them (:func:`_straddling`) while their work is
+    within ``grid_limit``)."""
+    (_, grid_limit), table, found = limits, MoveTable(terms, d), {}
     if moves == "three":
         resid = (b.astype(np.int64) - terms.prefix(0)[n]) % OPA_PRIME
-        for triple in three_moves(table, resid, _compound_pairs(terms, n, d)):
+        for triple in three_moves(table, resid, compound_pairs(terms, n, d)):
             _put(found, n, w, ([(e, t + 1) for e, t in triple], []))
         return found, move_count(n, d) ** 2 // 2
     for l, *pair in loss_two_moves(table, b, terms.prefix(0), terms.prefix(1), w):
         _put(found, n, w, ([(e, t + 1 + (t >= l - 1)) for e, t in pair], [l]))
     tested = w * move_count(n, d)
-    if level_size(n, w, 3, 2, d, near=True) <= near_limit:
-        near, count = _enumerate(terms, b, n, w, 3, 2, 2, d, inverses, near=True)
-        found.update(near)
+    if pair_count(n, d) * max(w, STRADDLE_COST) <= grid_limit:
+        pairs = compound_pairs(terms, n, d, shifts=(0, 1))
+        for l, *pair in loss_compounds(pairs, b, terms.prefix(0), terms.prefix(1), w):
+            _put(found, n, w, ([(e, t + 1 + (t >= l - 1)) for e, t in pair], [l]))
+        tested += w * pair_count(n, d)
+        inside, count = straddling(terms, b, n, w, d)
+        for l, *pair in inside:
+            _put(found, n, w, ([(e, t + 1 + (t >= l - 1)) for e, t in pair], [l]))
         tested += count
     return found, tested
 
@@ -282,6 +210,11 @@ def _enumerate(terms, b, n, w, a, m, need, d, inverses, near=False) -> tuple[dic
     return found, tested
 
 
+#: The work of the compound moves' search with a lost position, per compound, in units
+#: of the grid's cells (about 8 lost positions inside each, at about 0.75 µs each).
+STRADDLE_COST = 200
+
+
 def _moves_kind(n: int, w: int, a: int, m: int) -> str:
     """Level ``(m, a)`` searched by its moves when too large to enumerate: three
     reordered packets and no loss, or two and one loss."""
@@ -295,7 +228,7 @@ def moves_cost(n: int, w: int, d: int, kind: str) -> int:
     30 ns): the pairs of moves summed, or per lost position the moves' table sorted."""
     moves = move_count(n, d)
     if kind == "three":
-        return moves * moves // 2 + level_size(n, n, 2, 2, d, near=True) * 2
+        return moves * moves // 2 + pair_count(n, d) * 40
     return w * moves * 16
 
 
@@ -329,17 +262,20 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
     terms = _Terms(np.asarray(packets, dtype=np.uint64), w, rows, seed)
     b = np.asarray(b, dtype=np.uint64)
     tested, inverses = 0, None
+    # d counts slots of the received packets: a loss before a reordered packet moves
+    # its position one further from its arrival index
+    dl = shift_bound + max(0, w - n)
     for m in range(min(max_aside, n) + 1):
         a = w - n + m
         if (a < 0 or a > max_errors or (a == 0 and m == 0)
                 or (m >= 2 and a > m and not (m == 2 and a == 3))):
             continue
-        size = level_size(n, w, a, m, shift_bound)
+        size = level_size(n, w, a, m, dl)
         need = required_matches(size, rows, a, m, false_match_budget)
         if need is None:
             return GroupSearch(None, "false_match_bound", tested)
         if _two_moves(n, w, a, m):
-            size = level_size(n, w, a, m, shift_bound, near=True)
+            size = level_size(n, w, a, m, dl, near=True)
         moves = ""
         if size > (grid_limit if m == 0 or _placed(m, a, need) else candidate_limit):
             moves = _moves_kind(n, w, a, m)
@@ -347,8 +283,8 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
                 return GroupSearch(None, "search_limit", tested)
         if inverses is None and m:   # 1/(x2 − x1) for positions up to w (Fermat)
             inverses = modinv(np.arange(max(w, 1) + 1))
-        found, count = _search_level(terms, b, n, w, a, m, need, shift_bound, inverses,
-                                     moves, candidate_limit)
+        found, count = _search_level(terms, b, n, w, a, m, need, dl, inverses,
+                                     moves, (candidate_limit, grid_limit))
         tested += count
         if len(found) == 1:
             return GroupSearch(next(iter(found.values())), "", tested)
