@@ -210,6 +210,10 @@ def _enumerate(terms, b, n, w, a, m, need, d, inverses, near=False) -> tuple[dic
     return found, tested
 
 
+#: Levels of more candidates than this that can be searched by their moves are (the
+#: enumeration's candidates cost about 1 µs each, the moves' search less for all but the
+#: smallest groups).
+MOVES_FROM = 100_000
 #: The work of the compound moves' search with a lost position, per compound, in units
 #: of the grid's cells (about 8 lost positions inside each, at about 0.75 µs each).
 STRADDLE_COST = 200
@@ -276,11 +280,12 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
             return GroupSearch(None, "false_match_bound", tested)
         if _two_moves(n, w, a, m):
             size = level_size(n, w, a, m, dl, near=True)
-        moves = ""
-        if size > (grid_limit if m == 0 or _placed(m, a, need) else candidate_limit):
-            moves = _moves_kind(n, w, a, m)
-            if not moves or moves_cost(n, w, shift_bound, moves) > grid_limit:
-                return GroupSearch(None, "search_limit", tested)
+        moves = _moves_kind(n, w, a, m) if size > MOVES_FROM else ""
+        if moves and moves_cost(n, w, shift_bound, moves) > grid_limit:
+            return GroupSearch(None, "search_limit", tested)
+        if not moves and size > (grid_limit if m == 0 or _placed(m, a, need)
+                                 else candidate_limit):
+            return GroupSearch(None, "search_limit", tested)
         if inverses is None and m:   # 1/(x2 − x1) for positions up to w (Fermat)
             inverses = modinv(np.arange(max(w, 1) + 1))
         found, count = _search_level(terms, b, n, w, a, m, need, dl, inverses,
