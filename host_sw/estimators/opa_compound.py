@@ -54,7 +54,8 @@ class _Later:
     """A group's terms one position later (the slots from a lost position on)."""
 
     def __init__(self, terms):
-        self.base, self.packets, self.rows, self.seed = terms, terms.packets, terms.rows, terms.seed
+        self.base, self.packets = terms, terms.packets
+        self.rows, self.seed = terms.rows, terms.seed
 
     def prefix(self, s: int) -> np.ndarray:
         return self.base.prefix(s + 1)

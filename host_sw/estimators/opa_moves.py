@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""OPA Algorithm 1, levels of several reordered packets searched by meeting in the middle
-on their *moves*: three reordered packets (no loss), and one loss with two reordered
-packets (``docs/SPEC.md`` §8.5).
+"""OPA Algorithm 1, levels of reordered packets searched by their *moves*: three reordered
+packets (no loss), and one loss with one or two reordered packets (``docs/SPEC.md``
+§8.5).
 
 Estimators layer, used by :mod:`host_sw.estimators.opa_search` (which turns what is found
 here into mappings); the prefix sums of the terms ``x**r · h(P, x)`` per shift are
@@ -20,6 +20,8 @@ in O(k), and moves whose ranges are disjoint change the CAH by the sum of their 
   sorted table of single moves, the few hits checked on every row; a pair of moves whose
   ranges overlap is one compound move (its change from the general known part) looked up
   the same way. Three moves whose ranges chain together are not searched here.
+* a loss at ``l`` and one move (:func:`loss_one_move`): ``A_l(Δ) = A_l(B − K0_l)``
+  (below), every move tested for every ``l``;
 * a loss at ``l`` and two moves: the lost hash is unknown, so the residual
   ``B − K0_l − Δ1 − Δ2`` must be a multiple of the node column ``(1, l, l², …)``; the
   operator ``A_l(v)_r = v_{r+1} − l·v_r`` is linear and annihilates that column, so for
@@ -35,7 +37,8 @@ import numpy as np
 
 from host_sw.contracts.opa import OPA_PRIME, augmented_hash, modmul, node_powers
 
-__all__ = ["MoveTable", "three_moves", "loss_two_moves", "loss_compounds", "move_count"]
+__all__ = ["MoveTable", "three_moves", "loss_one_move", "loss_two_moves", "loss_compounds",
+           "move_count"]
 
 
 def move_count(n: int, d: int) -> int:
@@ -65,9 +68,9 @@ class MoveTable:
             self.placed.append(modmul(node_powers(x, rows), h[None, :]).T.astype(np.int64))
         self.term = {s: np.diff(terms.prefix(s), axis=0) for s in (-1, 0, 1, 2)}
 
-    def deltas(self, shift: np.ndarray) -> np.ndarray:
-        """``Δ`` (M, rows, int64 mod p) of every move when slot ``t`` is position
-        ``t + 1 + shift[t]`` (``shift`` 0 or 1, non-decreasing)."""
+    def deltas(self, shift: np.ndarray, idx=slice(None)) -> np.ndarray:
+        """``Δ`` (M, rows, int64 mod p) of every move (or of the moves ``idx``) when
+        slot ``t`` is position ``t + 1 + shift[t]`` (``shift`` 0 or 1, non-decreasing)."""
         n, term = self.n, self.term
         sh = shift[:, None]
         own = np.where(sh == 1, term[1], term[0])
@@ -81,29 +84,29 @@ class MoveTable:
         cum_dn = np.zeros((n + 1, self.rows), np.int64)
         np.cumsum(up, axis=0, out=cum_up[1:])
         np.cumsum(dn, axis=0, out=cum_dn[1:])
-        e, t = self.e, self.t
+        e, t = self.e[idx], self.t[idx]
         early = (t < e)[:, None]
-        placed = np.where(shift[t][:, None] == 1, self.placed[1], self.placed[0])
+        placed = np.where(shift[t][:, None] == 1, self.placed[1][idx], self.placed[0][idx])
         run = np.where(early, cum_up[e] - cum_up[t], cum_dn[t + 1] - cum_dn[e + 1])
         return (placed - own[e] + run) % OPA_PRIME
 
 
 class _Index:
     """Equal-value lookup in a set of row-0 keys (values below p): a bitmap of the keys'
-    top 22 bits rejects almost every query in one gather (a few ns, against a binary
-    search's hundreds), the rest are found by binary search in the sorted keys."""
-
-    _SHIFT = 31 - 22
+    top bits (about 16 per key, at most 2^22) rejects almost every query in one gather
+    (a few ns, against a binary search's hundreds), the rest are found by binary search
+    in the sorted keys."""
 
     def __init__(self, keys: np.ndarray):
         self.order = np.argsort(keys, kind="stable")
         self.keys = keys[self.order]
-        self.bitmap = np.zeros(1 << 22, dtype=bool)
-        self.bitmap[self.keys >> self._SHIFT] = True
+        self.shift = 31 - min(22, max(8, len(keys).bit_length() + 4))
+        self.bitmap = np.zeros(1 << (31 - self.shift), dtype=bool)
+        self.bitmap[self.keys >> self.shift] = True
 
     def find(self, targets: np.ndarray):
         """``(query index, key index)`` of every equal pair."""
-        q = np.flatnonzero(self.bitmap[targets >> self._SHIFT])
+        q = np.flatnonzero(self.bitmap[targets >> self.shift])
         first = np.searchsorted(self.keys, targets[q], side="left")
         last = np.searchsorted(self.keys, targets[q], side="right")
         for i in np.flatnonzero(last > first):
@@ -182,20 +185,44 @@ def loss_compounds(chunks, b: np.ndarray, prefix0: np.ndarray, prefix1: np.ndarr
     return found
 
 
+def _deltas_per_loss(table: MoveTable, w: int):
+    """``(l, Δ in l's slots)`` for ``l = 1 … w``. A move wholly below the lost position or
+    wholly from it on has the same ``Δ`` for every such ``l`` (one table each); only
+    those across it are recomputed per ``l``."""
+    n = table.n
+    flat = [table.deltas(np.full(n, s, np.int64)) for s in (0, 1)]
+    for l in range(1, w + 1):
+        across = np.flatnonzero((table.lo < l - 1) & (table.hi >= l - 1))
+        delta = np.where((table.hi < l - 1)[:, None], flat[0], flat[1])
+        delta[across] = table.deltas((np.arange(n) >= l - 1).astype(np.int64), across)
+        yield l, delta
+
+
+def loss_one_move(table: MoveTable, b: np.ndarray, prefix0: np.ndarray,
+                  prefix1: np.ndarray, w: int) -> list[tuple]:
+    """One lost position ``l`` and one move in ``l``'s slots: ``(l, (e, t))`` whose
+    ``A_l(Δ)`` equals ``A_l(B − K0_l)`` on every row (``k − 1`` checks)."""
+    alpha = _annihilated(b, prefix0, prefix1, w)
+    found = []
+    for l, delta in _deltas_per_loss(table, w):
+        z0 = (delta[:, 1] - l * delta[:, 0]) % OPA_PRIME
+        for i in np.flatnonzero(z0 == alpha[l - 1, 0]):
+            if np.array_equal((delta[i, 1:] - l * delta[i, :-1]) % OPA_PRIME, alpha[l - 1]):
+                found.append((l, (int(table.e[i]), int(table.t[i]))))
+    return found
+
+
 def loss_two_moves(table: MoveTable, b: np.ndarray, prefix0: np.ndarray,
                    prefix1: np.ndarray, w: int) -> list[tuple]:
     """One lost position ``l`` and two moves with disjoint ranges in ``l``'s slots (module
     docstring): ``(l, (e1, t1), (e2, t2))`` that pass on all ``k − 1`` rows of ``A_l``.
     ``prefix0``/``prefix1``: the prefix sums of the terms at shifts 0 and 1 (the CAH of
     the arrival order below and from ``l``)."""
-    n = table.n
     lo, hi = table.lo, table.hi
     alpha = _annihilated(b, prefix0, prefix1, w)
     found = []
-    for l in range(1, w + 1):
-        shift = (np.arange(n) >= l - 1).astype(np.int64)
+    for l, delta in _deltas_per_loss(table, w):
         target = alpha[l - 1]                                   # A_l(B − K0_l)
-        delta = table.deltas(shift)
         z = (delta[:, 1:] - l * delta[:, :-1]) % OPA_PRIME      # A_l(Δ), l < 2**21
         for q, c in _Index(z[:, 0]).find((target[0] - z[:, 0]) % OPA_PRIME):
             if hi[q] < lo[c] and np.array_equal((z[q] + z[c]) % OPA_PRIME, target):

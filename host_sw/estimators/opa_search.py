@@ -40,8 +40,8 @@ from host_sw.estimators.opa_grid import placed_two_losses, pure_loss, two_moves
 from host_sw.estimators.opa_levels import (CHUNK, candidate_chunks, level_size,
                                            required_matches)
 from host_sw.estimators.opa_compound import compound_pairs, pair_count, straddling
-from host_sw.estimators.opa_moves import (MoveTable, loss_compounds, loss_two_moves,
-                                          move_count, three_moves)
+from host_sw.estimators.opa_moves import (MoveTable, loss_compounds, loss_one_move,
+                                          loss_two_moves, move_count, three_moves)
 from host_sw.estimators.opa_terms import Terms as _Terms
 from host_sw.estimators.opa_terms import known_part as _known_part
 
@@ -176,6 +176,10 @@ def _by_moves(terms, b, n, w, d, moves, inverses, limits) -> tuple[dict, int]:
     position outside them and inside them (:func:`_straddling`) while their work is
     within ``grid_limit``)."""
     (_, grid_limit), table, found = limits, MoveTable(terms, d), {}
+    if moves == "loss1":     # only a reordered packet (a foreign one: enumerated)
+        for l, (e, t) in loss_one_move(table, b, terms.prefix(0), terms.prefix(1), w):
+            _put(found, n, w, ([(e, t + 1 + (t >= l - 1))], [l]))
+        return found, w * move_count(n, d)
     if moves == "three":
         resid = (b.astype(np.int64) - terms.prefix(0)[n]) % OPA_PRIME
         for triple in three_moves(table, resid, compound_pairs(terms, n, d)):
@@ -221,10 +225,12 @@ STRADDLE_COST = 200
 
 def _moves_kind(n: int, w: int, a: int, m: int) -> str:
     """Level ``(m, a)`` searched by its moves when too large to enumerate: three
-    reordered packets and no loss, or two and one loss."""
+    reordered packets and no loss, or one or two and one loss."""
     if m == 3 and a == 3 and w == n:
         return "three"
-    return "loss" if m == 2 and a == 3 and w == n + 1 else ""
+    if w == n + 1 and (m, a) in ((2, 3), (1, 2)):
+        return "loss" if m == 2 else "loss1"
+    return ""
 
 
 def moves_cost(n: int, w: int, d: int, kind: str) -> int:
@@ -233,7 +239,7 @@ def moves_cost(n: int, w: int, d: int, kind: str) -> int:
     moves = move_count(n, d)
     if kind == "three":
         return moves * moves // 2 + pair_count(n, d) * 40
-    return w * moves * 16
+    return w * moves * (8 if kind == "loss" else 1)
 
 
 def _two_moves(n: int, w: int, a: int, m: int) -> bool:
@@ -280,7 +286,9 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
             return GroupSearch(None, "false_match_bound", tested)
         if _two_moves(n, w, a, m):
             size = level_size(n, w, a, m, dl, near=True)
-        moves = _moves_kind(n, w, a, m) if size > MOVES_FROM else ""
+        moves = _moves_kind(n, w, a, m)
+        if size <= (candidate_limit if moves == "loss1" else MOVES_FROM):
+            moves = ""     # one loss and a reordered or foreign packet: enumerated
         if moves and moves_cost(n, w, shift_bound, moves) > grid_limit:
             return GroupSearch(None, "search_limit", tested)
         if not moves and size > (grid_limit if m == 0 or _placed(m, a, need)
