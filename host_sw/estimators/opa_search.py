@@ -214,9 +214,11 @@ def _enumerate(terms, b, n, w, a, m, need, d, inverses, near=False) -> tuple[dic
     return found, tested
 
 
-#: Levels of more candidates than this that can be searched by their moves are (the
-#: enumeration's candidates cost about 1 µs each, the moves' search less for all but the
-#: smallest groups).
+#: A loss and two reordered packets: searched by their moves from this many candidates
+#: on (the enumeration's cost about 1 µs each, the moves' search less for all but the
+#: smallest groups). The other levels searched by their moves are when their candidates
+#: exceed ``candidate_limit`` (the enumeration holds patterns the moves do not: a foreign
+#: packet with losses, three chained moves).
 MOVES_FROM = 100_000
 #: The work of the compound moves' search with a lost position, per compound, in units
 #: of the grid's cells (about 8 lost positions inside each, at about 0.75 µs each).
@@ -287,8 +289,8 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
         if _two_moves(n, w, a, m):
             size = level_size(n, w, a, m, dl, near=True)
         moves = _moves_kind(n, w, a, m)
-        if size <= (candidate_limit if moves == "loss1" else MOVES_FROM):
-            moves = ""     # one loss and a reordered or foreign packet: enumerated
+        if size <= (MOVES_FROM if moves == "loss" else candidate_limit):
+            moves = ""     # enumerated: every candidate of the level
         if moves and moves_cost(n, w, shift_bound, moves) > grid_limit:
             return GroupSearch(None, "search_limit", tested)
         if not moves and size > (grid_limit if m == 0 or _placed(m, a, need)
