@@ -55,9 +55,9 @@ def level_size(n: int, w: int, a: int, m: int, d: int, near: bool = False) -> in
         return comb(w, a)
     if m == 1:
         return n if a == 0 else n * home * comb(w, a - 1)
-    if m == 2 and a == 3:      # one loss and two reordered packets
+    if m == 2 and a in (3, 4):     # one or two losses and two reordered packets
         sets = n * 2 * d if near else comb(n, 2)
-        return sets * home ** 2 * w
+        return sets * home ** 2 * comb(w, a - 2)
     if a > m:
         return 0
     sets = n * 2 * d if near and m == 2 else comb(n, m)

@@ -38,7 +38,7 @@ import numpy as np
 from host_sw.contracts.opa import OPA_PRIME, augmented_hash, modmul, node_powers
 
 __all__ = ["MoveTable", "three_moves", "loss_one_move", "loss_two_moves", "loss_compounds",
-           "move_count"]
+           "two_losses_two_moves", "move_count"]
 
 
 def move_count(n: int, d: int) -> int:
@@ -48,11 +48,11 @@ def move_count(n: int, d: int) -> int:
 
 class MoveTable:
     """Every move ``(e, t)`` of a group's ``n`` received packets, ``1 ≤ |t − e| ≤ d``, and
-    the terms it needs: the moved packet's term at position ``t + 1`` and ``t + 2`` (below
-    and from a lost position), the per-packet terms ``x**r h(P_i, x)`` at ``x = i + 1 + s``
-    for ``s = −1 … 2``."""
+    the terms it needs with up to ``losses`` lost positions below a slot: the moved
+    packet's term at position ``t + 1 + s`` and the per-packet terms ``x**r h(P_i, x)`` at
+    ``x = i + 1 + s``, for the shifts ``s`` a slot and its neighbours can have."""
 
-    def __init__(self, terms, d: int):
+    def __init__(self, terms, d: int, losses: int = 1):
         n, rows = len(terms.packets), terms.rows
         self.n, self.rows = n, rows
         e = np.repeat(np.arange(n), 2 * d)
@@ -61,32 +61,34 @@ class MoveTable:
         ok = (t >= 0) & (t < n)
         self.e, self.t = e[ok], t[ok]
         self.lo, self.hi = np.minimum(self.e, self.t), np.maximum(self.e, self.t)
-        self.placed = []
-        for s in (0, 1):     # the moved packet's term at position t + 1 + s
+        placed = []
+        for s in range(losses + 1):     # the moved packet's term at position t + 1 + s
             x = np.minimum(self.t + 1 + s, terms.w)
             h = augmented_hash(terms.packets[self.e], x, terms.seed)
-            self.placed.append(modmul(node_powers(x, rows), h[None, :]).T.astype(np.int64))
-        self.term = {s: np.diff(terms.prefix(s), axis=0) for s in (-1, 0, 1, 2)}
+            placed.append(modmul(node_powers(x, rows), h[None, :]).T.astype(np.int64))
+        self.placed = np.stack(placed)                                   # (S+1, M, rows)
+        # per-packet terms at shift s = −1 … losses + 1, row s + 1
+        self.term = np.stack([np.diff(terms.prefix(s), axis=0)
+                              for s in range(-1, losses + 2)])           # (S+3, n, rows)
 
     def deltas(self, shift: np.ndarray, idx=slice(None)) -> np.ndarray:
         """``Δ`` (M, rows, int64 mod p) of every move (or of the moves ``idx``) when
-        slot ``t`` is position ``t + 1 + shift[t]`` (``shift`` 0 or 1, non-decreasing)."""
+        slot ``t`` is position ``t + 1 + shift[t]`` (``shift`` non-decreasing, at most
+        the table's ``losses``)."""
         n, term = self.n, self.term
-        sh = shift[:, None]
-        own = np.where(sh == 1, term[1], term[0])
+        i = np.arange(n)
+        own = term[shift + 1, i]
         up = np.zeros_like(own)            # packet i one slot later, i ≤ n − 2
-        nxt = shift[1:, None]
-        up[:-1] = np.where(nxt == 1, term[2][:-1], term[1][:-1]) - own[:-1]
+        up[:-1] = term[shift[1:] + 2, i[:-1]] - own[:-1]
         dn = np.zeros_like(own)            # packet i one slot earlier, i ≥ 1
-        prv = shift[:-1, None]
-        dn[1:] = np.where(prv == 1, term[0][1:], term[-1][1:]) - own[1:]
+        dn[1:] = term[shift[:-1], i[1:]] - own[1:]
         cum_up = np.zeros((n + 1, self.rows), np.int64)
         cum_dn = np.zeros((n + 1, self.rows), np.int64)
         np.cumsum(up, axis=0, out=cum_up[1:])
         np.cumsum(dn, axis=0, out=cum_dn[1:])
         e, t = self.e[idx], self.t[idx]
         early = (t < e)[:, None]
-        placed = np.where(shift[t][:, None] == 1, self.placed[1][idx], self.placed[0][idx])
+        placed = self.placed[shift[t], np.arange(len(self.e))[idx]]
         run = np.where(early, cum_up[e] - cum_up[t], cum_dn[t + 1] - cum_dn[e + 1])
         return (placed - own[e] + run) % OPA_PRIME
 
@@ -228,4 +230,35 @@ def loss_two_moves(table: MoveTable, b: np.ndarray, prefix0: np.ndarray,
             if hi[q] < lo[c] and np.array_equal((z[q] + z[c]) % OPA_PRIME, target):
                 found.append((l, (int(table.e[q]), int(table.t[q])),
                               (int(table.e[c]), int(table.t[c]))))
+    return found
+
+
+def two_losses_two_moves(table: MoveTable, b: np.ndarray, prefixes, w: int) -> list[tuple]:
+    """Two lost positions ``l1 < l2`` and two moves with disjoint ranges in their slots:
+    ``(l1, l2, (e1, t1), (e2, t2))`` whose changes satisfy ``A(Δ1) + A(Δ2) = A(B − K0)``
+    with ``A(v)_r = v_{r+2} − (l1 + l2)·v_{r+1} + l1·l2·v_r`` (annihilating both lost
+    columns: ``k − 2`` rows), a two-sum per pair of lost positions. ``prefixes``: the
+    prefix sums of the terms at shifts 0, 1, 2. The table must allow two losses."""
+    n, (p0, p1, p2) = table.n, prefixes
+    lo, hi = table.lo, table.hi
+    flat = np.stack([table.deltas(np.full(n, s, np.int64)) for s in (0, 1, 2)])
+    i, every = np.arange(n), np.arange(len(lo))
+    found = []
+    for l1 in range(1, w):
+        for l2 in range(l1 + 1, w + 1):
+            c1, c2 = l1 - 1, l2 - 2                       # first slots at shift 1 and 2
+            k0 = p0[c1] + p1[c2] - p1[c1] + p2[n] - p2[c2]
+            s1, s2 = l1 + l2, (l1 * l2) % OPA_PRIME
+            r = (b.astype(np.int64) - k0) % OPA_PRIME
+            target = (r[2:] - s1 * r[1:-1] + s2 * r[:-2]) % OPA_PRIME
+            region = (lo >= c1).astype(np.int64) + (lo >= c2)
+            delta = flat[region, every]
+            across = np.flatnonzero(((lo < c1) & (hi >= c1)) | ((lo < c2) & (hi >= c2)))
+            shift = (i >= c1).astype(np.int64) + (i >= c2)
+            delta[across] = table.deltas(shift, across)
+            z = (delta[:, 2:] - s1 * delta[:, 1:-1] + s2 * delta[:, :-2]) % OPA_PRIME
+            for q, c in _Index(z[:, 0]).find((target[0] - z[:, 0]) % OPA_PRIME):
+                if hi[q] < lo[c] and np.array_equal((z[q] + z[c]) % OPA_PRIME, target):
+                    found.append((l1, l2, (int(table.e[q]), int(table.t[q])),
+                                  (int(table.e[c]), int(table.t[c]))))
     return found

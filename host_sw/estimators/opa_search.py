@@ -41,7 +41,8 @@ from host_sw.estimators.opa_levels import (CHUNK, candidate_chunks, level_size,
                                            required_matches)
 from host_sw.estimators.opa_compound import compound_pairs, pair_count, straddling
 from host_sw.estimators.opa_moves import (MoveTable, loss_compounds, loss_one_move,
-                                          loss_two_moves, move_count, three_moves)
+                                          loss_two_moves, move_count, three_moves,
+                                          two_losses_two_moves)
 from host_sw.estimators.opa_terms import Terms as _Terms
 from host_sw.estimators.opa_terms import known_part as _known_part
 
@@ -175,7 +176,14 @@ def _by_moves(terms, b, n, w, d, moves, inverses, limits) -> tuple[dict, int]:
     the disjoint moves; pairs whose moves overlap as compounds against every lost
     position outside them and inside them (:func:`_straddling`) while their work is
     within ``grid_limit``)."""
-    (_, grid_limit), table, found = limits, MoveTable(terms, d), {}
+    (_, grid_limit), found = limits, {}
+    table = MoveTable(terms, d, losses=w - n)
+    if moves == "losses2":   # the pairs of moves that overlap are not searched
+        prefixes = [terms.prefix(s) for s in (0, 1, 2)]
+        for l1, l2, *pair in two_losses_two_moves(table, b, prefixes, w):
+            pos = np.delete(np.arange(1, w + 1), [l1 - 1, l2 - 1])
+            _put(found, n, w, ([(e, int(pos[t])) for e, t in pair], [l1, l2]))
+        return found, w * (w - 1) // 2 * move_count(n, d)
     if moves == "loss1":     # only a reordered packet (a foreign one: enumerated)
         for l, (e, t) in loss_one_move(table, b, terms.prefix(0), terms.prefix(1), w):
             _put(found, n, w, ([(e, t + 1 + (t >= l - 1))], [l]))
@@ -232,7 +240,7 @@ def _moves_kind(n: int, w: int, a: int, m: int) -> str:
         return "three"
     if w == n + 1 and (m, a) in ((2, 3), (1, 2)):
         return "loss" if m == 2 else "loss1"
-    return ""
+    return "losses2" if w == n + 2 and (m, a) == (2, 4) else ""
 
 
 def moves_cost(n: int, w: int, d: int, kind: str) -> int:
@@ -241,6 +249,8 @@ def moves_cost(n: int, w: int, d: int, kind: str) -> int:
     moves = move_count(n, d)
     if kind == "three":
         return moves * moves // 2 + pair_count(n, d) * 40
+    if kind == "losses2":
+        return w * (w - 1) // 2 * moves * 8
     return w * moves * (8 if kind == "loss" else 1)
 
 
@@ -279,8 +289,9 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
     dl = shift_bound + max(0, w - n)
     for m in range(min(max_aside, n) + 1):
         a = w - n + m
-        if (a < 0 or a > max_errors or (a == 0 and m == 0)
-                or (m >= 2 and a > m and not (m == 2 and a == 3))):
+        placed = m == 2 and a == m + w - n and w - n in (1, 2)   # losses + two moves
+        if (a < 0 or (a > max_errors and not (placed and w - n <= max_errors))
+                or (a == 0 and m == 0) or (m >= 2 and a > m and not placed)):
             continue
         size = level_size(n, w, a, m, dl)
         need = required_matches(size, rows, a, m, false_match_budget)
@@ -289,7 +300,7 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
         if _two_moves(n, w, a, m):
             size = level_size(n, w, a, m, dl, near=True)
         moves = _moves_kind(n, w, a, m)
-        if size <= (MOVES_FROM if moves == "loss" else candidate_limit):
+        if moves != "losses2" and size <= (MOVES_FROM if moves == "loss" else candidate_limit):
             moves = ""     # enumerated: every candidate of the level
         if moves and moves_cost(n, w, shift_bound, moves) > grid_limit:
             return GroupSearch(None, "search_limit", tested)

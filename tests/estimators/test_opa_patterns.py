@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """OPA recovery of the patterns searched by their moves (``host_sw/estimators/opa_moves.py``,
-``opa_compound.py``; ``docs/SPEC.md`` §8.5): three reordered packets in groups larger
-than the enumeration reaches, and one loss with two reordered packets — seeded random
+``opa_compound.py``; ``docs/SPEC.md`` §8.5): three reordered packets and one loss with one
+reordered packet in groups larger than the enumeration reaches, one loss with two
+reordered packets, two losses with two reordered packets — seeded random
 groups with exactly that pattern, every mapping (and, end to end, every delay) equal to
 the truth; a move's and a compound's change of the CAH equal to the brute-force
 difference; patterns beyond the levels reported unrecovered, never mapped wrongly."""
@@ -75,16 +76,16 @@ def _mapped(p, b, w, truth, d=D):
     return found.sigma is not None and np.array_equal(found.sigma, truth), found
 
 
-@pytest.mark.parametrize("hole", [None, 1, 9, 23, 40])
-def test_move_deltas_are_the_cah_differences(hole):
-    """Every move's Δ (in the slots of a lost position ``hole``, or none) equals the CAH
-    of the arrangement it makes less the arrival order's, computed from the definition."""
+@pytest.mark.parametrize("holes", [(), (1,), (9,), (23,), (40,), (5, 17), (12, 13)])
+def test_move_deltas_are_the_cah_differences(holes):
+    """Every move's Δ in the slots of the lost positions ``holes`` equals the CAH of the
+    arrangement it makes less the arrival order's, computed from the definition."""
     rng = np.random.default_rng(70)
     w = 40
-    n = w - (hole is not None)
+    n = w - len(holes)
     p = rng.integers(0, 2 ** 64, n, dtype=np.uint64)
-    slots = np.arange(1, w + 1) if hole is None else np.delete(np.arange(1, w + 1), hole - 1)
-    table = MoveTable(Terms(p, w, 4, SEED), 5)
+    slots = np.delete(np.arange(1, w + 1), [h - 1 for h in holes])
+    table = MoveTable(Terms(p, w, 4, SEED), 5, losses=len(holes))
     shift = (slots - np.arange(1, n + 1)).astype(np.int64)
     delta = table.deltas(shift)
     base = _cah(p, slots)
@@ -196,9 +197,21 @@ def test_one_loss_two_reorderings_end_to_end():
     assert r.lost == 1 and r.reordered == 5
 
 
-@pytest.mark.parametrize("lost,moved", [(1, 3), (2, 2), (0, 4)])
+@pytest.mark.parametrize("w,seed", [(30, 1), (70, 2)])
+def test_two_losses_two_reorderings(w, seed):
+    """Two losses anywhere and two packets each moved up to d places apart: every mapping
+    exact (before: never searched, four unknowns on k = 4 rows; placed, the two moves
+    leave two unknowns and two checking rows)."""
+    rng = np.random.default_rng(240 + seed)
+    for _ in range(2):
+        p, b = _group(rng, w)
+        ok, found = _mapped(p, b, w, _random_pattern(rng, w, 2, 2))
+        assert ok, found.reason
+
+
+@pytest.mark.parametrize("lost,moved", [(1, 3), (2, 3), (0, 4)])
 def test_beyond_the_levels_reported_not_guessed(lost, moved):
-    """Patterns no level holds (k = 4: a loss and three reordered packets, two and two,
+    """Patterns no level holds (k = 4: a loss and three reordered packets, two and three,
     four reordered) are reported unrecovered — never a wrong mapping."""
     rng = np.random.default_rng(300 + lost)
     w = 40
