@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from host_sw.contracts.opa import OPA_PRIME, augmented_hash, modmul, node_powers
+from host_sw.contracts.opa import OPA_PRIME
 from host_sw.estimators.opa_levels import CHUNK
 from host_sw.estimators.opa_terms import known_part
 
@@ -68,9 +68,13 @@ def _compound_delta(terms, aside: np.ndarray, x: np.ndarray, shift: int) -> np.n
     view = _Later(terms) if shift else terms
     k0 = view.prefix(0)[len(terms.packets)] % OPA_PRIME
     known = known_part(view, aside, np.sort(x, axis=1)).T.astype(np.int64)
-    h = augmented_hash(terms.packets[aside], x + shift, terms.seed)
-    own = modmul(node_powers(x + shift, terms.rows), h[None]).sum(axis=2).T
-    return (known + own.astype(np.int64) - k0) % OPA_PRIME
+    return (known + _placed(terms, aside, x + shift).sum(axis=1) - k0) % OPA_PRIME
+
+
+def _placed(terms, aside: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The set-aside packets' terms at their positions (C, 2, rows)."""
+    span = -(-int(np.abs(x - aside - 1).max(initial=0)) // 8) * 8     # a few sizes cached
+    return terms.term_at(aside, x, span)
 
 
 @lru_cache(maxsize=64)
@@ -101,7 +105,7 @@ def straddling(terms, b, n: int, w: int, d: int) -> tuple[list, int]:
     ranges overlap, :func:`pair_placements`): every such ``(pair, l)`` tested by the
     general known part, the residual annihilated by ``A_l`` on every row. Returns the
     ``(l, (e1, t1), (e2, t2))`` that pass and the candidates tested."""
-    rows, found, tested = terms.rows, [], 0
+    found, tested = [], 0
     bb = b.astype(np.int64)
     for aside, x in pair_placements(n, d):
         t = x - 1
@@ -117,8 +121,7 @@ def straddling(terms, b, n: int, w: int, d: int) -> tuple[list, int]:
         xl = tt + 1 + (tt >= (l - 1)[:, None])
         lost = np.sort(np.concatenate([xl, l[:, None]], axis=1), axis=1)
         known = known_part(terms, aside[idx], lost).T.astype(np.int64)
-        h = augmented_hash(terms.packets[aside[idx]], xl, terms.seed)
-        placed = modmul(node_powers(xl, rows), h[None]).sum(axis=2).T.astype(np.int64)
+        placed = _placed(terms, aside[idx], xl).sum(axis=1)
         r = (bb[None, :] - known - placed) % OPA_PRIME
         ok = ((r[:, 1:] - l[:, None] * r[:, :-1]) % OPA_PRIME == 0).all(axis=1)
         tested += len(idx)

@@ -25,7 +25,7 @@ class Terms:
 
     def __init__(self, packets: np.ndarray, w: int, rows: int, seed: int):
         self.packets, self.w, self.rows, self.seed = packets, w, rows, seed
-        self._prefix = {}
+        self._prefix, self._offsets = {}, {}
 
     def prefix(self, s: int) -> np.ndarray:
         if s not in self._prefix:
@@ -38,6 +38,15 @@ class Terms:
             np.cumsum(terms.T, axis=0, out=pre[1:])
             self._prefix[s] = pre
         return self._prefix[s]
+
+    def term_at(self, e: np.ndarray, x: np.ndarray, span: int) -> np.ndarray:
+        """``x**r · h(P_e, x)`` (``e.shape + (rows,)``, int64) for positions
+        ``|x − e − 1| ≤ span``, read from the per-shift terms (hashed once per packet and
+        shift instead of once per candidate)."""
+        if span not in self._offsets:
+            self._offsets[span] = np.stack([np.diff(self.prefix(s), axis=0)
+                                            for s in range(-span, span + 1)], axis=1)
+        return self._offsets[span][e, x - e - 1 + span]
 
 
 def known_part(terms: Terms, aside: np.ndarray, lost: np.ndarray) -> np.ndarray:
