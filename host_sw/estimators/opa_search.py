@@ -22,10 +22,13 @@ Candidates that pass are compared by the mapping they give: one mapping is the a
 two or more are reported as ambiguous, never guessed.
 
 Levels, in order: ``m = 0, 1, 2, …`` packets set aside with ``|L| = w − n + m``, each
-only while ``|L| ≤ max_errors`` (at most ``k − 1``), its expected false matches within
+only while ``|L| ≤ max_errors`` (at most ``k − 1``; for the levels of losses with two
+reordered packets placed by their moves, the losses), its expected false matches within
 ``false_match_budget`` and its size within ``grid_limit`` (levels tested as a grid:
-:mod:`host_sw.estimators.opa_grid`) or ``candidate_limit`` (the others); a level that
-cannot be searched ends the search (a later level's answer could hide a simpler one).
+:mod:`host_sw.estimators.opa_grid`; levels searched by their moves:
+:mod:`host_sw.estimators.opa_moves`, :mod:`host_sw.estimators.opa_compound`) or
+``candidate_limit`` (the others); a level that cannot be searched ends the search (a
+later level's answer could hide a simpler one).
 """
 
 from __future__ import annotations
@@ -171,11 +174,12 @@ def _put(found: dict, n: int, w: int, placed) -> None:
 
 
 def _by_moves(terms, b, n, w, d, moves, inverses, limits) -> tuple[dict, int]:
-    """Levels searched by their moves (:mod:`host_sw.estimators.opa_moves`): three
-    reordered packets (``"three"``), or a loss and two reordered packets (``"loss"``:
-    the disjoint moves; pairs whose moves overlap as compounds against every lost
-    position outside them and inside them (:func:`_straddling`) while their work is
-    within ``grid_limit``)."""
+    """Levels searched by their moves (:mod:`host_sw.estimators.opa_moves`,
+    :mod:`host_sw.estimators.opa_compound`), ``moves`` from :func:`_moves_kind`: two
+    losses and two reordered packets (disjoint moves only), a loss and one reordered
+    packet, three reordered packets, or a loss and two reordered packets (the disjoint
+    moves; the pairs whose moves overlap as compounds against every lost position
+    outside and inside them while their work is within ``grid_limit``)."""
     (_, grid_limit), found = limits, {}
     table = MoveTable(terms, d, losses=w - n)
     if moves == "losses2":   # the pairs of moves that overlap are not searched
@@ -234,8 +238,9 @@ STRADDLE_COST = 200
 
 
 def _moves_kind(n: int, w: int, a: int, m: int) -> str:
-    """Level ``(m, a)`` searched by its moves when too large to enumerate: three
-    reordered packets and no loss, or one or two and one loss."""
+    """How level ``(m, a)`` can be searched by its moves (``""``: it cannot): three
+    reordered packets and no loss (``"three"``), one loss and one or two reordered
+    packets (``"loss1"``, ``"loss"``), two losses and two (``"losses2"``, only so)."""
     if m == 3 and a == 3 and w == n:
         return "three"
     if w == n + 1 and (m, a) in ((2, 3), (1, 2)):
@@ -257,7 +262,7 @@ def moves_cost(n: int, w: int, d: int, kind: str) -> int:
 def _two_moves(n: int, w: int, a: int, m: int) -> bool:
     """Level ``(m, a)`` is two reordered packets and no loss: searched as non-overlapping
     moves met in the middle (:func:`~host_sw.estimators.opa_grid.two_moves`) plus the
-    enumeration of the pairs within ``2d`` of each other."""
+    overlapping pairs as compound moves (:mod:`host_sw.estimators.opa_compound`)."""
     return m == 2 and a == 2 and w == n
 
 
@@ -278,7 +283,8 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
     whose expected false matches exceed ``false_match_budget`` whatever it requires of
     its set-aside packets ends the search (``false_match_bound``); so does one of more
     candidates than ``grid_limit`` (levels tested as a grid: pure loss, and two losses
-    with a placed packet) or ``candidate_limit`` (the others) (``search_limit``)."""
+    with a placed packet; and the work of a level searched by its moves) or
+    ``candidate_limit`` (the others) (``search_limit``)."""
     n, rows = len(packets), len(b)
     max_errors = rows - 1 if max_errors is None else min(max_errors, rows - 1)
     terms = _Terms(np.asarray(packets, dtype=np.uint64), w, rows, seed)
