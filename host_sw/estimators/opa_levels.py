@@ -15,8 +15,9 @@ arrival indices set aside, ``lost`` (``L``) the sorted unknown positions.
   packets for distinct positions (``a ≤ m``): reordered packets, the rest foreign, no loss
   besides (a foreign packet and a lost one would explain the same residual as a packet
   reordered beyond ``d``);
-* ``m = 2``, ``a = 3``: one loss anywhere and both set-aside packets reordered, each
-  placed within ``d`` of its arrival slot.
+* ``m = 2``, ``a = 3`` or ``4``: one or two losses anywhere and both set-aside packets
+  reordered, each placed within ``d`` of its arrival slot (``a = 4`` is searched only by
+  its moves, :mod:`host_sw.estimators.opa_moves`: placed, two unknowns remain).
 
 The caller passes ``d`` = the shift bound plus the group's losses (``w − n``): a loss
 before a reordered packet moves its position one further from its arrival index.
@@ -68,7 +69,8 @@ def required_matches(size: int, rows: int, a: int, m: int, budget: float) -> int
     """The fewest set-aside packets that must match a solved hash so that the level's
     expected false matches ``size · p^−(rows − a + matches)`` are at most ``budget``
     (module docstring); ``None`` if even every possible match is not enough. Levels with
-    ``m ≥ 2`` always require all ``a`` (their error model)."""
+    ``m ≥ 2`` always require every set-aside packet matched, ``min(a, m)`` (their error
+    model)."""
     if size == 0:
         return 0
     least = min(a, m) if m >= 2 else 0
