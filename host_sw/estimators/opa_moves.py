@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """OPA Algorithm 1, levels of reordered packets searched by their *moves*: three reordered
-packets (no loss), and one loss with one or two reordered packets (``docs/SPEC.md``
-§8.5).
+packets (no loss), one loss with one or two reordered packets, two losses with two
+(``docs/SPEC.md`` §8.5).
 
 Estimators layer, used by :mod:`host_sw.estimators.opa_search` (which turns what is found
 here into mappings); the prefix sums of the terms ``x**r · h(P, x)`` per shift are
@@ -9,7 +9,7 @@ here into mappings); the prefix sums of the terms ``x**r · h(P, x)`` per shift 
 
 Slots. With one lost position ``l`` the received packets, in arrival order, fill the
 ``n = w − 1`` positions other than ``l``: slot ``t`` (0-based) is position ``t + 1`` below
-``l``, ``t + 2`` from it on (without a loss, ``t + 1``). A *move* ``(e, t)`` puts the
+``l``, ``t + 2`` from it on (without a loss, ``t + 1``; with two, up to ``t + 3``). A *move* ``(e, t)`` puts the
 received packet ``e`` at slot ``t ≠ e`` (``|t − e| ≤ d``, the reordering shift bound of
 §V-B) and the packets between one slot over; it changes only the slots of its range
 ``[min(e, t), max(e, t)]``, so its change ``Δ(e, t)`` of the CAH is read from prefix sums
@@ -28,7 +28,10 @@ in O(k), and moves whose ranges are disjoint change the CAH by the sum of their 
   each ``l`` the condition ``A_l(Δ1) + A_l(Δ2) = A_l(B − K0_l)`` (``k − 1`` rows) is a
   two-sum over the moves in ``l``'s slots. A compound move with ``l`` outside its range
   is tested against every ``l`` on row 0 (:func:`loss_compounds`); one whose range holds
-  ``l`` is left to the caller's enumeration.
+  ``l`` is :func:`host_sw.estimators.opa_compound.straddling`'s.
+* two losses ``l1 < l2`` and two moves (:func:`two_losses_two_moves`): the same with the
+  operator annihilating both lost columns (``k − 2`` rows), a two-sum per pair of lost
+  positions; compound moves are not searched.
 """
 
 from __future__ import annotations
