@@ -15,7 +15,11 @@ receiver's output beside the receiver's own records. After one interval:
     and the streamers' counters (OPA_RECORDS_FRAMES/DROPPED/MERGED) agree;
 (c) :mod:`host_sw.estimators.opa_export` on the receiver's output stream (the sender's
     words and records, the receiver's records) gives a valid interval, and the recovery
-    gives every recovered packet its true delay in ticks.
+    gives every recovered packet its true delay in ticks;
+(d) ``ldactl watch --records`` (in-process, over both cores' socket bridges, the
+    receiver's output stream written as a pcap) reads the interval's words from both
+    cores and prints the same estimate as (c), every delay of its ``--delays-out`` the
+    true one.
 
 Run by ``sim_tb/test_opa_pair.py`` on the two-core top of :func:`sim_tb.two_device.
 write_wrapper` (ports ``snd_*`` / ``rcv_*``); the channel is :class:`sim_tb.two_device_wire.
@@ -29,6 +33,13 @@ sender's first record; every other record of both points must then be exact.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import tempfile
+import threading
+from pathlib import Path
+
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
@@ -40,11 +51,14 @@ from host_sw.contracts.opa_records import (TYPE_OPA_RECORDS, Point, build_record
 from host_sw.estimators.opa import recover_pair
 from host_sw.estimators.opa_export import opa_export_records, read_export
 from host_sw.model.golden import Hashers, hash_frames
+from host_sw.cli import main as ldactl
 from host_sw.model.opa import PacketRecords, opa_synopsis
+from host_sw.model.pcap import write_pcap
 from host_sw.model.traffic import synthetic_trace
 
-from sim_tb.cocotb_two_device import SimulatedCore, start_pair
+from sim_tb.cocotb_two_device import HOST_OPTIONS, SimulatedCore, start_pair
 from sim_tb.runner import CoreParams
+from sim_tb.socket_bridge import SocketBridge
 from sim_tb.two_device_wire import Wire, wandering_delays
 
 SENDER_MAC = 0x02_00_00_00_00_01
@@ -95,10 +109,42 @@ def _check_records(config, got, point, *, packet, ticks, src, dst):
                 f"{np.array_equal(pa.keys, pb.keys)}")
 
 
+async def _watch(dut, snd: SimulatedCore, rcv: SimulatedCore, frames_out, folder: Path):
+    """(d): ``ldactl watch --records`` in a thread, the cores serving its bus commands
+    through their socket bridges; its exit code, JSON rows and delay rows."""
+    tap, delays = folder / "tap.pcap", folder / "delays.jsonl"
+    write_pcap(tap, frames_out, np.arange(len(frames_out)) * 1000)
+    tasks = []
+    for core in (snd, rcv):
+        core.bridge = SocketBridge(name=core.name)
+        tasks.append(cocotb.start_soon(core.serve(dut.clk)))
+    argv = ["watch", "--sender", snd.bridge.url + HOST_OPTIONS, "--receiver",
+            rcv.bridge.url + HOST_OPTIONS, "--intervals", "1", "--json", "--records",
+            str(tap), "--records-wait", "10", "--delays-out", str(delays)]
+    out, result = io.StringIO(), {}
+
+    def run():
+        with contextlib.redirect_stdout(out):
+            result["rc"] = ldactl(argv)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            await ClockCycles(dut.clk, 64)
+    finally:
+        for core, task in zip((snd, rcv), tasks):
+            task.cancel()
+            core.bridge.close()
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    return result.get("rc"), rows, [json.loads(x) for x in delays.read_text().splitlines()]
+
+
 async def _run_interval(dut, params, config):
     """The traffic of one interval through the lossy queue between the two cores, then a
-    boundary at both; returns the frames, their drops, the wire (SOF cycles), the control
-    frames leaving the receiver, both cores' snapshots and record streamers' counters."""
+    boundary at both; returns the two cores, the frames, their drops, the wire (SOF
+    cycles), the control frames leaving the receiver, both cores' snapshots and record
+    streamers' counters."""
     snd, rcv = SimulatedCore(dut, "snd", "sender"), SimulatedCore(dut, "rcv", "receiver")
     rng = np.random.default_rng(cocotb.RANDOM_SEED)
     frames = synthetic_trace(packets=FRAMES, flows=40, frame_bytes="imix",
@@ -127,7 +173,7 @@ async def _run_interval(dut, params, config):
              for core in (snd, rcv)}
     counters = {core.name: {n: await core.call(core.device.read, f"opa_records_{n}")
                             for n in ("frames", "dropped", "merged")} for core in (snd, rcv)}
-    return frames, drops, wire, [f for f, _ in out], words, counters
+    return (snd, rcv), frames, drops, wire, [f for f, _ in out], words, counters
 
 
 def _check_record_frames(config, wire, frames_out, counters, packet, sent, arrived):
@@ -154,7 +200,7 @@ def _check_record_frames(config, wire, frames_out, counters, packet, sent, arriv
 
 def _check_recovery(config, wire, frames_out, drops, sent, arrived):
     """(c) the host's export decoding and the recovery: every recovered delay exact;
-    returns the recovery and the true delays."""
+    returns the interval's record, the recovery and the true delays."""
     mine_s = [f for f in frames_out if int.from_bytes(f[6:12], "big") == SENDER_MAC
               and f[15] in (TYPE_SYNOPSIS, TYPE_OPA_RECORDS)]
     mine_r = [f for f in frames_out if int.from_bytes(f[6:12], "big") == RECEIVER_MAC]
@@ -179,7 +225,7 @@ def _check_recovery(config, wire, frames_out, drops, sent, arrived):
         "a recovered delay differs from the true one"
     assert result.lost == int(drops[sent].sum()) or result.unrecovered_groups, (
         result.lost, int(drops[sent].sum()))
-    return result, true
+    return record, result, true
 
 
 @cocotb.test()
@@ -187,8 +233,8 @@ async def records_through_a_lossy_queue(dut):
     params = CoreParams.from_env()
     config = params.config()
     Clock(dut.clk, 10, unit="ns").start()
-    frames, drops, wire, frames_out, words, counters = await _run_interval(dut, params,
-                                                                           config)
+    (snd, rcv), frames, drops, wire, frames_out, words, counters = await _run_interval(
+        dut, params, config)
     assert wire.mismatches == 0, "a data frame was altered on its way"
     hashes = hash_frames(config, frames, hashers=Hashers(config))
     counted = np.asarray(hashes.counted, bool)
@@ -206,8 +252,24 @@ async def records_through_a_lossy_queue(dut):
         assert snap.synopsis.words() == golden.words(), f"{name}: words differ from golden"
     s_frames, r_frames = _check_record_frames(config, wire, frames_out, counters, packet,
                                               sent, arrived)
-    result, true = _check_recovery(config, wire, frames_out, drops, sent, arrived)
+    record, result, true = _check_recovery(config, wire, frames_out, drops, sent, arrived)
+
+    # (d) ldactl watch on both cores, the receiver's output as its --records
+    with tempfile.TemporaryDirectory() as folder:
+        rc, rows, delays = await _watch(dut, snd, rcv, frames_out, Path(folder))
+    assert rc == 0 and len(rows) == 1, (rc, rows)
+    (row,) = rows
+    assert row["valid"] and row["interval"] == SEQ, row["notes"]
+    for key in ("sent", "received", "lost", "reordered", "samples", "p50", "p90", "p99",
+                "p99.9", "max"):
+        assert row["estimate"][key] == record.estimate[key], (key, row["estimate"][key])
+    got = np.array([d["delay_ns"] for d in delays]) / config.tick_ns
+    assert len(delays) == row["estimate"]["samples"] > 0
+    assert np.array_equal(got, true[[d["packet"] for d in delays]]), \
+        "a delay of ldactl watch differs from the true one"
     dut._log.info("%d sent, %d received; record frames: sender %d, receiver %d; %d of %d "
-                  "delays recovered, all exact (%d..%d ticks)", len(sent), len(arrived),
-                  len(s_frames), len(r_frames), int(result.recovered.sum()), len(arrived),
-                  int(true.min()), int(true.max()))
+                  "delays recovered, all exact (%d..%d ticks); ldactl watch: p50 %s, p99 %s, "
+                  "max %s ns, lost %s", len(sent), len(arrived), len(s_frames),
+                  len(r_frames), int(result.recovered.sum()), len(arrived), int(true.min()),
+                  int(true.max()), row["estimate"]["p50"], row["estimate"]["p99"],
+                  row["estimate"]["max"], row["estimate"]["lost"])

@@ -26,7 +26,8 @@ from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_ou
                               confidence, dump, guard, int_in, key_file, load_config,
                               load_flow_keys, parse_json, positive_int, read_text)
 from host_sw.cli.export import FlowWriter
-from host_sw.cli.opa_output import OPA_RECORD_TABLE
+from host_sw.cli.opa_output import (OPA_RECORD_TABLE, add_delay_outputs, write_delays,
+                                    write_histogram)
 from host_sw.cli.progress import ByteProgress
 from host_sw.cli.records import pair_snapshots, with_flows
 from host_sw.cli.rli_flows import (add_reference_options, flow_rows, reference_rule,
@@ -82,6 +83,7 @@ def add_estimate_parser(sub) -> None:
                    help="the key of authenticated exports (32 hex digits in a file); "
                         "without it only integrity-tagged exports are accepted")
     p.add_argument("--json", action="store_true")
+    add_delay_outputs(p)
     add_flow_options(p, capture=True)
     g = p.add_argument_group("RLI references (captures without reference frames)")
     add_reference_options(g, capture=True)
@@ -262,11 +264,32 @@ def _records(args) -> list:
     return _from_packet_captures((a, b), args)
 
 
+def _write_delay_outputs(args, records) -> None:
+    """``--delays-out`` and ``--histogram``: OPA's per-packet delays of the intervals
+    whose records were recovered (other kinds have no per-packet delays)."""
+    if not (args.delays_out or args.histogram):
+        return
+    kind = records[0].synopsis if records else None
+    if kind != "opa":
+        raise UsageError(f"--delays-out and --histogram need OPA records, not {kind}")
+    config = load_config(args.config) if args.config else config_class(kind)()
+    tick_ns = config.tick_ns
+    try:
+        if args.delays_out:
+            write_delays(args.delays_out, records, tick_ns)
+        if args.histogram:
+            write_histogram(args.histogram, records, tick_ns)
+    except OSError as e:
+        raise RunFailure(f"cannot write {e.filename}: {e.strerror}") from None
+
+
 def _cmd_estimate(args) -> int:
-    check_output(args.flows_out)
+    for path in (args.flows_out, args.delays_out, args.histogram):
+        check_output(path)
     if reference_rule(args) is not None and args.input in ("snapshot", "frames"):
         raise UsageError("the --ref-* options apply to packet captures only")
     records = _records(args)
+    _write_delay_outputs(args, records)
     printer = _KIND_PRINTERS.get(records[0].synopsis) if records else None
     if printer is not None:
         return printer(records, args)

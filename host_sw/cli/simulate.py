@@ -19,7 +19,8 @@ import math
 from host_sw.cli.args import (RunFailure, UsageError, confidence, guard, int_at_least, int_in,
                               nonneg_int,
                               positive_int, probability, seed)
-from host_sw.cli.opa_output import OPA_SIMULATE_TABLE, write_delays, write_histogram
+from host_sw.cli.opa_output import (OPA_SIMULATE_TABLE, add_delay_outputs, write_delays,
+                                    write_histogram)
 from host_sw.cli.rli_flows import (REFERENCE_OPTIONS, add_reference_options, flow_rows,
                                    name_of, reference_rule, render_flows, write_flows)
 from host_sw.cli.table import SIMULATE_TABLE
@@ -91,12 +92,7 @@ def add_simulate_parser(sub) -> None:
     sim.add_argument("--groups", type=int_at_least(1, "positive", 1 << 20), default=None,
                      help="OPA groups, a power of two (default: about 64 packets per "
                           "group, and at least 8 groups per expected loss)")
-    sim.add_argument("--delays", default=None, metavar="FILE",
-                     help="OPA: write every recovered per-packet delay (CSV, or JSON "
-                          "lines for a .jsonl name)")
-    sim.add_argument("--histogram", default=None, metavar="FILE",
-                     help="OPA: write the recovered delays' histogram (CSV, cumulative "
-                          "counts per bucket bound in seconds)")
+    add_delay_outputs(sim)
     sim.add_argument("--json", action="store_true",
                      help="print one JSON object per run: {true:{...}, estimate:{...}}")
     _add_queue_and_rli_options(sim)
@@ -198,9 +194,9 @@ def _check_options(args) -> None:
     reference_rule(args)                    # two rules given, or --ref-packets 0
     if args.flows_out and args.synopsis != "rli":
         raise UsageError("--flows-out applies to --synopsis rli only")
-    for name in ("groups", "delays", "histogram"):
+    for name in ("groups", "delays_out", "histogram"):
         if getattr(args, name) is not None and args.synopsis != "opa":
-            raise UsageError(f"--{name} applies to --synopsis opa only")
+            raise UsageError(f"--{name.replace('_', '-')} applies to --synopsis opa only")
 
 
 def _scenario(args, config: SynopsisConfig) -> Scenario:
@@ -289,8 +285,8 @@ def _rli_output(args, records) -> None:
 def _write_outputs(args, config: SynopsisConfig, records) -> None:
     """The per-packet files of ``--delays`` and ``--histogram`` (OPA)."""
     try:
-        if args.delays:
-            write_delays(args.delays, records, config.tick_ns)
+        if args.delays_out:
+            write_delays(args.delays_out, records, config.tick_ns)
         if args.histogram:
             write_histogram(args.histogram, records, config.tick_ns)
     except OSError as e:

@@ -12,7 +12,9 @@ In the host data flow (``docs/DESIGN.md``): driver snapshot ► (``watch``) reco
 reads both points before releasing either, gives every sequence number a row (valid, or
 invalid with its reason) and stops only on a permanent failure (``docs/CLI.md``, watch).
 An RLI receiver may be watched alone (no ``--sender``): its rows, RLI registers and
-per-flow table come from :mod:`host_sw.cli.watch_rli`.
+per-flow table come from :mod:`host_sw.cli.watch_rli`. Two OPA devices' rows take their
+per-packet delays from the devices' record frames captured live (``--records``):
+:mod:`host_sw.cli.watch_opa`.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_ou
                               real, seconds)
 from host_sw.cli.export import FlowWriter
 from host_sw.cli.link import add_link_options, open_device, open_devices
+from host_sw.cli.opa_output import OPA_RECORD_TABLE
 from host_sw.cli.records import pair_snapshots, snapshot_meta, unread_record
 from host_sw.cli.rli_flows import flow_rows, sort_rows, write_flows
+from host_sw.cli.watch_opa import OpaRecordWatch, add_opa_watch_options, without_records
 from host_sw.cli.watch_reads import PointReader, ReadOutcome, RetryPolicy
 from host_sw.cli.watch_rli import RLI_WATCH_TABLE, flow_lines, receiver_record, rli_record
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
@@ -89,6 +93,7 @@ def add_watch_parser(sub) -> None:
     p.add_argument("--progress", action="store_true", help="status counters on stderr")
     p.add_argument("--json", action="store_true")
     add_flow_options(p, capture=False)
+    add_opa_watch_options(p)
     p.set_defaults(handler=guard(_cmd_watch))
 
 
@@ -259,6 +264,10 @@ def _read_cycle(readers: dict, args) -> tuple[dict, dict]:
     return outcomes, swap_errors
 
 
+#: The table of a kind whose rows differ from the mean/std table (as ``estimate``'s).
+_WATCH_TABLES = {"rli": RLI_WATCH_TABLE, "opa": OPA_RECORD_TABLE}
+
+
 def _emit(rec, args, out, statuses=None, flows_out=None) -> None:
     """Print one record: its table row with its notes (and the per-flow table of an LDS
     or RLI interval given --flows), or its JSON line; append it to --output and its
@@ -268,7 +277,7 @@ def _emit(rec, args, out, statuses=None, flows_out=None) -> None:
     if args.json:
         dump(rec.to_json())
     else:
-        for line in (RLI_WATCH_TABLE if rli else RECORD_TABLE).lines(rec):
+        for line in _WATCH_TABLES.get(rec.synopsis, RECORD_TABLE).lines(rec):
             print(line, flush=True)
         if report is not None:
             for line in flow_table_lines(report, top=args.top, sort=args.sort):
@@ -329,8 +338,9 @@ def _open_points(args):
     return {"receiver": receiver}
 
 
-def _records(pairing, outcomes, swap_errors, args, flows) -> list:
-    """The rows of one read cycle (an RLI receiver's checked by :func:`rli_record`)."""
+def _records(pairing, outcomes, swap_errors, args, flows, opa=None) -> list:
+    """The rows of one read cycle (an RLI receiver's checked by :func:`rli_record`, an
+    OPA interval's delays from its record frames by ``opa``)."""
     r = outcomes["receiver"]
     config = r.snapshot.config if r.ok else pairing.readers["receiver"].device.config
     if "sender" not in outcomes:
@@ -345,14 +355,20 @@ def _records(pairing, outcomes, swap_errors, args, flows) -> list:
     if config.kind == "rli":
         rec = rli_record(rec, r, outcomes["sender"], flows=flows,
                          min_samples=args.min_samples)
+    rec = opa.row(rec, outcomes) if opa is not None else without_records(rec)
     return [*gaps, rec]
 
 
 def _cmd_watch(args) -> int:
     check_output(args.output)
     check_output(args.flows_out)
+    for option, path in (("--delays-out", args.delays_out), ("--histogram", args.histogram)):
+        check_output(path)
+        if path and not args.records:
+            raise UsageError("needs --records (the delays come from the record frames)",
+                             option)
     devices = _open_points(args)
-    out = flows_out = None
+    out = flows_out = opa = None
     try:
         config = devices["receiver"].config
         rli = config.kind == "rli"
@@ -360,21 +376,25 @@ def _cmd_watch(args) -> int:
         out = open(args.output, "a") if args.output else None
         if args.flows_out:
             flows_out = _RliFlowsOut(args.flows_out) if rli else FlowWriter(args.flows_out)
+        if args.records:
+            opa = OpaRecordWatch(config, args)
         policy = RetryPolicy(attempts=args.attempts, delay=args.retry_delay, wait=args.wait)
         readers = {side: PointReader(dev, policy) for side, dev in devices.items()}
         if not args.json:
-            print((RLI_WATCH_TABLE if rli else RECORD_TABLE).header(), flush=True)
+            print(_WATCH_TABLES.get(config.kind, RECORD_TABLE).header(), flush=True)
         pairing = _Pairing(args.confidence, readers, None if rli else flows,
                            args.min_samples)
         failed = {side: 0 for side in devices}
         n = 0
         while args.intervals is None or n < args.intervals:
             outcomes, swap_errors = _read_cycle(readers, args)
-            *gaps, rec = _records(pairing, outcomes, swap_errors, args, flows)
+            *gaps, rec = _records(pairing, outcomes, swap_errors, args, flows, opa)
             for gap in gaps:
                 _emit(gap, args, out)
             _emit(rec, args, out, {side: o.snapshot.status for side, o in outcomes.items()
                                    if o.ok}, flows_out)
+            if opa is not None:
+                opa.written(rec)
             _check_permanent(outcomes, failed, args)
             n += 1
     finally:
@@ -382,6 +402,8 @@ def _cmd_watch(args) -> int:
             out.close()
         if flows_out is not None:
             flows_out.close()
+        if opa is not None:
+            opa.close()
         for dev in devices.values():
             dev.close()
     return 0

@@ -320,6 +320,8 @@ class RecordReassembler:
             raise ValueError(f"config must be an OpaConfig, not {config!r}")
         self.config, self.mtu, self.key = config, check_mtu(mtu), key
         self._pending: dict[tuple, dict[int, RecordFrame]] = {}
+        #: per pending stream: (its first chunk, the LAST chunk's index, highest index)
+        self._summary: dict[tuple, tuple] = {}
         self._last_done: dict[tuple, int] = {}
 
     def add(self, frame) -> IntervalRecords | None:
@@ -333,20 +335,23 @@ class RecordReassembler:
         if last is not None and not seq_after(f.seq, last):
             raise ReplayedIntervalError(f"{name}: not after interval {last}, the last one "
                                         f"taken from this source (replayed or old)")
-        got = self._pending.setdefault(source + (f.seq,), {})
+        key = source + (f.seq,)
+        got = self._pending.setdefault(key, {})
         if f.chunk_index in got:
             raise DuplicateChunkError(f"{name}: chunk {f.chunk_index} arrived twice")
-        for other in got.values():
-            if other.record_groups != f.record_groups:
-                raise InconsistentChunkError(f"{name}: chunk {f.chunk_index} records "
-                                             f"{f.record_groups} groups, chunk "
-                                             f"{other.chunk_index} {other.record_groups}")
-            if (other.last and f.chunk_index > other.chunk_index) or (
-                    f.last and other.chunk_index > f.chunk_index):
-                raise InconsistentChunkError(f"{name}: chunk after the last one")
+        # every chunk so far agrees with the first and none lies after a LAST one: the
+        # first chunk, the LAST one's index and the highest index say it (no rescan)
+        first, end, top = self._summary.get(key, (f, None, f.chunk_index))
+        if first.record_groups != f.record_groups:
+            raise InconsistentChunkError(f"{name}: chunk {f.chunk_index} records "
+                                         f"{f.record_groups} groups, chunk "
+                                         f"{first.chunk_index} {first.record_groups}")
+        if (end is not None and f.chunk_index > end) or (f.last and top > f.chunk_index):
+            raise InconsistentChunkError(f"{name}: chunk after the last one")
         got[f.chunk_index] = f
-        ends = [c.chunk_index for c in got.values() if c.last]
-        if ends and len(got) == ends[0] + 1:
+        end = f.chunk_index if f.last else end
+        self._summary[key] = (first, end, max(top, f.chunk_index))
+        if end is not None and len(got) == end + 1:
             return self._complete(source, f.seq)
         return None
 
@@ -368,6 +373,7 @@ class RecordReassembler:
 
     def _complete(self, source, seq) -> IntervalRecords:
         got = self._pending.pop(source + (seq,))
+        self._summary.pop(source + (seq,), None)
         chunks = [got[i] for i in sorted(got)]
         self._last_done[source] = seq
         return IntervalRecords(

@@ -40,7 +40,7 @@ from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow
 from host_sw.estimators.offline_rli import (RliCapturePair, flow_table, interval_truth,
                                             stream_rli_pair)
 from host_sw.estimators.offline_stream import StreamedPair, stream_pair
-from host_sw.estimators.opa_run import opa_records, opa_synopses
+from host_sw.estimators.opa_run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.rda_decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
 from host_sw.model.observation import IntervalObservation, Observation
@@ -65,8 +65,10 @@ MAX_NEGATIVE_FRACTION = 0.001
 #: The kinds whose estimator decodes the set difference from both points' packet caches.
 _DECODING_KINDS = frozenset({"rda"})
 #: Kinds whose synopses and per-interval caches come from hooks of their own,
-#: ``(synopses, caches)`` each ``(config, iv, hashers)`` (OPA: per-packet records).
-_KIND_HOOKS = {"opa": (opa_synopses, opa_records)}
+#: ``(synopses, caches, details)``: the first two ``(config, iv, hashers)``, the third
+#: ``(config, sender, receiver, iv, hashers)`` giving a valid interval's ``details`` (OPA:
+#: per-packet records; the recovery and the truth's percentiles for the per-packet output).
+_KIND_HOOKS = {"opa": (opa_synopses, opa_records, opa_details)}
 
 
 class PairProblem(str, enum.Enum):
@@ -339,8 +341,10 @@ def _records_in_memory(sender, receiver, config: SynopsisConfig, *, mode, interv
                               notes=check.notes, sender_cache=caches[0],
                               receiver_cache=caches[1], hashers=hashers,
                               problem=None if check.valid else check.problem.value)
-        records.append(dataclasses.replace(rec, true=truth_json(iv.truth)) if check.valid
-                       else rec)
+        if check.valid:
+            rec = dataclasses.replace(rec, true=truth_json(iv.truth), details=(
+                hooks[2](config, s, r, iv, hashers) if hooks else {}))
+        records.append(rec)
     return records
 
 

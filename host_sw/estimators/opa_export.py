@@ -21,7 +21,7 @@ sender records disagree with its words is reported invalid with the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -34,10 +34,11 @@ from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.contracts.opa_records import (TYPE_OPA_RECORDS, IntervalRecords, Point,
                                            RecordReassembler)
 from host_sw.contracts.synopsis import Synopsis
+from host_sw.estimators.opa import recover_pair
 from host_sw.estimators.record import IntervalRecord, record_for_pair
 from host_sw.model.opa import PacketRecords, opa_synopsis
 
-__all__ = ["ExportContents", "read_export", "opa_export_records"]
+__all__ = ["ExportContents", "read_export", "opa_export_records", "interval_record"]
 
 
 @dataclass
@@ -152,23 +153,42 @@ def opa_export_records(sender: ExportContents, receiver: ExportContents, config:
     out = []
     for seq in common:
         syn, s_rec, r_rec = sender.synopses[seq], sender.records[seq], receiver.records[seq]
-        words = _recorded_words(syn.synopsis, s_rec.record_groups)
-        problems = _problems(config, seq, syn.synopsis, s_rec, r_rec)
-        if syn.flags & INVALID_FLAGS:
-            problems.append(f"sender: interval flags {int(syn.flags):#04x} (invalid)")
-        notes = list(problems)
-        if s_rec.record_groups < config.groups:
-            notes.append(f"sampled: groups 0..{s_rec.record_groups - 1} of {config.groups} "
-                         f"recorded ({s_rec.record_groups / config.groups:.2%})")
-        r_packets = PacketRecords(np.asarray(r_rec.keys, np.uint64),
-                                  np.asarray(r_rec.timestamps, np.int64))
         when = receiver.when_ns.get(seq)
-        out.append(record_for_pair(
-            words, opa_synopsis(config, r_packets.packet), confidence=confidence,
-            interval=seq, when=None if when is None else when / 1e9,
-            sender_meta={"seq": seq, "flags": int(syn.flags), "packets": len(s_rec.keys)},
-            receiver_meta={"seq": seq, "packets": len(r_rec.keys)},
-            valid=not problems,
-            notes=notes, sender_cache=_sender_records(config, s_rec),
-            receiver_cache=r_packets))
+        out.append(interval_record(config, seq, syn.synopsis, int(syn.flags), s_rec, r_rec,
+                                   confidence=confidence,
+                                   when=None if when is None else when / 1e9))
     return out
+
+
+def interval_record(config: OpaConfig, seq: int, words: Synopsis, flags: int,
+                    s_rec: IntervalRecords, r_rec: IntervalRecords, *,
+                    confidence: float = 0.98, when: float | None = None,
+                    sender_meta: dict | None = None, receiver_meta: dict | None = None,
+                    notes=()) -> IntervalRecord:
+    """The record of interval ``seq`` from the sender's OPA ``words`` (with its interval
+    ``flags``) and both points' complete record streams — one export interval, or one
+    row of ``ldactl watch --records``. A valid record's ``details`` hold the recovery
+    (``opa``) and the receiver's packet hashes (``opa_hashes``) for the per-packet
+    output."""
+    problems = _problems(config, seq, words, s_rec, r_rec)
+    if flags & INVALID_FLAGS:
+        problems.append(f"sender: interval flags {flags:#04x} (invalid)")
+    notes = [*notes, *problems]
+    if s_rec.record_groups < config.groups:
+        notes.append(f"sampled: groups 0..{s_rec.record_groups - 1} of {config.groups} "
+                     f"recorded ({s_rec.record_groups / config.groups:.2%})")
+    recorded = _recorded_words(words, s_rec.record_groups)
+    s_packets = _sender_records(config, s_rec)
+    r_packets = PacketRecords(np.asarray(r_rec.keys, np.uint64),
+                              np.asarray(r_rec.timestamps, np.int64))
+    rec = record_for_pair(
+        recorded, opa_synopsis(config, r_packets.packet), confidence=confidence,
+        interval=seq, when=when,
+        sender_meta=sender_meta or {"seq": seq, "flags": flags, "packets": len(s_rec.keys)},
+        receiver_meta=receiver_meta or {"seq": seq, "packets": len(r_rec.keys)},
+        valid=not problems, notes=notes, sender_cache=s_packets, receiver_cache=r_packets)
+    if rec.estimate is None:
+        return rec
+    # the recovery the estimate made (recover_pair keeps it for these very inputs)
+    return replace(rec, details={"opa": recover_pair(recorded, s_packets, r_packets),
+                                 "opa_hashes": r_packets.packet})

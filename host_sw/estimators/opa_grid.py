@@ -2,9 +2,10 @@
 """OPA Algorithm 1, pure-loss levels (no packet set aside): every set ``L`` of ``a``
 lost positions of one group tested at once, without solving the mapping equation.
 
-Estimators layer, used by :mod:`host_sw.estimators.opa_search` (which owns the prefix
-sums of the terms ``x**r · h(P, x)`` per shift). With ``l_1 < … < l_a`` lost, received
-packet of rank ``t`` sits at position ``t + 1 + s`` on the ``s``-th run, so the known part
+Estimators layer, used by :mod:`host_sw.estimators.opa_search`; the prefix sums of the
+terms ``x**r · h(P, x)`` per shift are :class:`host_sw.estimators.opa_terms.Terms`.
+With ``l_1 < … < l_a`` lost, received packet of rank ``t`` sits at position
+``t + 1 + s`` on the ``s``-th run, so the known part
 of the CAH is ``Pre_a[n] + Σ_s D_s[l_s − s]`` with ``D_s = Pre_{s−1} − Pre_s``: the
 residual ``R = B − known`` separates into one table per lost position. ``R`` is a
 combination of the lost positions' columns ``(1, l, l², …)`` exactly when the

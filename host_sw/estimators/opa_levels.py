@@ -14,7 +14,13 @@ arrival indices set aside, ``lost`` (``L``) the sorted unknown positions.
 * ``m ≥ 2``: every position of ``L`` within ``d`` of one set-aside packet, distinct
   packets for distinct positions (``a ≤ m``): reordered packets, the rest foreign, no loss
   besides (a foreign packet and a lost one would explain the same residual as a packet
-  reordered beyond ``d``).
+  reordered beyond ``d``);
+* ``m = 2``, ``a = 3`` or ``4``: one or two losses anywhere and both set-aside packets
+  reordered, each placed within ``d`` of its arrival slot (``a = 4`` is searched only by
+  its moves, :mod:`host_sw.estimators.opa_moves`: placed, two unknowns remain).
+
+The caller passes ``d`` = the shift bound plus the group's losses (``w − n``): a loss
+before a reordered packet moves its position one further from its arrival index.
 
 False matches. A wrong candidate passes the checking equation with probability
 ``p^−(k−a)`` (``k − a`` independent conditions on uniform values), and each set-aside
@@ -50,6 +56,9 @@ def level_size(n: int, w: int, a: int, m: int, d: int, near: bool = False) -> in
         return comb(w, a)
     if m == 1:
         return n if a == 0 else n * home * comb(w, a - 1)
+    if m == 2 and a in (3, 4):     # one or two losses and two reordered packets
+        sets = n * 2 * d if near else comb(n, 2)
+        return sets * home ** 2 * comb(w, a - 2)
     if a > m:
         return 0
     sets = n * 2 * d if near and m == 2 else comb(n, m)
@@ -60,11 +69,12 @@ def required_matches(size: int, rows: int, a: int, m: int, budget: float) -> int
     """The fewest set-aside packets that must match a solved hash so that the level's
     expected false matches ``size · p^−(rows − a + matches)`` are at most ``budget``
     (module docstring); ``None`` if even every possible match is not enough. Levels with
-    ``m ≥ 2`` always require all ``a`` (their error model)."""
+    ``m ≥ 2`` always require every set-aside packet matched, ``min(a, m)`` (their error
+    model)."""
     if size == 0:
         return 0
-    least = a if m >= 2 else 0
-    most = a if m >= 2 else min(m, a)
+    least = min(a, m) if m >= 2 else 0
+    most = min(m, a)
     for need in range(least, most + 1):
         checks = rows - a + need
         if log(size) - checks * log(OPA_PRIME) <= log(budget):
@@ -173,3 +183,20 @@ def candidate_chunks(n: int, w: int, a: int, m: int, d: int, near: bool = False)
         yield from _one_aside(n, w, a, d)
     elif a <= m:
         yield from _many_aside(n, w, a, m, d, near)
+    elif m == 2 and a == 3:
+        yield from _loss_two_aside(n, w, d, near)
+
+
+def _loss_two_aside(n: int, w: int, d: int, near: bool = False):
+    """Level ``m = 2``, ``|L| = 3``: two set-aside packets placed within ``d`` of
+    their arrival slots and one lost position anywhere else; ``near``: the pairs within
+    ``2d`` only."""
+    for aside, pos in _many_aside(n, w, 2, 2, d, near):
+        step = max(1, CHUNK // w)
+        for s in range(0, len(pos), step):
+            aa, pp = aside[s:s + step], pos[s:s + step]
+            ls = np.tile(np.arange(1, w + 1), len(pp))
+            ai, pi = np.repeat(aa, w, axis=0), np.repeat(pp, w, axis=0)
+            keep = (ls != pi[:, 0]) & (ls != pi[:, 1])
+            lost = np.sort(np.concatenate([pi[keep], ls[keep, None]], axis=1), axis=1)
+            yield ai[keep], lost

@@ -22,10 +22,13 @@ Candidates that pass are compared by the mapping they give: one mapping is the a
 two or more are reported as ambiguous, never guessed.
 
 Levels, in order: ``m = 0, 1, 2, …`` packets set aside with ``|L| = w − n + m``, each
-only while ``|L| ≤ max_errors`` (at most ``k − 1``), its expected false matches within
+only while ``|L| ≤ max_errors`` (at most ``k − 1``; for the levels of losses with two
+reordered packets placed by their moves, the losses), its expected false matches within
 ``false_match_budget`` and its size within ``grid_limit`` (levels tested as a grid:
-:mod:`host_sw.estimators.opa_grid`) or ``candidate_limit`` (the others); a level that
-cannot be searched ends the search (a later level's answer could hide a simpler one).
+:mod:`host_sw.estimators.opa_grid`; levels searched by their moves:
+:mod:`host_sw.estimators.opa_moves`, :mod:`host_sw.estimators.opa_compound`) or
+``candidate_limit`` (the others); a level that cannot be searched ends the search (a
+later level's answer could hide a simpler one).
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ from host_sw.contracts.opa import (OPA_PRIME, augmented_hash, modinv, modmul,
 from host_sw.estimators.opa_grid import placed_two_losses, pure_loss, two_moves
 from host_sw.estimators.opa_levels import (CHUNK, candidate_chunks, level_size,
                                            required_matches)
+from host_sw.estimators.opa_compound import compound_pairs, pair_count, straddling
+from host_sw.estimators.opa_moves import (MoveTable, loss_compounds, loss_one_move,
+                                          loss_two_moves, move_count, three_moves,
+                                          two_losses_two_moves)
+from host_sw.estimators.opa_terms import Terms as _Terms
+from host_sw.estimators.opa_terms import known_part as _known_part
 
 __all__ = ["GroupSearch", "search_group", "CHUNK", "FALSE_MATCH_BUDGET", "GRID_LIMIT"]
 
@@ -60,54 +69,6 @@ class GroupSearch:
     sigma: np.ndarray | None
     reason: str = ""
     candidates: int = 0
-
-
-class _Terms:
-    """Prefix sums of ``x**r · h(P_j, x)``, ``x = j + 1 + s``, per shift ``s`` (lazy)."""
-
-    def __init__(self, packets: np.ndarray, w: int, rows: int, seed: int):
-        self.packets, self.w, self.rows, self.seed = packets, w, rows, seed
-        self._prefix = {}
-
-    def prefix(self, s: int) -> np.ndarray:
-        if s not in self._prefix:
-            n = len(self.packets)
-            x = np.arange(1, n + 1, dtype=np.int64) + s
-            ok = (x >= 1) & (x <= self.w)
-            h = np.where(ok, augmented_hash(self.packets, np.clip(x, 1, None), self.seed), 0)
-            terms = modmul(node_powers(np.clip(x, 0, None), self.rows), h).astype(np.int64)
-            pre = np.zeros((n + 1, self.rows), dtype=np.int64)   # gathered by row
-            np.cumsum(terms.T, axis=0, out=pre[1:])
-            self._prefix[s] = pre
-        return self._prefix[s]
-
-
-def _known_part(terms: _Terms, aside: np.ndarray, lost: np.ndarray) -> np.ndarray:
-    """``K_r`` (rows, C) of each candidate: the CAH of the packets it places.
-
-    ``aside`` (C, m) sorted arrival indices set aside, ``lost`` (C, a) sorted positions.
-    Packet ``j`` not set aside has rank ``t = j − #{e < j}`` among the placed packets and
-    position ``t + 1 + #{l passed}``: runs of constant shift, split by the lost
-    positions' run starts and by the set-aside packets."""
-    n, a, m = len(terms.packets), lost.shape[1], aside.shape[1]
-    breaks = lost - np.arange(1, a + 1)                  # run starts in rank space
-    for q in range(m):                                   # … in arrival-index space
-        breaks = breaks + (aside[:, q:q + 1] <= breaks)
-    count = len(lost)
-    edges = np.concatenate([np.zeros((count, 1), np.int64), breaks,
-                            np.full((count, 1), n + 1, np.int64)], axis=1)
-    gap_lo = np.concatenate([np.zeros((count, 1), np.int64), aside + 1], axis=1)
-    gap_hi = np.concatenate([aside, np.full((count, 1), n, np.int64)], axis=1)
-    total = np.zeros((count, terms.rows), dtype=np.int64)
-    for c in range(a + 1):
-        for q in range(m + 1):   # between the (q-1)-th and q-th set-aside packets
-            lo = np.minimum(np.maximum(edges[:, c], gap_lo[:, q]), n)
-            hi = np.maximum(np.minimum(edges[:, c + 1], gap_hi[:, q]), lo)
-            pre = terms.prefix(c - q)
-            total += pre[hi] - pre[lo]
-            if n >= (1 << 19):   # keep the int64 sum of the runs far from overflow
-                total %= OPA_PRIME
-    return (total % OPA_PRIME).astype(np.uint64).T
 
 
 def _solve(nodes: np.ndarray, rhs: np.ndarray, inverses: np.ndarray) -> np.ndarray:
@@ -170,10 +131,14 @@ def _sigma(n: int, w: int, aside: np.ndarray, lost: np.ndarray,
     return sigma
 
 
-def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
+def _search_level(terms, b, n, w, a, m, need, d, inverses, moves: str = "",
+                  limits=(0, 0)) -> tuple[dict, int]:
     """The mappings of level ``(m, a)`` that pass with at least ``need`` set-aside
-    packets matched (all ``a`` for ``m ≥ 2``), keyed by σ's bytes; candidates tested."""
+    packets matched (all of them for ``m ≥ 2``), keyed by σ's bytes; candidates tested.
+    ``moves``: the level is searched by its moves (:func:`_by_moves`)."""
     found, tested = {}, 0
+    if moves:    # the moves count slots: d less the losses
+        return _by_moves(terms, b, n, w, d - max(0, w - n), moves, inverses, limits)
     if m == 0:
         for lost in pure_loss(terms, b, w, a):
             sigma = _sigma(n, w, np.zeros(0, np.int64), lost, np.zeros(0, np.int64))
@@ -186,12 +151,70 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
                 sigma = _sigma(n, w, np.array([e]), lost, np.array([x]))
                 found.setdefault(sigma.tobytes(), sigma)
         return found, level_size(n, w, a, m, d)
-    near = _two_moves(n, w, a, m)
-    if near:    # moves that do not overlap, met in the middle; the others enumerated
+    if _two_moves(n, w, a, m):   # moves that do not overlap, met in the middle
         for e1, x1, e2, x2 in two_moves(terms, b, w, d):
-            aside, lost = np.array([e1, e2]), np.array(sorted((x1, x2)))
-            sigma = _sigma(n, w, aside, lost, np.array([x1, x2]))
-            found.setdefault(sigma.tobytes(), sigma)
+            _put(found, n, w, ([(e1, x1), (e2, x2)], []))
+        resid = (b.astype(np.int64) - terms.prefix(0)[n]) % OPA_PRIME
+        for moves, delta, _, _ in compound_pairs(terms, n, d, crossed=True):  # … the others
+            for i in np.flatnonzero((delta == resid).all(axis=1)):
+                e1, t1, e2, t2 = (int(v) for v in moves[i])
+                _put(found, n, w, ([(e1, t1 + 1), (e2, t2 + 1)], []))
+        return found, level_size(n, w, a, m, d, near=True)
+    return _enumerate(terms, b, n, w, a, m, need, d, inverses)
+
+
+def _put(found: dict, n: int, w: int, placed) -> None:
+    """Add the mapping of set-aside packets at known positions (``placed``: pairs
+    ``(e, x)``) and ``lost`` positions: the others fill the rest in arrival order."""
+    placed, lost = sorted(placed[0]), sorted(placed[1])
+    aside = np.array([e for e, _ in placed], dtype=np.int64)
+    xs = np.array([x for _, x in placed], dtype=np.int64)
+    sigma = _sigma(n, w, aside, np.array(sorted(lost + list(xs)), dtype=np.int64), xs)
+    found.setdefault(sigma.tobytes(), sigma)
+
+
+def _by_moves(terms, b, n, w, d, moves, inverses, limits) -> tuple[dict, int]:
+    """Levels searched by their moves (:mod:`host_sw.estimators.opa_moves`,
+    :mod:`host_sw.estimators.opa_compound`), ``moves`` from :func:`_moves_kind`: two
+    losses and two reordered packets (disjoint moves only), a loss and one reordered
+    packet, three reordered packets, or a loss and two reordered packets (the disjoint
+    moves; the pairs whose moves overlap as compounds against every lost position
+    outside and inside them while their work is within ``grid_limit``)."""
+    (_, grid_limit), found = limits, {}
+    table = MoveTable(terms, d, losses=w - n)
+    if moves == "losses2":   # the pairs of moves that overlap are not searched
+        prefixes = [terms.prefix(s) for s in (0, 1, 2)]
+        for l1, l2, *pair in two_losses_two_moves(table, b, prefixes, w):
+            pos = np.delete(np.arange(1, w + 1), [l1 - 1, l2 - 1])
+            _put(found, n, w, ([(e, int(pos[t])) for e, t in pair], [l1, l2]))
+        return found, w * (w - 1) // 2 * move_count(n, d)
+    if moves == "loss1":     # only a reordered packet (a foreign one: enumerated)
+        for l, (e, t) in loss_one_move(table, b, terms.prefix(0), terms.prefix(1), w):
+            _put(found, n, w, ([(e, t + 1 + (t >= l - 1))], [l]))
+        return found, w * move_count(n, d)
+    if moves == "three":
+        resid = (b.astype(np.int64) - terms.prefix(0)[n]) % OPA_PRIME
+        for triple in three_moves(table, resid, compound_pairs(terms, n, d)):
+            _put(found, n, w, ([(e, t + 1) for e, t in triple], []))
+        return found, move_count(n, d) ** 2 // 2
+    for l, *pair in loss_two_moves(table, b, terms.prefix(0), terms.prefix(1), w):
+        _put(found, n, w, ([(e, t + 1 + (t >= l - 1)) for e, t in pair], [l]))
+    tested = w * move_count(n, d)
+    if pair_count(n, d) * max(w, STRADDLE_COST) <= grid_limit:
+        pairs = compound_pairs(terms, n, d, shifts=(0, 1))
+        for l, *pair in loss_compounds(pairs, b, terms.prefix(0), terms.prefix(1), w):
+            _put(found, n, w, ([(e, t + 1 + (t >= l - 1)) for e, t in pair], [l]))
+        tested += w * pair_count(n, d)
+        inside, count = straddling(terms, b, n, w, d)
+        for l, *pair in inside:
+            _put(found, n, w, ([(e, t + 1 + (t >= l - 1)) for e, t in pair], [l]))
+        tested += count
+    return found, tested
+
+
+def _enumerate(terms, b, n, w, a, m, need, d, inverses, near=False) -> tuple[dict, int]:
+    """Level ``(m, a)``'s candidates (``near``: of nearby set-aside packets) one by one."""
+    found, tested = {}, 0
     for aside, lost in candidate_chunks(n, w, a, m, d, near):
         ok, matched = _evaluate(terms, b, aside, lost, inverses)
         if need:
@@ -203,10 +226,43 @@ def _search_level(terms, b, n, w, a, m, need, d, inverses) -> tuple[dict, int]:
     return found, tested
 
 
+#: A loss and two reordered packets: searched by their moves from this many candidates
+#: on (the enumeration's cost about 1 µs each, the moves' search less for all but the
+#: smallest groups). The other levels searched by their moves are when their candidates
+#: exceed ``candidate_limit`` (the enumeration holds patterns the moves do not: a foreign
+#: packet with losses, three chained moves).
+MOVES_FROM = 100_000
+#: The work of the compound moves' search with a lost position, per compound, in units
+#: of the grid's cells (about 8 lost positions inside each, at about 0.75 µs each).
+STRADDLE_COST = 200
+
+
+def _moves_kind(n: int, w: int, a: int, m: int) -> str:
+    """How level ``(m, a)`` can be searched by its moves (``""``: it cannot): three
+    reordered packets and no loss (``"three"``), one loss and one or two reordered
+    packets (``"loss1"``, ``"loss"``), two losses and two (``"losses2"``, only so)."""
+    if m == 3 and a == 3 and w == n:
+        return "three"
+    if w == n + 1 and (m, a) in ((2, 3), (1, 2)):
+        return "loss" if m == 2 else "loss1"
+    return "losses2" if w == n + 2 and (m, a) == (2, 4) else ""
+
+
+def moves_cost(n: int, w: int, d: int, kind: str) -> int:
+    """The work of a level searched by its moves, in units of :data:`GRID_LIMIT` (about
+    30 ns): the pairs of moves summed, or per lost position the moves' table sorted."""
+    moves = move_count(n, d)
+    if kind == "three":
+        return moves * moves // 2 + pair_count(n, d) * 40
+    if kind == "losses2":
+        return w * (w - 1) // 2 * moves * 8
+    return w * moves * (8 if kind == "loss" else 1)
+
+
 def _two_moves(n: int, w: int, a: int, m: int) -> bool:
     """Level ``(m, a)`` is two reordered packets and no loss: searched as non-overlapping
     moves met in the middle (:func:`~host_sw.estimators.opa_grid.two_moves`) plus the
-    enumeration of the pairs within ``2d`` of each other."""
+    overlapping pairs as compound moves (:mod:`host_sw.estimators.opa_compound`)."""
     return m == 2 and a == 2 and w == n
 
 
@@ -227,27 +283,40 @@ def search_group(packets: np.ndarray, w: int, b: np.ndarray, *, seed: int,
     whose expected false matches exceed ``false_match_budget`` whatever it requires of
     its set-aside packets ends the search (``false_match_bound``); so does one of more
     candidates than ``grid_limit`` (levels tested as a grid: pure loss, and two losses
-    with a placed packet) or ``candidate_limit`` (the others) (``search_limit``)."""
+    with a placed packet; and the work of a level searched by its moves) or
+    ``candidate_limit`` (the others) (``search_limit``)."""
     n, rows = len(packets), len(b)
     max_errors = rows - 1 if max_errors is None else min(max_errors, rows - 1)
     terms = _Terms(np.asarray(packets, dtype=np.uint64), w, rows, seed)
     b = np.asarray(b, dtype=np.uint64)
     tested, inverses = 0, None
+    # d counts slots of the received packets: a loss before a reordered packet moves
+    # its position one further from its arrival index
+    dl = shift_bound + max(0, w - n)
     for m in range(min(max_aside, n) + 1):
         a = w - n + m
-        if a < 0 or a > max_errors or (a == 0 and m == 0) or (m >= 2 and a > m):
+        placed = m == 2 and a == m + w - n and w - n in (1, 2)   # losses + two moves
+        if (a < 0 or (a > max_errors and not (placed and w - n <= max_errors))
+                or (a == 0 and m == 0) or (m >= 2 and a > m and not placed)):
             continue
-        size = level_size(n, w, a, m, shift_bound)
+        size = level_size(n, w, a, m, dl)
         need = required_matches(size, rows, a, m, false_match_budget)
         if need is None:
             return GroupSearch(None, "false_match_bound", tested)
         if _two_moves(n, w, a, m):
-            size = level_size(n, w, a, m, shift_bound, near=True)
-        if size > (grid_limit if m == 0 or _placed(m, a, need) else candidate_limit):
+            size = level_size(n, w, a, m, dl, near=True)
+        moves = _moves_kind(n, w, a, m)
+        if moves != "losses2" and size <= (MOVES_FROM if moves == "loss" else candidate_limit):
+            moves = ""     # enumerated: every candidate of the level
+        if moves and moves_cost(n, w, shift_bound, moves) > grid_limit:
+            return GroupSearch(None, "search_limit", tested)
+        if not moves and size > (grid_limit if m == 0 or _placed(m, a, need)
+                                 else candidate_limit):
             return GroupSearch(None, "search_limit", tested)
         if inverses is None and m:   # 1/(x2 − x1) for positions up to w (Fermat)
             inverses = modinv(np.arange(max(w, 1) + 1))
-        found, count = _search_level(terms, b, n, w, a, m, need, shift_bound, inverses)
+        found, count = _search_level(terms, b, n, w, a, m, need, dl, inverses,
+                                     moves, (candidate_limit, grid_limit))
         tested += count
         if len(found) == 1:
             return GroupSearch(next(iter(found.values())), "", tested)

@@ -38,11 +38,14 @@ from host_sw.model.observation import (
 from host_sw.model.traffic import Trace, trace_from_frames
 
 __all__ = ["Capture", "CaptureError", "read_pcap", "write_pcap", "capture_trace",
-           "pair_captures"]
+           "pair_captures", "MAGIC_US", "MAGIC_NS", "PCAPNG_SHB", "PCAPNG_BOM"]
 
-_MAGIC_US = 0xA1B2C3D4
-_MAGIC_NS = 0xA1B23C4D
-_PCAPNG_SHB = 0x0A0D0D0A
+#: File magic numbers: classic pcap with µs or ns timestamps, pcapng's section header
+#: block type and its byte-order magic (one definition for every reader here).
+MAGIC_US = 0xA1B2C3D4
+MAGIC_NS = 0xA1B23C4D
+PCAPNG_SHB = 0x0A0D0D0A
+PCAPNG_BOM = 0x1A2B3C4D
 
 
 class CaptureError(ValueError):
@@ -83,7 +86,7 @@ def _open_bytes(path) -> bytes:
 
 def _read_classic(data: bytes, path: str) -> Capture:
     magic_le = struct.unpack("<I", data[:4])[0]
-    if magic_le in (_MAGIC_US, _MAGIC_NS):
+    if magic_le in (MAGIC_US, MAGIC_NS):
         file_hdr_cls, pkt_hdr_cls, magic = dpkt.pcap.LEFileHdr, dpkt.pcap.LEPktHdr, magic_le
     else:
         file_hdr_cls, pkt_hdr_cls = dpkt.pcap.FileHdr, dpkt.pcap.PktHdr
@@ -91,7 +94,7 @@ def _read_classic(data: bytes, path: str) -> Capture:
     if len(data) < file_hdr_cls.__hdr_len__:
         raise CaptureError(f"{path!r}: truncated pcap file header")
     fh = file_hdr_cls(data[:file_hdr_cls.__hdr_len__])
-    frac_ns = 1 if magic == _MAGIC_NS else 1000
+    frac_ns = 1 if magic == MAGIC_NS else 1000
     off = file_hdr_cls.__hdr_len__
     hlen = pkt_hdr_cls.__hdr_len__
     frames, ts, orig = [], [], []
@@ -177,9 +180,9 @@ def read_pcap(path) -> Capture:
         raise CaptureError(f"{path!r} is too short to be a capture ({len(data)} bytes)")
     magic_le = struct.unpack("<I", data[:4])[0]
     magic_be = struct.unpack(">I", data[:4])[0]
-    if magic_le == _PCAPNG_SHB:
+    if magic_le == PCAPNG_SHB:
         return _read_pcapng(path)
-    if magic_le in (_MAGIC_US, _MAGIC_NS) or magic_be in (_MAGIC_US, _MAGIC_NS):
+    if magic_le in (MAGIC_US, MAGIC_NS) or magic_be in (MAGIC_US, MAGIC_NS):
         return _read_classic(data, path)
     raise CaptureError(f"{path!r} is not a pcap or pcapng file (magic {magic_le:#010x})")
 
@@ -198,7 +201,7 @@ def write_pcap(path, frames, timestamps_ns, *, nano: bool = True,
         raise ValueError("pcap timestamps must be non-negative")
     if not nano and (ts % 1000).any():
         raise ValueError("a microsecond pcap cannot hold these ns timestamps; use nano=True")
-    magic = _MAGIC_NS if nano else _MAGIC_US
+    magic = MAGIC_NS if nano else MAGIC_US
     div = 1 if nano else 1000
     fh = dpkt.pcap.LEFileHdr(magic=magic, snaplen=snaplen, linktype=linktype)
     parts = [bytes(fh)]

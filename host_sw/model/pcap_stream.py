@@ -42,18 +42,14 @@ from host_sw.contracts.hashing import (
     DEFAULT_WINDOW_BYTES, ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6,
     MIN_FRAME_BYTES, FrameClass,
 )
-from host_sw.model.pcap import CaptureError
+from host_sw.model.pcap import MAGIC_NS, MAGIC_US, PCAPNG_BOM, PCAPNG_SHB, CaptureError
 
 __all__ = ["CaptureChunk", "iter_capture", "capture_linktype", "classify_windows",
-           "DEFAULT_CHUNK_BYTES"]
+           "DEFAULT_CHUNK_BYTES", "walk_classic", "walk_pcapng", "PcapngInterface"]
 
 #: Bytes of the file read at once (the reader's memory is a few times this).
 DEFAULT_CHUNK_BYTES = 32 << 20
 
-_MAGIC_US = 0xA1B2C3D4
-_MAGIC_NS = 0xA1B23C4D
-_PCAPNG_SHB = 0x0A0D0D0A
-_PCAPNG_BOM = 0x1A2B3C4D
 _MAX_CAPLEN = 1 << 18
 #: Above this mean record size the header-by-header walk is cheaper than the guess
 #: (which looks at every byte).
@@ -173,7 +169,7 @@ class _Blocks:
 # classic pcap
 # ---------------------------------------------------------------------------------------
 
-def _walk_classic(data: bytes, le: bool) -> tuple[np.ndarray, int]:
+def walk_classic(data: bytes, le: bool) -> tuple[np.ndarray, int]:
     """Record starts of complete records, header by header; and where the rest starts."""
     unpack = struct.Struct("<I" if le else ">I").unpack_from
     starts = []
@@ -238,7 +234,7 @@ def _guess_classic(buf: np.ndarray, end: int, le: bool, frac_limit: int):
 
 def _classic_records(blocks: _Blocks, le: bool, frac_limit: int, guess: bool):
     found = _guess_classic(blocks.buf, blocks.end, le, frac_limit) if guess else None
-    return found if found is not None else _walk_classic(blocks.data(), le)
+    return found if found is not None else walk_classic(blocks.data(), le)
 
 
 def _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, where):
@@ -255,9 +251,9 @@ def _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, where):
 
 def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress):
     magic_le = struct.unpack("<I", head[:4])[0]
-    le = magic_le in (_MAGIC_US, _MAGIC_NS)
+    le = magic_le in (MAGIC_US, MAGIC_NS)
     magic = magic_le if le else struct.unpack(">I", head[:4])[0]
-    frac_ns = 1 if magic == _MAGIC_NS else 1000
+    frac_ns = 1 if magic == MAGIC_NS else 1000
     frac_limit = 1_000_000_000 if frac_ns == 1 else 1_000_000
     blocks = _Blocks(f, chunk_bytes, 16 + window_bytes, b"", progress)
     mean_record = 0.0
@@ -282,7 +278,7 @@ def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress):
 # ---------------------------------------------------------------------------------------
 
 @dataclass
-class _Interface:
+class PcapngInterface:
     linktype: int
     num: int = 10        # resolution num ** -pow seconds
     pow: int = 6
@@ -297,9 +293,9 @@ class _Interface:
         return ns + self.offset_s * 1_000_000_000
 
 
-def _idb(body: bytes, le: bool) -> _Interface:
+def _idb(body: bytes, le: bool) -> PcapngInterface:
     e = "<" if le else ">"
-    iface = _Interface(struct.unpack(e + "H", body[:2])[0])
+    iface = PcapngInterface(struct.unpack(e + "H", body[:2])[0])
     off = 8
     while off + 4 <= len(body):
         code, length = struct.unpack(e + "HH", body[off:off + 4])
@@ -314,7 +310,7 @@ def _idb(body: bytes, le: bool) -> _Interface:
     return iface
 
 
-def _walk_pcapng(data: bytes, le: bool, path, ifaces: list):
+def walk_pcapng(data: bytes, le: bool, path, ifaces: list):
     """EPB/PB record positions ``(starts, kind)`` of the complete blocks, the interfaces
     they name, and where the rest starts; SHB/IDB update ``ifaces``."""
     e = "<" if le else ">"
@@ -332,7 +328,7 @@ def _walk_pcapng(data: bytes, le: bool, path, ifaces: list):
             kinds.append(btype)
         elif btype == 1:
             ifaces.append(_idb(bytes(data[off + 8:off + blen - 4]), le))
-        elif btype == _PCAPNG_SHB:
+        elif btype == PCAPNG_SHB:
             ifaces.clear()
         off += blen
     return np.array(starts, np.int64), np.array(kinds, np.int64), off
@@ -361,10 +357,10 @@ def _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress):
     bom = head[8:12]
     if len(bom) < 4:
         raise _capture_error(f"{path!r}: truncated pcapng block header")
-    le = struct.unpack("<I", bom)[0] == _PCAPNG_BOM
-    if not le and struct.unpack(">I", bom)[0] != _PCAPNG_BOM:
+    le = struct.unpack("<I", bom)[0] == PCAPNG_BOM
+    if not le and struct.unpack(">I", bom)[0] != PCAPNG_BOM:
         raise _capture_error(f"{path!r}: corrupt pcapng section header")
-    ifaces: list[_Interface] = []
+    ifaces: list[PcapngInterface] = []
     blocks = _Blocks(f, chunk_bytes, 28 + window_bytes, head, progress)
     while True:
         if not blocks.read():
@@ -372,7 +368,7 @@ def _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress):
                 raise _capture_error(f"{path!r}: truncated pcapng block at the end of "
                                      f"the file ({blocks.end} bytes left)")
             return
-        starts, kinds, cut = _walk_pcapng(blocks.data(), le, path, ifaces)
+        starts, kinds, cut = walk_pcapng(blocks.data(), le, path, ifaces)
         if len(starts):
             if len({i.linktype for i in ifaces}) > 1:
                 raise _capture_error(f"{path!r}: interfaces of different link types")
@@ -394,9 +390,9 @@ def _open(path):
         f.close()
         raise _capture_error(f"{path!r} is too short to be a capture ({len(head)} bytes)")
     magic_le, magic_be = struct.unpack("<I", head[:4])[0], struct.unpack(">I", head[:4])[0]
-    if magic_le == _PCAPNG_SHB:
+    if magic_le == PCAPNG_SHB:
         return f, path, "pcapng", head
-    if magic_le in (_MAGIC_US, _MAGIC_NS) or magic_be in (_MAGIC_US, _MAGIC_NS):
+    if magic_le in (MAGIC_US, MAGIC_NS) or magic_be in (MAGIC_US, MAGIC_NS):
         if len(head) < 24:
             f.close()
             raise _capture_error(f"{path!r}: truncated pcap file header")
@@ -410,13 +406,13 @@ def capture_linktype(path) -> int:
     f, path, fmt, head = _open(path)
     with f:
         if fmt == "pcap":
-            le = struct.unpack("<I", head[:4])[0] in (_MAGIC_US, _MAGIC_NS)
+            le = struct.unpack("<I", head[:4])[0] in (MAGIC_US, MAGIC_NS)
             return struct.unpack("<I" if le else ">I", head[20:24])[0] & 0x0FFFFFFF
         f.seek(0)
         data = f.read(1 << 16)
-    le = struct.unpack("<I", data[8:12])[0] == _PCAPNG_BOM
-    ifaces: list[_Interface] = []
-    _walk_pcapng(data, le, path, ifaces)
+    le = struct.unpack("<I", data[8:12])[0] == PCAPNG_BOM
+    ifaces: list[PcapngInterface] = []
+    walk_pcapng(data, le, path, ifaces)
     if not ifaces:
         raise _capture_error(f"{path!r}: no interface description in the first 64 KiB")
     return ifaces[0].linktype

@@ -57,7 +57,7 @@ def test_simulate_json_carries_the_opa_percentiles(capsys, tmp_path):
         [e["p50"], e["p90"], e["p99"], e["p99.9"], e["max"]], abs=0.05)
 
 
-@pytest.mark.parametrize("option", [["--groups", "64"], ["--delays", "x.csv"],
+@pytest.mark.parametrize("option", [["--groups", "64"], ["--delays-out", "x.csv"],
                                     ["--histogram", "h.csv"]])
 def test_opa_options_need_opa(capsys, option):
     with pytest.raises(SystemExit) as e:
@@ -86,13 +86,29 @@ def test_estimate_two_captures_prints_percentiles(capsys, tmp_path):
     order = np.argsort(iv.receiver.timestamps, kind="stable")
     write_pcap(tmp_path / "r.pcap", tr.frames(iv.receiver.indices[order]),
                iv.receiver.timestamps[order])
+    delays, hist = tmp_path / "d.csv", tmp_path / "h.csv"
     assert main(["estimate", str(tmp_path / "s.pcap"), str(tmp_path / "r.pcap"),
-                 "--synopsis", "opa"]) == 0
+                 "--synopsis", "opa", "--delays-out", str(delays),
+                 "--histogram", str(hist)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:6] == ["interval", "sent", "recv", "lost", "reord", "p50"]
     cells = out[1].split()
     assert int(cells[1]) == iv.truth.sent and int(cells[3]) == iv.truth.lost
     assert float(cells[9]) == float(iv.truth.delays.max())     # max, exact
+    truth_line = next(line for line in out if "true p50" in line)
+    assert "every recovered delay exact" in truth_line
+    # every received packet's delay, each equal to its true delay (the captures' truth)
+    rows = list(csv.DictReader(delays.open()))
+    assert len(rows) == iv.truth.received
+    assert sorted(float(r["delay_ns"]) for r in rows) == sorted(iv.truth.delays.tolist())
+    counts = list(csv.reader(hist.open()))
+    assert counts[-1] == ["+Inf", str(iv.truth.received)]
+    # the per-packet outputs are OPA's alone
+    with pytest.raises(SystemExit) as e:
+        main(["estimate", str(tmp_path / "s.pcap"), str(tmp_path / "r.pcap"),
+              "--delays-out", str(tmp_path / "x.csv")])
+    assert e.value.code == 2
+    assert "need OPA records, not lda" in capsys.readouterr().err
 
 
 def test_export_prometheus_histogram_from_records(capsys, tmp_path):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """``ldactl watch`` on two OPA devices: the words alone give each interval's sent,
 received and lost packets exactly; no delay figure is printed without the per-packet
-record frames, and the row says where they come from."""
+record frames, and the row says where they come from (``--records``:
+``test_cli_watch_opa_records.py``)."""
 
 import json
 
@@ -43,4 +44,5 @@ def test_watch_gives_opa_loss_and_no_delay_without_records(capsys, opa_pair):
         assert est["lost"] == len(iv.sender) - len(iv.receiver) > 0
         assert est["mean"] is None and est["std"] is None and est["samples"] == 0
         assert any("record frames" in n for n in row["notes"])
+        assert any("give watch --records" in n for n in row["notes"])
         assert not any("collisions" in n for n in row["notes"])

@@ -18,7 +18,11 @@ def _brute(n, w, a, m, d):
             near = [[abs(x - (e + 1)) <= d for x in lost] for e in aside]
             if m == 1 and a and not any(near[0]):
                 continue
-            if m >= 2:   # distinct set-aside packets for the positions
+            if m >= 2 and a > m:   # every set-aside packet near a distinct position
+                if not any(all(near[q][i] for q, i in enumerate(perm))
+                           for perm in permutations(range(a), m)):
+                    continue
+            elif m >= 2:   # distinct set-aside packets for the positions
                 if not any(all(near[q][i] for i, q in enumerate(perm))
                            for perm in permutations(range(m), a)):
                     continue
@@ -27,7 +31,8 @@ def _brute(n, w, a, m, d):
 
 
 @pytest.mark.parametrize("n,w,a,m,d", [(6, 8, 3, 0, 2), (6, 8, 3, 1, 2), (7, 7, 1, 1, 1),
-                                       (6, 6, 2, 2, 1), (6, 6, 3, 3, 1), (7, 6, 2, 3, 2)])
+                                       (6, 6, 2, 2, 1), (6, 6, 3, 3, 1), (7, 6, 2, 3, 2),
+                                       (6, 7, 3, 2, 1)])
 def test_candidates_are_the_definition(n, w, a, m, d):
     got = [(tuple(s), tuple(l)) for aside, lost in candidate_chunks(n, w, a, m, d)
            for s, l in zip(aside.tolist(), lost.tolist())]

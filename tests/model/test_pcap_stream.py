@@ -13,7 +13,7 @@ import pytest
 
 from host_sw.contracts.hashing import classify_frame, header_windows
 from host_sw.model.pcap import CaptureError, read_pcap, write_pcap
-from host_sw.model.pcap_stream import (_guess_classic, _walk_classic, capture_linktype,
+from host_sw.model.pcap_stream import (_guess_classic, capture_linktype, walk_classic,
                                        iter_capture)
 from host_sw.model.traffic import synthetic_trace
 
@@ -80,7 +80,7 @@ def test_payload_that_looks_like_record_headers(tmp_path, start_s):
     data = (tmp_path / "fp.pcap").read_bytes()[24:]
     buf = np.zeros(len(data) + 80, np.uint8)
     buf[:len(data)] = np.frombuffer(data, np.uint8)
-    guessed, walked = _guess_classic(buf, len(data), True, 10**9), _walk_classic(data, True)
+    guessed, walked = _guess_classic(buf, len(data), True, 10**9), walk_classic(data, True)
     assert walked[1] == len(data) and len(walked[0]) == 400
     if start_s == 0:
         assert guessed is None
