@@ -56,6 +56,17 @@ def _opa_truth_line(rec) -> list[str]:
     return lines + [f"    note: {note}" for note in rec.notes]
 
 
+#: The delay columns of every OPA table: the percentiles, the maximum and the mean (ns).
+_DELAY_COLUMNS = (
+    Column("p50 ns", 9, _est("p50")),
+    Column("p90 ns", 9, _est("p90")),
+    Column("p99 ns", 9, _est("p99")),
+    Column("p99.9 ns", 9, _est("p99.9")),
+    Column("max ns", 10, _est("max")),
+    Column("mean ns", 9, _est("mean", ".2f")),
+)
+
+
 #: ``ldactl simulate --synopsis opa``: per run, the delay percentiles (ns) with loss and
 #: reordering; the truth below.
 OPA_SIMULATE_TABLE = Table(columns=(
@@ -65,12 +76,7 @@ OPA_SIMULATE_TABLE = Table(columns=(
     Column("lost", 6, lambda rec: str(rec.true["lost"]) if rec.true else "—"),
     Column("est.lost", 8, _est("lost", "d")),
     Column("reord", 6, _est("reordered", "d")),
-    Column("p50 ns", 9, _est("p50")),
-    Column("p90 ns", 9, _est("p90")),
-    Column("p99 ns", 9, _est("p99")),
-    Column("p99.9 ns", 9, _est("p99.9")),
-    Column("max ns", 10, _est("max")),
-    Column("mean ns", 9, _est("mean", ".2f")),
+    *_DELAY_COLUMNS,
 ), after=_opa_truth_line)
 
 
@@ -97,12 +103,7 @@ OPA_RECORD_TABLE = Table(columns=(
     Column("recv", 9, lambda rec: str(rec.estimate["received"])),
     Column("lost", 6, _est("lost", "d")),
     Column("reord", 6, lambda rec: fmt(rec.estimate.get("reordered"), "d")),
-    Column("p50 ns", 9, _est("p50")),
-    Column("p90 ns", 9, _est("p90")),
-    Column("p99 ns", 9, _est("p99")),
-    Column("p99.9 ns", 9, _est("p99.9")),
-    Column("max ns", 10, _est("max")),
-    Column("mean ns", 9, _est("mean", ".2f")),
+    *_DELAY_COLUMNS,
 ), after=_record_lines)
 
 
