@@ -84,11 +84,20 @@ class SipHash(wiring.Component):
     busy: Out(1)
         A message is being absorbed or finalised (from ``start`` to ``done``).
 
-    How (timing, ECP5): one **half** SipRound per clock (one 64-bit add on each side,
-    then rotations and XORs); the block's XOR into ``v3`` before its first half-round,
-    into ``v0`` after its last, and the finalisation's ``0xff`` into ``v2`` are operands
-    held in registers (zero when not used) that a small sequencer loads one clock ahead,
-    so no decision sits on the 64-bit paths.
+    How (timing, ECP5): the state lives in two register sets, ``v`` and ``w``. ``w``
+    loads the first half-round of ``v`` every clock; ``v`` loads, when enabled, the
+    second half-round of ``w`` XORed with an operand register ``x``. So every 64-bit
+    add takes its operands straight from flip-flops and its sum goes through one LUT
+    (the XOR with a rotated state bit, the operand and the load select) to a flip-flop,
+    whichever half it is: no multiplexer chooses between the halves. A SipRound is two
+    clocks (``v`` → ``w`` → ``v``), a block four. The operands (the block XORed into
+    ``v3`` before its rounds and into ``v0`` after them, the finalisation's ``0xff``,
+    the key's initial state, which replaces ``v`` instead) are chosen two clocks ahead:
+    the sequencer issues an operation, registered one-hot selects build ``x`` from
+    registered copies of the blocks, and ``v`` is written the clock after. The write
+    enable and load select of ``v``, which go to 256 flip-flops each, are one register
+    per 64-bit word. The tag is the XOR of the last second half-round, registered
+    with the last write of ``v``.
     """
 
     #: Most clocks from taking the last word to ``done``.
@@ -103,89 +112,124 @@ class SipHash(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        v = [Signal(64, name=f"v{i}") for i in range(4)]
-        # This clock's operation, loaded one clock ahead by the sequencer.
-        step = Signal()                 # a half-round now
-        half_b = Signal()               # ... the second half
-        pre = Signal(64)                # XORed into v3 before it (a block's first half)
-        post = Signal(64)               # XORed into v0 after it (a block's last half)
-        fin = Signal()                  # XOR 0xff into v2 after it (finalisation)
-        tag_now = Signal()              # v is final: the tag after this clock
-        loading = Signal()              # load the initial state (registered start)
-        key = Signal(8 * KEY_BYTES)
-        m.d.sync += loading.eq(self.start)
+        v = [Signal(64, name=f"v{i}", reset_less=True) for i in range(4)]
+        w = [Signal(64, name=f"w{i}", reset_less=True) for i in range(4)]
+        x = [Signal(64, name=f"x{i}", reset_less=True) for i in range(4)]
+        key = Signal(8 * KEY_BYTES, reset_less=True)
         with m.If(self.start):
             m.d.sync += key.eq(self.key)
-        v3_in = v[3] ^ pre
-        a_out = half_round_a(v[0], v[1], v[2], v3_in)
-        b_out = half_round_b(v[0], v[1], v[2], v3_in)
-        stepped = [Mux(half_b, b, a) for a, b in zip(a_out, b_out)]
-        k0, k1 = key_halves(key)
-        with m.If(loading):
-            m.d.sync += [v[0].eq(k0 ^ _INIT[0]), v[1].eq(k1 ^ _INIT[1]),
-                         v[2].eq(k0 ^ _INIT[2]), v[3].eq(k1 ^ _INIT[3])]
-        with m.Elif(step):
-            m.d.sync += [v[0].eq(stepped[0] ^ post), v[1].eq(stepped[1]),
-                         v[2].eq(stepped[2] ^ Cat(fin.replicate(8), Const(0, 56))),
-                         v[3].eq(stepped[3])]
-        m.d.sync += self.done.eq(tag_now)
+        m.d.sync += [wi.eq(h) for wi, h in zip(w, half_round_a(*v))]
+        second = half_round_b(*w)
+        # The write of ``v``: its enable and load select, a copy per 64-bit word.
+        v_en = [Signal(name=f"v_en{i}") for i in range(4)]
+        v_load = [Signal(name=f"v_load{i}") for i in range(4)]
+        for i in range(4):
+            with m.If(v_en[i]):
+                m.d.sync += v[i].eq(x[i] ^ Mux(v_load[i], 0, second[i]))
+        # The tag: v0 ^ v1 ^ v2 ^ v3 of the last write (its operand is zero; the two
+        # copies of the sum ``v0 + v3`` cancel).
+        c = (w[2] + w[1])[:64]
+        tag_next = _rotl(w[1], 17) ^ c ^ _rotl(c, 32) ^ _rotl(w[3], 21)
+        ops = self._sequencer(m)
+        self._operands(m, ops, key, x, v_en, v_load)
+        tag_now = Signal()
+        m.d.sync += [tag_now.eq(ops.tag & ~self.start), self.done.eq(tag_now)]
         with m.If(tag_now):
-            m.d.sync += self.tag.eq(v[0] ^ v[1] ^ v[2] ^ v[3])
-        self._sequencer(m, step, half_b, pre, post, fin, tag_now, loading)
-        return m
-
-    def _sequencer(self, m, step, half_b, pre, post, fin, tag_now, loading):
-        """The words into blocks (and the final length block), and each clock's operation,
-        one clock ahead: 4 half-rounds per block, 8 more after the final block."""
-        low = Signal(32)
-        half = Signal()                 # ``low`` holds a block's first word
-        block = Signal(64)
-        pending = Signal()              # ``block`` waits to be compressed
-        final = Signal()                # ... and it is the final block
-        length_next = Signal()          # after ``block``, the length-only final block
-        length = Signal(8)              # message bytes mod 256
-        left = Signal(range(13))        # half-rounds of the current job still to issue
-        pos = Signal(range(13))         # the next half-round's place in its job
-        job_final = Signal()
-        job_block = Signal(64)          # the job's block, for its XOR into v0 at the end
-        word = self.words.payload
-        m.d.comb += self.words.ready.eq(self.busy & ~pending & ~length_next)
-        take = self.words.valid & self.words.ready
-        new_length = (length + 4)[:8]
-        with m.If(take):
-            m.d.sync += length.eq(new_length)
-            with m.If(~half & ~word.last):
-                m.d.sync += [low.eq(word.data), half.eq(1)]
-            with m.Elif(~half):
-                m.d.sync += [block.eq(Cat(word.data, Const(0, 24), new_length)),
-                             pending.eq(1), final.eq(1)]
-            with m.Else():
-                m.d.sync += [block.eq(Cat(low, word.data)), pending.eq(1), half.eq(0),
-                             final.eq(0), length_next.eq(word.last)]
-        # Issue: a job starts when the previous one has issued its last half-round.
-        begin = pending & (left == 0) & ~loading
-        m.d.sync += [step.eq(0), pre.eq(0), post.eq(0), fin.eq(0), tag_now.eq(0)]
-        with m.If(begin):
-            m.d.sync += [step.eq(1), half_b.eq(0), pre.eq(block), pending.eq(0),
-                         left.eq(Mux(final, 11, 3)), pos.eq(1), job_final.eq(final)]
-            with m.If(length_next & ~final):
-                m.d.sync += [block.eq(Cat(Const(0, 56), length)), pending.eq(1),
-                             final.eq(1), length_next.eq(0)]
-        with m.Elif(left != 0):
-            m.d.sync += [step.eq(1), half_b.eq(~half_b), left.eq(left - 1),
-                         pos.eq(pos + 1)]
-            with m.If(pos == 3):
-                m.d.sync += [post.eq(job_block), fin.eq(job_final)]
-        with m.Elif(job_final & (pos == 12)):
-            m.d.sync += [tag_now.eq(1), pos.eq(0), job_final.eq(0)]
-        with m.If(begin):
-            m.d.sync += job_block.eq(block)
+            m.d.sync += self.tag.eq(tag_next)
         with m.If(self.start):
-            m.d.sync += [half.eq(0), pending.eq(0), final.eq(0), length_next.eq(0),
-                         length.eq(0), left.eq(0), pos.eq(0), job_final.eq(0),
-                         self.busy.eq(1)]
+            m.d.sync += self.busy.eq(1)
         with m.Elif(tag_now):
             m.d.sync += self.busy.eq(0)
+        return m
+
+    def _operands(self, m, ops, key, x, v_en, v_load):
+        """The operand registers ``x`` and the write controls of ``v``, from the
+        sequencer's registered one-hot operation (``ops``)."""
+        k0, k1 = key_halves(key)
+        init = [k0 ^ _INIT[0], k1 ^ _INIT[1], k0 ^ _INIT[2], k1 ^ _INIT[3]]
+        fin = Cat(ops.fin.replicate(8), Const(0, 56))
+        sources = [Mux(ops.post, ops.post_block, 0), 0, fin, Mux(ops.pre, ops.pre_block, 0)]
+        for i in range(4):
+            m.d.sync += [x[i].eq(Mux(ops.load[i], init[i], 0) ^ sources[i]),
+                         v_en[i].eq(ops.go[i]), v_load[i].eq(ops.load[i])]
+
+    def _sequencer(self, m):
+        """The words into blocks (and the final length block), and the operations on
+        ``v``, one every other clock: load the initial state with the first block,
+        the middle of a block, the end of a block with the next block, the end of the
+        final block, and the four finalisation rounds. Returns the registered
+        operation (a namespace of one-hot selects and the two blocks)."""
+        low = Signal(32, reset_less=True)
+        half = Signal()                 # ``low`` holds a block's first word
+        block = Signal(64, reset_less=True)
+        pending = Signal()              # ``block`` waits to be absorbed
+        final = Signal()                # ... and it is the final block
+        length_next = Signal()          # after ``block``, the length-only final block
+        length_pending = Signal()       # ... which now waits to be absorbed
+        ended = Signal()                # the last word was taken
+        length = Signal(8)              # message bytes mod 256
+        cur = Signal(64, reset_less=True)   # the block being absorbed
+        cur_final = Signal()
+        first, mid, end, cool = Signal(), Signal(), Signal(), Signal()
+        rounds = Signal(range(5))       # finalisation rounds still to issue
+        word = self.words.payload
+        m.d.comb += self.words.ready.eq(self.busy & ~pending & ~ended)
+        take = self.words.valid & self.words.ready
+        new_length = (length + 4)[:8]
+        # ``low`` and ``block`` load whenever they may (enables from registers only);
+        # what they hold counts once ``half`` / ``pending`` say so.
+        with m.If(~half):
+            m.d.sync += low.eq(word.data)
+        with m.If(~pending):
+            m.d.sync += block.eq(Mux(half, Cat(low, word.data),
+                                     Cat(word.data, Const(0, 24), new_length)))
+        with m.If(take):
+            m.d.sync += [length.eq(new_length), ended.eq(word.last)]
+            with m.If(half | word.last):
+                m.d.sync += [pending.eq(1), half.eq(0), final.eq(~half),
+                             length_next.eq(half & word.last)]
+            with m.Else():
+                m.d.sync += half.eq(1)
+        source = Mux(length_pending, Cat(Const(0, 56), length), block)
+        available = pending | length_pending
+        # This clock's operation (at most one every other clock: ``w`` must hold the
+        # first half-round of the last write).
+        load = first & available
+        middle = mid & ~cool
+        advance = end & ~cool & ~cur_final & available
+        finish = end & ~cool & cur_final
+        final_round = (rounds != 0) & ~cool
+        go = load | middle | advance | finish | final_round
+        absorb = load | advance
+        ops = SimpleNamespace(
+            go=[Signal(name=f"op_go{i}") for i in range(4)],
+            load=[Signal(name=f"op_load{i}") for i in range(4)],
+            pre=Signal(name="op_pre"), post=Signal(name="op_post"),
+            fin=Signal(name="op_fin"), tag=Signal(name="op_tag"),
+            pre_block=Signal(64, name="pre_block", reset_less=True),
+            post_block=Signal(64, name="post_block", reset_less=True))
+        m.d.sync += [*(g.eq(go) for g in ops.go), *(ld.eq(load) for ld in ops.load),
+                     ops.pre.eq(absorb), ops.post.eq(advance | finish),
+                     ops.fin.eq(finish), ops.tag.eq(final_round & (rounds == 1)),
+                     ops.pre_block.eq(source), ops.post_block.eq(cur), cool.eq(go)]
+        # ``cur`` follows the absorbed block a clock later, its enable a register.
+        with m.If(ops.pre):
+            m.d.sync += cur.eq(ops.pre_block)
+        with m.If(absorb):
+            m.d.sync += [cur_final.eq(final | length_pending),
+                         pending.eq(0), length_pending.eq(pending & length_next),
+                         length_next.eq(0), first.eq(0), mid.eq(1), end.eq(0)]
+        with m.If(middle):
+            m.d.sync += [mid.eq(0), end.eq(1)]
+        with m.If(finish):
+            m.d.sync += [end.eq(0), rounds.eq(4)]
+        with m.If(final_round):
+            m.d.sync += rounds.eq(rounds - 1)
+        with m.If(self.start):
+            m.d.sync += [half.eq(0), pending.eq(0), final.eq(0), length_next.eq(0),
+                         length_pending.eq(0), ended.eq(0), length.eq(0), first.eq(1),
+                         mid.eq(0), end.eq(0), rounds.eq(0), ops.tag.eq(0)]
+        return ops
 
 
 class ItemTagger(wiring.Component):
