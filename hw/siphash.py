@@ -90,14 +90,15 @@ class SipHash(wiring.Component):
     add takes its operands straight from flip-flops and its sum goes through one LUT
     (the XOR with a rotated state bit, the operand and the load select) to a flip-flop,
     whichever half it is: no multiplexer chooses between the halves. A SipRound is two
-    clocks (``v`` → ``w`` → ``v``), a block four. The operands (the block XORed into
-    ``v3`` before its rounds and into ``v0`` after them, the finalisation's ``0xff``,
-    the key's initial state, which replaces ``v`` instead) are chosen two clocks ahead:
-    the sequencer issues an operation, registered one-hot selects build ``x`` from
-    registered copies of the blocks, and ``v`` is written the clock after. The write
-    enable and load select of ``v``, which go to 256 flip-flops each, are one register
-    per 64-bit word. The tag is the XOR of the last second half-round, registered
-    with the last write of ``v``.
+    clocks (``v`` → ``w`` → ``v``), a block four. ``x`` (the block XORed into ``v3``
+    before its rounds and into ``v0`` after them, the finalisation's ``0xff``, the key's
+    initial state, which replaces ``v`` instead) loads every clock the operand of the
+    *next* operation, a function of the sequencer's state registers and the block
+    registers only: the decision to go (a few LUTs) reaches only the write enables of
+    ``v``, registered. Those enables and the load selects, which go to 256 flip-flops
+    each, are one register per 64-bit word (each copy with its own feedback, so
+    synthesis keeps them apart). The tag is the XOR of the last second half-round,
+    registered with the last write of ``v``.
     """
 
     #: Most clocks from taking the last word to ``done``.
@@ -114,122 +115,145 @@ class SipHash(wiring.Component):
         m = Module()
         v = [Signal(64, name=f"v{i}", reset_less=True) for i in range(4)]
         w = [Signal(64, name=f"w{i}", reset_less=True) for i in range(4)]
-        x = [Signal(64, name=f"x{i}", reset_less=True) for i in range(4)]
         key = Signal(8 * KEY_BYTES, reset_less=True)
         with m.If(self.start):
             m.d.sync += key.eq(self.key)
         m.d.sync += [wi.eq(h) for wi, h in zip(w, half_round_a(*v))]
         second = half_round_b(*w)
-        # The write of ``v``: its enable and load select, a copy per 64-bit word.
-        v_en = [Signal(name=f"v_en{i}") for i in range(4)]
-        v_load = [Signal(name=f"v_load{i}") for i in range(4)]
+        seq = self._sequencer(m)
+        x = self._operands(m, seq, key)
         for i in range(4):
-            with m.If(v_en[i]):
-                m.d.sync += v[i].eq(x[i] ^ Mux(v_load[i], 0, second[i]))
+            with m.If(seq.v_en[i]):
+                m.d.sync += v[i].eq(x[i] ^ Mux(seq.v_load[i], 0, second[i]))
         # The tag: v0 ^ v1 ^ v2 ^ v3 of the last write (its operand is zero; the two
-        # copies of the sum ``v0 + v3`` cancel).
+        # copies of the sum ``w0 + w3`` cancel).
         c = (w[2] + w[1])[:64]
-        tag_next = _rotl(w[1], 17) ^ c ^ _rotl(c, 32) ^ _rotl(w[3], 21)
-        ops = self._sequencer(m)
-        self._operands(m, ops, key, x, v_en, v_load)
-        tag_now = Signal()
-        m.d.sync += [tag_now.eq(ops.tag & ~self.start), self.done.eq(tag_now)]
-        with m.If(tag_now):
-            m.d.sync += self.tag.eq(tag_next)
+        m.d.sync += self.done.eq(seq.tag_now)
+        with m.If(seq.tag_now):
+            m.d.sync += self.tag.eq(_rotl(w[1], 17) ^ c ^ _rotl(c, 32) ^ _rotl(w[3], 21))
         with m.If(self.start):
             m.d.sync += self.busy.eq(1)
-        with m.Elif(tag_now):
+        with m.Elif(seq.tag_now):
             m.d.sync += self.busy.eq(0)
         return m
 
-    def _operands(self, m, ops, key, x, v_en, v_load):
-        """The operand registers ``x`` and the write controls of ``v``, from the
-        sequencer's registered one-hot operation (``ops``)."""
+    def _operands(self, m, seq, key):
+        """``x``: the operand of the next operation, from state registers (``seq``)."""
+        x = [Signal(64, name=f"x{i}", reset_less=True) for i in range(4)]
         k0, k1 = key_halves(key)
         init = [k0 ^ _INIT[0], k1 ^ _INIT[1], k0 ^ _INIT[2], k1 ^ _INIT[3]]
-        fin = Cat(ops.fin.replicate(8), Const(0, 56))
-        sources = [Mux(ops.post, ops.post_block, 0), 0, fin, Mux(ops.pre, ops.pre_block, 0)]
-        for i in range(4):
-            m.d.sync += [x[i].eq(Mux(ops.load[i], init[i], 0) ^ sources[i]),
-                         v_en[i].eq(ops.go[i]), v_load[i].eq(ops.load[i])]
+        fin = Cat(seq.end_final.replicate(8), Const(0, 56))
+        m.d.sync += [
+            x[0].eq(Mux(seq.first, init[0], Mux(seq.end, seq.cur, 0))),
+            x[1].eq(Mux(seq.first, init[1], 0)),
+            x[2].eq(Mux(seq.first, init[2], fin)),
+            x[3].eq(Mux(seq.first, init[3] ^ seq.block,
+                        Mux(seq.end_next, seq.block, 0))),
+        ]
+        return x
 
     def _sequencer(self, m):
         """The words into blocks (and the final length block), and the operations on
         ``v``, one every other clock: load the initial state with the first block,
         the middle of a block, the end of a block with the next block, the end of the
-        final block, and the four finalisation rounds. Returns the registered
-        operation (a namespace of one-hot selects and the two blocks)."""
+        final block, and the four finalisation rounds. The next operation is held in
+        one-hot state registers (``first``, ``mid``, ``end``) that ``x`` reads; the
+        decision to perform it sets the write enables. Returns a namespace of them."""
         low = Signal(32, reset_less=True)
         half = Signal()                 # ``low`` holds a block's first word
         block = Signal(64, reset_less=True)
         pending = Signal()              # ``block`` waits to be absorbed
+        block_open = Signal(init=1)     # ``~pending``, a flop of its own: ``block``'s enable
         final = Signal()                # ... and it is the final block
         length_next = Signal()          # after ``block``, the length-only final block
-        length_pending = Signal()       # ... which now waits to be absorbed
+        length_pending = Signal()       # ... which is in ``block`` and waits
         ended = Signal()                # the last word was taken
         length = Signal(8)              # message bytes mod 256
-        cur = Signal(64, reset_less=True)   # the block being absorbed
-        cur_final = Signal()
-        first, mid, end, cool = Signal(), Signal(), Signal(), Signal()
-        rounds = Signal(range(5))       # finalisation rounds still to issue
         word = self.words.payload
         m.d.comb += self.words.ready.eq(self.busy & ~pending & ~ended)
         take = self.words.valid & self.words.ready
         new_length = (length + 4)[:8]
         # ``low`` and ``block`` load whenever they may (enables from registers only);
-        # what they hold counts once ``half`` / ``pending`` say so.
+        # what they hold counts once ``half`` / ``pending`` say so. After the last word
+        # (and once its block is absorbed) ``block`` holds the length-only block.
         with m.If(~half):
             m.d.sync += low.eq(word.data)
-        with m.If(~pending):
-            m.d.sync += block.eq(Mux(half, Cat(low, word.data),
-                                     Cat(word.data, Const(0, 24), new_length)))
+        with m.If(block_open):
+            m.d.sync += block.eq(Mux(ended, Cat(Const(0, 56), length),
+                                     Mux(half, Cat(low, word.data),
+                                         Cat(word.data, Const(0, 24), new_length))))
         with m.If(take):
             m.d.sync += [length.eq(new_length), ended.eq(word.last)]
             with m.If(half | word.last):
-                m.d.sync += [pending.eq(1), half.eq(0), final.eq(~half),
+                m.d.sync += [pending.eq(1), block_open.eq(0), half.eq(0), final.eq(~half),
                              length_next.eq(half & word.last)]
             with m.Else():
                 m.d.sync += half.eq(1)
-        source = Mux(length_pending, Cat(Const(0, 56), length), block)
-        available = pending | length_pending
-        # This clock's operation (at most one every other clock: ``w`` must hold the
-        # first half-round of the last write).
-        load = first & available
-        middle = mid & ~cool
-        advance = end & ~cool & ~cur_final & available
-        finish = end & ~cool & cur_final
-        final_round = (rounds != 0) & ~cool
-        go = load | middle | advance | finish | final_round
-        absorb = load | advance
-        ops = SimpleNamespace(
-            go=[Signal(name=f"op_go{i}") for i in range(4)],
-            load=[Signal(name=f"op_load{i}") for i in range(4)],
-            pre=Signal(name="op_pre"), post=Signal(name="op_post"),
-            fin=Signal(name="op_fin"), tag=Signal(name="op_tag"),
-            pre_block=Signal(64, name="pre_block", reset_less=True),
-            post_block=Signal(64, name="post_block", reset_less=True))
-        m.d.sync += [*(g.eq(go) for g in ops.go), *(ld.eq(load) for ld in ops.load),
-                     ops.pre.eq(absorb), ops.post.eq(advance | finish),
-                     ops.fin.eq(finish), ops.tag.eq(final_round & (rounds == 1)),
-                     ops.pre_block.eq(source), ops.post_block.eq(cur), cool.eq(go)]
-        # ``cur`` follows the absorbed block a clock later, its enable a register.
-        with m.If(ops.pre):
-            m.d.sync += cur.eq(ops.pre_block)
-        with m.If(absorb):
-            m.d.sync += [cur_final.eq(final | length_pending),
-                         pending.eq(0), length_pending.eq(pending & length_next),
-                         length_next.eq(0), first.eq(0), mid.eq(1), end.eq(0)]
+        s = self._operations(m, pending, length_pending)
+        with m.If(s.absorb):
+            m.d.sync += [s.cur_final.eq(final | length_pending), pending.eq(0),
+                         block_open.eq(1),
+                         length_pending.eq(pending & length_next), length_next.eq(0)]
+        # ``cur`` (the block being absorbed) follows ``block`` a clock after its absorb,
+        # while ``block`` still holds it; its enable is a register.
+        absorbed = Signal()
+        m.d.sync += absorbed.eq(s.absorb)
+        with m.If(absorbed):
+            m.d.sync += s.cur.eq(block)
+        s.block = block
+        with m.If(self.start):
+            m.d.sync += [half.eq(0), pending.eq(0), block_open.eq(1), final.eq(0),
+                         length_next.eq(0), length_pending.eq(0), ended.eq(0),
+                         length.eq(0)]
+        return s
+
+    def _operations(self, m, pending, length_pending):
+        """The one-hot next operation and the decision to perform it (at most every
+        other clock: ``w`` must hold the first half-round of the last write). The
+        decision is two LUT levels from registers: ``waiting`` (the next operation
+        absorbs a block: it waits for one) and ``free`` (it waits for nothing)."""
+        s = SimpleNamespace(
+            first=Signal(),             # next: load the initial state and the first block
+            mid=Signal(),               # next: a block's middle
+            end=Signal(),               # next: a block's end
+            end_next=Signal(),          # ... with the next block
+            end_final=Signal(),         # ... of the final block
+            cur=Signal(64, name="cur", reset_less=True), cur_final=Signal(),
+            v_en=[Signal(name=f"v_en{i}") for i in range(4)],
+            v_load=[Signal(name=f"v_load{i}") for i in range(4)],
+            tag_now=Signal())
+        cool = Signal()
+        waiting, free = Signal(), Signal()
+        rounds = Signal(range(5))       # finalisation rounds still to do
+        go = ~cool & ((waiting & (pending | length_pending)) | free)
+        load = go & s.first
+        s.absorb = go & waiting
+        middle = go & s.mid
+        finish = go & s.end_final
+        final_round = go & (rounds != 0)
+        # Each copy of a fanned-out control has its own feedback (a copy is never set
+        # two clocks running, so ``& ~copy`` changes nothing but keeps it apart).
+        m.d.sync += [*(e.eq(go & ~e) for e in s.v_en),
+                     *(ld.eq(load & ~ld) for ld in s.v_load),
+                     cool.eq(go), s.tag_now.eq(final_round & (rounds == 1))]
+        with m.If(s.absorb):
+            m.d.sync += [s.first.eq(0), s.mid.eq(1), s.end.eq(0), s.end_next.eq(0),
+                         waiting.eq(0), free.eq(1)]
         with m.If(middle):
-            m.d.sync += [mid.eq(0), end.eq(1)]
+            m.d.sync += [s.mid.eq(0), s.end.eq(1), s.end_next.eq(~s.cur_final),
+                         s.end_final.eq(s.cur_final), waiting.eq(~s.cur_final),
+                         free.eq(s.cur_final)]
         with m.If(finish):
-            m.d.sync += [end.eq(0), rounds.eq(4)]
+            m.d.sync += [s.end.eq(0), s.end_final.eq(0), rounds.eq(4)]
         with m.If(final_round):
             m.d.sync += rounds.eq(rounds - 1)
+            with m.If(rounds == 1):
+                m.d.sync += free.eq(0)
         with m.If(self.start):
-            m.d.sync += [half.eq(0), pending.eq(0), final.eq(0), length_next.eq(0),
-                         length_pending.eq(0), ended.eq(0), length.eq(0), first.eq(1),
-                         mid.eq(0), end.eq(0), rounds.eq(0), ops.tag.eq(0)]
-        return ops
+            m.d.sync += [s.first.eq(1), s.mid.eq(0), s.end.eq(0), s.end_next.eq(0),
+                         s.end_final.eq(0), rounds.eq(0), s.tag_now.eq(0),
+                         waiting.eq(1), free.eq(0)]
+        return s
 
 
 class ItemTagger(wiring.Component):
