@@ -9,8 +9,10 @@ tag their frames with it, and the receiver's marker watch
 the two on the paper's vector and on random messages.
 
 Half a SipRound per clock (the rounds are sequential: markers are rare, and an export
-frame is absorbed while it is built, 2 bytes per clock at best; one 64-bit add per path
-keeps the engine near the core's clock on ECP5). The message is a sequence of
+frame is absorbed while it is built, 2 bytes per clock at best), each half in a register
+set of its own, so a path is one 64-bit add between flip-flops and one LUT (the engine
+was the LDA and RLI cores' critical path on ECP5 when both halves and the block XORs
+shared one register set; ``docs/HARDWARE.md``). The message is a sequence of
 32-bit **words**, byte ``i`` of the word at bits ``8i .. 8i+7`` (the frame's lane order):
 every message this project tags is a multiple of 4 bytes (the 48-byte header and 4-byte
 counter chunks).
