@@ -69,9 +69,11 @@ class SipHash(wiring.Component):
     Members
     -------
     key: In(128)
-        The key, ``K[0]`` in bits 127..120; sampled at ``start``.
+        The key, ``K[0]`` in bits 127..120; sampled every clock while the engine is
+        idle (not ``busy``), so the key of a message is its value at ``start``.
     start: In(1)
-        Pulse: begin a new message (any message in progress is dropped).
+        Pulse: begin a new message (a message in progress is dropped, and the new one
+        keeps the key sampled when the engine was last idle).
     words: In(stream.Signature({data: 32, last: 1}))
         The message's words; ``last`` on its final word. ``ready`` is a function of
         registers (it does not look at ``valid``): a block (two words) is taken while the
@@ -118,7 +120,8 @@ class SipHash(wiring.Component):
         v = [Signal(64, name=f"v{i}", reset_less=True) for i in range(4)]
         w = [Signal(64, name=f"w{i}", reset_less=True) for i in range(4)]
         key = Signal(8 * KEY_BYTES, reset_less=True)
-        with m.If(self.start):
+        # Sampled while idle (the enable a flop): ``start`` drives no 128-bit enable.
+        with m.If(~self.busy):
             m.d.sync += key.eq(self.key)
         m.d.sync += [wi.eq(h) for wi, h in zip(w, half_round_a(*v))]
         second = half_round_b(*w)
