@@ -287,7 +287,8 @@ class ItemTagger(wiring.Component):
     Members
     -------
     key: In(128)
-        The key (``K[0]`` in bits 127..120), sampled at each frame's first item.
+        The key (``K[0]`` in bits 127..120), sampled while the engine is idle, so
+        the value it has at each frame's first item.
     sink: In(stream.Signature({data, size, last}))
         Items: ``data`` byte ``i`` at bits ``8i``, ``size`` bytes used (a multiple of 4),
         ``last`` on a frame's final item. One item is held at a time (``ready`` is a
