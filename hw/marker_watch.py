@@ -121,7 +121,7 @@ class MarkerWatch(wiring.Component):
                      decided_error.eq(ended_error), decided_complete.eq(complete)]
         is_marker = decided & piece_equal[-2:].all()
         good = piece_equal[:-2].all() & decided_complete & ~decided_error
-        self._verify(m, header, is_marker, good, decided_complete)
+        self._verify(m, header, decided, is_marker, good, decided_complete)
         return m
 
     def _capture(self, m):
@@ -161,7 +161,7 @@ class MarkerWatch(wiring.Component):
                      ended_error.eq(w.payload.error)]
         return header, complete, ended, ended_error
 
-    def _verify(self, m, header, is_marker, good, decided_complete):
+    def _verify(self, m, header, decided, is_marker, good, decided_complete):
         """The tag check: a marker that passed the header checks is copied (with its
         tag) into the engine's buffer, its 12 header words absorbed, the tag compared."""
         m.submodules.engine = engine = SipHash()
@@ -179,7 +179,9 @@ class MarkerWatch(wiring.Component):
         ]
         # `held` follows the captured header (as it was one cycle after the EOF) until a
         # check starts, then keeps it: a next frame may overwrite the capture meanwhile.
-        with m.If(~checking & ~start):
+        # It pauses in every decision cycle (`decided`, a flop), whether a check starts
+        # or not: its ~450 enables then depend on two flops, not on the decision.
+        with m.If(~checking & ~decided):
             m.d.sync += held.eq(header)
         with m.If(start):
             m.d.sync += [checking.eq(1), word.eq(0)]

@@ -9,8 +9,10 @@ tag their frames with it, and the receiver's marker watch
 the two on the paper's vector and on random messages.
 
 Half a SipRound per clock (the rounds are sequential: markers are rare, and an export
-frame is absorbed while it is built, 2 bytes per clock at best; one 64-bit add per path
-keeps the engine near the core's clock on ECP5). The message is a sequence of
+frame is absorbed while it is built, 2 bytes per clock at best), each half in a register
+set of its own, so a path is one 64-bit add between flip-flops and one LUT (the engine
+was the LDA and RLI cores' critical path on ECP5 when both halves and the block XORs
+shared one register set; ``docs/HARDWARE.md``). The message is a sequence of
 32-bit **words**, byte ``i`` of the word at bits ``8i .. 8i+7`` (the frame's lane order):
 every message this project tags is a multiple of 4 bytes (the 48-byte header and 4-byte
 counter chunks).
@@ -67,9 +69,11 @@ class SipHash(wiring.Component):
     Members
     -------
     key: In(128)
-        The key, ``K[0]`` in bits 127..120; sampled at ``start``.
+        The key, ``K[0]`` in bits 127..120; sampled every clock while the engine is
+        idle (not ``busy``), so the key of a message is its value at ``start``.
     start: In(1)
-        Pulse: begin a new message (any message in progress is dropped).
+        Pulse: begin a new message (a message in progress is dropped, and the new one
+        keeps the key sampled when the engine was last idle).
     words: In(stream.Signature({data: 32, last: 1}))
         The message's words; ``last`` on its final word. ``ready`` is a function of
         registers (it does not look at ``valid``): a block (two words) is taken while the
@@ -84,11 +88,21 @@ class SipHash(wiring.Component):
     busy: Out(1)
         A message is being absorbed or finalised (from ``start`` to ``done``).
 
-    How (timing, ECP5): one **half** SipRound per clock (one 64-bit add on each side,
-    then rotations and XORs); the block's XOR into ``v3`` before its first half-round,
-    into ``v0`` after its last, and the finalisation's ``0xff`` into ``v2`` are operands
-    held in registers (zero when not used) that a small sequencer loads one clock ahead,
-    so no decision sits on the 64-bit paths.
+    How (timing, ECP5): the state lives in two register sets, ``v`` and ``w``. ``w``
+    loads the first half-round of ``v`` every clock; ``v`` loads, when enabled, the
+    second half-round of ``w`` XORed with an operand register ``x``. So every 64-bit
+    add takes its operands straight from flip-flops and its sum goes through one LUT
+    (the XOR with a rotated state bit, the operand and the load select) to a flip-flop,
+    whichever half it is: no multiplexer chooses between the halves. A SipRound is two
+    clocks (``v`` → ``w`` → ``v``), a block four. ``x`` (the block XORed into ``v3``
+    before its rounds and into ``v0`` after them, the finalisation's ``0xff``, the key's
+    initial state, which replaces ``v`` instead) loads every clock the operand of the
+    *next* operation, a function of the sequencer's state registers and the block
+    registers only: the decision to go (a few LUTs) reaches only the write enables of
+    ``v``, registered. Those enables and the load selects, which go to 256 flip-flops
+    each, are one register per 64-bit word (each copy with its own feedback, so
+    synthesis keeps them apart). The tag is the XOR of the last second half-round,
+    registered with the last write of ``v``.
     """
 
     #: Most clocks from taking the last word to ``done``.
@@ -103,89 +117,148 @@ class SipHash(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        v = [Signal(64, name=f"v{i}") for i in range(4)]
-        # This clock's operation, loaded one clock ahead by the sequencer.
-        step = Signal()                 # a half-round now
-        half_b = Signal()               # ... the second half
-        pre = Signal(64)                # XORed into v3 before it (a block's first half)
-        post = Signal(64)               # XORed into v0 after it (a block's last half)
-        fin = Signal()                  # XOR 0xff into v2 after it (finalisation)
-        tag_now = Signal()              # v is final: the tag after this clock
-        loading = Signal()              # load the initial state (registered start)
-        key = Signal(8 * KEY_BYTES)
-        m.d.sync += loading.eq(self.start)
-        with m.If(self.start):
+        v = [Signal(64, name=f"v{i}", reset_less=True) for i in range(4)]
+        w = [Signal(64, name=f"w{i}", reset_less=True) for i in range(4)]
+        key = Signal(8 * KEY_BYTES, reset_less=True)
+        # Sampled while idle (the enable a flop): ``start`` drives no 128-bit enable.
+        with m.If(~self.busy):
             m.d.sync += key.eq(self.key)
-        v3_in = v[3] ^ pre
-        a_out = half_round_a(v[0], v[1], v[2], v3_in)
-        b_out = half_round_b(v[0], v[1], v[2], v3_in)
-        stepped = [Mux(half_b, b, a) for a, b in zip(a_out, b_out)]
-        k0, k1 = key_halves(key)
-        with m.If(loading):
-            m.d.sync += [v[0].eq(k0 ^ _INIT[0]), v[1].eq(k1 ^ _INIT[1]),
-                         v[2].eq(k0 ^ _INIT[2]), v[3].eq(k1 ^ _INIT[3])]
-        with m.Elif(step):
-            m.d.sync += [v[0].eq(stepped[0] ^ post), v[1].eq(stepped[1]),
-                         v[2].eq(stepped[2] ^ Cat(fin.replicate(8), Const(0, 56))),
-                         v[3].eq(stepped[3])]
-        m.d.sync += self.done.eq(tag_now)
-        with m.If(tag_now):
-            m.d.sync += self.tag.eq(v[0] ^ v[1] ^ v[2] ^ v[3])
-        self._sequencer(m, step, half_b, pre, post, fin, tag_now, loading)
+        m.d.sync += [wi.eq(h) for wi, h in zip(w, half_round_a(*v))]
+        second = half_round_b(*w)
+        seq = self._sequencer(m)
+        x = self._operands(m, seq, key)
+        for i in range(4):
+            with m.If(seq.v_en[i]):
+                m.d.sync += v[i].eq(x[i] ^ Mux(seq.v_load[i], 0, second[i]))
+        # The tag: v0 ^ v1 ^ v2 ^ v3 of the last write (its operand is zero; the two
+        # copies of the sum ``w0 + w3`` cancel).
+        c = (w[2] + w[1])[:64]
+        m.d.sync += self.done.eq(seq.tag_now)
+        with m.If(seq.tag_now):
+            m.d.sync += self.tag.eq(_rotl(w[1], 17) ^ c ^ _rotl(c, 32) ^ _rotl(w[3], 21))
+        with m.If(self.start):
+            m.d.sync += self.busy.eq(1)
+        with m.Elif(seq.tag_now):
+            m.d.sync += self.busy.eq(0)
         return m
 
-    def _sequencer(self, m, step, half_b, pre, post, fin, tag_now, loading):
-        """The words into blocks (and the final length block), and each clock's operation,
-        one clock ahead: 4 half-rounds per block, 8 more after the final block."""
-        low = Signal(32)
+    def _operands(self, m, seq, key):
+        """``x``: the operand of the next operation, from state registers (``seq``)."""
+        x = [Signal(64, name=f"x{i}", reset_less=True) for i in range(4)]
+        k0, k1 = key_halves(key)
+        init = [k0 ^ _INIT[0], k1 ^ _INIT[1], k0 ^ _INIT[2], k1 ^ _INIT[3]]
+        fin = Cat(seq.end_final.replicate(8), Const(0, 56))
+        m.d.sync += [
+            x[0].eq(Mux(seq.first, init[0], Mux(seq.end, seq.cur, 0))),
+            x[1].eq(Mux(seq.first, init[1], 0)),
+            x[2].eq(Mux(seq.first, init[2], fin)),
+            x[3].eq(Mux(seq.first, init[3] ^ seq.block,
+                        Mux(seq.end_next, seq.block, 0))),
+        ]
+        return x
+
+    def _sequencer(self, m):
+        """The words into blocks (and the final length block), and the operations on
+        ``v``, one every other clock: load the initial state with the first block,
+        the middle of a block, the end of a block with the next block, the end of the
+        final block, and the four finalisation rounds. The next operation is held in
+        one-hot state registers (``first``, ``mid``, ``end``) that ``x`` reads; the
+        decision to perform it sets the write enables. Returns a namespace of them."""
+        low = Signal(32, reset_less=True)
         half = Signal()                 # ``low`` holds a block's first word
-        block = Signal(64)
-        pending = Signal()              # ``block`` waits to be compressed
+        block = Signal(64, reset_less=True)
+        pending = Signal()              # ``block`` waits to be absorbed
+        block_open = Signal(init=1)     # ``~pending``, a flop of its own: ``block``'s enable
         final = Signal()                # ... and it is the final block
         length_next = Signal()          # after ``block``, the length-only final block
+        length_pending = Signal()       # ... which is in ``block`` and waits
+        ended = Signal()                # the last word was taken
         length = Signal(8)              # message bytes mod 256
-        left = Signal(range(13))        # half-rounds of the current job still to issue
-        pos = Signal(range(13))         # the next half-round's place in its job
-        job_final = Signal()
-        job_block = Signal(64)          # the job's block, for its XOR into v0 at the end
         word = self.words.payload
-        m.d.comb += self.words.ready.eq(self.busy & ~pending & ~length_next)
+        m.d.comb += self.words.ready.eq(self.busy & ~pending & ~ended)
         take = self.words.valid & self.words.ready
         new_length = (length + 4)[:8]
+        # ``low`` and ``block`` load whenever they may (enables from registers only);
+        # what they hold counts once ``half`` / ``pending`` say so. After the last word
+        # (and once its block is absorbed) ``block`` holds the length-only block.
+        with m.If(~half):
+            m.d.sync += low.eq(word.data)
+        with m.If(block_open):
+            m.d.sync += block.eq(Mux(ended, Cat(Const(0, 56), length),
+                                     Mux(half, Cat(low, word.data),
+                                         Cat(word.data, Const(0, 24), new_length))))
         with m.If(take):
-            m.d.sync += length.eq(new_length)
-            with m.If(~half & ~word.last):
-                m.d.sync += [low.eq(word.data), half.eq(1)]
-            with m.Elif(~half):
-                m.d.sync += [block.eq(Cat(word.data, Const(0, 24), new_length)),
-                             pending.eq(1), final.eq(1)]
+            m.d.sync += [length.eq(new_length), ended.eq(word.last)]
+            with m.If(half | word.last):
+                m.d.sync += [pending.eq(1), block_open.eq(0), half.eq(0), final.eq(~half),
+                             length_next.eq(half & word.last)]
             with m.Else():
-                m.d.sync += [block.eq(Cat(low, word.data)), pending.eq(1), half.eq(0),
-                             final.eq(0), length_next.eq(word.last)]
-        # Issue: a job starts when the previous one has issued its last half-round.
-        begin = pending & (left == 0) & ~loading
-        m.d.sync += [step.eq(0), pre.eq(0), post.eq(0), fin.eq(0), tag_now.eq(0)]
-        with m.If(begin):
-            m.d.sync += [step.eq(1), half_b.eq(0), pre.eq(block), pending.eq(0),
-                         left.eq(Mux(final, 11, 3)), pos.eq(1), job_final.eq(final)]
-            with m.If(length_next & ~final):
-                m.d.sync += [block.eq(Cat(Const(0, 56), length)), pending.eq(1),
-                             final.eq(1), length_next.eq(0)]
-        with m.Elif(left != 0):
-            m.d.sync += [step.eq(1), half_b.eq(~half_b), left.eq(left - 1),
-                         pos.eq(pos + 1)]
-            with m.If(pos == 3):
-                m.d.sync += [post.eq(job_block), fin.eq(job_final)]
-        with m.Elif(job_final & (pos == 12)):
-            m.d.sync += [tag_now.eq(1), pos.eq(0), job_final.eq(0)]
-        with m.If(begin):
-            m.d.sync += job_block.eq(block)
+                m.d.sync += half.eq(1)
+        s = self._operations(m, pending, length_pending)
+        with m.If(s.absorb):
+            m.d.sync += [s.cur_final.eq(final | length_pending), pending.eq(0),
+                         block_open.eq(1),
+                         length_pending.eq(pending & length_next), length_next.eq(0)]
+        # ``cur`` (the block being absorbed) follows ``block`` a clock after its absorb,
+        # while ``block`` still holds it; its enable is a register.
+        absorbed = Signal()
+        m.d.sync += absorbed.eq(s.absorb)
+        with m.If(absorbed):
+            m.d.sync += s.cur.eq(block)
+        s.block = block
         with m.If(self.start):
-            m.d.sync += [half.eq(0), pending.eq(0), final.eq(0), length_next.eq(0),
-                         length.eq(0), left.eq(0), pos.eq(0), job_final.eq(0),
-                         self.busy.eq(1)]
-        with m.Elif(tag_now):
-            m.d.sync += self.busy.eq(0)
+            m.d.sync += [half.eq(0), pending.eq(0), block_open.eq(1), final.eq(0),
+                         length_next.eq(0), length_pending.eq(0), ended.eq(0),
+                         length.eq(0)]
+        return s
+
+    def _operations(self, m, pending, length_pending):
+        """The one-hot next operation and the decision to perform it (at most every
+        other clock: ``w`` must hold the first half-round of the last write). The
+        decision is two LUT levels from registers: ``waiting`` (the next operation
+        absorbs a block: it waits for one) and ``free`` (it waits for nothing)."""
+        s = SimpleNamespace(
+            first=Signal(),             # next: load the initial state and the first block
+            mid=Signal(),               # next: a block's middle
+            end=Signal(),               # next: a block's end
+            end_next=Signal(),          # ... with the next block
+            end_final=Signal(),         # ... of the final block
+            cur=Signal(64, name="cur", reset_less=True), cur_final=Signal(),
+            v_en=[Signal(name=f"v_en{i}") for i in range(4)],
+            v_load=[Signal(name=f"v_load{i}") for i in range(4)],
+            tag_now=Signal())
+        cool = Signal()
+        waiting, free = Signal(), Signal()
+        rounds = Signal(range(5))       # finalisation rounds still to do
+        go = ~cool & ((waiting & (pending | length_pending)) | free)
+        load = go & s.first
+        s.absorb = go & waiting
+        middle = go & s.mid
+        finish = go & s.end_final
+        final_round = go & (rounds != 0)
+        # Each copy of a fanned-out control has its own feedback (a copy is never set
+        # two clocks running, so ``& ~copy`` changes nothing but keeps it apart).
+        m.d.sync += [*(e.eq(go & ~e) for e in s.v_en),
+                     *(ld.eq(load & ~ld) for ld in s.v_load),
+                     cool.eq(go), s.tag_now.eq(final_round & (rounds == 1))]
+        with m.If(s.absorb):
+            m.d.sync += [s.first.eq(0), s.mid.eq(1), s.end.eq(0), s.end_next.eq(0),
+                         waiting.eq(0), free.eq(1)]
+        with m.If(middle):
+            m.d.sync += [s.mid.eq(0), s.end.eq(1), s.end_next.eq(~s.cur_final),
+                         s.end_final.eq(s.cur_final), waiting.eq(~s.cur_final),
+                         free.eq(s.cur_final)]
+        with m.If(finish):
+            m.d.sync += [s.end.eq(0), s.end_final.eq(0), rounds.eq(4)]
+        with m.If(final_round):
+            m.d.sync += rounds.eq(rounds - 1)
+            with m.If(rounds == 1):
+                m.d.sync += free.eq(0)
+        with m.If(self.start):
+            m.d.sync += [s.first.eq(1), s.mid.eq(0), s.end.eq(0), s.end_next.eq(0),
+                         s.end_final.eq(0), rounds.eq(0), s.tag_now.eq(0),
+                         waiting.eq(1), free.eq(0)]
+        return s
 
 
 class ItemTagger(wiring.Component):
@@ -214,7 +287,8 @@ class ItemTagger(wiring.Component):
     Members
     -------
     key: In(128)
-        The key (``K[0]`` in bits 127..120), sampled at each frame's first item.
+        The key (``K[0]`` in bits 127..120), sampled while the engine is idle, so
+        the value it has at each frame's first item.
     sink: In(stream.Signature({data, size, last}))
         Items: ``data`` byte ``i`` at bits ``8i``, ``size`` bytes used (a multiple of 4),
         ``last`` on a frame's final item. One item is held at a time (``ready`` is a

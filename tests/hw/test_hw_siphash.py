@@ -9,6 +9,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from host_sw.contracts.siphash import PAPER_VECTOR, key_to_int, siphash_tag
+from hw.marker_watch import MarkerWatch
 from hw.siphash import SipHash
 
 
@@ -63,3 +64,46 @@ def test_random_messages_equal_the_host(gaps):
     messages = [(rng.randbytes(16) if i % 3 else bytes(16), rng.randbytes(4 * n))
                 for i, n in enumerate([1, 2, 3, 12, 13, 14, 17, 64, 65, 30])]
     assert run_engine(messages, gaps=gaps, seed=5) == [siphash_tag(m, k) for k, m in messages]
+
+
+def done_clocks(words):
+    """Clocks from ``start`` to ``done`` and from the last word taken to ``done``, words
+    offered every clock from the one after ``start``."""
+    dut = SipHash()
+    result = {}
+
+    async def bench(ctx):
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        clock = 1
+        for n in range(words):
+            ctx.set(dut.words.payload.data, n)
+            ctx.set(dut.words.payload.last, n == words - 1)
+            ctx.set(dut.words.valid, 1)
+            while not ctx.get(dut.words.ready):
+                await ctx.tick()
+                clock += 1
+            taken = clock
+            await ctx.tick()
+            clock += 1
+        ctx.set(dut.words.valid, 0)
+        while not ctx.get(dut.done):
+            await ctx.tick()
+            clock += 1
+        result["start"], result["last"] = clock, clock - taken
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return result["start"], result["last"]
+
+
+def test_timing_the_users_rely_on():
+    # A marker's 12 header words: MarkerWatch.VERIFY_LATENCY (2 + 42) and
+    # MarkerFrameSource.TAG_LATENCY (41) count on 41 clocks from start to done.
+    assert done_clocks(12)[0] == 41
+    assert MarkerWatch.VERIFY_LATENCY == 2 + 41 + 1
+    # LATENCY bounds the clocks from the last word to done.
+    assert max(done_clocks(n)[1] for n in (1, 2, 3, 12, 13)) == SipHash.LATENCY
