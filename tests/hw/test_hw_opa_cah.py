@@ -47,8 +47,9 @@ def test_words_equal_golden(config):
             ctx.set(dut.read_en, 1)
             await ctx.tick()
             ctx.set(dut.read_en, 0)
-            assert not ctx.get(dut.read_valid)
-            await ctx.tick()
+            for _ in range(dut.READ_LATENCY - 1):
+                assert not ctx.get(dut.read_valid)
+                await ctx.tick()
             assert ctx.get(dut.read_valid)
             words[g] = ctx.get(dut.read_data)
 
@@ -95,7 +96,7 @@ def test_double_buffered_intervals_equal_golden():
             ctx.set(dut.read_en, 1)
             await ctx.tick()
             ctx.set(dut.read_en, 0)
-            await ctx.tick()
+            await ctx.tick().repeat(dut.READ_LATENCY - 1)
             assert ctx.get(dut.read_valid)
             words.append(ctx.get(dut.read_data))
             errors.append(ctx.get(dut.read_error))
@@ -125,9 +126,9 @@ def test_double_buffered_intervals_equal_golden():
         ctx.set(dut.read_addr, 1)
         await feed(ctx, intervals[1][1:2])
         ctx.set(dut.read_en, 0)
-        await feed(ctx, intervals[1][2:3])
+        await feed(ctx, intervals[1][2:dut.READ_LATENCY + 1])
         errors = [ctx.get(dut.read_valid), ctx.get(dut.read_error), ctx.get(dut.read_data)]
-        await feed(ctx, intervals[1][3:])
+        await feed(ctx, intervals[1][dut.READ_LATENCY + 1:])
         for _ in range(dut.latency + dut.check_cycles + 4):
             await ctx.tick()
         assert ctx.get(dut.frozen_ready)
