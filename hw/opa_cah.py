@@ -8,20 +8,29 @@ bucket selector and counter bank of the other kinds; its words are the golden mo
 Everything it computes comes from :mod:`host_sw.contracts.opa` (group bits, position-hash
 rows, S-box, p).
 
-Two short read-modify-write loops around one feed-forward pipeline:
+Two short read-modify-write loops around one feed-forward pipeline, both as the
+counter bank's (:meth:`OpaCah._rmw`): the RAMs (:func:`hw.backends.counter_ram`, DP16KD
+with its output register on ECP5) answer two edges after the address and the write is
+registered, so the four requests ahead are forwarded explicitly — the three oldest into a
+base word off the loop, the one just ahead inside it — and the only one-cycle feedback is
+one carry chain per field with the forwarding select in its LUTs
+(:class:`hw.carry.MuxAdd`):
 
-* **count loop**: the group's count is read, ``j = count + 1`` written back; the RAMs
-  (:func:`hw.backends.counter_ram`, DP16KD with its output register on ECP5) answer two
-  edges after the address and the write is registered, so the three requests ahead
-  are forwarded explicitly and back-to-back packets of one group count 1, 2, 3…;
+* **count loop**: the group's count is read, ``j = count + 1`` written back, so
+  back-to-back packets of one group count 1, 2, 3…;
 * **feed-forward** (stages H0–H3, then four per product): ``h = S(P ^ pos(j)) mod p``
   (XOR tree of the position-hash rows, the S-box nibble layer, two Mersenne folds), then
   ``t_r = t_{r−1}·j mod p`` — ``k − 1`` products of 31 × 32 bits, each as four 16×16
   partial products (one ECP5 18×18 multiplier each) registered, summed in the next stage,
   then reduced by one Mersenne fold per stage (the second with the conditional
   subtraction);
-* **CAH loop**: the group's ``B`` is read, ``B_r + t_r mod p`` written back, with the
-  same forwarding (:meth:`OpaCah._rmw`).
+* **CAH loop**: the group's plain sums ``S_r = Σ j^r·h`` are read, ``S_r + t_r`` written
+  back. No reduction modulo p inside the loop (a compare and subtract behind the add
+  were its critical path, ``docs/HARDWARE.md``): a sum of at most ``2**count_bits − 1``
+  terms below p is exact in ``count_bits + 31`` bits, and the read-out
+  (:class:`hw.opa_readout.OpaReadout`, two registered stages) reduces it, so the read
+  port — and the freeze check, which reads through it — gives the contract's
+  ``B_r = S_r mod p`` (:attr:`OpaCah.READ_LATENCY` cycles after the request).
 
 With ``double_buffered=True`` the words are kept in two copies, as the counter bank's:
 the copies' life cycle is :class:`hw.copy_control.CopyControl`'s (reused, not copied), a
@@ -77,7 +86,8 @@ class OpaCah(wiring.Component):
         Two copies (a core's) or one.
     memory : "auto" | "generic" | "ecp5"
         The RAMs (:func:`hw.backends.counter_ram`): ``"auto"`` builds DP16KD blocks when
-        elaborated for an ECP5 platform, else generic memories.
+        elaborated for an ECP5 platform, else generic memories; with ``"ecp5"`` the
+        loops' adders are CCU2C chains with the select merged (:class:`hw.carry.MuxAdd`).
 
     Members
     -------
@@ -88,8 +98,8 @@ class OpaCah(wiring.Component):
     read_en, read_addr : In(1), In(group bits)
         Read a group's word while no packet flows (the read shares the update's RAM
         port); ``read_data`` (count in the low ``count_bits``, then ``b0``…, as
-        :meth:`host_sw.contracts.layouts.WordLayout.pack`) with ``read_valid`` two
-        cycles later. Double buffered: the frozen copy's word, at any time.
+        :meth:`host_sw.contracts.layouts.WordLayout.pack`; the sums reduced mod p) with
+        ``read_valid`` :attr:`READ_LATENCY` cycles later. Double buffered: the frozen copy's word, at any time.
     swap, release : In(1)
         Double buffered only: as :class:`hw.counter_bank.CounterBank`'s (``swap`` honoured
         only while the other copy is CLEAN, else ``swap_refused``).
