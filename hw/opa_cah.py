@@ -70,9 +70,19 @@ def _fold(x):
     return (x & _P) + (x >> OPA_FIELD_BITS)
 
 
-def _check_config(config):
+def _check_args(*, config=None, double_buffered=False, memory="auto"):
+    """OpaCah's parameters (its class docstring), checked before the object exists: a
+    rejected block is no unused elaboratable."""
     if not isinstance(config, OpaConfig):
         raise TypeError(f"config must be an OpaConfig, not {config!r}")
+    if not isinstance(double_buffered, bool):
+        raise ValueError(f"double_buffered must be a bool, not {double_buffered!r}")
+    if memory not in ("auto", *COUNTER_RAMS):
+        raise ValueError(f"memory must be one of auto, {', '.join(COUNTER_RAMS)}, "
+                         f"not {memory!r}")
+    if memory == "ecp5" and config.groups > DP16KD_MAX_DEPTH:
+        raise ValueError(f"memory='ecp5' supports up to {DP16KD_MAX_DEPTH} groups, "
+                         f"not {config.groups}")
 
 
 class OpaCah(wiring.Component):
@@ -119,20 +129,11 @@ class OpaCah(wiring.Component):
     READ_LATENCY = RAM_LATENCY + OpaReadout.LATENCY
 
     def __new__(cls, *args, src_loc_at=0, **kwargs):
-        # checked before the object exists: a rejected core is no unused elaboratable
-        _check_config(kwargs.get("config"))
+        _check_args(**kwargs)
         return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
 
     def __init__(self, *, config, double_buffered=False, memory="auto"):
-        _check_config(config)
-        if not isinstance(double_buffered, bool):
-            raise ValueError(f"double_buffered must be a bool, not {double_buffered!r}")
-        if memory not in ("auto", *COUNTER_RAMS):
-            raise ValueError(f"memory must be one of auto, {', '.join(COUNTER_RAMS)}, "
-                             f"not {memory!r}")
-        if memory == "ecp5" and config.groups > DP16KD_MAX_DEPTH:
-            raise ValueError(f"memory='ecp5' supports up to {DP16KD_MAX_DEPTH} groups, "
-                             f"not {config.groups}")
+        _check_args(config=config, double_buffered=double_buffered, memory=memory)
         self._memory = memory
         self._config = config
         self._double = double_buffered
