@@ -30,7 +30,8 @@ from host_sw.contracts.opa import OPA_FIELD_BITS, OPA_PRIME
 
 __all__ = ["OpaReadout", "sum_bits", "fold_chunks"]
 
-_P = OPA_PRIME
+# The fold needs the Mersenne prime: 2**31 ≡ 1 (mod p).
+assert OPA_PRIME == (1 << OPA_FIELD_BITS) - 1
 
 
 def sum_bits(config: OpaConfig) -> int:
@@ -41,7 +42,8 @@ def sum_bits(config: OpaConfig) -> int:
 def fold_chunks(width: int) -> list[tuple[int, int]]:
     """The ``(start, stop)`` bit ranges a ``width``-bit value is cut into for the first
     fold: 31-bit chunks from bit 0, the last one up to 33 bits (their sum is congruent to
-    the value modulo p, below ``chunks · 2**33``)."""
+    the value modulo p; for the widths of a count of up to 63 bits, at most three chunks,
+    it is below ``2**33``)."""
     if width < 1:
         raise ValueError(f"width must be positive, not {width}")
     cuts, start = [], 0
@@ -111,16 +113,24 @@ class OpaReadout(wiring.Component):
                 folded.append(reg)
             firsts.append(folded)
         count = Signal(cb, reset_less=True)
-        copy, zero = Signal(), Signal()
-        m.d.sync += [copy.eq(self.copy if self._copies == 2 else 0), zero.eq(self.zero),
+        zero = Signal()
+        # the copy select, one register per row (fan-out: each drives 33 multiplexers)
+        copies = [Signal(name=f"copy_row{r}") for r in range(cfg.rows)]
+        m.d.sync += [zero.eq(self.zero),
                      count.eq(self.stored[0][:cb] if self._copies == 1 else
                               Mux(self.copy, self.stored[1][:cb], self.stored[0][:cb]))]
-        # Stage B: the copy's folded sums, a last fold (below p + 8) and one subtraction.
+        m.d.sync += [c.eq(self.copy if self._copies == 2 else 0) for c in copies]
+        # Stage B: the copy's folded sum y (below 2**33) = lo + 2**31·hi ≡ lo + hi =: f,
+        # below p + 4, so f mod p is f or f − p = the low bits of f + 1 when f + 1 reaches
+        # 2**31: both sums side by side (two carry chains from the same inputs, one
+        # deep), then a multiplexer.
         reduced = []
         for r in range(cfg.rows):
-            y = firsts[0][r] if self._copies == 1 else Mux(copy, firsts[1][r], firsts[0][r])
-            f = y[:OPA_FIELD_BITS] + y[OPA_FIELD_BITS:]
-            reduced.append(Mux(f >= _P, f - _P, f)[:OPA_FIELD_BITS])
+            y = (firsts[0][r] if self._copies == 1
+                 else Mux(copies[r], firsts[1][r], firsts[0][r]))
+            lo, hi = y[:OPA_FIELD_BITS], y[OPA_FIELD_BITS:]
+            f, f1 = lo + hi, lo + (hi + 1)
+            reduced.append(Mux(f1[OPA_FIELD_BITS], f1[:OPA_FIELD_BITS], f[:OPA_FIELD_BITS]))
         word = Cat(count, *reduced)
         m.d.sync += [self.value.eq(word), self.data.eq(Mux(zero, 0, word))]
         return m
