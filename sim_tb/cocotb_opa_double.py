@@ -16,6 +16,7 @@ from cocotb.triggers import RisingEdge
 from host_sw.contracts.check_value import check_value
 from host_sw.contracts.config import OpaConfig
 from host_sw.model.opa import opa_synopsis
+from hw.opa_cah import OpaCah
 from sim_tb.cocotb_opa_cah import feed, stream
 
 #: Edges from the last packet until the copy is FROZEN, with margin (``latency`` plus
@@ -41,7 +42,7 @@ async def _read_frozen(dut, config):
         dut.read_en.value = 1
         await RisingEdge(dut.clk)
         dut.read_en.value = 0
-        await _ticks(dut, 2)
+        await _ticks(dut, OpaCah.READ_LATENCY)
         assert dut.read_valid.value == 1 and dut.read_error.value == 0
         words.append(int(dut.read_data.value))
     return words, int(dut.frozen_check.value), int(dut.frozen_updates.value)
