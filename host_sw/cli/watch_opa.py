@@ -35,9 +35,10 @@ from host_sw.cli.record_source import RecordSources, SourceEvent
 from host_sw.contracts.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD,
                                              ControlFrameError, mac_to_str)
 from host_sw.contracts.frame_format import header_field, seq_after
+from host_sw.contracts.opa import group_of
 from host_sw.contracts.opa_records import (IntervalRecords, Point, RecordFlags,
                                            RecordReassembler, parse_record_frame)
-from host_sw.estimators.opa_export import interval_record
+from host_sw.estimators.opa_export import interval_record, records_disagree
 
 __all__ = ["add_opa_watch_options", "OpaRecordWatch", "without_records"]
 
@@ -281,17 +282,9 @@ class OpaRecordWatch:
 
     def _receiver_problems(self, snap, r_rec: IntervalRecords) -> list[str]:
         """The receiver's records must match its words (count per recorded group)."""
-        gbits = self.config.groups.bit_length() - 1
-        groups = (np.asarray(r_rec.keys, np.uint64) >> np.uint64(64 - gbits)
-                  if gbits else np.zeros(len(r_rec.keys), np.uint64)).astype(np.int64)
-        counts = np.bincount(groups, minlength=self.config.groups)[:r_rec.record_groups]
-        w = snap.synopsis.count.reshape(-1).astype(np.int64)[:r_rec.record_groups]
-        bad = np.flatnonzero(counts != w)
-        if not len(bad):
-            return []
-        g = int(bad[0])
-        return [f"interval {snap.seq}: the receiver's records of group {g} ({counts[g]}) "
-                f"do not match its OPA words (w = {w[g]}) in {len(bad)} group(s)"]
+        return records_disagree(self.config, snap.seq, "receiver",
+                                group_of(r_rec.keys, self.config.groups), snap.synopsis,
+                                r_rec.record_groups)
 
     def written(self, rec) -> None:
         """After a row is out: its delays to ``--delays-out``, the run's histogram to

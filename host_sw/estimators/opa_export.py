@@ -38,7 +38,8 @@ from host_sw.estimators.opa import recover_pair
 from host_sw.estimators.record import IntervalRecord, record_for_pair
 from host_sw.model.opa import PacketRecords, opa_synopsis
 
-__all__ = ["ExportContents", "read_export", "opa_export_records", "interval_record"]
+__all__ = ["ExportContents", "read_export", "opa_export_records", "interval_record",
+           "records_disagree"]
 
 
 @dataclass
@@ -128,14 +129,23 @@ def _problems(config, seq, words, s_rec, r_rec) -> list[str]:
                    f"receiver {r_rec.record_groups}: both points must sample alike")
     if out:
         return out
-    counts = np.bincount(s_rec.keys.astype(np.int64), minlength=config.groups)
-    w = words.count.reshape(-1).astype(np.int64)[:s_rec.record_groups]
-    bad = np.flatnonzero(counts[:s_rec.record_groups] != w)
-    if len(bad):
-        g = int(bad[0])
-        out.append(f"interval {seq}: the sender's records of group {g} ({counts[g]}) do not "
-                   f"match its OPA words (w = {w[g]}) in {len(bad)} group(s)")
-    return out
+    return records_disagree(config, seq, "sender", s_rec.keys.astype(np.int64), words,
+                            s_rec.record_groups)
+
+
+def records_disagree(config: OpaConfig, seq: int, side: str, groups: np.ndarray,
+                     words: Synopsis, record_groups: int) -> list[str]:
+    """Why a point's records of interval ``seq`` (``groups``: each record's group) do not
+    match that point's OPA ``words`` (``w`` per recorded group), as a one-item list;
+    empty when they match."""
+    counts = np.bincount(groups, minlength=config.groups)[:record_groups]
+    w = words.count.reshape(-1).astype(np.int64)[:record_groups]
+    bad = np.flatnonzero(counts != w)
+    if not len(bad):
+        return []
+    g = int(bad[0])
+    return [f"interval {seq}: the {side}'s records of group {g} ({counts[g]}) do not "
+            f"match its OPA words (w = {w[g]}) in {len(bad)} group(s)"]
 
 
 def opa_export_records(sender: ExportContents, receiver: ExportContents, config: OpaConfig,
