@@ -23,11 +23,8 @@ in input order through :func:`host_sw.model.opa.opa_synopsis`.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import tempfile
-import threading
 from pathlib import Path
 
 import cocotb
@@ -37,12 +34,11 @@ from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 from host_sw.contracts.control_frame import parse_control_frame, reassemble
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.cli import main as ldactl
 from host_sw.device.snapshot import Snapshot
 from host_sw.model.golden import hash_frames
 from host_sw.model.opa import opa_synopsis
 
-from sim_tb.core_harness import TIMEOUT_MS, CoreHarness
+from sim_tb.core_harness import TIMEOUT_MS, CoreHarness, ldactl_while_simulating
 from sim_tb.frames import OfferedFrame, bad_frames, min_size_burst, random_frames
 from sim_tb.scoreboard import counted_mask, synopsis_difference
 from sim_tb.socket_bridge import SocketBridge
@@ -107,22 +103,6 @@ async def _serve(tb, bridge: SocketBridge):
                                                timeout_cycles=20_000))
 
 
-async def _ldactl(tb, argv) -> tuple[int, str]:
-    """``ldactl argv`` in a thread (its socket reaches the simulation through the
-    bridge) while the simulation runs; its exit code and standard output."""
-    out, result = io.StringIO(), {}
-
-    def run():
-        with contextlib.redirect_stdout(out):
-            result["rc"] = ldactl(argv)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    while thread.is_alive():
-        await ClockCycles(tb.dut.clk, 64)
-    return result.get("rc"), out.getvalue()
-
-
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
 async def ldactl_reads_opa_core(dut):
     """``ldactl info`` and ``ldactl read`` against the OPA core over TCP."""
@@ -134,12 +114,12 @@ async def ldactl_reads_opa_core(dut):
     with SocketBridge(name="opa") as bridge:
         server = cocotb.start_soon(_serve(tb, bridge))
         url = bridge.url + "?timeout=60"
-        rc, text = await _ldactl(tb, ["info", "--device", url])
+        rc, text = await ldactl_while_simulating(tb.dut.clk, ["info", "--device", url])
         assert rc == 0 and "OPA" in text, text
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "snap.json"
             # --json: the text table of `read` assumes a ts_sum field (LDA/RDA/LDS)
-            rc, text = await _ldactl(tb, ["read", "--device", url, "--swap", "--json",
+            rc, text = await ldactl_while_simulating(tb.dut.clk, ["read", "--device", url, "--swap", "--json",
                                           "-o", str(path)])
             assert rc == 0, text
             snap = Snapshot.from_json(json.loads(path.read_text()))

@@ -33,11 +33,8 @@ sender's first record; every other record of both points must then be exact.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import tempfile
-import threading
 from pathlib import Path
 
 import cocotb
@@ -51,11 +48,11 @@ from host_sw.contracts.opa_records import (TYPE_OPA_RECORDS, Point, build_record
 from host_sw.estimators.opa import recover_pair
 from host_sw.estimators.opa_export import opa_export_records, read_export
 from host_sw.model.golden import Hashers, hash_frames
-from host_sw.cli import main as ldactl
 from host_sw.model.opa import PacketRecords, opa_synopsis
 from host_sw.model.pcap import write_pcap
 from host_sw.model.traffic import synthetic_trace
 
+from sim_tb.core_harness import ldactl_while_simulating
 from sim_tb.cocotb_two_device import HOST_OPTIONS, SimulatedCore, start_pair
 from sim_tb.runner import CoreParams
 from sim_tb.socket_bridge import SocketBridge
@@ -121,23 +118,14 @@ async def _watch(dut, snd: SimulatedCore, rcv: SimulatedCore, frames_out, folder
     argv = ["watch", "--sender", snd.bridge.url + HOST_OPTIONS, "--receiver",
             rcv.bridge.url + HOST_OPTIONS, "--intervals", "1", "--json", "--records",
             str(tap), "--records-wait", "10", "--delays-out", str(delays)]
-    out, result = io.StringIO(), {}
-
-    def run():
-        with contextlib.redirect_stdout(out):
-            result["rc"] = ldactl(argv)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
     try:
-        while thread.is_alive():
-            await ClockCycles(dut.clk, 64)
+        rc, text = await ldactl_while_simulating(dut.clk, argv)
     finally:
         for core, task in zip((snd, rcv), tasks):
             task.cancel()
             core.bridge.close()
-    rows = [json.loads(line) for line in out.getvalue().splitlines()]
-    return result.get("rc"), rows, [json.loads(x) for x in delays.read_text().splitlines()]
+    rows = [json.loads(line) for line in text.splitlines()]
+    return rc, rows, [json.loads(x) for x in delays.read_text().splitlines()]
 
 
 async def _run_interval(dut, params, config):

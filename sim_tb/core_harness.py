@@ -14,10 +14,15 @@ with its own golden model). ``LDA_SIM_LONG=1`` multiplies the frame counts
 
 from __future__ import annotations
 
+import contextlib
+import io
+import threading
+
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
+from host_sw.cli import main as ldactl
 from host_sw.model.golden import Hashers, bucket_indices, hash_frames
 from host_sw.contracts.check_value import check_value, plausibility_problem
 from host_sw.contracts.synopsis import Synopsis
@@ -30,7 +35,7 @@ from sim_tb.scoreboard import expected_status, expected_synopsis, synopsis_diffe
 from sim_tb.tb import CoreTB
 from sim_tb.uartbone_driver import run_host, simulation_transport
 
-__all__ = ["SWAP_SETTLE", "LONG", "SCALE", "TIMEOUT_MS", "sized", "frozen_info",
+__all__ = ["ldactl_while_simulating", "SWAP_SETTLE", "LONG", "SCALE", "TIMEOUT_MS", "sized", "frozen_info",
            "read_frozen_info", "CoreHarness"]
 
 #: Cycles between the last frame out and a host swap (see ``settle``).
@@ -253,3 +258,19 @@ class CoreHarness(CoreTB):
         problem = plausibility_problem(self.config, expected.count, updates)
         assert problem is None, f"{what}: {problem}"
         return got
+
+
+async def ldactl_while_simulating(clk, argv) -> tuple[int, str]:
+    """``ldactl argv`` in a thread (its socket reaches the simulation through a core's
+    bridge) while the simulation runs on ``clk``; its exit code and standard output."""
+    out, result = io.StringIO(), {}
+
+    def run():
+        with contextlib.redirect_stdout(out):
+            result["rc"] = ldactl(argv)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        await ClockCycles(clk, 64)
+    return result.get("rc"), out.getvalue()
