@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from host_sw.contracts.config import SynopsisConfig
-from host_sw.model.golden import PacketHashes
+from host_sw.model.golden_lda_rda_lds import PacketHashes
 
 from bench import OUT
 from bench.machine import machine  # noqa: F401 (the accuracy benchmarks' machine)
@@ -81,7 +81,7 @@ def packet_hashes(trace, config: SynopsisConfig) -> np.ndarray:
 
 
 def select(packet: np.ndarray, indices: np.ndarray) -> PacketHashes:
-    """:class:`~host_sw.model.golden.PacketHashes` of the packets ``indices`` of a trace whose
+    """:class:`~host_sw.model.golden_lda_rda_lds.PacketHashes` of the packets ``indices`` of a trace whose
     packet hashes are ``packet`` (every frame of a synthetic trace is counted)."""
     return PacketHashes(packet[indices])
 

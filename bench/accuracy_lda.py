@@ -3,7 +3,7 @@
 reproduced with our golden model and estimators.
 
 Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, delays,
-loss, exact truth) ► :func:`host_sw.model.golden.update` (sender and receiver synopses) ►
+loss, exact truth) ► :func:`host_sw.model.golden_lda_rda_lds.update` (sender and receiver synopses) ►
 :func:`host_sw.estimators.lda.estimate_lda` / :func:`host_sw.estimators.baselines.poisson_probes`
 ► CSV + PNG in ``bench/out/accuracy/`` and a summary table (``docs/ACCURACY.md``).
 
@@ -49,7 +49,7 @@ from host_sw.estimators.baselines import poisson_probes
 from host_sw.estimators.lda import (estimate_lda, expected_samples,
                                     sampling_rate_for_loss, tuned_threshold,
                                     tuned_thresholds)
-from host_sw.model.golden import update
+from host_sw.model.golden_lda_rda_lds import update
 
 from bench.accuracy_common import (DEFAULT_OUT, Progress, format_table, machine, packet_hashes,
                                    pyplot, relative_error, select, write_csv)

@@ -5,7 +5,7 @@ error of the average delay, binned by flow size, for sketches of 7 000, 70 000 a
 700 000 counters (4 rows of 1 750, 17 500, 175 000 cells), k = 1, p = 1, no loss.
 
 Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode heavy-tailed
-trace, delays with a per-flow mode) ► :func:`host_sw.model.golden.update` ►
+trace, delays with a per-flow mode) ► :func:`host_sw.model.golden_lda_rda_lds.update` ►
 :func:`host_sw.estimators.lds.estimate_flows` against
 :meth:`host_sw.model.observation.GroundTruth.per_flow` ► CSV + PNG in ``bench/out/accuracy/``
 and a summary table (``docs/ACCURACY.md``).
@@ -45,7 +45,7 @@ import numpy as np
 from host_sw.model.channel import Scenario
 from host_sw.contracts.config import LdsConfig
 from host_sw.estimators.lds import estimate_flows
-from host_sw.model.golden import update
+from host_sw.model.golden_lda_rda_lds import update
 
 from bench.accuracy_common import DEFAULT_OUT, Progress, format_table, machine, pyplot, write_csv
 

@@ -37,9 +37,9 @@ import numpy as np
 
 from host_sw.contracts.config import LdaConfig, OpaConfig
 from host_sw.estimators.lda import estimate_lda
-from host_sw.estimators.opa import recover_interval
-from host_sw.model.golden import PacketHashes, update
-from host_sw.model.opa import opa_sender
+from host_sw.estimators.opa.recovery import recover_interval
+from host_sw.model.golden_lda_rda_lds import PacketHashes, update
+from host_sw.model.golden_opa import opa_sender
 
 from bench.accuracy_common import (DEFAULT_OUT, Progress, format_table, machine, pyplot,
                                    relative_error, write_csv)

@@ -6,8 +6,8 @@ standard deviation of RDA, LDA and FineComb (ideal repair) as the set difference
 Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace, Weibull
 delays) ► an interval whose sender and receiver sets differ by ``d`` packets (half lost,
 half reordered in from the previous interval, as
-:func:`host_sw.estimators.simulate.set_difference_intervals`) ► :func:`host_sw.model.golden.update` ►
-:func:`~host_sw.estimators.rda.estimate_rda` (with both caches),
+:func:`host_sw.estimators.simulate.set_difference_intervals`) ► :func:`host_sw.model.golden_lda_rda_lds.update` ►
+:func:`~host_sw.estimators.rda.estimate.estimate_rda` (with both caches),
 :func:`~host_sw.estimators.lda.estimate_lda`,
 :func:`~host_sw.estimators.baselines.finecomb_ideal` ► CSV + PNG in
 ``bench/out/accuracy/`` and a summary table (``docs/ACCURACY.md``).
@@ -47,8 +47,8 @@ from host_sw.model.channel import Scenario
 from host_sw.contracts.config import LdaConfig, RdaConfig
 from host_sw.estimators.baselines import finecomb_ideal
 from host_sw.estimators.lda import estimate_lda, tuned_thresholds
-from host_sw.estimators.rda import estimate_rda
-from host_sw.model.golden import Hashers, update
+from host_sw.estimators.rda.estimate import estimate_rda
+from host_sw.model.golden_lda_rda_lds import Hashers, update
 from host_sw.estimators.simulate import set_difference_intervals
 
 from bench.accuracy_common import (DEFAULT_OUT, Progress, format_table, machine, packet_hashes,

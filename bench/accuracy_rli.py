@@ -5,12 +5,12 @@ same traffic beside it, and the LDS paper's counter-case (per-flow delays uncorr
 flows: RLI with 1 kHz references against LDS, its Figs. 9–10).
 
 Data flow (``docs/DESIGN.md``): :class:`host_sw.model.channel.Scenario` (fast-mode trace,
-with RLI's reference packets inserted by :func:`host_sw.model.rli.with_references`) ►
+with RLI's reference packets inserted by :func:`host_sw.model.golden_rli.with_references`) ►
 the channel (a RED queue, :mod:`host_sw.model.queueing`, for Fig. 5; per-flow delays for
-the counter-case) ► the RLI golden model and :func:`host_sw.estimators.rli.estimate_flows`,
+the counter-case) ► the RLI golden model and :func:`host_sw.estimators.rli.estimate.estimate_flows`,
 and the LDS golden model and :func:`host_sw.estimators.lds.estimate_flows`, on the same
-received packets, and OPA (:func:`host_sw.model.opa.opa_sender`,
-:func:`host_sw.estimators.opa.recover_interval`: per-flow means of its recovered
+received packets, and OPA (:func:`host_sw.model.golden_opa.opa_sender`,
+:func:`host_sw.estimators.opa.recovery.recover_interval`: per-flow means of its recovered
 per-packet delays) ► against :meth:`host_sw.model.observation.GroundTruth.per_flow` ► CSV, PNG,
 table in ``bench/out/accuracy/`` (``docs/ACCURACY.md``, section RLI).
 
@@ -47,14 +47,14 @@ from pathlib import Path
 import numpy as np
 
 from host_sw.contracts.config import LdsConfig, OpaConfig, RliConfig
-from host_sw.estimators.opa import recover_interval
+from host_sw.estimators.opa.recovery import recover_interval
 from host_sw.estimators.lds import estimate_flows as lds_estimate_flows
-from host_sw.estimators.rli import estimate_flows as rli_estimate_flows
-from host_sw.estimators.rli import simulated_synopses
+from host_sw.estimators.rli.estimate import estimate_flows as rli_estimate_flows
+from host_sw.estimators.rli.estimate import simulated_synopses
 from host_sw.model.channel import Scenario
-from host_sw.model.opa import PacketRecords, opa_sender
+from host_sw.model.golden_opa import PacketRecords, opa_sender
 from host_sw.model.queueing import QueueSpec
-from host_sw.model.rli import with_references
+from host_sw.model.golden_rli import with_references
 
 from bench.accuracy_common import DEFAULT_OUT, Progress, format_table, machine, pyplot, write_csv
 

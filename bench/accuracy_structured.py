@@ -15,7 +15,7 @@ spread, over many hash seeds, for several counter classes and for random windows
 
 Data flow: header windows built here (IPv4/UDP or IPv4/TCP, 64 bytes, one counter field
 stepping by one from a random start, every other byte constant) ► Weibull delays (no
-loss) ► :func:`host_sw.model.golden.hash_windows` / :func:`~host_sw.model.golden.update`
+loss) ► :func:`host_sw.model.golden_lda_rda_lds.hash_windows` / :func:`~host_sw.model.golden_lda_rda_lds.update`
 (sender and receiver synopses, 2 banks × 256 rows) ►
 :func:`host_sw.estimators.lda.estimate_lda` ► relative error of the std against the
 packets' true delay std.
@@ -38,7 +38,7 @@ import numpy as np
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.estimators.lda import estimate_lda
-from host_sw.model.golden import hash_windows, update
+from host_sw.model.golden_lda_rda_lds import hash_windows, update
 
 from bench.accuracy_common import DEFAULT_OUT, format_table, machine
 

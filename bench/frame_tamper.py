@@ -33,7 +33,7 @@ import numpy as np
 
 from host_sw.cli.main import main as ldactl
 from host_sw.contracts.config import LdaConfig
-from host_sw.contracts.control_frame import build_synopsis_frames
+from host_sw.contracts.frames.control_frame import build_synopsis_frames
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.pcap import write_pcap
 

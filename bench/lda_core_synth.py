@@ -33,10 +33,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
-from hw.bucket_select import BucketSelector
-from hw.frame import frame_beat_layout
+from hw.counters.bucket_select import BucketSelector
+from hw.frames.frame import frame_beat_layout
 from hw.hash_h3 import PacketHasher
-from hw.header_tap import HeaderTap
+from hw.frames.header_tap import HeaderTap
 from hw.lda_pipeline import LdaCore
 from hw.verilog_export import AxisTop
 

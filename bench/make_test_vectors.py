@@ -30,7 +30,7 @@ from host_sw.contracts.hash_fields import (
     field_hash, lda_bank, lda_row, lda_sign, lds_digest, lds_offset, leading_zeros32,
 )
 from host_sw.contracts.regmap import REGISTERS, register_map
-from host_sw.model.golden import Hashers, bucket_indices, hash_frames
+from host_sw.model.golden_lda_rda_lds import Hashers, bucket_indices, hash_frames
 
 from bench import ROOT
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Synthesis of the OPA sender words (:class:`hw.opa_cah.OpaCah`) on ECP5: Fmax and
+"""Synthesis of the OPA sender words (:class:`hw.opa.cah.OpaCah`) on ECP5: Fmax and
 resources, DSP multipliers in particular (``docs/SPEC.md`` §8.2 predicts four 18×18
 multipliers per product, ``k − 1`` products).
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from host_sw.contracts.config import OpaConfig
-from hw.opa_cah import OpaCah
+from hw.opa.cah import OpaCah
 
 from bench import OUT, ROOT
 from bench.synth_runner import LFE5U_85F_SPEED8, shown, synthesise_and_record
@@ -51,7 +51,7 @@ def main(argv=None):
     v_path.write_text(verilog.convert(OpaCah(config=config, double_buffered=args.double,
                                              memory=args.memory),
                                       name=top))
-    result = {"block": "hw.opa_cah.OpaCah",
+    result = {"block": "hw.opa.cah.OpaCah",
               "config": {"kind": "opa", "groups": config.groups, "rows": config.rows,
                          "word_bits": config.layout.width,
                          "copies": 2 if args.double else 1, "memory": args.memory},

@@ -10,7 +10,7 @@ FIFO path) except for ``reorder`` of the packets, each moved later by 1…``reor
 places — so the receiver sees loss and reordering at stated rates, as in the paper,
 whatever the delays.
 
-:func:`rli_estimates` runs RLI (:mod:`host_sw.model.rli`, the product's golden model) on
+:func:`rli_estimates` runs RLI (:mod:`host_sw.model.golden_rli`, the product's golden model) on
 the same packets for the OPA paper's Figs. 5–7: reference packets after every N-th sent
 packet, each with its own delay from the same model and the same loss.
 """
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from host_sw.contracts.config import RliConfig
-from host_sw.model.opa import PacketRecords
-from host_sw.model.rli import interpolated_delays, reference_positions
+from host_sw.model.golden_opa import PacketRecords
+from host_sw.model.golden_rli import interpolated_delays, reference_positions
 
 __all__ = ["Workload", "make_workload", "rli_estimates"]
 
@@ -78,7 +78,7 @@ def make_workload(*, packets: int = 1_000_000, loss: float = 1e-4, reorder: floa
 def rli_estimates(work: Workload, ref_every: int) -> tuple[np.ndarray, np.ndarray, int]:
     """RLI's per-packet interpolated delays (ns) on ``work``: a reference packet after
     every ``ref_every``-th sent packet, sent in the middle of the gap after it (as
-    :func:`~host_sw.model.rli.reference_positions` places them), delayed by a draw of the
+    :func:`~host_sw.model.golden_rli.reference_positions` places them), delayed by a draw of the
     workload's delay model and lost at its loss rate, received right after the packet it
     followed (a FIFO path). Returns ``(delays, estimated, references received)``:
     ``estimated`` per received packet (``work.received`` order) says whether RLI gave it

@@ -5,8 +5,8 @@ places in the arrival order) at several group sizes, against what the false-matc
 of ``docs/SPEC.md`` §8.5 would allow.
 
 For each pattern and size, ``--trials`` groups of uniform packet hashes: the sender's
-word (:func:`host_sw.model.opa.opa_synopsis`), the receiver's packets with the pattern
-applied, :func:`host_sw.estimators.opa_search.search_group`; the outcome is ``exact``
+word (:func:`host_sw.model.golden_opa.opa_synopsis`), the receiver's packets with the pattern
+applied, :func:`host_sw.estimators.opa.search.search_group`; the outcome is ``exact``
 (σ equals the truth), ``WRONG`` (a σ that differs: must never happen) or the reason the
 group was left unrecovered, with the CPU time per group. "Bound allows" is whether the
 smallest search that contains the truth — the lost positions anywhere (``C(w, L)``), the
@@ -34,9 +34,9 @@ from math import comb, log
 import numpy as np
 
 from host_sw.contracts.config import OpaConfig
-from host_sw.contracts.opa import OPA_PRIME
-from host_sw.estimators.opa_search import FALSE_MATCH_BUDGET, search_group
-from host_sw.model.opa import opa_synopsis
+from host_sw.contracts.opa.words import OPA_PRIME
+from host_sw.estimators.opa.search import FALSE_MATCH_BUDGET, search_group
+from host_sw.model.golden_opa import opa_synopsis
 
 PATTERNS = "1:0,2:0,3:0,0:1,1:1,2:1,0:2,1:2,0:3,2:2"
 

@@ -21,8 +21,8 @@ import argparse
 import numpy as np
 
 from host_sw.contracts.config import OpaConfig
-from host_sw.contracts.opa_records import build_record_frames
-from host_sw.model.opa import sender_timestamp_block
+from host_sw.contracts.opa.records import build_record_frames
+from host_sw.model.golden_opa import sender_timestamp_block
 
 from bench.opa_common import make_workload
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Sustained rate of OPA's record streamer (:class:`hw.opa_records.OpaRecordStreamer`)
+"""Sustained rate of OPA's record streamer (:class:`hw.opa.records.OpaRecordStreamer`)
 on Amaranth's simulator: clocks per record with back-to-back packets, a FIFO deep
 enough to drop none and an output always ready — the packet rate above which the device
 drops records (and counts them) unless it samples groups.
@@ -16,7 +16,7 @@ import argparse
 import numpy as np
 
 from host_sw.contracts.config import OpaConfig
-from hw.opa_records import OpaRecordStreamer
+from hw.opa.records import OpaRecordStreamer
 from sim_tb.amaranth_streams import Sink, simulate
 
 

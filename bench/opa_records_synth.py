@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Synthesis of OPA's record streamer (:class:`hw.opa_records.OpaRecordStreamer`) on
+"""Synthesis of OPA's record streamer (:class:`hw.opa.records.OpaRecordStreamer`) on
 ECP5: Fmax and resources (block RAM for the entry FIFO, the frame buffer and the
 tagger's frame store).
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from host_sw.contracts.config import OpaConfig
-from hw.opa_records import OpaRecordStreamer
+from hw.opa.records import OpaRecordStreamer
 
 from bench import OUT, ROOT
 from bench.synth_harness import RegisteredHarness
@@ -50,7 +50,7 @@ def main(argv=None):
     dut = OpaRecordStreamer(config=config, point=args.point, data_width=args.width,
                             depth=args.depth)
     v_path.write_text(verilog.convert(RegisteredHarness(dut), name=top))
-    result = {"block": "hw.opa_records.OpaRecordStreamer",
+    result = {"block": "hw.opa.records.OpaRecordStreamer",
               "config": {"kind": "opa", "groups": config.groups, "point": args.point,
                          "data_width": args.width, "depth": args.depth,
                          "record_bytes": dut.format.record_bytes,

@@ -35,8 +35,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from host_sw.contracts.config import OpaConfig  # noqa: E402
-from host_sw.estimators.opa import recover_interval  # noqa: E402
-from host_sw.model.opa import opa_sender  # noqa: E402
+from host_sw.estimators.opa.recovery import recover_interval  # noqa: E402
+from host_sw.model.golden_opa import opa_sender  # noqa: E402
 
 from bench import OUT  # noqa: E402
 from bench.opa_common import make_workload  # noqa: E402

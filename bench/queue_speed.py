@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Speed of the queueing channel (:mod:`host_sw.model.queueing`) and of the RLI receiver's
-golden model (:func:`host_sw.model.rli.receiver_synopsis`): packets per second on one
+golden model (:func:`host_sw.model.golden_rli.receiver_synopsis`): packets per second on one
 core, for the vectorised no-drop path (Lindley's closed form) and for the per-packet
 Python loop that runs when the queue can drop (docs/BENCHMARKS.md).
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from host_sw.contracts.config import RliConfig
 from host_sw.model.queueing import QueueSpec, run_queue
-from host_sw.model.rli import receiver_synopsis
+from host_sw.model.golden_rli import receiver_synopsis
 
 from bench.accuracy_common import machine
 

@@ -4,10 +4,10 @@
 Two parts, each built with the golden model (random 64-bit packet IDs, k = 2 banks):
 
 * **One interval** (issue 12): N = 100 000 packets, a set difference of 1 000 (half lost,
-  half reordered), 2 × 2 500 buckets. Times :func:`~host_sw.estimators.rda.estimate_rda`
+  half reordered), 2 × 2 500 buckets. Times :func:`~host_sw.estimators.rda.estimate.estimate_rda`
   with the caches as ``(ids, timestamps)`` arrays (converted on every call) and as
-  :class:`~host_sw.estimators.rda.PacketCache` objects built once (their build time
-  apart), :func:`~host_sw.estimators.rda.decode` alone, and, for comparison, a
+  :class:`~host_sw.estimators.rda.estimate.PacketCache` objects built once (their build time
+  apart), :func:`~host_sw.estimators.rda.estimate.decode` alone, and, for comparison, a
   queue-based peeling over Python ints (Algorithm 1 as printed, with the caches'
   membership check; :func:`queue_peel`). Minimum of ``--repeat`` runs: the machine is
   shared, and the minimum is the figure least disturbed by other jobs.
@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from host_sw.contracts.config import RdaConfig
-from host_sw.estimators.rda import PacketCache, decode, estimate_rda, subtract
-from host_sw.estimators.rda_decode import BucketPositions
-from host_sw.model.golden import Hashers, PacketHashes, update
+from host_sw.estimators.rda.estimate import PacketCache, decode, estimate_rda, subtract
+from host_sw.estimators.rda.decode import BucketPositions
+from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, update
 
 from bench import OUT
 from bench.machine import machine

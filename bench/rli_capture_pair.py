@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from host_sw.contracts.config import RliConfig
-from host_sw.contracts.reference_frame import build_reference
+from host_sw.contracts.frames.reference_frame import build_reference
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import write_pcap
-from host_sw.model.rli import with_references
+from host_sw.model.golden_rli import with_references
 
 #: The captures' clock: ns since the epoch (2025-11-24), as a capturing host writes it.
 EPOCH_NS = 1_764_000_000 * 10 ** 9

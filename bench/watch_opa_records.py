@@ -2,13 +2,13 @@
 """Speed of ``ldactl watch --records`` on two OPA devices: the host's whole work per
 interval — the capture of both points' record frames parsed as a stream, every frame's
 tag checked and reassembled, the words of both (fake) devices read, the checks and the
-recovery of :func:`host_sw.estimators.opa_export.interval_record`, the row and the
+recovery of :func:`host_sw.estimators.opa.export.interval_record`, the row and the
 per-packet delay file (CSV) — in packets per second of measured traffic, without and
 with ``--delays-out``.
 
 Workload: :func:`bench.opa_common.make_workload` (Weibull delays, uniform loss), one
 workload per interval; the sender's and receiver's record frames of every interval
-built by :func:`host_sw.contracts.opa_records.build_record_frames` into one pcap (the
+built by :func:`host_sw.contracts.opa.records.build_record_frames` into one pcap (the
 frames a tap after the receiver sees). Every delay ``watch`` writes is checked against
 the truth. Timed by the wall clock and the process's CPU time.
 
@@ -36,10 +36,10 @@ import numpy as np
 from bench.opa_common import make_workload
 from host_sw.cli.main import main
 from host_sw.contracts.config import OpaConfig
-from host_sw.contracts.opa_records import build_record_frames
+from host_sw.contracts.opa.records import build_record_frames
 from host_sw.device.fake_device import FakeDevice
 from host_sw.device.transport import register_fake_device
-from host_sw.model.opa import opa_synopsis
+from host_sw.model.golden_opa import opa_synopsis
 from host_sw.model.pcap import write_pcap
 
 OUT = Path(__file__).parent / "out" / "watch_opa_records.json"

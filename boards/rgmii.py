@@ -7,7 +7,7 @@ Ethernet PHY into the "frames in" / "frames out" of the core. Receive: RGMII DDR
 (``amaranth.lib.io.DDRBuffer``, IDDRX1F on ECP5) → :class:`RGMIIReceiver` (preamble/SFD
 strip, FCS check and strip; a bad FCS, an ``RX_ER`` or a frame shorter than its FCS sets
 the frame ``error`` flag of the last beat) → :class:`BytePacker` (bytes → beats of the
-core's data width, :func:`hw.frame.frame_beat_layout`) → ``AsyncFIFO`` into the core
+core's data width, :func:`hw.frames.frame.frame_beat_layout`) → ``AsyncFIFO`` into the core
 domain. Transmit: core domain → ``AsyncFIFOBuffered`` → :class:`ByteUnpacker` (beats →
 bytes; starts a frame only with a few beats buffered, so it never runs dry mid-frame) →
 a byte register slice → :class:`RGMIITransmitter` (preamble + SFD, padding to 60 bytes, FCS append — inverted
@@ -27,7 +27,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import AsyncFIFO, AsyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from hw.frame import FrameStream, RegisterSlice, check_data_width, frame_beat_layout
+from hw.frames.frame import FrameStream, RegisterSlice, check_data_width, frame_beat_layout
 
 __all__ = ["CRC32_RESIDUE", "crc32_byte_update", "ByteBeat", "ByteStream",
            "RGMIIReceiver", "RGMIITransmitter", "BytePacker", "ByteUnpacker", "RGMIIPort"]
@@ -236,7 +236,7 @@ class RGMIITransmitter(wiring.Component):
 
 
 class BytePacker(wiring.Component):
-    """Frame bytes → beats of ``data_width`` bits (:func:`hw.frame.frame_beat_layout`,
+    """Frame bytes → beats of ``data_width`` bits (:func:`hw.frames.frame.frame_beat_layout`,
     lane 0 = earliest byte, ``keep`` contiguous from lane 0).
 
     Members

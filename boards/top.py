@@ -4,7 +4,7 @@ targets (``python -m boards.<board>``).
 
 Where it sits (``DESIGN.md``): the outermost layer of the gateware — the board's Ethernet
 PHYs give "frames in / frames out" (:mod:`boards.rgmii`), the board's UART carries the
-host bus (:class:`hw.uart.UART` → UARTBone), and :class:`hw.lda_pipeline.LdaCore` does
+host bus (:class:`hw.bus.uart.UART` → UARTBone), and :class:`hw.lda_pipeline.LdaCore` does
 the measuring in the core clock domain ``sync`` (the board's default clock).
 
 * :class:`InlineTapTop`: a two-port inline tap. Frames received on RGMII port 0 leave on
@@ -45,7 +45,7 @@ from host_sw.contracts.config_args import config_from_args, default_config_names
 from host_sw.contracts.csr_export import write_csr_files
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
 from hw.lda_pipeline import LdaCore
-from hw.uart import UART
+from hw.bus.uart import UART
 
 from .bus_router import UARTBoneRouter
 from .rgmii import RGMIIPort

@@ -2,7 +2,7 @@
 """The pipelined H3 hasher: packet hash, RDA bucket hashes, LDS flow hashes.
 
 Where it sits (docs/DESIGN.md, "Data flow of a packet"): header tap
-(:mod:`hw.header_tap`) → **H3 hasher** → bucket selection (:mod:`hw.bucket_select`). Which
+(:mod:`hw.frames.header_tap`) → **H3 hasher** → bucket selection (:mod:`hw.counters.bucket_select`). Which
 hashes a kind needs besides the packet hash comes from :data:`hw.kinds.KINDS`.
 
 H3 is ``XOR of Q[i] over the set input bits i``; the matrices ``Q`` come from
@@ -56,9 +56,9 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config import SynopsisConfig
 from host_sw.contracts.hashing import RDA_SBOX, FrameClass, HashPurpose, h3_rows
-from hw.header_tap import FRAME_CLASS_BITS, TapRecord
+from hw.frames.header_tap import FRAME_CLASS_BITS, TapRecord
 from hw.kinds import kind_gateware
-from hw.stages import delayed
+from hw.arith.stages import delayed
 
 __all__ = ["H3Pipeline", "hashed_record_layout", "HashedRecord", "PacketHasher",
            "delayed"]
@@ -192,7 +192,7 @@ def hashed_record_layout(config: SynopsisConfig) -> data.StructLayout:
 
 def HashedRecord(config: SynopsisConfig) -> wiring.Signature:
     """Hasher output port (source view): ``valid``, ``swap`` (in order with the records,
-    as in :func:`~hw.header_tap.TapRecord`) and ``payload``."""
+    as in :func:`~hw.frames.header_tap.TapRecord`) and ``payload``."""
     return wiring.Signature({
         "valid": Out(1),
         "swap": Out(1),
@@ -290,7 +290,7 @@ class PacketHasher(wiring.Component):
         switch twice per frame, not on every beat of the tap's window: less toggling in
         the FPGA, and an event-driven simulator such as Icarus evaluates the trees only
         then). Only the valid bit (and swap, in order with it) is reset: every other
-        register here is data qualified by it (see :func:`hw.stages.delayed`)."""
+        register here is data qualified by it (see :func:`hw.arith.stages.delayed`)."""
         config = self.config
         rec = Signal(self.record.payload.shape(), reset_less=True)
         rec_valid = Signal()

@@ -2,11 +2,11 @@
 """The gateware's table of synopsis kinds: what each kind needs from the packet path.
 
 The one place in ``hw/`` that tells the kinds apart (docs/DESIGN.md, "Adding a synopsis
-kind"): the hasher (:mod:`hw.hash_h3`), the bucket selector (:mod:`hw.bucket_select`) and
-the counter bank (:mod:`hw.counter_bank`) look their kind's facts up in :data:`KINDS` by
+kind"): the hasher (:mod:`hw.hash_h3`), the bucket selector (:mod:`hw.counters.bucket_select`) and
+the counter bank (:mod:`hw.counters.counter_bank`) look their kind's facts up in :data:`KINDS` by
 ``config.kind`` (the configuration classes and their registry are in
 :mod:`host_sw.contracts.config`). A new kind adds its entry here and its selection function
-in :mod:`hw.kind_select`.
+in :mod:`hw.counters.kind_select`.
 """
 
 from dataclasses import dataclass
@@ -14,7 +14,7 @@ from typing import Callable
 
 from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.hashing import HashPurpose
-from hw.kind_select import select_lda, select_lds, select_rda, select_rli
+from hw.counters.kind_select import select_lda, select_lds, select_rda, select_rli
 
 __all__ = ["KindGateware", "KINDS", "kind_gateware"]
 
@@ -38,7 +38,7 @@ class KindGateware:
     thresholds : config → (port name, count) or None
         The selector's run-time leading-zero thresholds (CSRs), if the kind samples.
     select : function
-        The kind's bucket selection (:mod:`hw.kind_select`).
+        The kind's bucket selection (:mod:`hw.counters.kind_select`).
     field_bits : config → int
         The bits of ``F`` the kind's selection reads (a mask; the hasher builds only
         these output bits of the field hash, the others are 0; default
@@ -56,9 +56,9 @@ _SAMPLING_WORD = ((1 << 32) - 1) << 32
 
 
 def _select_opa(m, config, rec, valid, thresholds, req):
-    """OPA: no bucket selection; its words come from :class:`hw.opa_cah.OpaCah` on its
-    own measurement path (:class:`hw.opa_path.OpaPath`)."""
-    raise ValueError("the OPA kind's words come from hw.opa_path.OpaPath (hw.opa_cah); "
+    """OPA: no bucket selection; its words come from :class:`hw.opa.cah.OpaCah` on its
+    own measurement path (:class:`hw.opa.opa_path.OpaPath`)."""
+    raise ValueError("the OPA kind's words come from hw.opa.opa_path.OpaPath (hw.opa.cah); "
                      "the core's bucket selector does not build it")
 
 #: The gateware facts of each synopsis kind, by ``config.kind``.
@@ -82,14 +82,14 @@ KINDS = {
         thresholds=lambda c: ("row_thresholds", c.rows),
         select=select_lds),
     # RLI: one row of per-flow cells; the flow hashes 0 and 1 give cell and digest; the
-    # bank's increments come from the interpolation (hw.rli_receiver), not the selector.
+    # bank's increments come from the interpolation (hw.rli.receiver), not the selector.
     "rli": KindGateware(
         lane_geometry=lambda c: (1, c.cells),
         hashes=lambda c: {HashPurpose.LDS_FLOW: 2},
         thresholds=lambda c: None,
         select=select_rli),
     # OPA: one word per group (w, B_0..B_{k-1}), the packet hash alone; the words come
-    # from hw.opa_cah.OpaCah (hw.opa_path), not the selector and counter bank.
+    # from hw.opa.cah.OpaCah (hw.opa.opa_path), not the selector and counter bank.
     "opa": KindGateware(
         lane_geometry=lambda c: (1, c.groups),
         hashes=lambda c: {},

@@ -5,25 +5,25 @@ Where it sits (``docs/DESIGN.md``, "Data flow of a packet" and "Data flow of a c
 this is the whole gateware data flow in one component, its composition root —
 frames in → pass-through (fixed latency, bit-exact) → frames out, and beside it the
 measurement side that only *watches* the input transfers: header tap
-(:class:`hw.header_tap.HeaderTap`) → the kind's measurement path
-(:mod:`hw.measurement_path`; for LDA/RDA/LDS :class:`hw.counter_path.CounterPath`: H3
+(:class:`hw.frames.header_tap.HeaderTap`) → the kind's measurement path
+(:mod:`hw.measurement_path`; for LDA/RDA/LDS :class:`hw.counters.counter_path.CounterPath`: H3
 hasher → bucket selection → counter bank, double buffered), with the interval control
-(:class:`hw.interval_control.IntervalControl`: manual / time / marker modes, decides the
-boundaries) and the interval ledger (:class:`hw.interval_ledger.IntervalLedger`: swap /
+(:class:`hw.interval.interval_control.IntervalControl`: manual / time / marker modes, decides the
+boundaries) and the interval ledger (:class:`hw.interval.interval_ledger.IntervalLedger`: swap /
 overrun / per-copy sequence numbers, flags, timestamps), marker frames
-(:class:`hw.marker_source.MarkerFrameSource`) and the exporter
-(:class:`hw.exporter.Exporter`) put into the stream by the frame merger
-(:class:`hw.frame_merger.FrameMerger`), and the CSR bank (:class:`hw.csr.CsrBank`,
+(:class:`hw.inband.marker_source.MarkerFrameSource`) and the exporter
+(:class:`hw.inband.exporter.Exporter`) put into the stream by the frame merger
+(:class:`hw.frames.frame_merger.FrameMerger`), and the CSR bank (:class:`hw.bus.csr.CsrBank`,
 generated from :func:`host_sw.contracts.regmap.register_map`) behind the
-UARTBone bridge (:class:`hw.uartbone.UARTBoneBridge`). The tap's delay line
-(:func:`hw.tap_watch.wire_tap_watch`) and the wiring of the CSR bank's registers to the
-parts (:mod:`hw.core_registers`) are functions its ``elaborate`` calls.
+UARTBone bridge (:class:`hw.bus.uartbone.UARTBoneBridge`). The tap's delay line
+(:func:`hw.frames.tap_watch.wire_tap_watch`) and the wiring of the CSR bank's registers to the
+parts (:mod:`hw.bus.core_registers`) are functions its ``elaborate`` calls.
 
 Pass-through
 ------------
 ``s_axis``, the marker frames, the export frames and the measurement path's own frames
 (``insert``, if the kind has them: RLI's reference frames, OPA's record frames) → frame merger
-(:class:`hw.frame_merger.FrameMerger`: registered output with a skid register, selection
+(:class:`hw.frames.frame_merger.FrameMerger`: registered output with a skid register, selection
 between frames only) → ``m_axis``. Data frames are never altered, dropped or reordered,
 and every beat leaves exactly :data:`PASSTHROUGH_LATENCY` (1) cycle after it was accepted
 when ``m_axis`` is ready **except while an inserted frame (a marker, an in-band export
@@ -37,8 +37,8 @@ tap as control frames (never counted). Besides ``m_axis`` there is a host export
 
 Interval control (swap / overrun)
 ---------------------------------
-:class:`hw.interval_control.IntervalControl` decides boundaries by INTERVAL_MODE.mode and
-:class:`hw.interval_ledger.IntervalLedger` executes them and keeps each copy's status:
+:class:`hw.interval.interval_control.IntervalControl` decides boundaries by INTERVAL_MODE.mode and
+:class:`hw.interval.interval_ledger.IntervalLedger` executes them and keeps each copy's status:
 0 manual (``CONTROL.swap``), 1 time (the timebase reaches INTERVAL_START + i ·
 INTERVAL_TICKS; the new interval's sequence number is ``i``; flag TIME_MODE), 2 marker
 send (``CONTROL.swap`` or the interval timer inserts a marker frame carrying the ending
@@ -79,7 +79,7 @@ Export
 ------
 When a copy becomes FROZEN and INTERVAL_MODE has ``export_inband`` and/or
 ``export_host``, the exporter streams it as synopsis chunk frames
-(``host_sw.contracts.control_frame.build_synopsis_frames``, byte for byte: FROZEN_SEQ / FLAGS /
+(``host_sw.contracts.frames.control_frame.build_synopsis_frames``, byte for byte: FROZEN_SEQ / FLAGS /
 TIMESTAMP / CONFIG_ID, LOCAL_MAC → EXPORT_DST_MAC) into the output stream (the
 merger) and/or to ``host_export``; with ``auto_release`` it then releases the copy.
 EXPORT_FRAMES counts the frames. The exporter shares the counter bank's frozen read port
@@ -125,23 +125,21 @@ from amaranth.lib.wiring import In, Out, connect
 from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
 from host_sw.contracts.regmap import register_map
 
-from .core_registers import (config_copy, wire_frozen_reads, wire_path_registers,
-                             wire_runtime_config, wire_status)
-from .csr import CsrBank
-from .exporter import Exporter
-from .frame import FrameStream, check_data_width
-from .frame_merger import FrameMerger
-from .header_tap import HeaderTap
-from .interval_control import RECEIVE_LATENCY, IntervalControl
-from .interval_ledger import IntervalLedger
-from .marker_source import MarkerFrameSource
-from .measurement_path import measurement_path
-from .stages import delayed
-from .tap_watch import wire_tap_watch
-from .timebase import Timebase
-from .uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
-                       timeout_to_cycles)
-from .verilog_export import export_main
+from hw.bus.core_registers import config_copy, wire_frozen_reads, wire_path_registers, wire_runtime_config, wire_status
+from hw.bus.csr import CsrBank
+from hw.inband.exporter import Exporter
+from hw.frames.frame import FrameStream, check_data_width
+from hw.frames.frame_merger import FrameMerger
+from hw.frames.header_tap import HeaderTap
+from hw.interval.interval_control import RECEIVE_LATENCY, IntervalControl
+from hw.interval.interval_ledger import IntervalLedger
+from hw.inband.marker_source import MarkerFrameSource
+from hw.measurement_path import measurement_path
+from hw.arith.stages import delayed
+from hw.frames.tap_watch import wire_tap_watch
+from hw.frames.timebase import Timebase
+from hw.bus.uartbone import DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles, timeout_to_cycles
+from hw.verilog_export import export_main
 
 __all__ = ["PASSTHROUGH_LATENCY", "DEFAULT_CLK_FREQ", "LdaCore", "main"]
 
@@ -157,7 +155,7 @@ class LdaCore(wiring.Component):
 
     A composition root: it creates the named components of the module docstring and wires
     them; the domain logic lives in the components (the interval bookkeeping in
-    :class:`hw.interval_ledger.IntervalLedger`).
+    :class:`hw.interval.interval_ledger.IntervalLedger`).
 
     Parameters
     ----------
@@ -169,14 +167,14 @@ class LdaCore(wiring.Component):
         Frame data width in bits (a power of two, 8..1024).
     bridge_timeout_cycles:
         UARTBone: clocks without a byte after which a half-received command is dropped.
-        Default (``None``): :data:`hw.uartbone.DEFAULT_TIMEOUT` (100 ms, as LiteX's
+        Default (``None``): :data:`hw.bus.uartbone.DEFAULT_TIMEOUT` (100 ms, as LiteX's
         UARTBone) at ``clk_freq``.
     clk_freq:
         The core's clock in Hz, for the bridge's default timeout. Default (``None``): the
         platform's ``default_clk_frequency`` when elaborated for a board (the core's
         ``sync`` domain there), else :data:`DEFAULT_CLK_FREQ`.
     memory:
-        Counter RAM kind (:class:`hw.counter_bank.CounterBank`): ``"auto"`` (ECP5 block
+        Counter RAM kind (:class:`hw.counters.counter_bank.CounterBank`): ``"auto"`` (ECP5 block
         RAM with output register when elaborated for an ECP5 platform, else generic),
         ``"generic"`` or ``"ecp5"``.
 
@@ -207,7 +205,7 @@ class LdaCore(wiring.Component):
     """
 
     #: Cycles from the merger's watch copy to the tap: a marker's boundary request
-    #: (hw.interval_control.RECEIVE_LATENCY after its EOF on the watch copy), registered
+    #: (hw.interval.interval_control.RECEIVE_LATENCY after its EOF on the watch copy), registered
     #: here (1), must reach the pending register before the tap sees the next SOF.
     TAP_WATCH_DELAY = RECEIVE_LATENCY + 1
     #: Cycles from an inserted marker's SOF on the watch copy to the sender's boundary

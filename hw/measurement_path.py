@@ -8,7 +8,7 @@ exporter read: :data:`PATHS` names it by ``config.kind`` (docs/DESIGN.md, "Addin
 synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
 ``path_class(config=config, memory=memory, data_width=data_width)`` with
 
-* the members of :func:`hw.counter_path.path_members` (records in, the frozen read port,
+* the members of :func:`hw.counters.counter_path.path_members` (records in, the frozen read port,
   the copy states and the ledger's inputs out), wired by the core to the ledger, the CSR
   bank and the exporter;
 * an attribute ``latency`` (cycles from a tap record to the bank);
@@ -31,9 +31,9 @@ synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
   has the attribute ``watch_lead`` (that figure as it assumes it; the core checks it).
 """
 
-from hw.counter_path import CounterPath
-from hw.opa_path import OpaPath
-from hw.rli_path import RliPath
+from hw.counters.counter_path import CounterPath
+from hw.opa.opa_path import OpaPath
+from hw.rli.rli_path import RliPath
 
 __all__ = ["PATHS", "measurement_path"]
 

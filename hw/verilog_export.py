@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 
-from .uartbone import DEFAULT_TIMEOUT
+from hw.bus.uartbone import DEFAULT_TIMEOUT
 
 __all__ = ["AxisTop", "DEFAULT_MODULE_NAME", "export_verilog", "four_state_safe",
            "export_main"]

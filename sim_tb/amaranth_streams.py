@@ -3,7 +3,7 @@
 tests (``tests/test_hw_*.py``).
 
 Where it sits (``docs/DESIGN.md``): the wire on either side of a block with frame streams
-(the ``hw.frame`` beat layout: ``data``, ``keep``, ``last``, ``error``). :class:`Source`
+(the ``hw.frames.frame`` beat layout: ``data``, ``keep``, ``last``, ``error``). :class:`Source`
 drives a stream by its rules (valid holds with its payload until the transfer) with random
 idle cycles; :class:`Sink` takes one with random ``ready`` and checks the same rules on
 every cycle; :func:`stream_put` offers one payload on any stream (a byte into a UART or
@@ -13,7 +13,7 @@ the bus bridge); :func:`simulate` runs a design until its main testbench returns
 
 from amaranth.sim import Simulator
 
-from hw.frame import beats_to_frames, frame_to_beats
+from hw.frames.frame import beats_to_frames, frame_to_beats
 
 __all__ = ["BEAT_KEYS", "Source", "Sink", "stream_put", "simulate", "wait_until"]
 

@@ -41,7 +41,7 @@ from importlib import import_module
 from pathlib import Path
 
 from host_sw.contracts.config import LdaConfig
-from hw.frame import frame_beat_layout
+from hw.frames.frame import frame_beat_layout
 
 from sim_tb.runner import BUILD_ROOT, REPO, _folder_lock
 from sim_tb.ecp5_cells import ecp5_model_sources

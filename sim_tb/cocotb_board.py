@@ -44,7 +44,7 @@ from cocotbext.eth import GmiiFrame, RgmiiSink, RgmiiSource
 from cocotbext.uart import UartSink, UartSource
 
 from host_sw.model.traffic import synthetic_trace
-from hw.frame import frame_beat_layout
+from hw.frames.frame import frame_beat_layout
 
 from sim_tb.board_sim import (DONE_FILE, GO_FILE, PORTS_FILE, BoardSimParams,
                               traffic_file)

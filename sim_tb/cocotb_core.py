@@ -12,7 +12,7 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
 * counters: after a swap, the frozen copy read by the host driver
   (:class:`host_sw.device.driver.Device`, the one that talks to a board) through the
   UARTBone bridge equals
-  :func:`host_sw.model.golden.update` of the same frames word for word, timestamps being the
+  :func:`host_sw.model.golden_lda_rda_lds.update` of the same frames word for word, timestamps being the
   timebase at each frame's SOF (monitor SOF cycle + an offset calibrated once per test
   from a single frame);
 * hazard: thousands of consecutive frames updating the same counter(s);

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""cocotb test of the exported OPA sender words (:class:`hw.opa_cah.OpaCah`): a packet
+"""cocotb test of the exported OPA sender words (:class:`hw.opa.cah.OpaCah`): a packet
 stream with back-to-back packets of one group (A,A,A and A,B,A) and idle gaps, then
 every group's word read back and compared with the golden model
-(:func:`host_sw.model.opa.opa_synopsis`) word for word. Run by ``sim_tb/test_opa_cah.py``;
+(:func:`host_sw.model.golden_opa.opa_synopsis`) word for word. Run by ``sim_tb/test_opa_cah.py``;
 the configuration comes from the environment (``OPA_GROUPS``, ``OPA_ROWS``).
 """
 
@@ -14,8 +14,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from host_sw.contracts.config import OpaConfig
-from host_sw.model.opa import opa_synopsis
-from hw.opa_cah import OpaCah
+from host_sw.model.golden_opa import opa_synopsis
+from hw.opa.cah import OpaCah
 
 #: Edges from the last packet to its B write, with margin (the block's ``latency``).
 _DRAIN = 32

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """cocotb tests of the exported OPA core (``hw.lda_pipeline`` of an ``OpaConfig``: the
-frame path into :class:`hw.opa_path.OpaPath`), one parameter set per run.
+frame path into :class:`hw.opa.opa_path.OpaPath`), one parameter set per run.
 
 Run through pytest (``sim_tb/test_opa_core.py``) with a :class:`sim_tb.runner.CoreParams`
 of kind ``opa`` in ``LDA_SIM_PARAMS``. The harness is :mod:`sim_tb.core_harness`'s, with
-the OPA golden model: the counted frames' packet hashes (:func:`host_sw.model.golden.hash_frames`)
-in input order through :func:`host_sw.model.opa.opa_synopsis`.
+the OPA golden model: the counted frames' packet hashes (:func:`host_sw.model.golden_lda_rda_lds.hash_frames`)
+in input order through :func:`host_sw.model.golden_opa.opa_synopsis`.
 
 * manual intervals: frames (random sizes, bad frames, back-to-back minimum-size frames
   of one group) in two intervals ended by ``CONTROL.swap``; each frozen copy read over the
@@ -32,11 +32,11 @@ import numpy as np
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
-from host_sw.contracts.control_frame import parse_control_frame, reassemble
+from host_sw.contracts.frames.control_frame import parse_control_frame, reassemble
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.snapshot import Snapshot
-from host_sw.model.golden import hash_frames
-from host_sw.model.opa import opa_synopsis
+from host_sw.model.golden_lda_rda_lds import hash_frames
+from host_sw.model.golden_opa import opa_synopsis
 
 from sim_tb.core_harness import TIMEOUT_MS, CoreHarness, ldactl_while_simulating
 from sim_tb.frames import OfferedFrame, bad_frames, min_size_burst, random_frames

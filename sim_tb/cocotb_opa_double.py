@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """cocotb test of the exported double-buffered OPA sender words
-(:class:`hw.opa_cah.OpaCah` with ``double_buffered=True``): two intervals, the second's
+(:class:`hw.opa.cah.OpaCah` with ``double_buffered=True``): two intervals, the second's
 packets right behind the swap, each frozen copy read back and compared with the golden
-model (:func:`host_sw.model.opa.opa_synopsis`) word for word, with its check value and
+model (:func:`host_sw.model.golden_opa.opa_synopsis`) word for word, with its check value and
 packet total. Run by ``sim_tb/test_opa_cah.py``; configuration from ``OPA_GROUPS``,
 ``OPA_ROWS``.
 """
@@ -15,8 +15,8 @@ from cocotb.triggers import RisingEdge
 
 from host_sw.contracts.check_value import check_value
 from host_sw.contracts.config import OpaConfig
-from host_sw.model.opa import opa_synopsis
-from hw.opa_cah import OpaCah
+from host_sw.model.golden_opa import opa_synopsis
+from hw.opa.cah import OpaCah
 from sim_tb.cocotb_opa_cah import feed, stream
 
 #: Edges from the last packet until the copy is FROZEN, with margin (``latency`` plus

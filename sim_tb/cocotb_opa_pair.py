@@ -3,17 +3,17 @@
 bitstream): a sender core whose OPA_RECORD_CONTROL says "sender", a channel that loses a
 few frames and delays the others by a wandering amount (a queue: the order is kept), and
 a receiver core whose OPA_RECORD_CONTROL says "receiver". Both stream their per-packet
-record frames in-band (``hw.opa_records`` through ``hw.opa_path``'s merger insert); the
+record frames in-band (``hw.opa.records`` through ``hw.opa.opa_path``'s merger insert); the
 sender's records and its in-band synopsis export cross the channel and leave the
 receiver's output beside the receiver's own records. After one interval:
 
-(a) both cores' OPA words, read over their buses, equal :func:`host_sw.model.opa.
+(a) both cores' OPA words, read over their buses, equal :func:`host_sw.model.golden_opa.
     opa_synopsis` of the packets each counted, word for word;
 (b) every record frame of the interval equals, byte for byte,
-    :func:`host_sw.contracts.opa_records.build_record_frames` of the golden records —
+    :func:`host_sw.contracts.opa.records.build_record_frames` of the golden records —
     group and send tick at the sender, packet hash and arrival tick at the receiver —
     and the streamers' counters (OPA_RECORDS_FRAMES/DROPPED/MERGED) agree;
-(c) :mod:`host_sw.estimators.opa_export` on the receiver's output stream (the sender's
+(c) :mod:`host_sw.estimators.opa.export` on the receiver's output stream (the sender's
     words and records, the receiver's records) gives a valid interval, and the recovery
     gives every recovered packet its true delay in ticks;
 (d) ``ldactl watch --records`` (in-process, over both cores' socket bridges, the
@@ -42,13 +42,13 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 
-from host_sw.contracts.frame_format import TYPE_SYNOPSIS
-from host_sw.contracts.opa_records import (TYPE_OPA_RECORDS, Point, build_record_frames,
+from host_sw.contracts.frames.frame_format import TYPE_SYNOPSIS
+from host_sw.contracts.opa.records import (TYPE_OPA_RECORDS, Point, build_record_frames,
                                            parse_record_frame)
-from host_sw.estimators.opa import recover_pair
-from host_sw.estimators.opa_export import opa_export_records, read_export
-from host_sw.model.golden import Hashers, hash_frames
-from host_sw.model.opa import PacketRecords, opa_synopsis
+from host_sw.estimators.opa.recovery import recover_pair
+from host_sw.estimators.opa.export import opa_export_records, read_export
+from host_sw.model.golden_lda_rda_lds import Hashers, hash_frames
+from host_sw.model.golden_opa import PacketRecords, opa_synopsis
 from host_sw.model.pcap import write_pcap
 from host_sw.model.traffic import synthetic_trace
 

@@ -3,7 +3,7 @@
 that inserts reference frames into its output, a channel that delays each frame by a
 varying amount (a queue: the delay wanders, the order is kept), and a receiver whose
 per-flow counters, read over its bus after the interval, equal the golden model's
-(:func:`host_sw.model.rli.receiver_synopsis`) word for word, with its RLI status registers.
+(:func:`host_sw.model.golden_rli.receiver_synopsis`) word for word, with its RLI status registers.
 
 Run by ``sim_tb/test_rli_pair.py`` on the two-core top of :func:`sim_tb.two_device.
 write_wrapper` (ports ``snd_*`` / ``rcv_*``); the channel is :class:`sim_tb.two_device_wire.
@@ -12,7 +12,7 @@ must count it in RLI_REFERENCES_BAD_TAG.
 
 Ticks: both cores count the same clock from the same reset, so one constant maps a clock
 of the harness to a tick of either. The sender stamps a reference with the tick its first
-beat leaves its merger when nothing delays it (``hw.reference_source``), so the constant
+beat leaves its merger when nothing delays it (``hw.rli.reference_source``), so the constant
 is the largest ``stamp − SOF cycle at snd_m_axis`` over the references; the receiver's
 tap stamps a frame with the tick its SOF was accepted, one clock before its SOF leaves
 ``rcv_m_axis`` (the receiver inserts nothing).
@@ -25,9 +25,9 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 
-from host_sw.contracts.reference_frame import TYPE_REFERENCE, parse_reference
-from host_sw.model.golden import Hashers, hash_frames
-from host_sw.model.rli import receiver_synopsis
+from host_sw.contracts.frames.reference_frame import TYPE_REFERENCE, parse_reference
+from host_sw.model.golden_lda_rda_lds import Hashers, hash_frames
+from host_sw.model.golden_rli import receiver_synopsis
 from host_sw.model.traffic import synthetic_trace
 
 from sim_tb.cocotb_two_device import SimulatedCore, start_pair

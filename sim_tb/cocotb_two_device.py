@@ -50,7 +50,7 @@ from cocotb.utils import get_sim_time
 
 from host_sw.device.driver import Device
 from host_sw.model.impairments import DelayDistribution, LossModel
-from host_sw.model.golden import Hashers
+from host_sw.model.golden_lda_rda_lds import Hashers
 from host_sw.model.traffic import synthetic_trace
 
 from sim_tb.frames import OfferedFrame

@@ -6,7 +6,7 @@ Where it sits (``docs/SIMULATION.md``; ``docs/DESIGN.md``, "One host driver"): o
 :class:`sim_tb.tb.CoreTB` (clock, reset, AXI4-Stream source/sink/monitor), the harness
 reaches the core's bus as a board's host does — :class:`host_sw.device.driver.Device` on
 a simulation transport (:mod:`sim_tb.uartbone_driver`) — and compares what the device
-reads with :mod:`host_sw.model.golden`. The tests of every kind's core use it:
+reads with :mod:`host_sw.model.golden_lda_rda_lds`. The tests of every kind's core use it:
 :mod:`sim_tb.cocotb_core` (LDA, RDA, LDS, RLI) and :mod:`sim_tb.cocotb_opa_core` (OPA,
 with its own golden model). ``LDA_SIM_LONG=1`` multiplies the frame counts
 (:func:`sized`).
@@ -23,7 +23,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles
 
 from host_sw.cli import main as ldactl
-from host_sw.model.golden import Hashers, bucket_indices, hash_frames
+from host_sw.model.golden_lda_rda_lds import Hashers, bucket_indices, hash_frames
 from host_sw.contracts.check_value import check_value, plausibility_problem
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.driver import Device, Snapshot
@@ -135,7 +135,7 @@ class CoreHarness(CoreTB):
 
     async def clear_both_copies(self):
         """The host's start-up sequence: a synchronous reset does not clear the counter
-        memories (``hw.counter_bank``: they power up zero, but keep their contents over
+        memories (``hw.counters.counter_bank``: they power up zero, but keep their contents over
         ``rst``), so swap and release twice to clear both copies."""
         st = await self.host(self.device.status)
         assert st["active_copy"] == 0 and st["other_clean"] == 1 and \

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from host_sw.cli.records import pair_snapshots, unread_record
-from host_sw.contracts.control_frame import (
+from host_sw.contracts.frames.control_frame import (
     MTU_PAYLOAD, ControlFrameError, IntervalFlags, MarkerFrame, SynopsisReassembler,
     parse_control_frame,
 )
@@ -121,7 +121,7 @@ class InbandCapture:
     """The host's decoding of the receiver's output stream (``inband.jsonl``, written by
     the harness as the frames leave the receiver): markers seen, and the sender's
     synopses reassembled from its in-band export chunks
-    (:class:`host_sw.contracts.control_frame.SynopsisReassembler`)."""
+    (:class:`host_sw.contracts.frames.control_frame.SynopsisReassembler`)."""
 
     def __init__(self, path: Path, config, *, mtu: int = MTU_PAYLOAD):
         self.path, self.config, self.mtu = Path(path), config, mtu

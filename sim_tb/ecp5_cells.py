@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Simulation models of the Lattice ECP5 primitives the core instantiates with
-``memory="ecp5"`` (``hw.counter_bank``: DP16KD block RAM; ``hw.carry.MuxAdd``: CCU2C
+``memory="ecp5"`` (``hw.counters.counter_bank``: DP16KD block RAM; ``hw.arith.carry.MuxAdd``: CCU2C
 carry cells).
 
 Where it sits (``docs/DESIGN.md``, "Testing"): test infrastructure for the exported core's

@@ -3,7 +3,7 @@
 
 Where it sits (``docs/DESIGN.md``): these are the "frames in" of the data flow, offered to the
 exported core's ``s_axis`` port by :mod:`sim_tb.tb`; the same byte strings go to the
-golden model (:func:`host_sw.model.golden.hash_frames`), so the scoreboard compares the core
+golden model (:func:`host_sw.model.golden_lda_rda_lds.hash_frames`), so the scoreboard compares the core
 with the specification frame by frame.
 
 Everything is seeded (:class:`numpy.random.Generator`) so a failing run can be repeated.
@@ -36,7 +36,7 @@ from host_sw.contracts.hashing import (
     classify_frame,
 )
 from host_sw.model import pcap
-from host_sw.model.golden import Hashers, bucket_indices, hash_windows
+from host_sw.model.golden_lda_rda_lds import Hashers, bucket_indices, hash_windows
 
 __all__ = ["OfferedFrame", "ip_frame", "random_frames", "min_size_burst", "bad_frames",
            "same_bucket_frames", "read_pcap", "JUMBO_MAX_BYTES", "STANDARD_MAX_BYTES"]

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """pytest entry for the exported core built for ECP5 (``--memory ecp5``): the counter
 bank's copies are Lattice DP16KD block RAMs with their output register and its
-read-modify-write adders CCU2C carry chains (``hw.carry.MuxAdd``), simulated with the
+read-modify-write adders CCU2C carry chains (``hw.arith.carry.MuxAdd``), simulated with the
 DP16KD model ``sim_tb/models/dp16kd.v`` and Yosys's CCU2C model (:mod:`sim_tb.ecp5_cells`).
 
 The same cocotb tests as ``sim_tb/test_core.py`` (``sim_tb.cocotb_core``): on the

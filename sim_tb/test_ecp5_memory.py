@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The ECP5 block-RAM path of the counter bank (``hw.counter_bank``, ``memory="ecp5"``)
+"""The ECP5 block-RAM path of the counter bank (``hw.counters.counter_bank``, ``memory="ecp5"``)
 under a real HDL simulator, at the level of one RAM.
 
 Where it sits (``DESIGN.md``): the "counters in block RAM, two copies" box, built from

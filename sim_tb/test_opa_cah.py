@@ -1,15 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """pytest entry of the OPA sender words under a real HDL simulator: the exported
-Verilog of :class:`hw.opa_cah.OpaCah` against the golden model
+Verilog of :class:`hw.opa.cah.OpaCah` against the golden model
 (``sim_tb/cocotb_opa_cah.py``), and the double-buffered block over two intervals
 (``sim_tb/cocotb_opa_double.py``); one configuration (the Amaranth-simulator test in
-``tests/hw/test_hw_opa_cah.py`` covers k = 2 too), to keep the suite short."""
+``tests/hw/opa/test_hw_opa_cah.py`` covers k = 2 too), to keep the suite short."""
 
 import pytest
 from amaranth.back import verilog
 
 from host_sw.contracts.config import OpaConfig
-from hw.opa_cah import OpaCah
+from hw.opa.cah import OpaCah
 from sim_tb.runner import BUILD_ROOT, run_cocotb
 
 pytestmark = pytest.mark.cocotb

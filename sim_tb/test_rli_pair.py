@@ -5,7 +5,7 @@ exported RLI core (:data:`sim_tb.runner.RLI_PARAMS`) twice in the two-device top
 receiver whose counters equal the golden model word for word.
 
 Where it sits (``docs/DESIGN.md``, "Testing"): the second test level for the RLI kind,
-whose core (``hw/rli_path.py``) needs frames from a sender core."""
+whose core (``hw/rli/rli_path.py``) needs frames from a sender core."""
 
 import shutil
 

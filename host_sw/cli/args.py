@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from host_sw.contracts.config import ConfigMismatch, SynopsisConfig, config_from_dict
-from host_sw.contracts.control_frame import ControlFrameError, mac_to_bytes
+from host_sw.contracts.frames.control_frame import ControlFrameError, mac_to_bytes
 from host_sw.contracts.hashing import HashPurpose
 from host_sw.contracts.siphash import read_key_file
 from host_sw.device.driver import DeviceError

@@ -4,15 +4,15 @@ two captures of exported control frames, or two packet captures of the same traf
 the two measurement points.
 
 In the host data flow (``docs/DESIGN.md``) the input replaces the device: snapshot files ►
-records; exported frames ► reassembled synopses (:mod:`host_sw.contracts.control_frame`) ►
+records; exported frames ► reassembled synopses (:mod:`host_sw.contracts.frames.control_frame`) ►
 records; packet captures ► streamed, checked pairing, golden synopses and records with the
 truth (:func:`host_sw.estimators.offline.capture_records`; any size, a progress bar on
 stderr). The records print as the :data:`~host_sw.cli.table.RECORD_TABLE` or JSON lines;
 an LDS configuration adds a per-flow table below each interval and ``--flows-out``
 writes every flow (:class:`~host_sw.cli.export.FlowWriter`); an RLI configuration takes
 its references from the sender capture (reference frames, or ``--ref-*``: the rule
-designates sender packets; :mod:`host_sw.estimators.offline_rli`) and prints RLI's
-per-flow table (:mod:`host_sw.cli.rli_flows`).
+designates sender packets; :mod:`host_sw.estimators.rli.offline`) and prints RLI's
+per-flow table (:mod:`host_sw.cli.rli.flows`).
 """
 
 from __future__ import annotations
@@ -26,23 +26,23 @@ from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_ou
                               confidence, dump, guard, int_in, key_file, load_config,
                               load_flow_keys, parse_json, positive_int, read_text)
 from host_sw.cli.export import FlowWriter
-from host_sw.cli.opa_output import (OPA_RECORD_TABLE, add_delay_outputs, write_delays,
+from host_sw.cli.opa.output import (OPA_RECORD_TABLE, add_delay_outputs, write_delays,
                                     write_histogram)
 from host_sw.cli.progress import ByteProgress
 from host_sw.cli.records import pair_snapshots, with_flows
-from host_sw.cli.rli_flows import (add_reference_options, flow_rows, reference_rule,
+from host_sw.cli.rli.flows import (add_reference_options, flow_rows, reference_rule,
                                    render_flows, sort_rows, with_rli_flows, write_flows)
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
-from host_sw.contracts.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD,
+from host_sw.contracts.frames.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD,
                                              ControlFrameError, MarkerFrame,
                                              NotControlFrameError, SynopsisReassembler,
                                              mac_to_str, parse_control_frame)
 from host_sw.contracts.hashing import FrameClass
 from host_sw.device.driver import Snapshot
 from host_sw.estimators.offline import capture_records
-from host_sw.estimators.offline_rli import reference_rows
-from host_sw.estimators.opa_export import opa_export_records, read_export
+from host_sw.estimators.rli.offline import reference_rows
+from host_sw.estimators.opa.export import opa_export_records, read_export
 from host_sw.estimators.record import record_for_pair
 from host_sw.model.pcap import read_pcap
 from host_sw.model.pcap_stream import iter_capture
@@ -363,7 +363,7 @@ _KIND_PRINTERS = {"rli": _print_rli}
 
 def _opa_exports(paths, args, config) -> list:
     """OPA from export captures: the sender's words and send records, the receiver's
-    receive records (:mod:`host_sw.estimators.opa_export`)."""
+    receive records (:mod:`host_sw.estimators.opa.export`)."""
     try:
         s, r = (read_export(cap.frames, cap.timestamps_ns, config, str(p), mtu=args.mtu,
                             key=args.key_file) for p, cap in ((p, read_pcap(p)) for p in paths))

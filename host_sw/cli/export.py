@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 from host_sw.cli.args import RunFailure, guard, port
-from host_sw.cli.opa_output import histogram_lines
+from host_sw.cli.opa.output import histogram_lines
 from host_sw.cli.records import read_records
 
 __all__ = ["add_export_parser", "csv_text", "label_value", "prometheus_text",

@@ -3,7 +3,7 @@
 delay with its confidence interval (and the truth when the records carry it) above, the
 loss rate below; for OPA records or a per-packet delay file (``--delays``) the delay
 distribution and the delay over time with the tail events marked
-(:mod:`host_sw.cli.opa_plot`).
+(:mod:`host_sw.cli.opa.plot`).
 
 In the host data flow (``docs/DESIGN.md``) an output stage, records ► picture.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from host_sw.cli.args import RunFailure, guard, nonneg_int
-from host_sw.cli.opa_plot import draw_delays, draw_opa_records, read_delays
+from host_sw.cli.opa.plot import draw_delays, draw_opa_records, read_delays
 from host_sw.cli.records import read_records
 
 __all__ = ["add_plot_parser"]

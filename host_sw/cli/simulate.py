@@ -19,9 +19,9 @@ import math
 from host_sw.cli.args import (RunFailure, UsageError, confidence, guard, int_at_least, int_in,
                               nonneg_int,
                               positive_int, probability, seed)
-from host_sw.cli.opa_output import (OPA_SIMULATE_TABLE, add_delay_outputs, write_delays,
+from host_sw.cli.opa.output import (OPA_SIMULATE_TABLE, add_delay_outputs, write_delays,
                                     write_histogram)
-from host_sw.cli.rli_flows import (REFERENCE_OPTIONS, add_reference_options, flow_rows,
+from host_sw.cli.rli.flows import (REFERENCE_OPTIONS, add_reference_options, flow_rows,
                                    name_of, reference_rule, render_flows, write_flows)
 from host_sw.cli.table import SIMULATE_TABLE
 from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, OpaConfig, RdaConfig, RliConfig,

@@ -12,9 +12,9 @@ In the host data flow (``docs/DESIGN.md``): driver snapshot ► (``watch``) reco
 reads both points before releasing either, gives every sequence number a row (valid, or
 invalid with its reason) and stops only on a permanent failure (``docs/CLI.md``, watch).
 An RLI receiver may be watched alone (no ``--sender``): its rows, RLI registers and
-per-flow table come from :mod:`host_sw.cli.watch_rli`. Two OPA devices' rows take their
+per-flow table come from :mod:`host_sw.cli.rli.watch`. Two OPA devices' rows take their
 per-packet delays from the devices' record frames captured live (``--records``):
-:mod:`host_sw.cli.watch_opa`.
+:mod:`host_sw.cli.opa.watch`.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_ou
                               real, seconds)
 from host_sw.cli.export import FlowWriter
 from host_sw.cli.link import add_link_options, open_device, open_devices
-from host_sw.cli.opa_output import OPA_RECORD_TABLE
+from host_sw.cli.opa.output import OPA_RECORD_TABLE
 from host_sw.cli.records import pair_snapshots, snapshot_meta, unread_record
-from host_sw.cli.rli_flows import flow_rows, sort_rows, write_flows
-from host_sw.cli.watch_opa import OpaRecordWatch, add_opa_watch_options, without_records
+from host_sw.cli.rli.flows import flow_rows, sort_rows, write_flows
+from host_sw.cli.opa.watch import OpaRecordWatch, add_opa_watch_options, without_records
 from host_sw.cli.watch_reads import PointReader, ReadOutcome, RetryPolicy
-from host_sw.cli.watch_rli import RLI_WATCH_TABLE, flow_lines, receiver_record, rli_record
+from host_sw.cli.rli.watch import RLI_WATCH_TABLE, flow_lines, receiver_record, rli_record
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
 from host_sw.device.driver import counter_deltas
 
@@ -315,7 +315,7 @@ def _check_permanent(outcomes: dict, failed: dict, args) -> None:
 
 class _RliFlowsOut:
     """``--flows-out`` of an RLI watch: every interval's flows, written at the end (and
-    on interruption) by :func:`~host_sw.cli.rli_flows.write_flows`."""
+    on interruption) by :func:`~host_sw.cli.rli.flows.write_flows`."""
 
     def __init__(self, path):
         self.path, self.rli = path, []

@@ -23,7 +23,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from host_sw.contracts.control_frame import IntervalFlags
+from host_sw.contracts.frames.control_frame import IntervalFlags
 from host_sw.device.driver import Device, Snapshot, SnapshotError
 from host_sw.device.transport import TransportError
 

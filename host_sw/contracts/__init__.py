@@ -15,7 +15,7 @@
 - :mod:`~host_sw.contracts.registers`, :mod:`~host_sw.contracts.regmap`,
   :mod:`~host_sw.contracts.csr_export` — the register map, declared once, and its
   csr.csv/csr.json form;
-- :mod:`~host_sw.contracts.frame_format`, :mod:`~host_sw.contracts.control_frame` — the
+- :mod:`~host_sw.contracts.frames.frame_format`, :mod:`~host_sw.contracts.frames.control_frame` — the
   marker and export frames;
 - :mod:`~host_sw.contracts.uartbone` — the bus protocol.
 

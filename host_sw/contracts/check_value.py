@@ -3,7 +3,7 @@
 definition of the snapshot's end-to-end integrity (``docs/SPEC.md`` §4.4).
 
 Where it sits (docs/DESIGN.md, "Data flow of a counter"): the counter bank computes the
-check value over each copy while the copy freezes (:class:`hw.freeze_check.FreezeCheck`)
+check value over each copy while the copy freezes (:class:`hw.counters.freeze_check.FreezeCheck`)
 and counts the word updates it applied to it; both are read beside FROZEN_SEQ
 (FROZEN_CHECK, FROZEN_UPDATES). The driver (:mod:`host_sw.device.driver`) computes the same
 over the words it read and accepts a snapshot only when they match; the fake device

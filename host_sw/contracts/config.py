@@ -200,7 +200,7 @@ class LdsConfig(SynopsisConfig):
 @dataclass(frozen=True, kw_only=True)
 class OpaConfig(SynopsisConfig):
     """OPA: ``groups`` (g, a power of two) words of ``(w, B_0..B_{rows−1})``; every packet
-    updates its group's word (contract: :mod:`host_sw.contracts.opa`, SPEC §8)."""
+    updates its group's word (contract: :mod:`host_sw.contracts.opa.words`, SPEC §8)."""
     kind: ClassVar[str] = "opa"
     groups: int = 1024
     #: k, the Vandermonde rows of the CAH (recovery solves up to k−1 unknowns).

@@ -3,9 +3,9 @@
 bank and row, its LDS offset and digest, and its RDA bucket.
 
 A contract (docs/DESIGN.md, "Where each contract lives"; docs/SPEC.md §3) imported by the
-golden model (:mod:`host_sw.model.golden`), the estimators and the gateware's tests; the
-gateware's selection stages (``hw/kind_select.py``, ``hw/bucket_select.py``,
-``hw/stages.py``) implement the same split. The hashes it splits (H3, the S-box layer
+golden model (:mod:`host_sw.model.golden_lda_rda_lds`), the estimators and the gateware's tests; the
+gateware's selection stages (``hw/counters/kind_select.py``, ``hw/counters/bucket_select.py``,
+``hw/arith/stages.py``) implement the same split. The hashes it splits (H3, the S-box layer
 :class:`~host_sw.contracts.hashing.SboxH3`) are :mod:`host_sw.contracts.hashing`.
 
 Data flow (docs/DESIGN.md, "Data flow of a packet"): H3 hasher (packet hash ``P``) →

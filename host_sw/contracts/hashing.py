@@ -3,7 +3,7 @@
 non-linear S-box layer in front of the secondary hashes.
 
 This module is the one definition that the gateware (``hw/hash_h3.py``), the golden model
-(:mod:`host_sw.model.golden`) and the host estimators import (docs/DESIGN.md, "Where each
+(:mod:`host_sw.model.golden_lda_rda_lds`) and the host estimators import (docs/DESIGN.md, "Where each
 contract lives"); it is in the contracts layer and imports neither Amaranth nor anything
 above it. It is specified byte for byte in ``docs/SPEC.md`` §1–§3. How the hash outputs
 are split into each kind's fields (LDA bank and row, LDS offset and digest, RDA bucket)

@@ -3,8 +3,8 @@
 
 In the data flow (``docs/DESIGN.md``, "Data flow of a counter") this is the check on the
 "exporter ► control frames" and "marker" edges: the sender's gateware appends the tag,
-the receiving core (markers, :mod:`hw.siphash`) and the host (export frames,
-:mod:`host_sw.contracts.control_frame`) recompute and compare it (docs/SPEC.md §6,
+the receiving core (markers, :mod:`hw.inband.siphash`) and the host (export frames,
+:mod:`host_sw.contracts.frames.control_frame`) recompute and compare it (docs/SPEC.md §6,
 "Tag"). Contracts layer; no Amaranth import here.
 
 SipHash-2-4 is the keyed pseudo-random function of Aumasson and Bernstein (2012); we use

@@ -3,7 +3,7 @@
 
 In DESIGN.md's data flow this is the "bus bridge ◄── UART / byte stream ◄── host" edge: the
 host's serial and simulation transports, and the cocotb testbenches, encode bus accesses
-with these functions; ``hw.uartbone.UARTBoneBridge`` is the gateware end. The protocol is
+with these functions; ``hw.bus.uartbone.UARTBoneBridge`` is the gateware end. The protocol is
 LiteX's UARTBone (``litex/soc/cores/uart.py`` ``Stream2Wishbone``, host
 ``litex/tools/remote/comm_uart.py``), so LiteX's ``litex_server --uart`` can talk to our
 devices too.

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from host_sw.contracts.config import (CONFIG_CLASSES, KIND_CODES, LdaConfig, SynopsisConfig,
                                       config_from_dict)
-from host_sw.contracts.control_frame import IntervalFlags, mac_to_bytes
+from host_sw.contracts.frames.control_frame import IntervalFlags, mac_to_bytes
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, default_masks
 from host_sw.contracts.regmap import REGMAP_VERSION, RUNTIME_FIELDS, register_map
 from host_sw.contracts.synopsis import Synopsis

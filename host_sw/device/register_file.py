@@ -2,7 +2,7 @@
 """The CSR bank's bus behaviour in memory, walked from the register map.
 
 In ``docs/DESIGN.md``'s data flow this stands in for the "CSR register bank" box
-(:class:`hw.csr.CsrBank`) on the host side: nothing here names a register or an address;
+(:class:`hw.bus.csr.CsrBank`) on the host side: nothing here names a register or an address;
 every register, field, reset value and the counter window come from a
 :class:`~host_sw.contracts.regmap.RegisterMap`, and the bus semantics are the map's (its
 "Bus model"):

@@ -7,7 +7,7 @@ arithmetic up to the final division.
 Data flow (docs/DESIGN.md, "Data flow of a counter"): snapshot of an interval ►
 **estimators** ► CLI/export. The estimators layer imports the contracts and the model
 (docs/DESIGN.md, "Layers and the import rule"); each kind's estimator is its own module
-(:mod:`~host_sw.estimators.lda`, :mod:`~host_sw.estimators.rda`,
+(:mod:`~host_sw.estimators.lda`, :mod:`~host_sw.estimators.rda.estimate`,
 :mod:`~host_sw.estimators.lds`).
 """
 
@@ -15,9 +15,9 @@ from host_sw.estimators.baselines import (FineCombEstimate, ProbeEstimate, finec
                                           poisson_probes)
 from host_sw.estimators.lda import (LdaEstimate, estimate_lda, expected_samples,
                                     sampling_rate_for_loss, tuned_threshold, tuned_thresholds)
-from host_sw.estimators.rda import (RdaDecoding, RdaEstimate, decode, estimate_rda, repair,
+from host_sw.estimators.rda.estimate import (RdaDecoding, RdaEstimate, decode, estimate_rda, repair,
                                     subtract)
-from host_sw.estimators.rda_late import (estimate_set_difference, late_binding_buckets,
+from host_sw.estimators.rda.late import (estimate_set_difference, late_binding_buckets,
                                          rda_from_caches)
 
 __all__ = ["LdaEstimate", "estimate_lda", "expected_samples", "sampling_rate_for_loss",

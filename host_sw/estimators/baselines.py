@@ -4,7 +4,7 @@
 
 Neither is a synopsis the gateware computes; both take per-packet ground truth (the
 traffic a simulation generated) and return estimates comparable with
-:func:`~host_sw.estimators.lda.estimate_lda` and :func:`~host_sw.estimators.rda.estimate_rda`.
+:func:`~host_sw.estimators.lda.estimate_lda` and :func:`~host_sw.estimators.rda.estimate.estimate_rda`.
 Data flow (docs/DESIGN.md, "Layers and the import rule": estimators layer): simulated
 traffic ► **baselines** ► ``docs/ACCURACY.md``.
 

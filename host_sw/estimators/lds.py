@@ -10,10 +10,10 @@ functions over the counter arrays, vectorised over flows (the §5.1 reproduction
 
 A flow is named by its per-row 32-bit flow hashes (``(R,)`` for one flow, ``(R, F)`` for
 F flows), computed from its header with the contract
-``Hashers(config).flow[class][r]`` (:func:`host_sw.model.golden.flow_row_hashes`, also
+``Hashers(config).flow[class][r]`` (:func:`host_sw.model.golden_lda_rda_lds.flow_row_hashes`, also
 importable from here). Its cells in row ``r`` are
 ``(base_r + j) mod C`` for ``j in 0..k-1`` with ``base_r = range_reduce32(h_r, C)`` —
-the flow's virtual LDA, exactly the cells :func:`host_sw.model.golden.bucket_indices` updates.
+the flow's virtual LDA, exactly the cells :func:`host_sw.model.golden_lda_rda_lds.bucket_indices` updates.
 A packet's offset ``j`` comes from the row's own offset hash ``h'_r`` (the LDS paper's
 §2.3.4, ``docs/SPEC.md`` §3.6), so the packets a loss spoils fall into different offsets
 in different rows and the flow keeps clean cells in some row; the estimator needs only
@@ -49,7 +49,7 @@ from host_sw.contracts.hash_fields import range_reduce32
 from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators._common import check_kind
-from host_sw.model.golden import flow_row_hashes
+from host_sw.model.golden_lda_rda_lds import flow_row_hashes
 
 __all__ = ["LdsFlowEstimates", "flow_row_hashes", "flow_key_window", "flow_cells",
            "estimate_flows", "DEFAULT_ALPHA"]

@@ -22,9 +22,9 @@ from host_sw.contracts.config import check_comparable
 from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.lda import estimate_lda
-from host_sw.estimators.opa import estimate_opa
-from host_sw.estimators.rda import estimate_rda
-from host_sw.estimators.rli import aggregate as rli_aggregate
+from host_sw.estimators.opa.recovery import estimate_opa
+from host_sw.estimators.rda.estimate import estimate_rda
+from host_sw.estimators.rli.estimate import aggregate as rli_aggregate
 
 __all__ = ["estimate_pair", "json_number", "PAIR_ESTIMATORS"]
 
@@ -106,7 +106,7 @@ def _rli_pair(sender: Synopsis, receiver: Synopsis, *, confidence, **_caches) ->
 
 def _opa_pair(sender: Synopsis, receiver: Synopsis, *, confidence, sender_cache,
               receiver_cache, hashers) -> dict:
-    """OPA: with both points' per-packet records (:class:`~host_sw.model.opa.PacketRecords`)
+    """OPA: with both points' per-packet records (:class:`~host_sw.model.golden_opa.PacketRecords`)
     per-packet delays and their percentiles; without, the counts only."""
     return estimate_opa(sender, receiver, sender_cache, receiver_cache)
 
@@ -123,7 +123,7 @@ def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0
     ``sent``/``received``/``lost`` are scaled to the whole stream where the synopsis
     samples (LDA: by ``2**thresholds[0]``); ``loss_rate`` is lost/sent over the sampled
     packets. RDA with both points' packet caches
-    (:class:`~host_sw.estimators.rda_decode.PacketCache`, built once per capture or
+    (:class:`~host_sw.estimators.rda.decode.PacketCache`, built once per capture or
     stream, or ``(ids, timestamps)`` arrays) decodes and repairs: ``lost`` is then the
     number of lost packets decoded, and ``reordered``, ``decoded`` and ``exact`` are
     added (``exact``: the mean is the exact mean delay of the packets both points saw).

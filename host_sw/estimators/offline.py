@@ -37,17 +37,17 @@ import numpy as np
 from host_sw.contracts.config import SynopsisConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow_report
-from host_sw.estimators.offline_rli import (RliCapturePair, flow_table, interval_truth,
+from host_sw.estimators.rli.offline import (RliCapturePair, flow_table, interval_truth,
                                             stream_rli_pair)
 from host_sw.estimators.offline_stream import StreamedPair, stream_pair
-from host_sw.estimators.opa_run import opa_details, opa_records, opa_synopses
-from host_sw.estimators.rda_decode import PacketCache
+from host_sw.estimators.opa.run import opa_details, opa_records, opa_synopses
+from host_sw.estimators.rda.decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
 from host_sw.model.observation import IntervalObservation, Observation
-from host_sw.model.golden import Hashers
+from host_sw.model.golden_lda_rda_lds import Hashers
 from host_sw.model.pcap import Capture, CaptureError, pair_captures, read_pcap
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, capture_linktype
-from host_sw.model.rli import RliReceiverStats
+from host_sw.model.golden_rli import RliReceiverStats
 from host_sw.model.traffic import Trace
 
 __all__ = ["PairProblem", "PairingCheck", "check_pairing", "capture_cache",
@@ -293,7 +293,7 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
     records carry the per-flow estimates of every flow seen in the captures in
     ``details["flows"]`` (:func:`~host_sw.estimators.flows.flow_report`), or of the
     flows given as ``(per-row flow hashes, names)`` (without their truth). An RLI
-    configuration's come from :mod:`host_sw.estimators.offline_rli` (references from the
+    configuration's come from :mod:`host_sw.estimators.rli.offline` (references from the
     sender capture, checked under ``key``; per-flow figures in ``details["rli_flows"]``,
     the reference accounting in ``details["references"]``). Raises
     ``ValueError`` (:class:`~host_sw.model.pcap.CaptureError`) for unreadable captures.

@@ -34,7 +34,7 @@ import numpy as np
 from host_sw.contracts.config import LdaConfig, SynopsisConfig
 from host_sw.contracts.hashing import FrameClass, HashPurpose, default_masks
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.model.golden import Hashers, PacketHashes, hash_windows, update
+from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, hash_windows, update
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, iter_capture
 
 __all__ = ["StreamedPair", "FlowTable", "stream_pair", "SPILL_MEMORY_BYTES"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from host_sw.contracts.config import ConfigMismatch, check_comparable
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.measure import estimate_pair, json_number
-from host_sw.estimators.opa import SUMMARY_KEYS as OPA_SUMMARY_KEYS
+from host_sw.estimators.opa.recovery import SUMMARY_KEYS as OPA_SUMMARY_KEYS
 
 __all__ = ["IntervalRecord", "record_for_pair", "truth_json", "SUMMARY_ESTIMATE_KEYS",
            "SUMMARY_KIND_KEYS"]

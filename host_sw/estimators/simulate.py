@@ -4,7 +4,7 @@
 This is what ``ldactl simulate`` runs (and what the accuracy benchmarks build on), the
 whole host data flow without a device (``docs/DESIGN.md``): a
 :class:`~host_sw.model.channel.Scenario` gives both measurement points' packets and the exact
-truth; :func:`host_sw.model.golden.update` turns each point's packets into the counters the
+truth; :func:`host_sw.model.golden_lda_rda_lds.update` turns each point's packets into the counters the
 gateware would hold; the estimators of :mod:`host_sw.estimators` compare them. Each run
 yields an :class:`~host_sw.estimators.record.IntervalRecord` with the truth beside the
 estimate; its :meth:`~host_sw.estimators.record.IntervalRecord.summary_json` is the CLI's
@@ -30,16 +30,16 @@ from host_sw.contracts.config import LdaConfig, SynopsisConfig
 from host_sw.contracts.hashing import FrameClass
 from host_sw.estimators.lda import tuned_threshold, tuned_thresholds
 from host_sw.estimators.lds import estimate_flows
-from host_sw.estimators.opa_run import opa_details, opa_records, opa_synopses
+from host_sw.estimators.opa.run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
-from host_sw.estimators.rli import estimate_flows as rli_estimate_flows
-from host_sw.estimators.rli import simulated_synopses as rli_synopses
+from host_sw.estimators.rli.estimate import estimate_flows as rli_estimate_flows
+from host_sw.estimators.rli.estimate import simulated_synopses as rli_synopses
 from host_sw.model.channel import Scenario
-from host_sw.model.golden import Hashers
+from host_sw.model.golden_lda_rda_lds import Hashers
 from host_sw.model.observation import (
     NO_INTERVAL, IntervalObservation, interval_observations,
 )
-from host_sw.model.rli import with_references
+from host_sw.model.golden_rli import with_references
 
 __all__ = ["lda_config_for", "run_scenario", "set_difference_intervals", "rli_flow_table"]
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The model layer: the golden model (:mod:`~host_sw.model.golden`, what the gateware
+"""The model layer: the golden model (:mod:`~host_sw.model.golden_lda_rda_lds`, what the gateware
 computes, in numpy), traffic (:mod:`~host_sw.model.traffic`, with the header bytes of
 :mod:`~host_sw.model.headers`) and channel simulation (:mod:`~host_sw.model.channel`, with
 the delay and loss models of :mod:`~host_sw.model.impairments`), and packet captures

@@ -5,7 +5,7 @@ clock offset, turned into both points' per-interval observations plus exact grou
 Data flow (docs/DESIGN.md, "Data flow of a packet"; model layer): a
 :class:`~host_sw.model.traffic.Trace` (what the sender sees) ►
 **channel** ► per interval, the sender's and the receiver's packets with their own
-timestamps (► :func:`host_sw.model.golden.update` ► synopses ► estimators), and the truth the
+timestamps (► :func:`host_sw.model.golden_lda_rda_lds.update` ► synopses ► estimators), and the truth the
 estimates are judged against.
 
 The delay and loss models are in :mod:`host_sw.model.impairments`.

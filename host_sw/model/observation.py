@@ -5,7 +5,7 @@ judged against, built from any pairing of the two points' packets.
 Data flow (docs/DESIGN.md, "Data flow of a packet"; model layer): the simulated path
 (:func:`host_sw.model.channel.split_intervals`) or two captures paired packet by packet
 (:func:`host_sw.model.pcap.pair_captures`) ► :func:`interval_observations` ► per interval,
-each point's :class:`Observation` (► :func:`host_sw.model.golden.update` ► synopses ►
+each point's :class:`Observation` (► :func:`host_sw.model.golden_lda_rda_lds.update` ► synopses ►
 estimators) and the :class:`GroundTruth`.
 
 Ground truth per interval (:class:`GroundTruth`): ``sent`` / ``received`` are the counted
@@ -26,7 +26,7 @@ import numpy as np
 
 from host_sw.contracts.config import SynopsisConfig
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.model.golden import Hashers, PacketHashes, update
+from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, update
 from host_sw.model.traffic import Trace
 
 __all__ = ["NO_INTERVAL", "Observation", "GroundTruth", "IntervalObservation",

@@ -8,7 +8,7 @@ Model layer, beside :mod:`host_sw.model.pcap_stream` (whole files in vectorised 
 whose record walkers (``walk_classic``, ``walk_pcapng``, the interface descriptions)
 it shares: one definition of the formats' record chains, here fed a growing buffer
 instead of file blocks. Used by ``ldactl watch --records``
-(:mod:`host_sw.cli.record_source`) for the OPA record frames the devices send in-band.
+(:mod:`host_sw.cli.opa.record_source`) for the OPA record frames the devices send in-band.
 Timestamps are exact int64 ns, as in the other readers.
 """
 

@@ -6,7 +6,7 @@ front of the *header tap*; it sits in the model layer, beside the golden model i
 The header bytes themselves are written by :mod:`host_sw.model.headers`.
 A :class:`Trace` is what the sender sees: send timestamps, the flow of each packet and
 either real header windows (Ethernet + IPv4/IPv6 + UDP/TCP, built vectorised, hashed by
-:func:`host_sw.model.golden.hash_windows` — the default, and what the tests exercise) or, in
+:func:`host_sw.model.golden_lda_rda_lds.hash_windows` — the default, and what the tests exercise) or, in
 *fast mode*, random 64-bit per-packet and per-flow keys from which hashes are drawn
 directly. :mod:`host_sw.model.channel` turns a trace into both points' observations.
 
@@ -40,7 +40,7 @@ from host_sw.contracts.hashing import (
     DEFAULT_WINDOW_BYTES, MIN_FRAME_BYTES, FrameClass, HashPurpose, classify_frame,
     default_masks, header_windows, mix64, mix64_array,
 )
-from host_sw.model.golden import Hashers, PacketHashes, flow_row_hashes, hash_windows
+from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, flow_row_hashes, hash_windows
 from host_sw.model.headers import build_headers, header_bytes, random_flow_table
 
 __all__ = ["Trace", "synthetic_trace", "send_times", "flow_assignment", "build_headers",

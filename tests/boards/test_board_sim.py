@@ -21,9 +21,9 @@ import sys
 
 import pytest
 
-from host_sw.contracts.frame_format import IntervalFlags
+from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.device.driver import Snapshot
-from host_sw.model.golden import Hashers
+from host_sw.model.golden_lda_rda_lds import Hashers
 
 from sim_tb.board_sim import BOARDS, BoardSimParams, start_board_sim
 from sim_tb.frames import OfferedFrame

@@ -12,7 +12,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from host_sw.contracts import control_frame as cf
+from host_sw.contracts.frames import control_frame as cf
 from host_sw.model.channel import Scenario, simulate_interval
 from host_sw.cli import main
 from host_sw.cli.export import csv_text, prometheus_text

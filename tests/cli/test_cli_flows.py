@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from host_sw.cli import main
-from host_sw.contracts import control_frame as cf
+from host_sw.contracts.frames import control_frame as cf
 from host_sw.contracts.config import LdaConfig, LdsConfig
 from host_sw.device.transport import register_fake_device
 from host_sw.estimators.flows import flow_label

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from host_sw.cli import main
 from host_sw.cli.main import INTERNAL_ERROR, build_parser
-from host_sw.contracts import control_frame as cf
+from host_sw.contracts.frames import control_frame as cf
 from host_sw.contracts.config import LdaConfig
 from host_sw.model.channel import Scenario, simulate_interval
 from host_sw.model.pcap import write_pcap

@@ -8,7 +8,7 @@ import pytest
 
 from host_sw.model.channel import simulate_interval
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
-from host_sw.contracts.control_frame import IntervalFlags
+from host_sw.contracts.frames.control_frame import IntervalFlags
 from host_sw.device.driver import (Device, DeviceError, DeviceMismatch, Snapshot, SnapshotError,
                             counter_deltas)
 from host_sw.device.fake_device import FakeDevice

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from host_sw.contracts.config import ConfigMismatch, LdaConfig, RdaConfig
 from host_sw.estimators.lda import (estimate_lda, expected_samples, sampling_rate_for_loss,
                                     tuned_threshold, tuned_thresholds)
-from host_sw.model.golden import PacketHashes, update
+from host_sw.model.golden_lda_rda_lds import PacketHashes, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hash_fields import field_hash, lda_bank, lda_row
 

@@ -11,7 +11,7 @@ import pytest
 from host_sw.contracts.config import LdaConfig, RdaConfig, RliConfig
 from host_sw.estimators.offline import (MAX_NEGATIVE_FRACTION, PairProblem, capture_cache,
                                         capture_records, check_pairing)
-from host_sw.estimators.rda import estimate_rda
+from host_sw.estimators.rda.estimate import estimate_rda
 from host_sw.estimators.record import IntervalRecord
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import CaptureError, pair_captures, write_pcap

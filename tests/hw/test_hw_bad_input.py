@@ -4,14 +4,14 @@ tests that stay (issue 11, item 7).
 
 * Frame lengths swept around the limits, as verilog-ethernet's tests sweep theirs: every
   length from 1 to 70 bytes (around the 60-byte runt limit and the end of the 16-byte
-  header window, :class:`hw.header_tap.HeaderTap`'s only length bound), standard and
+  header window, :class:`hw.frames.header_tap.HeaderTap`'s only length bound), standard and
   jumbo sizes up to 9018 bytes (the tap has no upper limit: past the window it only counts
   the frame), error-flagged frames (``error`` on the last beat), non-IP frames, IPv4
   EtherType with the wrong IP version, and control-EtherType frames, in a shuffled order
   with idle cycles and backpressure. Every status counter equals
   :func:`host_sw.contracts.hashing.classify_frame`'s count, the pass-through output
   equals the input frame for frame (error flags included), and the frozen copy equals
-  :mod:`host_sw.model.golden`.
+  :mod:`host_sw.model.golden_lda_rda_lds`.
 * Random noise into the UARTBone bridge (random bytes, partial commands, gaps shorter and
   longer than the half-command timeout), a pause longer than the timeout, then valid
   commands through the host driver: every register holds what the host wrote before the
@@ -40,8 +40,8 @@ from host_sw.contracts.uartbone import (
     CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_INCR, COMMAND_HEADER_BYTES,
     READ_COMMANDS, WRITE_COMMANDS,
 )
-from host_sw.model.golden import hash_frames, update
-from hw.frame import beats_to_frames
+from host_sw.model.golden_lda_rda_lds import hash_frames, update
+from hw.frames.frame import beats_to_frames
 from hw.lda_pipeline import LdaCore
 from sim_tb.amaranth_host import SimulatedHost
 from sim_tb.amaranth_streams import Sink, Source, simulate, wait_until

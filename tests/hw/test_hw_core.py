@@ -2,7 +2,7 @@
 """The whole core (hw.lda_pipeline.LdaCore) on Amaranth's simulator: frames pass through
 bit-exact, in order, with a fixed latency and honoured backpressure; the counters and
 status read over the UARTBone byte stream by the host driver (host_sw.device.driver.Device,
-through sim_tb.amaranth_host) equal host_sw.model.golden; swap / overrun / release
+through sim_tb.amaranth_host) equal host_sw.model.golden_lda_rda_lds; swap / overrun / release
 control. Small cores and a few dozen frames, to stay quick."""
 
 import random
@@ -12,11 +12,11 @@ import pytest
 from amaranth.sim import Simulator
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.model.golden import hash_frames, update
+from host_sw.model.golden_lda_rda_lds import hash_frames, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass, classify_frame, default_masks
 from host_sw.contracts.regmap import register_map
-from hw.frame import beats_to_frames, frame_to_beats
+from hw.frames.frame import beats_to_frames, frame_to_beats
 from hw.lda_pipeline import PASSTHROUGH_LATENCY, LdaCore
 from sim_tb.amaranth_host import SimulatedHost
 
@@ -283,7 +283,7 @@ def test_export_writes_lda_core_with_axis_ports_and_csr_files(tmp_path, capsys):
 def test_passthrough_register_slice(p_valid, p_ready):
     """The register slice alone: every beat out, in order, unaltered; 1 cycle latency
     whenever the output is ready; ready is high whenever the skid register is empty."""
-    from hw.frame import RegisterSlice
+    from hw.frames.frame import RegisterSlice
     dut = RegisterSlice(data_width=16)
     rng = random.Random(int(p_valid * 10 + p_ready * 100))
     beats = [{"data": rng.randrange(1 << 16), "keep": rng.choice([1, 3]),

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Interval control and export wired into the whole core (hw.lda_pipeline.LdaCore), on
 Amaranth's simulator: a sender core in marker-send mode feeding a receiver core in
-marker-receive mode through a lossy channel (both devices' intervals equal host_sw.model.golden
+marker-receive mode through a lossy channel (both devices' intervals equal host_sw.model.golden_lda_rda_lds
 for the frames each saw, with matching sequence numbers; a spoofed marker is rejected; a
 dropped marker flags SEQUENCE_GAP; the sender's in-band export reassembles to its
 intervals); time-mode boundaries, overrun when not released, and the host export port.
@@ -15,15 +15,15 @@ import pytest
 from amaranth.hdl import Module
 
 from host_sw.contracts.config import LdaConfig
-from host_sw.contracts.control_frame import (
+from host_sw.contracts.frames.control_frame import (
     ControlConfigMismatch, IntervalFlags, MarkerFrame, SynopsisChunk,
     UnauthenticatedFrameError, build_marker, parse_control_frame, reassemble,
 )
 from host_sw.contracts.siphash import key_to_int
-from host_sw.model.golden import hash_frames, update
+from host_sw.model.golden_lda_rda_lds import hash_frames, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, default_masks
-from hw.frame import beats_to_frames, frame_to_beats
+from hw.frames.frame import beats_to_frames, frame_to_beats
 from hw.lda_pipeline import LdaCore
 from sim_tb.amaranth_host import SimulatedHost
 from sim_tb.amaranth_streams import simulate, wait_until
@@ -56,7 +56,7 @@ def is_control(frame):
 
 
 def golden(config, frames_with_sof):
-    """host_sw.model.golden of ``[(frame, sof_cycle)]`` (the timebase counts cycles)."""
+    """host_sw.model.golden_lda_rda_lds of ``[(frame, sof_cycle)]`` (the timebase counts cycles)."""
     frames = [f for f, _ in frames_with_sof]
     stamps = np.array([t for _, t in frames_with_sof], dtype=np.uint64)
     return update(config, hash_frames(config, frames, [False] * len(frames)), stamps)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The pipelined H3 hasher (hw.hash_h3) equals host_sw.contracts.hashing / host_sw.model.golden bit for bit:
+"""The pipelined H3 hasher (hw.hash_h3) equals host_sw.contracts.hashing / host_sw.model.golden_lda_rda_lds bit for bit:
 packet hash with IPv4 and IPv6 masks, RDA bucket hashes, the LDA/LDS field hash, LDS flow
 and offset hashes."""
 
@@ -8,7 +8,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
-from host_sw.model.golden import Hashers, hash_windows
+from host_sw.model.golden_lda_rda_lds import Hashers, hash_windows
 from host_sw.contracts.hashing import H3, FrameClass, HashPurpose, h3_rows
 from host_sw.contracts.hash_fields import field_hash
 from hw.hash_h3 import H3Pipeline, PacketHasher

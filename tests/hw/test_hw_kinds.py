@@ -15,8 +15,8 @@ from hw.measurement_path import PATHS
 
 
 def test_every_configuration_kind_has_an_entry():
-    # RLI's row is the counter bank of hw.rli_receiver (its core's path is
-    # hw.rli_path); OPA's row gives its path's geometry (hw.opa_path).
+    # RLI's row is the counter bank of hw.rli.receiver (its core's path is
+    # hw.rli.rli_path); OPA's row gives its path's geometry (hw.opa.opa_path).
     with_gateware = {k for k, c in CONFIG_CLASSES.items() if c.has_gateware}
     assert with_gateware <= set(KINDS) <= set(CONFIG_CLASSES)
     # every kind with gateware has a measurement path in the core, and only those
@@ -48,7 +48,7 @@ def test_opa_row_has_no_bucket_selection():
     kind = kind_gateware(config)
     assert (kind.lane_geometry(config), kind.hashes(config), kind.thresholds(config)) \
         == ((1, 32), {}, None)
-    with pytest.raises(ValueError, match="hw.opa_path"):
+    with pytest.raises(ValueError, match="hw.opa.opa_path"):
         kind.select(None, config, None, None, None, None)
 
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Tests of the golden model (``host_sw.model.golden``) against a slow per-packet reference
+"""Tests of the golden model (``host_sw.model.golden_lda_rda_lds``) against a slow per-packet reference
 written from the definitions, and of the word layouts and configurations it relies on
 (``host_sw.contracts.layouts``, ``host_sw.contracts.config``), plus the test vectors printed in docs/SPEC.md."""
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from host_sw.contracts.config import (
     ConfigMismatch, LdaConfig, LdsConfig, RdaConfig, check_comparable, config_from_dict,
 )
-from host_sw.model.golden import Hashers, PacketHashes, bucket_indices, hash_frames, hash_windows, update
+from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, bucket_indices, hash_frames, hash_windows, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import (
     MASK64, PAIR_TABLE_MIN_ROWS, FrameClass, header_windows,

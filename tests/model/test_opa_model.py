@@ -1,15 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """OPA golden model: the vectorised sender words equal the per-packet definition of
-SPEC §8 (:func:`host_sw.contracts.opa.cah_scalar`), and the timestamp block carries the
+SPEC §8 (:func:`host_sw.contracts.opa.words.cah_scalar`), and the timestamp block carries the
 grouped send timestamps."""
 
 import numpy as np
 
 from host_sw.contracts.config import OpaConfig
-from host_sw.contracts.opa import cah_scalar, group_of
-from host_sw.contracts.opa_timestamps import decode_timestamps
+from host_sw.contracts.opa.words import cah_scalar, group_of
+from host_sw.contracts.opa.timestamps import decode_timestamps
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.model.opa import PacketRecords, opa_sender, opa_synopsis
+from host_sw.model.golden_opa import PacketRecords, opa_sender, opa_synopsis
 
 
 def test_words_equal_definition():

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The RLI golden model (host_sw.model.rli) against a per-packet reference of docs/SPEC.md
+"""The RLI golden model (host_sw.model.golden_rli) against a per-packet reference of docs/SPEC.md
 "RLI": reference schedule, interpolation buffer, counters, trace with references."""
 
 from pathlib import Path
@@ -11,7 +11,7 @@ from bench.rli_test_vectors import BEGIN, END, markdown
 
 from host_sw.contracts.config import RliConfig
 from host_sw.contracts.hashing import FrameClass
-from host_sw.model.rli import (adaptive_spacing, flow_cells, interpolated_delays,
+from host_sw.model.golden_rli import (adaptive_spacing, flow_cells, interpolated_delays,
                                receiver_synopsis, reference_positions, sender_synopsis,
                                with_references)
 from host_sw.model.traffic import synthetic_trace

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from host_sw.contracts.config import RliConfig
-from host_sw.model.rli import (ReferenceDesignator, StreamedReceiver, receiver_synopsis,
+from host_sw.model.golden_rli import (ReferenceDesignator, StreamedReceiver, receiver_synopsis,
                                reference_positions)
 
 RULES = [dict(ref_packets=7), dict(ref_packets=0, ref_period_ticks=5000),

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from host_sw.contracts.config import LdaConfig, LdsConfig
-from host_sw.model.golden import hash_frames, hash_windows
+from host_sw.model.golden_lda_rda_lds import hash_frames, hash_windows
 from host_sw.model.headers import rank_in_group as _rank_in_group
 from host_sw.contracts.hashing import FrameClass, classify_frame, mix64_array
 from host_sw.contracts.hash_fields import leading_zeros32

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from host_sw.contracts.control_frame import build_marker, build_synopsis_frames
+from host_sw.contracts.frames.control_frame import build_marker, build_synopsis_frames
 from host_sw.contracts.synopsis import Synopsis
 from sim_tb import demo
 from sim_tb.two_device import TOPLEVEL, TwoDeviceParams, write_wrapper

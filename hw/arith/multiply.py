@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""A wide product modulo ``2^width`` in three register stages, for the RLI receiver.
+
+Where it sits (docs/DESIGN.md; docs/SPEC.md "RLI"): the interpolation unit's
+``slope × offset`` (:mod:`hw.rli.interpolator`) and the receiver's ``d · d``
+(:mod:`hw.rli.receiver`). Written as one ``*`` those are 40–60-bit products whose
+MULT18X18D cascade and partial-product adder chain make one 12.8 ns path on ECP5
+(docs/HARDWARE.md). Here both operands are cut into 18-bit unsigned pieces: each piece
+product (one MULT18X18D) is registered, then added in two registered levels. Only the
+pieces below ``width`` are formed, since the result is taken modulo ``2^width``; two's
+complement operands give the two's complement product modulo ``2^width``.
+"""
+
+from amaranth.hdl import Module, Signal
+
+__all__ = ["PRODUCT_LATENCY", "product_mod"]
+
+#: Register stages from the operands to :func:`product_mod`'s result.
+PRODUCT_LATENCY = 3
+
+_PIECE = 18
+
+
+def product_mod(m: Module, a, b, width: int, *, name: str = "product"):
+    """``(a · b) mod 2^width`` (a, b signed or unsigned Amaranth values), registered
+    :data:`PRODUCT_LATENCY` cycles after ``a`` and ``b``; an unsigned ``width``-bit
+    signal."""
+    ua, ub = Signal(width, name=f"{name}_a"), Signal(width, name=f"{name}_b")
+    m.d.comb += [ua.eq(a), ub.eq(b)]         # sign- or zero-extended, then mod 2^width
+    pieces = -(-width // _PIECE)
+    partials = []
+    for i in range(pieces):
+        for j in range(pieces):
+            shift = _PIECE * (i + j)
+            if shift >= width:
+                continue
+            p = Signal(width - shift, name=f"{name}_p{i}_{j}", reset_less=True)
+            m.d.sync += p.eq(ua[_PIECE * i:_PIECE * (i + 1)] * ub[_PIECE * j:_PIECE * (j + 1)])
+            partials.append((shift, p))
+    groups = [partials[k:k + 3] for k in range(0, len(partials), 3)]
+    sums = []
+    for g, group in enumerate(groups):
+        s = Signal(width, name=f"{name}_s{g}", reset_less=True)
+        m.d.sync += s.eq(sum(p << shift for shift, p in group))
+        sums.append(s)
+    out = Signal(width, name=name, reset_less=True)
+    m.d.sync += out.eq(sum(sums))
+    return out

@@ -1,0 +1,470 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Counter bank: the read-modify-write update engine over double-buffered block RAM.
+
+This is the "update pipeline" and "counters in block RAM, two copies" step of
+docs/DESIGN.md ("Data flow of a packet", and of a counter from its update to its bus
+read). The bucket selector (:mod:`hw.counters.bucket_select`) hands it one
+:func:`update_request_signature` request per packet; the bank adds 1 to the count, the
+packet's timestamp to the timestamp sum and XORs the ID/digest into the words the request
+addresses (one word per enabled lane), in the copy the request is tagged with. The interval
+control swaps the copies; the frozen copy is read over the bus (:func:`frozen_read_signature`)
+and then released, which clears it for the next interval.
+
+Word layout, lanes and depth come from the synopsis configuration (``host_sw.contracts.config``):
+:func:`word_layout` builds the ``amaranth.lib.data`` layout of one counter word from
+``config.layout`` (never re-typed), :func:`lane_geometry` gives lanes × depth (LDA: 1 lane of
+``banks*rows`` words, address ``bank*rows + row``; RDA: ``banks`` lanes of
+``buckets_per_bank``; LDS: ``rows`` lanes of ``cells``; the kind table
+:data:`hw.kinds.KINDS` holds them). The flat bus index is lane-major,
+``lane*depth + address``, the order of :meth:`host_sw.contracts.synopsis.Synopsis.words`.
+The RAMs come from :mod:`hw.backends` (portable, or ECP5 block-RAM primitives).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
+from hw.arith.carry import MuxAdd
+from hw.counters.bank_layout import (bits_for, check_config, field_names, other_sums, xor_field_of,
+                                   frozen_read_signature, lane_geometry,
+                                   update_request_signature, word_layout)
+from hw.counters.copy_control import CopyControl, CopyState
+from hw.counters.freeze_check import Crc32Words, FreezeCheck
+
+__all__ = ["CopyControl", "CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
+           "update_request_signature", "word_layout"]
+
+
+#: How the counter bank builds its RAMs (``memory=``).
+MEMORY_KINDS = ("auto", *COUNTER_RAMS)
+#: The update pipeline's stages (class :class:`CounterBank`): S0..S4, then the last two
+#: written words W1, W2.
+_STAGES = ("s0", "s1", "s2", "s3", "s4", "w1", "w2")
+
+
+def _check_parameters(*, config=None, drain_cycles=4096, memory="auto"):
+    """Validate :class:`CounterBank`'s parameters (raises ``TypeError``/``ValueError``)."""
+    check_config(config)
+    if not isinstance(drain_cycles, int) or drain_cycles < 0:
+        raise ValueError(f"drain_cycles must be a non-negative integer, "
+                         f"not {drain_cycles!r}")
+    if memory not in MEMORY_KINDS:
+        raise ValueError(f"memory must be one of {', '.join(MEMORY_KINDS)}, "
+                         f"not {memory!r}")
+    depth = lane_geometry(config)[1]
+    if memory == "ecp5" and depth > DP16KD_MAX_DEPTH:
+        raise ValueError(f"memory='ecp5' supports up to {DP16KD_MAX_DEPTH} words "
+                         f"per lane, not {depth}")
+
+
+class CounterBank(wiring.Component):
+    """Double-buffered counter memory with a pipelined read-modify-write update engine.
+
+    Parameters
+    ----------
+    config : LdaConfig | RdaConfig | LdsConfig
+        Static configuration: word layout (``config.layout``), lanes and depth
+        (:func:`lane_geometry`).
+    drain_cycles : int
+        After a swap, requests still tagged with the old copy are applied to it in the cycle
+        of the swap pulse and the ``drain_cycles`` following cycles (frames that started
+        before the swap end later; the top should cover its longest frame plus its
+        hash/select latency). Later ones are dropped (``dropped``).
+    memory : "auto" | "generic" | "ecp5"
+        How the RAMs are built (same cycle behaviour either way): ``"generic"``
+        ``amaranth.lib.memory.Memory`` with a fabric register on the read data (simulation,
+        exported Verilog for any tool); ``"ecp5"`` DP16KD primitives with their output
+        register (:class:`hw.backends.ecp5.Ecp5CounterRam`: the unregistered block RAM
+        output is too slow for the core's clock on ECP5; up to 16384 words per lane), and
+        the read-modify-write adders as CCU2C carry chains with the forwarding select
+        merged in
+        (:class:`hw.arith.carry.MuxAdd`); ``"auto"`` picks ``"ecp5"`` when elaborated for an
+        ECP5 platform, else ``"generic"``.
+
+    Members
+    -------
+    update : In(update_request_signature(config))
+        One packet's update per clock, no backpressure.
+    frozen : In(frozen_read_signature(config))
+        Bus read port of the frozen copy.
+    swap : In(1)
+        Pulse: the other copy becomes ACTIVE, the active one DRAINING. Honoured only when
+        ``other_clean``; otherwise nothing changes and ``swap_refused`` is high in the same
+        cycle (an overrun, for the top to count). A request presented in the same cycle is
+        accepted whichever copy it is tagged with (the old copy drains it).
+    release : In(1)
+        Pulse: a FROZEN copy starts CLEARING. Ignored in any other state.
+    active_copy, frozen_copy : Out(1)
+        The copy taking updates, and the other one (the one the bus reads).
+    copy_state : Out(ArrayLayout(CopyState, 2))
+        State of each copy.
+    frozen_ready, other_clean, draining, clearing : Out(1)
+        The other copy is FROZEN / CLEAN / DRAINING / CLEARING.
+    busy : Out(1)
+        The other copy is DRAINING or CLEARING.
+    swap_refused : Out(1)
+        Combinational: ``swap`` while the other copy is not CLEAN.
+    dropped : Out(1)
+        Combinational: a valid request tagged with a copy that takes no updates (a CLEAN
+        copy, or the old copy after its drain window) was discarded.
+    frozen_check : Out(32)
+        The frozen copy's check value (:mod:`host_sw.contracts.check_value`), computed
+        while it froze (see "Copy states"); valid while ``frozen_ready``.
+    frozen_updates : Out(32)
+        Word updates written into the frozen copy (each adds 1 to one word's count),
+        wrapping: the plausibility total of the host.
+
+    Update pipeline (per lane; all lanes in parallel, each with its own memories)
+    ------------------------------------------------------------------------------
+    A request presented in cycle ``c`` goes through::
+
+        S0 (c+1)  request register; read address to the copy's read port; keys compared
+                  with S1..S4 (the selects for the forwarding muxes, registered ahead)
+        S1 (c+2)  the RAM's synchronous read delivers mem[addr] into its output register
+                  (no logic after the RAM output)
+        S2 (c+3)  base = newest of {S4, W1, W2} with the same key, else the read data
+        S3 (c+4)  word = (S4's word if the request just ahead had the same key, else
+                  base) + increments (XOR for XOR fields)
+        S4 (c+5)  write port writes the word (committed at the edge ending c+5)
+        W1, W2    the last two written words, kept for forwarding
+
+    so a word is written at the 6th clock edge after its request
+    (:attr:`UPDATE_LATENCY`) and one request per clock is sustained. The read in S0
+    misses the writes of the four requests ahead (c-1 … c-4); forwarding covers each of
+    them explicitly: c-1 from S4 into S3, c-2/c-3/c-4 from S4/W1/W2 into S2 (newest wins),
+    so ``transparent_for`` is not used at all and the value the read port returns on an
+    address collision never matters. A key is (copy, address); requests for the other
+    copy never forward. The only single-cycle feedback is S4 → adder → 2:1 mux → S4
+    (S3 adds the increments to both candidates and selects afterwards).
+
+    Frozen read port
+    ----------------
+    ``en`` in cycle ``t`` → ``data``/``valid``/``error`` in cycle ``t + READ_LATENCY``
+    (4): the flat index is split into lane/address and registered, the frozen copy's
+    RAMs read (two edges, as in S0/S1), the lane's word is selected and registered.
+    ``error`` (and zero data) when the other copy was not FROZEN at ``t`` or the index is
+    out of range. One read per clock is sustained.
+
+    Copy states
+    -----------
+    After reset copy 0 is ACTIVE and copy 1 CLEAN; the memories power up zero (their
+    initial value). A synchronous reset does not clear memory contents. A swap at cycle
+    ``s`` makes the old copy DRAINING; it becomes FROZEN in cycle
+    ``s + drain_cycles + UPDATE_LATENCY + 2 + check_cycles``: after the last accepted
+    request's write, the bank reads the whole copy in memory order through its frozen read
+    path (:class:`hw.counters.freeze_check.FreezeCheck`, ``lanes * depth`` reads, one per clock)
+    and CRCs it into ``frozen_check``; only then is it FROZEN (:attr:`check_cycles`).
+    Bus reads during that sweep answer ``error``, as for any copy not FROZEN.
+    ``release`` while FROZEN starts CLEARING (``depth`` cycles, every lane in parallel),
+    then the copy is CLEAN. Do not release while frozen reads are in flight.
+    """
+
+    #: Clock edges from a request to its word's write (see the class docstring).
+    UPDATE_LATENCY = 6
+    #: Clock edges from a RAM read address to its registered read data.
+    RAM_READ_LATENCY = 2
+    #: Cycles from ``frozen.en`` to ``frozen.valid``.
+    READ_LATENCY = 4
+
+    def __new__(cls, *args, src_loc_at=0, **kwargs):
+        # The arguments are checked before the object exists, so that a rejected bank is
+        # not reported as an elaboratable created but never used.
+        _check_parameters(**kwargs)
+        return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
+
+    def __init__(self, *, config, drain_cycles=4096, memory="auto"):
+        _check_parameters(config=config, drain_cycles=drain_cycles, memory=memory)
+        self._config = config
+        self._drain_cycles = drain_cycles
+        self._lanes, self._depth = lane_geometry(config)
+        self._memory = memory
+        self._layout = word_layout(config)
+        super().__init__({
+            "update": In(update_request_signature(config)),
+            "frozen": In(frozen_read_signature(config)),
+            "swap": In(1),
+            "release": In(1),
+            "active_copy": Out(1),
+            "frozen_copy": Out(1),
+            "copy_state": Out(data.ArrayLayout(CopyState, 2)),
+            "frozen_ready": Out(1),
+            "other_clean": Out(1),
+            "draining": Out(1),
+            "clearing": Out(1),
+            "busy": Out(1),
+            "swap_refused": Out(1),
+            "dropped": Out(1),
+            "frozen_check": Out(32),
+            "frozen_updates": Out(32),
+        })
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    @property
+    def depth(self):
+        return self._depth
+
+    @property
+    def check_cycles(self):
+        """Cycles the freeze check adds between the drain's end and FROZEN: one read per
+        word, the read latency, the sweep word's register and the CRC's latency
+        (:attr:`hw.counters.freeze_check.Crc32Words.LATENCY`); the start's register makes up for
+        the cycle FROZEN took without the check."""
+        return self._lanes * self._depth + self.READ_LATENCY + 1 + Crc32Words.LATENCY
+
+    @property
+    def drain_cycles(self):
+        return self._drain_cycles
+
+    @property
+    def memory(self):
+        return self._memory
+
+    def _memory_kind(self, platform):
+        if self._memory != "auto":
+            return self._memory
+        ecp5 = getattr(platform, "family", None) == "ecp5" and self._depth <= DP16KD_MAX_DEPTH
+        return "ecp5" if ecp5 else "generic"
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, depth = self._lanes, self._depth
+        kind = self._memory_kind(platform)
+        # Memories: per copy, per lane; one read and one write port each.
+        ram = [[counter_ram(width=self._layout.size, depth=depth, kind=kind)
+                for lane in range(lanes)] for k in range(2)]
+        for k in range(2):
+            for lane in range(lanes):
+                m.submodules[f"copy{k}_lane{lane}"] = ram[k][lane]
+
+        m.submodules.copies = copies = CopyControl(
+            depth=depth, drain_cycles=self._drain_cycles, flush=self.UPDATE_LATENCY,
+            check=True)
+        active = copies.active
+        m.d.comb += [
+            copies.swap.eq(self.swap), copies.release.eq(self.release),
+            self.active_copy.eq(active),
+            self.frozen_copy.eq(~active),
+            self.frozen_ready.eq(copies.frozen),
+            self.other_clean.eq(copies.other_clean),
+            self.draining.eq(copies.draining),
+            self.clearing.eq(copies.clearing),
+            self.busy.eq(copies.draining | copies.clearing),
+            self.swap_refused.eq(self.swap & ~copies.other_clean),
+        ]
+        for k in range(2):
+            m.d.comb += self.copy_state[k].eq(Mux(active == k, CopyState.ACTIVE, copies.other))
+
+        # Acceptance: in the swap cycle both copies take requests (the old one drains them).
+        req = self.update
+        swap_exec = self.swap & copies.other_clean
+        accept = req.valid & ((req.copy == active) | swap_exec | copies.drain_open)
+        m.d.comb += self.dropped.eq(req.valid & ~accept)
+
+        # The local (per-lane) address of the frozen read in flight, shared by every lane.
+        bus_addr = Signal(bits_for(depth))
+        shared = self._elaborate_shared_stages(m)
+        writes = [[] for k in range(2)]          # per copy: each lane's write in S4
+        for lane in range(lanes):
+            ports = self._elaborate_lane(m, lane, accept, shared,
+                                         [ram[k][lane].r_data for k in range(2)], kind)
+            for k in range(2):
+                writes[k].append(ports["s4_here"][k])
+            # The RMW pipeline owns a copy's ports while it carries requests for it
+            # (ACTIVE/DRAINING); otherwise bus reads and clearing do.
+            for k in range(2):
+                clearing = copies.clearing_copy[k]
+                m.d.comb += [
+                    ram[k][lane].r_addr.eq(Mux(ports["s0_here"][k], ports["s0_addr"],
+                                               bus_addr)),
+                    ram[k][lane].w_en.eq(ports["s4_here"][k] | clearing),
+                    ram[k][lane].w_addr.eq(Mux(clearing, copies.clear_addr,
+                                               ports["s4_addr"])),
+                    ram[k][lane].w_data.eq(Mux(clearing, 0, ports["s4_word"])),
+                ]
+        self._elaborate_frozen_read(m, ram, bus_addr, copies)
+        self._elaborate_updates(m, writes, copies)
+        return m
+
+    def _elaborate_updates(self, m, writes, copies):
+        """FROZEN_UPDATES: per copy, the words written by the update pipeline (one count
+        increment each), zeroed while the copy clears."""
+        updates = [Signal(32, name=f"copy{k}_updates") for k in range(2)]
+        for k in range(2):
+            with m.If(copies.clearing_copy[k]):
+                m.d.sync += updates[k].eq(0)
+            with m.Else():
+                m.d.sync += updates[k].eq(updates[k] + sum(writes[k]))
+        m.d.comb += self.frozen_updates.eq(Mux(copies.active, updates[0], updates[1]))
+
+    def _elaborate_shared_stages(self, m):
+        """The parts of S0..W2 common to all lanes (the copy; the increments up to S3)."""
+        req = self.update
+        xor_field = xor_field_of(self._config)
+        has_ts = "ts_sum" in field_names(self._config)
+        others = other_sums(self._config)
+        shared = {}
+        for s in _STAGES:
+            shared[s] = {"copy": Signal(1, name=f"{s}_copy")}
+            if s in ("s0", "s1", "s2", "s3"):
+                if has_ts:
+                    shared[s]["ts"] = Signal(len(req.timestamp), name=f"{s}_ts")
+                if xor_field is not None:
+                    shared[s]["xor"] = Signal(xor_field.width, name=f"{s}_xor")
+                for fld in others:
+                    shared[s][fld.name] = Signal(fld.width, name=f"{s}_{fld.name}_inc")
+        m.d.sync += shared["s0"]["copy"].eq(req.copy)
+        if has_ts:
+            m.d.sync += shared["s0"]["ts"].eq(req.timestamp)
+        for fld in others:
+            m.d.sync += shared["s0"][fld.name].eq(getattr(req, f"{fld.name}_increment"))
+        if xor_field is not None:
+            m.d.sync += shared["s0"]["xor"].eq(req.xor_value)
+        for prev, nxt in zip(_STAGES, _STAGES[1:]):
+            for key, sig in shared[nxt].items():
+                m.d.sync += sig.eq(shared[prev][key])
+        return shared
+
+    def _elaborate_lane(self, m, lane, accept, shared, r_data, kind):
+        """One lane's RMW pipeline (class docstring): key compares in S0, forwarding
+        selects in S1, the base word in S2, the update in S3, the write in S4. Returns the
+        lane's RAM port controls."""
+        req = self.update
+        addr_bits = bits_for(self._depth)
+        st = {s: {"valid": Signal(name=f"{s}_l{lane}_valid"),
+                  "addr": Signal(addr_bits, name=f"{s}_l{lane}_addr"),
+                  "copy": shared[s]["copy"]} for s in _STAGES}
+        m.d.sync += [st["s0"]["valid"].eq(accept & req.lane_enable[lane]),
+                     st["s0"]["addr"].eq(req.lane_address[lane])]
+        # per-copy valids of S0 and S4, registered: they steer the RAM port muxes
+        s0_here = [Signal(name=f"l{lane}_s0_copy{k}") for k in range(2)]
+        s4_here = [Signal(name=f"l{lane}_s4_copy{k}") for k in range(2)]
+        for k in range(2):
+            m.d.sync += [
+                s0_here[k].eq(accept & req.lane_enable[lane] & (req.copy == k)),
+                s4_here[k].eq(st["s3"]["valid"] & (st["s3"]["copy"] == k)),
+            ]
+        for prev, nxt in zip(_STAGES, _STAGES[1:]):
+            m.d.sync += [st[nxt]["valid"].eq(st[prev]["valid"]),
+                         st[nxt]["addr"].eq(st[prev]["addr"])]
+
+        def same_key(a, b):
+            return (st[b]["valid"] & (st[a]["addr"] == st[b]["addr"])
+                    & (st[a]["copy"] == st[b]["copy"]))
+
+        # S0: compare keys with the requests ahead. At cycle c+1 S1..S4 hold c-1..c-4;
+        # the results travel with the request to where they select (S2, S3).
+        match_prev = [Signal(name=f"l{lane}_match_prev_{s}") for s in ("s1", "s2")]
+        match_ahead = Signal(3, name=f"l{lane}_match_ahead")
+        m.d.sync += [
+            match_prev[0].eq(same_key("s0", "s1")),           # c-1, used in S3
+            match_prev[1].eq(match_prev[0]),
+            match_ahead.eq(Cat(same_key("s0", "s2"),     # c-2: in S4 at S2
+                               same_key("s0", "s3"),     # c-3: in W1 at S2
+                               same_key("s0", "s4"))),   # c-4: in W2 at S2
+        ]
+        # S1: the RAM reads; its registered output is S2's read data. Turn the matches
+        # into one-hot selects for S2.
+        s2_select = Signal(5, name=f"l{lane}_s2_select")  # S4, W1, W2, rdata0, rdata1
+        f = match_ahead
+        none = ~f.any()
+        m.d.sync += s2_select.eq(Cat(
+            f[0], f[1] & ~f[0], f[2] & ~f[1] & ~f[0],
+            none & (st["s1"]["copy"] == 0), none & (st["s1"]["copy"] == 1)))
+
+        # S2: base word (AND-OR one-hot mux), registered into S3.
+        word_bits = self._layout.size
+        words = {s: Signal(word_bits, name=f"l{lane}_{s}_word") for s in ("s4", "w1", "w2")}
+        m.d.sync += [words["w1"].eq(words["s4"]), words["w2"].eq(words["w1"])]
+        candidates = [words["s4"], words["w1"], words["w2"], r_data[0], r_data[1]]
+        base_next = 0
+        for i, cand in enumerate(candidates):
+            base_next = base_next | Mux(s2_select[i], cand, 0)
+        s3_base = Signal(word_bits, name=f"l{lane}_s3_base")
+        m.d.sync += s3_base.eq(base_next)
+        self._elaborate_update(m, lane, words["s4"], s3_base, match_prev[1], shared["s3"],
+                               kind)
+        return {"s0_here": s0_here, "s0_addr": st["s0"]["addr"], "s4_here": s4_here,
+                "s4_addr": st["s4"]["addr"], "s4_word": words["s4"]}
+
+    def _elaborate_update(self, m, lane, s4_word, s3_base, match, s3, kind):
+        """S3: select S4's word (the request just ahead had the same key: forwarding) or
+        the base, and add the increments, in one carry chain per summed field
+        (:class:`hw.arith.carry.MuxAdd`; on ECP5 the select sits in the chain's LUTs), so the
+        feedback loop S4 → chain → S4 has no LUT level outside the chain. Each field has its
+        own copy of the select register (fan-out)."""
+        layout = self._layout
+        current = data.View(layout, s4_word)
+        base = data.View(layout, s3_base)
+        updated = Signal(layout, name=f"l{lane}_s3_updated")
+        for fld in self._config.layout.fields:
+            select = Signal(name=f"l{lane}_s3_fwd_{fld.name}")
+            m.d.sync += select.eq(match)      # the c-1 match, in S3
+            if fld.combine == "xor":
+                m.d.comb += updated[fld.name].eq(
+                    Mux(select, current[fld.name], base[fld.name]) ^ s3["xor"])
+                continue
+            if fld.name == "count":
+                increment = Const(1, fld.width)
+            elif fld.name == "ts_sum":
+                increment = s3["ts"]
+            elif fld.name in s3:
+                increment = s3[fld.name]
+            else:  # pragma: no cover - layouts are defined in host_sw/contracts/config.py
+                raise ValueError(f"no increment defined for field {fld.name!r}")
+            adder = MuxAdd(width=fld.width, kind="ecp5" if kind == "ecp5" else "generic")
+            m.submodules[f"l{lane}_s3_add_{fld.name}"] = adder
+            m.d.comb += [adder.a.eq(current[fld.name]), adder.b.eq(base[fld.name]),
+                         adder.select.eq(select), adder.increment.eq(increment),
+                         updated[fld.name].eq(adder.total)]
+        m.d.sync += s4_word.eq(updated.as_value())
+
+    def _elaborate_frozen_read(self, m, ram, bus_addr, copies):
+        """The frozen read port (class docstring): split and register the flat index,
+        read the frozen copy's RAMs (two edges), select the lane's word and register it."""
+        lanes, depth = self._lanes, self._depth
+        port = self.frozen
+        m.submodules.freeze_check = check = FreezeCheck(words=lanes * depth,
+                                                        width=self._layout.size)
+        # check_start registered: it fans out to the CRC's synchronous resets
+        check_start = Signal()
+        m.d.sync += check_start.eq(copies.check_start)
+        m.d.comb += [check.start.eq(check_start), copies.check_done.eq(check.done),
+                     self.frozen_check.eq(check.value)]
+        # The check sweep borrows the read path while the copy is not yet FROZEN (bus
+        # reads then answer error anyway).
+        flat = Signal.like(port.addr)
+        m.d.comb += flat.eq(Mux(check.en, check.addr, port.addr))
+        lane_of = Signal(range(max(lanes, 2)))
+        local = Signal(len(bus_addr))
+        m.d.comb += [lane_of.eq(0), local.eq(flat)]
+        for lane in range(1, lanes):
+            with m.If(flat >= lane * depth):
+                m.d.comb += [lane_of.eq(lane), local.eq(flat - lane * depth)]
+        in_range = flat < lanes * depth
+
+        stage = data.StructLayout({"valid": 1, "error": 1, "lane": len(lane_of), "copy": 1,
+                                   "check": 1})
+        b1 = Signal(stage, name="b1")
+        m.d.sync += [b1.valid.eq(port.en), b1.error.eq(~copies.frozen | ~in_range),
+                     b1.check.eq(check.en),
+                     b1.lane.eq(lane_of), b1.copy.eq(~copies.active), bus_addr.eq(local)]
+        b2 = Signal(stage, name="b2")
+        b3 = Signal(stage, name="b3")
+        m.d.sync += [b2.eq(b1), b3.eq(b2)]
+        selected = Signal(self._layout.size)
+        with m.Switch(Cat(b3.lane, b3.copy)):
+            for k in range(2):
+                for lane in range(lanes):
+                    with m.Case(lane | (k << len(lane_of))):
+                        m.d.comb += selected.eq(ram[k][lane].r_data)
+        m.d.sync += [port.valid.eq(b3.valid), port.error.eq(b3.valid & b3.error),
+                     port.data.eq(Mux(b3.valid & ~b3.error, selected, 0)),
+                     check.word_valid.eq(b3.check), check.word.eq(selected)]

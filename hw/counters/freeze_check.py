@@ -1,0 +1,211 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The check value of a counter copy, computed while the copy freezes.
+
+Where it sits (docs/DESIGN.md, "Data flow of a counter"): inside the counter bank
+(:class:`hw.counters.counter_bank.CounterBank`), between the end of a copy's drain and its FROZEN
+state. Once the last update of the interval is written, :class:`FreezeCheck` reads every
+word of the copy through the bank's frozen read path, in memory order, and feeds it to
+:class:`Crc32Words`; the copy becomes FROZEN when the CRC is complete, so FROZEN_CHECK
+always describes the words the bus will read. Reading the RAM after the last write (not
+following the update pipeline) makes the value independent of the read-modify-write
+forwarding: it is what the memory holds. The function is the one of
+:mod:`host_sw.contracts.check_value` (CRC-32 of zlib over each word's little-endian
+bytes), evaluated one word per clock.
+
+Why not a library CRC: LiteX's ``LiteEthMACCRCEngine`` does the same derivation for
+8..64-bit Ethernet data paths; here a step is a whole counter word (72..136 bits and
+more), the data's share of the step is computed in two registered levels before it meets
+the state (so the state's feedback loop XORs at most 22 inputs: 21 state bits and the
+share), and the matrix comes from the contract's bit-serial definition, so that it cannot
+drift from what the host computes.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from host_sw.contracts.check_value import CRC32_INIT, CRC32_XOROUT, crc32_bits
+
+__all__ = ["Crc32Words", "FreezeCheck", "crc32_matrix"]
+
+
+def crc32_matrix(data_bits: int) -> tuple[list[int], list[int]]:
+    """The linear map of one CRC step over ``data_bits`` bits (a whole number of bytes):
+    ``(state_columns, data_columns)``, column ``i`` being the new register for input bit
+    ``i`` alone (:func:`host_sw.contracts.check_value.crc32_bits` is linear)."""
+    if data_bits < 8 or data_bits % 8:
+        raise ValueError(f"a CRC step takes whole bytes, not {data_bits} bits")
+    zeros = [0] * data_bits
+    state_cols = [crc32_bits(1 << i, zeros) for i in range(32)]
+    data_cols = [crc32_bits(0, [int(j == i) for j in range(data_bits)])
+                 for i in range(data_bits)]
+    return state_cols, data_cols
+
+
+def _check_positive(**values):
+    for name, v in values.items():
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, not {v!r}")
+
+
+def _xor_tree(taps):
+    """XOR of ``taps`` as a balanced tree of 4-input XORs (one LUT4 each), so that the
+    mapper starts from ``ceil(log4(n))`` levels rather than a chain."""
+    while len(taps) > 1:
+        taps = [Cat(*taps[i:i + 4]).xor() if len(taps[i:i + 4]) > 1 else taps[i]
+                for i in range(0, len(taps), 4)]
+    return taps[0]
+
+
+def _xor_of(inputs, columns, bit, extra=()):
+    """XOR of the ``inputs`` whose column has ``bit`` set, and of ``extra`` (0 when none)."""
+    taps = [inputs[i] for i, col in enumerate(columns) if (col >> bit) & 1] + list(extra)
+    return _xor_tree(taps) if taps else Const(0, 1)
+
+
+class Crc32Words(wiring.Component):
+    """CRC-32 (zlib) over a sequence of ``width``-bit words, one word per clock.
+
+    Each word counts as ``ceil(width / 8)`` bytes, least significant byte first (its bits
+    enter from bit 0; the padding bits are zero), as
+    :func:`host_sw.contracts.check_value.check_value` defines.
+
+    Parameters
+    ----------
+    width : int
+        Word width in bits.
+
+    Members
+    -------
+    start : In(1)
+        Begin a new sequence (the register takes the initial value; a word presented in
+        the same cycle is ignored, as are words still in the pipeline).
+    valid : In(1)
+        ``data`` is the next word.
+    data : In(width)
+    value : Out(32)
+        The CRC of the words so far, :attr:`LATENCY` cycles after the last one.
+    """
+
+    #: Cycles from a word's ``valid`` to its effect on ``value``.
+    LATENCY = 3
+    #: Data taps XORed in the first pipeline level (16: two LUT4 levels).
+    GROUP = 16
+
+    def __new__(cls, *args, src_loc_at=0, **kwargs):
+        # checked before the object exists: a rejected unit is no unused elaboratable
+        _check_positive(**kwargs)
+        return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
+
+    def __init__(self, *, width: int):
+        self.width = width
+        super().__init__({"start": In(1), "valid": In(1), "data": In(width),
+                          "value": Out(32)})
+
+    def elaborate(self, platform):
+        m = Module()
+        step_bits = 8 * ((self.width + 7) // 8)
+        state_cols, data_cols = crc32_matrix(step_bits)
+        data_cols = data_cols[:self.width]              # the padding bits are zero
+        # Stages 1a, 1b: the data's share of the step, registered. The initial register's share
+        # (its step with zero data, a constant) rides in with the first word, so the state
+        # starts from 0: a synchronous reset and a clock enable, no multiplexer in the
+        # state's feedback loop.
+        init_share = crc32_bits(CRC32_INIT, [0] * step_bits)
+        first = Signal(init=1)                 # no word taken since start
+        share = Signal(32)
+        share_valid = Signal()
+        taken = Signal()                       # a word reached the state since start
+        data_bits = [self.data[i] for i in range(self.width)]
+        word = self.valid & ~self.start
+        # The data's share is split in two registered levels (feed-forward): groups of up to
+        # GROUP taps, then the XOR of the groups.
+        partial_valid = Signal()
+        partials = []
+        for b in range(32):
+            taps = [data_bits[i] for i, col in enumerate(data_cols) if (col >> b) & 1]
+            taps += [first] if (init_share >> b) & 1 else []
+            groups = [taps[i:i + self.GROUP] for i in range(0, len(taps), self.GROUP)]
+            regs = [Signal(name=f"share{b}_part{g}") for g in range(len(groups))]
+            m.d.sync += [r.eq(_xor_tree(group)) for r, group in zip(regs, groups)]
+            partials.append(regs)
+        m.d.sync += [partial_valid.eq(word),
+                     share.eq(Cat(*[_xor_tree(regs) if regs else Const(0, 1)
+                                    for regs in partials])),
+                     share_valid.eq(partial_valid & ~self.start)]
+        with m.If(self.start):
+            m.d.sync += first.eq(1)
+        with m.Elif(word):
+            m.d.sync += first.eq(0)
+        # Stage 2: the state's share, XORed with it.
+        state = Signal(32)
+        state_bits = [state[i] for i in range(32)]
+        stepped = Cat(*[_xor_of(state_bits, state_cols, b, [share[b]]) for b in range(32)])
+        with m.If(self.start):
+            m.d.sync += [state.eq(0), taken.eq(0)]
+        with m.Elif(share_valid):
+            m.d.sync += [state.eq(stepped), taken.eq(1)]
+        # no word yet: the CRC of nothing, 0
+        m.d.comb += self.value.eq(Mux(taken, state ^ CRC32_XOROUT, 0))
+        return m
+
+
+class FreezeCheck(wiring.Component):
+    """Read ``words`` words in order through a read port and CRC them.
+
+    Parameters
+    ----------
+    words : int
+        Words to read (the copy's ``lanes * depth``), flat indices ``0 .. words-1``.
+    width : int
+        Word width.
+
+    Members
+    -------
+    start : In(1)
+        Begin a sweep (ignored while one runs).
+    addr : Out(range(words))
+    en : Out(1)
+        Read request for ``addr`` (one per clock, ``words`` in a row).
+    word : In(width)
+    word_valid : In(1)
+        The answers, in request order, at any fixed latency.
+    done : Out(1)
+        One cycle: the CRC of all ``words`` words is in ``value``.
+    value : Out(32)
+        The check value; held until the next ``start``.
+    """
+
+    def __new__(cls, *args, src_loc_at=0, **kwargs):
+        _check_positive(**kwargs)
+        return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
+
+    def __init__(self, *, words: int, width: int):
+        self.words, self.width = words, width
+        super().__init__({"start": In(1), "addr": Out(range(words)), "en": Out(1),
+                          "word": In(width), "word_valid": In(1), "done": Out(1),
+                          "value": Out(32)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.crc = crc = Crc32Words(width=self.width)
+        last = self.words - 1
+        issuing = Signal()
+        running = Signal()
+        received = Signal(range(self.words))
+        tail = Signal(Crc32Words.LATENCY)          # the last word travelling through the CRC
+        m.d.comb += [self.en.eq(issuing), crc.start.eq(self.start & ~running),
+                     crc.valid.eq(self.word_valid & running), crc.data.eq(self.word),
+                     self.value.eq(crc.value), self.done.eq(tail[-1])]
+        m.d.sync += tail.eq(Cat(self.word_valid & running & (received == last), tail[:-1]))
+        with m.If(self.start & ~running):
+            m.d.sync += [running.eq(1), issuing.eq(1), self.addr.eq(0), received.eq(0)]
+        with m.If(issuing):
+            m.d.sync += self.addr.eq(self.addr + 1)
+            with m.If(self.addr == last):
+                m.d.sync += [issuing.eq(0), self.addr.eq(0)]
+        with m.If(self.word_valid & running):
+            m.d.sync += received.eq(received + 1)
+            with m.If(received == last):
+                m.d.sync += running.eq(0)
+        return m

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""host_sw.estimators.opa.export: the export captures' contents per interval, and the
+intervals it refuses to give numbers for (the two points sampled differently, the
+sender's records disagree with its words) with the reason; the receiver's own synopsis
+chunks in its capture change nothing."""
+
+import numpy as np
+import pytest
+
+from host_sw.contracts.config import OpaConfig
+from host_sw.contracts.frames.control_frame import build_marker, build_synopsis_frames
+from host_sw.contracts.opa.records import build_record_frames
+from host_sw.estimators.opa.recovery import recover_pair, summary
+from host_sw.estimators.opa.export import opa_export_records, read_export
+from host_sw.model.golden_opa import PacketRecords, opa_synopsis
+
+CONFIG = OpaConfig(groups=64, rows=4)
+
+
+@pytest.fixture(scope="module")
+def records():
+    rng = np.random.default_rng(4)
+    p = rng.integers(0, 2 ** 64, 2000, dtype=np.uint64)
+    send = np.cumsum(rng.integers(20, 200, 2000)).astype(np.int64)
+    keep = np.flatnonzero(rng.random(2000) > 0.001)
+    recv = send[keep] + rng.integers(1000, 1015, len(keep))    # no reordering
+    order = np.argsort(recv, kind="stable")
+    return PacketRecords(p, send), PacketRecords(p[keep][order], recv[order])
+
+
+def _contents(s, r, *, s_groups=0, r_groups=0, s_cut=0, receiver_words=False):
+    words = opa_synopsis(CONFIG, s.packet)
+    sf = [build_marker(CONFIG, seq=1, timestamp=0, src_mac=1, dst_mac=2)]
+    sf += build_synopsis_frames(words, seq=1, src_mac=1, dst_mac=2)
+    n = len(s.packet) - s_cut
+    sf += build_record_frames(CONFIG, "sender", seq=1, packet=s.packet[:n],
+                              timestamps=s.timestamps[:n], src_mac=1, dst_mac=2,
+                              record_groups=s_groups)
+    rf = build_record_frames(CONFIG, "receiver", seq=1, packet=r.packet,
+                             timestamps=r.timestamps, src_mac=3, dst_mac=2,
+                             record_groups=r_groups)
+    if receiver_words:
+        rf = build_synopsis_frames(opa_synopsis(CONFIG, r.packet), seq=1, src_mac=3,
+                                   dst_mac=2) + rf
+    return (read_export(sf, np.arange(len(sf)), CONFIG, "s"),
+            read_export(rf, np.arange(len(rf)) + 10 ** 9, CONFIG, "r"))
+
+
+def test_equals_the_golden_recovery(records):
+    s, r = records
+    (rec,) = opa_export_records(*_contents(s, r, receiver_words=True), CONFIG)
+    golden = summary(recover_pair(opa_synopsis(CONFIG, s.packet), s, r), CONFIG.tick_ns)
+    assert rec.valid and rec.interval == 1 and rec.time == pytest.approx(1.0)
+    for key in ("p50", "p99", "max", "lost", "samples", "mean"):
+        assert rec.estimate[key] == golden[key]
+
+
+def test_different_sampling_is_refused(records):
+    (rec,) = opa_export_records(*_contents(*records, s_groups=16, r_groups=32), CONFIG)
+    assert not rec.valid and rec.estimate is None
+    assert "the sender recorded 16 groups, the receiver 32" in rec.notes[0]
+
+
+def test_sender_records_must_match_its_words(records):
+    (rec,) = opa_export_records(*_contents(*records, s_cut=1), CONFIG)
+    assert not rec.valid and rec.estimate is None
+    assert "do not match its OPA words" in rec.notes[0] and "interval 1" in rec.notes[0]

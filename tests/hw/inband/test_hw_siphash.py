@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The gateware SipHash-2-4 (hw/inband/siphash.py) against the host's definition
+(host_sw.contracts.siphash): the paper's vector and random messages and keys, with words
+offered with and without gaps."""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from host_sw.contracts.siphash import PAPER_VECTOR, key_to_int, siphash_tag
+from hw.inband.marker_watch import MarkerWatch
+from hw.inband.siphash import SipHash
+
+
+def run_engine(messages, *, gaps: bool, seed=0):
+    """Tags the gateware computes for ``messages`` (``(key, bytes)``, multiples of 4)."""
+    dut = SipHash()
+    rng = random.Random(seed)
+    tags = []
+
+    async def bench(ctx):
+        for key, message in messages:
+            ctx.set(dut.key, key_to_int(key))
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            words = [message[i:i + 4] for i in range(0, len(message), 4)]
+            for n, w in enumerate(words):
+                while gaps and rng.random() < 0.3:
+                    await ctx.tick()
+                ctx.set(dut.words.payload.data, int.from_bytes(w, "little"))
+                ctx.set(dut.words.payload.last, n == len(words) - 1)
+                ctx.set(dut.words.valid, 1)
+                while not ctx.get(dut.words.ready):
+                    await ctx.tick()
+                await ctx.tick()
+                ctx.set(dut.words.valid, 0)
+            for _ in range(20):
+                if ctx.get(dut.done):
+                    break
+                await ctx.tick()
+            assert ctx.get(dut.done), "no tag"
+            tags.append(ctx.get(dut.tag).to_bytes(8, "little"))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return tags
+
+
+def test_paper_vector_padded_to_words():
+    key, message, tag = PAPER_VECTOR
+    # The paper's 15-byte message is not whole words; take its first 12 and 8 bytes.
+    for n in (4, 8, 12):
+        assert run_engine([(key, message[:n])], gaps=False) == [siphash_tag(message[:n], key)]
+    assert siphash_tag(message, key) == tag
+
+
+@pytest.mark.parametrize("gaps", [False, True])
+def test_random_messages_equal_the_host(gaps):
+    rng = random.Random(11)
+    messages = [(rng.randbytes(16) if i % 3 else bytes(16), rng.randbytes(4 * n))
+                for i, n in enumerate([1, 2, 3, 12, 13, 14, 17, 64, 65, 30])]
+    assert run_engine(messages, gaps=gaps, seed=5) == [siphash_tag(m, k) for k, m in messages]
+
+
+def done_clocks(words):
+    """Clocks from ``start`` to ``done`` and from the last word taken to ``done``, words
+    offered every clock from the one after ``start``."""
+    dut = SipHash()
+    result = {}
+
+    async def bench(ctx):
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        clock = 1
+        for n in range(words):
+            ctx.set(dut.words.payload.data, n)
+            ctx.set(dut.words.payload.last, n == words - 1)
+            ctx.set(dut.words.valid, 1)
+            while not ctx.get(dut.words.ready):
+                await ctx.tick()
+                clock += 1
+            taken = clock
+            await ctx.tick()
+            clock += 1
+        ctx.set(dut.words.valid, 0)
+        while not ctx.get(dut.done):
+            await ctx.tick()
+            clock += 1
+        result["start"], result["last"] = clock, clock - taken
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return result["start"], result["last"]
+
+
+def test_timing_the_users_rely_on():
+    # A marker's 12 header words: MarkerWatch.VERIFY_LATENCY (2 + 42) and
+    # MarkerFrameSource.TAG_LATENCY (41) count on 41 clocks from start to done.
+    assert done_clocks(12)[0] == 41
+    assert MarkerWatch.VERIFY_LATENCY == 2 + 41 + 1
+    # LATENCY bounds the clocks from the last word to done.
+    assert max(done_clocks(n)[1] for n in (1, 2, 3, 12, 13)) == SipHash.LATENCY

@@ -1,0 +1,249 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""hw.opa.records.OpaRecordStreamer on Amaranth's simulator: every record frame equal,
+byte for byte, to host_sw.contracts.opa.records.build_record_frames of the records it
+kept — back-to-back packets across interval boundaries, sampling by group, an output
+that cannot keep up (records dropped and counted, never silently), both points, gaps in
+time beyond the offset field (a new frame and base)."""
+
+import numpy as np
+import pytest
+
+from host_sw.contracts.config import OpaConfig
+from host_sw.contracts.opa.records import (RecordReassembler, build_record_frames,
+                                           parse_record_frame)
+from hw.opa.records import OpaRecordStreamer
+from sim_tb.amaranth_streams import Sink, simulate
+
+W = 64
+SRC, DST = 0x020000000001, 0x020000000002
+CONFIG = OpaConfig(groups=16, rows=4)
+
+
+def _traffic(rng, intervals, per_interval, gap_p):
+    """Per clock: (valid, hash, ts, boundary, next_seq); the intervals' packets. Each
+    interval after the first starts with a boundary in its first packet's clock."""
+    clocks, packets, seq, ts = [], [], 0, 1000
+    for k in range(intervals):
+        mine = []
+        for i in range(per_interval):
+            ts += int(rng.integers(1, 40))
+            if rng.random() < 0.04:       # beyond the offset field: a new frame
+                ts += 1 << 33
+            if rng.random() < gap_p:
+                clocks.append((0, 0, ts, 0, 0))
+            h = int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2))
+            first = k > 0 and i == 0
+            clocks.append((1, h, ts, int(first), seq if first else 0))
+            mine.append((h, ts))
+        packets.append((seq, mine))
+        seq += 3                      # interval numbers need not be consecutive
+    # the last interval ends in a clock of its own
+    clocks.append((0, 0, ts + 1, 1, seq))
+    return clocks, packets
+
+
+def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail=2500,
+         key=None, enables=None, runtime=False, receivers=None, from_reset=True):
+    dut = OpaRecordStreamer(config=CONFIG, point=None if runtime else point, data_width=W,
+                            mtu=mtu, depth=depth, record_from_reset=from_reset)
+    out = Sink(dut.source, W, np.random.default_rng(3), p_ready=p_ready)
+    counters = {}
+
+    async def main(ctx):
+        ctx.set(dut.src_mac, SRC)
+        ctx.set(dut.dst_mac, DST)
+        ctx.set(dut.config_id, CONFIG.config_id)
+        ctx.set(dut.record_groups, record_groups)
+        if runtime:
+            ctx.set(dut.receiver, point == "receiver")
+        if key is not None:
+            ctx.set(dut.key, int.from_bytes(key, "big"))
+            ctx.set(dut.auth, 1)
+        for i, (valid, h, ts, boundary, nseq) in enumerate(clocks):
+            ctx.set(dut.enable, 1 if enables is None else enables[i])
+            if receivers is not None:
+                ctx.set(dut.receiver, receivers[i])
+            ctx.set(dut.valid, valid)
+            ctx.set(dut.packet_hash, h)
+            ctx.set(dut.timestamp, ts)
+            ctx.set(dut.boundary, boundary)
+            ctx.set(dut.next_seq, nseq)
+            await ctx.tick()
+        ctx.set(dut.valid, 0)
+        ctx.set(dut.boundary, 0)
+        for _ in range(tail):
+            await ctx.tick()
+        counters.update(dropped=ctx.get(dut.dropped), merged=ctx.get(dut.merged),
+                        frames=ctx.get(dut.frames))
+
+    simulate(dut, main, out.run)
+    return out.frames(), counters
+
+
+def _by_interval(frames, point, mtu, key=None):
+    r = RecordReassembler(CONFIG, mtu=mtu, key=key)
+    done = [x for x in (r.add(f) for f in frames) if x is not None]
+    assert not r.pending
+    return done
+
+
+def _check(frames, packets, point, *, record_groups=0, mtu=200, lossless=True, key=None):
+    """Every frame equals the builder's for the records kept; returns drops seen."""
+    done = _by_interval(frames, point, mtu, key)
+    assert [d.seq for d in done] == [s for s, _ in packets]
+    rebuilt, drops = [], 0
+    rules = record_groups if isinstance(record_groups, list) else [record_groups] * len(done)
+    for d, (seq, mine), rule in zip(done, packets, rules):
+        h = np.array([p for p, _ in mine], dtype=np.uint64)
+        ts = np.array([t for _, t in mine], dtype=np.int64)
+        g = h >> np.uint64(60)
+        keep = g < (rule or CONFIG.groups)
+        h, ts, g = h[keep], ts[keep], g[keep]
+        if point == "receiver":
+            kept = np.isin(h, d.keys)            # the records kept, in order
+            assert np.array_equal(d.keys, h[kept])
+        else:
+            # sender records carry (group, time): align by the (unique) timestamps
+            kept = np.isin(ts, d.timestamps)
+            assert np.array_equal(d.keys, g[kept])
+        assert np.array_equal(d.timestamps, ts[kept])
+        assert d.dropped == len(h) - int(kept.sum())
+        if lossless:
+            assert kept.all()
+        drops += d.dropped
+        rebuilt += build_record_frames(CONFIG, point, seq=seq, packet=h[kept],
+                                       timestamps=ts[kept], src_mac=SRC, dst_mac=DST,
+                                       record_groups=rule, dropped=d.dropped,
+                                       mtu=mtu, key=key)
+    assert frames == rebuilt
+    return drops
+
+
+@pytest.mark.parametrize("point", ["sender", "receiver"])
+def test_back_to_back_frames_equal_the_contract(point):
+    rng = np.random.default_rng(11)
+    clocks, packets = _traffic(rng, intervals=3, per_interval=40, gap_p=0.0)
+    frames, counters = _run(point, clocks, depth=256)
+    assert counters["dropped"] == 0 and counters["merged"] == 0
+    assert _check(frames, packets, point) == 0
+    assert counters["frames"] == len(frames)
+
+
+@pytest.mark.parametrize("point", ["sender", "receiver"])
+def test_point_chosen_at_run_time(point):
+    """``point=None``: the ``receiver`` input picks the format (held from reset, so the
+    first interval too); the frames are the fixed streamer's, the contract's."""
+    rng = np.random.default_rng(12)
+    clocks, packets = _traffic(rng, intervals=3, per_interval=40, gap_p=0.1)
+    frames, counters = _run(point, clocks, depth=256, runtime=True)
+    assert counters["dropped"] == 0 and counters["merged"] == 0
+    assert _check(frames, packets, point) == 0
+
+
+def test_point_switched_at_a_boundary():
+    """The ``receiver`` input changes in the middle of interval 1: the change applies
+    from the next boundary (interval 2), never inside an interval or a frame."""
+    clocks, packets = _traffic(np.random.default_rng(13), intervals=3, per_interval=30,
+                               gap_p=0.1)
+    starts = [i for i, c in enumerate(clocks) if c[3]]
+    flip = (starts[0] + starts[1]) // 2
+    frames, counters = _run("sender", clocks, depth=256, runtime=True,
+                            receivers=[int(i >= flip) for i in range(len(clocks))])
+    assert counters["dropped"] == 0
+    receiver = [f for f in frames if f[16] & 0x02]
+    _check([f for f in frames if not f[16] & 0x02], packets[:2], "sender")
+    _check(receiver, packets[2:], "receiver")
+
+
+def test_nothing_before_the_first_boundary_without_record_from_reset():
+    """``record_from_reset=False`` (a core's streamer): the interval running from reset
+    sends no frame; the next ones record as ``enable`` says."""
+    clocks, packets = _traffic(np.random.default_rng(14), intervals=3, per_interval=20,
+                               gap_p=0.1)
+    frames, counters = _run("receiver", clocks, depth=256, from_reset=False)
+    assert counters["dropped"] == 0
+    _check(frames, packets[1:], "receiver")
+
+
+def test_sampling_by_group_and_an_empty_interval():
+    rng = np.random.default_rng(5)
+    clocks, packets = _traffic(rng, intervals=2, per_interval=30, gap_p=0.3)
+    clocks.append((0, 0, 0, 1, 20))               # interval 6 holds no packet
+    packets.append((6, []))
+    frames, _ = _run("receiver", clocks, record_groups=5)
+    # the rule is latched at each boundary: the first interval (from reset) records all
+    _check(frames, packets, "receiver", record_groups=[0, 5, 5])
+    empty = parse_record_frame(frames[-1], CONFIG, mtu=200)
+    assert empty.last and len(empty.keys) == 0 and len(frames[-1]) == 60
+
+
+def test_overflow_drops_counted_never_silent():
+    rng = np.random.default_rng(8)
+    clocks, packets = _traffic(rng, intervals=2, per_interval=150, gap_p=0.0)
+    frames, counters = _run("receiver", clocks, p_ready=0.3, depth=8, tail=6000)
+    drops = _check(frames, packets, "receiver", lossless=False)
+    assert drops > 0 and counters["dropped"] == drops
+
+
+def test_authenticated_mode_tags_under_the_key():
+    key = bytes(range(16))
+    clocks, packets = _traffic(np.random.default_rng(2), intervals=1, per_interval=20,
+                               gap_p=0.5)
+    frames, _ = _run("sender", clocks, key=key)
+    _check(frames, packets, "sender", key=key)
+
+
+def test_stalled_output_ends_wait_and_merge():
+    """The output stalls while three intervals end: the FIFO (8 entries) keeps a few
+    records and the first end; the second end waits, the third merges into it (the
+    interval between has no stream, counted in ``merged``); nothing is lost silently."""
+    rng = np.random.default_rng(9)
+    clocks, packets = _traffic(rng, intervals=3, per_interval=30, gap_p=0.0)
+    dut_run = {}
+
+    def stall_then_drain(point):
+        dut = OpaRecordStreamer(config=CONFIG, point=point, data_width=W, mtu=200, depth=8)
+        out = Sink(dut.source, W, np.random.default_rng(3), p_ready=0.0)
+
+        async def main(ctx):
+            ctx.set(dut.src_mac, SRC)
+            ctx.set(dut.dst_mac, DST)
+            ctx.set(dut.config_id, CONFIG.config_id)
+            ctx.set(dut.enable, 1)
+            for valid, h, ts, boundary, nseq in clocks:
+                for name, v in (("valid", valid), ("packet_hash", h), ("timestamp", ts),
+                                ("boundary", boundary), ("next_seq", nseq)):
+                    ctx.set(getattr(dut, name), v)
+                await ctx.tick()
+            ctx.set(dut.valid, 0)
+            ctx.set(dut.boundary, 0)
+            out.p_ready = 1.0
+            for _ in range(1500):
+                await ctx.tick()
+            dut_run.update(merged=ctx.get(dut.merged), dropped=ctx.get(dut.dropped))
+
+        simulate(dut, main, out.run)
+        return out.frames()
+
+    frames = stall_then_drain("receiver")
+    assert dut_run["merged"] == 1
+    done = _by_interval(frames, "receiver", 200)
+    (s0, first), (s1, second) = packets[0], packets[1]
+    assert [d.seq for d in done] == [s0, s1]
+    kept = [len(d.keys) for d in done]
+    assert 0 < kept[0] < len(first) and done[0].dropped == len(first) - kept[0]
+    assert kept[1] < len(second) and done[1].dropped == len(second) - kept[1]
+    assert dut_run["dropped"] == 90 - sum(kept)     # interval 2's in the total only
+    _check(frames, packets[:2], "receiver", lossless=False)
+
+
+def test_enable_is_per_interval():
+    """``enable`` low at the boundary that starts interval 3: it sends nothing (not even a
+    last frame); raised again, interval 6 records, numbered right."""
+    clocks, packets = _traffic(np.random.default_rng(6), intervals=3, per_interval=25,
+                               gap_p=0.2)
+    starts = [i for i, c in enumerate(clocks) if c[3]]          # the boundaries' clocks
+    enables = [0 if starts[0] <= i < starts[1] else 1 for i in range(len(clocks))]
+    frames, counters = _run("sender", clocks, enables=enables)
+    assert counters["dropped"] == 0
+    _check(frames, [packets[0], packets[2]], "sender")
