@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.model.golden_lda_rda_lds import PacketHashes
 
 from bench import OUT

@@ -51,8 +51,11 @@ from host_sw.estimators.lda import (estimate_lda, expected_samples,
                                     tuned_thresholds)
 from host_sw.model.golden_lda_rda_lds import update
 
-from bench.accuracy_common import (DEFAULT_OUT, Progress, format_table, machine, packet_hashes,
-                                   pyplot, relative_error, select, write_csv)
+from bench.accuracy_common import (
+    DEFAULT_OUT, Progress, format_table, packet_hashes, pyplot, relative_error, select,
+    write_csv,
+)
+from bench.machine import machine
 
 LOSSES = (1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.2)
 DELAYS = {"weibull": "weibull:shape=0.6,mean=0.2us",

@@ -34,7 +34,8 @@ from host_sw.contracts.hash_fields import field_hash, lda_bank, lda_row
 from host_sw.estimators.lda import tuned_threshold
 from host_sw.model.channel import Scenario
 
-from bench.accuracy_common import DEFAULT_OUT, machine, packet_hashes
+from bench.accuracy_common import DEFAULT_OUT, packet_hashes
+from bench.machine import machine
 from bench.accuracy_lda import ALPHA, DELAYS, ROWS, interval, lda_estimate, lda_seed
 
 

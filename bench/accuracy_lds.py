@@ -47,7 +47,8 @@ from host_sw.contracts.config import LdsConfig
 from host_sw.estimators.lds import estimate_flows
 from host_sw.model.golden_lda_rda_lds import update
 
-from bench.accuracy_common import DEFAULT_OUT, Progress, format_table, machine, pyplot, write_csv
+from bench.accuracy_common import DEFAULT_OUT, Progress, format_table, pyplot, write_csv
+from bench.machine import machine
 
 #: (low, high) packets per flow; high exclusive, None = no upper bound.
 SIZE_BINS = ((1, 10), (10, 100), (100, 500), (500, 1000), (1000, 10_000), (10_000, None))

@@ -41,8 +41,10 @@ from host_sw.estimators.opa.recovery import recover_interval
 from host_sw.model.golden_lda_rda_lds import PacketHashes, update
 from host_sw.model.golden_opa import opa_sender
 
-from bench.accuracy_common import (DEFAULT_OUT, Progress, format_table, machine, pyplot,
-                                   relative_error, write_csv)
+from bench.accuracy_common import (
+    DEFAULT_OUT, Progress, format_table, pyplot, relative_error, write_csv,
+)
+from bench.machine import machine
 from bench.opa_common import make_workload, rli_estimates
 
 #: Fig. 4's group counts and the bound of its search (the two-loss grid is C(w, 2) pairs: up to

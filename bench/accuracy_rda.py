@@ -51,8 +51,11 @@ from host_sw.estimators.rda.estimate import estimate_rda
 from host_sw.model.golden_lda_rda_lds import Hashers, update
 from host_sw.estimators.simulate import set_difference_intervals
 
-from bench.accuracy_common import (DEFAULT_OUT, Progress, format_table, machine, packet_hashes,
-                                   pyplot, relative_error, select, write_csv)
+from bench.accuracy_common import (
+    DEFAULT_OUT, Progress, format_table, packet_hashes, pyplot, relative_error, select,
+    write_csv,
+)
+from bench.machine import machine
 
 DIFFERENCES = (0, 500, 1000, 2000, 2500, 3000, 4000, 6000, 10_000)
 BASE_SEED = 0x2DA5EED

@@ -56,7 +56,8 @@ from host_sw.model.golden_opa import PacketRecords, opa_sender
 from host_sw.model.queueing import QueueSpec
 from host_sw.model.golden_rli import with_references
 
-from bench.accuracy_common import DEFAULT_OUT, Progress, format_table, machine, pyplot, write_csv
+from bench.accuracy_common import DEFAULT_OUT, Progress, format_table, pyplot, write_csv
+from bench.machine import machine
 
 UTILISATIONS = (0.88, 0.55, 0.22)
 QUANTILES = (0.25, 0.5, 0.75, 0.9)

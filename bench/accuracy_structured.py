@@ -40,7 +40,8 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.estimators.lda import estimate_lda
 from host_sw.model.golden_lda_rda_lds import hash_windows, update
 
-from bench.accuracy_common import DEFAULT_OUT, format_table, machine
+from bench.accuracy_common import DEFAULT_OUT, format_table
+from bench.machine import machine
 
 #: Counter classes: name → (IP protocol, first byte of the counter, its width in bytes).
 #: Byte offsets in an untagged Ethernet frame with an option-less IPv4 header.

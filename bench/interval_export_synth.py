@@ -31,7 +31,7 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 
 from host_sw.contracts.config import LdaConfig
 from hw.inband.marker_source import MarkerFrameSource
-from hw.counters.counter_bank import frozen_read_signature
+from hw.counters.bank_layout import frozen_read_signature
 from hw.inband.exporter import Exporter
 from hw.frames.frame import FrameStream
 from hw.frames.frame_merger import FrameMerger

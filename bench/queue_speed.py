@@ -20,7 +20,7 @@ from host_sw.contracts.config import RliConfig
 from host_sw.model.queueing import QueueSpec, run_queue
 from host_sw.model.golden_rli import receiver_synopsis
 
-from bench.accuracy_common import machine
+from bench.machine import machine
 
 
 def _timed(fn, repeats=3):

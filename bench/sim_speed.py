@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 
 
-from sim_tb.runner import (
-    BUILD_ROOT, CoreParams, export_core, run_cocotb, verilator_env,
-)
+from sim_tb.runner import BUILD_ROOT, CoreParams, export_core, run_cocotb
+from sim_tb.verilator_build import verilator_env
 
 from bench import OUT, ROOT
 

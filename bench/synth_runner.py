@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.config_args import config_from_args, default_config_namespace
 
 from bench import ROOT

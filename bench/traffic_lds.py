@@ -112,7 +112,7 @@ def lds_loss(packets: int, flows: int, cells_per_row: int, losses) -> dict:
     """§5.2 stand-in: uniform loss; 4 rows of k = 5 cells, α = 0.1; multi-bank sampling
     rates (1/128, 1/8, 1/2, 1 — the nearest powers of two to the paper's 0.01, 0.1,
     0.5, 1) against fixed rates 1/16 and 1 in every row."""
-    from host_sw.contracts.config import threshold_for_rate
+    from host_sw.contracts.config_base import threshold_for_rate
     base = dict(packets=packets, flows=flows, fast=True, rate_pps=27_000, shape=0.95,
                 delay="weibull:shape=0.6,mean=100us", flow_extra="bimodal:a=0,b=400us,p=0.7",
                 seed=51)

@@ -38,7 +38,7 @@ from host_sw.cli.main import main
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa.records import build_record_frames
 from host_sw.device.fake_device import FakeDevice
-from host_sw.device.transport import register_fake_device
+from host_sw.device.fake_transport import register_fake_device
 from host_sw.model.golden_opa import opa_synopsis
 from host_sw.model.pcap import write_pcap
 

@@ -51,10 +51,9 @@ from .bus_router import UARTBoneRouter
 from .rgmii import RGMIIPort
 from .rgmii_pins import PHYReset, RGMIIPins, RGMIISkew
 
-__all__ = ["ROUTER_SELECT_BIT", "RGMII_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS",
-           "check_uart_baud", "uart_divisor",
-           "add_rgmii_resources", "InlineTapTop",
-           "MonitorTop", "device_csr", "write_csr_exports", "use_yowasp", "build_board",
+__all__ = ["RGMII_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "check_uart_baud",
+           "uart_divisor", "add_rgmii_resources", "InlineTapTop", "MonitorTop",
+           "device_csr", "write_csr_exports", "use_yowasp", "build_board",
            "board_summary", "board_main"]
 
 #: RGMII clock at 1000 Mb/s.

@@ -54,14 +54,13 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.hashing import RDA_SBOX, FrameClass, HashPurpose, h3_rows
 from hw.frames.header_tap import FRAME_CLASS_BITS, TapRecord
 from hw.kinds import kind_gateware
 from hw.arith.stages import delayed
 
-__all__ = ["H3Pipeline", "hashed_record_layout", "HashedRecord", "PacketHasher",
-           "delayed"]
+__all__ = ["H3Pipeline", "hashed_record_layout", "HashedRecord", "PacketHasher"]
 
 
 class H3Pipeline(wiring.Component):

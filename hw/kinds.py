@@ -12,7 +12,8 @@ in :mod:`hw.counters.kind_select`.
 from dataclasses import dataclass
 from typing import Callable
 
-from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
+from host_sw.contracts.config import CONFIG_CLASSES
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.hashing import HashPurpose
 from hw.counters.kind_select import select_lda, select_lds, select_rda, select_rli
 

@@ -122,7 +122,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
-from host_sw.contracts.config import CONFIG_CLASSES, SynopsisConfig
+from host_sw.contracts.config import CONFIG_CLASSES
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.regmap import register_map
 
 from hw.bus.core_registers import config_copy, wire_frozen_reads, wire_path_registers, wire_runtime_config, wire_status

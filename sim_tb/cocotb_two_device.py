@@ -60,7 +60,8 @@ from sim_tb.two_device import (
     HOST_DONE_FILE, INBAND_FILE, PORTS_FILE, TRUTH_FILE, TwoDeviceParams,
 )
 from sim_tb.two_device_wire import Wire
-from sim_tb.uartbone_driver import BusTimeout, ByteStreamPort, run_host, simulation_transport
+from sim_tb.sim_transport import BusTimeout
+from sim_tb.uartbone_driver import ByteStreamPort, run_host, simulation_transport
 
 log = logging.getLogger("cocotb.two_device")
 

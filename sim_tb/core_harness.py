@@ -26,7 +26,8 @@ from host_sw.cli import main as ldactl
 from host_sw.model.golden_lda_rda_lds import Hashers, bucket_indices, hash_frames
 from host_sw.contracts.check_value import check_value, plausibility_problem
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.device.driver import Device, Snapshot
+from host_sw.device.driver import Device
+from host_sw.device.snapshot import Snapshot
 
 from hw.lda_pipeline import LdaCore
 from sim_tb.frames import min_size_burst

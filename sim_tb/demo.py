@@ -30,9 +30,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from host_sw.cli.records import pair_snapshots, unread_record
+from host_sw.contracts.frames.frame_format import (
+    MTU_PAYLOAD, ControlFrameError, IntervalFlags,
+)
 from host_sw.contracts.frames.control_frame import (
-    MTU_PAYLOAD, ControlFrameError, IntervalFlags, MarkerFrame, SynopsisReassembler,
-    parse_control_frame,
+    MarkerFrame, SynopsisReassembler, parse_control_frame,
 )
 from host_sw.cli.table import Column, Table, ci_text, fmt, separator
 from host_sw.device.driver import Device

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import dpkt
 import numpy as np
 
-from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.hashing import (
     ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MIN_FRAME_BYTES, FrameClass,
     classify_frame,

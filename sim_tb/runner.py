@@ -42,17 +42,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from host_sw.contracts.config import (LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig,
-                                     SynopsisConfig)
+from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from sim_tb.verilator_build import (
     drop_other_builds, lean_verilator, verilator_build_args, verilator_digest, verilator_env,
 )
 
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
-           "simulator_name", "icarus_standard", "waves_enabled", "long_run", "verilator_env",
-           "export_core",
-           "find_toplevel", "run_cocotb", "run_core_tests", "DEFAULT_PARAMS", "OPA_PARAMS",
-           "RLI_PARAMS", "MEMORY_KINDS", "memory_model_sources"]
+           "simulator_name", "icarus_standard", "waves_enabled", "long_run",
+           "export_core", "find_toplevel", "run_cocotb", "run_core_tests",
+           "DEFAULT_PARAMS", "OPA_PARAMS", "RLI_PARAMS", "MEMORY_KINDS",
+           "memory_model_sources"]
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_ROOT = REPO / "build" / "sim"

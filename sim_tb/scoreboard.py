@@ -15,7 +15,7 @@ from collections import Counter
 
 import numpy as np
 
-from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.model.golden_lda_rda_lds import Hashers, hash_frames, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass

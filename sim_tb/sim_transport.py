@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from host_sw.device.transport import ByteTransport, TransportTimeout
+from host_sw.device.transport_base import ByteTransport, TransportTimeout
 from sim_tb.socket_bridge import CommandFramer
 
 __all__ = ["BusTimeout", "SimulationTransport"]

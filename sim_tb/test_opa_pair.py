@@ -12,7 +12,8 @@ import shutil
 
 import pytest
 
-from sim_tb.runner import OPA_PARAMS, verilator_env
+from sim_tb.runner import OPA_PARAMS
+from sim_tb.verilator_build import verilator_env
 from sim_tb.two_device import run_pair_bench
 
 pytestmark = [

@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.device.driver import Device
-from host_sw.device.transport import TransportTimeout
+from host_sw.device.transport_base import TransportTimeout
 from sim_tb.amaranth_host import HostThread, SimulatedHost
 from sim_tb.amaranth_streams import simulate
 

@@ -31,10 +31,10 @@ import pytest
 
 from host_sw.cli import main as ldactl
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.device.driver import Snapshot
+from host_sw.device.snapshot import Snapshot
 from host_sw.estimators.measure import estimate_pair
 from sim_tb import demo
-from sim_tb.runner import verilator_env
+from sim_tb.verilator_build import verilator_env
 from sim_tb.two_device import TwoDeviceParams, start_simulation
 
 pytestmark = [

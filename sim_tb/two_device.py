@@ -276,7 +276,8 @@ def check_simulator() -> str:
     installed (the pip wheel, ``scripts/setup.sh``), else Icarus. Raises
     :class:`SimulatorMissing` when the chosen one is not installed."""
     import shutil
-    from sim_tb.runner import simulator_name, verilator_env
+    from sim_tb.runner import simulator_name
+    from sim_tb.verilator_build import verilator_env
     name = simulator_name() if os.environ.get("LDA_SIM", "").strip() else (
         "verilator" if verilator_env() is not None else "icarus")
     if name == "icarus":

@@ -23,7 +23,7 @@ from collections import deque
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from host_sw.contracts.frames.control_frame import TYPE_MARKER
+from host_sw.contracts.frames.frame_format import TYPE_MARKER
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 
 __all__ = ["AxisDriver", "OutputCapture", "Wire", "is_control", "IDLE_STEP"]

@@ -21,7 +21,7 @@ from cocotb.triggers import Lock, RisingEdge
 
 from sim_tb.sim_transport import BusTimeout, SimulationTransport
 
-__all__ = ["ByteStreamPort", "BusTimeout", "simulation_transport", "run_host"]
+__all__ = ["ByteStreamPort", "simulation_transport", "run_host"]
 
 
 class ByteStreamPort:

@@ -19,12 +19,13 @@ import math
 import sys
 from pathlib import Path
 
-from host_sw.contracts.config import ConfigMismatch, SynopsisConfig, config_from_dict
-from host_sw.contracts.frames.control_frame import ControlFrameError, mac_to_bytes
+from host_sw.contracts.config_base import ConfigMismatch, SynopsisConfig
+from host_sw.contracts.config import config_from_dict
+from host_sw.contracts.frames.frame_format import ControlFrameError, mac_to_bytes
 from host_sw.contracts.hashing import HashPurpose
 from host_sw.contracts.siphash import read_key_file
 from host_sw.device.driver import DeviceError
-from host_sw.device.transport import TransportError
+from host_sw.device.transport_base import TransportError
 from host_sw.estimators.flows import (DEFAULT_MIN_FLOW_SAMPLES, FLOW_SORT_KEYS,
                                       parse_flow_keys)
 from host_sw.model.pcap import CaptureError

@@ -34,12 +34,15 @@ from host_sw.cli.rli.flows import (add_reference_options, flow_rows, reference_r
                                    render_flows, sort_rows, with_rli_flows, write_flows)
 from host_sw.cli.table import RECORD_TABLE, flow_table_lines
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
-from host_sw.contracts.frames.control_frame import (MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD,
-                                             ControlFrameError, MarkerFrame,
-                                             NotControlFrameError, SynopsisReassembler,
-                                             mac_to_str, parse_control_frame)
+from host_sw.contracts.frames.frame_format import (
+    MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD, ControlFrameError, NotControlFrameError,
+    mac_to_str,
+)
+from host_sw.contracts.frames.control_frame import (
+    MarkerFrame, SynopsisReassembler, parse_control_frame,
+)
 from host_sw.contracts.hashing import FrameClass
-from host_sw.device.driver import Snapshot
+from host_sw.device.snapshot import Snapshot
 from host_sw.estimators.offline import capture_records
 from host_sw.estimators.rli.offline import reference_rows
 from host_sw.estimators.opa.export import opa_export_records, read_export

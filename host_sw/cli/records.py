@@ -15,7 +15,7 @@ import time
 import dataclasses
 
 from host_sw.cli.args import RunFailure, parse_json, read_text
-from host_sw.device.driver import Snapshot
+from host_sw.device.snapshot import Snapshot
 from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_report
 from host_sw.estimators.record import IntervalRecord, record_for_pair
 

@@ -24,8 +24,10 @@ from host_sw.cli.opa.output import (OPA_SIMULATE_TABLE, add_delay_outputs, write
 from host_sw.cli.rli.flows import (REFERENCE_OPTIONS, add_reference_options, flow_rows,
                                    name_of, reference_rule, render_flows, write_flows)
 from host_sw.cli.table import SIMULATE_TABLE
-from host_sw.contracts.config import (CONFIG_CLASSES, LdsConfig, OpaConfig, RdaConfig, RliConfig,
-                                      SynopsisConfig, config_class)
+from host_sw.contracts.config import (
+    CONFIG_CLASSES, LdsConfig, OpaConfig, RdaConfig, RliConfig, config_class,
+)
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.estimators.simulate import lda_config_for, run_scenario
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import CaptureError, capture_trace

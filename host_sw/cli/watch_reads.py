@@ -23,9 +23,10 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from host_sw.contracts.frames.control_frame import IntervalFlags
-from host_sw.device.driver import Device, Snapshot, SnapshotError
-from host_sw.device.transport import TransportError
+from host_sw.contracts.frames.frame_format import IntervalFlags
+from host_sw.device.driver import Device, SnapshotError
+from host_sw.device.snapshot import Snapshot
+from host_sw.device.transport_base import TransportError
 
 __all__ = ["TRANSIENT_ERRORS", "RetryPolicy", "ReadOutcome", "PointReader",
            "RLI_FROZEN_REGISTERS"]

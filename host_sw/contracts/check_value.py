@@ -24,7 +24,7 @@ from typing import Iterable
 
 import numpy as np
 
-from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_base import SynopsisConfig
 
 __all__ = ["CRC32_POLY", "CRC32_INIT", "CRC32_XOROUT", "UPDATES_BITS", "word_bytes",
            "check_bytes", "check_value", "crc32_bits", "count_total", "plausibility_problem"]

@@ -30,17 +30,14 @@ import json
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
-from host_sw.contracts.config_base import (MASK_FIELDS, THRESHOLD_BITS, ConfigMismatch,
+from host_sw.contracts.config_base import (ConfigMismatch,
                                            SynopsisConfig, ThresholdRegister, canonical_json,
-                                           canonical_json_text, is_power_of_two,
-                                           threshold_for_rate)
+                                           canonical_json_text, is_power_of_two)
 from host_sw.contracts.hashing import FLOW_KEY_BYTES, HashPurpose
 from host_sw.contracts.layouts import Field, WordLayout
 
-__all__ = ["KIND_CODES", "CONFIG_CLASSES", "config_class", "SynopsisConfig", "LdaConfig",
-           "RdaConfig", "LdsConfig", "OpaConfig", "RliConfig", "ConfigMismatch", "ThresholdRegister", "THRESHOLD_BITS",
-           "MASK_FIELDS", "canonical_json", "check_comparable", "config_from_dict",
-           "is_power_of_two", "threshold_for_rate"]
+__all__ = ["KIND_CODES", "CONFIG_CLASSES", "config_class", "LdaConfig", "RdaConfig",
+           "LdsConfig", "OpaConfig", "RliConfig", "check_comparable", "config_from_dict"]
 
 #: The synopsis kind codes of the CONFIG register and of the control frames' kind field.
 KIND_CODES = {"lda": 1, "rda": 2, "lds": 3, "opa": 4, "rli": 5}

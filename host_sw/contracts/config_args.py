@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from host_sw.contracts.config import LdaConfig, SynopsisConfig, config_class
+from host_sw.contracts.config import LdaConfig, config_class
+from host_sw.contracts.config_base import SynopsisConfig
 
 __all__ = ["add_config_arguments", "config_from_args", "default_config_namespace"]
 

@@ -46,22 +46,18 @@ import hashlib
 import json
 from typing import Iterator
 
-from host_sw.contracts.config import (CONFIG_CLASSES, KIND_CODES, THRESHOLD_BITS,
-                                      SynopsisConfig, is_power_of_two)
-from host_sw.contracts.csr_export import (csr_csv_text, csr_json_text, parse_csr_csv,
-                                          parse_csr_json, write_csr_files)
+from host_sw.contracts.config import CONFIG_CLASSES, KIND_CODES
+from host_sw.contracts.config_base import THRESHOLD_BITS, SynopsisConfig, is_power_of_two
+from host_sw.contracts.csr_export import (csr_csv_text, csr_json_text, write_csr_files)
 from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.register_decls import (FieldDecl, RegisterDecl, config_field,
                                               mac_register, status_counter, ticks_register,
                                               value_register)
 from host_sw.contracts.registers import BUS_DATA_BITS, CounterWindow, RegField, Register
 
-__all__ = [
-    "REGMAP_VERSION", "RUNTIME_FIELDS", "HOST_FIELDS", "KIND_CODES", "BUS_DATA_BITS",
-    "THRESHOLD_BITS", "RegField", "Register", "CounterWindow", "RegisterMap", "register_map",
-    "FieldDecl", "RegisterDecl", "REGISTERS", "runtime_registers", "MASK_NAMES",
-    "static_config_dict", "parse_csr_csv", "parse_csr_json",
-]
+__all__ = ["REGMAP_VERSION", "RUNTIME_FIELDS", "HOST_FIELDS", "RegisterMap",
+           "register_map", "REGISTERS", "runtime_registers", "MASK_NAMES",
+           "static_config_dict"]
 
 #: Version of this register-map definition (VERSION register: major << 16 | minor).
 REGMAP_VERSION = (1, 0)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from host_sw.contracts.config import SynopsisConfig, check_comparable
+from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.config import check_comparable
 from host_sw.contracts.layouts import wrap
 
 __all__ = ["Synopsis"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from host_sw.contracts.regmap import parse_csr_csv, parse_csr_json
+from host_sw.contracts.csr_export import parse_csr_csv, parse_csr_json
 from host_sw.contracts.uartbone import ROUTER_CORE_STRIDE, ROUTER_MAX_CORES
 
 __all__ = ["read_csr_bases", "core_word_base", "word_from_byte", "WORD_SPACE"]

@@ -26,9 +26,9 @@ counters are 32-bit and wrap; :func:`counter_deltas` takes differences modulo 2^
 from __future__ import annotations
 
 import time
-from host_sw.contracts.config import (CONFIG_CLASSES, KIND_CODES, LdaConfig, SynopsisConfig,
-                                      config_from_dict)
-from host_sw.contracts.frames.control_frame import IntervalFlags, mac_to_bytes
+from host_sw.contracts.config import CONFIG_CLASSES, KIND_CODES, LdaConfig
+from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.frames.frame_format import IntervalFlags, mac_to_bytes
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, default_masks
 from host_sw.contracts.regmap import REGMAP_VERSION, RUNTIME_FIELDS, register_map
 from host_sw.contracts.synopsis import Synopsis
@@ -37,7 +37,7 @@ from host_sw.device.snapshot import Snapshot, integrity_problem
 from host_sw.device.transport_base import Transport
 
 __all__ = ["DeviceError", "DeviceMismatch", "SnapshotError", "SnapshotIntegrityError",
-           "Device", "Snapshot", "STATUS_COUNTERS", "INTERVAL_MODES", "counter_deltas",
+           "Device", "STATUS_COUNTERS", "INTERVAL_MODES", "counter_deltas",
            "READ_ATTEMPTS"]
 
 #: The 32-bit wrapping status counters (register names).

@@ -32,8 +32,8 @@ import socket
 import threading
 
 from host_sw.contracts.check_value import check_value, count_total
-from host_sw.contracts.config import SynopsisConfig
-from host_sw.contracts.frames.control_frame import IntervalFlags
+from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.regmap import register_map
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.uartbone import take_command

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from host_sw.contracts.regmap import BUS_DATA_BITS, Register, RegisterMap
+from host_sw.contracts.registers import BUS_DATA_BITS, Register
+from host_sw.contracts.regmap import RegisterMap
 
 __all__ = ["RegisterFile"]
 

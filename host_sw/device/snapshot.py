@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from host_sw.contracts.check_value import check_value, plausibility_problem
-from host_sw.contracts.config import SynopsisConfig, config_from_dict
-from host_sw.contracts.frames.control_frame import INVALID_FLAGS, IntervalFlags
+from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.config import config_from_dict
+from host_sw.contracts.frames.frame_format import INVALID_FLAGS, IntervalFlags
 from host_sw.contracts.synopsis import Synopsis
 
 __all__ = ["Snapshot", "integrity_problem"]

@@ -31,23 +31,16 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from host_sw.contracts.config import CONFIG_CLASSES
-from host_sw.contracts.uartbone import ROUTER_CORE_STRIDE, ROUTER_MAX_CORES
 from host_sw.device.core_select import OffsetTransport, SharedLink
-from host_sw.device.csr_bases import core_word_base, read_csr_bases
+from host_sw.device.csr_bases import core_word_base
 from host_sw.device.fake_device import FakeDevice
-from host_sw.device.fake_transport import (FAKE_DEVICES, FakeDevices, FakeTransport,
-                                           register_fake_device)
+from host_sw.device.fake_transport import (FAKE_DEVICES, FakeDevices, FakeTransport)
 from host_sw.device.serial_transport import SerialTransport
 from host_sw.device.socket_transport import SocketTransport
-from host_sw.device.transport_base import (ByteTransport, GarbledReply, Transport,
-                                           TransportError, TransportTimeout)
-from host_sw.device.url import CORE_KEYS, DeviceUrl, parse_device_url, parse_options
+from host_sw.device.transport_base import (Transport)
+from host_sw.device.url import DeviceUrl, parse_device_url
 
-__all__ = ["TransportError", "TransportTimeout", "GarbledReply", "Transport",
-           "ByteTransport", "SerialTransport", "SocketTransport", "FakeTransport",
-           "OffsetTransport", "ROUTER_CORE_STRIDE", "ROUTER_MAX_CORES", "CORE_KEYS",
-           "open_transport", "open_transports", "core_word_base", "read_csr_bases",
-           "FakeDevices", "register_fake_device", "parse_options"]
+__all__ = ["open_transport", "open_transports"]
 
 
 def _fresh_fake(rest) -> FakeDevice:

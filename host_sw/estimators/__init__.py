@@ -10,18 +10,3 @@ Data flow (docs/DESIGN.md, "Data flow of a counter"): snapshot of an interval â–
 (:mod:`~host_sw.estimators.lda`, :mod:`~host_sw.estimators.rda.estimate`,
 :mod:`~host_sw.estimators.lds`).
 """
-
-from host_sw.estimators.baselines import (FineCombEstimate, ProbeEstimate, finecomb_ideal,
-                                          poisson_probes)
-from host_sw.estimators.lda import (LdaEstimate, estimate_lda, expected_samples,
-                                    sampling_rate_for_loss, tuned_threshold, tuned_thresholds)
-from host_sw.estimators.rda.estimate import (RdaDecoding, RdaEstimate, decode, estimate_rda, repair,
-                                    subtract)
-from host_sw.estimators.rda.late import (estimate_set_difference, late_binding_buckets,
-                                         rda_from_caches)
-
-__all__ = ["LdaEstimate", "estimate_lda", "expected_samples", "sampling_rate_for_loss",
-           "tuned_threshold", "tuned_thresholds", "RdaDecoding", "RdaEstimate", "decode",
-           "estimate_rda", "estimate_set_difference", "late_binding_buckets",
-           "rda_from_caches", "repair", "subtract", "FineCombEstimate", "ProbeEstimate",
-           "finecomb_ideal", "poisson_probes"]

@@ -14,7 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from host_sw.contracts.config import SynopsisConfig, check_comparable
+from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.config import check_comparable
 from host_sw.contracts.hashing import GOLDEN_GAMMA, MASK64, mix64_array
 
 __all__ = ["check_pair", "check_kind", "check_confidence", "hoeffding_half_width",

@@ -21,7 +21,8 @@ import numpy as np
 
 from host_sw.contracts.hashing import FrameClass
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.estimators.lds import estimate_flows, flow_key_window, flow_row_hashes
+from host_sw.estimators.lds import estimate_flows, flow_key_window
+from host_sw.model.golden_lda_rda_lds import flow_row_hashes
 
 __all__ = ["FlowReport", "flow_report", "flow_labels", "flow_label", "parse_flow_keys",
            "DEFAULT_MIN_FLOW_SAMPLES", "FLOW_SORT_KEYS"]

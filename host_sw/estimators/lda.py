@@ -39,7 +39,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from host_sw.contracts.config import LdaConfig, threshold_for_rate
+from host_sw.contracts.config import LdaConfig
+from host_sw.contracts.config_base import threshold_for_rate
 from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators._common import (check_confidence, check_pair, dataclass_to_dict,

@@ -49,10 +49,9 @@ from host_sw.contracts.hash_fields import range_reduce32
 from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators._common import check_kind
-from host_sw.model.golden_lda_rda_lds import flow_row_hashes
 
-__all__ = ["LdsFlowEstimates", "flow_row_hashes", "flow_key_window", "flow_cells",
-           "estimate_flows", "DEFAULT_ALPHA"]
+__all__ = ["LdsFlowEstimates", "flow_key_window", "flow_cells", "estimate_flows",
+           "DEFAULT_ALPHA"]
 
 #: The paper's tolerance for interference in cell selection (§2.3.4, Fig. 6).
 DEFAULT_ALPHA = 0.1

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow_report
 from host_sw.estimators.rli.offline import (RliCapturePair, flow_table, interval_truth,

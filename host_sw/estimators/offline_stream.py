@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from host_sw.contracts.config import LdaConfig, SynopsisConfig
-from host_sw.contracts.hashing import FrameClass, HashPurpose, default_masks
+from host_sw.contracts.config import LdaConfig
+from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.hashing import HashPurpose, default_masks
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, hash_windows, update
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, iter_capture

@@ -27,7 +27,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from host_sw.contracts.config import ConfigMismatch, check_comparable
+from host_sw.contracts.config_base import ConfigMismatch
+from host_sw.contracts.config import check_comparable
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.measure import estimate_pair, json_number
 from host_sw.estimators.opa.recovery import SUMMARY_KEYS as OPA_SUMMARY_KEYS

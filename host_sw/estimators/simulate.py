@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from host_sw.contracts.config import LdaConfig, SynopsisConfig
+from host_sw.contracts.config import LdaConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.hashing import FrameClass
 from host_sw.estimators.lda import tuned_threshold, tuned_thresholds
 from host_sw.estimators.lds import estimate_flows

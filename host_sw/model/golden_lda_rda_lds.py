@@ -37,7 +37,8 @@ from typing import Callable
 
 import numpy as np
 
-from host_sw.contracts.config import SynopsisConfig, check_comparable
+from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.config import check_comparable
 from host_sw.contracts.hashing import (
     H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, SboxH3, classify_frame,
     header_windows, sbox_nibbles64, table_xor,
@@ -49,8 +50,8 @@ from host_sw.contracts.synopsis import Synopsis
 
 _M32 = np.uint64(0xFFFFFFFF)
 
-__all__ = ["PacketHashes", "Synopsis", "Hashers", "hash_windows", "hash_frames",
-           "flow_row_hashes", "update", "bucket_indices", "UPDATE_GROUPS", "XOR_FIELD_VALUES"]
+__all__ = ["PacketHashes", "Hashers", "hash_windows", "hash_frames", "flow_row_hashes",
+           "update", "bucket_indices", "UPDATE_GROUPS", "XOR_FIELD_VALUES"]
 
 
 @dataclass

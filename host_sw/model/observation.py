@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, update
 from host_sw.model.traffic import Trace

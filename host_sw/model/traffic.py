@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from host_sw.contracts.config import LdsConfig, SynopsisConfig
+from host_sw.contracts.config import LdsConfig
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.hashing import (
     DEFAULT_WINDOW_BYTES, MIN_FRAME_BYTES, FrameClass, HashPurpose, classify_frame,
     default_masks, header_windows, mix64, mix64_array,
@@ -43,7 +44,7 @@ from host_sw.contracts.hashing import (
 from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, flow_row_hashes, hash_windows
 from host_sw.model.headers import build_headers, header_bytes, random_flow_table
 
-__all__ = ["Trace", "synthetic_trace", "send_times", "flow_assignment", "build_headers",
+__all__ = ["Trace", "synthetic_trace", "send_times", "flow_assignment",
            "trace_from_frames"]
 
 _PACKET_SALT = 0x5041434B45540001  # "PACKET" — fast-mode key derivation

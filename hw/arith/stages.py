@@ -10,7 +10,7 @@ reduction. Each adds its registers to the caller's module and returns the last o
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.utils import ceil_log2
 
-from host_sw.contracts.config import is_power_of_two
+from host_sw.contracts.config_base import is_power_of_two
 
 __all__ = ["delayed", "leading_zeros_pipelined", "range_reduce"]
 

@@ -17,7 +17,7 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.regmap import BUS_DATA_BITS, CounterWindow as WindowMap
+from host_sw.contracts.registers import BUS_DATA_BITS, CounterWindow as WindowMap
 
 __all__ = ["counter_read_signature", "window_addr_bits", "CounterWindow"]
 

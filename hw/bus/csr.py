@@ -63,12 +63,12 @@ from amaranth.hdl import Cat, Const, Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.regmap import BUS_DATA_BITS, RegisterMap
+from host_sw.contracts.registers import BUS_DATA_BITS
+from host_sw.contracts.regmap import RegisterMap
 from hw.bus.counter_window import CounterWindow, counter_read_signature, window_addr_bits
 from hw.bus.csr_decode import CsrDecoder, CsrReadMux, register_slots
 
-__all__ = ["csr_bus_signature", "counter_read_signature", "register_layout",
-           "register_signature", "CsrBank"]
+__all__ = ["csr_bus_signature", "register_layout", "register_signature", "CsrBank"]
 
 _W = BUS_DATA_BITS
 

@@ -24,7 +24,8 @@ from amaranth.hdl import Cat, Const, Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.regmap import BUS_DATA_BITS, RegisterMap
+from host_sw.contracts.registers import BUS_DATA_BITS
+from host_sw.contracts.regmap import RegisterMap
 
 __all__ = ["GROUP_WORDS", "register_slots", "slot_groups", "wide_registers",
            "read_sources_layout", "CsrDecoder", "CsrReadMux"]

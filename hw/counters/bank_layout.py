@@ -10,7 +10,7 @@ from amaranth.hdl import unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.config import SynopsisConfig
+from host_sw.contracts.config_base import SynopsisConfig
 
 from hw.kinds import kind_gateware
 

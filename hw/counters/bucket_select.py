@@ -20,14 +20,14 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.config import SynopsisConfig
-from host_sw.contracts.regmap import THRESHOLD_BITS
-from hw.counters.counter_bank import update_request_signature
+from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.config_base import THRESHOLD_BITS
+from hw.counters.bank_layout import update_request_signature
 from hw.hash_h3 import HashedRecord
 from hw.kinds import kind_gateware
-from hw.arith.stages import delayed, leading_zeros_pipelined, range_reduce
+from hw.arith.stages import delayed
 
-__all__ = ["THRESHOLD_BITS", "BucketSelector", "leading_zeros_pipelined", "range_reduce"]
+__all__ = ["BucketSelector"]
 
 
 class BucketSelector(wiring.Component):

@@ -24,7 +24,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
+from hw.backends import COUNTER_RAMS, counter_ram
+from hw.backends.ecp5 import DP16KD_MAX_DEPTH
 from hw.arith.carry import MuxAdd
 from hw.counters.bank_layout import (bits_for, check_config, field_names, other_sums, xor_field_of,
                                    frozen_read_signature, lane_geometry,
@@ -32,8 +33,7 @@ from hw.counters.bank_layout import (bits_for, check_config, field_names, other_
 from hw.counters.copy_control import CopyControl, CopyState
 from hw.counters.freeze_check import Crc32Words, FreezeCheck
 
-__all__ = ["CopyControl", "CopyState", "CounterBank", "frozen_read_signature", "lane_geometry",
-           "update_request_signature", "word_layout"]
+__all__ = ["CounterBank"]
 
 
 #: How the counter bank builds its RAMs (``memory=``).

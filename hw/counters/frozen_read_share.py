@@ -12,7 +12,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.counters.counter_bank import CounterBank, frozen_read_signature
+from hw.counters.counter_bank import CounterBank
+from hw.counters.bank_layout import frozen_read_signature
 
 __all__ = ["FrozenReadShare"]
 

@@ -21,7 +21,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigne
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.frames.control_frame import HEADER_FIELDS, PAYLOAD_OFFSET, VERSION
+from host_sw.contracts.frames.frame_format import HEADER_FIELDS, PAYLOAD_OFFSET, VERSION
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES
 

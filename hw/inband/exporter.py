@@ -34,7 +34,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from host_sw.contracts.frames.control_frame import (
+from host_sw.contracts.frames.frame_format import (
     CHUNK_BYTES, MAX_CHUNKS, MTU_PAYLOAD, TYPE_SYNOPSIS, field_by_name, frames_needed,
     words_per_frame,
 )
@@ -42,7 +42,8 @@ from host_sw.contracts.config import KIND_CODES
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, BytePacker, control_header
-from hw.counters.counter_bank import CounterBank, frozen_read_signature
+from hw.counters.counter_bank import CounterBank
+from hw.counters.bank_layout import frozen_read_signature
 from hw.frames.frame import FrameStream, check_data_width
 from hw.inband.siphash import ItemTagger
 

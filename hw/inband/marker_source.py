@@ -14,7 +14,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from host_sw.contracts.config import KIND_CODES
-from host_sw.contracts.frames.control_frame import TYPE_MARKER
+from host_sw.contracts.frames.frame_format import TYPE_MARKER
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, MARKER_FRAME_BYTES, control_header, marker_request_layout

@@ -19,7 +19,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.frames.control_frame import TYPE_MARKER, VERSION
+from host_sw.contracts.frames.frame_format import TYPE_MARKER, VERSION
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.frames.reference_frame import TYPE_REFERENCE
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES

@@ -61,7 +61,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.frames.control_frame import IntervalFlags
+from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.siphash import KEY_BYTES
 
 from hw.inband.control_frame_tx import marker_request_layout
@@ -69,7 +69,7 @@ from hw.frames.frame import FrameMonitor, check_data_width
 from hw.inband.marker_watch import MarkerWatch
 
 __all__ = ["MODE_MANUAL", "MODE_TIME", "MODE_MARKER_SEND", "MODE_MARKER_RECEIVE",
-           "IntervalTimer", "MarkerWatch", "IntervalControl"]
+           "IntervalTimer", "IntervalControl"]
 
 #: INTERVAL_MODE.mode values (host_sw.device.driver.INTERVAL_MODES).
 MODE_MANUAL, MODE_TIME, MODE_MARKER_SEND, MODE_MARKER_RECEIVE = 0, 1, 2, 3

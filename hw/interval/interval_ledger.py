@@ -18,7 +18,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.frames.control_frame import IntervalFlags
+from host_sw.contracts.frames.frame_format import IntervalFlags
 
 __all__ = ["SEQ_BITS", "FLAG_BITS", "TIMESTAMP_BITS", "boundary_request_layout",
            "interval_status_layout", "IntervalLedger"]

@@ -51,7 +51,8 @@ from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.hashing import RDA_SBOX
 from host_sw.contracts.opa.words import OPA_FIELD_BITS, OPA_PRIME, position_hash_rows
 
-from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
+from hw.backends import COUNTER_RAMS, counter_ram
+from hw.backends.ecp5 import DP16KD_MAX_DEPTH
 from hw.arith.carry import MuxAdd
 from hw.counters.copy_control import CopyControl
 from hw.counters.freeze_check import Crc32Words, FreezeCheck

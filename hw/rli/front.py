@@ -12,7 +12,7 @@ boundary (``record.swap``) comes out with the same latency as ``packet_swap``, s
 reaches the receiver between the same frames.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect
 

@@ -33,7 +33,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.config import RliConfig, is_power_of_two
+from host_sw.contracts.config import RliConfig
+from host_sw.contracts.config_base import is_power_of_two
 
 from hw.arith.divider import Divider
 from hw.arith.multiply import PRODUCT_LATENCY, product_mod

@@ -34,7 +34,8 @@ from amaranth.lib.wiring import In, Out, connect
 
 from host_sw.contracts.config import RliConfig
 
-from hw.counters.counter_bank import CounterBank, frozen_read_signature
+from hw.counters.counter_bank import CounterBank
+from hw.counters.bank_layout import frozen_read_signature
 from hw.arith.multiply import PRODUCT_LATENCY, product_mod
 from hw.rli.interpolator import RliInterpolator
 from hw.arith.stages import delayed

@@ -22,7 +22,7 @@ import sys
 import pytest
 
 from host_sw.contracts.frames.frame_format import IntervalFlags
-from host_sw.device.driver import Snapshot
+from host_sw.device.snapshot import Snapshot
 from host_sw.model.golden_lda_rda_lds import Hashers
 
 from sim_tb.board_sim import BOARDS, BoardSimParams, start_board_sim

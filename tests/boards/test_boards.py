@@ -19,9 +19,10 @@ from amaranth.sim import Simulator
 from boards import colorlight_5a75b, ecpix5, versa_ecp5
 from boards.bus_router import UARTBoneRouter
 from boards.rgmii import RGMIIPort, RGMIIReceiver, RGMIITransmitter
-from boards.top import ROUTER_SELECT_BIT, build_board, device_csr, write_csr_exports
+from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
+from boards.top import build_board, device_csr, write_csr_exports
 from host_sw.contracts.config import LdaConfig, RdaConfig
-from host_sw.contracts.regmap import parse_csr_csv, parse_csr_json
+from host_sw.contracts.csr_export import parse_csr_csv, parse_csr_json
 from host_sw.contracts.uartbone import encode_read, encode_write
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from host_sw.estimators.measure import estimate_pair
 from host_sw.estimators.planning import plan_memory
 from host_sw.estimators.record import IntervalRecord, record_for_pair
 from host_sw.model.pcap import write_pcap
-from host_sw.device.transport import register_fake_device
+from host_sw.device.fake_transport import register_fake_device
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
 

@@ -17,7 +17,7 @@ from host_sw.cli import main
 from host_sw.cli.export import label_value, prometheus_text
 from host_sw.contracts.config import LdaConfig, RdaConfig, config_from_dict
 from host_sw.device.fake_device import FakeDevice
-from host_sw.device.transport import register_fake_device
+from host_sw.device.fake_transport import register_fake_device
 from host_sw.estimators.record import IntervalRecord
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import write_pcap

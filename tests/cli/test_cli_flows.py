@@ -14,7 +14,7 @@ import pytest
 from host_sw.cli import main
 from host_sw.contracts.frames import control_frame as cf
 from host_sw.contracts.config import LdaConfig, LdsConfig
-from host_sw.device.transport import register_fake_device
+from host_sw.device.fake_transport import register_fake_device
 from host_sw.estimators.flows import flow_label
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import write_pcap

@@ -17,7 +17,7 @@ from host_sw.cli import main
 from host_sw.contracts.config import LdaConfig
 from host_sw.cli.watch_reads import PointReader, RetryPolicy
 from host_sw.device.driver import Device
-from host_sw.device.transport import FakeTransport, register_fake_device
+from host_sw.device.fake_transport import FakeTransport, register_fake_device
 from host_sw.model.channel import simulate_interval
 
 CONFIG = LdaConfig(banks=2, rows=64, thresholds=(0, 5))

@@ -10,7 +10,7 @@ import pytest
 
 from host_sw.cli import main
 from host_sw.contracts.config import LdaConfig
-from host_sw.device.transport import register_fake_device
+from host_sw.device.fake_transport import register_fake_device
 from host_sw.model.channel import simulate_interval
 
 CONFIG = LdaConfig(banks=2, rows=64, thresholds=(0, 5))

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from host_sw.contracts.config import (
-    LdaConfig, LdsConfig, canonical_json, check_comparable, config_from_dict,
+    LdaConfig, LdsConfig, check_comparable, config_from_dict,
 )
+from host_sw.contracts.config_base import canonical_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

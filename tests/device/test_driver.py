@@ -8,9 +8,11 @@ import pytest
 
 from host_sw.model.channel import simulate_interval
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
-from host_sw.contracts.frames.control_frame import IntervalFlags
-from host_sw.device.driver import (Device, DeviceError, DeviceMismatch, Snapshot, SnapshotError,
-                            counter_deltas)
+from host_sw.contracts.frames.frame_format import IntervalFlags
+from host_sw.device.driver import (
+    Device, DeviceError, DeviceMismatch, SnapshotError, counter_deltas,
+)
+from host_sw.device.snapshot import Snapshot
 from host_sw.device.fake_device import FakeDevice
 from host_sw.estimators.measure import estimate_pair
 from host_sw.estimators.lda import estimate_lda

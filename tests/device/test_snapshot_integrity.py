@@ -15,8 +15,10 @@ from host_sw.contracts.check_value import (check_bytes, check_value, count_total
                                            plausibility_problem)
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.device.driver import (READ_ATTEMPTS, Device, Snapshot, SnapshotError,
-                                   SnapshotIntegrityError)
+from host_sw.device.driver import (
+    READ_ATTEMPTS, Device, SnapshotError, SnapshotIntegrityError,
+)
+from host_sw.device.snapshot import Snapshot
 from host_sw.device.fake_device import FakeDevice
 from host_sw.device.fake_transport import FakeTransport
 from host_sw.model.channel import simulate_interval

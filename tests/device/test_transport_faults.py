@@ -18,8 +18,7 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.driver import Device
 from host_sw.device.fake_device import FakeDevice
-from host_sw.device.fake_transport import (FakeTransport, ReplyPlan, ScriptedLine, SimClock,
-                                           random_reply_plan)
+from host_sw.device.fake_transport import (FakeTransport, ReplyPlan, ScriptedLine, random_reply_plan)
 from host_sw.device.socket_transport import SocketTransport
 from host_sw.device.transport_base import (GarbledReply, LinkClosed, TransportError,
                                            TransportTimeout, WriteUncertain)

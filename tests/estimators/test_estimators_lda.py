@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host_sw.contracts.config import ConfigMismatch, LdaConfig, RdaConfig
+from host_sw.contracts.config_base import ConfigMismatch
+from host_sw.contracts.config import LdaConfig, RdaConfig
 from host_sw.estimators.lda import (estimate_lda, expected_samples, sampling_rate_for_loss,
                                     tuned_threshold, tuned_thresholds)
 from host_sw.model.golden_lda_rda_lds import PacketHashes, update

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from host_sw.model.channel import Scenario
-from host_sw.contracts.config import ConfigMismatch, LdaConfig, LdsConfig
-from host_sw.estimators.lds import (
-    estimate_flows, flow_cells, flow_key_window, flow_row_hashes,
-)
+from host_sw.contracts.config_base import ConfigMismatch
+from host_sw.contracts.config import LdaConfig, LdsConfig
+from host_sw.estimators.lds import estimate_flows, flow_cells, flow_key_window
+from host_sw.model.golden_lda_rda_lds import flow_row_hashes
 from host_sw.model.golden_lda_rda_lds import bucket_indices
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hash_fields import range_reduce32

@@ -15,9 +15,11 @@ import pytest
 from amaranth.hdl import Module
 
 from host_sw.contracts.config import LdaConfig
+from host_sw.contracts.frames.frame_format import (
+    ControlConfigMismatch, IntervalFlags, UnauthenticatedFrameError,
+)
 from host_sw.contracts.frames.control_frame import (
-    ControlConfigMismatch, IntervalFlags, MarkerFrame, SynopsisChunk,
-    UnauthenticatedFrameError, build_marker, parse_control_frame, reassemble,
+    MarkerFrame, SynopsisChunk, build_marker, parse_control_frame, reassemble,
 )
 from host_sw.contracts.siphash import key_to_int
 from host_sw.model.golden_lda_rda_lds import hash_frames, update

@@ -8,7 +8,8 @@ from amaranth.sim import Simulator
 
 from host_sw.contracts.config import CONFIG_CLASSES, LdaConfig, LdsConfig, OpaConfig, RdaConfig
 from host_sw.contracts.hashing import HashPurpose
-from hw.backends import COUNTER_RAMS, DP16KD_MAX_DEPTH, counter_ram
+from hw.backends import COUNTER_RAMS, counter_ram
+from hw.backends.ecp5 import DP16KD_MAX_DEPTH
 from hw.backends.ecp5 import Ecp5CounterRam
 from hw.kinds import KINDS, kind_gateware
 from hw.measurement_path import PATHS

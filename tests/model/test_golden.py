@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from host_sw.contracts.config_base import ConfigMismatch
 from host_sw.contracts.config import (
-    ConfigMismatch, LdaConfig, LdsConfig, RdaConfig, check_comparable, config_from_dict,
+    LdaConfig, LdsConfig, RdaConfig, check_comparable, config_from_dict,
 )
 from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, bucket_indices, hash_frames, hash_windows, update
 from host_sw.contracts.synopsis import Synopsis

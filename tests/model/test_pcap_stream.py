@@ -7,7 +7,6 @@ real chain or be walked)."""
 
 import struct
 
-import dpkt
 import numpy as np
 import pytest
 

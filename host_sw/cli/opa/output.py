@@ -19,9 +19,8 @@ import numpy as np
 from host_sw.cli.table import Column, Table, fmt
 from host_sw.estimators.opa.recovery import HISTOGRAM_BUCKETS_S
 
-__all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "HISTOGRAM_BUCKETS_S", "add_delay_outputs", "write_delays",
-           "write_histogram",
-           "prometheus_histogram", "delay_rows",
+__all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "add_delay_outputs",
+           "write_delays", "write_histogram", "prometheus_histogram", "delay_rows",
            "histogram_lines", "DelayWriter", "write_histogram_counts", "DELAY_COLUMNS"]
 
 

@@ -39,36 +39,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from host_sw.contracts.config import KIND_CODES, SynopsisConfig
+from host_sw.contracts.config import KIND_CODES
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.frames.frame_format import (
-    CHUNK_BYTES, CONTROL_HEADER_BYTES, ETHERNET_HEADER_BYTES, HEADER_FIELDS, INVALID_FLAGS,
-    KIND_NAMES, MAX_CHUNKS, MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD, PAYLOAD_OFFSET,
-    RESERVED_FIELDS, TYPE_MARKER, TYPE_NAMES, TYPE_SYNOPSIS, VERSION, ControlConfigMismatch,
-    ControlFrameError, DuplicateChunkError, FrameField, InconsistentChunkError,
-    IntervalFlags, MalformedFrameError, MissingChunkError, NotControlFrameError,
-    TruncatedFrameError, UnknownTypeError, UnsupportedVersionError, check_mtu, field_by_name,
-    frames_needed, mac_to_bytes, mac_to_str, words_per_frame, AUTH_KEYED, AUTH_NAMES,
-    AUTH_NONE, TAG_BYTES, BadTagError, ReplayedIntervalError, UnauthenticatedFrameError,
+    CHUNK_BYTES, HEADER_FIELDS, INVALID_FLAGS,
+    KIND_NAMES, MAX_CHUNKS, MTU_PAYLOAD, PAYLOAD_OFFSET,
+    RESERVED_FIELDS, TYPE_MARKER, TYPE_NAMES, TYPE_SYNOPSIS, VERSION,
+    ControlConfigMismatch, DuplicateChunkError, InconsistentChunkError, IntervalFlags, MalformedFrameError, MissingChunkError,
+    TruncatedFrameError, UnknownTypeError, check_mtu, frames_needed, mac_to_bytes, mac_to_str, words_per_frame,
+    AUTH_KEYED, AUTH_NAMES, AUTH_NONE, ReplayedIntervalError,
     check_tail, check_control_start, header_field, seq_after,
 )
+from host_sw.contracts.siphash import TAG_BYTES
 from host_sw.contracts.siphash import ZERO_KEY, siphash_tag
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.synopsis import Synopsis
 
-__all__ = [
-    "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "KIND_CODES", "IntervalFlags",
-    "INVALID_FLAGS", "FrameField", "HEADER_FIELDS", "ETHERNET_HEADER_BYTES",
-    "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD", "MAX_MTU_PAYLOAD",
-    "MIN_MTU_PAYLOAD", "MAX_CHUNKS", "CHUNK_BYTES", "check_mtu", "field_by_name",
-    "words_per_frame", "frames_needed", "mac_to_bytes", "mac_to_str",
-    "MarkerFrame", "SynopsisChunk", "ReassembledSynopsis", "build_marker",
-    "build_synopsis_frames", "parse_control_frame", "SynopsisReassembler", "reassemble",
-    "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
-    "MalformedFrameError", "UnsupportedVersionError", "UnknownTypeError",
-    "ControlConfigMismatch", "DuplicateChunkError", "MissingChunkError",
-    "InconsistentChunkError", "TAG_BYTES", "AUTH_NONE", "AUTH_KEYED", "BadTagError",
-    "UnauthenticatedFrameError", "ReplayedIntervalError", "seq_after",
-]
+__all__ = ["MarkerFrame", "SynopsisChunk", "ReassembledSynopsis", "build_marker",
+           "build_synopsis_frames", "parse_control_frame", "SynopsisReassembler",
+           "reassemble"]
 
 # ---------------------------------------------------------------------------------------
 # Parsed frames

@@ -19,20 +19,18 @@ from host_sw.contracts.config import KIND_CODES
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES, ZERO_KEY, siphash_tag
 
-__all__ = [
-    "VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "TYPE_NAMES", "KIND_NAMES", "IntervalFlags",
-    "INVALID_FLAGS", "FrameField", "HEADER_FIELDS", "RESERVED_FIELDS",
-    "ETHERNET_HEADER_BYTES", "PAYLOAD_OFFSET", "CONTROL_HEADER_BYTES", "MTU_PAYLOAD",
-    "MAX_MTU_PAYLOAD", "MIN_MTU_PAYLOAD", "check_mtu", "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame", "frames_needed",
-    "TAG_BYTES", "AUTH_NONE", "AUTH_KEYED", "AUTH_NAMES", "check_tail", "seq_after",
-    "header_field", "check_control_start",
-    "mac_to_bytes", "mac_to_str",
-    "ControlFrameError", "NotControlFrameError", "TruncatedFrameError",
-    "MalformedFrameError", "UnsupportedVersionError", "UnknownTypeError",
-    "ControlConfigMismatch", "DuplicateChunkError", "MissingChunkError",
-    "InconsistentChunkError", "BadTagError", "UnauthenticatedFrameError",
-    "ReplayedIntervalError",
-]
+__all__ = ["VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "TYPE_NAMES", "KIND_NAMES",
+           "IntervalFlags", "INVALID_FLAGS", "FrameField", "HEADER_FIELDS",
+           "RESERVED_FIELDS", "ETHERNET_HEADER_BYTES", "PAYLOAD_OFFSET",
+           "CONTROL_HEADER_BYTES", "MTU_PAYLOAD", "MAX_MTU_PAYLOAD", "MIN_MTU_PAYLOAD",
+           "check_mtu", "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame",
+           "frames_needed", "AUTH_NONE", "AUTH_KEYED", "AUTH_NAMES", "check_tail",
+           "seq_after", "header_field", "check_control_start", "mac_to_bytes",
+           "mac_to_str", "ControlFrameError", "NotControlFrameError",
+           "TruncatedFrameError", "MalformedFrameError", "UnsupportedVersionError",
+           "UnknownTypeError", "ControlConfigMismatch", "DuplicateChunkError",
+           "MissingChunkError", "InconsistentChunkError", "BadTagError",
+           "UnauthenticatedFrameError", "ReplayedIntervalError"]
 
 #: Format version carried in every frame; a parser rejects other versions. Version 2
 #: added the tag after the content and the ``auth`` byte (issue 11).

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from host_sw.contracts.config import KIND_CODES, SynopsisConfig
+from host_sw.contracts.config import KIND_CODES
+from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.frames.control_frame import build_marker
 from host_sw.contracts.frames.frame_format import (
     AUTH_KEYED, AUTH_NONE, MTU_PAYLOAD, PAYLOAD_OFFSET, MalformedFrameError,

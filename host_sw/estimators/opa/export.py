@@ -26,9 +26,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from host_sw.contracts.config import OpaConfig
-from host_sw.contracts.frames.control_frame import (INVALID_FLAGS, ControlFrameError,
-                                             MissingChunkError, SynopsisReassembler,
-                                             mac_to_str)
+from host_sw.contracts.frames.frame_format import (
+    INVALID_FLAGS, ControlFrameError, MissingChunkError, mac_to_str,
+)
+from host_sw.contracts.frames.control_frame import SynopsisReassembler
 from host_sw.contracts.frames.frame_format import MTU_PAYLOAD, TYPE_SYNOPSIS
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.contracts.opa.records import (TYPE_OPA_RECORDS, IntervalRecords, Point,

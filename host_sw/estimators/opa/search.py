@@ -40,7 +40,7 @@ import numpy as np
 from host_sw.contracts.opa.words import (OPA_PRIME, augmented_hash, modinv, modmul,
                                    node_powers)
 from host_sw.estimators.opa.grid import placed_two_losses, pure_loss, two_moves
-from host_sw.estimators.opa.levels import (CHUNK, candidate_chunks, level_size,
+from host_sw.estimators.opa.levels import (candidate_chunks, level_size,
                                            required_matches)
 from host_sw.estimators.opa.compound import compound_pairs, pair_count, straddling
 from host_sw.estimators.opa.moves import (MoveTable, loss_compounds, loss_one_move,
@@ -49,7 +49,7 @@ from host_sw.estimators.opa.moves import (MoveTable, loss_compounds, loss_one_mo
 from host_sw.estimators.opa.terms import Terms as _Terms
 from host_sw.estimators.opa.terms import known_part as _known_part
 
-__all__ = ["GroupSearch", "search_group", "CHUNK", "FALSE_MATCH_BUDGET", "GRID_LIMIT"]
+__all__ = ["GroupSearch", "search_group", "FALSE_MATCH_BUDGET", "GRID_LIMIT"]
 
 _P = np.uint64(OPA_PRIME)
 #: Default bound of the expected false matches of one searched level (SPEC §8.5): with

@@ -49,12 +49,11 @@ from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators._common import (check_confidence, check_pair, dataclass_to_dict,
                                         fraction_to_float, hoeffding_half_width)
-from host_sw.estimators.rda.decode import (PacketCache, RdaDecoding, RdaSubtraction, decode,
-                                           remove_packets, repair, subtract)
+from host_sw.estimators.rda.decode import (PacketCache, RdaDecoding, decode,
+                                           remove_packets, subtract)
 from host_sw.model.golden_lda_rda_lds import Hashers
 
-__all__ = ["RdaSubtraction", "RdaDecoding", "RdaEstimate", "PacketCache", "subtract",
-           "decode", "repair", "estimate_rda"]
+__all__ = ["RdaEstimate", "estimate_rda"]
 
 
 # ---------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from host_sw.contracts.config import RliConfig
-from host_sw.contracts.frames.control_frame import ControlFrameError
+from host_sw.contracts.frames.frame_format import ControlFrameError
 from host_sw.contracts.frames.frame_format import field_by_name
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.contracts.frames.reference_frame import (REFERENCE_FRAME_BYTES, TYPE_REFERENCE,

@@ -10,7 +10,7 @@ import pytest
 from host_sw.cli import main
 from host_sw.contracts.config import LdaConfig, OpaConfig
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.device.transport import register_fake_device
+from host_sw.device.fake_transport import register_fake_device
 
 OPA = OpaConfig(groups=16, rows=4)
 LDA = LdaConfig(banks=2, rows=256, thresholds=(0, 5))

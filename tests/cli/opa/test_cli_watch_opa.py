@@ -10,7 +10,7 @@ import pytest
 
 from host_sw.cli.main import main
 from host_sw.contracts.config import OpaConfig
-from host_sw.device.transport import register_fake_device
+from host_sw.device.fake_transport import register_fake_device
 from host_sw.model.channel import simulate_interval
 from host_sw.model.golden_opa import opa_synopsis
 

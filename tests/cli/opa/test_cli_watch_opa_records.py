@@ -26,7 +26,7 @@ from host_sw.cli.opa.record_source import SourceEvent
 from host_sw.cli.opa.watch import MAX_NOTES, MAX_PENDING, OpaRecordWatch, _capped
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa.records import build_record_frames
-from host_sw.device.transport import register_fake_device
+from host_sw.device.fake_transport import register_fake_device
 from host_sw.estimators.opa.recovery import PERCENTILES
 from host_sw.estimators.opa.run import opa_records
 from host_sw.estimators.simulate import run_scenario

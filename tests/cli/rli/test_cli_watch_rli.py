@@ -14,7 +14,7 @@ import pytest
 
 from host_sw.cli import main
 from host_sw.contracts.config import LdaConfig, RliConfig
-from host_sw.device.transport import register_fake_device
+from host_sw.device.fake_transport import register_fake_device
 from host_sw.estimators.flows import flow_label
 from host_sw.estimators.rli.estimate import aggregate, estimate_flows, simulated_synopses
 from host_sw.model.channel import Scenario

@@ -5,7 +5,8 @@ not taken for a marker."""
 import pytest
 
 from host_sw.contracts.config import RliConfig
-from host_sw.contracts.frames.control_frame import UnknownTypeError, parse_control_frame
+from host_sw.contracts.frames.frame_format import UnknownTypeError
+from host_sw.contracts.frames.control_frame import parse_control_frame
 from host_sw.contracts.frames.frame_format import BadTagError, UnauthenticatedFrameError
 from host_sw.contracts.frames.reference_frame import (REFERENCE_FRAME_BYTES, TYPE_REFERENCE,
                                                build_reference, parse_reference)

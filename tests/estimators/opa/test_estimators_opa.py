@@ -10,7 +10,8 @@ from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa.words import group_of
 from host_sw.estimators.opa.recovery import recover_interval, summary
 from host_sw.estimators.opa.grid import _pure_loss_chunks, _Without, pure_loss
-from host_sw.estimators.opa.search import _Terms, search_group
+from host_sw.estimators.opa.terms import Terms as _Terms
+from host_sw.estimators.opa.search import search_group
 from host_sw.model.golden_opa import PacketRecords, opa_sender, opa_synopsis
 
 CONFIG = OpaConfig(groups=16, rows=4)

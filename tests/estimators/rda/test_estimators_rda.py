@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host_sw.contracts.config import ConfigMismatch, LdaConfig, RdaConfig
-from host_sw.estimators.rda.estimate import PacketCache, decode, estimate_rda, repair, subtract
+from host_sw.contracts.config_base import ConfigMismatch
+from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.estimators.rda.decode import PacketCache, decode, repair, subtract
+from host_sw.estimators.rda.estimate import estimate_rda
 from host_sw.estimators.rda.late import (estimate_set_difference, late_binding_buckets,
                                          rda_from_caches)
 from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, update

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host_sw.contracts.config import RdaConfig
-from host_sw.estimators.rda.estimate import PacketCache, decode, estimate_rda, subtract
+from host_sw.estimators.rda.decode import PacketCache, decode, subtract
+from host_sw.estimators.rda.estimate import estimate_rda
 from host_sw.estimators.rda.decode import BucketPositions
 from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, update
 

@@ -19,9 +19,10 @@ from host_sw.contracts.check_value import check_value, plausibility_problem
 from host_sw.model import golden_lda_rda_lds as golden
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.hash_fields import field_hash, lds_digest
-from hw.counters.counter_bank import (
-    CopyState, CounterBank, frozen_read_signature, lane_geometry, update_request_signature,
-    word_layout,
+from hw.counters.copy_control import CopyState
+from hw.counters.counter_bank import CounterBank
+from hw.counters.bank_layout import (
+    frozen_read_signature, lane_geometry, update_request_signature, word_layout,
 )
 
 SMALL_LDA = LdaConfig(banks=2, rows=8, thresholds=(0, 1))

@@ -13,9 +13,9 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.frames.control_frame import (
-    IntervalFlags, MarkerFrame, build_marker, build_synopsis_frames, parse_control_frame,
-    reassemble,
+    MarkerFrame, build_marker, build_synopsis_frames, parse_control_frame, reassemble,
 )
 from host_sw.contracts.synopsis import Synopsis
 from hw.inband.marker_source import MarkerFrameSource

@@ -9,7 +9,7 @@ and CONFIG_ID.
 
 from amaranth.sim import Simulator
 
-from host_sw.contracts.frames.control_frame import IntervalFlags
+from host_sw.contracts.frames.frame_format import IntervalFlags
 from hw.interval.interval_ledger import IntervalLedger
 
 TIME_MODE = int(IntervalFlags.TIME_MODE)

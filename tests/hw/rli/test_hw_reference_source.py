@@ -8,7 +8,7 @@ import numpy as np
 from amaranth.hdl import Elaboratable, Module, Signal
 
 from host_sw.contracts.config import RliConfig
-from host_sw.contracts.frames.control_frame import ControlFrameError
+from host_sw.contracts.frames.frame_format import ControlFrameError
 from host_sw.contracts.frames.reference_frame import parse_reference
 from hw.frames.frame_merger import FrameMerger
 from hw.rli.reference_source import ReferenceFrameSource

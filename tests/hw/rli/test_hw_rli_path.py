@@ -18,7 +18,7 @@ from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.lib.memory import Memory
 
 from host_sw.contracts.config import LdaConfig, RliConfig
-from host_sw.contracts.frames.control_frame import ControlFrameError
+from host_sw.contracts.frames.frame_format import ControlFrameError
 from host_sw.contracts.frames.reference_frame import parse_reference
 from host_sw.contracts.hashing import FrameClass
 from host_sw.model.golden_lda_rda_lds import Hashers
