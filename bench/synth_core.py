@@ -5,7 +5,7 @@ path for the LDA, RDA, LDS and OPA cores on speed grades 8 and 6.
 Where it sits (``docs/DESIGN.md``, "Figures the product must reach"): this produces the timing
 figures of ``docs/HARDWARE.md``. It extends ``bench/lda_core_synth.py`` (one core, one
 device) to a matrix: for each core configuration the whole core
-(:class:`hw.lda_pipeline.LdaCore`, counter RAMs as DP16KD with output registers) behind
+(:class:`hw.lda_pipeline.MeasurementCore`, counter RAMs as DP16KD with output registers) behind
 the registered boundary of ``bench/synth_harness.py`` (every input from a flip-flop,
 every output into one, two pins: how IP cores are timed; ``--harness pads`` puts every
 port of :class:`hw.verilog_export.AxisTop` on a pin instead, which measures pin placement
@@ -40,7 +40,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-from hw.lda_pipeline import LdaCore
+from hw.lda_pipeline import MeasurementCore
 from hw.verilog_export import AxisTop
 
 from bench import OUT, ROOT
@@ -74,7 +74,7 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
     v_path = folder / f"{top}.v"
     net_path = folder / f"{top}.json"
     yosys_log = folder / "yosys.log"
-    core = LdaCore(config=config, data_width=64, memory="ecp5")
+    core = MeasurementCore(config=config, data_width=64, memory="ecp5")
     result = {
         "core": name, "label": CORES[name]["label"], "harness": harness,
         "config": config.to_dict() | {"data_width": 64, "memory": "ecp5"},

@@ -3,7 +3,7 @@
 
 Where it sits (``DESIGN.md``: "CSR register bank ◄── bus bridge ◄── UART (board)"): a
 board with two measurement cores (the inline tap measures each direction with its own
-:class:`hw.lda_pipeline.LdaCore`) has one UART. This router sits between the UART PHY
+:class:`hw.lda_pipeline.MeasurementCore`) has one UART. This router sits between the UART PHY
 (:class:`hw.bus.uart.UART`) and the cores' own UARTBone byte ports (``bus_rx`` / ``bus_tx``):
 it reads each command's 6-byte header (STYLE.md §5: command, length, 32-bit big-endian
 word address), picks the core from word-address bit ``select_bit`` (core ``k`` at word

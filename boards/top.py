@@ -4,7 +4,7 @@ targets (``python -m boards.<board>``).
 
 Where it sits (``DESIGN.md``): the outermost layer of the gateware — the board's Ethernet
 PHYs give "frames in / frames out" (:mod:`boards.rgmii`), the board's UART carries the
-host bus (:class:`hw.bus.uart.UART` → UARTBone), and :class:`hw.lda_pipeline.LdaCore` does
+host bus (:class:`hw.bus.uart.UART` → UARTBone), and :class:`hw.lda_pipeline.MeasurementCore` does
 the measuring in the core clock domain ``sync`` (the board's default clock).
 
 * :class:`InlineTapTop`: a two-port inline tap. Frames received on RGMII port 0 leave on
@@ -44,7 +44,7 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_args import config_from_args, default_config_namespace
 from host_sw.contracts.csr_export import write_csr_files
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
-from hw.lda_pipeline import LdaCore
+from hw.lda_pipeline import MeasurementCore
 from hw.bus.uart import UART
 
 from .bus_router import UARTBoneRouter
@@ -170,7 +170,7 @@ def _check_board_options(top, skew, phy_reset_ms, uart_baud) -> None:
 
 
 class InlineTapTop(Elaboratable):
-    """Two-port inline tap: RGMII port 0 ⇄ port 1, one :class:`LdaCore` per direction.
+    """Two-port inline tap: RGMII port 0 ⇄ port 1, one :class:`MeasurementCore` per direction.
 
     Parameters
     ----------
@@ -204,7 +204,7 @@ class InlineTapTop(Elaboratable):
         self.config = config if config is not None else LdaConfig()
         self.data_width = data_width
         self.core_names = tuple(d for d in self.DIRECTIONS if d in directions)
-        self.cores = [LdaCore(config=self.config, data_width=data_width)
+        self.cores = [MeasurementCore(config=self.config, data_width=data_width)
                       for _ in self.core_names]
 
     def elaborate(self, platform):
@@ -258,7 +258,7 @@ class InlineTapTop(Elaboratable):
 
 
 class MonitorTop(Elaboratable):
-    """Single-port passive monitor: RGMII port 0 receives, one :class:`LdaCore` measures,
+    """Single-port passive monitor: RGMII port 0 receives, one :class:`MeasurementCore` measures,
     the pass-through output is discarded; the core's bridge is on the UART directly."""
 
     core_names = ("port0",)
@@ -268,7 +268,7 @@ class MonitorTop(Elaboratable):
         _check_board_options(self, skew, phy_reset_ms, uart_baud)
         self.config = config if config is not None else LdaConfig()
         self.data_width = data_width
-        self.cores = [LdaCore(config=self.config, data_width=data_width)]
+        self.cores = [MeasurementCore(config=self.config, data_width=data_width)]
 
     def elaborate(self, platform):
         m = Module()

@@ -1,17 +1,20 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Gateware (Amaranth 0.5) of the flow-through LDA / RDA / LDS measurement point.
+"""Gateware (Amaranth 0.5) of the flow-through measurement point: LDA, RDA, LDS, OPA, RLI.
 
-Data flow (``docs/DESIGN.md``, "Data flow of a packet" and "Data flow of a counter"):
-frames in → pass-through → frame merger (:mod:`hw.frames.frame_merger`) → frames out, with the
-measurement side watching the input transfers: header tap (:mod:`hw.frames.header_tap`) → H3
-hasher (:mod:`hw.hash_h3`) → bucket selection (:mod:`hw.counters.bucket_select`, per kind
-:mod:`hw.kinds`, :mod:`hw.counters.kind_select`) → counter bank (:mod:`hw.counters.counter_bank`,
-:mod:`hw.counters.copy_control`, RAMs in :mod:`hw.backends`). Intervals: :mod:`hw.interval.interval_control`
-and :mod:`hw.interval.interval_ledger` (markers: :mod:`hw.inband.marker_source`, :mod:`hw.inband.marker_watch`, tags:
-:mod:`hw.inband.siphash`); export: :mod:`hw.inband.exporter`, :mod:`hw.inband.control_frame_tx`;
-registers: :mod:`hw.bus.csr` (:mod:`hw.bus.csr_decode`, :mod:`hw.bus.counter_window`) over
-:mod:`hw.bus.uartbone` and :mod:`hw.bus.uart`. :mod:`hw.lda_pipeline` composes the core and
-exports it (:mod:`hw.verilog_export`). Every contract (hash rows, masks, layouts,
-register map, frame format) is imported from :mod:`host_sw.contracts`, never re-typed here;
-``hw`` imports nothing else of the host package.
+:mod:`hw.lda_pipeline` composes the core (:class:`~hw.lda_pipeline.MeasurementCore`) and
+exports it (:mod:`hw.verilog_export`); :mod:`hw.measurement_path` and :mod:`hw.kinds` say
+which measurement path each kind builds. The folders follow the data flow
+(``docs/DESIGN.md``, "The layout"):
+
+- :mod:`hw.frames` — the frame stream: beats, timebase, header tap, frame merger;
+- :mod:`hw.hash_h3` — the H3 hasher;
+- :mod:`hw.counters` — LDA/RDA/LDS bucket selection and the double-buffered counter bank;
+- :mod:`hw.opa`, :mod:`hw.rli` — the other kinds' measurement paths;
+- :mod:`hw.interval` — when an interval ends, and the ledger that swaps the copies;
+- :mod:`hw.inband` — in-band frames (markers, exports) and their SipHash tags;
+- :mod:`hw.bus` — CSR bank, register wiring, UARTBone bridge, UART;
+- :mod:`hw.arith` — arithmetic and pipeline primitives; :mod:`hw.backends` — vendor RAMs.
+
+Every contract (hash rows, masks, layouts, register map, frame format) is imported from
+:mod:`host_sw.contracts`, never re-typed here; ``hw`` imports nothing else of the host.
 """

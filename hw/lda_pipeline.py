@@ -93,9 +93,9 @@ progress too, and with it the data path behind it — keep ``m_axis_export_tread
 Latencies
 ---------
 * pass-through: :data:`PASSTHROUGH_LATENCY` = 1 cycle, independent of the configuration;
-* measurement: :attr:`LdaCore.measurement_latency` cycles from a frame's EOF acceptance to
+* measurement: :attr:`MeasurementCore.measurement_latency` cycles from a frame's EOF acceptance to
   its update request at the counter bank (merger watch copy 1 + watch delay
-  :attr:`LdaCore.TAP_WATCH_DELAY` (47: a marker's tag is checked before its boundary) +
+  :attr:`MeasurementCore.TAP_WATCH_DELAY` (47: a marker's tag is checked before its boundary) +
   tap 1 + the measurement path's latency (hasher + selector 4 for LDA/RDA/LDS; for the
   default LDA core with a 64-byte window 1 + 47 + 1 + 12 + 4 = 65), then
   ``CounterBank.UPDATE_LATENCY`` to the memory write.
@@ -142,7 +142,7 @@ from hw.frames.timebase import Timebase
 from hw.bus.uartbone import DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles, timeout_to_cycles
 from hw.verilog_export import export_main
 
-__all__ = ["PASSTHROUGH_LATENCY", "DEFAULT_CLK_FREQ", "LdaCore", "main"]
+__all__ = ["PASSTHROUGH_LATENCY", "DEFAULT_CLK_FREQ", "MeasurementCore", "main"]
 
 #: Cycles from a beat's transfer on ``s_axis`` to its ``m_axis.valid`` (no backpressure).
 PASSTHROUGH_LATENCY = 1
@@ -151,7 +151,7 @@ PASSTHROUGH_LATENCY = 1
 DEFAULT_CLK_FREQ = 100e6
 
 
-class LdaCore(wiring.Component):
+class MeasurementCore(wiring.Component):
     """The measurement core: pass-through, measurement pipeline, counters and CSR bus.
 
     A composition root: it creates the named components of the module docstring and wires
@@ -428,8 +428,8 @@ class LdaCore(wiring.Component):
 
 def main(argv=None) -> int:
     """``python -m hw.lda_pipeline``: :func:`hw.verilog_export.export_main` for
-    :class:`LdaCore`."""
-    return export_main(argv, make_core=LdaCore)
+    :class:`MeasurementCore`."""
+    return export_main(argv, make_core=MeasurementCore)
 
 
 if __name__ == "__main__":

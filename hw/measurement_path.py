@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Which measurement path a core of each synopsis kind builds, and the interface they share.
 
-:class:`hw.lda_pipeline.LdaCore` is one core for every kind: pass-through and frame merger,
+:class:`hw.lda_pipeline.MeasurementCore` is one core for every kind: pass-through and frame merger,
 header tap, interval control and ledger, CSR bank and bridge, exporter. What differs by kind
 is the *measurement path* between the tap's records and the frozen copy the bus and the
 exporter read: :data:`PATHS` names it by ``config.kind`` (docs/DESIGN.md, "Adding a
@@ -25,7 +25,7 @@ synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
   (``In(48)``: LOCAL_MAC / EXPORT_DST_MAC), ``frame_config_id`` (``In(32)``),
   ``frame_key`` (``In(128)``) / ``frame_auth`` (``In(1)``) (AUTH_KEY / AUTH_MODE.enable);
 * optionally ``watch`` (``In(FrameMonitor(data_width))``): the merger's undelayed watch
-  copy of the output stream, which the tap sees ``LdaCore.TAP_WATCH_DELAY`` cycles later
+  copy of the output stream, which the tap sees ``MeasurementCore.TAP_WATCH_DELAY`` cycles later
   (a frame's tap record comes ``TAP_WATCH_DELAY + 1`` cycles after its EOF there), for
   checks that must be done before the frame's record (RLI's reference tags); such a path
   has the attribute ``watch_lead`` (that figure as it assumes it; the core checks it).

@@ -2,7 +2,7 @@
 """The measurement core as a Verilog module: flat AXI4-Stream ports and the export.
 
 Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): around
-:class:`hw.lda_pipeline.LdaCore`, at the edge of the gateware — the ports of the Verilog
+:class:`hw.lda_pipeline.MeasurementCore`, at the edge of the gateware — the ports of the Verilog
 module (``lda_core`` unless renamed) that cocotb benches and other designs attach to, with
 the register map exports (``csr.csv`` / ``csr.json``) written beside it.
 ``python -m hw.lda_pipeline`` is the command line (:func:`export_main`); the interface is
@@ -45,7 +45,7 @@ _TRIGGER_USE = re.compile(r"^\s*if \((\\\S+ )\) begin end$", re.M)
 
 
 class AxisTop(wiring.Component):
-    """Flat AXI4-Stream port names around an :class:`hw.lda_pipeline.LdaCore`, for the
+    """Flat AXI4-Stream port names around an :class:`hw.lda_pipeline.MeasurementCore`, for the
     Verilog export (cocotbext-axi attaches with the bus prefixes ``s_axis`` /
     ``m_axis``)."""
 
@@ -126,7 +126,7 @@ def export_verilog(core, path, *, name: str = DEFAULT_MODULE_NAME) -> list[Path]
 
 def export_main(argv=None, *, make_core) -> int:
     """The export command line (``python -m hw.lda_pipeline``): ``make_core`` is the
-    core class (:class:`hw.lda_pipeline.LdaCore`)."""
+    core class (:class:`hw.lda_pipeline.MeasurementCore`)."""
     parser = argparse.ArgumentParser(
         prog="python -m hw.lda_pipeline",
         description="Export the measurement core of a synopsis kind as Verilog (module lda_core) "

@@ -153,7 +153,7 @@ class SimulatedHost:
     ----------
     core :
         The component with the ``bus_rx`` and ``bus_tx`` byte streams (an
-        :class:`hw.lda_pipeline.LdaCore`).
+        :class:`hw.lda_pipeline.MeasurementCore`).
     timeout_cycles : int
         Clocks the bridge may stay silent before a command fails.
     name : str

@@ -29,7 +29,7 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.driver import Device
 from host_sw.device.snapshot import Snapshot
 
-from hw.lda_pipeline import LdaCore
+from hw.lda_pipeline import MeasurementCore
 from sim_tb.frames import min_size_burst
 from sim_tb.runner import CoreParams, long_run
 from sim_tb.scoreboard import expected_status, expected_synopsis, synopsis_difference
@@ -40,7 +40,7 @@ __all__ = ["ldactl_while_simulating", "SWAP_SETTLE", "LONG", "SCALE", "TIMEOUT_M
            "read_frozen_info", "CoreHarness"]
 
 #: Cycles between the last frame out and a host swap (see ``settle``).
-SWAP_SETTLE = LdaCore.TAP_WATCH_DELAY + 2
+SWAP_SETTLE = MeasurementCore.TAP_WATCH_DELAY + 2
 
 LONG = long_run()
 SCALE = 10 if LONG else 1
@@ -202,7 +202,7 @@ class CoreHarness(CoreTB):
 
     async def settle(self):
         """Let the frames that have left the core reach the counters' tap, which watches
-        the stream ``LdaCore.TAP_WATCH_DELAY`` cycles late (47: a marker's tag is checked
+        the stream ``MeasurementCore.TAP_WATCH_DELAY`` cycles late (47: a marker's tag is checked
         before its boundary): a host swap ends the interval at the tap, so a frame still in
         the delay line would count in the next one."""
         await ClockCycles(self.dut.clk, SWAP_SETTLE)

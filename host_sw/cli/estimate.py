@@ -61,8 +61,8 @@ def add_estimate_parser(sub) -> None:
                        description="Estimate from two snapshot JSON files (ldactl read -o), "
                                    "two captures of exported control frames (needs "
                                    "--config), or two pcap/pcapng captures of the same "
-                                   "traffic at the two points (LDA/RDA/LDS offline, read "
-                                   "as streams: any size).",
+                                   "traffic at the two points (every kind; LDA, RDA, LDS "
+                                   "and RLI read as streams: any size).",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("sender")
     p.add_argument("receiver")

@@ -46,7 +46,7 @@ _PARSERS = (add_simulate_parser, add_info_parser, add_config_parser, add_read_pa
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ldactl",
-        description="Passive latency and loss measurement with LDA, RDA and LDS synopses.")
+        description="Passive latency and loss measurement with LDA, RDA, LDS, OPA and RLI.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add_parser in _PARSERS:
         add_parser(sub)

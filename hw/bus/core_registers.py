@@ -3,7 +3,7 @@
 
 Where it sits (``docs/DESIGN.md``, "Data flow of a counter", step 3, and "Adding a
 synopsis kind", item 4): between the CSR bank (:class:`hw.bus.csr.CsrBank`, generated from
-the register map) and the components :class:`hw.lda_pipeline.LdaCore` composes — the
+the register map) and the components :class:`hw.lda_pipeline.MeasurementCore` composes — the
 run-time configuration (MASKS, THRESHOLDS) and the kind's own registers into the
 measurement path (:mod:`hw.measurement_path`), the counter window's reads through the
 shared frozen read port, and the read-only status registers out of the ledger, the

@@ -4,7 +4,7 @@
 In docs/DESIGN.md's "Data flow of a counter" this is the step between the counter bank's
 frozen-copy read port (:func:`hw.counters.counter_bank.frozen_read_signature`) and the bus: the
 host reads counter word ``i`` chunk ``c`` at ``window.address + i * chunks + c``
-(:class:`host_sw.contracts.regmap.CounterWindow`). :class:`CounterWindow` splits the
+(:class:`host_sw.contracts.registers.CounterWindow`). :class:`CounterWindowReader` splits the
 window offset into word index and chunk, reads the word through the read port for chunk
 0 (keeping it in a shadow) and answers the other chunks from that shadow.
 
@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.registers import BUS_DATA_BITS, CounterWindow as WindowMap
 
-__all__ = ["counter_read_signature", "window_addr_bits", "CounterWindow"]
+__all__ = ["counter_read_signature", "window_addr_bits", "CounterWindowReader"]
 
 _W = BUS_DATA_BITS
 
@@ -54,7 +54,7 @@ def window_addr_bits(window: WindowMap) -> int:
     return max(1, (window.buckets - 1).bit_length())
 
 
-class CounterWindow(wiring.Component):
+class CounterWindowReader(wiring.Component):
     """Reads of the counter window: offset → (word, chunk) → read port or shadow.
 
     A read starts with ``start`` (one cycle, ``offset`` stable). For chunk 0 the window
@@ -70,7 +70,7 @@ class CounterWindow(wiring.Component):
 
     Parameters
     ----------
-    window : host_sw.contracts.regmap.CounterWindow
+    window : host_sw.contracts.registers.CounterWindow
     addr_bits : int
         Width of ``counters.addr`` (at least enough for ``window.buckets`` words).
     timeout : int
@@ -88,7 +88,7 @@ class CounterWindow(wiring.Component):
 
     def __init__(self, *, window: WindowMap, addr_bits: int, timeout: int):
         if not isinstance(window, WindowMap):
-            raise ValueError(f"window must be a host_sw.contracts.regmap.CounterWindow, "
+            raise ValueError(f"window must be a host_sw.contracts.registers.CounterWindow, "
                              f"not {window!r}")
         needed = window_addr_bits(window)
         if addr_bits < needed:

@@ -19,7 +19,7 @@ read latency plus one.
 The bank is layered like amaranth-soc's CSR infrastructure, each layer a component with
 its own tests: :class:`hw.bus.csr_decode.CsrDecoder` (two-level one-hot address decode),
 :class:`hw.bus.csr_decode.CsrReadMux` (the read multiplexer in three registered levels, the
-wide registers' read shadow), :class:`hw.bus.counter_window.CounterWindow` (counter-window
+wide registers' read shadow), :class:`hw.bus.counter_window.CounterWindowReader` (counter-window
 reads and their divider); :class:`CsrBank` holds the request sequencer, the stored values
 and the write shadow, and wires the layers together. It is pipelined for the core's clock:
 every select and clock enable is a register (timing figures in docs/HARDWARE.md).
@@ -65,7 +65,7 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.registers import BUS_DATA_BITS
 from host_sw.contracts.regmap import RegisterMap
-from hw.bus.counter_window import CounterWindow, counter_read_signature, window_addr_bits
+from hw.bus.counter_window import CounterWindowReader, counter_read_signature, window_addr_bits
 from hw.bus.csr_decode import CsrDecoder, CsrReadMux, register_slots
 
 __all__ = ["csr_bus_signature", "register_layout", "register_signature", "CsrBank"]
@@ -149,7 +149,7 @@ class CsrBank(wiring.Component):
         if counter_addr_bits is None:
             counter_addr_bits = window_addr_bits(regmap.window)
         # checks counter_addr_bits and window_timeout
-        self._window = CounterWindow(window=regmap.window, addr_bits=counter_addr_bits,
+        self._window = CounterWindowReader(window=regmap.window, addr_bits=counter_addr_bits,
                                      timeout=window_timeout)
         self.regmap = regmap
         self.window_timeout = window_timeout

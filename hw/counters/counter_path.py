@@ -2,7 +2,7 @@
 """The measurement path of LDA, RDA and LDS: tap records → H3 hasher → bucket selector →
 double-buffered counter bank.
 
-Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): :class:`hw.lda_pipeline.LdaCore`
+Where it sits (``docs/DESIGN.md``, "Data flow of a packet"): :class:`hw.lda_pipeline.MeasurementCore`
 feeds it the header tap's records (:class:`hw.frames.header_tap.HeaderTap`; the interval
 boundary travels in the record order as ``record.swap``) and wires its ports to the
 interval ledger, the CSR bank and the exporter. Its ports are the *measurement path

@@ -5,7 +5,7 @@ Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): between the counte
 frozen read port (:func:`hw.counters.counter_bank.frozen_read_signature`) and its two readers, the
 CSR bank's counter window (the host reading a snapshot over the bus) and the exporter
 (:class:`hw.inband.exporter.Exporter`, streaming the snapshot as chunk frames).
-:func:`hw.bus.core_registers.wire_frozen_reads` wires it into :class:`hw.lda_pipeline.LdaCore`.
+:func:`hw.bus.core_registers.wire_frozen_reads` wires it into :class:`hw.lda_pipeline.MeasurementCore`.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal

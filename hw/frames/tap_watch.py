@@ -3,9 +3,9 @@
 
 Where it sits (``docs/DESIGN.md``, "Data flow of a packet", step 1): between the frame
 merger's watch copy of the accepted beats (:class:`hw.frames.frame_merger.FrameMerger`) and the
-header tap (:class:`hw.frames.header_tap.HeaderTap`) of :class:`hw.lda_pipeline.LdaCore`. The
+header tap (:class:`hw.frames.header_tap.HeaderTap`) of :class:`hw.lda_pipeline.MeasurementCore`. The
 interval control watches the undelayed copy; the tap sees it ``delay`` cycles later
-(``LdaCore.TAP_WATCH_DELAY``), with the timebase delayed alike, so every boundary request
+(``MeasurementCore.TAP_WATCH_DELAY``), with the timebase delayed alike, so every boundary request
 is pending before the tap sees the next frame's SOF. The core calls
 :func:`wire_tap_watch` from its ``elaborate``; the registers go into the core's module.
 """

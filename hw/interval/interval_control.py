@@ -52,7 +52,7 @@ crossing or ``marker_sent`` (modes 0–2), and :data:`RECEIVE_LATENCY` cycles af
 marker's EOF transfer on ``watch`` (mode 3). The top must show its tap the watched stream
 late enough that a request reaches its pending register before the tap sees the next
 frame's SOF, so that frame already belongs to the new interval (``hw.lda_pipeline``:
-``LdaCore.TAP_WATCH_DELAY``).
+``MeasurementCore.TAP_WATCH_DELAY``).
 """
 
 from types import SimpleNamespace

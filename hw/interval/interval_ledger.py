@@ -8,7 +8,7 @@ counters). The ledger decides *when* the boundary is taken (at the next frame bo
 the tap, never while a swap is still travelling through the measurement pipeline),
 whether it is a swap or an overrun, and keeps, per counter copy, the status the host
 reads back and the exporter sends with the snapshot: sequence number, flags, timestamp,
-packet count and CONFIG_ID. :class:`hw.lda_pipeline.LdaCore` wires it between the
+packet count and CONFIG_ID. :class:`hw.lda_pipeline.MeasurementCore` wires it between the
 interval control, the tap, the bucket selector, the counter bank, the CSR bank and the
 exporter; the module docstring of :mod:`hw.lda_pipeline` describes the behaviour the host
 sees.

@@ -40,7 +40,7 @@ other copy active, the old one FROZEN once its last packet is written (``latency
 cycles) and its check value computed (:class:`hw.counters.freeze_check.FreezeCheck`, reused: one
 read per group through the read port, the counter bank's ``frozen_check``), readable on the read port (``read_error`` when not FROZEN) until ``release``
 clears it (``groups`` cycles). :class:`hw.opa.opa_path.OpaPath` puts it on the core's frame
-path (:class:`hw.lda_pipeline.LdaCore` of kind ``opa``).
+path (:class:`hw.lda_pipeline.MeasurementCore` of kind ``opa``).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal

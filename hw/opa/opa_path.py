@@ -2,7 +2,7 @@
 """The measurement path of OPA: tap records → H3 packet hash → the sender's per-group
 ``(w, B_0..B_{k−1})`` words (:class:`hw.opa.cah.OpaCah`, double buffered).
 
-Where it sits (``docs/DESIGN.md``, "Adding a synopsis kind"): :class:`hw.lda_pipeline.LdaCore`
+Where it sits (``docs/DESIGN.md``, "Adding a synopsis kind"): :class:`hw.lda_pipeline.MeasurementCore`
 of an :class:`~host_sw.contracts.config.OpaConfig` builds it in place of the counter path
 of LDA/RDA/LDS (:data:`hw.measurement_path.PATHS`) and wires its ports — the *measurement
 path interface* (:func:`hw.counters.counter_path.path_members`) — to the interval ledger, the CSR

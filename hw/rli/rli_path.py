@@ -3,7 +3,7 @@
 receiver's interpolation and per-flow counters, in one core.
 
 Where it sits (``docs/DESIGN.md``, "Adding a synopsis kind"; ``docs/SPEC.md`` "RLI"):
-:class:`hw.lda_pipeline.LdaCore` builds it from :data:`hw.measurement_path.PATHS` and
+:class:`hw.lda_pipeline.MeasurementCore` builds it from :data:`hw.measurement_path.PATHS` and
 wires the interface that module documents. Inside:
 
 * **receiving side** — tap records ► :class:`hw.rli.front.RliFront` (H3 flow hashes →
@@ -64,7 +64,7 @@ from hw.arith.stages import delayed
 __all__ = ["RliPath", "WATCH_LEAD"]
 
 #: Cycles from a frame's EOF on ``watch`` to its tap record in :class:`hw.lda_pipeline.
-#: LdaCore`: the tap's watch delay (``LdaCore.TAP_WATCH_DELAY`` = RECEIVE_LATENCY + 1)
+#: MeasurementCore`: the tap's watch delay (``MeasurementCore.TAP_WATCH_DELAY`` = RECEIVE_LATENCY + 1)
 #: and the tap's record register (1). The core checks it against its own figures.
 WATCH_LEAD = RECEIVE_LATENCY + 2
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Stand-in for the exported LdaCore, used only to test the cocotb infrastructure
+// Stand-in for the exported MeasurementCore, used only to test the cocotb infrastructure
 // (runner, AXI-Stream source/sink, pause generators, byte-stream driver) without the
 // real core: the same top-level ports, a one-register AXI-Stream pipeline stage, and the
 // bus byte stream looped back (bus_rx -> bus_tx).

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Bad input into the whole core (hw.lda_pipeline.LdaCore) on Amaranth's simulator, the
+"""Bad input into the whole core (hw.lda_pipeline.MeasurementCore) on Amaranth's simulator, the
 tests that stay (issue 11, item 7).
 
 * Frame lengths swept around the limits, as verilog-ethernet's tests sweep theirs: every
@@ -42,7 +42,7 @@ from host_sw.contracts.uartbone import (
 )
 from host_sw.model.golden_lda_rda_lds import hash_frames, update
 from hw.frames.frame import beats_to_frames
-from hw.lda_pipeline import LdaCore
+from hw.lda_pipeline import MeasurementCore
 from sim_tb.amaranth_host import SimulatedHost
 from sim_tb.amaranth_streams import Sink, Source, simulate, wait_until
 
@@ -120,7 +120,7 @@ def end_interval(device):
 def test_frame_length_sweep_counters_passthrough_and_golden(data_width, large):
     rng = random.Random(data_width)
     frames = sweep_frames(rng, large)
-    core = LdaCore(config=CONFIG, data_width=data_width,
+    core = MeasurementCore(config=CONFIG, data_width=data_width,
                    bridge_timeout_cycles=BRIDGE_TIMEOUT)
     host = SimulatedHost(core)
     source = Source(core.s_axis, data_width, random.Random(1), p_valid=0.8)
@@ -279,7 +279,7 @@ def read_all(device, names):
 @pytest.mark.parametrize("seed", range(3))
 def test_bridge_noise_then_pause_leaves_registers_as_written(seed):
     rng = random.Random(100 + seed)
-    core = LdaCore(config=CONFIG, data_width=64, bridge_timeout_cycles=BRIDGE_TIMEOUT)
+    core = MeasurementCore(config=CONFIG, data_width=64, bridge_timeout_cycles=BRIDGE_TIMEOUT)
     host = SimulatedHost(core)
     results = {}
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The whole core (hw.lda_pipeline.LdaCore) on Amaranth's simulator: frames pass through
+"""The whole core (hw.lda_pipeline.MeasurementCore) on Amaranth's simulator: frames pass through
 bit-exact, in order, with a fixed latency and honoured backpressure; the counters and
 status read over the UARTBone byte stream by the host driver (host_sw.device.driver.Device,
 through sim_tb.amaranth_host) equal host_sw.model.golden_lda_rda_lds; swap / overrun / release
@@ -17,7 +17,7 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass, classify_frame, default_masks
 from host_sw.contracts.regmap import register_map
 from hw.frames.frame import beats_to_frames, frame_to_beats
-from hw.lda_pipeline import PASSTHROUGH_LATENCY, LdaCore
+from hw.lda_pipeline import PASSTHROUGH_LATENCY, MeasurementCore
 from sim_tb.amaranth_host import SimulatedHost
 
 
@@ -47,14 +47,14 @@ def mixed_frames(rng, n):
 
 
 class CoreTraffic:
-    """The frame side of one LdaCore on the simulator: a frame source and a frame sink
+    """The frame side of one MeasurementCore on the simulator: a frame source and a frame sink
     (background testbenches) and the golden model of what was sent. Its bus is reached by
     the host driver (:class:`sim_tb.amaranth_host.SimulatedHost`)."""
 
     def __init__(self, config, data_width, *, seed):
         self.config = config
         self.data_width = data_width
-        self.dut = LdaCore(config=config, data_width=data_width, bridge_timeout_cycles=64)
+        self.dut = MeasurementCore(config=config, data_width=data_width, bridge_timeout_cycles=64)
         self.rng = random.Random(seed)
         self.to_send = []          # (frame, error) queue for the source
         self.sent = []             # (frame, error, sof_cycle) in input order

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Interval control and export wired into the whole core (hw.lda_pipeline.LdaCore), on
+"""Interval control and export wired into the whole core (hw.lda_pipeline.MeasurementCore), on
 Amaranth's simulator: a sender core in marker-send mode feeding a receiver core in
 marker-receive mode through a lossy channel (both devices' intervals equal host_sw.model.golden_lda_rda_lds
 for the frames each saw, with matching sequence numbers; a spoofed marker is rejected; a
@@ -26,7 +26,7 @@ from host_sw.model.golden_lda_rda_lds import hash_frames, update
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, default_masks
 from hw.frames.frame import beats_to_frames, frame_to_beats
-from hw.lda_pipeline import LdaCore
+from hw.lda_pipeline import MeasurementCore
 from sim_tb.amaranth_host import SimulatedHost
 from sim_tb.amaranth_streams import simulate, wait_until
 
@@ -141,8 +141,8 @@ def read_frozen(device, names):
 
 def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
     config = LdaConfig(banks=2, rows=8, thresholds=(0, 2), **WINDOW)
-    sender = LdaCore(config=config, data_width=W, bridge_timeout_cycles=64)
-    receiver = LdaCore(config=config, data_width=W, bridge_timeout_cycles=64)
+    sender = MeasurementCore(config=config, data_width=W, bridge_timeout_cycles=64)
+    receiver = MeasurementCore(config=config, data_width=W, bridge_timeout_cycles=64)
     top = Module()
     top.submodules.sender = sender
     top.submodules.receiver = receiver
@@ -288,7 +288,7 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
 
 def test_time_mode_boundaries_overrun_and_host_export():
     config = LdaConfig(banks=2, rows=4, thresholds=(0, 2), **WINDOW)
-    core = LdaCore(config=config, data_width=W, bridge_timeout_cycles=64)
+    core = MeasurementCore(config=config, data_width=W, bridge_timeout_cycles=64)
     clock = Clock()
     src = FrameSource(core.s_axis, clock)
     out = FrameSink(core.m_axis)

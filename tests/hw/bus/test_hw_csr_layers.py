@@ -8,7 +8,7 @@ from amaranth.sim import Simulator
 
 from host_sw.contracts.config import LdaConfig, LdsConfig
 from host_sw.contracts.regmap import register_map
-from hw.bus.counter_window import CounterWindow
+from hw.bus.counter_window import CounterWindowReader
 from hw.bus.csr_decode import CsrDecoder, CsrReadMux, register_slots, wide_registers
 
 CONFIG = LdaConfig(banks=2, rows=8, thresholds=(1, 7))
@@ -164,17 +164,17 @@ def test_read_mux_window_answer_takes_precedence():
     simulate(dut, tb)
 
 
-# -- CounterWindow ------------------------------------------------------------------------
+# -- CounterWindowReader ------------------------------------------------------------------------
 
 def word_of(index, width):
     return (index * 0x0102_0304_0506_0708_090A_0B0C_0D0E_0F10 + index) % (1 << width)
 
 
 def run_window(rmap, reads, *, answers=lambda index: True, latency=2):
-    """Read ``(index, chunk)`` pairs through a CounterWindow with a fake read port;
+    """Read ``(index, chunk)`` pairs through a CounterWindowReader with a fake read port;
     return ``[(word, cycles from start to answer)]`` and the port's read log."""
     win = rmap.window
-    dut = CounterWindow(window=win, addr_bits=max(1, (win.buckets - 1).bit_length()),
+    dut = CounterWindowReader(window=win, addr_bits=max(1, (win.buckets - 1).bit_length()),
                         timeout=20)
     results, log = [], []
 

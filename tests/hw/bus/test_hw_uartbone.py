@@ -16,7 +16,7 @@ from amaranth.sim import Simulator
 from host_sw.contracts import uartbone as ub
 from host_sw.contracts.config import LdaConfig
 from hw import lda_pipeline
-from hw.lda_pipeline import LdaCore
+from hw.lda_pipeline import MeasurementCore
 from hw.bus.uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
                          timeout_to_cycles)
 from sim_tb.amaranth_streams import stream_put
@@ -261,18 +261,18 @@ def test_core_bridge_timeout_defaults_to_100_ms_of_its_clock():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnusedElaboratable)
         config = LdaConfig(banks=2, rows=16, thresholds=(0, 2))
-        core = LdaCore(config=config, data_width=8)
+        core = MeasurementCore(config=config, data_width=8)
         assert core.bridge_timeout_for(None) == 10_000_000     # DEFAULT_CLK_FREQ 100 MHz
         assert core.bridge_timeout_for(_Board()) == 2_500_000  # the board's clock
-        core = LdaCore(config=config, data_width=8, clk_freq=50e6)
+        core = MeasurementCore(config=config, data_width=8, clk_freq=50e6)
         assert core.bridge_timeout_for(_Board()) == 5_000_000
-        core = LdaCore(config=config, data_width=8, bridge_timeout_cycles=1234,
+        core = MeasurementCore(config=config, data_width=8, bridge_timeout_cycles=1234,
                        clk_freq=50e6)
         assert core.bridge_timeout_for(_Board()) == 1234       # cycles win
         with pytest.raises(ValueError, match="timeout_cycles"):
-            LdaCore(config=config, data_width=8, bridge_timeout_cycles=0)
+            MeasurementCore(config=config, data_width=8, bridge_timeout_cycles=0)
         with pytest.raises(ValueError, match="clk_freq"):
-            LdaCore(config=config, data_width=8, clk_freq=-1)
+            MeasurementCore(config=config, data_width=8, clk_freq=-1)
         del core
         gc.collect()
 

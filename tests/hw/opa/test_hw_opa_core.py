@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The OPA core — hw.lda_pipeline.LdaCore of an OpaConfig (hw.opa.opa_path.OpaPath) — on
+"""The OPA core — hw.lda_pipeline.MeasurementCore of an OpaConfig (hw.opa.opa_path.OpaPath) — on
 Amaranth's simulator with the host driver: frames in, the driver discovers the OPA
 configuration from CONFIG (rows from dim0, groups from dim1) and reads two intervals'
 snapshots through the CSR window; each equals the golden model's words

@@ -25,7 +25,7 @@ from host_sw.model.golden_lda_rda_lds import Hashers
 from host_sw.model.golden_rli import flow_cells, receiver_synopsis
 from hw.frames.frame_merger import FrameMerger
 from hw.frames.header_tap import HeaderTap
-from hw.lda_pipeline import LdaCore
+from hw.lda_pipeline import MeasurementCore
 from hw.inband.marker_watch import MarkerWatch
 from hw.measurement_path import PATHS, measurement_path
 from hw.rli.reference_source import ReferenceFrameSource
@@ -180,7 +180,7 @@ def test_the_core_builds_the_rli_path_with_the_lead_it_assumes():
     path = measurement_path(CONFIG, memory="generic")
     assert PATHS["rli"] is RliPath and isinstance(path, RliPath)
     tap = HeaderTap(data_width=W, window_bytes=64, ts_bits=CONFIG.ts_bits)
-    assert path.watch_lead == WATCH_LEAD == LdaCore.TAP_WATCH_DELAY + tap.latency
+    assert path.watch_lead == WATCH_LEAD == MeasurementCore.TAP_WATCH_DELAY + tap.latency
     assert WATCH_LEAD > MarkerWatch.VERIFY_LATENCY
     with pytest.raises(ValueError, match="RliConfig"):
         RliPath(config=LdaConfig())
