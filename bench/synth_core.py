@@ -3,7 +3,7 @@
 of each core kind (LDA, RDA, LDS, OPA, RLI) on speed grades 8 and 6, and the summary of
 the saved results.
 
-Where it sits (``docs/DESIGN.md``, "Figures the product must reach"): this produces the
+Where it sits (``docs/DESIGN.md``, "Timing structure"): this produces the
 whole-core figures of ``docs/HARDWARE.md``. For each core kind the whole core
 (:class:`hw.lda_pipeline.LdaCore`, counter RAMs as DP16KD with output registers) behind
 the registered boundary of ``bench/synth_harness.py`` (every input from a flip-flop,
