@@ -26,7 +26,11 @@ from __future__ import annotations
 
 import itertools
 import re
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
@@ -156,3 +160,34 @@ def test_the_check_finds_dead_paths(tmp_path, monkeypatch):
         "PAGE.md:3: module hw.no_such_module",
         "PAGE.md:3: path docs/hardware/counter_bank_seed{1,9}.json",
         "PAGE.md:5: module bench.nothing_here", "PAGE.md:7: link NOPE.md"]
+
+
+def _commits(tokens: set[str]) -> set[str]:
+    """The tokens that name a commit of this repository (``git cat-file --batch-check``
+    answers one line per token, in order)."""
+    ordered = sorted(tokens)
+    proc = subprocess.run(["git", "cat-file", "--batch-check"], cwd=ROOT, text=True,
+                          input="".join(f"{t}^{{commit}}\n" for t in ordered),
+                          capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip(f"git cat-file failed: {proc.stderr.strip()}")
+    return {token for token, line in zip(ordered, proc.stdout.splitlines())
+            if line.split()[1:2] == ["commit"]}
+
+
+def test_no_commit_hashes_outside_changes():
+    """Only ``docs/CHANGES.md`` cites commits; the other pages say which tree in words. A
+    hexadecimal word of 7–40 digits is a citation when git knows it as a commit (so the
+    hexadecimal constants of ``docs/SPEC.md`` are not)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    found = {}
+    for page in PAGES:
+        if page.name == "CHANGES.md":
+            continue
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            for token in re.findall(r"\b[0-9a-f]{7,40}\b", line):
+                found.setdefault(token, []).append(f"{page.relative_to(ROOT)}:{number}")
+    cited = _commits(set(found))
+    assert not cited, "commit hashes outside docs/CHANGES.md:\n  " + "\n  ".join(
+        f"{where} {token}" for token in sorted(cited) for where in found[token])
