@@ -202,19 +202,26 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
         if not (reuse and report_path.exists() and pnr_log.exists()):
             entry["nextpnr_seconds"] = round(run(cmd, folder / f"nextpnr_speed{speed}.stdout"),
                                              1)
-        report = json.loads(report_path.read_text())
-        entry["fmax_mhz"] = fmax_mhz(report)
-        entry["routed"] = True
-        entry["fmax_by_domain"] = {clock_domain(net): mhz
-                                   for net, mhz in entry["fmax_mhz"].items()}
-        util = report["utilization"]
-        entry["utilization"] = used_resources(report)
-        entry["luts"] = util.get("TRELLIS_COMB", {}).get("used")
-        entry["ffs"] = util.get("TRELLIS_FF", {}).get("used")
-        entry["brams"] = util.get("DP16KD", {}).get("used")
-        entry["critical_path"] = critical_path_summary(report)
+        entry.update(report_figures(json.loads(report_path.read_text())))
         result["devices"][speed] = entry
     return result
+
+
+def report_figures(report: dict) -> dict:
+    """The figures a device entry keeps from a nextpnr JSON report: Fmax per clock net and
+    per clock domain (:func:`bench.saved_results.clock_domain`), the resources used and
+    the critical path."""
+    util = report["utilization"]
+    fmax = fmax_mhz(report)
+    return {
+        "fmax_mhz": fmax, "routed": bool(fmax),
+        "fmax_by_domain": {clock_domain(net): mhz for net, mhz in fmax.items()},
+        "utilization": used_resources(report),
+        "luts": util.get("TRELLIS_COMB", {}).get("used"),
+        "ffs": util.get("TRELLIS_FF", {}).get("used"),
+        "brams": util.get("DP16KD", {}).get("used"),
+        "critical_path": critical_path_summary(report),
+    }
 
 
 def save(result: dict, folder: Path = SAVED) -> list[Path]:

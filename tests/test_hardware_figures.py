@@ -13,7 +13,7 @@ import pytest
 
 from bench import ROOT
 from bench.saved_results import SAVED, figures_table, summary_lines
-from bench.synth_core import main
+from bench.synth_core import main, report_figures, save
 
 PAGE = ROOT / "docs" / "HARDWARE.md"
 BEGIN, END = "<!-- figures:begin -->\n", "<!-- figures:end -->"
@@ -80,3 +80,27 @@ def test_saved_results_say_kind_seed_and_domains(path):
     else:
         assert data["kind"] and f"seed{data['seed']}" in path.name
         assert data["fmax_by_domain"], path.name
+
+
+def test_a_saved_run_is_read_back(tmp_path):
+    """What ``bench.synth_core --save`` writes for a run (its device entry built from a
+    nextpnr report) is what ``--summary`` reads: name, kind, speed, seed, domain."""
+    report = {"fmax": {"$glbnet$clk$TRELLIS_IO_IN": {"achieved": 140.04, "constraint": 300}},
+              "utilization": {"TRELLIS_COMB": {"used": 900, "available": 83640},
+                              "TRELLIS_FF": {"used": 800, "available": 83640},
+                              "DP16KD": {"used": 4, "available": 208}},
+              "critical_paths": []}
+    entry = {"device": "LFE5UM5G-85F CABGA381 speed 8", "speed": "8", "seed": 3,
+             "command": "…"} | report_figures(report)
+    assert entry["fmax_by_domain"] == {"core": 140.0} and entry["routed"]
+    result = {"core": "rda", "kind": "rda", "yosys_cells": {"LUT4": 700, "TRELLIS_FF": 800,
+                                                            "DP16KD": 4},
+              "devices": {"8": entry}}
+    (path,) = save(result, tmp_path)
+    assert path.name == "synth_core_rda_speed8_seed3.json"
+    assert summary_lines(tmp_path) == [
+        "core rda core median=140.0 min=140.0 max=140.0 seeds=1 speed=8 measured=current"]
+    row = figures_table(tmp_path).splitlines()[2]
+    assert row.startswith("| RDA core (registered harness, 300 MHz constraint) | "
+                          "LFE5UM5G-85F CABGA381 speed 8 | current core | core **140.0** "
+                          "(seed 3) | 700 | 900 | 800 | 4 | 0 | – |")
