@@ -3,12 +3,12 @@
 
 What counts as a named path:
 
-* in inline code (`` `…` ``) and fenced code blocks, a word starting with one of
+* anywhere in the page (prose, inline code, fenced blocks), a word starting with one of
   ``hw/``, ``host_sw/``, ``sim_tb/``, ``bench/``, ``boards/``, ``tests/``, ``docs/``,
   ``scripts/`` and ending in a file extension or ``/`` (a pytest node id's ``::test`` and
   a ``:line`` suffix are cut off; ``{a,b}`` is expanded; ``<placeholder>`` and ``*`` match
   any name, and the glob must match at least one file);
-* in inline code and fenced blocks, a dotted module name under ``hw``, ``host_sw``,
+* anywhere in the page, a dotted module name under ``hw``, ``host_sw``,
   ``sim_tb``, ``bench``, ``boards`` or ``scripts`` (``hw.lda_pipeline.LdaCore``,
   ``python -m bench.synth_core``): its leading components must be packages and a module
   (or a name a package's ``__init__.py`` defines); what follows the module is taken as an
@@ -40,7 +40,6 @@ MODULE_ROOTS = ("hw", "host_sw", "sim_tb", "bench", "boards", "scripts")
 OUTPUTS = ("bench/out/", "sim_tb/sim_build")
 
 _FENCE = re.compile(r"^```.*?^```", re.M | re.S)
-_SPAN = re.compile(r"`([^`]+)`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _PATH = re.compile(r"(?<![\w./-])((?:%s)/[^\s`'\"()\[\];|]*)" % "|".join(PREFIXES))
 _MODULE = re.compile(r"(?<![\w./-])((?:%s)(?:\.[A-Za-z_]\w*)+)" % "|".join(MODULE_ROOTS))
@@ -106,17 +105,14 @@ def _line(text: str, offset: int) -> int:
 def named_paths(page: Path):
     """``(line, kind, name)`` for every path or module ``page`` names."""
     text = page.read_text()
-    # fenced blocks blanked out (their newlines kept, so line numbers stay) for the rest
+    for m in _PATH.finditer(text):
+        path = _clean(m.group(1))
+        if path:
+            yield _line(text, m.start(1)), "path", path
+    for m in _MODULE.finditer(text):
+        yield _line(text, m.start(1)), "module", m.group(1)
+    # links outside fenced blocks (blanked out, their newlines kept for the line numbers)
     outside = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    code = [(text, m.start(), m.group(0)) for m in _FENCE.finditer(text)]
-    code += [(outside, m.start(1), m.group(1)) for m in _SPAN.finditer(outside)]
-    for source, start, chunk in code:
-        for m in _PATH.finditer(chunk):
-            path = _clean(m.group(1))
-            if path:
-                yield _line(source, start + m.start(1)), "path", path
-        for m in _MODULE.finditer(chunk):
-            yield _line(source, start + m.start(1)), "module", m.group(1)
     for m in _LINK.finditer(outside):
         target = m.group(1).split("#")[0]
         if not target or re.match(r"^[a-z]+:", target) or not re.match(r"^[\w./-]+$", target):
