@@ -29,8 +29,8 @@ from pathlib import Path
 
 from bench import ROOT
 
-__all__ = ["SAVED", "KINDS", "clock_domain", "core_rows", "board_rows", "summary_lines",
-           "figures_table"]
+__all__ = ["KINDS", "SAVED", "board_rows", "clock_domain", "core_rows", "figures_table",
+           "summary_lines"]
 
 #: Where the saved results are.
 SAVED = ROOT / "docs" / "hardware"
@@ -78,7 +78,7 @@ def core_rows(folder: Path = SAVED) -> list[dict]:
         routed = [it for it in items if it[2].get("fmax_by_domain")]
         best = max(routed, key=lambda it: min(it[2]["fmax_by_domain"].values())) \
             if routed else items[0]
-        name, res, entry = best
+        _, res, entry = best
         cells = res.get("yosys_cells", {})
         rows.append({
             "kind": kind, "speed": speed, "earlier_core": earlier,
@@ -182,8 +182,8 @@ def figures_table(folder: Path = SAVED) -> str:
             notes.append(earlier)
         return f"earlier core ({notes.index(earlier) + 1})"
 
-    lines = ["| design | device | measured on | Fmax per clock domain (MHz) | LUT4 | "
-             "TRELLIS_COMB | FF | DP16KD | MULT18X18D | what limits it now | saved in |",
+    lines = [("| design | device | measured on | Fmax per clock domain (MHz) | LUT4 | "
+              "TRELLIS_COMB | FF | DP16KD | MULT18X18D | what limits it now | saved in |"),
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in core_rows(folder):
         files = ", ".join(f"`docs/hardware/{f}`" for f in row["files"])

@@ -74,7 +74,7 @@ def test_saved_results_say_kind_seed_and_domains(path):
     if "results" in data:
         for res in data["results"]:
             assert res["kind"] in path.name
-            for speed, entry in res["devices"].items():
+            for entry in res["devices"].values():
                 assert f"speed{entry['speed']}_seed{entry['seed']}" in path.name
                 assert entry["routed"] == bool(entry["fmax_by_domain"])
     else:
