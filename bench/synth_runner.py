@@ -3,7 +3,7 @@
 ``bench.synth_core``): find the tools, synthesise a Verilog file for ECP5, place and route
 the netlist on a device, and read the figures out of the logs and reports.
 
-Where it sits (``docs/DESIGN.md``, "Figures the product must reach"): a bench script
+Where it sits (``docs/DESIGN.md``, "Timing structure"): a bench script
 elaborates a block of ``hw`` (often behind :class:`bench.synth_harness.RegisteredHarness`),
 writes its Verilog with ``amaranth.back.verilog`` and hands it to a :class:`Toolchain`;
 the figures go to ``bench/out/*.json`` and the tables of ``docs/HARDWARE.md``.

@@ -44,7 +44,7 @@ Pipeline (every stage registered, so no long combinational XOR tree):
    non-linear layer of the contract (host_sw.contracts.hashing, "Why the fields come from
    a non-linear hash") 4 cycles after ``P``: the S-box is one LUT level, the trees have
    the structure the window tree already has (LUTs and Fmax of the hasher before and
-   after: docs/HARDWARE.md, "The field hash").
+   after: docs/CHANGES.md, "Blocks").
 
 The flow hashes (LDS) run in parallel with the packet hash; every output is delayed to a
 common latency :attr:`PacketHasher.latency`.
@@ -233,7 +233,7 @@ class PacketHasher(wiring.Component):
         in_bits = w * 8
         # Every tree reset-less (data qualified by the record's valid bit): with a reset,
         # the synchronous reset's fabric route to the window tree's ~5 000 registers was
-        # the hasher's critical path (docs/HARDWARE.md, "The field hash").
+        # the hasher's critical path (docs/CHANGES.md, "Blocks").
         self._packet_tree = H3Pipeline(
             rows=h3_rows(config.seed, HashPurpose.PACKET, 0, in_bits, 64), out_bits=64,
             reset_less=True)

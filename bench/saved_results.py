@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The saved timing results of ``docs/hardware/`` read back, without running a tool: one
+summary line per core kind and clock domain and per board build, and the figures table
+that ``docs/HARDWARE.md`` embeds.
+
+Where it sits: ``python -m bench.synth_core --summary [--markdown]`` prints what this
+module computes; ``tests/test_hardware_figures.py`` checks that the page's table is what
+it generates now, so the page cannot keep figures the saved results no longer say.
+
+The files it reads (written by ``python -m bench.synth_core --save`` and by a board
+command's ``build/<board>/summary.json``, copied):
+
+* ``synth_core_<kind>_speed<S>_seed<N>.json``: ``bench.synth_core``'s output for one
+  whole core (``{"results": [...]}``; each device entry has ``speed``, ``seed``,
+  ``routed`` and ``fmax_by_domain``);
+* ``<board>_summary_seed<N>.json``: a board build (``board``, ``kind``, ``seed``,
+  ``fmax_by_domain`` of ``{"achieved", "constraint"}`` per clock domain, ``resources``).
+
+A result measured on a core that has since changed says so in ``earlier_core`` (what
+differs); the table and the summary mark it instead of presenting it as current.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+from bench import ROOT
+
+__all__ = ["KINDS", "SAVED", "board_rows", "clock_domain", "core_rows", "figures_table",
+           "summary_lines"]
+
+#: Where the saved results are.
+SAVED = ROOT / "docs" / "hardware"
+#: The core kinds the table has a row for, measured or not (``bench.synth_core.CORES``).
+KINDS = ("lda", "rda", "lds", "opa", "rli")
+
+
+def clock_domain(net: str) -> str:
+    """The clock domain of a nextpnr clock net: ``$glbnet$clk`` (a board's) and
+    ``$glbnet$clk$TRELLIS_IO_IN`` (the harness's) are ``core``; ``$glbnet$port1.eth_rx0_clk``
+    is ``eth_rx0``."""
+    name = net.replace("$glbnet$", "").replace("$TRELLIS_IO_IN", "")
+    if name == "clk":
+        return "core"
+    return name.split(".")[-1].removesuffix("_clk")
+
+
+def _cell(name: str | None) -> str:
+    """A cell of a critical path without the harness prefix and the mapped cell suffix
+    (``dut.now_delayed27_TRELLIS_FF_Q_34`` → ``now_delayed27``)."""
+    if not name:
+        return "?"
+    name = name.removeprefix("dut.")
+    return re.split(r"_TRELLIS_|\$", name)[0] or name
+
+
+def core_rows(folder: Path = SAVED) -> list[dict]:
+    """One row per (kind, speed grade, core measured), over the saved whole-core files:
+    Fmax per clock domain over the routed seeds, resources and critical path of the best
+    routed seed (else of the first), and the files."""
+    groups: dict[tuple, list] = {}
+    for path in sorted(folder.glob("synth_core_*.json")):
+        for res in json.loads(path.read_text())["results"]:
+            for speed, entry in res["devices"].items():
+                key = (res["kind"], str(entry.get("speed", speed)), res.get("earlier_core"))
+                groups.setdefault(key, []).append((path.name, res, entry))
+    rows = []
+    for (kind, speed, earlier), items in sorted(groups.items(),
+                                                key=lambda kv: (kv[0][0], kv[0][1],
+                                                                kv[0][2] or "")):
+        domains: dict[str, list] = {}
+        for _, _, entry in items:
+            for domain, mhz in entry.get("fmax_by_domain", {}).items():
+                domains.setdefault(domain, []).append(mhz)
+        routed = [it for it in items if it[2].get("fmax_by_domain")]
+        best = max(routed, key=lambda it: min(it[2]["fmax_by_domain"].values())) \
+            if routed else items[0]
+        _, res, entry = best
+        cells = res.get("yosys_cells", {})
+        rows.append({
+            "kind": kind, "speed": speed, "earlier_core": earlier,
+            "device": entry["device"], "files": [it[0] for it in items],
+            "seeds": sorted(it[2]["seed"] for it in items),
+            "routed_seeds": sorted(it[2]["seed"] for it in routed),
+            "fmax": {d: sorted(v) for d, v in domains.items()},
+            "placement_estimate_mhz": entry.get("placement_estimate_mhz"),
+            "error": entry.get("error"),
+            "lut4": cells.get("LUT4"), "trellis_comb": entry.get("luts")
+            or entry.get("trellis_comb"), "ff": cells.get("TRELLIS_FF") or entry.get("ffs"),
+            "dp16kd": cells.get("DP16KD"), "mult18": cells.get("MULT18X18D", 0),
+            "critical_path": entry.get("critical_path"), "best_seed": entry["seed"],
+        })
+    return rows
+
+
+def board_rows(folder: Path = SAVED) -> list[dict]:
+    """One row per saved board build (``*_summary_*.json``)."""
+    rows = []
+    for path in sorted(folder.glob("*_summary_*.json")):
+        data = json.loads(path.read_text())
+        domains = data["fmax_by_domain"]
+        slack = min(1000 / d["constraint"] - 1000 / d["achieved"] for d in domains.values())
+        rows.append({
+            "board": data["board"], "kind": data["kind"], "seed": data["seed"],
+            "device": data["device"], "file": path.name,
+            "earlier_core": data.get("earlier_core"), "domains": domains,
+            "met": all(d["achieved"] >= d["constraint"] for d in domains.values()),
+            "slack_ns": slack, "resources": data["resources"],
+        })
+    return rows
+
+
+def _mhz(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def summary_lines(folder: Path = SAVED) -> list[str]:
+    """``core KIND DOMAIN median=… min=… max=… seeds=N speed=S measured=current|earlier``
+    per core kind, speed grade and clock domain (``seeds`` counts the routed ones; a kind
+    saved but never routed has one line with ``-`` figures), then ``board BOARD KIND
+    met=yes|no slack=NS measured=…`` per board build (slack: the worst clock's, ns)."""
+    lines = []
+    for row in core_rows(folder):
+        measured = "earlier" if row["earlier_core"] else "current"
+        domains = row["fmax"] or {"core": []}
+        for domain, values in domains.items():
+            median = statistics.median(values) if values else None
+            lines.append(f"core {row['kind']} {domain} median={_mhz(median)} "
+                         f"min={_mhz(min(values, default=None))} "
+                         f"max={_mhz(max(values, default=None))} seeds={len(values)} "
+                         f"speed={row['speed']} measured={measured}")
+    for row in board_rows(folder):
+        measured = "earlier" if row["earlier_core"] else "current"
+        lines.append(f"board {row['board']} {row['kind']} met={'yes' if row['met'] else 'no'} "
+                     f"slack={row['slack_ns']:.2f} measured={measured}")
+    return lines
+
+
+def _num(value) -> str:
+    return "–" if value is None else f"{value:,}".replace(",", " ")
+
+
+def _core_fmax(row) -> str:
+    if not row["fmax"]:
+        estimate = row["placement_estimate_mhz"]
+        return ("not routed" + (f" (placement estimate {estimate:.1f})" if estimate else ""))
+    parts = []
+    for domain, values in row["fmax"].items():
+        if len(values) == 1:
+            parts.append(f"{domain} **{values[0]:.1f}** (seed {row['routed_seeds'][0]})")
+        else:
+            parts.append(f"{domain} **{statistics.median(values):.1f}** median, "
+                         f"{values[0]:.1f}–{values[-1]:.1f} over {len(values)} seeds")
+    return "; ".join(parts)
+
+
+def _core_limit(row) -> str:
+    crit = row["critical_path"]
+    if not crit:
+        error = row["error"] or ""
+        return "not routed: " + error.split(", from")[0].replace("ERROR: ", "") \
+            if error else "–"
+    return (f"`{_cell(crit['start_cell'])}` → `{_cell(crit['end_cell'])}` "
+            f"({crit['total_ns']:.2f} ns: {crit['logic_ns']:.2f} logic, "
+            f"{crit['routing_ns']:.2f} routing; seed {row['best_seed']})")
+
+
+def figures_table(folder: Path = SAVED) -> str:
+    """The Markdown table of ``docs/HARDWARE.md`` ("Current figures") and its notes: one
+    row per whole core kind and speed grade and per board build, from the saved results
+    only. Results measured on an earlier core are marked and their notes say what
+    differs."""
+    notes: list[str] = []
+
+    def measured(earlier):
+        if not earlier:
+            return "current core"
+        if earlier not in notes:
+            notes.append(earlier)
+        return f"earlier core ({notes.index(earlier) + 1})"
+
+    lines = [("| design | device | measured on | Fmax per clock domain (MHz) | LUT4 | "
+              "TRELLIS_COMB | FF | DP16KD | MULT18X18D | what limits it now | saved in |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in core_rows(folder):
+        files = ", ".join(f"`docs/hardware/{f}`" for f in row["files"])
+        lines.append(
+            f"| {row['kind'].upper()} core (registered harness, 300 MHz constraint) | "
+            f"{row['device']} | {measured(row['earlier_core'])} | {_core_fmax(row)} | "
+            f"{_num(row['lut4'])} | {_num(row['trellis_comb'])} | {_num(row['ff'])} | "
+            f"{_num(row['dp16kd'])} | {_num(row['mult18'])} | {_core_limit(row)} | {files} |")
+    measured_kinds = {row["kind"] for row in core_rows(folder)}
+    for kind in KINDS:
+        if kind not in measured_kinds:
+            lines.append(f"| {kind.upper()} core | – | – | no saved result | – | – | – | – | "
+                         f"– | – | – |")
+    for row in board_rows(folder):
+        clocks = ", ".join(f"{d} {v['achieved']:.1f} / {v['constraint']}"
+                           for d, v in row["domains"].items())
+        missed = [d for d, v in row["domains"].items() if v["achieved"] < v["constraint"]]
+        limit = ("misses its constraint in " + ", ".join(missed)) if missed \
+            else f"meets every constraint (worst slack {row['slack_ns']:.2f} ns)"
+        res = row["resources"]
+        lines.append(
+            f"| board `{row['board']}`, {row['kind'].upper()} core(s), seed {row['seed']} | "
+            f"{row['device']} | {measured(row['earlier_core'])} | {clocks} | – | "
+            f"{_num(res.get('TRELLIS_COMB'))} | {_num(res.get('TRELLIS_FF'))} | "
+            f"{_num(res.get('DP16KD'))} | {_num(res.get('MULT18X18D', 0))} | {limit} | "
+            f"`docs/hardware/{row['file']}` |")
+    if notes:
+        lines.append("")
+        lines += [f"- ({i}) {note}." for i, note in enumerate(notes, 1)]
+    return "\n".join(lines) + "\n"

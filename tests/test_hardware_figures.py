@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The figures table of ``docs/HARDWARE.md`` is what ``python -m bench.synth_core
+--summary --markdown`` generates from the saved results of ``docs/hardware/`` now (so the
+page cannot keep figures the saved results no longer say), and ``--summary`` reads those
+results right: the exact lines of the results saved today."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from bench import ROOT
+from bench.saved_results import SAVED, figures_table, summary_lines
+from bench.synth_core import main, report_figures, save
+
+PAGE = ROOT / "docs" / "HARDWARE.md"
+BEGIN, END = "<!-- figures:begin -->\n", "<!-- figures:end -->"
+
+
+def _page_table() -> str:
+    text = PAGE.read_text()
+    assert text.count(BEGIN) == 1 and text.count(END) == 1, \
+        f"{PAGE.name} must hold the figures table once between {BEGIN.strip()} and {END}"
+    return text[text.index(BEGIN) + len(BEGIN):text.index(END)]
+
+
+def test_page_table_is_generated_from_the_saved_results():
+    generated = figures_table()
+    assert _page_table() == generated, (
+        "docs/HARDWARE.md's figures table differs from the saved results; regenerate it "
+        "with `.venv/bin/python -m bench.synth_core --summary --markdown` and paste it "
+        f"between the markers.\nGenerated now:\n{generated}")
+
+
+def test_summary_of_the_saved_results():
+    assert summary_lines() == [
+        "core lda core median=116.0 min=116.0 max=116.0 seeds=1 speed=8 measured=current",
+        "core opa core median=90.4 min=90.4 max=90.4 seeds=1 speed=8 measured=earlier",
+        "core rli core median=- min=- max=- seeds=0 speed=8 measured=earlier",
+        "board colorlight_5a75b lda met=no slack=-2.38 measured=earlier",
+        "board ecpix5 lda met=yes slack=2.16 measured=earlier",
+        "board versa_ecp5 lda met=yes slack=1.16 measured=earlier",
+    ]
+
+
+def test_summary_command_prints_the_lines(capsys):
+    assert main(["--summary"]) == 0
+    assert capsys.readouterr().out.splitlines() == summary_lines()
+    assert main(["--summary", "--markdown"]) == 0
+    assert capsys.readouterr().out == figures_table()
+
+
+def test_seeds_of_one_kind_are_summarised_together(tmp_path):
+    """A second seed of the LDA core (a copy with another Fmax) gives median, min, max
+    over both, and the table's row says so."""
+    shutil.copy(SAVED / "synth_core_lda_speed8_seed1.json", tmp_path)
+    data = json.loads((SAVED / "synth_core_lda_speed8_seed1.json").read_text())
+    entry = data["results"][0]["devices"]["8"]
+    entry["seed"], entry["fmax_by_domain"] = 2, {"core": 130.0}
+    (tmp_path / "synth_core_lda_speed8_seed2.json").write_text(json.dumps(data))
+    assert summary_lines(tmp_path) == [
+        "core lda core median=123.0 min=116.0 max=130.0 seeds=2 speed=8 measured=current"]
+    row = figures_table(tmp_path).splitlines()[2]
+    assert "core **123.0** median, 116.0–130.0 over 2 seeds" in row
+    # the critical path shown is the best seed's
+    assert row.count("seed 2)") == 1
+
+
+@pytest.mark.parametrize("path", sorted(SAVED.glob("*.json")), ids=lambda p: p.name)
+def test_saved_results_say_kind_seed_and_domains(path):
+    data = json.loads(path.read_text())
+    if "results" in data:
+        for res in data["results"]:
+            assert res["kind"] in path.name
+            for entry in res["devices"].values():
+                assert f"speed{entry['speed']}_seed{entry['seed']}" in path.name
+                assert entry["routed"] == bool(entry["fmax_by_domain"])
+    else:
+        assert data["kind"] and f"seed{data['seed']}" in path.name
+        assert data["fmax_by_domain"], path.name
+
+
+def test_a_saved_run_is_read_back(tmp_path):
+    """What ``bench.synth_core --save`` writes for a run (its device entry built from a
+    nextpnr report) is what ``--summary`` reads: name, kind, speed, seed, domain."""
+    report = {"fmax": {"$glbnet$clk$TRELLIS_IO_IN": {"achieved": 140.04, "constraint": 300}},
+              "utilization": {"TRELLIS_COMB": {"used": 900, "available": 83640},
+                              "TRELLIS_FF": {"used": 800, "available": 83640},
+                              "DP16KD": {"used": 4, "available": 208}},
+              "critical_paths": []}
+    entry = {"device": "LFE5UM5G-85F CABGA381 speed 8", "speed": "8", "seed": 3,
+             "command": "…"} | report_figures(report)
+    assert entry["fmax_by_domain"] == {"core": 140.0} and entry["routed"]
+    result = {"core": "rda", "kind": "rda", "yosys_cells": {"LUT4": 700, "TRELLIS_FF": 800,
+                                                            "DP16KD": 4},
+              "devices": {"8": entry}}
+    (path,) = save(result, tmp_path)
+    assert path.name == "synth_core_rda_speed8_seed3.json"
+    assert summary_lines(tmp_path) == [
+        "core rda core median=140.0 min=140.0 max=140.0 seeds=1 speed=8 measured=current"]
+    row = figures_table(tmp_path).splitlines()[2]
+    assert row.startswith("| RDA core (registered harness, 300 MHz constraint) | "
+                          "LFE5UM5G-85F CABGA381 speed 8 | current core | core **140.0** "
+                          "(seed 3) | 700 | 900 | 800 | 4 | 0 | – |")
