@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """OPA recovery of the patterns searched by their moves (``host_sw/estimators/opa/moves.py``,
-``opa_compound.py``; ``docs/SPEC.md`` §8.5): three reordered packets and one loss with one
+``host_sw/estimators/opa/compound.py``; ``docs/SPEC.md`` §8.5): three reordered packets and one loss with one
 reordered packet in groups larger than the enumeration reaches, one loss with two
 reordered packets, two losses with two reordered packets — seeded random
 groups with exactly that pattern, every mapping (and, end to end, every delay) equal to
