@@ -36,7 +36,7 @@ from host_sw.contracts.frames.frame_format import (
 from host_sw.contracts.frames.control_frame import (
     MarkerFrame, SynopsisReassembler, parse_control_frame,
 )
-from host_sw.cli.table import Column, Table, ci_text, fmt, separator
+from host_sw.cli.output.table import Column, Table, ci_text, fmt, separator
 from host_sw.device.driver import Device
 from host_sw.device.transport import open_transport
 from host_sw.estimators.record import IntervalRecord

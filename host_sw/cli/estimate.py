@@ -7,7 +7,7 @@ In the host data flow (``docs/DESIGN.md``) the input replaces the device: snapsh
 records; exported frames ► reassembled synopses (:mod:`host_sw.contracts.frames.control_frame`) ►
 records; packet captures ► streamed, checked pairing, golden synopses and records with the
 truth (:func:`host_sw.estimators.offline.capture_records`; any size, a progress bar on
-stderr). The records print as the :data:`~host_sw.cli.table.RECORD_TABLE` or JSON lines;
+stderr). The records print as the :data:`~host_sw.cli.output.table.RECORD_TABLE` or JSON lines;
 an LDS configuration adds a per-flow table below each interval and ``--flows-out``
 writes every flow (:class:`~host_sw.cli.export.FlowWriter`); an RLI configuration takes
 its references from the sender capture (reference frames, or ``--ref-*``: the rule
@@ -28,11 +28,11 @@ from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_ou
 from host_sw.cli.export import FlowWriter
 from host_sw.cli.opa.output import (OPA_RECORD_TABLE, add_delay_outputs, write_delays,
                                     write_histogram)
-from host_sw.cli.progress import ByteProgress
+from host_sw.cli.output.progress import ByteProgress
 from host_sw.cli.records import pair_snapshots, with_flows
 from host_sw.cli.rli.flows import (add_reference_options, flow_rows, reference_rule,
                                    render_flows, sort_rows, with_rli_flows, write_flows)
-from host_sw.cli.table import RECORD_TABLE, flow_table_lines
+from host_sw.cli.output.table import RECORD_TABLE, flow_table_lines
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
 from host_sw.contracts.frames.frame_format import (
     MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD, ControlFrameError, NotControlFrameError,

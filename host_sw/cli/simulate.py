@@ -6,7 +6,7 @@ In the host data flow (``docs/DESIGN.md``) it drives the whole chain in software
 :mod:`host_sw.estimators.simulate` runs the scenario and yields
 :class:`~host_sw.estimators.record.IntervalRecord` objects with the exact truth; this
 module builds the configuration from the options and prints the records — the
-:data:`~host_sw.cli.table.SIMULATE_TABLE`, or one JSON line per run with ``--json``
+:data:`~host_sw.cli.output.table.SIMULATE_TABLE`, or one JSON line per run with ``--json``
 (:meth:`~host_sw.estimators.record.IntervalRecord.summary_json`).
 """
 
@@ -23,7 +23,7 @@ from host_sw.cli.opa.output import (OPA_SIMULATE_TABLE, add_delay_outputs, write
                                     write_histogram)
 from host_sw.cli.rli.flows import (REFERENCE_OPTIONS, add_reference_options, flow_rows,
                                    name_of, reference_rule, render_flows, write_flows)
-from host_sw.cli.table import SIMULATE_TABLE
+from host_sw.cli.output.table import SIMULATE_TABLE
 from host_sw.contracts.config import (
     CONFIG_CLASSES, LdsConfig, OpaConfig, RdaConfig, RliConfig, config_class,
 )

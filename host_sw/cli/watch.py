@@ -4,7 +4,7 @@ device's snapshot, or a sender's and a receiver's paired into per-interval estim
 
 In the host data flow (``docs/DESIGN.md``): driver snapshot ► (``watch``) record
 (:func:`host_sw.cli.records.pair_snapshots`) ► the
-:data:`~host_sw.cli.table.RECORD_TABLE`, JSON lines, or a records file for ``export`` and
+:data:`~host_sw.cli.output.table.RECORD_TABLE`, JSON lines, or a records file for ``export`` and
 ``plot``.
 
 ``watch`` keeps going through transient faults: each point's side is a
@@ -37,7 +37,7 @@ from host_sw.cli.rli.flows import flow_rows, sort_rows, write_flows
 from host_sw.cli.opa.watch import OpaRecordWatch, add_opa_watch_options, without_records
 from host_sw.cli.watch_reads import PointReader, ReadOutcome, RetryPolicy
 from host_sw.cli.rli.watch import RLI_WATCH_TABLE, flow_lines, receiver_record, rli_record
-from host_sw.cli.table import RECORD_TABLE, flow_table_lines
+from host_sw.cli.output.table import RECORD_TABLE, flow_table_lines
 from host_sw.device.driver import counter_deltas
 
 __all__ = ["add_read_parser", "add_watch_parser"]

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from host_sw.cli import main
-from host_sw.cli.table import RECORD_TABLE, SIMULATE_TABLE
+from host_sw.cli.output.table import RECORD_TABLE, SIMULATE_TABLE
 from host_sw.estimators.simulate import lda_config_for, run_scenario
 from host_sw.model.channel import Scenario
 

@@ -3,7 +3,7 @@
 p99, p99.9, max, loss, reordering), the per-packet delays (CSV or JSON lines), a delay
 histogram, and the Prometheus histogram of the delays in seconds.
 
-CLI layer, beside :mod:`host_sw.cli.table` (whose :class:`~host_sw.cli.table.Table` it
+CLI layer, beside :mod:`host_sw.cli.output.table` (whose :class:`~host_sw.cli.output.table.Table` it
 uses): the OPA rows of ``ldactl simulate`` come from
 :class:`~host_sw.estimators.record.IntervalRecord` objects whose ``details["opa"]`` is the
 interval's :class:`~host_sw.estimators.opa.recovery.OpaRecovery`.
@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 
-from host_sw.cli.table import Column, Table, fmt
+from host_sw.cli.output.table import Column, Table, fmt
 from host_sw.estimators.opa.recovery import HISTOGRAM_BUCKETS_S
 
 __all__ = ["OPA_SIMULATE_TABLE", "OPA_RECORD_TABLE", "add_delay_outputs",

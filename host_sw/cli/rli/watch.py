@@ -23,7 +23,7 @@ import dataclasses
 
 from host_sw.cli.records import snapshot_meta, unread_record
 from host_sw.cli.rli.flows import flow_rows, sort_rows, with_rli_flows
-from host_sw.cli.table import Column, Table, fmt
+from host_sw.cli.output.table import Column, Table, fmt
 from host_sw.estimators.measure import json_number
 from host_sw.estimators.record import IntervalRecord
 from host_sw.estimators.rli.estimate import aggregate
