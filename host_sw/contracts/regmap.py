@@ -79,7 +79,7 @@ HOST_FIELDS = frozenset({"tick_ns"})
 
 #: The CONFIG register: the static configuration, so a host can discover the device.
 _CONFIG_FIELDS = (
-    config_field("kind", 8, "1 = LDA, 2 = RDA, 3 = LDS, 4 = OPA", lambda c, dw: KIND_CODES[c.kind]),
+    config_field("kind", 8, "1 = LDA, 2 = RDA, 3 = LDS, 4 = OPA, 5 = RLI", lambda c, dw: KIND_CODES[c.kind]),
     config_field("chunks", 8, "32-bit bus words per counter word", lambda c, dw: c.layout.chunks),
     config_field("count_bits", 8, "packet count field width", lambda c, dw: c.count_bits),
     config_field("ts_bits", 8, "timestamp sum field width", lambda c, dw: c.ts_bits),
@@ -121,7 +121,9 @@ REGISTERS: tuple[RegisterDecl, ...] = (
         FieldDecl("frozen_ready", 1, "ro", "the frozen copy is readable in the counter window"),
         FieldDecl("clearing", 1, "ro", "the released copy is clearing"),
         FieldDecl("frozen_overrun", 1, "ro", "the frozen interval saw an overrun (invalid)"),
-        FieldDecl("other_clean", 1, "ro", "the inactive copy is clean: a swap can happen"))),
+        # 1 from reset: the inactive copy's memory powers up zero (hw.copy_control)
+        FieldDecl("other_clean", 1, "ro", "the inactive copy is clean: a swap can happen",
+                  reset=1))),
     ticks_register("timebase", "rw", "Free-running tick counter: reads return the current count "
            "(atomically); writing sets it.", "tick count", volatile=True),
     value_register("interval_seq", "ro", "Sequence number of the current interval (counts interval "

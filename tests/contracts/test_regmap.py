@@ -186,7 +186,7 @@ def test_lookup_and_field_decoding():
     status = rmap["status"]
     assert status.decode(status.encode(frozen_ready=1, frozen_overrun=1)) == {
         "active_copy": 0, "frozen_ready": 1, "clearing": 0, "frozen_overrun": 1,
-        "other_clean": 0}
+        "other_clean": 1}           # fields not given take their reset (other_clean: 1)
     tb = rmap["timebase"]
     assert tb.to_words(0x1122334455667788) == [0x11223344, 0x55667788]  # MS word first
     assert tb.from_words([0x11223344, 0x55667788]) == 0x1122334455667788
