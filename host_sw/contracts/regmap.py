@@ -436,6 +436,8 @@ class RegisterMap:
             "config_synopsis_kind": c.kind,
             "config_data_width": self.data_width,
             "config_buckets": c.buckets,
+            # the H3 seed is in no register; the ID covers it (docs/SPEC.md §7)
+            "config_seed": c.seed,
         }
         for k, v in cfg.items():
             out.setdefault(f"config_{k}", v)
