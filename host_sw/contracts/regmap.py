@@ -158,8 +158,9 @@ REGISTERS: tuple[RegisterDecl, ...] = (
                      FieldDecl(flag.name.lower(), 1, "ro", f"IntervalFlags.{flag.name}",
                                at=flag.value.bit_length() - 1)
                      for flag in IntervalFlags if flag.value)),
-    ticks_register("frozen_timestamp", "ro", "Timebase at the boundary that ended the frozen "
-           "interval (marker-receiver mode: the sender's timestamp from the marker).",
+    ticks_register("frozen_timestamp", "ro", "Timebase when the boundary that ended the frozen "
+           "interval was requested (CONTROL.swap, or a timer boundary's nominal t0 + i * "
+           "INTERVAL_TICKS; marker-receiver mode: the sender's timestamp from the marker).",
            "tick count"),
     status_counter("markers_sent", "marker frames inserted"),
     status_counter("markers_accepted", "marker frames accepted (from MARKER_SRC_MAC)"),
