@@ -246,7 +246,7 @@ def regmap_markdown() -> str:
               "| kind | run-time registers (address, words) | counter window: address, "
               "words (buckets × chunks), span | register-map ID |",
               "|---|---|---|---|"]
-    for config in (LdaConfig(), RdaConfig(), LdsConfig(), RliConfig()):
+    for config in (LdaConfig(), RdaConfig(), LdsConfig(), OpaConfig(), RliConfig()):
         rmap = register_map(config, data_width=64)
         runtime = [r for r in rmap if r.address > rmap[last_fixed].address]
         regs = "; ".join(f"`{r.name}` {r.address:#06x}, {r.words} ("
