@@ -9,12 +9,12 @@ import warnings
 
 import pytest
 from amaranth.hdl import UnusedElaboratable
+from amaranth.sim import Simulator
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
 from host_sw.contracts.hashing import default_masks
 from hw.lda_pipeline import LdaCore
 from sim_tb.amaranth_host import SimulatedHost
-from amaranth.sim import Simulator
 
 
 def _window(n):
