@@ -11,7 +11,7 @@
   same from command-line options;
 - :mod:`~host_sw.contracts.synopsis` — the snapshot of one synopsis (arrays ↔ words);
 - :mod:`~host_sw.contracts.check_value` — the check value (CRC-32) and count total of a
-  frozen copy;
+  frozen copy's words, checked against the device's (FROZEN_CHECK, FROZEN_UPDATES);
 - :mod:`~host_sw.contracts.registers`, :mod:`~host_sw.contracts.regmap`,
   :mod:`~host_sw.contracts.csr_export` — the register map, declared once, and its
   csr.csv/csr.json form;

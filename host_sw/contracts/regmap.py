@@ -75,7 +75,7 @@ HOST_FIELDS = frozenset({"tick_ns"})
 
 #: The CONFIG register: the static configuration, so a host can discover the device.
 _CONFIG_FIELDS = (
-    config_field("kind", 8, "1 = LDA, 2 = RDA, 3 = LDS, 4 = OPA", lambda c, dw: KIND_CODES[c.kind]),
+    config_field("kind", 8, "1 = LDA, 2 = RDA, 3 = LDS, 4 = OPA, 5 = RLI", lambda c, dw: KIND_CODES[c.kind]),
     config_field("chunks", 8, "32-bit bus words per counter word", lambda c, dw: c.layout.chunks),
     config_field("count_bits", 8, "packet count field width", lambda c, dw: c.count_bits),
     config_field("ts_bits", 8, "timestamp sum field width", lambda c, dw: c.ts_bits),
@@ -117,7 +117,9 @@ REGISTERS: tuple[RegisterDecl, ...] = (
         FieldDecl("frozen_ready", 1, "ro", "the frozen copy is readable in the counter window"),
         FieldDecl("clearing", 1, "ro", "the released copy is clearing"),
         FieldDecl("frozen_overrun", 1, "ro", "the frozen interval saw an overrun (invalid)"),
-        FieldDecl("other_clean", 1, "ro", "the inactive copy is clean: a swap can happen"))),
+        # 1 from reset: the inactive copy's memory powers up zero (hw.counters.copy_control)
+        FieldDecl("other_clean", 1, "ro", "the inactive copy is clean: a swap can happen",
+                  reset=1))),
     ticks_register("timebase", "rw", "Free-running tick counter: reads return the current count "
            "(atomically); writing sets it.", "tick count", volatile=True),
     value_register("interval_seq", "ro", "Sequence number of the current interval (counts interval "
@@ -152,8 +154,9 @@ REGISTERS: tuple[RegisterDecl, ...] = (
                      FieldDecl(flag.name.lower(), 1, "ro", f"IntervalFlags.{flag.name}",
                                at=flag.value.bit_length() - 1)
                      for flag in IntervalFlags if flag.value)),
-    ticks_register("frozen_timestamp", "ro", "Timebase at the boundary that ended the frozen "
-           "interval (marker-receiver mode: the sender's timestamp from the marker).",
+    ticks_register("frozen_timestamp", "ro", "Timebase when the boundary that ended the frozen "
+           "interval was requested (CONTROL.swap, or a timer boundary's nominal t0 + i * "
+           "INTERVAL_TICKS; marker-receiver mode: the sender's timestamp from the marker).",
            "tick count"),
     status_counter("markers_sent", "marker frames inserted"),
     status_counter("markers_accepted", "marker frames accepted (from MARKER_SRC_MAC)"),
@@ -430,6 +433,8 @@ class RegisterMap:
             "config_synopsis_kind": c.kind,
             "config_data_width": self.data_width,
             "config_buckets": c.buckets,
+            # the H3 seed is in no register; the ID covers it (docs/SPEC.md §7)
+            "config_seed": c.seed,
         }
         for k, v in cfg.items():
             out.setdefault(f"config_{k}", v)

@@ -15,7 +15,7 @@ interval control (:meth:`Device.set_intervals`), and reads an interval's
 :class:`Snapshot` consistently (:meth:`Device.read_snapshot`): wait for
 ``STATUS.frozen_ready``; read FROZEN_SEQ, flags, packets, config ID and timestamp; read the
 counter window in bursts of whole words (≤ 255 bus words); check them against the
-device's check value and count total (FROZEN_CHECK, FROZEN_UPDATES,
+device's check value and update count (FROZEN_CHECK, FROZEN_UPDATES,
 :mod:`host_sw.contracts.check_value`), reading the window again (up to
 :data:`READ_ATTEMPTS` times in all) until they match, else :class:`SnapshotIntegrityError`;
 re-read FROZEN_SEQ and STATUS and reject the snapshot if the frozen copy changed
@@ -84,7 +84,7 @@ class SnapshotError(DeviceError):
 
 
 class SnapshotIntegrityError(SnapshotError):
-    """The counter words read never matched the device's check value and count total
+    """The counter words read never matched the device's check value and update count
     (FROZEN_CHECK, FROZEN_UPDATES), however often they were read again."""
 
 

@@ -6,7 +6,7 @@ In ``docs/DESIGN.md``'s host data flow this is the "snapshot of an interval" tha
 driver (:meth:`host_sw.device.driver.Device.read_snapshot`) returns and ``ldactl read``
 writes as JSON, and that ``ldactl estimate``/``watch`` turn into records. A snapshot is
 :attr:`Snapshot.valid` only when its interval carries no invalidating flag, its config ID
-is the configuration's, and its words match the device's check value and count total
+is the configuration's, and its words match the device's check value and update count
 (:mod:`host_sw.contracts.check_value`): the check is recomputed from the words each time,
 so a JSON file edited after the read is invalid too.
 """
@@ -99,7 +99,7 @@ class Snapshot:
     @property
     def valid(self) -> bool:
         """No invalidating flag, the interval's config ID is the configuration's, and
-        every counter word is covered by the device's check value (and its count total)."""
+        every counter word is covered by the device's check value (and its update count)."""
         return (not (self.flags & INVALID_FLAGS) and self.config_id == self.config.config_id
                 and self.integrity_problem is None)
 

@@ -380,7 +380,7 @@ def _rli_record(pair: RliCapturePair, iv: int, confidence: float, flows) -> Inte
                      f"and are not counted (the device would flag the interval)")
     if stats.unreferenced:
         notes.append(f"RLI receiver: no reference in the interval: its "
-                     f"{stats.unreferenced} data packets are not counted")
+                     f"{stats.unreferenced} buffered data packets are not counted")
     metas = {}
     for side in ("sender", "receiver"):
         m = pair.meta[side].get(iv)

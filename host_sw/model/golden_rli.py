@@ -170,7 +170,7 @@ class RliReceiverStats:
     references: int        # reference packets received
     counted: int           # data packets added to the counters
     overflowed: int        # data packets dropped from a full interpolation buffer
-    unreferenced: int      # data packets with no reference in the interval at all
+    unreferenced: int      # data packets buffered in an interval with no reference
 
     @property
     def flagged(self) -> bool:
@@ -190,7 +190,10 @@ def interpolated_delays(config: RliConfig, arrival: np.ndarray, is_ref: np.ndarr
     data = np.flatnonzero(is_data & ~is_ref)
     n_ref = len(r_idx)
     if n_ref == 0:
-        stats = RliReceiverStats(0, 0, 0, len(data))
+        # the buffer still takes at most buffer_packets: the rest overflow, the buffered
+        # are unreferenced at the interval's end (SPEC; the gateware counts the same)
+        held = min(len(data), config.buffer_packets)
+        stats = RliReceiverStats(0, 0, len(data) - held, held)
         return np.zeros(0, np.int64), np.zeros(0, np.int64), stats
     k = np.cumsum(is_ref)[data]                 # references before each data packet
     seg_start = np.searchsorted(k, np.arange(n_ref + 1), side="left")
@@ -362,7 +365,7 @@ class StreamedReceiver:
     def __init__(self, config: RliConfig):
         self.config = config
         self.synopsis = Synopsis.empty(config)
-        self.references = self.counted = self.overflowed = self.data = 0
+        self.references = self.counted = self.overflowed = 0
         self._excess = 0           # data past a full buffer before the next reference
         self._last = None          # (arrival, send tick) of the last reference
         self._arrival = np.zeros(0, np.int64)
@@ -400,7 +403,6 @@ class StreamedReceiver:
         is_ref = np.asarray(is_ref, dtype=bool)
         ref_send = np.asarray(ref_send, dtype=np.int64)
         data = np.asarray(counted, dtype=bool) & ~is_ref
-        self.data += int(data.sum())
         r_idx = np.flatnonzero(is_ref)
         if len(r_idx):
             end = int(r_idx[-1]) + 1
@@ -411,9 +413,11 @@ class StreamedReceiver:
 
     def finish(self):
         """The interval's counters and stats (the packets still buffered get the last
-        reference's delay; with no reference at all, none is counted)."""
+        reference's delay; with no reference at all, none is counted: the buffered are
+        unreferenced, those past a full buffer overflowed)."""
         if self._last is None:
-            return Synopsis.empty(self.config), RliReceiverStats(0, 0, 0, self.data)
+            return Synopsis.empty(self.config), RliReceiverStats(
+                0, 0, self._excess, len(self._arrival))
         if len(self._arrival) or self._excess:
             empty = np.zeros(0, np.int64)
             self._run(np.zeros((2, 0), np.uint64), empty, empty.astype(bool), empty,

@@ -70,3 +70,60 @@ def test_default_masks_follow_the_window():
     assert LdsConfig(window_bytes=40, mask_flow_ipv4=0x3FFC800000,
                      mask_flow_ipv6=0).window_bytes == 40
     assert LdsConfig(window_bytes=72).mask_packet_ipv4 == wide.mask_packet_ipv4
+
+
+def _spec_section_5():
+    doc = (ROOT / "docs" / "SPEC.md").read_text()
+    return doc.split("## §5 ")[1].split("## §6 ")[0]
+
+
+def test_spec_config_id_vectors_are_the_code_s():
+    """SPEC §5's OPA and RLI vectors: the block is what the generator renders, and each
+    printed canonical JSON hashes (recomputed here with hashlib alone) to the printed
+    SHA-256 and ID, which are the defaults' IDs."""
+    import hashlib
+    import json
+    from bench.make_test_vectors import CONFIG_ID_BEGIN, CONFIG_ID_END, config_id_markdown
+    from host_sw.contracts.config import OpaConfig, RliConfig
+    section = _spec_section_5()
+    block = CONFIG_ID_BEGIN + section.partition(CONFIG_ID_BEGIN)[2].partition(
+        CONFIG_ID_END)[0] + CONFIG_ID_END
+    assert block + "\n" == config_id_markdown()
+    vectors = [part.split("```")[0].strip().splitlines()
+               for part in block.split("```\n")[1::2]]
+    assert len(vectors) == 2
+    got = {}
+    for text, sha, ident in vectors:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        assert sha == f"SHA-256 = {digest}"
+        assert ident == f"config_id = 0x{digest[:8]}"
+        got[config_from_dict(json.loads(text)).kind] = int(digest[:8], 16)
+    assert got == {"opa": OpaConfig().config_id, "rli": RliConfig().config_id}
+    assert got == {"opa": 0x43E0538F, "rli": 0x99F7FB61}
+
+
+def test_spec_field_table_names_every_field_of_every_kind():
+    """SPEC §5's table: one row per field of each kind (``all`` for the shared ones) with
+    the field's type and its default as the code has them."""
+    import dataclasses
+    from host_sw.contracts.config import CONFIG_CLASSES, MASK_FIELDS
+    from host_sw.contracts.config_base import SynopsisConfig
+    rows = {}
+    for line in _spec_section_5().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 6 or not cells[0].startswith("`"):
+            continue
+        for name in cells[0].replace("`", "").split(", "):
+            rows[(name, cells[1])] = (cells[2], cells[3].split("`")[1])
+    shared = {f.name for f in dataclasses.fields(SynopsisConfig)}
+    assert SynopsisConfig.seed == 0x1DA5EED
+    want = {}
+    for kind, cls in CONFIG_CLASSES.items():
+        for f in dataclasses.fields(cls):
+            key = (f.name, "all" if f.name in shared else kind)
+            ftype = f.type if isinstance(f.type, str) else f.type.__name__
+            ftype = {"int | None": "int", "tuple[int, ...]": "tuple[int]"}.get(ftype, ftype)
+            default = ("default_masks(window_bytes)" if f.name in MASK_FIELDS else
+                       "0x1DA5EED" if f.name == "seed" else repr(f.default))
+            want[key] = (ftype, default)
+    assert rows == want

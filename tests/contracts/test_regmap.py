@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from host_sw.contracts import uartbone as ub
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig
 from host_sw.contracts.registers import BUS_DATA_BITS, Register, RegField
 from host_sw.contracts.regmap import (
-    HOST_FIELDS, RUNTIME_FIELDS, register_map, static_config_dict,
+    HOST_FIELDS, RUNTIME_FIELDS, parse_csr_csv, parse_csr_json, register_map,
+    static_config_dict,
 )
-from host_sw.contracts.csr_export import parse_csr_csv, parse_csr_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -189,7 +189,7 @@ def test_lookup_and_field_decoding():
     status = rmap["status"]
     assert status.decode(status.encode(frozen_ready=1, frozen_overrun=1)) == {
         "active_copy": 0, "frozen_ready": 1, "clearing": 0, "frozen_overrun": 1,
-        "other_clean": 0}
+        "other_clean": 1}           # fields not given take their reset (other_clean: 1)
     tb = rmap["timebase"]
     assert tb.to_words(0x1122334455667788) == [0x11223344, 0x55667788]  # MS word first
     assert tb.from_words([0x11223344, 0x55667788]) == 0x1122334455667788
@@ -351,3 +351,32 @@ def test_counter_window_alignment_rule(config):
     assert rmap["masks"].words == config.window_bytes // 8
     if "thresholds" in rmap:
         assert rmap["thresholds"].words == (len(config.sampling_thresholds) * 6 + 31) // 32
+
+
+@pytest.mark.parametrize("config", [
+    LdaConfig(seed=0xFEDCBA9876543210), RdaConfig(seed=7, banks=3),
+    LdsConfig(seed=0x1DA5EED, rows=2, cells=100, vlda_cells=3, row_thresholds=(0, 1)),
+    OpaConfig(seed=1, groups=64, rows=3)],
+    ids=lambda c: c.kind)
+def test_hash_seed_is_exported_as_a_constant(config, tmp_path):
+    """The H3 seed is in no register: csr.csv and csr.json carry it as the constant
+    ``config_seed`` (SPEC §7), so that with CONFIG's constants an integrator rebuilds the
+    static configuration the register-map ID covers without reading code."""
+    rmap = register_map(config)
+    csv_path, json_path = rmap.write_exports(tmp_path)
+    assert f"constant,config_seed,{config.seed},," in csv_path.read_text().splitlines()
+    for d in (parse_csr_csv(csv_path.read_text()), parse_csr_json(json_path.read_text())):
+        c = d["constants"]
+        assert c["config_seed"] == config.seed
+        names = {"lda": ("banks", "rows", None, None), "rda": ("banks", "buckets_per_bank",
+                                                                 "id_bits", None),
+                 "lds": ("rows", "cells", "digest_bits", "vlda_cells"),
+                 "opa": ("rows", "groups", None, None)}[config.kind]
+        static = {"kind": c["config_synopsis_kind"], "seed": c["config_seed"],
+                  "count_bits": c["config_count_bits"], "ts_bits": c["config_ts_bits"],
+                  "window_bytes": c["config_window_bytes"]}
+        for name, value in zip(names, ("config_dim0", "config_dim1", "config_xor_bits",
+                                       "config_vlda_cells")):
+            if name is not None:
+                static[name] = c[value]
+        assert static == static_config_dict(config)

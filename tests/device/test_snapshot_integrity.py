@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """End-to-end integrity of a snapshot (issue 11, item 1): the driver accepts the counter
-words only when they match the device's check value (FROZEN_CHECK) and count total
+words only when they match the device's check value (FROZEN_CHECK) and update count
 (FROZEN_UPDATES), re-reads a garbled or shifted window, gives a clear error when the
 words never match, and a snapshot (also one loaded from JSON) is valid only when every
 word is covered by a passing check."""

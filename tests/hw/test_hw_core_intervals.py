@@ -210,7 +210,7 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
                      "interval_seq", "overruns"):
             status["r_" + name] = await r_host.call(ctx, r_dev.read, name)
         for name in ("markers_sent", "export_frames", "interval_seq", "overruns",
-                     "frames_control"):
+                     "frames_control", "frames_seen"):
             status["s_" + name] = await s_host.call(ctx, s_dev.read, name)
 
     simulate(top, main, clock.run, s_src.run, r_src.run, s_out.run, r_out.run)
@@ -256,6 +256,8 @@ def test_marker_send_to_marker_receive_with_loss_spoofing_and_inband_export():
     assert status["s_export_frames"] == 4 * sender.export_frame_count
     assert status["s_overruns"] == 0
     assert status["s_frames_control"] == 4 + 4 * sender.export_frame_count
+    # its own markers and chunks pass its tap too (docs/CORE_INTERFACE.md)
+    assert status["s_frames_seen"] == len(s_data) + status["s_frames_control"]
 
     # The receiver: intervals split by the markers it accepted (not the spoof, and marker
     # 1 never arrived): 0, then 1 (sender's 1 and 2 together, SEQUENCE_GAP), then 3.

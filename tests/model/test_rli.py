@@ -11,9 +11,9 @@ from bench.rli_test_vectors import BEGIN, END, markdown
 
 from host_sw.contracts.config import RliConfig
 from host_sw.contracts.hashing import FrameClass
-from host_sw.model.golden_rli import (adaptive_spacing, flow_cells, interpolated_delays,
-                               receiver_synopsis, reference_positions, sender_synopsis,
-                               with_references)
+from host_sw.model.golden_rli import (RliReceiverStats, adaptive_spacing, flow_cells,
+                               interpolated_delays, receiver_synopsis, reference_positions,
+                               sender_synopsis, with_references)
 from host_sw.model.traffic import synthetic_trace
 
 
@@ -64,6 +64,21 @@ def test_no_reference_counts_nothing():
     delay, kept, stats = interpolated_delays(config, np.arange(5), np.zeros(5, bool),
                                              np.zeros(5), np.ones(5, bool))
     assert len(kept) == 0 and stats.unreferenced == 5
+
+
+def test_no_reference_overflows_beyond_the_buffer():
+    """With no reference the buffer still holds at most ``buffer_packets``: the rest
+    overflow (SPEC "Interpolation", the gateware's rule), the buffered are unreferenced."""
+    config = RliConfig(buffer_packets=1)
+    flow = np.ones((2, 2), dtype=np.uint64)
+    syn, stats = receiver_synopsis(config, flow, np.array([10, 20]), np.zeros(2, bool),
+                                   np.zeros(2), np.ones(2, bool))
+    assert stats == RliReceiverStats(references=0, counted=0, overflowed=1, unreferenced=1)
+    assert stats.flagged and not syn.count.any()
+    config = RliConfig(buffer_packets=3)
+    _, _, stats = interpolated_delays(config, np.arange(7), np.zeros(7, bool),
+                                      np.zeros(7), np.ones(7, bool))
+    assert (stats.overflowed, stats.unreferenced) == (4, 3)
 
 
 def test_counters_by_hand():

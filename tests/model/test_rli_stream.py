@@ -64,3 +64,16 @@ def test_streamed_receiver_equals_receiver_synopsis(seed, refs):
         assert stats.counted > 3000
     if refs == 0.0005:
         assert stats.overflowed > 0            # the buffer filled between references
+
+
+def test_streamed_receiver_without_reference_overflows_beyond_the_buffer():
+    """No reference in the interval: the streamed receiver holds ``buffer_packets`` (then
+    unreferenced), the rest overflow, as the batch model and the gateware count them."""
+    config = RliConfig(buffer_packets=1)
+    r = StreamedReceiver(config)
+    r.add(np.ones((2, 1), np.uint64), [10], [False], [0], [True])
+    r.add(np.ones((2, 1), np.uint64), [20], [False], [0], [True])
+    syn, stats = r.finish()
+    assert (stats.references, stats.counted, stats.overflowed, stats.unreferenced) == \
+        (0, 0, 1, 1)
+    assert not syn.count.any()

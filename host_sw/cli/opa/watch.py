@@ -32,13 +32,13 @@ from host_sw.cli.args import RunFailure, UsageError, int_in, key_file, real
 from host_sw.estimators.opa.recovery import HISTOGRAM_BUCKETS_S
 from host_sw.cli.opa.output import DelayWriter, add_delay_outputs, write_histogram_counts
 from host_sw.cli.opa.record_source import RecordSources, SourceEvent
-from host_sw.contracts.frames.frame_format import (
-    MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD, ControlFrameError, mac_to_str,
-)
+from host_sw.contracts.frames.control_frame import MAX_MTU_PAYLOAD, ControlFrameError
+from host_sw.contracts.frames.frame_format import MTU_PAYLOAD, mac_to_str
 from host_sw.contracts.frames.frame_format import header_field, seq_after
 from host_sw.contracts.opa.words import group_of
-from host_sw.contracts.opa.records import (IntervalRecords, Point, RecordFlags,
-                                           RecordReassembler, parse_record_frame)
+from host_sw.contracts.opa.records import (MIN_RECORD_MTU_PAYLOAD, IntervalRecords, Point,
+                                           RecordFlags, RecordReassembler,
+                                           parse_record_frame)
 from host_sw.estimators.opa.export import interval_record, records_disagree
 
 __all__ = ["add_opa_watch_options", "OpaRecordWatch", "without_records"]
@@ -81,9 +81,10 @@ def add_opa_watch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--key-file", type=key_file, default=None, metavar="FILE",
                    help="the key of authenticated record frames (32 hex digits in a "
                         "file); without it only integrity-tagged frames are accepted")
-    g.add_argument("--mtu", type=int_in(MIN_MTU_PAYLOAD, MAX_MTU_PAYLOAD),
+    g.add_argument("--mtu", type=int_in(MIN_RECORD_MTU_PAYLOAD, MAX_MTU_PAYLOAD),
                    default=MTU_PAYLOAD, metavar="BYTES",
-                   help="Ethernet payload MTU the record frames were built for")
+                   help="Ethernet payload MTU the record frames were built for (at least "
+                        f"{MIN_RECORD_MTU_PAYLOAD}: one receiver record)")
     add_delay_outputs(g, histogram_when=" over the run, rewritten each interval")
 
 

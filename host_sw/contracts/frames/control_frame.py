@@ -223,7 +223,9 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
     kind_code = header_field(frame, "kind")
     if kind_code not in KIND_NAMES:
         raise MalformedFrameError(f"synopsis kind {kind_code} is not one of "
-                                  f"{sorted(KIND_NAMES)} (1 LDA, 2 RDA, 3 LDS)")
+                                  f"{sorted(KIND_NAMES)} (" + ", ".join(
+                                      f"{c} {n.upper()}" for c, n in sorted(
+                                          KIND_NAMES.items())) + ")")
     auth = header_field(frame, "auth")
     if auth not in AUTH_NAMES:
         raise MalformedFrameError(f"auth byte {auth} is neither {AUTH_NONE} (integrity "

@@ -51,7 +51,7 @@ from host_sw.contracts.frames.frame_format import (
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES, ZERO_KEY, siphash_tag
 
-__all__ = ["TYPE_OPA_RECORDS", "RecordFlags", "Point", "RECORD_HEADER_FIELDS",
+__all__ = ["TYPE_OPA_RECORDS", "MIN_RECORD_MTU_PAYLOAD", "RecordFlags", "Point", "RECORD_HEADER_FIELDS",
            "RecordFormat", "record_format", "records_per_frame", "frame_records",
            "build_record_frames", "RecordFrame", "parse_record_frame", "IntervalRecords",
            "RecordReassembler", "sampled_groups"]
@@ -60,6 +60,10 @@ __all__ = ["TYPE_OPA_RECORDS", "RecordFlags", "Point", "RECORD_HEADER_FIELDS",
 TYPE_OPA_RECORDS = 4
 #: Most records in one frame (``record_count`` is 16 bits).
 MAX_RECORDS = 0xFFFF
+#: The smallest MTU (Ethernet payload bytes) a record frame of either point fits: the
+#: 34-byte control header, one 12-byte receiver record, the 8-byte tag. A core's record
+#: streamer builds both points' frames (``hw.opa.opa_path``), so it refuses a smaller MTU.
+MIN_RECORD_MTU_PAYLOAD = PAYLOAD_OFFSET - ETHERNET_HEADER_BYTES + 12 + TAG_BYTES
 
 
 class RecordFlags(enum.IntFlag):
@@ -142,11 +146,20 @@ def record_format(config: OpaConfig, point: Point | str) -> RecordFormat:
 
 
 def records_per_frame(config: OpaConfig, point: Point | str, mtu: int = MTU_PAYLOAD) -> int:
-    """Most records of one frame within ``mtu`` Ethernet payload bytes (header, tag)."""
+    """Most records of one frame within ``mtu`` Ethernet payload bytes (header, tag); a
+    ValueError when not even one fits (a 12-byte receiver record needs an MTU of 54, an
+    8-byte sender record 50), as :func:`~host_sw.contracts.frames.frame_format.words_per_frame`
+    refuses an MTU below one counter word."""
     check_mtu(mtu)
-    size = record_format(config, point).record_bytes
-    room = mtu - (PAYLOAD_OFFSET - ETHERNET_HEADER_BYTES) - TAG_BYTES
-    return min(MAX_RECORDS, room // size)
+    fmt = record_format(config, point)
+    header = PAYLOAD_OFFSET - ETHERNET_HEADER_BYTES
+    n = (mtu - header - TAG_BYTES) // fmt.record_bytes
+    if n < 1:
+        raise ValueError(f"an MTU of {mtu} bytes cannot carry one {fmt.record_bytes}-byte "
+                         f"{fmt.point.value} record after the {header}-byte control header "
+                         f"and before the {TAG_BYTES}-byte tag (at least "
+                         f"{header + fmt.record_bytes + TAG_BYTES})")
+    return min(MAX_RECORDS, n)
 
 
 def sampled_groups(config: OpaConfig, record_groups: int) -> int:

@@ -23,7 +23,8 @@ import pytest
 from host_sw.cli.main import main
 from host_sw.cli.opa.output import DELAY_COLUMNS, DelayWriter, delay_rows
 from host_sw.cli.opa.record_source import SourceEvent
-from host_sw.cli.opa.watch import MAX_NOTES, MAX_PENDING, OpaRecordWatch, _capped
+from host_sw.cli.opa.watch import (MAX_NOTES, MAX_PENDING, OpaRecordWatch, _capped,
+                                   add_opa_watch_options)
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa.records import build_record_frames
 from host_sw.device.fake_transport import register_fake_device
@@ -398,3 +399,14 @@ def test_sampled_groups_give_exact_delays_of_the_recorded_groups(capsys, tmp_pat
     idx = np.array([int(x["packet"]) for x in rows])       # index among recorded packets
     assert [float(x["delay_ns"]) for x in rows] == \
         (true[recorded][idx] * CONFIG.tick_ns).tolist()
+
+
+def test_records_mtu_below_one_receiver_record_is_a_usage_error(capsys):
+    """``--mtu`` is the MTU the record frames were built for: no record frame of a core
+    (both points' records, the receiver's 12 bytes) is built below 54."""
+    with pytest.raises(SystemExit) as e:
+        main([*WATCH, "--intervals", "1", "--records", "-", "--mtu", "53"])
+    assert e.value.code == 2 and "--mtu: must be 54..9000" in capsys.readouterr().err
+    p = argparse.ArgumentParser(prog="watch")
+    add_opa_watch_options(p)
+    assert p.parse_args(["--mtu", "54"]).mtu == 54

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from host_sw.contracts.frames import control_frame as cf
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.contracts.regmap import register_map
@@ -94,7 +94,8 @@ def test_small_synopsis_frame_exact_bytes():
 
 @pytest.mark.parametrize("config", [
     LdaConfig(), RdaConfig(buckets_per_bank=300), LdsConfig(rows=2, cells=500,
-                                                           row_thresholds=(0, 0))],
+                                                           row_thresholds=(0, 0)),
+    OpaConfig(groups=256), RliConfig(cells=300)],     # kinds 4 and 5 (SPEC §6 rule 7)
     ids=lambda c: c.kind)
 def test_round_trip_any_order(config):
     syn = random_synopsis(config, 1)
@@ -164,6 +165,8 @@ def retag_frame(frame, key=bytes(16)):
     (lambda f: patch(f, "version", 1), frame_format.UnsupportedVersionError, "version 1"),
     (lambda f: patch(f, "type", 9), frame_format.UnknownTypeError, "type 9"),
     (lambda f: patch(f, "kind", 7), frame_format.MalformedFrameError, "synopsis kind 7"),
+    (lambda f: patch(f, "kind", 6), frame_format.MalformedFrameError, r"synopsis kind 6 is not one of "
+     r"\[1, 2, 3, 4, 5\] \(1 LDA, 2 RDA, 3 LDS, 4 OPA, 5 RLI\)"),
     (lambda f: patch(f, "flags", 0x40), frame_format.MalformedFrameError, "undefined bits"),
     (lambda f: patch(f, "reserved1", 1), frame_format.MalformedFrameError, "reserved"),
     (lambda f: patch(f, "auth", 2), frame_format.MalformedFrameError, "auth byte 2"),

@@ -116,3 +116,28 @@ def test_truncated_and_reassembly_errors():
     other = _frames("receiver", record_groups=4)
     with pytest.raises(InconsistentChunkError, match="records 4 groups"):
         r.add(other[0])
+
+
+@pytest.mark.parametrize("mtu", [46, 53])
+def test_an_mtu_below_one_record_is_refused(mtu):
+    """A 12-byte receiver record needs 34 + 12 + 8 = 54 payload bytes: below that the
+    builder refuses, as the synopsis builder refuses an MTU below one word (it used to
+    pack every record into one over-MTU frame)."""
+    p, ts = _interval(5)
+    with pytest.raises(ValueError, match=f"an MTU of {mtu} bytes cannot carry one 12-byte "
+                                         f"receiver record"):
+        build_record_frames(CONFIG, "receiver", seq=1, packet=p, timestamps=ts,
+                            src_mac=1, dst_mac=2, mtu=mtu)
+    with pytest.raises(ValueError, match="cannot carry one 12-byte receiver record"):
+        records_per_frame(CONFIG, "receiver", mtu)
+    # 8-byte sender records (log2 g > 16) need 50; 4-byte ones fit the smallest MTU
+    assert records_per_frame(CONFIG, "sender", 46) == 1
+    wide = OpaConfig(groups=1 << 17)
+    assert records_per_frame(wide, "sender", 50) == 1
+    with pytest.raises(ValueError, match="an MTU of 49 bytes cannot carry one 8-byte "
+                                         "sender record"):
+        records_per_frame(wide, "sender", 49)
+    assert records_per_frame(CONFIG, "receiver", 54) == 1
+    frames = build_record_frames(CONFIG, "receiver", seq=1, packet=p, timestamps=ts,
+                                 src_mac=1, dst_mac=2, mtu=54)
+    assert len(frames) == 5 and all(len(f) - 14 <= 54 for f in frames)

@@ -247,3 +247,12 @@ def test_enable_is_per_interval():
     frames, counters = _run("sender", clocks, enables=enables)
     assert counters["dropped"] == 0
     _check(frames, [packets[0], packets[2]], "sender")
+
+
+def test_an_mtu_below_one_record_is_refused():
+    """The streamer takes its frame size from ``records_per_frame``: below one record it
+    refuses (a core's streamer builds both points' frames, so below 54)."""
+    with pytest.raises(ValueError, match="cannot carry one 12-byte receiver record"):
+        OpaRecordStreamer(config=OpaConfig(), point=None, data_width=8, mtu=53)
+    assert OpaRecordStreamer(config=OpaConfig(), point=None, data_width=8,
+                             mtu=54).per_frames == {"sender": 3, "receiver": 1}

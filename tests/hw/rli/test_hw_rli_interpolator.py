@@ -89,6 +89,17 @@ def test_no_reference_counts_every_packet_unreferenced():
     assert out == [] and stats["unreferenced"] == 6 and stats["references"] == 0
 
 
+def test_no_reference_overflows_beyond_the_buffer_as_the_golden_model():
+    rng = np.random.default_rng(7)
+    arrival, is_ref, send, cell, digest = _stream(rng, 11, 0.0, first_ref=False)
+    out, stats = _run(arrival, is_ref, send, cell, digest)
+    _, _, golden = interpolated_delays(CONFIG, arrival, is_ref, send, ~is_ref)
+    assert out == []
+    assert stats == {"references": 0, "overflowed": golden.overflowed,
+                     "unreferenced": golden.unreferenced, "refused": 0}
+    assert (golden.overflowed, golden.unreferenced) == (3, 8)   # buffer_packets = 8
+
+
 def test_a_reference_while_busy_is_refused():
     rng = np.random.default_rng(6)
     arrival, is_ref, send, cell, digest = _stream(rng, 40, 0.0)
