@@ -17,9 +17,9 @@ from host_sw.contracts import uartbone as ub
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig
 from host_sw.contracts.registers import BUS_DATA_BITS, Register, RegField
 from host_sw.contracts.regmap import (
-    HOST_FIELDS, RUNTIME_FIELDS, parse_csr_csv, parse_csr_json, register_map,
-    static_config_dict,
+    HOST_FIELDS, RUNTIME_FIELDS, register_map, static_config_dict,
 )
+from host_sw.contracts.csr_export import parse_csr_csv, parse_csr_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

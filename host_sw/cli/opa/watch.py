@@ -32,7 +32,7 @@ from host_sw.cli.args import RunFailure, UsageError, int_in, key_file, real
 from host_sw.estimators.opa.recovery import HISTOGRAM_BUCKETS_S
 from host_sw.cli.opa.output import DelayWriter, add_delay_outputs, write_histogram_counts
 from host_sw.cli.opa.record_source import RecordSources, SourceEvent
-from host_sw.contracts.frames.control_frame import MAX_MTU_PAYLOAD, ControlFrameError
+from host_sw.contracts.frames.frame_format import MAX_MTU_PAYLOAD, ControlFrameError
 from host_sw.contracts.frames.frame_format import MTU_PAYLOAD, mac_to_str
 from host_sw.contracts.frames.frame_format import header_field, seq_after
 from host_sw.contracts.opa.words import group_of
