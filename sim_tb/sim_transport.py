@@ -58,7 +58,7 @@ class SimulationTransport(ByteTransport):
     A command is played whole and its reply collected at once (commands are framed with
     :class:`sim_tb.socket_bridge.CommandFramer`, the framing of the socket bridge), so
     :meth:`_receive_some` only hands out collected bytes and a short reply is a
-    :class:`~host_sw.device.transport.TransportTimeout` of the driver, as on a board.
+    :class:`~host_sw.device.transport_base.TransportTimeout` of the driver, as on a board.
     A failed command is not retried: in a simulation it is a bug to report.
     """
 

@@ -4,7 +4,7 @@
 Where it sits (``DESIGN.md``): "CSR register bank ◄── bus bridge ◄── byte stream
 (simulation) ◄── host". The host software reaches a board through a serial port; it
 reaches a core running under cocotb through ``tcp://127.0.0.1:PORT``
-(:class:`host_sw.device.transport.SocketTransport`). :class:`SocketBridge` is the simulator-side
+(:class:`host_sw.device.socket_transport.SocketTransport`). :class:`SocketBridge` is the simulator-side
 end: a thread accepts one connection at a time on 127.0.0.1 and appends every received
 byte to a thread-safe buffer; the cocotb side (no threads there: cocotb is single
 threaded) polls :meth:`SocketBridge.pop_command` between clocks, plays the command into

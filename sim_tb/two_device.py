@@ -8,7 +8,7 @@ configuration) are instantiated by a generated Verilog wrapper (:func:`write_wra
 module ``two_device_top``, ports prefixed ``snd_``/``rcv_``, one clock and reset). The
 cocotb module :mod:`sim_tb.cocotb_two_device` plays the traffic into the sender, moves
 every frame leaving the sender through a channel (delay drawn from a
-:class:`host_sw.model.channel.DelayDistribution`, loss from a :class:`host_sw.model.channel.LossModel`,
+:class:`host_sw.model.impairments.DelayDistribution`, loss from a :class:`host_sw.model.impairments.LossModel`,
 FIFO order) into the receiver, serves both devices' UARTBone byte streams on
 ``tcp://127.0.0.1:PORT`` (:mod:`sim_tb.socket_bridge`), and writes the ground truth of
 every interval (JSON lines, :data:`TRUTH_FILE`).
@@ -81,8 +81,8 @@ class TwoDeviceParams:
         IPv4 bytes up to the IP identification field, unique per packet of a flow) make
         the H3 trees, the export and the build smaller: the tests use it.
     intervals, frames : number of intervals and frames per interval.
-    delay : channel delay (``host_sw.model.channel.DelayDistribution`` spec).
-    loss : loss model (``host_sw.model.channel.LossModel`` spec).
+    delay : channel delay (``host_sw.model.impairments.DelayDistribution`` spec).
+    loss : loss model (``host_sw.model.impairments.LossModel`` spec).
     gap_ns : mean idle time between frames at the sender (exponential).
     frame_bytes : frame length (int) or ``"imix"``.
     tick_ns : clock period = timebase tick in ns.

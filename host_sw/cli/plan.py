@@ -35,7 +35,7 @@ def add_plan_parser(sub) -> None:
     p.add_argument("--cv", type=real(minimum=0), default=1.0,
                    help="expected std/mean of the delay (for the error figure)")
     p.add_argument("--confidence", type=confidence, default=0.98)
-    # The widths a configuration allows (host_sw.contracts.config.SynopsisConfig).
+    # The widths a configuration allows (host_sw.contracts.config_base.SynopsisConfig).
     p.add_argument("--count-bits", type=int_in(8, 63), default=32)
     p.add_argument("--ts-bits", type=int_in(16, 63), default=40)
     p.add_argument("--json", action="store_true")

@@ -5,7 +5,7 @@ release it (or the copy that could not be read) safely, and end intervals from t
 In the host data flow (``docs/DESIGN.md``) this sits between the device driver
 (:class:`~host_sw.device.driver.Device`, whose public API it uses) and the pairing of
 ``watch`` (:mod:`host_sw.cli.watch`). Why it exists: a monitoring run must outlive a
-transient fault. A failure of the bus (:class:`~host_sw.device.transport.TransportError`,
+transient fault. A failure of the bus (:class:`~host_sw.device.transport_base.TransportError`,
 after the transport's own retries) or of a snapshot's checks
 (:class:`~host_sw.device.driver.SnapshotError`) is retried a few times with a short,
 doubling back-off — never past the device's next interval boundary when its interval

@@ -14,7 +14,7 @@ The map is declared, not built: :data:`REGISTERS` is the table of registers and 
 (:class:`~host_sw.contracts.register_decls.RegisterDecl`,
 :class:`~host_sw.contracts.register_decls.FieldDecl`) that every core has, in address order; the
 run-time registers follow (:func:`runtime_registers`: the THRESHOLDS register of a kind with
-a :attr:`~host_sw.contracts.config.SynopsisConfig.threshold_register`, then MASKS), whose
+a :attr:`~host_sw.contracts.config_base.SynopsisConfig.threshold_register`, then MASKS), whose
 sizes vary with the configuration and so come last. :func:`register_map` places them one
 after the other from address 0, each field after the previous one unless declared ``at`` a
 bit offset, and puts the counter window above them, aligned to its power-of-two span
@@ -150,7 +150,7 @@ REGISTERS: tuple[RegisterDecl, ...] = (
     mac_register("export_dst_mac", "Destination MAC of marker and export frames."),
     mac_register("marker_src_mac", "The only source MAC whose markers the receiver accepts."),
     RegisterDecl("frozen_flags", "Flags of the frozen interval (the control frame's flags "
-                 "byte, host_sw.contracts.frames.control_frame.IntervalFlags).", tuple(
+                 "byte, host_sw.contracts.frames.frame_format.IntervalFlags).", tuple(
                      FieldDecl(flag.name.lower(), 1, "ro", f"IntervalFlags.{flag.name}",
                                at=flag.value.bit_length() - 1)
                      for flag in IntervalFlags if flag.value)),
@@ -190,7 +190,7 @@ REGISTERS: tuple[RegisterDecl, ...] = (
 def runtime_registers(config: SynopsisConfig) -> tuple[RegisterDecl, ...]:
     """The run-time registers of ``config``, placed after :data:`REGISTERS` because their
     sizes vary: THRESHOLDS (when the kind has a
-    :attr:`~host_sw.contracts.config.SynopsisConfig.threshold_register`) and MASKS."""
+    :attr:`~host_sw.contracts.config_base.SynopsisConfig.threshold_register`) and MASKS."""
     out = []
     part = config.threshold_register
     if part is not None:

@@ -31,7 +31,7 @@ def check_kind(config: SynopsisConfig, config_type: type, message: str) -> None:
 def check_pair(sender, receiver, config_type: type, what: str) -> SynopsisConfig:
     """Check that both synopses share one configuration of ``config_type``; return it.
 
-    Raises :class:`~host_sw.contracts.config.ConfigMismatch` when the configurations differ and a
+    Raises :class:`~host_sw.contracts.config_base.ConfigMismatch` when the configurations differ and a
     ``ValueError`` when they are of the wrong kind.
     """
     check_comparable(sender.config, receiver.config)

@@ -293,7 +293,7 @@ def sampling_rate_for_loss(rows: int, expected_lost: float, alpha: float = 0.5) 
 
 def tuned_threshold(rows: int, expected_lost: float, alpha: float = 0.5) -> int:
     """The leading-zero threshold whose rate ``2**-z`` is nearest (in log scale) to
-    :func:`sampling_rate_for_loss` (:func:`~host_sw.contracts.config.threshold_for_rate`)."""
+    :func:`sampling_rate_for_loss` (:func:`~host_sw.contracts.config_base.threshold_for_rate`)."""
     return threshold_for_rate(sampling_rate_for_loss(rows, expected_lost, alpha))
 
 

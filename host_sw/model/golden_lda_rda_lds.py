@@ -16,7 +16,7 @@ Two entry levels:
 * :func:`update` — from hashes and integer timestamps (ticks) to a :class:`Synopsis`.
 
 Kinds: the hash functions a kind needs come from its configuration
-(:attr:`~host_sw.contracts.config.SynopsisConfig.hash_functions`); where its packets go is
+(:attr:`~host_sw.contracts.config_base.SynopsisConfig.hash_functions`); where its packets go is
 one function per kind in :data:`UPDATE_GROUPS` (docs/DESIGN.md, "Adding a synopsis kind").
 
 All arithmetic is modulo the field widths of the configuration's word layout.

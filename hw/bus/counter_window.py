@@ -2,7 +2,7 @@
 """The counter window of the CSR bank: bus reads of the frozen counter copy.
 
 In docs/DESIGN.md's "Data flow of a counter" this is the step between the counter bank's
-frozen-copy read port (:func:`hw.counters.counter_bank.frozen_read_signature`) and the bus: the
+frozen-copy read port (:func:`hw.counters.bank_layout.frozen_read_signature`) and the bus: the
 host reads counter word ``i`` chunk ``c`` at ``window.address + i * chunks + c``
 (:class:`host_sw.contracts.registers.CounterWindow`). :class:`CounterWindowReader` splits the
 window offset into word index and chunk, reads the word through the read port for chunk

@@ -2,7 +2,7 @@
 """One frozen-copy read port shared by the bus's counter window and the exporter.
 
 Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): between the counter bank's
-frozen read port (:func:`hw.counters.counter_bank.frozen_read_signature`) and its two readers, the
+frozen read port (:func:`hw.counters.bank_layout.frozen_read_signature`) and its two readers, the
 CSR bank's counter window (the host reading a snapshot over the bus) and the exporter
 (:class:`hw.inband.exporter.Exporter`, streaming the snapshot as chunk frames).
 :func:`hw.bus.core_registers.wire_frozen_reads` wires it into :class:`hw.lda_pipeline.MeasurementCore`.

@@ -10,7 +10,7 @@ frozen copy as synopsis chunk frames through :class:`BytePacker`; both go out th
 frame merger (:mod:`hw.frames.frame_merger`).
 
 The byte layout is ``host_sw.contracts.frames.control_frame`` (``docs/SPEC.md`` §6), imported, never
-re-typed: :func:`control_header` walks :data:`host_sw.contracts.frames.control_frame.HEADER_FIELDS` to
+re-typed: :func:`control_header` walks :data:`host_sw.contracts.frames.frame_format.HEADER_FIELDS` to
 place each field big-endian at its offset.
 """
 
@@ -78,7 +78,7 @@ def header_field(header, name: str):
 
 def marker_request_layout() -> data.StructLayout:
     """A marker request: ``seq`` (the interval that ends), ``timestamp`` (ticks at the
-    boundary), ``flags`` (:class:`host_sw.contracts.frames.control_frame.IntervalFlags` of that interval)."""
+    boundary), ``flags`` (:class:`host_sw.contracts.frames.frame_format.IntervalFlags` of that interval)."""
     fields = {n: unsigned(_FIELDS[n].bits) for n in ("seq", "timestamp", "flags")}
     return data.StructLayout(fields)
 

@@ -4,14 +4,14 @@
 Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): "exporter: frozen copy ►
 control frames (in-band to the receiver and/or to the host)". When an interval is
 frozen, the top pulses ``start``; the exporter reads every counter word through the
-counter bank's frozen read port (:func:`hw.counters.counter_bank.frozen_read_signature`,
+counter bank's frozen read port (:func:`hw.counters.bank_layout.frozen_read_signature`,
 ``CounterBank.READ_LATENCY`` = 4 cycles, one read per clock) and emits the frames of
 :func:`host_sw.contracts.frames.control_frame.build_synopsis_frames`, byte for byte: the fixed
 header (version, type 2, flags, kind, seq, config ID, chunk index/count, chunks per
 word, first word, word count, timestamp; the field table ``HEADER_FIELDS`` imported,
 never re-typed), then the frame's words, each as ``layout.chunks`` big-endian 32-bit
 chunks, least significant chunk first,
-:func:`~host_sw.contracts.frames.control_frame.words_per_frame` words per frame, then the
+:func:`~host_sw.contracts.frames.frame_format.words_per_frame` words per frame, then the
 frame's SipHash-2-4 tag (:class:`hw.inband.siphash.ItemTagger`; under the key when ``auth``,
 else under the zero key).
 
@@ -62,7 +62,7 @@ class Exporter(wiring.Component):
     data_width:
         Frame stream width in bits.
     mtu:
-        Ethernet payload bytes per frame (``host_sw.contracts.frames.control_frame.MTU_PAYLOAD``).
+        Ethernet payload bytes per frame (``host_sw.contracts.frames.frame_format.MTU_PAYLOAD``).
     read_ahead:
         Counter words read ahead: the depth of the word FIFO (LUT RAM); a read is issued
         while fewer words are in flight or held. The default keeps frames gap-free at

@@ -2,9 +2,9 @@
 """SipHash-2-4 in gateware: the tag of marker and export frames (docs/SPEC.md §6, "Tag").
 
 Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): the sender's marker source
-(:class:`hw.inband.control_frame_tx.MarkerFrameSource`) and exporter (:class:`hw.inband.exporter.Exporter`)
+(:class:`hw.inband.marker_source.MarkerFrameSource`) and exporter (:class:`hw.inband.exporter.Exporter`)
 tag their frames with it, and the receiver's marker watch
-(:class:`hw.interval.interval_control.MarkerWatch`) checks markers with it. The host's definition is
+(:class:`hw.inband.marker_watch.MarkerWatch`) checks markers with it. The host's definition is
 :func:`host_sw.contracts.siphash.siphash_tag` (the ``siphash24`` package); the tests compare
 the two on the paper's vector and on random messages.
 

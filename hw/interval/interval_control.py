@@ -43,7 +43,7 @@ Boundary interface (to the top)
 ledger's ``request``). With it, valid in the same cycle:
 ``boundary_seq`` (the sequence number of the interval that *begins*: set INTERVAL_SEQ and
 the new interval's status to it, also on an overrun), ``boundary_flags``
-(:class:`host_sw.contracts.frames.control_frame.IntervalFlags` to OR into the flags of the interval that
+(:class:`host_sw.contracts.frames.frame_format.IntervalFlags` to OR into the flags of the interval that
 *ends*; the top adds OVERRUN itself) and ``boundary_timestamp`` (FROZEN_TIMESTAMP of the
 interval that ends).
 
@@ -179,7 +179,7 @@ class IntervalControl(wiring.Component):
     watch: In(FrameMonitor(data_width))
         The input transfers (mode 3; see the timing note in the module docstring).
     marker: Out(stream.Signature(marker_request_layout()))
-        Marker requests (mode 2) for :class:`hw.inband.control_frame_tx.MarkerFrameSource`.
+        Marker requests (mode 2) for :class:`hw.inband.marker_source.MarkerFrameSource`.
     marker_sent: In(1)
         The requested marker's first beat transferred (the inserter's ``inserted_sof``).
     boundary: Out(1)

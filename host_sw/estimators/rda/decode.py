@@ -156,7 +156,7 @@ class RdaSubtraction:
 def subtract(sender: Synopsis, receiver: Synopsis) -> RdaSubtraction:
     """Bucket-wise ``receiver − sender`` of two RDA synopses (§V-B (i)).
 
-    Raises :class:`~host_sw.contracts.config.ConfigMismatch` on different configurations.
+    Raises :class:`~host_sw.contracts.config_base.ConfigMismatch` on different configurations.
     """
     config = check_pair(sender, receiver, RdaConfig, "subtract")
     delta = signed_difference(receiver.count, sender.count, config.count_bits)
