@@ -118,7 +118,7 @@ reset and timestamp are written down in ``docs/CORE_INTERFACE.md``).
 import sys
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import C, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -291,9 +291,9 @@ class MeasurementCore(wiring.Component):
         connect(m, tap.record, path.record)
         wire_runtime_config(m, csr, path)
         wire_path_registers(m, csr, path, self.regmap)
-        # Timebase over the bus: reads show the running count, writes set it.
+        # Timebase over the bus: reads show the running count (its status_sources), writes
+        # set it.
         m.d.comb += [
-            csr.timebase.current.ticks.eq(timebase.now),
             timebase.set.eq(csr.timebase.written),
             timebase.set_value.eq(csr.timebase.value.ticks),
         ]
@@ -307,7 +307,13 @@ class MeasurementCore(wiring.Component):
         self._wire_ledger(m, ledger, ic, csr, tap, path, frame_idle)
         self._wire_export(m, exporter, ledger, path, copies)
         self._wire_path_frames(m, path, timebase, copies, ledger)
-        wire_status(m, csr, ledger, ic, exporter, tap, path)
+        # The registers the bank reads from the core, from the parts' tables; AUTH_KEY
+        # is write-only: its reads return 0.
+        wire_status(m, csr, self.regmap, {
+            "ledger": ledger.status_sources(), "interval_control": ic.status_sources(),
+            "exporter": exporter.status_sources(), "tap": tap.status_sources(),
+            "timebase": timebase.status_sources(), "path": path.status_sources(),
+            "core": {"auth_key": C(0, self.regmap["auth_key"].width)}})
         return m
 
     def bridge_timeout_for(self, platform=None) -> int:
@@ -352,7 +358,6 @@ class MeasurementCore(wiring.Component):
             enable=config_copy(m, csr.auth_mode.value.enable, "auth_enable_copy"),
             key=config_copy(m, csr.auth_key.value.key, "auth_key_copy"))
         m.d.comb += [
-            csr.auth_key.current.eq(0),         # write-only: reads return 0
             ic.key.eq(auth.key), ic.auth.eq(auth.enable),
             markers.key.eq(auth.key), markers.auth.eq(auth.enable),
             ic.mode.eq(mode.mode),

@@ -219,6 +219,13 @@ class IntervalControl(wiring.Component):
             "markers_runt": Out(32), "markers_bad_tag": Out(32), "markers_replayed": Out(32),
         })
 
+    def status_sources(self) -> dict:
+        """The status counters, by register name (each is its register's namesake):
+        :func:`hw.bus.core_registers.wire_status`."""
+        return {name: getattr(self, name) for name in (
+            "markers_sent", "markers_accepted", "markers_rejected", "sequence_gaps",
+            "markers_runt", "markers_bad_tag", "markers_replayed")}
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.timer = timer = IntervalTimer()

@@ -52,7 +52,7 @@ from host_sw.contracts.config import RliConfig
 from host_sw.contracts.frames.reference_frame import TYPE_REFERENCE
 from host_sw.contracts.siphash import KEY_BYTES
 
-from hw.counters.counter_path import path_members
+from hw.counters.counter_path import PATH_STATUS, path_members
 from hw.frames.frame import FrameMonitor, FrameStream
 from hw.interval.interval_control import RECEIVE_LATENCY
 from hw.inband.marker_watch import MarkerWatch
@@ -128,6 +128,15 @@ class RliPath(wiring.Component):
         })
         members.update({f"rli_frozen_{n}": Out(32) for n in _FROZEN})
         super().__init__(members)
+
+    def status_sources(self) -> dict:
+        """The status registers this path drives: the path interface's
+        (:data:`hw.counters.counter_path.PATH_STATUS`), the sender's and the receiver's
+        counters (:func:`hw.bus.core_registers.wire_status`)."""
+        own = [f"rli_references_{n}" for n in ("sent", "merged", "bad_tag")]
+        own += [f"rli_frozen_{n}" for n in _FROZEN]
+        return {name: getattr(self, member) for name, member in
+                {**PATH_STATUS, **{n: n for n in own}}.items()}
 
     def elaborate(self, platform):
         m = Module()
