@@ -1,53 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The pipelined H3 hasher: packet hash, RDA bucket hashes, LDS flow hashes.
 
-Where it sits (docs/DESIGN.md, "Data flow of a packet"): header tap
-(:mod:`hw.frames.header_tap`) → **H3 hasher** → bucket selection (:mod:`hw.counters.bucket_select`). Which
-hashes a kind needs besides the packet hash comes from :data:`hw.kinds.KINDS`.
-
-H3 is ``XOR of Q[i] over the set input bits i``; the matrices ``Q`` come from
-:func:`host_sw.contracts.hashing.h3_rows` at elaboration (seed, purpose and index of the
-configuration), so the hardware hash equals :class:`host_sw.contracts.hashing.H3` bit for bit. The
-byte masks (invariant header fields) are run-time inputs (CSRs) in the CSR encoding of
-:meth:`host_sw.contracts.hashing.ByteMask.as_int` (bit ``i`` keeps byte ``i``).
-
-Design choice — *hash after the window is complete*: the tap hands over a whole window
-per frame (one record per clock at most), and the hasher accepts one window per clock.
-Accumulating partial hashes per beat would also work (H3 is linear), but the mask depends
-on the frame class (EtherType at bytes 12–13, version at byte 14), which is known only
-after those bytes — so a per-beat scheme would need the partial sums of both mask sets
-(IPv4 and IPv6, and for LDS both flow masks too), i.e. twice the XOR logic and registers,
-and would tie the hasher's structure to the data width. Hashing the finished window costs
-one register stage of the masked window and keeps the hasher independent of the data
-width.
-
-Pipeline (every stage registered, so no long combinational XOR tree):
-
-0. input: the tap's record registered (its window and class are valid for one cycle);
-1. select: the window again, with its class's byte masks (IPv6 masks for IPv6 frames,
-   IPv4 masks otherwise; zero masks in cycles without a record);
-2. mask: the window ANDed with the selected byte mask (for LDS also the flow mask);
-3. XOR tree (:class:`H3Pipeline`): stage ``s`` XORs, per output bit, the set terms of one
-   aligned slice of ``4 ** (s + 1)`` input bits — stage 0 one nibble of the window (at
-   most 4 terms: one LUT4), stage 1 four nibble results, and so on; a 512-bit window
-   takes 5 stages (512 → 128 → 32 → 8 → 2 → 1 terms per output bit). Grouping by aligned
-   input slices rather than by runs of an output's terms keeps each window nibble's
-   fan-out (about 32 of the 64 hash bits) inside one cluster of logic, so no window bit
-   reaches LUTs of several overlapping groups across the die and the synthesis tool can
-   share the XORs (measurements: docs/HARDWARE.md, ``bench/hasher_synth.py``);
-4. the hashes of ``S(P)``: the packet hash through the nibble S-box
-   (host_sw.contracts.hashing.RDA_SBOX, one LUT4 per bit, registered), then one more
-   :class:`H3Pipeline` (64 inputs: 3 stages) per hash — RDA: the bucket hash of each
-   bank, ``H3_rda[l](S(P))`` (64 → 32); LDA and LDS: the field hash
-   ``F = H3_field(S(P))`` (only the bits the kind reads, :attr:`hw.kinds.KindGateware.field_bits`);
-   LDS: each row's offset hash ``h'_r = H3_off[r](S(P))`` (64 → 32). This puts the
-   non-linear layer of the contract (host_sw.contracts.hashing, "Why the fields come from
-   a non-linear hash") 4 cycles after ``P``: the S-box is one LUT level, the trees have
-   the structure the window tree already has (LUTs and Fmax of the hasher before and
-   after: docs/CHANGES.md, "Blocks").
-
-The flow hashes (LDS) run in parallel with the packet hash; every output is delayed to a
-common latency :attr:`PacketHasher.latency`.
+Between the header tap (:mod:`hw.frames.header_tap`) and the bucket selection
+(:mod:`hw.counters.bucket_select`); which hashes a kind needs besides the packet hash comes
+from :data:`hw.kinds.KINDS`. The matrices come from :func:`host_sw.contracts.hashing.h3_rows`
+at elaboration, so the hardware hash equals :class:`host_sw.contracts.hashing.H3` bit for
+bit; the byte masks are run-time inputs in the encoding of
+:meth:`host_sw.contracts.hashing.ByteMask.as_int` (bit ``i`` keeps byte ``i``). Every stage
+is registered and every output leaves at :attr:`PacketHasher.latency`. Why it hashes the
+finished window, and its stages: ``docs/DESIGN.md``, "Data flow of a packet", step 2.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned

@@ -1,124 +1,25 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The flow-through measurement core (every synopsis kind with gateware) and its Verilog export.
+"""The measurement core of every synopsis kind with gateware, and its Verilog export.
 
-Where it sits (``docs/DESIGN.md``, "Data flow of a packet" and "Data flow of a counter"):
-this is the whole gateware data flow in one component, its composition root —
-frames in → pass-through (fixed latency, bit-exact) → frames out, and beside it the
-measurement side that only *watches* the input transfers: header tap
-(:class:`hw.frames.header_tap.HeaderTap`) → the kind's measurement path
-(:mod:`hw.measurement_path`; for LDA/RDA/LDS :class:`hw.counters.counter_path.CounterPath`: H3
-hasher → bucket selection → counter bank, double buffered), with the interval control
-(:class:`hw.interval.interval_control.IntervalControl`: manual / time / marker modes, decides the
-boundaries) and the interval ledger (:class:`hw.interval.interval_ledger.IntervalLedger`: swap /
-overrun / per-copy sequence numbers, flags, timestamps), marker frames
-(:class:`hw.inband.marker_source.MarkerFrameSource`) and the exporter
-(:class:`hw.inband.exporter.Exporter`) put into the stream by the frame merger
-(:class:`hw.frames.frame_merger.FrameMerger`), and the CSR bank (:class:`hw.bus.csr.CsrBank`,
-generated from :func:`host_sw.contracts.regmap.register_map`) behind the
-UARTBone bridge (:class:`hw.bus.uartbone.UARTBoneBridge`). The tap's delay line
-(:func:`hw.frames.tap_watch.wire_tap_watch`) and the wiring of the CSR bank's registers to the
-parts (:mod:`hw.bus.core_registers`) are functions its ``elaborate`` calls.
+:class:`MeasurementCore` is the gateware's composition root: frames in → frame merger
+(the pass-through, :data:`PASSTHROUGH_LATENCY` cycle, inserting the core's marker, export
+and path frames between data frames) → frames out, and beside it the measurement side,
+which only watches the accepted beats: header tap → the kind's measurement path
+(:mod:`hw.measurement_path`), interval control and ledger, exporter, and the CSR bank
+behind the UARTBone bridge. The domain logic lives in those components; this module
+creates and wires them. How packets, intervals and exports move through them and the
+core's latencies: ``docs/DESIGN.md``, "Data flow of a packet", "Data flow of a counter"
+and "The core's latencies".
 
-Pass-through
-------------
-``s_axis``, the marker frames, the export frames and the measurement path's own frames
-(``insert``, if the kind has them: RLI's reference frames, OPA's record frames) → frame merger
-(:class:`hw.frames.frame_merger.FrameMerger`: registered output with a skid register, selection
-between frames only) → ``m_axis``. Data frames are never altered, dropped or reordered,
-and every beat leaves exactly :data:`PASSTHROUGH_LATENCY` (1) cycle after it was accepted
-when ``m_axis`` is ready **except while an inserted frame (a marker, an in-band export
-frame or a path's frame) is being sent**: then ``s_axis.ready`` is low for the inserted frame's duration and
-the data beats behind it leave that much later (data and inserted frames alternate when
-both wait, so a marker waits for at most one data frame and one frame of each other
-insert, and an insert cannot starve the data). The measurement side (tap, interval control) watches the
-merger's copy of the accepted beats: the core's own markers and export frames pass its
-tap as control frames (never counted). Besides ``m_axis`` there is a host export stream
-(``host_export``, Verilog ``m_axis_export_*``).
-
-Interval control (swap / overrun)
----------------------------------
-:class:`hw.interval.interval_control.IntervalControl` decides boundaries by INTERVAL_MODE.mode and
-:class:`hw.interval.interval_ledger.IntervalLedger` executes them and keeps each copy's status:
-0 manual (``CONTROL.swap``), 1 time (the timebase reaches INTERVAL_START + i ·
-INTERVAL_TICKS; the new interval's sequence number is ``i``; flag TIME_MODE), 2 marker
-send (``CONTROL.swap`` or the interval timer inserts a marker frame carrying the ending
-interval's sequence number, timestamp and flags; the boundary follows the marker's first
-beat, so it falls between the same data frames as the marker), 3 marker receive (a
-marker passing the input from MARKER_SRC_MAC with this CONFIG_ID ends the interval; the
-new sequence number is the marker's + 1; a skipped number flags SEQUENCE_GAP; markers
-from elsewhere are counted in MARKERS_REJECTED and ignored). Each boundary request
-(with the new interval's sequence number, the flags and the timestamp of the interval
-that ends) makes a swap *pending* (requests before the boundary merge into one: the
-latest number and timestamp, the flags of all). It is executed at the next frame
-boundary of the input stream (``HeaderTap.boundary_ok``: no frame open, computed one cycle
-ahead into a register), so a frame's copy, latched at its SOF, is never split. (The tap
-watches a registered copy of the merger's watch copy, so the decision depends on
-registers only.) At that boundary:
-
-* if the counter bank's other copy is CLEAN, the front copy flips (the SOF in that same
-  cycle already takes the new copy), INTERVAL_SEQ takes the requested sequence number,
-  the ending interval takes the request's flags and timestamp (FROZEN_FLAGS,
-  FROZEN_TIMESTAMP once frozen), the new interval's status (sequence number, flags,
-  packet count, CONFIG_ID) is reset,
-  and a swap pulse enters the measurement pipeline *in order with the records* — it
-  reaches the counter bank after the last update of the old copy and before the first of
-  the new one, so the bank needs no long drain window;
-* otherwise the boundary is an **overrun**: no swap, ``OVERRUNS`` counts up, INTERVAL_SEQ
-  still takes the new number (so two measurement points stay aligned by sequence number),
-  and the current interval is flagged OVERRUN (plus the request's flags) — the flag shows
-  in ``FROZEN_FLAGS`` and ``STATUS.frozen_overrun`` when that interval is eventually
-  frozen. Writing CONFIG_ID with a new value flags the current interval CONFIG_CHANGED.
-
-While a swap travels through the pipeline no further boundary is taken (a pending request
-waits). ``CONTROL.release`` goes straight to the bank (the frozen copy is cleared).
-An interval's sequence number is INTERVAL_SEQ when it began (``FROZEN_SEQ`` for the frozen
-copy); ``FROZEN_PACKETS`` counts the counted (IPv4/IPv6) frames of the frozen interval,
-sampled or not.
-
-Export
-------
-When a copy becomes FROZEN and INTERVAL_MODE has ``export_inband`` and/or
-``export_host``, the exporter streams it as synopsis chunk frames
-(``host_sw.contracts.frames.control_frame.build_synopsis_frames``, byte for byte: FROZEN_SEQ / FLAGS /
-TIMESTAMP / CONFIG_ID, LOCAL_MAC → EXPORT_DST_MAC) into the output stream (the
-merger) and/or to ``host_export``; with ``auto_release`` it then releases the copy.
-EXPORT_FRAMES counts the frames. The exporter shares the counter bank's frozen read port
-with the bus's counter window: the bus has priority (the exporter skips a cycle the bus
-reads) and each answer goes to whoever asked ``CounterBank.READ_LATENCY`` cycles before.
-With only ``export_host``, a host port that is not ready only stalls the export. With
-both ports, each beat goes to both: a stalled host port stalls the in-band frame in
-progress too, and with it the data path behind it — keep ``m_axis_export_tready`` high
-(or enable one port) when the data path must not wait on the host.
-
-Latencies
----------
-* pass-through: :data:`PASSTHROUGH_LATENCY` = 1 cycle, independent of the configuration;
-* measurement: :attr:`MeasurementCore.measurement_latency` cycles from a frame's EOF acceptance to
-  its update request at the counter bank (merger watch copy 1 + watch delay
-  :attr:`MeasurementCore.TAP_WATCH_DELAY` (47: a marker's tag is checked before its boundary) +
-  tap 1 + the measurement path's latency (hasher + selector 4 for LDA/RDA/LDS; for the
-  default LDA core with a 64-byte window 1 + 47 + 1 + 12 + 4 = 65), then
-  ``CounterBank.UPDATE_LATENCY`` to the memory write.
-
-Verilog export
---------------
-::
-
-    python -m hw.lda_pipeline --synopsis KIND [--banks N] [--rows N]
-        [--cells N] [--buckets N] [--groups N] [--vlda-cells N] [--thresholds a,b,..]
-        [--digest-bits N] [--window-bytes N] [--data-width W] [--seed S]
-        [--clk-freq HZ] [--uart-timeout CYCLES] [--memory {generic,ecp5}]
-        [--module-name NAME] -o build/lda_core.v
-
-writes the Verilog module ``lda_core`` (or ``--module-name``) and ``csr.csv`` /
-``csr.json`` beside it (:mod:`hw.verilog_export`, which has the options; the ports, clock,
-reset and timestamp are written down in ``docs/CORE_INTERFACE.md``).
+``python -m hw.lda_pipeline --synopsis KIND [options] -o build/lda_core.v`` writes the
+Verilog module and ``csr.csv`` / ``csr.json`` beside it (options:
+:mod:`hw.verilog_export`; ports, clock, reset and timestamp: ``docs/CORE_INTERFACE.md``).
 """
 
 import sys
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import C, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -154,7 +55,7 @@ DEFAULT_CLK_FREQ = 100e6
 class MeasurementCore(wiring.Component):
     """The measurement core: pass-through, measurement pipeline, counters and CSR bus.
 
-    A composition root: it creates the named components of the module docstring and wires
+    A composition root: it creates the components of the module docstring and wires
     them; the domain logic lives in the components (the interval bookkeeping in
     :class:`hw.interval.interval_ledger.IntervalLedger`).
 
@@ -185,8 +86,8 @@ class MeasurementCore(wiring.Component):
         Frames in.
     m_axis: Out(FrameStream(data_width))
         The same frames out, :data:`PASSTHROUGH_LATENCY` cycle later, with this core's
-        marker and in-band export frames inserted between them (see the module
-        docstring).
+        marker and in-band export frames inserted between them (``docs/DESIGN.md``,
+        "Data flow of a packet", step 5).
     bus_rx: In(stream.Signature(8))
         Host → bridge bytes (UARTBone protocol).
     bus_tx: Out(stream.Signature(8))
@@ -291,9 +192,9 @@ class MeasurementCore(wiring.Component):
         connect(m, tap.record, path.record)
         wire_runtime_config(m, csr, path)
         wire_path_registers(m, csr, path, self.regmap)
-        # Timebase over the bus: reads show the running count, writes set it.
+        # Timebase over the bus: reads show the running count (its status_sources), writes
+        # set it.
         m.d.comb += [
-            csr.timebase.current.ticks.eq(timebase.now),
             timebase.set.eq(csr.timebase.written),
             timebase.set_value.eq(csr.timebase.value.ticks),
         ]
@@ -307,7 +208,13 @@ class MeasurementCore(wiring.Component):
         self._wire_ledger(m, ledger, ic, csr, tap, path, frame_idle)
         self._wire_export(m, exporter, ledger, path, copies)
         self._wire_path_frames(m, path, timebase, copies, ledger)
-        wire_status(m, csr, ledger, ic, exporter, tap, path)
+        # The registers the bank reads from the core, from the parts' tables; AUTH_KEY
+        # is write-only: its reads return 0.
+        wire_status(m, csr, self.regmap, {
+            "ledger": ledger.status_sources(), "interval_control": ic.status_sources(),
+            "exporter": exporter.status_sources(), "tap": tap.status_sources(),
+            "timebase": timebase.status_sources(), "path": path.status_sources(),
+            "core": {"auth_key": C(0, self.regmap["auth_key"].width)}})
         return m
 
     def bridge_timeout_for(self, platform=None) -> int:
@@ -352,7 +259,6 @@ class MeasurementCore(wiring.Component):
             enable=config_copy(m, csr.auth_mode.value.enable, "auth_enable_copy"),
             key=config_copy(m, csr.auth_key.value.key, "auth_key_copy"))
         m.d.comb += [
-            csr.auth_key.current.eq(0),         # write-only: reads return 0
             ic.key.eq(auth.key), ic.auth.eq(auth.enable),
             markers.key.eq(auth.key), markers.auth.eq(auth.enable),
             ic.mode.eq(mode.mode),

@@ -12,11 +12,14 @@ synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
   the copy states and the ledger's inputs out), wired by the core to the ledger, the CSR
   bank and the exporter;
 * an attribute ``latency`` (cycles from a tap record to the bank);
+* a method ``status_sources()``: the read-only registers it drives, register name (or
+  ``register.field``) → value — :data:`hw.counters.counter_path.PATH_STATUS` and the
+  kind's own (:func:`hw.bus.core_registers.wire_status`; the kind's register map,
+  :func:`host_sw.contracts.regmap.register_map`, must have a source for each);
 * optionally run-time configuration ports named as the hasher's and selector's
   (``mask_*``, ``thresholds``, ``row_thresholds``: the MASKS and THRESHOLDS registers);
-* optionally members named as registers of the kind's register map
-  (:func:`host_sw.contracts.regmap.register_map`): an ``Out`` member drives that read-only
-  register, an ``In`` member takes a registered copy of that configuration register;
+* optionally ``In`` members named as configuration registers of the kind's register map:
+  each takes a registered copy of its register;
 * optionally ``insert`` (``Out(FrameStream(data_width))``: frames of the kind's own, such as
   RLI's reference frames, a third input of the frame merger) and the inputs such frames
   need, by name: ``now`` (``In(64)``, the timebase), ``interval_seq`` (``In(32)``, the

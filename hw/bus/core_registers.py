@@ -6,15 +6,16 @@ synopsis kind", item 4): between the CSR bank (:class:`hw.bus.csr.CsrBank`, gene
 the register map) and the components :class:`hw.lda_pipeline.MeasurementCore` composes — the
 run-time configuration (MASKS, THRESHOLDS) and the kind's own registers into the
 measurement path (:mod:`hw.measurement_path`), the counter window's reads through the
-shared frozen read port, and the read-only status registers out of the ledger, the
-interval control, the exporter, the tap and the path. Each function adds its
-connections (and registered copies) to the core's module; the core calls them from its
-``elaborate``. The interval control's and the exporter's configuration stays in the core,
+shared frozen read port, and the registers the bank reads from the core (read-only
+and volatile) from the tables of the parts that drive them (``status_sources()`` of the
+ledger, the interval control, the exporter, the tap, the timebase and the path). Each
+function adds its connections (and registered copies) to the core's module; the core
+calls them from its ``elaborate``. The interval control's and the exporter's configuration stays in the core,
 beside their other connections.
 """
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib.wiring import Out, connect
+from amaranth.lib.wiring import In, connect
 
 from hw.counters.frozen_read_share import FrozenReadShare
 
@@ -53,16 +54,12 @@ def wire_runtime_config(m: Module, csr, path):
 
 
 def wire_path_registers(m: Module, csr, path, regmap):
-    """The path's members named as registers of the map ``regmap`` (hw.measurement_path):
-    an ``Out`` member drives its read-only register, an ``In`` member takes a registered
-    copy of its configuration register."""
+    """The path's ``In`` members named as registers of the map ``regmap``
+    (hw.measurement_path): each takes a registered copy of its configuration register.
+    (The registers a path drives are in its ``status_sources()``: :func:`wire_status`.)"""
     names = {reg.name for reg in regmap.registers}
     for name, member in path.signature.members.items():
-        if name not in names:
-            continue
-        if member.flow == Out:
-            m.d.comb += getattr(csr, name).value.eq(getattr(path, name))
-        else:
+        if name in names and member.flow == In:
             m.d.comb += getattr(path, name).eq(
                 config_copy(m, getattr(csr, name).value, f"{name}_copy"))
 
@@ -86,36 +83,47 @@ def wire_frozen_reads(m: Module, csr, path, exporter, config):
     connect(m, share.bank, path.frozen)
 
 
-def wire_status(m: Module, csr, ledger, ic, exporter, tap, path):
-    """The read-only status registers."""
-    status, frozen = csr.status.value, ledger.frozen
-    m.d.comb += [
-        status.active_copy.eq(path.active_copy),
-        status.frozen_ready.eq(path.frozen_ready),
-        status.clearing.eq(path.clearing),
-        status.frozen_overrun.eq(frozen.flags[0]),   # IntervalFlags.OVERRUN
-        status.other_clean.eq(path.other_clean),
-        csr.interval_seq.value.eq(ledger.interval_seq),
-        csr.frozen_seq.value.eq(frozen.seq),
-        csr.frozen_packets.value.eq(frozen.packets),
-        csr.frozen_check.value.eq(path.frozen_check),
-        csr.frozen_updates.value.eq(path.frozen_updates),
-        csr.frozen_config_id.value.eq(frozen.config_id),
-        csr.frozen_flags.value.eq(frozen.flags),
-        csr.frozen_timestamp.value.ticks.eq(frozen.timestamp),
-        csr.overruns.value.eq(ledger.overruns),
-        csr.markers_sent.value.eq(ic.markers_sent),
-        csr.markers_accepted.value.eq(ic.markers_accepted),
-        csr.markers_rejected.value.eq(ic.markers_rejected),
-        csr.sequence_gaps.value.eq(ic.sequence_gaps),
-        csr.markers_runt.value.eq(ic.markers_runt),
-        csr.markers_bad_tag.value.eq(ic.markers_bad_tag),
-        csr.markers_replayed.value.eq(ic.markers_replayed),
-        csr.export_frames.value.eq(exporter.frames),
-        csr.frames_seen.value.eq(tap.status.frames),
-        csr.frames_counted.value.eq(tap.status.counted),
-        csr.frames_errored.value.eq(tap.status.errored),
-        csr.frames_runt.value.eq(tap.status.runt),
-        csr.frames_non_ip.value.eq(tap.status.non_ip),
-        csr.frames_control.value.eq(tap.status.control),
-    ]
+def wire_status(m: Module, csr, regmap, tables: dict):
+    """The registers the CSR bank reads from the core, wired from the parts' tables.
+
+    ``tables`` maps each part's name (for the messages) to its table, ``part.status_sources()``:
+    register name → the value that drives it, or ``register.field`` → the value of one field
+    (STATUS). Walking the map ``regmap`` as the CSR bank does, every read-only register
+    takes its ``value`` and every volatile one its ``current`` from the tables. A register
+    (or field) without a source, a name with two, or a name of no such register raises
+    ``ValueError``, so a register added to the map or a part renamed fails at elaboration
+    instead of reading 0.
+    """
+    sources, owners = {}, {}
+    for owner, table in tables.items():
+        for name, value in table.items():
+            if name in sources:
+                raise ValueError(f"status register {name!r} has two sources: "
+                                 f"{owners[name]} and {owner}")
+            sources[name], owners[name] = value, owner
+    missing = []
+    for reg in regmap:
+        if reg.constant or not (reg.access == "ro" or reg.volatile):
+            continue
+        port = getattr(csr, reg.name)
+        target = port.value if reg.access == "ro" else port.current
+        if reg.name in sources:
+            m.d.comb += target.eq(sources.pop(reg.name))
+        elif len(reg.fields) == 1 and reg.fields[0].name == "value":   # no fields
+            missing.append(reg.name)
+        else:
+            for field in reg.fields:
+                name = f"{reg.name}.{field.name}"
+                if name in sources:
+                    m.d.comb += getattr(target, field.name).eq(sources.pop(name))
+                else:
+                    missing.append(name)
+    if missing:
+        raise ValueError(f"no status source for register(s) {', '.join(missing)} of the "
+                         f"{regmap.config.kind} register map (declare it in a part's "
+                         f"status_sources())")
+    if sources:
+        unknown = ", ".join(f"{name!r} ({owners[name]})" for name in sources)
+        raise ValueError(f"status sources name no register the core reads in the "
+                         f"{regmap.config.kind} register map (read-only or volatile, each "
+                         f"once, or each of its fields once): {unknown}")

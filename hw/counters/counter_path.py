@@ -20,7 +20,13 @@ from hw.counters.bank_layout import frozen_read_signature
 from hw.hash_h3 import PacketHasher
 from hw.frames.header_tap import TapRecord
 
-__all__ = ["CounterPath", "path_members"]
+__all__ = ["CounterPath", "path_members", "PATH_STATUS"]
+
+#: The status registers every measurement path drives (:mod:`hw.measurement_path`), by
+#: register name (``register.field`` for one field), and the path members that drive them.
+PATH_STATUS = {"status.active_copy": "active_copy", "status.frozen_ready": "frozen_ready",
+               "status.clearing": "clearing", "status.other_clean": "other_clean",
+               "frozen_check": "frozen_check", "frozen_updates": "frozen_updates"}
 
 
 def path_members(config) -> dict:
@@ -82,6 +88,11 @@ class CounterPath(wiring.Component):
                 if name.startswith("mask_") or name in ("thresholds", "row_thresholds"):
                     members[name] = member
         super().__init__(members)
+
+    def status_sources(self) -> dict:
+        """The status registers this path drives (:data:`PATH_STATUS`):
+        :func:`hw.bus.core_registers.wire_status`."""
+        return {name: getattr(self, member) for name, member in PATH_STATUS.items()}
 
     def elaborate(self, platform):
         m = Module()

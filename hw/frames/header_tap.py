@@ -145,6 +145,12 @@ class HeaderTap(wiring.Component):
             "status": Out(TapStatus(counter_bits)),
         })
 
+    def status_sources(self) -> dict:
+        """The status counters by register name (FRAMES_SEEN, FRAMES_<class>):
+        :func:`hw.bus.core_registers.wire_status`."""
+        return {("frames_seen" if name == "frames" else f"frames_{name}"):
+                getattr(self.status, name) for name in TAP_STATUS_NAMES}
+
     def elaborate(self, platform):
         m = Module()
         beat = self.watch.payload

@@ -38,6 +38,11 @@ class Timebase(wiring.Component):
         self.width = width
         super().__init__({"now": Out(width), "set": In(1), "set_value": In(width)})
 
+    def status_sources(self) -> dict:
+        """TIMEBASE's reads show the running count (:func:`hw.bus.core_registers.wire_status`;
+        writes set it through ``set`` / ``set_value``)."""
+        return {"timebase.ticks": self.now}
+
     def elaborate(self, platform):
         m = Module()
         # Two halves, so no carry chain is longer than 32 bits: the high half counts when

@@ -158,6 +158,10 @@ class Exporter(wiring.Component):
             "frames": Out(32), "read_error": Out(1),
         })
 
+    def status_sources(self) -> dict:
+        """EXPORT_FRAMES: :func:`hw.bus.core_registers.wire_status`."""
+        return {"export_frames": self.frames}
+
     def elaborate(self, platform):
         # Timing (see the module docstring): every decision that enables many registers
         # comes from a flip-flop. While idle the parameters are sampled every clock and

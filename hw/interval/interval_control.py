@@ -1,58 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Interval control: when an interval ends, in each INTERVAL_MODE, and with which number.
 
-Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): the "interval control
-(time-based or in-band marker frames, sequence numbers)" box. It decides *boundaries*;
-the interval ledger (:class:`hw.interval.interval_ledger.IntervalLedger`) executes them between
-frames (swap, or overrun when the other copy is not clean). The modes are those of
-``host_sw.contracts.regmap`` (INTERVAL_MODE.mode):
-
-0 manual
-    ``CONTROL.swap`` (``swap`` pulse) → a boundary; sequence numbers count up by one.
-1 time
-    A boundary when the timebase reaches ``t0 + i·δ`` (INTERVAL_START, INTERVAL_TICKS);
-    the new interval's sequence number is ``i`` (the interval index travels with the
-    snapshot), the boundary timestamp is exactly ``t0 + i·δ`` and the interval that ends
-    is flagged ``TIME_MODE``. After (re)arming with ``t0`` in the past, intervals already
-    over are skipped silently: the first boundary is that of the interval ``now`` lies in.
-2 marker send
-    ``CONTROL.swap`` or the interval timer (same ``t0 + i·δ`` schedule; δ = 0: no timer)
-    requests a marker frame (:attr:`IntervalControl.marker`, for
-    :class:`hw.inband.marker_source.MarkerFrameSource`) carrying the current sequence number
-    (the interval that ends), the boundary's timestamp (the timer's nominal ``t0 + i·δ``,
-    or the timebase at ``CONTROL.swap``) and ``ending_flags``. The boundary is requested
-    when that marker's first beat is accepted (``marker_sent``, from
-    :attr:`hw.frames.frame_merger.FrameMerger.inserted_sof`), so the swap falls between the
-    same two data frames as the marker. Triggers while a marker is pending are merged.
-3 marker receive
-    :class:`hw.inband.marker_watch.MarkerWatch` checks the frames passing ``watch``; a marker
-    (EtherType 0x88B5, type marker) with version 2, the CONFIG_ID, source MAC =
-    MARKER_SRC_MAC, the ``auth`` byte of AUTH_MODE, at least 60 bytes, no error flag and
-    a tag that verifies (under AUTH_KEY in authenticated mode, else the zero key) whose
-    ``seq`` is not before this point's current interval is *accepted* → a boundary whose
-    new sequence number is the marker's ``seq + 1`` and whose timestamp is the marker's
-    (the sender's) timestamp. Any other marker is *rejected* (counted, with its reason:
-    runt, bad tag, replayed; no boundary), so a replayed or old marker never makes the
-    interval number go backwards. An accepted marker whose ``seq`` is ahead of this
-    point's current sequence number (a marker was lost, or the receiver joined late)
-    flags the interval that ends ``SEQUENCE_GAP`` and counts ``sequence_gaps``.
-
-Boundary interface (to the top)
--------------------------------
-``boundary`` (1-cycle pulse): end the current interval at the next frame boundary (the
-ledger's ``request``). With it, valid in the same cycle:
-``boundary_seq`` (the sequence number of the interval that *begins*: set INTERVAL_SEQ and
-the new interval's status to it, also on an overrun), ``boundary_flags``
-(:class:`host_sw.contracts.frames.frame_format.IntervalFlags` to OR into the flags of the interval that
-*ends*; the top adds OVERRUN itself) and ``boundary_timestamp`` (FROZEN_TIMESTAMP of the
-interval that ends).
+It decides *boundaries*; the interval ledger (:class:`hw.interval.interval_ledger.IntervalLedger`)
+executes them between frames (swap, or overrun when the other copy is not clean). The
+modes (INTERVAL_MODE.mode of :mod:`host_sw.contracts.regmap`: 0 manual, 1 time, 2 marker
+send, 3 marker receive), with the numbers, timestamps and flags each gives:
+``docs/DESIGN.md``, "Data flow of a counter", step 1.
 
 Timing: ``boundary`` is registered in every mode: one cycle after ``swap``, the timer's
 crossing or ``marker_sent`` (modes 0–2), and :data:`RECEIVE_LATENCY` cycles after the
-marker's EOF transfer on ``watch`` (mode 3). The top must show its tap the watched stream
-late enough that a request reaches its pending register before the tap sees the next
-frame's SOF, so that frame already belongs to the new interval (``hw.lda_pipeline``:
-``MeasurementCore.TAP_WATCH_DELAY``).
+marker's EOF transfer on ``watch`` (mode 3). The core shows its tap the watched stream
+late enough that a request reaches the ledger's pending register before the tap sees the
+next frame's SOF, so that frame already belongs to the new interval
+(``MeasurementCore.TAP_WATCH_DELAY``).
 """
 
 from types import SimpleNamespace
@@ -147,7 +107,8 @@ class IntervalTimer(wiring.Component):
 
 
 class IntervalControl(wiring.Component):
-    """Boundary decisions for the four interval modes (see the module docstring).
+    """Boundary decisions for the four interval modes (``docs/DESIGN.md``, "Data flow of a
+    counter", step 1).
 
     Parameters
     ----------
@@ -183,10 +144,16 @@ class IntervalControl(wiring.Component):
     marker_sent: In(1)
         The requested marker's first beat transferred (the inserter's ``inserted_sof``).
     boundary: Out(1)
+        End the current interval at the next frame boundary (a one-cycle pulse: the
+        ledger's ``request``); the three below are valid in the same cycle.
     boundary_seq: Out(32)
+        The sequence number of the interval that *begins* (INTERVAL_SEQ and the new
+        interval's status take it, also on an overrun).
     boundary_flags: Out(8)
+        :class:`~host_sw.contracts.frames.frame_format.IntervalFlags` to OR into the flags of
+        the interval that *ends* (the ledger adds OVERRUN itself).
     boundary_timestamp: Out(64)
-        The boundary request (see the module docstring).
+        FROZEN_TIMESTAMP of the interval that ends.
     seq: Out(32)
         The current interval's sequence number as this block counts it (it equals the
         top's INTERVAL_SEQ when the top adopts every ``boundary_seq``).
@@ -218,6 +185,13 @@ class IntervalControl(wiring.Component):
             "markers_rejected": Out(32), "sequence_gaps": Out(32),
             "markers_runt": Out(32), "markers_bad_tag": Out(32), "markers_replayed": Out(32),
         })
+
+    def status_sources(self) -> dict:
+        """The status counters, by register name (each is its register's namesake):
+        :func:`hw.bus.core_registers.wire_status`."""
+        return {name: getattr(self, name) for name in (
+            "markers_sent", "markers_accepted", "markers_rejected", "sequence_gaps",
+            "markers_runt", "markers_bad_tag", "markers_replayed")}
 
     def elaborate(self, platform):
         m = Module()

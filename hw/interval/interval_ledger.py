@@ -119,6 +119,18 @@ class IntervalLedger(wiring.Component):
     ending_flags: Out(FLAG_BITS)
     frozen: Out(interval_status_layout)
 
+    def status_sources(self) -> dict:
+        """The status registers the ledger drives, by register name (``register.field``
+        for one field): :func:`hw.bus.core_registers.wire_status`."""
+        frozen = self.frozen
+        return {
+            "status.frozen_overrun": frozen.flags[IntervalFlags.OVERRUN.value.bit_length() - 1],
+            "interval_seq": self.interval_seq, "overruns": self.overruns,
+            "frozen_seq": frozen.seq, "frozen_packets": frozen.packets,
+            "frozen_config_id": frozen.config_id, "frozen_flags": frozen.flags,
+            "frozen_timestamp.ticks": frozen.timestamp,
+        }
+
     def elaborate(self, platform):
         m = Module()
         front_copy = Signal()           # the copy frames starting now are tagged with

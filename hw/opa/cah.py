@@ -2,45 +2,16 @@
 """OPA sender words in gateware: per group, the count ``w`` and the combined augmented
 hash ``B_0..B_{k−1}`` (``docs/SPEC.md`` §8), updated at one packet per clock.
 
-Where it sits: after the hasher (it takes the 64-bit packet hash ``P``), in place of the
-bucket selector and counter bank of the other kinds; its words are the golden model's
-:func:`host_sw.model.golden_opa.opa_synopsis` word for word (``tests/hw/opa/test_hw_opa_cah.py``).
-Everything it computes comes from :mod:`host_sw.contracts.opa.words` (group bits, position-hash
-rows, S-box, p).
-
-Two short read-modify-write loops around one feed-forward pipeline, both as the
-counter bank's (:meth:`OpaCah._rmw`): the RAMs (:func:`hw.backends.counter_ram`, DP16KD
-with its output register on ECP5) answer two edges after the address and the write is
-registered, so the four requests ahead are forwarded explicitly — the three oldest into a
-base word off the loop, the one just ahead inside it — and the only one-cycle feedback is
-one carry chain per field with the forwarding select in its LUTs
-(:class:`hw.arith.carry.MuxAdd`):
-
-* **count loop**: the group's count is read, ``j = count + 1`` written back, so
-  back-to-back packets of one group count 1, 2, 3…;
-* **feed-forward** (stages H0–H3, then four per product): ``h = S(P ^ pos(j)) mod p``
-  (XOR tree of the position-hash rows, the S-box nibble layer, two Mersenne folds), then
-  ``t_r = t_{r−1}·j mod p`` — ``k − 1`` products of 31 × 32 bits, each as four 16×16
-  partial products (one ECP5 18×18 multiplier each) registered, summed in the next stage,
-  then reduced by one Mersenne fold per stage (the second with the conditional
-  subtraction);
-* **CAH loop**: the group's plain sums ``S_r = Σ j^r·h`` are read, ``S_r + t_r`` written
-  back. No reduction modulo p inside the loop (a compare and subtract behind the add
-  were its critical path, ``docs/HARDWARE.md``): a sum of at most ``2**count_bits − 1``
-  terms below p is exact in ``count_bits + 31`` bits, and the read-out
-  (:class:`hw.opa.readout.OpaReadout`, two registered stages) reduces it, so the read
-  port — and the freeze check, which reads through it — gives the contract's
-  ``B_r = S_r mod p`` (:attr:`OpaCah.READ_LATENCY` cycles after the request).
-
-With ``double_buffered=True`` the words are kept in two copies, as the counter bank's:
-the copies' life cycle is :class:`hw.counters.copy_control.CopyControl`'s (reused, not copied), a
-packet is tagged with the copy active when it enters, the feed-forward pipeline is shared
-and each loop's RAMs are per copy (forwarding keys are (copy, group)); ``swap`` makes the
-other copy active, the old one FROZEN once its last packet is written (``latency``
-cycles) and its check value computed (:class:`hw.counters.freeze_check.FreezeCheck`, reused: one
-read per group through the read port, the counter bank's ``frozen_check``), readable on the read port (``read_error`` when not FROZEN) until ``release``
-clears it (``groups`` cycles). :class:`hw.opa.opa_path.OpaPath` puts it on the core's frame
-path (:class:`hw.lda_pipeline.MeasurementCore` of kind ``opa``).
+After the hasher (the 64-bit packet hash ``P``), in place of the other kinds' bucket
+selector and counter bank (:class:`hw.opa.opa_path.OpaPath`); its words are
+:func:`host_sw.model.golden_opa.opa_synopsis`'s word for word
+(``tests/hw/opa/test_hw_opa_cah.py``), and everything it computes comes from
+:mod:`host_sw.contracts.opa.words`. Two read-modify-write loops (the counts, the plain
+sums) around one feed-forward pipeline; the sums are reduced modulo p on the read port
+(:class:`hw.opa.readout.OpaReadout`). With ``double_buffered=True``, two copies with the
+counter bank's life cycle (:class:`hw.counters.copy_control.CopyControl`,
+:class:`hw.counters.freeze_check.FreezeCheck`, reused). The loops, the pipeline and why:
+``docs/DESIGN.md``, "Adding a synopsis kind" (OPA).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -87,7 +58,7 @@ def _check_args(*, config=None, double_buffered=False, memory="auto"):
 
 
 class OpaCah(wiring.Component):
-    """The sender's per-group ``(w, B)`` words (module docstring).
+    """The sender's per-group ``(w, B)`` words (module docstring; ``docs/DESIGN.md``).
 
     Parameters
     ----------
@@ -191,7 +162,7 @@ class OpaCah(wiring.Component):
         return m
 
     def _rams(self, m, kind):
-        """Each copy's count RAM and plain-sum RAM (module docstring)."""
+        """Each copy's count RAM and plain-sum RAM (``docs/DESIGN.md``, OPA's loops)."""
         cfg = self._config
         n_copies = 2 if self._double else 1
         counts = [counter_ram(width=cfg.count_bits, depth=cfg.groups, kind=kind)

@@ -37,7 +37,7 @@ from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.regmap import register_map
 from host_sw.contracts.siphash import KEY_BYTES
 from hw.counters.counter_bank import CounterBank
-from hw.counters.counter_path import path_members
+from hw.counters.counter_path import PATH_STATUS, path_members
 from hw.bus.csr import register_layout
 from hw.frames.frame import FrameStream
 from hw.hash_h3 import PacketHasher
@@ -107,6 +107,13 @@ class OpaPath(wiring.Component):
             "opa_record_control": In(register_layout(control)),
             **{name: Out(32) for name in _RECORD_COUNTERS.values()}})
         super().__init__(members)
+
+    def status_sources(self) -> dict:
+        """The status registers this path drives: the path interface's
+        (:data:`hw.counters.counter_path.PATH_STATUS`) and the record streamer's counters
+        (:func:`hw.bus.core_registers.wire_status`)."""
+        return {name: getattr(self, member) for name, member in
+                {**PATH_STATUS, **{n: n for n in _RECORD_COUNTERS.values()}}.items()}
 
     def elaborate(self, platform):
         m = Module()

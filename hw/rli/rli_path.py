@@ -2,46 +2,15 @@
 """The measurement path of RLI (kind ``rli``): the sender's reference frames and the
 receiver's interpolation and per-flow counters, in one core.
 
-Where it sits (``docs/DESIGN.md``, "Adding a synopsis kind"; ``docs/SPEC.md`` "RLI"):
-:class:`hw.lda_pipeline.MeasurementCore` builds it from :data:`hw.measurement_path.PATHS` and
-wires the interface that module documents. Inside:
-
-* **receiving side** — tap records ► :class:`hw.rli.front.RliFront` (H3 flow hashes →
-  cell and digest; :class:`hw.rli.reference_watch.ReferenceWatch`: reference frames and their
-  send ticks) ► :class:`hw.rli.receiver.RliReceiver` (interpolation, squarer,
-  double-buffered per-flow counter bank);
-* **reference check** — a :class:`hw.inband.marker_watch.MarkerWatch` for type 3 on the core's
-  undelayed watch copy of the stream (``watch``) checks each reference's header (source
-  MARKER_SRC_MAC, CONFIG_ID, ``auth`` byte), length and SipHash tag (zero key or
-  AUTH_KEY) :data:`hw.inband.marker_watch.MarkerWatch.VERIFY_LATENCY` cycles after its EOF, and
-  the verdict is delayed to the cycle of the frame's tap record (:data:`WATCH_LEAD` cycles
-  after its EOF on ``watch``); a reference that fails is not used (RLI_REFERENCES_BAD_TAG);
-* **sending side** — :class:`hw.rli.reference_source.ReferenceFrameSource` on ``insert`` (the
-  merger's third input), at the rate of RLI_REFERENCE_RATE, counting the data frames of
-  the core's own output stream as its tap sees them.
-
-A core is a sender, a receiver or both by configuration: a receiver sets
-RLI_REFERENCE_RATE to 0 (it inserts nothing) and MARKER_SRC_MAC to the sender's
-LOCAL_MAC (references from anywhere else are not used). A sender's own references pass
-its own tap too: with MARKER_SRC_MAC other than its LOCAL_MAC they are refused there and
-counted in its RLI_REFERENCES_BAD_TAG (one per reference sent; ``sim_tb/test_rli_pair.py``
-checks it), and its cells count nothing (its data frames are unreferenced, or overflow
-the interpolation buffer).
-
-The interval ledger's inputs (:class:`hw.interval.interval_ledger.IntervalLedger`) mean for RLI:
-
-* the boundary travels in record order (``record.swap`` → ``packet_swap``) to the
-  receiver, which makes it pending, flushes the interpolation buffer at the first idle
-  cycle and swaps the bank once the flush has drained — so the packets of an interval
-  are exactly the frames whose records came before the boundary;
-* ``swap_arrived`` is that bank swap (not the boundary's arrival at the receiver): the
-  ledger takes no further boundary while the flush drains;
-* ``counted`` / ``counted_copy``: a data packet's update enters the bank, for that copy
-  (FROZEN_PACKETS counts the packets in the counters; the interval's overflowed and
-  unreferenced packets are RLI_FROZEN_OVERFLOWED / RLI_FROZEN_UNREFERENCED);
-* ``other_clean`` is the bank's: the ledger decides swap or overrun at the boundary, and
-  the other copy cannot leave CLEAN before the bank's swap (only a swap does), so the
-  receiver's own refused-swap path (``overruns``) is never taken in a core.
+:class:`hw.lda_pipeline.MeasurementCore` builds it from :data:`hw.measurement_path.PATHS`
+and wires the interface that module documents. Inside: the receiving side (tap records ►
+:class:`hw.rli.front.RliFront` ► :class:`hw.rli.receiver.RliReceiver`), the references' tag
+check (a :class:`hw.inband.marker_watch.MarkerWatch` for type 3 on the undelayed
+``watch`` copy, its verdict delayed to the frame's tap record) and the sending side
+(:class:`hw.rli.reference_source.ReferenceFrameSource` on ``insert``). A core is a sender,
+a receiver or both by configuration. How they fit, and what the interval ledger's inputs
+mean for RLI: ``docs/DESIGN.md``, "Adding a synopsis kind", item 4; the contract:
+``docs/SPEC.md`` "RLI".
 """
 
 from amaranth.hdl import Module
@@ -52,7 +21,7 @@ from host_sw.contracts.config import RliConfig
 from host_sw.contracts.frames.reference_frame import TYPE_REFERENCE
 from host_sw.contracts.siphash import KEY_BYTES
 
-from hw.counters.counter_path import path_members
+from hw.counters.counter_path import PATH_STATUS, path_members
 from hw.frames.frame import FrameMonitor, FrameStream
 from hw.interval.interval_control import RECEIVE_LATENCY
 from hw.inband.marker_watch import MarkerWatch
@@ -128,6 +97,15 @@ class RliPath(wiring.Component):
         })
         members.update({f"rli_frozen_{n}": Out(32) for n in _FROZEN})
         super().__init__(members)
+
+    def status_sources(self) -> dict:
+        """The status registers this path drives: the path interface's
+        (:data:`hw.counters.counter_path.PATH_STATUS`), the sender's and the receiver's
+        counters (:func:`hw.bus.core_registers.wire_status`)."""
+        own = [f"rli_references_{n}" for n in ("sent", "merged", "bad_tag")]
+        own += [f"rli_frozen_{n}" for n in _FROZEN]
+        return {name: getattr(self, member) for name, member in
+                {**PATH_STATUS, **{n: n for n in own}}.items()}
 
     def elaborate(self, platform):
         m = Module()
