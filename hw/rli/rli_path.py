@@ -24,7 +24,7 @@ A core is a sender, a receiver or both by configuration: a receiver sets
 RLI_REFERENCE_RATE to 0 (it inserts nothing) and MARKER_SRC_MAC to the sender's
 LOCAL_MAC (references from anywhere else are not used). A sender's own references pass
 its own tap too: with MARKER_SRC_MAC other than its LOCAL_MAC they are refused there and
-counted in its RLI_REFERENCES_BAD_TAG (one per reference sent; ``sim_tb/test_rli_pair.py``
+counted in its RLI_REFERENCES_BAD_TAG (one per reference sent; ``sim_tb/benches/test_rli_pair.py``
 checks it), and its cells count nothing (its data frames are unreferenced, or overflow
 the interpolation buffer).
 

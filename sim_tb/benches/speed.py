@@ -19,8 +19,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
-from sim_tb.frames import min_size_burst
-from sim_tb.tb import CoreTB
+from sim_tb.lib.frames import min_size_burst
+from sim_tb.lib.tb import CoreTB
 
 RAW_CYCLES = int(os.environ.get("LDA_SPEED_RAW_CYCLES", "200000"))
 FRAMES = int(os.environ.get("LDA_SPEED_FRAMES", "2000"))

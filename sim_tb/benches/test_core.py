@@ -1,8 +1,20 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""cocotb tests of the exported core (``hw.lda_pipeline``), one parameter set per run.
+"""cocotb tests of the exported core (``hw.lda_pipeline``), one parameter set per run, and
+their pytest entry.
 
-Run through pytest (``sim_tb/test_core.py``), which exports the core for a
-:class:`sim_tb.runner.CoreParams` and passes it here in ``LDA_SIM_PARAMS``.
+This file is both the cocotb test module (the ``@cocotb.test`` coroutines, run by the
+simulator's Python) and the pytest module (the ``test_*`` functions at the bottom): each
+pytest function exports the core for a :class:`sim_tb.lib.runner.CoreParams`, passes it in
+``LDA_SIM_PARAMS`` and runs this module's cocotb tests on it. Synopsis kind {LDA, RDA,
+LDS} × data width {8, 64}, each exported and built in its own folder
+(``build/sim/<param-id>/``), plus the hazard test at 512 bits, where a minimum-size frame
+is a single beat, so consecutive frames update the same counter on consecutive clocks (the
+read-modify-write forwarding path through the whole core). A failing cocotb test fails the
+pytest test with the names and messages of the failures
+(:class:`sim_tb.lib.runner.SimFailure`).
+
+Where it sits (``docs/DESIGN.md``, "Testing"): the second test level, the exported Verilog
+under cocotb (:mod:`sim_tb.lib.runner` builds and runs it).
 
 What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
 
@@ -23,28 +35,30 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
   the status counters, and the pipeline keeps running;
 * a pcap file's frames; the bus itself (ID register, exact reply lengths).
 
-The harness (bench, host driver, golden model) is :mod:`sim_tb.core_harness`.
+The harness (bench, host driver, golden model) is :mod:`sim_tb.lib.core_harness`.
 ``LDA_SIM_LONG=1`` multiplies the frame counts.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import random
 
 import cocotb
 import numpy as np
+import pytest
 
 from host_sw.contracts.check_value import check_value
 from host_sw.contracts.hashing import FrameClass
 
-from sim_tb.core_harness import (LONG, SCALE, TIMEOUT_MS, CoreHarness, frozen_info,
-                                 read_frozen_info, sized)
-from sim_tb.frames import (
+from sim_tb.lib.core_harness import (LONG, SCALE, TIMEOUT_MS, CoreHarness, frozen_info,
+                                     read_frozen_info, sized)
+from sim_tb.lib.frames import (
     bad_frames, min_size_burst, random_frames, read_pcap, same_bucket_frames,
 )
-from sim_tb.runner import REPO
-from sim_tb.scoreboard import counted_mask, synopsis_difference
-from sim_tb.tb import PAUSE_CASES, pauses_by_name, random_pause
+from sim_tb.lib.runner import DEFAULT_PARAMS, KINDS, REPO, CoreParams, run_core_tests
+from sim_tb.lib.scoreboard import counted_mask, synopsis_difference
+from sim_tb.lib.tb import PAUSE_CASES, pauses_by_name, random_pause
 
 PCAP = REPO / "sim_tb" / "data" / "mixed_small.pcap"
 
@@ -312,3 +326,29 @@ async def bus_protocol(dut):
     # the window reads zeros with no frozen copy
     st = await tb.host(device.status)
     assert st["frozen_ready"] == 0, st
+
+
+# pytest: export the core for each parameter set and run the cocotb tests above on it
+
+pytestmark = [
+    pytest.mark.cocotb,
+    pytest.mark.skipif(importlib.util.find_spec("hw.lda_pipeline") is None,
+                       reason="hw/lda_pipeline.py (the core's top) does not exist yet"),
+]
+
+SINGLE_BEAT_PARAMS = [CoreParams(kind=k, data_width=512) for k in KINDS]
+
+
+@pytest.mark.parametrize("params", DEFAULT_PARAMS, ids=lambda p: p.param_id)
+def test_core(params):
+    results = run_core_tests(params, __name__)
+    assert len(results.tests) >= 10, sorted(results.tests)
+
+
+@pytest.mark.parametrize("params", SINGLE_BEAT_PARAMS, ids=lambda p: p.param_id)
+def test_core_single_beat_hazard(params):
+    results = run_core_tests(params, __name__,
+                             testcase=["same_counter_hazard", "passthrough/pauses=0",
+                                       "passthrough/pauses=4"])
+    assert {"same_counter_hazard", "passthrough/pauses=0",
+            "passthrough/pauses=4"} <= set(results.tests), sorted(results.tests)

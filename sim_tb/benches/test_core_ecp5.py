@@ -2,16 +2,16 @@
 """pytest entry for the exported core built for ECP5 (``--memory ecp5``): the counter
 bank's copies are Lattice DP16KD block RAMs with their output register and its
 read-modify-write adders CCU2C carry chains (``hw.arith.carry.MuxAdd``), simulated with the
-DP16KD model ``sim_tb/models/dp16kd.v`` and Yosys's CCU2C model (:mod:`sim_tb.ecp5_cells`).
+DP16KD model ``sim_tb/models/dp16kd.v`` and Yosys's CCU2C model (:mod:`sim_tb.lib.ecp5_cells`).
 
-The same cocotb tests as ``sim_tb/test_core.py`` (``sim_tb.cocotb_core``): on the
+The same cocotb tests as ``sim_tb/benches/test_core.py`` (``sim_tb.benches.test_core``): on the
 default LDA core at 64 bits, the counters word for word against the golden model after a
 swap, read over the UARTBone bridge, under no pauses and random pauses (with
 ``LDA_SIM_LONG=1`` also on an RDA core: two lanes, an XOR field); and the same-counter
 hazard at 512 bits, where a minimum-size frame is one beat and the counter bank updates
 the same word every clock (the read-modify-write forwarding around the RAM's two-edge
 read). The RAM-level checks of the model and of every DP16KD width mode are in
-``sim_tb/test_ecp5_memory.py``.
+``sim_tb/benches/test_ecp5_memory.py``.
 """
 
 import importlib.util
@@ -19,8 +19,8 @@ import shutil
 
 import pytest
 
-from sim_tb.ecp5_cells import YosysModelMissing
-from sim_tb.runner import CoreParams, long_run, memory_model_sources, run_core_tests
+from sim_tb.lib.ecp5_cells import YosysModelMissing
+from sim_tb.lib.runner import CoreParams, long_run, memory_model_sources, run_core_tests
 
 
 def _models_missing() -> str:
@@ -52,20 +52,20 @@ if long_run():
 @pytest.mark.parametrize("params", ECP5_PARAMS, ids=lambda p: p.param_id)
 def test_core_ecp5_counters(params):
     testcases = SCOREBOARD_TESTS if params.kind == "lda" else SCOREBOARD_TESTS[:1]
-    results = run_core_tests(params, "sim_tb.cocotb_core", testcase=testcases)
+    results = run_core_tests(params, "sim_tb.benches.test_core", testcase=testcases)
     assert set(testcases) <= set(results.tests), sorted(results.tests)
 
 
 def test_core_ecp5_single_beat_hazard():
     params = CoreParams(kind="lda", data_width=512, memory="ecp5")
-    results = run_core_tests(params, "sim_tb.cocotb_core", testcase="same_counter_hazard")
+    results = run_core_tests(params, "sim_tb.benches.test_core", testcase="same_counter_hazard")
     assert "same_counter_hazard" in results.tests, sorted(results.tests)
 
 
 def test_ecp5_export_instantiates_dp16kd():
     """The core these tests simulate really holds DP16KD blocks with the output register
     (a generic export would pass the scoreboard without testing the ECP5 path)."""
-    from sim_tb.runner import export_core
+    from sim_tb.lib.runner import export_core
 
     core = export_core(ECP5_PARAMS[0])
     text = core.verilog.read_text()

@@ -16,7 +16,7 @@ DP16KD as an empty blackbox, so the project carries its own behavioural model
   width mode (x18 … x1).
 
 The whole exported core with ``memory="ecp5"`` runs the cocotb scoreboard in
-``sim_tb/test_core_ecp5.py``.
+``sim_tb/benches/test_core_ecp5.py``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from amaranth.back import verilog
 
 from hw.backends import counter_ram
 from hw.backends.ecp5 import DP16KD_MODES
-from sim_tb.ecp5_cells import DP16KD_MODEL, yosys_share_file
-from sim_tb.runner import BUILD_ROOT
+from sim_tb.lib.ecp5_cells import DP16KD_MODEL, yosys_share_file
+from sim_tb.lib.runner import BUILD_ROOT
 
 pytestmark = [
     pytest.mark.cocotb,

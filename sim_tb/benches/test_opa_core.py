@@ -1,18 +1,21 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """cocotb tests of the exported OPA core (``hw.lda_pipeline`` of an ``OpaConfig``: the
-frame path into :class:`hw.opa.opa_path.OpaPath`), one parameter set per run.
+frame path into :class:`hw.opa.opa_path.OpaPath`), one parameter set per run, and their
+pytest entry.
 
-Run through pytest (``sim_tb/test_opa_core.py``) with a :class:`sim_tb.runner.CoreParams`
-of kind ``opa`` in ``LDA_SIM_PARAMS``. The harness is :mod:`sim_tb.core_harness`'s, with
-the OPA golden model: the counted frames' packet hashes (:func:`host_sw.model.golden_lda_rda_lds.hash_frames`)
-in input order through :func:`host_sw.model.golden_opa.opa_synopsis`.
+This file is both the cocotb test module and the pytest module: the ``test_opa_core``
+function at the bottom exports the core for each of :data:`sim_tb.lib.runner.OPA_PARAMS`,
+passes it in ``LDA_SIM_PARAMS`` and runs the cocotb tests above on it. The harness is
+:mod:`sim_tb.lib.core_harness`'s, with the OPA golden model: the counted frames' packet
+hashes (:func:`host_sw.model.golden_lda_rda_lds.hash_frames`) in input order through
+:func:`host_sw.model.golden_opa.opa_synopsis`.
 
 * manual intervals: frames (random sizes, bad frames, back-to-back minimum-size frames
   of one group) in two intervals ended by ``CONTROL.swap``; each frozen copy read over the
   bus by the host driver equals the golden words word for word, FROZEN_CHECK is the
   contract's check value of them, FROZEN_UPDATES and FROZEN_PACKETS the counted frames;
 * ``ldactl info`` and ``ldactl read`` (in-process, on a
-  :class:`sim_tb.socket_bridge.SocketBridge` URL as a board's host would use) discover the
+  :class:`sim_tb.lib.socket_bridge.SocketBridge` URL as a board's host would use) discover the
   OPA core and read its frozen interval: the snapshot file's words equal the golden words;
 * timer intervals: INTERVAL_MODE time with the host export and auto release: the
   interval timer ends intervals under back-to-back traffic, each frozen copy leaves as
@@ -29,6 +32,7 @@ from pathlib import Path
 
 import cocotb
 import numpy as np
+import pytest
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
@@ -38,15 +42,16 @@ from host_sw.device.snapshot import Snapshot
 from host_sw.model.golden_lda_rda_lds import hash_frames
 from host_sw.model.golden_opa import opa_synopsis
 
-from sim_tb.core_harness import TIMEOUT_MS, CoreHarness, ldactl_while_simulating
-from sim_tb.frames import OfferedFrame, bad_frames, min_size_burst, random_frames
-from sim_tb.scoreboard import counted_mask, synopsis_difference
-from sim_tb.socket_bridge import SocketBridge
-from sim_tb.tb import random_pause
+from sim_tb.lib.core_harness import TIMEOUT_MS, CoreHarness, ldactl_while_simulating
+from sim_tb.lib.frames import OfferedFrame, bad_frames, min_size_burst, random_frames
+from sim_tb.lib.runner import OPA_PARAMS, run_core_tests
+from sim_tb.lib.scoreboard import counted_mask, synopsis_difference
+from sim_tb.lib.socket_bridge import SocketBridge
+from sim_tb.lib.tb import random_pause
 
 
 class OpaHarness(CoreHarness):
-    """:class:`sim_tb.core_harness.CoreHarness` with the OPA golden model (no timestamps:
+    """:class:`sim_tb.lib.core_harness.CoreHarness` with the OPA golden model (no timestamps:
     the OPA words hold none)."""
 
     def golden(self, frames, sofs=None) -> Synopsis:
@@ -189,3 +194,16 @@ async def timer_intervals_exported(dut):
         assert got.valid, f"interval {seq} flags {got.flags!r}"
         start = end
     assert start == len(frames) or not counted[start:].any()
+
+
+# pytest: export the OPA core and run the cocotb tests above on it
+
+pytestmark = pytest.mark.cocotb
+
+
+@pytest.mark.parametrize("params", OPA_PARAMS, ids=lambda p: p.param_id)
+def test_opa_core(params):
+    results = run_core_tests(params, __name__)
+    assert set(results.tests) >= {"manual_intervals", "timer_intervals_exported",
+                                 "ldactl_reads_opa_core"}, \
+        sorted(results.tests)

@@ -21,9 +21,14 @@ receiver's output beside the receiver's own records. After one interval:
     cores and prints the same estimate as (c), every delay of its ``--delays-out`` the
     true one.
 
-Run by ``sim_tb/test_opa_pair.py`` on the two-core top of :func:`sim_tb.two_device.
-write_wrapper` (ports ``snd_*`` / ``rcv_*``); the channel is :class:`sim_tb.two_device_wire.
-Wire`.
+This file is both the cocotb test module and the pytest module: ``test_opa_sender_to_receiver``
+at the bottom exports the OPA core (:data:`sim_tb.lib.runner.OPA_PARAMS`) and runs the
+cocotb test above on it twice in the two-core top of
+:func:`sim_tb.demo.two_device.write_wrapper` (ports ``snd_*`` / ``rcv_*``); the channel is
+:class:`sim_tb.demo.two_device_wire.Wire`.
+
+Where it sits (``docs/DESIGN.md``, "Testing"): the second test level for the OPA kind,
+whose record frames need both points.
 
 Ticks: both cores count the same clock from the same reset and a tap stamps a frame at
 a fixed number of clocks before its SOF leaves the core, so one constant maps a SOF
@@ -34,11 +39,13 @@ sender's first record; every other record of both points must then be exact.
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
 import cocotb
 import numpy as np
+import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 
@@ -52,11 +59,13 @@ from host_sw.model.golden_opa import PacketRecords, opa_synopsis
 from host_sw.model.pcap import write_pcap
 from host_sw.model.traffic import synthetic_trace
 
-from sim_tb.core_harness import ldactl_while_simulating
-from sim_tb.cocotb_two_device import HOST_OPTIONS, SimulatedCore, start_pair
-from sim_tb.runner import CoreParams
-from sim_tb.socket_bridge import SocketBridge
-from sim_tb.two_device_wire import Wire, wandering_delays
+from sim_tb.demo.cocotb_two_device import HOST_OPTIONS, SimulatedCore, start_pair
+from sim_tb.demo.two_device import run_pair_bench
+from sim_tb.demo.two_device_wire import Wire, wandering_delays
+from sim_tb.lib.core_harness import ldactl_while_simulating
+from sim_tb.lib.runner import OPA_PARAMS, CoreParams
+from sim_tb.lib.socket_bridge import SocketBridge
+from sim_tb.lib.verilator_build import verilator_env
 
 SENDER_MAC = 0x02_00_00_00_00_01
 RECEIVER_MAC = 0x02_00_00_00_00_02
@@ -261,3 +270,18 @@ async def records_through_a_lossy_queue(dut):
                   len(r_frames), int(result.recovered.sum()), len(arrived), int(true.min()),
                   int(true.max()), row["estimate"]["p50"], row["estimate"]["p99"],
                   row["estimate"]["max"], row["estimate"]["lost"])
+
+
+# pytest: export the OPA core, put it twice in the two-core top, run the cocotb test above
+
+pytestmark = [
+    pytest.mark.cocotb,
+    pytest.mark.skipif(shutil.which("iverilog") is None and verilator_env() is None,
+                       reason="no HDL simulator (Icarus Verilog or Verilator)"),
+]
+
+
+@pytest.mark.parametrize("params", OPA_PARAMS, ids=lambda p: p.param_id)
+def test_opa_sender_to_receiver(params):
+    results = run_pair_bench(params, __name__, "opa_pair")
+    assert "records_through_a_lossy_queue" in results.tests, sorted(results.tests)

@@ -5,10 +5,13 @@ varying amount (a queue: the delay wanders, the order is kept), and a receiver w
 per-flow counters, read over its bus after the interval, equal the golden model's
 (:func:`host_sw.model.golden_rli.receiver_synopsis`) word for word, with its RLI status registers.
 
-Run by ``sim_tb/test_rli_pair.py`` on the two-core top of :func:`sim_tb.two_device.
-write_wrapper` (ports ``snd_*`` / ``rcv_*``); the channel is :class:`sim_tb.two_device_wire.
-Wire`. One reference on the wire has its tag altered: the receiver must not use it and
-must count it in RLI_REFERENCES_BAD_TAG.
+This file is both the cocotb test module and the pytest module:
+``test_rli_sender_to_receiver`` at the bottom exports the RLI core
+(:data:`sim_tb.lib.runner.RLI_PARAMS`) and runs the cocotb test above on it twice in the
+two-core top of :func:`sim_tb.demo.two_device.write_wrapper` (ports ``snd_*`` /
+``rcv_*``); the channel is :class:`sim_tb.demo.two_device_wire.Wire`. One reference on the
+wire has its tag altered: the receiver must not use it and must count it in
+RLI_REFERENCES_BAD_TAG.
 
 Ticks: both cores count the same clock from the same reset, so one constant maps a clock
 of the harness to a tick of either. The sender stamps a reference with the tick its first
@@ -16,12 +19,18 @@ beat leaves its merger when nothing delays it (``hw.rli.reference_source``), so 
 is the largest ``stamp − SOF cycle at snd_m_axis`` over the references; the receiver's
 tap stamps a frame with the tick its SOF was accepted, one clock before its SOF leaves
 ``rcv_m_axis`` (the receiver inserts nothing).
+
+Where it sits (``docs/DESIGN.md``, "Testing"): the second test level for the RLI kind,
+whose core (``hw/rli/rli_path.py``) needs frames from a sender core.
 """
 
 from __future__ import annotations
 
+import shutil
+
 import cocotb
 import numpy as np
+import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 
@@ -30,9 +39,11 @@ from host_sw.model.golden_lda_rda_lds import Hashers, hash_frames
 from host_sw.model.golden_rli import receiver_synopsis
 from host_sw.model.traffic import synthetic_trace
 
-from sim_tb.cocotb_two_device import SimulatedCore, start_pair
-from sim_tb.runner import CoreParams
-from sim_tb.two_device_wire import Wire, is_control, wandering_delays
+from sim_tb.demo.cocotb_two_device import SimulatedCore, start_pair
+from sim_tb.demo.two_device import run_pair_bench
+from sim_tb.demo.two_device_wire import Wire, is_control, wandering_delays
+from sim_tb.lib.runner import RLI_PARAMS, CoreParams
+from sim_tb.lib.verilator_build import verilator_env
 
 SENDER_MAC = 0x02_00_00_00_00_01
 RECEIVER_MAC = 0x02_00_00_00_00_02
@@ -138,3 +149,18 @@ async def references_through_a_queue(dut):
                    "rli_frozen_unreferenced": stats.unreferenced,
                    "rli_frozen_refused": 0, "rli_references_bad_tag": 1,
                    "frozen_packets": stats.counted}, (got, stats)
+
+
+# pytest: export the RLI core, put it twice in the two-core top, run the cocotb test above
+
+pytestmark = [
+    pytest.mark.cocotb,
+    pytest.mark.skipif(shutil.which("iverilog") is None and verilator_env() is None,
+                       reason="no HDL simulator (Icarus Verilog or Verilator)"),
+]
+
+
+@pytest.mark.parametrize("params", RLI_PARAMS, ids=lambda p: p.param_id)
+def test_rli_sender_to_receiver(params):
+    results = run_pair_bench(params, __name__, "rli_pair")
+    assert "references_through_a_queue" in results.tests, sorted(results.tests)

@@ -1,20 +1,29 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """cocotb tests of the testbench infrastructure itself, on ``sim_tb/data/standin_core.v``
-(a one-register AXI-Stream stage with the core's ports and the bus bytes looped back).
+(a one-register AXI-Stream stage with the core's ports and the bus bytes looped back), and
+their pytest entry (no gateware needed).
 
-They prove the pieces the core's testbenches rely on — frame source/sink/monitor under
-the pause matrix, tuser on the last beat, start-of-frame cycles, the byte-stream port —
-without depending on the real core. Run by ``sim_tb/test_infra.py``; the second test
-level of ``docs/DESIGN.md`` ("Testing").
+They prove the pieces the core's testbenches rely on — the runner, frame
+source/sink/monitor under the pause matrix, tuser on the last beat, start-of-frame cycles,
+the byte-stream port — without depending on the real core. This file is both the cocotb
+test module and the pytest module: the ``test_*`` functions at the bottom run the cocotb
+tests above on the stand-in core, and :mod:`sim_tb.benches.failing`'s always-failing test
+to prove that a failing cocotb test fails the pytest test.
+
+Where it sits (``docs/DESIGN.md``, "Testing"): the second test level's own tests, so a
+failure of a core test points at the core, not at :mod:`sim_tb.lib.runner` or
+:mod:`sim_tb.lib.tb`.
 """
 
 import random
 
 import cocotb
 import numpy as np
+import pytest
 
-from sim_tb.frames import bad_frames, min_size_burst, random_frames
-from sim_tb.tb import PAUSE_CASES, CoreTB, pauses_by_name
+from sim_tb.lib.frames import bad_frames, min_size_burst, random_frames
+from sim_tb.lib.runner import BUILD_ROOT, REPO, SimFailure, run_cocotb
+from sim_tb.lib.tb import PAUSE_CASES, CoreTB, pauses_by_name
 
 
 def _frames(seed):
@@ -71,3 +80,28 @@ async def detects_corruption(dut):
         pass
     else:
         raise AssertionError("check_frame accepted a corrupted frame")
+
+
+# pytest: run the cocotb tests above on the stand-in core
+
+STANDIN = REPO / "sim_tb" / "data" / "standin_core.v"
+
+pytestmark = pytest.mark.cocotb
+
+
+@pytest.mark.parametrize("data_width", [8, 64])
+def test_standin_infrastructure(data_width):
+    results = run_cocotb(sources=[STANDIN], toplevel="standin_core",
+                         build_dir=BUILD_ROOT / f"standin-w{data_width}",
+                         test_module=__name__,
+                         parameters={"DATA_WIDTH": data_width}, seed=1)
+    assert len(results.tests) >= 6
+
+
+def test_runner_reports_failures():
+    """A failing cocotb test must fail the pytest test (here: a module whose one test
+    raises)."""
+    with pytest.raises(SimFailure):
+        run_cocotb(sources=[STANDIN], toplevel="standin_core",
+                   build_dir=BUILD_ROOT / "standin-fail", test_module="sim_tb.benches.failing",
+                   parameters={"DATA_WIDTH": 8}, seed=1)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""cocotb side of the board testbench (:mod:`sim_tb.board_sim`): one board top under
+"""cocotb side of the board testbench (:mod:`sim_tb.board.board_sim`): one board top under
 cocotbext-eth's RGMII PHY models and cocotbext-uart's UART models.
 
 One test, :func:`board_top`, on ``board_sim_top`` (the board top's own pins). It
@@ -8,7 +8,7 @@ One test, :func:`board_top`, on ``board_sim_top`` (the board top's own pins). It
    per RGMII port (the PHYs' clocks: independent of the board clock and of each other,
    here with a phase offset), holds the board's reset button released and waits out
    the power-on reset;
-2. serves a :class:`sim_tb.socket_bridge.SocketBridge`: each host command is played
+2. serves a :class:`sim_tb.lib.socket_bridge.SocketBridge`: each host command is played
    into the UART receive pin by a ``UartSource`` and the reply is taken from the UART
    transmit pin by a ``UartSink`` — the host (``ldactl``) reaches the board's UARTBone,
    and on a two-port board both cores through the router, as it would through a
@@ -22,7 +22,7 @@ One test, :func:`board_top`, on ``board_sim_top`` (the board top's own pins). It
    crossing from the PHY clock makes them vary by a cycle);
 4. writes ``traffic-<n>.json``: the frames sent and received on each port (hex, with
    their FCS) and, per core, its frames and SOF cycles — the test compares them with
-   what ``ldactl read`` returns, through :func:`sim_tb.scoreboard.expected_synopsis`;
+   what ``ldactl read`` returns, through :func:`sim_tb.lib.scoreboard.expected_synopsis`;
 5. ends on the ``done`` file.
 """
 
@@ -46,9 +46,9 @@ from cocotbext.uart import UartSink, UartSource
 from host_sw.model.traffic import synthetic_trace
 from hw.frames.frame import frame_beat_layout
 
-from sim_tb.board_sim import (DONE_FILE, GO_FILE, PORTS_FILE, BoardSimParams,
-                              traffic_file)
-from sim_tb.socket_bridge import SocketBridge
+from sim_tb.board.board_sim import (DONE_FILE, GO_FILE, PORTS_FILE, BoardSimParams,
+                                    traffic_file)
+from sim_tb.lib.socket_bridge import SocketBridge
 
 log = logging.getLogger("cocotb.board")
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""cocotb side of the two-device harness (:mod:`sim_tb.two_device`).
+"""cocotb side of the two-device harness (:mod:`sim_tb.demo.two_device`).
 
 One test, :func:`two_devices`, on the generated ``two_device_top`` (a sender and a
 receiver core). It
@@ -12,19 +12,19 @@ receiver core). It
    ``params.interval_ticks`` clocks with a marker frame, and streams the frozen copy
    in-band as synopsis chunk frames) and the receiver in marker-receive mode (a marker
    from the sender ends its interval): from here on the *devices* decide the boundaries;
-3. opens a :class:`sim_tb.socket_bridge.SocketBridge` per device and writes their URLs
+3. opens a :class:`sim_tb.lib.socket_bridge.SocketBridge` per device and writes their URLs
    to ``ports.json``; a coroutine per device plays the host's commands into the core's
    ``bus_rx`` and sends ``bus_tx`` back;
 4. offers the traffic (:func:`host_sw.model.traffic.synthetic_trace`, exponential gaps)
    and moves every frame leaving the sender — data, markers, export chunks — through the
-   channel (:mod:`sim_tb.two_device_wire`); the control frames leaving the receiver go
+   channel (:mod:`sim_tb.demo.two_device_wire`); the control frames leaving the receiver go
    to ``inband.jsonl`` (hex, with their cycle), the host's capture of the receiver's
    output stream;
 5. for each interval the sender's marker closed, once its frames have left the receiver
    or were lost, writes the ground truth to ``truth.jsonl``: frames sent/received/lost,
    the true mean and standard deviation (population) of the delays of the frames both
    points saw, ``(receiver SOF − sender SOF) × tick_ns``, and the golden model's synopses
-   of both points (:func:`sim_tb.scoreboard.expected_synopsis`) as counter words;
+   of both points (:func:`sim_tb.lib.scoreboard.expected_synopsis`) as counter words;
 6. keeps running (traffic stopped after the last interval) until the host writes
    ``host_done`` in the work folder, or ``host_wait_s`` seconds of wall time pass.
 
@@ -53,15 +53,15 @@ from host_sw.model.impairments import DelayDistribution, LossModel
 from host_sw.model.golden_lda_rda_lds import Hashers
 from host_sw.model.traffic import synthetic_trace
 
-from sim_tb.frames import OfferedFrame
-from sim_tb.scoreboard import expected_synopsis
-from sim_tb.socket_bridge import SocketBridge
-from sim_tb.two_device import (
+from sim_tb.demo.two_device import (
     HOST_DONE_FILE, INBAND_FILE, PORTS_FILE, TRUTH_FILE, TwoDeviceParams,
 )
-from sim_tb.two_device_wire import Wire
-from sim_tb.sim_transport import BusTimeout
-from sim_tb.uartbone_driver import ByteStreamPort, run_host, simulation_transport
+from sim_tb.demo.two_device_wire import Wire
+from sim_tb.lib.frames import OfferedFrame
+from sim_tb.lib.scoreboard import expected_synopsis
+from sim_tb.lib.sim_transport import BusTimeout
+from sim_tb.lib.socket_bridge import SocketBridge
+from sim_tb.lib.uartbone_driver import ByteStreamPort, run_host, simulation_transport
 
 log = logging.getLogger("cocotb.two_device")
 
@@ -175,8 +175,8 @@ async def start_pair(dut, config, cores, *, setup=None):
     run-time registers (thresholds, masks, CONFIG_ID), ``await setup(core, device)`` if
     given (a bench's own registers, in force from the first boundary), and both copies
     cleared (swap + release twice: the memories keep their contents over ``rst``).
-    The start of every two-core bench (this one, :mod:`sim_tb.cocotb_opa_pair`,
-    :mod:`sim_tb.cocotb_rli_pair`)."""
+    The start of every two-core bench (this one, :mod:`sim_tb.benches.test_opa_pair`,
+    :mod:`sim_tb.benches.test_rli_pair`)."""
     dut.rst.value = 1
     await ClockCycles(dut.clk, 8)
     dut.rst.value = 0

@@ -2,7 +2,7 @@
 """The demo: latency and loss between two simulated devices, read over their bridges.
 
 Where it sits (``docs/DESIGN.md``): the whole data flow end to end — traffic → sender
-core → channel → receiver core (one HDL simulation, :mod:`sim_tb.two_device`), the host
+core → channel → receiver core (one HDL simulation, :mod:`sim_tb.demo.two_device`), the host
 reading both devices' frozen intervals over ``tcp://127.0.0.1:PORT`` with the same driver
 as for boards (:class:`host_sw.device.driver.Device`) and pairing them into interval
 records as ``ldactl watch`` does (:func:`host_sw.cli.records.pair_snapshots` →
@@ -41,13 +41,13 @@ from host_sw.device.driver import Device
 from host_sw.device.transport import open_transport
 from host_sw.estimators.record import IntervalRecord
 from host_sw.model.impairments import DelayDistribution, LossModel
-from sim_tb.two_device import (
+from sim_tb.demo.two_device import (
     HOST_DONE_FILE, SimulatorMissing, TwoDeviceParams, read_truth, start_simulation,
 )
 
 __all__ = ["run_demo", "main", "add_arguments", "DEFAULT_OUT", "DEMO_TABLE", "HEADER"]
 
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "build" / "demo"
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "build" / "demo"
 
 
 def _rel(est, true):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""pytest entry for the two-device harness and the demo (:mod:`sim_tb.two_device`,
+"""pytest entry for the two-device harness and the demo (:mod:`sim_tb.demo.two_device`,
 :mod:`sim_tb.demo`): one small simulation (2 intervals) run through the demo's entry
 point, then checked from its outputs:
 
@@ -33,9 +33,9 @@ from host_sw.cli import main as ldactl
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.snapshot import Snapshot
 from host_sw.estimators.measure import estimate_pair
-from sim_tb import demo
-from sim_tb.verilator_build import verilator_env
-from sim_tb.two_device import TwoDeviceParams, start_simulation
+from sim_tb.demo import demo
+from sim_tb.demo.two_device import TwoDeviceParams, start_simulation
+from sim_tb.lib.verilator_build import verilator_env
 
 pytestmark = [
     pytest.mark.cocotb,

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The wire of the two-device harness: traffic source, sender output, channel, receiver
-input and output, one clock at a time (cocotb side of :mod:`sim_tb.two_device`).
+input and output, one clock at a time (cocotb side of :mod:`sim_tb.demo.two_device`).
 
 Where it sits (``docs/DEMO.md``, "How the harness works"): traffic → ``snd_s_axis`` →
 sender core → ``snd_m_axis`` → channel (delay, loss, FIFO) → ``rcv_s_axis`` → receiver

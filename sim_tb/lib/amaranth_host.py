@@ -3,7 +3,7 @@
 :class:`host_sw.device.driver.Device` that talks to a board reads and writes the core's
 registers through its UARTBone byte streams.
 
-Where it sits (``docs/DESIGN.md``): the Amaranth half of :mod:`sim_tb.sim_transport`.
+Where it sits (``docs/DESIGN.md``): the Amaranth half of :mod:`sim_tb.lib.sim_transport`.
 :class:`HostThread` runs host code (a blocking function that uses a ``Device``) in a
 thread while the calling testbench waits, and runs in the testbench, with its simulator
 context, every coroutine the host code resumes (:meth:`~HostThread.resume`) — Amaranth's
@@ -28,7 +28,7 @@ import queue
 import threading
 
 from host_sw.device.driver import Device
-from sim_tb.sim_transport import BusTimeout, SimulationTransport
+from sim_tb.lib.sim_transport import BusTimeout, SimulationTransport
 
 __all__ = ["HostThread", "StreamBytePort", "SimulatedHost"]
 

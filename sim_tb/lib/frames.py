@@ -2,7 +2,7 @@
 """Frame sources for the cocotb testbenches: real Ethernet/IPv4/IPv6 + UDP/TCP frames.
 
 Where it sits (``docs/DESIGN.md``): these are the "frames in" of the data flow, offered to the
-exported core's ``s_axis`` port by :mod:`sim_tb.tb`; the same byte strings go to the
+exported core's ``s_axis`` port by :mod:`sim_tb.lib.tb`; the same byte strings go to the
 golden model (:func:`host_sw.model.golden_lda_rda_lds.hash_frames`), so the scoreboard compares the core
 with the specification frame by frame.
 

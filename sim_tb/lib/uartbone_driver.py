@@ -7,7 +7,7 @@ Where it sits (``docs/DESIGN.md``): "CSR register bank ◄── bus bridge ◄�
 core's ``bus_rx_*`` (host → bridge) and collects ``bus_tx_*`` (bridge → host) bytes one
 per clock, one whole command at a time under a lock (so a harness and a host behind a
 socket bridge can share one core). :func:`simulation_transport` puts a
-:class:`sim_tb.sim_transport.SimulationTransport` on a port: host code running in a
+:class:`sim_tb.lib.sim_transport.SimulationTransport` on a port: host code running in a
 thread started by :func:`run_host` (``cocotb.task.bridge``) reaches the port through
 ``cocotb.task.resume``, so the tests read registers, snapshots and status counters
 with the same ``Device`` methods as ``ldactl`` does on a board.
@@ -19,7 +19,7 @@ import cocotb
 from cocotb.task import bridge, resume
 from cocotb.triggers import Lock, RisingEdge
 
-from sim_tb.sim_transport import BusTimeout, SimulationTransport
+from sim_tb.lib.sim_transport import BusTimeout, SimulationTransport
 
 __all__ = ["ByteStreamPort", "simulation_transport", "run_host"]
 

@@ -3,7 +3,7 @@
 cores build with, and the key of a cached build.
 
 Where it sits (``docs/DESIGN.md``, "Testing"; figures in ``docs/SIMULATION.md``, "The
-demo's simulator"): :func:`sim_tb.runner.run_cocotb` asks here for the environment, the
+demo's simulator"): :func:`sim_tb.lib.runner.run_cocotb` asks here for the environment, the
 build options and the cache key when ``simulator="verilator"``; the build itself is
 cocotb's Verilator runner with one option dropped (:func:`lean_verilator`).
 """

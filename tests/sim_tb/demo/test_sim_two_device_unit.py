@@ -12,8 +12,8 @@ import pytest
 
 from host_sw.contracts.frames.control_frame import build_marker, build_synopsis_frames
 from host_sw.contracts.synopsis import Synopsis
-from sim_tb import demo
-from sim_tb.two_device import TOPLEVEL, TwoDeviceParams, write_wrapper
+from sim_tb.demo import demo
+from sim_tb.demo.two_device import TOPLEVEL, TwoDeviceParams, write_wrapper
 
 CORE = """
 module tiny_core(clk, rst, s_axis_tdata, s_axis_tvalid, s_axis_tready, m_axis_tdata,
@@ -125,7 +125,7 @@ def test_receiver_snapshots_pair_by_sequence_number():
 
 
 def test_verilator_build_key_follows_the_sources(tmp_path):
-    from sim_tb.verilator_build import verilator_digest
+    from sim_tb.lib.verilator_build import verilator_digest
     a, b = tmp_path / "a.v", tmp_path / "b.v"
     a.write_text("module a; endmodule\n")
     b.write_text("module b; endmodule\n")
@@ -138,7 +138,8 @@ def test_verilator_build_key_follows_the_sources(tmp_path):
 
 def test_a_failed_verilator_build_falls_back_to_icarus(monkeypatch, tmp_path, capsys):
     """The demo's simulation says that the Verilator build failed and runs Icarus."""
-    from sim_tb import runner, two_device
+    from sim_tb.demo import two_device
+    from sim_tb.lib import runner
 
     calls = []
 
@@ -159,7 +160,7 @@ def test_a_failed_verilator_build_falls_back_to_icarus(monkeypatch, tmp_path, ca
 
 def test_progress_names_the_phase_and_the_build(tmp_path):
     """What the demo prints while it waits: the simulation's last phase line."""
-    from sim_tb.two_device import SimulationProcess
+    from sim_tb.demo.two_device import SimulationProcess
 
     log = tmp_path / "simulation.log"
     log.write_text("[two-device] exporting the core\nnoise\n"
@@ -174,7 +175,7 @@ def test_a_new_build_drops_only_its_own_toplevels_stale_builds(tmp_path):
     """Two benches of one core (a toplevel each) build side by side in one parameter
     directory, maybe in parallel workers: a finished build removes its own toplevel's
     stale keys, never the other toplevel's build."""
-    from sim_tb.verilator_build import drop_other_builds
+    from sim_tb.lib.verilator_build import drop_other_builds
     for name in ("verilator-lda_core-aaaa", "verilator-lda_core-bbbb",
                  "verilator-two_device_top-cccc"):
         (tmp_path / name).mkdir()

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The simulator-side socket bridge (sim_tb.socket_bridge) without a simulator: command
+"""The simulator-side socket bridge (sim_tb.lib.socket_bridge) without a simulator: command
 framing, replies, stale half commands, and the host's SocketTransport through it."""
 
 import socket
@@ -10,7 +10,7 @@ import pytest
 
 from host_sw.contracts import uartbone
 from host_sw.device.transport import open_transport
-from sim_tb.socket_bridge import CommandFramer, SocketBridge
+from sim_tb.lib.socket_bridge import CommandFramer, SocketBridge
 
 
 def test_framer_splits_whole_commands():

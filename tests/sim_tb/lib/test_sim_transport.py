@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The host driver's way into an Amaranth simulation (:mod:`sim_tb.amaranth_host`,
-:mod:`sim_tb.sim_transport`) on stand-in byte ports, without a core: the host thread runs
+"""The host driver's way into an Amaranth simulation (:mod:`sim_tb.lib.amaranth_host`,
+:mod:`sim_tb.lib.sim_transport`) on stand-in byte ports, without a core: the host thread runs
 in lockstep (no simulated time passes while host code runs), errors cross between the
 host thread and the testbench, and a bridge that does not answer or does not listen is
 a transport timeout of the driver, counted in clocks. The whole core behind these is
@@ -16,8 +16,8 @@ from amaranth.lib.wiring import In, Out
 from host_sw.contracts.config import LdaConfig
 from host_sw.device.driver import Device
 from host_sw.device.transport_base import TransportTimeout
-from sim_tb.amaranth_host import HostThread, SimulatedHost
-from sim_tb.amaranth_streams import simulate
+from sim_tb.lib.amaranth_host import HostThread, SimulatedHost
+from sim_tb.lib.amaranth_streams import simulate
 
 
 class SilentBridge(wiring.Component):
