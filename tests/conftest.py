@@ -3,7 +3,7 @@
 ``docs/DESIGN.md``, "Testing").
 
 Gateware stream drivers for Amaranth's simulator are not fixtures but a module,
-:mod:`sim_tb.amaranth_streams`, because the tests subclass and instantiate them with
+:mod:`sim_tb.lib.amaranth_streams`, because the tests subclass and instantiate them with
 per-test parameters.
 """
 

@@ -2,7 +2,7 @@
 """UARTBone over TCP: the link to a running simulation's bus bridge.
 
 In ``docs/DESIGN.md``'s data flow this is the "socket into a running simulation" form of the
-host's byte link: a simulation harness (``sim_tb.socket_bridge``) or
+host's byte link: a simulation harness (``sim_tb.lib.socket_bridge``) or
 :class:`host_sw.device.fake_device.DeviceServer` serves a core's bridge bytes on
 ``tcp://127.0.0.1:PORT``, and this implements the byte hooks of
 :class:`~host_sw.device.transport_base.ByteTransport` over that connection (as LiteX's

@@ -3,7 +3,7 @@
 
 In the host data flow (``docs/DESIGN.md``) a record is the result of "snapshots (or a
 simulated interval) ► estimators": ``ldactl simulate``, ``watch`` and ``estimate`` and the
-demo (``sim_tb/demo.py``) all produce :class:`IntervalRecord` objects, the CLI prints them
+demo (``sim_tb/demo/demo.py``) all produce :class:`IntervalRecord` objects, the CLI prints them
 with one table renderer (:mod:`host_sw.cli.output.table`), and ``watch --output``, ``estimate
 --json``, the demo's ``records.jsonl`` and the input of ``export`` and ``plot`` are their
 one JSON form, one object per line (:meth:`IntervalRecord.to_json`)::

@@ -5,7 +5,7 @@ One copy of one lane of the counter bank (docs/DESIGN.md, "Data flow of a counte
 ECP5: the DP16KD's own output register (``REGMODE_B="OUTREG"``) stands in for the generic
 RAM's fabric register, which takes the block RAM's slow clock-to-output off the fabric
 paths (figures in docs/HARDWARE.md). Same ports and cycle behaviour as
-:class:`hw.backends.generic.GenericCounterRam`; ``sim_tb/test_ecp5_memory.py`` checks the
+:class:`hw.backends.generic.GenericCounterRam`; ``sim_tb/benches/test_ecp5_memory.py`` checks the
 two against each other under a behavioural DP16KD model.
 """
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Behavioural models of the Lattice ECP5 I/O primitives a board top instantiates
 // (amaranth's ECP5 platform: IB, OBZ, IDDRX1F, ODDRX1F, FD1S3AX, OFS1P3DX; the board
-// tops' RGMII delays: DELAYG), for the board testbenches (sim_tb/board_sim.py).
+// tops' RGMII delays: DELAYG), for the board testbenches (sim_tb/board/board_sim.py).
 //
 // Written here because Yosys ships these cells only as empty (* blackbox *) modules
 // (share/ecp5/cells_bb.v) and the rest of its ECP5 library does not compile in
-// Icarus 11 (see sim_tb/ecp5_cells.py). Semantics from Lattice TN1265 (ECP5 high-speed
+// Icarus 11 (see sim_tb/lib/ecp5_cells.py). Semantics from Lattice TN1265 (ECP5 high-speed
 // I/O) and the ECP5 family data sheet:
 //  * IDDRX1F: D is sampled at SCLK's rising and falling edges; at the next rising edge
 //    Q0 shows the rising-edge sample and Q1 the falling-edge sample that followed it.

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Each board top under independent models — cocotbext-eth's RGMII PHYs, cocotbext-uart
-on the UART pins — with the real ``ldactl`` on the UART (:mod:`sim_tb.board_sim`).
+on the UART pins — with the real ``ldactl`` on the UART (:mod:`sim_tb.board.board_sim`).
 
 Per board: ``ldactl info`` and ``config --program`` reach every core (both cores of a
 two-port board through the router); a traffic phase at line rate with bad-FCS frames
@@ -25,10 +25,10 @@ from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.device.snapshot import Snapshot
 from host_sw.model.golden_lda_rda_lds import Hashers
 
-from sim_tb.board_sim import BOARDS, BoardSimParams, start_board_sim
-from sim_tb.frames import OfferedFrame
-from sim_tb.runner import REPO, long_run
-from sim_tb.scoreboard import expected_status, expected_synopsis
+from sim_tb.board.board_sim import BOARDS, BoardSimParams, start_board_sim
+from sim_tb.lib.frames import OfferedFrame
+from sim_tb.lib.runner import REPO, long_run
+from sim_tb.lib.scoreboard import expected_status, expected_synopsis
 
 pytestmark = [
     pytest.mark.cocotb,

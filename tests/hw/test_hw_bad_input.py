@@ -22,7 +22,7 @@ tests that stay (issue 11, item 7).
   case of issue 11 where the host's next command was executed as its tail).
 
 The host side is :class:`host_sw.device.driver.Device` through
-:class:`sim_tb.amaranth_host.SimulatedHost`, as in ``tests/hw/test_hw_core.py``.
+:class:`sim_tb.lib.amaranth_host.SimulatedHost`, as in ``tests/hw/test_hw_core.py``.
 """
 
 import random
@@ -43,8 +43,8 @@ from host_sw.contracts.uartbone import (
 from host_sw.model.golden_lda_rda_lds import hash_frames, update
 from hw.frames.frame import beats_to_frames
 from hw.lda_pipeline import MeasurementCore
-from sim_tb.amaranth_host import SimulatedHost
-from sim_tb.amaranth_streams import Sink, Source, simulate, wait_until
+from sim_tb.lib.amaranth_host import SimulatedHost
+from sim_tb.lib.amaranth_streams import Sink, Source, simulate, wait_until
 
 #: A 16-byte header window (the default masks cut to it) keeps the hasher, and the
 #: simulation, small; the sweep then crosses the window's end (16) and the runt limit (60).

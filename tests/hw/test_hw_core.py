@@ -2,7 +2,7 @@
 """The whole core (hw.lda_pipeline.MeasurementCore) on Amaranth's simulator: frames pass through
 bit-exact, in order, with a fixed latency and honoured backpressure; the counters and
 status read over the UARTBone byte stream by the host driver (host_sw.device.driver.Device,
-through sim_tb.amaranth_host) equal host_sw.model.golden_lda_rda_lds; swap / overrun / release
+through sim_tb.lib.amaranth_host) equal host_sw.model.golden_lda_rda_lds; swap / overrun / release
 control. Small cores and a few dozen frames, to stay quick."""
 
 import random
@@ -18,7 +18,7 @@ from host_sw.contracts.hashing import FrameClass, classify_frame, default_masks
 from host_sw.contracts.regmap import register_map
 from hw.frames.frame import beats_to_frames, frame_to_beats
 from hw.lda_pipeline import PASSTHROUGH_LATENCY, MeasurementCore
-from sim_tb.amaranth_host import SimulatedHost
+from sim_tb.lib.amaranth_host import SimulatedHost
 
 
 def make_frame(rng, length, ethertype=0x0800, version=4):
@@ -49,7 +49,7 @@ def mixed_frames(rng, n):
 class CoreTraffic:
     """The frame side of one MeasurementCore on the simulator: a frame source and a frame sink
     (background testbenches) and the golden model of what was sent. Its bus is reached by
-    the host driver (:class:`sim_tb.amaranth_host.SimulatedHost`)."""
+    the host driver (:class:`sim_tb.lib.amaranth_host.SimulatedHost`)."""
 
     def __init__(self, config, data_width, *, seed):
         self.config = config

@@ -6,7 +6,7 @@ for the frames each saw, with matching sequence numbers; a spoofed marker is rej
 dropped marker flags SEQUENCE_GAP; the sender's in-band export reassembles to its
 intervals); time-mode boundaries, overrun when not released, and the host export port.
 Everything is driven through the UARTBone bus by the host driver itself
-(host_sw.device.driver.Device, through sim_tb.amaranth_host)."""
+(host_sw.device.driver.Device, through sim_tb.lib.amaranth_host)."""
 
 import random
 
@@ -27,8 +27,8 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL, default_masks
 from hw.frames.frame import beats_to_frames, frame_to_beats
 from hw.lda_pipeline import MeasurementCore
-from sim_tb.amaranth_host import SimulatedHost
-from sim_tb.amaranth_streams import simulate, wait_until
+from sim_tb.lib.amaranth_host import SimulatedHost
+from sim_tb.lib.amaranth_streams import simulate, wait_until
 
 KEY = bytes(range(16))
 SRC_MAC = 0x020000000001

@@ -14,7 +14,7 @@ from amaranth.sim import Simulator
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
 from host_sw.contracts.hashing import default_masks
 from hw.lda_pipeline import MeasurementCore
-from sim_tb.amaranth_host import SimulatedHost
+from sim_tb.lib.amaranth_host import SimulatedHost
 
 
 def _window(n):

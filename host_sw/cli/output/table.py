@@ -7,7 +7,7 @@ In the host data flow (``docs/DESIGN.md``) this is the last stage, records ► t
 output declares its columns: :data:`SIMULATE_TABLE` (``ldactl simulate``: estimate beside
 the exact truth, per run), :data:`RECORD_TABLE` (``ldactl watch`` and ``estimate``: one
 row per interval, the truth appended when a capture knows it) and the demo's table
-(``sim_tb/demo.py``). An interval without an estimate prints its reasons instead of
+(``sim_tb/demo/demo.py``). An interval without an estimate prints its reasons instead of
 numbers: a failure never prints a number.
 """
 

@@ -17,8 +17,8 @@ from amaranth.sim import Simulator
 from hypothesis import given, settings, strategies as st
 
 from hw.arith.carry import MuxAdd, mux_add_init
-from sim_tb.ecp5_cells import YosysModelMissing, yosys_cell_models
-from sim_tb.runner import BUILD_ROOT
+from sim_tb.lib.ecp5_cells import YosysModelMissing, yosys_cell_models
+from sim_tb.lib.runner import BUILD_ROOT
 
 
 def expected(a, b, select, increment, width):

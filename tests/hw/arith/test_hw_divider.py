@@ -11,7 +11,7 @@ from amaranth.hdl import UnusedElaboratable
 from hypothesis import given, settings, strategies as st
 
 from hw.arith.divider import Divider
-from sim_tb.amaranth_streams import simulate
+from sim_tb.lib.amaranth_streams import simulate
 
 
 def _divide_all(dut, pairs, *, start_while_busy=False):

@@ -6,7 +6,7 @@ import numpy as np
 from amaranth.hdl import Module, Signal, signed
 
 from hw.arith.multiply import PRODUCT_LATENCY, product_mod
-from sim_tb.amaranth_streams import simulate
+from sim_tb.lib.amaranth_streams import simulate
 
 
 def test_products_equal_python_modulo():

@@ -10,7 +10,7 @@ from amaranth.hdl import Module, UnusedElaboratable
 from amaranth.sim import Simulator
 
 from hw.bus.uart import UART
-from sim_tb.amaranth_streams import stream_put
+from sim_tb.lib.amaranth_streams import stream_put
 
 PAYLOAD = bytes([0x00, 0xFF, 0x55, 0xAA, 0x01, 0x80, 0x3C, 0xC3])
 

@@ -19,7 +19,7 @@ from hw import lda_pipeline
 from hw.lda_pipeline import MeasurementCore
 from hw.bus.uartbone import (DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles,
                          timeout_to_cycles)
-from sim_tb.amaranth_streams import stream_put
+from sim_tb.lib.amaranth_streams import stream_put
 
 
 def slave_value(addr):

@@ -9,7 +9,7 @@ import pytest
 
 from hw.frames.frame import beats_to_frames
 from hw.frames.frame_merger import FrameMerger
-from sim_tb.amaranth_streams import BEAT_KEYS, Sink, Source, simulate
+from sim_tb.lib.amaranth_streams import BEAT_KEYS, Sink, Source, simulate
 
 
 def _frames(rng, tag, count, sizes):

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from hw.inband.control_frame_tx import BytePacker
-from sim_tb.amaranth_streams import Sink, simulate, wait_until
+from sim_tb.lib.amaranth_streams import Sink, simulate, wait_until
 
 
 def random_frames(rng, sizes, count, lanes):

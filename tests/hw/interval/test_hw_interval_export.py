@@ -29,7 +29,7 @@ from hw.interval.interval_control import (
 from hw.frames.frame_merger import FrameMerger
 from hw.frames.timebase import Timebase
 from host_sw.contracts.siphash import key_to_int
-from sim_tb.amaranth_streams import Sink, Source, simulate, wait_until
+from sim_tb.lib.amaranth_streams import Sink, Source, simulate, wait_until
 
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002

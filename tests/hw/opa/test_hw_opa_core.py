@@ -22,7 +22,7 @@ from host_sw.model.golden_opa import opa_synopsis
 from hw.lda_pipeline import main as export_main
 from hw.measurement_path import measurement_path
 from hw.opa.opa_path import OpaPath
-from sim_tb.amaranth_host import SimulatedHost
+from sim_tb.lib.amaranth_host import SimulatedHost
 from tests.hw.test_hw_core import CoreTraffic, check_passthrough, make_frame, mixed_frames
 
 WINDOW = {"window_bytes": 16, **{f"mask_{name}": mask.as_int()

@@ -12,7 +12,7 @@ from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa.records import (RecordReassembler, build_record_frames,
                                            parse_record_frame)
 from hw.opa.records import OpaRecordStreamer
-from sim_tb.amaranth_streams import Sink, simulate
+from sim_tb.lib.amaranth_streams import Sink, simulate
 
 W = 64
 SRC, DST = 0x020000000001, 0x020000000002

@@ -12,7 +12,7 @@ from host_sw.contracts.frames.frame_format import ControlFrameError
 from host_sw.contracts.frames.reference_frame import parse_reference
 from hw.frames.frame_merger import FrameMerger
 from hw.rli.reference_source import ReferenceFrameSource
-from sim_tb.amaranth_streams import Sink, Source, simulate
+from sim_tb.lib.amaranth_streams import Sink, Source, simulate
 
 W = 64
 EVERY = 6

@@ -13,7 +13,7 @@ from amaranth.hdl import UnusedElaboratable
 from host_sw.contracts.config import RliConfig
 from host_sw.model.golden_rli import interpolated_delays
 from hw.rli.interpolator import RliInterpolator
-from sim_tb.amaranth_streams import simulate
+from sim_tb.lib.amaranth_streams import simulate
 
 CONFIG = RliConfig(cells=16, digest_bits=8, ts_bits=24, buffer_packets=8, slope_frac_bits=8)
 

@@ -33,7 +33,7 @@ from hw.rli.reference_watch import ReferenceWatch
 from hw.rli.front import RliFront
 from hw.rli.rli_path import WATCH_LEAD, RliPath
 from hw.rli.receiver import RliReceiver
-from sim_tb.amaranth_streams import Sink, Source, simulate, wait_until
+from sim_tb.lib.amaranth_streams import Sink, Source, simulate, wait_until
 
 W = 64
 CONFIG = RliConfig(cells=16, digest_bits=8, buffer_packets=16)

@@ -10,7 +10,7 @@ import pytest
 from host_sw.contracts.config import RliConfig
 from host_sw.model.golden_rli import flow_cells, receiver_synopsis
 from hw.rli.receiver import RliReceiver
-from sim_tb.amaranth_streams import simulate, wait_until
+from sim_tb.lib.amaranth_streams import simulate, wait_until
 
 CONFIG = RliConfig(cells=8, digest_bits=8, ts_bits=24, delay_bits=24, sq_bits=40,
                    buffer_packets=8, slope_frac_bits=8)

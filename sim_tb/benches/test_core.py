@@ -1,0 +1,354 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""cocotb tests of the exported core (``hw.lda_pipeline``), one parameter set per run, and
+their pytest entry.
+
+This file is both the cocotb test module (the ``@cocotb.test`` coroutines, run by the
+simulator's Python) and the pytest module (the ``test_*`` functions at the bottom): each
+pytest function exports the core for a :class:`sim_tb.lib.runner.CoreParams`, passes it in
+``LDA_SIM_PARAMS`` and runs this module's cocotb tests on it. Synopsis kind {LDA, RDA,
+LDS} × data width {8, 64}, each exported and built in its own folder
+(``build/sim/<param-id>/``), plus the hazard test at 512 bits, where a minimum-size frame
+is a single beat, so consecutive frames update the same counter on consecutive clocks (the
+read-modify-write forwarding path through the whole core). A failing cocotb test fails the
+pytest test with the names and messages of the failures
+(:class:`sim_tb.lib.runner.SimFailure`).
+
+Where it sits (``docs/DESIGN.md``, "Testing"): the second test level, the exported Verilog
+under cocotb (:mod:`sim_tb.lib.runner` builds and runs it).
+
+What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
+
+* pass-through: every frame out equals the frame in, in order, ``tuser`` on the last beat
+  kept, under the {no pause, cycle pause}² matrix plus seeded random pauses; the
+  latency is fixed when nothing pauses;
+* counters: after a swap, the frozen copy read by the host driver
+  (:class:`host_sw.device.driver.Device`, the one that talks to a board) through the
+  UARTBone bridge equals
+  :func:`host_sw.model.golden_lda_rda_lds.update` of the same frames word for word, timestamps being the
+  timebase at each frame's SOF (monitor SOF cycle + an offset calibrated once per test
+  from a single frame);
+* hazard: thousands of consecutive frames updating the same counter(s);
+* swaps: many intervals under back-to-back traffic — each interval holds a contiguous
+  run of frames, equal word for word to the golden synopsis of that run, and the
+  intervals add up to every frame offered; an overrun when the host does not release;
+* bad frames (errored, runt, truncated header, non-IP, control): not counted, counted in
+  the status counters, and the pipeline keeps running;
+* a pcap file's frames; the bus itself (ID register, exact reply lengths).
+
+The harness (bench, host driver, golden model) is :mod:`sim_tb.lib.core_harness`.
+``LDA_SIM_LONG=1`` multiplies the frame counts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+
+import cocotb
+import numpy as np
+import pytest
+
+from host_sw.contracts.check_value import check_value
+from host_sw.contracts.hashing import FrameClass
+
+from sim_tb.lib.core_harness import (LONG, SCALE, TIMEOUT_MS, CoreHarness, frozen_info,
+                                     read_frozen_info, sized)
+from sim_tb.lib.frames import (
+    bad_frames, min_size_burst, random_frames, read_pcap, same_bucket_frames,
+)
+from sim_tb.lib.runner import DEFAULT_PARAMS, KINDS, REPO, CoreParams, run_core_tests
+from sim_tb.lib.scoreboard import counted_mask, synopsis_difference
+from sim_tb.lib.tb import PAUSE_CASES, pauses_by_name, random_pause
+
+PCAP = REPO / "sim_tb" / "data" / "mixed_small.pcap"
+
+
+def _passthrough_frames(tb, with_jumbo: bool):
+    """Mixed frames sized so that a run costs about the same at every data width."""
+    rng = tb.rng
+    max_size = 1518 if tb.bytes_per_beat >= 8 else 400
+    frames = (random_frames(rng, sized(tb, 8, 3), max_size=max_size)
+              + min_size_burst(rng, sized(tb, 6, 2)) + bad_frames(rng))
+    if with_jumbo:
+        frames += random_frames(rng, 1, jumbo_fraction=1.0)
+    random.Random(int(rng.integers(1 << 30))).shuffle(frames)
+    return frames
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+@cocotb.parametrize(pauses=PAUSE_CASES)
+async def passthrough(dut, pauses):
+    """Frames out equal frames in, in order, under the pause matrix; fixed latency when
+    nothing pauses."""
+    tb = CoreHarness(dut)
+    await tb.start(calibrate=False)
+    idle, backpressure = pauses_by_name(pauses, cocotb.RANDOM_SEED)
+    tb.set_idle_generator(idle)
+    tb.set_backpressure_generator(backpressure)
+    frames = _passthrough_frames(tb, with_jumbo=pauses == "none")
+    tb.send_nowait(frames)
+    received = await tb.receive(len(frames))
+    seen = await tb.monitored(len(frames))
+    for i, (sent, got) in enumerate(zip(frames, received)):
+        tb.check_frame(sent, got, i)
+    assert tb.sink.empty()
+    if pauses == "none":
+        latencies = {tb.cycle_of(got.sim_time_start) - sof
+                     for got, (_, sof) in zip(received, seen)}
+        assert len(latencies) == 1, f"pass-through latency varies: {sorted(latencies)}"
+        tb.log.info("pass-through latency %d cycles", latencies.pop())
+        # back to back: no idle beat was inserted by the core
+        for (beats, c), (_, c_next) in zip(seen, seen[1:]):
+            assert c_next == c + beats, f"the core stalled the input ({c}+{beats} != {c_next})"
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+@cocotb.parametrize(pauses=["none", "random"])
+async def counters_match_golden(dut, pauses):
+    """Random IPv4/IPv6 UDP/TCP frames plus bad frames: frozen copy == golden model,
+    status counters == frame classes."""
+    tb = CoreHarness(dut)
+    await tb.start()
+    idle, backpressure = pauses_by_name(pauses, cocotb.RANDOM_SEED + 5)
+    tb.set_idle_generator(idle)
+    tb.set_backpressure_generator(backpressure)
+    frames = (random_frames(tb.rng, sized(tb, 24, 6),
+                            max_size=1518 if tb.bytes_per_beat >= 8 else 300)
+              + min_size_burst(tb.rng, sized(tb, 12, 3)) + bad_frames(tb.rng))
+    random.Random(int(tb.rng.integers(1 << 30))).shuffle(frames)
+    before = await tb.status_counters()
+    sofs = await tb.offer(frames)
+    snapshot = await tb.end_interval()
+    info = frozen_info(snapshot)
+    await tb.check_frozen(frames, sofs, "random frames", snapshot)
+    assert info["frozen_packets"] == int(counted_mask(frames).sum()), info
+    await tb.check_status_moved(before, frames)
+    await tb.release_and_wait()
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def same_counter_hazard(dut):
+    """Consecutive minimum-size frames updating the same counter(s), back to back:
+    thousands at 512 bits, where each frame is one beat and the counter bank sees an
+    update of the same address every clock (the read-modify-write forwarding path);
+    fewer at 8 and 64 bits (``LDA_SIM_LONG=1``: ten times more)."""
+    tb = CoreHarness(dut)
+    await tb.start()
+    count = sized(tb, 250, 40, single_beat=2000)
+    frames = same_bucket_frames(tb.config, tb.rng, count)
+    sofs = await tb.offer(frames, check=False)
+    snapshot = await tb.end_interval()
+    got = await tb.check_frozen(frames, sofs, "same-bucket frames", snapshot)
+    lanes = 1 if tb.config.kind == "lda" else tb.config.shape[0]
+    if tb.config.kind == "lds":  # rows whose threshold is above 0 sample only some frames
+        assert int(got.count.max()) == count
+    else:
+        assert int(got.count.sum()) == count * lanes
+    assert int(np.count_nonzero(got.count)) == lanes
+    await tb.release_and_wait()
+
+
+async def _swaps_under_traffic(tb, swaps: int, per_interval: int):
+    """Back-to-back minimum-size frames (bad frames among the last ones) while the host
+    ends ``swaps`` intervals at random times, then one more after the traffic; returns
+    the frames, their SOF cycles and each interval's frozen info and synopsis."""
+    frames = min_size_burst(tb.rng, swaps * per_interval + per_interval)
+    frames += [f for f in bad_frames(tb.rng)]
+    random.Random(3).shuffle(frames[-40:])
+    tb.send_nowait(frames)
+    receiver = cocotb.start_soon(tb.receive(len(frames)))
+    monitor = cocotb.start_soon(tb.monitored(len(frames)))
+    beats = per_interval * (-(-60 // tb.bytes_per_beat))
+    rng = random.Random(cocotb.RANDOM_SEED)
+    intervals = []
+    for _ in range(swaps):
+        await tb.cycles(rng.randrange(beats // 2, beats))
+        snapshot = await tb.end_interval()
+        intervals.append((frozen_info(snapshot), snapshot.synopsis))
+        await tb.release_and_wait()
+    received = await receiver
+    seen = await monitor
+    for i, (sent, got) in enumerate(zip(frames, received)):
+        tb.check_frame(sent, got, i)
+    snapshot = await tb.end_interval()
+    intervals.append((frozen_info(snapshot), snapshot.synopsis))
+    await tb.release_and_wait()
+    return frames, [c for _, c in seen], intervals
+
+
+async def _overrun(tb):
+    """Two boundaries without a release in between: the second is refused (OVERRUNS
+    counts it) and leaves the frozen copy untouched; the interval that saw it is flagged
+    OVERRUN, the next one is not."""
+    more = min_size_burst(tb.rng, 8)
+    sofs_a = await tb.offer(more[:4])
+    info_a = await tb.freeze()                      # freezes; not released
+    sofs_b = await tb.offer(more[4:])
+    overruns_before = (await tb.status_counters())["overruns"]
+    await tb.host(tb.device.swap)                   # must be refused: overrun
+    await tb.cycles(50)
+    counters = await tb.status_counters()
+    assert counters["overruns"] == overruns_before + 1, counters
+    st = await tb.host(tb.device.status)
+    assert st["frozen_ready"] == 1 and st["other_clean"] == 0, st
+    # the frozen copy is untouched by the refused boundary
+    await tb.check_frozen(more[:4], sofs_a, "frozen copy after an overrun")
+    assert (await tb.host(read_frozen_info, tb.device))["frozen_seq"] == info_a["frozen_seq"]
+    await tb.release_and_wait()
+    snapshot_b = await tb.end_interval()
+    info_b = frozen_info(snapshot_b)
+    st = await tb.host(tb.device.status)
+    assert st["frozen_overrun"] == 1, f"the interval that saw an overrun is not flagged: {st}"
+    await tb.check_frozen(more[4:], sofs_b, "interval after an overrun", snapshot_b)
+    await tb.release_and_wait()
+    info_c = await tb.freeze()
+    st = await tb.host(tb.device.status)
+    assert st["frozen_overrun"] == 0, f"overrun flag stuck: {st}"
+    assert info_c["frozen_packets"] == 0
+    await tb.release_and_wait()
+    assert info_b["frozen_seq"] > info_a["frozen_seq"]
+
+
+def _check_contiguous_intervals(tb, frames, sofs, intervals):
+    """Every frame in exactly one interval: the intervals are contiguous runs of the
+    frames, each equal word for word to the golden synopsis of its run, numbered one
+    after another."""
+    counted = counted_mask(frames)
+    start = 0
+    seqs = []
+    for k, (info, syn) in enumerate(intervals):
+        n_counted = info["frozen_packets"]
+        # the run of frames holding the next n_counted counted frames (uncounted frames
+        # at a boundary change no counter, so either side is right for them)
+        end = start
+        c = 0
+        while end < len(frames) and c < n_counted:
+            c += int(counted[end])
+            end += 1
+        assert c == n_counted, f"interval {k} counts {n_counted}, only {c} frames left"
+        if k == len(intervals) - 1:
+            end = len(frames)
+        expected = tb.golden(frames[start:end], sofs[start:end])
+        diff = synopsis_difference(expected, syn)
+        assert not diff, f"interval {k} (frames {start}..{end - 1}) differs:\n{diff}"
+        assert info["frozen_check"] == check_value(tb.config, expected.words()), k
+        seqs.append(info["frozen_seq"])
+        start = end
+    total = sum(info["frozen_packets"] for info, _ in intervals)
+    assert total == int(counted.sum()), f"intervals hold {total} of {int(counted.sum())}"
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"sequence numbers {seqs}"
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def interval_swaps(dut):
+    """Many swaps under back-to-back minimum-size traffic: every frame in exactly one
+    interval, each interval a contiguous run equal to the golden synopsis of that run;
+    then an overrun when the host does not release."""
+    tb = CoreHarness(dut)
+    await tb.start()
+    frames, sofs, intervals = await _swaps_under_traffic(
+        tb, swaps=6 * SCALE, per_interval=sized(tb, 40, 8) // SCALE)
+    await _overrun(tb)
+    _check_contiguous_intervals(tb, frames, sofs, intervals)
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def bad_frames_not_counted(dut):
+    """Errored, runt, truncated-header, non-IP and control frames between good frames:
+    only the good ones are counted, every class in its status counter, and the core
+    keeps running (the good frames after them are counted)."""
+    tb = CoreHarness(dut)
+    await tb.start()
+    tb.set_idle_generator(random_pause(cocotb.RANDOM_SEED + 9, 0.2))
+    frames = []
+    for _ in range(sized(tb, 2, 1)):
+        frames += bad_frames(tb.rng) + min_size_burst(tb.rng, 3)
+    frames += min_size_burst(tb.rng, 3)
+    before = await tb.status_counters()
+    sofs = await tb.offer(frames)
+    snapshot = await tb.end_interval()
+    info = frozen_info(snapshot)
+    got = await tb.check_frozen(frames, sofs, "bad frames among good", snapshot)
+    good = [f for f in frames if f.frame_class in (FrameClass.IPV4, FrameClass.IPV6)]
+    assert info["frozen_packets"] == len(good)
+    assert int(got.count.max()) >= 1
+    await tb.check_status_moved(before, frames)
+    await tb.release_and_wait()
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def pcap_frames(dut):
+    """The frames of a pcap file (sim_tb/data/mixed_small.pcap): pass-through and
+    counters."""
+    tb = CoreHarness(dut)
+    await tb.start()
+    frames = read_pcap(PCAP)
+    if tb.bytes_per_beat < 8 and not LONG:
+        frames = frames[::2]
+    sofs = await tb.offer(frames)
+    snapshot = await tb.end_interval()
+    await tb.check_frozen(frames, sofs, "pcap frames", snapshot)
+    await tb.release_and_wait()
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def bus_protocol(dut):
+    """The bridge answers exactly length × 4 bytes, reads the static CONFIG register as
+    the map says, returns zero for unmapped addresses, and TIMEBASE counts clocks."""
+    tb = CoreHarness(dut)
+    await tb.start(calibrate=False)
+    device = tb.device
+    regmap = device.map
+    cfg = regmap["config"]
+    assert await tb.host(device.read, "config") == cfg.reset
+    version = regmap["version"]
+    assert await tb.host(device.read, "version") == version.reset
+    # a burst over several registers, then nothing more on bus_tx
+    n = regmap["status"].address + 1
+    words = await tb.host(device.transport.read_words, 0, n)
+    assert len(words) == n and words[0] == regmap.id_value
+    assert await tb.bus_port.drain(64) == b"", "the bridge sent more than length × 4 bytes"
+    # fixed-address read repeats one register
+    assert await tb.host(device.transport.read_words, regmap["id"].address, 3,
+                         incrementing=False) == \
+        [regmap.id_value] * 3
+    # unmapped address between the registers and the window
+    last = max(r.address + r.words for r in regmap)
+    if last < regmap.window.address:
+        assert await tb.host(device.transport.read_words, last, 1) == [0]
+    # TIMEBASE: set, then read back a value that advanced by a plausible number of clocks
+    await tb.host(device.write, "timebase", 1 << 40)
+    t1 = await tb.host(device.read, "timebase")
+    await tb.cycles(1000)
+    t2 = await tb.host(device.read, "timebase")
+    assert (1 << 40) < t1 < (1 << 40) + 5000, hex(t1)
+    assert 1000 <= t2 - t1 < 5000, (t1, t2)
+    # the window reads zeros with no frozen copy
+    st = await tb.host(device.status)
+    assert st["frozen_ready"] == 0, st
+
+
+# pytest: export the core for each parameter set and run the cocotb tests above on it
+
+pytestmark = [
+    pytest.mark.cocotb,
+    pytest.mark.skipif(importlib.util.find_spec("hw.lda_pipeline") is None,
+                       reason="hw/lda_pipeline.py (the core's top) does not exist yet"),
+]
+
+SINGLE_BEAT_PARAMS = [CoreParams(kind=k, data_width=512) for k in KINDS]
+
+
+@pytest.mark.parametrize("params", DEFAULT_PARAMS, ids=lambda p: p.param_id)
+def test_core(params):
+    results = run_core_tests(params, __name__)
+    assert len(results.tests) >= 10, sorted(results.tests)
+
+
+@pytest.mark.parametrize("params", SINGLE_BEAT_PARAMS, ids=lambda p: p.param_id)
+def test_core_single_beat_hazard(params):
+    results = run_core_tests(params, __name__,
+                             testcase=["same_counter_hazard", "passthrough/pauses=0",
+                                       "passthrough/pauses=4"])
+    assert {"same_counter_hazard", "passthrough/pauses=0",
+            "passthrough/pauses=4"} <= set(results.tests), sorted(results.tests)

