@@ -35,9 +35,14 @@ from hw.counter_bank import CounterBank
 pytestmark = pytest.mark.formal
 
 CONFIG = LdaConfig(banks=1, rows=2, thresholds=(0,), count_bits=8, ts_bits=16)
-#: Cycles of the bounded proofs: a swap, the drain (the pipeline's flush), the check
-#: sweep, FROZEN and a read of the frozen copy, with a few updates before.
-DEPTH = 28
+#: k of the inductions: longer than the update pipeline, so that every write in the
+#: induction's last step comes from a request accepted within its window.
+INDUCTION = 10
+#: Cycles from reset to a FROZEN copy: a swap, the drain (the pipeline's flush), the
+#: check sweep (the planted bugs of FROZEN need to get there).
+TO_FROZEN = 20
+#: Cycles of the bounded proof of the updates: a few updates and their writes, a swap.
+SHADOW_DEPTH = 12
 
 
 class BankHarness(Harness):
@@ -67,6 +72,7 @@ class BankHarness(Harness):
         lanes = self.dut.lanes
         # ram[k][lane]: created copy-major (CounterBank.elaborate)
         ram = [rams[k * lanes:(k + 1) * lanes] for k in range(2)]
+        self.rams = ram
         writes = [Signal(name=f"copy{k}_written") for k in range(2)]
         for k in range(2):
             m.d.comb += writes[k].eq(sum(r.w_en for r in ram[k]) != 0)
@@ -76,71 +82,102 @@ class BankHarness(Harness):
         raise NotImplementedError
 
 
+def copy_control_invariants(m, bank, copies):
+    """The copy control's state registers agree (each state is kept twice, as
+    ``other`` and one-hot): helper assertions that make the induction close; they are
+    proved along with the property."""
+    other = copies.other
+    m.d.comb += [
+        Assert(copies.other_clean == (other == CopyState.CLEAN), "other_clean one-hot"),
+        Assert(copies.draining == (other == CopyState.DRAINING), "draining one-hot"),
+        Assert(copies.frozen == (other == CopyState.FROZEN), "frozen one-hot"),
+        Assert(copies.clearing == (other == CopyState.CLEARING), "clearing one-hot"),
+        Assert(~copies.checking | copies.draining, "checking while not draining"),
+        Assert(copies.clearing_copy == Mux(copies.clearing, Mux(bank.active_copy, 1, 2), 0),
+               "clearing_copy"),
+    ]
+
+
 class FrozenHarness(BankHarness):
     def properties(self, m, bank_module, writes):
+        copy_control_invariants(m, self.dut, bank_module.submodules.copies)
         for k in range(2):
             with m.If(self.dut.copy_state[k] == CopyState.FROZEN):
                 m.d.comb += Assert(~writes[k], f"copy {k} written while FROZEN")
 
 
 class SealedHarness(BankHarness):
+    """From the cycle the check starts (``check_start``) through CHECKING and FROZEN, the
+    copy is not written; FROZEN begins only the cycle after the check's ``done``."""
+
     def properties(self, m, bank_module, writes):
         copies = bank_module.submodules.copies
         check = bank_module.submodules.freeze_check
         bank = self.dut
-        # per copy: the freeze check has started (until the copy is released), and it
-        # has reported done since the copy's swap
-        sealed = [Signal(name=f"copy{k}_sealed") for k in range(2)]
-        checked = [Signal(name=f"copy{k}_checked") for k in range(2)]
-        frozen_before = [Signal(name=f"copy{k}_frozen_before") for k in range(2)]
+        copy_control_invariants(m, bank, copies)
+        done_before = Signal()
+        m.d.sync += done_before.eq(copies.checking & check.done)
         for k in range(2):
-            other_is_k = bank.frozen_copy == k
             frozen_now = bank.copy_state[k] == CopyState.FROZEN
-            m.d.sync += frozen_before[k].eq(frozen_now)
-            with m.If(copies.check_start & other_is_k):
-                m.d.sync += sealed[k].eq(1)
-            with m.Elif(copies.clearing_copy[k]):
-                m.d.sync += sealed[k].eq(0)
-            with m.If(check.done & copies.checking & other_is_k):
-                m.d.sync += checked[k].eq(1)
-            with m.Elif(bank.copy_state[k] == CopyState.ACTIVE):
-                m.d.sync += checked[k].eq(0)
-            with m.If(sealed[k] | (copies.check_start & other_is_k)):
+            frozen_before = Signal(name=f"copy{k}_frozen_before")
+            m.d.sync += frozen_before.eq(frozen_now)
+            sealed = (bank.frozen_copy == k) & (copies.check_start | copies.checking
+                                                 | copies.frozen)
+            with m.If(sealed):
                 m.d.comb += Assert(~writes[k], f"copy {k} written after its check started")
-            with m.If(frozen_now & ~frozen_before[k]):
-                m.d.comb += Assert(checked[k], f"copy {k} FROZEN before its check was done")
+            with m.If(frozen_now & ~frozen_before):
+                m.d.comb += Assert(done_before, f"copy {k} FROZEN before its check was done")
 
 
 class ShadowHarness(BankHarness):
-    """One tracked address: its count per copy, as the requests accepted for it add up."""
+    """One tracked address per copy: every write of the update pipeline to it carries the
+    count of the updates accepted for it so far, and no more writes than those."""
 
     def properties(self, m, bank_module, writes):
         bank = self.dut
-        req, port = bank.update, bank.frozen
+        req = bank.update
         copies = bank_module.submodules.copies
         tracked = Signal(len(req.lane_address[0]))
         m.d.comb += tracked.eq(AnyConst(len(tracked)))
         count_bits = CONFIG.count_bits
-        shadow = [Signal(count_bits, name=f"shadow{k}") for k in range(2)]
         accepted = req.valid & ~bank.dropped & req.lane_enable[0] \
             & (req.lane_address[0] == tracked)
-        for k in range(2):
-            with m.If(copies.clearing_copy[k] & (copies.clear_addr == tracked)):
-                m.d.sync += shadow[k].eq(0)
-            with m.Elif(accepted & (req.copy == k)):
-                m.d.sync += shadow[k].eq(shadow[k] + 1)
-        # The frozen reads in flight: any, and the tracked address's (with the copy read).
-        # The bank's contract: no release while frozen reads are in flight.
-        in_flight = Signal(bank.READ_LATENCY)
-        asked = Signal(bank.READ_LATENCY)
-        asked_copy = Signal(bank.READ_LATENCY)
-        m.d.sync += [in_flight.eq(Cat(port.en, in_flight[:-1])),
-                     asked.eq(Cat(port.en & (port.addr == tracked), asked[:-1])),
-                     asked_copy.eq(Cat(bank.frozen_copy, asked_copy[:-1]))]
-        m.d.comb += Assume(~(bank.release & (in_flight.any() | port.en)))
-        with m.If(port.valid & ~port.error & asked[-1]):
-            m.d.comb += Assert(port.data.count == Mux(asked_copy[-1], shadow[1], shadow[0]),
-                               "the frozen count differs from the accepted updates")
+        for k, ram in enumerate(self.rams):
+            ram = ram[0]                            # one lane
+            taken = Signal(count_bits, name=f"copy{k}_accepted")
+            written = Signal(count_bits, name=f"copy{k}_written_count")
+            cleared = copies.clearing_copy[k] & (copies.clear_addr == tracked)
+            update_write = ram.w_en & ~copies.clearing_copy[k] & (ram.w_addr == tracked)
+            with m.If(cleared):
+                m.d.sync += [taken.eq(0), written.eq(0)]
+            with m.Else():
+                m.d.sync += [taken.eq(taken + (accepted & (req.copy == k))),
+                             written.eq(written + update_write)]
+            with m.If(update_write):
+                m.d.comb += [
+                    Assert(ram.w_data[:count_bits] == written + 1,
+                           f"copy {k}: a write lost an earlier update"),
+                    Assert(written != taken, f"copy {k}: more writes than updates"),
+                ]
+
+
+class LeakyCopyControl(CopyControl):
+    """Planted bug: the drain window never closes for a FROZEN copy (requests tagged with
+    it are still accepted)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._drain_open = self.drain_open
+        self.drain_open = Signal(name="leaky_drain_open")
+
+    def elaborate(self, platform):
+        leaky, self.drain_open = self.drain_open, self._drain_open
+        try:
+            m = super().elaborate(platform)
+        finally:
+            self.drain_open = leaky
+        m.d.comb += leaky.eq(self._drain_open | self.frozen)
+        return m
 
 
 class UncheckedCopyControl(CopyControl):
@@ -150,9 +187,9 @@ class UncheckedCopyControl(CopyControl):
         super().__init__(**{**kwargs, "check": False})
 
 
-class EarlyFreezeBank(CounterBank):
-    """Planted bug: the flush is shorter than the update pipeline (the last accepted
-    updates are written after the copy froze)."""
+class EarlyCheckBank(CounterBank):
+    """Planted bug: the drain's flush is shorter than the update pipeline (the check
+    starts while the last accepted updates are still to be written)."""
     UPDATE_LATENCY = 2
 
 
@@ -165,33 +202,42 @@ class NoForwardingBank(CounterBank):
 
 
 def bank(cls=CounterBank):
+    # drain_cycles = 0: the drain is the pipeline's flush alone (a window of 4096 cycles
+    # is out of reach of a bounded proof, and of a short induction)
     return cls(config=CONFIG, drain_cycles=0, memory="generic")
 
 
 def test_no_update_lands_in_a_frozen_copy(tmp_path):
-    assert_proved(FrozenHarness(bank()), tmp_path, mode="bmc", depth=DEPTH)
+    assert_proved(FrozenHarness(bank()), tmp_path, mode="prove", depth=INDUCTION)
 
 
 def test_no_update_lands_in_a_frozen_copy_refutes_planted_bug(tmp_path):
-    assert_refuted(FrozenHarness(bank(EarlyFreezeBank)), tmp_path, mode="bmc", depth=DEPTH,
-                   expect="written while FROZEN")
+    with patch.object(counter_bank_module, "CopyControl", LeakyCopyControl):
+        harness = FrozenHarness(bank())
+        assert_refuted(harness, tmp_path, mode="bmc", depth=TO_FROZEN + 8,
+                       expect="written while FROZEN")
 
 
 def test_frozen_only_after_the_check(tmp_path):
-    assert_proved(SealedHarness(bank()), tmp_path, mode="bmc", depth=DEPTH)
+    assert_proved(SealedHarness(bank()), tmp_path, mode="prove", depth=INDUCTION)
 
 
 def test_frozen_only_after_the_check_refutes_planted_bug(tmp_path):
     with patch.object(counter_bank_module, "CopyControl", UncheckedCopyControl):
         harness = SealedHarness(bank())
-        assert_refuted(harness, tmp_path, mode="bmc", depth=DEPTH,
+        assert_refuted(harness, tmp_path, mode="bmc", depth=TO_FROZEN,
                        expect="FROZEN before its check was done")
 
 
+def test_frozen_only_after_the_check_refutes_early_check(tmp_path):
+    assert_refuted(SealedHarness(bank(EarlyCheckBank)), tmp_path, mode="bmc", depth=12,
+                   expect="written after its check started")
+
+
 def test_back_to_back_updates_never_lose_one(tmp_path):
-    assert_proved(ShadowHarness(bank()), tmp_path, mode="bmc", depth=DEPTH)
+    assert_proved(ShadowHarness(bank()), tmp_path, mode="bmc", depth=SHADOW_DEPTH)
 
 
 def test_back_to_back_updates_never_lose_one_refutes_planted_bug(tmp_path):
     assert_refuted(ShadowHarness(bank(NoForwardingBank)), tmp_path, mode="bmc",
-                   depth=DEPTH, expect="differs from the accepted updates")
+                   depth=SHADOW_DEPTH, expect="lost an earlier update")

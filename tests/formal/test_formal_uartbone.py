@@ -149,8 +149,9 @@ def test_bus_tx_holds(tmp_path):
 
 
 def test_bus_tx_holds_refutes_planted_bug(tmp_path):
-    assert_refuted(TxHarness(BlindBridge(timeout_cycles=4)), tmp_path, mode="prove",
-                   depth=3, expect="before the transfer")
+    # from reset, a command takes 8 cycles to reach the reply: a bounded run finds it
+    assert_refuted(TxHarness(BlindBridge(timeout_cycles=4)), tmp_path, mode="bmc",
+                   depth=12, expect="before the transfer")
 
 
 def test_read_reply_is_the_reads_data(tmp_path):
