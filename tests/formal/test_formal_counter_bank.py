@@ -38,9 +38,11 @@ CONFIG = LdaConfig(banks=1, rows=2, thresholds=(0,), count_bits=8, ts_bits=16)
 #: k of the inductions: longer than the update pipeline, so that every write in the
 #: induction's last step comes from a request accepted within its window.
 INDUCTION = 10
-#: Cycles from reset to a FROZEN copy: a swap, the drain (the pipeline's flush), the
-#: check sweep (the planted bugs of FROZEN need to get there).
-TO_FROZEN = 20
+#: Cycles of the bounded runs that refute the planted bugs, a little more than the
+#: earliest failure: a write into a FROZEN copy (step 23: a swap, the drain, the check
+#: sweep, then a request's way through the pipeline), FROZEN without the check (step 8),
+#: a write after the check started (step 5).
+LEAK_DEPTH, UNCHECKED_DEPTH, EARLY_CHECK_DEPTH = 25, 10, 8
 #: Cycles of the bounded proof of the updates: a few updates and their writes, a swap.
 SHADOW_DEPTH = 12
 
@@ -64,6 +66,7 @@ class BankHarness(Harness):
 
         with patch.object(counter_bank_module, "counter_ram", recording_ram):
             bank_module = self.dut.elaborate(platform)
+        self.dut._MustUse__silence = True       # elaborated above, by hand
         m.submodules.bank = bank_module
         # The timestamps only feed the ts_sum adders (data, not control): held at 0,
         # which spares the solver 16 free bits per cycle.
@@ -214,7 +217,7 @@ def test_no_update_lands_in_a_frozen_copy(tmp_path):
 def test_no_update_lands_in_a_frozen_copy_refutes_planted_bug(tmp_path):
     with patch.object(counter_bank_module, "CopyControl", LeakyCopyControl):
         harness = FrozenHarness(bank())
-        assert_refuted(harness, tmp_path, mode="bmc", depth=TO_FROZEN + 8,
+        assert_refuted(harness, tmp_path, mode="bmc", depth=LEAK_DEPTH,
                        expect="written while FROZEN")
 
 
@@ -225,13 +228,13 @@ def test_frozen_only_after_the_check(tmp_path):
 def test_frozen_only_after_the_check_refutes_planted_bug(tmp_path):
     with patch.object(counter_bank_module, "CopyControl", UncheckedCopyControl):
         harness = SealedHarness(bank())
-        assert_refuted(harness, tmp_path, mode="bmc", depth=TO_FROZEN,
+        assert_refuted(harness, tmp_path, mode="bmc", depth=UNCHECKED_DEPTH,
                        expect="FROZEN before its check was done")
 
 
 def test_frozen_only_after_the_check_refutes_early_check(tmp_path):
-    assert_refuted(SealedHarness(bank(EarlyCheckBank)), tmp_path, mode="bmc", depth=12,
-                   expect="written after its check started")
+    assert_refuted(SealedHarness(bank(EarlyCheckBank)), tmp_path, mode="bmc",
+                   depth=EARLY_CHECK_DEPTH, expect="written after its check started")
 
 
 def test_back_to_back_updates_never_lose_one(tmp_path):

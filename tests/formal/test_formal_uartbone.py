@@ -8,8 +8,9 @@ the core's ``bus_tx`` port.
   read, no byte is sent without a read owing it, the i-th read of the command is at its
   address (+ i when incrementing), a read command never writes, and when the bridge
   takes the next command it has made exactly ``length`` reads and sent ``length × 4``
-  bytes (bounded: from reset, for every timing of the bus's answers and
-  ``tx.ready``, and every length 1..3 and address).
+  bytes (bounded, 20 cycles from reset: the host's command bytes back to back, every
+  timing of the bus's answers and of ``tx.ready``, read data with a free part in every
+  byte, both read commands, lengths 1 and 2, every address).
 
 Each proof has a planted bug that the same proof must refute.
 """
