@@ -9,14 +9,19 @@ registers drive each output port of :class:`hw.lda_pipeline.LdaCore`: ``m_axis``
 output slice, ``hw.exporter._PortSlice``, which also drives the merger's export input)
 and ``bus_tx`` (:class:`hw.uartbone.UARTBoneBridge`'s ``tx``; in
 ``test_formal_uartbone.py``). Every input of the block is free (``AnySeq``): the rule
-holds whatever its inputs do. Each proof has a planted bug (an output register that
-reloads while stalled) that the same proof must refute.
+holds whatever its inputs do. Also bounded (16 cycles from reset): the rule on both ports
+of :class:`hw.control_frame_tx.BytePacker`, which feeds the exporter's slices and drives
+the OPA record streamer's frames (``hw.opa_records.OpaRecordStreamer``, an input of the
+merger). Each proof has a planted bug (an output register that reloads while stalled, a
+packer that ignores ``ready``) that the same proof must refute.
 """
 
 import pytest
-from amaranth.hdl import Signal
+from amaranth.asserts import AnyConst
+from amaranth.hdl import Const, Signal
 
 from formal_util import Harness, assert_proved, assert_refuted, assert_stream_holds, free_inputs
+from hw.control_frame_tx import BytePacker
 from hw.exporter import _PortSlice
 from hw.frame_merger import FrameMerger
 
@@ -79,3 +84,55 @@ def test_export_slice_source_holds(tmp_path):
 def test_export_slice_source_holds_refutes_planted_bug(tmp_path):
     assert_refuted(StreamHarness(ReloadingSlice(data_width=8)), tmp_path, mode="prove",
                    depth=DEPTH, expect="before the transfer")
+
+
+class BlindPacker(BytePacker):
+    """Planted bug: the packer's pop logic sees every port ready (it ignores the
+    consumer's backpressure)."""
+
+    def elaborate(self, platform):
+        real = [port.ready for port in self.sources]
+        for port in self.sources:
+            port.ready = Const(1)
+        try:
+            return super().elaborate(platform)
+        finally:
+            for port, ready in zip(self.sources, real):
+                port.ready = ready
+
+
+class PackerHarness(Harness):
+    """The packer's items free, its port enables constant (its contract: steady while
+    beats flow); the stream rule on every port."""
+
+    def __init__(self, packer):
+        super().__init__()
+        self.dut = packer
+
+    def build(self, m, platform):
+        m.submodules.dut = packer = self.dut
+        free_inputs(m, packer, skip=[("enable",)])
+        enable = Signal(len(packer.enable))
+        m.d.comb += [enable.eq(AnyConst(len(enable))), packer.enable.eq(enable)]
+        for k, port in enumerate(packer.sources):
+            assert_stream_holds(m, port, f"source{k}")
+
+
+def packer(cls=BytePacker):
+    # the record streamer's and the exporter's packer, at 8 bits with small items
+    return cls(data_width=8, item_bytes=2, item_sizes=(1, 2), ports=2)
+
+
+#: The packer's hold rests on its duplicated steering flops agreeing: no short induction
+#: closes, so its proof is bounded (cycles from reset: frames of several beats, stalls).
+PACKER_DEPTH = 16
+
+
+def test_byte_packer_sources_hold(tmp_path):
+    assert_proved(PackerHarness(packer()), tmp_path, mode="bmc", depth=PACKER_DEPTH)
+
+
+def test_byte_packer_sources_hold_refutes_planted_bug(tmp_path):
+    assert_refuted(PackerHarness(packer(BlindPacker)), tmp_path, mode="bmc",
+                   depth=PACKER_DEPTH,
+                   expect="before the transfer")
