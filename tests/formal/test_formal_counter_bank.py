@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Proofs (SymbiYosys, bounded) on the counter bank :class:`hw.counter_bank.CounterBank`
+"""Proofs (SymbiYosys) on the counter bank :class:`hw.counter_bank.CounterBank`
 with its copy control (:class:`hw.copy_control.CopyControl`) and freeze check
 (:class:`hw.freeze_check.FreezeCheck`), at a small configuration (LDA, one bank of two
 rows, 8-bit counts, 16-bit timestamp sums; no drain window beyond the pipeline's flush).
@@ -9,22 +9,29 @@ any cycle, swaps, releases and frozen reads at any time. The harness elaborates 
 itself, recording the RAMs it builds, so that it can watch their write ports.
 
 * No update lands in a frozen copy: a copy's RAM is never written while the copy is
-  FROZEN.
+  FROZEN (k-induction).
 * A copy is FROZEN only after its check value covers its final contents: from the cycle
-  the freeze check starts until the copy is released, its RAM is not written, and the
-  copy becomes FROZEN only after the check reported ``done`` (since its swap).
-* Same-row back-to-back updates never lose one: a shadow count of one tracked address
-  per copy, incremented at each accepted request and cleared with the copy, equals the
-  count the frozen read port returns for it.
+  the freeze check starts (``check_start``) through CHECKING and FROZEN, its RAM is not
+  written, and the copy becomes FROZEN only the cycle after the check's ``done``
+  (k-induction). The check sweep reads the RAM after ``check_start``, so it reads the
+  final contents.
+* Same-row back-to-back updates never lose one: for one tracked address (any) per copy,
+  every write of the update pipeline carries the count of the writes before it plus one
+  (so a write that read a stale word shows) and the count of the updates accepted up to
+  its own request (so an update never written shows), and there are never more writes
+  than accepted updates; the counts restart when the copy is cleared (bounded).
 
-Each proof has a planted bug that the same proof must refute.
+The inductions carry helper assertions that the copy control's state registers agree
+(each state is kept both in ``other`` and one-hot); they are proved with the property.
+Each proof has planted bugs that the same properties must fail on, in a bounded run
+from reset long enough to reach the failure.
 """
 
 from unittest.mock import patch
 
 import pytest
 from amaranth.asserts import AnyConst
-from amaranth.hdl import Assert, Assume, Cat, Const, Mux, Signal
+from amaranth.hdl import Assert, Const, Mux, Signal
 
 import hw.counter_bank as counter_bank_module
 from formal_util import Harness, assert_proved, assert_refuted, free_inputs
@@ -134,7 +141,8 @@ class SealedHarness(BankHarness):
 
 class ShadowHarness(BankHarness):
     """One tracked address per copy: every write of the update pipeline to it carries the
-    count of the updates accepted for it so far, and no more writes than those."""
+    count of the writes before it plus one and of the updates accepted up to its own
+    request, and no more writes than those."""
 
     def properties(self, m, bank_module, writes):
         bank = self.dut
@@ -156,10 +164,17 @@ class ShadowHarness(BankHarness):
             with m.Else():
                 m.d.sync += [taken.eq(taken + (accepted & (req.copy == k))),
                              written.eq(written + update_write)]
+            # the accepted count as it was just after the request now written (a request
+            # accepted in cycle t is written in cycle t + UPDATE_LATENCY - 1)
+            lag = [Signal(count_bits, name=f"copy{k}_accepted_lag{i}")
+                   for i in range(bank.UPDATE_LATENCY - 2)]
+            m.d.sync += [lag[0].eq(taken)] + [b.eq(a) for a, b in zip(lag, lag[1:])]
             with m.If(update_write):
                 m.d.comb += [
                     Assert(ram.w_data[:count_bits] == written + 1,
                            f"copy {k}: a write lost an earlier update"),
+                    Assert(ram.w_data[:count_bits] == lag[-1],
+                           f"copy {k}: a write's count is not its accepted updates"),
                     Assert(written != taken, f"copy {k}: more writes than updates"),
                 ]
 
