@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -35,6 +36,10 @@ __all__ = ["UsageError", "RunFailure", "RUNTIME_ERRORS", "int_at_least", "int_in
            "mac_address", "threshold_list", "probability", "seed", "seed64", "guard", "dump",
            "check_output", "read_text", "parse_json", "load_config", "add_flow_options",
            "load_flow_keys"]
+
+
+#: Size bound of a configuration file (:func:`load_config`).
+_SMALL_BYTES = 1 << 20
 
 
 class UsageError(Exception):
@@ -186,8 +191,12 @@ def key_file(path: str) -> bytes:
     digits, :func:`host_sw.contracts.siphash.read_key_file`). The key is given in a file,
     never on the command line (where ``ps`` and shell histories would show it); errors
     name the file, never its content."""
+    from host_sw.cli.files import read_input
     try:
+        read_input(path, "key file", 4096)      # a key file is a line: bounded
         return read_key_file(path)
+    except RunFailure as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     except OSError as e:
         raise argparse.ArgumentTypeError(f"cannot read {path}: {e.strerror or e}") from None
     except ValueError as e:
@@ -213,8 +222,8 @@ def dump(obj, out=None) -> None:
 
 def check_output(path) -> None:
     """Fail (:class:`RunFailure`) before any work when ``path`` cannot be written: a
-    directory, or in a directory that does not exist — so that a snapshot is not read
-    and released only to be lost."""
+    directory, in a directory that does not exist or is not writable, a read-only file
+    — so that a snapshot is not read and released only to be lost."""
     if path is None:
         return
     p = Path(path)
@@ -222,18 +231,19 @@ def check_output(path) -> None:
         raise RunFailure(f"cannot write {path}: it is a directory")
     if not p.parent.is_dir():
         raise RunFailure(f"cannot write {path}: no directory {p.parent}")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise RunFailure(f"cannot write {path}: permission denied")
+    elif not os.access(p.parent, os.W_OK | os.X_OK):
+        raise RunFailure(f"cannot write {path}: directory {p.parent} is not writable")
 
 
-def read_text(path, what: str = "") -> str:
-    """The text of a file (UTF-8); an unreadable or undecodable file is a
-    :class:`RunFailure` naming it."""
-    try:
-        return Path(path).read_bytes().decode("utf-8")
-    except OSError as e:
-        raise RunFailure(f"cannot read {what}{' ' if what else ''}{path}: "
-                         f"{e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise RunFailure(f"{path} is not a text file (byte {e.start} is not UTF-8)") from None
+def read_text(path, what: str = "", limit: int | None = None) -> str:
+    """The text of a regular file (UTF-8) of at most ``limit`` bytes (default
+    :data:`host_sw.cli.files.TEXT_BYTES`); an unreadable, undecodable, too large file or
+    one that is not a file (``/dev/zero``, a FIFO) is a :class:`RunFailure` naming it."""
+    from host_sw.cli.files import TEXT_BYTES, read_input_text
+    return read_input_text(path, what, TEXT_BYTES if limit is None else limit)
 
 
 def parse_json(text: str, where) -> object:
@@ -250,7 +260,7 @@ def parse_json(text: str, where) -> object:
 def load_config(path) -> SynopsisConfig:
     """The configuration in a JSON file: a config dict (``config --save``) or any
     document with one under ``"config"`` (a snapshot)."""
-    d = parse_json(read_text(path, "configuration"), path)
+    d = parse_json(read_text(path, "configuration", _SMALL_BYTES), path)
     if isinstance(d, dict) and "config" in d and isinstance(d["config"], dict):
         d = d["config"]
     try:

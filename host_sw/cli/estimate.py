@@ -26,6 +26,7 @@ from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_ou
                               confidence, dump, guard, int_in, key_file, load_config,
                               load_flow_keys, parse_json, positive_int, read_text)
 from host_sw.cli.export import FlowWriter
+from host_sw.cli.files import check_input
 from host_sw.cli.opa.output import (OPA_RECORD_TABLE, add_delay_outputs, write_delays,
                                     write_histogram)
 from host_sw.cli.output.progress import ByteProgress
@@ -252,6 +253,8 @@ def _check_two_inputs(a: Path, b: Path) -> None:
 
 def _records(args) -> list:
     a, b = Path(args.sender), Path(args.receiver)
+    for side, p in (("sender", a), ("receiver", b)):
+        check_input(p, f"the {side}'s input")
     _check_two_inputs(a, b)
     kind = args.input
     if kind == "auto":
@@ -289,6 +292,9 @@ def _write_delay_outputs(args, records) -> None:
 def _cmd_estimate(args) -> int:
     for path in (args.flows_out, args.delays_out, args.histogram):
         check_output(path)
+    for what, path in (("configuration", args.config), ("flow keys", args.flows)):
+        if path is not None:      # before the captures are read
+            check_input(path, what)
     if reference_rule(args) is not None and args.input in ("snapshot", "frames"):
         raise UsageError("the --ref-* options apply to packet captures only")
     records = _records(args)
