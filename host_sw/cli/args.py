@@ -112,8 +112,10 @@ def real(*, minimum: float | None = None, maximum: float | None = None,
     return parse
 
 
-#: Seconds to wait or sleep: finite, not negative.
-seconds = real(minimum=0, what="number of seconds")
+#: The longest wait or sleep of an option (a day): a larger one overflows the clocks.
+MAX_SECONDS = 86400
+#: Seconds to wait or sleep: finite, not negative, at most :data:`MAX_SECONDS`.
+seconds = real(minimum=0, maximum=MAX_SECONDS, what="number of seconds")
 
 
 def confidence(text: str) -> float:

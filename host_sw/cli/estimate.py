@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_output,
-                              confidence, dump, guard, int_in, key_file, load_config,
-                              load_flow_keys, parse_json, positive_int, read_text)
+                              confidence, dump, guard, int_at_least, int_in, key_file,
+                              load_config, load_flow_keys, parse_json, read_text)
 from host_sw.cli.export import FlowWriter
 from host_sw.cli.files import check_input
 from host_sw.cli.opa.output import (OPA_RECORD_TABLE, add_delay_outputs, write_delays,
@@ -53,6 +53,9 @@ from host_sw.model.pcap_stream import iter_capture
 
 __all__ = ["add_estimate_parser"]
 
+#: The longest interval of a capture analysis (about 31 years: timestamps are int64 ns).
+MAX_INTERVAL_NS = 10 ** 18
+
 #: Bytes of a capture looked at to tell exported control frames from traffic.
 _PEEK_BYTES = 1 << 20
 
@@ -73,7 +76,8 @@ def add_estimate_parser(sub) -> None:
                    help="default configuration for captures without --config")
     p.add_argument("--mode", choices=("time", "marker"), default="time",
                    help="interval assignment for captures")
-    p.add_argument("--interval-ns", type=positive_int, default=None,
+    p.add_argument("--interval-ns", type=int_at_least(1, "positive", MAX_INTERVAL_NS),
+                   default=None,
                    help="interval length for captures (default: one interval)")
     p.add_argument("--mtu", type=int_in(MIN_MTU_PAYLOAD, MAX_MTU_PAYLOAD),
                    default=MTU_PAYLOAD, metavar="BYTES",

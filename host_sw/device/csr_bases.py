@@ -12,6 +12,7 @@ turns a core index, a region name or a byte base into the word base and window t
 
 from __future__ import annotations
 
+import csv
 import os
 import stat
 from pathlib import Path
@@ -75,7 +76,7 @@ def read_csr_bases(path) -> dict[str, int]:
         else:
             d = parse_csr_csv(text)
         bases = {str(k): int(v) for k, v in d.get("csr_bases", {}).items()}
-    except (ValueError, TypeError, AttributeError) as e:
+    except (ValueError, TypeError, AttributeError, csv.Error) as e:
         raise ValueError(f"{path} is not a LiteX csr.csv/csr.json: {e}") from None
     if not bases:
         raise ValueError(f"{path} has no csr_base row")
