@@ -189,3 +189,20 @@ def test_url_options_in_bounds_are_kept():
     assert ours == {"timeout": 3600.0, "retries": 100, "resync_delay": 0.0,
                     "max_burst": 255, "baudrate": 115200}
     assert rest == [("x", "1")]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["estimate", "s.pcap", "r.pcap", "--interval-ns", "1000000000000000001"],
+     "argument --interval-ns: must be at most 1000000000000000000"),
+    (["simulate", "--synopsis", "rli", "--ref-packets", "4294967296"],
+     "argument --ref-packets: must be at most 4294967295"),
+    (["estimate", "s.pcap", "r.pcap", "--synopsis", "rli", "--ref-period", "10" * 20],
+     "argument --ref-period: must be at most 1000000000000000"),
+    (["watch", "--sender", FAKE, "--receiver", FAKE, "--period", "1e300"],
+     "argument --period: must be at most 86400"),
+    (["read", "-d", FAKE, "--wait", "1e20"], "argument --wait: must be at most 86400"),
+])
+def test_huge_values_are_usage_errors(argv, message):
+    code, out, err = _call(argv)
+    assert code == 2 and out == ""
+    assert message in err
