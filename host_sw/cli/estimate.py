@@ -130,8 +130,9 @@ def _is_control_capture(path) -> bool:
     return False
 
 
-def _synopses_from_frames(cap, config, key, name, mtu: int) -> dict:
-    """Every complete interval in a capture of exported control frames, by sequence.
+def _synopses_from_frames(cap, config, key, name, mtu: int) -> tuple[dict, bytes | None]:
+    """Every complete interval in a capture of exported control frames, by sequence, and
+    the exporting device's MAC address.
     Every frame's tag is checked (under ``key`` when given) and interval numbers must go
     forward per source: a changed, unauthenticated, duplicated or replayed frame is an
     error naming the capture, the frame and the interval."""
@@ -159,7 +160,7 @@ def _synopses_from_frames(cap, config, key, name, mtu: int) -> dict:
             r.finish(seq)    # raises MissingChunkError with the missing indices
         except ControlFrameError as e:
             raise RunFailure(f"{name}: {e}") from None
-    return done
+    return done, source
 
 
 def _from_exported_frames(paths, args) -> list:
@@ -169,8 +170,13 @@ def _from_exported_frames(paths, args) -> list:
     if config.kind in _EXPORT_KINDS:
         return _EXPORT_KINDS[config.kind](paths, args, config)
     flows = _flows(args, config)
-    s_iv, r_iv = (_synopses_from_frames(read_pcap(p), config, args.key_file, p, args.mtu)
-                  for p in paths)
+    (s_iv, s_mac), (r_iv, r_mac) = (
+        _synopses_from_frames(read_pcap(p), config, args.key_file, p, args.mtu)
+        for p in paths)
+    if s_mac is not None and s_mac == r_mac:
+        raise RunFailure(f"both captures hold the exports of one device "
+                         f"({mac_to_str(s_mac)}): the same point twice; give the sender's "
+                         f"and the receiver's exports")
     common = sorted(set(s_iv) & set(r_iv))
     if not common:
         raise RunFailure(f"no interval in both captures (sender {sorted(s_iv)}, "
