@@ -20,6 +20,7 @@ import os
 import sys
 from pathlib import Path
 
+from host_sw.cli.files import TEXT_BYTES, FileRefused, read_input, read_input_text
 from host_sw.contracts.config_base import ConfigMismatch, SynopsisConfig
 from host_sw.contracts.config import config_from_dict
 from host_sw.contracts.frames.frame_format import ControlFrameError, mac_to_bytes
@@ -193,11 +194,10 @@ def key_file(path: str) -> bytes:
     digits, :func:`host_sw.contracts.siphash.read_key_file`). The key is given in a file,
     never on the command line (where ``ps`` and shell histories would show it); errors
     name the file, never its content."""
-    from host_sw.cli.files import read_input
     try:
         read_input(path, "key file", 4096)      # a key file is a line: bounded
         return read_key_file(path)
-    except RunFailure as e:
+    except FileRefused as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     except OSError as e:
         raise argparse.ArgumentTypeError(f"cannot read {path}: {e.strerror or e}") from None
@@ -243,8 +243,8 @@ def check_output(path) -> None:
 def read_text(path, what: str = "", limit: int | None = None) -> str:
     """The text of a regular file (UTF-8) of at most ``limit`` bytes (default
     :data:`host_sw.cli.files.TEXT_BYTES`); an unreadable, undecodable, too large file or
-    one that is not a file (``/dev/zero``, a FIFO) is a :class:`RunFailure` naming it."""
-    from host_sw.cli.files import TEXT_BYTES, read_input_text
+    one that is not a file (``/dev/zero``, a FIFO) is a
+    :class:`~host_sw.cli.files.FileRefused` (exit 1) naming it."""
     return read_input_text(path, what, TEXT_BYTES if limit is None else limit)
 
 

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 from host_sw.cli.args import RunFailure, check_output, guard, port
-from host_sw.cli.files import write_output
+from host_sw.cli.files import FileRefused, write_output
 from host_sw.cli.opa.output import histogram_lines
 from host_sw.cli.records import read_records
 
@@ -177,7 +177,7 @@ def _metrics_handler(path):
             try:
                 body = prometheus_text(read_records(path)).encode()
                 code = 200
-            except RunFailure as e:
+            except (RunFailure, FileRefused) as e:
                 body, code = f"# error: {e}\n".encode(), 500
             self.send_response(code)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

@@ -6,7 +6,8 @@ output that fails after an interval was read and released keeps the data in a re
 file the error names (issue 23, item 4; outputs are checked writable beforehand by
 :func:`host_sw.cli.args.check_output`).
 
-All failures are :class:`~host_sw.cli.args.RunFailure` (exit 1) naming the file.
+All failures are :class:`FileRefused` (an ``OSError``: one of the CLI's run-time
+errors, exit 1) naming the file.
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ import stat
 import tempfile
 from pathlib import Path
 
-from host_sw.cli.args import RunFailure
 
-__all__ = ["SMALL_BYTES", "TEXT_BYTES", "FIFO_WAIT_S", "check_input", "read_input",
+__all__ = ["FileRefused", "SMALL_BYTES", "TEXT_BYTES", "FIFO_WAIT_S", "check_input", "read_input",
            "read_input_text", "write_output", "write_or_rescue", "rescue"]
+
+class FileRefused(OSError):
+    """A file that cannot be read or written as asked; the message names it."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
 
 #: Size bound of small inputs: configurations, keys, flow keys, csr.csv.
 SMALL_BYTES = 1 << 20
@@ -45,14 +52,14 @@ def _label(what: str, path) -> str:
 def check_input(path, what: str = "", *, pipe: bool = False) -> int:
     """The mode of an input file, which must be a regular file (or a named pipe when
     ``pipe``): anything else (a directory, ``/dev/zero``, a socket) is a
-    :class:`RunFailure` naming it, before it is opened."""
+    :class:`FileRefused` naming it, before it is opened."""
     try:
         mode = os.stat(path).st_mode
     except OSError as e:
-        raise RunFailure(f"cannot read {_label(what, path)}: {e.strerror or e}") from None
+        raise FileRefused(f"cannot read {_label(what, path)}: {e.strerror or e}") from None
     if stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode)):
         return mode
-    raise RunFailure(f"cannot read {_label(what, path)}: it is {_kind(mode)}, not a file")
+    raise FileRefused(f"cannot read {_label(what, path)}: it is {_kind(mode)}, not a file")
 
 
 def read_input(path, what: str = "", limit: int = SMALL_BYTES) -> bytes:
@@ -62,9 +69,9 @@ def read_input(path, what: str = "", limit: int = SMALL_BYTES) -> bytes:
         with open(path, "rb") as f:
             data = f.read(limit + 1)
     except OSError as e:
-        raise RunFailure(f"cannot read {_label(what, path)}: {e.strerror or e}") from None
+        raise FileRefused(f"cannot read {_label(what, path)}: {e.strerror or e}") from None
     if len(data) > limit:
-        raise RunFailure(f"cannot read {_label(what, path)}: larger than {limit} bytes "
+        raise FileRefused(f"cannot read {_label(what, path)}: larger than {limit} bytes "
                          f"(not such a file)")
     return data
 
@@ -75,7 +82,7 @@ def read_input_text(path, what: str = "", limit: int = SMALL_BYTES) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise RunFailure(f"{path} is not a text file (byte {e.start} is not UTF-8)") from None
+        raise FileRefused(f"{path} is not a text file (byte {e.start} is not UTF-8)") from None
 
 
 def write_output(path, text: str, mode: str = "w") -> None:
@@ -84,7 +91,7 @@ def write_output(path, text: str, mode: str = "w") -> None:
         with open(path, mode, encoding="utf-8") as f:
             f.write(text)
     except OSError as e:
-        raise RunFailure(f"cannot write {path}: {e.strerror or e}") from None
+        raise FileRefused(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def _rescue(path, text: str, tag: str) -> str | None:
@@ -122,8 +129,8 @@ def write_or_rescue(path, text: str, tag, *, mode: str = "w", what: str = "data 
 def rescue(path, text: str, tag, error: OSError, what: str = "data is") -> None:
     """After ``error`` writing ``text`` to ``path``: keep the text in a rescue file
     (``PATH.rescued-TAG.json`` beside it, else in the temporary directory) and raise the
-    :class:`RunFailure` naming both."""
+    :class:`FileRefused` naming both."""
     reason = error.strerror or str(error)
     kept = _rescue(path, text, tag)
     where = f"kept in {kept}" if kept else "lost: no rescue file could be written either"
-    raise RunFailure(f"cannot write {path}: {reason}; the {what} {where}")
+    raise FileRefused(f"cannot write {path}: {reason}; the {what} {where}")
