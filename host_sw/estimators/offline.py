@@ -141,18 +141,44 @@ def _matched_delays(intervals: list[IntervalObservation]):
     return len(s_ids), len(r_ids), r_ts[ri] - s_ts[si]
 
 
+def _duplicates(intervals: list[IntervalObservation]) -> dict:
+    """Per side, the counted packets whose invariant bytes repeat an earlier packet's."""
+    out = {}
+    for side in ("sender", "receiver"):
+        trace = getattr(intervals[0], side).trace
+        counted = trace.counted
+        windows = np.ascontiguousarray(trace.windows[counted])
+        keys = windows.view(np.dtype((np.void, windows.shape[1]))).ravel()
+        out[side] = int(len(keys) - len(np.unique(keys)))
+    return out
+
+
 def _same_capture(intervals: list[IntervalObservation]) -> bool:
     s, r = intervals[0].sender.trace, intervals[0].receiver.trace
     return (s is r or (len(s) == len(r) and np.array_equal(s.timestamps, r.timestamps)
                        and np.array_equal(s.windows, r.windows)))
 
 
-def _problem(sent: int, received: int, matched: int, negative: int, same: bool):
-    """``(problem, reason)`` of a pairing, in the order the checks are made."""
+def _problem(sent: int, received: int, matched: int, negative: int, same: bool,
+             zero: int = 0, duplicates: dict | None = None):
+    """``(problem, reason)`` of a pairing, in the order the checks are made (``zero``:
+    matched packets with a delay of exactly 0; ``duplicates``: per side, packets that
+    repeat an earlier one of the same capture)."""
     if same:
         return PairProblem.SAME_CAPTURE, (
             "the same capture twice: both captures hold the same packets at the same "
             "timestamps (every delay is 0); give the sender's and the receiver's capture")
+    if matched and zero > matched / 2:
+        return PairProblem.SAME_CAPTURE, (
+            f"the same point twice: {zero} of {matched} matched packets have a delay of "
+            f"exactly 0; give the sender's and the receiver's capture")
+    for side, n in (("sender", sent), ("receiver", received)):
+        d = (duplicates or {}).get(side, 0)
+        if n and d > MAX_DUPLICATE_FRACTION * n:
+            return PairProblem.DUPLICATED, (
+                f"duplicated packets: {d} of the {side}'s {n} packets ({d / n:.1%}) repeat "
+                f"an earlier one byte for byte (a capture holding every packet twice?); "
+                f"its counts are not the traffic's")
     smaller = min(sent, received)
     if smaller and matched < MIN_MATCHED_FRACTION * smaller:
         return PairProblem.UNRELATED, (
@@ -187,7 +213,8 @@ def check_pairing(intervals: list[IntervalObservation]) -> PairingCheck:
         return PairingCheck(None, (), 0, 0, 0, 0)
     sent, received, delays = _matched_delays(intervals)
     matched, negative = len(delays), int((delays < 0).sum())
-    problem, reason = _problem(sent, received, matched, negative, _same_capture(intervals))
+    problem, reason = _problem(sent, received, matched, negative, _same_capture(intervals),
+                               int((delays == 0).sum()), _duplicates(intervals))
     notes = [] if reason is None else [reason]
     if problem is None and negative:
         notes.append(f"{negative} of {matched} matched packets have a negative delay: "
@@ -244,23 +271,12 @@ def _stream_problem(pair: StreamedPair):
                 f"capture does not, and the largest delay ({margin} ns) is longer than the "
                 f"window both captures saw ({hi - lo} ns): nothing tells them from its "
                 f"edges (clocks apart by more than the captures, or not one stream)")
-    for side, n in (("sender", pair.sent), ("receiver", pair.received)):
-        d = pair.duplicates[side]
-        if n and d > MAX_DUPLICATE_FRACTION * n:
-            return PairProblem.DUPLICATED, (
-                f"duplicated packets: {d} of the {side}'s {n} packets ({d / n:.1%}) repeat "
-                f"an earlier one byte for byte (a capture holding every packet twice?); "
-                f"its counts are not the traffic's")
     if pair.received and pair.unmatched > MAX_FOREIGN_FRACTION * pair.received:
         u, n = pair.unmatched, pair.received
         return PairProblem.FOREIGN, (
             f"the receiver holds {u} of {n} packets ({u / n:.2%}) the sender's capture "
             f"does not, within the window both saw: sender and receiver swapped, or not "
             f"one stream at two points")
-    if pair.matched and pair.zero > pair.matched / 2:
-        return PairProblem.SAME_CAPTURE, (
-            f"the same point twice: {pair.zero} of {pair.matched} matched packets have a "
-            f"delay of exactly 0; give the sender's and the receiver's capture")
     if pair.negative and pair.matched and pair.delay_min is not None:
         mean = pair.delay_sum / pair.matched
         if mean < -pair.delay_min:
@@ -283,7 +299,8 @@ def _streamed_check(pair: StreamedPair) -> PairingCheck:
     """:func:`check_pairing` of a streamed pair (the same checks, from its counts, and
     :func:`_stream_problem`'s)."""
     same = pair.sent > 0 and pair.matched == pair.sent == pair.received == pair.zero
-    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same)
+    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same,
+                               pair.zero, pair.duplicates)
     if problem is None:
         problem, reason = _stream_problem(pair)
     notes = [] if reason is None else [reason]
@@ -440,7 +457,8 @@ def _rli_capture_records(sender, receiver, config, *, mode, interval_ns, start_n
 
 def _rli_record(pair: RliCapturePair, iv: int, confidence: float, flows) -> IntervalRecord:
     same = pair.sent > 0 and pair.matched == pair.sent == pair.received == pair.zero
-    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same)
+    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same,
+                               pair.zero, pair.duplicates)
     notes = [] if reason is None else [reason]
     notes += pair.refs.notes()
     if problem is None and pair.negative:
