@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
+from host_sw.cli.files import TEXT_BYTES, FileRefused, read_input, read_input_text
 from host_sw.contracts.config_base import ConfigMismatch, SynopsisConfig
 from host_sw.contracts.config import config_from_dict
 from host_sw.contracts.frames.frame_format import ControlFrameError, mac_to_bytes
@@ -35,6 +37,10 @@ __all__ = ["UsageError", "RunFailure", "RUNTIME_ERRORS", "int_at_least", "int_in
            "mac_address", "threshold_list", "probability", "seed", "seed64", "guard", "dump",
            "check_output", "read_text", "parse_json", "load_config", "add_flow_options",
            "load_flow_keys"]
+
+
+#: Size bound of a configuration file (:func:`load_config`).
+_SMALL_BYTES = 1 << 20
 
 
 class UsageError(Exception):
@@ -107,8 +113,10 @@ def real(*, minimum: float | None = None, maximum: float | None = None,
     return parse
 
 
-#: Seconds to wait or sleep: finite, not negative.
-seconds = real(minimum=0, what="number of seconds")
+#: The longest wait or sleep of an option (a day): a larger one overflows the clocks.
+MAX_SECONDS = 86400
+#: Seconds to wait or sleep: finite, not negative, at most :data:`MAX_SECONDS`.
+seconds = real(minimum=0, maximum=MAX_SECONDS, what="number of seconds")
 
 
 def confidence(text: str) -> float:
@@ -187,7 +195,10 @@ def key_file(path: str) -> bytes:
     never on the command line (where ``ps`` and shell histories would show it); errors
     name the file, never its content."""
     try:
+        read_input(path, "key file", 4096)      # a key file is a line: bounded
         return read_key_file(path)
+    except FileRefused as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     except OSError as e:
         raise argparse.ArgumentTypeError(f"cannot read {path}: {e.strerror or e}") from None
     except ValueError as e:
@@ -213,8 +224,8 @@ def dump(obj, out=None) -> None:
 
 def check_output(path) -> None:
     """Fail (:class:`RunFailure`) before any work when ``path`` cannot be written: a
-    directory, or in a directory that does not exist — so that a snapshot is not read
-    and released only to be lost."""
+    directory, in a directory that does not exist or is not writable, a read-only file
+    — so that a snapshot is not read and released only to be lost."""
     if path is None:
         return
     p = Path(path)
@@ -222,18 +233,19 @@ def check_output(path) -> None:
         raise RunFailure(f"cannot write {path}: it is a directory")
     if not p.parent.is_dir():
         raise RunFailure(f"cannot write {path}: no directory {p.parent}")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise RunFailure(f"cannot write {path}: permission denied")
+    elif not os.access(p.parent, os.W_OK | os.X_OK):
+        raise RunFailure(f"cannot write {path}: directory {p.parent} is not writable")
 
 
-def read_text(path, what: str = "") -> str:
-    """The text of a file (UTF-8); an unreadable or undecodable file is a
-    :class:`RunFailure` naming it."""
-    try:
-        return Path(path).read_bytes().decode("utf-8")
-    except OSError as e:
-        raise RunFailure(f"cannot read {what}{' ' if what else ''}{path}: "
-                         f"{e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise RunFailure(f"{path} is not a text file (byte {e.start} is not UTF-8)") from None
+def read_text(path, what: str = "", limit: int | None = None) -> str:
+    """The text of a regular file (UTF-8) of at most ``limit`` bytes (default
+    :data:`host_sw.cli.files.TEXT_BYTES`); an unreadable, undecodable, too large file or
+    one that is not a file (``/dev/zero``, a FIFO) is a
+    :class:`~host_sw.cli.files.FileRefused` (exit 1) naming it."""
+    return read_input_text(path, what, TEXT_BYTES if limit is None else limit)
 
 
 def parse_json(text: str, where) -> object:
@@ -250,7 +262,7 @@ def parse_json(text: str, where) -> object:
 def load_config(path) -> SynopsisConfig:
     """The configuration in a JSON file: a config dict (``config --save``) or any
     document with one under ``"config"`` (a snapshot)."""
-    d = parse_json(read_text(path, "configuration"), path)
+    d = parse_json(read_text(path, "configuration", _SMALL_BYTES), path)
     if isinstance(d, dict) and "config" in d and isinstance(d["config"], dict):
         d = d["config"]
     try:

@@ -23,9 +23,10 @@ import sys
 from pathlib import Path
 
 from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_output,
-                              confidence, dump, guard, int_in, key_file, load_config,
-                              load_flow_keys, parse_json, positive_int, read_text)
+                              confidence, dump, guard, int_at_least, int_in, key_file,
+                              load_config, load_flow_keys, parse_json, read_text)
 from host_sw.cli.export import FlowWriter
+from host_sw.cli.files import check_input
 from host_sw.cli.opa.output import (OPA_RECORD_TABLE, add_delay_outputs, write_delays,
                                     write_histogram)
 from host_sw.cli.output.progress import ByteProgress
@@ -52,6 +53,9 @@ from host_sw.model.pcap_stream import iter_capture
 
 __all__ = ["add_estimate_parser"]
 
+#: The longest interval of a capture analysis (about 31 years: timestamps are int64 ns).
+MAX_INTERVAL_NS = 10 ** 18
+
 #: Bytes of a capture looked at to tell exported control frames from traffic.
 _PEEK_BYTES = 1 << 20
 
@@ -72,7 +76,8 @@ def add_estimate_parser(sub) -> None:
                    help="default configuration for captures without --config")
     p.add_argument("--mode", choices=("time", "marker"), default="time",
                    help="interval assignment for captures")
-    p.add_argument("--interval-ns", type=positive_int, default=None,
+    p.add_argument("--interval-ns", type=int_at_least(1, "positive", MAX_INTERVAL_NS),
+                   default=None,
                    help="interval length for captures (default: one interval)")
     p.add_argument("--mtu", type=int_in(MIN_MTU_PAYLOAD, MAX_MTU_PAYLOAD),
                    default=MTU_PAYLOAD, metavar="BYTES",
@@ -125,8 +130,9 @@ def _is_control_capture(path) -> bool:
     return False
 
 
-def _synopses_from_frames(cap, config, key, name, mtu: int) -> dict:
-    """Every complete interval in a capture of exported control frames, by sequence.
+def _synopses_from_frames(cap, config, key, name, mtu: int) -> tuple[dict, bytes | None]:
+    """Every complete interval in a capture of exported control frames, by sequence, and
+    the exporting device's MAC address.
     Every frame's tag is checked (under ``key`` when given) and interval numbers must go
     forward per source: a changed, unauthenticated, duplicated or replayed frame is an
     error naming the capture, the frame and the interval."""
@@ -154,7 +160,7 @@ def _synopses_from_frames(cap, config, key, name, mtu: int) -> dict:
             r.finish(seq)    # raises MissingChunkError with the missing indices
         except ControlFrameError as e:
             raise RunFailure(f"{name}: {e}") from None
-    return done
+    return done, source
 
 
 def _from_exported_frames(paths, args) -> list:
@@ -164,8 +170,13 @@ def _from_exported_frames(paths, args) -> list:
     if config.kind in _EXPORT_KINDS:
         return _EXPORT_KINDS[config.kind](paths, args, config)
     flows = _flows(args, config)
-    s_iv, r_iv = (_synopses_from_frames(read_pcap(p), config, args.key_file, p, args.mtu)
-                  for p in paths)
+    (s_iv, s_mac), (r_iv, r_mac) = (
+        _synopses_from_frames(read_pcap(p), config, args.key_file, p, args.mtu)
+        for p in paths)
+    if s_mac is not None and s_mac == r_mac:
+        raise RunFailure(f"both captures hold the exports of one device "
+                         f"({mac_to_str(s_mac)}): the same point twice; give the sender's "
+                         f"and the receiver's exports")
     common = sorted(set(s_iv) & set(r_iv))
     if not common:
         raise RunFailure(f"no interval in both captures (sender {sorted(s_iv)}, "
@@ -252,6 +263,8 @@ def _check_two_inputs(a: Path, b: Path) -> None:
 
 def _records(args) -> list:
     a, b = Path(args.sender), Path(args.receiver)
+    for side, p in (("sender", a), ("receiver", b)):
+        check_input(p, f"the {side}'s input")
     _check_two_inputs(a, b)
     kind = args.input
     if kind == "auto":
@@ -289,6 +302,9 @@ def _write_delay_outputs(args, records) -> None:
 def _cmd_estimate(args) -> int:
     for path in (args.flows_out, args.delays_out, args.histogram):
         check_output(path)
+    for what, path in (("configuration", args.config), ("flow keys", args.flows)):
+        if path is not None:      # before the captures are read
+            check_input(path, what)
     if reference_rule(args) is not None and args.input in ("snapshot", "frames"):
         raise UsageError("the --ref-* options apply to packet captures only")
     records = _records(args)

@@ -17,7 +17,8 @@ import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
-from host_sw.cli.args import RunFailure, guard, port
+from host_sw.cli.args import RunFailure, check_output, guard, port
+from host_sw.cli.files import FileRefused, write_output
 from host_sw.cli.opa.output import histogram_lines
 from host_sw.cli.records import read_records
 
@@ -176,7 +177,7 @@ def _metrics_handler(path):
             try:
                 body = prometheus_text(read_records(path)).encode()
                 code = 200
-            except RunFailure as e:
+            except (RunFailure, FileRefused) as e:
                 body, code = f"# error: {e}\n".encode(), 500
             self.send_response(code)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -209,6 +210,7 @@ def _cmd_export(args) -> int:
         read_records(args.input)   # fail early on a bad file
         serve_metrics(args.input, args.serve, args.serve_once)
         return 0
+    check_output(args.output)
     records = read_records(args.input)
     if args.format == "jsonl":
         text = "".join(json.dumps(r.to_json()) + "\n" for r in records)
@@ -217,7 +219,7 @@ def _cmd_export(args) -> int:
     else:
         text = prometheus_text(records)
     if args.output:
-        Path(args.output).write_text(text)
+        write_output(args.output, text)
     else:
         sys.stdout.write(text)
     return 0

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from host_sw.cli.args import (RunFailure, UsageError, check_output, dump, guard, int_in,
                               key_file, mac_address, threshold_list)
+from host_sw.cli.files import write_output
 from host_sw.cli.link import add_link_options, open_device
 from host_sw.contracts.config import config_class
 from host_sw.contracts.siphash import key_to_int
@@ -176,7 +176,7 @@ def _cmd_config(args) -> int:
     finally:
         dev.close()
     if args.save:
-        Path(args.save).write_text(json.dumps(out["config"], indent=2) + "\n")
+        write_output(args.save, json.dumps(out["config"], indent=2) + "\n")
     if args.json:
         dump(out)
     else:

@@ -11,8 +11,9 @@ In the host data flow (``docs/DESIGN.md``) an output stage, records ► picture.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from host_sw.cli.args import RunFailure, guard, nonneg_int
+from host_sw.cli.args import RunFailure, check_output, guard, nonneg_int
 from host_sw.cli.opa.plot import draw_delays, draw_opa_records, read_delays
 from host_sw.cli.records import read_records
 
@@ -35,6 +36,16 @@ def add_plot_parser(sub) -> None:
     p.add_argument("--top", type=nonneg_int, default=10,
                    help="largest delays marked (OPA records, --delays)")
     p.set_defaults(handler=guard(_cmd_plot))
+
+
+def _save(fig, path) -> None:
+    """Save to exactly ``path``: its suffix is the format (an unknown one is matplotlib's
+    ValueError), none is PNG (matplotlib itself would append ``.png`` to the name)."""
+    fmt = Path(path).suffix.lower().lstrip(".") or "png"
+    try:
+        fig.savefig(path, dpi=100, format=fmt)
+    except OSError as e:
+        raise RunFailure(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def _draw(good, args, plt) -> None:
@@ -63,7 +74,7 @@ def _draw(good, args, plt) -> None:
         ax2.set_ylabel("loss (%)")
         ax2.set_xlabel("interval")
         fig.tight_layout()
-        fig.savefig(args.output, dpi=100)
+        _save(fig, args.output)
     except (ValueError, OverflowError, RuntimeError) as e:
         # matplotlib's refusals: an unknown file type, values it cannot lay out.
         raise RunFailure(f"cannot draw {args.output}: {e}") from None
@@ -78,7 +89,7 @@ def _draw_two(args, plt, draw, *data) -> str:
         line = draw(*data, axes, args.top)
         axes[0].set_title(args.title or "per-packet delays")
         fig.tight_layout()
-        fig.savefig(args.output, dpi=100)
+        _save(fig, args.output)
     except (ValueError, OverflowError, RuntimeError) as e:
         raise RunFailure(f"cannot draw {args.output}: {e}") from None
     finally:
@@ -91,6 +102,7 @@ _RECORD_DRAWERS = {"opa": draw_opa_records}
 
 
 def _cmd_plot(args) -> int:
+    check_output(args.output)
     # matplotlib is an optional, heavy dependency: imported only when a plot is drawn.
     import matplotlib
     matplotlib.use("Agg")

@@ -126,6 +126,60 @@ def _record_problem(d) -> str | None:
     if ci is not None and not (isinstance(ci, list) and len(ci) == 2
                                and all(c is None or _is_number(c) for c in ci)):
         return f"'estimate.ci' must be [low, high], not {ci!r:.60}"
+    return _impossible(e) or _opa_problem(e)
+
+
+#: Estimate counts that are never negative (packets), and OPA's integer counts.
+_COUNTS = ("lost", "samples", "sent", "received", "reordered", "unrecovered_groups",
+           "foreign")
+#: OPA's percentiles (ns).
+_PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
+
+
+def _impossible(e: dict) -> str | None:
+    """Why an estimate's values cannot be (a confidence interval upside down, a loss
+    rate outside 0..1, negative counts, more received than sent), or None."""
+    ci = e.get("ci")
+    if ci is not None and None not in ci and ci[0] > ci[1]:
+        return f"'estimate.ci' low {ci[0]!r} is above its high {ci[1]!r}"
+    rate = e.get("loss_rate")
+    if rate is not None and not 0 <= rate <= 1:
+        return f"'estimate.loss_rate' must be 0..1, not {rate!r}"
+    for key in _COUNTS:
+        v = e.get(key)
+        if v is not None and not (_is_number(v) and v >= 0 and v == int(v)):
+            return f"'estimate.{key}' must be a count (an integer >= 0), not {v!r:.60}"
+    sent, received = e.get("sent"), e.get("received")
+    if sent is not None and received is not None and received > sent:
+        return f"'estimate.received' {received} is more than 'estimate.sent' {sent}"
+    return None
+
+
+def _opa_problem(e: dict) -> str | None:
+    """Why an OPA estimate's own values are malformed (percentiles, the recovered
+    fraction, the histogram ``histogram_s``), or None."""
+    for key in _PERCENTILES:
+        if e.get(key) is not None and not _is_number(e[key]):
+            return f"'estimate.{key}' must be a finite number, not {e[key]!r:.60}"
+    frac = e.get("recovered_fraction")
+    if frac is not None and not (_is_number(frac) and 0 <= frac <= 1):
+        return f"'estimate.recovered_fraction' must be 0..1, not {frac!r:.60}"
+    hist = e.get("histogram_s")
+    if hist is None:
+        return None
+    bad = "'estimate.histogram_s' must be {le: [bounds], count: [cumulative counts], sum}"
+    if not isinstance(hist, dict):
+        return bad
+    le, count, total = hist.get("le"), hist.get("count"), hist.get("sum")
+    if not (isinstance(le, list) and isinstance(count, list) and len(le) == len(count)
+            and all(_is_number(x) for x in le) and _is_number(total)
+            and all(_is_int(c) and c >= 0 for c in count)):
+        return bad
+    if any(b <= a for a, b in zip(le, le[1:])) or any(b < a for a, b in zip(count, count[1:])):
+        return f"{bad}: bounds increasing, counts not decreasing"
+    samples = e.get("samples")
+    if count and samples is not None and count[-1] > samples:
+        return f"'estimate.histogram_s' counts {count[-1]} delays of {samples} samples"
     return None
 
 

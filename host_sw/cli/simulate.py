@@ -30,6 +30,7 @@ from host_sw.contracts.config import (
 from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.estimators.simulate import lda_config_for, run_scenario
 from host_sw.model.channel import Scenario
+from host_sw.cli.files import check_input
 from host_sw.model.pcap import CaptureError, capture_trace
 
 __all__ = ["add_simulate_parser", "simulate_config"]
@@ -226,6 +227,7 @@ def _cmd_simulate(args) -> int:
         raise UsageError(str(e)) from None
     trace = None
     if args.pcap:
+        check_input(args.pcap, "--pcap capture")
         try:
             trace = capture_trace(args.pcap, window_bytes=config.window_bytes)
         except (CaptureError, OSError) as e:

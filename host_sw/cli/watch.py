@@ -20,16 +20,17 @@ per-packet delays from the devices' record frames captured live (``--records``):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
 import time
-from pathlib import Path
 
 from host_sw.cli.args import (RunFailure, UsageError, add_flow_options, check_output,
                               confidence, dump, guard, int_in, load_flow_keys, positive_int,
                               real, seconds)
 from host_sw.cli.export import FlowWriter
+from host_sw.cli.files import rescue, write_or_rescue
 from host_sw.cli.link import add_link_options, open_device, open_devices
 from host_sw.cli.opa.output import OPA_RECORD_TABLE
 from host_sw.cli.records import pair_snapshots, snapshot_meta, unread_record
@@ -108,7 +109,10 @@ def _cmd_read(args) -> int:
         dev.close()
     doc = snap.to_json()
     if args.output:
-        Path(args.output).write_text(json.dumps(doc) + "\n")
+        # The interval is released: a failed write keeps it in a rescue file.
+        write_or_rescue(args.output, json.dumps(doc) + "\n", f"{snap.seq}",
+                        what=f"snapshot of interval {snap.seq}"
+                             f"{'' if args.no_release else ' (released)'} is")
     if args.json:
         dump(doc)
         return 0
@@ -287,7 +291,12 @@ def _emit(rec, args, out, statuses=None, flows_out=None) -> None:
         if args.progress and statuses:
             print(_progress_line(rec, statuses), file=sys.stderr, flush=True)
     if out:
-        dump(rec.to_json(), out)
+        text = json.dumps(rec.to_json())
+        try:
+            print(text, file=out, flush=True)
+        except OSError as e:      # its intervals are released: keep the record
+            rescue(args.output, text + "\n", f"{rec.interval}", e,
+                   what=f"record of interval {rec.interval} is")
     if flows_out is not None and report is not None:
         flows_out.write(rec.interval, report)
     if flows_out is not None and "rli_flows" in rec.details:
@@ -399,7 +408,8 @@ def _cmd_watch(args) -> int:
             n += 1
     finally:
         if out:
-            out.close()
+            with contextlib.suppress(OSError):   # a failed write is reported (rescued)
+                out.close()
         if flows_out is not None:
             flows_out.close()
         if opa is not None:

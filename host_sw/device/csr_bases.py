@@ -12,6 +12,9 @@ turns a core index, a region name or a byte base into the word base and window t
 
 from __future__ import annotations
 
+import csv
+import os
+import stat
 from pathlib import Path
 
 from host_sw.contracts.csr_export import parse_csr_csv, parse_csr_json
@@ -45,6 +48,10 @@ def word_from_byte(byte: int, what: str) -> int:
     return byte >> 2
 
 
+#: Size bound of a csr.csv/csr.json (a board's lists a few hundred rows).
+_MAX_CSR_BYTES = 1 << 22
+
+
 def read_csr_bases(path) -> dict[str, int]:
     """The ``csr_base`` rows of a LiteX ``csr.csv`` (or the ``csr_bases`` of a
     ``csr.json``): ``{region name: byte base}``, lowest base first.
@@ -54,16 +61,22 @@ def read_csr_bases(path) -> dict[str, int]:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        if not stat.S_ISREG(os.stat(path).st_mode):    # /dev/zero, a FIFO: never ends
+            raise ValueError(f"cannot read {path}: not a regular file")
+        with open(path, "rb") as f:
+            data = f.read(_MAX_CSR_BYTES + 1)
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    if len(data) > _MAX_CSR_BYTES:
+        raise ValueError(f"cannot read {path}: larger than {_MAX_CSR_BYTES} bytes")
+    text = data.decode("utf-8", errors="replace")
     try:
         if path.suffix == ".json":
             d = parse_csr_json(text)
         else:
             d = parse_csr_csv(text)
         bases = {str(k): int(v) for k, v in d.get("csr_bases", {}).items()}
-    except (ValueError, TypeError, AttributeError) as e:
+    except (ValueError, TypeError, AttributeError, csv.Error) as e:
         raise ValueError(f"{path} is not a LiteX csr.csv/csr.json: {e}") from None
     if not bases:
         raise ValueError(f"{path} has no csr_base row")

@@ -11,8 +11,11 @@ links. Nothing is opened here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
+
+from host_sw.contracts.uartbone import MAX_BURST
 
 __all__ = ["CORE_KEYS", "DeviceUrl", "parse_options", "parse_device_url"]
 
@@ -21,7 +24,26 @@ def _flag(value: str) -> bool:
     return value.lower() in ("1", "true", "yes", "on")
 
 
-_OPTION_TYPES = {"timeout": float, "retries": int, "resync_delay": float, "max_burst": int,
+def _bounded(kind, low, high, *, open_low: bool = False):
+    """A parser of a number in ``low..high`` (above ``low`` when ``open_low``), finite:
+    the bounds of the CLI's own options (``--timeout`` 0 < s <= 3600, ``--retries``
+    0..100), so that ``?timeout=inf`` or ``?retries=1000000`` is refused as they are."""
+    def parse(text: str):
+        v = kind(text)
+        if not math.isfinite(v) or v < low or (open_low and v == low) or v > high:
+            raise ValueError(f"must be above {low} and at most {high}" if open_low
+                             else f"must be {low}..{high}")
+        return v
+    return parse
+
+
+#: The largest baud rate accepted (UARTs of the boards run at most a few Mbaud).
+MAX_BAUD = 100_000_000
+
+_OPTION_TYPES = {"timeout": _bounded(float, 0, 3600, open_low=True),
+                 "retries": _bounded(int, 0, 100),
+                 "resync_delay": _bounded(float, 0, 60),
+                 "max_burst": _bounded(int, 1, MAX_BURST),
                  "verify": _flag}
 #: URL query keys that select a core on the link (not link options).
 CORE_KEYS = ("core", "csr_base", "csr_csv")
@@ -35,13 +57,14 @@ def parse_options(query: str) -> tuple[dict, list[tuple[str, str]]]:
         if k in _OPTION_TYPES:
             try:
                 ours[k] = _OPTION_TYPES[k](value)
-            except ValueError:
-                raise ValueError(f"bad value {value!r} for the {key} option") from None
+            except ValueError as e:
+                why = f" ({e})" if str(e).startswith("must") else ""
+                raise ValueError(f"bad value {value!r} for the {key} option{why}") from None
         elif k in ("baud", "baudrate"):
             try:
-                ours["baudrate"] = int(value)
+                ours["baudrate"] = _bounded(int, 1, MAX_BAUD)(value)
             except ValueError:
-                raise ValueError(f"bad baud rate {value!r}") from None
+                raise ValueError(f"bad baud rate {value!r} (1..{MAX_BAUD})") from None
         else:
             rest.append((key, value))
     return ours, rest

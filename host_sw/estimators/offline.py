@@ -62,6 +62,16 @@ MIN_MATCHED_FRACTION = 0.5
 #: than the delays (a few such packets are noted; a single clock step can cause them).
 MAX_NEGATIVE_FRACTION = 0.001
 
+#: Above this share of a capture's packets repeated (the same invariant bytes as an
+#: earlier packet of the capture), the capture holds copies (every packet twice: two
+#: interfaces, or a capture duplicated) and its counts are not the traffic's.
+MAX_DUPLICATE_FRACTION = 0.01
+
+#: Above this share of the receiver's packets (in the window both captures saw) not in
+#: the sender capture, the receiver saw traffic the sender did not send: the roles are
+#: swapped, or the captures are of different points.
+MAX_FOREIGN_FRACTION = 0.001
+
 #: The kinds whose estimator decodes the set difference from both points' packet caches.
 _DECODING_KINDS = frozenset({"rda"})
 #: Kinds whose synopses and per-interval caches come from hooks of their own,
@@ -77,6 +87,9 @@ class PairProblem(str, enum.Enum):
     UNRELATED = "unrelated_captures"
     SWAPPED = "swapped"
     CLOCK_OFFSET = "clock_offset"
+    DUPLICATED = "duplicated_packets"
+    FOREIGN = "foreign_packets"
+    NO_COMMON_WINDOW = "no_common_window"
 
 
 @dataclass(frozen=True)
@@ -128,18 +141,44 @@ def _matched_delays(intervals: list[IntervalObservation]):
     return len(s_ids), len(r_ids), r_ts[ri] - s_ts[si]
 
 
+def _duplicates(intervals: list[IntervalObservation]) -> dict:
+    """Per side, the counted packets whose invariant bytes repeat an earlier packet's."""
+    out = {}
+    for side in ("sender", "receiver"):
+        trace = getattr(intervals[0], side).trace
+        counted = trace.counted
+        windows = np.ascontiguousarray(trace.windows[counted])
+        keys = windows.view(np.dtype((np.void, windows.shape[1]))).ravel()
+        out[side] = int(len(keys) - len(np.unique(keys)))
+    return out
+
+
 def _same_capture(intervals: list[IntervalObservation]) -> bool:
     s, r = intervals[0].sender.trace, intervals[0].receiver.trace
     return (s is r or (len(s) == len(r) and np.array_equal(s.timestamps, r.timestamps)
                        and np.array_equal(s.windows, r.windows)))
 
 
-def _problem(sent: int, received: int, matched: int, negative: int, same: bool):
-    """``(problem, reason)`` of a pairing, in the order the checks are made."""
+def _problem(sent: int, received: int, matched: int, negative: int, same: bool,
+             zero: int = 0, duplicates: dict | None = None):
+    """``(problem, reason)`` of a pairing, in the order the checks are made (``zero``:
+    matched packets with a delay of exactly 0; ``duplicates``: per side, packets that
+    repeat an earlier one of the same capture)."""
     if same:
         return PairProblem.SAME_CAPTURE, (
             "the same capture twice: both captures hold the same packets at the same "
             "timestamps (every delay is 0); give the sender's and the receiver's capture")
+    if matched and zero > matched / 2:
+        return PairProblem.SAME_CAPTURE, (
+            f"the same point twice: {zero} of {matched} matched packets have a delay of "
+            f"exactly 0; give the sender's and the receiver's capture")
+    for side, n in (("sender", sent), ("receiver", received)):
+        d = (duplicates or {}).get(side, 0)
+        if n and d > MAX_DUPLICATE_FRACTION * n:
+            return PairProblem.DUPLICATED, (
+                f"duplicated packets: {d} of the {side}'s {n} packets ({d / n:.1%}) repeat "
+                f"an earlier one byte for byte (a capture holding every packet twice?); "
+                f"its counts are not the traffic's")
     smaller = min(sent, received)
     if smaller and matched < MIN_MATCHED_FRACTION * smaller:
         return PairProblem.UNRELATED, (
@@ -174,7 +213,8 @@ def check_pairing(intervals: list[IntervalObservation]) -> PairingCheck:
         return PairingCheck(None, (), 0, 0, 0, 0)
     sent, received, delays = _matched_delays(intervals)
     matched, negative = len(delays), int((delays < 0).sum())
-    problem, reason = _problem(sent, received, matched, negative, _same_capture(intervals))
+    problem, reason = _problem(sent, received, matched, negative, _same_capture(intervals),
+                               int((delays == 0).sum()), _duplicates(intervals))
     notes = [] if reason is None else [reason]
     if problem is None and negative:
         notes.append(f"{negative} of {matched} matched packets have a negative delay: "
@@ -214,11 +254,59 @@ def _interval_time(iv: IntervalObservation) -> float | None:
     return max(last) / 1e9 if last else None
 
 
+def _stream_problem(pair: StreamedPair):
+    """``(problem, reason)`` of a streamed pair beyond :func:`_problem`'s: no window
+    both captures saw, repeated packets, receiver packets the sender capture does not
+    hold, mostly zero delays (one point twice), a mean delay below the clock error
+    (the most negative delay)."""
+    if pair.window is not None and pair.window[0] > pair.window[1]:
+        return PairProblem.NO_COMMON_WINDOW, (
+            "no window both captures saw: the receiver's capture ends before the "
+            "sender's packets of its time could reach it")
+    if pair.window is not None and pair.left_out["receiver"]:
+        lo, hi, margin = pair.window
+        if lo + margin > hi:
+            return PairProblem.NO_COMMON_WINDOW, (
+                f"the receiver holds {pair.left_out['receiver']} packets the sender's "
+                f"capture does not, and the largest delay ({margin} ns) is longer than the "
+                f"window both captures saw ({hi - lo} ns): nothing tells them from its "
+                f"edges (clocks apart by more than the captures, or not one stream)")
+    if pair.received and pair.unmatched > MAX_FOREIGN_FRACTION * pair.received:
+        u, n = pair.unmatched, pair.received
+        return PairProblem.FOREIGN, (
+            f"the receiver holds {u} of {n} packets ({u / n:.2%}) the sender's capture "
+            f"does not, within the window both saw: sender and receiver swapped, or not "
+            f"one stream at two points")
+    if pair.negative and pair.matched and pair.delay_min is not None:
+        mean = pair.delay_sum / pair.matched
+        if mean < -pair.delay_min:
+            return PairProblem.CLOCK_OFFSET, (
+                f"the mean delay ({mean:.1f} ns) is below the clock error the pair shows "
+                f"(a delay of {pair.delay_min} ns): synchronise the two capture clocks")
+    return None, None
+
+
+def _window_note(pair: StreamedPair) -> str | None:
+    if pair.window is None or pair.window[0] > pair.window[1]:
+        return None
+    lo, hi, margin = pair.window
+    return (f"window both captures saw: sender times {lo} to {hi} ns (edges trimmed by "
+            f"the largest delay, {margin} ns); left out {pair.left_out['sender']} sender "
+            f"and {pair.left_out['receiver']} receiver packets outside it")
+
+
 def _streamed_check(pair: StreamedPair) -> PairingCheck:
-    """:func:`check_pairing` of a streamed pair (the same checks, from its counts)."""
+    """:func:`check_pairing` of a streamed pair (the same checks, from its counts, and
+    :func:`_stream_problem`'s)."""
     same = pair.sent > 0 and pair.matched == pair.sent == pair.received == pair.zero
-    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same)
+    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same,
+                               pair.zero, pair.duplicates)
+    if problem is None:
+        problem, reason = _stream_problem(pair)
     notes = [] if reason is None else [reason]
+    window = _window_note(pair)
+    if window is not None:
+        notes.append(window)
     if problem is None and pair.negative:
         notes.append(f"{pair.negative} of {pair.matched} matched packets have a negative "
                      f"delay: the capture clocks disagree by more than the shortest delays")
@@ -253,6 +341,10 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
                               problem=None if check.valid else check.problem.value)
         if check.valid:
             details = {}
+            if pair.window is not None:
+                lo, hi, margin = pair.window
+                details["window"] = {"first_ns": lo, "last_ns": hi, "margin_ns": margin,
+                                     "left_out": dict(pair.left_out)}
             if flows is not None:
                 details["flows"] = flow_report(s, r, flows[0], flows[1],
                                                min_samples=min_flow_samples)
@@ -365,7 +457,8 @@ def _rli_capture_records(sender, receiver, config, *, mode, interval_ns, start_n
 
 def _rli_record(pair: RliCapturePair, iv: int, confidence: float, flows) -> IntervalRecord:
     same = pair.sent > 0 and pair.matched == pair.sent == pair.received == pair.zero
-    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same)
+    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same,
+                               pair.zero, pair.duplicates)
     notes = [] if reason is None else [reason]
     notes += pair.refs.notes()
     if problem is None and pair.negative:

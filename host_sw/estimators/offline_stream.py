@@ -223,6 +223,22 @@ class StreamedPair:
     caches: dict              # side -> (ids, ticks) of counted packets (RDA) or None
     flows: FlowTable | None
     flow_truth: dict          # interval -> {"packets", "delay_sum", "lost"} arrays
+    # what the pairing shows (issue 23: pairs that must make sense)
+    delay_min: int | None = None     # of the matched packets, ns
+    delay_max: int | None = None
+    delay_sum: int = 0
+    duplicates: dict = field(default_factory=lambda: {"sender": 0, "receiver": 0})
+    unmatched: int = 0        # receiver packets not in the sender capture (kept ones)
+    window: tuple | None = None      # (lo, hi, margin) ns: the window both saw
+    left_out: dict = field(default_factory=lambda: {"sender": 0, "receiver": 0})
+    start_ns: int | None = None      # the interval grid's origin
+
+    def ends(self, side: str) -> tuple[int, int] | None:
+        """First and last timestamp (ns) of a capture's packets in the intervals."""
+        metas = [m for m in self.meta[side].values() if m[1] is not None]
+        if not metas:
+            return None
+        return min(m[1] for m in metas), max(m[2] for m in metas)
 
     @property
     def intervals(self) -> list[int]:
@@ -251,11 +267,13 @@ def _ticks(ts: np.ndarray, tick) -> np.ndarray:
 class _Pass:
     """One capture's pass: hash each chunk, update its synopses, spill its packets."""
 
-    def __init__(self, config, hashers, key_hashers, flows, grid, spill, options):
+    def __init__(self, config, hashers, key_hashers, flows, grid, spill, options,
+                 keep: tuple[int, int] | None = None):
         self.config, self.hashers, self.key_hashers = config, hashers, key_hashers
         self.flows, self.grid, self.spill, self.options = flows, grid, spill, options
+        self.keep = keep            # (lo, hi) ns: only the packets of this window
         self.synopses, self.meta = {}, {}
-        self.counted = 0
+        self.counted = self.left_out = 0
         self.iv_range = None
         self.cache = [] if config.kind == "rda" else None
 
@@ -283,9 +301,13 @@ class _Pass:
                                   chunk_bytes=self.options.get("chunk_bytes",
                                                                DEFAULT_CHUNK_BYTES),
                                   progress=self.options.get("progress")):
-            ts = chunk.timestamps_ns
+            ts, windows, classes = chunk.timestamps_ns, chunk.windows, chunk.classes
+            if self.keep is not None:
+                inside = (ts >= self.keep[0]) & (ts <= self.keep[1])
+                self.left_out += int(len(ts) - inside.sum())
+                ts, windows, classes = ts[inside], windows[inside], classes[inside]
             iv = self.grid.assign(ts, side)
-            hashes = hash_windows(config, chunk.windows, chunk.classes, self.hashers)
+            hashes = hash_windows(config, windows, classes, self.hashers)
             ticks = _ticks(ts, config.tick_ns)
             if not deferred:
                 self.update(iv, hashes, ticks)
@@ -296,9 +318,8 @@ class _Pass:
             if self.cache is not None:
                 self.cache.append((hashes.packet[sel], ticks[sel]))
             key = hashes.packet if self.key_hashers is None else hash_windows(
-                self.key_hashers.config, chunk.windows, chunk.classes,
-                self.key_hashers).packet
-            flow = (self.flows.assign(hashes.flow, chunk.windows, chunk.classes, counted)
+                self.key_hashers.config, windows, classes, self.key_hashers).packet
+            flow = (self.flows.assign(hashes.flow, windows, classes, counted)
                     if self.flows is not None else None)
             recs = np.zeros(len(sel), self.spill.dtypes[side])
             recs["key"], recs["ts"], recs["iv"] = key[sel], ts[sel], iv[sel]
@@ -405,11 +426,35 @@ def _flow_truth(pair: StreamedPair, s, r, si, ri, both) -> None:
         np.add.at(acc["lost"], s["flow"][gone], 1)
 
 
-def _pair_partition(pair: StreamedPair, r_pass: _Pass, s, r, marker: bool) -> None:
+def _duplicates(keys: np.ndarray) -> int:
+    """Packets whose key an earlier packet of the same capture has (repeated copies)."""
+    return int(len(keys) - len(np.unique(keys)))
+
+
+def _pair_partition(pair: StreamedPair, r_pass: _Pass, s, r, marker: bool,
+                    trim: tuple | None = None) -> None:
     si, ri = _match(s["key"], r["key"])
-    if marker and len(r):
+    if trim is not None and len(r):
+        # The receiver's packets of the window: those of its sender packets, and those
+        # the sender capture does not hold that arrived where no edge explains them.
+        lo, hi, margin = trim
+        matched = np.zeros(len(r), bool)
+        matched[ri] = True
+        inside = (r["ts"] >= lo + margin) & (r["ts"] <= hi)
+        keep = matched | inside
+        pair.left_out["receiver"] += int(len(r) - keep.sum())
+        r = r[keep]
+        si, ri = _match(s["key"], r["key"])
+    pair.duplicates["sender"] += _duplicates(s["key"])
+    pair.duplicates["receiver"] += _duplicates(r["key"])
+    pair.unmatched += len(r) - len(ri)
+    if trim is not None:
+        pair.received += len(r)
+    deferred = marker or trim is not None
+    if deferred and len(r):
         r_iv = r["iv"].copy()
-        r_iv[ri] = s["iv"][si]
+        if marker:
+            r_iv[ri] = s["iv"][si]
         flow = r["rows"].T if "rows" in r.dtype.names else None
         r_pass.update(r_iv, PacketHashes(r["p"], None if flow is None
                                          else np.ascontiguousarray(flow)),
@@ -418,6 +463,11 @@ def _pair_partition(pair: StreamedPair, r_pass: _Pass, s, r, marker: bool) -> No
         r = r.copy()
         r["iv"] = r_iv
     delays = r["ts"][ri] - s["ts"][si]
+    if len(delays):
+        lo_d, hi_d = int(delays.min()), int(delays.max())
+        pair.delay_min = lo_d if pair.delay_min is None else min(pair.delay_min, lo_d)
+        pair.delay_max = hi_d if pair.delay_max is None else max(pair.delay_max, hi_d)
+        pair.delay_sum += int(delays.sum())
     pair.matched += len(si)
     pair.negative += int((delays < 0).sum())
     pair.zero += int((delays == 0).sum())
@@ -433,13 +483,57 @@ def _pair_partition(pair: StreamedPair, r_pass: _Pass, s, r, marker: bool) -> No
         _flow_truth(pair, s, r, si, ri, both)
 
 
+def common_window(pair: StreamedPair) -> tuple[int, int, int] | None:
+    """``(lo, hi, margin)``: the sender times both captures saw, when a capture started
+    late or stopped early (or the receiver holds packets the sender capture does not),
+    else None (the whole captures). ``margin`` is the largest delay the pair shows: a
+    receiver that started more than it after the sender's first packet started late
+    (sender packets from its first one on), one that stopped more than it before the
+    sender's last packet stopped early (sender packets up to its last one minus the
+    margin); receiver packets the sender capture does not hold are left out within the
+    margin of the window's edges."""
+    s_ends, r_ends = pair.ends("sender"), pair.ends("receiver")
+    if s_ends is None or r_ends is None or pair.delay_max is None:
+        return None
+    margin = max(pair.delay_max, 0)
+    lo, hi = s_ends
+    if r_ends[0] > s_ends[0] + margin:
+        lo = r_ends[0]
+    if r_ends[1] + margin < s_ends[1]:
+        hi = r_ends[1] - margin
+    if (lo, hi) == s_ends and not pair.unmatched:
+        return None
+    return lo, hi, margin
+
+
 def stream_pair(sender, receiver, config: SynopsisConfig, *, mode: str = "time",
                 interval_ns: int | None = None, start_ns: int | None = None,
                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, progress=None,
-                spill_dir=None) -> StreamedPair:
+                spill_dir=None, trim: bool = True) -> StreamedPair:
     """Stream two capture files (paths) into per-interval synopses of both points, the
     truth and the pairing counts (module docstring). ``progress(n)`` is told the bytes
-    read. Raises :class:`~host_sw.model.pcap.CaptureError` for unreadable captures."""
+    read. When the captures saw different windows (:func:`common_window`) and ``trim``,
+    they are read again keeping the window both saw; the pair's ``window`` and
+    ``left_out`` say what was left out. Raises
+    :class:`~host_sw.model.pcap.CaptureError` for unreadable captures."""
+    pair = _stream_once(sender, receiver, config, mode=mode, interval_ns=interval_ns,
+                        start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress,
+                        spill_dir=spill_dir)
+    window = common_window(pair) if trim else None
+    if window is None or window[0] > window[1]:
+        pair.window = window          # an empty window: the pair is refused
+        return pair
+    again = _stream_once(sender, receiver, config, mode=mode, interval_ns=interval_ns,
+                         start_ns=pair.start_ns, chunk_bytes=chunk_bytes, progress=None,
+                         spill_dir=spill_dir, window=window)
+    again.window = window
+    return again
+
+
+def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
+                 start_ns, chunk_bytes, progress, spill_dir, window=None) -> StreamedPair:
+    """One reading of the two captures (of the sender times ``window[:2]`` only, the
+    receiver's packets trimmed as :func:`common_window` says, when given)."""
     if mode not in ("marker", "time"):
         raise ValueError(f"mode must be 'marker' or 'time', not {mode!r}")
     if interval_ns is not None and int(interval_ns) <= 0:
@@ -448,15 +542,17 @@ def stream_pair(sender, receiver, config: SynopsisConfig, *, mode: str = "time",
     hashers = Hashers(config)
     rows = config.hash_count(HashPurpose.LDS_FLOW)
     flows = FlowTable(rows, config.window_bytes) if rows else None
-    spill = _Spill(_partitions((sender, receiver)), _dtypes(config, marker), spill_dir)
+    spill = _Spill(_partitions((sender, receiver)),
+                   _dtypes(config, marker or window is not None), spill_dir)
     grid = _Grid(interval_ns, start_ns)
     options = {"chunk_bytes": chunk_bytes, "progress": progress}
     key_hashers = _key_hashers(config)
     try:
-        s_pass = _Pass(config, hashers, key_hashers, flows, grid, spill, options)
+        s_pass = _Pass(config, hashers, key_hashers, flows, grid, spill, options,
+                       keep=None if window is None else window[:2])
         s_pass.run(sender, "sender", deferred=False)
         r_pass = _Pass(config, hashers, key_hashers, flows, grid, spill, options)
-        r_pass.run(receiver, "receiver", deferred=marker)
+        r_pass.run(receiver, "receiver", deferred=marker or window is not None)
         caches = {side: None for side in ("sender", "receiver")}
         if s_pass.cache is not None:
             caches = {side: tuple(np.concatenate([c[k] for c in p.cache])
@@ -465,10 +561,12 @@ def stream_pair(sender, receiver, config: SynopsisConfig, *, mode: str = "time",
         pair = StreamedPair(config, {"sender": s_pass.synopses,
                                      "receiver": r_pass.synopses},
                             {"sender": s_pass.meta, "receiver": r_pass.meta}, _Truth(),
-                            s_pass.counted, r_pass.counted, 0, 0, 0, caches, flows, {})
+                            s_pass.counted, 0 if window else r_pass.counted, 0, 0, 0,
+                            caches, flows, {}, start_ns=grid.t0)
+        pair.left_out["sender"] = s_pass.left_out
         for p in range(spill.parts):
             _pair_partition(pair, r_pass, spill.load("sender", p),
-                            spill.load("receiver", p), marker)
+                            spill.load("receiver", p), marker, window)
     finally:
         spill.close()
     return pair

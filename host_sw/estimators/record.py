@@ -27,6 +27,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from host_sw.contracts.config_base import ConfigMismatch
 from host_sw.contracts.config import check_comparable
 from host_sw.contracts.synopsis import Synopsis
@@ -123,6 +125,44 @@ def truth_json(truth) -> dict:
             "lost": int(truth.lost)}
 
 
+#: ``problem`` of a pair whose estimate cannot be (more received than sent, a negative
+#: mean delay): the roles are swapped, or the two are not one stream at two points.
+SWAPPED = "swapped"
+#: ``problem`` of two synopses equal in every counter: one point given twice.
+SAME_POINT = "same_point"
+
+
+def impossible_pair(sender: Synopsis, receiver: Synopsis,
+                    estimate: dict) -> tuple[str, str] | None:
+    """``(problem, reason)`` when an estimate of two synopses cannot be a sender's and a
+    receiver's of one stream: the receiver counted more packets than the sender (a
+    negative loss), a negative mean delay, or two synopses equal in every counter (the
+    same point twice: every delay 0, nothing lost); else None."""
+    sent, received = estimate.get("sent"), estimate.get("received")
+    lost = estimate.get("lost")
+    if (sent is not None and received is not None and received > sent) or \
+            (lost is not None and lost < 0):
+        return SWAPPED, (
+            f"the receiver counted more packets than the sender ({received} > {sent}, a "
+            f"loss of {lost}): sender and receiver swapped, or not one stream at two "
+            f"points; no estimate")
+    mean = estimate.get("mean")
+    if mean is not None and mean < 0:
+        return SWAPPED, (
+            f"negative mean delay ({mean:.1f} ns): sender and receiver swapped, or their "
+            f"clocks disagree by more than the delays; no estimate")
+    if sender.config == receiver.config and sent and _same_counters(sender, receiver):
+        return SAME_POINT, (
+            "the sender's and the receiver's synopses are equal in every counter (every "
+            "delay 0, nothing lost): the same point twice; give the two points' own")
+    return None
+
+
+def _same_counters(a: Synopsis, b: Synopsis) -> bool:
+    names = [f.name for f in a.config.layout.fields]
+    return all(np.array_equal(a[n], b[n]) for n in names)
+
+
 def record_for_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98,
                     interval=None, when=None, sender_meta=None, receiver_meta=None,
                     valid: bool = True, notes=(), sender_cache=None, receiver_cache=None,
@@ -147,6 +187,11 @@ def record_for_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float =
                                  sender_cache=sender_cache, receiver_cache=receiver_cache,
                                  hashers=hashers)
         notes += estimate.pop("notes")
+        impossible = impossible_pair(sender, receiver, estimate)
+        if impossible is not None:
+            base["problem"], reason = impossible
+            return IntervalRecord(**base, valid=False, estimate=None,
+                                  notes=(reason, *notes))
         if estimate.get("mean") is None and not any(n.startswith("no mean") for n in notes):
             notes.append("no mean: no sample both points agree on (every cell or bucket "
                          "differs between the points in count or content: lost packets "

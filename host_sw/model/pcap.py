@@ -117,18 +117,25 @@ def _read_classic(data: bytes, path: str) -> Capture:
                    np.array(orig, dtype=np.int64))
 
 
+def _interface(idb, le: bool, path: str) -> tuple[int, int, int, int]:
+    """``(linktype, resolution base, power, offset s)`` of an interface description."""
+    resol_num, resol_pow, offset_s = 10, 6, 0
+    for opt in idb.opts:
+        if opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL and len(opt.data) >= 1:
+            v = opt.data[0]
+            resol_num, resol_pow = (2 if v & 0x80 else 10), v & 0x7F
+        elif opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSOFFSET and len(opt.data) >= 8:
+            offset_s = struct.unpack("<q" if le else ">q", opt.data[:8])[0]
+    return int(idb.linktype), resol_num, resol_pow, offset_s
+
+
 def _read_pcapng(path: str) -> Capture:
     try:
         with open(path, "rb") as f:
             reader = dpkt.pcapng.Reader(f)
             le = reader._Reader__le if hasattr(reader, "_Reader__le") else True
-            resol_num, resol_pow, offset_s = 10, 6, 0
-            for opt in reader.idb.opts:
-                if opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL:
-                    v = opt.data[0]
-                    resol_num, resol_pow = (2 if v & 0x80 else 10), v & 0x7F
-                elif opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSOFFSET:
-                    offset_s = struct.unpack("<q" if le else ">q", opt.data[:8])[0]
+            ifaces = [_interface(reader.idb, le, path)]
+            linktype = ifaces[0][0]
             frames, ts, orig = [], [], []
             # iterate blocks like dpkt's reader, keeping the integer timestamps
             while True:
@@ -144,6 +151,17 @@ def _read_pcapng(path: str) -> Capture:
                 if len(body) < blk_len - 8:
                     raise CaptureError(f"{path!r}: truncated pcapng block")
                 buf = head + body
+                if blk_type == dpkt.pcapng.PCAPNG_BT_SHB:
+                    ifaces = []
+                    continue
+                if blk_type == dpkt.pcapng.PCAPNG_BT_IDB:
+                    idb = (dpkt.pcapng.InterfaceDescriptionBlockLE(buf) if le
+                           else dpkt.pcapng.InterfaceDescriptionBlock(buf))
+                    ifaces.append(_interface(idb, le, path))
+                    if ifaces[-1][0] != linktype:    # every interface's link type
+                        raise CaptureError(f"{path!r}: interfaces of different link types "
+                                           f"({linktype}, {ifaces[-1][0]})")
+                    continue
                 if blk_type == dpkt.pcapng.PCAPNG_BT_EPB:
                     blk = (dpkt.pcapng.EnhancedPacketBlockLE(buf) if le
                            else dpkt.pcapng.EnhancedPacketBlock(buf))
@@ -152,19 +170,29 @@ def _read_pcapng(path: str) -> Capture:
                            else dpkt.pcapng.PacketBlock(buf))
                 else:
                     continue
+                if blk.caplen > blk_len - 32:
+                    raise CaptureError(f"{path!r}: pcapng packet block announces "
+                                       f"{blk.caplen} captured bytes in {blk_len - 32}")
+                iface = getattr(blk, "iface_id", 0)
+                if iface >= len(ifaces):
+                    raise CaptureError(f"{path!r}: a packet names an interface the file "
+                                       f"does not describe")
+                _, resol_num, resol_pow, offset_s = ifaces[iface]
                 ticks = (blk.ts_high << 32) | blk.ts_low
-                if resol_num == 10 and resol_pow <= 9:
-                    ns = ticks * 10 ** (9 - resol_pow)
-                else:
-                    ns = (ticks * 10 ** 9 + resol_num ** resol_pow // 2) // resol_num ** resol_pow
+                d = resol_num ** resol_pow
+                ns = (ticks * 10 ** 9 + d // 2) // d + offset_s * 1_000_000_000
+                if not -(1 << 63) <= ns < 1 << 63:
+                    raise CaptureError(f"{path!r}: timestamp of packet {len(frames)} "
+                                       f"({ticks} ticks, offset {offset_s} s) is beyond the "
+                                       f"64-bit ns range")
                 frames.append(bytes(blk.pkt_data))
-                ts.append(ns + offset_s * 1_000_000_000)
+                ts.append(ns)
                 orig.append(blk.pkt_len)
     except CaptureError:
         raise
     except (dpkt.dpkt.Error, ValueError, struct.error) as e:
         raise CaptureError(f"{path!r}: corrupt pcapng file ({e})") from e
-    return Capture(frames, np.array(ts, dtype=np.int64), int(reader.idb.linktype),
+    return Capture(frames, np.array(ts, dtype=np.int64), linktype,
                    np.array(orig, dtype=np.int64))
 
 

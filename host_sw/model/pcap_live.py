@@ -25,6 +25,8 @@ __all__ = ["CaptureParser"]
 
 #: Bytes a capture's start must have before its format is known (classic header).
 _CLASSIC_HEADER = 24
+#: The link type of the frames read (the devices' record frames are Ethernet frames).
+_ETHERNET = 1
 
 
 class CaptureParser:
@@ -62,6 +64,10 @@ class CaptureParser:
             self._le = magic_le in (MAGIC_US, MAGIC_NS)
             magic = magic_le if self._le else magic_be
             self._frac_ns = 1 if magic == MAGIC_NS else 1000
+            linktype = struct.unpack_from("<I" if self._le else ">I", self._buf, 20)[0]
+            if linktype & 0x0FFFFFFF != _ETHERNET:
+                raise CaptureError(f"{self.name}: link type {linktype & 0x0FFFFFFF}, not "
+                                   f"Ethernet (1)")
             del self._buf[:_CLASSIC_HEADER]
             self._format = "pcap"
             return True
@@ -95,6 +101,10 @@ class CaptureParser:
 
     def _pcapng(self, data: bytes):
         starts, kinds, rest = walk_pcapng(data, self._le, self.name, self._ifaces)
+        for itf in self._ifaces:        # every interface's, not only the first one's
+            if itf.linktype != _ETHERNET:
+                raise CaptureError(f"{self.name}: an interface of link type "
+                                   f"{itf.linktype}, not Ethernet (1)")
         e = "<" if self._le else ">"
         out = []
         for s, kind in zip(starts.tolist(), kinds.tolist()):
@@ -106,7 +116,10 @@ class CaptureParser:
             if iface >= len(self._ifaces):
                 raise CaptureError(f"{self.name}: a packet names an interface the stream "
                                    f"does not describe")
-            ns = self._ifaces[iface].ns(np.array([(high << 32) | low], np.int64))
+            if high >= 1 << 31:
+                raise CaptureError(f"{self.name}: a pcapng timestamp of 2^63 ticks or more "
+                                   f"(high word {high:#x})")
+            ns = self._ifaces[iface].ns(np.array([(high << 32) | low], np.int64), self.name)
             out.append((int(ns[0]), data[s + 28:s + 28 + cap]))
         return out, rest
 

@@ -61,6 +61,14 @@ _GUESS_MAX_MEAN_RECORD = 400
 _GUESS_MAX_DENSITY = 32
 
 
+#: int64's bound: every timestamp is int64 ns.
+_INT64 = 1 << 63
+#: The fixed fields' bytes (with the 12 bytes of type, length and trailing length) of
+#: pcapng blocks: Enhanced Packet (6), Packet (2), Interface Description (1), Section
+#: Header (``PCAPNG_SHB``).
+_PCAPNG_MIN_LENGTH = {6: 32, 2: 32, 1: 20, PCAPNG_SHB: 28}
+
+
 def _capture_error(message: str) -> CaptureError:
     return CaptureError(message)
 
@@ -284,7 +292,20 @@ class PcapngInterface:
     pow: int = 6
     offset_s: int = 0
 
-    def ns(self, ticks: np.ndarray) -> np.ndarray:
+    def exact_ns(self, ticks: int) -> int:
+        """One timestamp in ns, exact in Python integers (rounded to the nearest ns)."""
+        d = self.num ** self.pow
+        return (ticks * 10 ** 9 + d // 2) // d + self.offset_s * 1_000_000_000
+
+    def ns(self, ticks: np.ndarray, where: str = "capture") -> np.ndarray:
+        """The ns of non-negative ticks (int64); :class:`CaptureError` when one is beyond
+        int64 ns (after the year 2262, or an absurd ``if_tsoffset``)."""
+        if len(ticks):
+            for t in (int(ticks.min()), int(ticks.max())):
+                if not -_INT64 <= self.exact_ns(t) < _INT64:
+                    raise _capture_error(
+                        f"{where}: timestamp of {t} ticks (resolution {self.num}^-{self.pow} "
+                        f"s, offset {self.offset_s} s) is beyond the 64-bit ns range")
         if self.num == 10 and self.pow <= 9:
             ns = ticks * 10 ** (9 - self.pow)
         else:   # rounded to the nearest ns, exact in Python integers
@@ -302,6 +323,9 @@ def _idb(body: bytes, le: bool) -> PcapngInterface:
         value = body[off + 4:off + 4 + length]
         if code == 0:
             break
+        if len(value) < length:
+            raise _capture_error(f"pcapng interface option {code} of {length} bytes runs "
+                                 f"past its block")
         if code == 9 and length >= 1:
             iface.num, iface.pow = (2 if value[0] & 0x80 else 10), value[0] & 0x7F
         elif code == 14 and length >= 8:
@@ -310,9 +334,10 @@ def _idb(body: bytes, le: bool) -> PcapngInterface:
     return iface
 
 
-def walk_pcapng(data: bytes, le: bool, path, ifaces: list):
+def walk_pcapng(data: bytes, le: bool, path, ifaces: list, linktypes: set | None = None):
     """EPB/PB record positions ``(starts, kind)`` of the complete blocks, the interfaces
-    they name, and where the rest starts; SHB/IDB update ``ifaces``."""
+    they name, and where the rest starts; SHB/IDB update ``ifaces`` (and ``linktypes``,
+    the link types of every interface seen, of every section)."""
     e = "<" if le else ">"
     unpack = struct.Struct(e + "II").unpack_from
     starts, kinds = [], []
@@ -323,11 +348,20 @@ def walk_pcapng(data: bytes, le: bool, path, ifaces: list):
             raise _capture_error(f"{path!r}: corrupt pcapng block length {blen}")
         if off + blen > end:
             break
+        if blen < _PCAPNG_MIN_LENGTH.get(btype, 12):
+            raise _capture_error(f"{path!r}: pcapng block of type {btype:#x} at byte {off} "
+                                 f"is {blen} bytes, shorter than its fixed fields")
         if btype == 6 or btype == 2:
+            caplen = unpack(data, off + 20)[0]
+            if caplen > blen - 32:
+                raise _capture_error(f"{path!r}: pcapng packet block at byte {off} "
+                                     f"announces {caplen} captured bytes in {blen - 32}")
             starts.append(off)
             kinds.append(btype)
         elif btype == 1:
             ifaces.append(_idb(bytes(data[off + 8:off + blen - 4]), le))
+            if linktypes is not None:
+                linktypes.add(ifaces[-1].linktype)
         elif btype == PCAPNG_SHB:
             ifaces.clear()
         off += blen
@@ -338,6 +372,9 @@ def _pcapng_chunk(buf, starts, kinds, le, ifaces, window_bytes, path):
     words = _fields(_gather(buf, starts + 8, 20), le).T
     is_pb = kinds == 2
     iface = np.where(is_pb, words[0] & 0xFFFF if le else words[0] >> 16, words[0])
+    if (words[1] >= 1 << 31).any():
+        raise _capture_error(f"{path!r}: a pcapng timestamp of 2^63 ticks or more (high "
+                             f"word {int(words[1].max()):#x})")
     ticks = (words[1] << 32) | words[2]
     cap, orig = words[3], words[4]
     if not ifaces or iface.max(initial=0) >= len(ifaces):
@@ -347,7 +384,7 @@ def _pcapng_chunk(buf, starts, kinds, le, ifaces, window_bytes, path):
     for k, itf in enumerate(ifaces):
         sel = iface == k
         if sel.any():
-            ts[sel] = itf.ns(ticks[sel])
+            ts[sel] = itf.ns(ticks[sel], repr(path))
     windows = _gather(buf, starts + 28, window_bytes)
     _clear_past_end(windows, cap)
     return CaptureChunk(ts, windows, classify_windows(windows, cap), cap, orig)
@@ -361,6 +398,7 @@ def _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress):
     if not le and struct.unpack(">I", bom)[0] != PCAPNG_BOM:
         raise _capture_error(f"{path!r}: corrupt pcapng section header")
     ifaces: list[PcapngInterface] = []
+    linktypes: set[int] = set()         # of every interface of every section
     blocks = _Blocks(f, chunk_bytes, 28 + window_bytes, head, progress)
     while True:
         if not blocks.read():
@@ -368,10 +406,11 @@ def _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress):
                 raise _capture_error(f"{path!r}: truncated pcapng block at the end of "
                                      f"the file ({blocks.end} bytes left)")
             return
-        starts, kinds, cut = walk_pcapng(blocks.data(), le, path, ifaces)
+        starts, kinds, cut = walk_pcapng(blocks.data(), le, path, ifaces, linktypes)
+        if len(linktypes) > 1:
+            raise _capture_error(f"{path!r}: interfaces of different link types "
+                                 f"({', '.join(map(str, sorted(linktypes)))})")
         if len(starts):
-            if len({i.linktype for i in ifaces}) > 1:
-                raise _capture_error(f"{path!r}: interfaces of different link types")
             yield _pcapng_chunk(blocks.buf, starts, kinds, le, ifaces, window_bytes, path)
         blocks.consume(cut)
 

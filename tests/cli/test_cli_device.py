@@ -114,8 +114,8 @@ def test_read_and_estimate_from_snapshot_files(capsys, devices, pairs, tmp_path,
     direct.pop("notes")
     assert rec["valid"] and rec["estimate"] == direct
     # Exported control frames of the same synopses, as two captures.
-    for name, syn in (("s", pairs[0][0]), ("r", pairs[0][1])):
-        frames = cf.build_synopsis_frames(syn, seq=0, src_mac=1, dst_mac=2)
+    for name, syn, mac in (("s", pairs[0][0], 1), ("r", pairs[0][1], 3)):
+        frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2)
         write_pcap(tmp_path / f"{name}.pcap", frames, list(range(len(frames))))
     code, out, err = run(capsys, "estimate", str(tmp_path / "s.pcap"),
                          str(tmp_path / "r.pcap"), "--config", config_file, "--json")

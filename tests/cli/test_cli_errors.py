@@ -208,6 +208,35 @@ GOOD = {"interval": 3, "time": 1.0, "valid": True, "synopsis": "lda",
     (json.dumps({**GOOD, "valid": "yes"}), "'valid' must be true or false"),
     (json.dumps({**GOOD, "estimate": {**GOOD["estimate"], "mean": float("nan")}}),
      "'estimate.mean' must be a finite number"),
+    # impossible values (issue 23, item 5)
+    (json.dumps({**GOOD, "estimate": {**GOOD["estimate"], "ci": [250.0, 150.0]}}),
+     "'estimate.ci' low 250.0 is above its high 150.0"),
+    (json.dumps({**GOOD, "estimate": {**GOOD["estimate"], "loss_rate": 1.5}}),
+     "'estimate.loss_rate' must be 0..1, not 1.5"),
+    (json.dumps({**GOOD, "estimate": {**GOOD["estimate"], "loss_rate": -0.01}}),
+     "'estimate.loss_rate' must be 0..1, not -0.01"),
+    (json.dumps({**GOOD, "estimate": {**GOOD["estimate"], "received": 101}}),
+     "'estimate.received' 101 is more than 'estimate.sent' 100"),
+    (json.dumps({**GOOD, "estimate": {**GOOD["estimate"], "lost": -3}}),
+     "'estimate.lost' must be a count (an integer >= 0), not -3"),
+    (json.dumps({**GOOD, "synopsis": "opa", "estimate": {**GOOD["estimate"], "p99": "x"}}),
+     "'estimate.p99' must be a finite number, not 'x'"),
+    (json.dumps({**GOOD, "synopsis": "opa", "estimate": {
+        **GOOD["estimate"], "recovered_fraction": 2}}),
+     "'estimate.recovered_fraction' must be 0..1, not 2"),
+    (json.dumps({**GOOD, "synopsis": "opa", "estimate": {
+        **GOOD["estimate"], "histogram_s": {"le": [1e-6], "count": [1, 2], "sum": 0.1}}}),
+     "'estimate.histogram_s' must be {le: [bounds], count: [cumulative counts], sum}"),
+    (json.dumps({**GOOD, "synopsis": "opa", "estimate": {
+        **GOOD["estimate"], "histogram_s": {"le": [2e-6, 1e-6], "count": [1, 2],
+                                            "sum": 0.1}}}),
+     "bounds increasing, counts not decreasing"),
+    (json.dumps({**GOOD, "synopsis": "opa", "estimate": {
+        **GOOD["estimate"], "histogram_s": {"le": [1e-6], "count": [500], "sum": 0.1}}}),
+     "'estimate.histogram_s' counts 500 delays of 99 samples"),
+    (json.dumps({**GOOD, "synopsis": "opa", "estimate": {**GOOD["estimate"],
+                                                         "histogram_s": 7}}),
+     "'estimate.histogram_s' must be"),
 ])
 @pytest.mark.parametrize("command", [["export", "-f", "prometheus"], ["export", "-f", "csv"],
                                      ["plot"]])
@@ -221,7 +250,7 @@ def test_malformed_records_name_the_line(capsys, tmp_path, line, message, comman
 
 def test_plot_draws_a_confidence_interval_that_misses_its_mean(capsys, tmp_path):
     path = tmp_path / "r.jsonl"
-    odd = {**GOOD, "estimate": {**GOOD["estimate"], "ci": [250.0, 150.0]}}
+    odd = {**GOOD, "estimate": {**GOOD["estimate"], "ci": [150.0, 160.0]}}
     path.write_text(json.dumps(odd) + "\n")
     code, out, err = run(capsys, "plot", "-i", str(path), "-o", str(tmp_path / "p.png"))
     assert code == 0, err

@@ -11,7 +11,11 @@ new option is fuzzed without editing this file — and up to two others (flags i
 replaced by generated values: junk text, huge, negative, nan and infinite numbers,
 missing files, directories, empty files, malformed JSON, configurations and records of
 the wrong types, and random bytes (or a pcap header and random bytes, or random JSON) as
-captures, snapshots, records and configurations. Values that would only make a valid
+captures, snapshots, records and configurations; and (issue 23, item 5) device URLs with
+options past the CLI's bounds, pcapng files of hostile blocks (timestamps' high words of
+2^31 and more, blocks shorter than their fixed fields, ``if_tsoffset`` 2^62, interfaces
+of different link types), OPA record streams with changed and re-tagged bytes, and JSON
+records with impossible values. Values that would only make a valid
 command run long (a huge ``--wait``, a free ``--serve`` port) are left out.
 
 Figure: 89 options and ``estimate``'s two positional files, ``_EXAMPLES`` = 16 examples
@@ -27,6 +31,7 @@ import contextlib
 import io
 import json
 import os
+import struct
 import time
 
 import numpy as np
@@ -36,8 +41,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from host_sw.cli import main
 from host_sw.cli.main import INTERNAL_ERROR, build_parser
 from host_sw.contracts.frames import control_frame as cf
-from host_sw.contracts.config import LdaConfig
+from host_sw.contracts.config import LdaConfig, OpaConfig
+from host_sw.contracts.opa.records import build_record_frames
+from host_sw.contracts.siphash import TAG_BYTES, ZERO_KEY, siphash_tag
+from host_sw.estimators.opa.run import opa_records
 from host_sw.model.channel import Scenario, simulate_interval
+from host_sw.model.golden_lda_rda_lds import Hashers
 from host_sw.model.pcap import write_pcap
 
 _EXAMPLES = 16
@@ -101,8 +110,8 @@ def files(tmp_path_factory):
         (d / f"{name}.json").write_text(json.dumps({**config.to_dict(), **change}))
     s, r = simulate_interval(packets=2000, loss=0.01, seed=3).synopses(config)
     with contextlib.chdir(d):
-        for name, syn in (("s", s), ("r", r)):
-            frames = cf.build_synopsis_frames(syn, seq=0, src_mac=1, dst_mac=2)
+        for name, syn, mac in (("s", s, 1), ("r", r, 3)):   # two devices' exports
+            frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2)
             write_pcap(f"{name}-export.pcap", frames, list(range(len(frames))))
         sim = Scenario(packets=300, flows=10, loss=0.02, delay="exponential:mean=2us",
                        seed=2).run()
@@ -142,6 +151,11 @@ _JUNK = ["", " ", "nan", "NaN", "inf", "-inf", "1e309", "-1", "0", "-0", "0x10",
          "1.5", "a,b", "0,6", "6,0", "0,6,7,8", "1%", "150%", "-5%", "02:00:00:00:00:01",
          "zz:zz", "fake://nobody", "fake://?synopsis=xyz", "tcp://127.0.0.1:1",
          "loop://?timeout=0.01&resync_delay=0", "fake://?synopsis=lda&timeout=abc",
+         # URL options past the CLI's bounds (issue 23, item 5)
+         "fake://?synopsis=lda&timeout=inf", "fake://?synopsis=lda&timeout=1e400",
+         "fake://?synopsis=lda&resync_delay=inf", "fake://?synopsis=lda&retries=1000000",
+         "fake://?synopsis=lda&max_burst=0", "fake://?synopsis=lda&baud=-1",
+         "fake://?synopsis=lda&timeout=nan&retries=-1", "loop://?baud=1e9",
          "port1_to_port0", "time", "marker-send", "\x00", "☃", "-", "--", "-h"]
 
 _TEXT = st.text(st.characters(blacklist_characters="/", blacklist_categories=("Cs",)),
@@ -165,7 +179,87 @@ def _non_negative(text: str) -> bool:
     return v >= 0
 
 
-_GENERATED = st.binary(max_size=400) | st.builds(
+def _pcapng_block(btype: int, body: bytes, length: int | None = None) -> bytes:
+    body += bytes(-len(body) % 4)
+    n = len(body) + 12 if length is None else length
+    return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
+
+
+_SHB = _pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+
+
+def _idb(linktype: int, tsresol: int | None, tsoffset: int | None) -> bytes:
+    opts = b"" if tsresol is None else struct.pack("<HHB3x", 9, 1, tsresol)
+    opts += b"" if tsoffset is None else struct.pack("<HHq", 14, 8, tsoffset)
+    return _pcapng_block(1, struct.pack("<HHI", linktype, 0, 65535) + opts + bytes(4))
+
+
+def _epb(ticks: int, frame: bytes, iface: int, caplen: int | None) -> bytes:
+    cap = len(frame) if caplen is None else caplen
+    return _pcapng_block(6, struct.pack("<IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF,
+                                        cap, len(frame)) + frame)
+
+
+#: pcapng files of hostile blocks: timestamps' high words of 2^31 and more, blocks shorter
+#: than their fixed fields, if_tsoffset up to 2^63, interfaces of several link types.
+_PCAPNG = st.lists(st.one_of(
+    st.builds(_idb, st.sampled_from([1, 1, 101, 0]), st.none() | st.integers(0, 255),
+              st.none() | st.sampled_from([1 << 62, -(1 << 62), (1 << 63) - 1, 5])),
+    st.builds(_epb, st.sampled_from([0, 1, 1 << 63, (1 << 64) - 1, 1 << 62, 10 ** 18]),
+              st.binary(min_size=14, max_size=80), st.integers(0, 2),
+              st.none() | st.integers(0, 200)),
+    st.builds(_pcapng_block, st.sampled_from([1, 2, 6]), st.binary(max_size=24))),
+    min_size=1, max_size=5).map(lambda blocks: _SHB + b"".join(blocks))
+
+_OPA = OpaConfig()
+
+
+def _opa_stream(frames: list, edits: list) -> bytes:
+    """A capture of OPA record frames with bytes changed and the tag made again (so that
+    the changed fields are parsed, not only the tag refused)."""
+    frames = list(frames)
+    for k, pos, byte in edits:
+        f = bytearray(frames[k % len(frames)])
+        f[pos % (len(f) - TAG_BYTES)] = byte
+        f[-TAG_BYTES:] = siphash_tag(bytes(f[:-TAG_BYTES]), ZERO_KEY)
+        frames[k % len(frames)] = bytes(f)
+    head = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)    # ns, Ethernet
+    return head + b"".join(struct.pack("<IIII", 1, k, len(f), len(f)) + f
+                           for k, f in enumerate(frames))
+
+
+def _opa_frames():
+    sim = Scenario(packets=300, flows=5, seed=4).run()
+    (iv,) = sim.intervals
+    s, _ = opa_records(_OPA, iv, Hashers(_OPA))
+    return build_record_frames(_OPA, "sender", seq=1, packet=s.packet,
+                               timestamps=s.timestamps, src_mac=1, dst_mac=2)
+
+
+_OPA_FRAMES = _opa_frames()
+#: OPA record streams with changed (and re-tagged) header and record bytes.
+_OPA_STREAMS = st.builds(lambda edits: _opa_stream(_OPA_FRAMES, edits), st.lists(
+    st.tuples(st.integers(0, 20), st.integers(0, 2000), st.integers(0, 255)), max_size=4))
+
+_GOOD_ESTIMATE = {"mean": 200.0, "std": 10.0, "ci": [190.0, 210.0], "lost": 1,
+                  "loss_rate": 0.01, "samples": 99, "sent": 100, "received": 99}
+_NUMBER = st.integers(-5, 200) | st.floats(-2, 2) | st.sampled_from([1e308, -1e308, 0.5])
+#: JSON records with impossible values (CI upside down, a loss outside 0..1, more
+#: received than sent) and OPA fields of the wrong shapes.
+_RECORDS = st.builds(
+    lambda change, kind: (json.dumps({"interval": 1, "valid": True, "synopsis": kind,
+                                      "config_id": "0x1", "notes": [],
+                                      "estimate": {**_GOOD_ESTIMATE, **change}}) + "\n").encode(),
+    st.dictionaries(st.sampled_from(["ci", "loss_rate", "lost", "sent", "received", "p50",
+                                     "p99.9", "max", "recovered_fraction", "histogram_s",
+                                     "reordered", "samples"]),
+                    _NUMBER | st.lists(_NUMBER, max_size=3) | st.fixed_dictionaries(
+                        {"le": st.lists(_NUMBER, max_size=3),
+                         "count": st.lists(_NUMBER, max_size=3), "sum": _NUMBER}),
+                    max_size=3),
+    st.sampled_from(["lda", "opa"]))
+
+_GENERATED = _PCAPNG | _OPA_STREAMS | _RECORDS | st.binary(max_size=400) | st.builds(
     lambda j: json.dumps(j).encode(),
     st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
                  lambda c: st.lists(c, max_size=4) | st.dictionaries(

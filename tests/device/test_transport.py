@@ -134,5 +134,5 @@ def test_urls(device):
         open_transport("tcp://localhost")
     with pytest.raises(TransportError, match="cannot open serial port"):
         open_transport("/dev/does-not-exist-J")
-    with pytest.raises(ValueError, match="timeout must be positive"):
+    with pytest.raises(ValueError, match=r"'0' for the timeout option \(must be above 0 "):
         open_transport("loop://?timeout=0")

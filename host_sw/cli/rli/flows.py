@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from host_sw.cli.args import UsageError, nonneg_int, positive_int
+from host_sw.cli.args import UsageError, int_at_least
 from host_sw.estimators.record import IntervalRecord
 from host_sw.estimators.rli.estimate import estimate_flows, flow_key_text
 
@@ -157,6 +157,11 @@ def write_flows(path: str, runs: list[tuple[int, list[dict]]], *,
 
 
 #: The reference options and the RliConfig field each sets.
+#: The bounds of the reference rule: the sender's 32-bit every-N register, and a period
+#: of at most 10**15 ticks (11.6 days of 1 ns ticks; the simulation's int64 ns).
+MAX_REF_PACKETS = 2 ** 32 - 1
+MAX_REF_PERIOD = 10 ** 15
+
 REFERENCE_OPTIONS = (("--ref-packets", "ref_packets"), ("--ref-period", "ref_period_ticks"),
                      ("--ref-adaptive", "adapt_link_Bps"))
 
@@ -176,9 +181,11 @@ def add_reference_options(p, *, capture: bool = False) -> None:
     the simulated sender inserts references, or (``capture``) which packets of a
     sender capture without reference frames are taken as references."""
     helps = _CAPTURE_HELP if capture else _SIMULATE_HELP
-    p.add_argument("--ref-packets", type=nonneg_int, default=None, metavar="N",
+    p.add_argument("--ref-packets", type=int_at_least(0, "non-negative", MAX_REF_PACKETS),
+                   default=None, metavar="N",
                    help=helps[0])
-    p.add_argument("--ref-period", type=positive_int, default=None, metavar="NS",
+    p.add_argument("--ref-period", type=int_at_least(1, "positive", MAX_REF_PERIOD),
+                   default=None, metavar="NS",
                    help=helps[1])
     p.add_argument("--ref-adaptive", type=_rate, default=None, metavar="BYTES_PER_S",
                    help=helps[2] + " (1 in 10 below 20 %%, 1 in 300 above 80 %%)")

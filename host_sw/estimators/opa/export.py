@@ -51,6 +51,8 @@ class ExportContents:
     records: dict = field(default_factory=dict)
     when_ns: dict = field(default_factory=dict)
     point: Point | None = None
+    #: The exporting device's MAC address (of every frame), None without frames.
+    source: bytes | None = None
 
 
 def read_export(frames, timestamps_ns, config: OpaConfig, name: str, *,
@@ -87,6 +89,7 @@ def read_export(frames, timestamps_ns, config: OpaConfig, name: str, *,
             out.point = done.point
             out.records[done.seq] = done
             out.when_ns[done.seq] = t
+    out.source = source
     for seq in synopses.pending:
         try:
             synopses.finish(seq)
@@ -155,6 +158,10 @@ def opa_export_records(sender: ExportContents, receiver: ExportContents, config:
     if sender.point is Point.RECEIVER or receiver.point is Point.SENDER:
         raise ControlFrameError("the sender's export holds receive records or the "
                                 "receiver's send records: give the sender's export first")
+    if sender.source is not None and sender.source == receiver.source:
+        raise ControlFrameError(f"both exports come from one device "
+                                f"({mac_to_str(sender.source)}): the same point twice; give "
+                                f"the sender's and the receiver's export")
     common = sorted(set(sender.synopses) & set(sender.records) & set(receiver.records))
     if not common:
         raise MissingChunkError(

@@ -119,6 +119,8 @@ class RliCapturePair:
     zero: int = 0
     truth: dict = field(default_factory=dict)       # interval -> aggregate sums
     flow_truth: dict = field(default_factory=dict)  # interval -> per-flow arrays
+    #: Packets repeating an earlier one's key, per capture.
+    duplicates: dict = field(default_factory=lambda: {"sender": 0, "receiver": 0})
 
     @property
     def intervals(self) -> list[int]:
@@ -315,6 +317,8 @@ def _receiver_pass(side: _Side, path, pair: RliCapturePair, key, frames, designa
 def _pair_partition(pair: RliCapturePair, s: np.ndarray, r: np.ndarray) -> None:
     """Match one partition; add to the truth per interval (the sender's) and flow."""
     si, ri = _match(s["key"], r["key"])
+    for side, recs in (("sender", s), ("receiver", r)):
+        pair.duplicates[side] += int(len(recs) - len(np.unique(recs["key"])))
     delays = r["ts"][ri] - s["ts"][si]
     pair.matched += len(si)
     pair.negative += int((delays < 0).sum())
