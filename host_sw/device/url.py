@@ -4,7 +4,8 @@
 In ``docs/DESIGN.md``'s data flow this is the first step of reaching a device: the CLI's
 ``-d URL`` (``docs/TRANSPORTS.md``) is split here into the link (serial port, ``tcp://``,
 ``fake://``), the link options every transport takes (``timeout``, ``retries``,
-``resync_delay``, ``max_burst``, ``verify``, ``baud``) and the core selection (``core``,
+``resync_delay``, ``max_burst``, ``verify``, ``framing`` — ``checked`` by default or
+``plain`` —, ``baud``) and the core selection (``core``,
 ``csr_base``, ``csr_csv``); :func:`host_sw.device.transport.open_transports` then opens the
 links. Nothing is opened here.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
+from host_sw.contracts.uartbone import FRAMINGS
+
 __all__ = ["CORE_KEYS", "DeviceUrl", "parse_options", "parse_device_url"]
 
 
@@ -21,8 +24,14 @@ def _flag(value: str) -> bool:
     return value.lower() in ("1", "true", "yes", "on")
 
 
+def _framing(value: str) -> str:
+    if value not in FRAMINGS:
+        raise ValueError(value)
+    return value
+
+
 _OPTION_TYPES = {"timeout": float, "retries": int, "resync_delay": float, "max_burst": int,
-                 "verify": _flag}
+                 "verify": _flag, "framing": _framing}
 #: URL query keys that select a core on the link (not link options).
 CORE_KEYS = ("core", "csr_base", "csr_csv")
 
