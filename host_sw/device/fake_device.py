@@ -22,7 +22,9 @@ bytes of one :meth:`FakeDevice.feed` (a host transmission: a read and its fence 
 ``"drop"`` (no reply), ``"short"`` (the last bytes missing), ``"extra"`` (junk bytes after the reply), ``"flip"``
 (one bit flipped — undetectable by the plain framing, where the snapshot's check value or
 read verification catches it; the checked framing's CRC rejects it);
-``"none"`` passes one reply unchanged (to interleave faults).
+``"none"`` passes one reply unchanged (to interleave faults). The acknowledgements of
+checked writes are not read replies: they pass unchanged (the line's faults,
+:class:`~host_sw.device.fake_transport.ScriptedLine`, hit them).
 ``hooks`` are called after every command (to change state mid-read, e.g. a swap).
 :class:`DeviceServer` serves a device on a local TCP port, as a simulation harness does.
 """
@@ -169,6 +171,7 @@ class FakeDevice:
         """Bytes from the host; complete commands execute and queue their replies."""
         self._rx += data
         replies = bytearray()
+        reads = False
         while (command := take_command(self._rx)) is not None:
             if not command.executes:      # length 0, a bad CRC: ignored, as the bridge does
                 continue
@@ -179,10 +182,13 @@ class FakeDevice:
                 replies += command.reply([])          # a checked write's ack
             else:
                 replies += command.reply([self.bus_read(a) for a in command.addresses])
+                reads = True
             for hook in list(self.hooks):
                 hook(self, command.cmd, command.length, command.address)
-        if replies:
+        if reads:
             self._tx += self._fault(bytes(replies))
+        else:
+            self._tx += replies        # write acks alone: the faults are for read replies
 
     def bus_read(self, address: int) -> int:
         """One bus word read (the CSR bank's side of the bridge)."""
