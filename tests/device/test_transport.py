@@ -186,3 +186,16 @@ def test_urls(device):
         open_transport("/dev/does-not-exist-J")
     with pytest.raises(ValueError, match="timeout must be positive"):
         open_transport("loop://?timeout=0")
+
+
+def test_framing_url_option():
+    assert parse_options("framing=plain&timeout=2")[0] == {"framing": "plain", "timeout": 2.0}
+    with pytest.raises(ValueError, match="bad value 'crc' for the framing option"):
+        parse_options("framing=crc")
+    assert open_transport("loop://").framing == "checked"
+    t = open_transport("loop://?framing=plain")
+    assert t.framing == "plain"
+    t.write_words(0x10, [1])
+    assert t.port.read(10) == bytes.fromhex("01 01 00000010 00000001")
+    with pytest.raises(ValueError, match="framing must be one of checked, plain"):
+        FakeTransport(FakeDevice(LdaConfig()), framing="crc")
