@@ -18,6 +18,18 @@ Prints the figures and writes them to ``docs/benchmarks/transport_faults.json`` 
 
 Run: ``.venv/bin/python -m bench.transport_faults`` (from the repository root; about a
 minute for 10 000 reads).
+
+Multi-fault mode (issue 23, item 1), ``--multi SCRIPTS``: each script is one transport read
+(1 to 8 words of the counter window) or one write (CONFIG_ID) on a fresh link to the same
+device, under two to six always-faulty reply plans in a row
+(:func:`~host_sw.device.fake_transport.random_fault_plan`: late, split, lost replies, junk
+bytes, half-sent commands, bit flips; all in order, as a bridge sends), some with clean
+plans between. A read that returns other words than the device's, or a write that returns
+but did not land, is *wrong and valid*. The device is the fake bridge, which runs the
+contract's parser (``take_command``/``Command.reply``), the one the gateware bridge is
+tested equal to (``tests/hw/bus/test_hw_uartbone.py``). ``--framing plain`` runs the same
+scripts over plain UARTBone (the control: there the count is not 0). Writes
+``docs/benchmarks/transport_multi_faults.json``.
 """
 
 from __future__ import annotations
@@ -36,7 +48,8 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.driver import Device, DeviceError
 from host_sw.device.fake_device import FakeDevice
-from host_sw.device.fake_transport import FakeTransport, ScriptedLine, random_reply_plan
+from host_sw.device.fake_transport import (FakeTransport, ReplyPlan, ScriptedLine,
+                                           random_fault_plan, random_reply_plan)
 from host_sw.device.transport_base import TransportError
 
 from bench import ROOT
@@ -126,6 +139,93 @@ def run(reads: int, *, seed: int, fault_rate: float, close_rate: float,
             "transmissions": line.used, "faulty_transmissions": line.faulty}
 
 
+#: The device of the multi-fault mode (small: the scripts read 1..8 words).
+MULTI_CONFIG = LdaConfig(banks=1, rows=64, thresholds=(0,))
+
+
+def _refresh(device: FakeDevice, nrng: np.random.Generator) -> list[int]:
+    """New random frozen counters; the window's words."""
+    device.release()
+    fields = {f.name: nrng.integers(0, 1 << f.width, size=MULTI_CONFIG.shape, dtype=np.uint64)
+              for f in MULTI_CONFIG.layout.fields}
+    device.set_active(Synopsis(MULTI_CONFIG, fields))
+    device.swap()
+    w = device.map.window
+    return [device.bus_read(w.address + k) for k in range(w.buckets * w.chunks)]
+
+
+def run_multi(scripts: int, *, seed: int, framing: str = "checked",
+              timeout: float = 1.0) -> dict:
+    """``scripts`` multi-fault scripts (see the module docstring); the counts."""
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    device = FakeDevice(MULTI_CONFIG)
+    rmap = device.map
+    lo = rmap["id"].address
+    probe = [device.bus_read(lo + k) for k in range(3)]           # ID, VERSION, CONFIG
+    outcomes: Counter = Counter()
+    errors: Counter = Counter()
+    faults = 0
+    truth: list[int] = []
+    for k in range(scripts):
+        if k % 200 == 0:
+            truth = _refresh(device, nrng)
+        device.reset_bridge()
+        line = ScriptedLine()
+        link = FakeTransport(device, line=line, timeout=timeout, framing=framing,
+                             retries=rng.randint(0, 3))
+        link.set_resync_probe(lo, probe)
+        for _ in range(rng.randint(2, 6)):
+            if rng.random() < 0.3:
+                line.plans.append(ReplyPlan())
+            line.plans.append(random_fault_plan(rng, timeout=timeout))
+            faults += 1
+        try:
+            if rng.random() < 0.15:
+                value = rng.randrange(1 << 32)
+                link.write_words(rmap["config_id"].address, [value])
+                right = device.get("config_id") == value
+            else:
+                n = rng.randint(1, 8)
+                first = rng.randrange(len(truth) - n + 1)
+                got = link.read_words(rmap.window.address + first, n)
+                right = got == truth[first:first + n]
+        except TransportError as e:
+            outcomes["failed_clearly" if str(e) else "failed_without_message"] += 1
+            errors[type(e).__name__] += 1
+            continue
+        except Exception as e:            # noqa: BLE001 - a crash is a figure here
+            outcomes["crashed"] += 1
+            errors[f"crash {type(e).__name__}: {e}"] += 1
+            continue
+        outcomes["correct" if right else "wrong_and_valid"] += 1
+    return {"framing": framing, "scripts": scripts, "faulty_plans": faults,
+            "correct": outcomes["correct"], "wrong_and_valid": outcomes["wrong_and_valid"],
+            "failed_clearly": outcomes["failed_clearly"],
+            "failed_without_message": outcomes["failed_without_message"],
+            "crashed": outcomes["crashed"], "errors": dict(sorted(errors.items()))}
+
+
+def main_multi(args, given) -> int:
+    start = time.perf_counter()
+    f = run_multi(args.multi, seed=args.seed, framing=args.framing, timeout=args.timeout)
+    f["wall_s"] = round(time.perf_counter() - start, 1)
+    f["command"] = " ".join(["python -m bench.transport_faults", *given])
+    f["seed"] = args.seed
+    print(f"{f['scripts']} multi-fault scripts ({f['framing']} framing, {f['faulty_plans']} "
+          f"faulty reply plans): {f['correct']} correct, "
+          f"wrong_and_valid={f['wrong_and_valid']}, {f['failed_clearly']} failed with a "
+          f"clear error, {f['failed_without_message']} without a message, "
+          f"{f['crashed']} crashed ({f['wall_s']} s)")
+    print("  errors:", ", ".join(f"{k} {v}" for k, v in f["errors"].items()))
+    out = args.out if args.out is not None else \
+        ROOT / "docs" / "benchmarks" / "transport_multi_faults.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(f, indent=2) + "\n")
+    print(f"saved {out}")
+    return 0 if f["wrong_and_valid"] == f["crashed"] == 0 else 1
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reads", type=int, default=10_000, help="per fault rate")
@@ -138,9 +238,19 @@ def main(argv=None) -> int:
     parser.add_argument("--without-defences", action="store_true",
                         help="switch the fence, settle window and quiet wait off (to see "
                              "that wrong reads are counted when there are any)")
-    parser.add_argument("--out", type=Path,
-                        default=ROOT / "docs" / "benchmarks" / "transport_faults.json")
+    parser.add_argument("--multi", type=int, metavar="SCRIPTS",
+                        help="run SCRIPTS multi-fault scripts instead (issue 23)")
+    parser.add_argument("--framing", choices=("checked", "plain"), default="checked",
+                        help="the framing of the multi-fault mode")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="default docs/benchmarks/transport_faults.json "
+                             "(transport_multi_faults.json with --multi)")
     args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if args.multi is not None:
+        return main_multi(args, given)
+    if args.out is None:
+        args.out = ROOT / "docs" / "benchmarks" / "transport_faults.json"
     runs = []
     for rate in args.fault_rates:
         start = time.perf_counter()

@@ -10,7 +10,12 @@ word address), picks the core from word-address bit ``select_bit`` (core ``k`` a
 base ``k << select_bit``, byte base ``k << (select_bit + 2)``), clears that bit, passes the
 header and a write's ``length × 4`` data bytes to that core, and then, for a read, passes
 exactly ``length × 4`` answer bytes back before it takes the next command — so answers of
-different cores never interleave. A command left half-received for ``timeout_cycles``
+different cores never interleave. A checked command (``host_sw.contracts.uartbone``'s
+checked framing) is passed on unchanged — its CRC covers the address, and the core ignores
+the select bits — with its tag, data and CRC bytes; then its answer (``tag | words | CRC``,
+or a write's ``tag | CRC``) goes back, or nothing when the core ignored a garbled request:
+the router stops waiting for an answer after ``timeout_cycles`` clocks without a byte
+either way. A command left half-received for ``timeout_cycles``
 clocks is dropped (the core's bridge drops its part by its own timeout; the board tops
 give the router the bridges' timeout, 100 ms of the clock).
 """
@@ -21,8 +26,10 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.uartbone import (COMMAND_HEADER_BYTES, MAX_BURST, READ_COMMANDS,
-                                        ROUTER_SELECT_BIT, WRITE_COMMANDS)
+from host_sw.contracts.uartbone import (CMD_CHECKED_WRITE, CHECKED_COMMANDS,
+                                        COMMAND_HEADER_BYTES, CRC_BYTES, MAX_BURST,
+                                        READ_COMMANDS, ROUTER_SELECT_BIT, WRITE_COMMANDS,
+                                        checked_reply_length)
 
 __all__ = ["UARTBoneRouter"]
 
@@ -81,12 +88,15 @@ class UARTBoneRouter(wiring.Component):
             header=Signal(data.ArrayLayout(8, COMMAND_HEADER_BYTES)),
             index=Signal(range(COMMAND_HEADER_BYTES + 1)),
             select=Signal(self.select_bits),
-            remaining=Signal(range(MAX_BURST * 4 + 1)),
+            remaining=Signal(range(checked_reply_length(MAX_BURST) + 1)),
+            answer=Signal(range(checked_reply_length(MAX_BURST) + 1)),
+            checked=Signal(),
             idle=Signal(range(self.timeout_cycles + 1)),
             timed_out=Signal(),
             command=Signal(8))
         m.d.comb += r.timed_out.eq(r.idle == self.timeout_cycles)
-        with m.If(self.host_rx.valid & self.host_rx.ready):
+        with m.If((self.host_rx.valid & self.host_rx.ready) |
+                  (self.host_tx.valid & self.host_tx.ready)):
             m.d.sync += r.idle.eq(0)
         with m.Elif(~r.timed_out):
             m.d.sync += r.idle.eq(r.idle + 1)
@@ -124,8 +134,23 @@ class UARTBoneRouter(wiring.Component):
         sel_byte = 2 + (3 - self.select_bit // 8)
         sel_lsb = self.select_bit % 8
         select_field = r.header[sel_byte][sel_lsb:sel_lsb + self.select_bits]
-        m.d.sync += [r.select.eq(select_field), select_field.eq(0),
-                     r.remaining.eq(Cat(0, 0, r.header[1])), r.command.eq(r.header[0])]
+        m.d.sync += [r.select.eq(select_field), r.remaining.eq(Cat(0, 0, r.header[1])),
+                     r.command.eq(r.header[0]), r.checked.eq(0)]
+        is_checked = 0
+        for code in CHECKED_COMMANDS:
+            is_checked = is_checked | (r.header[0] == code)
+        length = r.header[1]
+        with m.If(is_checked):
+            # tag, a write's data, CRC on; then the answer back
+            with m.If(r.header[0] == CMD_CHECKED_WRITE):
+                m.d.sync += [r.remaining.eq(1 + Cat(0, 0, length) + CRC_BYTES),
+                             r.answer.eq(checked_reply_length(0))]
+            with m.Else():
+                m.d.sync += [r.remaining.eq(1 + CRC_BYTES),
+                             r.answer.eq(1 + Cat(0, 0, length) + CRC_BYTES)]
+            m.d.sync += r.checked.eq(1)
+        with m.Else():
+            m.d.sync += select_field.eq(0)
         m.next = "SEND_HEADER"
 
     def _send_header(self, m, r):
@@ -141,7 +166,7 @@ class UARTBoneRouter(wiring.Component):
                                  r.index.eq(r.index + 1)]
                     with m.If(r.index == COMMAND_HEADER_BYTES - 1):
                         m.d.sync += r.index.eq(0)
-                        with m.If((r.command == WRITE_COMMANDS[0]) |
+                        with m.If(r.checked | (r.command == WRITE_COMMANDS[0]) |
                                   (r.command == WRITE_COMMANDS[1])):
                             m.next = "DATA"
                         with m.Elif((r.command == READ_COMMANDS[0]) |
@@ -159,7 +184,10 @@ class UARTBoneRouter(wiring.Component):
                              self.host_rx.ready.eq(self.target_rx[k].ready)]
         with m.If(self.host_rx.valid & self.host_rx.ready):
             m.d.sync += r.remaining.eq(r.remaining - 1)
-            with m.If(r.remaining == 1):
+            with m.If((r.remaining == 1) & r.checked):
+                m.d.sync += r.remaining.eq(r.answer)
+                m.next = "ANSWER"
+            with m.Elif(r.remaining == 1):
                 m.next = "HEADER"
         with m.Elif(r.timed_out):
             m.next = "HEADER"
@@ -175,3 +203,5 @@ class UARTBoneRouter(wiring.Component):
             m.d.sync += r.remaining.eq(r.remaining - 1)
             with m.If(r.remaining == 1):
                 m.next = "HEADER"
+        with m.Elif(r.checked & r.timed_out):
+            m.next = "HEADER"           # the core ignored a garbled request: no answer

@@ -5,7 +5,8 @@ register map, with fault injection.
 In ``docs/DESIGN.md``'s data flow this stands in for "CSR register bank ◄── bus bridge" so
 that the host's transport, driver and CLI can be tested without gateware. It takes the
 command bytes of :mod:`host_sw.contracts.uartbone`
-(:func:`~host_sw.contracts.uartbone.take_command`) and answers the reply bytes a real bridge would; the registers, their fields, resets,
+(:func:`~host_sw.contracts.uartbone.take_command`), plain or checked, and answers the reply
+bytes a real bridge would (:meth:`~host_sw.contracts.uartbone.Command.reply`); the registers, their fields, resets,
 wide-register shadows and the counter window are a
 :class:`~host_sw.device.register_file.RegisterFile` walked from
 :func:`~host_sw.contracts.regmap.register_map`. On top sits only what the core behind the
@@ -19,9 +20,11 @@ are set by the test (:meth:`FakeDevice.set`).
 Faults (:meth:`FakeDevice.inject`) act on the next replies, one fault for all the reply
 bytes of one :meth:`FakeDevice.feed` (a host transmission: a read and its fence word):
 ``"drop"`` (no reply), ``"short"`` (the last bytes missing), ``"extra"`` (junk bytes after the reply), ``"flip"``
-(one bit flipped — undetectable by the protocol; the snapshot's check value or read
-verification catches it);
-``"none"`` passes one reply unchanged (to interleave faults).
+(one bit flipped — undetectable by the plain framing, where the snapshot's check value or
+read verification catches it; the checked framing's CRC rejects it);
+``"none"`` passes one reply unchanged (to interleave faults). The acknowledgements of
+checked writes are not read replies: they pass unchanged (the line's faults,
+:class:`~host_sw.device.fake_transport.ScriptedLine`, hit them).
 ``hooks`` are called after every command (to change state mid-read, e.g. a swap).
 :class:`DeviceServer` serves a device on a local TCP port, as a simulation harness does.
 """
@@ -168,21 +171,24 @@ class FakeDevice:
         """Bytes from the host; complete commands execute and queue their replies."""
         self._rx += data
         replies = bytearray()
+        reads = False
         while (command := take_command(self._rx)) is not None:
-            if command.length == 0:
+            if not command.executes:      # length 0, a bad CRC: ignored, as the bridge does
                 continue
             self.commands.append((command.cmd, command.length, command.address))
             if command.writing:
                 for address, word in zip(command.addresses, command.words):
                     self.bus_write(address, word)
+                replies += command.reply([])          # a checked write's ack
             else:
-                reply = b"".join(self.bus_read(a).to_bytes(4, "big")
-                                 for a in command.addresses)
-                replies += reply
+                replies += command.reply([self.bus_read(a) for a in command.addresses])
+                reads = True
             for hook in list(self.hooks):
                 hook(self, command.cmd, command.length, command.address)
-        if replies:
+        if reads:
             self._tx += self._fault(bytes(replies))
+        else:
+            self._tx += replies        # write acks alone: the faults are for read replies
 
     def bus_read(self, address: int) -> int:
         """One bus word read (the CSR bank's side of the bridge)."""

@@ -24,7 +24,7 @@ from host_sw.device.transport_base import (DEFAULT_BRIDGE_TIMEOUT, ByteTransport
                                            TransportError)
 
 __all__ = ["FakeTransport", "FakeDevices", "FAKE_DEVICES", "register_fake_device",
-           "SimClock", "ReplyPlan", "ScriptedLine", "random_reply_plan"]
+           "SimClock", "ReplyPlan", "ScriptedLine", "random_reply_plan", "random_fault_plan"]
 
 
 class SimClock:
@@ -65,6 +65,9 @@ class ReplyPlan:
         (an ``OSError`` for the host).
     close : bool
         The connection closes instead (every later access fails).
+    flips : tuple of (int, int)
+        Bit errors on the line: at each byte offset of the reply, the bits of the mask
+        inverted.
     """
     delay: float = 0.0
     cuts: tuple = ()
@@ -75,6 +78,7 @@ class ReplyPlan:
     drop: bool = False
     send_cut: int | None = None
     close: bool = False
+    flips: tuple = ()
 
 
 class ScriptedLine:
@@ -99,6 +103,9 @@ class ScriptedLine:
         if plan.drop:
             return [(start, plan.junk_before)] if plan.junk_before else []
         body = bytearray(reply)
+        for at, mask in plan.flips:
+            if body:
+                body[min(max(0, at), len(body) - 1)] ^= mask & 0xFF
         if plan.junk_inside is not None:
             at, junk = plan.junk_inside
             at = min(max(0, at), len(body))
@@ -148,6 +155,30 @@ def random_reply_plan(rng, *, timeout: float = 1.0, fault_rate: float = 0.3,
         junk_after_delay=timeout * rng.choice(_LATENESS),
         drop=maybe(0.1),
         send_cut=rng.randrange(20) if maybe(0.08) else None)
+
+
+def random_fault_plan(rng, *, timeout: float = 1.0) -> ReplyPlan:
+    """A random :class:`ReplyPlan` that is always faulty: one to three of lateness (up to
+    three timeouts), pieces, junk before / inside / after, a lost reply, a half-sent
+    command, and bit flips (one to three bits, anywhere in the reply)."""
+    kinds = rng.sample(("late", "split", "junk_before", "junk_inside", "junk_after", "drop",
+                        "send_cut", "flip"), rng.randint(1, 3))
+
+    def junk() -> bytes:
+        return bytes(rng.randrange(256) for _ in range(rng.randint(1, 3)))
+
+    return ReplyPlan(
+        delay=timeout * rng.choice(_LATENESS) if "late" in kinds else 0.0,
+        cuts=tuple((rng.randrange(40), timeout * rng.choice(_GAPS))
+                   for _ in range(rng.randint(1, 3))) if "split" in kinds else (),
+        junk_before=junk() if "junk_before" in kinds else b"",
+        junk_inside=(rng.randrange(40), junk()) if "junk_inside" in kinds else None,
+        junk_after=junk() if "junk_after" in kinds else b"",
+        junk_after_delay=timeout * rng.choice(_LATENESS),
+        drop="drop" in kinds,
+        send_cut=rng.randrange(14) if "send_cut" in kinds else None,
+        flips=tuple((rng.randrange(40), 1 << rng.randrange(8))
+                    for _ in range(rng.randint(1, 3))) if "flip" in kinds else ())
 
 
 class FakeTransport(ByteTransport):

@@ -183,7 +183,8 @@ def open_transport(url: str, *, core=None, csr_csv=None, fakes: FakeDevices | No
       ``serial:///dev/ttyUSB0``) — :class:`SerialTransport`.
 
     Query options for all: ``timeout`` (s), ``retries``, ``resync_delay`` (s),
-    ``max_burst``, ``verify``; serial: ``baud``. Keyword ``overrides`` win over the URL.
+    ``max_burst``, ``verify``, ``framing`` (``checked``, the default, or ``plain``); serial:
+    ``baud``. Keyword ``overrides`` win over the URL.
 
     A core behind a shared bus (``docs/TRANSPORTS.md``): ``core=N`` (index; word base
     ``N × 0x100000`` as :class:`boards.bus_router.UARTBoneRouter` lays them out, or the

@@ -9,7 +9,15 @@ hooks (``_send`` and ``_receive_some``) that each concrete link provides:
 :mod:`host_sw.device.serial_transport`, :mod:`host_sw.device.socket_transport`,
 :mod:`host_sw.device.fake_transport`. :mod:`host_sw.device.transport` opens one from a URL.
 
-UARTBone replies carry no tag, length or checksum, so the only thing that ties a reply to
+By default (``framing="checked"``, the URL's ``?framing=checked``) every request carries a
+new tag and a CRC and every reply echoes the tag under a CRC over tag and words (the
+checked framing of :mod:`host_sw.contracts.uartbone`): a reply is taken only when it is
+exactly its length, nothing more arrives within ``settle`` seconds, and tag and CRC are
+its request's; anything else is discarded (resynchronisation, below) and the read retried.
+Writes are one word per command, each acknowledged (tag and CRC) once done.
+
+Plain UARTBone (``framing="plain"``, what LiteX's tools speak) replies carry no tag,
+length or checksum, so the only thing that ties a reply to
 its command is the byte stream's order. A reply is therefore accepted only when it is
 exactly ``4 × length`` bytes, nothing more arrives within ``settle`` seconds after it, and
 (once the driver has installed a probe, :meth:`ByteTransport.set_resync_probe`) a *fence*
@@ -37,7 +45,9 @@ from host_sw.contracts import uartbone
 
 __all__ = ["TransportError", "TransportTimeout", "GarbledReply", "LinkClosed",
            "WriteUncertain", "Transport", "ByteTransport", "MonotonicClock",
-           "DEFAULT_BRIDGE_TIMEOUT", "PROBE_TRIES"]
+           "DEFAULT_BRIDGE_TIMEOUT", "PROBE_TRIES", "FRAMINGS"]
+
+FRAMINGS = uartbone.FRAMINGS
 
 #: The bus bridge's half-command timeout the host assumes by default (LiteX's UARTBone).
 DEFAULT_BRIDGE_TIMEOUT = 0.1
@@ -106,7 +116,11 @@ class Transport:
         self.close()
 
 
-def _check_options(timeout, retries, resync_delay, max_burst, bridge_timeout, settle):
+def _check_options(timeout, retries, resync_delay, max_burst, bridge_timeout, settle,
+                   framing="checked"):
+    if framing not in uartbone.FRAMINGS:
+        raise ValueError(f"framing must be one of {', '.join(uartbone.FRAMINGS)}, not "
+                         f"{framing!r}")
     if not timeout > 0:
         raise ValueError(f"timeout must be positive, not {timeout}")
     if not (isinstance(retries, int) and retries >= 0):
@@ -153,6 +167,10 @@ class ByteTransport(Transport):
         Once a probe is installed, follow every read burst by a one-word read of the first
         probe register in the same transmission and check it (about 10 bytes more per
         burst).
+        Plain framing only (the checked framing's tags make it unnecessary).
+    framing : str
+        ``"checked"`` (default: tagged, CRC-checked requests and replies) or ``"plain"``
+        (LiteX's UARTBone; the bridge answers both).
     clock :
         ``now()`` and ``sleep(s)`` (default :class:`MonotonicClock`).
     name : str
@@ -165,9 +183,12 @@ class ByteTransport(Transport):
     def __init__(self, *, timeout: float = 1.0, retries: int = 2, resync_delay: float = 0.05,
                  max_burst: int = uartbone.MAX_BURST, verify: bool = False,
                  bridge_timeout: float = DEFAULT_BRIDGE_TIMEOUT, settle: float = 0.002,
-                 quiet_limit: float | None = None, fence: bool = True, clock=None,
-                 name: str = "device"):
-        _check_options(timeout, retries, resync_delay, max_burst, bridge_timeout, settle)
+                 quiet_limit: float | None = None, fence: bool = True,
+                 framing: str = "checked", clock=None, name: str = "device"):
+        _check_options(timeout, retries, resync_delay, max_burst, bridge_timeout, settle,
+                       framing)
+        self.framing = framing
+        self._tag = 0
         self.timeout = float(timeout)
         self.retries = retries
         self.resync_delay = float(resync_delay)
@@ -180,7 +201,7 @@ class ByteTransport(Transport):
         self.clock = clock if clock is not None else MonotonicClock()
         self.name = name
         self.stats = {"commands": 0, "retries": 0, "bytes_sent": 0, "bytes_received": 0,
-                      "resyncs": 0, "discarded": 0}
+                      "resyncs": 0, "discarded": 0, "rejected": 0}
         self._rx = bytearray()
         self._suspect = False          # a fault was seen: resynchronise before the next command
         self._probe: tuple[int, list[int]] | None = None
@@ -242,6 +263,11 @@ class ByteTransport(Transport):
         data = uartbone.encode_write(address, words, incrementing=incrementing,
                                      max_burst=self.max_burst)
         what = f"write of {len(words)} word(s) at {address:#x}"
+        if self.framing == "checked":
+            for k, word in enumerate(words):
+                self._write_checked(address + k if incrementing else address, word,
+                                    incrementing, what)
+            return
         self._attempts(lambda: None, what)      # resynchronise first if the line is suspect
         try:
             self._send_checked(data)
@@ -252,6 +278,54 @@ class ByteTransport(Transport):
             self._confirm_write(address, words, incrementing, what, e)
 
     # -- internals -----------------------------------------------------------------------
+    def _next_tag(self) -> int:
+        """A new tag for every checked request (256 requests before one comes back)."""
+        self._tag = (self._tag + 1) % (1 << uartbone.TAG_BITS)
+        return self._tag
+
+    def _write_checked(self, address: int, word: int, incrementing: bool, what: str) -> None:
+        """One acknowledged word write; never repeated. Without its acknowledgement (lost,
+        late, garbled, or the command not sent whole) the word is read back: equal means
+        done, anything else is :class:`WriteUncertain`."""
+        self._attempts(lambda: None, what)      # resynchronise first if the line is suspect
+        tag = self._next_tag()
+        try:
+            self._send_checked(uartbone.encode_checked_write(address, word, tag))
+            ack = self._take_reply(uartbone.checked_reply_length(0))
+            try:
+                uartbone.decode_checked_ack(ack, tag)
+            except uartbone.BadReply as e:
+                self.stats["rejected"] += 1
+                raise GarbledReply(f"the write's acknowledgement: {e}") from e
+        except LinkClosed as e:
+            raise LinkClosed(f"{self.name}: {what} failed: {e}") from e
+        except TransportError as e:
+            self._suspect = True
+            self._confirm_write(address, [word], True, what, e)   # one word: readable
+
+    def _take_reply(self, expected: int) -> bytes:
+        """Exactly ``expected`` reply bytes with nothing after them within ``settle``."""
+        wait = self.timeout + expected * self.byte_time
+        reply = self._receive(expected, self.clock.now() + wait)
+        if len(reply) < expected:
+            raise TransportTimeout(f"got {len(reply)} of {expected} reply bytes within "
+                                   f"{wait:g} s")
+        extra = self._settle()
+        if extra:
+            raise GarbledReply(f"{extra} unexpected byte(s) after the {expected}-byte reply")
+        return reply
+
+    def _exchange_checked(self, address: int, n: int, incrementing: bool) -> list[int]:
+        """One checked read: a new tag, the reply's tag and CRC verified."""
+        tag = self._next_tag()
+        self._send_checked(uartbone.encode_checked_read(address, n, tag,
+                                                        incrementing=incrementing))
+        reply = self._take_reply(uartbone.checked_reply_length(n))
+        try:
+            return uartbone.decode_checked_reply(reply, tag, n)
+        except uartbone.BadReply as e:
+            self.stats["rejected"] += 1
+            raise GarbledReply(str(e)) from e
     def _attempts(self, attempt, what: str):
         """``attempt()`` with resynchronisation before it when the line is suspect (a
         fault was seen, or bytes arrived unasked), retried after failures."""
@@ -358,7 +432,10 @@ class ByteTransport(Transport):
         n = len(words) - self._probes % len(words)     # a new length each time
         self._probes += 1
         try:
-            got = self._exchange(uartbone.encode_read(address, n), n, fence=False)
+            if self.framing == "checked":
+                got = self._exchange_checked(address, n, True)
+            else:
+                got = self._exchange(uartbone.encode_read(address, n), n, fence=False)
         except TransportError as e:
             raise type(e)(f"resynchronising: {e}") from e
         if got != words[:n]:
@@ -373,14 +450,7 @@ class ByteTransport(Transport):
             request += uartbone.encode_read(self._probe[0], 1, incrementing=False)
         expected = uartbone.read_reply_length(n + fence)
         self._send_checked(request)
-        wait = self.timeout + expected * self.byte_time
-        reply = self._receive(expected, self.clock.now() + wait)
-        if len(reply) < expected:
-            raise TransportTimeout(f"got {len(reply)} of {expected} reply bytes within "
-                                   f"{wait:g} s")
-        extra = self._settle()
-        if extra:
-            raise GarbledReply(f"{extra} unexpected byte(s) after the {expected}-byte reply")
+        reply = self._take_reply(expected)
         words = uartbone.decode_read_reply(reply, n + fence)
         if fence:
             known = self._probe[1][0]
@@ -391,10 +461,17 @@ class ByteTransport(Transport):
         return words
 
     def _read_burst(self, address: int, n: int, incrementing: bool) -> list[int]:
-        request = uartbone.encode_read(address, n, incrementing=incrementing)
-        words = self._exchange(request, n, fence=True)
+        if self.framing == "checked":
+            def exchange():
+                return self._exchange_checked(address, n, incrementing)
+        else:
+            request = uartbone.encode_read(address, n, incrementing=incrementing)
+
+            def exchange():
+                return self._exchange(request, n, fence=True)
+        words = exchange()
         if self.verify:
-            again = self._exchange(request, n, fence=True)
+            again = exchange()
             if again != words:
                 bad = next(k for k in range(n) if again[k] != words[k])
                 raise GarbledReply(f"two reads disagree at word {bad} "

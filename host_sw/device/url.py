@@ -4,7 +4,8 @@
 In ``docs/DESIGN.md``'s data flow this is the first step of reaching a device: the CLI's
 ``-d URL`` (``docs/TRANSPORTS.md``) is split here into the link (serial port, ``tcp://``,
 ``fake://``), the link options every transport takes (``timeout``, ``retries``,
-``resync_delay``, ``max_burst``, ``verify``, ``baud``) and the core selection (``core``,
+``resync_delay``, ``max_burst``, ``verify``, ``framing`` — ``checked`` by default or
+``plain`` —, ``baud``) and the core selection (``core``,
 ``csr_base``, ``csr_csv``); :func:`host_sw.device.transport.open_transports` then opens the
 links. Nothing is opened here.
 """
@@ -15,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
-from host_sw.contracts.uartbone import MAX_BURST
+from host_sw.contracts.uartbone import FRAMINGS, MAX_BURST
 
 __all__ = ["CORE_KEYS", "DeviceUrl", "parse_options", "parse_device_url"]
 
@@ -37,6 +38,12 @@ def _bounded(kind, low, high, *, open_low: bool = False):
     return parse
 
 
+def _framing(value: str) -> str:
+    if value not in FRAMINGS:
+        raise ValueError(value)
+    return value
+
+
 #: The largest baud rate accepted (UARTs of the boards run at most a few Mbaud).
 MAX_BAUD = 100_000_000
 
@@ -44,7 +51,7 @@ _OPTION_TYPES = {"timeout": _bounded(float, 0, 3600, open_low=True),
                  "retries": _bounded(int, 0, 100),
                  "resync_delay": _bounded(float, 0, 60),
                  "max_burst": _bounded(int, 1, MAX_BURST),
-                 "verify": _flag}
+                 "verify": _flag, "framing": _framing}
 #: URL query keys that select a core on the link (not link options).
 CORE_KEYS = ("core", "csr_base", "csr_csv")
 

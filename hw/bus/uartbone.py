@@ -29,16 +29,29 @@ Protocol (all multi-byte values big-endian)::
   short one would drop real commands and then execute their tails as commands.
 * ``rx`` is not ready while the bridge performs bus accesses or sends a reply (hosts wait
   for a read's reply before sending more; the UART PHY flags an overrun otherwise).
+
+Checked framing (``0x65`` read incrementing, ``0x3C`` read fixed, ``0x5A`` one-word write;
+:mod:`host_sw.contracts.uartbone`, ``docs/SPEC.md`` §7): after the address a tag byte, a
+write's data word, then a CRC-32 of the request (least significant byte first), checked as
+the bytes arrive by :class:`hw.bus.crc.Crc32Byte`. A request whose CRC is wrong (or a
+checked write whose length is not 1) is consumed by its length and ignored: nothing
+accessed, nothing answered. A right one is answered ``tag | words | CRC`` (read) or ``tag |
+CRC`` (write, after the bus write), the CRC computed as the bytes leave. Checked commands
+access the address's low ``ROUTER_SELECT_BIT`` bits (the bits above select the core behind
+a board's router). Plain commands answer as before.
 """
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.uartbone import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR
+from host_sw.contracts.uartbone import (ADDRESS_MASK_CHECKED, CMD_CHECKED_READ_FIXED,
+                                        CMD_CHECKED_READ_INCR, CMD_CHECKED_WRITE)
 
+from hw.bus.crc import Crc32Byte
 from hw.bus.csr import csr_bus_signature
 
 __all__ = ["DEFAULT_TIMEOUT", "UARTBoneBridge", "check_timeout_cycles",
@@ -109,15 +122,20 @@ class UARTBoneBridge(wiring.Component):
             timed_out=Signal(name="timed_out"),
             # The bus strobes are registers (the CSR bank's request latch is enabled from
             # them): set with the move into BUS_READ / BUS_WRITE, cleared with `ack`.
-            r_stb=Signal(name="r_stb"), w_stb=Signal(name="w_stb"))
+            r_stb=Signal(name="r_stb"), w_stb=Signal(name="w_stb"),
+            # checked framing: the command is checked, its tag, length 0 / 1
+            checked=Signal(name="checked"), tag=Signal(8, name="tag"),
+            empty=Signal(name="empty"), single=Signal(name="single"))
+        m.submodules.crc = s.crc = Crc32Byte()
         bus = self.bus
-        m.d.comb += [bus.addr.eq(s.address), bus.w_data.eq(s.word), bus.r_stb.eq(s.r_stb),
-                     bus.w_stb.eq(s.w_stb)]
+        m.d.comb += [bus.addr.eq(Mux(s.checked, s.address & ADDRESS_MASK_CHECKED, s.address)),
+                     bus.w_data.eq(s.word), bus.r_stb.eq(s.r_stb), bus.w_stb.eq(s.w_stb)]
         with m.If(bus.ack):
             m.d.sync += [s.r_stb.eq(0), s.w_stb.eq(0)]
         self._timeout(m, s)
         with m.FSM(name="uartbone"):
             self._command_states(m, s)
+            self._checked_states(m, s)
             self._access_states(m, s)
         return m
 
@@ -133,11 +151,17 @@ class UARTBoneBridge(wiring.Component):
         with m.Elif(~expired):
             m.d.sync += [timer.eq(timer + 1), expired.eq(timer == self.timeout_cycles - 1)]
 
+    def _take_crc(self, m, s, *, start=False):
+        """The received byte (if any) enters the request's CRC."""
+        m.d.comb += [s.crc.data.eq(self.rx.payload), s.crc.en.eq(self.rx.valid),
+                     s.crc.start.eq(start)]
+
     def _command_states(self, m, s):
         """The FSM states that receive a command: its byte, length and address."""
         rx = self.rx
         with m.State("COMMAND"):
             m.d.comb += rx.ready.eq(1)
+            self._take_crc(m, s, start=True)
             with m.If(rx.valid):
                 with m.Switch(rx.payload):
                     for cmd in (CMD_WRITE_INCR, CMD_READ_INCR, CMD_WRITE_FIXED,
@@ -146,6 +170,16 @@ class UARTBoneBridge(wiring.Component):
                             m.d.sync += [
                                 s.is_write.eq(cmd in (CMD_WRITE_INCR, CMD_WRITE_FIXED)),
                                 s.incrementing.eq(cmd in (CMD_WRITE_INCR, CMD_READ_INCR)),
+                                s.checked.eq(0),
+                            ]
+                            m.next = "LENGTH"
+                    for cmd in (CMD_CHECKED_READ_INCR, CMD_CHECKED_READ_FIXED,
+                                CMD_CHECKED_WRITE):
+                        with m.Case(cmd):
+                            m.d.sync += [
+                                s.is_write.eq(cmd == CMD_CHECKED_WRITE),
+                                s.incrementing.eq(cmd != CMD_CHECKED_READ_FIXED),
+                                s.checked.eq(1),
                             ]
                             m.next = "LENGTH"
                     # Default: unknown command byte, dropped.
@@ -155,7 +189,9 @@ class UARTBoneBridge(wiring.Component):
             with m.If(s.timed_out):
                 m.next = "COMMAND"
             with m.Elif(rx.valid):
-                m.d.sync += [s.remaining.eq(rx.payload), s.byte_count.eq(0)]
+                self._take_crc(m, s)
+                m.d.sync += [s.remaining.eq(rx.payload), s.byte_count.eq(0),
+                             s.empty.eq(rx.payload == 0), s.single.eq(rx.payload == 1)]
                 m.next = "ADDRESS"
 
         with m.State("ADDRESS"):
@@ -163,16 +199,75 @@ class UARTBoneBridge(wiring.Component):
             with m.If(s.timed_out):
                 m.next = "COMMAND"
             with m.Elif(rx.valid):
+                self._take_crc(m, s)
                 m.d.sync += [s.address.eq((s.address << 8) | rx.payload),
                              s.byte_count.eq(s.byte_count + 1)]
                 with m.If(s.byte_count == 3):
-                    with m.If(s.remaining == 0):
+                    with m.If(s.checked):
+                        m.next = "TAG"
+                    with m.Elif(s.remaining == 0):
                         m.next = "COMMAND"
                     with m.Elif(s.is_write):
                         m.next = "DATA"
                     with m.Else():
                         m.d.sync += s.r_stb.eq(1)
                         m.next = "BUS_READ"
+
+    def _checked_states(self, m, s):
+        """The FSM states of the checked framing: tag and CRC in, the check, tag and CRC
+        out."""
+        rx, tx = self.rx, self.tx
+        with m.State("TAG"):
+            m.d.comb += [s.receiving.eq(1), rx.ready.eq(1)]
+            with m.If(s.timed_out):
+                m.next = "COMMAND"
+            with m.Elif(rx.valid):
+                self._take_crc(m, s)
+                m.d.sync += [s.tag.eq(rx.payload), s.byte_count.eq(0)]
+                with m.If(s.is_write & ~s.empty):
+                    m.next = "DATA"
+                with m.Else():
+                    m.next = "CRC_IN"
+
+        with m.State("CRC_IN"):
+            m.d.comb += [s.receiving.eq(1), rx.ready.eq(1)]
+            with m.If(s.timed_out):
+                m.next = "COMMAND"
+            with m.Elif(rx.valid):
+                self._take_crc(m, s)
+                m.d.sync += s.byte_count.eq(s.byte_count + 1)
+                with m.If(s.byte_count == 3):
+                    m.next = "CHECK"
+
+        with m.State("CHECK"):
+            with m.If(~s.crc.residue_ok | s.empty):
+                m.next = "COMMAND"              # garbled or empty: ignored, no reply
+            with m.Elif(s.is_write):
+                with m.If(s.single):
+                    m.d.sync += s.w_stb.eq(1)
+                    m.next = "BUS_WRITE"
+                with m.Else():
+                    m.next = "COMMAND"
+            with m.Else():
+                m.next = "SEND_TAG"
+
+        with m.State("SEND_TAG"):
+            m.d.comb += [tx.valid.eq(1), tx.payload.eq(s.tag),
+                         s.crc.data.eq(s.tag), s.crc.en.eq(tx.ready), s.crc.start.eq(1)]
+            with m.If(tx.ready):
+                m.d.sync += s.byte_count.eq(0)
+                with m.If(s.is_write):
+                    m.next = "SEND_CRC"
+                with m.Else():
+                    m.d.sync += s.r_stb.eq(1)
+                    m.next = "BUS_READ"
+
+        with m.State("SEND_CRC"):
+            m.d.comb += [tx.valid.eq(1), tx.payload.eq(s.crc.crc.word_select(s.byte_count, 8))]
+            with m.If(tx.ready):
+                m.d.sync += s.byte_count.eq(s.byte_count + 1)
+                with m.If(s.byte_count == 3):
+                    m.next = "COMMAND"
 
     def _access_states(self, m, s):
         """The FSM states that perform the accesses: write data in, bus accesses, read
@@ -183,14 +278,22 @@ class UARTBoneBridge(wiring.Component):
             with m.If(s.timed_out):
                 m.next = "COMMAND"
             with m.Elif(rx.valid):
+                self._take_crc(m, s)
                 m.d.sync += [s.word.eq((s.word << 8) | rx.payload),
                              s.byte_count.eq(s.byte_count + 1)]
                 with m.If(s.byte_count == 3):
-                    m.d.sync += s.w_stb.eq(1)
-                    m.next = "BUS_WRITE"
+                    with m.If(s.checked):       # all words in before the CRC decides
+                        m.d.sync += s.remaining.eq(s.remaining - 1)
+                        with m.If(s.remaining == 1):
+                            m.next = "CRC_IN"
+                    with m.Else():
+                        m.d.sync += s.w_stb.eq(1)
+                        m.next = "BUS_WRITE"
 
         with m.State("BUS_WRITE"):
-            with m.If(bus.ack):
+            with m.If(bus.ack & s.checked):
+                m.next = "SEND_TAG"             # the acknowledgement
+            with m.Elif(bus.ack):
                 m.d.sync += s.remaining.eq(s.remaining - 1)
                 with m.If(s.incrementing):
                     m.d.sync += s.address.eq(s.address + 1)
@@ -207,12 +310,15 @@ class UARTBoneBridge(wiring.Component):
                 m.next = "SEND"
 
         with m.State("SEND"):
-            m.d.comb += [tx.valid.eq(1), tx.payload.eq(s.word[24:32])]
+            m.d.comb += [tx.valid.eq(1), tx.payload.eq(s.word[24:32]),
+                         s.crc.data.eq(s.word[24:32]), s.crc.en.eq(tx.ready)]
             with m.If(tx.ready):
                 m.d.sync += [s.word.eq(s.word << 8), s.byte_count.eq(s.byte_count + 1)]
                 with m.If(s.byte_count == 3):
                     m.d.sync += s.remaining.eq(s.remaining - 1)
-                    with m.If(s.remaining == 1):
+                    with m.If((s.remaining == 1) & s.checked):
+                        m.next = "SEND_CRC"
+                    with m.Elif(s.remaining == 1):
                         m.next = "COMMAND"
                     with m.Else():
                         m.d.sync += s.r_stb.eq(1)

@@ -35,6 +35,7 @@ __all__ = ["BusCommand", "CommandFramer", "SocketBridge"]
 _READS = (uartbone.CMD_READ_INCR, uartbone.CMD_READ_FIXED)
 _WRITES = (uartbone.CMD_WRITE_INCR, uartbone.CMD_WRITE_FIXED)
 _HEADER = 6  # command, length, 32-bit address
+_CHECKED = uartbone.CHECKED_COMMANDS
 
 
 @dataclass(frozen=True)
@@ -80,16 +81,15 @@ class CommandFramer:
             if not buf:
                 return None
             cmd = buf[0]
-            if cmd not in _READS and cmd not in _WRITES:
+            if cmd not in _READS and cmd not in _WRITES and cmd not in _CHECKED:
                 return self._take(1, 0)
             if len(buf) >= 2:
                 n = buf[1]
-                if n == 0:  # not a valid length: the bridge drops the byte pair
+                if n == 0 and cmd not in _CHECKED:  # the bridge drops the byte pair
                     return self._take(2, 0)
-                if cmd in _READS and len(buf) >= _HEADER:
-                    return self._take(_HEADER, uartbone.read_reply_length(n))
-                if cmd in _WRITES and len(buf) >= _HEADER + 4 * n:
-                    return self._take(_HEADER + 4 * n, 0)
+                size, reply = uartbone.command_extent(buf)
+                if len(buf) >= size:
+                    return self._take(size, reply if n else 0)
             now = time.monotonic() if now is None else now
             if self._since is not None and now - self._since > self.stale_s:
                 return self._take(len(buf), 0)

@@ -17,7 +17,7 @@ from host_sw.device.core_select import OffsetTransport
 from host_sw.device.csr_bases import core_word_base, read_csr_bases
 from host_sw.device.fake_transport import FakeTransport, register_fake_device
 from host_sw.device.transport import open_transport, open_transports
-from host_sw.contracts.uartbone import ROUTER_CORE_STRIDE, take_command
+from host_sw.contracts.uartbone import ROUTER_CORE_STRIDE, crc_bytes, take_command
 
 CONFIG = LdaConfig(banks=2, rows=256, thresholds=(0, 5))
 OTHER = LdaConfig(banks=1, rows=512, thresholds=(3,))      # core 1 in the info tests
@@ -54,8 +54,15 @@ class RouterBus:
             local = command.address & ~mask
             self.routed.append((target, command.cmd, command.length, local))
             core = self.cores[target]
-            core.feed(bytes([command.cmd, command.length]) + local.to_bytes(4, "big")
-                      + command.data)
+            if command.checked:     # passed on whole: the core ignores the select bits
+                body = (bytes([command.cmd, command.length])
+                        + command.address.to_bytes(4, "big") + bytes([command.tag])
+                        + command.data)
+                crc = crc_bytes(body)
+                core.feed(body + (crc if command.crc_ok else bytes([crc[0] ^ 1]) + crc[1:]))
+            else:
+                core.feed(bytes([command.cmd, command.length]) + local.to_bytes(4, "big")
+                          + command.data)
             self._tx += core.take()
 
     def take(self, n=None):
@@ -94,7 +101,7 @@ def board_csv(tmp_path):
 
 def test_offset_applied_to_reads_and_writes():
     dev = FakeDevice(CONFIG)
-    inner = FakeTransport(dev)
+    inner = FakeTransport(dev, framing="plain")
     t = OffsetTransport(inner, word_base=0x100000)
     assert t.byte_base == 0x400000
     # The bus sees base + address; the (one-core) fake answers by the low bits only when
@@ -148,7 +155,7 @@ def test_bad_offsets_rejected(kwargs, message):
 
 
 def test_access_outside_the_core_window_rejected():
-    inner = FakeTransport(FakeDevice(CONFIG))
+    inner = FakeTransport(FakeDevice(CONFIG), framing="plain")
     t = OffsetTransport(inner, word_base=0x100000, span=0x100000)
     t.read_words(0xFFFFF, 1)                               # the last word is fine
     with pytest.raises(ValueError, match="beyond this core's window"):

@@ -2,7 +2,10 @@
 """The transport against a scripted misbehaving line (issue 11, item 2): late replies,
 replies in pieces, junk before / inside / after a reply, stalls, half-sent commands,
 closed connections. Property: every read returns exactly the device's words or raises a
-TransportError with a message. Simulated time (no sleeping), except the real-socket cases."""
+TransportError with a message. Simulated time (no sleeping), except the real-socket cases.
+These are the plain framing's defences (fence, settle, quiet wait, probes; ``connect``
+defaults to ``framing="plain"``); the checked framing's are in test_checked_link.py, and
+the property test runs in both."""
 
 import random
 import socket
@@ -41,6 +44,7 @@ def frozen_device(seed: int = 1) -> FakeDevice:
 
 
 def connect(device, plans=(), **options):
+    options.setdefault("framing", "plain")
     line = ScriptedLine()
     dev = Device(FakeTransport(device, line=line, **options), config=CONFIG)
     line.plans[:] = list(plans)
@@ -190,12 +194,13 @@ plans = st.builds(
     send_cut=st.none() | st.integers(0, 20))
 
 
+@pytest.mark.parametrize("framing", ["plain", "checked"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=st.lists(st.one_of(st.just(ReplyPlan()), plans), max_size=30),
        seed=st.integers(0, 2 ** 16))
-def test_every_read_is_exact_or_a_clear_error(script, seed):
+def test_every_read_is_exact_or_a_clear_error(framing, script, seed):
     device = frozen_device(seed)
-    dev, line = connect(device, script)
+    dev, line = connect(device, script, framing=framing)
     w = device.map.window
     truth = window_truth(device)
     rng = random.Random(seed)

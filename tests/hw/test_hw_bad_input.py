@@ -37,8 +37,8 @@ from host_sw.contracts.hashing import (
 )
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.uartbone import (
-    CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_INCR, COMMAND_HEADER_BYTES,
-    READ_COMMANDS, WRITE_COMMANDS,
+    CHECKED_COMMANDS, CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_INCR, COMMAND_HEADER_BYTES,
+    READ_COMMANDS, WRITE_COMMANDS, command_extent, take_command,
 )
 from host_sw.model.golden_lda_rda_lds import hash_frames, update
 from hw.frames.frame import beats_to_frames
@@ -162,18 +162,30 @@ def parse_segment(segment):
     complete commands as (offset, cmd, length), and the trailing partial command."""
     commands, i = [], 0
     while i < len(segment):
-        if segment[i] not in WRITE_COMMANDS + READ_COMMANDS:
+        if segment[i] not in WRITE_COMMANDS + READ_COMMANDS + CHECKED_COMMANDS:
             i += 1
             continue
         if i + COMMAND_HEADER_BYTES > len(segment):
             break
         cmd, length = segment[i], segment[i + 1]
-        need = COMMAND_HEADER_BYTES + (4 * length if cmd in WRITE_COMMANDS else 0)
+        need = command_extent(segment[i:])[0]
         if i + need > len(segment):
             break
         commands.append((i, cmd, length))
         i += need
     return commands
+
+
+def checked_reply_bytes(segment):
+    """Reply bytes of the checked commands of ``segment`` the bridge executes (random
+    bytes practically never carry a right CRC-32, but the count is exact)."""
+    total = 0
+    for i, cmd, length in parse_segment(segment):
+        if cmd in CHECKED_COMMANDS:
+            command = take_command(bytearray(segment[i:]))
+            if command.executes:
+                total += len(command.reply([0] * length))
+    return total
 
 
 def without_writes(segment):
@@ -209,6 +221,7 @@ def noise_plan(rng, config_id_address):
     segments.append(tail)
     reply_bytes = sum(4 * length for s in segments
                       for _, cmd, length in parse_segment(s) if cmd in READ_COMMANDS)
+    reply_bytes += sum(checked_reply_bytes(s) for s in segments)
     return segments, reply_bytes
 
 

@@ -43,23 +43,27 @@ def test_framer_gives_out_a_stale_half_command():
 
 
 def _fake_core(bridge, memory, stop):
-    """What the cocotb coroutine does: pop commands, answer reads."""
+    """What the cocotb coroutine does: pop commands, answer them (plain or checked, as
+    the contract's parser says the bridge does)."""
     while not stop.is_set():
         cmd = bridge.pop_command()
         if cmd is None:
             time.sleep(0.001)
             continue
-        op, n = cmd.data[0], cmd.data[1]
-        address = int.from_bytes(cmd.data[2:6], "big")
-        if op == uartbone.CMD_READ_INCR:
-            bridge.send(b"".join(memory.get(address + i, 0).to_bytes(4, "big")
-                                 for i in range(n)))
-        elif op == uartbone.CMD_WRITE_INCR:
-            for i in range(n):
-                memory[address + i] = int.from_bytes(cmd.data[6 + 4 * i:10 + 4 * i], "big")
+        command = uartbone.take_command(bytearray(cmd.data))
+        if command is None or not command.executes:
+            continue
+        if command.writing:
+            for address, word in zip(command.addresses, command.words):
+                memory[address] = word
+            bridge.send(command.reply([]))
+        else:
+            bridge.send(command.reply([memory.get(a, 0) for a in command.addresses]))
 
 
-def test_socket_transport_through_the_bridge():
+@pytest.mark.parametrize("framing, bytes_out", [("plain", 4 * (1 + 3 + 5)),
+                                                ("checked", 9 + 3 * 5 + 17 + 25)])
+def test_socket_transport_through_the_bridge(framing, bytes_out):
     memory = {7: 0xDEADBEEF}
     stop = threading.Event()
     with SocketBridge(name="test", stale_s=0.2) as bridge:
@@ -68,12 +72,12 @@ def test_socket_transport_through_the_bridge():
                                   daemon=True)
         worker.start()
         try:
-            with open_transport(bridge.url, timeout=2.0) as t:
+            with open_transport(f"{bridge.url}?framing={framing}", timeout=2.0) as t:
                 assert t.read_words(7, 1) == [0xDEADBEEF]
                 t.write_words(100, [1, 2, 3])
                 assert t.read_words(100, 3) == [1, 2, 3]
                 assert t.read_words(99, 5) == [0, 1, 2, 3, 0]
-            assert bridge.connections == 1 and bridge.bytes_out == 4 * (1 + 3 + 5)
+            assert bridge.connections == 1 and bridge.bytes_out == bytes_out
         finally:
             stop.set()
             worker.join(2)
