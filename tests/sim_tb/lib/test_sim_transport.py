@@ -62,8 +62,9 @@ def test_unanswered_commands_are_transport_timeouts_in_clocks(listening):
         seen["message"] = str(error.value)
 
     simulate(dut, main, clock.run)
-    # one 6-byte read command: the bytes (or the first byte's wait), then 50 idle clocks
-    assert 50 <= seen["cycles"] <= 60, seen
+    # one 11-byte checked read command (command, length, address, tag, CRC-32): the bytes
+    # (or the first byte's wait), then 50 idle clocks
+    assert 50 <= seen["cycles"] <= 65, seen
     assert "core" in seen["message"]
 
 
