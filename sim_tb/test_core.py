@@ -16,6 +16,7 @@ import importlib.util
 import pytest
 
 from sim_tb.runner import DEFAULT_PARAMS, KINDS, CoreParams, run_core_tests
+from sim_tb.verilator_build import verilator_env
 
 pytestmark = [
     pytest.mark.cocotb,
@@ -39,3 +40,16 @@ def test_core_single_beat_hazard(params):
                                        "passthrough/pauses=4"])
     assert {"same_counter_hazard", "passthrough/pauses=0",
             "passthrough/pauses=4"} <= set(results.tests), sorted(results.tests)
+
+
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
+def test_swap_boundary_same_in_both_simulators(simulator):
+    """A frame offered just before a host swap lands in the same interval under Icarus
+    and Verilator, at the clock the design implies (``sim_tb.cocotb_core.swap_boundary``),
+    and a reset mid-interval leaves no stale counts (``reset_mid_interval``)."""
+    if simulator == "verilator" and verilator_env() is None:
+        pytest.skip("no verilator installed")
+    tests = ["swap_boundary", "reset_mid_interval"]
+    results = run_core_tests(CoreParams(kind="lda", data_width=64), "sim_tb.cocotb_core",
+                             testcase=tests, simulator=simulator)
+    assert set(tests) <= set(results.tests), sorted(results.tests)
