@@ -21,7 +21,11 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
   intervals add up to every frame offered; an overrun when the host does not release;
 * bad frames (errored, runt, truncated header, non-IP, control): not counted, counted in
   the status counters, and the pipeline keeps running;
-* a pcap file's frames; the bus itself (ID register, exact reply lengths).
+* a pcap file's frames; the bus itself (ID register, exact reply lengths);
+* reset: a reset mid-interval leaves no stale counts in either copy (the clearing sweep,
+  ``s_axis_tready`` low for exactly the copy depth in clocks);
+* the swap boundary: a frame offered just before a host swap counts in the interval the
+  design implies, to the clock (the same under Icarus and Verilator).
 
 The harness (bench, host driver, golden model) is :mod:`sim_tb.core_harness`.
 ``LDA_SIM_LONG=1`` multiplies the frame counts.
