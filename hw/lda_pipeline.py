@@ -30,7 +30,10 @@ when ``m_axis`` is ready **except while an inserted frame (a marker, an in-band 
 frame or a path's frame) is being sent**: then ``s_axis.ready`` is low for the inserted frame's duration and
 the data beats behind it leave that much later (data and inserted frames alternate when
 both wait, so a marker waits for at most one data frame and one frame of each other
-insert, and an insert cannot starve the data). The measurement side (tap, interval control) watches the
+insert, and an insert cannot starve the data). After every reset ``s_axis.ready`` is low
+while the measurement path's clearing sweep empties both counter copies (block RAM keeps
+its contents over a reset; ``sweeping``, :mod:`hw.copy_control`): as many clocks as a copy
+has words per lane. The measurement side (tap, interval control) watches the
 merger's copy of the accepted beats: the core's own markers and export frames pass its
 tap as control frames (never counted). Besides ``m_axis`` there is a host export stream
 (``host_export``, Verilog ``m_axis_export_*``).
