@@ -166,7 +166,12 @@ class MeasurementCore(wiring.Component):
         m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2 + path_inserts)
         m.submodules.markers = markers = MarkerFrameSource(config=config, data_width=w)
         m.submodules.exporter = exporter = self._exporter
-        connect(m, wiring.flipped(self.s_axis), merger.sink)
+        # No frame enters while the clearing sweep after reset runs (block RAM keeps its
+        # counts over a reset; the sweep clears both copies, hw.counters.copy_control).
+        sweeping = self._path.sweeping
+        m.d.comb += [merger.sink.payload.eq(self.s_axis.payload),
+                     merger.sink.valid.eq(self.s_axis.valid & ~sweeping),
+                     self.s_axis.ready.eq(merger.sink.ready & ~sweeping)]
         connect(m, markers.source, merger.insert[0])
         connect(m, exporter.inband, merger.insert[1])
         if path_inserts:                     # the kind's own frames (RLI's references)

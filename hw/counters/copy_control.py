@@ -6,6 +6,11 @@ one copy takes updates while the other drains the requests still tagged with it,
 frozen for the bus to read, and is cleared for the next interval. The interval control
 drives ``swap`` and ``release``; the bank's update pipeline, frozen read port and RAM
 port multiplexers follow these states.
+
+Block RAM keeps its contents over a reset, so a reset starts a clearing sweep over both
+copies at once (the sweep a release starts, with both copies' write ports): until it
+ends, ``sweeping`` is high, the other copy is CLEARING (not CLEAN) and the active copy
+must take no updates (the core holds its input meanwhile).
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -60,7 +65,11 @@ class CopyControl(wiring.Component):
     drain_open : Out(1)
         The other copy still accepts requests (DRAINING, within ``drain_cycles``).
     clearing_copy : Out(2)
-        Bit ``k``: copy ``k`` is CLEARING (it drives the RAM write port multiplexers).
+        Bit ``k``: copy ``k`` is CLEARING (it drives the RAM write port multiplexers);
+        both bits during the sweep after reset.
+    sweeping : Out(1)
+        The sweep after reset is clearing both copies (``depth`` cycles from reset):
+        the active copy takes no updates yet, and the other is not yet CLEAN.
     clear_addr : Out(range(depth))
         The word being cleared.
     check_start : Out(1)
@@ -82,9 +91,11 @@ class CopyControl(wiring.Component):
         self.check = check
         super().__init__({
             "swap": In(1), "release": In(1),
-            "active": Out(1), "other": Out(CopyState, init=CopyState.CLEAN),
-            "other_clean": Out(1, init=1), "draining": Out(1), "frozen": Out(1),
-            "clearing": Out(1), "drain_open": Out(1), "clearing_copy": Out(2),
+            # Reset state: the sweep over both copies (block RAM survives a reset).
+            "active": Out(1), "other": Out(CopyState, init=CopyState.CLEARING),
+            "other_clean": Out(1, init=0), "draining": Out(1), "frozen": Out(1),
+            "clearing": Out(1, init=1), "drain_open": Out(1),
+            "clearing_copy": Out(2, init=0b11), "sweeping": Out(1, init=1),
             "clear_addr": Out(range(depth)),
             "check_start": Out(1), "checking": Out(1), "check_done": In(1),
         })
@@ -94,7 +105,7 @@ class CopyControl(wiring.Component):
         depth, flush, active = self.depth, self.flush, self.active
         drain_count = Signal(range(self.drain_cycles + flush + 1))
         drain_done = Signal()
-        clear_done = Signal()
+        clear_done = Signal(init=depth == 1)
         clear_addr = self.clear_addr
         # The drain window is registered (computed from the next state) to keep the
         # counter compare off the request acceptance path.
@@ -127,6 +138,6 @@ class CopyControl(wiring.Component):
                          clear_done.eq(clear_addr == depth - 2)]
             with m.If(clear_done):
                 m.d.sync += [self.other.eq(CopyState.CLEAN), self.other_clean.eq(1),
-                             self.clearing.eq(0)]
+                             self.clearing.eq(0), self.sweeping.eq(0)]
                 m.d.sync += [self.clearing_copy[k].eq(0) for k in range(2)]
         return m

@@ -103,6 +103,8 @@ class CounterBank(wiring.Component):
         The other copy is FROZEN / CLEAN / DRAINING / CLEARING.
     busy : Out(1)
         The other copy is DRAINING or CLEARING.
+    sweeping : Out(1)
+        The clearing sweep after reset runs (see "Copy states"): take no requests.
     swap_refused : Out(1)
         Combinational: ``swap`` while the other copy is not CLEAN.
     dropped : Out(1)
@@ -148,8 +150,11 @@ class CounterBank(wiring.Component):
 
     Copy states
     -----------
-    After reset copy 0 is ACTIVE and copy 1 CLEAN; the memories power up zero (their
-    initial value). A synchronous reset does not clear memory contents. A swap at cycle
+    Block RAM keeps its contents over a reset, so every reset starts a clearing sweep
+    over both copies (``sweeping``: ``depth`` cycles, every lane and both copies in
+    parallel, as a release's): both copies are CLEARING, no request may arrive (the core
+    holds its input; one would be overwritten) and a swap is refused; then copy 0 is
+    ACTIVE and copy 1 CLEAN, both all zero. A swap at cycle
     ``s`` makes the old copy DRAINING; it becomes FROZEN in cycle
     ``s + drain_cycles + UPDATE_LATENCY + 2 + check_cycles``: after the last accepted
     request's write, the bank reads the whole copy in memory order through its frozen read
@@ -193,6 +198,7 @@ class CounterBank(wiring.Component):
             "draining": Out(1),
             "clearing": Out(1),
             "busy": Out(1),
+            "sweeping": Out(1, init=1),
             "swap_refused": Out(1),
             "dropped": Out(1),
             "frozen_check": Out(32),
@@ -257,10 +263,12 @@ class CounterBank(wiring.Component):
             self.draining.eq(copies.draining),
             self.clearing.eq(copies.clearing),
             self.busy.eq(copies.draining | copies.clearing),
+            self.sweeping.eq(copies.sweeping),
             self.swap_refused.eq(self.swap & ~copies.other_clean),
         ]
         for k in range(2):
-            m.d.comb += self.copy_state[k].eq(Mux(active == k, CopyState.ACTIVE, copies.other))
+            m.d.comb += self.copy_state[k].eq(Mux((active == k) & ~copies.sweeping,
+                                                  CopyState.ACTIVE, copies.other))
 
         # Acceptance: in the swap cycle both copies take requests (the old one drains them).
         req = self.update

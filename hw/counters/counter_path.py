@@ -35,8 +35,9 @@ def path_members(config) -> dict:
 
     ``record`` in; ``release`` (a pulse: clear the frozen copy) in; ``frozen`` (the frozen
     copy's read port, bank side); and out: ``active_copy``, ``frozen_copy``,
-    ``frozen_ready``, ``other_clean``, ``clearing``, ``frozen_check``, ``frozen_updates``
-    (as :class:`hw.counters.counter_bank.CounterBank`'s), ``swap_arrived`` (the record order's swap
+    ``frozen_ready``, ``other_clean``, ``clearing``, ``sweeping``, ``frozen_check``,
+    ``frozen_updates`` (as :class:`hw.counters.counter_bank.CounterBank`'s; ``sweeping``: the
+    clearing sweep after reset runs, the core takes no frames), ``swap_arrived`` (the record order's swap
     reaches the bank this cycle), ``counted`` / ``counted_copy`` (a counted frame reaches
     the bank, for that copy) — what :class:`hw.interval.interval_ledger.IntervalLedger` and the
     status registers read.
@@ -46,7 +47,7 @@ def path_members(config) -> dict:
         "release": In(1),
         "frozen": In(frozen_read_signature(config)),
         "active_copy": Out(1), "frozen_copy": Out(1), "frozen_ready": Out(1),
-        "other_clean": Out(1), "clearing": Out(1),
+        "other_clean": Out(1), "clearing": Out(1), "sweeping": Out(1),
         "frozen_check": Out(32), "frozen_updates": Out(32),
         "swap_arrived": Out(1), "counted": Out(1), "counted_copy": Out(1),
     }
@@ -117,6 +118,6 @@ class CounterPath(wiring.Component):
             self.counted_copy.eq(selector.request.copy),
         ]
         for name in ("active_copy", "frozen_copy", "frozen_ready", "other_clean",
-                     "clearing", "frozen_check", "frozen_updates"):
+                     "clearing", "sweeping", "frozen_check", "frozen_updates"):
             m.d.comb += getattr(self, name).eq(getattr(counters, name))
         return m

@@ -90,6 +90,9 @@ class OpaCah(wiring.Component):
         taking packets;
         ``swap`` was refused this cycle; the read (with ``read_valid``) found no FROZEN
         copy (its data is then 0).
+    sweeping : Out(1)
+        Double buffered only: the clearing sweep over both copies after reset runs
+        (:class:`hw.counters.copy_control.CopyControl`): no packet may arrive.
     frozen_check, frozen_updates : Out(32)
         Double buffered only: the frozen copy's CRC-32 over its words
         (``docs/SPEC.md`` §4.4) and the packets written into it (wrapping), as the
@@ -119,7 +122,8 @@ class OpaCah(wiring.Component):
             members.update({"swap": In(1), "release": In(1), "frozen_ready": Out(1),
                             "other_clean": Out(1), "active_copy": Out(1),
                             "swap_refused": Out(1), "read_error": Out(1), "clearing": Out(1),
-                            "frozen_check": Out(32), "frozen_updates": Out(32)})
+                            "frozen_check": Out(32), "frozen_updates": Out(32),
+                            "sweeping": Out(1)})
         super().__init__(members)
 
     @property
@@ -264,6 +268,7 @@ class OpaCah(wiring.Component):
                      self.frozen_ready.eq(copies.frozen),
                      self.other_clean.eq(copies.other_clean),
                      self.clearing.eq(copies.clearing),
+                     self.sweeping.eq(copies.sweeping),
                      self.active_copy.eq(copies.active),
                      self.swap_refused.eq(self.swap & ~copies.other_clean)]
         return copies

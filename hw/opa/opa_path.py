@@ -135,7 +135,7 @@ class OpaPath(wiring.Component):
             self.counted_copy.eq(hashed.payload.copy),
             self.frozen_copy.eq(~words.active_copy),
         ]
-        for name in ("active_copy", "frozen_ready", "other_clean", "clearing",
+        for name in ("active_copy", "frozen_ready", "other_clean", "clearing", "sweeping",
                      "frozen_check", "frozen_updates"):
             m.d.comb += getattr(self, name).eq(getattr(words, name))
         self._frozen_port(m, words)

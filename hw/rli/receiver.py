@@ -64,7 +64,7 @@ class RliReceiver(wiring.Component):
     release : In(1), frozen : In(frozen_read_signature(config))
         The bank's release pulse and frozen read port.
     active_copy, frozen_ready, swap_pending : Out(1)
-    frozen_copy, other_clean, clearing : Out(1); frozen_check, frozen_updates : Out(32)
+    frozen_copy, other_clean, clearing, sweeping : Out(1); frozen_check, frozen_updates : Out(32)
         The bank's (:class:`hw.counters.counter_bank.CounterBank`).
     swapped : Out(1)
         The bank swapped copies this cycle (the boundary has reached the bank).
@@ -98,7 +98,7 @@ class RliReceiver(wiring.Component):
             "swap": In(1), "release": In(1), "frozen": In(frozen_read_signature(config)),
             "active_copy": Out(1), "frozen_ready": Out(1), "swap_pending": Out(1),
             "frozen_copy": Out(1), "other_clean": Out(1), "clearing": Out(1),
-            "frozen_check": Out(32), "frozen_updates": Out(32),
+            "sweeping": Out(1), "frozen_check": Out(32), "frozen_updates": Out(32),
             "swapped": Out(1), "counted": Out(1), "counted_copy": Out(1),
             "busy": Out(1),
             "overruns": Out(32), "frozen_flagged": Out(1),
@@ -115,7 +115,7 @@ class RliReceiver(wiring.Component):
         connect(m, wiring.flipped(self.frozen), bank.frozen)
         m.d.comb += [bank.release.eq(self.release), self.active_copy.eq(bank.active_copy),
                      self.frozen_ready.eq(bank.frozen_ready)]
-        for name in ("frozen_copy", "other_clean", "clearing", "frozen_check",
+        for name in ("frozen_copy", "other_clean", "clearing", "sweeping", "frozen_check",
                      "frozen_updates"):
             m.d.comb += getattr(self, name).eq(getattr(bank, name))
         empty = self._elaborate_squarer(m, interp, bank)

@@ -129,7 +129,7 @@ class RliPath(wiring.Component):
             self.rli_references_bad_tag.eq(front.references_bad_tag),
         ]
         for name in ("active_copy", "frozen_copy", "frozen_ready", "other_clean",
-                     "clearing", "frozen_check", "frozen_updates"):
+                     "clearing", "sweeping", "frozen_check", "frozen_updates"):
             m.d.comb += getattr(self, name).eq(getattr(rx, name))
         for n in _FROZEN:
             m.d.comb += getattr(self, f"rli_frozen_{n}").eq(getattr(rx, f"frozen_{n}"))

@@ -33,7 +33,11 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
   intervals add up to every frame offered; an overrun when the host does not release;
 * bad frames (errored, runt, truncated header, non-IP, control): not counted, counted in
   the status counters, and the pipeline keeps running;
-* a pcap file's frames; the bus itself (ID register, exact reply lengths).
+* a pcap file's frames; the bus itself (ID register, exact reply lengths);
+* reset: a reset mid-interval leaves no stale counts in either copy (the clearing sweep,
+  ``s_axis_tready`` low for exactly the copy depth in clocks);
+* the swap boundary: a frame offered just before a host swap counts in the interval the
+  design implies, to the clock (the same under Icarus and Verilator).
 
 The harness (bench, host driver, golden model) is :mod:`sim_tb.lib.core_harness`.
 ``LDA_SIM_LONG=1`` multiplies the frame counts.
@@ -47,10 +51,13 @@ import random
 import cocotb
 import numpy as np
 import pytest
+from cocotb.triggers import ReadOnly, RisingEdge
 
 from host_sw.contracts.check_value import check_value
 from host_sw.contracts.hashing import FrameClass
 
+from hw.counters.bank_layout import lane_geometry
+from hw.lda_pipeline import MeasurementCore
 from sim_tb.lib.core_harness import (LONG, SCALE, TIMEOUT_MS, CoreHarness, frozen_info,
                                      read_frozen_info, sized)
 from sim_tb.lib.frames import (
@@ -59,6 +66,7 @@ from sim_tb.lib.frames import (
 from sim_tb.lib.runner import DEFAULT_PARAMS, KINDS, REPO, CoreParams, run_core_tests
 from sim_tb.lib.scoreboard import counted_mask, synopsis_difference
 from sim_tb.lib.tb import PAUSE_CASES, pauses_by_name, random_pause
+from sim_tb.lib.verilator_build import verilator_env
 
 PCAP = REPO / "sim_tb" / "data" / "mixed_small.pcap"
 
@@ -328,6 +336,94 @@ async def bus_protocol(dut):
     assert st["frozen_ready"] == 0, st
 
 
+async def _sweep_cycles(tb) -> int:
+    """Reset (:meth:`CoreTB.reset`); returns the number of rising edges with ``rst`` low
+    after which ``s_axis_tready`` rises (the core holds its input while its clearing
+    sweep runs over both copies)."""
+    dut = tb.dut
+    await tb.reset()
+    edges = 2                               # tb.reset returns two edges after rst low
+    while True:
+        await ReadOnly()
+        ready = dut.s_axis_tready.value == 1
+        await RisingEdge(dut.clk)
+        if ready:
+            return edges
+        edges += 1
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def reset_mid_interval(dut):
+    """A reset that is not a power-up leaves no stale counts: both copies hold counts
+    (copy 0 frozen, copy 1 active with frames still in the tap's delay line), the core is
+    reset, and the next two intervals (one in each copy) equal the golden model of the
+    frames offered after the reset alone, with no swap/release between reset and the
+    first interval. The core takes no frame until its sweep has cleared both copies."""
+    tb = CoreHarness(dut)
+    await tb.start()
+    n = sized(tb, 16, 4)
+    await tb.offer(min_size_burst(tb.rng, n))
+    await tb.freeze()                       # copy 0 FROZEN, copy 1 ACTIVE
+    await tb.offer(random_frames(tb.rng, n, max_size=300))
+    held = await _sweep_cycles(tb)          # ... reset right behind the last frame out
+    depth = lane_geometry(tb.config)[1]
+    # s_axis_tready rises after the depth-th edge with rst low (the sweep's length)
+    assert held == depth, f"s_axis_tready low for {held} clocks after reset, depth {depth}"
+    st = await tb.wait_status("other_clean", 1)
+    assert st["active_copy"] == 0 and st["frozen_ready"] == 0, st
+    for copy in (0, 1):
+        frames = min_size_burst(tb.rng, n) + random_frames(tb.rng, n, max_size=300)
+        sofs = await tb.offer(frames)
+        snapshot = await tb.end_interval()
+        await tb.check_frozen(frames, sofs, f"interval {copy} after reset", snapshot)
+        assert snapshot.seq == copy, f"FROZEN_SEQ {snapshot.seq} after reset"
+        await tb.release_and_wait()
+
+
+#: The last clock, counted from a frame's SOF transfer on ``s_axis``, at which the last
+#: byte of a host's CONTROL.swap command may enter ``bus_rx`` for the frame to count in
+#: the new interval: the tap sees the SOF ``1 + MeasurementCore.TAP_WATCH_DELAY`` clocks after
+#: its transfer, and the command's write needs 8 clocks to make the swap pending at the
+#: ledger (bridge write strobe, CSR bank, interval control, ledger's request register).
+SWAP_BOUNDARY = 1 + MeasurementCore.TAP_WATCH_DELAY - 8
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def swap_boundary(dut):
+    """A frame offered just before a host swap: it counts in the new interval when the
+    swap command's last byte enters at most :data:`SWAP_BOUNDARY` clocks after the
+    frame's SOF (it is still in the tap's delay line when the swap becomes pending),
+    in the old one a clock later, whatever the data width and the simulator (the pytest
+    entry runs it under Icarus and Verilator)."""
+    tb = CoreHarness(dut)
+    await tb.start(calibrate=False)
+    t0 = tb.now_cycle()
+    await tb.host(tb.device.swap)
+    command = tb.now_cycle() - t0                       # edges up to its last byte
+    await tb.wait_status("frozen_ready", 1)
+    await tb.release_and_wait()
+    for late in (0, 1):
+        await tb.settle()
+        tb.send_nowait(min_size_burst(tb.rng, 1))
+        while not (dut.s_axis_tvalid.value == 1 and dut.s_axis_tready.value == 1):
+            await RisingEdge(dut.clk)                   # sampled as the SOF monitor does
+        sof = tb.now_cycle()
+        await tb.cycles(SWAP_BOUNDARY + late - command)
+        await tb.host(tb.device.swap)
+        assert tb.now_cycle() - sof == SWAP_BOUNDARY + late, (tb.now_cycle(), sof)
+        await tb.receive(1)
+        assert [c for _, c in await tb.monitored(1)] == [sof]
+        await tb.wait_status("frozen_ready", 1)
+        packets = (await tb.host(read_frozen_info, tb.device))["frozen_packets"]
+        assert packets == late, (
+            f"swap command's last byte {SWAP_BOUNDARY + late} clocks after the SOF: "
+            f"{packets} frames in the old interval, expected {late}")
+        await tb.release_and_wait()
+        await tb.settle()
+        assert (await tb.freeze())["frozen_packets"] == 1 - late
+        await tb.release_and_wait()
+
+
 # pytest: export the core for each parameter set and run the cocotb tests above on it
 
 pytestmark = [
@@ -352,3 +448,16 @@ def test_core_single_beat_hazard(params):
                                        "passthrough/pauses=4"])
     assert {"same_counter_hazard", "passthrough/pauses=0",
             "passthrough/pauses=4"} <= set(results.tests), sorted(results.tests)
+
+
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
+def test_swap_boundary_same_in_both_simulators(simulator):
+    """A frame offered just before a host swap lands in the same interval under Icarus
+    and Verilator, at the clock the design implies (:func:`swap_boundary`), and a reset
+    mid-interval leaves no stale counts (:func:`reset_mid_interval`)."""
+    if simulator == "verilator" and verilator_env() is None:
+        pytest.skip("no verilator installed")
+    tests = ["swap_boundary", "reset_mid_interval"]
+    results = run_core_tests(CoreParams(kind="lda", data_width=64), __name__,
+                             testcase=tests, simulator=simulator)
+    assert set(tests) <= set(results.tests), sorted(results.tests)

@@ -132,6 +132,8 @@ async def intervals_equal_golden(dut):
         getattr(dut, name).value = 0
     await _ticks(dut, 2)
     dut.rst.value = 0
+    await _ticks(dut, config.groups + 2)            # the clearing sweep after reset
+    assert dut.sweeping.value == 0 and dut.other_clean.value == 1
     intervals = [stream(config, seed=6, n=60), stream(config, seed=7, n=40)]
     await feed(dut, *intervals[0])
     await _pulse(dut, "swap")

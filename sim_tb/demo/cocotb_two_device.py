@@ -5,7 +5,7 @@ One test, :func:`two_devices`, on the generated ``two_device_top`` (a sender and
 receiver core). It
 
 1. resets both cores, programs their run-time registers (thresholds, masks, CONFIG_ID)
-   from the configuration, clears both copies of both (swap + release twice) and
+   from the configuration, swaps and releases twice on both (after the clearing sweep) and
    calibrates the constant ``timestamp − SOF cycle at m_axis`` from a few frames offered
    to the sender (both cores have the same logic, clock and reset: the same constant);
 2. puts the sender in marker-send mode (its interval timer ends an interval every
@@ -173,8 +173,9 @@ def _draws(params: TwoDeviceParams, config):
 async def start_pair(dut, config, cores, *, setup=None):
     """Reset, then per core: the harness's driver (ID checked against ``config``), the
     run-time registers (thresholds, masks, CONFIG_ID), ``await setup(core, device)`` if
-    given (a bench's own registers, in force from the first boundary), and both copies
-    cleared (swap + release twice: the memories keep their contents over ``rst``).
+    given (a bench's own registers, in force from the first boundary), the clearing
+    sweep after reset waited for (STATUS.other_clean), then swap + release twice (the
+    benches' interval numbering starts after these).
     The start of every two-core bench (this one, :mod:`sim_tb.benches.test_opa_pair`,
     :mod:`sim_tb.benches.test_rli_pair`)."""
     dut.rst.value = 1
@@ -189,6 +190,7 @@ async def start_pair(dut, config, cores, *, setup=None):
         await dev.call(device.program)              # thresholds, masks, CONFIG_ID
         if setup is not None:
             await setup(dev, device)
+        await dev.wait_status(dut.clk, "other_clean", 1, polls=2000)
         for _ in range(2):
             await dev.call(device.swap)
             await dev.wait_status(dut.clk, "frozen_ready", 1)

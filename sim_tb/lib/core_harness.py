@@ -135,12 +135,12 @@ class CoreHarness(CoreTB):
         assert masks["packet_ipv4"] == cfg.mask_packet_ipv4, masks
 
     async def clear_both_copies(self):
-        """The host's start-up sequence: a synchronous reset does not clear the counter
-        memories (``hw.counters.counter_bank``: they power up zero, but keep their contents over
-        ``rst``), so swap and release twice to clear both copies."""
-        st = await self.host(self.device.status)
-        assert st["active_copy"] == 0 and st["other_clean"] == 1 and \
-            st["frozen_ready"] == 0, f"status after reset: {st}"
+        """Wait for the clearing sweep after reset (``hw.counters.copy_control``: block RAM keeps
+        its contents over ``rst``, so the core clears both copies then; STATUS.other_clean
+        rises when it is done), then swap and release twice as the benches always did
+        (their intervals' numbering starts after these two)."""
+        st = await self.wait_status("other_clean", 1)
+        assert st["active_copy"] == 0 and st["frozen_ready"] == 0, f"status after reset: {st}"
         for _ in range(2):
             await self.freeze()
             await self.release_and_wait()

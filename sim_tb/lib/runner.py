@@ -481,10 +481,10 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
 
 def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
                    extra_env=None, seed: int | None = None,
-                   extra_sources=()) -> SimResults:
+                   extra_sources=(), simulator: str | None = None) -> SimResults:
     """Export the core for ``params`` and run the cocotb ``test_module`` on it, with the
     models its memory build needs (:func:`memory_model_sources`) and ``extra_sources``
-    compiled in."""
+    compiled in; ``simulator`` overrides ``LDA_SIM``."""
     core = export_core(params)
     env = {"LDA_SIM_PARAMS": params.to_json()}
     env.update(extra_env or {})
@@ -495,4 +495,5 @@ def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
     sources = [core.verilog, *memory_model_sources(params.memory), *extra_sources]
     return run_cocotb(sources=sources, toplevel=core.toplevel,
                       build_dir=core.build_dir, test_module=test_module,
-                      testcase=testcase, extra_env=env, seed=seed, results_name=name)
+                      testcase=testcase, extra_env=env, seed=seed, results_name=name,
+                      simulator=simulator)

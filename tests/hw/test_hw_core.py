@@ -158,6 +158,10 @@ def test_lda_core_counters_status_and_passthrough():
 
     async def main(ctx):
         device = await host.connect(ctx, config)
+        # s_axis.ready is low for the clearing sweep after reset; from its end on, only
+        # backpressure may lower it.
+        await host.wait_status(ctx, device, "other_clean", 1)
+        bench.sink_ready_seen_low = False
         # Interval 0: no backpressure (latency check), then a stalling sink.
         bench.to_send += first[:12]
         await bench.wait_frames_done(ctx, 12)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The counter copies' life cycle (``hw.counters.copy_control.CopyControl``) on its own:
-CLEAN → ACTIVE / DRAINING → FROZEN → CLEARING → CLEAN, with its timing."""
+the sweep over both copies after reset, then CLEAN → ACTIVE / DRAINING → FROZEN →
+CLEARING → CLEAN, with its timing."""
 
 from amaranth.sim import Simulator
 
@@ -17,7 +18,16 @@ def test_copy_life_cycle():
                 ctx.get(dut.draining), ctx.get(dut.frozen), ctx.get(dut.clearing))
 
     async def tb(ctx):
+        # reset: the sweep over both copies (block RAM survives a reset), then CLEAN
+        swept = []
+        while ctx.get(dut.sweeping):
+            assert state(ctx) == (0, CopyState.CLEARING, 0, 0, 0, 1)
+            assert ctx.get(dut.clearing_copy) == 0b11
+            swept.append(ctx.get(dut.clear_addr))
+            await ctx.tick()
+        assert swept == list(range(DEPTH))
         assert state(ctx) == (0, CopyState.CLEAN, 1, 0, 0, 0)
+        assert ctx.get(dut.clearing_copy) == 0
         ctx.set(dut.release, 1)                       # ignored unless FROZEN
         await ctx.tick()
         ctx.set(dut.release, 0)
@@ -64,6 +74,8 @@ def test_check_holds_the_copy_draining_until_done():
     dut = CopyControl(depth=DEPTH, drain_cycles=DRAIN, flush=FLUSH, check=True)
 
     async def tb(ctx):
+        await ctx.tick().repeat(DEPTH)                # the sweep after reset
+        assert ctx.get(dut.other_clean)
         ctx.set(dut.swap, 1)
         await ctx.tick()
         ctx.set(dut.swap, 0)

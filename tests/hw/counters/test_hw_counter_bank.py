@@ -154,12 +154,16 @@ class Bench:
 
 
 def run(dut, body):
-    """Simulate ``body(bench)`` (an async function) on ``dut``."""
+    """Simulate ``body(bench)`` (an async function) on ``dut``, from the end of the
+    clearing sweep after reset (cycle 0 of the bench)."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
 
     async def testbench(ctx):
-        await body(Bench(ctx, dut))
+        bench = Bench(ctx, dut)
+        await bench.wait_for(dut.other_clean)
+        bench.now = 0
+        await body(bench)
 
     sim.add_testbench(testbench)
     sim.run()

@@ -176,6 +176,8 @@ def test_double_buffered_intervals_equal_golden():
         return refused
 
     async def bench(ctx):
+        while ctx.get(dut.sweeping):        # the clearing sweep after reset
+            await ctx.tick()
         await feed(ctx, intervals[0])
         ctx.set(dut.valid, 1)
         ctx.set(dut.packet_hash, int(intervals[1][0]))
