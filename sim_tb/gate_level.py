@@ -33,7 +33,6 @@ Command line (used by :func:`gate_netlist`; by hand to look at a netlist)::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import subprocess
@@ -128,9 +127,9 @@ def netlist_cells(netlist: Path) -> dict[str, int]:
 
 
 def _stamp_key(params: CoreParams) -> str:
-    """What the netlist depends on besides the gateware: the parameters, this file."""
-    return "gate " + params.to_json() + " " + hashlib.sha256(
-        Path(__file__).read_bytes()).hexdigest()
+    """What the netlist depends on besides the gateware: the parameters and the Yosys
+    commands."""
+    return "gate " + params.to_json() + " " + yosys_script(Path("rtlil"), Path("netlist"))
 
 
 def gate_netlist(params: CoreParams, *, force: bool = False) -> ExportedCore:
