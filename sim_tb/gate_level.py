@@ -22,7 +22,7 @@ cocotb module on it with the cells' simulation models:
 
 A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
 simulating as an empty module. The netlist is rebuilt when the gateware, the contracts,
-this file or the parameters change (``export.stamp``, as the RTL export).
+the Yosys commands or the parameters change (``export.stamp``, as the RTL export).
 
 Command line (used by :func:`gate_netlist`; by hand to look at a netlist)::
 

@@ -3,12 +3,15 @@
 ``synth_ecp5`` netlist, as a board build makes it, under the same cocotb benches as the
 exported RTL, its counters and check values word for word against the golden model.
 
-* default suite: an LDA core at 8 bits (2 banks x 64 rows), the scoreboard test
+* default suite: the cell models (TRELLIS_FF against Yosys's) and the LDA netlist
+  (8 bits, 2 banks x 64 rows) is ECP5 cells only;
+* ``LDA_SLOW=1`` (marker ``slow``; Icarus runs the netlist at some 11 cycles per CPU
+  second, ``docs/SIMULATION.md``): the LDA core on the core bench, the scoreboard test
   (``counters_match_golden``: frozen copy, FROZEN_CHECK, packet and status counters) and
   the swaps under back-to-back traffic (``interval_swaps``: every interval a contiguous
-  run equal to the golden synopsis of its run, its check value, the overrun);
-* ``LDA_SLOW=1`` (marker ``slow``): the RDA and LDS cores on the same bench, the OPA core
-  on its bench (bus and host export), the RLI pair on its two-core bench.
+  run equal to the golden synopsis of its run, its check value, the overrun); the RDA and
+  LDS cores on the same bench, the OPA core on its bench (bus and host export), the RLI
+  pair on its two-core bench.
 
 Marker ``gate_level``: ``pytest -m gate_level`` runs only these (wall time in
 ``docs/SIMULATION.md``, "Gate-level simulation").
@@ -47,6 +50,8 @@ LDA_PARAMS = CoreParams(kind="lda", data_width=8)
 CORE_TESTS = ["counters_match_golden/pauses=none", "interval_swaps"]
 
 
+@pytest.mark.slow
+@only_slow
 def test_gate_level_lda():
     results = run_gate_tests(LDA_PARAMS, "sim_tb.cocotb_core", testcase=CORE_TESTS)
     assert set(CORE_TESTS) <= set(results.tests), sorted(results.tests)
