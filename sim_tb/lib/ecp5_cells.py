@@ -49,8 +49,9 @@ def yosys_share_file(*parts: str):
     return path if path.is_file() else None
 
 
-def yosys_cell_models() -> str:
-    """The Verilog of Yosys's LUT4, LUT2 and CCU2C simulation models (one text).
+def yosys_cell_models(cells=_YOSYS_CELLS) -> str:
+    """The Verilog of Yosys's LUT4, LUT2 and CCU2C simulation models (one text), or of
+    the ``(file under share/ecp5, module)`` pairs ``cells``.
 
     Raises
     ------
@@ -59,7 +60,7 @@ def yosys_cell_models() -> str:
     """
     texts = {}
     parts = []
-    for filename, module in _YOSYS_CELLS:
+    for filename, module in cells:
         if filename not in texts:
             source = yosys_share_file("ecp5", filename)
             if source is None:

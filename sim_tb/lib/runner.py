@@ -481,18 +481,23 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
 
 def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
                    extra_env=None, seed: int | None = None,
-                   extra_sources=(), simulator: str | None = None) -> SimResults:
+                   extra_sources=(), simulator: str | None = None,
+                   core: ExportedCore | None = None,
+                   models: list | None = None) -> SimResults:
     """Export the core for ``params`` and run the cocotb ``test_module`` on it, with the
     models its memory build needs (:func:`memory_model_sources`) and ``extra_sources``
-    compiled in; ``simulator`` overrides ``LDA_SIM``."""
-    core = export_core(params)
+    compiled in; ``simulator`` overrides ``LDA_SIM``. ``core`` and ``models``: run on
+    that core (e.g. a gate-level netlist, :mod:`sim_tb.benches.gate_level`) with those models
+    instead."""
+    core = core or export_core(params)
     env = {"LDA_SIM_PARAMS": params.to_json()}
     env.update(extra_env or {})
     name = test_module.rsplit(".", 1)[-1]
     if testcase:
         name += "-" + (testcase if isinstance(testcase, str) else "_".join(testcase))
         name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)  # test names hold "/" and "="
-    sources = [core.verilog, *memory_model_sources(params.memory), *extra_sources]
+    models = memory_model_sources(params.memory) if models is None else models
+    sources = [core.verilog, *models, *extra_sources]
     return run_cocotb(sources=sources, toplevel=core.toplevel,
                       build_dir=core.build_dir, test_module=test_module,
                       testcase=testcase, extra_env=env, seed=seed, results_name=name,

@@ -63,8 +63,9 @@ class SimulationTransport(ByteTransport):
     """
 
     def __init__(self, transact: Callable[[bytes, int, int], bytes], *,
-                 timeout_cycles: int = 100_000, name: str = "simulation"):
-        super().__init__(retries=0, resync_delay=0.0, name=name)
+                 timeout_cycles: int = 100_000, name: str = "simulation",
+                 framing: str = "checked"):
+        super().__init__(retries=0, resync_delay=0.0, name=name, framing=framing)
         if timeout_cycles < 1:
             raise ValueError(f"timeout_cycles must be positive, not {timeout_cycles}")
         self._transact = transact

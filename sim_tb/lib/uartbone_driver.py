@@ -109,10 +109,12 @@ class ByteStreamPort:
 
 
 def simulation_transport(port: ByteStreamPort, *, timeout_cycles: int = 100_000,
-                         name: str = "cocotb core") -> SimulationTransport:
-    """A host transport on ``port`` for code run by :func:`run_host`."""
+                         name: str = "cocotb core",
+                         framing: str = "checked") -> SimulationTransport:
+    """A host transport on ``port`` for code run by :func:`run_host` (``framing``: the
+    bus framing, :data:`host_sw.contracts.uartbone.FRAMINGS`)."""
     return SimulationTransport(resume(port.transact), timeout_cycles=timeout_cycles,
-                               name=name)
+                               name=name, framing=framing)
 
 
 async def run_host(func, *args, **kwargs):

@@ -24,10 +24,16 @@
 // * Power-up: every bit zero (GSR and the INITVAL parameters: only all-zero INITVALs are
 //   supported).
 //
+// * x36 (DATA_WIDTH_A = DATA_WIDTH_B = 36, how Yosys maps its PDPW16KD pseudo-dual-port
+//   block, share/lattice/brams_map_16kd.v): port A writes only, port B reads only; word
+//   address AD[13:5] (512 words); WEA and CEA enable the write, ADA[3:0] are the byte
+//   enables of the four 9-bit bytes, data in on {DIB, DIA}; the read latch (and REGMODE_B's
+//   output register, OCEB, RSTB) on {DOB, DOA}.
+//
 // Stricter than the silicon where the silicon is undefined, so a design cannot depend on
 // it unknowingly: a read of bits the other port writes at the same clock edge returns X
 // for those bits, and two ports writing the same bits at the same edge store X.
-// Anything not modelled (non-zero INITVAL, the 36-bit pseudo-dual-port mode, narrow widths mixed with a
+// Anything not modelled (non-zero INITVAL, 36 bits on one port only, narrow widths mixed with a
 // different width on the other port, an unknown width) stops the simulation at time 0
 // instead of being modelled wrongly.
 //
@@ -104,10 +110,16 @@ module DP16KD (
   reg [17:0] latch_a, latch_b, outreg_a, outreg_b;
   reg clka_prev, clkb_prev;
 
+  // the x36 pseudo-dual-port mode: its own storage, latch and output register
+  localparam PDP36 = DATA_WIDTH_A == 36 && DATA_WIDTH_B == 36;
+  reg [35:0] mem36 [0:511];
+  reg [35:0] latch36, outreg36;
+  wire [35:0] do36 = (REGMODE_B == "OUTREG") ? outreg36 : latch36;
+
   assign {DOA17, DOA16, DOA15, DOA14, DOA13, DOA12, DOA11, DOA10, DOA9, DOA8, DOA7, DOA6, DOA5, DOA4, DOA3, DOA2, DOA1, DOA0} =
-    (REGMODE_A == "OUTREG") ? outreg_a : latch_a;
+    PDP36 ? do36[17:0] : (REGMODE_A == "OUTREG") ? outreg_a : latch_a;
   assign {DOB17, DOB16, DOB15, DOB14, DOB13, DOB12, DOB11, DOB10, DOB9, DOB8, DOB7, DOB6, DOB5, DOB4, DOB3, DOB2, DOB1, DOB0} =
-    (REGMODE_B == "OUTREG") ? outreg_b : latch_b;
+    PDP36 ? do36[35:18] : (REGMODE_B == "OUTREG") ? outreg_b : latch_b;
 
   function valid_width(input integer width);
     valid_width = width == 1 || width == 2 || width == 4 || width == 9 || width == 18;
@@ -163,7 +175,7 @@ module DP16KD (
 
   integer k;
   initial begin
-    if (!valid_width(DATA_WIDTH_A) || !valid_width(DATA_WIDTH_B)) begin
+    if (!PDP36 && (!valid_width(DATA_WIDTH_A) || !valid_width(DATA_WIDTH_B))) begin
       $display("DP16KD %m: DATA_WIDTH_A=%0d / DATA_WIDTH_B=%0d not supported", DATA_WIDTH_A, DATA_WIDTH_B);
       $finish(1);
     end
@@ -180,6 +192,8 @@ module DP16KD (
       $finish(1);
     end
     for (k = 0; k < 1024; k = k + 1) mem[k] = 18'h0;
+    for (k = 0; k < 512; k = k + 1) mem36[k] = 36'h0;
+    latch36 = 36'h0; outreg36 = 36'h0;
     latch_a = 18'h0; latch_b = 18'h0; outreg_a = 18'h0; outreg_b = 18'h0;
     clka_prev = 1'b0; clkb_prev = 1'b0;
   end
@@ -191,12 +205,38 @@ module DP16KD (
   reg [17:0] wmask_a, wmask_b, wdata_a, wdata_b, rmask_a, rmask_b, old_a, old_b;
   wire arst_a = RESETMODE == "ASYNC" && RSTA === 1'b1;
   wire arst_b = RESETMODE == "ASYNC" && RSTB === 1'b1;
+  // x36: port A writes {DIB, DIA} with byte enables ADA[3:0], port B reads
+  reg write36;
+  reg [35:0] wmask36, old36;
+  task pdp36_access;
+    begin
+      write36 = edge_a && sel_a && WEA === 1'b1;
+      wmask36 = {{9{ADA3}}, {9{ADA2}}, {9{ADA1}}, {9{ADA0}}};
+      old36 = mem36[adb[13:5]];
+      // a read of bits written at the same edge: undefined
+      if (write36 && ada[13:5] == adb[13:5]) old36 = old36 ^ (wmask36 & 36'bx);
+      if (arst_b) begin
+        latch36 = 36'h0;
+        outreg36 = 36'h0;
+      end else if (edge_b) begin
+        if (RSTB === 1'b1) outreg36 = 36'h0;
+        else if (OCEB === 1'b1) outreg36 = latch36;
+        if (RSTB === 1'b1) latch36 = 36'h0;
+        else if (sel_b) latch36 = old36;
+      end
+      if (write36)
+        mem36[ada[13:5]] = (mem36[ada[13:5]] & ~wmask36) | ({dib, dia} & wmask36);
+    end
+  endtask
+
   always @(CLKA or CLKB or arst_a or arst_b) begin
     edge_a = (CLKA === 1'b1) && (clka_prev !== 1'b1);
     edge_b = (CLKB === 1'b1) && (clkb_prev !== 1'b1);
     clka_prev = CLKA;
     clkb_prev = CLKB;
-    if (edge_a || edge_b || arst_a || arst_b) begin
+    if (PDP36) begin
+      if (edge_a || edge_b || arst_b) pdp36_access;
+    end else if (edge_a || edge_b || arst_a || arst_b) begin
       write_a = edge_a && sel_a && WEA === 1'b1;
       write_b = edge_b && sel_b && WEB === 1'b1;
       wmask_a = write_a ? bit_mask(DATA_WIDTH_A, ada) : 18'h0;

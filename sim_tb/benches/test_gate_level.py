@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""pytest entry of the gate-level simulation (:mod:`sim_tb.benches.gate_level`): the core's
+``synth_ecp5`` netlist, as a board build makes it, under the same cocotb benches as the
+exported RTL, its counters and check values word for word against the golden model.
+
+* default suite: the cell models (TRELLIS_FF against Yosys's) and the LDA netlist
+  (8 bits, 2 banks x 64 rows) is ECP5 cells only;
+* ``LDA_SLOW=1`` (marker ``slow``; Icarus runs the netlist at some 11 cycles per CPU
+  second, ``docs/SIMULATION.md``): the LDA core on the core bench, the scoreboard test
+  (``counters_match_golden``: frozen copy, FROZEN_CHECK, packet and status counters) and
+  the swaps under back-to-back traffic (``interval_swaps``: every interval a contiguous
+  run equal to the golden synopsis of its run, its check value, the overrun); the RDA and
+  LDS cores on the same bench, the OPA core on its bench (bus and host export), the RLI
+  pair on its two-core bench.
+
+Marker ``gate_level``: ``pytest -m gate_level`` runs only these (wall time in
+``docs/SIMULATION.md``, "Gate-level simulation").
+"""
+
+import os
+import shutil
+
+import pytest
+
+from sim_tb.lib.ecp5_cells import YosysModelMissing
+from sim_tb.benches.gate_level import (gate_model_sources, netlist_cells, run_gate_pair_bench,
+                               run_gate_tests, yosys_executable)
+from sim_tb.lib.runner import CoreParams
+
+
+def _tools_missing() -> str:
+    """Why the netlist cannot be built and simulated here ('' when it can)."""
+    if shutil.which("iverilog") is None:
+        return "iverilog is not installed"
+    try:
+        yosys_executable()
+        gate_model_sources()
+    except YosysModelMissing as exc:
+        return str(exc)
+    return ""
+
+
+TOOLS_MISSING = _tools_missing()
+pytestmark = [pytest.mark.cocotb, pytest.mark.gate_level,
+              pytest.mark.skipif(bool(TOOLS_MISSING), reason=TOOLS_MISSING)]
+only_slow = pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; LDA_SLOW=1")
+
+LDA_PARAMS = CoreParams(kind="lda", data_width=8)
+#: The core bench's tests run on a netlist (the scoreboard and the swaps).
+CORE_TESTS = ["counters_match_golden/pauses=none", "interval_swaps"]
+
+
+@pytest.mark.slow
+@only_slow
+def test_gate_level_lda():
+    results = run_gate_tests(LDA_PARAMS, "sim_tb.benches.test_core", testcase=CORE_TESTS)
+    assert set(CORE_TESTS) <= set(results.tests), sorted(results.tests)
+
+
+def test_gate_level_netlist_is_the_board_build():
+    """The netlist is ECP5 cells only (no RTL left): flip-flops, LUTs, carry chains and
+    the counter bank's DP16KD block RAMs."""
+    from sim_tb.benches.gate_level import gate_netlist
+
+    cells = netlist_cells(gate_netlist(LDA_PARAMS).verilog)
+    assert cells.get("DP16KD", 0) >= 2, cells
+    assert cells.get("TRELLIS_FF", 0) > 1000 and cells.get("LUT4", 0) > 1000, cells
+    assert cells.get("CCU2C", 0) > 0, cells
+    text = gate_netlist(LDA_PARAMS).verilog.read_text()
+    assert "always" not in text and " reg " not in text, "behavioural code in the netlist"
+
+
+@pytest.mark.parametrize("params", [CoreParams(kind="rda", data_width=8),
+                                    CoreParams(kind="lds", data_width=8)],
+                         ids=lambda p: p.param_id)
+@pytest.mark.slow
+@only_slow
+def test_gate_level_core(params):
+    results = run_gate_tests(params, "sim_tb.benches.test_core", testcase=CORE_TESTS)
+    assert set(CORE_TESTS) <= set(results.tests), sorted(results.tests)
+
+
+@pytest.mark.slow
+@only_slow
+def test_gate_level_opa():
+    params = CoreParams(kind="opa", data_width=64, banks=4, size=16)
+    results = run_gate_tests(params, "sim_tb.benches.test_opa_core",
+                             testcase=["manual_intervals", "timer_intervals_exported"])
+    assert {"manual_intervals", "timer_intervals_exported"} <= set(results.tests), \
+        sorted(results.tests)
+
+
+@pytest.mark.slow
+@only_slow
+def test_gate_level_rli_pair():
+    params = CoreParams(kind="rli", data_width=64, size=16)
+    results = run_gate_pair_bench(params, "sim_tb.benches.test_rli_pair", "rli_pair")
+    assert "references_through_a_queue" in results.tests, sorted(results.tests)
+
+
+def test_trellis_ff_model_equals_yosys():
+    """``sim_tb/models/trellis_ff.v`` (Yosys's TRELLIS_FF without generate blocks, which
+    Icarus elaborates slowly) equals Yosys's model: both side by side in every parameter
+    combination on 4000 steps of random CLK/LSR/CE/DI/M, Q compared (four-state) after
+    every step."""
+    import itertools
+    import subprocess
+
+    from sim_tb.lib.ecp5_cells import yosys_cell_models
+    from sim_tb.benches.gate_level import TRELLIS_FF_MODEL
+    from sim_tb.lib.runner import BUILD_ROOT
+
+    yosys_ff = yosys_cell_models((("common_sim.vh", "TRELLIS_FF"),)).replace(
+        "module TRELLIS_FF(", "module YOSYS_TRELLIS_FF(")
+    combos = list(itertools.product(("1", "0", "INV", "CE"), ("CLK", "INV"), ("LSR", "INV"),
+                                    ("LSR_OVER_CE", "ASYNC"), ("RESET", "SET"),
+                                    ("LSR", "PRLD")))
+    lines = ["`timescale 1ns / 1ps", "module tb;", "  reg CLK, LSR, CE, DI, M;",
+             "  integer step, seed, checks, bad;",
+             f"  wire [{len(combos) - 1}:0] q_ours, q_yosys;"]
+    for i, (ce, clk, lsr, sr, rs, lm) in enumerate(combos):
+        params = (f'#(.CEMUX("{ce}"), .CLKMUX("{clk}"), .LSRMUX("{lsr}"), .SRMODE("{sr}"), '
+                  f'.REGSET("{rs}"), .LSRMODE("{lm}"))')
+        ports = f"(.CLK(CLK), .LSR(LSR), .CE(CE), .DI(DI), .M(M), "
+        lines.append(f"  TRELLIS_FF {params} ours{i} {ports}.Q(q_ours[{i}]));")
+        lines.append(f"  YOSYS_TRELLIS_FF {params} yosys{i} {ports}.Q(q_yosys[{i}]));")
+    lines += ["  initial begin",
+              "    checks = 0; bad = 0; seed = 24;",
+              "    {CLK, LSR, CE, DI, M} = 5'b0;",
+              "    for (step = 0; step < 4000; step = step + 1) begin",
+              "      #1 {CLK, LSR, CE, DI, M} = $random(seed);",
+              "      if (step % 7 == 0) LSR = 1'b0;",
+              "      #1 checks = checks + 1;",
+              "      if (q_ours !== q_yosys) begin",
+              "        bad = bad + 1;",
+              "        if (bad < 5) $display(\"MISMATCH step %0d: ours %b yosys %b\", step,"
+              " q_ours, q_yosys);",
+              "      end",
+              "    end",
+              "    $display(\"checked %0d steps, %0d mismatches\", checks, bad);",
+              "    $finish;",
+              "  end", "endmodule"]
+    folder = BUILD_ROOT / "models" / "trellis_ff_check"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tb.v").write_text("\n".join(lines) + "\n")
+    (folder / "yosys_trellis_ff.v").write_text("`timescale 1ns / 1ps\n" + yosys_ff)
+    subprocess.run(["iverilog", "-g2005", "-o", str(folder / "tb.vvp"), "-s", "tb",
+                    str(folder / "tb.v"), str(folder / "yosys_trellis_ff.v"),
+                    str(TRELLIS_FF_MODEL)], check=True)
+    out = subprocess.run(["vvp", "-n", str(folder / "tb.vvp")], capture_output=True,
+                         text=True, check=True).stdout
+    assert "checked 4000 steps, 0 mismatches" in out, out
