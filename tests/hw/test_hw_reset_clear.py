@@ -54,6 +54,16 @@ async def sweep_cycles(ctx, dut, refuse=None):
     return cycles
 
 
+
+async def swap_until_frozen(ctx, dut):
+    """Swap (refused would be a failure) and wait until the copy that ends is FROZEN."""
+    ctx.set(dut.swap, 1)
+    assert not ctx.get(dut.swap_refused)
+    await ctx.tick()
+    ctx.set(dut.swap, 0)
+    while not ctx.get(dut.frozen_ready):
+        await ctx.tick()
+
 def test_copy_control_reset_while_frozen_sweeps_both_copies():
     depth = 5
     dut = CopyControl(depth=depth, drain_cycles=1, flush=2)
@@ -102,14 +112,6 @@ def test_counter_bank_reset_clears_both_copies():
             await ctx.tick()
         ctx.set(dut.update.valid, 0)
 
-    async def swap_until_frozen(ctx):
-        ctx.set(dut.swap, 1)
-        assert not ctx.get(dut.swap_refused)
-        await ctx.tick()
-        ctx.set(dut.swap, 0)
-        while not ctx.get(dut.frozen_ready):
-            await ctx.tick()
-
     async def read_all(ctx):
         words = []
         for index in range(lanes * depth):
@@ -139,7 +141,7 @@ def test_counter_bank_reset_clears_both_copies():
     async def bench(ctx, rst):
         assert await sweep_cycles(ctx, dut) == depth         # power-up
         await update_every_word(ctx, 0)
-        await swap_until_frozen(ctx)
+        await swap_until_frozen(ctx, dut)
         before = await read_all(ctx)
         assert all(w != 0 for w in before)                   # copy 0 holds counts
         await update_every_word(ctx, 1)                      # copy 1 ACTIVE with counts
@@ -148,7 +150,7 @@ def test_counter_bank_reset_clears_both_copies():
         assert await sweep_cycles(ctx, dut, refuse) == depth
         assert ctx.get(dut.other_clean) and ctx.get(dut.active_copy) == 0
         for copy in (0, 1):
-            await swap_until_frozen(ctx)
+            await swap_until_frozen(ctx, dut)
             assert ctx.get(dut.frozen_copy) == copy
             assert await read_all(ctx) == zeros, f"copy {copy} not cleared by the reset"
             assert ctx.get(dut.frozen_check) == check_value(LDA, zeros)
@@ -173,14 +175,6 @@ def test_opa_words_reset_clears_both_copies():
             await ctx.tick()
         ctx.set(dut.valid, 0)
 
-    async def swap_until_frozen(ctx):
-        ctx.set(dut.swap, 1)
-        assert not ctx.get(dut.swap_refused)
-        await ctx.tick()
-        ctx.set(dut.swap, 0)
-        while not ctx.get(dut.frozen_ready):
-            await ctx.tick()
-
     async def read_all(ctx):
         words = []
         for g in range(config.groups):
@@ -196,14 +190,14 @@ def test_opa_words_reset_clears_both_copies():
     async def bench(ctx, rst):
         assert await sweep_cycles(ctx, dut) == config.groups
         await feed(ctx, 40)
-        await swap_until_frozen(ctx)
+        await swap_until_frozen(ctx, dut)
         assert await read_all(ctx) != empty                  # copy 0 holds counts
         await feed(ctx, 40)
         await ctx.tick().repeat(dut.latency + 2)
         await reset(ctx, rst)
         assert await sweep_cycles(ctx, dut) == config.groups
         for copy in (0, 1):
-            await swap_until_frozen(ctx)
+            await swap_until_frozen(ctx, dut)
             assert ctx.get(dut.active_copy) == 1 - copy
             assert await read_all(ctx) == empty, f"copy {copy} not cleared by the reset"
             assert ctx.get(dut.frozen_check) == check_value(config, empty)
