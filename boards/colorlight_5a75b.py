@@ -11,7 +11,7 @@ their reset and MDIO pins; ``boards.top.add_rgmii_resources`` requests the reset
 
 Usage::
 
-    python -m boards.colorlight_5a75b [--synopsis lda|rda|lds] [--directions ...] [--no-build]
+    python -m boards.colorlight_5a75b [--synopsis lda|rda|lds|opa|rli] [--directions ...] [--no-build]
 
 writes ``build/colorlight_5a75b/colorlight_5a75b.bit``, ``csr.csv``, ``csr.json``.
 """

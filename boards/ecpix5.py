@@ -8,7 +8,7 @@ it, nothing is transmitted; the FTDI UART carries the host bus; the core runs on
 
 Usage::
 
-    python -m boards.ecpix5 [--synopsis lda|rda|lds] [--no-build]
+    python -m boards.ecpix5 [--synopsis lda|rda|lds|opa|rli] [--no-build]
 
 writes ``build/ecpix5/ecpix5.bit``, ``csr.csv``, ``csr.json``.
 """

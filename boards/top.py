@@ -41,7 +41,7 @@ from amaranth.lib import wiring
 from amaranth.lib.cdc import ResetSynchronizer
 
 from host_sw.contracts.config import LdaConfig
-from host_sw.contracts.config_args import config_from_args, default_config_namespace
+from host_sw.contracts.config_args import add_config_arguments, config_from_args
 from host_sw.contracts.csr_export import write_csr_files
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
 from hw.lda_pipeline import MeasurementCore
@@ -412,11 +412,7 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     measured directions) also ``--directions``. ``skew``: the RGMII delays the board's
     PHYs need from the FPGA (:class:`boards.rgmii_pins.RGMIISkew`)."""
     parser = argparse.ArgumentParser(prog=f"python -m boards.{board}", description=description)
-    parser.add_argument("--synopsis", choices=("lda", "rda", "lds"), default="lda")
-    parser.add_argument("--banks", type=int)
-    parser.add_argument("--rows", type=int)
-    parser.add_argument("--cells", type=int)
-    parser.add_argument("--buckets", type=int)
+    add_config_arguments(parser, seed_flag="--hash-seed")
     parser.add_argument("--data-width", type=int, default=64)
     parser.add_argument("--uart-baud", type=int, default=UART_BAUD,
                         help=f"host UART baud rate (default {UART_BAUD}; ldactl's "
@@ -426,7 +422,7 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help="only elaborate and write the register map exports")
     parser.add_argument("--router", choices=("router1", "router2"), default="router2",
                         help="nextpnr router (default router2)")
-    parser.add_argument("--seed", type=int, default=seed,
+    parser.add_argument("--seed", dest="pnr_seed", type=int, default=seed,
                         help=f"nextpnr placement seed (default {seed})")
     parser.add_argument("--placer", choices=("heap", "static"), default=placer,
                         help=f"nextpnr placer (default {placer}; static routed the whole "
@@ -439,10 +435,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                             help=f"directions measured (default {default}); the other "
                                  f"is a plain pass-through")
     args = parser.parse_args(argv)
-    ns = default_config_namespace(synopsis=args.synopsis, banks=args.banks, rows=args.rows,
-                                  cells=args.cells, buckets=args.buckets)
     try:
-        config = config_from_args(ns)
+        config = config_from_args(args)
         extra = {} if directions is None else {"directions": choices[args.directions]}
         top = top_factory(config=config, data_width=args.data_width,
                           uart_baud=args.uart_baud, skew=skew, **extra)
@@ -451,7 +445,7 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     try:
         summary = build_board(platform_factory(), top, board=board,
                               build_dir=args.build_dir, do_build=not args.no_build,
-                              nextpnr_opts=f"--router {args.router} --seed {args.seed} "
+                              nextpnr_opts=f"--router {args.router} --seed {args.pnr_seed} "
                                            f"--placer {args.placer}")
     except ToolchainMissing as exc:
         print(f"python -m boards.{board}: {exc}", file=sys.stderr)

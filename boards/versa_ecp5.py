@@ -7,7 +7,7 @@ the 100 MHz board clock. Pins come from ``amaranth_boards.versa_ecp5``.
 
 Usage::
 
-    python -m boards.versa_ecp5 [--synopsis lda|rda|lds] [--no-build]
+    python -m boards.versa_ecp5 [--synopsis lda|rda|lds|opa|rli] [--no-build]
 
 writes ``build/versa_ecp5/versa_ecp5.bit`` (and ``.svf``), ``csr.csv``, ``csr.json``.
 """

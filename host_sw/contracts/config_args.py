@@ -13,9 +13,11 @@ from host_sw.contracts.config_base import SynopsisConfig
 __all__ = ["add_config_arguments", "config_from_args", "default_config_namespace"]
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+def add_config_arguments(parser: argparse.ArgumentParser, *, seed_flag: str = "--seed") -> None:
     """Add the configuration options (``--synopsis``, dimensions, thresholds, window, seed)
-    that :func:`config_from_args` reads."""
+    that :func:`config_from_args` reads. ``seed_flag``: the hash seed's option name (the
+    board commands call it ``--hash-seed``, their ``--seed`` being nextpnr's placement
+    seed); it is read as ``args.seed`` whatever its name."""
     parser.add_argument("--synopsis", choices=tuple(KIND_PARAMETERS), default="lda")
     parser.add_argument("--banks", type=int, help="LDA/RDA banks (default 2)")
     parser.add_argument("--rows", type=int, help="LDA rows (default 1024) / LDS rows "
@@ -28,8 +30,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thresholds", help="LDA bank / LDS row thresholds, comma separated")
     parser.add_argument("--digest-bits", type=int, help="LDS/RLI digest bits (default 32)")
     parser.add_argument("--window-bytes", type=int, help="header window bytes (default 64)")
-    parser.add_argument("--seed", type=lambda s: int(s, 0), default=LdaConfig().seed,
-                        help="hash seed")
+    parser.add_argument(seed_flag, dest="seed", type=lambda s: int(s, 0),
+                        default=LdaConfig().seed, help="hash seed")
 
 
 def default_config_namespace(**overrides) -> argparse.Namespace:

@@ -20,8 +20,10 @@ from boards import colorlight_5a75b, ecpix5, versa_ecp5
 from boards.bus_router import UARTBoneRouter
 from boards.rgmii import RGMIIPort, RGMIIReceiver, RGMIITransmitter
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
+from boards import top as top_module
 from boards.top import build_board, device_csr, write_csr_exports
-from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, RdaConfig, config_class
+from host_sw.contracts.config_args import KIND_PARAMETERS
 from host_sw.contracts.csr_export import parse_csr_csv, parse_csr_json
 from host_sw.contracts.uartbone import encode_read, encode_write
 
@@ -419,3 +421,21 @@ def test_router_passes_checked_commands_whole_and_survives_a_garbled_one():
     assert bytes(to_host) == (ub.encode_checked_ack(1)
                               + ub.encode_checked_reply(2, [value(0, 0x34), value(0, 0x35)])
                               + ub.encode_checked_reply(4, [value(1, 0x5)]))
+
+
+@pytest.mark.parametrize("kind", sorted(KIND_PARAMETERS))
+@pytest.mark.parametrize("board", sorted(BOARDS))
+def test_board_command_builds_every_kind(board, kind, monkeypatch, capsys):
+    """``python -m boards.<board> --synopsis KIND`` hands the build a top whose cores are
+    that kind at its defaults; ``--hash-seed`` is the hash seed, ``--seed`` nextpnr's."""
+    seen = {}
+
+    def fake_build(platform, top, *, board, build_dir, do_build, nextpnr_opts):
+        seen.update(top=top, do_build=do_build, opts=nextpnr_opts)
+        return {"board": board}
+
+    monkeypatch.setattr(top_module, "build_board", fake_build)
+    assert BOARDS[board].main(["--synopsis", kind, "--hash-seed", "0x1234", "--seed", "7"]) == 0
+    expected = config_class(kind)(seed=0x1234)
+    assert [core.config for core in seen["top"].cores] == [expected] * len(seen["top"].cores)
+    assert seen["do_build"] and "--seed 7 " in seen["opts"]
