@@ -25,6 +25,10 @@ ALL = {**CONFIGS, "opa": OpaConfig(), "rli": RliConfig()}
 
 @pytest.fixture(scope="module")
 def run():
+    return simulated_run()
+
+
+def simulated_run():
     """A lossy simulated run: the trace, the sender's and the receiver's (index,
     timestamp) arrays (receiver in arrival order) and a second, unrelated run."""
     sim = Scenario(packets=4000, flows=30, loss=0.02, delay="exponential:mean=2us",
@@ -47,7 +51,11 @@ def _window_truth(run, rec):
     """``(sent, lost, mean delay)`` of the window the row reports, from the simulated
     pair: the sender's packets sent in the window, those of them the receiver's capture
     holds, their delays."""
-    w = rec.details["window"]
+    return window_truth(run, rec.details["window"])
+
+
+def window_truth(run, w):
+    """``(sent, lost, mean delay)`` of the window ``{"first_ns", "last_ns"}``."""
     s_idx, s_ts = run["s"]
     r_idx, r_ts = run["r"]
     inside = (s_ts >= w["first_ns"]) & (s_ts <= w["last_ns"])
