@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 
 from host_sw.cli import main
-from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, RdaConfig, RliConfig
 from host_sw.contracts.frames import control_frame as cf
 from host_sw.estimators.record import record_for_pair
-from host_sw.model.channel import simulate_interval
+from host_sw.estimators.rli.estimate import simulated_synopses
+from host_sw.model.channel import Scenario, simulate_interval
+from host_sw.model.golden_rli import with_references
 from host_sw.model.pcap import write_pcap
 from tests.estimators.test_offline_pairs import (_BAD as BAD_PAIRS, _bad_pair as bad_pair,
                                                  _partial as partial_pair, simulated_run,
@@ -157,3 +159,20 @@ def test_estimate_on_a_capture_pair_that_is_not_one_stream_gives_invalid_rows(
         assert not row["valid"] and row["estimate"] is None, (case, row["notes"])
         assert row["problem"] == BAD_PAIRS[case], (case, row["problem"], row["notes"])
         assert row["notes"][0]
+
+
+def test_rli_synopses_swapped_or_twice_are_invalid():
+    """RLI's snapshots (the sender's counts, the receiver's interpolated cells): in order
+    valid; swapped, a negative loss; either point twice, the same point."""
+    config = RliConfig()
+    sc = Scenario(packets=4000, flows=20, loss=0.02, delay="exponential:mean=2us", seed=3)
+    trace, _ = with_references(sc.trace(), config)
+    s, r, _ = simulated_synopses(config, sc.run(trace=trace).intervals[0])
+    rec = record_for_pair(s, r)
+    assert rec.valid and rec.estimate["lost"] == 81 and rec.estimate["mean"] > 0
+    rec = record_for_pair(r, s)
+    assert not rec.valid and rec.estimate is None and rec.problem == "swapped"
+    assert "(4000 > 3919, a loss of -81)" in rec.notes[0]
+    for syn in (s, r):
+        rec = record_for_pair(syn, syn)
+        assert not rec.valid and rec.estimate is None and rec.problem == "same_point"
