@@ -187,3 +187,56 @@ def test_no_commit_hashes_outside_changes():
     cited = _commits(set(found))
     assert not cited, "commit hashes outside docs/CHANGES.md:\n  " + "\n  ".join(
         f"{where} {token}" for token in sorted(cited) for where in found[token])
+
+
+#: A test named by its node id (``tests/x.py::test_name``, parameters cut off) or, after
+#: one, by ``::test_name`` alone (the same file as the last named one).
+_NODE = re.compile(r"(?<![\w./-])((?:tests|sim_tb)/[\w/.-]+\.py)?::(\w+)")
+
+
+def named_tests(page: Path):
+    """``(line, file, name)`` for every test ``page`` names by node id; ``file`` is the
+    last file named before a bare ``::name`` (None when there is none)."""
+    text = page.read_text()
+    current = None
+    for m in _NODE.finditer(text):
+        current = m.group(1) or current
+        yield _line(text, m.start()), current, m.group(2)
+
+
+def _defines(path: Path, name: str) -> bool:
+    """Whether a test file defines ``name`` (a function, coroutine or class)."""
+    pattern = rf"^\s*(?:async\s+def|def|class)\s+{re.escape(name)}\b"
+    return re.search(pattern, path.read_text(), re.MULTILINE) is not None
+
+
+def missing_tests(pages) -> list[str]:
+    missing = []
+    for page in pages:
+        rel = page.relative_to(ROOT) if page.is_relative_to(ROOT) else page.name
+        for line, file, name in named_tests(page):
+            if file is None or not (ROOT / file).is_file():
+                missing.append(f"{rel}:{line}: {file}::{name} (no such file)")
+            elif not _defines(ROOT / file, name):
+                missing.append(f"{rel}:{line}: {file}::{name}")
+    return missing
+
+
+def test_every_test_the_docs_name_exists():
+    """A claim's test (``docs/TRUST.md`` names one beside each claim) must exist: a
+    renamed or removed test is a dead reference, not a check that still runs."""
+    missing = missing_tests(PAGES)
+    assert not missing, "tests named in the docs that do not exist:\n  " + "\n  ".join(
+        missing)
+
+
+def test_the_check_finds_missing_tests(tmp_path):
+    page = tmp_path / "PAGE.md"
+    page.write_text(
+        "| a | `tests/test_docs_paths.py::test_named_paths_exist`, `::test_nothing` |\n"
+        "| b | `tests/test_docs_paths.py::test_the_check_finds_dead_paths[x]` |\n"
+        "| c | `tests/no_such_test.py::test_x` and `::test_named_paths_exist` |\n")
+    assert missing_tests([page]) == [
+        "PAGE.md:1: tests/test_docs_paths.py::test_nothing",
+        "PAGE.md:3: tests/no_such_test.py::test_x (no such file)",
+        "PAGE.md:3: tests/no_such_test.py::test_named_paths_exist (no such file)"]

@@ -138,7 +138,8 @@ _PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
 
 def _impossible(e: dict) -> str | None:
     """Why an estimate's values cannot be (a confidence interval upside down, a loss
-    rate outside 0..1, negative counts, more received than sent), or None."""
+    rate outside 0..1, negative counts, more received or lost than sent, a negative
+    standard deviation), or None."""
     ci = e.get("ci")
     if ci is not None and None not in ci and ci[0] > ci[1]:
         return f"'estimate.ci' low {ci[0]!r} is above its high {ci[1]!r}"
@@ -149,9 +150,14 @@ def _impossible(e: dict) -> str | None:
         v = e.get(key)
         if v is not None and not (_is_number(v) and v >= 0 and v == int(v)):
             return f"'estimate.{key}' must be a count (an integer >= 0), not {v!r:.60}"
-    sent, received = e.get("sent"), e.get("received")
-    if sent is not None and received is not None and received > sent:
-        return f"'estimate.received' {received} is more than 'estimate.sent' {sent}"
+    sent = e.get("sent")
+    for key in ("received", "lost"):
+        v = e.get(key)
+        if sent is not None and v is not None and v > sent:
+            return f"'estimate.{key}' {v} is more than 'estimate.sent' {sent}"
+    std = e.get("std")
+    if std is not None and std < 0:
+        return f"'estimate.std' must be >= 0, not {std!r}"
     return None
 
 

@@ -295,9 +295,9 @@ def _window_note(pair: StreamedPair) -> str | None:
             f"and {pair.left_out['receiver']} receiver packets outside it")
 
 
-def _streamed_check(pair: StreamedPair) -> PairingCheck:
+def _streamed_check(pair: StreamedPair | RliCapturePair) -> PairingCheck:
     """:func:`check_pairing` of a streamed pair (the same checks, from its counts, and
-    :func:`_stream_problem`'s)."""
+    :func:`_stream_problem`'s); RLI's pair carries the same counts."""
     same = pair.sent > 0 and pair.matched == pair.sent == pair.received == pair.zero
     problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same,
                                pair.zero, pair.duplicates)
@@ -340,11 +340,7 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
                               hashers=hashers,
                               problem=None if check.valid else check.problem.value)
         if check.valid:
-            details = {}
-            if pair.window is not None:
-                lo, hi, margin = pair.window
-                details["window"] = {"first_ns": lo, "last_ns": hi, "margin_ns": margin,
-                                     "left_out": dict(pair.left_out)}
+            details = _window_details(pair)
             if flows is not None:
                 details["flows"] = flow_report(s, r, flows[0], flows[1],
                                                min_samples=min_flow_samples)
@@ -455,15 +451,19 @@ def _rli_capture_records(sender, receiver, config, *, mode, interval_ns, start_n
     return [_rli_record(pair, iv, confidence, flows) for iv in pair.intervals]
 
 
+def _window_details(pair) -> dict:
+    """A valid record's ``details["window"]``, when the pair was trimmed."""
+    if pair.window is None:
+        return {}
+    lo, hi, margin = pair.window
+    return {"window": {"first_ns": lo, "last_ns": hi, "margin_ns": margin,
+                       "left_out": dict(pair.left_out)}}
+
+
 def _rli_record(pair: RliCapturePair, iv: int, confidence: float, flows) -> IntervalRecord:
-    same = pair.sent > 0 and pair.matched == pair.sent == pair.received == pair.zero
-    problem, reason = _problem(pair.sent, pair.received, pair.matched, pair.negative, same,
-                               pair.zero, pair.duplicates)
-    notes = [] if reason is None else [reason]
-    notes += pair.refs.notes()
-    if problem is None and pair.negative:
-        notes.append(f"{pair.negative} of {pair.matched} matched packets have a negative "
-                     f"delay: the capture clocks disagree by more than the shortest delays")
+    check = _streamed_check(pair)
+    problem = check.problem
+    notes = [*check.notes, *pair.refs.notes()]
     empty = Synopsis.empty(pair.config)
     s = pair.sender.get(iv, empty)
     r, stats = pair.receiver.get(iv, (empty, RliReceiverStats(0, 0, 0, 0)))
@@ -490,7 +490,7 @@ def _rli_record(pair: RliCapturePair, iv: int, confidence: float, flows) -> Inte
     details = {"rli_flows": flow_table(pair, iv, flows),
                "references": stats.references, "buffer_overflowed": stats.overflowed,
                "unreferenced": stats.unreferenced,
-               "reference_source": pair.refs.source}
+               "reference_source": pair.refs.source, **_window_details(pair)}
     return dataclasses.replace(rec, true=interval_truth(pair, iv), details=details)
 
 

@@ -7,16 +7,22 @@ synopses, or one device's exports as both points, byte-different) is refused."""
 import contextlib
 import io
 import json
+import re
 
 import numpy as np
 import pytest
 
 from host_sw.cli import main
-from host_sw.contracts.config import LdaConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, RdaConfig, RliConfig
 from host_sw.contracts.frames import control_frame as cf
 from host_sw.estimators.record import record_for_pair
-from host_sw.model.channel import simulate_interval
+from host_sw.estimators.rli.estimate import simulated_synopses
+from host_sw.model.channel import Scenario, simulate_interval
+from host_sw.model.golden_rli import with_references
 from host_sw.model.pcap import write_pcap
+from tests.estimators.test_offline_pairs import (_BAD as BAD_PAIRS, _bad_pair as bad_pair,
+                                                 _partial as partial_pair, simulated_run,
+                                                 window_truth)
 
 CONFIG = LdaConfig(banks=2, rows=64, thresholds=(0, 5))
 
@@ -96,3 +102,77 @@ def test_one_devices_exports_as_both_points_are_refused(tmp_path, synopses):
     assert code == 1 and out == ""
     assert ("both captures hold the exports of one device (00:00:00:00:00:01): the same "
             "point twice") in err
+
+
+# -- packet captures: ldactl estimate on pairs that are not, or only partly, one stream --
+
+#: The kinds whose capture pairs are trimmed and checked (OPA's path is its own).
+_CAPTURE_KINDS = ["lda", "rda", "lds", "rli"]
+
+
+@pytest.fixture(scope="module")
+def capture_run():
+    return simulated_run()
+
+
+def _rows(argv):
+    code, out, err = _call(["estimate", *argv, "--json"])
+    assert code == 0 and "Traceback" not in err, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def _sane(row):
+    """No valid row with a negative or > 100 % loss or a negative mean."""
+    if row["valid"]:
+        e = row["estimate"]
+        assert e["lost"] is None or e["lost"] >= 0, row
+        assert e["loss_rate"] is None or 0 <= e["loss_rate"] <= 1, row
+        assert e["mean"] is None or e["mean"] >= 0, row
+
+
+@pytest.mark.parametrize("case", ["sender stopped early", "receiver started late",
+                                  "receiver stopped early"])
+@pytest.mark.parametrize("kind", _CAPTURE_KINDS)
+def test_estimate_on_a_partial_capture_pair_reports_the_window_both_saw(
+        capture_run, tmp_path, case, kind):
+    s, r = partial_pair(capture_run, tmp_path, case)
+    (row,) = _rows([str(s), str(r), "--synopsis", kind])
+    _sane(row)
+    assert row["valid"], row["notes"]
+    (note,) = [n for n in row["notes"] if n.startswith("window both captures saw")]
+    first, last = map(int, re.search(r"sender times (\d+) to (\d+) ns", note).groups())
+    sent, lost, _ = window_truth(capture_run, {"first_ns": first, "last_ns": last})
+    assert 0 < sent < 4000
+    assert row["estimate"]["lost"] == row["true"]["lost"] == lost
+    assert row["true"]["sent"] == sent
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PAIRS))
+@pytest.mark.parametrize("kind", _CAPTURE_KINDS)
+def test_estimate_on_a_capture_pair_that_is_not_one_stream_gives_invalid_rows(
+        capture_run, tmp_path, case, kind):
+    s, r = bad_pair(capture_run, tmp_path, case)
+    rows = _rows([str(s), str(r), "--synopsis", kind, "--interval-ns", "1000000"])
+    assert rows
+    for row in rows:
+        _sane(row)
+        assert not row["valid"] and row["estimate"] is None, (case, row["notes"])
+        assert row["problem"] == BAD_PAIRS[case], (case, row["problem"], row["notes"])
+        assert row["notes"][0]
+
+
+def test_rli_synopses_swapped_or_twice_are_invalid():
+    """RLI's snapshots (the sender's counts, the receiver's interpolated cells): in order
+    valid; swapped, a negative loss; either point twice, the same point."""
+    config = RliConfig()
+    sc = Scenario(packets=4000, flows=20, loss=0.02, delay="exponential:mean=2us", seed=3)
+    trace, _ = with_references(sc.trace(), config)
+    s, r, _ = simulated_synopses(config, sc.run(trace=trace).intervals[0])
+    rec = record_for_pair(s, r)
+    assert rec.valid and rec.estimate["lost"] == 81 and rec.estimate["mean"] > 0
+    rec = record_for_pair(r, s)
+    assert not rec.valid and rec.estimate is None and rec.problem == "swapped"
+    assert "(4000 > 3919, a loss of -81)" in rec.notes[0]
+    for syn in (s, r):
+        rec = record_for_pair(syn, syn)
+        assert not rec.valid and rec.estimate is None and rec.problem == "same_point"

@@ -17,11 +17,18 @@ from host_sw.model.channel import Scenario
 from host_sw.model.pcap import write_pcap
 
 CONFIGS = {"lda": LdaConfig(), "rda": RdaConfig(), "lds": LdsConfig()}
+#: The kinds whose capture pairs are trimmed and checked as one stream at two points
+#: (RLI on its own streamed path, with the same window and checks).
+TRIMMED = {**CONFIGS, "rli": RliConfig()}
 ALL = {**CONFIGS, "opa": OpaConfig(), "rli": RliConfig()}
 
 
 @pytest.fixture(scope="module")
 def run():
+    return simulated_run()
+
+
+def simulated_run():
     """A lossy simulated run: the trace, the sender's and the receiver's (index,
     timestamp) arrays (receiver in arrival order) and a second, unrelated run."""
     sim = Scenario(packets=4000, flows=30, loss=0.02, delay="exponential:mean=2us",
@@ -44,7 +51,11 @@ def _window_truth(run, rec):
     """``(sent, lost, mean delay)`` of the window the row reports, from the simulated
     pair: the sender's packets sent in the window, those of them the receiver's capture
     holds, their delays."""
-    w = rec.details["window"]
+    return window_truth(run, rec.details["window"])
+
+
+def window_truth(run, w):
+    """``(sent, lost, mean delay)`` of the window ``{"first_ns", "last_ns"}``."""
     s_idx, s_ts = run["s"]
     r_idx, r_ts = run["r"]
     inside = (s_ts >= w["first_ns"]) & (s_ts <= w["last_ns"])
@@ -93,17 +104,19 @@ def _partial(run, tmp_path, case):
 
 @pytest.mark.parametrize("case", ["sender stopped early", "receiver started late",
                                   "receiver stopped early"])
-@pytest.mark.parametrize("kind", sorted(CONFIGS))
+@pytest.mark.parametrize("kind", sorted(TRIMMED))
 def test_a_partial_pair_reports_the_loss_of_the_window_both_saw(run, tmp_path, case, kind):
     s, r = _partial(run, tmp_path, case)
-    (rec,) = capture_records(s, r, CONFIGS[kind])
+    (rec,) = capture_records(s, r, TRIMMED[kind])
     _check_sane(rec)
     assert rec.valid, rec.notes
     sent, lost, mean = _window_truth(run, rec)
     assert 0 < sent < 4000
     assert rec.estimate["lost"] == rec.true["lost"] == lost
     assert rec.true["sent"] == sent and rec.true["mean"] == pytest.approx(mean, rel=1e-12)
-    assert abs(rec.estimate["mean"] - mean) < 0.1 * mean        # ~2 us, not 24 us
+    # ~2 us, not 24 us (RLI interpolates between references 100 packets apart: its mean
+    # of the whole pair is 25 % below the truth on these exponential delays)
+    assert abs(rec.estimate["mean"] - mean) < (0.35 if kind == "rli" else 0.1) * mean
     w = rec.details["window"]
     (note,) = [n for n in rec.notes if n.startswith("window both captures saw")]
     assert f"sender times {w['first_ns']} to {w['last_ns']} ns" in note
@@ -150,11 +163,11 @@ _BAD = {"sender twice": "duplicated_packets", "receiver twice": "duplicated_pack
 
 
 @pytest.mark.parametrize("case", sorted(_BAD))
-@pytest.mark.parametrize("kind", sorted(CONFIGS))
+@pytest.mark.parametrize("kind", sorted(TRIMMED))
 def test_a_pair_that_is_not_one_stream_is_invalid_with_its_reason(run, tmp_path, case,
                                                                   kind):
     s, r = _bad_pair(run, tmp_path, case)
-    records = capture_records(s, r, CONFIGS[kind])
+    records = capture_records(s, r, TRIMMED[kind])
     assert records
     for rec in records:
         assert not rec.valid and rec.estimate is None, (case, rec.notes)
@@ -165,12 +178,12 @@ def test_a_pair_that_is_not_one_stream_is_invalid_with_its_reason(run, tmp_path,
 
 @pytest.mark.parametrize("case", sorted(_BAD) + ["sender stopped early",
                                                  "receiver started late"])
-@pytest.mark.parametrize("kind", ["opa", "rli"])
+@pytest.mark.parametrize("kind", ["opa"])
 def test_no_valid_row_is_impossible_for_opa_and_rli(run, tmp_path, case, kind):
-    """OPA (captures read whole) and RLI (its own streamed path): a pair that is not one
-    stream is invalid with a reason (the swapped and foreign cases as ``swapped``: the
-    receiver counted more than the sender); partial captures are not trimmed on these
-    paths, but no row is impossible."""
+    """OPA (captures read whole): a pair that is not one stream is invalid with a reason
+    (the swapped and foreign cases as ``swapped``: the receiver counted more than the
+    sender); partial captures are not trimmed on this path, but no row is impossible.
+    (RLI is trimmed and checked as LDA, RDA and LDS are, in the tests above.)"""
     if case in _BAD:
         s, r = _bad_pair(run, tmp_path, case)
     else:

@@ -24,9 +24,20 @@ Where the references come from (docs/CLI.md, estimate):
   receiver by their packet hash. Such a packet is a reference placed just before
   itself and is also counted: its interpolated delay is its measured delay.
 
+Pairs that are only partly one stream at two points (issue 23, item 3) are handled as
+:func:`~host_sw.estimators.offline_stream.stream_pair` handles them, with its
+definitions: when the captures saw different windows
+(:func:`~host_sw.estimators.offline_stream.common_window`), both are read again keeping
+the sender's packets of the window both saw and the receiver's packets of those (or,
+not in the sender capture, arrived where no edge explains them); the references still
+come from the whole sender capture (they are not counted). The pairing counts (delays'
+range, receiver packets the sender capture does not hold) feed the same checks
+(:func:`host_sw.estimators.offline._streamed_check`).
+
 Memory: the reference frames' (or designated packets') send times (a fraction of the
-packets), one flow entry per flow, the receiver's buffer (``buffer_packets``); the
-truth's per-packet records go to temporary files beyond
+packets), one flow entry per flow, the receiver's buffer (``buffer_packets``), when
+trimming the match keys of the sender's packets within the largest delay of the
+window's edges; the truth's per-packet records go to temporary files beyond
 :data:`~host_sw.estimators.offline_stream.SPILL_MEMORY_BYTES`.
 """
 
@@ -44,8 +55,9 @@ from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.contracts.frames.reference_frame import (REFERENCE_FRAME_BYTES, TYPE_REFERENCE,
                                                parse_reference)
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.estimators.offline_stream import (FlowTable, _Grid, _key_hashers, _match,
-                                               _partitions, _Spill, _ticks)
+from host_sw.estimators.offline_stream import (FlowTable, StreamedPair, _Grid, _key_hashers,
+                                               _match, _partitions, _Spill, _ticks,
+                                               common_window)
 from host_sw.estimators.rli.estimate import estimate_flows
 from host_sw.model.golden_lda_rda_lds import Hashers, hash_windows
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, iter_capture
@@ -121,10 +133,47 @@ class RliCapturePair:
     flow_truth: dict = field(default_factory=dict)  # interval -> per-flow arrays
     #: Packets repeating an earlier one's key, per capture.
     duplicates: dict = field(default_factory=lambda: {"sender": 0, "receiver": 0})
+    # what the pairing shows, as :class:`~host_sw.estimators.offline_stream.StreamedPair`
+    delay_min: int | None = None     # of the matched packets, ns
+    delay_max: int | None = None
+    delay_sum: int = 0
+    unmatched: int = 0        # receiver packets not in the sender capture (kept ones)
+    window: tuple | None = None      # (lo, hi, margin) ns: the window both saw
+    left_out: dict = field(default_factory=lambda: {"sender": 0, "receiver": 0})
+    start_ns: int | None = None      # the interval grid's origin
+
+    #: First and last timestamp (ns) of a capture's packets (StreamedPair's definition).
+    ends = StreamedPair.ends
 
     @property
     def intervals(self) -> list[int]:
         return sorted(set(self.sender) | set(self.receiver))
+
+
+class _Band:
+    """The match keys of the sender's kept packets near the window's edges (a multiset):
+    a receiver packet outside the window's certain part is kept when it takes one."""
+
+    def __init__(self, keys: list):
+        k = np.sort(np.concatenate(keys)) if keys else np.zeros(0, np.uint64)
+        self.keys, first, counts = np.unique(k, return_index=True, return_counts=True)
+        self.left = counts.astype(np.int64)
+
+    def take(self, keys: np.ndarray) -> np.ndarray:
+        """Whether each key (in order) takes an unused copy; the copies taken are used."""
+        if not len(self.keys) or not len(keys):
+            return np.zeros(len(keys), bool)
+        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        hit = self.keys[pos] == keys
+        order = np.argsort(keys, kind="stable")
+        k = keys[order]
+        start = np.r_[True, k[1:] != k[:-1]]
+        gid = np.cumsum(start) - 1
+        rank = np.empty(len(keys), np.int64)
+        rank[order] = np.arange(len(k)) - np.flatnonzero(start)[gid]
+        ok = hit & (rank < self.left[pos])
+        np.subtract.at(self.left, pos[ok], 1)
+        return ok
 
 
 def _meta(meta: dict, iv: np.ndarray, ts: np.ndarray) -> None:
@@ -171,8 +220,8 @@ class _Side:
             flow = self.flows.assign(h.flow, w, chunk.classes, h.counted)
             yield chunk, h, key, flow
 
-    def spill_counted(self, side, h, key, ts, iv, flow) -> int:
-        sel = np.flatnonzero(h.counted)
+    def spill_counted(self, side, counted, key, ts, iv, flow) -> int:
+        sel = np.flatnonzero(counted)
         recs = np.zeros(len(sel), _SPILL)
         recs["key"], recs["ts"] = key[sel], ts[sel]
         recs["iv"], recs["flow"] = iv[sel], flow[sel]
@@ -180,25 +229,37 @@ class _Side:
         return len(sel)
 
 
-def _sender_pass(side: _Side, path, pair: RliCapturePair, key):
+def _sender_pass(side: _Side, path, pair: RliCapturePair, key, keep=None):
     """The sender's cells, reference frames (seq → capture ns) and designated packets
-    (sorted keys, capture ns), and its truth records."""
+    (sorted keys, capture ns), and its truth records. ``keep``: ``(lo, hi, low band,
+    high band)`` ns: only the packets sent in ``[lo, hi]`` are counted (references come
+    from every packet), and the keys of those sent before ``low band`` or after ``high
+    band`` are collected (``side.band``)."""
     config = side.config
     designator = ReferenceDesignator(config)
     frames, bad_seqs = {}, set()
     des_keys, des_ts = [], []
     offset, last, n_frames = 0, (np.uint64(0), 0), 0
+    band = []
     for chunk, h, pkey, flow in side.chunks(path):
         ts = chunk.timestamps_ns
-        iv = side.grid.assign(ts, "sender")
         ticks = _ticks(ts, config.tick_ns)
+        inside = slice(None)
+        if keep is not None:
+            inside = np.flatnonzero((ts >= keep[0]) & (ts <= keep[1]))
+            pair.left_out["sender"] += len(ts) - len(inside)
+            at = inside[h.counted[inside] & ((ts[inside] < keep[2]) | (ts[inside] > keep[3]))]
+            band.append(pkey[at])
+        k_ts, k_flow, k_counted = ts[inside], h.flow[:, inside], h.counted[inside]
+        iv = side.grid.assign(k_ts, "sender")
         for k in np.unique(iv).tolist():
             sel = np.flatnonzero(iv == k)
-            syn = sender_synopsis(config, h.flow[:, sel], h.counted[sel])
+            syn = sender_synopsis(config, k_flow[:, sel], k_counted[sel])
             got = pair.sender.get(k)
             pair.sender[k] = syn if got is None else got.merged(syn)
-        _meta(pair.meta["sender"], iv, ts)
-        pair.sent += side.spill_counted("sender", h, pkey, ts, iv, flow)
+        _meta(pair.meta["sender"], iv, k_ts)
+        pair.sent += side.spill_counted("sender", k_counted, pkey[inside], k_ts, iv,
+                                        flow[inside])
         rows = reference_rows(chunk)
         good, bad = _check_references(chunk, rows, key)
         n_frames += len(rows)
@@ -214,6 +275,7 @@ def _sender_pass(side: _Side, path, pair: RliCapturePair, key):
     _designate(des_keys, des_ts, designator.finish() - offset, None, None, None, last)
     for seq in bad_seqs:          # a number sent twice: neither copy can be matched
         frames.pop(seq)
+    side.band = _Band(band) if keep is not None else None
     if n_frames:
         pair.refs.source, pair.refs.sender = "frames", n_frames
         return frames, (np.zeros(0, np.uint64), np.zeros(0, np.int64))
@@ -285,18 +347,39 @@ def _receiver_refs(chunk, key, pkey, counted, frames, designated, used, refs):
     return is_ref, send, insert_at
 
 
-def _receiver_pass(side: _Side, path, pair: RliCapturePair, key, frames, designated):
+def _receiver_kept(side: _Side, ts, counted, pkey, keep) -> np.ndarray:
+    """Which receiver packets a trimmed pass keeps (``keep``: ``(lo, hi, margin)``):
+    the counted ones arrived in ``[lo + margin, hi]`` (the window's certain part, as
+    :func:`~host_sw.estimators.offline_stream.common_window` says) and, elsewhere, those
+    of a kept sender packet; packets not counted are kept (they are not data)."""
+    lo, hi, margin = keep
+    edge = counted & ((ts < lo + margin) | (ts > hi))
+    kept = np.ones(len(ts), bool)
+    at = np.flatnonzero(edge)
+    kept[at] = side.band.take(pkey[at])
+    return kept
+
+
+def _receiver_pass(side: _Side, path, pair: RliCapturePair, key, frames, designated,
+                   keep=None):
     config = side.config
     receivers = {}
     used = set() if pair.refs.source == "frames" else np.zeros(len(designated[0]), bool)
     for chunk, h, pkey, flow in side.chunks(path):
         ts = chunk.timestamps_ns
         iv = side.grid.assign(ts, "receiver")
-        _meta(pair.meta["receiver"], iv, ts)
-        pair.received += side.spill_counted("receiver", h, pkey, ts, iv, flow)
+        data = h.counted
+        if keep is not None:
+            kept = _receiver_kept(side, ts, h.counted, pkey, keep)
+            pair.left_out["receiver"] += int((~kept).sum())
+            data = h.counted & kept
+            _meta(pair.meta["receiver"], iv[kept], ts[kept])
+        else:
+            _meta(pair.meta["receiver"], iv, ts)
+        pair.received += side.spill_counted("receiver", data, pkey, ts, iv, flow)
         is_ref, send, ins = _receiver_refs(chunk, key, pkey, h.counted, frames,
                                            designated, used, pair.refs)
-        arrival, counted, flows = _ticks(ts, config.tick_ns), h.counted & ~is_ref, h.flow
+        arrival, counted, flows = _ticks(ts, config.tick_ns), data & ~is_ref, h.flow
         if len(ins):       # the designated packets: a reference just before each
             arrival = np.insert(arrival, ins, arrival[ins])
             flows = np.insert(flows, ins, 0, axis=1)
@@ -319,7 +402,13 @@ def _pair_partition(pair: RliCapturePair, s: np.ndarray, r: np.ndarray) -> None:
     si, ri = _match(s["key"], r["key"])
     for side, recs in (("sender", s), ("receiver", r)):
         pair.duplicates[side] += int(len(recs) - len(np.unique(recs["key"])))
+    pair.unmatched += len(r) - len(ri)
     delays = r["ts"][ri] - s["ts"][si]
+    if len(delays):
+        lo_d, hi_d = int(delays.min()), int(delays.max())
+        pair.delay_min = lo_d if pair.delay_min is None else min(pair.delay_min, lo_d)
+        pair.delay_max = hi_d if pair.delay_max is None else max(pair.delay_max, hi_d)
+        pair.delay_sum += int(delays.sum())
     pair.matched += len(si)
     pair.negative += int((delays < 0).sum())
     pair.zero += int((delays == 0).sum())
@@ -358,7 +447,30 @@ def stream_rli_pair(sender, receiver, config: RliConfig, *, key: bytes | None = 
     capture's own times on the grid ``start_ns + k·interval_ns`` (default start: the
     sender's first packet; ``interval_ns=None``: one interval); the receiver's packets
     of an interval are interpolated between that interval's references only.
-    ``key``: the reference frames' SipHash key (None: the zero key)."""
+    ``key``: the reference frames' SipHash key (None: the zero key). When the captures
+    saw different windows (:func:`~host_sw.estimators.offline_stream.common_window`),
+    they are read again keeping the window both saw (module docstring); the pair's
+    ``window`` and ``left_out`` say what was left out."""
+    pair = _stream_once(sender, receiver, config, key=key, interval_ns=interval_ns,
+                        start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress,
+                        spill_dir=spill_dir)
+    window = common_window(pair)
+    if window is None or window[0] > window[1]:
+        pair.window = window          # an empty window: the pair is refused
+        return pair
+    again = _stream_once(sender, receiver, config, key=key, interval_ns=interval_ns,
+                         start_ns=pair.start_ns, chunk_bytes=chunk_bytes, progress=None,
+                         spill_dir=spill_dir, window=window,
+                         slack=max(0, -pair.delay_min))
+    again.window = window
+    return again
+
+
+def _stream_once(sender, receiver, config: RliConfig, *, key, interval_ns, start_ns,
+                 chunk_bytes, progress, spill_dir, window=None, slack=0) -> RliCapturePair:
+    """One reading of the two captures (of the window ``(lo, hi, margin)`` only, when
+    given; ``slack``: how far before the receiver's time a kept sender packet may be
+    sent, beyond the margin, when delays are negative)."""
     flows = FlowTable(2, config.window_bytes)
     spill = _Spill(_partitions((sender, receiver)), {"sender": _SPILL, "receiver": _SPILL},
                    spill_dir)
@@ -368,8 +480,13 @@ def stream_rli_pair(sender, receiver, config: RliConfig, *, key: bytes | None = 
                           ReferenceCounts(), flows)
     try:
         side = _Side(config, grid, spill, flows, options)
-        frames, designated = _sender_pass(side, sender, pair, key)
-        _receiver_pass(side, receiver, pair, key, frames, designated)
+        s_keep = r_keep = None
+        if window is not None:
+            lo, hi, margin = window
+            s_keep, r_keep = (lo, hi, lo + margin + slack, hi - margin), window
+        frames, designated = _sender_pass(side, sender, pair, key, s_keep)
+        _receiver_pass(side, receiver, pair, key, frames, designated, r_keep)
+        pair.start_ns = grid.t0
         for p in range(spill.parts):
             _pair_partition(pair, spill.load("sender", p), spill.load("receiver", p))
     finally:

@@ -122,6 +122,47 @@ def test_tampered_and_cut_references_are_not_used_and_counted(with_frames):
     assert any("failed their tag" in n for n in rec.notes)
 
 
+def test_a_receiver_capture_started_late_gives_the_golden_counters_of_the_window(
+        with_frames, tmp_path):
+    """Issue 23, item 3: the receiver's capture starts 40 % into the sender's. The pair
+    is read again keeping the window both saw: the sender's packets sent from the
+    receiver's first packet on, the receiver's packets of those; the reference frames of
+    the whole captures still interpolate. The cells equal the golden model's of exactly
+    those packets, and the row's loss is the window's (none lost: a loss-free path)."""
+    d, trace, is_ref, iv = with_frames
+    r_obs = iv.receiver
+    seq = np.cumsum(is_ref) - 1
+    start = int(trace.timestamps[0] + 0.4 * (trace.timestamps[-1] - trace.timestamps[0]))
+    late = r_obs.timestamps >= start
+    rows = r_obs.indices[late]
+    write_pcap(tmp_path / "r_late.pcap", _frames(trace, rows, is_ref, seq),
+               r_obs.timestamps[late] + EPOCH)
+    pair = stream_rli_pair(d / "s.pcap", tmp_path / "r_late.pcap", CONFIG,
+                           chunk_bytes=CHUNK)
+    lo, hi, margin = pair.window
+    assert lo == int(r_obs.timestamps[late][0]) + EPOCH and hi == int(trace.timestamps[-1]) + EPOCH
+    assert margin == int((r_obs.timestamps - trace.timestamps[r_obs.indices]).max())
+    sent_at = trace.timestamps + EPOCH
+    in_window = (sent_at >= lo) & (sent_at <= hi)
+    h = r_obs.hashes(CONFIG)
+    keep = in_window[r_obs.indices] & late
+    want, stats = receiver_synopsis(CONFIG, h.flow[:, late], r_obs.ticks(CONFIG)[late],
+                                    is_ref[rows], trace.timestamps[rows],
+                                    (h.counted & keep)[late])
+    got, got_stats = pair.receiver[0]
+    assert got.words() == want.words() and got_stats == stats
+    s_h = trace.hashes(CONFIG)
+    assert pair.sender[0].words() == sender_synopsis(
+        CONFIG, s_h.flow, s_h.counted & in_window).words()
+    assert pair.left_out["sender"] == int((~in_window).sum()) > 4000
+    assert pair.left_out["receiver"] == int((h.counted & late & ~keep).sum()) > 0
+    (rec,) = capture_records(str(d / "s.pcap"), str(tmp_path / "r_late.pcap"), CONFIG,
+                             chunk_bytes=CHUNK)
+    assert rec.valid and rec.details["window"]["first_ns"] == lo
+    assert rec.estimate["lost"] == rec.true["lost"] == 0
+    assert rec.true["sent"] == int((s_h.counted & in_window).sum())
+
+
 @pytest.fixture(scope="module")
 def without_frames(tmp_path_factory):
     sc = scenario(seed=5)
