@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 from host_sw.cli.args import (RunFailure, UsageError, confidence, guard, int_at_least, int_in,
                               nonneg_int,
@@ -28,6 +27,7 @@ from host_sw.contracts.config import (
     CONFIG_CLASSES, LdsConfig, OpaConfig, RdaConfig, RliConfig, config_class,
 )
 from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.estimators.opa.tails import groups_for
 from host_sw.estimators.simulate import lda_config_for, run_scenario
 from host_sw.model.channel import Scenario
 from host_sw.cli.files import check_input
@@ -153,8 +153,7 @@ def _opa(args) -> SynopsisConfig:
     if args.groups is not None:
         groups = args.groups
     else:   # w ≈ 64 packets per group, and ≥ 8 groups per expected loss (OPA §VI-A)
-        want = max(args.packets / 64, 8 * args.packets * args.loss, 16)
-        groups = 1 << min(20, max(0, math.ceil(math.log2(want))))
+        groups = groups_for(args.packets, args.packets * args.loss)
     return OpaConfig(groups=groups, rows=args.rows or 4)
 
 
