@@ -28,8 +28,7 @@ from host_sw.contracts.opa.words import augmented_hash
 from host_sw.contracts.opa.timestamps import decode_timestamps
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.opa.search import FALSE_MATCH_BUDGET, GRID_LIMIT, search_group
-from host_sw.estimators.opa.tails import (GROUPS_PER_ERROR, PACKETS_PER_GROUP, groups_for,
-                                         percentile_ranges)
+from host_sw.estimators.opa.tails import group_advice, percentile_ranges
 from host_sw.model.golden_opa import PacketRecords, group_packets, group_sums, sender_timestamp_block
 
 __all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "HISTOGRAM_BUCKETS_S",
@@ -246,8 +245,9 @@ def estimate_opa(sender: Synopsis, receiver: Synopsis, sender_records=None,
     out.update(ci=[None, None], sent=sent, received=received,
                loss_rate=out["lost"] / sent if sent else None,
                timestamp_bytes=last_block_bytes())
-    out["groups_needed"] = _groups_needed(out)
-    out["notes"] = _tail_notes(out, config.groups, dict(result.reasons))
+    out["groups_needed"], out["rows_needed"], advice = group_advice(
+        sent, _errors(out), max(out["lost"], 0), config.groups, config.rows)
+    out["notes"] = _tail_notes(out, dict(result.reasons), advice)
     return out
 
 
@@ -261,15 +261,10 @@ def _errors(e: dict) -> int:
     return max(e["lost"], 0) + reordered
 
 
-def _groups_needed(e: dict) -> int:
-    """The group count the interval's loss and reordering need
-    (:func:`~host_sw.estimators.opa.tails.groups_for`)."""
-    return groups_for(e["sent"], _errors(e))
-
-
-def _tail_notes(e: dict, groups: int, reasons: dict) -> list[str]:
+def _tail_notes(e: dict, reasons: dict, advice: str | None) -> list[str]:
     """What the unrecovered groups leave open: their packets, the figures that are
-    ranges or withheld, the group count the interval needs."""
+    ranges or withheld, and ``advice``: the group count and k the interval needs
+    (:func:`~host_sw.estimators.opa.tails.group_advice`)."""
     if not e["unrecovered_groups"] and not e["unrecovered"]:
         return []
     notes = [f"{e['unrecovered_groups']} group(s) beyond the recovery bounds ({reasons}): "
@@ -286,11 +281,4 @@ def _tail_notes(e: dict, groups: int, reasons: dict) -> list[str]:
     if withheld:
         notes.append(f"{', '.join(withheld)} withheld: the packets without a delay could "
                      f"set it whatever the recovered ones are")
-    need = e["groups_needed"]
-    if need > groups:
-        notes.append(f"the loss ({e['lost']}) and reordering (about "
-                     f"{_errors(e) - max(e['lost'], 0)}, scaled from the recovered groups) "
-                     f"need {need} groups, not {groups} (≥ {GROUPS_PER_ERROR} groups per "
-                     f"lost or reordered packet, ≤ {PACKETS_PER_GROUP} packets per group; "
-                     f"the configuration's groups; simulate --groups)")
-    return notes
+    return notes + ([advice] if advice else [])

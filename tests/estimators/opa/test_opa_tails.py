@@ -16,7 +16,8 @@ import pytest
 
 from host_sw.cli.opa.output import OPA_SIMULATE_TABLE
 from host_sw.contracts.config import OpaConfig
-from host_sw.estimators.opa.tails import groups_for, percentile_ranges
+from host_sw.estimators.opa.tails import (group_advice, groups_for, percentile_ranges,
+                                         rows_for, three_loss_reach)
 from host_sw.estimators.simulate import run_scenario
 from host_sw.model.channel import Scenario
 
@@ -134,3 +135,38 @@ def test_groups_for_follows_the_rule():
     assert groups_for(10 ** 9, 10 ** 8) == 1 << 20
     assert all(math.log2(groups_for(n, k)).is_integer()
                for n in (1, 999, 10 ** 6) for k in (0, 7, 5000))
+
+
+def test_three_loss_reach_is_the_searchs_own():
+    """Three losses are searched up to w = 24 at k = 4 (one checking row within the
+    false-match budget) and up to w = 577 at k = 5 (the grid limit): docs/SPEC.md §8.5."""
+    assert three_loss_reach(4) == 24 and three_loss_reach(5) == 577
+
+
+@pytest.mark.parametrize("packets, errors, groups, rows", [
+    (10 ** 6, 2000, 16384, 5),     # w ≈ 61, about 4 groups of three errors: k = 5 pays
+    (20_000, 40, 512, 4),          # 0.04 groups of three errors expected
+    (100_000, 1000, 8192, 4),      # w ≈ 12: k = 4 reaches three losses
+    (10 ** 7, 10 ** 4, 1024, 4),   # w ≈ 9 766: beyond k = 5's reach as well
+])
+def test_rows_for_where_k5_pays(packets, errors, groups, rows):
+    assert rows_for(packets, errors, groups) == rows
+
+
+def test_simulate_takes_k5_where_it_pays():
+    from argparse import Namespace
+    from host_sw.cli.simulate import _opa
+    assert _opa(Namespace(packets=10 ** 6, loss=0.002, groups=None, rows=None)) == \
+        OpaConfig(groups=16384, rows=5)
+    assert _opa(Namespace(packets=20_000, loss=0.002, groups=None, rows=None)).rows == 4
+    assert _opa(Namespace(packets=10 ** 6, loss=0.002, groups=None, rows=4)).rows == 4
+
+
+def test_the_advice_names_k5_where_it_pays():
+    groups, rows, text = group_advice(10 ** 6, 2000, 2000, 1024, 4)
+    assert (groups, rows) == (16384, 5)
+    assert "need 16384 groups, not 1024" in text and "k = 5" in text
+    assert group_advice(10 ** 6, 2000, 2000, 16384, 5)[2] is None     # already so
+    groups, rows, text = group_advice(10 ** 6, 2000, 2000, 16384, 4)
+    assert "need 16384 groups" not in text and "k = 5 (rows 5, not 4)" in text
+    assert "about 5 of 16384 groups hold three" in text
