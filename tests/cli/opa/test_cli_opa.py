@@ -164,3 +164,34 @@ def test_estimate_a_partial_pair_reports_the_window_both_saw(capsys, tmp_path):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "window both captures saw" in out and "left out" in out
+
+
+_GOOD_OPA = {"interval": 3, "time": 1.0, "valid": True, "synopsis": "opa",
+             "config_id": "0x0000abcd", "sender": {}, "receiver": {},
+             "estimate": {"mean": 200.0, "std": 10.0, "ci": [None, None], "lost": 1,
+                          "loss_rate": 0.01, "samples": 90, "sent": 100, "received": 99,
+                          "unrecovered": 9, "p50": None, "p50_range": [150.0, 210.0],
+                          "max": None, "max_range": [900.0, None]},
+             "notes": []}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"p50_range": [210.0, 150.0]}, "'estimate.p50_range' low 210.0 is above its high 150.0"),
+    ({"p50_range": [150.0]}, "'estimate.p50_range' must be [low, high]"),
+    ({"p99_range": ["a", None]}, "'estimate.p99_range' must be [low, high]"),
+    ({"p50": 100.0}, "'estimate.p50' 100.0 is outside its range [150.0, 210.0]"),
+    ({"unrecovered": -1}, "'estimate.unrecovered' must be a count"),
+    ({"unrecovered": 12}, "'estimate.unrecovered' 12 and 'estimate.samples' 90 are not "
+                          "the 99 received"),
+])
+def test_malformed_opa_ranges_are_refused(capsys, tmp_path, change, message):
+    """Records read back (export, plot): impossible OPA ranges and counts are refused,
+    naming the line (issue 23 item 5)."""
+    path = tmp_path / "r.jsonl"
+    bad = {**_GOOD_OPA, "estimate": {**_GOOD_OPA["estimate"], **change}}
+    path.write_text(json.dumps(_GOOD_OPA) + "\n" + json.dumps(bad) + "\n")
+    assert main(["export", "-f", "csv", "-i", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:2" in err and message in err, err
+    path.write_text(json.dumps(_GOOD_OPA) + "\n")
+    assert main(["export", "-f", "csv", "-i", str(path)]) == 0
