@@ -107,7 +107,7 @@ def group_advice(sent: int, errors: int, lost: int, groups: int,
 def _index(n: int, q: float) -> tuple[int, float]:
     """The lower order statistic and the weight of the next one of percentile ``q`` of
     ``n`` values, as ``numpy.percentile``'s linear method reads them."""
-    h = (q / 100.0) * (n - 1)
+    h = (n - 1) * (q / 100.0)          # numpy's 'linear': (n − 1) · quantile
     j = int(math.floor(h))
     return j, h - j
 
@@ -127,11 +127,11 @@ def percentile_ranges(recovered: np.ndarray, unknown: int,
         return [(None, None) for _ in qs]
     low = np.concatenate([np.full(u, r[0]), r]) if u else r    # the unknown ones below
     high = np.concatenate([r, np.full(u, r[-1])]) if u else r  # … above
+    qs = list(qs)
+    lows, highs = np.percentile(low, qs), np.percentile(high, qs)
     out = []
-    for q in qs:
+    for q, lo, hi in zip(qs, lows.tolist(), highs.tolist()):
         j, f = _index(total, q)
         last = j if f == 0 or j + 1 >= total else j + 1     # the statistics it reads
-        lo = float(np.percentile(low, q)) if j >= u else None
-        hi = float(np.percentile(high, q)) if last < n else None
-        out.append((lo, hi))
+        out.append((lo if j >= u else None, hi if last < n else None))
     return out
