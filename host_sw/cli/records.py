@@ -131,7 +131,7 @@ def _record_problem(d) -> str | None:
 
 #: Estimate counts that are never negative (packets), and OPA's integer counts.
 _COUNTS = ("lost", "samples", "sent", "received", "reordered", "unrecovered_groups",
-           "foreign")
+           "foreign", "unrecovered")
 #: OPA's percentiles (ns).
 _PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
 
@@ -161,12 +161,37 @@ def _impossible(e: dict) -> str | None:
     return None
 
 
+def _range_problem(e: dict, key: str) -> str | None:
+    """Why an OPA percentile's range ``{key}_range`` (``[low, high]``, null for an open
+    end) cannot be: malformed, upside down, or not holding the percentile; else None."""
+    r = e.get(f"{key}_range")
+    if r is None:
+        return None
+    if not (isinstance(r, list) and len(r) == 2
+            and all(x is None or _is_number(x) for x in r)):
+        return f"'estimate.{key}_range' must be [low, high] (null: open), not {r!r:.60}"
+    lo, hi = r
+    if lo is not None and hi is not None and lo > hi:
+        return f"'estimate.{key}_range' low {lo!r} is above its high {hi!r}"
+    v = e.get(key)
+    if v is not None and ((lo is not None and v < lo) or (hi is not None and v > hi)):
+        return f"'estimate.{key}' {v!r} is outside its range {r!r}"
+    return None
+
+
 def _opa_problem(e: dict) -> str | None:
     """Why an OPA estimate's own values are malformed (percentiles, the recovered
     fraction, the histogram ``histogram_s``), or None."""
     for key in _PERCENTILES:
         if e.get(key) is not None and not _is_number(e[key]):
             return f"'estimate.{key}' must be a finite number, not {e[key]!r:.60}"
+        bad = _range_problem(e, key)
+        if bad:
+            return bad
+    unknown, samples, received = e.get("unrecovered"), e.get("samples"), e.get("received")
+    if None not in (unknown, samples, received) and unknown + samples != received:
+        return (f"'estimate.unrecovered' {unknown} and 'estimate.samples' {samples} are "
+                f"not the {received} received")
     frac = e.get("recovered_fraction")
     if frac is not None and not (_is_number(frac) and 0 <= frac <= 1):
         return f"'estimate.recovered_fraction' must be 0..1, not {frac!r:.60}"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 from host_sw.cli.args import (RunFailure, UsageError, confidence, guard, int_at_least, int_in,
                               nonneg_int,
@@ -28,6 +27,7 @@ from host_sw.contracts.config import (
     CONFIG_CLASSES, LdsConfig, OpaConfig, RdaConfig, RliConfig, config_class,
 )
 from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.estimators.opa.tails import groups_for, rows_for
 from host_sw.estimators.simulate import lda_config_for, run_scenario
 from host_sw.model.channel import Scenario
 from host_sw.cli.files import check_input
@@ -68,7 +68,8 @@ def add_simulate_parser(sub) -> None:
     sim.add_argument("--rows", type=positive_int, default=None,
                      help="LDA rows per bank (default 1024) / RDA buckets per bank "
                           "(default 2×set difference, at least 1024) / LDS rows (default 4) / "
-                          "OPA rows k (default 4)")
+                          "OPA rows k (default 4, or 5 where one group or more is "
+                          "expected to hold three losses in groups of 25–577 packets)")
     sim.add_argument("--cells", type=positive_int, default=16384,
                      help="LDS cells per row")
     sim.add_argument("--vlda-cells", type=positive_int, default=1,
@@ -153,9 +154,10 @@ def _opa(args) -> SynopsisConfig:
     if args.groups is not None:
         groups = args.groups
     else:   # w ≈ 64 packets per group, and ≥ 8 groups per expected loss (OPA §VI-A)
-        want = max(args.packets / 64, 8 * args.packets * args.loss, 16)
-        groups = 1 << min(20, max(0, math.ceil(math.log2(want))))
-    return OpaConfig(groups=groups, rows=args.rows or 4)
+        groups = groups_for(args.packets, args.packets * args.loss)
+    # k = 5 where three losses are expected in groups k = 4 searches them not in
+    return OpaConfig(groups=groups, rows=args.rows or rows_for(
+        args.packets, args.packets * args.loss, groups))
 
 
 #: The simulation's configuration of a synopsis kind from the options, where its defaults

@@ -39,7 +39,7 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow_report
 from host_sw.estimators.rli.offline import (RliCapturePair, flow_table, interval_truth,
                                             stream_rli_pair)
-from host_sw.estimators.offline_stream import StreamedPair, stream_pair
+from host_sw.estimators.offline_stream import StreamedPair, common_window, stream_pair
 from host_sw.estimators.opa.run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.rda.decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
@@ -295,6 +295,16 @@ def _window_note(pair: StreamedPair) -> str | None:
             f"and {pair.left_out['receiver']} receiver packets outside it")
 
 
+def _window_details(pair) -> dict | None:
+    """A record's ``details["window"]``: the window both captures saw and what was left
+    out (None: the whole captures)."""
+    if pair.window is None or pair.window[0] > pair.window[1]:
+        return None
+    lo, hi, margin = pair.window
+    return {"first_ns": lo, "last_ns": hi, "margin_ns": margin,
+            "left_out": dict(pair.left_out)}
+
+
 def _streamed_check(pair: StreamedPair | RliCapturePair) -> PairingCheck:
     """:func:`check_pairing` of a streamed pair (the same checks, from its counts, and
     :func:`_stream_problem`'s); RLI's pair carries the same counts."""
@@ -340,7 +350,10 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
                               hashers=hashers,
                               problem=None if check.valid else check.problem.value)
         if check.valid:
-            details = _window_details(pair)
+            details = {}
+            window = _window_details(pair)
+            if window is not None:
+                details["window"] = window
             if flows is not None:
                 details["flows"] = flow_report(s, r, flows[0], flows[1],
                                                min_samples=min_flow_samples)
@@ -406,12 +419,101 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
     return _streamed_records(pair, config, confidence, min_flow_samples, flows)
 
 
+@dataclass
+class _PairCounts:
+    """What two captures in memory show, in the fields of
+    :class:`~host_sw.estimators.offline_stream.StreamedPair` that
+    :func:`~host_sw.estimators.offline_stream.common_window` and :func:`_streamed_check`
+    read (one definition of the window and of the checks for both paths)."""
+    sent: int
+    received: int
+    matched: int
+    negative: int
+    zero: int
+    unmatched: int
+    duplicates: dict
+    delay_min: int | None
+    delay_max: int | None
+    delay_sum: int
+    sides: dict
+    window: tuple | None = None
+    left_out: dict = dataclasses.field(
+        default_factory=lambda: {"sender": 0, "receiver": 0})
+
+    def ends(self, side: str) -> tuple[int, int] | None:
+        return self.sides[side]
+
+
+def _pair_counts(intervals: list[IntervalObservation]) -> _PairCounts:
+    """The pairing counts of paired captures (:func:`_matched_delays`' matching)."""
+    sent, received, delays = _matched_delays(intervals)
+    sides = {}
+    for side in ("sender", "receiver"):
+        ts = [_counted(getattr(iv, side))[1] for iv in intervals]
+        ts = np.concatenate(ts) if ts else np.zeros(0, np.int64)
+        sides[side] = (int(ts.min()), int(ts.max())) if len(ts) else None
+    return _PairCounts(
+        sent, received, len(delays), int((delays < 0).sum()), int((delays == 0).sum()),
+        received - len(delays), _duplicates(intervals) if intervals else {},
+        int(delays.min()) if len(delays) else None,
+        int(delays.max()) if len(delays) else None, int(delays.sum()), sides)
+
+
+def _trim(capture: Capture, keep: np.ndarray) -> Capture:
+    idx = np.flatnonzero(keep)
+    return Capture([capture.frames[i] for i in idx.tolist()], capture.timestamps_ns[idx],
+                   capture.linktype, capture.original_lengths[idx])
+
+
+def _window_pair(sender: Capture, receiver: Capture, intervals, **pairing):
+    """``(intervals, check, counts)`` of captures in memory: when they saw different
+    windows (:func:`~host_sw.estimators.offline_stream.common_window`), paired again
+    keeping the window both saw as the streamed path keeps it (the sender's packets sent
+    in it; the receiver's packets of those, and its packets the sender capture does not
+    hold that arrived where no edge explains them); checked by :func:`_streamed_check`."""
+    counts = _pair_counts(intervals)
+    window = common_window(counts)
+    if window is None or window[0] > window[1]:
+        counts.window = window
+        return intervals, _streamed_check(counts), counts
+    lo, hi, margin = window
+    s_ts = np.asarray(sender.timestamps_ns, np.int64)
+    r_ts = np.asarray(receiver.timestamps_ns, np.int64)
+    s_keep = (s_ts >= lo) & (s_ts <= hi)
+    r_keep = (r_ts >= lo + margin) & (r_ts <= hi)
+    ns = len(sender)
+    for iv in intervals:          # the receiver's packets of kept sender packets
+        obs = iv.receiver
+        mine = obs.packet_ids < ns
+        r_keep[obs.indices[mine]] |= s_keep[obs.packet_ids[mine]]
+    r_counted = np.zeros(len(receiver), bool)
+    for iv in intervals:
+        obs = iv.receiver
+        r_counted[obs.indices[obs.trace.counted[obs.indices]]] = True
+    start = pairing.pop("start_ns")
+    if start is None:
+        start = int(s_ts.min()) if ns else int(r_ts.min())
+    again = pair_captures(_trim(sender, s_keep), _trim(receiver, r_keep), start_ns=start,
+                          **pairing)
+    counts = _pair_counts(again)
+    counts.window = window
+    counts.left_out = {"sender": int(ns - s_keep.sum()),
+                       "receiver": int((r_counted & ~r_keep).sum())}
+    return again, _streamed_check(counts), counts
+
+
 def _records_in_memory(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
                        start_ns, confidence) -> list[IntervalRecord]:
-    """:func:`capture_records` of captures already in memory."""
-    intervals = pair_captures(sender, receiver, mode=mode, interval_ns=interval_ns,
-                              start_ns=start_ns, window_bytes=config.window_bytes)
-    check = check_pairing(intervals)
+    """:func:`capture_records` of captures already in memory (per-packet kinds, OPA:
+    trimmed to the window both captures saw, :func:`_window_pair`)."""
+    pairing = dict(mode=mode, interval_ns=interval_ns, window_bytes=config.window_bytes)
+    intervals = pair_captures(sender, receiver, start_ns=start_ns, **pairing)
+    counts = None
+    if config.kind in _KIND_HOOKS:
+        intervals, check, counts = _window_pair(sender, receiver, intervals,
+                                                start_ns=start_ns, **pairing)
+    else:
+        check = check_pairing(intervals)
     hashers = Hashers(config)
     caches = (None, None)
     if intervals and check.valid and config.kind in _DECODING_KINDS:
@@ -430,8 +532,11 @@ def _records_in_memory(sender, receiver, config: SynopsisConfig, *, mode, interv
                               receiver_cache=caches[1], hashers=hashers,
                               problem=None if check.valid else check.problem.value)
         if check.valid:
-            rec = dataclasses.replace(rec, true=truth_json(iv.truth), details=(
-                hooks[2](config, s, r, iv, hashers) if hooks else {}))
+            details = hooks[2](config, s, r, iv, hashers) if hooks else {}
+            window = None if counts is None else _window_details(counts)
+            if window is not None:
+                details["window"] = window
+            rec = dataclasses.replace(rec, true=truth_json(iv.truth), details=details)
         records.append(rec)
     return records
 
@@ -449,15 +554,6 @@ def _rli_capture_records(sender, receiver, config, *, mode, interval_ns, start_n
     pair = stream_rli_pair(sender, receiver, config, key=key, interval_ns=interval_ns,
                            start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress)
     return [_rli_record(pair, iv, confidence, flows) for iv in pair.intervals]
-
-
-def _window_details(pair) -> dict:
-    """A valid record's ``details["window"]``, when the pair was trimmed."""
-    if pair.window is None:
-        return {}
-    lo, hi, margin = pair.window
-    return {"window": {"first_ns": lo, "last_ns": hi, "margin_ns": margin,
-                       "left_out": dict(pair.left_out)}}
 
 
 def _rli_record(pair: RliCapturePair, iv: int, confidence: float, flows) -> IntervalRecord:
@@ -490,7 +586,10 @@ def _rli_record(pair: RliCapturePair, iv: int, confidence: float, flows) -> Inte
     details = {"rli_flows": flow_table(pair, iv, flows),
                "references": stats.references, "buffer_overflowed": stats.overflowed,
                "unreferenced": stats.unreferenced,
-               "reference_source": pair.refs.source, **_window_details(pair)}
+               "reference_source": pair.refs.source}
+    window = _window_details(pair)
+    if window is not None:
+        details["window"] = window
     return dataclasses.replace(rec, true=interval_truth(pair, iv), details=details)
 
 

@@ -31,6 +31,26 @@ def _est(key, spec=".1f"):
     return lambda rec: fmt(rec.estimate.get(key), spec)
 
 
+def _pct(key):
+    """A percentile's cell: its number where the packets without a delay cannot move
+    it, else the range they leave open (``lo..hi``, ``≥lo``, ``≤hi``), or ``—``
+    (withheld; the notes say why)."""
+    def cell(rec):
+        e = rec.estimate
+        lo, hi = e.get(f"{key}_range") or (None, None)
+        if e.get(key) is not None or (lo is None and hi is None):
+            return fmt(e.get(key), ".1f")
+        if lo is not None and hi is not None:
+            return f"{lo:.1f}..{hi:.1f}"
+        return f"≥{lo:.1f}" if lo is not None else f"≤{hi:.1f}"
+    return cell
+
+
+def _unrecovered(e) -> str:
+    return ("" if e.get("unrecovered") is None else
+            f", {e['unrecovered']} received packets without a delay")
+
+
 def _true_percentiles(rec) -> list[str]:
     """The truth's percentiles and whether every recovered delay equals its true delay,
     when the record knows the truth (simulations, two packet captures)."""
@@ -47,8 +67,8 @@ def _opa_truth_line(rec) -> list[str]:
     lines = _true_percentiles(rec)
     frac = e.get("recovered_fraction")
     lines.append(f"    recovered {e.get('samples')} delays ({fmt(frac and frac * 100, '.4f')}% "
-                 f"of received), {e.get('unrecovered_groups')} group(s) unrecovered, "
-                 f"{e.get('foreign')} foreign; timestamp layer "
+                 f"of received), {e.get('unrecovered_groups')} group(s) unrecovered"
+                 f"{_unrecovered(e)}, {e.get('foreign')} foreign; timestamp layer "
                  f"{fmt(e['timestamp_bytes'] / max(e['sent'], 1), '.3f')} B/packet"
                  if e.get("timestamp_bytes") is not None else
                  f"    no per-packet records: counts only")
@@ -57,11 +77,11 @@ def _opa_truth_line(rec) -> list[str]:
 
 #: The delay columns of every OPA table: the percentiles, the maximum and the mean (ns).
 _DELAY_COLUMNS = (
-    Column("p50 ns", 9, _est("p50")),
-    Column("p90 ns", 9, _est("p90")),
-    Column("p99 ns", 9, _est("p99")),
-    Column("p99.9 ns", 9, _est("p99.9")),
-    Column("max ns", 10, _est("max")),
+    Column("p50 ns", 9, _pct("p50")),
+    Column("p90 ns", 9, _pct("p90")),
+    Column("p99 ns", 9, _pct("p99")),
+    Column("p99.9 ns", 9, _pct("p99.9")),
+    Column("max ns", 10, _pct("max")),
     Column("mean ns", 9, _est("mean", ".2f")),
 )
 
@@ -91,7 +111,7 @@ def _record_lines(rec) -> list[str]:
     if e.get("samples") is not None and e.get("recovered_fraction") is not None:
         lines.append(f"    recovered {e['samples']} delays "
                      f"({e['recovered_fraction'] * 100:.4f}% of received), "
-                     f"{e.get('unrecovered_groups')} group(s) unrecovered")
+                     f"{e.get('unrecovered_groups')} group(s) unrecovered{_unrecovered(e)}")
     return lines + [f"    note: {note}" for note in rec.notes]
 
 

@@ -73,8 +73,11 @@ def add_opa_watch_options(p: argparse.ArgumentParser) -> None:
     # nargs=1: each value a list, which ldactl's check of single values leaves alone
     g.add_argument("--records", action="append", nargs=1, default=None, metavar="PATH",
                    help="a pcap/pcapng capture of the devices' OPA record frames: a file "
-                        "(followed as it grows) or - for standard input, e.g. tcpdump -U "
-                        "-w - 'ether proto 0x88b5'; repeatable (e.g. one capture per point)")
+                        "(followed as it grows, and into the files tcpdump -C rotates to: "
+                        "FILE1, FILE2 …; for -G give tcpdump's -w pattern, e.g. "
+                        "'tap-%%Y%%m%%d-%%H%%M%%S.pcap') or - for standard input, e.g. "
+                        "tcpdump -U -w - 'ether proto 0x88b5'; repeatable (e.g. one "
+                        "capture per point)")
     g.add_argument("--records-wait", type=real(minimum=0, maximum=600), default=3.0,
                    metavar="SECONDS", help="wait this long after an interval is read for "
                                            "both points' complete record streams")

@@ -17,6 +17,7 @@ unrecovered and its packets get no delay — never a guessed one.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from host_sw.contracts.opa.words import augmented_hash
 from host_sw.contracts.opa.timestamps import decode_timestamps
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.opa.search import FALSE_MATCH_BUDGET, GRID_LIMIT, search_group
+from host_sw.estimators.opa.tails import group_advice, percentile_ranges
 from host_sw.model.golden_opa import PacketRecords, group_packets, group_sums, sender_timestamp_block
 
 __all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "HISTOGRAM_BUCKETS_S",
@@ -37,8 +39,9 @@ __all__ = ["OpaRecovery", "recover_interval", "summary", "PERCENTILES", "HISTOGR
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 #: The keys of :func:`summary` that ``ldactl simulate --json`` adds for an OPA run (the
 #: percentiles and max in ns, reordering and how much was recovered).
-SUMMARY_KEYS = tuple(f"p{q:g}" for q in PERCENTILES) + (
-    "max", "reordered", "unrecovered_groups", "recovered_fraction")
+SUMMARY_KEYS = tuple(f"p{q:g}" for q in PERCENTILES) + ("max",) + tuple(
+    f"p{q:g}_range" for q in PERCENTILES) + (
+    "max_range", "reordered", "unrecovered_groups", "unrecovered", "recovered_fraction")
 #: Upper bounds (seconds) of the delay histogram's buckets: 1-2-5 steps from 10 ns to
 #: 1 s (Prometheus ``le`` labels; ``+Inf`` is implied by ``samples``).
 HISTOGRAM_BUCKETS_S = tuple(m * 10.0 ** e for e in range(-8, 0) for m in (1, 2, 5)) + (1.0,)
@@ -158,25 +161,36 @@ def _increasing_run(values: np.ndarray) -> int:
 
 
 def summary(result: OpaRecovery, tick_ns: float) -> dict:
-    """The interval's figures (times in ns): ``mean``, ``std``, ``p50`` … ``p99.9``,
-    ``max``, ``samples`` (recovered delays), ``lost``, ``reordered``, ``foreign``,
+    """The interval's figures (times in ns): ``mean``, ``std`` (of the recovered
+    delays), ``p50`` … ``p99.9`` and ``max`` — each a number only where the received
+    packets without a delay cannot move it, else None — and ``p50_range`` …
+    ``max_range``, ``[lo, hi]``: the range those packets leave open (every one below,
+    every one above; None: open, :func:`~host_sw.estimators.opa.tails.percentile_ranges`);
+    ``samples`` (recovered delays), ``unrecovered`` (received packets without a delay),
+    ``lost`` (sent − received, foreign packets set apart: exact whatever was recovered),
+    ``lost_located`` (the losses recovery placed), ``reordered``, ``foreign``,
     ``unrecovered_groups``, ``unrecovered_packets`` (sent in unrecovered groups),
     ``recovered_fraction`` (of received packets), ``error_bound_ns``, and
-    ``histogram_s``: cumulative counts of delays at most each of
+    ``histogram_s``: cumulative counts of the recovered delays at most each of
     :data:`HISTOGRAM_BUCKETS_S` seconds (``le``, ``count``) and their ``sum`` (s)."""
     d = result.recovered_delays.astype(np.float64) * tick_ns
+    unknown = result.received - len(d)
     out = {"mean": float(d.mean()) if len(d) else None,
            "std": float(d.std()) if len(d) else None}
-    qs = np.percentile(d, PERCENTILES) if len(d) else [None] * len(PERCENTILES)
-    for q, v in zip(PERCENTILES, qs):
-        out[f"p{q:g}"] = None if v is None else float(v)
-    out["max"] = float(d.max()) if len(d) else None
+    keys = [f"p{q:g}" for q in PERCENTILES] + ["max"]
+    ranges = percentile_ranges(d, unknown, PERCENTILES + (100.0,))
+    for key, (lo, hi) in zip(keys, ranges):
+        out[key] = lo if lo is not None and lo == hi else None
+    for key, (lo, hi) in zip(keys, ranges):
+        out[f"{key}_range"] = [lo, hi]
     ds = np.sort(d) * 1e-9
     out["histogram_s"] = {"le": list(HISTOGRAM_BUCKETS_S),
                           "count": np.searchsorted(ds, HISTOGRAM_BUCKETS_S,
                                                    side="right").tolist(),
                           "sum": float(ds.sum())}
-    out.update(samples=len(d), lost=result.lost, reordered=result.reordered,
+    out.update(samples=len(d), unrecovered=unknown,
+               lost=result.sent - result.received + result.foreign,
+               lost_located=result.lost, reordered=result.reordered,
                foreign=result.foreign, unrecovered_groups=result.unrecovered_groups,
                unrecovered_packets=result.unrecovered_sent,
                recovered_fraction=len(d) / result.received if result.received else None,
@@ -229,12 +243,42 @@ def estimate_opa(sender: Synopsis, receiver: Synopsis, sender_records=None,
     result = recover_pair(sender, sender_records, receiver_records)
     out = summary(result, config.tick_ns)
     out.update(ci=[None, None], sent=sent, received=received,
-               loss_rate=result.lost / sent if sent else None,
+               loss_rate=out["lost"] / sent if sent else None,
                timestamp_bytes=last_block_bytes())
-    notes = []
-    if result.unrecovered_groups:
-        notes.append(f"{result.unrecovered_groups} group(s) beyond the recovery bounds "
-                     f"({dict(result.reasons)}): their {result.unrecovered_sent} packets "
-                     f"have no delay and their losses are not counted in 'lost'")
-    out["notes"] = notes
+    out["groups_needed"], out["rows_needed"], advice = group_advice(
+        sent, _errors(out), max(out["lost"], 0), config.groups, config.rows)
+    out["notes"] = _tail_notes(out, dict(result.reasons), advice)
     return out
+
+
+def _errors(e: dict) -> int:
+    """The interval's lost and reordered packets: the loss exact, the reordering counted
+    in the recovered groups and scaled to every received packet (at least that:
+    reordering is what puts a group beyond reach)."""
+    reordered = e["reordered"]
+    if e["samples"] and e["unrecovered"]:
+        reordered = math.ceil(reordered * e["received"] / e["samples"])
+    return max(e["lost"], 0) + reordered
+
+
+def _tail_notes(e: dict, reasons: dict, advice: str | None) -> list[str]:
+    """What the unrecovered groups leave open: their packets, the figures that are
+    ranges or withheld, and ``advice``: the group count and k the interval needs
+    (:func:`~host_sw.estimators.opa.tails.group_advice`)."""
+    if not e["unrecovered_groups"] and not e["unrecovered"]:
+        return []
+    notes = [f"{e['unrecovered_groups']} group(s) beyond the recovery bounds ({reasons}): "
+             f"{e['unrecovered']} received packets without a delay; 'lost' is sent − "
+             f"received (exact), mean and std are the recovered delays'"]
+    keys = [f"p{q:g}" for q in PERCENTILES] + ["max"]
+    ranged = [k for k in keys if e[k] is None and None not in e[f"{k}_range"]]
+    opened = [k for k in keys if e[k] is None and e[f"{k}_range"].count(None) == 1]
+    withheld = [k for k in keys if e[f"{k}_range"] == [None, None]]
+    if ranged or opened:
+        notes.append(f"{', '.join(ranged + opened)}: the range the packets without a "
+                     f"delay leave open (lo..hi: every one below .. every one above; ≥ or "
+                     f"≤: they alone could set the other end)")
+    if withheld:
+        notes.append(f"{', '.join(withheld)} withheld: the packets without a delay could "
+                     f"set it whatever the recovered ones are")
+    return notes + ([advice] if advice else [])

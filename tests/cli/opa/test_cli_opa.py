@@ -128,3 +128,70 @@ def test_export_prometheus_histogram_from_records(capsys, tmp_path):
     delays = rec.details["opa"].recovered_delays * 1e-9
     bucket = next(l for l in text if 'le="1e-07"' in l)
     assert int(bucket.split()[-1]) == int((delays <= 1e-7).sum())
+
+
+def test_estimate_a_partial_pair_reports_the_window_both_saw(capsys, tmp_path):
+    """A sender capture that stopped early (issue 23: −196.9 % loss before): the row
+    covers the window both captures saw, its loss that window's (sent − received of
+    the packets the sender sent in it), the trimming in a note and in the JSON."""
+    from host_sw.model.channel import Scenario
+    from host_sw.model.pcap import write_pcap
+    sim = Scenario(packets=3000, flows=20, loss=0.002, delay="exponential:mean=2us",
+                   seed=7).run()
+    tr, (iv,) = sim.trace, sim.intervals
+    s_ts = tr.timestamps
+    cut = int(s_ts[0] + 0.5 * (s_ts[-1] - s_ts[0]))
+    keep = np.flatnonzero(s_ts <= cut)
+    write_pcap(tmp_path / "s.pcap", tr.frames(keep), s_ts[keep])
+    order = np.argsort(iv.receiver.timestamps, kind="stable")
+    write_pcap(tmp_path / "r.pcap", tr.frames(iv.receiver.indices[order]),
+               iv.receiver.timestamps[order])
+    args = ["estimate", str(tmp_path / "s.pcap"), str(tmp_path / "r.pcap"),
+            "--synopsis", "opa"]
+    assert main([*args, "--json"]) == 0
+    (rec,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rec["valid"], rec["notes"]
+    e = rec["estimate"]
+    note = next(n for n in rec["notes"] if n.startswith("window both captures saw"))
+    lo, hi = (int(x) for x in note.split("sender times ")[1].split(" ns")[0].split(" to "))
+    sent = np.flatnonzero((s_ts >= lo) & (s_ts <= hi))
+    got = set(iv.receiver.indices.tolist())
+    lost = sum(1 for i in sent.tolist() if i not in got)
+    assert e["sent"] == len(sent) == len(keep) and e["lost"] == lost == rec["true"]["lost"]
+    assert 0 <= e["loss_rate"] < 0.01 and 0 < e["mean"] < 20_000       # ~2 us
+    left = int(note.split("left out 0 sender and ")[1].split(" receiver")[0])
+    assert left == len(iv.receiver.indices) - e["received"] > 1000
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "window both captures saw" in out and "left out" in out
+
+
+_GOOD_OPA = {"interval": 3, "time": 1.0, "valid": True, "synopsis": "opa",
+             "config_id": "0x0000abcd", "sender": {}, "receiver": {},
+             "estimate": {"mean": 200.0, "std": 10.0, "ci": [None, None], "lost": 1,
+                          "loss_rate": 0.01, "samples": 90, "sent": 100, "received": 99,
+                          "unrecovered": 9, "p50": None, "p50_range": [150.0, 210.0],
+                          "max": None, "max_range": [900.0, None]},
+             "notes": []}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"p50_range": [210.0, 150.0]}, "'estimate.p50_range' low 210.0 is above its high 150.0"),
+    ({"p50_range": [150.0]}, "'estimate.p50_range' must be [low, high]"),
+    ({"p99_range": ["a", None]}, "'estimate.p99_range' must be [low, high]"),
+    ({"p50": 100.0}, "'estimate.p50' 100.0 is outside its range [150.0, 210.0]"),
+    ({"unrecovered": -1}, "'estimate.unrecovered' must be a count"),
+    ({"unrecovered": 12}, "'estimate.unrecovered' 12 and 'estimate.samples' 90 are not "
+                          "the 99 received"),
+])
+def test_malformed_opa_ranges_are_refused(capsys, tmp_path, change, message):
+    """Records read back (export, plot): impossible OPA ranges and counts are refused,
+    naming the line (issue 23 item 5)."""
+    path = tmp_path / "r.jsonl"
+    bad = {**_GOOD_OPA, "estimate": {**_GOOD_OPA["estimate"], **change}}
+    path.write_text(json.dumps(_GOOD_OPA) + "\n" + json.dumps(bad) + "\n")
+    assert main(["export", "-f", "csv", "-i", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:2" in err and message in err, err
+    path.write_text(json.dumps(_GOOD_OPA) + "\n")
+    assert main(["export", "-f", "csv", "-i", str(path)]) == 0

@@ -410,3 +410,64 @@ def test_records_mtu_below_one_receiver_record_is_a_usage_error(capsys):
     p = argparse.ArgumentParser(prog="watch")
     add_opa_watch_options(p)
     assert p.parse_args(["--mtu", "54"]).mtu == 54
+
+
+def _rotated(paths, out, stages):
+    """tcpdump's rotation: stage 0 as the file ``paths[0]`` now; stage k as the whole
+    next file ``paths[k]`` (written by a thread) once ``out`` holds k rows."""
+    _pcap(paths[0], stages[0])
+
+    def run():
+        for k in range(1, len(stages)):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and (
+                    not out.exists() or len(out.read_text().splitlines()) < k):
+                time.sleep(0.02)
+            time.sleep(0.05)           # a later modification time than the last file's
+            _pcap(paths[k], stages[k])
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("naming, given", [
+    (("tap.pcap", "tap.pcap1", "tap.pcap2"), "tap.pcap"),            # -C
+    (("tap.pcap0", "tap.pcap1", "tap.pcap2"), "tap.pcap"),           # -C -W 3
+    (("tap.pcap0", "tap.pcap1", "tap.pcap0"), "tap.pcap"),           # -C -W 2: a ring
+    (("tap-20261128-120000.pcap", "tap-20261128-120010.pcap",
+      "tap-20261128-120020.pcap"), "tap-%Y%m%d-%H%M%S.pcap"),        # -G 10
+], ids=["-C", "-C -W", "-C -W ring", "-G"])
+def test_rotated_files_are_followed(capsys, tmp_path, devices, naming, given):
+    """Each interval's records split across two of tcpdump's files (the sender's in one,
+    the receiver's in the next): every row valid and exact."""
+    out = tmp_path / "run.jsonl"
+    (tmp_path / "tap.pcap.old").write_bytes(b"not a capture")    # not of the series
+    stages = [_both(devices[0], 0) + _frames(devices[1], 1, "sender"),
+              _frames(devices[1], 1, "receiver") + _frames(devices[2], 2, "sender"),
+              _frames(devices[2], 2, "receiver")]
+    t = _rotated([tmp_path / n for n in naming], out, stages)
+    code, rows, err = _watch(capsys, "--intervals", "3", "--records",
+                             str(tmp_path / given), "--records-wait", "5",
+                             "--output", str(out))
+    t.join(timeout=10)
+    assert code == 0, err
+    assert [r["valid"] for r in rows] == [True, True, True], [r["notes"] for r in rows]
+    for row, iv in zip(rows, devices):
+        _check_exact(row, iv, None)
+
+
+def test_a_rotated_file_cut_inside_a_record_is_an_error(capsys, tmp_path, devices):
+    """The file tcpdump left for the next one must end on a record: a cut one stops
+    the source with an error naming the file."""
+    out = tmp_path / "run.jsonl"
+    first = tmp_path / "tap.pcap"
+    t = _rotated([first, tmp_path / "tap.pcap1"], out,
+                 [_both(devices[0], 0), _both(devices[1], 1)])
+    with open(first, "ab") as f:
+        f.write(b"\x00" * 7)         # a record header begun
+    code, rows, err = _watch(capsys, "--intervals", "2", "--records", str(first),
+                             "--records-wait", "1", "--output", str(out))
+    t.join(timeout=10)
+    assert rows[0]["valid"] and not rows[1]["valid"]
+    notes = " ".join(rows[1]["notes"])
+    assert f"{first}: the stream ended inside a record" in notes, notes
