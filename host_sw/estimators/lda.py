@@ -18,7 +18,12 @@ Definitions (the paper's, with 0-based rows):
 * Standard deviation (§III-E): rows ``2i`` and ``2i+1`` collapse (row bit 0 is the sign of
   :func:`~host_sw.contracts.hash_fields.lda_sign`): ``T~ = T[2i+1] - T[2i]``, ``S~ = S[2i+1] + S[2i]``;
   ``F = sum_usable (T~_B - T~_A)^2 / S~`` (eq. 5) estimates the mean squared delay, and
-  ``variance = F - D^2``, clipped at 0 (the estimate says so when it clips). A collapsed
+  ``variance = F - D^2``. That form leaves ``D^2 (sum dS~^2 / S~ - 1)`` in the variance
+  (``dS~ = S[2i+1] - S[2i]``), zero only on average: on a 5 µs path with std/mean 0.07
+  it clipped the std to 0 or put it 156–660 % high. Each pair is therefore centred by
+  its own count difference, ``variance = sum (T~_B - T~_A - D dS~)^2 / S~``
+  (:func:`~host_sw.estimators._common.collapsed_variance`), never negative; its
+  standard error gives the std an interval (``std_ci_low_ns``, ``std_ci_high_ns``). A collapsed
   pair is usable when *both* its rows are usable; under the paper's FIFO assumption (loss
   only) that is the same as ``S~_A = S~_B``, and it stays correct when reordering could
   make two count errors cancel.
@@ -43,8 +48,9 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_base import threshold_for_rate
 from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.estimators._common import (check_confidence, check_pair, dataclass_to_dict,
-                                        fraction_to_float, hoeffding_half_width)
+from host_sw.estimators._common import (check_confidence, check_pair, collapsed_variance,
+                                        dataclass_to_dict, fraction_to_float,
+                                        hoeffding_half_width, std_interval)
 
 __all__ = ["LdaBankSummary", "LdaEstimate", "estimate_lda", "sampling_rate_for_loss",
            "tuned_threshold", "tuned_thresholds", "expected_samples"]
@@ -104,9 +110,14 @@ class LdaEstimate:
     second_moment_ticks2:
         ``F`` of eq. (5), exact, in ticks², or None.
     variance_ns2, std_ns:
-        ``F - D^2`` (clipped at 0) in ns² and its square root in ns, or None.
+        The variance from the collapsed pairs centred by their count differences
+        (:func:`~host_sw.estimators._common.collapsed_variance`; ``F - D^2`` on average,
+        never negative) in ns² and its square root in ns, or None.
     variance_clipped:
-        True when ``F - D^2`` was negative and was clipped to 0.
+        Kept for the records' form: the centred variance is never negative (False).
+    std_ci_low_ns, std_ci_high_ns:
+        Interval for the standard deviation at ``confidence``
+        (:func:`~host_sw.estimators._common.std_interval`), or None.
     confidence:
         Confidence level of the interval.
     ci_half_width_ns, ci_low_ns, ci_high_ns:
@@ -130,6 +141,8 @@ class LdaEstimate:
     variance_ns2: float | None
     std_ns: float | None
     variance_clipped: bool
+    std_ci_low_ns: float | None
+    std_ci_high_ns: float | None
     confidence: float
     ci_half_width_ns: float | None
     ci_low_ns: float | None
@@ -153,35 +166,36 @@ def _int_sum(values) -> int:
 
 
 def _collapsed_pairs(usable: np.ndarray, sent_rows: np.ndarray, ts_diff: np.ndarray):
-    """The usable collapsed row pairs (2i, 2i+1): their sender counts ``S~`` and their
-    ``T~_B - T~_A = d[2i+1] - d[2i]`` (Python ints)."""
+    """The usable collapsed row pairs (2i, 2i+1): their sender counts ``S~``, the
+    differences of their counts ``S[2i+1] - S[2i]`` and their ``T~_B - T~_A = d[2i+1] -
+    d[2i]`` (Python ints)."""
     pair_usable = usable[:, 0::2] & usable[:, 1::2]
-    pair_counts = (sent_rows[:, 0::2] + sent_rows[:, 1::2])[pair_usable]
+    odd, even = sent_rows[:, 1::2].astype(object), sent_rows[:, 0::2].astype(object)
+    pair_counts = (odd + even)[pair_usable]
+    pair_dn = (odd - even)[pair_usable]
     pair_diff = (ts_diff[:, 1::2].astype(object) - ts_diff[:, 0::2].astype(object))[pair_usable]
-    return pair_counts, pair_diff
+    return pair_counts, pair_dn, pair_diff
 
 
-def _variance(mean_ticks, pair_diff: np.ndarray, collapsed_samples: int, tick: Fraction,
+def _variance(mean_ticks, pair_diff: np.ndarray, pair_dn: np.ndarray,
+              pair_counts: np.ndarray, confidence: float, tick: Fraction,
               notes: list[str]):
-    """§III-E: ``(F in ticks², variance in ns², std in ns, clipped)``; ``None``s without a
-    mean or collapsed samples, a negative variance clipped to 0 (both noted)."""
+    """§III-E centred by the pairs' count differences
+    (:func:`~host_sw.estimators._common.collapsed_variance`): ``(F in ticks², variance in
+    ns², std in ns, (std low, std high) in ns)``; ``None``s without a mean or collapsed
+    samples (noted)."""
     if mean_ticks is None:
-        return None, None, None, False
+        return None, None, None, (None, None)
+    collapsed_samples = _int_sum(pair_counts)
     if collapsed_samples == 0:
         notes.append("no standard deviation: no usable collapsed row pair holds a packet")
-        return None, None, None, False
+        return None, None, None, (None, None)
     square_sum = int(np.sum(pair_diff * pair_diff)) if pair_diff.size else 0
     second_moment = Fraction(square_sum, collapsed_samples)
-    variance_ticks2 = second_moment - mean_ticks * mean_ticks
-    clipped = variance_ticks2 < 0
-    if clipped:
-        notes.append(f"variance estimate F - mean^2 = "
-                     f"{fraction_to_float(variance_ticks2 * tick * tick):.6g} ns^2 "
-                     f"was negative and is clipped to 0 (too few collapsed samples: "
-                     f"{collapsed_samples})")
-        variance_ticks2 = Fraction(0)
-    variance_ns2 = fraction_to_float(variance_ticks2 * tick * tick)
-    return second_moment, variance_ns2, math.sqrt(variance_ns2), clipped
+    cv = collapsed_variance(pair_diff, pair_dn, pair_counts, mean_ticks)
+    variance_ns2 = fraction_to_float(cv.variance_ticks2 * tick * tick)
+    return second_moment, variance_ns2, math.sqrt(variance_ns2), std_interval(
+        variance_ns2, cv.se_ticks2 * float(tick) ** 2, confidence, float(tick), notes)
 
 
 def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
@@ -240,19 +254,22 @@ def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
         notes.append(f"no mean: no usable row holds a packet ({usable_rows} usable rows "
                      f"of {config.buckets}, all empty; {lost} packets lost)")
 
-    pair_counts, pair_diff = _collapsed_pairs(usable, sent_rows, ts_diff)
+    pair_counts, pair_dn, pair_diff = _collapsed_pairs(usable, sent_rows, ts_diff)
     collapsed_pairs = int(np.count_nonzero(pair_counts))
     collapsed_samples = _int_sum(pair_counts)
-    second_moment, variance_ns2, std_ns, clipped = _variance(
-        mean_ticks, pair_diff, collapsed_samples, tick, notes)
+    second_moment, variance_ns2, std_ns, (std_low, std_high) = _variance(
+        mean_ticks, pair_diff, pair_dn, pair_counts, confidence, tick, notes)
+    clipped = False
 
     half = low = high = None
     if std_ns is not None:
-        half = hoeffding_half_width(std_ns, samples, confidence)
+        spread = std_ns
+        if std_ns == 0:
+            spread = std_high if std_high is not None else float(tick) / 2
+            notes.append(f"the estimated standard deviation is 0: the confidence interval "
+                         f"uses its upper bound, {spread:.6g} ns")
+        half = hoeffding_half_width(spread, samples, confidence)
         low, high = mean_ns - half, mean_ns + half
-        if clipped or std_ns == 0:
-            notes.append("the confidence interval has zero width because the estimated "
-                         "standard deviation is 0; it is not a guarantee")
     elif mean_ticks is not None:
         notes.append("no confidence interval: it needs the standard deviation")
 
@@ -262,7 +279,8 @@ def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
         delay_sum_ticks=delay_sum, mean_ticks=mean_ticks, mean_ns=mean_ns,
         collapsed_pairs=collapsed_pairs, collapsed_samples=collapsed_samples,
         second_moment_ticks2=second_moment, variance_ns2=variance_ns2, std_ns=std_ns,
-        variance_clipped=clipped, confidence=confidence, ci_half_width_ns=half,
+        variance_clipped=clipped, std_ci_low_ns=std_low, std_ci_high_ns=std_high,
+        confidence=confidence, ci_half_width_ns=half,
         ci_low_ns=low, ci_high_ns=high, notes=tuple(notes))
 
 

@@ -4,7 +4,7 @@
 In the host data flow (``docs/DESIGN.md``) this is "snapshot of an interval ► estimators ►
 record": :func:`estimate_pair` runs the estimator of the synopsis kind (LDA, RDA without
 packet caches, LDS aggregate) and returns the JSON-ready ``estimate`` of an interval
-(``mean``, ``std``, ``ci``, ``lost``, ``loss_rate``, ``samples``, ``sent``, ``received``;
+(``mean``, ``std``, ``ci``, ``std_ci`` (LDA, RDA), ``lost``, ``loss_rate``, ``samples``, ``sent``, ``received``;
 times in ns) plus ``notes``. :func:`host_sw.estimators.record.record_for_pair` wraps it in
 the :class:`~host_sw.estimators.record.IntervalRecord` that ``ldactl`` prints and exports.
 
@@ -41,12 +41,16 @@ def _interval(e) -> list:
     return [json_number(e.ci_low_ns), json_number(e.ci_high_ns)]
 
 
+def _std_interval(e) -> list:
+    return [json_number(e.std_ci_low_ns), json_number(e.std_ci_high_ns)]
+
+
 def _lda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, **_caches) -> dict:
     """LDA: counts scaled to the whole stream by the first bank's sampling, ``2**z_0``."""
     e = estimate_lda(sender, receiver, confidence=confidence)
     scale = 2 ** sender.config.thresholds[0]
     return {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns), "ci": _interval(e),
-            "lost": e.lost * scale, "loss_rate": json_number(e.loss_rate),
+            "std_ci": _std_interval(e), "lost": e.lost * scale, "loss_rate": json_number(e.loss_rate),
             "samples": e.samples, "sent": e.sent * scale, "received": e.received * scale,
             "notes": list(e.notes)}
 
@@ -59,7 +63,7 @@ def _rda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, sender_cache,
     sent = int(np.asarray(sender.count[0], dtype=object).sum())
     received = int(np.asarray(receiver.count[0], dtype=object).sum())
     record = {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns),
-              "ci": _interval(e), "lost": sent - received, "samples": e.samples,
+              "ci": _interval(e), "std_ci": _std_interval(e), "lost": sent - received, "samples": e.samples,
               "sent": sent, "received": received, "notes": list(e.notes)}
     if sender_cache is not None and receiver_cache is not None:
         record.update(reordered=e.reordered_found, decoded=e.decoded, exact=e.exact)

@@ -205,3 +205,17 @@ def test_a_capture_of_another_link_type_is_refused(tmp_path, loss_free, config):
     write_pcap(raw, tr.frames(), tr.timestamps, linktype=101)     # DLT_RAW: IP, no Ethernet
     with pytest.raises(CaptureError, match=r"link type 1\) are supported, not link type 101"):
         capture_records(s, raw, config)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_rda_std_from_captures_is_within_5_percent_on_a_long_path(tmp_path, seed):
+    # bench.offline_stream's pair: a 10 µs base delay plus exponential 2 µs jitter, the
+    # mean 6× the std. The papers' F - mean^2 put the std 26–99 % off here (the occupancy
+    # term mean^2 (sum dn^2 / sum n - 1) swamps sigma^2); centred pairs are within 5 %.
+    from bench.offline_stream import generate
+    s, r, truth = generate(tmp_path, 100_000, 1000, 0.001, 96, seed)
+    (rec,) = capture_records(s, r, RdaConfig())
+    assert rec.valid and rec.estimate["exact"] and rec.estimate["mean"] == rec.true["mean"]
+    assert rec.estimate["std"] == pytest.approx(rec.true["std"], rel=0.05)
+    low, high = rec.estimate["std_ci"]
+    assert 0 < low < rec.estimate["std"] < high
