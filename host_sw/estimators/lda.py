@@ -50,9 +50,11 @@ from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators._common import (check_confidence, check_pair, collapsed_variance,
                                         dataclass_to_dict, fraction_to_float,
-                                        hoeffding_half_width, std_interval)
+                                        hoeffding_half_width, normal_quantile,
+                                        std_interval)
 
-__all__ = ["LdaBankSummary", "LdaEstimate", "estimate_lda", "sampling_rate_for_loss",
+__all__ = ["LdaBankSummary", "LdaEstimate", "estimate_lda", "BoundaryAllowance",
+           "time_boundary_allowance", "sampling_rate_for_loss",
            "tuned_threshold", "tuned_thresholds", "expected_samples"]
 
 
@@ -282,6 +284,73 @@ def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
         variance_clipped=clipped, std_ci_low_ns=std_low, std_ci_high_ns=std_high,
         confidence=confidence, ci_half_width_ns=half,
         ci_low_ns=low, ci_high_ns=high, notes=tuple(notes))
+
+
+# ---------------------------------------------------------------------------------------
+# Time-mode boundaries
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BoundaryAllowance:
+    """What the boundaries of a time-mode interval can hide from an LDA estimate
+    (:func:`time_boundary_allowance`).
+
+    Attributes
+    ----------
+    in_flight:
+        Packets in flight at each boundary, ``rate × mean delay`` (Little's law), with
+        the mean delay at the upper end of the interval before widening.
+    spoiled_rows:
+        Upper bound (at the confidence level) on the rows that hold a packet of the
+        previous interval in place of one sent at the end of this one, and count as usable.
+    mean_low_ns, mean_high_ns:
+        How far below and above the mean's interval those rows can put the truth.
+    variance_ns2:
+        How much of the variance estimate those rows can account for.
+    """
+    in_flight: float
+    spoiled_rows: float
+    mean_low_ns: float
+    mean_high_ns: float
+    variance_ns2: float
+
+
+def time_boundary_allowance(est: LdaEstimate, config: LdaConfig, interval_ns: float,
+                            confidence: float = 0.98) -> BoundaryAllowance | None:
+    """The allowance for packets in flight at the boundaries of a time-mode interval.
+
+    In time mode both points cut at the same instants, so the ``B = rate × mean delay``
+    packets in flight at the start are counted by the receiver only and the ``B`` in flight
+    at the end by the sender only (Little's law). A row of bank ``j`` (rate ``p_j``) that
+    holds one such early packet and one late or lost packet has equal counts and is used:
+    its delay sum carries ``r_early − s_late`` ∈ [−(T + D), D] instead of a delay. With
+    ``x = p_j B`` early and ``y = x + lost_j`` missing packets over ``m`` rows, about
+    ``x (y/m) e^{−(x+y)/m}`` rows are spoiled (Poisson); their upper bound ``C`` (mean plus
+    ``z √C``) moves the mean by at most ``C (T + D)/S`` down and ``C D/S`` up, and adds at
+    most ``C (T + D)²/S~`` to the variance. ``D`` is the upper end of the mean's interval
+    before widening (the spoiled rows pull the estimate down, so ``B`` is estimated low
+    by the bias itself; the Poisson margin covers it: ``python -m bench.calibration
+    --only lda-time-long-path``). None without a mean.
+    """
+    if est.mean_ns is None or est.samples == 0 or interval_ns <= 0:
+        return None
+    z = normal_quantile(confidence)
+    rows = config.rows
+    sent = est.banks[0].sent * 2 ** config.thresholds[0]
+    rate = sent / interval_ns
+    delay = max(est.mean_ns + (est.ci_half_width_ns or 0.0), 0.0)
+    in_flight = rate * delay
+    spoiled = 0.0
+    for bank, summary in zip(range(config.banks), est.banks):
+        x = in_flight * 2.0 ** -config.thresholds[bank]
+        y = x + max(summary.lost, 0)
+        spoiled += x * (y / rows) * math.exp(-(x + y) / rows)
+    bound = spoiled + z * math.sqrt(spoiled) if spoiled > 0 else 0.0
+    span = interval_ns + delay
+    return BoundaryAllowance(
+        in_flight=in_flight, spoiled_rows=bound, mean_low_ns=bound * delay / est.samples,
+        mean_high_ns=bound * span / est.samples,
+        variance_ns2=bound * span * span / max(est.collapsed_samples, 1))
 
 
 # ---------------------------------------------------------------------------------------

@@ -105,10 +105,10 @@ def test_std_from_collapsed_rows_by_hand():
     assert est.std_ns == pytest.approx(math.sqrt(500))
     assert not est.variance_clipped and est.collapsed_pairs == 2
     # The std's interval from the two pairs' terms 1600 and 400 (n = 2 each):
-    # se = sqrt(((1600 - 1000)^2 + (400 - 1000)^2) * 2) / 4 = 300.
-    z = 2.3263478740408408
-    assert est.std_ci_low_ns == pytest.approx(math.sqrt(max(0, 500 - z * 300)))
-    assert est.std_ci_high_ns == pytest.approx(math.sqrt(500 + z * 300))
+    # se = sqrt(((1600 - 1000)^2 + (400 - 1000)^2) * 2) / 4 = 300, on the log scale.
+    spread = math.exp(2.3263478740408408 * 300 / 500)
+    assert est.std_ci_low_ns == pytest.approx(math.sqrt(500 / spread))
+    assert est.std_ci_high_ns == pytest.approx(math.sqrt(500 * spread))
 
 
 def test_tick_ns_scales_results_to_ns():
