@@ -86,10 +86,15 @@ CASES = [
          "(std/mean 0.2)",
          dict(packets=50_000, fast=True, loss=0.01, delay="lognormal:median=10us,sigma=0.2"),
          lambda seed: RdaConfig(banks=2, buckets_per_bank=1024, seed=seed)),
+    Case("lds-flows", "LDS 4 rows × 1024 cells, 1 000 flows (Pareto sizes), per-flow delay "
+         "offsets 0–10 µs on a 9–11 µs path, flows ≥ 100 packets", dict(
+             packets=200_000, flows=1000, fast=True, loss=0.0,
+             delay="uniform:low=9us,high=11us", flow_extra="uniform:low=0,high=10us"),
+         lambda seed: LdsConfig(rows=4, cells=1024, seed=seed), kind="lds-flows"),
     Case("lds-overloaded", "LDS 4 rows × 1024 cells, 20 000 flows (about 20 per cell), "
-         "per-flow delay offsets 0–50 µs, flows ≥ 100 packets", dict(
+         "per-flow delay offsets 0–10 µs on a 9–11 µs path, flows ≥ 100 packets", dict(
              packets=200_000, flows=20_000, fast=True, loss=0.0,
-             delay="exponential:mean=1us", flow_extra="uniform:low=0,high=50us"),
+             delay="uniform:low=9us,high=11us", flow_extra="uniform:low=0,high=10us"),
          lambda seed: LdsConfig(rows=4, cells=1024, seed=seed), kind="lds-flows"),
 ]
 
