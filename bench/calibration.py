@@ -110,6 +110,7 @@ class Tally:
     std_in: int = 0
     zero_width: int = 0
     errors: list = field(default_factory=list)
+    std_errors: list = field(default_factory=list)
 
     def add_interval(self, rec) -> None:
         self.rows += 1
@@ -123,6 +124,8 @@ class Tally:
             self.mean_in += lo <= true["mean"] <= hi
             self.zero_width += hi <= lo and not est.get("exact")
             self.errors.append((est["mean"] - true["mean"]) / true["mean"])
+        if est.get("std") is not None and true.get("std"):
+            self.std_errors.append((est["std"] - true["std"]) / true["std"])
         slo, shi = (est.get("std_ci") or [None, None])
         if slo is not None and true.get("std") is not None:
             self.std_n += 1
@@ -180,11 +183,14 @@ def summary_row(case: Case, t: Tally, seconds: float) -> dict:
     ok = all(c is None or c >= _bound(n, nominal)
              for c, n in ((mean_cov, t.mean_n), (std_cov, t.std_n))) and t.zero_width == 0
     err = np.abs(np.array(t.errors)) if t.errors else np.array([np.nan])
+    std_err = np.abs(np.array(t.std_errors)) if t.std_errors else np.array([np.nan])
     return {"scenario": case.name, "rows": t.rows, "untrusted": t.untrusted,
             "mean_n": t.mean_n, "mean_coverage": mean_cov, "std_n": t.std_n,
             "std_coverage": std_cov, "zero_width": t.zero_width,
             "bound": _bound(t.mean_n, nominal) if t.mean_n else None,
-            "median_abs_rel_err_mean": float(np.median(err)), "ok": ok,
+            "median_abs_rel_err_mean": float(np.median(err)),
+            "median_abs_rel_err_std": float(np.median(std_err)),
+            "max_abs_rel_err_std": float(np.max(std_err)), "ok": ok,
             "seconds": round(seconds, 1), "what": case.what}
 
 
@@ -194,12 +200,14 @@ def _pct(x):
 
 def print_table(rows, out=sys.stdout) -> None:
     print(f"{'scenario':22} {'rows':>6} {'untrusted':>9} {'mean cov.':>10} {'std cov.':>9} "
-          f"{'zero-w':>6} {'bound':>7} {'ok':>3}", file=out)
+          f"{'zero-w':>6} {'bound':>7} {'ok':>3} {'std err med':>11} {'max':>8}", file=out)
     for r in rows:
+        med, top = r["median_abs_rel_err_std"], r["max_abs_rel_err_std"]
         print(f"{r['scenario']:22} {r['rows']:6d} {r['untrusted']:9d} "
               f"{_pct(r['mean_coverage']):>10} {_pct(r['std_coverage']):>9} "
-              f"{r['zero_width']:6d} {_pct(r['bound']):>7} {'yes' if r['ok'] else 'NO':>3}",
-              file=out)
+              f"{r['zero_width']:6d} {_pct(r['bound']):>7} {'yes' if r['ok'] else 'NO':>3} "
+              f"{_pct(None if math.isnan(med) else med):>11} "
+              f"{_pct(None if math.isnan(top) else top):>8}", file=out)
 
 
 def main(argv=None) -> int:
