@@ -40,6 +40,7 @@ from host_sw.estimators.lda import tuned_threshold
 from host_sw.estimators.simulate import run_scenario
 from host_sw.model.channel import Scenario
 from host_sw.model.golden_lda_rda_lds import Hashers
+from host_sw.model.traffic import Trace
 
 from bench import OUT
 
@@ -55,6 +56,21 @@ class Case:
     config: object                     # (seed) -> SynopsisConfig
     kind: str = "interval"             # "interval": the record's ci/std_ci; "lds-flows"
     min_flow_packets: int = 100
+    trace: object = None               # (scenario) -> Trace replacing the synthetic one
+
+
+def wrapping_ip_ids(scenario: Scenario) -> Trace:
+    """One IPv4 flow whose packets differ only in the IP ID (window bytes 18–19, counting
+    from the seed and wrapping at 65 536): with more than 65 536 packets each window
+    recurs (``packets / 65 536`` times), as a single long flow's would."""
+    tr = scenario.trace()
+    n = len(tr)
+    ids = ((np.arange(n) + scenario.seed * 7919) % 65536).astype(">u2")
+    windows = np.repeat(tr.windows[:1], n, axis=0)
+    windows[:, 18:20] = ids.view(np.uint8).reshape(n, 2)
+    return Trace(tr.timestamps, np.zeros(n, np.int64), np.full(n, tr.frame_lengths[0]),
+                 np.full(n, tr.classes[0]), windows=windows, flow_windows=windows[:1],
+                 flow_classes=tr.classes[:1])
 
 
 def _lda(rows=1024, loss=None, packets=20_000):
@@ -74,10 +90,10 @@ CASES = [
     Case("lda-low-variance", "LDA 1×1024, 1 % loss, delay uniform 4.4–5.6 µs (std/mean 0.07)",
          dict(packets=20_000, fast=True, loss=0.01, delay="uniform:low=4.4us,high=5.6us"),
          _lda(loss=0.01)),
-    Case("lda-repeated-windows", "LDA 1×1024, no loss, one flow of 200 000 packets (IP IDs "
-         "wrap: each window seen ~3 times)", dict(packets=200_000, flows=1, loss=0.0,
-                                                 delay="weibull:shape=0.6,mean=200"),
-         _lda()),
+    Case("lda-repeated-windows", "LDA 1×1024, no loss, one flow of 200 000 packets that "
+         "differ only in the IP ID (it wraps: each window seen ~3 times)",
+         dict(packets=200_000, flows=1, loss=0.0, delay="weibull:shape=0.6,mean=200"),
+         _lda(), trace=wrapping_ip_ids),
     Case("lda-time-long-path", "LDA 1×1024, time mode, 500 µs intervals, delay 40 µs "
          "(uniform 20–60 µs), 0.1 % loss: ~200 packets in flight at each boundary",
          dict(packets=20_000, fast=True, loss=0.001, delay="uniform:low=20us,high=60us",
@@ -165,7 +181,9 @@ def run_case(case: Case, seeds) -> Tally:
             _lds_flows(case, seed, tally)
             continue
         scenario = Scenario(**case.scenario, seed=seed)
-        for rec in run_scenario(scenario, case.config(seed), confidence=CONFIDENCE):
+        trace = case.trace(scenario) if case.trace else None
+        for rec in run_scenario(scenario, case.config(seed), confidence=CONFIDENCE,
+                                trace=trace):
             tally.add_interval(rec)
     return tally
 
