@@ -30,8 +30,10 @@ Definitions (the paper's, with 0-based rows):
 * Confidence interval of the mean from bound (1): ``Pr[|D - mu| >= eps mu] <=
   2 exp(-eps^2 S mu^2 / 2 sigma^2)``; with ``delta = 1 - confidence`` the half-width is
   ``sigma * sqrt(2 ln(2/delta) / S)``. The unknown ``sigma`` is replaced by the estimated
-  standard deviation (a plug-in: when the estimate clips to 0 the interval has zero
-  width, which the notes flag).
+  standard deviation (a plug-in; when that is 0, by the upper end of its interval, so
+  the interval never has zero width). In time mode the boundaries can hide more:
+  :func:`time_boundary_allowance`. Coverage of both intervals:
+  ``python -m bench.calibration`` (``docs/ACCURACY.md``, "Calibration").
 
 Timestamps are integer ticks; results are reported in ns (``config.tick_ns``).
 """

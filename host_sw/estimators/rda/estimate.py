@@ -272,14 +272,19 @@ def _selective_collapse(clean: np.ndarray, ts_diff: np.ndarray, s_count: np.ndar
     return diff, dn, n, int(diff.size)
 
 
-def _confidence_interval(exact: bool, mean_ns, std_ns, samples: int, confidence: float,
-                         notes: list[str]):
+def _confidence_interval(exact: bool, mean_ns, std_ns, std_high, samples: int,
+                         confidence: float, notes: list[str]):
     """``(half width, low, high)`` of the mean: zero width when exact, bound (1) with the
-    estimated standard deviation otherwise, ``None``s without one (noted)."""
+    estimated standard deviation otherwise (the upper end of its interval when the
+    estimate is 0: never zero width), ``None``s without one (noted)."""
     if exact:
         notes.append("exact mean: the set difference was decoded and repaired completely")
         return 0.0, mean_ns, mean_ns
     if std_ns is not None:
+        if std_ns == 0 and std_high is not None:
+            std_ns = std_high
+            notes.append(f"the estimated standard deviation is 0: the confidence interval "
+                         f"uses its upper bound, {std_high:.6g} ns")
         half = hoeffding_half_width(std_ns, samples, confidence)
         return half, mean_ns - half, mean_ns + half
     if mean_ns is not None:
@@ -355,8 +360,8 @@ def estimate_rda(sender: Synopsis, receiver: Synopsis, *, sender_cache=None,
     variance_ns2, std_ns, (std_low, std_high) = _variance(
         mean_ticks, pair_diff, pair_dn, pair_n, confidence, tick, notes)
     clipped = False
-    half, low, high = _confidence_interval(exact, mean_ns, std_ns, samples, confidence,
-                                           notes)
+    half, low, high = _confidence_interval(exact, mean_ns, std_ns, std_high, samples,
+                                           confidence, notes)
     return RdaEstimate(
         config_id=config.config_id,
         sent=_exact_sum(np.asarray(sender.count[0], dtype=np.uint64)),
