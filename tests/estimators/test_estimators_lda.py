@@ -270,3 +270,17 @@ def test_sampling_rate_threshold_and_expected_samples():
         sampling_rate_for_loss(1024, 10, alpha=1.5)
     with pytest.raises(ValueError, match="expected_lost"):
         sampling_rate_for_loss(1024, -1)
+
+
+def test_constant_delays_give_no_zero_width_interval():
+    # Every delay 10 ticks: the collapsed pairs show no spread (variance 0). The std's
+    # interval is [0, half a tick] and the mean's uses that upper end: never zero width.
+    config = LdaConfig(banks=1, rows=4, thresholds=(0,))
+    sender = synopsis(config, [1, 1, 1, 1], [100, 200, 300, 400])
+    receiver = synopsis(config, [1, 1, 1, 1], [110, 210, 310, 410])
+    est = estimate_lda(sender, receiver)
+    assert est.mean_ns == 10.0 and est.variance_ns2 == 0.0 and est.std_ns == 0.0
+    assert (est.std_ci_low_ns, est.std_ci_high_ns) == (0.0, 0.5)
+    assert est.ci_half_width_ns == pytest.approx(0.5 * math.sqrt(2 * math.log(100) / 4))
+    assert est.ci_low_ns < 10.0 < est.ci_high_ns
+    assert any("uses its upper bound" in n for n in est.notes)
