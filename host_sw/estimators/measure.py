@@ -71,7 +71,9 @@ def _lda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, interval_ns=N
             f"time mode: about {allowance.in_flight:.0f} packets are in flight at each "
             f"boundary (rate × mean delay); up to {allowance.spoiled_rows:.1f} rows may pair "
             f"one of the previous interval with one sent late or lost, so the interval is "
-            f"widened by -{allowance.mean_low_ns:.4g}/+{allowance.mean_high_ns:.4g} ns")
+            f"widened by -{allowance.mean_low_ns:.4g}/+{allowance.mean_high_ns:.4g} ns and "
+            f"the std can be too high by up to {math.sqrt(allowance.variance_ns2):.4g} ns "
+            f"(in quadrature)")
     return record
 
 
