@@ -274,7 +274,7 @@ def main(argv=None) -> int:
         rows.append(summary_row(case, tally, time.process_time() - t0))
         print_table(rows[-1:])
     print()
-    print(f"# {len(seeds)} seeds per scenario, {CONFIDENCE:.0%} intervals (LDS: backed "
+    print(f"# {len(seeds)} seeds per scenario, {CONFIDENCE:.0%} intervals (LDS, RLI: backed "
           f"per-flow figures within 10 % of the truth, nominal 90 %)")
     print_table(rows)
     with open(out / "calibration.csv", "w", newline="") as f:
