@@ -13,7 +13,7 @@ import argparse
 
 from host_sw.cli.args import (RunFailure, UsageError, confidence, dump, guard, int_in,
                               positive_int, probability, real)
-from host_sw.estimators.planning import counter_word_bytes, plan_memory
+from host_sw.estimators.planning import counter_word_bytes, plan_memory, size_for_loss
 
 __all__ = ["add_plan_parser"]
 
@@ -35,6 +35,14 @@ def add_plan_parser(sub) -> None:
     p.add_argument("--cv", type=real(minimum=0), default=1.0,
                    help="expected std/mean of the delay (for the error figure)")
     p.add_argument("--confidence", type=confidence, default=0.98)
+    p.add_argument("--observed-loss", type=probability, default=None, metavar="P",
+                   help="the loss rate the records show (loss_rate): say which size it "
+                        "needs for --error")
+    p.add_argument("--observed-reorder", type=probability, default=0.0, metavar="P",
+                   help="the reordered share the records show (RDA's set difference)")
+    p.add_argument("--error", type=probability, default=0.01,
+                   help="relative half-width of the mean to size for (with "
+                        "--observed-loss)")
     # The widths a configuration allows (host_sw.contracts.config_base.SynopsisConfig).
     p.add_argument("--count-bits", type=int_in(8, 63), default=32)
     p.add_argument("--ts-bits", type=int_in(16, 63), default=40)
@@ -56,6 +64,33 @@ def _print_plans(args, plans, counters: int, word_bytes: int) -> None:
               f"{p['relative_error_worst'] * 100:>9.3f}%{mark}")
     print(f"ldactl config --thresholds {','.join(map(str, best['thresholds']))} "
           f"(build: --banks {best['banks']} --rows {best['rows']})")
+    if args.observed_loss is not None:
+        print(_need_text(args, _need(args), counters))
+
+
+def _need(args) -> dict:
+    return size_for_loss(packets=args.packets, loss=args.observed_loss, error=args.error,
+                         cv=args.cv, confidence=args.confidence,
+                         reordered=args.observed_reorder * args.packets)
+
+
+def _need_text(args, need: dict, counters: int) -> str:
+    """The size line of ``--observed-loss``."""
+    head = (f"# observed loss {need['loss']:.4g} ({need['lost']:.0f} packets per interval): "
+            f"a mean within ±{need['error']:.3g} (cv {args.cv:g}) needs E[S] ≥ "
+            f"{need['samples_needed']:.0f}")
+    if need["rows"] is None:
+        lda = (f"; no LDA size reaches it ({args.packets:g} packets per interval are too "
+               f"few): lengthen the interval or accept a wider interval")
+    else:
+        verdict = ("the budget holds it" if need["rows"] <= counters else
+                   f"the budget of {counters} counters is {need['rows'] / counters:.3g}× "
+                   f"too small")
+        lda = (f"; one bank of {need['rows']} rows at threshold {need['threshold']} "
+               f"(E[S] {need['expected_samples']:.0f}): {verdict}")
+    rda = (f"\n# RDA: the set difference (lost + reordered) needs "
+           f"{need['rda_buckets']} buckets per bank (2d, Theorem 2) to decode")
+    return head + lda + rda
 
 
 def _cmd_plan(args) -> int:
@@ -77,8 +112,11 @@ def _cmd_plan(args) -> int:
     if not plans:
         raise RunFailure(f"no LDA layout fits {counters} counters")
     if args.json:
-        dump({"counters": counters, "word_bytes": word_bytes, "recommended": plans[0],
-              "candidates": plans})
+        doc = {"counters": counters, "word_bytes": word_bytes, "recommended": plans[0],
+               "candidates": plans}
+        if args.observed_loss is not None:
+            doc["observed"] = _need(args)
+        dump(doc)
         return 0
     _print_plans(args, plans, counters, word_bytes)
     return 0

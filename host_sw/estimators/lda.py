@@ -18,15 +18,22 @@ Definitions (the paper's, with 0-based rows):
 * Standard deviation (§III-E): rows ``2i`` and ``2i+1`` collapse (row bit 0 is the sign of
   :func:`~host_sw.contracts.hash_fields.lda_sign`): ``T~ = T[2i+1] - T[2i]``, ``S~ = S[2i+1] + S[2i]``;
   ``F = sum_usable (T~_B - T~_A)^2 / S~`` (eq. 5) estimates the mean squared delay, and
-  ``variance = F - D^2``, clipped at 0 (the estimate says so when it clips). A collapsed
+  ``variance = F - D^2``. That form leaves ``D^2 (sum dS~^2 / S~ - 1)`` in the variance
+  (``dS~ = S[2i+1] - S[2i]``), zero only on average: on a 5 µs path with std/mean 0.07
+  it clipped the std to 0 or put it 156–660 % high. Each pair is therefore centred by
+  its own count difference, ``variance = sum (T~_B - T~_A - D dS~)^2 / S~``
+  (:func:`~host_sw.estimators._common.collapsed_variance`), never negative; its
+  standard error gives the std an interval (``std_ci_low_ns``, ``std_ci_high_ns``). A collapsed
   pair is usable when *both* its rows are usable; under the paper's FIFO assumption (loss
   only) that is the same as ``S~_A = S~_B``, and it stays correct when reordering could
   make two count errors cancel.
 * Confidence interval of the mean from bound (1): ``Pr[|D - mu| >= eps mu] <=
   2 exp(-eps^2 S mu^2 / 2 sigma^2)``; with ``delta = 1 - confidence`` the half-width is
   ``sigma * sqrt(2 ln(2/delta) / S)``. The unknown ``sigma`` is replaced by the estimated
-  standard deviation (a plug-in: when the estimate clips to 0 the interval has zero
-  width, which the notes flag).
+  standard deviation (a plug-in; when that is 0, by the upper end of its interval, so
+  the interval never has zero width). In time mode the boundaries can hide more:
+  :func:`time_boundary_allowance`. Coverage of both intervals:
+  ``python -m bench.calibration`` (``docs/ACCURACY.md``, "Calibration").
 
 Timestamps are integer ticks; results are reported in ns (``config.tick_ns``).
 """
@@ -43,10 +50,13 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_base import threshold_for_rate
 from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.estimators._common import (check_confidence, check_pair, dataclass_to_dict,
-                                        fraction_to_float, hoeffding_half_width)
+from host_sw.estimators._common import (check_confidence, check_pair, collapsed_variance,
+                                        dataclass_to_dict, fraction_to_float,
+                                        hoeffding_half_width, normal_quantile,
+                                        std_interval)
 
-__all__ = ["LdaBankSummary", "LdaEstimate", "estimate_lda", "sampling_rate_for_loss",
+__all__ = ["LdaBankSummary", "LdaEstimate", "estimate_lda", "BoundaryAllowance",
+           "time_boundary_allowance", "sampling_rate_for_loss",
            "tuned_threshold", "tuned_thresholds", "expected_samples"]
 
 
@@ -104,9 +114,14 @@ class LdaEstimate:
     second_moment_ticks2:
         ``F`` of eq. (5), exact, in ticks², or None.
     variance_ns2, std_ns:
-        ``F - D^2`` (clipped at 0) in ns² and its square root in ns, or None.
+        The variance from the collapsed pairs centred by their count differences
+        (:func:`~host_sw.estimators._common.collapsed_variance`; ``F - D^2`` on average,
+        never negative) in ns² and its square root in ns, or None.
     variance_clipped:
-        True when ``F - D^2`` was negative and was clipped to 0.
+        Kept for the records' form: the centred variance is never negative (False).
+    std_ci_low_ns, std_ci_high_ns:
+        Interval for the standard deviation at ``confidence``
+        (:func:`~host_sw.estimators._common.std_interval`), or None.
     confidence:
         Confidence level of the interval.
     ci_half_width_ns, ci_low_ns, ci_high_ns:
@@ -130,6 +145,8 @@ class LdaEstimate:
     variance_ns2: float | None
     std_ns: float | None
     variance_clipped: bool
+    std_ci_low_ns: float | None
+    std_ci_high_ns: float | None
     confidence: float
     ci_half_width_ns: float | None
     ci_low_ns: float | None
@@ -153,35 +170,36 @@ def _int_sum(values) -> int:
 
 
 def _collapsed_pairs(usable: np.ndarray, sent_rows: np.ndarray, ts_diff: np.ndarray):
-    """The usable collapsed row pairs (2i, 2i+1): their sender counts ``S~`` and their
-    ``T~_B - T~_A = d[2i+1] - d[2i]`` (Python ints)."""
+    """The usable collapsed row pairs (2i, 2i+1): their sender counts ``S~``, the
+    differences of their counts ``S[2i+1] - S[2i]`` and their ``T~_B - T~_A = d[2i+1] -
+    d[2i]`` (Python ints)."""
     pair_usable = usable[:, 0::2] & usable[:, 1::2]
-    pair_counts = (sent_rows[:, 0::2] + sent_rows[:, 1::2])[pair_usable]
+    odd, even = sent_rows[:, 1::2].astype(object), sent_rows[:, 0::2].astype(object)
+    pair_counts = (odd + even)[pair_usable]
+    pair_dn = (odd - even)[pair_usable]
     pair_diff = (ts_diff[:, 1::2].astype(object) - ts_diff[:, 0::2].astype(object))[pair_usable]
-    return pair_counts, pair_diff
+    return pair_counts, pair_dn, pair_diff
 
 
-def _variance(mean_ticks, pair_diff: np.ndarray, collapsed_samples: int, tick: Fraction,
+def _variance(mean_ticks, pair_diff: np.ndarray, pair_dn: np.ndarray,
+              pair_counts: np.ndarray, confidence: float, tick: Fraction,
               notes: list[str]):
-    """§III-E: ``(F in ticks², variance in ns², std in ns, clipped)``; ``None``s without a
-    mean or collapsed samples, a negative variance clipped to 0 (both noted)."""
+    """§III-E centred by the pairs' count differences
+    (:func:`~host_sw.estimators._common.collapsed_variance`): ``(F in ticks², variance in
+    ns², std in ns, (std low, std high) in ns)``; ``None``s without a mean or collapsed
+    samples (noted)."""
     if mean_ticks is None:
-        return None, None, None, False
+        return None, None, None, (None, None)
+    collapsed_samples = _int_sum(pair_counts)
     if collapsed_samples == 0:
         notes.append("no standard deviation: no usable collapsed row pair holds a packet")
-        return None, None, None, False
+        return None, None, None, (None, None)
     square_sum = int(np.sum(pair_diff * pair_diff)) if pair_diff.size else 0
     second_moment = Fraction(square_sum, collapsed_samples)
-    variance_ticks2 = second_moment - mean_ticks * mean_ticks
-    clipped = variance_ticks2 < 0
-    if clipped:
-        notes.append(f"variance estimate F - mean^2 = "
-                     f"{fraction_to_float(variance_ticks2 * tick * tick):.6g} ns^2 "
-                     f"was negative and is clipped to 0 (too few collapsed samples: "
-                     f"{collapsed_samples})")
-        variance_ticks2 = Fraction(0)
-    variance_ns2 = fraction_to_float(variance_ticks2 * tick * tick)
-    return second_moment, variance_ns2, math.sqrt(variance_ns2), clipped
+    cv = collapsed_variance(pair_diff, pair_dn, pair_counts, mean_ticks)
+    variance_ns2 = fraction_to_float(cv.variance_ticks2 * tick * tick)
+    return second_moment, variance_ns2, math.sqrt(variance_ns2), std_interval(
+        variance_ns2, cv.se_ticks2 * float(tick) ** 2, confidence, float(tick), notes)
 
 
 def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
@@ -240,19 +258,22 @@ def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
         notes.append(f"no mean: no usable row holds a packet ({usable_rows} usable rows "
                      f"of {config.buckets}, all empty; {lost} packets lost)")
 
-    pair_counts, pair_diff = _collapsed_pairs(usable, sent_rows, ts_diff)
+    pair_counts, pair_dn, pair_diff = _collapsed_pairs(usable, sent_rows, ts_diff)
     collapsed_pairs = int(np.count_nonzero(pair_counts))
     collapsed_samples = _int_sum(pair_counts)
-    second_moment, variance_ns2, std_ns, clipped = _variance(
-        mean_ticks, pair_diff, collapsed_samples, tick, notes)
+    second_moment, variance_ns2, std_ns, (std_low, std_high) = _variance(
+        mean_ticks, pair_diff, pair_dn, pair_counts, confidence, tick, notes)
+    clipped = False
 
     half = low = high = None
     if std_ns is not None:
-        half = hoeffding_half_width(std_ns, samples, confidence)
+        spread = std_ns
+        if std_ns == 0:
+            spread = std_high if std_high is not None else float(tick) / 2
+            notes.append(f"the estimated standard deviation is 0: the confidence interval "
+                         f"uses its upper bound, {spread:.6g} ns")
+        half = hoeffding_half_width(spread, samples, confidence)
         low, high = mean_ns - half, mean_ns + half
-        if clipped or std_ns == 0:
-            notes.append("the confidence interval has zero width because the estimated "
-                         "standard deviation is 0; it is not a guarantee")
     elif mean_ticks is not None:
         notes.append("no confidence interval: it needs the standard deviation")
 
@@ -262,8 +283,76 @@ def estimate_lda(sender: Synopsis, receiver: Synopsis, *,
         delay_sum_ticks=delay_sum, mean_ticks=mean_ticks, mean_ns=mean_ns,
         collapsed_pairs=collapsed_pairs, collapsed_samples=collapsed_samples,
         second_moment_ticks2=second_moment, variance_ns2=variance_ns2, std_ns=std_ns,
-        variance_clipped=clipped, confidence=confidence, ci_half_width_ns=half,
+        variance_clipped=clipped, std_ci_low_ns=std_low, std_ci_high_ns=std_high,
+        confidence=confidence, ci_half_width_ns=half,
         ci_low_ns=low, ci_high_ns=high, notes=tuple(notes))
+
+
+# ---------------------------------------------------------------------------------------
+# Time-mode boundaries
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BoundaryAllowance:
+    """What the boundaries of a time-mode interval can hide from an LDA estimate
+    (:func:`time_boundary_allowance`).
+
+    Attributes
+    ----------
+    in_flight:
+        Packets in flight at each boundary, ``rate × mean delay`` (Little's law), with
+        the mean delay at the upper end of the interval before widening.
+    spoiled_rows:
+        Upper bound (at the confidence level) on the rows that hold a packet of the
+        previous interval in place of one sent at the end of this one, and count as usable.
+    mean_low_ns, mean_high_ns:
+        How far below and above the mean's interval those rows can put the truth.
+    variance_ns2:
+        How much of the variance estimate those rows can account for.
+    """
+    in_flight: float
+    spoiled_rows: float
+    mean_low_ns: float
+    mean_high_ns: float
+    variance_ns2: float
+
+
+def time_boundary_allowance(est: LdaEstimate, config: LdaConfig, interval_ns: float,
+                            confidence: float = 0.98) -> BoundaryAllowance | None:
+    """The allowance for packets in flight at the boundaries of a time-mode interval.
+
+    In time mode both points cut at the same instants, so the ``B = rate × mean delay``
+    packets in flight at the start are counted by the receiver only and the ``B`` in flight
+    at the end by the sender only (Little's law). A row of bank ``j`` (rate ``p_j``) that
+    holds one such early packet and one late or lost packet has equal counts and is used:
+    its delay sum carries ``r_early − s_late`` ∈ [−(T + D), D] instead of a delay. With
+    ``x = p_j B`` early and ``y = x + lost_j`` missing packets over ``m`` rows, about
+    ``x (y/m) e^{−(x+y)/m}`` rows are spoiled (Poisson); their upper bound ``C`` (mean plus
+    ``z √C``) moves the mean by at most ``C (T + D)/S`` down and ``C D/S`` up, and adds at
+    most ``C (T + D)²/S~`` to the variance. ``D`` is the upper end of the mean's interval
+    before widening (the spoiled rows pull the estimate down, so ``B`` is estimated low
+    by the bias itself; the Poisson margin covers it: ``python -m bench.calibration
+    --only lda-time-long-path``). None without a mean.
+    """
+    if est.mean_ns is None or est.samples == 0 or interval_ns <= 0:
+        return None
+    z = normal_quantile(confidence)
+    rows = config.rows
+    sent = est.banks[0].sent * 2 ** config.thresholds[0]
+    rate = sent / interval_ns
+    delay = max(est.mean_ns + (est.ci_half_width_ns or 0.0), 0.0)
+    in_flight = rate * delay
+    spoiled = 0.0
+    for bank, summary in zip(range(config.banks), est.banks):
+        x = in_flight * 2.0 ** -config.thresholds[bank]
+        y = x + max(summary.lost, 0)
+        spoiled += x * (y / rows) * math.exp(-(x + y) / rows)
+    bound = spoiled + z * math.sqrt(spoiled) if spoiled > 0 else 0.0
+    span = interval_ns + delay
+    return BoundaryAllowance(
+        in_flight=in_flight, spoiled_rows=bound, mean_low_ns=bound * delay / est.samples,
+        mean_high_ns=bound * span / est.samples,
+        variance_ns2=bound * span * span / max(est.collapsed_samples, 1))
 
 
 # ---------------------------------------------------------------------------------------

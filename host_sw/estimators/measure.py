@@ -4,7 +4,7 @@
 In the host data flow (``docs/DESIGN.md``) this is "snapshot of an interval ► estimators ►
 record": :func:`estimate_pair` runs the estimator of the synopsis kind (LDA, RDA without
 packet caches, LDS aggregate) and returns the JSON-ready ``estimate`` of an interval
-(``mean``, ``std``, ``ci``, ``lost``, ``loss_rate``, ``samples``, ``sent``, ``received``;
+(``mean``, ``std``, ``ci``, ``std_ci`` (LDA, RDA), ``lost``, ``loss_rate``, ``samples``, ``sent``, ``received``;
 times in ns) plus ``notes``. :func:`host_sw.estimators.record.record_for_pair` wraps it in
 the :class:`~host_sw.estimators.record.IntervalRecord` that ``ldactl`` prints and exports.
 
@@ -21,7 +21,7 @@ import numpy as np
 from host_sw.contracts.config import check_comparable
 from host_sw.contracts.layouts import signed_difference
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.estimators.lda import estimate_lda
+from host_sw.estimators.lda import estimate_lda, time_boundary_allowance
 from host_sw.estimators.opa.recovery import estimate_opa
 from host_sw.estimators.rda.estimate import estimate_rda
 from host_sw.estimators.rli.estimate import aggregate as rli_aggregate
@@ -41,14 +41,40 @@ def _interval(e) -> list:
     return [json_number(e.ci_low_ns), json_number(e.ci_high_ns)]
 
 
-def _lda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, **_caches) -> dict:
-    """LDA: counts scaled to the whole stream by the first bank's sampling, ``2**z_0``."""
+def _std_interval(e) -> list:
+    return [json_number(e.std_ci_low_ns), json_number(e.std_ci_high_ns)]
+
+
+def _lda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, interval_ns=None,
+              **_caches) -> dict:
+    """LDA: counts scaled to the whole stream by the first bank's sampling, ``2**z_0``;
+    in time mode (``interval_ns``) the intervals widened by what the boundaries can hide
+    (:func:`~host_sw.estimators.lda.time_boundary_allowance`)."""
     e = estimate_lda(sender, receiver, confidence=confidence)
     scale = 2 ** sender.config.thresholds[0]
-    return {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns), "ci": _interval(e),
-            "lost": e.lost * scale, "loss_rate": json_number(e.loss_rate),
-            "samples": e.samples, "sent": e.sent * scale, "received": e.received * scale,
-            "notes": list(e.notes)}
+    record = {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns),
+              "ci": _interval(e), "std_ci": _std_interval(e), "lost": e.lost * scale,
+              "loss_rate": json_number(e.loss_rate), "samples": e.samples,
+              "sent": e.sent * scale, "received": e.received * scale,
+              "notes": list(e.notes)}
+    allowance = (time_boundary_allowance(e, sender.config, interval_ns, confidence)
+                 if interval_ns else None)
+    if allowance is not None and allowance.spoiled_rows > 0:
+        lo, hi = record["ci"]
+        if lo is not None:
+            record["ci"] = [lo - allowance.mean_low_ns, hi + allowance.mean_high_ns]
+        slo, shi = record["std_ci"]
+        if slo is not None and e.variance_ns2 is not None:
+            z_lo = max(0.0, slo * slo - allowance.variance_ns2)
+            record["std_ci"] = [math.sqrt(z_lo), shi]
+        record["notes"].append(
+            f"time mode: about {allowance.in_flight:.0f} packets are in flight at each "
+            f"boundary (rate × mean delay); up to {allowance.spoiled_rows:.1f} rows may pair "
+            f"one of the previous interval with one sent late or lost, so the interval is "
+            f"widened by -{allowance.mean_low_ns:.4g}/+{allowance.mean_high_ns:.4g} ns and "
+            f"the std can be too high by up to {math.sqrt(allowance.variance_ns2):.4g} ns "
+            f"(in quadrature)")
+    return record
 
 
 def _rda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, sender_cache,
@@ -59,7 +85,7 @@ def _rda_pair(sender: Synopsis, receiver: Synopsis, *, confidence, sender_cache,
     sent = int(np.asarray(sender.count[0], dtype=object).sum())
     received = int(np.asarray(receiver.count[0], dtype=object).sum())
     record = {"mean": json_number(e.mean_ns), "std": json_number(e.std_ns),
-              "ci": _interval(e), "lost": sent - received, "samples": e.samples,
+              "ci": _interval(e), "std_ci": _std_interval(e), "lost": sent - received, "samples": e.samples,
               "sent": sent, "received": received, "notes": list(e.notes)}
     if sender_cache is not None and receiver_cache is not None:
         record.update(reordered=e.reordered_found, decoded=e.decoded, exact=e.exact)
@@ -117,7 +143,8 @@ PAIR_ESTIMATORS = {"lda": _lda_pair, "rda": _rda_pair, "lds": _lds_pair, "opa": 
 
 
 def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98,
-                  sender_cache=None, receiver_cache=None, hashers=None) -> dict:
+                  sender_cache=None, receiver_cache=None, hashers=None,
+                  interval_ns=None) -> dict:
     """The estimate of one interval (times in ns).
 
     ``sent``/``received``/``lost`` are scaled to the whole stream where the synopsis
@@ -127,10 +154,13 @@ def estimate_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0
     stream, or ``(ids, timestamps)`` arrays) decodes and repairs: ``lost`` is then the
     number of lost packets decoded, and ``reordered``, ``decoded`` and ``exact`` are
     added (``exact``: the mean is the exact mean delay of the packets both points saw).
+    ``interval_ns``: the interval's length when the points cut it by time (time mode);
+    LDA then widens its intervals by what the boundaries can hide.
     """
     check_comparable(sender.config, receiver.config)
     estimator = PAIR_ESTIMATORS.get(sender.config.kind)
     if estimator is None:
         raise TypeError(type(sender.config).__name__)
+    extra = {"interval_ns": interval_ns} if interval_ns and estimator is _lda_pair else {}
     return estimator(sender, receiver, confidence=confidence, sender_cache=sender_cache,
-                     receiver_cache=receiver_cache, hashers=hashers)
+                     receiver_cache=receiver_cache, hashers=hashers, **extra)

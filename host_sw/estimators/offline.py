@@ -332,7 +332,8 @@ def _unique_cache(ids: np.ndarray, ticks: np.ndarray) -> PacketCache:
 
 
 def _streamed_records(pair: StreamedPair, config, confidence: float,
-                      min_flow_samples: int, flows=None) -> list[IntervalRecord]:
+                      min_flow_samples: int, flows=None,
+                      time_ns: int | None = None) -> list[IntervalRecord]:
     check = _streamed_check(pair)
     hashers = Hashers(config)
     caches = (None, None)
@@ -347,7 +348,7 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
                               when=max(last) / 1e9 if last else None, sender_meta=s_meta,
                               receiver_meta=r_meta, valid=check.valid, notes=check.notes,
                               sender_cache=caches[0], receiver_cache=caches[1],
-                              hashers=hashers,
+                              hashers=hashers, interval_ns=time_ns,
                               problem=None if check.valid else check.problem.value)
         if check.valid:
             details = {}
@@ -416,7 +417,8 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
     _require_ethernet(sender, receiver)
     pair = stream_pair(sender, receiver, config, mode=mode, interval_ns=interval_ns,
                        start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress)
-    return _streamed_records(pair, config, confidence, min_flow_samples, flows)
+    return _streamed_records(pair, config, confidence, min_flow_samples, flows,
+                             interval_ns if mode == "time" else None)
 
 
 @dataclass
@@ -530,6 +532,7 @@ def _records_in_memory(sender, receiver, config: SynopsisConfig, *, mode, interv
                               receiver_meta=_side_meta(iv.receiver), valid=check.valid,
                               notes=check.notes, sender_cache=caches[0],
                               receiver_cache=caches[1], hashers=hashers,
+                              interval_ns=interval_ns if mode == "time" else None,
                               problem=None if check.valid else check.problem.value)
         if check.valid:
             details = hooks[2](config, s, r, iv, hashers) if hooks else {}

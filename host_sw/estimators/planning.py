@@ -15,9 +15,11 @@ import math
 import numpy as np
 
 from host_sw.contracts.config import LdaConfig
-from host_sw.estimators.lda import expected_samples, tuned_thresholds
+from host_sw.estimators.lda import expected_samples, tuned_threshold, tuned_thresholds
+from host_sw.estimators.rda.late import late_binding_buckets
 
-__all__ = ["bank_rates", "expected_effective_samples", "plan_memory", "counter_word_bytes"]
+__all__ = ["bank_rates", "expected_effective_samples", "plan_memory", "counter_word_bytes",
+           "size_for_loss"]
 
 
 def counter_word_bytes(*, count_bits: int, ts_bits: int) -> int:
@@ -101,4 +103,40 @@ def plan_memory(*, counters: int, packets: float, loss_min: float, loss_max: flo
         if candidate is not None:
             out.append(candidate)
     out.sort(key=lambda c: (-c["efficiency_worst"], -c["expected_samples_worst"]))
+    return out
+
+
+def size_for_loss(*, packets: float, loss: float, error: float = 0.01, cv: float = 1.0,
+                  confidence: float = 0.98, reordered: float = 0.0,
+                  max_rows: int = 1 << 24) -> dict:
+    """The size an observed loss needs: the fewest rows (a power of two) of one LDA bank
+    tuned to ``loss × packets`` losses whose expected effective sample size gives the
+    mean a relative half-width ``cv · sqrt(2 ln(2/δ) / E[S]) ≤ error`` (bound (1)), and
+    the RDA buckets per bank that decode the set difference (lost plus ``reordered``
+    packets, ``2d``, Theorem 2).
+
+    ``rows`` is None when no size reaches ``error`` (the interval's packets are too few
+    even without loss, or more than ``max_rows`` rows would be needed).
+    """
+    if not 0 <= loss < 1:
+        raise ValueError(f"the observed loss must be in [0, 1), not {loss}")
+    if error <= 0 or packets <= 0:
+        raise ValueError(f"error and packets must be positive, not {error}, {packets}")
+    lost = loss * packets
+    factor = cv * cv * 2 * math.log(2 / (1 - confidence))
+    needed = factor / (error * error)           # E[S] the error needs
+    out = {"loss": loss, "lost": lost, "error": error, "samples_needed": needed,
+           "rows": None, "threshold": None, "expected_samples": None,
+           "relative_error": None,
+           "rda_buckets": late_binding_buckets(lost + reordered)}
+    rows = 2
+    while rows <= max_rows:
+        z = tuned_threshold(rows, lost)
+        samples = expected_effective_samples(rows, (z,), packets, loss)
+        if samples >= needed:
+            out.update(rows=rows, threshold=z, expected_samples=samples,
+                       relative_error=cv * math.sqrt(2 * math.log(2 / (1 - confidence))
+                                                     / samples))
+            break
+        rows *= 2
     return out

@@ -166,11 +166,13 @@ def _same_counters(a: Synopsis, b: Synopsis) -> bool:
 def record_for_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float = 0.98,
                     interval=None, when=None, sender_meta=None, receiver_meta=None,
                     valid: bool = True, notes=(), sender_cache=None, receiver_cache=None,
-                    hashers=None, problem: str | None = None) -> IntervalRecord:
+                    hashers=None, problem: str | None = None,
+                    interval_ns=None) -> IntervalRecord:
     """The record of one interval from its two synopses. An invalid pair (``valid``
     false, a ``problem``, or configurations that differ) gets no estimate; ``notes``
-    say why. ``when`` defaults to now (a live reading). The caches and ``hashers`` go
-    to :func:`~host_sw.estimators.measure.estimate_pair`."""
+    say why. ``when`` defaults to now (a live reading). The caches, ``hashers`` and
+    ``interval_ns`` (time mode: the interval's length) go to
+    :func:`~host_sw.estimators.measure.estimate_pair`."""
     notes = list(notes)
     valid = valid and problem is None
     base = {"interval": interval, "time": when if when is not None else time.time(),
@@ -185,11 +187,14 @@ def record_for_pair(sender: Synopsis, receiver: Synopsis, *, confidence: float =
     if valid:
         estimate = estimate_pair(sender, receiver, confidence=confidence,
                                  sender_cache=sender_cache, receiver_cache=receiver_cache,
-                                 hashers=hashers)
+                                 hashers=hashers, interval_ns=interval_ns)
         notes += estimate.pop("notes")
         impossible = impossible_pair(sender, receiver, estimate)
         if impossible is not None:
             base["problem"], reason = impossible
+            if interval_ns and base["problem"] == SWAPPED:
+                reason += (" (in time mode also: more packets in flight into this interval "
+                           "than out of it, on a path whose delay is a large part of it)")
             return IntervalRecord(**base, valid=False, estimate=None,
                                   notes=(reason, *notes))
         if estimate.get("mean") is None and not any(n.startswith("no mean") for n in notes):

@@ -211,7 +211,8 @@ _KIND_RUNS = {"rda": _KindRun(packet_caches=True), "lds": _KindRun(details=_lds_
 
 
 def _interval_record(config: SynopsisConfig, iv: IntervalObservation, hashers: Hashers,
-                     confidence: float, run: int) -> IntervalRecord:
+                     confidence: float, run: int,
+                     interval_ns: int | None = None) -> IntervalRecord:
     """The record of one simulated interval: the estimate beside the exact truth."""
     kind = _KIND_RUNS.get(config.kind, _KindRun())
     extra = {}
@@ -225,7 +226,7 @@ def _interval_record(config: SynopsisConfig, iv: IntervalObservation, hashers: H
         caches = _packet_caches(iv, config, hashers) if kind.packet_caches else (None, None)
     record = record_for_pair(sender, receiver, confidence=confidence, interval=iv.interval,
                              sender_cache=caches[0], receiver_cache=caches[1],
-                             hashers=hashers)
+                             hashers=hashers, interval_ns=interval_ns)
     details = kind.details(config, sender, receiver, iv, hashers) if kind.details else {}
     details.update(extra)
     details["reordered_true"] = int(iv.truth.reordered)
@@ -255,13 +256,14 @@ def run_scenario(scenario: Scenario, config: SynopsisConfig, *, runs: int = 1,
     add_own_frames = _KIND_RUNS.get(config.kind, _KindRun()).trace
     if add_own_frames is not None and trace is not None:
         trace = add_own_frames(trace, config)
+    time_ns = scenario.interval_ns if scenario.mode == "time" else None
     for run in range(runs):
         if set_difference is not None:
             intervals = [iv for _, iv in set_difference_intervals(scenario, [set_difference], run)]
         else:
             intervals = scenario.run(run, trace=trace).intervals
         for iv in intervals:
-            record = _interval_record(config, iv, hashers, confidence, run)
+            record = _interval_record(config, iv, hashers, confidence, run, time_ns)
             if progress:
                 progress(record)
             yield record

@@ -4,6 +4,7 @@ exit codes, clear errors with no numbers printed, export formats, plan, plot, an
 estimates from snapshot files, exported-frame captures and packet captures."""
 
 import json
+import math
 import socket
 import threading
 import time
@@ -20,7 +21,7 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.estimators.lda import tuned_threshold
 from host_sw.device.fake_device import DeviceServer
 from host_sw.estimators.measure import estimate_pair
-from host_sw.estimators.planning import plan_memory
+from host_sw.estimators.planning import expected_effective_samples, plan_memory, size_for_loss
 from host_sw.estimators.record import IntervalRecord, record_for_pair
 from host_sw.model.pcap import write_pcap
 from host_sw.device.fake_transport import register_fake_device
@@ -273,6 +274,26 @@ def test_plan_follows_lda_section_iv(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["plan", "--counters", "100", "--loss-min", "0.2", "--loss-max", "0.1"])
     assert exc.value.code == 2
+
+
+def test_plan_says_which_size_the_observed_loss_needs(capsys):
+    # 5 % of 5e6 packets lost, a ±2 % mean at cv 1: E[S] ≥ 2 ln(100)/0.02² = 23 026;
+    # one tuned bank of 2048 rows falls short, 4096 rows (threshold 7) reach it.
+    need = size_for_loss(packets=5e6, loss=0.05, error=0.02)
+    assert need["samples_needed"] == pytest.approx(2 * math.log(100) / 0.02 ** 2)
+    assert need["rows"] == 4096 and need["threshold"] == tuned_threshold(4096, 250_000)
+    assert need["expected_samples"] >= need["samples_needed"] > \
+        expected_effective_samples(2048, (tuned_threshold(2048, 250_000),), 5e6, 0.05)
+    assert need["rda_buckets"] == 500_000
+    code, out, _ = run(capsys, "plan", "--counters", "2048", "--observed-loss", "5%",
+                       "--error", "0.02")
+    assert code == 0
+    assert ("one bank of 4096 rows at threshold 7 (E[S] 23035): the budget of 2048 "
+            "counters is 2× too small") in out
+    code, out, _ = run(capsys, "plan", "--counters", "2048", "--packets", "2000",
+                       "--observed-loss", "1%", "--json")
+    doc = json.loads(out)
+    assert doc["observed"]["rows"] is None and doc["observed"]["rda_buckets"] == 40
 
 
 def test_plot_png(capsys, pairs, tmp_path):

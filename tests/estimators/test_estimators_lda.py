@@ -54,9 +54,14 @@ def test_lda_paper_fig2_one_loss_gives_11_25_from_8_samples():
     # Collapsed pairs: (0,1) has the loss; (2,3) gives (8 - 22)^2 / 3.
     assert est.collapsed_pairs == 1 and est.collapsed_samples == 3
     assert est.second_moment_ticks2 == Fraction(196, 3)
-    # F - D^2 = 65.33 - 126.56 < 0: clipped and flagged, never a negative variance.
-    assert est.variance_clipped and est.variance_ns2 == 0.0 and est.std_ns == 0.0
-    assert any("clipped" in n for n in est.notes)
+    # The papers' F - D^2 = 65.33 - 126.56 < 0 would be clipped to 0. Centred by the
+    # pair's count difference (S[3] - S[2] = -1): (-14 + 45/4)^2 / 3 = 121/48.
+    assert not est.variance_clipped and est.variance_ns2 == 121 / 48
+    assert est.std_ns == pytest.approx(math.sqrt(121 / 48))
+    # One collapsed pair: no interval for the std, the mean's from the estimate.
+    assert est.std_ci_low_ns is None and est.std_ci_high_ns is None
+    assert est.ci_half_width_ns == pytest.approx(
+        math.sqrt(121 / 48) * math.sqrt(2 * math.log(2 / 0.02) / 8))
     d = est.to_dict()
     assert d["mean_ticks"] == "45/4" and d["banks"][0]["samples"] == 8
 
@@ -92,11 +97,18 @@ def test_std_from_collapsed_rows_by_hand():
     receiver = synopsis(config, [1, 1, 1, 1], [s + d for s, d in zip(send, delays)])
     est = estimate_lda(sender, receiver)
     assert est.mean_ticks == 15
-    # F = ((40 - 0)^2 + (20 - 0)^2) / 4 = 500; variance 500 - 225.
+    # F = ((40 - 0)^2 + (20 - 0)^2) / 4 = 500. Equal counts in each pair (dS~ = 0):
+    # E[(w_a - w_b)^2] = 2 sigma^2, so the variance is F itself, 500 (the papers'
+    # F - D^2 subtracts D^2 for an occupancy whose sum dS~^2 / S~ is 1 on average).
     assert est.second_moment_ticks2 == 500
-    assert est.variance_ns2 == 275.0
-    assert est.std_ns == pytest.approx(math.sqrt(275))
+    assert est.variance_ns2 == 500.0
+    assert est.std_ns == pytest.approx(math.sqrt(500))
     assert not est.variance_clipped and est.collapsed_pairs == 2
+    # The std's interval from the two pairs' terms 1600 and 400 (n = 2 each):
+    # se = sqrt(((1600 - 1000)^2 + (400 - 1000)^2) * 2) / 4 = 300, on the log scale.
+    spread = math.exp(2.3263478740408408 * 300 / 500)
+    assert est.std_ci_low_ns == pytest.approx(math.sqrt(500 / spread))
+    assert est.std_ci_high_ns == pytest.approx(math.sqrt(500 * spread))
 
 
 def test_tick_ns_scales_results_to_ns():
@@ -106,8 +118,8 @@ def test_tick_ns_scales_results_to_ns():
     est = estimate_lda(sender, receiver)
     assert est.mean_ticks == 15
     assert est.mean_ns == pytest.approx(15 * 6.4)
-    assert est.std_ns == pytest.approx(math.sqrt(275) * 6.4)
-    half = math.sqrt(275) * 6.4 * math.sqrt(2 * math.log(2 / 0.02) / 4)
+    assert est.std_ns == pytest.approx(math.sqrt(500) * 6.4)
+    half = math.sqrt(500) * 6.4 * math.sqrt(2 * math.log(2 / 0.02) / 4)
     assert est.ci_half_width_ns == pytest.approx(half)
 
 
@@ -258,3 +270,17 @@ def test_sampling_rate_threshold_and_expected_samples():
         sampling_rate_for_loss(1024, 10, alpha=1.5)
     with pytest.raises(ValueError, match="expected_lost"):
         sampling_rate_for_loss(1024, -1)
+
+
+def test_constant_delays_give_no_zero_width_interval():
+    # Every delay 10 ticks: the collapsed pairs show no spread (variance 0). The std's
+    # interval is [0, half a tick] and the mean's uses that upper end: never zero width.
+    config = LdaConfig(banks=1, rows=4, thresholds=(0,))
+    sender = synopsis(config, [1, 1, 1, 1], [100, 200, 300, 400])
+    receiver = synopsis(config, [1, 1, 1, 1], [110, 210, 310, 410])
+    est = estimate_lda(sender, receiver)
+    assert est.mean_ns == 10.0 and est.variance_ns2 == 0.0 and est.std_ns == 0.0
+    assert (est.std_ci_low_ns, est.std_ci_high_ns) == (0.0, 0.5)
+    assert est.ci_half_width_ns == pytest.approx(0.5 * math.sqrt(2 * math.log(100) / 4))
+    assert est.ci_low_ns < 10.0 < est.ci_high_ns
+    assert any("uses its upper bound" in n for n in est.notes)
