@@ -359,15 +359,41 @@ class _Grid:
         return iv
 
 
+def _stable_order(keys: np.ndarray, order: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` from an unstable ``order`` (``same``: the
+    sorted keys' neighbours that are equal): the positions of repeated keys put back
+    in increasing order (one ``lexsort`` of those positions only)."""
+    start = np.ones(len(order), bool)
+    start[1:] = ~same
+    gid = np.cumsum(start) - 1
+    at = np.flatnonzero(np.bincount(gid)[gid] > 1)
+    sub = order[at]
+    order = order.copy()
+    order[at] = sub[np.lexsort((sub, gid[at]))]
+    return order
+
+
 def _match(s_keys: np.ndarray, r_keys: np.ndarray):
     """Index pairs ``(si, ri)``: the ``t``-th receiver packet of a key (in file order)
-    matches the ``t``-th sender packet of that key. One stable sort of both sides."""
+    matches the ``t``-th sender packet of that key. One sort of both sides (numpy's
+    unstable sort; when no key occurs more than twice a pair is two neighbours, else
+    the positions of repeated keys are put back in file order)."""
     if not len(s_keys) or not len(r_keys):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ns = len(s_keys)
     keys = np.concatenate([s_keys, r_keys])
-    order = np.argsort(keys, kind="stable")      # senders first within a key
+    order = np.argsort(keys)
     k = keys[order]
-    is_r = order >= len(s_keys)
+    same = k[1:] == k[:-1]
+    if not (same[1:] & same[:-1]).any():         # no key thrice: neighbours pair up
+        at = np.flatnonzero(same)
+        a, b = order[at], order[at + 1]
+        one = (a >= ns) != (b >= ns)
+        a, b = a[one], b[one]
+        return np.minimum(a, b), np.maximum(a, b) - ns
+    order = _stable_order(keys, order, same)     # senders first within a key
+    k = keys[order]
+    is_r = order >= ns
     start = np.ones(len(k), bool)
     start[1:] = k[1:] != k[:-1]
     gid = np.cumsum(start) - 1
@@ -376,7 +402,7 @@ def _match(s_keys: np.ndarray, r_keys: np.ndarray):
     occ = np.arange(len(k)) - gstart[gid] - senders     # receivers: their occurrence
     ok = is_r & (occ < senders)
     at = np.flatnonzero(ok)
-    return order[gstart[gid[at]] + occ[at]], order[at] - len(s_keys)
+    return order[gstart[gid[at]] + occ[at]], order[at] - ns
 
 
 def _key_hashers(config: SynopsisConfig) -> Hashers | None:
@@ -428,7 +454,8 @@ def _flow_truth(pair: StreamedPair, s, r, si, ri, both) -> None:
 
 def _duplicates(keys: np.ndarray) -> int:
     """Packets whose key an earlier packet of the same capture has (repeated copies)."""
-    return int(len(keys) - len(np.unique(keys)))
+    k = np.sort(keys)
+    return int(np.count_nonzero(k[1:] == k[:-1]))
 
 
 def _pair_partition(pair: StreamedPair, r_pass: _Pass, s, r, marker: bool,
