@@ -33,18 +33,13 @@ from functools import lru_cache
 
 import numpy as np
 
-try:     # the compiled kernel of table_xor (an optional speed-up; numpy otherwise)
-    import numba
-except ImportError:  # pragma: no cover
-    numba = None
-
 __all__ = [
     "RDA_SBOX", "sbox_nibbles64", "sbox_nibbles64_scalar", "SboxH3",
     "MASK64", "GOLDEN_GAMMA", "mix64", "mix64_array", "HashPurpose", "h3_rows", "H3",
     "ETHERTYPE_IPV4", "ETHERTYPE_IPV6", "ETHERTYPE_CONTROL", "MIN_FRAME_BYTES",
     "DEFAULT_WINDOW_BYTES", "FLOW_KEY_BYTES", "FrameClass", "ByteMask", "default_masks",
     "header_windows", "classify_frame",
-    "table_xor", "PAIR_TABLE_MIN_ROWS", "TABLE_BLOCK_ROWS", "COMPILED_MIN_ROWS",
+    "table_xor", "PAIR_TABLE_MIN_ROWS", "TABLE_BLOCK_ROWS", "COMPILED_MIN_ROWS", "compiled",
 ]
 
 MASK64 = (1 << 64) - 1
@@ -144,16 +139,30 @@ def _numpy_table_xor(columns, items, block_rows):
     return out
 
 
-if numba is not None:
-    @numba.njit(cache=True, nogil=True)
-    def _compiled_table_xor(columns, which, tables, out):  # pragma: no cover (compiled)
-        for i in range(columns.shape[0]):
-            acc = np.uint64(0)
-            for t in range(which.shape[0]):
-                acc ^= tables[t, columns[i, which[t]]]
-            out[i] = acc
-else:  # pragma: no cover
-    _compiled_table_xor = None
+def _table_xor_loop(columns, which, tables, out):
+    """The loop :func:`table_xor` compiles (numba): every lookup of a row at once."""
+    for i in range(columns.shape[0]):
+        acc = np.uint64(0)
+        for t in range(which.shape[0]):
+            acc ^= tables[t, columns[i, which[t]]]
+        out[i] = acc
+
+
+_COMPILED = {}
+
+
+def compiled(fn):
+    """``fn`` compiled by numba (cached on disk beside this package), or ``None`` when
+    numba is not installed. numba is imported on first use, so that only the runs that
+    hash many packets pay for its import (about 0.25 s) and for loading the cached code."""
+    if fn not in _COMPILED:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover
+            _COMPILED[fn] = None
+        else:
+            _COMPILED[fn] = numba.njit(cache=True, nogil=True)(fn)
+    return _COMPILED[fn]
 
 #: Rows from which :func:`table_xor` runs its compiled kernel (numba, when installed):
 #: numpy's table gathers cost one pass over the rows per table, the kernel one pass in all.
@@ -174,12 +183,13 @@ def table_xor(columns: np.ndarray, tables: dict[int, np.ndarray],
     """
     items = list(tables.items())
     n = columns.shape[0]
-    if _compiled_table_xor is None or n < COMPILED_MIN_ROWS or not items:
+    kernel = compiled(_table_xor_loop) if n >= COMPILED_MIN_ROWS and items else None
+    if kernel is None:
         return _numpy_table_xor(columns, items, block_rows)
     which = np.array([j for j, _ in items], dtype=np.int64)
     stacked = np.stack([np.asarray(t, dtype=np.uint64) for _, t in items])
     out = np.empty(n, dtype=np.uint64)
-    _compiled_table_xor(columns, which, stacked, out)
+    kernel(columns, which, stacked, out)
     return out
 
 
