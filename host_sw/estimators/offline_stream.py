@@ -9,11 +9,21 @@ In the host data flow (``docs/DESIGN.md``, "offline analysis") this is the engin
 the truth, each counted packet's match key, timestamp, interval and flow spilled into
 hash partitions (:class:`_Spill`: in memory while small, in temporary files beyond
 :data:`SPILL_MEMORY_BYTES`). The partitions are matched one at a time, so the pairing
-needs the memory of one partition, not of the captures.
+needs the memory of one partition, not of the captures. RDA's packet caches (each
+counted packet's ID and ticks: the decoder repairs from them) are spilled the same way,
+by ID range, then sorted a partition at a time into two files per capture that the
+decoder searches through ``np.memmap`` (:func:`_build_cache`, one task per capture).
 
-What grows with the input instead: the synopses (one pair per interval), the flows of an
-LDS configuration (one entry per flow) and, for RDA, both points' packet caches (16 bytes
-a packet and point: the decoder repairs from them).
+Tasks: the two captures' passes (:func:`_side_pass`, each with its own interval grid,
+flow table and spill), then one pairing per partition (:func:`_pair_partition`), run by
+a runner of :mod:`host_sw.estimators.offline_jobs` (this process, worker processes, a
+Dask cluster). Their results are merged in a fixed order — the receiver's intervals
+clipped to the sender's range, its flows appended to the sender's table in the order
+one table would have given them, the partitions' truth combined in partition order — so
+the records are byte for byte those of one process.
+
+What grows with the input instead: the synopses (one pair per interval) and the flows of
+an LDS configuration (one entry per flow).
 
 The same definitions as the in-memory :func:`host_sw.model.pcap.pair_captures`: a packet
 of one capture matches the packet of the other with the same invariant bytes (default
@@ -767,12 +777,13 @@ def _first_time(path, config, chunk_bytes, keep) -> int | None:
     return None
 
 
-def _build_cache(spill: _Spill, side: str, directory: str):
-    """A side's RDA cache from its cache records: the IDs seen once, sorted, with their
-    ticks, written to two files and mapped (:class:`PacketCache` over ``np.memmap``):
-    one cache partition in memory while built, and only the pages the decoder searches
-    resident afterwards. IDs seen more than once are left out (the paper discards
+def _build_cache(job: tuple) -> tuple:
+    """A side's RDA cache from its cache records (a task: ``(spill, side, directory)``):
+    the IDs seen once, sorted, with their ticks, written to two files; returns
+    ``(ids path, ticks path, count)`` for :func:`_mapped_cache`. One cache partition is
+    in memory while it is built. IDs seen more than once are left out (the paper discards
     duplicates; :func:`host_sw.estimators.offline.capture_cache`)."""
+    spill, side, directory = job
     paths = {k: os.path.join(directory, f"{side}-{k}.bin") for k in ("ids", "ticks")}
     n = 0
     with open(paths["ids"], "wb") as f_ids, open(paths["ticks"], "wb") as f_ticks:
@@ -789,10 +800,17 @@ def _build_cache(spill: _Spill, side: str, directory: str):
             ids[once].tofile(f_ids)
             ticks[once].tofile(f_ticks)
             n += int(once.sum())
+    return paths["ids"], paths["ticks"], n
+
+
+def _mapped_cache(built: tuple) -> PacketCache:
+    """The :class:`PacketCache` of :func:`_build_cache`'s files, mapped (``np.memmap``):
+    only the pages the decoder searches are resident."""
+    ids, ticks, n = built
     if not n:
         return PacketCache(np.zeros(0, np.uint64), np.zeros(0, np.uint64))
-    return PacketCache(np.memmap(paths["ids"], np.uint64, "r", shape=(n,)),
-                       np.memmap(paths["ticks"], np.uint64, "r", shape=(n,)))
+    return PacketCache(np.memmap(ids, np.uint64, "r", shape=(n,)),
+                       np.memmap(ticks, np.uint64, "r", shape=(n,)))
 
 
 def _flow_map(table: FlowTable | None, other: FlowTable | None) -> np.ndarray | None:
@@ -856,8 +874,9 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
         flow_map = _flow_map(flows, r_res.flows)
         caches = {side: None for side in ("sender", "receiver")}
         if cache_parts:
-            caches = {side: _build_cache(res.cache, side, directory)
-                      for side, res in (("sender", s_res), ("receiver", r_res))}
+            built = run.map(_build_cache, [(s_res.cache, "sender", directory),
+                                           (r_res.cache, "receiver", directory)])
+            caches = {"sender": _mapped_cache(built[0]), "receiver": _mapped_cache(built[1])}
         pair = StreamedPair(config, {"sender": s_res.synopses, "receiver": r_synopses},
                             {"sender": s_res.meta, "receiver": r_meta}, _Truth(),
                             s_res.counted, 0 if window else r_res.counted, 0, 0, 0,
