@@ -853,10 +853,10 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
     os.mkdir(os.path.join(directory, "cache"))
     try:
         t0 = start_ns
-        if t0 is None:
+        if t0 is None and interval_ns is not None:    # one interval: each pass's own
             t0 = _first_time(sender, config, chunk_bytes, keep)
-        if t0 is None:
-            t0 = _first_time(receiver, config, chunk_bytes, None)
+            if t0 is None:
+                t0 = _first_time(receiver, config, chunk_bytes, None)
         options = {"chunk_bytes": chunk_bytes, "interval_ns": interval_ns, "start_ns": t0}
         if run.inline:
             options["progress"] = progress
@@ -880,7 +880,9 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
         pair = StreamedPair(config, {"sender": s_res.synopses, "receiver": r_synopses},
                             {"sender": s_res.meta, "receiver": r_meta}, _Truth(),
                             s_res.counted, 0 if window else r_res.counted, 0, 0, 0,
-                            caches, flows, {}, start_ns=t0)
+                            caches, flows, {},
+                            start_ns=next((x for x in (t0, s_res.t0, r_res.t0)
+                                           if x is not None), None))
         pair.left_out["sender"] = s_res.left_out
         n_flows = 0 if flows is None else len(flows)
         jobs = [_PartJob(p, s_res.spill, r_res.spill, config, marker, window, clip,
