@@ -333,14 +333,7 @@ class _Pass:
         _add_meta(self.meta, iv, ts)
 
     def update(self, iv, hashes: PacketHashes, ticks) -> None:
-        groups = _counts(iv)
-        for k, _ in groups:
-            sel = slice(None) if len(groups) == 1 else np.flatnonzero(iv == k)
-            syn = self.synopses.get(k)
-            if syn is None:
-                syn = self.synopses[k] = Synopsis.empty(self.config)
-            update(self.config, hashes.select(sel), ticks[sel], synopsis=syn,
-                   hashers=self.hashers)
+        _update_synopses(self.config, self.hashers, self.synopses, iv, hashes, ticks)
 
     def run(self, path, side: str, *, deferred: bool) -> None:
         config = self.config
@@ -381,6 +374,18 @@ class _Pass:
                 if len(unc):
                     self._meta(iv[unc], ts[unc])
             self.spill.add(side, recs)
+
+
+def _update_synopses(config, hashers, synopses: dict, iv, hashes: PacketHashes,
+                     ticks) -> None:
+    """Add packets to the synopses of their intervals (new ones made as needed)."""
+    groups = _counts(iv)
+    for k, _ in groups:
+        sel = slice(None) if len(groups) == 1 else np.flatnonzero(iv == k)
+        syn = synopses.get(k)
+        if syn is None:
+            syn = synopses[k] = Synopsis.empty(config)
+        update(config, hashes.select(sel), ticks[sel], synopsis=syn, hashers=hashers)
 
 
 def _add_meta(meta: dict, iv, ts) -> None:
@@ -580,12 +585,10 @@ def _pair_partition(job: _PartJob) -> _PartResult:
         if job.marker:
             r_iv[ri] = s["iv"][si]
         flow = r["rows"].T if "rows" in r.dtype.names else None
-        acc = _Pass.__new__(_Pass)       # a receiver's synopses of this partition
-        acc.config, acc.hashers, acc.synopses = job.config, Hashers(job.config), {}
-        acc.update(r_iv, PacketHashes(r["p"], None if flow is None
+        _update_synopses(job.config, Hashers(job.config), out.r_synopses, r_iv,
+                         PacketHashes(r["p"], None if flow is None
                                       else np.ascontiguousarray(flow)),
-                   _ticks(r["ts"], job.config.tick_ns))
-        out.r_synopses = acc.synopses
+                         _ticks(r["ts"], job.config.tick_ns))
         _add_meta(out.r_meta, r_iv, r["ts"])
         r = r.copy()
         r["iv"] = r_iv

@@ -268,22 +268,28 @@ def _walk_loop(buf, end, le, out):
 
 def _extract_loop(buf, starts, le, fields, windows):
     """The four header fields of each record and its window, zero past its captured
-    end (:func:`_gather`, :func:`_fields` and :func:`_clear_past_end` in one pass)."""
+    end (:func:`_gather`, :func:`_fields` and :func:`_clear_past_end` in one pass;
+    unsigned indices: no negative-index check per byte)."""
     width = windows.shape[1]
+    one, two, three = np.uint64(1), np.uint64(2), np.uint64(3)
     for i in range(starts.shape[0]):
-        o = starts[i]
+        o = np.uint64(starts[i])
         for f in range(4):
-            b = o + 4 * f
+            b = o + np.uint64(4 * f)
             if le:
-                v = (np.int64(buf[b]) | (np.int64(buf[b + 1]) << 8)
-                     | (np.int64(buf[b + 2]) << 16) | (np.int64(buf[b + 3]) << 24))
+                v = (np.int64(buf[b]) | (np.int64(buf[b + one]) << 8)
+                     | (np.int64(buf[b + two]) << 16) | (np.int64(buf[b + three]) << 24))
             else:
-                v = ((np.int64(buf[b]) << 24) | (np.int64(buf[b + 1]) << 16)
-                     | (np.int64(buf[b + 2]) << 8) | np.int64(buf[b + 3]))
+                v = ((np.int64(buf[b]) << 24) | (np.int64(buf[b + one]) << 16)
+                     | (np.int64(buf[b + two]) << 8) | np.int64(buf[b + three]))
             fields[i, f] = v
         m = min(fields[i, 2], width)
-        windows[i, :m] = buf[o + 16:o + 16 + m]
-        windows[i, m:] = 0
+        row = windows[i]
+        src = o + np.uint64(16)
+        for j in range(m):
+            row[j] = buf[src + np.uint64(j)]
+        for j in range(m, width):
+            row[j] = 0
 
 
 #: Bytes of a block from which the compiled loops (numba, when installed) find and
