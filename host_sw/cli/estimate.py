@@ -238,8 +238,8 @@ def _from_packet_captures(paths, args) -> list:
                                 label="reading captures")
     try:
         with runner(args.jobs, args.scheduler) as run:
-            if not run.inline and progress is not None:
-                progress.close()      # the workers read the captures: no byte count here
+            if args.scheduler is not None and progress is not None:
+                progress.close()      # a cluster's workers report no bytes read
                 progress = None
             return capture_records(paths[0], paths[1], config, mode=args.mode,
                                    interval_ns=args.interval_ns, confidence=args.confidence,

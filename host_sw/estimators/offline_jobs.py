@@ -7,8 +7,10 @@
 pass per capture, then one pairing per spilled partition — and merges their results in
 a fixed order, so the records are the same whichever runner ran them. A runner's
 ``map(fn, jobs)`` returns ``[fn(job) for job in jobs]`` in order; ``inline`` says the
-tasks run in this process (they may then keep their spill in memory and report
-progress). Worker processes and Dask workers must reach the capture files and the spill
+tasks run in this process (they may then keep their spill in memory);
+``task_progress(progress)`` gives the callback to hand to the tasks (worker processes
+add to a shared byte counter that ``map`` reports to ``progress``; a Dask cluster's
+workers report nothing). Worker processes and Dask workers must reach the capture files and the spill
 folder by the same paths (a shared file system beyond one machine).
 
 Example
@@ -20,10 +22,11 @@ Example
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, wait
 
-__all__ = ["inline_runner", "runner", "default_jobs"]
+__all__ = ["inline_runner", "runner", "default_jobs", "WorkerProgress"]
 
 
 def default_jobs() -> int:
@@ -40,15 +43,53 @@ class _Inline:
     def map(self, fn, jobs):
         return [fn(job) for job in jobs]
 
+    def task_progress(self, progress):
+        """The progress callback to hand to the tasks: ``progress`` itself here."""
+        return progress
+
+
+#: The worker process's share of the pool's byte counter (:func:`_init_worker`).
+_COUNTER = None
+
+
+def _init_worker(counter) -> None:
+    global _COUNTER
+    _COUNTER = counter
+
+
+class WorkerProgress:
+    """A task's progress callback in a worker process: adds the bytes read to the
+    pool's shared counter, which the parent hands to its own callback while it waits."""
+
+    def __call__(self, n: int) -> None:
+        if _COUNTER is not None:
+            with _COUNTER.get_lock():
+                _COUNTER.value += int(n)
+
 
 class _Processes:
     inline = False
 
-    def __init__(self, pool):
-        self.pool = pool
+    def __init__(self, pool, counter):
+        self.pool, self.counter = pool, counter
+        self.progress, self.seen = None, 0
+
+    def task_progress(self, progress):
+        """:class:`WorkerProgress` for the tasks; ``progress`` is told the bytes they
+        read while :meth:`map` waits for them."""
+        self.progress = progress
+        return None if progress is None else WorkerProgress()
 
     def map(self, fn, jobs):
-        return list(self.pool.map(fn, jobs))
+        futures = [self.pool.submit(fn, job) for job in jobs]
+        pending = futures
+        while pending:
+            _, pending = wait(pending, timeout=0.25)
+            if self.progress is not None and self.counter.value > self.seen:
+                value = self.counter.value
+                self.progress(value - self.seen)
+                self.seen = value
+        return [f.result() for f in futures]
 
 
 class _Dask:
@@ -56,6 +97,10 @@ class _Dask:
 
     def __init__(self, client):
         self.client = client
+
+    def task_progress(self, progress):
+        """No progress from a cluster's workers."""
+        return None
 
     def map(self, fn, jobs):
         futures = [self.client.submit(fn, job, pure=False) for job in jobs]
@@ -92,5 +137,7 @@ def runner(jobs: int | None = None, scheduler: str | None = None):
     if jobs == 1:
         yield _Inline()
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield _Processes(pool)
+    counter = multiprocessing.Value("q", 0)
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                             initargs=(counter,)) as pool:
+        yield _Processes(pool, counter)

@@ -695,7 +695,7 @@ def stream_pair(sender, receiver, config: SynopsisConfig, *, mode: str = "time",
                 spill_dir=None, trim: bool = True, run=None) -> StreamedPair:
     """Stream two capture files (paths) into per-interval synopses of both points, the
     truth and the pairing counts (module docstring). ``progress(n)`` is told the bytes
-    read (when the tasks run in this process). When the captures saw different windows
+    read (not by a Dask cluster's workers). When the captures saw different windows
     (:func:`common_window`) and ``trim``, they are read again keeping the window both
     saw; the pair's ``window`` and ``left_out`` say what was left out. ``run`` runs the
     tasks (:mod:`host_sw.estimators.offline_jobs`: worker processes, a Dask cluster;
@@ -860,9 +860,8 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
             t0 = _first_time(sender, config, chunk_bytes, keep)
             if t0 is None:
                 t0 = _first_time(receiver, config, chunk_bytes, None)
-        options = {"chunk_bytes": chunk_bytes, "interval_ns": interval_ns, "start_ns": t0}
-        if run.inline:
-            options["progress"] = progress
+        options = {"chunk_bytes": chunk_bytes, "interval_ns": interval_ns, "start_ns": t0,
+                   "progress": run.task_progress(progress)}
         cache_parts = parts if config.kind == "rda" else 0
         s_res, r_res = run.map(_side_pass, [
             _SideJob(sender, "sender", config, options, False, keep, dtypes["sender"],

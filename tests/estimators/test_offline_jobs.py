@@ -95,3 +95,15 @@ def test_rda_caches_are_mapped_files_equal_to_the_in_memory_cache(lossy, tiny_pa
         assert len(cache) == len(want) > 5000
         assert np.array_equal(cache.ids, want.ids)
         assert np.array_equal(cache.timestamps, want.timestamps)
+
+
+def test_worker_processes_report_the_bytes_they_read(lossy):
+    """With worker processes the progress callback still hears of every byte read
+    (the tasks add to a shared counter the parent reports while it waits)."""
+    _, (s, r) = lossy
+    seen = []
+    with runner(jobs=2) as run:
+        capture_records(s, r, LdaConfig(), run=run, progress=seen.append,
+                        chunk_bytes=1 << 16)
+    assert all(n > 0 for n in seen)
+    assert sum(seen) == s.stat().st_size + r.stat().st_size
