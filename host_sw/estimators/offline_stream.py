@@ -45,7 +45,7 @@ import numpy as np
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_base import SynopsisConfig
-from host_sw.contracts.hashing import HashPurpose, default_masks
+from host_sw.contracts.hashing import HashPurpose, default_masks, mix64_array
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, hash_windows, update
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, iter_capture
@@ -163,9 +163,9 @@ class FlowTable:
         sel = np.flatnonzero(counted)
         if not len(sel):
             return out
-        keys = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
-        keys = keys.view(np.dtype((np.void, 4 * self.rows))).ravel()
-        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        rows = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
+        keys = rows.view(np.dtype((np.void, 4 * self.rows))).ravel()
+        uniq, first, inverse = _unique_rows(rows, keys)
         ids = np.empty(len(uniq), np.int64)
         for k, key in enumerate(uniq.tolist()):
             got = self.index.get(key)
@@ -184,6 +184,30 @@ class FlowTable:
         if not self.hashes:
             return np.zeros((self.rows, 0), np.uint64)
         return np.stack(self.hashes, axis=1)
+
+
+def _unique_rows(rows: np.ndarray, keys: np.ndarray):
+    """``np.unique(keys, return_index=True, return_inverse=True)`` of the rows' void
+    ``keys``, faster: grouped by a 64-bit fold of each row (numpy's sort of uint64),
+    checked exact (else numpy's unique of the void keys), the distinct rows then put in
+    the void keys' order (a sort of the distinct rows only)."""
+    fold = rows[:, 0].astype(np.uint64)
+    for j in range(1, rows.shape[1]):
+        fold = mix64_array(fold) ^ rows[:, j].astype(np.uint64)
+    order = np.argsort(fold, kind="stable")
+    f = fold[order]
+    start = np.ones(len(f), bool)
+    start[1:] = f[1:] != f[:-1]
+    gid = np.cumsum(start) - 1
+    first = order[start]                          # each group's first packet
+    if not np.array_equal(rows[order], rows[first[gid]]):   # a fold collision
+        return np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.argsort(keys[first], kind="stable")  # the distinct keys in numpy's order
+    where = np.empty(len(rank), np.int64)
+    where[rank] = np.arange(len(rank))
+    inverse = np.empty(len(rows), np.int64)
+    inverse[order] = where[gid]
+    return keys[first[rank]], first[rank], inverse
 
 
 def _counts(iv: np.ndarray) -> list[tuple[int, int]]:
