@@ -158,14 +158,28 @@ class FlowTable:
 
     def assign(self, flow: np.ndarray, windows: np.ndarray, classes: np.ndarray,
                counted: np.ndarray) -> np.ndarray:
-        """The flow index of each packet (``-1`` for uncounted ones), new flows added."""
+        """The flow index of each packet (``-1`` for uncounted ones), new flows added (in
+        the order of their row hashes' bytes within a chunk). Packets of known flows are
+        found by a search of the known flows' 64-bit folds, checked exact; the others go
+        through :func:`_unique_rows` and the index."""
         out = np.full(flow.shape[1], -1, np.int64)
         sel = np.flatnonzero(counted)
         if not len(sel):
             return out
         rows = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
+        fold = _fold(rows)
+        if self.index:
+            folds, ids, known_rows = self._known()
+            pos = np.minimum(np.searchsorted(folds, fold), len(folds) - 1)
+            found = ids[pos]
+            hit = (folds[pos] == fold) & (known_rows[found] == rows).all(axis=1)
+            out[sel[hit]] = found[hit]
+            rest = np.flatnonzero(~hit)
+            if not len(rest):
+                return out
+            sel, rows, fold = sel[rest], np.ascontiguousarray(rows[rest]), fold[rest]
         keys = rows.view(np.dtype((np.void, 4 * self.rows))).ravel()
-        uniq, first, inverse = _unique_rows(rows, keys)
+        uniq, first, inverse = _unique_rows(rows, keys, fold)
         ids = np.empty(len(uniq), np.int64)
         for k, key in enumerate(uniq.tolist()):
             got = self.index.get(key)
@@ -175,9 +189,20 @@ class FlowTable:
                 self.hashes.append(flow[:, i].copy())
                 self.windows.append(windows[i].copy())
                 self.classes.append(int(classes[i]))
+                self.__dict__.pop("_lookup", None)
             ids[k] = got
         out[sel] = ids[inverse.ravel()]
         return out
+
+    def _known(self):
+        """The known flows' folds (sorted), their flow indices and rows (uint32 ``(F, R)``)."""
+        got = self.__dict__.get("_lookup")
+        if got is None or len(got[1]) != len(self.index):
+            known_rows = np.ascontiguousarray(self.table().T.astype(np.uint32))
+            folds = _fold(known_rows)
+            ids = np.argsort(folds, kind="stable")
+            got = self.__dict__["_lookup"] = (folds[ids], ids, known_rows)
+        return got
 
     def table(self) -> np.ndarray:
         """uint64 ``(R, F)`` per-row flow hashes."""
@@ -186,14 +211,20 @@ class FlowTable:
         return np.stack(self.hashes, axis=1)
 
 
-def _unique_rows(rows: np.ndarray, keys: np.ndarray):
+def _fold(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit fold of each row of uint32 flow hashes (equal rows, equal folds)."""
+    fold = rows[:, 0].astype(np.uint64)
+    for j in range(1, rows.shape[1]):
+        fold = mix64_array(fold) ^ rows[:, j].astype(np.uint64)
+    return fold
+
+
+def _unique_rows(rows: np.ndarray, keys: np.ndarray, fold=None):
     """``np.unique(keys, return_index=True, return_inverse=True)`` of the rows' void
     ``keys``, faster: grouped by a 64-bit fold of each row (numpy's sort of uint64),
     checked exact (else numpy's unique of the void keys), the distinct rows then put in
     the void keys' order (a sort of the distinct rows only)."""
-    fold = rows[:, 0].astype(np.uint64)
-    for j in range(1, rows.shape[1]):
-        fold = mix64_array(fold) ^ rows[:, j].astype(np.uint64)
+    fold = _fold(rows) if fold is None else fold
     order = np.argsort(fold, kind="stable")
     f = fold[order]
     start = np.ones(len(f), bool)

@@ -39,7 +39,15 @@ def tiny_partitions(monkeypatch):
 
 
 def _rows(records) -> list[str]:
-    return [json.dumps(r.to_json(), sort_keys=True) for r in records]
+    """Each record's JSON and, for LDS, every row of its per-flow report (in order)."""
+    out = []
+    for r in records:
+        out.append(json.dumps(r.to_json(), sort_keys=True))
+        report = (r.details or {}).get("flows")
+        if report is not None:
+            out.append(json.dumps([report.row(i) for i in range(len(report))],
+                                  sort_keys=True, default=str))
+    return out
 
 
 CASES = [(LdaConfig(), "time", SPAN // 4 + 1), (RdaConfig(), "time", SPAN // 4 + 1),
@@ -56,6 +64,8 @@ def test_jobs_give_the_records_of_one_process(lossy, tiny_partitions):
             two = capture_records(s, r, config, run=run, **kw)
             assert len(one) >= (1 if interval is None else 4)
             assert _rows(two) == _rows(one)
+            if config.kind == "lds":
+                assert len(one[0].details["flows"]) == 25
     assert any(x.estimate.get("decoded") for x in capture_records(s, r, RdaConfig(),
                                                                   interval_ns=SPAN // 4 + 1))
 
