@@ -9,21 +9,25 @@ by a counter in window bytes 38–41 (TCP sequence number; UDP length and checks
 on-wire lengths in the 7:4:1 IMIX, captured with a ``--snaplen`` (96 by default, as a
 header capture), a send rate of
 5 Mpps, ``--loss`` lost and an exponential delay. Then runs ``ldactl estimate`` on
-the pair in a child process (``--json``, one interval) for each ``--synopsis`` and
-measures its wall-clock time, CPU time and peak resident memory (``ru_maxrss`` of the
-child). The child's records are checked: valid, and the estimated loss within a few
-per cent of the truth.
+the pair in a child process (``--json``, one interval) for each ``--synopsis`` (default
+LDA, RDA and LDS) and each ``--jobs`` (default 1 and 2 worker processes) and measures
+its wall-clock time, CPU time (of the child and its worker processes) and peak resident
+memory (the sum of the ``VmHWM`` of the child and its workers, polled). The child's
+records are checked: valid. The load average before and after each run is saved with
+it (the machine is shared: wall-clock scaling is only meaningful when it is low).
 
 Prints the figures and writes them to ``bench/out/offline_stream.json`` (``--out``).
 
-Run: ``.venv/bin/python -m bench.offline_stream`` (from the repository root; about
-4 GB of captures under ``--dir``, default ``build/bench``, deleted unless ``--keep``).
+Run: ``.venv/bin/python -m bench.offline_stream`` (from the repository root; 2 × 10⁶
+packets by default, about 360 MB of captures under ``--dir``, default ``build/bench``,
+deleted unless ``--keep``; ``--packets 20000000`` for the 20 M pair, 3.6 GB).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -117,21 +121,40 @@ def _vm_hwm_kb(pid: int) -> int | None:
     return None
 
 
-def run_estimate(s_path: Path, r_path: Path, synopsis: str) -> dict:
-    """``ldactl estimate`` in a child process: wall and CPU seconds, peak RSS, records.
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (from ``/proc/<pid>/task/*/children``)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return out
 
-    Peak RSS is the child's ``VmHWM`` polled every 50 ms (its ``ru_maxrss`` would also
-    count the image of this process it was forked from) and ``ru_maxrss`` as a bound."""
+
+def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1) -> dict:
+    """``ldactl estimate --jobs N`` in a child process: wall and CPU seconds, peak RSS,
+    records.
+
+    Peak RSS is the sum over the child and its worker processes of each one's
+    ``VmHWM``, polled every 50 ms (the child's ``ru_maxrss`` would also count the image
+    of this process it was forked from), and ``ru_maxrss`` as a bound."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, "-m", "host_sw.cli", "estimate",
-                                 str(s_path), str(r_path), "--synopsis", synopsis, "--json"],
+                                 str(s_path), str(r_path), "--synopsis", synopsis, "--json",
+                                 "--jobs", str(jobs)],
                                 stdout=out, stderr=err, text=True)
-        hwm = 0
+        peaks = {}
         while proc.poll() is None:
-            hwm = max(hwm, _vm_hwm_kb(proc.pid) or 0)
+            for p in _tree(proc.pid):
+                peaks[p] = max(peaks.get(p, 0), _vm_hwm_kb(p) or 0)
             time.sleep(0.05)
+        hwm = sum(peaks.values())
         wall = time.perf_counter() - t0
         out.seek(0)
         err.seek(0)
@@ -177,11 +200,12 @@ def compare_readers(path: Path) -> list[dict]:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--packets", type=int, default=20_000_000)
+    ap.add_argument("--packets", type=int, default=2_000_000)
     ap.add_argument("--flows", type=int, default=10_000)
     ap.add_argument("--loss", type=float, default=0.01)
     ap.add_argument("--snaplen", type=int, default=96)
-    ap.add_argument("--synopsis", nargs="+", default=["lda"])
+    ap.add_argument("--synopsis", nargs="+", default=["lda", "rda", "lds"])
+    ap.add_argument("--jobs", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dir", default="build/bench")
     ap.add_argument("--keep", action="store_true")
@@ -222,23 +246,38 @@ def main(argv=None):
     results = []
     try:
         for kind in args.synopsis:
-            got = run_estimate(s_path, r_path, kind)
-            (rec,) = got.pop("records")
-            records = args.packets + truth["received"]
-            est = rec["estimate"] or {}
-            row = {"synopsis": kind, **{k: round(v, 2) for k, v in got.items()},
-                   "packets_read": records,
-                   "mpps_wall": round(records / got["wall_s"] / 1e6, 3),
-                   "mpps_cpu": round(records / got["cpu_s"] / 1e6, 3),
-                   "valid": rec["valid"], "est_lost": est.get("lost"),
-                   "true": rec.get("true"), "est_mean": est.get("mean")}
-            results.append(row)
-            print(f"{kind}: {records:,} packets read in {got['wall_s']:.1f} s wall "
-                  f"({row['mpps_wall']} Mpps; {row['mpps_cpu']} Mpps of CPU time), peak "
-                  f"RSS {got['peak_rss_mb']:.0f} MB (ru_maxrss {got['maxrss_bound_mb']:.0f}"
-                  f" MB); lost {est.get('lost')} "
-                  f"(true {truth['lost']}), mean {est.get('mean')} ns (true "
-                  f"{truth['mean']:.2f})")
+            for jobs in args.jobs:
+                load_before = os.getloadavg()[0]
+                got = run_estimate(s_path, r_path, kind, jobs)
+                (rec,) = got.pop("records")
+                records = args.packets + truth["received"]
+                est = rec["estimate"] or {}
+                row = {"synopsis": kind, "jobs": jobs,
+                       **{k: round(v, 2) for k, v in got.items()},
+                       "packets_read": records,
+                       "mpps_wall": round(records / got["wall_s"] / 1e6, 3),
+                       "mpps_cpu": round(records / got["cpu_s"] / 1e6, 3),
+                       "pairs_per_cpu_s": round(args.packets / got["cpu_s"] / 1e6, 3),
+                       "load_before": round(load_before, 2),
+                       "load_after": round(os.getloadavg()[0], 2),
+                       "valid": rec["valid"], "est_lost": est.get("lost"),
+                       "true": rec.get("true"), "est_mean": est.get("mean")}
+                results.append(row)
+                print(f"{kind} --jobs {jobs}: {records:,} records in {got['wall_s']:.1f} s "
+                      f"wall ({row['mpps_wall']} M/s), {got['cpu_s']:.2f} s CPU "
+                      f"({row['mpps_cpu']} M records/s, {row['pairs_per_cpu_s']} M pairs/s "
+                      f"of CPU time), peak RSS {got['peak_rss_mb']:.0f} MB; load "
+                      f"{row['load_before']} -> {row['load_after']}; valid {rec['valid']}, "
+                      f"lost {est.get('lost')} (true {truth['lost']}), mean "
+                      f"{est.get('mean')} ns (true {truth['mean']:.2f})")
+        for kind in args.synopsis:
+            rows = {r["jobs"]: r for r in results if r["synopsis"] == kind}
+            if 1 in rows:
+                for jobs, r in sorted(rows.items()):
+                    r["speedup_wall"] = round(rows[1]["wall_s"] / r["wall_s"], 2)
+                    if jobs != 1:
+                        print(f"{kind}: --jobs {jobs} is {r['speedup_wall']}x --jobs 1 in "
+                              f"wall-clock time")
     finally:
         if not args.keep:
             for p in (s_path, r_path, directory / "truth.json"):

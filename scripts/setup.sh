@@ -36,7 +36,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -qq --upgrade pip
   say "installing lda-probe (editable) and its test extra into .venv (pip; minutes the first time)"
   .venv/bin/python -m pip install -qq -e ".[test]"
-  .venv/bin/python -c "import amaranth, cocotb, host_sw, hw, importlinter" \
+  # numba (the compiled H3 kernel) and dask[distributed] (ldactl estimate --scheduler)
+  # come with the package and its test extra
+  .venv/bin/python -c "import amaranth, cocotb, host_sw, hw, importlinter, numba, distributed" \
     || { say "the installation does not import; see the errors above"; exit 1; }
   echo "$want" > "$stamp"
   say "installed: $(.venv/bin/python -m pip list --format=freeze 2>/dev/null | wc -l) packages in .venv"

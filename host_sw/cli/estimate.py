@@ -45,6 +45,7 @@ from host_sw.contracts.frames.control_frame import (
 from host_sw.contracts.hashing import FrameClass
 from host_sw.device.snapshot import Snapshot
 from host_sw.estimators.offline import capture_records
+from host_sw.estimators.offline_jobs import runner
 from host_sw.estimators.rli.offline import reference_rows
 from host_sw.estimators.opa.export import opa_export_records, read_export
 from host_sw.estimators.record import record_for_pair
@@ -91,6 +92,17 @@ def add_estimate_parser(sub) -> None:
                    help="the key of authenticated exports (32 hex digits in a file); "
                         "without it only integrity-tagged exports are accepted")
     p.add_argument("--json", action="store_true")
+    g = p.add_argument_group("capture analysis in parallel (LDA, RDA, LDS)")
+    g.add_argument("--jobs", type=int_at_least(1, "positive"), default=None, metavar="N",
+                   help="worker processes (default: the machine's cores; 1: this process "
+                        "only); the records are the same for every N")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the tasks on the Dask scheduler at ADDRESS (e.g. "
+                        "tcp://host:8786), or 'local' for a local cluster of --jobs "
+                        "workers; the workers must reach the captures and --spill-dir by "
+                        "the same paths")
+    g.add_argument("--spill-dir", default=None, metavar="DIR",
+                   help="folder of the spilled partitions (default: $TMPDIR)")
     add_delay_outputs(p)
     add_flow_options(p, capture=True)
     g = p.add_argument_group("RLI references (captures without reference frames)")
@@ -225,12 +237,21 @@ def _from_packet_captures(paths, args) -> list:
         progress = ByteProgress(sum(os.path.getsize(p) for p in paths),
                                 label="reading captures")
     try:
-        return capture_records(paths[0], paths[1], config, mode=args.mode,
-                               interval_ns=args.interval_ns, confidence=args.confidence,
-                               progress=progress, min_flow_samples=args.min_samples,
-                               flows=flows, key=args.key_file)
+        with runner(args.jobs, args.scheduler) as run:
+            if args.scheduler is not None and progress is not None:
+                progress.close()      # a cluster's workers report no bytes read
+                progress = None
+            return capture_records(paths[0], paths[1], config, mode=args.mode,
+                                   interval_ns=args.interval_ns, confidence=args.confidence,
+                                   progress=progress, min_flow_samples=args.min_samples,
+                                   flows=flows, key=args.key_file, run=run,
+                                   spill_dir=args.spill_dir)
     except ValueError as e:
         raise RunFailure(str(e)) from None
+    except (OSError, RuntimeError) as e:
+        if args.scheduler is None:
+            raise
+        raise RunFailure(f"the Dask scheduler {args.scheduler}: {e}") from None
     finally:
         if progress is not None:
             progress.close()

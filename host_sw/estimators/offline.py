@@ -324,13 +324,6 @@ def _streamed_check(pair: StreamedPair | RliCapturePair) -> PairingCheck:
                         pair.negative)
 
 
-def _unique_cache(ids: np.ndarray, ticks: np.ndarray) -> PacketCache:
-    """A packet cache without the IDs that occur more than once (:func:`capture_cache`)."""
-    _, first, counts = np.unique(ids, return_index=True, return_counts=True)
-    keep = first[counts == 1]
-    return PacketCache.of((ids[keep], ticks[keep]))
-
-
 def _streamed_records(pair: StreamedPair, config, confidence: float,
                       min_flow_samples: int, flows=None,
                       time_ns: int | None = None) -> list[IntervalRecord]:
@@ -338,7 +331,7 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
     hashers = Hashers(config)
     caches = (None, None)
     if check.valid and pair.caches["sender"] is not None:
-        caches = tuple(_unique_cache(*pair.caches[side]) for side in ("sender", "receiver"))
+        caches = (pair.caches["sender"], pair.caches["receiver"])
     records = []
     for iv in pair.intervals:
         s, r = pair.synopsis("sender", iv), pair.synopsis("receiver", iv)
@@ -382,7 +375,8 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
                     confidence: float = 0.98, progress=None,
                     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                     min_flow_samples: int = DEFAULT_MIN_FLOW_SAMPLES,
-                    flows=None, key: bytes | None = None) -> list[IntervalRecord]:
+                    flows=None, key: bytes | None = None,
+                    run=None, spill_dir=None) -> list[IntervalRecord]:
     """The record of every interval of two captures (paths, streamed; or
     :class:`~host_sw.model.pcap.Capture` objects, in memory) under ``config``.
 
@@ -399,6 +393,9 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
     sender capture, checked under ``key``; per-flow figures in ``details["rli_flows"]``,
     the reference accounting in ``details["references"]``). Raises
     ``ValueError`` (:class:`~host_sw.model.pcap.CaptureError`) for unreadable captures.
+    ``run`` runs the streamed analysis' tasks (:mod:`host_sw.estimators.offline_jobs`:
+    worker processes or a Dask cluster; the same records as in this process), with its
+    spilled partitions in ``spill_dir`` (default ``$TMPDIR``).
     """
     own = _CAPTURE_PATHS.get(config.kind)
     if own is not None:
@@ -416,7 +413,8 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
                                   confidence=confidence)
     _require_ethernet(sender, receiver)
     pair = stream_pair(sender, receiver, config, mode=mode, interval_ns=interval_ns,
-                       start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress)
+                       start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress,
+                       run=run, spill_dir=spill_dir)
     return _streamed_records(pair, config, confidence, min_flow_samples, flows,
                              interval_ns if mode == "time" else None)
 

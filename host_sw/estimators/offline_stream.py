@@ -9,11 +9,21 @@ In the host data flow (``docs/DESIGN.md``, "offline analysis") this is the engin
 the truth, each counted packet's match key, timestamp, interval and flow spilled into
 hash partitions (:class:`_Spill`: in memory while small, in temporary files beyond
 :data:`SPILL_MEMORY_BYTES`). The partitions are matched one at a time, so the pairing
-needs the memory of one partition, not of the captures.
+needs the memory of one partition, not of the captures. RDA's packet caches (each
+counted packet's ID and ticks: the decoder repairs from them) are spilled the same way,
+by ID range, then sorted a partition at a time into two files per capture that the
+decoder searches through ``np.memmap`` (:func:`_build_cache`, one task per capture).
 
-What grows with the input instead: the synopses (one pair per interval), the flows of an
-LDS configuration (one entry per flow) and, for RDA, both points' packet caches (16 bytes
-a packet and point: the decoder repairs from them).
+Tasks: the two captures' passes (:func:`_side_pass`, each with its own interval grid,
+flow table and spill), then one pairing per partition (:func:`_pair_partition`), run by
+a runner of :mod:`host_sw.estimators.offline_jobs` (this process, worker processes, a
+Dask cluster). Their results are merged in a fixed order — the receiver's intervals
+clipped to the sender's range, its flows appended to the sender's table in the order
+one table would have given them, the partitions' truth combined in partition order — so
+the records are byte for byte those of one process.
+
+What grows with the input instead: the synopses (one pair per interval) and the flows of
+an LDS configuration (one entry per flow).
 
 The same definitions as the in-memory :func:`host_sw.model.pcap.pair_captures`: a packet
 of one capture matches the packet of the other with the same invariant bytes (default
@@ -26,17 +36,21 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import tempfile
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_base import SynopsisConfig
-from host_sw.contracts.hashing import HashPurpose, default_masks
+from host_sw.contracts.hashing import HashPurpose, default_masks, mix64_array
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, hash_windows, update
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, iter_capture
+from host_sw.estimators.offline_jobs import inline_runner
+from host_sw.estimators.rda.decode import PacketCache
 
 __all__ = ["StreamedPair", "FlowTable", "stream_pair", "SPILL_MEMORY_BYTES"]
 
@@ -50,12 +64,19 @@ _NONE = np.iinfo(np.int64).min
 
 
 class _Spill:
-    """Records of two sides partitioned by key; appended in order, read per partition."""
+    """Records of one or two sides partitioned by key; appended in order, read per
+    partition. In memory up to ``budget`` bytes, then in files ``<side><p>.bin`` of
+    ``folder`` (the caller's, removed by the caller) or of a temporary folder made in
+    ``directory`` (removed by :meth:`close`)."""
 
-    def __init__(self, parts: int, dtypes: dict, directory=None):
-        self.parts, self.dtypes = parts, dtypes
+    def __init__(self, parts: int, dtypes: dict, directory=None, *, folder=None,
+                 budget: int | None = None, partition=None):
+        self.parts, self.dtypes, self.folder = parts, dtypes, folder
+        self.budget = SPILL_MEMORY_BYTES if budget is None else budget
+        self.partition = partition or _key_partition
         self.buffers = {side: [[] for _ in range(parts)] for side in dtypes}
         self.buffered = 0
+        self.written = False
         self._dir = None
         self._directory = directory
 
@@ -63,8 +84,7 @@ class _Spill:
         if self.parts == 1:
             self.buffers[side][0].append(recs)
         else:
-            part = (recs["key"] % np.uint64(self.parts)).astype(
-                np.uint16 if self.parts <= 1 << 16 else np.int64)
+            part = self.partition(recs, self.parts)
             order = np.argsort(part, kind="stable")     # a radix sort for 16-bit keys
             bounds = np.r_[0, np.cumsum(np.bincount(part, minlength=self.parts))]
             ordered = recs[order]
@@ -72,16 +92,17 @@ class _Spill:
                 if bounds[p + 1] > bounds[p]:
                     self.buffers[side][p].append(ordered[bounds[p]:bounds[p + 1]])
         self.buffered += recs.nbytes
-        if self.buffered > SPILL_MEMORY_BYTES:
+        if self.buffered > self.budget:
             self.flush()
 
     def _path(self, side, p):
-        return os.path.join(self._dir.name, f"{side}{p}.bin")
+        return os.path.join(self.folder, f"{side}{p}.bin")
 
     def flush(self) -> None:
-        if self._dir is None:
+        if self.folder is None:
             self._dir = tempfile.TemporaryDirectory(prefix="ldactl-pair-",
                                                     dir=self._directory)
+            self.folder = self._dir.name
         for side, parts in self.buffers.items():
             for p, bufs in enumerate(parts):
                 if bufs:
@@ -89,11 +110,12 @@ class _Spill:
                         for b in bufs:
                             b.tofile(f)
                     bufs.clear()
+                    self.written = True
         self.buffered = 0
 
     def load(self, side: str, p: int) -> np.ndarray:
         parts = []
-        if self._dir is not None and os.path.exists(self._path(side, p)):
+        if self.written and os.path.exists(self._path(side, p)):
             parts.append(np.fromfile(self._path(side, p), dtype=self.dtypes[side]))
         parts += self.buffers[side][p]
         self.buffers[side][p] = []
@@ -104,6 +126,20 @@ class _Spill:
     def close(self) -> None:
         if self._dir is not None:
             self._dir.cleanup()
+
+
+def _key_partition(recs: np.ndarray, parts: int) -> np.ndarray:
+    """The pairing's partition of each record: its key modulo the partitions."""
+    return (recs["key"] % np.uint64(parts)).astype(
+        np.uint16 if parts <= 1 << 16 else np.int64)
+
+
+def _id_range_partition(recs: np.ndarray, parts: int) -> np.ndarray:
+    """The RDA cache's partition of each record: increasing with its ID (the partitions
+    sorted one by one and concatenated are sorted)."""
+    high = recs["id"] >> np.uint64(32)
+    return ((high * np.uint64(parts)) >> np.uint64(32)).astype(
+        np.uint16 if parts <= 1 << 16 else np.int64)
 
 
 @dataclass
@@ -122,14 +158,28 @@ class FlowTable:
 
     def assign(self, flow: np.ndarray, windows: np.ndarray, classes: np.ndarray,
                counted: np.ndarray) -> np.ndarray:
-        """The flow index of each packet (``-1`` for uncounted ones), new flows added."""
+        """The flow index of each packet (``-1`` for uncounted ones), new flows added (in
+        the order of their row hashes' bytes within a chunk). Packets of known flows are
+        found by a search of the known flows' 64-bit folds, checked exact; the others go
+        through :func:`_unique_rows` and the index."""
         out = np.full(flow.shape[1], -1, np.int64)
         sel = np.flatnonzero(counted)
         if not len(sel):
             return out
-        keys = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
-        keys = keys.view(np.dtype((np.void, 4 * self.rows))).ravel()
-        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        rows = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
+        fold = _fold(rows)
+        if self.index:
+            folds, ids, known_rows = self._known()
+            pos = np.minimum(np.searchsorted(folds, fold), len(folds) - 1)
+            found = ids[pos]
+            hit = (folds[pos] == fold) & (known_rows[found] == rows).all(axis=1)
+            out[sel[hit]] = found[hit]
+            rest = np.flatnonzero(~hit)
+            if not len(rest):
+                return out
+            sel, rows, fold = sel[rest], np.ascontiguousarray(rows[rest]), fold[rest]
+        keys = rows.view(np.dtype((np.void, 4 * self.rows))).ravel()
+        uniq, first, inverse = _unique_rows(rows, keys, fold)
         ids = np.empty(len(uniq), np.int64)
         for k, key in enumerate(uniq.tolist()):
             got = self.index.get(key)
@@ -139,15 +189,56 @@ class FlowTable:
                 self.hashes.append(flow[:, i].copy())
                 self.windows.append(windows[i].copy())
                 self.classes.append(int(classes[i]))
+                self.__dict__.pop("_lookup", None)
             ids[k] = got
         out[sel] = ids[inverse.ravel()]
         return out
+
+    def _known(self):
+        """The known flows' folds (sorted), their flow indices and rows (uint32 ``(F, R)``)."""
+        got = self.__dict__.get("_lookup")
+        if got is None or len(got[1]) != len(self.index):
+            known_rows = np.ascontiguousarray(self.table().T.astype(np.uint32))
+            folds = _fold(known_rows)
+            ids = np.argsort(folds, kind="stable")
+            got = self.__dict__["_lookup"] = (folds[ids], ids, known_rows)
+        return got
 
     def table(self) -> np.ndarray:
         """uint64 ``(R, F)`` per-row flow hashes."""
         if not self.hashes:
             return np.zeros((self.rows, 0), np.uint64)
         return np.stack(self.hashes, axis=1)
+
+
+def _fold(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit fold of each row of uint32 flow hashes (equal rows, equal folds)."""
+    fold = rows[:, 0].astype(np.uint64)
+    for j in range(1, rows.shape[1]):
+        fold = mix64_array(fold) ^ rows[:, j].astype(np.uint64)
+    return fold
+
+
+def _unique_rows(rows: np.ndarray, keys: np.ndarray, fold=None):
+    """``np.unique(keys, return_index=True, return_inverse=True)`` of the rows' void
+    ``keys``, faster: grouped by a 64-bit fold of each row (numpy's sort of uint64),
+    checked exact (else numpy's unique of the void keys), the distinct rows then put in
+    the void keys' order (a sort of the distinct rows only)."""
+    fold = _fold(rows) if fold is None else fold
+    order = np.argsort(fold, kind="stable")
+    f = fold[order]
+    start = np.ones(len(f), bool)
+    start[1:] = f[1:] != f[:-1]
+    gid = np.cumsum(start) - 1
+    first = order[start]                          # each group's first packet
+    if not np.array_equal(rows[order], rows[first[gid]]):   # a fold collision
+        return np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.argsort(keys[first], kind="stable")  # the distinct keys in numpy's order
+    where = np.empty(len(rank), np.int64)
+    where[rank] = np.arange(len(rank))
+    inverse = np.empty(len(rows), np.int64)
+    inverse[order] = where[gid]
+    return keys[first[rank]], first[rank], inverse
 
 
 def _counts(iv: np.ndarray) -> list[tuple[int, int]]:
@@ -176,6 +267,16 @@ def _by_interval(iv: np.ndarray, values: np.ndarray):
         yield int(iv[a]), values[a:b]
 
 
+def delay_stats(iv: np.ndarray, delays: np.ndarray) -> list[tuple]:
+    """``(interval, n, sum, mean, m2)`` of the delays of each interval present."""
+    out = []
+    for k, d in _by_interval(iv, delays):
+        n, s = len(d), int(d.sum())
+        mean = s / n
+        out.append((k, n, s, mean, float(((d - mean) ** 2).sum())))
+    return out
+
+
 @dataclass
 class _Truth:
     """Per-interval truth sums (exact integer delay sum; variance by Chan's update)."""
@@ -189,17 +290,19 @@ class _Truth:
             target[k] = target.get(k, 0) + n
 
     def add_delays(self, iv: np.ndarray, delays: np.ndarray) -> None:
-        for k, d in _by_interval(iv, delays):
-            n, s = len(d), int(d.sum())
-            mean = s / n
-            m2 = float(((d - mean) ** 2).sum())
-            got = self.both.setdefault(k, [0, 0, 0.0, 0.0])
-            n0, mean0 = got[0], got[2]
-            tot = n0 + n
-            delta = mean - mean0
-            got[3] += m2 + delta * delta * n0 * n / tot
-            got[2] = mean0 + delta * n / tot
-            got[0], got[1] = tot, got[1] + s
+        for stats in delay_stats(iv, delays):
+            self.combine(*stats)
+
+    def combine(self, k: int, n: int, s: int, mean: float, m2: float) -> None:
+        """Add one partition's ``(n, sum, mean, m2)`` of interval ``k`` (Chan's update;
+        partitions combined in their order give the same bits however they ran)."""
+        got = self.both.setdefault(k, [0, 0, 0.0, 0.0])
+        n0, mean0 = got[0], got[2]
+        tot = n0 + n
+        delta = mean - mean0
+        got[3] += m2 + delta * delta * n0 * n / tot
+        got[2] = mean0 + delta * n / tot
+        got[0], got[1] = tot, got[1] + s
 
     def json(self, iv: int) -> dict:
         n, s, _, m2 = self.both.get(iv, [0, 0, 0.0, 0.0])
@@ -220,7 +323,7 @@ class StreamedPair:
     matched: int
     negative: int
     zero: int
-    caches: dict              # side -> (ids, ticks) of counted packets (RDA) or None
+    caches: dict              # side -> PacketCache of counted packets (RDA) or None
     flows: FlowTable | None
     flow_truth: dict          # interval -> {"packets", "delay_sum", "lost"} arrays
     # what the pairing shows (issue 23: pairs that must make sense)
@@ -265,35 +368,27 @@ def _ticks(ts: np.ndarray, tick) -> np.ndarray:
 
 
 class _Pass:
-    """One capture's pass: hash each chunk, update its synopses, spill its packets."""
+    """One capture's pass: hash each chunk, update its synopses, spill its packets (and,
+    for RDA, its cache records: ID and ticks, partitioned by ID range)."""
 
-    def __init__(self, config, hashers, key_hashers, flows, grid, spill, options,
-                 keep: tuple[int, int] | None = None):
-        self.config, self.hashers, self.key_hashers = config, hashers, key_hashers
-        self.flows, self.grid, self.spill, self.options = flows, grid, spill, options
+    def __init__(self, config, spill, options, keep: tuple[int, int] | None = None,
+                 cache_spill=None):
+        self.config, self.spill, self.options = config, spill, options
+        self.hashers = Hashers(config)
+        self.key_hashers = _key_hashers(config)
+        rows = config.hash_count(HashPurpose.LDS_FLOW)
+        self.flows = FlowTable(rows, config.window_bytes) if rows else None
+        self.grid = _Grid(options.get("interval_ns"), options.get("start_ns"))
         self.keep = keep            # (lo, hi) ns: only the packets of this window
         self.synopses, self.meta = {}, {}
         self.counted = self.left_out = 0
-        self.iv_range = None
-        self.cache = [] if config.kind == "rda" else None
+        self.cache_spill = cache_spill
 
     def _meta(self, iv, ts):
-        for k, part in _by_interval(iv, ts):
-            m = self.meta.setdefault(k, [0, None, None])
-            m[0] += len(part)
-            lo, hi = int(part.min()), int(part.max())
-            m[1] = lo if m[1] is None else min(m[1], lo)
-            m[2] = hi if m[2] is None else max(m[2], hi)
+        _add_meta(self.meta, iv, ts)
 
     def update(self, iv, hashes: PacketHashes, ticks) -> None:
-        groups = _counts(iv)
-        for k, _ in groups:
-            sel = slice(None) if len(groups) == 1 else np.flatnonzero(iv == k)
-            syn = self.synopses.get(k)
-            if syn is None:
-                syn = self.synopses[k] = Synopsis.empty(self.config)
-            update(self.config, hashes.select(sel), ticks[sel], synopsis=syn,
-                   hashers=self.hashers)
+        _update_synopses(self.config, self.hashers, self.synopses, iv, hashes, ticks)
 
     def run(self, path, side: str, *, deferred: bool) -> None:
         config = self.config
@@ -306,7 +401,7 @@ class _Pass:
                 inside = (ts >= self.keep[0]) & (ts <= self.keep[1])
                 self.left_out += int(len(ts) - inside.sum())
                 ts, windows, classes = ts[inside], windows[inside], classes[inside]
-            iv = self.grid.assign(ts, side)
+            iv = self.grid.assign(ts)
             hashes = hash_windows(config, windows, classes, self.hashers)
             ticks = _ticks(ts, config.tick_ns)
             if not deferred:
@@ -315,8 +410,10 @@ class _Pass:
             counted = hashes.counted
             sel = np.flatnonzero(counted)
             self.counted += len(sel)
-            if self.cache is not None:
-                self.cache.append((hashes.packet[sel], ticks[sel]))
+            if self.cache_spill is not None:
+                cache = np.zeros(len(sel), _CACHE_DTYPE)
+                cache["id"], cache["tick"] = hashes.packet[sel], ticks[sel]
+                self.cache_spill.add(side, cache)
             key = hashes.packet if self.key_hashers is None else hash_windows(
                 self.key_hashers.config, windows, classes, self.key_hashers).packet
             flow = (self.flows.assign(hashes.flow, windows, classes, counted)
@@ -334,40 +431,90 @@ class _Pass:
             self.spill.add(side, recs)
 
 
+def _update_synopses(config, hashers, synopses: dict, iv, hashes: PacketHashes,
+                     ticks) -> None:
+    """Add packets to the synopses of their intervals (new ones made as needed)."""
+    groups = _counts(iv)
+    for k, _ in groups:
+        sel = slice(None) if len(groups) == 1 else np.flatnonzero(iv == k)
+        syn = synopses.get(k)
+        if syn is None:
+            syn = synopses[k] = Synopsis.empty(config)
+        update(config, hashes.select(sel), ticks[sel], synopsis=syn, hashers=hashers)
+
+
+def _add_meta(meta: dict, iv, ts) -> None:
+    """Count packets and widen the first and last timestamps of their intervals."""
+    for k, part in _by_interval(iv, ts):
+        m = meta.setdefault(k, [0, None, None])
+        m[0] += len(part)
+        lo, hi = int(part.min()), int(part.max())
+        m[1] = lo if m[1] is None else min(m[1], lo)
+        m[2] = hi if m[2] is None else max(m[2], hi)
+
+
 class _Grid:
-    """Interval assignment by time (module docstring)."""
+    """Interval assignment by time (module docstring); remembers the range of intervals
+    it gave (the sender's bound the receiver's: :func:`_stream_once`)."""
 
     def __init__(self, interval_ns, start_ns):
         self.delta = None if interval_ns is None else int(interval_ns)
         self.t0 = None if start_ns is None else int(start_ns)
         self.lo = self.hi = None
 
-    def assign(self, ts: np.ndarray, side: str) -> np.ndarray:
+    def assign(self, ts: np.ndarray, side: str | None = None) -> np.ndarray:
+        """The intervals of timestamps ``ts``; a ``"receiver"``'s clipped to the range
+        the grid gave before (the sender's, read first)."""
         if self.t0 is None and len(ts):
             self.t0 = int(ts.min())
         if self.delta is None:
             iv = np.zeros(len(ts), np.int64)
         else:
             iv = np.floor_divide(ts - self.t0, self.delta)
-        if side == "sender":
-            if len(iv):
-                lo, hi = int(iv.min()), int(iv.max())
-                self.lo = lo if self.lo is None else min(self.lo, lo)
-                self.hi = hi if self.hi is None else max(self.hi, hi)
-        elif self.lo is not None:
-            iv = np.clip(iv, self.lo, self.hi)
+        if side == "receiver":
+            return iv if self.lo is None else np.clip(iv, self.lo, self.hi)
+        if len(iv):
+            lo, hi = int(iv.min()), int(iv.max())
+            self.lo = lo if self.lo is None else min(self.lo, lo)
+            self.hi = hi if self.hi is None else max(self.hi, hi)
         return iv
+
+
+def _stable_order(keys: np.ndarray, order: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` from an unstable ``order`` (``same``: the
+    sorted keys' neighbours that are equal): the positions of repeated keys put back
+    in increasing order (one ``lexsort`` of those positions only)."""
+    start = np.ones(len(order), bool)
+    start[1:] = ~same
+    gid = np.cumsum(start) - 1
+    at = np.flatnonzero(np.bincount(gid)[gid] > 1)
+    sub = order[at]
+    order = order.copy()
+    order[at] = sub[np.lexsort((sub, gid[at]))]
+    return order
 
 
 def _match(s_keys: np.ndarray, r_keys: np.ndarray):
     """Index pairs ``(si, ri)``: the ``t``-th receiver packet of a key (in file order)
-    matches the ``t``-th sender packet of that key. One stable sort of both sides."""
+    matches the ``t``-th sender packet of that key. One sort of both sides (numpy's
+    unstable sort; when no key occurs more than twice a pair is two neighbours, else
+    the positions of repeated keys are put back in file order)."""
     if not len(s_keys) or not len(r_keys):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ns = len(s_keys)
     keys = np.concatenate([s_keys, r_keys])
-    order = np.argsort(keys, kind="stable")      # senders first within a key
+    order = np.argsort(keys)
     k = keys[order]
-    is_r = order >= len(s_keys)
+    same = k[1:] == k[:-1]
+    if not (same[1:] & same[:-1]).any():         # no key thrice: neighbours pair up
+        at = np.flatnonzero(same)
+        a, b = order[at], order[at + 1]
+        one = (a >= ns) != (b >= ns)
+        a, b = a[one], b[one]
+        return np.minimum(a, b), np.maximum(a, b) - ns
+    order = _stable_order(keys, order, same)     # senders first within a key
+    k = keys[order]
+    is_r = order >= ns
     start = np.ones(len(k), bool)
     start[1:] = k[1:] != k[:-1]
     gid = np.cumsum(start) - 1
@@ -376,7 +523,7 @@ def _match(s_keys: np.ndarray, r_keys: np.ndarray):
     occ = np.arange(len(k)) - gstart[gid] - senders     # receivers: their occurrence
     ok = is_r & (occ < senders)
     at = np.flatnonzero(ok)
-    return order[gstart[gid[at]] + occ[at]], order[at] - len(s_keys)
+    return order[gstart[gid[at]] + occ[at]], order[at] - ns
 
 
 def _key_hashers(config: SynopsisConfig) -> Hashers | None:
@@ -406,16 +553,24 @@ def _partitions(paths) -> int:
     return max(1, math.ceil(size / _MIN_RECORD / _PART_PACKETS))
 
 
-def _flow_truth(pair: StreamedPair, s, r, si, ri, both) -> None:
-    f = pair.flows
-    n = len(f)
-    for iv in np.unique(s["iv"]).tolist():
-        acc = pair.flow_truth.setdefault(iv, {"packets": np.zeros(n, np.int64),
-                                              "delay_sum": np.zeros(n, np.int64),
-                                              "lost": np.zeros(n, np.int64)})
-        for k in ("packets", "delay_sum", "lost"):
-            if len(acc[k]) < n:
-                acc[k] = np.r_[acc[k], np.zeros(n - len(acc[k]), np.int64)]
+@dataclass
+class _PartResult:
+    """What one partition's pairing adds to the pair (:func:`_merge_part`)."""
+    counts: dict = field(default_factory=lambda: {"sent": {}, "received": {}, "lost": {}})
+    delays: list = field(default_factory=list)        # delay_stats(...)
+    numbers: dict = field(default_factory=dict)       # sums: matched, negative, ...
+    delay_min: int | None = None
+    delay_max: int | None = None
+    flow_truth: dict = field(default_factory=dict)
+    r_synopses: dict = field(default_factory=dict)    # deferred receiver updates
+    r_meta: dict = field(default_factory=dict)
+
+
+def _flow_truth(out: _PartResult, n: int, s, r, si, ri, both) -> None:
+    for iv, _ in _counts(s["iv"]):
+        acc = out.flow_truth.setdefault(iv, {"packets": np.zeros(n, np.int64),
+                                             "delay_sum": np.zeros(n, np.int64),
+                                             "lost": np.zeros(n, np.int64)})
         in_iv = s["iv"][si[both]] == iv
         fl = s["flow"][si[both]][in_iv]
         np.add.at(acc["packets"], fl, 1)
@@ -428,59 +583,142 @@ def _flow_truth(pair: StreamedPair, s, r, si, ri, both) -> None:
 
 def _duplicates(keys: np.ndarray) -> int:
     """Packets whose key an earlier packet of the same capture has (repeated copies)."""
-    return int(len(keys) - len(np.unique(keys)))
+    k = np.sort(keys)
+    return int(np.count_nonzero(k[1:] == k[:-1]))
 
 
-def _pair_partition(pair: StreamedPair, r_pass: _Pass, s, r, marker: bool,
-                    trim: tuple | None = None) -> None:
+def _count_into(target: dict, iv: np.ndarray) -> None:
+    for k, n in _counts(iv):
+        target[k] = target.get(k, 0) + n
+
+
+@dataclass
+class _PartJob:
+    """One partition's pairing (a task): both sides' spilled records of partition ``p``,
+    the receiver's intervals clipped to the sender's range ``clip`` and its flow indices
+    mapped by ``flow_map`` (its own flow table's onto the pair's)."""
+    p: int
+    s_spill: _Spill
+    r_spill: _Spill
+    config: SynopsisConfig
+    marker: bool
+    trim: tuple | None
+    clip: tuple | None
+    flow_map: np.ndarray | None
+    flows: int
+
+
+def _pair_partition(job: _PartJob) -> _PartResult:
+    s, r = job.s_spill.load("sender", job.p), job.r_spill.load("receiver", job.p)
+    if job.clip is not None and len(r):
+        r["iv"] = np.clip(r["iv"], *job.clip)
+    if job.flow_map is not None and len(r):
+        have = r["flow"] >= 0
+        r["flow"][have] = job.flow_map[r["flow"][have]]
+    out = _PartResult()
+    num = out.numbers
     si, ri = _match(s["key"], r["key"])
-    if trim is not None and len(r):
+    if job.trim is not None and len(r):
         # The receiver's packets of the window: those of its sender packets, and those
         # the sender capture does not hold that arrived where no edge explains them.
-        lo, hi, margin = trim
+        lo, hi, margin = job.trim
         matched = np.zeros(len(r), bool)
         matched[ri] = True
         inside = (r["ts"] >= lo + margin) & (r["ts"] <= hi)
         keep = matched | inside
-        pair.left_out["receiver"] += int(len(r) - keep.sum())
+        num["left_out"] = int(len(r) - keep.sum())
         r = r[keep]
         si, ri = _match(s["key"], r["key"])
-    pair.duplicates["sender"] += _duplicates(s["key"])
-    pair.duplicates["receiver"] += _duplicates(r["key"])
-    pair.unmatched += len(r) - len(ri)
-    if trim is not None:
-        pair.received += len(r)
-    deferred = marker or trim is not None
+    num["dup_sender"] = _duplicates(s["key"])
+    num["dup_receiver"] = _duplicates(r["key"])
+    num["unmatched"] = len(r) - len(ri)
+    if job.trim is not None:
+        num["received"] = len(r)
+    deferred = job.marker or job.trim is not None
     if deferred and len(r):
         r_iv = r["iv"].copy()
-        if marker:
+        if job.marker:
             r_iv[ri] = s["iv"][si]
         flow = r["rows"].T if "rows" in r.dtype.names else None
-        r_pass.update(r_iv, PacketHashes(r["p"], None if flow is None
-                                         else np.ascontiguousarray(flow)),
-                      _ticks(r["ts"], pair.config.tick_ns))
-        r_pass._meta(r_iv, r["ts"])
+        _update_synopses(job.config, Hashers(job.config), out.r_synopses, r_iv,
+                         PacketHashes(r["p"], None if flow is None
+                                      else np.ascontiguousarray(flow)),
+                         _ticks(r["ts"], job.config.tick_ns))
+        _add_meta(out.r_meta, r_iv, r["ts"])
         r = r.copy()
         r["iv"] = r_iv
     delays = r["ts"][ri] - s["ts"][si]
     if len(delays):
-        lo_d, hi_d = int(delays.min()), int(delays.max())
-        pair.delay_min = lo_d if pair.delay_min is None else min(pair.delay_min, lo_d)
-        pair.delay_max = hi_d if pair.delay_max is None else max(pair.delay_max, hi_d)
-        pair.delay_sum += int(delays.sum())
-    pair.matched += len(si)
-    pair.negative += int((delays < 0).sum())
-    pair.zero += int((delays == 0).sum())
-    t = pair.truth
-    t.add_counts(t.sent, s["iv"])
-    t.add_counts(t.received, r["iv"])
+        out.delay_min, out.delay_max = int(delays.min()), int(delays.max())
+        num["delay_sum"] = int(delays.sum())
+    num["matched"] = len(si)
+    num["negative"] = int((delays < 0).sum())
+    num["zero"] = int((delays == 0).sum())
+    _count_into(out.counts["sent"], s["iv"])
+    _count_into(out.counts["received"], r["iv"])
     both = r["iv"][ri] == s["iv"][si]
-    t.add_delays(s["iv"][si[both]], delays[both])
+    out.delays = delay_stats(s["iv"][si[both]], delays[both])
     lost = np.ones(len(s), bool)
     lost[si[both]] = False
-    t.add_counts(t.lost, s["iv"][lost])
-    if pair.flows is not None:
-        _flow_truth(pair, s, r, si, ri, both)
+    _count_into(out.counts["lost"], s["iv"][lost])
+    if job.flows:
+        _flow_truth(out, job.flows, s, r, si, ri, both)
+    return out
+
+
+def _merge_synopses(target: dict, new: dict, clip=None) -> None:
+    for k, syn in new.items():
+        if clip is not None:
+            k = min(max(k, clip[0]), clip[1])
+        got = target.get(k)
+        target[k] = syn if got is None else got.merged(syn)
+
+
+def _merge_meta(target: dict, new: dict, clip=None) -> None:
+    for k, (n, lo, hi) in new.items():
+        if clip is not None:
+            k = min(max(k, clip[0]), clip[1])
+        m = target.setdefault(k, [0, None, None])
+        m[0] += n
+        if lo is not None:
+            m[1] = lo if m[1] is None else min(m[1], lo)
+            m[2] = hi if m[2] is None else max(m[2], hi)
+
+
+def _merge_part(pair: StreamedPair, res: _PartResult) -> None:
+    """Add a partition's result to the pair (in partition order: the truth's variance
+    is combined in that order)."""
+    num = res.numbers
+    if res.delay_min is not None:
+        pair.delay_min = (res.delay_min if pair.delay_min is None
+                          else min(pair.delay_min, res.delay_min))
+        pair.delay_max = (res.delay_max if pair.delay_max is None
+                          else max(pair.delay_max, res.delay_max))
+    pair.delay_sum += num.get("delay_sum", 0)
+    pair.matched += num["matched"]
+    pair.negative += num["negative"]
+    pair.zero += num["zero"]
+    pair.duplicates["sender"] += num["dup_sender"]
+    pair.duplicates["receiver"] += num["dup_receiver"]
+    pair.unmatched += num["unmatched"]
+    pair.received += num.get("received", 0)
+    pair.left_out["receiver"] += num.get("left_out", 0)
+    t = pair.truth
+    for name in ("sent", "received", "lost"):
+        target = getattr(t, name)
+        for k, n in res.counts[name].items():
+            target[k] = target.get(k, 0) + n
+    for stats in res.delays:
+        t.combine(*stats)
+    for iv, acc in res.flow_truth.items():
+        got = pair.flow_truth.get(iv)
+        if got is None:
+            pair.flow_truth[iv] = acc
+        else:
+            for k in got:
+                got[k] += acc[k]
+    _merge_synopses(pair.synopses["receiver"], res.r_synopses)
+    _merge_meta(pair.meta["receiver"], res.r_meta)
 
 
 def common_window(pair: StreamedPair) -> tuple[int, int, int] | None:
@@ -509,64 +747,219 @@ def common_window(pair: StreamedPair) -> tuple[int, int, int] | None:
 def stream_pair(sender, receiver, config: SynopsisConfig, *, mode: str = "time",
                 interval_ns: int | None = None, start_ns: int | None = None,
                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, progress=None,
-                spill_dir=None, trim: bool = True) -> StreamedPair:
+                spill_dir=None, trim: bool = True, run=None) -> StreamedPair:
     """Stream two capture files (paths) into per-interval synopses of both points, the
     truth and the pairing counts (module docstring). ``progress(n)`` is told the bytes
-    read. When the captures saw different windows (:func:`common_window`) and ``trim``,
-    they are read again keeping the window both saw; the pair's ``window`` and
-    ``left_out`` say what was left out. Raises
-    :class:`~host_sw.model.pcap.CaptureError` for unreadable captures."""
+    read (not by a Dask cluster's workers). When the captures saw different windows
+    (:func:`common_window`) and ``trim``, they are read again keeping the window both
+    saw; the pair's ``window`` and ``left_out`` say what was left out. ``run`` runs the
+    tasks (:mod:`host_sw.estimators.offline_jobs`: worker processes, a Dask cluster;
+    default in this process); ``spill_dir`` must then be a folder every worker reaches.
+    Raises :class:`~host_sw.model.pcap.CaptureError` for unreadable captures."""
     pair = _stream_once(sender, receiver, config, mode=mode, interval_ns=interval_ns,
                         start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress,
-                        spill_dir=spill_dir)
+                        spill_dir=spill_dir, run=run)
     window = common_window(pair) if trim else None
     if window is None or window[0] > window[1]:
         pair.window = window          # an empty window: the pair is refused
         return pair
     again = _stream_once(sender, receiver, config, mode=mode, interval_ns=interval_ns,
                          start_ns=pair.start_ns, chunk_bytes=chunk_bytes, progress=None,
-                         spill_dir=spill_dir, window=window)
+                         spill_dir=spill_dir, window=window, run=run)
     again.window = window
     return again
 
 
+@dataclass
+class _SideJob:
+    """One capture's pass (a task)."""
+    path: object
+    side: str
+    config: SynopsisConfig
+    options: dict             # chunk_bytes, interval_ns, start_ns (, progress inline)
+    deferred: bool
+    keep: tuple | None
+    dtype: np.dtype
+    parts: int
+    directory: str
+    cache_parts: int          # RDA: partitions of the cache records, else 0
+    flush: bool               # spill everything to files (a task in another process)
+
+
+@dataclass
+class _SideResult:
+    synopses: dict
+    meta: dict
+    counted: int
+    left_out: int
+    lo: int | None            # the range of intervals the pass gave
+    hi: int | None
+    t0: int | None
+    flows: FlowTable | None
+    spill: _Spill
+    cache: _Spill | None
+
+
+def _side_pass(job: _SideJob) -> _SideResult:
+    """Read one capture (:class:`_Pass`); its spill on files when ``job.flush``."""
+    share = max(1, SPILL_MEMORY_BYTES // 2)
+    spill = _Spill(job.parts, {job.side: job.dtype}, folder=job.directory, budget=share)
+    cache = (_Spill(job.cache_parts, {job.side: _CACHE_DTYPE},
+                    folder=os.path.join(job.directory, "cache"), budget=share,
+                    partition=_id_range_partition)
+             if job.cache_parts else None)
+    one = _Pass(job.config, spill, job.options, keep=job.keep, cache_spill=cache)
+    one.run(job.path, job.side, deferred=job.deferred)
+    if job.flush:
+        spill.flush()
+        if cache is not None:
+            cache.flush()
+    return _SideResult(one.synopses, one.meta, one.counted, one.left_out, one.grid.lo,
+                       one.grid.hi, one.grid.t0, one.flows, spill, cache)
+
+
+#: An RDA cache record: a counted packet's ID and timestamp (ticks).
+_CACHE_DTYPE = np.dtype([("id", "<u8"), ("tick", "<u8")])
+
+
+def _first_time(path, config, chunk_bytes, keep) -> int | None:
+    """The earliest timestamp of the first chunk with packets (in ``keep``): where a
+    pass's interval grid starts when no start is given."""
+    for chunk in iter_capture(path, window_bytes=config.window_bytes,
+                              chunk_bytes=chunk_bytes):
+        ts = chunk.timestamps_ns
+        if keep is not None:
+            ts = ts[(ts >= keep[0]) & (ts <= keep[1])]
+        if len(ts):
+            return int(ts.min())
+    return None
+
+
+def _build_cache(job: tuple) -> tuple:
+    """A side's RDA cache from its cache records (a task: ``(spill, side, directory)``):
+    the IDs seen once, sorted, with their ticks, written to two files; returns
+    ``(ids path, ticks path, count)`` for :func:`_mapped_cache`. One cache partition is
+    in memory while it is built. IDs seen more than once are left out (the paper discards
+    duplicates; :func:`host_sw.estimators.offline.capture_cache`)."""
+    spill, side, directory = job
+    paths = {k: os.path.join(directory, f"{side}-{k}.bin") for k in ("ids", "ticks")}
+    n = 0
+    with open(paths["ids"], "wb") as f_ids, open(paths["ticks"], "wb") as f_ticks:
+        for q in range(spill.parts):
+            recs = spill.load(side, q)
+            if not len(recs):
+                continue
+            order = np.argsort(recs["id"], kind="stable")
+            ids, ticks = recs["id"][order], recs["tick"][order]
+            once = np.ones(len(ids), bool)
+            same = ids[1:] == ids[:-1]
+            once[1:] &= ~same
+            once[:-1] &= ~same
+            ids[once].tofile(f_ids)
+            ticks[once].tofile(f_ticks)
+            n += int(once.sum())
+    return paths["ids"], paths["ticks"], n
+
+
+def _mapped_cache(built: tuple) -> PacketCache:
+    """The :class:`PacketCache` of :func:`_build_cache`'s files, mapped (``np.memmap``):
+    only the pages the decoder searches are resident."""
+    ids, ticks, n = built
+    if not n:
+        return PacketCache(np.zeros(0, np.uint64), np.zeros(0, np.uint64))
+    return PacketCache(np.memmap(ids, np.uint64, "r", shape=(n,)),
+                       np.memmap(ticks, np.uint64, "r", shape=(n,)))
+
+
+def _flow_map(table: FlowTable | None, other: FlowTable | None) -> np.ndarray | None:
+    """Add ``other``'s flows to ``table`` (new ones in ``other``'s order: the order one
+    table filled by both passes in turn would have); the index in ``table`` of each of
+    ``other``'s flows."""
+    if table is None or other is None:
+        return None
+    out = np.empty(len(other), np.int64)
+    for key, j in other.index.items():
+        got = table.index.get(key)
+        if got is None:
+            got = table.index[key] = len(table.index)
+            table.hashes.append(other.hashes[j])
+            table.windows.append(other.windows[j])
+            table.classes.append(other.classes[j])
+        out[j] = got
+    return out
+
+
 def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
-                 start_ns, chunk_bytes, progress, spill_dir, window=None) -> StreamedPair:
+                 start_ns, chunk_bytes, progress, spill_dir, window=None,
+                 run=None) -> StreamedPair:
     """One reading of the two captures (of the sender times ``window[:2]`` only, the
-    receiver's packets trimmed as :func:`common_window` says, when given)."""
+    receiver's packets trimmed as :func:`common_window` says, when given). The two
+    passes, then the partitions' pairings, are tasks of ``run``
+    (:mod:`host_sw.estimators.offline_jobs`; in this process by default): results are
+    merged in a fixed order, so they are the same however the tasks ran."""
     if mode not in ("marker", "time"):
         raise ValueError(f"mode must be 'marker' or 'time', not {mode!r}")
     if interval_ns is not None and int(interval_ns) <= 0:
         raise ValueError(f"interval_ns must be positive, not {interval_ns}")
+    run = run or inline_runner()
     marker = mode == "marker"
-    hashers = Hashers(config)
-    rows = config.hash_count(HashPurpose.LDS_FLOW)
-    flows = FlowTable(rows, config.window_bytes) if rows else None
-    spill = _Spill(_partitions((sender, receiver)),
-                   _dtypes(config, marker or window is not None), spill_dir)
-    grid = _Grid(interval_ns, start_ns)
-    options = {"chunk_bytes": chunk_bytes, "progress": progress}
-    key_hashers = _key_hashers(config)
+    deferred = marker or window is not None
+    dtypes = _dtypes(config, deferred)
+    parts = _partitions((sender, receiver))
+    keep = None if window is None else window[:2]
+    directory = tempfile.mkdtemp(prefix="ldactl-pair-", dir=spill_dir)
+    os.mkdir(os.path.join(directory, "cache"))
     try:
-        s_pass = _Pass(config, hashers, key_hashers, flows, grid, spill, options,
-                       keep=None if window is None else window[:2])
-        s_pass.run(sender, "sender", deferred=False)
-        r_pass = _Pass(config, hashers, key_hashers, flows, grid, spill, options)
-        r_pass.run(receiver, "receiver", deferred=marker or window is not None)
+        t0 = start_ns
+        if t0 is None and interval_ns is not None:    # one interval: each pass's own
+            t0 = _first_time(sender, config, chunk_bytes, keep)
+            if t0 is None:
+                t0 = _first_time(receiver, config, chunk_bytes, None)
+        options = {"chunk_bytes": chunk_bytes, "interval_ns": interval_ns, "start_ns": t0,
+                   "progress": run.task_progress(progress)}
+        cache_parts = parts if config.kind == "rda" else 0
+        s_res, r_res = run.map(_side_pass, [
+            _SideJob(sender, "sender", config, options, False, keep, dtypes["sender"],
+                     parts, directory, cache_parts, not run.inline),
+            _SideJob(receiver, "receiver", config, options, deferred, None,
+                     dtypes["receiver"], parts, directory, cache_parts, not run.inline)])
+        clip = None if s_res.lo is None else (s_res.lo, s_res.hi)
+        r_synopses, r_meta = {}, {}
+        _merge_synopses(r_synopses, r_res.synopses, clip)
+        _merge_meta(r_meta, r_res.meta, clip)
+        flows = s_res.flows
+        flow_map = _flow_map(flows, r_res.flows)
         caches = {side: None for side in ("sender", "receiver")}
-        if s_pass.cache is not None:
-            caches = {side: tuple(np.concatenate([c[k] for c in p.cache])
-                                  if p.cache else np.zeros(0, np.int64) for k in (0, 1))
-                      for side, p in (("sender", s_pass), ("receiver", r_pass))}
-        pair = StreamedPair(config, {"sender": s_pass.synopses,
-                                     "receiver": r_pass.synopses},
-                            {"sender": s_pass.meta, "receiver": r_pass.meta}, _Truth(),
-                            s_pass.counted, 0 if window else r_pass.counted, 0, 0, 0,
-                            caches, flows, {}, start_ns=grid.t0)
-        pair.left_out["sender"] = s_pass.left_out
-        for p in range(spill.parts):
-            _pair_partition(pair, r_pass, spill.load("sender", p),
-                            spill.load("receiver", p), marker, window)
-    finally:
-        spill.close()
+        if cache_parts:
+            built = run.map(_build_cache, [(s_res.cache, "sender", directory),
+                                           (r_res.cache, "receiver", directory)])
+            caches = {"sender": _mapped_cache(built[0]), "receiver": _mapped_cache(built[1])}
+        pair = StreamedPair(config, {"sender": s_res.synopses, "receiver": r_synopses},
+                            {"sender": s_res.meta, "receiver": r_meta}, _Truth(),
+                            s_res.counted, 0 if window else r_res.counted, 0, 0, 0,
+                            caches, flows, {},
+                            start_ns=next((x for x in (t0, s_res.t0, r_res.t0)
+                                           if x is not None), None))
+        pair.left_out["sender"] = s_res.left_out
+        n_flows = 0 if flows is None else len(flows)
+        jobs = [_PartJob(p, s_res.spill, r_res.spill, config, marker, window, clip,
+                         flow_map, n_flows) for p in range(parts)]
+        for res in run.map(_pair_partition, jobs):
+            _merge_part(pair, res)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    pair._directory = directory       # the RDA caches' files live as long as the pair
+    weakref.finalize(pair, shutil.rmtree, directory, True)
+    _remove_spill(directory)
     return pair
+
+
+def _remove_spill(directory: str) -> None:
+    """Delete the spilled partitions (the RDA caches' files stay)."""
+    for root in (directory, os.path.join(directory, "cache")):
+        for name in os.listdir(root):
+            path = os.path.join(root, name)
+            if os.path.isfile(path) and (root != directory or not name.endswith(
+                    ("-ids.bin", "-ticks.bin"))):
+                os.remove(path)

@@ -25,7 +25,11 @@ fraction, captured and original length are plausible; it accepts the guess only 
 the guessed records chain exactly (every record ends where the next guessed one starts,
 the last one at the block's end), and otherwise walks the block header by header (a
 Python loop, about 3 million records a second). The result is exact either way: a guess
-is used only when it is the chain. pcapng blocks are walked the same way (their own
+is used only when it is the chain. With numba installed, blocks of a MiB or more are
+walked and their records' headers and windows extracted by two compiled loops instead
+(:func:`_walk_loop`, :func:`_extract_loop`: one pass each, where numpy needs a pass per
+gather and per window byte past the shortest frame; the same records and bytes,
+``tests/model/test_pcap_stream.py``). pcapng blocks are walked the same way (their own
 lengths; 4-byte aligned). Timestamps are exact int64 ns (as :mod:`host_sw.model.pcap`).
 """
 
@@ -40,7 +44,7 @@ import numpy as np
 
 from host_sw.contracts.hashing import (
     DEFAULT_WINDOW_BYTES, ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6,
-    MIN_FRAME_BYTES, FrameClass,
+    MIN_FRAME_BYTES, FrameClass, compiled,
 )
 from host_sw.model.pcap import MAGIC_NS, MAGIC_US, PCAPNG_BOM, PCAPNG_SHB, CaptureError
 
@@ -240,19 +244,92 @@ def _guess_classic(buf: np.ndarray, end: int, le: bool, frac_limit: int):
     return _chain(cand, cand + 16 + cap, end)
 
 
+def _walk_loop(buf, end, le, out):
+    """:func:`walk_classic` as a loop numba compiles: ``(records, rest)``, the starts
+    in ``out``."""
+    off = 0
+    n = 0
+    while off + 16 <= end:
+        b = off + 8
+        if le:
+            cap = (np.int64(buf[b]) | (np.int64(buf[b + 1]) << 8)
+                   | (np.int64(buf[b + 2]) << 16) | (np.int64(buf[b + 3]) << 24))
+        else:
+            cap = ((np.int64(buf[b]) << 24) | (np.int64(buf[b + 1]) << 16)
+                   | (np.int64(buf[b + 2]) << 8) | np.int64(buf[b + 3]))
+        nxt = off + 16 + cap
+        if nxt > end:
+            break
+        out[n] = off
+        n += 1
+        off = nxt
+    return n, off
+
+
+def _extract_loop(buf, starts, le, fields, windows):
+    """The four header fields of each record and its window, zero past its captured
+    end (:func:`_gather`, :func:`_fields` and :func:`_clear_past_end` in one pass;
+    unsigned indices: no negative-index check per byte)."""
+    width = windows.shape[1]
+    one, two, three = np.uint64(1), np.uint64(2), np.uint64(3)
+    for i in range(starts.shape[0]):
+        o = np.uint64(starts[i])
+        for f in range(4):
+            b = o + np.uint64(4 * f)
+            if le:
+                v = (np.int64(buf[b]) | (np.int64(buf[b + one]) << 8)
+                     | (np.int64(buf[b + two]) << 16) | (np.int64(buf[b + three]) << 24))
+            else:
+                v = ((np.int64(buf[b]) << 24) | (np.int64(buf[b + one]) << 16)
+                     | (np.int64(buf[b + two]) << 8) | np.int64(buf[b + three]))
+            fields[i, f] = v
+        m = min(fields[i, 2], width)
+        row = windows[i]
+        src = o + np.uint64(16)
+        for j in range(m):
+            row[j] = buf[src + np.uint64(j)]
+        for j in range(m, width):
+            row[j] = 0
+
+
+#: Bytes of a block from which the compiled loops (numba, when installed) find and
+#: extract its records; numpy's guess and gathers otherwise (the same records and
+#: bytes).
+_COMPILED_MIN_BYTES = 1 << 20
+
+
+def _compiled_reader():
+    """The compiled ``(walk, extract)`` loops, or ``None`` without numba."""
+    walk = compiled(_walk_loop)
+    return None if walk is None else (walk, compiled(_extract_loop))
+
+
 def _classic_records(blocks: _Blocks, le: bool, frac_limit: int, guess: bool):
+    reader = _compiled_reader() if blocks.end >= _COMPILED_MIN_BYTES else None
+    if reader is not None:
+        out = np.empty(blocks.end // 16 + 1, np.int64)
+        n, rest = reader[0](blocks.buf, blocks.end, le, out)
+        return out[:n], int(rest)
     found = _guess_classic(blocks.buf, blocks.end, le, frac_limit) if guess else None
     return found if found is not None else walk_classic(blocks.data(), le)
 
 
 def _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, where):
-    sec, frac, cap, orig = _fields(_gather(buf, starts, 16), le).T
+    reader = _compiled_reader() if len(starts) >= 1024 else None
+    if reader is not None:
+        fields = np.empty((len(starts), 4), np.int64)
+        windows = np.empty((len(starts), window_bytes), np.uint8)
+        reader[1](buf, starts, le, fields, windows)
+        sec, frac, cap, orig = fields.T
+    else:
+        sec, frac, cap, orig = _fields(_gather(buf, starts, 16), le).T
     bad = np.flatnonzero(frac >= frac_limit)
     if len(bad):
         raise _capture_error(f"{where}: corrupt timestamp fraction {int(frac[bad[0]])} "
                              f"in the record at byte offset {int(starts[bad[0]])} of a block")
-    windows = _gather(buf, starts + 16, window_bytes)
-    _clear_past_end(windows, cap)
+    if reader is None:
+        windows = _gather(buf, starts + 16, window_bytes)
+        _clear_past_end(windows, cap)
     return CaptureChunk(sec * 1_000_000_000 + frac * frac_ns, windows,
                         classify_windows(windows, cap), cap, orig)
 

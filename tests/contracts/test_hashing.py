@@ -207,3 +207,25 @@ def test_classify_frame(data, error, expected):
 def test_classify_frame_custom_minimum():
     assert classify_frame(frame(0x0800, 0x45, 40), min_frame_bytes=40) == FrameClass.IPV4
     assert classify_frame(frame(0x0800, 0x45, 39), min_frame_bytes=40) == FrameClass.RUNT
+
+
+@pytest.mark.parametrize("dtype,width,size", [(np.uint8, 64, 256), (np.uint16, 4, 1 << 16)])
+def test_table_xor_compiled_kernel_equals_numpy(dtype, width, size):
+    """The compiled kernel (numba, from COMPILED_MIN_ROWS rows) and numpy's blocked
+    gathers give the same bits, for byte and byte-pair columns, some without a table."""
+    from host_sw.contracts import hashing
+    if hashing.compiled(hashing._table_xor_loop) is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(7)
+    n = hashing.COMPILED_MIN_ROWS + 5
+    columns = rng.integers(0, size, size=(n, width)).astype(dtype)
+    tables = {j: rng.integers(0, 1 << 64, size=size, dtype=np.uint64)
+              for j in range(width) if j % 3}
+    fast = hashing.table_xor(columns, tables)
+    slow = hashing._numpy_table_xor(columns, list(tables.items()), 100)
+    assert fast.dtype == np.uint64 and np.array_equal(fast, slow)
+    i = int(rng.integers(0, n))
+    expect = 0
+    for j, t in tables.items():
+        expect ^= int(t[columns[i, j]])
+    assert int(fast[i]) == expect

@@ -128,3 +128,19 @@ def test_lds_without_a_mean_says_why(capture_pair, tmp_path):
     (rec,) = capture_records(s, r, LdsConfig(rows=2, cells=16, vlda_cells=2, row_thresholds=(0, 0)))
     assert rec.estimate["mean"] is None
     assert any(n.startswith("no mean: no sample both points agree on") for n in rec.notes)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4])
+def test_unique_rows_equals_numpy_unique_of_the_void_keys(rows):
+    """The flow table's grouping (a 64-bit fold, checked exact) gives numpy's unique of
+    the rows' bytes: distinct keys in numpy's order, first occurrences, the inverse."""
+    rng = np.random.default_rng(rows)
+    base = rng.integers(0, 1 << 32, size=(50, rows), dtype=np.uint64).astype(np.uint32)
+    base[:10, 0] = 7                      # rows equal in their first word only
+    got = np.ascontiguousarray(base[rng.integers(0, 50, 3000)])
+    keys = got.view(np.dtype((np.void, 4 * rows))).ravel()
+    want = np.unique(keys, return_index=True, return_inverse=True)
+    have = offline_stream._unique_rows(got, keys)
+    assert len(have[0]) == len(want[0]) > 40
+    for a, b in zip(have, want):
+        assert np.array_equal(a, b.ravel())

@@ -118,3 +118,29 @@ def test_errors(tmp_path, trace):
     (tmp_path / "ncut.pcapng").write_bytes((tmp_path / "n.pcapng").read_bytes()[:-5])
     with pytest.raises(CaptureError, match="truncated pcapng block"):
         list(iter_capture(tmp_path / "ncut.pcapng"))
+
+
+@pytest.mark.parametrize("order", ["<", ">"], ids=["little", "big"])
+def test_compiled_reader_gives_the_whole_file_readers_records(tmp_path, monkeypatch, order):
+    """Blocks of at least a MiB are walked and extracted by the compiled loops (numba):
+    the same records as the whole-file reader and as numpy's guess and gathers, frames
+    shorter and longer than the window, records cut by the blocks' ends."""
+    from host_sw.model import pcap_stream
+    if pcap_stream._compiled_reader() is None:
+        pytest.skip("numba is not installed")
+    tr = synthetic_trace(packets=12000, flows=40, seed=9)
+    frames = [f[:20 + i % 90] if i % 7 == 0 else f for i, f in enumerate(tr.frames())]
+    ts = tr.timestamps
+    head = struct.pack(order + "IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1)
+    recs = b"".join(struct.pack(order + "IIII", int(t) // 10**9, int(t) % 10**9, len(f),
+                                len(f) + 4) + f for f, t in zip(frames, ts))
+    path = tmp_path / "c.pcap"
+    path.write_bytes(head + recs)
+    assert len(recs) > 3 * pcap_stream._COMPILED_MIN_BYTES
+    compiled_run, n = _joined(path, chunk_bytes=1 << 20)
+    assert n > 1 and len(compiled_run["timestamps_ns"]) == len(frames)
+    _assert_same(path, chunk_bytes=1 << 20)
+    monkeypatch.setattr(pcap_stream, "_compiled_reader", lambda: None)
+    numpy_run, _ = _joined(path, chunk_bytes=1 << 20)
+    for k in compiled_run:
+        assert np.array_equal(compiled_run[k], numpy_run[k]), k

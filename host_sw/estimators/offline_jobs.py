@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Where the tasks of a capture analysis run: in this process, in worker processes
+(``ldactl estimate --jobs N``) or on a Dask cluster (``--scheduler ADDRESS`` or
+``local``).
+
+:func:`host_sw.estimators.offline_stream.stream_pair` splits its work into tasks — one
+pass per capture, then one pairing per spilled partition — and merges their results in
+a fixed order, so the records are the same whichever runner ran them. A runner's
+``map(fn, jobs)`` returns ``[fn(job) for job in jobs]`` in order; ``inline`` says the
+tasks run in this process (they may then keep their spill in memory);
+``task_progress(progress)`` gives the callback to hand to the tasks (worker processes
+add to a shared byte counter that ``map`` reports to ``progress``; a Dask cluster's
+workers report nothing). Worker processes and Dask workers must reach the capture files and the spill
+folder by the same paths (a shared file system beyond one machine).
+
+Example
+-------
+>>> with runner(jobs=2) as run:                          # doctest: +SKIP
+...     records = capture_records("s.pcap", "r.pcap", LdaConfig(), run=run)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor, wait
+
+__all__ = ["inline_runner", "runner", "default_jobs", "WorkerProgress"]
+
+
+def default_jobs() -> int:
+    """The cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (not Linux)
+        return os.cpu_count() or 1
+
+
+class _Inline:
+    inline = True
+
+    def map(self, fn, jobs):
+        return [fn(job) for job in jobs]
+
+    def task_progress(self, progress):
+        """The progress callback to hand to the tasks: ``progress`` itself here."""
+        return progress
+
+
+#: The worker process's share of the pool's byte counter (:func:`_init_worker`).
+_COUNTER = None
+
+
+def _init_worker(counter) -> None:
+    global _COUNTER
+    _COUNTER = counter
+
+
+class WorkerProgress:
+    """A task's progress callback in a worker process: adds the bytes read to the
+    pool's shared counter, which the parent hands to its own callback while it waits."""
+
+    def __call__(self, n: int) -> None:
+        if _COUNTER is not None:
+            with _COUNTER.get_lock():
+                _COUNTER.value += int(n)
+
+
+class _Processes:
+    inline = False
+
+    def __init__(self, pool, counter):
+        self.pool, self.counter = pool, counter
+        self.progress, self.seen = None, 0
+
+    def task_progress(self, progress):
+        """:class:`WorkerProgress` for the tasks; ``progress`` is told the bytes they
+        read while :meth:`map` waits for them."""
+        self.progress = progress
+        return None if progress is None else WorkerProgress()
+
+    def map(self, fn, jobs):
+        futures = [self.pool.submit(fn, job) for job in jobs]
+        pending = futures
+        while pending:
+            _, pending = wait(pending, timeout=0.25)
+            if self.progress is not None and self.counter.value > self.seen:
+                value = self.counter.value
+                self.progress(value - self.seen)
+                self.seen = value
+        return [f.result() for f in futures]
+
+
+class _Dask:
+    inline = False
+
+    def __init__(self, client):
+        self.client = client
+
+    def task_progress(self, progress):
+        """No progress from a cluster's workers."""
+        return None
+
+    def map(self, fn, jobs):
+        futures = [self.client.submit(fn, job, pure=False) for job in jobs]
+        return self.client.gather(futures)
+
+
+def inline_runner():
+    """Every task in this process, one after the other."""
+    return _Inline()
+
+
+@contextlib.contextmanager
+def runner(jobs: int | None = None, scheduler: str | None = None):
+    """A runner for ``jobs`` worker processes (``None``: :func:`default_jobs`; 1: this
+    process), or for the Dask scheduler at ``scheduler`` (``"local"``: a
+    ``LocalCluster`` of ``jobs`` single-threaded worker processes started here)."""
+    jobs = default_jobs() if jobs is None else int(jobs)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    if scheduler is not None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise RuntimeError("--scheduler needs dask.distributed: pip install "
+                               "'dask[distributed]'") from None
+        if scheduler == "local":
+            with LocalCluster(n_workers=jobs, threads_per_worker=1,
+                              dashboard_address=None) as cluster, Client(cluster) as client:
+                yield _Dask(client)
+        else:
+            with Client(scheduler) as client:
+                yield _Dask(client)
+        return
+    if jobs == 1:
+        yield _Inline()
+        return
+    counter = multiprocessing.Value("q", 0)
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                             initargs=(counter,)) as pool:
+        yield _Processes(pool, counter)

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The streamed capture analysis run as tasks (``ldactl estimate --jobs N``,
+``--scheduler``): worker processes and a Dask cluster give byte for byte the records of
+one process; RDA's caches are files mapped, not arrays growing with the capture."""
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pytest
+
+from host_sw.cli import main
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.estimators import offline_stream
+from host_sw.estimators.offline import capture_cache, capture_records
+from host_sw.estimators.offline_jobs import runner
+from host_sw.estimators.offline_stream import stream_pair
+from host_sw.model.channel import Scenario
+from host_sw.model.pcap import capture_trace, read_pcap
+
+SPAN = 6000 * 200
+
+
+@pytest.fixture(scope="module")
+def lossy(capture_pair, tmp_path_factory):
+    sim = Scenario(packets=6000, flows=25, loss=0.02, delay="exponential:mean=2us",
+                   multipath_fraction=0.05, multipath_extra="constant:value=20us",
+                   seed=21).run()
+    return sim, capture_pair(tmp_path_factory.mktemp("lossy"), sim)
+
+
+@pytest.fixture
+def tiny_partitions(monkeypatch):
+    """Several partitions, spilled to files after a few records (the workers are
+    forked, or threads of this process, after the patch)."""
+    monkeypatch.setattr(offline_stream, "_PART_PACKETS", 100)
+    monkeypatch.setattr(offline_stream, "SPILL_MEMORY_BYTES", 4096)
+
+
+def _rows(records) -> list[str]:
+    """Each record's JSON and, for LDS, every row of its per-flow report (in order)."""
+    out = []
+    for r in records:
+        out.append(json.dumps(r.to_json(), sort_keys=True))
+        report = (r.details or {}).get("flows")
+        if report is not None:
+            out.append(json.dumps([report.row(i) for i in range(len(report))],
+                                  sort_keys=True, default=str))
+    return out
+
+
+CASES = [(LdaConfig(), "time", SPAN // 4 + 1), (RdaConfig(), "time", SPAN // 4 + 1),
+         (LdsConfig(), "time", None), (LdaConfig(), "marker", SPAN // 4 + 1)]
+
+
+def test_jobs_give_the_records_of_one_process(lossy, tiny_partitions):
+    _, (s, r) = lossy
+    with runner(jobs=2) as run:
+        assert not run.inline
+        for config, mode, interval in CASES:
+            kw = dict(mode=mode, interval_ns=interval, chunk_bytes=1 << 16)
+            one = capture_records(s, r, config, **kw)
+            two = capture_records(s, r, config, run=run, **kw)
+            assert len(one) >= (1 if interval is None else 4)
+            assert _rows(two) == _rows(one)
+            if config.kind == "lds":
+                assert len(one[0].details["flows"]) == 25
+    assert any(x.estimate.get("decoded") for x in capture_records(s, r, RdaConfig(),
+                                                                  interval_ns=SPAN // 4 + 1))
+
+
+def _cli(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_dask_cluster_gives_the_rows_of_one_process(lossy, tiny_partitions):
+    """``--scheduler ADDRESS`` against a LocalCluster of 2 workers (threads of this
+    process): the same output bytes as ``--jobs 1``, for LDA and RDA (decoding from the
+    mapped caches; LDS's flow tables merged: the worker processes' test)."""
+    distributed = pytest.importorskip("distributed")
+    _, (s, r) = lossy
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        for kind, extra in (("lda", ["--interval-ns", str(SPAN // 4 + 1)]),
+                            ("rda", ["--interval-ns", str(SPAN // 4 + 1)])):
+            argv = ["estimate", str(s), str(r), "--synopsis", kind, "--json", *extra]
+            code1, one, _ = _cli(argv + ["--jobs", "1"])
+            code2, two, _ = _cli(argv + ["--scheduler", cluster.scheduler_address])
+            assert code1 == code2 == 0
+            assert len(one.splitlines()) >= 1 and two == one
+
+
+def test_rda_caches_are_mapped_files_equal_to_the_in_memory_cache(lossy, tiny_partitions):
+    _, (s, r) = lossy
+    config = RdaConfig()
+    pair = stream_pair(s, r, config)
+    for side, path in (("sender", s), ("receiver", r)):
+        cache = pair.caches[side]
+        assert isinstance(cache.ids, np.memmap) and isinstance(cache.timestamps, np.memmap)
+        want = capture_cache(capture_trace(read_pcap(path)), config)
+        assert len(cache) == len(want) > 5000
+        assert np.array_equal(cache.ids, want.ids)
+        assert np.array_equal(cache.timestamps, want.timestamps)
+
+
+def test_worker_processes_report_the_bytes_they_read(lossy):
+    """With worker processes the progress callback still hears of every byte read
+    (the tasks add to a shared counter the parent reports while it waits)."""
+    _, (s, r) = lossy
+    seen = []
+    with runner(jobs=2) as run:
+        capture_records(s, r, LdaConfig(), run=run, progress=seen.append,
+                        chunk_bytes=1 << 16)
+    assert all(n > 0 for n in seen)
+    assert sum(seen) == s.stat().st_size + r.stat().st_size
