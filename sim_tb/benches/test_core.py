@@ -37,7 +37,10 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
 * reset: a reset mid-interval leaves no stale counts in either copy (the clearing sweep,
   ``s_axis_tready`` low for exactly the copy depth in clocks);
 * the swap boundary: a frame offered just before a host swap counts in the interval the
-  design implies, to the clock (the same under Icarus and Verilator).
+  design implies, to the clock (the same under Icarus and Verilator);
+* the host export (``exported_intervals``, run only when selected by name, as the
+  gate-level run does): the interval timer's intervals leave as chunk frames on
+  ``m_axis_export``, each equal word for word to the golden synopsis of its run.
 
 The harness (bench, host driver, golden model) is :mod:`sim_tb.lib.core_harness`.
 ``LDA_SIM_LONG=1`` multiplies the frame counts.
