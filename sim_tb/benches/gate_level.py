@@ -58,11 +58,11 @@ GATE_CELLS = (("common_sim.vh", "LUT4"), ("common_sim.vh", "LUT2"),
               ("common_sim.vh", "TRELLIS_DPR16X4"), ("ccu2c_sim.vh", "CCU2C"))
 #: Yosys's TRELLIS_FF without generate blocks (see the file's header).
 TRELLIS_FF_MODEL = DP16KD_MODEL.parent / "trellis_ff.v"
-#: Verilator's options for a netlist besides the RTL's: its internal names hashed
-#: (Yosys's netlist names are some 80 characters each; spelled out, the C++ of the LDA
-#: netlist is over 100 MB), the top's ports kept as they are.
-GATE_VERILATOR_ARGS = ("--protect-ids", "--protect-key", "lda-gate-level",
-                       "--x-initial", "fast")
+#: Verilator's options for a netlist besides the RTL's: no per-variable random
+#: initialisation code (every flip-flop, LUT RAM and block RAM model sets its power-up
+#: value itself). ``--protect-ids`` (hashed names, half the C++ text) fails to compile
+#: with cocotb's VPI (Verilator 5.48: the scope table names members it hashed away).
+GATE_VERILATOR_ARGS = ("--x-initial", "fast")
 #: Cells with a model here: Yosys's (:data:`GATE_CELLS`) and the project's.
 MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS} | {"DP16KD", "TRELLIS_FF"})
 
