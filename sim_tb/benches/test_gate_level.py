@@ -58,18 +58,30 @@ needs_verilator = pytest.mark.skipif(verilator_env() is None,
 LDA_PARAMS = CoreParams(kind="lda", data_width=8)
 #: The core bench's tests run on a netlist (the scoreboard and the swaps).
 CORE_TESTS = ["counters_match_golden/pauses=none", "interval_swaps"]
-#: The LDA netlist's tests in the default suite: the scoreboard, the swaps, the export.
-LDA_TESTS = [*CORE_TESTS, "exported_intervals"]
+#: The LDA netlist's test in the default suite: four intervals of the interval timer,
+#: some 190 frames, exported (about 33 000 clocks; the netlist runs some 240 clocks per CPU
+#: second under Verilator).
+LDA_TESTS = ["exported_intervals"]
 
 
 @needs_verilator
 def test_gate_level_lda():
-    """The LDA netlist under Verilator: counters, check values, status counters and
-    exported intervals equal the golden model word for word."""
+    """The LDA netlist under Verilator: the exported intervals equal the golden model
+    word for word."""
     results = run_gate_tests(LDA_PARAMS, "sim_tb.benches.test_core", testcase=LDA_TESTS,
                              simulator="verilator")
-    assert set(LDA_TESTS) <= set(results.tests), sorted(results.tests)
-    assert not results.failed, results.failed
+    assert results.tests == {t: None for t in LDA_TESTS}, results.tests
+
+
+@pytest.mark.slow
+@only_slow
+@needs_verilator
+def test_gate_level_lda_scoreboard():
+    """The LDA netlist under Verilator on the scoreboard (frozen copy over the bus,
+    FROZEN_CHECK, packet and status counters) and the swaps under traffic."""
+    results = run_gate_tests(LDA_PARAMS, "sim_tb.benches.test_core", testcase=CORE_TESTS,
+                             simulator="verilator")
+    assert results.tests == {t: None for t in CORE_TESTS}, results.tests
 
 
 @pytest.mark.parametrize("params", [
