@@ -20,7 +20,9 @@ cocotb module on it with the cells' simulation models:
   minutes; the two models are compared in ``sim_tb/benches/test_gate_level.py``);
 * DP16KD: the project's model ``sim_tb/models/dp16kd.v`` (Yosys's is a black box).
 
-A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
+The simulator is ``LDA_SIM``'s or the caller's: Verilator (the default suite's, with
+:data:`GATE_VERILATOR_ARGS`; some 240 clocks per CPU second on the LDA netlist) or Icarus
+(some 11). A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
 simulating as an empty module. The netlist is rebuilt when the gateware, the contracts,
 the Yosys commands or the parameters change (``export.stamp``, as the RTL export).
 
@@ -45,9 +47,10 @@ from sim_tb.lib.runner import (BUILD_ROOT, CoreParams, ExportedCore, SimResults,
                            export_if_stale, run_cocotb, run_core_tests, simulator_name)
 from sim_tb.lib.verilator_build import verilator_env
 
-__all__ = ["GATE_TOP", "GATE_CELLS", "TRELLIS_FF_MODEL", "GateCellMissing", "yosys_executable",
-           "gate_build_dir", "gate_netlist", "gate_model_sources", "netlist_cells",
-           "run_gate_tests", "run_gate_pair_bench", "main"]
+__all__ = ["GATE_TOP", "GATE_CELLS", "TRELLIS_FF_MODEL", "GATE_VERILATOR_ARGS", "GateCellMissing",
+           "yosys_executable", "gate_build_dir", "gate_netlist", "gate_model_sources",
+           "netlist_cells", "gate_verilator_env", "run_gate_tests", "run_gate_pair_bench",
+           "main"]
 
 #: The netlist's module (the RTL export's name, so the benches attach unchanged).
 GATE_TOP = "lda_core"
