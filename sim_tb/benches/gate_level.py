@@ -20,7 +20,9 @@ cocotb module on it with the cells' simulation models:
   minutes; the two models are compared in ``sim_tb/benches/test_gate_level.py``);
 * DP16KD: the project's model ``sim_tb/models/dp16kd.v`` (Yosys's is a black box).
 
-A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
+The simulator is ``LDA_SIM``'s or the caller's: Verilator (the default suite's, with
+:data:`GATE_VERILATOR_ARGS`; some 240 clocks per CPU second on the LDA netlist) or Icarus
+(some 11). A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
 simulating as an empty module. The netlist is rebuilt when the gateware, the contracts,
 the Yosys commands or the parameters change (``export.stamp``, as the RTL export).
 
@@ -42,11 +44,13 @@ from pathlib import Path
 
 from sim_tb.lib.ecp5_cells import DP16KD_MODEL, YosysModelMissing, yosys_cell_models
 from sim_tb.lib.runner import (BUILD_ROOT, CoreParams, ExportedCore, SimResults, _folder_lock,
-                           export_if_stale, run_cocotb, run_core_tests)
+                           export_if_stale, run_cocotb, run_core_tests, simulator_name)
+from sim_tb.lib.verilator_build import verilator_env
 
-__all__ = ["GATE_TOP", "GATE_CELLS", "TRELLIS_FF_MODEL", "GateCellMissing", "yosys_executable",
-           "gate_build_dir", "gate_netlist", "gate_model_sources", "netlist_cells",
-           "run_gate_tests", "run_gate_pair_bench", "main"]
+__all__ = ["GATE_TOP", "GATE_CELLS", "TRELLIS_FF_MODEL", "GATE_VERILATOR_ARGS", "GateCellMissing",
+           "yosys_executable", "gate_build_dir", "gate_netlist", "gate_model_sources",
+           "netlist_cells", "gate_verilator_env", "run_gate_tests", "run_gate_pair_bench",
+           "main"]
 
 #: The netlist's module (the RTL export's name, so the benches attach unchanged).
 GATE_TOP = "lda_core"
@@ -57,6 +61,11 @@ GATE_CELLS = (("common_sim.vh", "LUT4"), ("common_sim.vh", "LUT2"),
               ("common_sim.vh", "TRELLIS_DPR16X4"), ("ccu2c_sim.vh", "CCU2C"))
 #: Yosys's TRELLIS_FF without generate blocks (see the file's header).
 TRELLIS_FF_MODEL = DP16KD_MODEL.parent / "trellis_ff.v"
+#: Verilator's options for a netlist besides the RTL's: no per-variable random
+#: initialisation code (every flip-flop, LUT RAM and block RAM model sets its power-up
+#: value itself). ``--protect-ids`` (hashed names, half the C++ text) fails to compile
+#: with cocotb's VPI (Verilator 5.48: the scope table names members it hashed away).
+GATE_VERILATOR_ARGS = ("--x-initial", "fast")
 #: Cells with a model here: Yosys's (:data:`GATE_CELLS`) and the project's.
 MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS} | {"DP16KD", "TRELLIS_FF"})
 
@@ -176,13 +185,28 @@ def gate_model_sources(folder: Path = BUILD_ROOT / "models") -> list[Path]:
     return [DP16KD_MODEL, TRELLIS_FF_MODEL, cells]
 
 
+def gate_verilator_env() -> dict[str, str]:
+    """The Verilator environment (:func:`sim_tb.lib.verilator_build.verilator_env`) with the
+    model's start-up code (``OPT_SLOW``: construction, initial values, the first settle,
+    half of the netlist's C++) compiled without optimisation: it runs once."""
+    env = verilator_env() or {}
+    if "MAKEFLAGS" in env:
+        env["MAKEFLAGS"] = re.sub(r"OPT_SLOW=\S*", "OPT_SLOW=-O0", env["MAKEFLAGS"])
+    return env
+
+
 def run_gate_tests(params: CoreParams, test_module: str, *, testcase=None,
-                   extra_env=None, seed: int | None = None) -> SimResults:
+                   extra_env=None, seed: int | None = None,
+                   simulator: str | None = None) -> SimResults:
     """Run the cocotb ``test_module`` (a core bench, e.g. ``sim_tb.benches.test_core``) on the
-    gate-level netlist of ``params``'s core (:func:`sim_tb.lib.runner.run_core_tests`)."""
+    gate-level netlist of ``params``'s core (:func:`sim_tb.lib.runner.run_core_tests`);
+    ``simulator`` overrides ``LDA_SIM``."""
     core = gate_netlist(params)
+    if (simulator or simulator_name()) == "verilator":
+        extra_env = {**gate_verilator_env(), **(extra_env or {})}
     return run_core_tests(core.params, test_module, testcase=testcase, extra_env=extra_env,
-                          seed=seed, core=core, models=gate_model_sources())
+                          seed=seed, core=core, models=gate_model_sources(),
+                          simulator=simulator, verilator_args=GATE_VERILATOR_ARGS)
 
 
 def run_gate_pair_bench(params: CoreParams, test_module: str,

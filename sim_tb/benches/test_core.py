@@ -37,7 +37,10 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
 * reset: a reset mid-interval leaves no stale counts in either copy (the clearing sweep,
   ``s_axis_tready`` low for exactly the copy depth in clocks);
 * the swap boundary: a frame offered just before a host swap counts in the interval the
-  design implies, to the clock (the same under Icarus and Verilator).
+  design implies, to the clock (the same under Icarus and Verilator);
+* the host export (``exported_intervals``, run only when selected by name, as the
+  gate-level run does): the interval timer's intervals leave as chunk frames on
+  ``m_axis_export``, each equal word for word to the golden synopsis of its run.
 
 The harness (bench, host driver, golden model) is :mod:`sim_tb.lib.core_harness`.
 ``LDA_SIM_LONG=1`` multiplies the frame counts.
@@ -52,8 +55,10 @@ import cocotb
 import numpy as np
 import pytest
 from cocotb.triggers import ReadOnly, RisingEdge
+from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 from host_sw.contracts.check_value import check_value
+from host_sw.contracts.frames.control_frame import parse_control_frame, reassemble
 from host_sw.contracts.hashing import FrameClass
 from host_sw.device.driver import Device
 
@@ -380,6 +385,79 @@ async def reset_mid_interval(dut):
         await tb.check_frozen(frames, sofs, f"interval {copy} after reset", snapshot)
         assert snapshot.seq == copy, f"FROZEN_SEQ {snapshot.seq} after reset"
         await tb.release_and_wait()
+
+
+#: The interval timer's length (clocks) and the number of intervals of
+#: :func:`exported_intervals`: an interval outlasts its predecessor's export (the 8-bit
+#: core's 128 words leave as chunk frames in about 1 200 clocks) and clearing.
+EXPORT_TICKS = 4000
+EXPORT_INTERVALS = 4
+
+
+def _reassembled_intervals(config, received: list[bytes]) -> list:
+    """The export frames received so far, reassembled per interval in the order they left
+    (complete intervals only)."""
+    runs: list[list] = []
+    for frame in received:
+        chunk = parse_control_frame(frame, expected=config)
+        if chunk.chunk_index == 0:
+            runs.append([])
+        runs[-1].append(chunk)
+    return [reassemble(chunks, config) for chunks in runs
+            if len(chunks) == chunks[0].chunk_count]
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms", skip=True)
+async def exported_intervals(dut):
+    """The interval timer ends :data:`EXPORT_INTERVALS` intervals under traffic (minimum-size
+    bursts, random frames, bad frames; some hundreds of frames), each frozen copy leaves as
+    synopsis chunk frames on ``m_axis_export`` (host export, auto release); reassembled,
+    the intervals are contiguous runs of the frames, each equal word for word to the
+    golden synopsis of its run (timestamps included), flagged valid, numbered one after
+    another. Skipped unless selected by name (the gate-level run,
+    ``sim_tb/benches/test_gate_level.py``): some 20 000 clocks."""
+    tb = CoreHarness(dut)
+    await tb.start()
+    export = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_export"), dut.clk, dut.rst)
+    ticks = EXPORT_TICKS
+    now = await tb.host(tb.device.read, "timebase")
+    await tb.host(tb.device.set_intervals, mode="time", ticks=ticks, start=now + ticks,
+                  export_host=True, auto_release=True)
+    # about EXPORT_INTERVALS - 1 intervals of traffic, the last interval's end after it
+    beats = (EXPORT_INTERVALS - 1) * ticks
+    frames = []
+    while sum(-(-max(len(f.data), 60) // tb.bytes_per_beat) for f in frames) < beats:
+        frames += (min_size_burst(tb.rng, 20) + random_frames(tb.rng, 4, max_size=300)
+                   + bad_frames(tb.rng)[:3])
+    sofs = await tb.offer(frames)
+    counted = counted_mask(frames)
+    received, intervals = [], []
+    for _ in range(4 * EXPORT_INTERVALS):      # until the last frame's interval is out
+        await tb.cycles(ticks // 2)
+        while not export.empty():
+            received.append(bytes((await export.recv()).tdata))
+        intervals = _reassembled_intervals(tb.config, received)
+        if sum(int(r.synopsis.count.sum()) for r in intervals) == counted.sum():
+            break
+    seqs = [r.seq for r in intervals]
+    assert len(seqs) >= EXPORT_INTERVALS - 1, f"only {len(seqs)} intervals exported"
+    # the first interval keeps the number it began with; the timer's count from 0
+    assert seqs[1:] == list(range(seqs[1], seqs[1] + len(seqs) - 1)), f"numbers {seqs}"
+    start = 0
+    for k, got in enumerate(intervals):
+        n = int(got.synopsis.count.sum())
+        end = start + int(np.searchsorted(np.cumsum(counted[start:]), n, side="left")) + 1 \
+            if n else start
+        expected = tb.golden(frames[start:end], sofs[start:end])
+        diff = synopsis_difference(expected, got.synopsis)
+        assert not diff, f"interval {k} (seq {got.seq}, frames {start}..{end - 1}) " \
+                         f"differs:\n{diff}"
+        assert got.valid, f"interval {k} (seq {got.seq}) flags {got.flags!r}"
+        start = end
+    assert not counted[start:].any(), f"frames {start}.. in no exported interval"
+    tb.log.info("%d frames (%d counted) in %d exported intervals %s", len(frames),
+                int(counted.sum()), len(intervals),
+                [int(r.synopsis.count.sum()) for r in intervals])
 
 
 #: The last clock, counted from a frame's SOF transfer on ``s_axis``, at which the last

