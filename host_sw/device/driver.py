@@ -221,7 +221,7 @@ class Device:
             if first == second:
                 return self.map[name].decode(first)
             seen += [first, second]
-        raise DeviceError(f"{self.map[name].name} read differently every time "
+        raise DeviceError(f"{self.map[name].name.upper()} read differently every time "
                           f"({', '.join(f'{v:#x}' for v in seen)}): the link is unreliable")
 
     def _with_runtime(self, static: SynopsisConfig) -> SynopsisConfig:
