@@ -237,7 +237,8 @@ class RecordCheck(wiring.Component):
     frozen_ready : In(1)
         The copy is frozen (its words' CRC is final; the header was final earlier).
     value : Out(32)
-        The check value, :attr:`LATENCY` cycles after its inputs.
+        The check value, :attr:`LATENCY` cycles after its inputs while ``frozen_ready``
+        (loaded only then: 0 from reset, then held until the next frozen copy).
     ready : Out(1)
         ``frozen_ready`` held back until ``value`` is the frozen record's.
     """
@@ -269,8 +270,11 @@ class RecordCheck(wiring.Component):
             regs = [Signal(name=f"rec{b}_part{g}") for g in range(len(groups))]
             m.d.sync += [r.eq(_xor_tree(group)) for r, group in zip(regs, groups)]
             partials.append(regs)
-        m.d.sync += self.value.eq(Cat(*[_xor_tree(regs) if regs else Const(0, 1)
-                                        for regs in partials]) ^ constant)
+        # loaded only while a copy is frozen: 0 from reset (FROZEN_CHECK's declared reset),
+        # then the last frozen record's value until the next one, as the bank's CRC
+        with m.If(self.frozen_ready):
+            m.d.sync += self.value.eq(Cat(*[_xor_tree(regs) if regs else Const(0, 1)
+                                            for regs in partials]) ^ constant)
         # frozen_ready, held back by LATENCY cycles on its rising edge (falls at once)
         held = Signal(self.LATENCY)
         m.d.sync += held.eq(Mux(self.frozen_ready, Cat(1, held[:-1]), 0))

@@ -115,6 +115,10 @@ def test_record_check_is_the_contracts_check_value_over_the_whole_record():
     dut = RecordCheck()
 
     async def tb(ctx):
+        assert ctx.get(dut.value) == 0                     # FROZEN_CHECK's reset
+        ctx.set(dut.words_check, 0x1234)                   # not frozen: not loaded
+        await ctx.tick().repeat(RecordCheck.LATENCY + 2)
+        assert ctx.get(dut.value) == 0 and not ctx.get(dut.ready)
         for words, header in cases:
             ctx.set(dut.frozen_ready, 0)
             await ctx.tick()
@@ -129,5 +133,9 @@ def test_record_check_is_the_contracts_check_value_over_the_whole_record():
             want = check_value(config, words, header)
             assert want == extend_check(words_check(config, words), header)
             assert ctx.get(dut.value) == want, (header, hex(ctx.get(dut.value)), hex(want))
+            ctx.set(dut.frozen_ready, 0)                   # released: the value is held
+            ctx.set(dut.words_check, 0)
+            await ctx.tick().repeat(RecordCheck.LATENCY + 1)
+            assert ctx.get(dut.value) == want and not ctx.get(dut.ready)
 
     _simulate(dut, tb)
