@@ -154,7 +154,7 @@ async def references_through_a_queue(dut):
                    "rli_frozen_refused": 0, "rli_references_bad_tag": 1,
                    "frozen_packets": stats.counted}, (got, stats)
     # FROZEN_CHECK: the contract's value over the golden words and header (SPEC §4.4)
-    want_header = golden_header(header, config, stats.counted)
+    want_header = golden_header(header, config.config_id, stats.counted)
     assert header == want_header, (header, want_header)
     assert check == check_value(config, want, want_header), f"FROZEN_CHECK {check:#010x}"
 

@@ -73,12 +73,13 @@ def frozen_info(snapshot: Snapshot) -> dict:
             "header": snapshot.header}
 
 
-def golden_header(header: RecordHeader, config, packets: int) -> RecordHeader:
+def golden_header(header: RecordHeader, config_id: int, packets: int) -> RecordHeader:
     """The header the golden model implies for an interval of ``packets`` counted frames
-    under ``config``: its packets and config ID; the sequence number, flags and
-    timestamp the device read (``header``), which the benches check on their own."""
+    begun with CONFIG_ID ``config_id`` (the configuration's once programmed; 0 after a
+    reset): its packets and config ID; the sequence number, flags and timestamp the
+    device read (``header``), which the benches check on their own."""
     return RecordHeader(seq=header.seq, flags=header.flags, packets=packets,
-                        config_id=config.config_id, timestamp=header.timestamp)
+                        config_id=config_id, timestamp=header.timestamp)
 
 
 def read_frozen_info(device: Device) -> dict:
@@ -267,7 +268,8 @@ class CoreHarness(CoreTB):
         check = await self.host(self.device.read, "frozen_check")
         updates = await self.host(self.device.read, "frozen_updates")
         header = await self.host(self.device.read_record_header)
-        want_header = golden_header(header, self.config, int(counted_mask(frames).sum()))
+        config_id = await self.host(self.device.read, "config_id")   # not written since
+        want_header = golden_header(header, config_id, int(counted_mask(frames).sum()))
         assert header == want_header, f"{what}: header {header}, golden {want_header}"
         want = check_value(self.config, expected.words(), want_header)
         assert check == want, f"{what}: FROZEN_CHECK {check:#010x}, golden {want:#010x}"
