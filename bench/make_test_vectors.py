@@ -1,16 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Test vectors of the contracts for other implementations (gateware, C, …): a few frames
 with their packet hash ``P`` and the field split for the default LDA, RDA and LDS
-configurations (``docs/SPEC.md`` §3, "Test vectors"), the configuration IDs of the default
-OPA and RLI configurations (§5), and the register maps of the default configurations with
-their IDs (``docs/SPEC.md`` §7).
+configurations (``docs/SPEC.md`` §3, "Test vectors"), the check value of interval records
+(§4.4), the configuration IDs of the default OPA and RLI configurations (§5), and the
+register maps of the default configurations with their IDs (``docs/SPEC.md`` §7).
 
 Everything is computed by ``host_sw`` (the golden model, the register map), so the tables
 cannot drift from the code; ``tests/model/test_golden.py`` checks that the sections printed in
 ``docs/SPEC.md`` are the ones :func:`markdown` and :func:`regmap_markdown` render, and
 ``tests/contracts/test_regmap.py`` recomputes the register-map IDs from the printed tables by the
 algorithm SPEC §7.3 writes down; ``tests/contracts/test_config.py`` checks the §5 block
-(:func:`config_id_markdown`) and recomputes its IDs from the printed canonical JSON.
+(:func:`config_id_markdown`) and recomputes its IDs from the printed canonical JSON;
+``tests/contracts/test_check_value.py`` checks the §4.4 block (:func:`check_value_markdown`)
+and recomputes its check values from the printed bytes with ``zlib``.
 
 Usage::
 
@@ -25,6 +27,10 @@ import hashlib
 import struct
 from pathlib import Path
 
+import numpy as np
+
+from host_sw.contracts.check_value import (RecordHeader, count_total, counter_bytes,
+                                           header_bytes, check_value, words_check)
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
 from host_sw.contracts.config_base import canonical_json
 from host_sw.contracts.hashing import (
@@ -33,7 +39,9 @@ from host_sw.contracts.hashing import (
 from host_sw.contracts.hash_fields import (
     field_hash, lda_bank, lda_row, lda_sign, lds_digest, lds_offset, leading_zeros32,
 )
+from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.regmap import REGISTERS, register_map
+from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.golden_lda_rda_lds import Hashers, bucket_indices, hash_frames
 
 from bench import ROOT
@@ -44,6 +52,8 @@ REGMAP_BEGIN = "<!-- register-map:begin -->"
 REGMAP_END = "<!-- register-map:end -->"
 CONFIG_ID_BEGIN = "<!-- config-id-vectors:begin -->"
 CONFIG_ID_END = "<!-- config-id-vectors:end -->"
+CHECK_BEGIN = "<!-- check-value-vectors:begin -->"
+CHECK_END = "<!-- check-value-vectors:end -->"
 #: Register descriptions longer than this are cut in the table (the csr.json has them all).
 DESCRIPTION_CHARS = 110
 
@@ -206,6 +216,68 @@ def config_id_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_records() -> list[tuple[str, object, list[int], RecordHeader]]:
+    """The interval records of the §4.4 vectors: (description, configuration, words in
+    memory order, header)."""
+    lda = LdaConfig(banks=2, rows=2, thresholds=(0, 1))
+    lda_words = Synopsis(lda, {
+        "count": np.array([[1, 0], [3, 0xFFFFFFFF]], dtype=np.uint64),
+        "ts_sum": np.array([[100, 0], [0x123456789A, 0xFFFFFFFFFF]], dtype=np.uint64),
+    }).words()
+    rda = RdaConfig(banks=2, buckets_per_bank=1)
+    rda_words = Synopsis(rda, {
+        "count": np.array([[2], [2]], dtype=np.uint64),
+        "ts_sum": np.array([[10], [10]], dtype=np.uint64),
+        "id_xor": np.array([[0x0123456789ABCDEF], [0]], dtype=np.uint64)}).words()
+    zero = LdaConfig(banks=1, rows=4, thresholds=(0,))
+    flags = int(IntervalFlags.CONFIG_CHANGED | IntervalFlags.OVERRUN)
+    return [
+        ("LDA, `banks = 2`, `rows = 2`, 32-bit counts, 40-bit sums: `count` = "
+         "`[[1, 0], [3, 0xFFFFFFFF]]`, `ts_sum` = `[[100, 0], [0x123456789A, 0xFFFFFFFFFF]]`;"
+         f" interval 7, flags `{flags:#04x}` (CONFIG_CHANGED | OVERRUN), 4 packets, the "
+         "configuration's ID, timestamp `0x0123456789abcdef`",
+         lda, lda_words, RecordHeader(seq=7, flags=flags, packets=4,
+                                      config_id=lda.config_id, timestamp=0x0123456789ABCDEF)),
+        ("RDA, `banks = 2`, `m = 1`: `count` `[[2], [2]]`, `ts_sum` `[[10], [10]]`, "
+         "`id_xor` `[[0x0123456789ABCDEF], [0]]`; interval `0xfffffffe`, no flags, 2 packets, "
+         "the configuration's ID, timestamp 1000",
+         rda, rda_words, RecordHeader(seq=0xFFFFFFFE, flags=0, packets=2,
+                                      config_id=rda.config_id, timestamp=1000)),
+        ("An all-zero LDA copy of 4 words (`banks = 1`, `rows = 4`) with an all-zero header",
+         zero, [0] * 4, RecordHeader(seq=0, flags=0, packets=0, config_id=0, timestamp=0)),
+    ]
+
+
+def check_value_markdown() -> str:
+    """The check-value vectors of docs/SPEC.md §4.4 (between their markers): each record's
+    words, its bytes (words, then the header), the words' CRC, the check value and the
+    count total."""
+    lines = [CHECK_BEGIN, "",
+             "Generated by `python -m bench.make_test_vectors` (do not edit by hand; "
+             "`tests/contracts/test_check_value.py` checks it and recomputes each check value "
+             "from the printed bytes with `zlib.crc32`)."]
+    for what, config, words, header in check_records():
+        syn = Synopsis.from_words(config, words)
+        n = len(counter_bytes(config, words[:1]))
+        lines += ["", what + ":", "", "```",
+                  "words (memory order)  " + "  ".join(f"{w:#x}" for w in words)]
+        raw = counter_bytes(config, words)
+        for k in range(len(words)):
+            label = "word bytes" if k == 0 else ""
+            lines.append(f"{label:21} " + raw[k * n:(k + 1) * n].hex(" "))
+        hb = header_bytes(header)
+        lines += [f"{'header bytes':21} " + " | ".join(
+                      part.hex(" ") for part in (hb[0:4], hb[4:5], hb[5:9], hb[9:13],
+                                                 hb[13:21])),
+                  f"{'':21} (seq | flags | packets | config_id | timestamp)",
+                  f"{'words CRC':21} {words_check(config, words):#010x}",
+                  f"{'check value':21} {check_value(config, words, header):#010x}",
+                  f"{'count total':21} {count_total(config, syn.count)}",
+                  "```"]
+    lines += ["", CHECK_END]
+    return "\n".join(lines) + "\n"
+
+
 def _bits(f) -> str:
     hi = f.offset + f.width - 1
     return f"{f.name}[{hi}]" if f.width == 1 else f"{f.name}[{hi}:{f.offset}]"
@@ -269,6 +341,7 @@ def _replace(text: str, begin: str, end: str, section: str, path) -> str:
 def write(path: Path) -> None:
     text = _replace(path.read_text(), BEGIN, END, markdown(), path)
     text = _replace(text, CONFIG_ID_BEGIN, CONFIG_ID_END, config_id_markdown(), path)
+    text = _replace(text, CHECK_BEGIN, CHECK_END, check_value_markdown(), path)
     path.write_text(_replace(text, REGMAP_BEGIN, REGMAP_END, regmap_markdown(), path))
 
 
@@ -284,6 +357,8 @@ def main(argv=None) -> None:
         print(markdown(), end="")
         print()
         print(config_id_markdown(), end="")
+        print()
+        print(check_value_markdown(), end="")
         print()
         print(regmap_markdown(), end="")
 

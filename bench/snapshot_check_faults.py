@@ -8,9 +8,12 @@ Each trial freezes a random synopsis in a fake device
 answers for the first ``k`` window passes (``k`` uniform in 0..4; the driver reads at most
 :data:`host_sw.device.driver.READ_ATTEMPTS`): one random bit flipped, one chunk replaced by
 a random value, every word shifted by one to three bus words (a stray byte), a burst zeroed,
-two words swapped, or the check register itself garbled. The outcome of each read is
-*exact* (the synopsis frozen), *refused* (``SnapshotIntegrityError``) or *wrong* (any
-other synopsis returned); the goal is wrong = 0.
+two words swapped, the check register itself garbled, or one bit flipped in the interval's
+header (FROZEN_SEQ, FROZEN_FLAGS, FROZEN_PACKETS, FROZEN_CONFIG_ID or FROZEN_TIMESTAMP, which
+the check value covers, docs/SPEC.md §4.4). The outcome of each read is *exact* (the
+synopsis and header frozen), *refused* (``SnapshotError``: the check never matched, or the
+sequence number read differently) or *wrong* (any other synopsis or header returned); the
+goal is wrong = 0.
 
     .venv/bin/python -m bench.snapshot_check_faults --trials 10000
 """
@@ -25,13 +28,16 @@ import numpy as np
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.device.driver import Device, SnapshotIntegrityError
+from host_sw.device.driver import Device, SnapshotError
 from host_sw.device.fake_device import FakeDevice
 from host_sw.device.fake_transport import FakeTransport
 
 CONFIGS = (LdaConfig(banks=2, rows=32, thresholds=(0, 5)), RdaConfig(buckets_per_bank=16),
            LdsConfig(rows=2, cells=16, row_thresholds=(0, 1)))
-FAULTS = ("flip", "replace", "shift", "zero_burst", "swap", "check_register")
+FAULTS = ("flip", "replace", "shift", "zero_burst", "swap", "check_register", "header")
+#: The header registers a "header" fault garbles.
+HEADER_REGISTERS = ("frozen_seq", "frozen_flags", "frozen_packets", "frozen_config_id",
+                    "frozen_timestamp")
 
 
 def random_synopsis(config, rng: np.random.Generator) -> Synopsis:
@@ -54,9 +60,19 @@ def corrupter(kind: str, dev: FakeDevice, rng: random.Random, passes: int):
     bit = rng.randrange(32)
     value = rng.getrandbits(32)
     burst = range(target, min(w.words, target + rng.randint(1, 40)))
+    header_reg = dev.map[rng.choice(HEADER_REGISTERS)]
+    header_addr = header_reg.address + rng.randrange(header_reg.words)
+    header_bit = (rng.choice([f.offset for f in header_reg.fields])   # a flag it has
+                  if header_reg.name == "frozen_flags" else rng.randrange(32))
 
     def bus_read(address):
         word = original(address)
+        if kind == "header":
+            if address == header_addr:
+                state["check"] += 1
+                if state["check"] <= passes:
+                    return word ^ (1 << header_bit)
+            return word
         if kind == "check_register":
             if address == check_addr:
                 state["check"] += 1
@@ -92,12 +108,15 @@ def trial(rng: random.Random, nrng: np.random.Generator) -> tuple[str, str]:
     dev.set("config_id", config.config_id)
     dev.set_active(synopsis)
     dev.swap()
+    header = dev.frozen_header()
+    device = Device(FakeTransport(dev), config=config)
     dev.bus_read = corrupter(kind, dev, rng, rng.randint(0, 4))
     try:
-        snap = Device(FakeTransport(dev), config=config).read_snapshot(release=False)
-    except SnapshotIntegrityError:
+        snap = device.read_snapshot(release=False)
+    except SnapshotError:
         return kind, "refused"
-    return kind, "exact" if (snap.synopsis == synopsis and snap.valid) else "wrong"
+    exact = snap.synopsis == synopsis and snap.header == header and snap.valid
+    return kind, "exact" if exact else "wrong"
 
 
 def main(argv=None) -> int:

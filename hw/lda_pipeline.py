@@ -19,7 +19,7 @@ Verilog module and ``csr.csv`` / ``csr.json`` beside it (options:
 import sys
 from types import SimpleNamespace
 
-from amaranth.hdl import C, Module, Signal
+from amaranth.hdl import C, Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -40,6 +40,7 @@ from hw.measurement_path import measurement_path
 from hw.arith.stages import delayed
 from hw.frames.tap_watch import wire_tap_watch
 from hw.frames.timebase import Timebase
+from hw.counters.freeze_check import RecordCheck
 from hw.bus.uartbone import DEFAULT_TIMEOUT, UARTBoneBridge, check_timeout_cycles, timeout_to_cycles
 from hw.verilog_export import export_main
 
@@ -213,14 +214,33 @@ class MeasurementCore(wiring.Component):
         self._wire_ledger(m, ledger, ic, csr, tap, path, frame_idle)
         self._wire_export(m, exporter, ledger, path, copies)
         self._wire_path_frames(m, path, timebase, copies, ledger)
+        # FROZEN_CHECK covers the whole interval record: the path's CRC of the words with
+        # the ledger's header folded in; STATUS.frozen_ready waits for it.
+        record_check, path_status = self._wire_record_check(m, ledger, path)
         # The registers the bank reads from the core, from the parts' tables; AUTH_KEY
         # is write-only: its reads return 0.
         wire_status(m, csr, self.regmap, {
             "ledger": ledger.status_sources(), "interval_control": ic.status_sources(),
             "exporter": exporter.status_sources(), "tap": tap.status_sources(),
-            "timebase": timebase.status_sources(), "path": path.status_sources(),
+            "timebase": timebase.status_sources(), "path": path_status,
+            "record_check": record_check,
             "core": {"auth_key": C(0, self.regmap["auth_key"].width)}})
         return m
+
+    @staticmethod
+    def _wire_record_check(m, ledger, path):
+        """:class:`hw.counters.freeze_check.RecordCheck` over the path's words CRC and the
+        frozen interval's header (``docs/SPEC.md`` §4.4). Returns its status table
+        (FROZEN_CHECK, STATUS.frozen_ready) and the path's table without those two."""
+        m.submodules.record_check = rc = RecordCheck()
+        frozen = ledger.frozen
+        m.d.comb += [rc.words_check.eq(path.frozen_check),
+                     rc.header.eq(Cat(frozen.seq, frozen.flags, frozen.packets,
+                                      frozen.config_id, frozen.timestamp)),
+                     rc.frozen_ready.eq(path.frozen_ready)]
+        path_status = dict(path.status_sources())
+        del path_status["frozen_check"], path_status["status.frozen_ready"]
+        return {"frozen_check": rc.value, "status.frozen_ready": rc.ready}, path_status
 
     def bridge_timeout_for(self, platform=None) -> int:
         """The bridge's half-command timeout in clocks when elaborated for ``platform``

@@ -1,33 +1,41 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The check value of a frozen counter copy, and the plausibility of its counts: the one
+"""The check value of a frozen interval record, and the plausibility of its counts: the one
 definition of the snapshot's end-to-end integrity (``docs/SPEC.md`` §4.4).
 
 Where it sits (docs/DESIGN.md, "Data flow of a counter"): the counter bank computes the
-check value over each copy while the copy freezes (:class:`hw.counters.freeze_check.FreezeCheck`)
-and counts the word updates it applied to it; both are read beside FROZEN_SEQ
+CRC of each copy's words while the copy freezes (:class:`hw.counters.freeze_check.FreezeCheck`,
+:func:`words_check`), and the core folds the interval's header into it — sequence number,
+flags, packets, configuration ID, timestamp, all final once the copy has drained
+(:class:`hw.counters.freeze_check.RecordCheck`, :func:`extend_check`); the counter bank also
+counts the word updates it applied to the copy. Both are read beside FROZEN_SEQ
 (FROZEN_CHECK, FROZEN_UPDATES). The driver (:mod:`host_sw.device.driver`) computes the same
-over the words it read and accepts a snapshot only when they match; the fake device
-answers with the same registers, so every side uses these functions.
+over the header and the words it read and accepts a snapshot only when they match; the
+fake device answers with the same registers, so every side uses these functions.
 
 The check value is the CRC-32 of zlib/Ethernet (reflected polynomial ``0xEDB88320``, initial
-value and final XOR ``0xFFFFFFFF``) over the counter words in memory order (§4.2), each
-word as ``ceil(width / 8)`` bytes, least significant byte first: so the bits of a word
-enter the CRC from bit 0 upwards, and the padding bits above ``width`` are zero. Python's
-:func:`zlib.crc32` computes it; the gateware evaluates the same function one word per
-clock (its XOR matrix is derived from :func:`crc32_bits` below, the bit-serial form).
+value and final XOR ``0xFFFFFFFF``) over the interval record: the counter words in memory
+order (§4.2), each word as ``ceil(width / 8)`` bytes, least significant byte first (so the
+bits of a word enter the CRC from bit 0 upwards, and the padding bits above ``width`` are
+zero), then the 21-byte header (:data:`HEADER_FIELDS`, each field little-endian). Python's
+:func:`zlib.crc32` computes it; the gateware evaluates the words one per clock and the
+header in one step (their XOR matrices are derived from :func:`crc32_bits` below, the
+bit-serial form).
 """
 
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
 
 from host_sw.contracts.config_base import SynopsisConfig
 
-__all__ = ["CRC32_POLY", "CRC32_INIT", "CRC32_XOROUT", "UPDATES_BITS", "word_bytes",
-           "check_bytes", "check_value", "crc32_bits", "count_total", "plausibility_problem"]
+__all__ = ["CRC32_POLY", "CRC32_INIT", "CRC32_XOROUT", "UPDATES_BITS", "HEADER_FIELDS",
+           "HEADER_BITS", "RecordHeader", "word_bytes", "counter_bytes", "header_bytes",
+           "check_bytes", "words_check", "extend_check", "check_value", "crc32_bits",
+           "count_total", "plausibility_problem"]
 
 #: The reflected CRC-32 polynomial (IEEE 802.3, zlib).
 CRC32_POLY = 0xEDB88320
@@ -39,21 +47,80 @@ CRC32_XOROUT = 0xFFFFFFFF
 UPDATES_BITS = 32
 
 
+#: The interval header the check value covers after the words: (field, bits), in byte
+#: order, each field little-endian (``docs/SPEC.md`` §4.4). The registers: FROZEN_SEQ,
+#: FROZEN_FLAGS (the whole byte), FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP.
+HEADER_FIELDS = (("seq", 32), ("flags", 8), ("packets", 32), ("config_id", 32),
+                 ("timestamp", 64))
+#: Bits of the header (21 bytes).
+HEADER_BITS = sum(bits for _, bits in HEADER_FIELDS)
+
+
+@dataclass(frozen=True)
+class RecordHeader:
+    """The header of a frozen interval as the device stamped it (the FROZEN_* registers;
+    ``flags`` is the device's byte, before the host adds a flag of its own)."""
+    seq: int
+    flags: int
+    packets: int
+    config_id: int
+    timestamp: int
+
+    def __post_init__(self):
+        for name, bits in HEADER_FIELDS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < (1 << bits):
+                raise ValueError(f"header {name} must be an integer in 0..2^{bits}-1, "
+                                 f"not {v!r}")
+
+    def as_int(self) -> int:
+        """The header as one :data:`HEADER_BITS`-bit integer, the first field in the low
+        bits (its little-endian bytes are :func:`header_bytes`)."""
+        value, at = 0, 0
+        for name, bits in HEADER_FIELDS:
+            value |= getattr(self, name) << at
+            at += bits
+        return value
+
+
 def word_bytes(config: SynopsisConfig) -> int:
     """Bytes each counter word contributes to the check value: ``ceil(width / 8)``."""
     return (config.layout.width + 7) // 8
 
 
-def check_bytes(config: SynopsisConfig, words: Iterable[int]) -> bytes:
-    """The byte string the check value covers: each word little-endian, memory order."""
+def counter_bytes(config: SynopsisConfig, words: Iterable[int]) -> bytes:
+    """The counter words' part of the record: each word little-endian, memory order."""
     n = word_bytes(config)
     mask = (1 << config.layout.width) - 1
     return b"".join((int(w) & mask).to_bytes(n, "little") for w in words)
 
 
-def check_value(config: SynopsisConfig, words: Iterable[int]) -> int:
-    """FROZEN_CHECK for a copy holding ``words`` (memory order, ``Synopsis.words()``)."""
-    return zlib.crc32(check_bytes(config, words)) & 0xFFFFFFFF
+def header_bytes(header: RecordHeader) -> bytes:
+    """The header's part of the record: 21 bytes, :data:`HEADER_FIELDS` in order."""
+    return header.as_int().to_bytes(HEADER_BITS // 8, "little")
+
+
+def check_bytes(config: SynopsisConfig, words: Iterable[int], header: RecordHeader) -> bytes:
+    """The byte string the check value covers: the counter words, then the header."""
+    return counter_bytes(config, words) + header_bytes(header)
+
+
+def words_check(config: SynopsisConfig, words: Iterable[int]) -> int:
+    """The CRC-32 of the counter words alone: what the counter bank computes while the
+    copy freezes (its ``frozen_check``), before the core folds the header in."""
+    return zlib.crc32(counter_bytes(config, words)) & 0xFFFFFFFF
+
+
+def extend_check(words_crc: int, header: RecordHeader) -> int:
+    """The check value from the words' CRC and the header: the CRC continued over the
+    header's bytes (what :class:`hw.counters.freeze_check.RecordCheck` computes)."""
+    return zlib.crc32(header_bytes(header), words_crc) & 0xFFFFFFFF
+
+
+def check_value(config: SynopsisConfig, words: Iterable[int], header: RecordHeader) -> int:
+    """FROZEN_CHECK of an interval record: ``words`` (memory order, ``Synopsis.words()``)
+    and its ``header``."""
+    return zlib.crc32(check_bytes(config, words, header)) & 0xFFFFFFFF
 
 
 def crc32_bits(state: int, bits: Iterable[int]) -> int:

@@ -164,9 +164,10 @@ REGISTERS: tuple[RegisterDecl, ...] = (
                     "or configuration)"),
     status_counter("sequence_gaps", "accepted markers whose sequence number skipped"),
     status_counter("export_frames", "synopsis chunk frames sent"),
-    value_register("frozen_check", "ro", "Check value of the frozen copy: CRC-32 over its counter "
-           "words in memory order (host_sw.contracts.check_value; docs/SPEC.md §4.4), "
-           "computed while the copy froze."),
+    value_register("frozen_check", "ro", "Check value of the frozen interval record: CRC-32 over "
+           "its counter words in memory order, then its header (FROZEN_SEQ, FROZEN_FLAGS, "
+           "FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP; host_sw.contracts.check_value; "
+           "docs/SPEC.md §4.4), computed while the copy froze."),
     value_register("frozen_updates", "ro", "Word updates applied to the frozen copy (32-bit, "
            "wrapping): the sum of its counts modulo 2^min(count_bits, 32)."),
     # Frame integrity and authenticated mode (issue 11, docs/SPEC.md §6 "Tag").

@@ -8,16 +8,21 @@ snapshot of an interval": every address comes from
 :class:`~host_sw.device.transport_base.Transport`.
 
 On connect (:class:`Device`) the driver reads ID, VERSION and CONFIG (fixed at words 0, 1,
-2..6 in every map), discovers the static configuration, and checks the ID against the
-expected configuration (:class:`DeviceMismatch` names the differing parameters). It then
+2..6 in every map), installs them as the link's resynchronisation probe and reads them
+again behind it (fenced; they must read the same), discovers the static configuration, and
+checks the ID against the expected configuration (:class:`DeviceMismatch` names the
+differing parameters). Discovered run-time registers (THRESHOLDS, MASKS) are read behind
+the fence, twice, and taken only when both reads agree (:data:`DISCOVERY_READS`); a
+discovered configuration is also bound to every snapshot by its configuration ID, which
+the check value covers (FROZEN_CONFIG_ID). It then
 programs the run-time part (thresholds, masks, CONFIG_ID; :meth:`Device.program`) and the
 interval control (:meth:`Device.set_intervals`), and reads an interval's
 :class:`Snapshot` consistently (:meth:`Device.read_snapshot`): wait for
-``STATUS.frozen_ready``; read FROZEN_SEQ, flags, packets, config ID and timestamp; read the
-counter window in bursts of whole words (≤ 255 bus words); check them against the
-device's check value and update count (FROZEN_CHECK, FROZEN_UPDATES,
-:mod:`host_sw.contracts.check_value`), reading the window again (up to
-:data:`READ_ATTEMPTS` times in all) until they match, else :class:`SnapshotIntegrityError`;
+``STATUS.frozen_ready``; read FROZEN_SEQ, flags, packets, config ID and timestamp and the
+counter window in bursts of whole words (≤ 255 bus words); check the whole record against
+the device's check value and the counts against its update count (FROZEN_CHECK,
+FROZEN_UPDATES, :mod:`host_sw.contracts.check_value`), reading header and window again (up
+to :data:`READ_ATTEMPTS` times in all) until they match, else :class:`SnapshotIntegrityError`;
 re-read FROZEN_SEQ and STATUS and reject the snapshot if the frozen copy changed
 meanwhile; then release it. Status
 counters are 32-bit and wrap; :func:`counter_deltas` takes differences modulo 2^32.
@@ -26,6 +31,7 @@ counters are 32-bit and wrap; :func:`counter_deltas` takes differences modulo 2^
 from __future__ import annotations
 
 import time
+from host_sw.contracts.check_value import RecordHeader
 from host_sw.contracts.config import CONFIG_CLASSES, KIND_CODES, LdaConfig
 from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.frames.frame_format import IntervalFlags, mac_to_bytes
@@ -38,7 +44,7 @@ from host_sw.device.transport_base import Transport
 
 __all__ = ["DeviceError", "DeviceMismatch", "SnapshotError", "SnapshotIntegrityError",
            "Device", "STATUS_COUNTERS", "INTERVAL_MODES", "counter_deltas",
-           "READ_ATTEMPTS"]
+           "READ_ATTEMPTS", "DISCOVERY_READS"]
 
 #: The 32-bit wrapping status counters (register names).
 STATUS_COUNTERS = ("frames_seen", "frames_counted", "frames_errored", "frames_runt",
@@ -84,13 +90,18 @@ class SnapshotError(DeviceError):
 
 
 class SnapshotIntegrityError(SnapshotError):
-    """The counter words read never matched the device's check value and update count
-    (FROZEN_CHECK, FROZEN_UPDATES), however often they were read again."""
+    """The interval record read (header and counter words) never matched the device's
+    check value and update count (FROZEN_CHECK, FROZEN_UPDATES), however often it was read
+    again."""
 
 
-#: Reads of the counter window (with the check registers) before a snapshot whose words
-#: do not match the device's check is given up (:class:`SnapshotIntegrityError`).
+#: Reads of the interval record (header, check registers, counter window) before a
+#: snapshot that does not match the device's check is given up
+#: (:class:`SnapshotIntegrityError`).
 READ_ATTEMPTS = 3
+#: Pairs of reads of a discovered register before disagreeing reads are given up
+#: (:class:`DeviceError`): a register is taken when two reads in a row agree.
+DISCOVERY_READS = 3
 
 
 def counter_deltas(new: dict, old: dict) -> dict:
@@ -122,7 +133,17 @@ class Device:
         probe = register_map(LdaConfig())    # ID, VERSION, CONFIG: the same in every map
         head = [probe[n] for n in ("id", "version", "config")]
         lo = head[0].address
-        words = transport.read_words(lo, sum(r.words for r in head))
+        n = sum(r.words for r in head)
+        words = transport.read_words(lo, n)
+        # ID, VERSION and CONFIG are constants: the link reads them to resynchronise and
+        # fences every read with them. Read again behind the fence, they must not change
+        # (a garbled or late first reply fails the fence or this comparison).
+        transport.set_resync_probe(lo, words)
+        again = transport.read_words(lo, n)
+        if again != words:
+            raise DeviceError(f"ID, VERSION and CONFIG read differently twice "
+                              f"({[f'{w:#x}' for w in words]} then "
+                              f"{[f'{w:#x}' for w in again]}): the link is unreliable")
         values, k = {}, 0
         for r in head:
             values[r.name] = r.from_words(words[k:k + r.words])
@@ -154,8 +175,6 @@ class Device:
                     f"another static parameter differs from the defaults; give the "
                     f"configuration (--config FILE)")
             self.config = self._with_runtime(discovered)
-        # ID, VERSION and CONFIG are constants: the link reads them to resynchronise.
-        transport.set_resync_probe(lo, words)
         self._last_seq: int | None = None
 
     # -- discovery -----------------------------------------------------------------------
@@ -193,12 +212,24 @@ class Device:
                                  f"expected configuration's {expected_map.id_value:#010x}; "
                                  f"{why}")
 
+    def _read_agreed(self, name: str) -> dict:
+        """A discovered register's fields, from two fenced reads in a row that agree (up
+        to :data:`DISCOVERY_READS` pairs), so that no single garbled reply is taken."""
+        seen = []
+        for _ in range(DISCOVERY_READS):
+            first, second = self.read(name), self.read(name)
+            if first == second:
+                return self.map[name].decode(first)
+            seen += [first, second]
+        raise DeviceError(f"{self.map[name].name.upper()} read differently every time "
+                          f"({', '.join(f'{v:#x}' for v in seen)}): the link is unreliable")
+
     def _with_runtime(self, static: SynopsisConfig) -> SynopsisConfig:
-        masks = self.read_fields("masks")
+        masks = self._read_agreed("masks")
         changes = {f"mask_{k}": v for k, v in masks.items()}
         thresholds = _threshold_field(static)
         if thresholds is not None:
-            t = self.read_fields("thresholds")
+            t = self._read_agreed("thresholds")
             changes[thresholds] = tuple(t[f.name] for f in self.map["thresholds"].fields)
         try:
             return static.replace(**changes)
@@ -325,6 +356,16 @@ class Device:
                  "frozen_timestamp")
         return {n: self.read(n) for n in names}
 
+    def read_record_header(self) -> RecordHeader:
+        """The frozen interval's header as the device stamped it (FROZEN_SEQ, FROZEN_FLAGS,
+        FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP): what the check value covers
+        beside the counter words."""
+        head = self._frozen_header()
+        return RecordHeader(seq=head["frozen_seq"], flags=head["frozen_flags"],
+                            packets=head["frozen_packets"],
+                            config_id=head["frozen_config_id"],
+                            timestamp=head["frozen_timestamp"])
+
     def read_counter_words(self) -> list[int]:
         """The frozen copy's counter words (bursts of whole words, ≤ 255 bus words)."""
         w = self.map.window
@@ -344,21 +385,25 @@ class Device:
         return {r.name: r.from_words(words[r.address - lo:r.address - lo + r.words])
                 for r in regs}
 
-    def _checked_words(self, attempts: int = READ_ATTEMPTS) -> tuple[list[int], dict]:
-        """The counter words and the check registers they match; each failed match reads
-        both again (a garbled or shifted word, or a garbled check register, does not come
-        back the same way twice), up to ``attempts`` times."""
+    def _checked_record(self, attempts: int = READ_ATTEMPTS
+                        ) -> tuple[RecordHeader, list[int], dict]:
+        """The interval's header, counter words and the check registers they match; each
+        failed match reads all again (a garbled or shifted word, or a garbled header or
+        check register, does not come back the same way twice), up to ``attempts``
+        times."""
         problems = []
         for _ in range(attempts):
+            header = self.read_record_header()
             check = self._check_registers()
             words = self.read_counter_words()
-            problem = integrity_problem(self.config, words, check["frozen_check"],
+            problem = integrity_problem(self.config, words, header, check["frozen_check"],
                                         check["frozen_updates"])
             if problem is None:
-                return words, check
+                return header, words, check
             problems.append(problem)
         raise SnapshotIntegrityError(
-            f"the counter words read never matched the device's check ({attempts} reads); "
+            f"the interval record read never matched the device's check ({attempts} "
+            f"reads); "
             f"last: {problems[-1]}; the snapshot is discarded")
 
     def read_snapshot(self, *, release: bool = True, timeout: float = 10.0,
@@ -366,19 +411,18 @@ class Device:
         """The frozen interval, read consistently (see the module docstring), then
         released (unless ``release=False``)."""
         self.wait_frozen(timeout=timeout, poll=poll)
-        head = self._frozen_header()
-        words, check = self._checked_words()
+        header, words, check = self._checked_record()
         seq_after = self.read("frozen_seq")
         st = self.status()
-        if seq_after != head["frozen_seq"] or not st["frozen_ready"]:
+        if seq_after != header.seq or not st["frozen_ready"]:
             raise SnapshotError(f"the frozen interval changed during the read (sequence "
-                                f"{head['frozen_seq']} → {seq_after}, frozen_ready "
+                                f"{header.seq} → {seq_after}, frozen_ready "
                                 f"{st['frozen_ready']}); the snapshot is discarded")
         status = self.status_counters()
         if release:
             self.release()
-        seq = head["frozen_seq"]
-        flags = IntervalFlags(head["frozen_flags"] & sum(f.value for f in IntervalFlags))
+        seq = header.seq
+        flags = IntervalFlags(header.flags & sum(f.value for f in IntervalFlags))
         notes = []
         if st.get("frozen_overrun"):
             flags |= IntervalFlags.OVERRUN
@@ -393,15 +437,16 @@ class Device:
                          "the counters span more than one interval")
         if flags & IntervalFlags.CONFIG_CHANGED:
             notes.append("the configuration changed during the interval")
-        if head["frozen_config_id"] != self.config.config_id:
-            notes.append(f"the interval's config ID {head['frozen_config_id']:#010x} is "
+        if header.config_id != self.config.config_id:
+            notes.append(f"the interval's config ID {header.config_id:#010x} is "
                          f"not the configuration's {self.config.config_id:#010x}")
         return Snapshot(seq=seq, flags=flags, config=self.config,
                         synopsis=Synopsis.from_words(self.config, words),
-                        packets=head["frozen_packets"], config_id=head["frozen_config_id"],
-                        timestamp=head["frozen_timestamp"], status=status,
+                        packets=header.packets, config_id=header.config_id,
+                        timestamp=header.timestamp, status=status,
                         read_time=time.time(), notes=notes,
-                        check_value=check["frozen_check"], updates=check["frozen_updates"])
+                        check_value=check["frozen_check"], updates=check["frozen_updates"],
+                        device_flags=header.flags)
 
     def close(self) -> None:
         self.transport.close()

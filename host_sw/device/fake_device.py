@@ -12,8 +12,8 @@ wide-register shadows and the counter window are a
 :func:`~host_sw.contracts.regmap.register_map`. On top sits only what the core behind the
 bank does, as the test drives it: the interval boundary (:meth:`FakeDevice.swap`: freeze
 the synopsis set by :meth:`FakeDevice.set_active`, or count an overrun), the release of
-the frozen copy (with its check value and update count,
-:mod:`host_sw.contracts.check_value`), STATUS, and CONFIG_ID changes flagged in the
+the frozen copy (with its check value over the whole interval record and its update
+count, :mod:`host_sw.contracts.check_value`), STATUS, and CONFIG_ID changes flagged in the
 interval. Status counters
 are set by the test (:meth:`FakeDevice.set`).
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 import socket
 import threading
 
-from host_sw.contracts.check_value import check_value, count_total
+from host_sw.contracts.check_value import RecordHeader, check_value, count_total
 from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.regmap import register_map
@@ -123,14 +123,23 @@ class FakeDevice:
         regs.set("frozen_seq", (self.interval_seq - 1) & _M32)
         regs.set("frozen_flags", int(self.active_flags))
         regs.set("frozen_packets", int(self.active.count.sum()) & _M32)
-        # what the counter bank computes while the copy freezes
-        regs.set("frozen_check", check_value(self.config, self._frozen_words))
         regs.set("frozen_updates", count_total(self.config, self.active.count))
         regs.set("frozen_config_id", regs.value("config_id"))
         regs.set("frozen_timestamp", regs.value("timebase"))
+        # what the core computes while the copy freezes: the whole interval record
+        regs.set("frozen_check", check_value(self.config, self._frozen_words,
+                                             self.frozen_header()))
         self.active = Synopsis.empty(self.config)
         self.active_flags = IntervalFlags.NONE
         self.active_copy ^= 1
+
+    def frozen_header(self) -> RecordHeader:
+        """The frozen interval's header in the FROZEN_* registers (what the check value
+        covers beside the words)."""
+        v = self.registers.value
+        return RecordHeader(seq=v("frozen_seq"), flags=v("frozen_flags"),
+                            packets=v("frozen_packets"), config_id=v("frozen_config_id"),
+                            timestamp=v("frozen_timestamp"))
 
     def release(self) -> None:
         self.frozen = None

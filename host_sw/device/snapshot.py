@@ -6,9 +6,10 @@ In ``docs/DESIGN.md``'s host data flow this is the "snapshot of an interval" tha
 driver (:meth:`host_sw.device.driver.Device.read_snapshot`) returns and ``ldactl read``
 writes as JSON, and that ``ldactl estimate``/``watch`` turn into records. A snapshot is
 :attr:`Snapshot.valid` only when its interval carries no invalidating flag, its config ID
-is the configuration's, and its words match the device's check value and update count
-(:mod:`host_sw.contracts.check_value`): the check is recomputed from the words each time,
-so a JSON file edited after the read is invalid too.
+is the configuration's, and its whole interval record — words, sequence number, the
+device's flags, packets, config ID, timestamp — matches the device's check value, and its
+counts the update count (:mod:`host_sw.contracts.check_value`): the check is recomputed
+from the record each time, so a JSON file edited after the read is invalid too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from host_sw.contracts.check_value import check_value, plausibility_problem
+from host_sw.contracts.check_value import RecordHeader, check_value, plausibility_problem
 from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.config import config_from_dict
 from host_sw.contracts.frames.frame_format import INVALID_FLAGS, IntervalFlags
@@ -29,16 +30,17 @@ _M32 = (1 << 32) - 1
 _ALL_FLAGS = sum(f.value for f in IntervalFlags)
 
 
-def integrity_problem(config: SynopsisConfig, words, check: int | None,
-                      updates: int | None, counts=None) -> str | None:
-    """Why ``words`` (memory order) are not the copy the device described with FROZEN_CHECK
-    ``check`` and FROZEN_UPDATES ``updates``, or None when both checks pass."""
+def integrity_problem(config: SynopsisConfig, words, header: RecordHeader,
+                      check: int | None, updates: int | None, counts=None) -> str | None:
+    """Why ``words`` (memory order) and ``header`` are not the interval record the device
+    described with FROZEN_CHECK ``check`` and FROZEN_UPDATES ``updates``, or None when both
+    checks pass."""
     if check is None or updates is None:
-        return "no check value: the words are not covered by a device check"
-    computed = check_value(config, words)
+        return "no check value: the interval record is not covered by a device check"
+    computed = check_value(config, words, header)
     if computed != check:
-        return (f"check value mismatch: the words read give {computed:#010x}, the device's "
-                f"FROZEN_CHECK is {check:#010x}")
+        return (f"check value mismatch: the interval record read (header and words) gives "
+                f"{computed:#010x}, the device's FROZEN_CHECK is {check:#010x}")
     if counts is None:
         counts = config.layout.unpack(list(words))["count"]
     return plausibility_problem(config, counts, updates)
@@ -72,6 +74,9 @@ class Snapshot:
         FROZEN_CHECK: the device's CRC-32 of the copy (None: no check, not valid).
     updates : int or None
         FROZEN_UPDATES: word updates applied to the copy (the plausibility total).
+    device_flags : int or None
+        FROZEN_FLAGS as the device stamped it (the byte the check value covers; ``flags``
+        holds every one of them, and the host's own). None: ``flags`` is the device's.
     """
     seq: int
     flags: IntervalFlags
@@ -85,16 +90,32 @@ class Snapshot:
     notes: list = field(default_factory=list)
     check_value: int | None = None
     updates: int | None = None
+    device_flags: int | None = None
 
     @property
     def overrun(self) -> bool:
         return bool(self.flags & IntervalFlags.OVERRUN)
 
     @property
+    def header(self) -> RecordHeader:
+        """The interval's header as the device stamped it (what the check value covers)."""
+        device = int(self.flags) if self.device_flags is None else self.device_flags
+        return RecordHeader(seq=self.seq, flags=device, packets=self.packets,
+                            config_id=self.config_id, timestamp=self.timestamp)
+
+    @property
     def integrity_problem(self) -> str | None:
-        """Why the counters are not covered by a passing check (None: they are)."""
-        return integrity_problem(self.config, self.synopsis.words(), self.check_value,
-                                 self.updates, self.synopsis.count)
+        """Why the interval record (header and counters) is not covered by a passing check
+        (None: it is)."""
+        try:
+            header = self.header
+        except ValueError as e:
+            return f"the interval header is out of range: {e}"
+        if header.flags & ~int(self.flags):
+            return (f"the flags {int(self.flags):#04x} drop device flags "
+                    f"{header.flags & ~int(self.flags):#04x} (FROZEN_FLAGS {header.flags:#04x})")
+        return integrity_problem(self.config, self.synopsis.words(), header,
+                                 self.check_value, self.updates, self.synopsis.count)
 
     @property
     def valid(self) -> bool:
@@ -113,7 +134,7 @@ class Snapshot:
                 "config_id": f"{self.config_id:#010x}", "timestamp": self.timestamp,
                 "check_value": (None if self.check_value is None
                                 else f"{self.check_value:#010x}"),
-                "updates": self.updates,
+                "updates": self.updates, "device_flags": self.device_flags,
                 "read_time": self.read_time, "status": dict(self.status),
                 "notes": notes, "config": self.config.to_dict(),
                 "fields": {k: [int(x) for x in np.asarray(v).ravel()]
@@ -141,7 +162,8 @@ class Snapshot:
                        read_time=_number(d, "read_time", 0.0),
                        notes=_notes(d.get("notes", [])),
                        check_value=_hex(d, "check_value", optional=True),
-                       updates=_int(d, "updates", None, bits=32))
+                       updates=_int(d, "updates", None, bits=32),
+                       device_flags=_int(d, "device_flags", None, bits=8))
         except KeyError as e:
             raise ValueError(f"not a snapshot document: missing {e}") from None
 

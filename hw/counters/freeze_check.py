@@ -18,15 +18,20 @@ more), the data's share of the step is computed in two registered levels before 
 the state (so the state's feedback loop XORs at most 22 inputs: 21 state bits and the
 share), and the matrix comes from the contract's bit-serial definition, so that it cannot
 drift from what the host computes.
+
+:class:`RecordCheck` folds the interval's header (sequence number, flags, packets,
+configuration ID, timestamp) into that CRC, so that FROZEN_CHECK covers the whole interval
+record (``docs/SPEC.md`` §4.4): the header is final once the copy has drained, and the CRC
+continued over its 21 bytes is one linear map of the words' CRC and the header.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from host_sw.contracts.check_value import CRC32_INIT, CRC32_XOROUT, crc32_bits
+from host_sw.contracts.check_value import CRC32_INIT, CRC32_XOROUT, HEADER_BITS, crc32_bits
 
-__all__ = ["Crc32Words", "FreezeCheck", "crc32_matrix"]
+__all__ = ["Crc32Words", "FreezeCheck", "RecordCheck", "crc32_matrix"]
 
 
 def crc32_matrix(data_bits: int) -> tuple[list[int], list[int]]:
@@ -208,4 +213,70 @@ class FreezeCheck(wiring.Component):
             m.d.sync += received.eq(received + 1)
             with m.If(received == last):
                 m.d.sync += running.eq(0)
+        return m
+
+
+class RecordCheck(wiring.Component):
+    """The check value of the whole interval record: the words' CRC (:class:`FreezeCheck`'s
+    ``value``) continued over the interval's header bytes
+    (:func:`host_sw.contracts.check_value.extend_check`), for FROZEN_CHECK.
+
+    The continuation is one step of :data:`~host_sw.contracts.check_value.HEADER_BITS`
+    data bits: a fixed XOR matrix of the 32 CRC bits and the header bits, computed in
+    registered levels (inputs, groups of :attr:`GROUP` taps, their XOR). ``ready`` follows
+    ``frozen_ready`` once the levels have seen a stable input (:attr:`LATENCY` cycles), so
+    STATUS.frozen_ready never shows a check value still on its way.
+
+    Members
+    -------
+    words_check : In(32)
+        The CRC of the frozen copy's words (the bank's ``frozen_check``).
+    header : In(HEADER_BITS)
+        The frozen interval's header, fields in
+        :data:`~host_sw.contracts.check_value.HEADER_FIELDS` order from bit 0.
+    frozen_ready : In(1)
+        The copy is frozen (its words' CRC is final; the header was final earlier).
+    value : Out(32)
+        The check value, :attr:`LATENCY` cycles after its inputs while ``frozen_ready``
+        (loaded only then: 0 from reset, then held until the next frozen copy).
+    ready : Out(1)
+        ``frozen_ready`` held back until ``value`` is the frozen record's.
+    """
+
+    #: Registered levels from the inputs to ``value``.
+    LATENCY = 3
+    #: Taps XORed in the groups' level (16: two LUT4 levels).
+    GROUP = 16
+
+    def __init__(self):
+        super().__init__({"words_check": In(32), "header": In(HEADER_BITS),
+                          "frozen_ready": In(1), "value": Out(32), "ready": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        state_cols, data_cols = crc32_matrix(HEADER_BITS)
+        # zlib.crc32(header, c): register c ^ XOROUT, one step, ^ XOROUT. Linear in c and
+        # the header, plus the constant the two XOROUTs leave.
+        constant = crc32_bits(CRC32_XOROUT, [0] * HEADER_BITS) ^ CRC32_XOROUT
+        crc_in = Signal(32)
+        header_in = Signal(HEADER_BITS)
+        m.d.sync += [crc_in.eq(self.words_check), header_in.eq(self.header)]
+        inputs = [crc_in[i] for i in range(32)] + [header_in[i] for i in range(HEADER_BITS)]
+        columns = state_cols + data_cols
+        partials = []
+        for b in range(32):
+            taps = [inputs[i] for i, col in enumerate(columns) if (col >> b) & 1]
+            groups = [taps[i:i + self.GROUP] for i in range(0, len(taps), self.GROUP)]
+            regs = [Signal(name=f"rec{b}_part{g}") for g in range(len(groups))]
+            m.d.sync += [r.eq(_xor_tree(group)) for r, group in zip(regs, groups)]
+            partials.append(regs)
+        # loaded only while a copy is frozen: 0 from reset (FROZEN_CHECK's declared reset),
+        # then the last frozen record's value until the next one, as the bank's CRC
+        with m.If(self.frozen_ready):
+            m.d.sync += self.value.eq(Cat(*[_xor_tree(regs) if regs else Const(0, 1)
+                                            for regs in partials]) ^ constant)
+        # frozen_ready, held back by LATENCY cycles on its rising edge (falls at once)
+        held = Signal(self.LATENCY)
+        m.d.sync += held.eq(Mux(self.frozen_ready, Cat(1, held[:-1]), 0))
+        m.d.comb += self.ready.eq(self.frozen_ready & held[-1])
         return m

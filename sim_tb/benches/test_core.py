@@ -65,7 +65,7 @@ from host_sw.device.driver import Device
 from hw.counters.bank_layout import lane_geometry
 from hw.lda_pipeline import MeasurementCore
 from sim_tb.lib.core_harness import (LONG, SCALE, TIMEOUT_MS, CoreHarness, frozen_info,
-                                     read_frozen_info, sized)
+                                     golden_header, read_frozen_info, sized)
 from sim_tb.lib.frames import (
     bad_frames, min_size_burst, random_frames, read_pcap, same_bucket_frames,
 )
@@ -246,7 +246,9 @@ def _check_contiguous_intervals(tb, frames, sofs, intervals):
         expected = tb.golden(frames[start:end], sofs[start:end])
         diff = synopsis_difference(expected, syn)
         assert not diff, f"interval {k} (frames {start}..{end - 1}) differs:\n{diff}"
-        assert info["frozen_check"] == check_value(tb.config, expected.words()), k
+        header = golden_header(info["header"], tb.config.config_id, n_counted)
+        assert info["header"] == header, (k, info["header"], header)
+        assert info["frozen_check"] == check_value(tb.config, expected.words(), header), k
         seqs.append(info["frozen_seq"])
         start = end
     total = sum(info["frozen_packets"] for info, _ in intervals)

@@ -34,12 +34,14 @@ import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 
+from host_sw.contracts.check_value import check_value
 from host_sw.contracts.frames.reference_frame import TYPE_REFERENCE, parse_reference
 from host_sw.model.golden_lda_rda_lds import Hashers, hash_frames
 from host_sw.model.golden_rli import receiver_synopsis
 from host_sw.model.traffic import synthetic_trace
 
 from sim_tb.demo.cocotb_two_device import SimulatedCore, start_pair
+from sim_tb.lib.core_harness import golden_header
 from sim_tb.demo.two_device import run_pair_bench
 from sim_tb.demo.two_device_wire import Wire, is_control, wandering_delays
 from sim_tb.lib.runner import RLI_PARAMS, CoreParams
@@ -128,6 +130,8 @@ async def references_through_a_queue(dut):
     got = {name: await rcv.call(rcv.device.read, name) for name in (
         "rli_frozen_references", "rli_frozen_overflowed", "rli_frozen_unreferenced",
         "rli_frozen_refused", "rli_references_bad_tag", "frozen_packets")}
+    header = await rcv.call(rcv.device.read_record_header)
+    check = await rcv.call(rcv.device.read, "frozen_check")
     sent = await snd.call(snd.device.read, "rli_references_sent")
     # the sender's own references pass its tap, from its LOCAL_MAC, not MARKER_SRC_MAC
     own_refused = await snd.call(snd.device.read, "rli_references_bad_tag")
@@ -149,6 +153,10 @@ async def references_through_a_queue(dut):
                    "rli_frozen_unreferenced": stats.unreferenced,
                    "rli_frozen_refused": 0, "rli_references_bad_tag": 1,
                    "frozen_packets": stats.counted}, (got, stats)
+    # FROZEN_CHECK: the contract's value over the golden words and header (SPEC §4.4)
+    want_header = golden_header(header, config.config_id, stats.counted)
+    assert header == want_header, (header, want_header)
+    assert check == check_value(config, want, want_header), f"FROZEN_CHECK {check:#010x}"
 
 
 # pytest: export the RLI core, put it twice in the two-core top, run the cocotb test above

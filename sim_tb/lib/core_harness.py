@@ -24,7 +24,7 @@ from cocotb.triggers import ClockCycles
 
 from host_sw.cli import main as ldactl
 from host_sw.model.golden_lda_rda_lds import Hashers, bucket_indices, hash_frames
-from host_sw.contracts.check_value import check_value, plausibility_problem
+from host_sw.contracts.check_value import RecordHeader, check_value, plausibility_problem
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.driver import Device
 from host_sw.device.snapshot import Snapshot
@@ -32,11 +32,13 @@ from host_sw.device.snapshot import Snapshot
 from hw.lda_pipeline import MeasurementCore
 from sim_tb.lib.frames import min_size_burst
 from sim_tb.lib.runner import CoreParams, long_run
-from sim_tb.lib.scoreboard import expected_status, expected_synopsis, synopsis_difference
+from sim_tb.lib.scoreboard import (counted_mask, expected_status, expected_synopsis,
+                                   synopsis_difference)
 from sim_tb.lib.tb import CoreTB
 from sim_tb.lib.uartbone_driver import run_host, simulation_transport
 
 __all__ = ["ldactl_while_simulating", "SWAP_SETTLE", "LONG", "SCALE", "TIMEOUT_MS", "sized", "frozen_info",
+           "golden_header",
            "read_frozen_info", "CoreHarness"]
 
 #: Cycles between the last frame out and a host swap (see ``settle``).
@@ -64,10 +66,20 @@ def sized(tb, wide: int, narrow: int, single_beat: int | None = None) -> int:
 
 
 def frozen_info(snapshot: Snapshot) -> dict:
-    """Sequence number, packet count, config ID and check value of a frozen interval's
-    snapshot."""
+    """Sequence number, packet count, config ID, check value and header (as the device
+    stamped it) of a frozen interval's snapshot."""
     return {"frozen_seq": snapshot.seq, "frozen_packets": snapshot.packets,
-            "frozen_config_id": snapshot.config_id, "frozen_check": snapshot.check_value}
+            "frozen_config_id": snapshot.config_id, "frozen_check": snapshot.check_value,
+            "header": snapshot.header}
+
+
+def golden_header(header: RecordHeader, config_id: int, packets: int) -> RecordHeader:
+    """The header the golden model implies for an interval of ``packets`` counted frames
+    begun with CONFIG_ID ``config_id`` (the configuration's once programmed; 0 after a
+    reset): its packets and config ID; the sequence number, flags and timestamp the
+    device read (``header``), which the benches check on their own."""
+    return RecordHeader(seq=header.seq, flags=header.flags, packets=packets,
+                        config_id=config_id, timestamp=header.timestamp)
 
 
 def read_frozen_info(device: Device) -> dict:
@@ -245,16 +257,21 @@ class CoreHarness(CoreTB):
         return Synopsis.from_words(self.config, words)
 
     async def check_frozen(self, frames, sofs, what: str, snapshot: Snapshot | None = None):
-        """The frozen copy (``snapshot``'s, or read again) equals the golden model, and
-        the device's FROZEN_CHECK / FROZEN_UPDATES are the contract's over the golden
-        model's words (``host_sw.contracts.check_value``)."""
+        """The frozen copy (``snapshot``'s, or read again) equals the golden model, its
+        header's packets and config ID are the golden ones, and the device's FROZEN_CHECK /
+        FROZEN_UPDATES are the contract's over the golden record: the golden model's
+        words and header (``host_sw.contracts.check_value``, docs/SPEC.md §4.4)."""
         got = snapshot.synopsis if snapshot is not None else await self.read_frozen_synopsis()
         expected = self.golden(frames, sofs)
         diff = synopsis_difference(expected, got)
         assert not diff, f"{what}: frozen copy differs from the golden model\n{diff}"
         check = await self.host(self.device.read, "frozen_check")
         updates = await self.host(self.device.read, "frozen_updates")
-        want = check_value(self.config, expected.words())
+        header = await self.host(self.device.read_record_header)
+        config_id = await self.host(self.device.read, "config_id")   # not written since
+        want_header = golden_header(header, config_id, int(counted_mask(frames).sum()))
+        assert header == want_header, f"{what}: header {header}, golden {want_header}"
+        want = check_value(self.config, expected.words(), want_header)
         assert check == want, f"{what}: FROZEN_CHECK {check:#010x}, golden {want:#010x}"
         problem = plausibility_problem(self.config, expected.count, updates)
         assert problem is None, f"{what}: {problem}"

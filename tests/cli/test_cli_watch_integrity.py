@@ -81,7 +81,7 @@ def test_wrong_word_always_is_an_invalid_row_and_the_run_goes_on(capsys, devices
     bad = rows[1]
     assert bad["estimate"] is None
     assert bad["receiver"]["errors"][-1].startswith(
-        "SnapshotIntegrityError: the counter words read never matched the device's check")
+        "SnapshotIntegrityError: the interval record read never matched the device's check")
     assert "check value mismatch" in bad["notes"][0]
     assert r.frozen is None                    # released unread, the next interval is whole
 

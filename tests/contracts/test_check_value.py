@@ -1,18 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The check value of a frozen copy (host_sw.contracts.check_value) against docs/SPEC.md
-§4.4's test vectors, recomputed from the section's text, and its bit-serial form."""
+"""The check value of a frozen interval record (host_sw.contracts.check_value) against
+docs/SPEC.md §4.4's test vectors — the block is the one bench.make_test_vectors generates,
+and each printed check value is recomputed with zlib from the printed bytes — and its
+bit-serial form."""
 
 import random
 import re
 import zlib
 from pathlib import Path
 
-import numpy as np
-
-from host_sw.contracts.check_value import (CRC32_INIT, CRC32_XOROUT, check_bytes, check_value,
-                                           count_total, crc32_bits)
-from host_sw.contracts.config import LdaConfig, RdaConfig
-from host_sw.contracts.synopsis import Synopsis
+from bench.make_test_vectors import CHECK_BEGIN, CHECK_END, check_records, check_value_markdown
+from host_sw.contracts.check_value import (CRC32_INIT, CRC32_XOROUT, HEADER_BITS, RecordHeader,
+                                           check_bytes, check_value, crc32_bits, extend_check,
+                                           header_bytes, words_check)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,31 +22,43 @@ def _section():
     return spec.split("### §4.4")[1].split("## §5")[0]
 
 
-def test_spec_vectors():
+def test_spec_vectors_are_the_generated_ones():
     text = _section()
-    lda = LdaConfig(banks=2, rows=2, thresholds=(0, 1))
-    syn = Synopsis(lda, {
-        "count": np.array([[1, 0], [3, 0xFFFFFFFF]], dtype=np.uint64),
-        "ts_sum": np.array([[100, 0], [0x123456789A, 0xFFFFFFFFFF]], dtype=np.uint64)})
-    words = syn.words()
-    block = text.split("```")[1]
-    printed_words = [int(w, 16) for w in re.findall(r"0x[0-9a-f]+", block.splitlines()[1])]
-    assert printed_words == words
-    printed_bytes = bytes.fromhex(" ".join(re.findall(r"(?:[0-9a-f]{2} ){8}[0-9a-f]{2}", block)))
-    assert printed_bytes == check_bytes(lda, words)
-    assert f"check value           {check_value(lda, words):#010x}" in block
-    assert f"count total           {count_total(lda, syn.count)} " in block
-    rda = RdaConfig(banks=2, buckets_per_bank=1)
-    rda_words = Synopsis(rda, {
-        "count": np.array([[2], [2]], dtype=np.uint64),
-        "ts_sum": np.array([[10], [10]], dtype=np.uint64),
-        "id_xor": np.array([[0x0123456789ABCDEF], [0]], dtype=np.uint64)}).words()
-    assert f"check value `{check_value(rda, rda_words):#010x}`" in text
-    assert check_bytes(rda, rda_words).hex(" ") in " ".join(
-        re.findall(r"`([0-9a-f ]+)`", text))
-    zero = LdaConfig(banks=1, rows=4, thresholds=(0,))
-    assert f"`{check_value(zero, [0] * 4):#010x}`" in text
-    assert check_value(zero, [0] * 4) == zlib.crc32(bytes(36))
+    assert check_value_markdown() in text, (
+        "docs/SPEC.md §4.4 check-value vectors are stale: run python -m "
+        "bench.make_test_vectors --write")
+
+
+def test_spec_vectors_recompute_from_the_printed_bytes():
+    """Each printed block: its bytes are the record's (words then header), zlib.crc32 of
+    the printed bytes is the printed check value, and of the word bytes the words' CRC."""
+    block_text = _section().split(CHECK_BEGIN)[1].split(CHECK_END)[0]
+    blocks = block_text.split("```")[1::2]
+    records = check_records()
+    assert len(blocks) == len(records) == 3
+    for block, (_, config, words, header) in zip(blocks, records):
+        lines = block.strip("\n").splitlines()
+        printed_words = [int(w, 16) for w in re.findall(r"0x[0-9a-f]+", lines[0])]
+        assert printed_words == words
+        word_lines = [ln for ln in lines if re.fullmatch(r"(word bytes)? *([0-9a-f]{2} ?)+", ln)]
+        word_bytes = bytes.fromhex(" ".join(ln.replace("word bytes", "") for ln in word_lines))
+        head_line = next(ln for ln in lines if ln.startswith("header bytes"))
+        head = bytes.fromhex(head_line.removeprefix("header bytes").replace("|", " "))
+        assert len(head) == HEADER_BITS // 8 == 21
+        assert head == header_bytes(header)
+        assert word_bytes + head == check_bytes(config, words, header)
+        value = dict(re.findall(r"^(words CRC|check value) +(0x[0-9a-f]{8})$", block, re.M))
+        assert int(value["check value"], 16) == zlib.crc32(word_bytes + head)
+        assert int(value["words CRC"], 16) == zlib.crc32(word_bytes)
+        assert int(value["check value"], 16) == check_value(config, words, header)
+        assert extend_check(words_check(config, words), header) == check_value(config, words,
+                                                                               header)
+
+
+def test_header_byte_order_is_little_endian_fields_in_order():
+    header = RecordHeader(seq=0x04030201, flags=0x05, packets=0x09080706,
+                          config_id=0x0D0C0B0A, timestamp=0x1514131211100F0E)
+    assert header_bytes(header) == bytes(range(1, 22))
 
 
 def test_bit_serial_form_is_zlib():

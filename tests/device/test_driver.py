@@ -207,3 +207,63 @@ def test_estimate_pair_is_the_estimator(pair):
     assert rec["mean"] == e.mean_ns and rec["std"] == e.std_ns
     assert rec["ci"] == [e.ci_low_ns, e.ci_high_ns] and rec["samples"] == e.samples
     assert rec["lost"] == e.lost and rec["lost"] > 0
+
+
+# -- issue 23, item 2: discovery reads fenced and checked before use ----------------------
+
+def _garble(dev, name, bit, reads):
+    """Flip ``bit`` of register ``name``'s first word in the reads numbered ``reads``
+    (0-based) at the bus, where no framing sees it; returns the read counter."""
+    address = dev.map[name].address
+    original, calls = dev.bus_read, {"n": 0}
+
+    def bus_read(a):
+        word = original(a)
+        if a == address:
+            calls["n"] += 1
+            if calls["n"] - 1 in reads:
+                return word ^ (1 << bit)
+        return word
+    dev.bus_read = bus_read
+    return calls
+
+
+@pytest.mark.parametrize("name, bit", [("thresholds", 0), ("masks", 3)])
+def test_discovered_register_garbled_once_is_not_taken(name, bit):
+    """A discovered THRESHOLDS or MASKS read garbled once (as a late or flipped reply
+    would be, below any framing): the driver takes the register only from two reads that
+    agree, so the configuration is the device's. Before issue 23 the single read was
+    taken and saved with every snapshot."""
+    dev = FakeDevice(CONFIG)
+    calls = _garble(dev, name, bit, reads={0})
+    d = connect(dev)
+    assert d.config == CONFIG and calls["n"] == 4          # a pair that disagreed, a pair
+
+
+def test_discovered_register_that_never_reads_the_same_is_an_error():
+    dev = FakeDevice(CONFIG)
+    _garble(dev, "thresholds", 0, reads=set(range(0, 100, 2)))
+    with pytest.raises(DeviceError, match="THRESHOLDS read differently every time"):
+        connect(dev)
+
+
+def test_discovery_reads_are_fenced_in_plain_framing():
+    """Plain UARTBone: ID/VERSION/CONFIG are read again behind the fence they install, and
+    every discovery read carries the fence word (a read of the probe address)."""
+    dev = FakeDevice(CONFIG)
+    connect(dev, transport={"framing": "plain"})
+    head = (dev.commands[0][1], dev.commands[0][2])
+    assert dev.commands[1][1:] == head                     # the head, read again
+    reads = dev.commands[1:]
+    assert len(reads) % 2 == 0
+    for request, fence in zip(reads[::2], reads[1::2]):
+        assert fence[1:] == (1, head[1]), (request, fence)   # one word at the probe
+
+
+def test_head_garbled_before_the_fence_is_an_error_not_a_device():
+    """The first ID/VERSION/CONFIG read garbled (plain framing, no tag): the fenced second
+    read differs, and the driver refuses to connect rather than discover from it."""
+    dev = FakeDevice(CONFIG)
+    _garble(dev, "config", 4, reads={0})
+    with pytest.raises(DeviceError):
+        connect(dev, transport={"framing": "plain", "retries": 1})

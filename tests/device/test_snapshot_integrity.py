@@ -3,7 +3,9 @@
 words only when they match the device's check value (FROZEN_CHECK) and update count
 (FROZEN_UPDATES), re-reads a garbled or shifted window, gives a clear error when the
 words never match, and a snapshot (also one loaded from JSON) is valid only when every
-word is covered by a passing check."""
+word is covered by a passing check. Issue 23, item 2: the check value covers the whole
+interval record — a bit flipped in the flags, sequence number, packets, config ID or
+timestamp (on the bus or in a snapshot file) is refused as a flipped word is."""
 
 import json
 import zlib
@@ -11,8 +13,10 @@ import zlib
 import numpy as np
 import pytest
 
-from host_sw.contracts.check_value import (check_bytes, check_value, count_total,
-                                           plausibility_problem)
+from host_sw.contracts.check_value import (HEADER_FIELDS, RecordHeader, check_bytes,
+                                           check_value, count_total, counter_bytes,
+                                           header_bytes, plausibility_problem)
+from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.driver import (
@@ -61,13 +65,17 @@ def window_passes(dev):
     return sum(n for c, n, a in dev.commands if a >= w.address) // w.words
 
 
-def test_check_value_definition_is_zlib_over_little_endian_words():
+def test_check_value_definition_is_zlib_over_little_endian_words_then_header():
     config = LdaConfig(banks=1, rows=2, thresholds=(0,))        # 72-bit words: 9 bytes
     words = [0x0102030405060708AB, (1 << 72) - 1]
-    raw = check_bytes(config, words)
-    assert raw == bytes.fromhex("ab0807060504030201") + b"\xff" * 9
-    assert check_value(config, words) == zlib.crc32(raw)
-    assert check_value(config, [0, 0]) != check_value(config, [0, 1 << 71])
+    header = RecordHeader(seq=0x11223344, flags=0x05, packets=0x55667788,
+                          config_id=0x99AABBCC, timestamp=0x0102030405060708)
+    raw = check_bytes(config, words, header)
+    assert raw == (bytes.fromhex("ab0807060504030201") + b"\xff" * 9
+                   + bytes.fromhex("44332211" "05" "88776655" "ccbbaa99" "0807060504030201"))
+    assert raw == counter_bytes(config, words) + header_bytes(header)
+    assert check_value(config, words, header) == zlib.crc32(raw)
+    assert check_value(config, [0, 0], header) != check_value(config, [0, 1 << 71], header)
 
 
 def test_count_total_and_plausibility_wrap_with_the_counters():
@@ -88,7 +96,8 @@ def test_fake_device_check_registers_match_the_driver(config):
     dev.set("config_id", config.config_id)
     dev.set_active(receiver)
     dev.swap()
-    assert dev.get("frozen_check") == check_value(config, receiver.words())
+    assert dev.get("frozen_check") == check_value(config, receiver.words(),
+                                                  dev.frozen_header())
     snap = Device(FakeTransport(dev), config=config).read_snapshot()
     assert snap.synopsis == receiver and snap.valid and snap.integrity_problem is None
     assert snap.check_value == dev.get("frozen_check")
@@ -206,4 +215,130 @@ def test_snapshot_from_json_rejects_non_documents():
 def test_synopsis_words_round_trip_through_the_check(synopsis):
     words = synopsis.words()
     assert Synopsis.from_words(CONFIG, words) == synopsis
-    assert check_value(CONFIG, words) == zlib.crc32(check_bytes(CONFIG, words))
+    header = RecordHeader(seq=1, flags=0, packets=2, config_id=3, timestamp=4)
+    assert check_value(CONFIG, words, header) == zlib.crc32(check_bytes(CONFIG, words, header))
+
+
+# -- issue 23, item 2: one check value over the whole interval record --------------------
+
+#: The header registers and a bit of each (every field, both ends of the wide ones).
+HEADER_BITS_FLIPPED = [("frozen_seq", 0), ("frozen_seq", 31), ("frozen_packets", 0),
+                       ("frozen_packets", 17), ("frozen_config_id", 4),
+                       ("frozen_config_id", 31), ("frozen_timestamp", 0),
+                       ("frozen_timestamp", 63),
+                       ("frozen_flags", IntervalFlags.CONFIG_CHANGED.value.bit_length() - 1),
+                       ("frozen_flags", IntervalFlags.SEQUENCE_GAP.value.bit_length() - 1),
+                       ("frozen_flags", IntervalFlags.OVERRUN.value.bit_length() - 1)]
+
+
+def flagged_device(synopsis, flags=IntervalFlags.CONFIG_CHANGED | IntervalFlags.SEQUENCE_GAP):
+    """A fake device with ``synopsis`` frozen in an interval it flagged, at a timestamp
+    whose two words are both non-zero."""
+    dev = FakeDevice(CONFIG)
+    dev.set("config_id", CONFIG.config_id)
+    dev.set_active(synopsis, flags=int(flags))
+    dev.swap(timestamp=0x0000_0123_4567_89AB)
+    return dev
+
+
+def header_flipper(dev, name, bit, reads):
+    """Flip ``bit`` of register ``name`` in its first ``reads`` reads over the bus."""
+    reg = dev.map[name]
+    address = reg.address + bit // 32
+    original, calls = dev.bus_read, {"n": 0}
+
+    def bus_read(a):
+        word = original(a)
+        if a == address:
+            calls["n"] += 1
+            if calls["n"] <= reads:
+                return word ^ (1 << (bit % 32))
+        return word
+    dev.bus_read = bus_read
+    return calls
+
+
+@pytest.mark.parametrize("name, bit", HEADER_BITS_FLIPPED)
+def test_flipped_header_bit_is_refused_by_the_driver(synopsis, name, bit):
+    """A bit flipped in any header register on every read (a flag cleared, say): the
+    check value over the record never matches, the snapshot is refused and nothing is
+    released. Before issue 23 the header was outside the check: a cleared CONFIG_CHANGED
+    or SEQUENCE_GAP read as a valid interval."""
+    dev = flagged_device(synopsis)
+    header_flipper(dev, name, bit, reads=10**6)
+    device = Device(FakeTransport(dev), config=CONFIG)
+    with pytest.raises(SnapshotError):
+        device.read_snapshot()
+    assert dev.frozen is not None                          # not released
+
+
+@pytest.mark.parametrize("name, bit", HEADER_BITS_FLIPPED)
+def test_flipped_header_bit_once_is_reread_and_the_true_record_returned(synopsis, name, bit):
+    dev = flagged_device(synopsis)
+    truth = dev.frozen_header()
+    calls = header_flipper(dev, name, bit, reads=1)
+    snap = Device(FakeTransport(dev), config=CONFIG).read_snapshot()
+    assert snap.header == truth and snap.synopsis == synopsis and calls["n"] >= 2
+    assert snap.flags & IntervalFlags.CONFIG_CHANGED and not snap.valid    # flagged: invalid
+    assert snap.integrity_problem is None
+
+
+@pytest.mark.parametrize("key, bit", [("seq", 0), ("seq", 31), ("packets", 3),
+                                      ("config_id", 9), ("timestamp", 0), ("timestamp", 40),
+                                      ("device_flags", 0), ("device_flags", 2),
+                                      ("flags", 0), ("flags", 2)])
+def test_flipped_header_bit_in_a_snapshot_file_is_refused(synopsis, key, bit):
+    """A snapshot file with one header bit flipped (the device's flags too, or a flag of
+    the shown flags cleared) is invalid when loaded: the check value is recomputed over
+    the whole record."""
+    dev = flagged_device(synopsis, flags=IntervalFlags.CONFIG_CHANGED | IntervalFlags.OVERRUN)
+    doc = json.loads(json.dumps(Device(FakeTransport(dev), config=CONFIG)
+                                .read_snapshot().to_json()))
+    assert Snapshot.from_json(doc).integrity_problem is None
+    assert doc["device_flags"] == int(IntervalFlags.CONFIG_CHANGED | IntervalFlags.OVERRUN)
+    edited = json.loads(json.dumps(doc))
+    if key == "config_id":
+        edited[key] = f"{int(doc[key], 16) ^ (1 << bit):#010x}"
+    else:
+        edited[key] = doc[key] ^ (1 << bit)
+    back = Snapshot.from_json(edited)
+    assert back.integrity_problem is not None and not back.valid, back.integrity_problem
+
+
+def test_clean_interval_with_a_flag_cleared_in_the_file_is_refused(synopsis):
+    """The attack of issue 23: a flagged interval whose flags byte is cleared in the file
+    (shown flags and device flags alike) must not load as valid."""
+    dev = flagged_device(synopsis, flags=IntervalFlags.CONFIG_CHANGED)
+    doc = Device(FakeTransport(dev), config=CONFIG).read_snapshot().to_json()
+    doc = json.loads(json.dumps(doc))
+    doc["flags"] = doc["device_flags"] = 0
+    back = Snapshot.from_json(doc)
+    assert not back.valid and back.integrity_problem.startswith("check value mismatch")
+
+
+def test_host_flag_beside_the_device_flags_keeps_the_check(synopsis):
+    """SEQUENCE_GAP added by the host (a skipped interval) is not the device's: the check
+    covers the device's byte, kept apart, so the snapshot stays checked."""
+    dev = FakeDevice(CONFIG)
+    dev.set("config_id", CONFIG.config_id)
+    device = Device(FakeTransport(dev), config=CONFIG)
+    for _ in range(3):
+        dev.set_active(synopsis)
+        dev.swap()
+        if _ != 1:                                         # the second is never read
+            snap = device.read_snapshot()
+        else:
+            dev.release()
+    assert snap.flags == IntervalFlags.SEQUENCE_GAP and snap.device_flags == 0
+    assert snap.integrity_problem is None
+    back = Snapshot.from_json(json.loads(json.dumps(snap.to_json())))
+    assert back.integrity_problem is None and back.flags == IntervalFlags.SEQUENCE_GAP
+
+
+def test_record_header_fields_and_ranges():
+    assert [n for n, _ in HEADER_FIELDS] == ["seq", "flags", "packets", "config_id",
+                                             "timestamp"]
+    with pytest.raises(ValueError, match="flags"):
+        RecordHeader(seq=0, flags=256, packets=0, config_id=0, timestamp=0)
+    with pytest.raises(ValueError, match="timestamp"):
+        RecordHeader(seq=0, flags=0, packets=0, config_id=0, timestamp=-1)

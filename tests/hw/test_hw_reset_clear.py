@@ -10,7 +10,7 @@ import numpy as np
 from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
-from host_sw.contracts.check_value import check_value
+from host_sw.contracts.check_value import words_check
 from host_sw.contracts.config import LdaConfig, OpaConfig
 from host_sw.model.golden_opa import opa_synopsis
 from hw.counters.copy_control import CopyControl, CopyState
@@ -153,7 +153,7 @@ def test_counter_bank_reset_clears_both_copies():
             await swap_until_frozen(ctx, dut)
             assert ctx.get(dut.frozen_copy) == copy
             assert await read_all(ctx) == zeros, f"copy {copy} not cleared by the reset"
-            assert ctx.get(dut.frozen_check) == check_value(LDA, zeros)
+            assert ctx.get(dut.frozen_check) == words_check(LDA, zeros)
             assert ctx.get(dut.frozen_updates) == 0
             await release(ctx)
 
@@ -200,7 +200,7 @@ def test_opa_words_reset_clears_both_copies():
             await swap_until_frozen(ctx, dut)
             assert ctx.get(dut.active_copy) == 1 - copy
             assert await read_all(ctx) == empty, f"copy {copy} not cleared by the reset"
-            assert ctx.get(dut.frozen_check) == check_value(config, empty)
+            assert ctx.get(dut.frozen_check) == words_check(config, empty)
             assert ctx.get(dut.frozen_updates) == 0
             ctx.set(dut.release, 1)
             await ctx.tick()

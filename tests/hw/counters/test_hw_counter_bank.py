@@ -15,7 +15,7 @@ from amaranth import Shape
 from amaranth.lib import data
 from amaranth.sim import Simulator
 
-from host_sw.contracts.check_value import check_value, plausibility_problem
+from host_sw.contracts.check_value import plausibility_problem, words_check
 from host_sw.model import golden_lda_rda_lds as golden
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.hash_fields import field_hash, lds_digest
@@ -136,7 +136,7 @@ class Bench:
         words = [r[2] for r in self.responses]
         # the check value computed while the copy froze is the contract's over the words
         config = self.dut.config
-        assert self.get(self.dut.frozen_check) == check_value(config, words)
+        assert self.get(self.dut.frozen_check) == words_check(config, words)
         counts = np.array(config.layout.unpack(words)["count"], dtype=np.uint64)
         assert plausibility_problem(config, counts, self.get(self.dut.frozen_updates)) is None
         return words

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The freeze check's CRC unit (hw.counters.freeze_check) against zlib.crc32, word for word, on
-Amaranth's simulator; and the sweep's read order and completion."""
+Amaranth's simulator; the sweep's read order and completion; and the record check (the
+header folded into the words' CRC) against the contract's ``check_value`` over the whole
+record, with ``ready`` held back until the value is the record's."""
 
 import random
 import zlib
@@ -8,7 +10,10 @@ import zlib
 import pytest
 from amaranth.sim import Simulator
 
-from hw.counters.freeze_check import Crc32Words, FreezeCheck, crc32_matrix
+from host_sw.contracts.check_value import (HEADER_FIELDS, RecordHeader, check_value,
+                                           extend_check, words_check)
+from host_sw.contracts.config import LdaConfig
+from hw.counters.freeze_check import Crc32Words, FreezeCheck, RecordCheck, crc32_matrix
 
 
 def _zlib_words(width, words):
@@ -87,5 +92,50 @@ def test_sweep_reads_every_word_in_order_and_signals_done():
                 await ctx.tick()
             assert asked == list(range(n)) and len(done_at) == 1, (asked, done_at)
             memory[sweep] ^= 1
+
+    _simulate(dut, tb)
+
+
+def test_record_check_is_the_contracts_check_value_over_the_whole_record():
+    """Random words' CRCs and headers (and every header bit alone): ``value`` equals
+    ``check_value`` of the record (words then header), LATENCY cycles after its inputs;
+    ``ready`` rises exactly then and falls with ``frozen_ready``."""
+    config = LdaConfig(banks=1, rows=4, thresholds=(0,))
+    rng = random.Random(11)
+    cases = []
+    for k in range(12):
+        words = [rng.getrandbits(72) for _ in range(4)]
+        header = RecordHeader(**{name: rng.getrandbits(bits) for name, bits in HEADER_FIELDS})
+        cases.append((words, header))
+    words = [0, 1, 2, 3]
+    base = dict(seq=0, flags=0, packets=0, config_id=0, timestamp=0)
+    for name, bits in HEADER_FIELDS:                       # one bit at a time
+        for bit in (0, bits - 1):
+            cases.append((words, RecordHeader(**{**base, name: 1 << bit})))
+    dut = RecordCheck()
+
+    async def tb(ctx):
+        assert ctx.get(dut.value) == 0                     # FROZEN_CHECK's reset
+        ctx.set(dut.words_check, 0x1234)                   # not frozen: not loaded
+        await ctx.tick().repeat(RecordCheck.LATENCY + 2)
+        assert ctx.get(dut.value) == 0 and not ctx.get(dut.ready)
+        for words, header in cases:
+            ctx.set(dut.frozen_ready, 0)
+            await ctx.tick()
+            assert not ctx.get(dut.ready)
+            ctx.set(dut.words_check, words_check(config, words))
+            ctx.set(dut.header, header.as_int())
+            ctx.set(dut.frozen_ready, 1)
+            for _ in range(RecordCheck.LATENCY):
+                assert not ctx.get(dut.ready)
+                await ctx.tick()
+            assert ctx.get(dut.ready)
+            want = check_value(config, words, header)
+            assert want == extend_check(words_check(config, words), header)
+            assert ctx.get(dut.value) == want, (header, hex(ctx.get(dut.value)), hex(want))
+            ctx.set(dut.frozen_ready, 0)                   # released: the value is held
+            ctx.set(dut.words_check, 0)
+            await ctx.tick().repeat(RecordCheck.LATENCY + 1)
+            assert ctx.get(dut.value) == want and not ctx.get(dut.ready)
 
     _simulate(dut, tb)
