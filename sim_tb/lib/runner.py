@@ -45,18 +45,19 @@ from xml.etree import ElementTree
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
 from host_sw.contracts.config_base import SynopsisConfig
 from sim_tb.lib.verilator_build import (
-    drop_other_builds, lean_verilator, verilator_build_args, verilator_digest, verilator_env,
+    drop_other_builds, keep_runtime_objects, lean_verilator, runtime_store,
+    verilator_build_args, verilator_digest, verilator_env,
 )
 
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "icarus_standard", "waves_enabled", "long_run",
            "export_core", "find_toplevel", "run_cocotb", "run_core_tests",
-           "DEFAULT_PARAMS", "OPA_PARAMS", "RLI_PARAMS", "MEMORY_KINDS",
+           "DEFAULT_PARAMS", "SLOW_PARAMS", "OPA_PARAMS", "RLI_PARAMS", "MEMORY_KINDS",
            "memory_model_sources"]
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_ROOT = REPO / "build" / "sim"
-#: Kinds × data widths of the default suite (sim_tb/benches/test_core.py).
+#: The kinds of the core bench (sim_tb/benches/test_core.py).
 KINDS = ("lda", "rda", "lds")
 #: Every kind a core parameter set may have: the default suite's, OPA
 #: (sim_tb/benches/test_opa_core.py, :data:`OPA_PARAMS`) and RLI, whose core has its own
@@ -202,7 +203,20 @@ class CoreParams:
         return cls.from_json(text) if text else None
 
 
-DEFAULT_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS for w in DATA_WIDTHS]
+#: The core bench's full sets in the default suite (``test_core``): LDA at 8 and 64 bits
+#: (frames of many beats, the header window across beats, pauses between them), RDA and
+#: LDS at 512 bits (a minimum-size frame is one beat: same-counter updates on consecutive
+#: clocks through their read-modify-write). The frame path up to the measurement path is
+#: the same for every kind, and the kinds' own paths do not depend on the data width, so
+#: the other kinds' 8- and 64-bit cores (:data:`SLOW_PARAMS`) add no path the default
+#: suite misses; they run with ``LDA_SLOW=1`` (each is a core export, a Verilator build
+#: and some 30 s of simulation: the suite's budget).
+DEFAULT_PARAMS = [*(CoreParams(kind="lda", data_width=w) for w in DATA_WIDTHS),
+                  *(CoreParams(kind=k, data_width=512) for k in KINDS if k != "lda")]
+#: The core bench's full sets that run only with ``LDA_SLOW=1``: every other kind × width.
+SLOW_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS
+               for w in (*DATA_WIDTHS, 512) if CoreParams(kind=k, data_width=w)
+               not in DEFAULT_PARAMS]
 #: The OPA core's set: k = 4 combination rows, 16 groups (80 bus words per snapshot), 512-bit
 #: data, where a minimum-size frame is one beat, so frames of one group update its word on
 #: consecutive clocks through the whole core (the words' forwarding paths).
@@ -454,10 +468,13 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     log = sim_dir / f"{results_name}.log"
     results_xml = sim_dir / f"{results_name}.xml"
     with _folder_lock(sim_dir, "run.lock"), _environ(env):
-        runner = lean_verilator() if simulator == "verilator" else get_runner(simulator)
+        runtime = runtime_store(BUILD_ROOT, build_waves) if simulator == "verilator" else None
+        runner = lean_verilator(runtime) if runtime is not None else get_runner(simulator)
         _build(runner, simulator, sim_dir, cached, say, sources=sources,
                hdl_toplevel=toplevel, parameters=parameters or {}, timescale=("1ns", "1ps"),
                waves=build_waves, build_args=build_args, log_file=sim_dir / "build.log")
+        if runtime is not None:
+            keep_runtime_objects(sim_dir, runtime)
         say(f"simulating with {simulator}: reset, programming, calibration, then the run")
         try:
             runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=sim_dir,
