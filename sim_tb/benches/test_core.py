@@ -145,13 +145,13 @@ async def counters_match_golden(dut, pauses):
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
 async def same_counter_hazard(dut):
-    """Consecutive minimum-size frames updating the same counter(s), back to back:
-    thousands at 512 bits, where each frame is one beat and the counter bank sees an
-    update of the same address every clock (the read-modify-write forwarding path);
+    """Consecutive minimum-size frames updating the same counter(s), back to back: 600
+    at 512 bits, where each frame is one beat and the counter bank sees an update of the
+    same address every clock (the read-modify-write forwarding path, a few clocks deep);
     fewer at 8 and 64 bits (``LDA_SIM_LONG=1``: ten times more)."""
     tb = CoreHarness(dut)
     await tb.start()
-    count = sized(tb, 250, 40, single_beat=2000)
+    count = sized(tb, 250, 40, single_beat=600)
     frames = same_bucket_frames(tb.config, tb.rng, count)
     sofs = await tb.offer(frames, check=False)
     snapshot = await tb.end_interval()

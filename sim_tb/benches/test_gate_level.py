@@ -14,7 +14,7 @@ model.
   scoreboard (``counters_match_golden``: frozen copy, FROZEN_CHECK, packet and status
   counters) and swaps under back-to-back traffic (``interval_swaps``: every interval a
   contiguous run equal to the golden synopsis of its run, its check value, the overrun);
-  the swap boundary on the 64-bit netlist (the pinned case's own core); the LDA netlist
+  the swap boundary on the 64-bit netlist; the LDA netlist
   under Icarus (some 11 cycles per CPU second,
   ``docs/SIMULATION.md``); the RDA and LDS cores on the same bench, the OPA core on its
   bench (bus and host export), the RLI pair on its two-core bench (under ``LDA_SIM``'s
@@ -59,8 +59,7 @@ LDA_PARAMS = CoreParams(kind="lda", data_width=8)
 #: The core bench's tests run on a netlist (the scoreboard and the swaps).
 CORE_TESTS = ["counters_match_golden/pauses=none", "interval_swaps"]
 #: The LDA netlist's test in the default suite: four intervals of the interval timer,
-#: some 190 frames, exported (about 33 000 clocks; the netlist runs some 240 clocks per CPU
-#: second under Verilator).
+#: some 190 frames, exported (about 33 000 clocks, some 40 s under Verilator).
 LDA_TESTS = ["exported_intervals"]
 
 
@@ -93,8 +92,8 @@ def test_gate_level_swap_boundary(params):
     """The pinned swap boundary (``sim_tb.benches.test_core.swap_boundary``) on the netlist:
     a frame whose SOF enters 40 clocks before the swap command's last byte counts in the
     new interval, at 41 in the old one, as RTL Icarus and RTL Verilator put it
-    (``test_swap_boundary_same_in_both_simulators``); the third simulation of the case.
-    The 64-bit netlist (the RTL case's own core) under ``LDA_SLOW``: its own synthesis and
+    (``test_swap_boundary_same_in_both_simulators``, on the same 8-bit core); the third
+    simulation of the case. The 64-bit netlist under ``LDA_SLOW``: its own synthesis and
     build."""
     results = run_gate_tests(params, "sim_tb.benches.test_core", testcase=["swap_boundary"],
                              simulator="verilator")
@@ -203,3 +202,55 @@ def test_trellis_ff_model_equals_yosys():
     out = subprocess.run(["vvp", "-n", str(folder / "tb.vvp")], capture_output=True,
                          text=True, check=True).stdout
     assert "checked 4000 steps, 0 mismatches" in out, out
+
+
+def test_two_state_lut_models_equal_yosys():
+    """``sim_tb/models/lut_2state.v`` (Verilator's LUT4 and LUT2) equals Yosys's models on
+    every input of 0 and 1: LUT4 for 300 INIT values (0, all ones, the 16 one-hot values,
+    the rest random), LUT2 for all 16, the outputs compared after every input step."""
+    import random
+    import subprocess
+
+    from sim_tb.lib.ecp5_cells import yosys_cell_models
+    from sim_tb.benches.gate_level import LUT_2STATE_MODEL
+    from sim_tb.lib.runner import BUILD_ROOT
+
+    yosys = yosys_cell_models((("common_sim.vh", "LUT4"), ("common_sim.vh", "LUT2")))
+    yosys = yosys.replace("module LUT4(", "module YOSYS_LUT4(").replace(
+        "module LUT2(", "module YOSYS_LUT2(")
+    rng = random.Random(24)
+    inits4 = [0, 0xFFFF, *(1 << i for i in range(16)),
+              *(rng.randrange(1 << 16) for _ in range(282))]
+    lines = ["`timescale 1ns / 1ps", "module tb;", "  reg A, B, C, D;",
+             "  integer i, bad;",
+             f"  wire [{len(inits4) - 1}:0] o4, y4;", "  wire [15:0] o2, y2;"]
+    for j, init in enumerate(inits4):
+        lines.append(f"  LUT4 #(.INIT(16'h{init:04x})) o4_{j} (.A(A), .B(B), .C(C), .D(D), "
+                     f".Z(o4[{j}]));")
+        lines.append(f"  YOSYS_LUT4 #(.INIT(16'h{init:04x})) y4_{j} (.A(A), .B(B), .C(C), "
+                     f".D(D), .Z(y4[{j}]));")
+    for j in range(16):
+        lines.append(f"  LUT2 #(.INIT(4'h{j:x})) o2_{j} (.A(A), .B(B), .Z(o2[{j}]));")
+        lines.append(f"  YOSYS_LUT2 #(.INIT(4'h{j:x})) y2_{j} (.A(A), .B(B), .Z(y2[{j}]));")
+    lines += ["  initial begin",
+              "    bad = 0;",
+              "    for (i = 0; i < 16; i = i + 1) begin",
+              "      {D, C, B, A} = i;",
+              "      #1 if (o4 !== y4 || o2 !== y2) begin",
+              "        bad = bad + 1;",
+              "        $display(\"MISMATCH at inputs %b\", i[3:0]);",
+              "      end",
+              "    end",
+              "    $display(\"checked %0d inputs, %0d mismatches\", i, bad);",
+              "    $finish;",
+              "  end", "endmodule"]
+    folder = BUILD_ROOT / "models" / "lut_2state_check"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tb.v").write_text("\n".join(lines) + "\n")
+    (folder / "yosys_luts.v").write_text("`timescale 1ns / 1ps\n" + yosys)
+    subprocess.run(["iverilog", "-g2005", "-o", str(folder / "tb.vvp"), "-s", "tb",
+                    str(folder / "tb.v"), str(folder / "yosys_luts.v"),
+                    str(LUT_2STATE_MODEL)], check=True)
+    out = subprocess.run(["vvp", "-n", str(folder / "tb.vvp")], capture_output=True,
+                         text=True, check=True).stdout
+    assert "checked 16 inputs, 0 mismatches" in out, out
