@@ -333,6 +333,7 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
     if check.valid and pair.caches["sender"] is not None:
         caches = (pair.caches["sender"], pair.caches["receiver"])
     records = []
+    labels = None                     # the flows' names, made once for every interval
     for iv in pair.intervals:
         s, r = pair.synopsis("sender", iv), pair.synopsis("receiver", iv)
         s_meta, r_meta = pair.side_meta("sender", iv), pair.side_meta("receiver", iv)
@@ -352,8 +353,9 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
                 details["flows"] = flow_report(s, r, flows[0], flows[1],
                                                min_samples=min_flow_samples)
             elif pair.flows is not None:
+                labels = flow_labels(pair.flows) if labels is None else labels
                 details["flows"] = flow_report(
-                    s, r, pair.flows.table(), flow_labels(pair.flows),
+                    s, r, pair.flows.table(), labels,
                     truth=pair.flow_truth.get(iv), min_samples=min_flow_samples)
             rec = dataclasses.replace(rec, true=pair.truth.json(iv), details=details)
         records.append(rec)

@@ -614,18 +614,26 @@ class _PartResult:
 
 
 def _flow_truth(out: _PartResult, n: int, s, r, si, ri, both) -> None:
-    for iv, _ in _counts(s["iv"]):
+    """Per interval of the partition's sender packets, per flow: packets received in
+    the interval, their delay sum and packets lost (one grouping by interval, not a
+    pass over the partition per interval)."""
+    s_iv, s_flow = s["iv"], s["flow"]
+    got = si[both]
+    delays = r["ts"][ri[both]] - s["ts"][got]
+    gone = np.ones(len(s), bool)
+    gone[got] = False
+    received = dict(_by_interval(s_iv[got], np.stack([s_flow[got], delays], axis=1)))
+    lost = dict(_by_interval(s_iv[gone], s_flow[gone]))
+    for iv, _ in _counts(s_iv):
         acc = out.flow_truth.setdefault(iv, {"packets": np.zeros(n, np.int64),
                                              "delay_sum": np.zeros(n, np.int64),
                                              "lost": np.zeros(n, np.int64)})
-        in_iv = s["iv"][si[both]] == iv
-        fl = s["flow"][si[both]][in_iv]
-        np.add.at(acc["packets"], fl, 1)
-        np.add.at(acc["delay_sum"], fl, (r["ts"][ri[both]] - s["ts"][si[both]])[in_iv])
-        gone = np.ones(len(s), bool)
-        gone[si[both]] = False
-        gone &= s["iv"] == iv
-        np.add.at(acc["lost"], s["flow"][gone], 1)
+        if iv in received:
+            fl, d = received[iv][:, 0], received[iv][:, 1]
+            acc["packets"] += np.bincount(fl, minlength=n)
+            np.add.at(acc["delay_sum"], fl, d)
+        if iv in lost:
+            acc["lost"] += np.bincount(lost[iv], minlength=n)
 
 
 def _duplicates(keys: np.ndarray) -> int:
