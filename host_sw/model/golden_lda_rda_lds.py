@@ -41,7 +41,7 @@ from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.config import check_comparable
 from host_sw.contracts.hashing import (
     H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, SboxH3, classify_frame,
-    header_windows, sbox_nibbles64, table_xor,
+    header_windows, sbox_nibbles64, sbox_table_xor, table_xor,
 )
 from host_sw.contracts.hash_fields import (
     LdsOffsetHash, RdaBucketHash, field_hash, lda_bank, lds_digest,
@@ -174,6 +174,15 @@ class Hashers:
         ids = np.ascontiguousarray(ids, dtype=np.uint64)
         if len(ids) < PAIR_TABLE_MIN_ROWS:
             return [h.of_u64(ids) for h in hashes]
+        if key + "/bytes" not in self._pair_tables:    # two hashes per 64-bit entry
+            self._pair_tables[key + "/bytes"] = np.stack([
+                hashes[i].h3.tables if i + 1 == len(hashes)
+                else hashes[i].h3.tables | (hashes[i + 1].h3.tables << np.uint64(32))
+                for i in range(0, len(hashes), 2)])
+        both = sbox_table_xor(ids, self._pair_tables[key + "/bytes"])
+        if both is not None:
+            return [both[i // 2] & _M32 if i % 2 == 0 else both[i // 2] >> np.uint64(32)
+                    for i in range(len(hashes))]
         ids = sbox_nibbles64(ids)
         if key not in self._pair_tables:
             tables = []
