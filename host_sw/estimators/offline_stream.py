@@ -904,7 +904,7 @@ def _build_cache(job: tuple) -> tuple:
             recs = spill.load(side, q)
             if not len(recs):
                 continue
-            order = np.argsort(recs["id"], kind="stable")
+            order, _ = _sort_keys(recs["id"])   # equal IDs are dropped: any order
             ids, ticks = recs["id"][order], recs["tick"][order]
             once = np.ones(len(ids), bool)
             same = ids[1:] == ids[:-1]
