@@ -43,12 +43,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.hashing import (
-    DEFAULT_WINDOW_BYTES, ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6,
-    MIN_FRAME_BYTES, FrameClass, compiled,
+    COMPILED_MIN_ROWS, DEFAULT_WINDOW_BYTES, ETHERTYPE_CONTROL, ETHERTYPE_IPV4,
+    ETHERTYPE_IPV6, MIN_FRAME_BYTES, FrameClass, compiled, sbox_table_xor,
 )
 from host_sw.model.pcap import MAGIC_NS, MAGIC_US, PCAPNG_BOM, PCAPNG_SHB, CaptureError
 
-__all__ = ["CaptureChunk", "WindowHashes", "iter_capture", "capture_linktype", "classify_windows",
+__all__ = ["CaptureChunk", "WindowHashes", "iter_capture", "warm_compiled", "capture_linktype", "classify_windows",
            "DEFAULT_CHUNK_BYTES", "walk_classic", "walk_pcapng", "PcapngInterface"]
 
 #: Bytes of the file read at once (the reader's memory is a few times this).
@@ -411,6 +411,23 @@ def _compiled_reader():
     walk = compiled(_walk_loop)
     return None if walk is None else (walk, compiled(_extract_loop),
                                       compiled(_extract_hash_loop))
+
+
+def warm_compiled() -> None:
+    """Load the compiled loops of a capture pass now (numba's cached code: about 0.4 s
+    of CPU time at a process's first call), so that worker processes forked afterwards
+    share them instead of each loading them again."""
+    reader = _compiled_reader()
+    if reader is None:
+        return
+    buf = np.zeros(256, np.uint8)
+    reader[0](buf, 0, True, np.zeros(1, np.int64))
+    spec = WindowHashes.of([[{0: np.zeros(256, np.uint64)}]] * 2, keep_windows=False)
+    for keep in (False, True):
+        reader[2](buf, np.zeros(1, np.int64), True, np.zeros((1, 4), np.int64),
+                  np.zeros(1, np.int64), np.zeros((1, 64), np.uint8), keep, spec.which,
+                  spec.count, spec.tables, np.zeros((1, 1), np.uint64))
+    sbox_table_xor(np.zeros(COMPILED_MIN_ROWS, np.uint64), np.zeros((1, 8, 256), np.uint64))
 
 
 def _classic_records(blocks: _Blocks, le: bool, frac_limit: int, guess: bool):
