@@ -39,7 +39,9 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow_report
 from host_sw.estimators.rli.offline import (RliCapturePair, flow_table, interval_truth,
                                             stream_rli_pair)
-from host_sw.estimators.offline_stream import StreamedPair, common_window, stream_pair
+from host_sw.estimators.offline_opa import interval_details, interval_inputs
+from host_sw.estimators.offline_stream import (_OPA_DTYPE, StreamedPair, common_window,
+                                               stream_pair)
 from host_sw.estimators.opa.run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.rda.decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
@@ -334,8 +336,22 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
         caches = (pair.caches["sender"], pair.caches["receiver"])
     records = []
     labels = None                     # the flows' names, made once for every interval
+    opa = None if pair.opa is None else pair.opa.intervals()   # one bucket in memory
+    spilled = None
     for iv in pair.intervals:
         s, r = pair.synopsis("sender", iv), pair.synopsis("receiver", iv)
+        inputs = None
+        if opa is not None:       # OPA: the words and records from the spilled records
+            while spilled is None or spilled[0] < iv:
+                spilled = next(opa, (float("inf"), None, None))
+            if spilled[0] == iv:
+                inputs = interval_inputs(config, spilled[1], spilled[2])
+            else:
+                empty = np.zeros(0, _OPA_DTYPE)
+                inputs = interval_inputs(config, empty, empty)
+            s, r = inputs["synopses"]
+            if check.valid:
+                caches = inputs["records"]
         s_meta, r_meta = pair.side_meta("sender", iv), pair.side_meta("receiver", iv)
         last = [m["last_ns"] for m in (s_meta, r_meta) if "last_ns" in m]
         rec = record_for_pair(s, r, confidence=confidence, interval=iv,
@@ -349,6 +365,8 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
             window = _window_details(pair)
             if window is not None:
                 details["window"] = window
+            if inputs is not None:
+                details = {**interval_details(config, s, inputs), **details}
             if flows is not None:
                 details["flows"] = flow_report(s, r, flows[0], flows[1],
                                                min_samples=min_flow_samples)
@@ -405,8 +423,8 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
                    start_ns=start_ns, confidence=confidence, progress=progress,
                    chunk_bytes=chunk_bytes, min_flow_samples=min_flow_samples,
                    flows=flows, key=key)
-    if config.kind in _KIND_HOOKS:
-        # Per-packet kinds (OPA) pair every packet's record: the captures are read whole.
+    if config.kind in _KIND_HOOKS and (isinstance(sender, Capture)
+                                        or isinstance(receiver, Capture)):
         sender, receiver = (p if isinstance(p, Capture) else read_pcap(p)
                             for p in (sender, receiver))
     if isinstance(sender, Capture) or isinstance(receiver, Capture):

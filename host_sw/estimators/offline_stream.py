@@ -53,7 +53,7 @@ from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, WindowHashes, iter_ca
 from host_sw.estimators.offline_jobs import inline_runner
 from host_sw.estimators.rda.decode import PacketCache
 
-__all__ = ["StreamedPair", "FlowTable", "stream_pair", "SPILL_MEMORY_BYTES"]
+__all__ = ["StreamedPair", "FlowTable", "OpaSpill", "stream_pair", "SPILL_MEMORY_BYTES"]
 
 #: Spilled records kept in memory before they go to temporary files.
 SPILL_MEMORY_BYTES = 64 << 20
@@ -355,6 +355,7 @@ class StreamedPair:
     window: tuple | None = None      # (lo, hi, margin) ns: the window both saw
     left_out: dict = field(default_factory=lambda: {"sender": 0, "receiver": 0})
     start_ns: int | None = None      # the interval grid's origin
+    opa: "OpaSpill | None" = None    # OPA: each point's records, spilled by interval
 
     def ends(self, side: str) -> tuple[int, int] | None:
         """First and last timestamp (ns) of a capture's packets in the intervals."""
@@ -365,6 +366,8 @@ class StreamedPair:
 
     @property
     def intervals(self) -> list[int]:
+        if self.opa is not None:          # OPA's words come from its records, later
+            return sorted(set(self.meta["sender"]) | set(self.meta["receiver"]))
         return sorted(set(self.synopses["sender"]) | set(self.synopses["receiver"]))
 
     def synopsis(self, side: str, iv: int) -> Synopsis:
@@ -406,6 +409,8 @@ class _Pass:
         self.synopses, self.meta = {}, {}
         self.counted = self.left_out = 0
         self.cache_spill = cache_spill
+        self.opa = config.kind == "opa"     # no golden update: words from the records
+        self.seq = 0                        # records of the capture before this chunk
 
     def _meta(self, iv, ts):
         _add_meta(self.meta, iv, ts)
@@ -422,10 +427,12 @@ class _Pass:
                                   hashes=self.window_hashes):
             ts, windows, classes = chunk.timestamps_ns, chunk.windows, chunk.classes
             hashed = chunk.hashes
+            seq = np.arange(self.seq, self.seq + len(ts), dtype=np.int64)
+            self.seq += len(ts)
             if self.keep is not None:
                 inside = (ts >= self.keep[0]) & (ts <= self.keep[1])
                 self.left_out += int(len(ts) - inside.sum())
-                ts, classes = ts[inside], classes[inside]
+                ts, classes, seq = ts[inside], classes[inside], seq[inside]
                 windows = None if windows is None else windows[inside]
                 hashed = None if hashed is None else hashed[:, inside]
             iv = self.grid.assign(ts)
@@ -433,7 +440,8 @@ class _Pass:
                       else split_window_hashes(config, hashed, classes))
             ticks = _ticks(ts, config.tick_ns)
             if not deferred:
-                self.update(iv, hashes, ticks)
+                if not self.opa:
+                    self.update(iv, hashes, ticks)
                 self._meta(iv, ts)
             counted = hashes.counted
             sel = np.flatnonzero(counted)
@@ -446,8 +454,11 @@ class _Pass:
                     if self.flows is not None else None)
             recs = {"key": key[sel], "ts": ts[sel], "iv": iv[sel],
                     "flow": -1 if flow is None else flow[sel]}
-            if deferred:
+            if deferred or self.opa:
                 recs["p"] = hashes.packet[sel]
+            if self.opa:
+                recs["seq"] = seq[sel]
+            if deferred:
                 if hashes.flow is not None:
                     recs["rows"] = hashes.flow[:, sel].T
                 unc = np.flatnonzero(~counted)
@@ -586,8 +597,10 @@ def _key_hashers(config: SynopsisConfig) -> Hashers | None:
 
 def _dtypes(config: SynopsisConfig, marker: bool) -> dict:
     base = [("key", "<u8"), ("ts", "<i8"), ("iv", "<i8"), ("flow", "<i8")]
+    if config.kind == "opa":          # each packet's record, in its capture's order
+        base += [("p", "<u8"), ("seq", "<i8")]
     receiver = list(base)
-    if marker:
+    if marker and config.kind != "opa":
         receiver.append(("p", "<u8"))
         rows = config.hash_count(HashPurpose.LDS_FLOW)
         if rows:
@@ -647,6 +660,73 @@ def _count_into(target: dict, iv: np.ndarray) -> None:
         target[k] = target.get(k, 0) + n
 
 
+#: An OPA record as spilled by interval: interval, place in its capture, timestamp (ns),
+#: packet hash P and match key.
+_OPA_DTYPE = np.dtype([("iv", "<i8"), ("seq", "<i8"), ("ts", "<i8"), ("p", "<u8"),
+                       ("key", "<u8")])
+
+
+@dataclass
+class OpaSpill:
+    """OPA's per-packet records of both captures after the pairing (the receiver's
+    intervals as the pairing gives them, its trimmed packets left out), spilled by
+    ranges of intervals: bucket ``q`` of key partition ``p`` in ``<side>-<q>-<p>.bin``
+    of ``folder``. Read back a bucket at a time (:meth:`intervals`), so the memory is
+    that of the intervals of one bucket, not of the captures."""
+    folder: str
+    parts: int                    # key partitions (files per bucket and side)
+    clip: tuple | None            # the sender's interval range (every record's)
+
+    @property
+    def buckets(self) -> int:
+        if self.clip is None:
+            return 1
+        return int(min(self.parts, self.clip[1] - self.clip[0] + 1))
+
+    def _bucket(self, iv: np.ndarray) -> np.ndarray:
+        lo, hi = self.clip if self.clip is not None else (0, 0)
+        span = hi - lo + 1
+        return ((np.clip(iv, lo, hi) - lo) * self.buckets) // span
+
+    def write(self, p: int, s: np.ndarray, r: np.ndarray) -> None:
+        """Write a key partition's records of both sides (a pairing task)."""
+        for side, recs in (("sender", s), ("receiver", r)):
+            if not len(recs):
+                continue
+            out = np.empty(len(recs), _OPA_DTYPE)
+            for name in _OPA_DTYPE.names:
+                out[name] = recs[name]
+            q = self._bucket(out["iv"])
+            order = np.argsort(q, kind="stable")
+            q = q[order]
+            out = _take(out, order)
+            bounds = np.flatnonzero(np.diff(q)) + 1
+            for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(q)]):
+                out[a:b].tofile(os.path.join(self.folder, f"{side}-{q[a]}-{p}.bin"))
+
+    def _load(self, side: str, q: int) -> np.ndarray:
+        got = [np.fromfile(path, _OPA_DTYPE) for p in range(self.parts)
+               if os.path.exists(path := os.path.join(self.folder, f"{side}-{q}-{p}.bin"))]
+        return np.concatenate(got) if got else np.zeros(0, _OPA_DTYPE)
+
+    def intervals(self):
+        """``(interval, sender records, receiver records)`` in increasing interval
+        order for every interval with records: the sender's in capture order, the
+        receiver's in arrival order (timestamp, then capture order) as the taps saw
+        them (:func:`host_sw.model.pcap.pair_captures`' order)."""
+        for q in range(self.buckets):
+            s, r = self._load("sender", q), self._load("receiver", q)
+            s = _take(s, np.lexsort((s["seq"], s["iv"])))
+            r = _take(r, np.lexsort((r["seq"], r["ts"], r["iv"])))
+            ivs = np.union1d(s["iv"], r["iv"])
+            s_at = np.searchsorted(s["iv"], ivs)
+            r_at = np.searchsorted(r["iv"], ivs)
+            s_end = np.searchsorted(s["iv"], ivs, side="right")
+            r_end = np.searchsorted(r["iv"], ivs, side="right")
+            for k, iv in enumerate(ivs.tolist()):
+                yield iv, s[s_at[k]:s_end[k]], r[r_at[k]:r_end[k]]
+
+
 @dataclass
 class _PartJob:
     """One partition's pairing (a task): both sides' spilled records of partition ``p``,
@@ -661,6 +741,7 @@ class _PartJob:
     clip: tuple | None
     flow_map: np.ndarray | None
     flows: int
+    opa: "OpaSpill | None" = None
 
 
 def _pair_partition(job: _PartJob) -> _PartResult:
@@ -695,10 +776,11 @@ def _pair_partition(job: _PartJob) -> _PartResult:
         if job.marker:
             r_iv[ri] = s["iv"][si]
         flow = r["rows"].T if "rows" in r.dtype.names else None
-        _update_synopses(job.config, Hashers(job.config), out.r_synopses, r_iv,
-                         PacketHashes(r["p"], None if flow is None
-                                      else np.ascontiguousarray(flow)),
-                         _ticks(r["ts"], job.config.tick_ns))
+        if job.opa is None:
+            _update_synopses(job.config, Hashers(job.config), out.r_synopses, r_iv,
+                             PacketHashes(r["p"], None if flow is None
+                                          else np.ascontiguousarray(flow)),
+                             _ticks(r["ts"], job.config.tick_ns))
         _add_meta(out.r_meta, r_iv, r["ts"])
         r = r.copy()
         r["iv"] = r_iv
@@ -718,6 +800,8 @@ def _pair_partition(job: _PartJob) -> _PartResult:
     _count_into(out.counts["lost"], s["iv"][lost])
     if job.flows:
         _flow_truth(out, job.flows, s, r, si, ri, both)
+    if job.opa is not None:
+        job.opa.write(job.p, s, r)
     return out
 
 
@@ -964,6 +1048,7 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
     keep = None if window is None else window[:2]
     directory = tempfile.mkdtemp(prefix="ldactl-pair-", dir=spill_dir)
     os.mkdir(os.path.join(directory, "cache"))
+    os.mkdir(os.path.join(directory, "opa"))
     try:
         t0 = start_ns
         if t0 is None and interval_ns is not None:    # one interval: each pass's own
@@ -996,9 +1081,11 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
                             start_ns=next((x for x in (t0, s_res.t0, r_res.t0)
                                            if x is not None), None))
         pair.left_out["sender"] = s_res.left_out
+        if config.kind == "opa":
+            pair.opa = OpaSpill(os.path.join(directory, "opa"), parts, clip)
         n_flows = 0 if flows is None else len(flows)
         jobs = [_PartJob(p, s_res.spill, r_res.spill, config, marker, window, clip,
-                         flow_map, n_flows) for p in range(parts)]
+                         flow_map, n_flows, pair.opa) for p in range(parts)]
         for res in run.map(_pair_partition, jobs):
             _merge_part(pair, res)
     except BaseException:
