@@ -347,7 +347,7 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
             if spilled[0] == iv:
                 inputs = interval_inputs(config, spilled[1], spilled[2])
             else:
-                empty = np.zeros(0, _OPA_DTYPE)
+                empty = {name: np.zeros(0, _OPA_DTYPE[name]) for name in _OPA_DTYPE.names}
                 inputs = interval_inputs(config, empty, empty)
             s, r = inputs["synopses"]
             if check.valid:

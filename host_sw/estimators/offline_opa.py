@@ -37,15 +37,16 @@ _NOT_SENT = -10 ** 18
 
 
 def interval_inputs(config, s: np.ndarray, r: np.ndarray) -> dict:
-    """One interval's OPA inputs from its spilled records (``s`` in capture order,
-    ``r`` in arrival order): both points' words and records, and the truth's pairs."""
+    """One interval's OPA inputs from its spilled records (columns of
+    :class:`~host_sw.estimators.offline_stream.OpaSpill`'s records; ``s`` in capture
+    order, ``r`` in arrival order): both points' words and records, the truth's pairs."""
     s_rec = PacketRecords(np.ascontiguousarray(s["p"]),
                           np.asarray(_ticks(s["ts"], config.tick_ns), np.int64))
     r_rec = PacketRecords(np.ascontiguousarray(r["p"]),
                           np.asarray(_ticks(r["ts"], config.tick_ns), np.int64))
     # the truth's pairs: both sides in capture order for the match, then back
     r_file = np.argsort(r["seq"], kind="stable")
-    si, ri_file = _match(np.ascontiguousarray(s["key"]), np.ascontiguousarray(r["key"][r_file]))
+    si, ri_file = _match(s["key"], r["key"][r_file])
     ri = r_file[ri_file]
     return {"records": (s_rec, r_rec),
             "synopses": (opa_synopsis(config, s_rec.packet), opa_synopsis(config, r_rec.packet)),

@@ -694,12 +694,11 @@ class OpaSpill:
             if not len(recs):
                 continue
             out = np.empty(len(recs), _OPA_DTYPE)
+            q = self._bucket(recs["iv"])
+            order = None if self.buckets == 1 else np.argsort(q, kind="stable")
             for name in _OPA_DTYPE.names:
-                out[name] = recs[name]
-            q = self._bucket(out["iv"])
-            order = np.argsort(q, kind="stable")
-            q = q[order]
-            out = _take(out, order)
+                out[name] = recs[name] if order is None else recs[name][order]
+            q = q if order is None else q[order]
             bounds = np.flatnonzero(np.diff(q)) + 1
             for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(q)]):
                 out[a:b].tofile(os.path.join(self.folder, f"{side}-{q[a]}-{p}.bin"))
@@ -716,15 +715,21 @@ class OpaSpill:
         them (:func:`host_sw.model.pcap.pair_captures`' order)."""
         for q in range(self.buckets):
             s, r = self._load("sender", q), self._load("receiver", q)
-            s = _take(s, np.lexsort((s["seq"], s["iv"])))
-            r = _take(r, np.lexsort((r["seq"], r["ts"], r["iv"])))
+            s = _columns(s, np.lexsort((s["seq"], s["iv"])))
+            r = _columns(r, np.lexsort((r["seq"], r["ts"], r["iv"])))
             ivs = np.union1d(s["iv"], r["iv"])
             s_at = np.searchsorted(s["iv"], ivs)
             r_at = np.searchsorted(r["iv"], ivs)
             s_end = np.searchsorted(s["iv"], ivs, side="right")
             r_end = np.searchsorted(r["iv"], ivs, side="right")
             for k, iv in enumerate(ivs.tolist()):
-                yield iv, s[s_at[k]:s_end[k]], r[r_at[k]:r_end[k]]
+                yield (iv, {n: c[s_at[k]:s_end[k]] for n, c in s.items()},
+                       {n: c[r_at[k]:r_end[k]] for n, c in r.items()})
+
+
+def _columns(recs: np.ndarray, order: np.ndarray) -> dict:
+    """The fields of ``recs[order]`` as contiguous arrays (no structured copy)."""
+    return {name: recs[name][order] for name in recs.dtype.names}
 
 
 @dataclass
