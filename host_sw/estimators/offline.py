@@ -39,6 +39,7 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow_report
 from host_sw.estimators.rli.offline import (RliCapturePair, flow_table, interval_truth,
                                             stream_rli_pair)
+from host_sw.estimators.offline_jobs import inline_runner
 from host_sw.estimators.offline_opa import interval_details, interval_inputs
 from host_sw.estimators.offline_stream import (_OPA_DTYPE, StreamedPair, common_window,
                                                stream_pair)
@@ -328,45 +329,24 @@ def _streamed_check(pair: StreamedPair | RliCapturePair) -> PairingCheck:
 
 def _streamed_records(pair: StreamedPair, config, confidence: float,
                       min_flow_samples: int, flows=None,
-                      time_ns: int | None = None) -> list[IntervalRecord]:
+                      time_ns: int | None = None, run=None) -> list[IntervalRecord]:
     check = _streamed_check(pair)
+    if pair.opa is not None:
+        return _opa_records(pair, config, check, confidence, time_ns, run)
     hashers = Hashers(config)
     caches = (None, None)
     if check.valid and pair.caches["sender"] is not None:
         caches = (pair.caches["sender"], pair.caches["receiver"])
     records = []
     labels = None                     # the flows' names, made once for every interval
-    opa = None if pair.opa is None else pair.opa.intervals()   # one bucket in memory
-    spilled = None
     for iv in pair.intervals:
         s, r = pair.synopsis("sender", iv), pair.synopsis("receiver", iv)
-        inputs = None
-        if opa is not None:       # OPA: the words and records from the spilled records
-            while spilled is None or spilled[0] < iv:
-                spilled = next(opa, (float("inf"), None, None))
-            if spilled[0] == iv:
-                inputs = interval_inputs(config, spilled[1], spilled[2])
-            else:
-                empty = {name: np.zeros(0, _OPA_DTYPE[name]) for name in _OPA_DTYPE.names}
-                inputs = interval_inputs(config, empty, empty)
-            s, r = inputs["synopses"]
-            if check.valid:
-                caches = inputs["records"]
-        s_meta, r_meta = pair.side_meta("sender", iv), pair.side_meta("receiver", iv)
-        last = [m["last_ns"] for m in (s_meta, r_meta) if "last_ns" in m]
-        rec = record_for_pair(s, r, confidence=confidence, interval=iv,
-                              when=max(last) / 1e9 if last else None, sender_meta=s_meta,
-                              receiver_meta=r_meta, valid=check.valid, notes=check.notes,
-                              sender_cache=caches[0], receiver_cache=caches[1],
-                              hashers=hashers, interval_ns=time_ns,
-                              problem=None if check.valid else check.problem.value)
+        rec = _interval_record(pair, check, iv, s, r, caches, hashers, confidence, time_ns)
         if check.valid:
             details = {}
             window = _window_details(pair)
             if window is not None:
                 details["window"] = window
-            if inputs is not None:
-                details = {**interval_details(config, s, inputs), **details}
             if flows is not None:
                 details["flows"] = flow_report(s, r, flows[0], flows[1],
                                                min_samples=min_flow_samples)
@@ -378,6 +358,78 @@ def _streamed_records(pair: StreamedPair, config, confidence: float,
             rec = dataclasses.replace(rec, true=pair.truth.json(iv), details=details)
         records.append(rec)
     return records
+
+
+def _interval_record(pair, check, iv, s, r, caches, hashers, confidence, time_ns):
+    """The record of interval ``iv`` of a streamed pair from its two synopses (without
+    truth and details)."""
+    s_meta, r_meta = pair.side_meta("sender", iv), pair.side_meta("receiver", iv)
+    last = [m["last_ns"] for m in (s_meta, r_meta) if "last_ns" in m]
+    return record_for_pair(s, r, confidence=confidence, interval=iv,
+                           when=max(last) / 1e9 if last else None, sender_meta=s_meta,
+                           receiver_meta=r_meta, valid=check.valid, notes=check.notes,
+                           sender_cache=caches[0], receiver_cache=caches[1],
+                           hashers=hashers, interval_ns=time_ns,
+                           problem=None if check.valid else check.problem.value)
+
+
+@dataclass
+class _OpaJob:
+    """The records of one bucket of a streamed OPA pair's intervals (a task): the
+    pair's per-interval figures those intervals need, not the pair."""
+    q: int
+    intervals: list
+    opa: object                   # the pair's OpaSpill
+    config: SynopsisConfig
+    check: PairingCheck
+    confidence: float
+    time_ns: int | None
+    meta: dict                    # side -> {interval: meta} of these intervals
+    truth: dict                   # interval -> the truth's JSON
+    window: dict | None
+
+    def side_meta(self, side: str, iv: int) -> dict:
+        return self.meta[side][iv]
+
+
+def _opa_records(pair, config, check, confidence, time_ns, run) -> list[IntervalRecord]:
+    """The records of a streamed OPA pair: one task per bucket of intervals
+    (:func:`_opa_bucket_records`; the recovery is most of the work), in interval order."""
+    intervals = pair.intervals
+    buckets = pair.opa.bucket_of(intervals).tolist() if intervals else []
+    groups: dict = {}
+    for iv, q in zip(intervals, buckets):
+        groups.setdefault(q, []).append(iv)
+    window = _window_details(pair)
+    jobs = [_OpaJob(q, ivs, pair.opa, config, check, confidence, time_ns,
+                    {side: {iv: pair.side_meta(side, iv) for iv in ivs}
+                     for side in ("sender", "receiver")},
+                    {iv: pair.truth.json(iv) for iv in ivs} if check.valid else {}, window)
+            for q, ivs in sorted(groups.items())]
+    run = run or inline_runner()
+    return [rec for part in run.map(_opa_bucket_records, jobs) for rec in part]
+
+
+def _opa_bucket_records(job: _OpaJob) -> list[IntervalRecord]:
+    """Records of one bucket of OPA intervals: the words and records of each interval
+    from the spilled records (:mod:`host_sw.estimators.offline_opa`), the recovery."""
+    hashers = Hashers(job.config)
+    spilled = {iv: (s, r) for iv, s, r in job.opa.bucket(job.q)}
+    empty = {name: np.zeros(0, _OPA_DTYPE[name]) for name in _OPA_DTYPE.names}
+    out = []
+    for iv in job.intervals:
+        inputs = interval_inputs(job.config, *spilled.get(iv, (empty, empty)))
+        s, r = inputs["synopses"]
+        caches = inputs["records"] if job.check.valid else (None, None)
+        rec = _interval_record(job, job.check, iv, s, r, caches, hashers, job.confidence,
+                               job.time_ns)
+        if job.check.valid:
+            details = interval_details(job.config, s, inputs)
+            if job.window is not None:
+                details["window"] = job.window
+            rec = dataclasses.replace(rec, true=job.truth[iv], details=details)
+        out.append(rec)
+    return out
 
 
 def _require_ethernet(*paths):
@@ -436,7 +488,7 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
                        start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress,
                        run=run, spill_dir=spill_dir)
     return _streamed_records(pair, config, confidence, min_flow_samples, flows,
-                             interval_ns if mode == "time" else None)
+                             interval_ns if mode == "time" else None, run)
 
 
 @dataclass

@@ -714,17 +714,25 @@ class OpaSpill:
         receiver's in arrival order (timestamp, then capture order) as the taps saw
         them (:func:`host_sw.model.pcap.pair_captures`' order)."""
         for q in range(self.buckets):
-            s, r = self._load("sender", q), self._load("receiver", q)
-            s = _columns(s, np.lexsort((s["seq"], s["iv"])))
-            r = _columns(r, np.lexsort((r["seq"], r["ts"], r["iv"])))
-            ivs = np.union1d(s["iv"], r["iv"])
-            s_at = np.searchsorted(s["iv"], ivs)
-            r_at = np.searchsorted(r["iv"], ivs)
-            s_end = np.searchsorted(s["iv"], ivs, side="right")
-            r_end = np.searchsorted(r["iv"], ivs, side="right")
-            for k, iv in enumerate(ivs.tolist()):
-                yield (iv, {n: c[s_at[k]:s_end[k]] for n, c in s.items()},
-                       {n: c[r_at[k]:r_end[k]] for n, c in r.items()})
+            yield from self.bucket(q)
+
+    def bucket_of(self, intervals) -> np.ndarray:
+        """The bucket of each interval."""
+        return self._bucket(np.asarray(intervals, np.int64))
+
+    def bucket(self, q: int):
+        """:meth:`intervals` of bucket ``q``."""
+        s, r = self._load("sender", q), self._load("receiver", q)
+        s = _columns(s, np.lexsort((s["seq"], s["iv"])))
+        r = _columns(r, np.lexsort((r["seq"], r["ts"], r["iv"])))
+        ivs = np.union1d(s["iv"], r["iv"])
+        s_at = np.searchsorted(s["iv"], ivs)
+        r_at = np.searchsorted(r["iv"], ivs)
+        s_end = np.searchsorted(s["iv"], ivs, side="right")
+        r_end = np.searchsorted(r["iv"], ivs, side="right")
+        for k, iv in enumerate(ivs.tolist()):
+            yield (iv, {n: c[s_at[k]:s_end[k]] for n, c in s.items()},
+                   {n: c[r_at[k]:r_end[k]] for n, c in r.items()})
 
 
 def _columns(recs: np.ndarray, order: np.ndarray) -> dict:
