@@ -45,7 +45,7 @@ import numpy as np
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_base import SynopsisConfig
-from host_sw.contracts.hashing import HashPurpose, default_masks, mix64_array
+from host_sw.contracts.hashing import HashPurpose, compiled, default_masks, mix64_array
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.golden_lda_rda_lds import (Hashers, PacketHashes, hash_windows,
                                               split_window_hashes, update)
@@ -189,10 +189,16 @@ class FlowTable:
         rows = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
         fold = _fold(rows)
         if self.index:
-            folds, ids, known_rows = self._known()
-            pos = np.minimum(np.searchsorted(folds, fold), len(folds) - 1)
-            found = ids[pos]
-            hit = (folds[pos] == fold) & (known_rows[found] == rows).all(axis=1)
+            folds, ids, known_rows, slots = self._known()
+            if slots is not None:            # a compiled probe of the folds' hash table
+                found = np.empty(len(fold), np.int64)
+                compiled(_probe_loop)(fold, slots[0], slots[1], found)
+                hit = found >= 0
+                hit[hit] = (known_rows[found[hit]] == rows[hit]).all(axis=1)
+            else:
+                pos = np.minimum(np.searchsorted(folds, fold), len(folds) - 1)
+                found = ids[pos]
+                hit = (folds[pos] == fold) & (known_rows[found] == rows).all(axis=1)
             out[sel[hit]] = found[hit]
             rest = np.flatnonzero(~hit)
             if not len(rest):
@@ -215,13 +221,21 @@ class FlowTable:
         return out
 
     def _known(self):
-        """The known flows' folds (sorted), their flow indices and rows (uint32 ``(F, R)``)."""
+        """The known flows' folds (sorted), their flow indices, rows (uint32 ``(F, R)``)
+        and, with numba, an open-addressing table of the folds (``(keys, flow
+        indices)``; -1 marks an empty slot) for :func:`_probe_loop`."""
         got = self.__dict__.get("_lookup")
         if got is None or len(got[1]) != len(self.index):
             known_rows = np.ascontiguousarray(self.table().T.astype(np.uint32))
             folds = _fold(known_rows)
             ids = np.argsort(folds, kind="stable")
-            got = self.__dict__["_lookup"] = (folds[ids], ids, known_rows)
+            slots = None
+            insert = compiled(_insert_loop)
+            if insert is not None:
+                size = 1 << max(4, (4 * len(folds)).bit_length())   # at most 1/4 full
+                slots = (np.zeros(size, np.uint64), np.full(size, -1, np.int64))
+                insert(folds, slots[0], slots[1])
+            got = self.__dict__["_lookup"] = (folds[ids], ids, known_rows, slots)
         return got
 
     def table(self) -> np.ndarray:
@@ -229,6 +243,31 @@ class FlowTable:
         if not self.hashes:
             return np.zeros((self.rows, 0), np.uint64)
         return np.stack(self.hashes, axis=1)
+
+
+def _insert_loop(folds, keys, ids):
+    """Put flow ``i``'s fold in the first free slot from ``fold & (size - 1)`` on (the
+    first flow of a fold stays where two share it: the exact row check sends the other
+    to the index). numba: a probe is a short data-dependent loop per flow."""
+    mask = np.uint64(keys.shape[0] - 1)
+    for i in range(folds.shape[0]):
+        j = np.int64(folds[i] & mask)
+        while ids[j] >= 0 and keys[j] != folds[i]:
+            j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
+        if ids[j] < 0:
+            keys[j], ids[j] = folds[i], i
+
+
+def _probe_loop(folds, keys, ids, out):
+    """The flow of each packet's fold from :func:`_insert_loop`'s table, or -1
+    (numba: numpy's alternative, a binary search of the sorted folds, costs about
+    90 ns a packet; a probe of this table, mostly in cache, a few)."""
+    mask = np.uint64(keys.shape[0] - 1)
+    for i in range(folds.shape[0]):
+        j = np.int64(folds[i] & mask)
+        while ids[j] >= 0 and keys[j] != folds[i]:
+            j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
+        out[i] = ids[j]
 
 
 def _fold(rows: np.ndarray) -> np.ndarray:
