@@ -17,7 +17,7 @@ capture order); a recovered delay is checked against the delay of the same packe
 (matched by its invariant bytes, :func:`~host_sw.estimators.offline_stream._match`'s
 order for repeated ones) when both points saw it in the interval, the truth's
 percentiles are those of the packets both points saw in the interval. Memory: one
-bucket of intervals' records (48 bytes a packet and point) and the recovery's working
+bucket of intervals' records (40 bytes a packet and point) and the recovery's working
 set, whatever the captures' size.
 """
 
