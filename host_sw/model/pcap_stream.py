@@ -29,7 +29,10 @@ is used only when it is the chain. With numba installed, blocks of a MiB or more
 walked and their records' headers and windows extracted by two compiled loops instead
 (:func:`_walk_loop`, :func:`_extract_loop`: one pass each, where numpy needs a pass per
 gather and per window byte past the shortest frame; the same records and bytes,
-``tests/model/test_pcap_stream.py``). pcapng blocks are walked the same way (their own
+``tests/model/test_pcap_stream.py``). Given :class:`WindowHashes`, the compiled extraction
+also classifies each frame and computes its H3 hashes from the block's bytes in the same
+pass, copying no window unless asked (:func:`_extract_hash_loop`; the offline analysis'
+packet and LDS row hashes). pcapng blocks are walked the same way (their own
 lengths; 4-byte aligned). Timestamps are exact int64 ns (as :mod:`host_sw.model.pcap`).
 """
 
