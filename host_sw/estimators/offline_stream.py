@@ -590,12 +590,17 @@ def _sort_keys(keys: np.ndarray) -> tuple[np.ndarray, bool]:
     return np.argsort(keys), False
 
 
-def _match(s_keys: np.ndarray, r_keys: np.ndarray):
+def _match(s_keys: np.ndarray, r_keys: np.ndarray, counts: dict | None = None):
     """Index pairs ``(si, ri)``: the ``t``-th receiver packet of a key (in file order)
     matches the ``t``-th sender packet of that key. One sort of both sides (numpy's
     unstable sort; when no key occurs more than twice a pair is two neighbours, else
-    the positions of repeated keys are put back in file order)."""
+    the positions of repeated keys are put back in file order). ``counts``, when given,
+    receives ``dup_sender`` and ``dup_receiver`` (:func:`_duplicates` of each side,
+    read from the same sort: equal neighbours of one side)."""
     if not len(s_keys) or not len(r_keys):
+        if counts is not None:
+            counts["dup_sender"], counts["dup_receiver"] = (_duplicates(s_keys),
+                                                            _duplicates(r_keys))
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     ns = len(s_keys)
     keys = np.concatenate([s_keys, r_keys])
@@ -606,12 +611,18 @@ def _match(s_keys: np.ndarray, r_keys: np.ndarray):
         at = np.flatnonzero(same)
         a, b = order[at], order[at + 1]
         one = (a >= ns) != (b >= ns)
+        if counts is not None:                   # a pair of one side: one repeat
+            counts["dup_sender"] = int(np.count_nonzero(~one & (a < ns)))
+            counts["dup_receiver"] = int(np.count_nonzero(~one & (a >= ns)))
         a, b = a[one], b[one]
         return np.minimum(a, b), np.maximum(a, b) - ns
     if not stable:
         order = _stable_order(keys, order, same)     # senders first within a key
     k = keys[order]
     is_r = order >= ns
+    if counts is not None:    # each side's copies of a key are neighbours: the repeats
+        counts["dup_sender"] = int(np.count_nonzero(same & ~is_r[:-1] & ~is_r[1:]))
+        counts["dup_receiver"] = int(np.count_nonzero(same & is_r[:-1] & is_r[1:]))
     start = np.ones(len(k), bool)
     start[1:] = k[1:] != k[:-1]
     gid = np.cumsum(start) - 1
@@ -805,7 +816,7 @@ def _pair_partition(job: _PartJob) -> _PartResult:
         r["flow"][have] = job.flow_map[r["flow"][have]]
     out = _PartResult()
     num = out.numbers
-    si, ri = _match(s["key"], r["key"])
+    si, ri = _match(s["key"], r["key"], num)
     if job.trim is not None and len(r):
         # The receiver's packets of the window: those of its sender packets, and those
         # the sender capture does not hold that arrived where no edge explains them.
@@ -816,9 +827,7 @@ def _pair_partition(job: _PartJob) -> _PartResult:
         keep = matched | inside
         num["left_out"] = int(len(r) - keep.sum())
         r = _take(r, np.flatnonzero(keep))
-        si, ri = _match(s["key"], r["key"])
-    num["dup_sender"] = _duplicates(s["key"])
-    num["dup_receiver"] = _duplicates(r["key"])
+        si, ri = _match(s["key"], r["key"], num)
     num["unmatched"] = len(r) - len(ri)
     if job.trim is not None:
         num["received"] = len(r)

@@ -187,3 +187,30 @@ def test_opa_streamed_equals_in_memory(lossy, tmp_path, tiny_partitions, mode, w
         for k in ("true_p50", "true_p99", "true_max"):
             assert a.details[k] == b.details[k]
     assert sum(int(x.details["opa"].recovered.sum()) for x in streamed) > 1000
+
+
+@pytest.mark.parametrize("most", [2, 4], ids=["pairs", "thrice"])
+def test_match_counts_each_sides_repeats_as_a_sort_of_that_side(most):
+    """The pairing reads each capture's repeated keys from its one sort of both sides:
+    equal to a sort of each side alone (keys repeated up to ``most`` times), and the
+    pairs are those of numpy's stable argsort (the ``t``-th receiver copy of a key
+    matches the ``t``-th sender copy)."""
+    rng = np.random.default_rng(most)
+    pool = rng.integers(0, 1 << 64, size=3000, dtype=np.uint64)
+    s = pool[rng.integers(0, 3000, size=2500)]
+    r = pool[rng.integers(0, 3000, size=2400)]
+    if most == 2:     # no key more than twice in all: each side's keys unique but 20
+        s, r = np.unique(s), np.unique(r)
+        s, r = np.r_[s, s[:20]], r[~np.isin(r, s[:20])]
+    counts = {}
+    si, ri = offline_stream._match(s, r, counts)
+    assert counts == {"dup_sender": offline_stream._duplicates(s),
+                      "dup_receiver": offline_stream._duplicates(r)}
+    assert counts["dup_sender"] > 0
+    order = np.argsort(np.r_[s, r], kind="stable")
+    want = []
+    for key in np.unique(np.r_[s, r]):
+        at = order[np.r_[s, r][order] == key]
+        snd, rcv = at[at < len(s)], at[at >= len(s)] - len(s)
+        want += list(zip(snd[:len(rcv)].tolist(), rcv[:len(snd)].tolist()))
+    assert sorted(zip(si.tolist(), ri.tolist())) == sorted(want)
