@@ -42,7 +42,7 @@ from host_sw.estimators.rli.offline import (RliCapturePair, flow_table, interval
 from host_sw.estimators.offline_jobs import inline_runner
 from host_sw.estimators.offline_opa import interval_details, interval_inputs
 from host_sw.estimators.offline_stream import (_OPA_DTYPE, StreamedPair, common_window,
-                                               stream_pair)
+                                               mapped_cache, stream_pair)
 from host_sw.estimators.opa.run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.rda.decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
@@ -330,32 +330,80 @@ def _streamed_check(pair: StreamedPair | RliCapturePair) -> PairingCheck:
 def _streamed_records(pair: StreamedPair, config, confidence: float,
                       min_flow_samples: int, flows=None,
                       time_ns: int | None = None, run=None) -> list[IntervalRecord]:
+    """The records of a streamed pair: groups of intervals are tasks of ``run`` (one
+    group in this process; the decoding, the per-flow reports and OPA's recovery are
+    each interval's own work), in interval order."""
     check = _streamed_check(pair)
+    run = run or inline_runner()
     if pair.opa is not None:
         return _opa_records(pair, config, check, confidence, time_ns, run)
-    hashers = Hashers(config)
+    intervals = pair.intervals
+    groups = [intervals] if run.inline or len(intervals) < 2 else [
+        g.tolist() for g in np.array_split(np.asarray(intervals), min(len(intervals), 16))]
+    table = None
+    if flows is None and pair.flows is not None and check.valid:
+        table = (pair.flows.table(), flow_labels(pair.flows))   # made once for all
+    jobs = [_RecordsJob(ivs, config, check, confidence, time_ns, _window_details(pair),
+                        {side: {iv: pair.synopsis(side, iv) for iv in ivs}
+                         for side in ("sender", "receiver")},
+                        {side: {iv: pair.side_meta(side, iv) for iv in ivs}
+                         for side in ("sender", "receiver")},
+                        {iv: pair.truth.json(iv) for iv in ivs} if check.valid else {},
+                        {iv: pair.flow_truth.get(iv) for iv in ivs}, table, flows,
+                        min_flow_samples,
+                        pair.cache_files if pair.caches["sender"] is not None else None)
+            for ivs in groups]
+    return [rec for part in run.map(_records_task, jobs) for rec in part]
+
+
+@dataclass
+class _RecordsJob:
+    """The records of a group of a streamed pair's intervals (a task): what those
+    intervals need of the pair (its synopses, metas, truth; the flow table; RDA's
+    caches as their files, mapped by the task)."""
+    intervals: list
+    config: SynopsisConfig
+    check: PairingCheck
+    confidence: float
+    time_ns: int | None
+    window: dict | None
+    synopses: dict                # side -> {interval: Synopsis}
+    meta: dict                    # side -> {interval: meta}
+    truth: dict                   # interval -> the truth's JSON
+    flow_truth: dict              # interval -> per-flow truth arrays, or None
+    table: tuple | None           # (per-row flow hashes, names) of the flows seen
+    flows: tuple | None           # the flows asked for (without their truth)
+    min_flow_samples: int
+    cache_files: dict | None      # RDA: side -> offline_stream.mapped_cache's files
+
+    def side_meta(self, side: str, iv: int) -> dict:
+        return self.meta[side][iv]
+
+
+def _records_task(job: _RecordsJob) -> list[IntervalRecord]:
+    check = job.check
+    hashers = Hashers(job.config)
     caches = (None, None)
-    if check.valid and pair.caches["sender"] is not None:
-        caches = (pair.caches["sender"], pair.caches["receiver"])
+    if check.valid and job.cache_files is not None:
+        caches = (mapped_cache(job.cache_files["sender"]),
+                  mapped_cache(job.cache_files["receiver"]))
     records = []
-    labels = None                     # the flows' names, made once for every interval
-    for iv in pair.intervals:
-        s, r = pair.synopsis("sender", iv), pair.synopsis("receiver", iv)
-        rec = _interval_record(pair, check, iv, s, r, caches, hashers, confidence, time_ns)
+    for iv in job.intervals:
+        s, r = job.synopses["sender"][iv], job.synopses["receiver"][iv]
+        rec = _interval_record(job, check, iv, s, r, caches, hashers, job.confidence,
+                               job.time_ns)
         if check.valid:
             details = {}
-            window = _window_details(pair)
-            if window is not None:
-                details["window"] = window
-            if flows is not None:
-                details["flows"] = flow_report(s, r, flows[0], flows[1],
-                                               min_samples=min_flow_samples)
-            elif pair.flows is not None:
-                labels = flow_labels(pair.flows) if labels is None else labels
+            if job.window is not None:
+                details["window"] = job.window
+            if job.flows is not None:
+                details["flows"] = flow_report(s, r, job.flows[0], job.flows[1],
+                                               min_samples=job.min_flow_samples)
+            elif job.table is not None:
                 details["flows"] = flow_report(
-                    s, r, pair.flows.table(), labels,
-                    truth=pair.flow_truth.get(iv), min_samples=min_flow_samples)
-            rec = dataclasses.replace(rec, true=pair.truth.json(iv), details=details)
+                    s, r, job.table[0], job.table[1], truth=job.flow_truth.get(iv),
+                    min_samples=job.min_flow_samples)
+            rec = dataclasses.replace(rec, true=job.truth[iv], details=details)
         records.append(rec)
     return records
 
@@ -406,7 +454,6 @@ def _opa_records(pair, config, check, confidence, time_ns, run) -> list[Interval
                      for side in ("sender", "receiver")},
                     {iv: pair.truth.json(iv) for iv in ivs} if check.valid else {}, window)
             for q, ivs in sorted(groups.items())]
-    run = run or inline_runner()
     return [rec for part in run.map(_opa_bucket_records, jobs) for rec in part]
 
 

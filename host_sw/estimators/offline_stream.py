@@ -53,7 +53,8 @@ from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, WindowHashes, iter_ca
 from host_sw.estimators.offline_jobs import inline_runner
 from host_sw.estimators.rda.decode import PacketCache
 
-__all__ = ["StreamedPair", "FlowTable", "OpaSpill", "stream_pair", "SPILL_MEMORY_BYTES"]
+__all__ = ["StreamedPair", "FlowTable", "OpaSpill", "stream_pair", "mapped_cache",
+           "SPILL_MEMORY_BYTES"]
 
 #: Spilled records kept in memory before they go to temporary files.
 SPILL_MEMORY_BYTES = 64 << 20
@@ -395,6 +396,7 @@ class StreamedPair:
     left_out: dict = field(default_factory=lambda: {"sender": 0, "receiver": 0})
     start_ns: int | None = None      # the interval grid's origin
     opa: "OpaSpill | None" = None    # OPA: each point's records, spilled by interval
+    cache_files: dict | None = None  # RDA: side -> the caches' files (mapped_cache)
 
     def ends(self, side: str) -> tuple[int, int] | None:
         """First and last timestamp (ns) of a capture's packets in the intervals."""
@@ -1038,7 +1040,7 @@ def _first_time(path, config, chunk_bytes, keep) -> int | None:
 def _build_cache(job: tuple) -> tuple:
     """A side's RDA cache from its cache records (a task: ``(spill, side, directory)``):
     the IDs seen once, sorted, with their ticks, written to two files; returns
-    ``(ids path, ticks path, count)`` for :func:`_mapped_cache`. One cache partition is
+    ``(ids path, ticks path, count)`` for :func:`mapped_cache`. One cache partition is
     in memory while it is built. IDs seen more than once are left out (the paper discards
     duplicates; :func:`host_sw.estimators.offline.capture_cache`)."""
     spill, side, directory = job
@@ -1061,7 +1063,7 @@ def _build_cache(job: tuple) -> tuple:
     return paths["ids"], paths["ticks"], n
 
 
-def _mapped_cache(built: tuple) -> PacketCache:
+def mapped_cache(built: tuple) -> PacketCache:
     """The :class:`PacketCache` of :func:`_build_cache`'s files, mapped (``np.memmap``):
     only the pages the decoder searches are resident."""
     ids, ticks, n = built
@@ -1131,10 +1133,12 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
         flows = s_res.flows
         flow_map = _flow_map(flows, r_res.flows)
         caches = {side: None for side in ("sender", "receiver")}
+        cache_files = None
         if cache_parts:
             built = run.map(_build_cache, [(s_res.cache, "sender", directory),
                                            (r_res.cache, "receiver", directory)])
-            caches = {"sender": _mapped_cache(built[0]), "receiver": _mapped_cache(built[1])}
+            caches = {"sender": mapped_cache(built[0]), "receiver": mapped_cache(built[1])}
+            cache_files = {"sender": built[0], "receiver": built[1]}
         pair = StreamedPair(config, {"sender": s_res.synopses, "receiver": r_synopses},
                             {"sender": s_res.meta, "receiver": r_meta}, _Truth(),
                             s_res.counted, 0 if window else r_res.counted, 0, 0, 0,
@@ -1142,6 +1146,7 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
                             start_ns=next((x for x in (t0, s_res.t0, r_res.t0)
                                            if x is not None), None))
         pair.left_out["sender"] = s_res.left_out
+        pair.cache_files = cache_files
         if config.kind == "opa":
             pair.opa = OpaSpill(os.path.join(directory, "opa"), parts, clip)
         n_flows = 0 if flows is None else len(flows)
