@@ -49,7 +49,8 @@ def interval_inputs(config, s: np.ndarray, r: np.ndarray) -> dict:
     si, ri_file = _match(s["key"], r["key"][r_file])
     ri = r_file[ri_file]
     return {"records": (s_rec, r_rec),
-            "synopses": (opa_synopsis(config, s_rec.packet), opa_synopsis(config, r_rec.packet)),
+            "synopses": (opa_synopsis(config, s_rec.packet),
+                         opa_synopsis(config, r_rec.packet)),
             "pairs": (si, ri), "delays_ns": r["ts"][ri] - s["ts"][si]}
 
 

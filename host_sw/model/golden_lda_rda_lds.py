@@ -50,7 +50,8 @@ from host_sw.contracts.synopsis import Synopsis
 
 _M32 = np.uint64(0xFFFFFFFF)
 
-__all__ = ["PacketHashes", "Hashers", "hash_windows", "split_window_hashes", "hash_frames", "flow_row_hashes",
+__all__ = ["PacketHashes", "Hashers", "hash_windows", "split_window_hashes", "hash_frames",
+           "flow_row_hashes",
            "update", "bucket_indices", "UPDATE_GROUPS", "XOR_FIELD_VALUES"]
 
 

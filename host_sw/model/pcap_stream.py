@@ -51,7 +51,8 @@ from host_sw.contracts.hashing import (
 )
 from host_sw.model.pcap import MAGIC_NS, MAGIC_US, PCAPNG_BOM, PCAPNG_SHB, CaptureError
 
-__all__ = ["CaptureChunk", "WindowHashes", "iter_capture", "warm_compiled", "capture_linktype", "classify_windows",
+__all__ = ["CaptureChunk", "WindowHashes", "iter_capture", "warm_compiled",
+           "capture_linktype", "classify_windows",
            "DEFAULT_CHUNK_BYTES", "walk_classic", "walk_pcapng", "PcapngInterface"]
 
 #: Bytes of the file read at once (the reader's memory is a few times this).
