@@ -13,6 +13,15 @@ needs the memory of one partition, not of the captures. RDA's packet caches (eac
 counted packet's ID and ticks: the decoder repairs from them) are spilled the same way,
 by ID range, then sorted a partition at a time into two files per capture that the
 decoder searches through ``np.memmap`` (:func:`_build_cache`, one task per capture).
+OPA's per-packet records are written by each partition's pairing by ranges of intervals
+(:class:`OpaSpill`) and read back a range at a time
+(:mod:`host_sw.estimators.offline_opa`).
+
+Speed: the packet hashes come from the reader's compiled pass
+(:class:`~host_sw.model.pcap_stream.WindowHashes`), spill records are built in partition
+order a field at a time, the pairing sorts keys with their positions packed in
+(:func:`_sort_keys`) and counts each side's repeats from that one sort, and LDS's known
+flows are found by a compiled hash-table probe (:func:`_probe_loop`).
 
 Tasks: the two captures' passes (:func:`_side_pass`, each with its own interval grid,
 flow table and spill), then one pairing per partition (:func:`_pair_partition`), run by
