@@ -34,7 +34,7 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = [
-    "RDA_SBOX", "sbox_nibbles64", "sbox_nibbles64_scalar", "SboxH3",
+    "RDA_SBOX", "sbox_nibbles64", "sbox_nibbles64_scalar", "sbox_table_xor", "SboxH3",
     "MASK64", "GOLDEN_GAMMA", "mix64", "mix64_array", "HashPurpose", "h3_rows", "H3",
     "ETHERTYPE_IPV4", "ETHERTYPE_IPV6", "ETHERTYPE_CONTROL", "MIN_FRAME_BYTES",
     "DEFAULT_WINDOW_BYTES", "FLOW_KEY_BYTES", "FrameClass", "ByteMask", "default_masks",
@@ -412,6 +412,36 @@ def sbox_nibbles64_scalar(value: int) -> int:
     return substituted
 
 
+def _sbox_xor_loop(ids, sbox, tables, out):
+    """The loop :func:`sbox_table_xor` compiles (numba): per ID its eight substituted
+    bytes, then every output's eight table lookups."""
+    sb = np.empty(8, np.int64)
+    for i in range(ids.shape[0]):
+        v = ids[i]
+        for k in range(8):
+            sb[k] = sbox[np.int64((v >> np.uint64(8 * k)) & np.uint64(255))]
+        for h in range(tables.shape[0]):
+            acc = np.uint64(0)
+            for k in range(8):
+                acc ^= tables[h, k, sb[k]]
+            out[h, i] = acc
+
+
+def sbox_table_xor(ids: np.ndarray, tables: np.ndarray) -> np.ndarray | None:
+    """``H3(S(ids))`` of every 64-bit ID for each of ``tables`` (uint64 ``(H, 8, 256)``:
+    an H3 function's byte tables, :attr:`H3.tables`) as uint64 ``(H, N)``, in one
+    compiled pass (the S-box layer and all lookups of an ID at once; numpy needs a
+    gather per byte and table). ``None`` without numba or below
+    :data:`COMPILED_MIN_ROWS` IDs (the callers' numpy paths give the same bits)."""
+    ids = np.ascontiguousarray(ids, dtype=np.uint64).reshape(-1)
+    kernel = compiled(_sbox_xor_loop) if len(ids) >= COMPILED_MIN_ROWS else None
+    if kernel is None:
+        return None
+    out = np.empty((tables.shape[0], len(ids)), np.uint64)
+    kernel(ids, _SBOX_BYTE, np.ascontiguousarray(tables, dtype=np.uint64), out)
+    return out
+
+
 class SboxH3:
     """``H3[purpose, index](S(x))`` of a 64-bit ``x``: the nibble S-box layer, then a
     second (linear) H3 layer — the non-linear hash of the packet hash ``P`` that the RDA
@@ -426,6 +456,9 @@ class SboxH3:
         self.h3 = H3(seed=seed, purpose=purpose, index=index, in_bytes=8, out_bits=out_bits)
 
     def of_u64(self, values: np.ndarray) -> np.ndarray:
+        got = sbox_table_xor(values, self.h3.tables[None])
+        if got is not None:
+            return got[0]
         return self.h3.of_u64(sbox_nibbles64(values))
 
     def scalar(self, value: int) -> int:

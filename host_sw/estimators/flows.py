@@ -200,6 +200,7 @@ def flow_report(sender: Synopsis, receiver: Synopsis, table: np.ndarray, labels:
     delay = np.asarray(e.delay_ns, dtype=np.float64).copy()
     foreign = foreign_share(sender, e)
     reason = []
+    load = None                       # cell_load(sender), computed once when needed
     for i in range(len(labels)):
         if e.usable_cells[i] == 0:
             reason.append("no packets" if e.size[i] == 0 and e.receiver_size[i] == 0
@@ -207,8 +208,9 @@ def flow_report(sender: Synopsis, receiver: Synopsis, table: np.ndarray, labels:
         elif e.packets_used[i] < min_samples:
             reason.append(f"too few samples ({int(e.packets_used[i])} < {min_samples})")
         elif foreign[i] > OVERLOAD_SHARE:
+            load = cell_load(sender) if load is None else load
             reason.append(f"overloaded: about {foreign[i]:.0%} of the packets in its cells "
-                          f"are other flows' (the sketch holds {cell_load(sender):.3g} "
+                          f"are other flows' (the sketch holds {load:.3g} "
                           f"packets per cell on average); more cells (--cells) back it")
         else:
             reason.append("")

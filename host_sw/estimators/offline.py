@@ -39,7 +39,10 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.flows import DEFAULT_MIN_FLOW_SAMPLES, flow_labels, flow_report
 from host_sw.estimators.rli.offline import (RliCapturePair, flow_table, interval_truth,
                                             stream_rli_pair)
-from host_sw.estimators.offline_stream import StreamedPair, common_window, stream_pair
+from host_sw.estimators.offline_jobs import inline_runner
+from host_sw.estimators.offline_opa import interval_details, interval_inputs
+from host_sw.estimators.offline_stream import (_OPA_DTYPE, StreamedPair, common_window,
+                                               mapped_cache, stream_pair)
 from host_sw.estimators.opa.run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.rda.decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
@@ -326,38 +329,154 @@ def _streamed_check(pair: StreamedPair | RliCapturePair) -> PairingCheck:
 
 def _streamed_records(pair: StreamedPair, config, confidence: float,
                       min_flow_samples: int, flows=None,
-                      time_ns: int | None = None) -> list[IntervalRecord]:
+                      time_ns: int | None = None, run=None) -> list[IntervalRecord]:
+    """The records of a streamed pair: groups of intervals are tasks of ``run`` (one
+    group in this process; the decoding, the per-flow reports and OPA's recovery are
+    each interval's own work), in interval order."""
     check = _streamed_check(pair)
-    hashers = Hashers(config)
+    run = run or inline_runner()
+    if pair.opa is not None:
+        return _opa_records(pair, config, check, confidence, time_ns, run)
+    intervals = pair.intervals
+    groups = [intervals] if run.inline or len(intervals) < 2 else [
+        g.tolist() for g in np.array_split(np.asarray(intervals), min(len(intervals), 16))]
+    table = None
+    if flows is None and pair.flows is not None and check.valid:
+        table = (pair.flows.table(), flow_labels(pair.flows))   # made once for all
+    jobs = [_RecordsJob(ivs, config, check, confidence, time_ns, _window_details(pair),
+                        {side: {iv: pair.synopsis(side, iv) for iv in ivs}
+                         for side in ("sender", "receiver")},
+                        {side: {iv: pair.side_meta(side, iv) for iv in ivs}
+                         for side in ("sender", "receiver")},
+                        {iv: pair.truth.json(iv) for iv in ivs} if check.valid else {},
+                        {iv: pair.flow_truth.get(iv) for iv in ivs}, table, flows,
+                        min_flow_samples,
+                        pair.cache_files if pair.caches["sender"] is not None else None)
+            for ivs in groups]
+    return [rec for part in run.map(_records_task, jobs) for rec in part]
+
+
+@dataclass
+class _RecordsJob:
+    """The records of a group of a streamed pair's intervals (a task): what those
+    intervals need of the pair (its synopses, metas, truth; the flow table; RDA's
+    caches as their files, mapped by the task)."""
+    intervals: list
+    config: SynopsisConfig
+    check: PairingCheck
+    confidence: float
+    time_ns: int | None
+    window: dict | None
+    synopses: dict                # side -> {interval: Synopsis}
+    meta: dict                    # side -> {interval: meta}
+    truth: dict                   # interval -> the truth's JSON
+    flow_truth: dict              # interval -> per-flow truth arrays, or None
+    table: tuple | None           # (per-row flow hashes, names) of the flows seen
+    flows: tuple | None           # the flows asked for (without their truth)
+    min_flow_samples: int
+    cache_files: dict | None      # RDA: side -> offline_stream.mapped_cache's files
+
+    def side_meta(self, side: str, iv: int) -> dict:
+        return self.meta[side][iv]
+
+
+def _records_task(job: _RecordsJob) -> list[IntervalRecord]:
+    check = job.check
+    hashers = Hashers(job.config)
     caches = (None, None)
-    if check.valid and pair.caches["sender"] is not None:
-        caches = (pair.caches["sender"], pair.caches["receiver"])
+    if check.valid and job.cache_files is not None:
+        caches = (mapped_cache(job.cache_files["sender"]),
+                  mapped_cache(job.cache_files["receiver"]))
     records = []
-    for iv in pair.intervals:
-        s, r = pair.synopsis("sender", iv), pair.synopsis("receiver", iv)
-        s_meta, r_meta = pair.side_meta("sender", iv), pair.side_meta("receiver", iv)
-        last = [m["last_ns"] for m in (s_meta, r_meta) if "last_ns" in m]
-        rec = record_for_pair(s, r, confidence=confidence, interval=iv,
-                              when=max(last) / 1e9 if last else None, sender_meta=s_meta,
-                              receiver_meta=r_meta, valid=check.valid, notes=check.notes,
-                              sender_cache=caches[0], receiver_cache=caches[1],
-                              hashers=hashers, interval_ns=time_ns,
-                              problem=None if check.valid else check.problem.value)
+    for iv in job.intervals:
+        s, r = job.synopses["sender"][iv], job.synopses["receiver"][iv]
+        rec = _interval_record(job, check, iv, s, r, caches, hashers, job.confidence,
+                               job.time_ns)
         if check.valid:
             details = {}
-            window = _window_details(pair)
-            if window is not None:
-                details["window"] = window
-            if flows is not None:
-                details["flows"] = flow_report(s, r, flows[0], flows[1],
-                                               min_samples=min_flow_samples)
-            elif pair.flows is not None:
+            if job.window is not None:
+                details["window"] = job.window
+            if job.flows is not None:
+                details["flows"] = flow_report(s, r, job.flows[0], job.flows[1],
+                                               min_samples=job.min_flow_samples)
+            elif job.table is not None:
                 details["flows"] = flow_report(
-                    s, r, pair.flows.table(), flow_labels(pair.flows),
-                    truth=pair.flow_truth.get(iv), min_samples=min_flow_samples)
-            rec = dataclasses.replace(rec, true=pair.truth.json(iv), details=details)
+                    s, r, job.table[0], job.table[1], truth=job.flow_truth.get(iv),
+                    min_samples=job.min_flow_samples)
+            rec = dataclasses.replace(rec, true=job.truth[iv], details=details)
         records.append(rec)
     return records
+
+
+def _interval_record(pair, check, iv, s, r, caches, hashers, confidence, time_ns):
+    """The record of interval ``iv`` of a streamed pair from its two synopses (without
+    truth and details)."""
+    s_meta, r_meta = pair.side_meta("sender", iv), pair.side_meta("receiver", iv)
+    last = [m["last_ns"] for m in (s_meta, r_meta) if "last_ns" in m]
+    return record_for_pair(s, r, confidence=confidence, interval=iv,
+                           when=max(last) / 1e9 if last else None, sender_meta=s_meta,
+                           receiver_meta=r_meta, valid=check.valid, notes=check.notes,
+                           sender_cache=caches[0], receiver_cache=caches[1],
+                           hashers=hashers, interval_ns=time_ns,
+                           problem=None if check.valid else check.problem.value)
+
+
+@dataclass
+class _OpaJob:
+    """The records of one bucket of a streamed OPA pair's intervals (a task): the
+    pair's per-interval figures those intervals need, not the pair."""
+    q: int
+    intervals: list
+    opa: object                   # the pair's OpaSpill
+    config: SynopsisConfig
+    check: PairingCheck
+    confidence: float
+    time_ns: int | None
+    meta: dict                    # side -> {interval: meta} of these intervals
+    truth: dict                   # interval -> the truth's JSON
+    window: dict | None
+
+    def side_meta(self, side: str, iv: int) -> dict:
+        return self.meta[side][iv]
+
+
+def _opa_records(pair, config, check, confidence, time_ns, run) -> list[IntervalRecord]:
+    """The records of a streamed OPA pair: one task per bucket of intervals
+    (:func:`_opa_bucket_records`; the recovery is most of the work), in interval order."""
+    intervals = pair.intervals
+    buckets = pair.opa.bucket_of(intervals).tolist() if intervals else []
+    groups: dict = {}
+    for iv, q in zip(intervals, buckets):
+        groups.setdefault(q, []).append(iv)
+    window = _window_details(pair)
+    jobs = [_OpaJob(q, ivs, pair.opa, config, check, confidence, time_ns,
+                    {side: {iv: pair.side_meta(side, iv) for iv in ivs}
+                     for side in ("sender", "receiver")},
+                    {iv: pair.truth.json(iv) for iv in ivs} if check.valid else {}, window)
+            for q, ivs in sorted(groups.items())]
+    return [rec for part in run.map(_opa_bucket_records, jobs) for rec in part]
+
+
+def _opa_bucket_records(job: _OpaJob) -> list[IntervalRecord]:
+    """Records of one bucket of OPA intervals: the words and records of each interval
+    from the spilled records (:mod:`host_sw.estimators.offline_opa`), the recovery."""
+    hashers = Hashers(job.config)
+    spilled = {iv: (s, r) for iv, s, r in job.opa.bucket(job.q)}
+    empty = {name: np.zeros(0, _OPA_DTYPE[name]) for name in _OPA_DTYPE.names}
+    out = []
+    for iv in job.intervals:
+        inputs = interval_inputs(job.config, *spilled.get(iv, (empty, empty)))
+        s, r = inputs["synopses"]
+        caches = inputs["records"] if job.check.valid else (None, None)
+        rec = _interval_record(job, job.check, iv, s, r, caches, hashers, job.confidence,
+                               job.time_ns)
+        if job.check.valid:
+            details = interval_details(job.config, s, inputs)
+            if job.window is not None:
+                details["window"] = job.window
+            rec = dataclasses.replace(rec, true=job.truth[iv], details=details)
+        out.append(rec)
+    return out
 
 
 def _require_ethernet(*paths):
@@ -403,8 +522,8 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
                    start_ns=start_ns, confidence=confidence, progress=progress,
                    chunk_bytes=chunk_bytes, min_flow_samples=min_flow_samples,
                    flows=flows, key=key)
-    if config.kind in _KIND_HOOKS:
-        # Per-packet kinds (OPA) pair every packet's record: the captures are read whole.
+    if config.kind in _KIND_HOOKS and (isinstance(sender, Capture)
+                                        or isinstance(receiver, Capture)):
         sender, receiver = (p if isinstance(p, Capture) else read_pcap(p)
                             for p in (sender, receiver))
     if isinstance(sender, Capture) or isinstance(receiver, Capture):
@@ -416,7 +535,7 @@ def capture_records(sender, receiver, config: SynopsisConfig, *, mode: str = "ti
                        start_ns=start_ns, chunk_bytes=chunk_bytes, progress=progress,
                        run=run, spill_dir=spill_dir)
     return _streamed_records(pair, config, confidence, min_flow_samples, flows,
-                             interval_ns if mode == "time" else None)
+                             interval_ns if mode == "time" else None, run)
 
 
 @dataclass

@@ -26,6 +26,8 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, wait
 
+from host_sw.model.pcap_stream import warm_compiled
+
 __all__ = ["inline_runner", "runner", "default_jobs", "WorkerProgress"]
 
 
@@ -137,6 +139,7 @@ def runner(jobs: int | None = None, scheduler: str | None = None):
     if jobs == 1:
         yield _Inline()
         return
+    warm_compiled()           # loaded once here, shared by the forked workers
     counter = multiprocessing.Value("q", 0)
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                              initargs=(counter,)) as pool:

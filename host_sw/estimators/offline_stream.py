@@ -13,6 +13,15 @@ needs the memory of one partition, not of the captures. RDA's packet caches (eac
 counted packet's ID and ticks: the decoder repairs from them) are spilled the same way,
 by ID range, then sorted a partition at a time into two files per capture that the
 decoder searches through ``np.memmap`` (:func:`_build_cache`, one task per capture).
+OPA's per-packet records are written by each partition's pairing by ranges of intervals
+(:class:`OpaSpill`) and read back a range at a time
+(:mod:`host_sw.estimators.offline_opa`).
+
+Speed: the packet hashes come from the reader's compiled pass
+(:class:`~host_sw.model.pcap_stream.WindowHashes`), spill records are built in partition
+order a field at a time, the pairing sorts keys with their positions packed in
+(:func:`_sort_keys`) and counts each side's repeats from that one sort, and LDS's known
+flows are found by a compiled hash-table probe (:func:`_probe_loop`).
 
 Tasks: the two captures' passes (:func:`_side_pass`, each with its own interval grid,
 flow table and spill), then one pairing per partition (:func:`_pair_partition`), run by
@@ -45,14 +54,16 @@ import numpy as np
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_base import SynopsisConfig
-from host_sw.contracts.hashing import HashPurpose, default_masks, mix64_array
+from host_sw.contracts.hashing import HashPurpose, compiled, default_masks, mix64_array
 from host_sw.contracts.synopsis import Synopsis
-from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, hash_windows, update
-from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, iter_capture
+from host_sw.model.golden_lda_rda_lds import (Hashers, PacketHashes, hash_windows,
+                                              split_window_hashes, update)
+from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, WindowHashes, iter_capture
 from host_sw.estimators.offline_jobs import inline_runner
 from host_sw.estimators.rda.decode import PacketCache
 
-__all__ = ["StreamedPair", "FlowTable", "stream_pair", "SPILL_MEMORY_BYTES"]
+__all__ = ["StreamedPair", "FlowTable", "OpaSpill", "stream_pair", "mapped_cache",
+           "SPILL_MEMORY_BYTES"]
 
 #: Spilled records kept in memory before they go to temporary files.
 SPILL_MEMORY_BYTES = 64 << 20
@@ -80,17 +91,28 @@ class _Spill:
         self._dir = None
         self._directory = directory
 
-    def add(self, side: str, recs: np.ndarray) -> None:
-        if self.parts == 1:
-            self.buffers[side][0].append(recs)
-        else:
-            part = self.partition(recs, self.parts)
+    def add(self, side: str, columns: dict) -> None:
+        """Add records given as columns (``field: array`` of one row per record, or a
+        scalar for all), written straight in partition order (numpy copies whole
+        structured items one by one, about 50 ns an item: the records are never
+        reordered once built)."""
+        dtype = self.dtypes[side]
+        n = len(columns[dtype.names[0]])
+        order = None
+        if self.parts > 1:
+            part = self.partition(columns, self.parts)
             order = np.argsort(part, kind="stable")     # a radix sort for 16-bit keys
             bounds = np.r_[0, np.cumsum(np.bincount(part, minlength=self.parts))]
-            ordered = recs[order]
+        recs = np.empty(n, dtype)
+        for name in dtype.names:
+            value = columns[name]
+            recs[name] = value if order is None or np.ndim(value) == 0 else value[order]
+        if order is None:
+            self.buffers[side][0].append(recs)
+        else:
             for p in range(self.parts):
                 if bounds[p + 1] > bounds[p]:
-                    self.buffers[side][p].append(ordered[bounds[p]:bounds[p + 1]])
+                    self.buffers[side][p].append(recs[bounds[p]:bounds[p + 1]])
         self.buffered += recs.nbytes
         if self.buffered > self.budget:
             self.flush()
@@ -126,6 +148,14 @@ class _Spill:
     def close(self) -> None:
         if self._dir is not None:
             self._dir.cleanup()
+
+
+def _take(recs: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``recs[index]`` of structured records, a field at a time (:meth:`_Spill.add`)."""
+    out = np.empty(len(index), recs.dtype)
+    for name in recs.dtype.names:
+        out[name] = recs[name][index]
+    return out
 
 
 def _key_partition(recs: np.ndarray, parts: int) -> np.ndarray:
@@ -169,10 +199,16 @@ class FlowTable:
         rows = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
         fold = _fold(rows)
         if self.index:
-            folds, ids, known_rows = self._known()
-            pos = np.minimum(np.searchsorted(folds, fold), len(folds) - 1)
-            found = ids[pos]
-            hit = (folds[pos] == fold) & (known_rows[found] == rows).all(axis=1)
+            folds, ids, known_rows, slots = self._known()
+            if slots is not None:            # a compiled probe of the folds' hash table
+                found = np.empty(len(fold), np.int64)
+                compiled(_probe_loop)(fold, slots[0], slots[1], found)
+                hit = found >= 0
+                hit[hit] = (known_rows[found[hit]] == rows[hit]).all(axis=1)
+            else:
+                pos = np.minimum(np.searchsorted(folds, fold), len(folds) - 1)
+                found = ids[pos]
+                hit = (folds[pos] == fold) & (known_rows[found] == rows).all(axis=1)
             out[sel[hit]] = found[hit]
             rest = np.flatnonzero(~hit)
             if not len(rest):
@@ -195,13 +231,21 @@ class FlowTable:
         return out
 
     def _known(self):
-        """The known flows' folds (sorted), their flow indices and rows (uint32 ``(F, R)``)."""
+        """The known flows' folds (sorted), their flow indices, rows (uint32 ``(F, R)``)
+        and, with numba, an open-addressing table of the folds (``(keys, flow
+        indices)``; -1 marks an empty slot) for :func:`_probe_loop`."""
         got = self.__dict__.get("_lookup")
         if got is None or len(got[1]) != len(self.index):
             known_rows = np.ascontiguousarray(self.table().T.astype(np.uint32))
             folds = _fold(known_rows)
             ids = np.argsort(folds, kind="stable")
-            got = self.__dict__["_lookup"] = (folds[ids], ids, known_rows)
+            slots = None
+            insert = compiled(_insert_loop)
+            if insert is not None:
+                size = 1 << max(4, (4 * len(folds)).bit_length())   # at most 1/4 full
+                slots = (np.zeros(size, np.uint64), np.full(size, -1, np.int64))
+                insert(folds, slots[0], slots[1])
+            got = self.__dict__["_lookup"] = (folds[ids], ids, known_rows, slots)
         return got
 
     def table(self) -> np.ndarray:
@@ -209,6 +253,31 @@ class FlowTable:
         if not self.hashes:
             return np.zeros((self.rows, 0), np.uint64)
         return np.stack(self.hashes, axis=1)
+
+
+def _insert_loop(folds, keys, ids):
+    """Put flow ``i``'s fold in the first free slot from ``fold & (size - 1)`` on (the
+    first flow of a fold stays where two share it: the exact row check sends the other
+    to the index). numba: a probe is a short data-dependent loop per flow."""
+    mask = np.uint64(keys.shape[0] - 1)
+    for i in range(folds.shape[0]):
+        j = np.int64(folds[i] & mask)
+        while ids[j] >= 0 and keys[j] != folds[i]:
+            j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
+        if ids[j] < 0:
+            keys[j], ids[j] = folds[i], i
+
+
+def _probe_loop(folds, keys, ids, out):
+    """The flow of each packet's fold from :func:`_insert_loop`'s table, or -1
+    (numba: numpy's alternative, a binary search of the sorted folds, costs about
+    90 ns a packet; a probe of this table, mostly in cache, a few)."""
+    mask = np.uint64(keys.shape[0] - 1)
+    for i in range(folds.shape[0]):
+        j = np.int64(folds[i] & mask)
+        while ids[j] >= 0 and keys[j] != folds[i]:
+            j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
+        out[i] = ids[j]
 
 
 def _fold(rows: np.ndarray) -> np.ndarray:
@@ -335,6 +404,8 @@ class StreamedPair:
     window: tuple | None = None      # (lo, hi, margin) ns: the window both saw
     left_out: dict = field(default_factory=lambda: {"sender": 0, "receiver": 0})
     start_ns: int | None = None      # the interval grid's origin
+    opa: "OpaSpill | None" = None    # OPA: each point's records, spilled by interval
+    cache_files: dict | None = None  # RDA: side -> the caches' files (mapped_cache)
 
     def ends(self, side: str) -> tuple[int, int] | None:
         """First and last timestamp (ns) of a capture's packets in the intervals."""
@@ -345,6 +416,8 @@ class StreamedPair:
 
     @property
     def intervals(self) -> list[int]:
+        if self.opa is not None:          # OPA's words come from its records, later
+            return sorted(set(self.meta["sender"]) | set(self.meta["receiver"]))
         return sorted(set(self.synopses["sender"]) | set(self.synopses["receiver"]))
 
     def synopsis(self, side: str, iv: int) -> Synopsis:
@@ -378,11 +451,16 @@ class _Pass:
         self.key_hashers = _key_hashers(config)
         rows = config.hash_count(HashPurpose.LDS_FLOW)
         self.flows = FlowTable(rows, config.window_bytes) if rows else None
+        # hashed as the records are extracted (the windows kept only for the flow table)
+        self.window_hashes = None if self.key_hashers is not None else WindowHashes.of(
+            self.hashers.window_tables(), keep_windows=self.flows is not None)
         self.grid = _Grid(options.get("interval_ns"), options.get("start_ns"))
         self.keep = keep            # (lo, hi) ns: only the packets of this window
         self.synopses, self.meta = {}, {}
         self.counted = self.left_out = 0
         self.cache_spill = cache_spill
+        self.opa = config.kind == "opa"     # no golden update: words from the records
+        self.seq = 0                        # records of the capture before this chunk
 
     def _meta(self, iv, ts):
         _add_meta(self.meta, iv, ts)
@@ -395,34 +473,42 @@ class _Pass:
         for chunk in iter_capture(path, window_bytes=config.window_bytes,
                                   chunk_bytes=self.options.get("chunk_bytes",
                                                                DEFAULT_CHUNK_BYTES),
-                                  progress=self.options.get("progress")):
+                                  progress=self.options.get("progress"),
+                                  hashes=self.window_hashes):
             ts, windows, classes = chunk.timestamps_ns, chunk.windows, chunk.classes
+            hashed = chunk.hashes
+            seq = np.arange(self.seq, self.seq + len(ts), dtype=np.int64)
+            self.seq += len(ts)
             if self.keep is not None:
                 inside = (ts >= self.keep[0]) & (ts <= self.keep[1])
                 self.left_out += int(len(ts) - inside.sum())
-                ts, windows, classes = ts[inside], windows[inside], classes[inside]
+                ts, classes, seq = ts[inside], classes[inside], seq[inside]
+                windows = None if windows is None else windows[inside]
+                hashed = None if hashed is None else hashed[:, inside]
             iv = self.grid.assign(ts)
-            hashes = hash_windows(config, windows, classes, self.hashers)
+            hashes = (hash_windows(config, windows, classes, self.hashers) if hashed is None
+                      else split_window_hashes(config, hashed, classes))
             ticks = _ticks(ts, config.tick_ns)
             if not deferred:
-                self.update(iv, hashes, ticks)
+                if not self.opa:
+                    self.update(iv, hashes, ticks)
                 self._meta(iv, ts)
             counted = hashes.counted
             sel = np.flatnonzero(counted)
             self.counted += len(sel)
             if self.cache_spill is not None:
-                cache = np.zeros(len(sel), _CACHE_DTYPE)
-                cache["id"], cache["tick"] = hashes.packet[sel], ticks[sel]
-                self.cache_spill.add(side, cache)
+                self.cache_spill.add(side, {"id": hashes.packet[sel], "tick": ticks[sel]})
             key = hashes.packet if self.key_hashers is None else hash_windows(
                 self.key_hashers.config, windows, classes, self.key_hashers).packet
             flow = (self.flows.assign(hashes.flow, windows, classes, counted)
                     if self.flows is not None else None)
-            recs = np.zeros(len(sel), self.spill.dtypes[side])
-            recs["key"], recs["ts"], recs["iv"] = key[sel], ts[sel], iv[sel]
-            recs["flow"] = -1 if flow is None else flow[sel]
-            if deferred:
+            recs = {"key": key[sel], "ts": ts[sel], "iv": iv[sel],
+                    "flow": -1 if flow is None else flow[sel]}
+            if deferred or self.opa:
                 recs["p"] = hashes.packet[sel]
+            if self.opa:
+                recs["seq"] = seq[sel]
+            if deferred:
                 if hashes.flow is not None:
                     recs["rows"] = hashes.flow[:, sel].T
                 unc = np.flatnonzero(~counted)
@@ -494,27 +580,60 @@ def _stable_order(keys: np.ndarray, order: np.ndarray, same: np.ndarray) -> np.n
     return order
 
 
-def _match(s_keys: np.ndarray, r_keys: np.ndarray):
+def _sort_keys(keys: np.ndarray) -> tuple[np.ndarray, bool]:
+    """An argsort of uint64 ``keys`` and whether it is stable. Fast path: each key's
+    low bits replaced by its position, the values sorted (numpy's sort of plain uint64,
+    vectorised, about four times faster than its argsort) and the positions read back;
+    that order is the stable argsort unless two different keys share their high bits
+    (checked; then numpy's argsort)."""
+    n = len(keys)
+    bits = max(1, (n - 1).bit_length())
+    if bits <= 32:
+        low = np.uint64((1 << bits) - 1)
+        packed = keys & ~low
+        packed |= np.arange(n, dtype=np.uint64)
+        packed.sort()
+        order = (packed & low).astype(np.int64)
+        packed &= ~low
+        k = keys[order]
+        if not ((packed[1:] == packed[:-1]) & (k[1:] != k[:-1])).any():
+            return order, True
+    return np.argsort(keys), False
+
+
+def _match(s_keys: np.ndarray, r_keys: np.ndarray, counts: dict | None = None):
     """Index pairs ``(si, ri)``: the ``t``-th receiver packet of a key (in file order)
     matches the ``t``-th sender packet of that key. One sort of both sides (numpy's
     unstable sort; when no key occurs more than twice a pair is two neighbours, else
-    the positions of repeated keys are put back in file order)."""
+    the positions of repeated keys are put back in file order). ``counts``, when given,
+    receives ``dup_sender`` and ``dup_receiver`` (:func:`_duplicates` of each side,
+    read from the same sort: equal neighbours of one side)."""
     if not len(s_keys) or not len(r_keys):
+        if counts is not None:
+            counts["dup_sender"], counts["dup_receiver"] = (_duplicates(s_keys),
+                                                            _duplicates(r_keys))
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     ns = len(s_keys)
     keys = np.concatenate([s_keys, r_keys])
-    order = np.argsort(keys)
+    order, stable = _sort_keys(keys)
     k = keys[order]
     same = k[1:] == k[:-1]
     if not (same[1:] & same[:-1]).any():         # no key thrice: neighbours pair up
         at = np.flatnonzero(same)
         a, b = order[at], order[at + 1]
         one = (a >= ns) != (b >= ns)
+        if counts is not None:                   # a pair of one side: one repeat
+            counts["dup_sender"] = int(np.count_nonzero(~one & (a < ns)))
+            counts["dup_receiver"] = int(np.count_nonzero(~one & (a >= ns)))
         a, b = a[one], b[one]
         return np.minimum(a, b), np.maximum(a, b) - ns
-    order = _stable_order(keys, order, same)     # senders first within a key
+    if not stable:
+        order = _stable_order(keys, order, same)     # senders first within a key
     k = keys[order]
     is_r = order >= ns
+    if counts is not None:    # each side's copies of a key are neighbours: the repeats
+        counts["dup_sender"] = int(np.count_nonzero(same & ~is_r[:-1] & ~is_r[1:]))
+        counts["dup_receiver"] = int(np.count_nonzero(same & is_r[:-1] & is_r[1:]))
     start = np.ones(len(k), bool)
     start[1:] = k[1:] != k[:-1]
     gid = np.cumsum(start) - 1
@@ -539,8 +658,10 @@ def _key_hashers(config: SynopsisConfig) -> Hashers | None:
 
 def _dtypes(config: SynopsisConfig, marker: bool) -> dict:
     base = [("key", "<u8"), ("ts", "<i8"), ("iv", "<i8"), ("flow", "<i8")]
+    if config.kind == "opa":          # each packet's record, in its capture's order
+        base += [("p", "<u8"), ("seq", "<i8")]
     receiver = list(base)
-    if marker:
+    if marker and config.kind != "opa":
         receiver.append(("p", "<u8"))
         rows = config.hash_count(HashPurpose.LDS_FLOW)
         if rows:
@@ -567,18 +688,26 @@ class _PartResult:
 
 
 def _flow_truth(out: _PartResult, n: int, s, r, si, ri, both) -> None:
-    for iv, _ in _counts(s["iv"]):
+    """Per interval of the partition's sender packets, per flow: packets received in
+    the interval, their delay sum and packets lost (one grouping by interval, not a
+    pass over the partition per interval)."""
+    s_iv, s_flow = s["iv"], s["flow"]
+    got = si[both]
+    delays = r["ts"][ri[both]] - s["ts"][got]
+    gone = np.ones(len(s), bool)
+    gone[got] = False
+    received = dict(_by_interval(s_iv[got], np.stack([s_flow[got], delays], axis=1)))
+    lost = dict(_by_interval(s_iv[gone], s_flow[gone]))
+    for iv, _ in _counts(s_iv):
         acc = out.flow_truth.setdefault(iv, {"packets": np.zeros(n, np.int64),
                                              "delay_sum": np.zeros(n, np.int64),
                                              "lost": np.zeros(n, np.int64)})
-        in_iv = s["iv"][si[both]] == iv
-        fl = s["flow"][si[both]][in_iv]
-        np.add.at(acc["packets"], fl, 1)
-        np.add.at(acc["delay_sum"], fl, (r["ts"][ri[both]] - s["ts"][si[both]])[in_iv])
-        gone = np.ones(len(s), bool)
-        gone[si[both]] = False
-        gone &= s["iv"] == iv
-        np.add.at(acc["lost"], s["flow"][gone], 1)
+        if iv in received:
+            fl, d = received[iv][:, 0], received[iv][:, 1]
+            acc["packets"] += np.bincount(fl, minlength=n)
+            np.add.at(acc["delay_sum"], fl, d)
+        if iv in lost:
+            acc["lost"] += np.bincount(lost[iv], minlength=n)
 
 
 def _duplicates(keys: np.ndarray) -> int:
@@ -590,6 +719,86 @@ def _duplicates(keys: np.ndarray) -> int:
 def _count_into(target: dict, iv: np.ndarray) -> None:
     for k, n in _counts(iv):
         target[k] = target.get(k, 0) + n
+
+
+#: An OPA record as spilled by interval: interval, place in its capture, timestamp (ns),
+#: packet hash P and match key.
+_OPA_DTYPE = np.dtype([("iv", "<i8"), ("seq", "<i8"), ("ts", "<i8"), ("p", "<u8"),
+                       ("key", "<u8")])
+
+
+@dataclass
+class OpaSpill:
+    """OPA's per-packet records of both captures after the pairing (the receiver's
+    intervals as the pairing gives them, its trimmed packets left out), spilled by
+    ranges of intervals: bucket ``q`` of key partition ``p`` in ``<side>-<q>-<p>.bin``
+    of ``folder``. Read back a bucket at a time (:meth:`intervals`), so the memory is
+    that of the intervals of one bucket, not of the captures."""
+    folder: str
+    parts: int                    # key partitions (files per bucket and side)
+    clip: tuple | None            # the sender's interval range (every record's)
+
+    @property
+    def buckets(self) -> int:
+        if self.clip is None:
+            return 1
+        return int(min(self.parts, self.clip[1] - self.clip[0] + 1))
+
+    def _bucket(self, iv: np.ndarray) -> np.ndarray:
+        lo, hi = self.clip if self.clip is not None else (0, 0)
+        span = hi - lo + 1
+        return ((np.clip(iv, lo, hi) - lo) * self.buckets) // span
+
+    def write(self, p: int, s: np.ndarray, r: np.ndarray) -> None:
+        """Write a key partition's records of both sides (a pairing task)."""
+        for side, recs in (("sender", s), ("receiver", r)):
+            if not len(recs):
+                continue
+            out = np.empty(len(recs), _OPA_DTYPE)
+            q = self._bucket(recs["iv"])
+            order = None if self.buckets == 1 else np.argsort(q, kind="stable")
+            for name in _OPA_DTYPE.names:
+                out[name] = recs[name] if order is None else recs[name][order]
+            q = q if order is None else q[order]
+            bounds = np.flatnonzero(np.diff(q)) + 1
+            for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(q)]):
+                out[a:b].tofile(os.path.join(self.folder, f"{side}-{q[a]}-{p}.bin"))
+
+    def _load(self, side: str, q: int) -> np.ndarray:
+        got = [np.fromfile(path, _OPA_DTYPE) for p in range(self.parts)
+               if os.path.exists(path := os.path.join(self.folder, f"{side}-{q}-{p}.bin"))]
+        return np.concatenate(got) if got else np.zeros(0, _OPA_DTYPE)
+
+    def intervals(self):
+        """``(interval, sender records, receiver records)`` in increasing interval
+        order for every interval with records: the sender's in capture order, the
+        receiver's in arrival order (timestamp, then capture order) as the taps saw
+        them (:func:`host_sw.model.pcap.pair_captures`' order)."""
+        for q in range(self.buckets):
+            yield from self.bucket(q)
+
+    def bucket_of(self, intervals) -> np.ndarray:
+        """The bucket of each interval."""
+        return self._bucket(np.asarray(intervals, np.int64))
+
+    def bucket(self, q: int):
+        """:meth:`intervals` of bucket ``q``."""
+        s, r = self._load("sender", q), self._load("receiver", q)
+        s = _columns(s, np.lexsort((s["seq"], s["iv"])))
+        r = _columns(r, np.lexsort((r["seq"], r["ts"], r["iv"])))
+        ivs = np.union1d(s["iv"], r["iv"])
+        s_at = np.searchsorted(s["iv"], ivs)
+        r_at = np.searchsorted(r["iv"], ivs)
+        s_end = np.searchsorted(s["iv"], ivs, side="right")
+        r_end = np.searchsorted(r["iv"], ivs, side="right")
+        for k, iv in enumerate(ivs.tolist()):
+            yield (iv, {n: c[s_at[k]:s_end[k]] for n, c in s.items()},
+                   {n: c[r_at[k]:r_end[k]] for n, c in r.items()})
+
+
+def _columns(recs: np.ndarray, order: np.ndarray) -> dict:
+    """The fields of ``recs[order]`` as contiguous arrays (no structured copy)."""
+    return {name: recs[name][order] for name in recs.dtype.names}
 
 
 @dataclass
@@ -606,6 +815,7 @@ class _PartJob:
     clip: tuple | None
     flow_map: np.ndarray | None
     flows: int
+    opa: "OpaSpill | None" = None
 
 
 def _pair_partition(job: _PartJob) -> _PartResult:
@@ -617,7 +827,7 @@ def _pair_partition(job: _PartJob) -> _PartResult:
         r["flow"][have] = job.flow_map[r["flow"][have]]
     out = _PartResult()
     num = out.numbers
-    si, ri = _match(s["key"], r["key"])
+    si, ri = _match(s["key"], r["key"], num)
     if job.trim is not None and len(r):
         # The receiver's packets of the window: those of its sender packets, and those
         # the sender capture does not hold that arrived where no edge explains them.
@@ -627,10 +837,8 @@ def _pair_partition(job: _PartJob) -> _PartResult:
         inside = (r["ts"] >= lo + margin) & (r["ts"] <= hi)
         keep = matched | inside
         num["left_out"] = int(len(r) - keep.sum())
-        r = r[keep]
-        si, ri = _match(s["key"], r["key"])
-    num["dup_sender"] = _duplicates(s["key"])
-    num["dup_receiver"] = _duplicates(r["key"])
+        r = _take(r, np.flatnonzero(keep))
+        si, ri = _match(s["key"], r["key"], num)
     num["unmatched"] = len(r) - len(ri)
     if job.trim is not None:
         num["received"] = len(r)
@@ -640,10 +848,11 @@ def _pair_partition(job: _PartJob) -> _PartResult:
         if job.marker:
             r_iv[ri] = s["iv"][si]
         flow = r["rows"].T if "rows" in r.dtype.names else None
-        _update_synopses(job.config, Hashers(job.config), out.r_synopses, r_iv,
-                         PacketHashes(r["p"], None if flow is None
-                                      else np.ascontiguousarray(flow)),
-                         _ticks(r["ts"], job.config.tick_ns))
+        if job.opa is None:
+            _update_synopses(job.config, Hashers(job.config), out.r_synopses, r_iv,
+                             PacketHashes(r["p"], None if flow is None
+                                          else np.ascontiguousarray(flow)),
+                             _ticks(r["ts"], job.config.tick_ns))
         _add_meta(out.r_meta, r_iv, r["ts"])
         r = r.copy()
         r["iv"] = r_iv
@@ -663,6 +872,8 @@ def _pair_partition(job: _PartJob) -> _PartResult:
     _count_into(out.counts["lost"], s["iv"][lost])
     if job.flows:
         _flow_truth(out, job.flows, s, r, si, ri, both)
+    if job.opa is not None:
+        job.opa.write(job.p, s, r)
     return out
 
 
@@ -838,7 +1049,7 @@ def _first_time(path, config, chunk_bytes, keep) -> int | None:
 def _build_cache(job: tuple) -> tuple:
     """A side's RDA cache from its cache records (a task: ``(spill, side, directory)``):
     the IDs seen once, sorted, with their ticks, written to two files; returns
-    ``(ids path, ticks path, count)`` for :func:`_mapped_cache`. One cache partition is
+    ``(ids path, ticks path, count)`` for :func:`mapped_cache`. One cache partition is
     in memory while it is built. IDs seen more than once are left out (the paper discards
     duplicates; :func:`host_sw.estimators.offline.capture_cache`)."""
     spill, side, directory = job
@@ -849,7 +1060,7 @@ def _build_cache(job: tuple) -> tuple:
             recs = spill.load(side, q)
             if not len(recs):
                 continue
-            order = np.argsort(recs["id"], kind="stable")
+            order, _ = _sort_keys(recs["id"])   # equal IDs are dropped: any order
             ids, ticks = recs["id"][order], recs["tick"][order]
             once = np.ones(len(ids), bool)
             same = ids[1:] == ids[:-1]
@@ -861,7 +1072,7 @@ def _build_cache(job: tuple) -> tuple:
     return paths["ids"], paths["ticks"], n
 
 
-def _mapped_cache(built: tuple) -> PacketCache:
+def mapped_cache(built: tuple) -> PacketCache:
     """The :class:`PacketCache` of :func:`_build_cache`'s files, mapped (``np.memmap``):
     only the pages the decoder searches are resident."""
     ids, ticks, n = built
@@ -909,6 +1120,7 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
     keep = None if window is None else window[:2]
     directory = tempfile.mkdtemp(prefix="ldactl-pair-", dir=spill_dir)
     os.mkdir(os.path.join(directory, "cache"))
+    os.mkdir(os.path.join(directory, "opa"))
     try:
         t0 = start_ns
         if t0 is None and interval_ns is not None:    # one interval: each pass's own
@@ -930,10 +1142,12 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
         flows = s_res.flows
         flow_map = _flow_map(flows, r_res.flows)
         caches = {side: None for side in ("sender", "receiver")}
+        cache_files = None
         if cache_parts:
             built = run.map(_build_cache, [(s_res.cache, "sender", directory),
                                            (r_res.cache, "receiver", directory)])
-            caches = {"sender": _mapped_cache(built[0]), "receiver": _mapped_cache(built[1])}
+            caches = {"sender": mapped_cache(built[0]), "receiver": mapped_cache(built[1])}
+            cache_files = {"sender": built[0], "receiver": built[1]}
         pair = StreamedPair(config, {"sender": s_res.synopses, "receiver": r_synopses},
                             {"sender": s_res.meta, "receiver": r_meta}, _Truth(),
                             s_res.counted, 0 if window else r_res.counted, 0, 0, 0,
@@ -941,9 +1155,12 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
                             start_ns=next((x for x in (t0, s_res.t0, r_res.t0)
                                            if x is not None), None))
         pair.left_out["sender"] = s_res.left_out
+        pair.cache_files = cache_files
+        if config.kind == "opa":
+            pair.opa = OpaSpill(os.path.join(directory, "opa"), parts, clip)
         n_flows = 0 if flows is None else len(flows)
         jobs = [_PartJob(p, s_res.spill, r_res.spill, config, marker, window, clip,
-                         flow_map, n_flows) for p in range(parts)]
+                         flow_map, n_flows, pair.opa) for p in range(parts)]
         for res in run.map(_pair_partition, jobs):
             _merge_part(pair, res)
     except BaseException:

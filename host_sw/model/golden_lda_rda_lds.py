@@ -41,7 +41,7 @@ from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.config import check_comparable
 from host_sw.contracts.hashing import (
     H3, PAIR_TABLE_MIN_ROWS, ByteMask, FrameClass, HashPurpose, SboxH3, classify_frame,
-    header_windows, sbox_nibbles64, table_xor,
+    header_windows, sbox_nibbles64, sbox_table_xor, table_xor,
 )
 from host_sw.contracts.hash_fields import (
     LdsOffsetHash, RdaBucketHash, field_hash, lda_bank, lds_digest,
@@ -50,7 +50,8 @@ from host_sw.contracts.synopsis import Synopsis
 
 _M32 = np.uint64(0xFFFFFFFF)
 
-__all__ = ["PacketHashes", "Hashers", "hash_windows", "hash_frames", "flow_row_hashes",
+__all__ = ["PacketHashes", "Hashers", "hash_windows", "split_window_hashes", "hash_frames",
+           "flow_row_hashes",
            "update", "bucket_indices", "UPDATE_GROUPS", "XOR_FIELD_VALUES"]
 
 
@@ -118,7 +119,19 @@ class Hashers:
         """
         hashers = self.flow[frame_class]
         windows = np.asarray(windows)
+        out = np.empty((len(hashers), windows.shape[0]), dtype=np.uint64)
+        for i, tables in enumerate(self._flow_pair_tables(frame_class)):
+            both = table_xor(windows, tables)
+            out[2 * i] = both & _M32
+            if 2 * i + 1 < len(hashers):
+                out[2 * i + 1] = both >> np.uint64(32)
+        return out
+
+    def _flow_pair_tables(self, frame_class: FrameClass) -> list[dict]:
+        """Per pair of LDS rows, the 256-entry tables of the live window bytes (row
+        ``2i`` in the low, ``2i+1`` in the high 32 bits)."""
         if frame_class not in self._flow_tables:
+            hashers = self.flow[frame_class]
             combined = []
             for i in range(0, len(hashers), 2):
                 lo = hashers[i]
@@ -127,12 +140,21 @@ class Hashers:
                                  else lo.tables[b] | (hi.tables[b] << np.uint64(32))
                                  for b in np.flatnonzero(lo.byte_mask)})
             self._flow_tables[frame_class] = combined
-        out = np.empty((len(hashers), windows.shape[0]), dtype=np.uint64)
-        for i, tables in enumerate(self._flow_tables[frame_class]):
-            both = table_xor(windows, tables)
-            out[2 * i] = both & _M32
-            if 2 * i + 1 < len(hashers):
-                out[2 * i + 1] = both >> np.uint64(32)
+        return self._flow_tables[frame_class]
+
+    def window_tables(self) -> list[list[dict]]:
+        """The tables of every hash of the header window, per counted class (IPv4, IPv6):
+        ``[packet hash P, LDS row pairs (as :meth:`flow_hashes`)...]``, each
+        ``{window byte: 256-entry table}`` (for hashing while a capture is read:
+        :class:`host_sw.model.pcap_stream.WindowHashes`; :func:`split_window_hashes`
+        turns its outputs into :class:`PacketHashes`)."""
+        out = []
+        for cls in (FrameClass.IPV4, FrameClass.IPV6):
+            h = self.packet[cls]
+            tables = [{int(b): h.tables[b] for b in np.flatnonzero(h.byte_mask)}]
+            if self.flow:
+                tables += self._flow_pair_tables(cls)
+            out.append(tables)
         return out
 
     def rda_bucket_hashes(self, ids: np.ndarray) -> list[np.ndarray]:
@@ -153,6 +175,15 @@ class Hashers:
         ids = np.ascontiguousarray(ids, dtype=np.uint64)
         if len(ids) < PAIR_TABLE_MIN_ROWS:
             return [h.of_u64(ids) for h in hashes]
+        if key + "/bytes" not in self._pair_tables:    # two hashes per 64-bit entry
+            self._pair_tables[key + "/bytes"] = np.stack([
+                hashes[i].h3.tables if i + 1 == len(hashes)
+                else hashes[i].h3.tables | (hashes[i + 1].h3.tables << np.uint64(32))
+                for i in range(0, len(hashes), 2)])
+        both = sbox_table_xor(ids, self._pair_tables[key + "/bytes"])
+        if both is not None:
+            return [both[i // 2] & _M32 if i % 2 == 0 else both[i // 2] >> np.uint64(32)
+                    for i in range(len(hashes))]
         ids = sbox_nibbles64(ids)
         if key not in self._pair_tables:
             tables = []
@@ -174,6 +205,21 @@ class Hashers:
             if 2 * i + 1 < len(hashes):
                 out.append(both >> np.uint64(32))
         return out
+
+
+def split_window_hashes(config: SynopsisConfig, outputs: np.ndarray,
+                        classes: np.ndarray) -> PacketHashes:
+    """:class:`PacketHashes` from the outputs ``(H, N)`` of :meth:`Hashers.window_tables`'
+    hashes (what :func:`hash_windows` gives for the same windows)."""
+    rows = config.hash_count(HashPurpose.LDS_FLOW)
+    flow = None
+    if rows:
+        flow = np.empty((rows, outputs.shape[1]), np.uint64)
+        for r in range(rows):
+            both = outputs[1 + r // 2]
+            flow[r] = both & _M32 if r % 2 == 0 else both >> np.uint64(32)
+    counted = (classes == FrameClass.IPV4) | (classes == FrameClass.IPV6)
+    return PacketHashes(outputs[0], flow, counted)
 
 
 def hash_windows(config: SynopsisConfig, windows: np.ndarray, classes=None,

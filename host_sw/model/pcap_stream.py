@@ -29,7 +29,10 @@ is used only when it is the chain. With numba installed, blocks of a MiB or more
 walked and their records' headers and windows extracted by two compiled loops instead
 (:func:`_walk_loop`, :func:`_extract_loop`: one pass each, where numpy needs a pass per
 gather and per window byte past the shortest frame; the same records and bytes,
-``tests/model/test_pcap_stream.py``). pcapng blocks are walked the same way (their own
+``tests/model/test_pcap_stream.py``). Given :class:`WindowHashes`, the compiled extraction
+also classifies each frame and computes its H3 hashes from the block's bytes in the same
+pass, copying no window unless asked (:func:`_extract_hash_loop`; the offline analysis'
+packet and LDS row hashes). pcapng blocks are walked the same way (their own
 lengths; 4-byte aligned). Timestamps are exact int64 ns (as :mod:`host_sw.model.pcap`).
 """
 
@@ -43,12 +46,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_sw.contracts.hashing import (
-    DEFAULT_WINDOW_BYTES, ETHERTYPE_CONTROL, ETHERTYPE_IPV4, ETHERTYPE_IPV6,
-    MIN_FRAME_BYTES, FrameClass, compiled,
+    COMPILED_MIN_ROWS, DEFAULT_WINDOW_BYTES, ETHERTYPE_CONTROL, ETHERTYPE_IPV4,
+    ETHERTYPE_IPV6, MIN_FRAME_BYTES, FrameClass, compiled, sbox_table_xor,
 )
 from host_sw.model.pcap import MAGIC_NS, MAGIC_US, PCAPNG_BOM, PCAPNG_SHB, CaptureError
 
-__all__ = ["CaptureChunk", "iter_capture", "capture_linktype", "classify_windows",
+__all__ = ["CaptureChunk", "WindowHashes", "iter_capture", "warm_compiled",
+           "capture_linktype", "classify_windows",
            "DEFAULT_CHUNK_BYTES", "walk_classic", "walk_pcapng", "PcapngInterface"]
 
 #: Bytes of the file read at once (the reader's memory is a few times this).
@@ -86,7 +90,9 @@ class CaptureChunk:
     timestamps_ns:
         int64 ``(n,)`` — ns since the epoch.
     windows:
-        uint8 ``(n, window_bytes)`` — the first bytes of each frame, zero past its end.
+        uint8 ``(n, window_bytes)`` — the first bytes of each frame, zero past its end
+        (``None`` when :func:`iter_capture` was given hashes that keep no windows and
+        computed them from the block).
     classes:
         int64 ``(n,)`` — :class:`~host_sw.contracts.hashing.FrameClass` (the tap's
         decision, :func:`~host_sw.contracts.hashing.classify_frame`).
@@ -94,12 +100,16 @@ class CaptureChunk:
         int64 ``(n,)`` — captured length of each frame.
     original_lengths:
         int64 ``(n,)`` — on-wire length.
+    hashes:
+        uint64 ``(H, n)`` — the :class:`WindowHashes` of each window, when
+        :func:`iter_capture` was given some, else ``None``.
     """
     timestamps_ns: np.ndarray
-    windows: np.ndarray
+    windows: np.ndarray | None
     classes: np.ndarray
     lengths: np.ndarray
     original_lengths: np.ndarray
+    hashes: np.ndarray | None = None
 
     def __len__(self):
         return len(self.timestamps_ns)
@@ -292,16 +302,136 @@ def _extract_loop(buf, starts, le, fields, windows):
             row[j] = 0
 
 
+def _extract_hash_loop(buf, starts, le, fields, classes, windows, keep_windows, which,
+                       count, tables, hashes):
+    """:func:`_extract_loop` and the frame class, with H3 hashes of each counted frame's
+    window computed from the block's bytes in the same pass (:class:`WindowHashes`): no
+    window is copied unless ``keep_windows``, and bytes past a frame's captured end are
+    skipped (their table entry, the hash of a zero byte, is 0). numba: numpy would need
+    one gather of the block and one XOR pass per live window byte and hash."""
+    width = windows.shape[1]
+    one, two, three = np.uint64(1), np.uint64(2), np.uint64(3)
+    for i in range(starts.shape[0]):
+        o = np.uint64(starts[i])
+        for f in range(4):
+            b = o + np.uint64(4 * f)
+            if le:
+                v = (np.int64(buf[b]) | (np.int64(buf[b + one]) << 8)
+                     | (np.int64(buf[b + two]) << 16) | (np.int64(buf[b + three]) << 24))
+            else:
+                v = ((np.int64(buf[b]) << 24) | (np.int64(buf[b + one]) << 16)
+                     | (np.int64(buf[b + two]) << 8) | np.int64(buf[b + three]))
+            fields[i, f] = v
+        cap = fields[i, 2]
+        m = min(cap, width)
+        src = o + np.uint64(16)
+        if keep_windows:
+            row = windows[i]
+            for j in range(m):
+                row[j] = buf[src + np.uint64(j)]
+            for j in range(m, width):
+                row[j] = 0
+        ethertype = np.int64(0)
+        if m > 13:
+            ethertype = (np.int64(buf[src + np.uint64(12)]) << 8) | np.int64(
+                buf[src + np.uint64(13)])
+        version = np.int64(buf[src + np.uint64(14)]) >> 4 if m > 14 else np.int64(0)
+        cls = np.int64(2)                                   # FrameClass.NON_IP
+        if ethertype == 0x86DD and version == 6:
+            cls = np.int64(1)                               # IPV6
+        elif ethertype == 0x0800 and version == 4:
+            cls = np.int64(0)                               # IPV4
+        elif ethertype == 0x88B5:
+            cls = np.int64(5)                               # CONTROL
+        if cap < 60:
+            cls = np.int64(3)                               # RUNT (MIN_FRAME_BYTES)
+        classes[i] = cls
+        for h in range(hashes.shape[0]):
+            acc = np.uint64(0)
+            if cls <= 1:
+                for t in range(count[cls, h]):
+                    j = which[cls, h, t]
+                    if j < m:
+                        acc ^= tables[cls, h, t, buf[src + np.uint64(j)]]
+            hashes[h, i] = acc
+
+
+@dataclass(frozen=True)
+class WindowHashes:
+    """H3 functions of the header window that :func:`iter_capture` computes while it
+    extracts the records (:attr:`CaptureChunk.hashes`), per counted frame class
+    (``0`` IPv4, ``1`` IPv6) and output ``h``: the live window bytes ``which[c, h,
+    :count[c, h]]`` and their 256-entry tables ``tables[c, h, t]`` (the XOR of the
+    tables of a frame's live bytes is the hash). Uncounted frames hash to 0."""
+    which: np.ndarray       # int64 (2, H, L)
+    count: np.ndarray       # int64 (2, H)
+    tables: np.ndarray      # uint64 (2, H, L, 256)
+    keep_windows: bool = True
+
+    @classmethod
+    def of(cls, per_class: list, keep_windows: bool = True) -> "WindowHashes":
+        """From ``per_class[c][h]``: a dict ``{window byte: 256-entry table}`` per class
+        (IPv4, IPv6) and output."""
+        outputs = len(per_class[0])
+        longest = max([len(t) for c in per_class for t in c] + [1])
+        which = np.zeros((2, outputs, longest), np.int64)
+        count = np.zeros((2, outputs), np.int64)
+        tables = np.zeros((2, outputs, longest, 256), np.uint64)
+        for c in range(2):
+            for h, items in enumerate(per_class[c]):
+                for t, (j, table) in enumerate(sorted(items.items())):
+                    which[c, h, t], tables[c, h, t] = j, table
+                count[c, h] = len(items)
+        return cls(which, count, tables, keep_windows)
+
+    def __call__(self, windows: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """The hashes ``(H, n)`` of extracted windows (the same bits as the compiled
+        pass; for blocks it does not run on)."""
+        out = np.zeros((self.count.shape[1], len(windows)), np.uint64)
+        for c in range(2):
+            sel = np.flatnonzero(classes == c)
+            if not len(sel):
+                continue
+            sub = windows[sel]
+            for h in range(out.shape[0]):
+                acc = np.zeros(len(sel), np.uint64)
+                for t in range(self.count[c, h]):
+                    acc ^= self.tables[c, h, t][sub[:, self.which[c, h, t]]]
+                out[h, sel] = acc
+        return out
+
+
 #: Bytes of a block from which the compiled loops (numba, when installed) find and
 #: extract its records; numpy's guess and gathers otherwise (the same records and
 #: bytes).
 _COMPILED_MIN_BYTES = 1 << 20
+#: Records of a block from which they are extracted (and hashed) by a compiled loop.
+_COMPILED_MIN_RECORDS = 1024
 
 
 def _compiled_reader():
-    """The compiled ``(walk, extract)`` loops, or ``None`` without numba."""
+    """The compiled ``(walk, extract, extract and hash)`` loops, or ``None`` without
+    numba."""
     walk = compiled(_walk_loop)
-    return None if walk is None else (walk, compiled(_extract_loop))
+    return None if walk is None else (walk, compiled(_extract_loop),
+                                      compiled(_extract_hash_loop))
+
+
+def warm_compiled() -> None:
+    """Load the compiled loops of a capture pass now (numba's cached code: about 0.4 s
+    of CPU time at a process's first call), so that worker processes forked afterwards
+    share them instead of each loading them again."""
+    reader = _compiled_reader()
+    if reader is None:
+        return
+    buf = np.zeros(256, np.uint8)
+    reader[0](buf, 0, True, np.zeros(1, np.int64))
+    spec = WindowHashes.of([[{0: np.zeros(256, np.uint64)}]] * 2, keep_windows=False)
+    for keep in (False, True):
+        reader[2](buf, np.zeros(1, np.int64), True, np.zeros((1, 4), np.int64),
+                  np.zeros(1, np.int64), np.zeros((1, 64), np.uint8), keep, spec.which,
+                  spec.count, spec.tables, np.zeros((1, 1), np.uint64))
+    sbox_table_xor(np.zeros(COMPILED_MIN_ROWS, np.uint64), np.zeros((1, 8, 256), np.uint64))
 
 
 def _classic_records(blocks: _Blocks, le: bool, frac_limit: int, guess: bool):
@@ -314,8 +444,22 @@ def _classic_records(blocks: _Blocks, le: bool, frac_limit: int, guess: bool):
     return found if found is not None else walk_classic(blocks.data(), le)
 
 
-def _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, where):
-    reader = _compiled_reader() if len(starts) >= 1024 else None
+def _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, where,
+                   hashes=None):
+    reader = _compiled_reader() if len(starts) >= _COMPILED_MIN_RECORDS else None
+    if reader is not None and hashes is not None:
+        n = len(starts)
+        fields = np.empty((n, 4), np.int64)
+        classes = np.empty(n, np.int64)
+        keep = hashes.keep_windows
+        windows = np.empty((n if keep else 0, window_bytes), np.uint8)
+        out = np.empty((hashes.count.shape[1], n), np.uint64)
+        reader[2](buf, starts, le, fields, classes, windows, keep, hashes.which,
+                  hashes.count, hashes.tables, out)
+        sec, frac, cap, orig = fields.T
+        _check_fraction(frac, frac_limit, starts, where)
+        return CaptureChunk(sec * 1_000_000_000 + frac * frac_ns, windows if keep else None,
+                            classes, cap, orig, out)
     if reader is not None:
         fields = np.empty((len(starts), 4), np.int64)
         windows = np.empty((len(starts), window_bytes), np.uint8)
@@ -323,18 +467,23 @@ def _classic_chunk(buf, starts, le, frac_ns, frac_limit, window_bytes, where):
         sec, frac, cap, orig = fields.T
     else:
         sec, frac, cap, orig = _fields(_gather(buf, starts, 16), le).T
+    _check_fraction(frac, frac_limit, starts, where)
+    if reader is None:
+        windows = _gather(buf, starts + 16, window_bytes)
+        _clear_past_end(windows, cap)
+    classes = classify_windows(windows, cap)
+    return CaptureChunk(sec * 1_000_000_000 + frac * frac_ns, windows, classes, cap, orig,
+                        None if hashes is None else hashes(windows, classes))
+
+
+def _check_fraction(frac, frac_limit, starts, where) -> None:
     bad = np.flatnonzero(frac >= frac_limit)
     if len(bad):
         raise _capture_error(f"{where}: corrupt timestamp fraction {int(frac[bad[0]])} "
                              f"in the record at byte offset {int(starts[bad[0]])} of a block")
-    if reader is None:
-        windows = _gather(buf, starts + 16, window_bytes)
-        _clear_past_end(windows, cap)
-    return CaptureChunk(sec * 1_000_000_000 + frac * frac_ns, windows,
-                        classify_windows(windows, cap), cap, orig)
 
 
-def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress):
+def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress, hashes=None):
     magic_le = struct.unpack("<I", head[:4])[0]
     le = magic_le in (MAGIC_US, MAGIC_NS)
     magic = magic_le if le else struct.unpack(">I", head[:4])[0]
@@ -354,7 +503,7 @@ def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress):
         if len(starts):
             mean_record = cut / len(starts)
             yield _classic_chunk(blocks.buf, starts, le, frac_ns, frac_limit,
-                                 window_bytes, path)
+                                 window_bytes, path, hashes)
         blocks.consume(cut)
 
 
@@ -445,7 +594,7 @@ def walk_pcapng(data: bytes, le: bool, path, ifaces: list, linktypes: set | None
     return np.array(starts, np.int64), np.array(kinds, np.int64), off
 
 
-def _pcapng_chunk(buf, starts, kinds, le, ifaces, window_bytes, path):
+def _pcapng_chunk(buf, starts, kinds, le, ifaces, window_bytes, path, hashes=None):
     words = _fields(_gather(buf, starts + 8, 20), le).T
     is_pb = kinds == 2
     iface = np.where(is_pb, words[0] & 0xFFFF if le else words[0] >> 16, words[0])
@@ -464,10 +613,12 @@ def _pcapng_chunk(buf, starts, kinds, le, ifaces, window_bytes, path):
             ts[sel] = itf.ns(ticks[sel], repr(path))
     windows = _gather(buf, starts + 28, window_bytes)
     _clear_past_end(windows, cap)
-    return CaptureChunk(ts, windows, classify_windows(windows, cap), cap, orig)
+    classes = classify_windows(windows, cap)
+    return CaptureChunk(ts, windows, classes, cap, orig,
+                        None if hashes is None else hashes(windows, classes))
 
 
-def _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress):
+def _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress, hashes=None):
     bom = head[8:12]
     if len(bom) < 4:
         raise _capture_error(f"{path!r}: truncated pcapng block header")
@@ -488,7 +639,8 @@ def _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress):
             raise _capture_error(f"{path!r}: interfaces of different link types "
                                  f"({', '.join(map(str, sorted(linktypes)))})")
         if len(starts):
-            yield _pcapng_chunk(blocks.buf, starts, kinds, le, ifaces, window_bytes, path)
+            yield _pcapng_chunk(blocks.buf, starts, kinds, le, ifaces, window_bytes, path,
+                                hashes)
         blocks.consume(cut)
 
 
@@ -536,9 +688,13 @@ def capture_linktype(path) -> int:
 
 def iter_capture(path, *, window_bytes: int = DEFAULT_WINDOW_BYTES,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                 progress: Callable[[int], None] | None = None) -> Iterator[CaptureChunk]:
+                 progress: Callable[[int], None] | None = None,
+                 hashes: "WindowHashes | None" = None) -> Iterator[CaptureChunk]:
     """The records of a pcap or pcapng file as :class:`CaptureChunk` objects, in file
-    order. ``progress(n)`` is called with the bytes read after each read.
+    order. ``progress(n)`` is called with the bytes read after each read. ``hashes``
+    (:class:`WindowHashes`): hash every counted frame's window as it is extracted
+    (:attr:`CaptureChunk.hashes`; its windows are then kept only when it says so, and
+    always on the paths that extract them first).
 
     Raises :class:`~host_sw.model.pcap.CaptureError` for a missing, truncated or
     unrecognised file (a truncated tail only when the iteration reaches it).
@@ -550,6 +706,8 @@ def iter_capture(path, *, window_bytes: int = DEFAULT_WINDOW_BYTES,
         if progress is not None:
             progress(len(head))
         if fmt == "pcap":
-            yield from _iter_classic(f, path, head, window_bytes, chunk_bytes, progress)
+            yield from _iter_classic(f, path, head, window_bytes, chunk_bytes, progress,
+                                     hashes)
         else:
-            yield from _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress)
+            yield from _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress,
+                                    hashes)

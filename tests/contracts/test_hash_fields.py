@@ -155,3 +155,25 @@ def test_lds_offset_hash_per_row():
         LdsOffsetHash(seed=3, row=1).of_u64(np.array([5], dtype=np.uint64))[0])
     assert np.mean(offsets[0] == offsets[1]) < 0.2
     assert np.mean(offsets[1] == offsets[2]) < 0.2
+
+
+def test_compiled_sbox_hash_equals_the_numpy_layers():
+    """:func:`sbox_table_xor` (the S-box layer and the H3 lookups in one compiled pass)
+    gives the bits of the numpy path (:func:`sbox_nibbles64`, then the H3 pair tables),
+    one 64-bit and two 32-bit hashes packed in one table, on long inputs."""
+    from host_sw.contracts.hashing import (COMPILED_MIN_ROWS, SboxH3, sbox_nibbles64,
+                                           sbox_table_xor)
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 1 << 64, size=COMPILED_MIN_ROWS + 777, dtype=np.uint64)
+    f = SboxH3(seed=9, purpose=HashPurpose.FIELD, out_bits=64).h3
+    a, b = (SboxH3(seed=9, purpose=HashPurpose.RDA_BUCKET, index=i, out_bits=32).h3
+            for i in range(2))
+    got = sbox_table_xor(ids, np.stack([f.tables, a.tables | (b.tables << np.uint64(32))]))
+    if got is None:
+        pytest.skip("numba is not installed")
+    s = sbox_nibbles64(ids)
+    assert np.array_equal(got[0], f.of_u64(s))
+    assert np.array_equal(got[1] & np.uint64(0xFFFFFFFF), a.of_u64(s))
+    assert np.array_equal(got[1] >> np.uint64(32), b.of_u64(s))
+    assert np.array_equal(field_hash(ids[:5], 9),
+                          [ref_field_hash(int(v), 9) for v in ids[:5]])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from host_sw.cli import main
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig
 from host_sw.estimators import offline_stream
 from host_sw.estimators.offline import capture_cache, capture_records
 from host_sw.estimators.offline_jobs import runner
@@ -51,7 +51,8 @@ def _rows(records) -> list[str]:
 
 
 CASES = [(LdaConfig(), "time", SPAN // 4 + 1), (RdaConfig(), "time", SPAN // 4 + 1),
-         (LdsConfig(), "time", None), (LdaConfig(), "marker", SPAN // 4 + 1)]
+         (LdsConfig(), "time", None), (LdaConfig(), "marker", SPAN // 4 + 1),
+         (OpaConfig(), "time", SPAN // 4 + 1), (OpaConfig(), "marker", SPAN // 4 + 1)]
 
 
 def test_jobs_give_the_records_of_one_process(lossy, tiny_partitions):
@@ -66,6 +67,10 @@ def test_jobs_give_the_records_of_one_process(lossy, tiny_partitions):
             assert _rows(two) == _rows(one)
             if config.kind == "lds":
                 assert len(one[0].details["flows"]) == 25
+            if config.kind == "opa":     # the recovery ran in the workers, per bucket
+                for a, b in zip(one, two):
+                    assert np.array_equal(a.details["opa"].delays, b.details["opa"].delays)
+                    assert a.details["opa"].recovered.sum() > 0
     assert any(x.estimate.get("decoded") for x in capture_records(s, r, RdaConfig(),
                                                                   interval_ns=SPAN // 4 + 1))
 

@@ -18,7 +18,7 @@ from host_sw.model.pcap import write_pcap
 
 CONFIGS = {"lda": LdaConfig(), "rda": RdaConfig(), "lds": LdsConfig()}
 #: The kinds whose capture pairs are trimmed and checked as one stream at two points
-#: (RLI on its own streamed path, OPA in memory, with the same window and checks).
+#: (RLI on its own streamed path, OPA streamed with its records spilled by interval).
 TRIMMED = {**CONFIGS, "opa": OpaConfig(), "rli": RliConfig()}
 
 

@@ -144,3 +144,73 @@ def test_unique_rows_equals_numpy_unique_of_the_void_keys(rows):
     assert len(have[0]) == len(want[0]) > 40
     for a, b in zip(have, want):
         assert np.array_equal(a, b.ravel())
+
+
+@pytest.mark.parametrize("mode,window", [("time", False), ("marker", False),
+                                         ("time", True)],
+                         ids=["time", "marker", "trimmed"])
+def test_opa_streamed_equals_in_memory(lossy, tmp_path, tiny_partitions, mode, window):
+    """OPA from capture files (its records spilled by ranges of intervals and read back
+    a range at a time, the pairing in several partitions) gives the rows of the
+    in-memory analysis: words, estimates, per-packet recovery and its check against
+    the truth, the truth's percentiles; a receiver capture that stopped early is
+    trimmed the same way."""
+    from host_sw.contracts.config import OpaConfig
+    _, (s, r) = lossy
+    if window:      # the receiver's capture stops 2 ms before the sender's
+        cap = read_pcap(r)
+        keep = cap.timestamps_ns <= cap.timestamps_ns.max() - 200_000
+        write_pcap(tmp_path / "r.pcap", [f for f, k in zip(cap.frames, keep) if k],
+                   cap.timestamps_ns[keep])
+        r = tmp_path / "r.pcap"
+    kw = dict(mode=mode, interval_ns=6000 * 200 // 5 + 1)
+    config = OpaConfig()
+    streamed = capture_records(s, r, config, chunk_bytes=1 << 16, **kw)
+    in_memory = capture_records(read_pcap(s), read_pcap(r), config, **kw)
+    assert len(streamed) == len(in_memory) >= 5
+    assert sum(x.valid for x in streamed) >= 4
+    assert any(x.details["reordered_found"] for x in streamed) or mode == "marker"
+    assert (window and "window" in streamed[0].details) or not window
+    for a, b in zip(streamed, in_memory):
+        ta, tb = a.to_json().pop("true"), b.to_json().pop("true")
+        da, db = a.to_json(), b.to_json()
+        da.pop("true"), db.pop("true")
+        assert da == db
+        assert {k: ta[k] for k in ("sent", "received", "lost")} == \
+            {k: tb[k] for k in ("sent", "received", "lost")}
+        assert math.isclose(ta["mean"], tb["mean"], rel_tol=1e-12)
+        assert math.isclose(ta["std"], tb["std"], rel_tol=1e-9)
+        oa, ob = a.details["opa"], b.details["opa"]
+        assert np.array_equal(oa.delays, ob.delays)
+        assert np.array_equal(oa.recovered, ob.recovered)
+        assert a.details["delays_exact"] == b.details["delays_exact"]
+        for k in ("true_p50", "true_p99", "true_max"):
+            assert a.details[k] == b.details[k]
+    assert sum(int(x.details["opa"].recovered.sum()) for x in streamed) > 1000
+
+
+@pytest.mark.parametrize("most", [2, 4], ids=["pairs", "thrice"])
+def test_match_counts_each_sides_repeats_as_a_sort_of_that_side(most):
+    """The pairing reads each capture's repeated keys from its one sort of both sides:
+    equal to a sort of each side alone (keys repeated up to ``most`` times), and the
+    pairs are those of numpy's stable argsort (the ``t``-th receiver copy of a key
+    matches the ``t``-th sender copy)."""
+    rng = np.random.default_rng(most)
+    pool = rng.integers(0, 1 << 64, size=3000, dtype=np.uint64)
+    s = pool[rng.integers(0, 3000, size=2500)]
+    r = pool[rng.integers(0, 3000, size=2400)]
+    if most == 2:     # no key more than twice in all: each side's keys unique but 20
+        s, r = np.unique(s), np.unique(r)
+        s, r = np.r_[s, s[:20]], r[~np.isin(r, s[:20])]
+    counts = {}
+    si, ri = offline_stream._match(s, r, counts)
+    assert counts == {"dup_sender": offline_stream._duplicates(s),
+                      "dup_receiver": offline_stream._duplicates(r)}
+    assert counts["dup_sender"] > 0
+    order = np.argsort(np.r_[s, r], kind="stable")
+    want = []
+    for key in np.unique(np.r_[s, r]):
+        at = order[np.r_[s, r][order] == key]
+        snd, rcv = at[at < len(s)], at[at >= len(s)] - len(s)
+        want += list(zip(snd[:len(rcv)].tolist(), rcv[:len(snd)].tolist()))
+    assert sorted(zip(si.tolist(), ri.tolist())) == sorted(want)

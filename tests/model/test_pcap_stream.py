@@ -144,3 +144,57 @@ def test_compiled_reader_gives_the_whole_file_readers_records(tmp_path, monkeypa
     numpy_run, _ = _joined(path, chunk_bytes=1 << 20)
     for k in compiled_run:
         assert np.array_equal(compiled_run[k], numpy_run[k]), k
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["hashes-only", "with-windows"])
+@pytest.mark.parametrize("config", ["lda", "lds"])
+def test_hashes_computed_while_extracting_equal_hash_windows(tmp_path, monkeypatch, keep,
+                                                             config):
+    """The compiled extraction that also hashes (:class:`WindowHashes`) gives the frame
+    classes and the packet and LDS row hashes of :func:`hash_windows` on the whole-file
+    reader's windows: IPv4, IPv6, frames cut before the EtherType and runts; the numpy
+    path (small blocks) gives the same bits."""
+    from host_sw.contracts.config import LdaConfig, LdsConfig
+    from host_sw.model import pcap_stream
+    from host_sw.model.golden_lda_rda_lds import Hashers, hash_windows, split_window_hashes
+    if pcap_stream._compiled_reader() is None:
+        pytest.skip("numba is not installed")
+    cfg = LdaConfig() if config == "lda" else LdsConfig()
+    tr = synthetic_trace(packets=6000, flows=40, ipv6_fraction=0.3, seed=11)
+    frames = [f[:5 + i % 80] if i % 9 == 0 else f for i, f in enumerate(tr.frames())]
+    frames = [f[:12] + b"\x08\x06" + f[14:] if i % 13 == 1 else      # ARP: not counted
+              f[:14] + b"\x65" + f[15:] if i % 17 == 1 else f          # IP, version 6
+              for i, f in enumerate(frames)]
+    path = tmp_path / "h.pcap"
+    write_pcap(path, frames, tr.timestamps)
+    hashers = Hashers(cfg)
+    spec = pcap_stream.WindowHashes.of(hashers.window_tables(), keep_windows=keep)
+    cap = read_pcap(path)
+    windows = header_windows(cap.frames, cfg.window_bytes)
+    classes = np.array([int(classify_frame(f)) for f in cap.frames])
+    want = hash_windows(cfg, windows, classes, hashers)
+    assert {0, 1, 2, 3} <= set(classes.tolist())
+
+    def run():
+        chunks = list(iter_capture(path, hashes=spec, chunk_bytes=1 << 16))
+        got = split_window_hashes(cfg, np.concatenate([c.hashes for c in chunks], axis=1),
+                                  np.concatenate([c.classes for c in chunks]))
+        assert np.array_equal(np.concatenate([c.classes for c in chunks]), classes)
+        assert np.array_equal(got.packet, want.packet)
+        assert np.array_equal(got.counted, want.counted)
+        if want.flow is not None:
+            assert np.array_equal(got.flow, want.flow)
+        return chunks
+
+    monkeypatch.setattr(pcap_stream, "_COMPILED_MIN_BYTES", 1 << 12)
+    monkeypatch.setattr(pcap_stream, "_COMPILED_MIN_RECORDS", 64)
+    compiled_chunks = run()
+    # blocks of 64 records or more went through the compiled pass (no windows kept
+    # unless asked; a shorter last block is extracted by numpy)
+    assert sum(c.windows is None for c in compiled_chunks) == (
+        0 if keep else sum(len(c) >= 64 for c in compiled_chunks))
+    assert sum(len(c) >= 64 for c in compiled_chunks) >= 2
+    if keep:
+        assert np.array_equal(np.concatenate([c.windows for c in compiled_chunks]), windows)
+    monkeypatch.setattr(pcap_stream, "_compiled_reader", lambda: None)
+    assert all(c.windows is not None for c in run())
