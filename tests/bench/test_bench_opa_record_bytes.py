@@ -26,8 +26,10 @@ def test_json_equals_the_contracts_frames(capsys):
     config = OpaConfig(groups=64)
     w = make_workload(packets=3000, seed=1)
     order = np.argsort(w.received.timestamps, kind="stable")
-    sender = build_record_frames(config, "sender", seq=1, packet=w.sent.packet,
-                                 timestamps=w.sent.timestamps, src_mac=1, dst_mac=2)
+    sent = {"packet": w.sent.packet, "timestamps": w.sent.timestamps, "src_mac": 1,
+            "dst_mac": 2, "rice": True}
+    sender = build_record_frames(config, "sender", seq=1, **sent)
+    lossy = build_record_frames(config, "sender", seq=1, shift=16, **sent)
     receiver = build_record_frames(config, "receiver", seq=1,
                                    packet=w.received.packet[order],
                                    timestamps=w.received.timestamps[order],
@@ -35,11 +37,15 @@ def test_json_equals_the_contracts_frames(capsys):
     assert got["packets"] == 3000
     assert got["sender_bytes_per_packet"] == sum(map(len, sender)) / 3000
     assert got["receiver_bytes_per_packet"] == sum(map(len, receiver)) / 3000
-    assert got["sender_frames_per_packet"] == len(sender) / 3000
-    # (the lossy figure is the device's lossy sender format: today the lossless one)
-    assert got["sender_bytes_per_packet_lossy"] == got["sender_bytes_per_packet"]
-    # and those frames carry every packet's record, exactly
-    r = RecordReassembler(config)
-    done = [x for x in (r.add(f) for f in sender) if x is not None]
-    assert len(done) == 1
-    np.testing.assert_array_equal(done[0].timestamps, w.sent.timestamps)
+    assert got["sender_bytes_per_packet_lossy"] == sum(map(len, lossy)) / 3000
+    assert got["sender_frames_per_packet"] == len(lossy) / 3000
+    assert got["sender_frames_per_packet_lossless"] == len(sender) / 3000
+    assert got["sender_lossy_shift"] == 16 and got["sender_lossy_bound_ticks"] == 32768
+    assert got["sender_bytes_per_packet_lossy"] < got["sender_bytes_per_packet"]
+    # and those frames carry every packet's record, exactly or within the bound
+    for frames, bound in ((sender, 0), (lossy, 32768)):
+        r = RecordReassembler(config)
+        done = [x for x in (r.add(f) for f in frames) if x is not None]
+        assert len(done) == 1
+        err = done[0].timestamps - w.sent.timestamps
+        assert np.abs(err).max() <= bound and (bound or not err.any())
