@@ -199,8 +199,9 @@ RICE_UNARY_LIMIT = 16
 RICE_K_INIT = 8
 #: The largest Rice parameter.
 RICE_K_MAX = 24
-#: The largest quantisation shift (lossy mode; 0 = lossless).
-RICE_MAX_SHIFT = 31
+#: The largest quantisation shift (lossy mode; 0 = lossless): the gateware counts a
+#: quantum's packets per group in 24 bits.
+RICE_MAX_SHIFT = 24
 #: The default lossy shift: every send timestamp within 2**15 ticks (±32.8 µs at 1 ns).
 DEFAULT_LOSSY_SHIFT = 16
 #: Bytes of the coding word (after the 48-byte header) and of one bitstream word.
@@ -240,21 +241,30 @@ def rice_next_k(total: int, count: int) -> int:
 def code_sender_frames(groups: np.ndarray, timestamps: np.ndarray, gbits: int, shift: int,
                        words_per_frame: int) -> list[tuple[int, int, int, bytes]]:
     """The coded sender records of one interval (SPEC §8.7), cut into frames:
-    ``(first record, records, k, bitstream bytes)`` per frame (``[]`` for no records).
+    ``(records, k, base, bitstream bytes)`` per frame (``[]`` for no records).
 
-    Each frame opens with Rice parameter ``k`` (:data:`RICE_K_INIT` in an interval's
-    first frame, then :func:`rice_next_k`); its first record's code is its group
-    (``gbits`` bits), every other's the group then the difference ``d = q − q_prev``
-    (``q = t >> shift``) as ``u = d >> k`` one-bits, a zero, and the low ``k`` bits of
-    ``d``; MSB first, in big-endian 64-bit words, the last padded with zeros. A record
-    opens a new frame when ``u ≥`` :data:`RICE_UNARY_LIMIT`, when its code does not fit
-    the frame's words or the frame holds 65 535 records."""
+    Lossless (``shift`` 0): the records in sending order; a frame's first record's code
+    is its group (``gbits`` bits), every other's the group then the difference
+    ``d = t − t_prev`` as ``u = d >> k`` one-bits, a zero, and the low ``k`` bits of
+    ``d``; ``base`` the first record's tick. Lossy (``shift`` > 0): the records of each
+    quantum ``q = t >> shift`` as a set — sorted by ``K = (q << gbits) | group`` —, the
+    first record's code its group, every other's the Rice code of ``d = K − K_prev``
+    alone; ``base = q << shift`` of the first record. Codes MSB first in big-endian
+    64-bit words, the last padded with zeros. Each frame opens with Rice parameter ``k``
+    (:data:`RICE_K_INIT` in an interval's first frame, then :func:`rice_next_k`); a
+    record opens a new frame when ``u ≥`` :data:`RICE_UNARY_LIMIT`, when its code does
+    not fit the frame's words or the frame holds 65 535 records."""
     cap = 64 * words_per_frame
     frames = []
-    k = RICE_K_INIT
     g_list = [int(x) for x in np.asarray(groups, dtype=np.uint64).tolist()]
     q_list = [int(x) >> shift for x in np.asarray(timestamps, dtype=np.uint64).tolist()]
-    start, count, bits, parts = 0, 0, 0, []
+    if shift:
+        values = sorted((q << gbits) | g for g, q in zip(g_list, q_list))
+        g_list = [v & ((1 << gbits) - 1) for v in values]
+    else:
+        values = q_list
+    head = 0 if shift else gbits          # group bits of a record after the first
+    count, bits, parts = 0, 0, []
     total = n = 0
     prev = None
     gfmt = f"0{gbits}b"
@@ -262,45 +272,49 @@ def code_sender_frames(groups: np.ndarray, timestamps: np.ndarray, gbits: int, s
     def close():
         nbits = sum(len(x) for x in parts)
         text = "".join(parts) + "0" * (-nbits % 64)
-        frames.append((start, count, k_open, int(text, 2).to_bytes(len(text) // 8, "big")
+        frames.append((count, k_open, base, int(text, 2).to_bytes(len(text) // 8, "big")
                        if text else b""))
-    k_open = k
-    for i, (g, q) in enumerate(zip(g_list, q_list)):
+    k_open = RICE_K_INIT
+    for g, v in zip(g_list, values):
         gtext = format(g, gfmt) if gbits else ""
         if prev is not None:
-            d = (q - prev) % (1 << 64)
+            d = (v - prev) % (1 << 64)
             u = d >> k_open
-            length = gbits + u + 1 + k_open
+            length = head + u + 1 + k_open
             if u < RICE_UNARY_LIMIT and bits + length <= cap and count < MAX_RECORDS:
                 rem = format(d & ((1 << k_open) - 1), f"0{k_open}b") if k_open else ""
-                parts.append(gtext + "1" * u + "0" + rem)
+                parts.append(gtext[:head] + "1" * u + "0" + rem)
                 bits += length
                 count += 1
                 total, n = min(_STAT_MAX, total + d), n + 1
-                prev = q
+                prev = v
                 continue
             close()
             total, n = min(_STAT_MAX, total + d), n + 1
             k_open = rice_next_k(total, n)
             total = n = 0
-        start, count, bits, parts = i, 1, gbits, [gtext]
-        prev = q
+        count, bits, parts = 1, gbits, [gtext]
+        base = (v >> gbits) << shift if shift else v
+        prev = v
     if prev is not None:
         close()
     return frames
 
 
-def decode_sender_bits(data: bytes, count: int, gbits: int, k: int) -> tuple[list, list, int]:
+def decode_sender_bits(data: bytes, count: int, gbits: int, k: int,
+                       lossy: bool = False) -> tuple[list, list, int]:
     """``(groups, differences, bits)`` of ``count`` coded records in ``data`` (the first
-    record's difference 0); a ValueError when the bits end early or a quotient reaches
+    record's difference 0; ``lossy``: only the first record has its group, the others
+    0); a ValueError when the bits end early or a quotient reaches
     :data:`RICE_UNARY_LIMIT`."""
     text = bin(int.from_bytes(data, "big"))[2:].zfill(8 * len(data)) if data else ""
     pos, groups, diffs = 0, [], []
     for i in range(count):
-        if pos + gbits > len(text):
+        head = gbits if i == 0 or not lossy else 0
+        if pos + head > len(text):
             raise ValueError("the bitstream ends inside a record")
-        groups.append(int(text[pos:pos + gbits], 2) if gbits else 0)
-        pos += gbits
+        groups.append(int(text[pos:pos + head], 2) if head else 0)
+        pos += head
         if i == 0:
             diffs.append(0)
             continue
@@ -352,25 +366,25 @@ def build_record_frames(config: OpaConfig, point: Point | str, *, seq: int, pack
     keys = _keys_of(config, point, p)
     if rice:
         coded = code_sender_frames(keys, ts, gbits, shift, coded_words_per_frame(mtu)) \
-            or [(0, 0, RICE_K_INIT, b"")]
-        chunks = [(a, a + n, bytes([RICE_CODING, k, shift, 0]) + body)
-                  for a, n, k, body in coded]
+            or [(0, RICE_K_INIT, 0, b"")]
+        chunks = [(n, base, bytes([RICE_CODING, k, shift, 0]) + body)
+                  for n, k, base, body in coded]
     else:
         per = records_per_frame(config, point, mtu)
         starts = frame_records(ts, per, fmt.offset_bits) + [len(ts)]
-        chunks = [(a, b, None) for a, b in zip(starts[:-1], starts[1:])]
+        chunks = [(b - a, int(ts[a]) if b > a else 0, (a, b))
+                  for a, b in zip(starts[:-1], starts[1:])]
     flags = RecordFlags.RECEIVER if point is Point.RECEIVER else RecordFlags.NONE
     flags |= RecordFlags.CODED if rice else RecordFlags.NONE
     frames = []
-    for index, (a, b, body) in enumerate(chunks):
+    for index, (n, base, body) in enumerate(chunks):
         last = index == len(chunks) - 1
-        base = int(ts[a]) if b > a else 0
         values = {"dst_mac": mac_to_bytes(dst_mac), "src_mac": mac_to_bytes(src_mac),
                   "ethertype": ETHERTYPE_CONTROL, "version": VERSION,
                   "type": TYPE_OPA_RECORDS, "flags": int(flags | (RecordFlags.LAST if last
                                                                  else 0)),
                   "kind": KIND_CODES["opa"], "seq": seq, "config_id": config.config_id,
-                  "record_count": b - a, "record_groups": groups,
+                  "record_count": n, "record_groups": groups,
                   "auth": AUTH_NONE if key is None else AUTH_KEYED, "chunk_index": index,
                   "dropped": dropped if last else 0, "timestamp": base}
         content = bytearray(PAYLOAD_OFFSET)
@@ -378,7 +392,10 @@ def build_record_frames(config: OpaConfig, point: Point | str, *, seq: int, pack
             v = values[f.name]
             content[f.offset:f.end] = v if isinstance(v, bytes) else int(v).to_bytes(
                 f.size, "big")
-        content += body if rice else fmt.pack(keys[a:b], (ts[a:b] - np.uint64(base)))
+        if not rice:
+            a, b = body
+            body = fmt.pack(keys[a:b], (ts[a:b] - np.uint64(base)))
+        content += body
         out = content + siphash_tag(bytes(content), ZERO_KEY if key is None else key)
         frames.append(bytes(out + bytes(max(0, MIN_FRAME_BYTES - len(out)))))
     return frames
@@ -476,7 +493,8 @@ def _parse_coded(frame, config, *, key, what, seq, index, last, count, groups, d
     start = PAYLOAD_OFFSET + CODING_BYTES
     room = (len(frame) - start - TAG_BYTES) // CODED_WORD_BYTES * CODED_WORD_BYTES
     try:
-        g, d, bits = decode_sender_bits(frame[start:start + max(0, room)], count, gbits, k)
+        g, d, bits = decode_sender_bits(frame[start:start + max(0, room)], count, gbits, k,
+                                        lossy=shift > 0)
     except ValueError as e:
         raise TruncatedFrameError(f"{name}: {e}") from None
     end = start + CODED_WORD_BYTES * (-(-bits // 64))
@@ -485,10 +503,16 @@ def _parse_coded(frame, config, *, key, what, seq, index, last, count, groups, d
         raise MalformedFrameError(f"{name}: the bitstream's padding bits are not zero")
     check_tail(frame, end, key, auth, name)
     keys = np.asarray(g, dtype=np.uint64)
+    base = _get(frame, "timestamp")
+    if shift:                   # K = (q << gbits) | group, summed from the first record
+        first = ((base >> shift) << gbits) | (g[0] if count else 0)
+        big = np.uint64(first) + np.cumsum(np.asarray(d, dtype=np.uint64), dtype=np.uint64)
+        keys = big & np.uint64((1 << gbits) - 1)
+        q = big >> np.uint64(gbits)
+    else:
+        q = np.uint64(base) + np.cumsum(np.asarray(d, dtype=np.uint64), dtype=np.uint64)
     if (keys >= np.uint64(groups)).any():
         raise MalformedFrameError(f"{what}: a record of a group ≥ record_groups {groups}")
-    base = _get(frame, "timestamp")
-    q = np.uint64(base >> shift) + np.cumsum(np.asarray(d, dtype=np.uint64), dtype=np.uint64)
     ts = ((q << np.uint64(shift)) + np.uint64(lossy_error_bound(shift))).astype(np.int64)
     return RecordFrame(src_mac=frame[6:12], point=Point.SENDER, seq=seq,
                        config_id=_get(frame, "config_id"), chunk_index=index, last=last,
