@@ -295,7 +295,8 @@ class OpaRecordStreamer(wiring.Component):
 
     def _framer(self, m, entries, layout, items):
         """FIFO entries into frames: buffer a frame's records, then send it. Coded sender
-        records (``mode`` bit 1) go through a bit accumulator into 64-bit words."""
+        records (``mode`` bit 1) go through a bit accumulator into 64-bit words; lossy
+        coded ones (``shift`` > 0) first through the quantum sorter."""
         per = max(self.per_frames.values())
         head = Signal(layout)
         m.d.comb += head.eq(entries.payload)
@@ -318,16 +319,22 @@ class OpaRecordStreamer(wiring.Component):
             p: offset[f.offset_bits:] == 0 for p, f in self.formats.items()})
         full = count == self._by_point(head.recv, self.per_frames)
         coded = self._coded(head.recv)
-        c = self._coder(m, head, count) if self.coded_words else None
-        plain_fits = ~full & offset_fits
-        record_fits = Mux(coded, c["fits"], plain_fits) if c else plain_fits
-        fits = (count == 0) | (record_fits & (head.recv == f_recv))
         has_end = head.end & ~end_taken
+        # the quantum sorter's record (lossy coded), served before the FIFO's head
+        srt = self._sorter(m, head, entries, has_end) if self.coded_words else None
+        use_s = srt["valid"] if srt else Const(0, 1)
+        c = self._coder(m, head, count, srt) if self.coded_words else None
+        plain_fits = ~full & offset_fits
+        record_fits = Mux(coded | use_s, c["fits"], plain_fits) if c else plain_fits
+        r_mode = Mux(use_s, srt["mode"], head.recv) if srt else head.recv
+        fits = (count == 0) | (record_fits & (r_mode == f_recv))
         plain_data = self._record_bytes(head.key, Mux(count == 0, 0, offset), head.recv)
         m.d.comb += [wport.addr.eq(count), wport.data.eq(plain_data)]
         flush = Signal()                     # a frame closes: its partial word is written
-        with m.If(~emitting & entries.valid):
-            with m.If(has_end):
+        busy = srt["busy"] if srt else Const(0, 1)
+        binned = srt["binned_head"] if srt else Const(0, 1)
+        with m.If(~emitting & (use_s | (entries.valid & ~(has_end & busy) & ~binned))):
+            with m.If(~use_s & has_end):
                 # an interval that did not record (``enable`` low) ends without a frame
                 m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
                              e_dropped.eq(head.dropped), e_seq.eq(head.next_seq),
@@ -343,6 +350,13 @@ class OpaRecordStreamer(wiring.Component):
                 m.d.comb += flush.eq(1)
                 if c:
                     c["on_break"]()
+            if srt:
+                with m.Elif(use_s):
+                    m.d.comb += srt["take"].eq(1)
+                    m.d.sync += count.eq(count + 1)
+                    c["on_take"](wport)
+                    with m.If(count == 0):
+                        m.d.sync += [base.eq(srt["base"]), f_recv.eq(srt["mode"])]
             with m.Else():
                 m.d.comb += [wport.en.eq(~coded), entries.ready.eq(1)]
                 m.d.sync += [count.eq(count + 1), end_taken.eq(0)]
@@ -351,6 +365,8 @@ class OpaRecordStreamer(wiring.Component):
                         c["on_take"](wport)
                 with m.If(count == 0):
                     m.d.sync += [base.eq(head.ts), f_recv.eq(head.recv)]
+        with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
+            m.d.sync += end_taken.eq(0)
         if c:
             with m.If(flush & self._coded(f_recv)):
                 c["on_flush"](wport)
@@ -381,12 +397,109 @@ class OpaRecordStreamer(wiring.Component):
             with m.Else():
                 m.d.sync += chunk.eq(chunk + 1)
 
-    def _coder(self, m, head, count):
+    def _sorter(self, m, head, entries, has_end):
+        """Lossy coded records (``mode``: coded, ``shift`` > 0) as the set of each
+        quantum ``q = t >> shift``: the head's records counted per group in one of two
+        count RAMs (a read, then the write: one record per two clocks); a record of a
+        later quantum, or the interval's end, hands the RAM to the scan, which reads
+        every group in order (clearing it) and offers its count of records
+        ``K = (q << log2 g) | group`` to the coder, in key order. A quantum ends while
+        the previous one is still scanned: the head waits (the FIFO holds the
+        packets)."""
+        g, gbits = self.config.groups, self.gbits
+        cbits = 24
+        rams = [Memory(shape=cbits, depth=g, init=[]) for _ in range(2)]
+        for i, ram in enumerate(rams):
+            m.submodules[f"quantum_counts{i}"] = ram
+        wps = [r.write_port() for r in rams]
+        rps = [r.read_port() for r in rams]
+        active = Signal()                    # the RAM that counts
+        have = Signal()                      # the active RAM holds records
+        cur_base, cur_mode = Signal(64), Signal(MODE_BITS)
+        scanning, checking, phase = Signal(), Signal(), Signal()
+        s_base, s_q, s_mode = Signal(64), Signal(64), Signal(MODE_BITS)
+        s_g, s_left = Signal(range(g + 1)), Signal(cbits)
+        emit = Signal()
+        key = head.key
+        group = (key[len(key) - gbits:] if len(key) == 64 else key[:gbits]) if gbits \
+            else Const(0, 1)
+        shift = head.recv[2:7]
+        mask = Signal(64)
+        m.d.comb += mask.eq(~((Const(1, 65) << shift) - 1))
+        h_base = head.ts & mask
+        binned_head = Signal()
+        m.d.comb += binned_head.eq(entries.valid & ~has_end & self._coded(head.recv)
+                                   & (shift != 0))
+        new_quantum = have & ((h_base != cur_base) | (head.recv != cur_mode))
+        start_scan = Signal()
+        # counting: clock 0 reads the group's count, clock 1 writes it + 1 (head taken)
+        with m.If(binned_head & ~(new_quantum)):
+            for i in range(2):
+                with m.If(active == i):
+                    m.d.comb += rps[i].addr.eq(group)
+                    with m.If(phase):
+                        m.d.comb += [wps[i].en.eq(1), wps[i].addr.eq(group),
+                                     wps[i].data.eq(rps[i].data + 1)]
+            m.d.sync += phase.eq(~phase)
+            with m.If(phase):
+                m.d.comb += entries.ready.eq(1)
+                m.d.sync += [have.eq(1), cur_base.eq(h_base), cur_mode.eq(head.recv)]
+        # a quantum ends: at a later quantum's record or the interval's end
+        with m.If(((binned_head & new_quantum) | (entries.valid & has_end & have))
+                  & ~scanning):
+            m.d.comb += start_scan.eq(1)
+            m.d.sync += [scanning.eq(1), checking.eq(0), s_g.eq(0), s_base.eq(cur_base),
+                         s_q.eq(cur_base >> cur_mode[2:7]), s_mode.eq(cur_mode),
+                         active.eq(~active), have.eq(0), phase.eq(0)]
+        # the scan: the RAM not counting
+        s_ram = ~active
+        s_data = Mux(s_ram, rps[1].data, rps[0].data)
+        take = Signal()
+        with m.If(scanning):
+            for i in range(2):
+                with m.If(s_ram == i):
+                    m.d.comb += rps[i].addr.eq(s_g)
+            with m.If(~checking):            # the read of s_g is under way
+                m.d.sync += checking.eq(1)
+            with m.Elif(~emit):
+                for i in range(2):
+                    with m.If(s_ram == i):
+                        m.d.comb += [wps[i].en.eq(1), wps[i].addr.eq(s_g),
+                                     wps[i].data.eq(0)]
+                with m.If(s_data == 0):
+                    with m.If(s_g == g - 1):
+                        m.d.sync += scanning.eq(0)
+                    with m.Else():
+                        for i in range(2):
+                            with m.If(s_ram == i):
+                                m.d.comb += rps[i].addr.eq(s_g + 1)
+                        m.d.sync += s_g.eq(s_g + 1)
+                with m.Else():
+                    m.d.sync += [s_left.eq(s_data), emit.eq(1)]
+            with m.Elif(take):
+                with m.If(s_left == 1):
+                    m.d.sync += emit.eq(0)
+                    with m.If(s_g == g - 1):
+                        m.d.sync += scanning.eq(0)
+                    with m.Else():
+                        m.d.sync += [s_g.eq(s_g + 1), checking.eq(0)]
+                with m.Else():
+                    m.d.sync += s_left.eq(s_left - 1)
+        out_key = Signal(64)
+        m.d.comb += out_key.eq(Cat(s_g[:gbits] if gbits else Const(0, 0), s_q))
+        return {"valid": scanning & emit, "key": out_key, "group": s_g[:max(1, gbits)],
+                "mode": s_mode, "base": s_base, "take": take, "busy": have | scanning,
+                "binned_head": binned_head}
+
+    def _coder(self, m, head, count, srt=None):
         """The coded sender records' state and logic (SPEC §8.7 "Coded sender records";
         :func:`host_sw.contracts.opa.records.code_sender_frames` is its definition): the
         record's code left-aligned in 64 bits, a 64-bit accumulator of ``fill`` bits
         (MSB first), words written as they fill; the Rice parameter per frame from the
-        previous frame's differences. Returns the signals and actions the framer uses."""
+        previous frame's differences. The record is the FIFO's head (lossless: its
+        group and tick) or, while the sorter offers one, the sorter's (lossy: its key
+        ``K``, the group bits only in a frame's first record). Returns the signals and
+        actions the framer uses."""
         gbits = self.gbits
         cap_bits = 64 * self.coded_words
         k = Signal(range(RICE_K_MAX + 1), init=RICE_K_INIT)
@@ -394,23 +507,27 @@ class OpaRecordStreamer(wiring.Component):
         prev_q = Signal(64)
         acc, fill = Signal(64), Signal(6)
         nwords = Signal(range(self.coded_words + 1))
-        # the head's quantised timestamp, difference, quotient and code
-        shift = head.recv[2:7]
+        key = head.key
+        h_group = (key[len(key) - gbits:] if len(key) == 64 else key[:gbits]) if gbits \
+            else Const(0, 1)
+        use_s = srt["valid"] if srt else Const(0, 1)
         q = Signal(64)
+        group = Signal(max(1, gbits))
+        m.d.comb += [q.eq(Mux(use_s, srt["key"], head.ts) if srt else head.ts),
+                     group.eq(Mux(use_s, srt["group"], h_group) if srt else h_group)]
         delta = Signal(64)
-        m.d.comb += [q.eq(head.ts >> shift), delta.eq(q - prev_q)]
+        m.d.comb += delta.eq(q - prev_q)
         u_wide = Signal(64)
         m.d.comb += u_wide.eq(delta >> k)
         u_ok = u_wide[4:] == 0
         u = u_wide[:4]
-        key = head.key
-        group = (key[len(key) - gbits:] if len(key) == 64 else key[:gbits]) if gbits \
-            else Const(0, 1)
         first = count == 0
+        head_bits = Signal(range(gbits + 1))     # group bits of this record's code
+        m.d.comb += head_bits.eq(Mux(first | ~use_s, gbits, 0))
         tail_len = Signal(range(RICE_UNARY_LIMIT + RICE_K_MAX + 2))
         m.d.comb += tail_len.eq(Mux(first, 0, u + 1 + k))
         length = Signal(7)
-        m.d.comb += length.eq(gbits + tail_len)
+        m.d.comb += length.eq(head_bits + tail_len)
         thermo = Signal(RICE_UNARY_LIMIT)
         m.d.comb += thermo.eq((Const(1, RICE_UNARY_LIMIT + 1) << u) - 1)
         rem = Signal(RICE_K_MAX)
@@ -421,8 +538,9 @@ class OpaRecordStreamer(wiring.Component):
         group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
         tail_la = Signal(64)
         room = Signal(range(65))                 # bits after the code's tail
-        m.d.comb += [room.eq(64 - gbits - tail_len), tail_la.eq(tail << room)]
-        m.d.comb += code.eq(Mux(first, group_la, group_la | tail_la))
+        m.d.comb += [room.eq(64 - head_bits - tail_len), tail_la.eq(tail << room)]
+        m.d.comb += code.eq(Mux(first, group_la,
+                                Mux(use_s, 0, group_la) | tail_la))
         used = Signal(range(cap_bits + 65))
         m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
         fits = u_ok & (used + length <= cap_bits) & (count < MAX_RECORDS)

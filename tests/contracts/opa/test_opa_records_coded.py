@@ -65,13 +65,35 @@ def test_round_trip_exact_or_within_the_bound(shift):
     ks = {f[49] for f in frames}
     assert len(frames) > 10 and len(ks) > 1         # the parameter adapts
     done = _done(frames, mtu=300)
-    assert np.array_equal(done.keys, p >> np.uint64(62)) and done.shift == shift
-    err = done.timestamps - ts
+    g = p >> np.uint64(62)
+    # lossy: each quantum's records as a set, sorted by group; per group, sending order
+    mine, want = np.lexsort((done.timestamps, done.keys)), np.argsort(g, kind="stable")
+    assert np.array_equal(done.keys[mine], g[want]) and done.shift == shift
+    if shift == 0:
+        assert np.array_equal(done.keys, g)
+    else:                        # sorted by (quantum, group)
+        k = (done.timestamps >> shift << 2) | done.keys.astype(np.int64)
+        assert (np.diff(k) >= 0).all()
+    err = done.timestamps[mine] - ts[want]
     assert np.abs(err).max() <= lossy_error_bound(shift)
     if shift == 0:
         assert not err.any()
     for f in frames[:-1]:           # every frame but the last is full or cut by a gap
         assert len(f) <= 14 + 300
+
+
+def test_lossy_hand_coded_frame():
+    """Shift 3: ticks 1000, 1010, 1030, 1031 (quanta 125, 126, 128, 128) of groups 3, 1,
+    2, 0 become keys K = 4q + group = 503, 505, 514, 512, sent sorted: 503 (group 3 in
+    2 bits), then the Rice codes of 2, 7, 2 (k = 8); base 125 << 3 = 1000."""
+    p = np.array([3 << 62, 1 << 62, 2 << 62, 7], dtype=np.uint64)
+    (f,) = _build(p, np.array([1000, 1010, 1030, 1031]), shift=3)
+    assert int.from_bytes(f[40:48], "big") == 1000 and f[48:52] == bytes([1, 8, 3, 0])
+    bits = "11" + "0" + "00000010" + "0" + "00000111" + "0" + "00000010"
+    assert f[52:60] == int(bits.ljust(64, "0"), 2).to_bytes(8, "big")
+    r = parse_record_frame(f, CONFIG)
+    assert r.keys.tolist() == [3, 1, 0, 2] and r.shift == 3
+    assert r.timestamps.tolist() == [1004, 1012, 1028, 1028]   # (q << 3) + 4
 
 
 def test_sampling_and_an_empty_interval():
