@@ -17,7 +17,7 @@ from host_sw.cli.args import (RunFailure, UsageError, check_output, dump, guard,
 from host_sw.cli.files import write_output
 from host_sw.cli.link import add_link_options, open_device
 from host_sw.contracts.config import config_class
-from host_sw.contracts.opa.records import DEFAULT_LOSSY_SHIFT
+from host_sw.contracts.opa.records import DEFAULT_LOSSY_SHIFT, RICE_MAX_SHIFT
 from host_sw.contracts.siphash import key_to_int
 from host_sw.device.driver import INTERVAL_MODES
 
@@ -75,7 +75,7 @@ def add_config_parser(sub) -> None:
                    help="OPA, with --records sender: the sender's records Rice-coded, "
                         "lossless (default) or lossy (send ticks quantised by "
                         "--record-shift bits), or fixed-width (docs/SPEC.md §8.7)")
-    p.add_argument("--record-shift", type=int_in(1, 31), default=DEFAULT_LOSSY_SHIFT,
+    p.add_argument("--record-shift", type=int_in(1, RICE_MAX_SHIFT), default=DEFAULT_LOSSY_SHIFT,
                    metavar="S",
                    help="OPA, with --record-coding lossy: every send tick within "
                         f"2**(S-1) ticks (default {DEFAULT_LOSSY_SHIFT})")

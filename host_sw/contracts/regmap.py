@@ -249,7 +249,7 @@ _OPA_REGISTERS = (
                                "fixed-width records"),
                      FieldDecl("shift", 5, "rw", "sender, with rice: quantise the send "
                                "ticks by this many bits (lossy, every tick within "
-                               "2**(shift-1)); 0: lossless"),
+                               "2**(shift-1); above 24 taken as 24); 0: lossless"),
                      FieldDecl("record_groups", 24, "rw", "sampling: record groups G < "
                                "record_groups (0 = every group)", at=8))),
     status_counter("opa_records_dropped", "records dropped: the record buffer was full"),

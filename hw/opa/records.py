@@ -42,8 +42,8 @@ from host_sw.contracts.frames.frame_format import MTU_PAYLOAD, PAYLOAD_OFFSET
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.opa.records import (
     CODED_WORD_BYTES, CODING_BYTES, MAX_RECORDS, RECORD_HEADER_FIELDS, RICE_CODING,
-    RICE_K_INIT, RICE_K_MAX, RICE_UNARY_LIMIT, TYPE_OPA_RECORDS, Point, RecordFlags,
-    coded_words_per_frame, record_format, records_per_frame,
+    RICE_K_INIT, RICE_K_MAX, RICE_MAX_SHIFT, RICE_UNARY_LIMIT, TYPE_OPA_RECORDS, Point,
+    RecordFlags, coded_words_per_frame, record_format, records_per_frame,
 )
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
@@ -107,8 +107,9 @@ class OpaRecordStreamer(wiring.Component):
         never mixes the two: a change closes the open frame).
     rice, shift : In(1), In(5), only when the streamer may record the sender's
         Code the sender's records (Golomb–Rice, SPEC §8.7 "Coded sender records"), their
-        timestamps quantised by ``shift`` bits (0: lossless); latched at each boundary
-        like ``receiver`` (before the first one taken as they are).
+        timestamps quantised by ``shift`` bits (0: lossless; above 24 taken as 24), each
+        quantum's records as a set; latched at each boundary like ``receiver`` (before
+        the first one taken as they are).
     src_mac, dst_mac, config_id, key, auth : In(48), In(48), In(32), In(128), In(1)
         As for the exporter (LOCAL_MAC, EXPORT_DST_MAC, CONFIG_ID, AUTH_KEY,
         AUTH_MODE.enable), read when a frame's header is sent.
@@ -216,8 +217,9 @@ class OpaRecordStreamer(wiring.Component):
         recv_bit = (self.receiver if self.point is None
                     else Const(int(self.point is Point.RECEIVER), 1))
         if Point.SENDER in self.points:
+            shift = Mux(self.shift > RICE_MAX_SHIFT, RICE_MAX_SHIFT, self.shift)
             m.d.sync += recv_in.eq(Cat(recv_bit, self.rice & ~recv_bit,
-                                       Mux(self.rice & ~recv_bit, self.shift, 0)))
+                                       Mux(self.rice & ~recv_bit, shift, 0)))
         else:
             m.d.sync += recv_in.eq(recv_bit)
         m.d.sync += [valid.eq(self.valid), boundary.eq(self.boundary), on_in.eq(self.enable),
