@@ -325,7 +325,13 @@ class OpaRecordStreamer(wiring.Component):
         # the quantum sorter's record (lossy coded), served before the FIFO's head
         srt = self._sorter(m, head, entries, has_end) if self.coded_words else None
         use_s = srt["valid"] if srt else Const(0, 1)
-        c = self._coder(m, head, count, srt) if self.coded_words else None
+        binned = srt["binned_head"] if srt else Const(0, 1)
+        # a coded record waits (the sorter's, or a lossless coded head): the coder
+        # prepares its code first
+        coded_cand = use_s | (entries.valid & ~has_end & coded & ~binned)
+        clear = Signal()
+        c = (self._coder(m, head, count, srt, coded_cand & ~emitting, clear)
+             if self.coded_words else None)
         plain_fits = ~full & offset_fits
         record_fits = Mux(coded | use_s, c["fits"], plain_fits) if c else plain_fits
         r_mode = Mux(use_s, srt["mode"], head.recv) if srt else head.recv
@@ -334,8 +340,9 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += [wport.addr.eq(count), wport.data.eq(plain_data)]
         flush = Signal()                     # a frame closes: its partial word is written
         busy = srt["busy"] if srt else Const(0, 1)
-        binned = srt["binned_head"] if srt else Const(0, 1)
-        with m.If(~emitting & (use_s | (entries.valid & ~(has_end & busy) & ~binned))):
+        prepared = ~coded_cand | c["ready"] if c else Const(1, 1)
+        with m.If(~emitting & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
+                  & prepared):
             with m.If(~use_s & has_end):
                 # an interval that did not record (``enable`` low) ends without a frame
                 m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
@@ -369,6 +376,10 @@ class OpaRecordStreamer(wiring.Component):
                     m.d.sync += [base.eq(head.ts), f_recv.eq(head.recv)]
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
+        # anything that changes the coder's record or state: prepare again
+        m.d.comb += clear.eq(emitting | flush | entries.ready
+                             | (srt["take"] if srt else 0)
+                             | (srt["start"] if srt else 0) | wport.en)
         if c:
             with m.If(flush & self._coded(f_recv)):
                 c["on_flush"](wport)
@@ -491,17 +502,23 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += out_key.eq(Cat(s_g[:gbits] if gbits else Const(0, 0), s_q))
         return {"valid": scanning & emit, "key": out_key, "group": s_g[:max(1, gbits)],
                 "mode": s_mode, "base": s_base, "take": take, "busy": have | scanning,
-                "binned_head": binned_head}
+                "binned_head": binned_head, "start": start_scan}
 
-    def _coder(self, m, head, count, srt=None):
+    def _coder(self, m, head, count, srt, candidate, clear):
         """The coded sender records' state and logic (SPEC §8.7 "Coded sender records";
         :func:`host_sw.contracts.opa.records.code_sender_frames` is its definition): the
         record's code left-aligned in 64 bits, a 64-bit accumulator of ``fill`` bits
         (MSB first), words written as they fill; the Rice parameter per frame from the
         previous frame's differences. The record is the FIFO's head (lossless: its
         group and tick) or, while the sorter offers one, the sorter's (lossy: its key
-        ``K``, the group bits only in a frame's first record). Returns the signals and
-        actions the framer uses."""
+        ``K``, the group bits only in a frame's first record).
+
+        Timing: the code is prepared in three registered steps (the difference; its
+        quotient and remainder; the code, its length, whether the quotient fits) while
+        ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
+        the framer's state now, ``clear`` (any take, frame end or state change) starts
+        it again. A record takes about four clocks. Returns the signals and actions the
+        framer uses."""
         gbits = self.gbits
         cap_bits = 64 * self.coded_words
         k = Signal(range(RICE_K_MAX + 1), init=RICE_K_INIT)
@@ -513,36 +530,38 @@ class OpaRecordStreamer(wiring.Component):
         h_group = (key[len(key) - gbits:] if len(key) == 64 else key[:gbits]) if gbits \
             else Const(0, 1)
         use_s = srt["valid"] if srt else Const(0, 1)
-        q = Signal(64)
-        group = Signal(max(1, gbits))
-        m.d.comb += [q.eq(Mux(use_s, srt["key"], head.ts) if srt else head.ts),
-                     group.eq(Mux(use_s, srt["group"], h_group) if srt else h_group)]
-        delta = Signal(64)
-        m.d.comb += delta.eq(q - prev_q)
-        u_wide = Signal(64)
-        m.d.comb += u_wide.eq(delta >> k)
-        u_ok = u_wide[4:] == 0
-        u = u_wide[:4]
-        first = count == 0
-        head_bits = Signal(range(gbits + 1))     # group bits of this record's code
-        m.d.comb += head_bits.eq(Mux(first | ~use_s, gbits, 0))
-        tail_len = Signal(range(RICE_UNARY_LIMIT + RICE_K_MAX + 2))
-        m.d.comb += tail_len.eq(Mux(first, 0, u + 1 + k))
-        length = Signal(7)
-        m.d.comb += length.eq(head_bits + tail_len)
-        thermo = Signal(RICE_UNARY_LIMIT)
-        m.d.comb += thermo.eq((Const(1, RICE_UNARY_LIMIT + 1) << u) - 1)
-        rem = Signal(RICE_K_MAX)
-        m.d.comb += rem.eq(delta[:RICE_K_MAX] & ((Const(1, RICE_K_MAX + 1) << k) - 1))
-        tail = Signal(RICE_UNARY_LIMIT + RICE_K_MAX + 1)
-        m.d.comb += tail.eq((thermo << (k + 1)) | rem)
-        code = Signal(64)                   # left-aligned: the code's first bit at 63
-        group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
-        tail_la = Signal(64)
-        room = Signal(range(65))                 # bits after the code's tail
-        m.d.comb += [room.eq(64 - head_bits - tail_len), tail_la.eq(tail << room)]
-        m.d.comb += code.eq(Mux(first, group_la,
-                                Mux(use_s, 0, group_la) | tail_la))
+        q_in = Mux(use_s, srt["key"], head.ts) if srt else head.ts
+        g_in = Mux(use_s, srt["group"], h_group) if srt else h_group
+        # step 1: the difference
+        s1, s2, ready = Signal(), Signal(), Signal()
+        q, delta, group = Signal(64), Signal(64), Signal(max(1, gbits))
+        first, lossy = Signal(), Signal()
+        # step 2: quotient and remainder
+        u_wide, rem = Signal(64), Signal(RICE_K_MAX)
+        # step 3: the code
+        code, length, u_ok = Signal(64), Signal(7), Signal()
+        with m.If(clear):
+            m.d.sync += [s1.eq(0), s2.eq(0), ready.eq(0)]
+        with m.Elif(candidate & ~s1):
+            m.d.sync += [s1.eq(1), q.eq(q_in), group.eq(g_in), first.eq(count == 0),
+                         lossy.eq(use_s), delta.eq(q_in - prev_q)]
+        with m.Elif(s1 & ~s2):
+            m.d.sync += [s2.eq(1), u_wide.eq(delta >> k),
+                         rem.eq(delta[:RICE_K_MAX] & ((Const(1, RICE_K_MAX + 1) << k) - 1))]
+        with m.Elif(s2 & ~ready):
+            u = u_wide[:4]
+            head_bits = Mux(first | ~lossy, gbits, 0)     # group bits of the code
+            tail_len = Mux(first, 0, u + 1 + k)
+            thermo = ((Const(1, RICE_UNARY_LIMIT + 1) << u) - 1)[:RICE_UNARY_LIMIT]
+            tail = Signal(RICE_UNARY_LIMIT + RICE_K_MAX + 1)
+            room = Signal(range(65))             # bits after the code's tail
+            m.d.comb += [tail.eq((thermo << (k + 1)) | rem),
+                         room.eq(64 - head_bits - tail_len)]
+            group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
+            m.d.sync += [ready.eq(1), u_ok.eq(u_wide[4:] == 0),
+                         length.eq(head_bits + tail_len),
+                         code.eq(Mux(first, group_la,
+                                     Mux(lossy, 0, group_la) | (tail << room)))]
         used = Signal(range(cap_bits + 65))
         m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
         fits = u_ok & (used + length <= cap_bits) & (count < MAX_RECORDS)
@@ -585,7 +604,7 @@ class OpaRecordStreamer(wiring.Component):
             m.d.sync += [nwords.eq(0), total.eq(0), n.eq(0),
                          k.eq(Mux(last, RICE_K_INIT, k_next))]
 
-        return {"fits": fits, "k": k, "words": nwords, "on_take": on_take,
+        return {"fits": fits, "ready": ready, "k": k, "words": nwords, "on_take": on_take,
                 "on_break": on_break, "on_flush": on_flush, "on_done": on_done}
 
     def _send(self, m, items, header, count, emitting, rport, recv, coding, words):
