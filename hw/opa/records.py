@@ -29,6 +29,12 @@ Two halves joined by one block-RAM FIFO of entries (``amaranth.lib.fifo``):
   record does not fit (the frame is full or its offset exceeds the offset field) or the
   interval ends, it sends the header (now known: count, base, LAST, dropped), then the
   buffered records, to the tagger. Entries wait in the FIFO meanwhile.
+* **coded sender records** (``rice``; SPEC §8.7 "Coded sender records"): the framer's
+  coder writes each record's Golomb–Rice code into a 64-bit accumulator and full words
+  into the frame buffer, the coding word goes after the header; lossy ones (``shift`` >
+  0) first pass the quantum sorter (per-group counts of the current quantum in one of two
+  RAMs while the other is scanned in group order), so each quantum's records leave as a
+  set sorted by group.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
