@@ -6,7 +6,9 @@ drops records (and counts them) unless it samples groups.
 
 Usage::
 
-    .venv/bin/python -m bench.opa_records_rate [--point receiver] [--records 1500]
+    .venv/bin/python -m bench.opa_records_rate [--point receiver] [--records 1500] [--gap 1]
+
+Cases: the sender fixed-width, Rice lossless, Rice lossy (shift 16); the receiver.
 """
 
 from __future__ import annotations
