@@ -346,7 +346,7 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += [wport.addr.eq(count), wport.data.eq(plain_data)]
         flush = Signal()                     # a frame closes: its partial word is written
         busy = srt["busy"] if srt else Const(0, 1)
-        prepared = ~coded_cand | c["ready"] if c else Const(1, 1)
+        prepared = (~coded_cand | c["ready"]) & ~c["pending"] if c else Const(1, 1)
         with m.If(~emitting & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
                   & prepared):
             with m.If(~use_s & has_end):
@@ -385,8 +385,9 @@ class OpaRecordStreamer(wiring.Component):
         # anything that changes the coder's record or state: prepare again
         m.d.comb += clear.eq(emitting | flush | entries.ready
                              | (srt["take"] if srt else 0)
-                             | (srt["start"] if srt else 0) | wport.en)
+                             | (srt["start"] if srt else 0))
         if c:
+            c["on_append"](wport)
             with m.If(flush & self._coded(f_recv)):
                 c["on_flush"](wport)
         e_coded = self._coded(e_recv)
@@ -435,7 +436,7 @@ class OpaRecordStreamer(wiring.Component):
         active = Signal()                    # the RAM that counts
         have = Signal()                      # the active RAM holds records
         cur_base, cur_mode = Signal(64), Signal(MODE_BITS)
-        scanning, checking, phase = Signal(), Signal(), Signal()
+        scanning, checking, phase = Signal(), Signal(), Signal(2)
         s_base, s_q, s_mode = Signal(64), Signal(64), Signal(MODE_BITS)
         s_g, s_left = Signal(range(g + 1)), Signal(cbits)
         emit = Signal()
@@ -451,21 +452,29 @@ class OpaRecordStreamer(wiring.Component):
                                    & (shift != 0))
         new_quantum = have & ((h_base != cur_base) | (head.recv != cur_mode))
         start_scan = Signal()
-        # counting: clock 0 reads the group's count, clock 1 writes it + 1 (head taken)
-        with m.If(binned_head & ~(new_quantum)):
-            for i in range(2):
-                with m.If(active == i):
-                    m.d.comb += rps[i].addr.eq(group)
-                    with m.If(phase):
-                        m.d.comb += [wps[i].en.eq(1), wps[i].addr.eq(group),
-                                     wps[i].data.eq(rps[i].data + 1)]
-            m.d.sync += phase.eq(~phase)
-            with m.If(phase):
-                m.d.comb += entries.ready.eq(1)
-                m.d.sync += [have.eq(1), cur_base.eq(h_base), cur_mode.eq(head.recv)]
+        # counting, from registers: clock 0 looks at the head (its group, quantum and
+        # whether that is a new one), clock 1 reads the group's count (or, a new
+        # quantum, hands the RAM to the scan), clock 2 writes it + 1 (head taken)
+        grp_r, base_r, mode_r, nq_r = (Signal(max(1, gbits)), Signal(64),
+                                       Signal(MODE_BITS), Signal())
+        with m.If(phase == 0):
+            with m.If(binned_head):
+                m.d.sync += [phase.eq(1), nq_r.eq(new_quantum), grp_r.eq(group),
+                             base_r.eq(h_base), mode_r.eq(head.recv)]
+        with m.Elif((phase == 1) & ~nq_r):
+            m.d.sync += phase.eq(2)
+        with m.Elif(phase == 2):
+            m.d.comb += entries.ready.eq(1)
+            m.d.sync += [phase.eq(0), have.eq(1), cur_base.eq(base_r), cur_mode.eq(mode_r)]
+        for i in range(2):
+            with m.If((active == i) & (phase != 0)):
+                m.d.comb += rps[i].addr.eq(grp_r)
+                with m.If(phase == 2):
+                    m.d.comb += [wps[i].en.eq(1), wps[i].addr.eq(grp_r),
+                                 wps[i].data.eq(rps[i].data + 1)]
         # a quantum ends: at a later quantum's record or the interval's end
-        with m.If(((binned_head & new_quantum) | (entries.valid & has_end & have))
-                  & ~scanning):
+        with m.If((((phase == 1) & nq_r)
+                   | ((phase == 0) & entries.valid & has_end & have)) & ~scanning):
             m.d.comb += start_scan.eq(1)
             m.d.sync += [scanning.eq(1), checking.eq(0), s_g.eq(0), s_base.eq(cur_base),
                          s_q.eq(cur_base >> cur_mode[2:7]), s_mode.eq(cur_mode),
@@ -571,9 +580,6 @@ class OpaRecordStreamer(wiring.Component):
         used = Signal(range(cap_bits + 65))
         m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
         fits = u_ok & (used + length <= cap_bits) & (count < MAX_RECORDS)
-        wide = Signal(128)
-        m.d.comb += wide.eq(Cat(Const(0, 64), code) >> fill)
-        hi, lo = acc | wide[64:], wide[:64]
         total_sat = Signal(_STAT_BITS + 1)
         big = delta[_STAT_BITS:] != 0
         m.d.comb += total_sat.eq(total + delta[:_STAT_BITS])
@@ -586,16 +592,28 @@ class OpaRecordStreamer(wiring.Component):
             with m.If((n << (j + 1)) > total):
                 m.d.comb += k_next.eq(j)
 
+        # a taken code is appended to the accumulator in the next clock (``pending``:
+        # the framer waits for it before it ends a frame)
+        pending, p_code, p_len = Signal(), Signal(64), Signal(7)
+        wide = Signal(128)
+        m.d.comb += wide.eq(Cat(Const(0, 64), p_code) >> fill)
+        hi, lo = acc | wide[64:], wide[:64]
+
         def on_take(wport):
-            m.d.sync += prev_q.eq(q)
+            m.d.sync += [prev_q.eq(q), pending.eq(1), p_code.eq(code), p_len.eq(length)]
             with m.If(~first):
                 m.d.sync += [total.eq(new_total), n.eq(n + 1)]
-            with m.If(fill + length >= 64):
-                m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
-                             wport.data.eq(_big_endian(hi, 8))]
-                m.d.sync += [acc.eq(lo), fill.eq(fill + length - 64), nwords.eq(nwords + 1)]
-            with m.Else():
-                m.d.sync += [acc.eq(hi), fill.eq(fill + length)]
+
+        def on_append(wport):
+            with m.If(pending):
+                m.d.sync += pending.eq(0)
+                with m.If(fill + p_len >= 64):
+                    m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
+                                 wport.data.eq(_big_endian(hi, 8))]
+                    m.d.sync += [acc.eq(lo), fill.eq(fill + p_len - 64),
+                                 nwords.eq(nwords + 1)]
+                with m.Else():
+                    m.d.sync += [acc.eq(hi), fill.eq(fill + p_len)]
 
         def on_break():
             m.d.sync += [total.eq(new_total), n.eq(n + 1)]
@@ -610,7 +628,8 @@ class OpaRecordStreamer(wiring.Component):
             m.d.sync += [nwords.eq(0), total.eq(0), n.eq(0),
                          k.eq(Mux(last, RICE_K_INIT, k_next))]
 
-        return {"fits": fits, "ready": ready, "k": k, "words": nwords, "on_take": on_take,
+        return {"fits": fits, "ready": ready & ~pending, "pending": pending, "k": k,
+                "words": nwords, "on_take": on_take, "on_append": on_append,
                 "on_break": on_break, "on_flush": on_flush, "on_done": on_done}
 
     def _send(self, m, items, header, count, emitting, rport, recv, coding, words):
