@@ -382,10 +382,11 @@ class OpaRecordStreamer(wiring.Component):
                     m.d.sync += [base.eq(head.ts), f_recv.eq(head.recv)]
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
-        # anything that changes the coder's record or state: prepare again
-        m.d.comb += clear.eq(emitting | flush | entries.ready
-                             | (srt["take"] if srt else 0)
-                             | (srt["start"] if srt else 0))
+        # anything that changes the coder's record or state — a coded record taken (its
+        # append pending), a frame closed (emitting until sent, when k changes) —:
+        # prepare again (from registers, not from this clock's decisions)
+        if c:
+            m.d.comb += clear.eq(emitting | c["pending"])
         if c:
             c["on_append"](wport)
             with m.If(flush & self._coded(f_recv)):
