@@ -529,11 +529,12 @@ class OpaRecordStreamer(wiring.Component):
         group and tick) or, while the sorter offers one, the sorter's (lossy: its key
         ``K``, the group bits only in a frame's first record).
 
-        Timing: the code is prepared in three registered steps (the difference; its
-        quotient and remainder; the code, its length, whether the quotient fits) while
+        Timing: the code is prepared in four registered steps (the difference; its
+        quotient and remainder; the unary part and remainder joined, whether the
+        quotient fits; the code left-aligned and its length) while
         ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
         the framer's state now, ``clear`` (any take, frame end or state change) starts
-        it again. A record takes about four clocks. Returns the signals and actions the
+        it again. A record takes about six clocks. Returns the signals and actions the
         framer uses."""
         gbits = self.gbits
         cap_bits = 64 * self.coded_words
@@ -556,28 +557,35 @@ class OpaRecordStreamer(wiring.Component):
         u_wide, rem = Signal(64), Signal(RICE_K_MAX)
         # step 3: the code
         code, length, u_ok = Signal(64), Signal(7), Signal()
+        # (each step's enable from the step registers only; the steps follow one
+        # another, so at most one of them runs)
+        s3 = Signal()
+        tail = Signal(RICE_UNARY_LIMIT + RICE_K_MAX + 1)
+        tail_len, head_bits = Signal(range(RICE_UNARY_LIMIT + RICE_K_MAX + 2)), Signal(6)
         with m.If(clear):
-            m.d.sync += [s1.eq(0), s2.eq(0), ready.eq(0)]
-        with m.Elif(candidate & ~s1):
-            m.d.sync += [s1.eq(1), q.eq(q_in), group.eq(g_in), first.eq(count == 0),
-                         lossy.eq(use_s), delta.eq(q_in - prev_q)]
-        with m.Elif(s1 & ~s2):
-            m.d.sync += [s2.eq(1), u_wide.eq(delta >> k),
-                         rem.eq(delta[:RICE_K_MAX] & ((Const(1, RICE_K_MAX + 1) << k) - 1))]
-        with m.Elif(s2 & ~ready):
-            u = u_wide[:4]
-            head_bits = Mux(first | ~lossy, gbits, 0)     # group bits of the code
-            tail_len = Mux(first, 0, u + 1 + k)
-            thermo = ((Const(1, RICE_UNARY_LIMIT + 1) << u) - 1)[:RICE_UNARY_LIMIT]
-            tail = Signal(RICE_UNARY_LIMIT + RICE_K_MAX + 1)
-            room = Signal(range(65))             # bits after the code's tail
-            m.d.comb += [tail.eq((thermo << (k + 1)) | rem),
-                         room.eq(64 - head_bits - tail_len)]
-            group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
-            m.d.sync += [ready.eq(1), u_ok.eq(u_wide[4:] == 0),
-                         length.eq(head_bits + tail_len),
-                         code.eq(Mux(first, group_la,
-                                     Mux(lossy, 0, group_la) | (tail << room)))]
+            m.d.sync += [s1.eq(0), s2.eq(0), s3.eq(0), ready.eq(0)]
+        with m.Else():
+            with m.If(candidate & ~s1):
+                m.d.sync += [s1.eq(1), q.eq(q_in), group.eq(g_in), first.eq(count == 0),
+                             lossy.eq(use_s), delta.eq(q_in - prev_q)]
+            with m.If(s1 & ~s2):
+                m.d.sync += [s2.eq(1), u_wide.eq(delta >> k),
+                             rem.eq(delta[:RICE_K_MAX]
+                                    & ((Const(1, RICE_K_MAX + 1) << k) - 1))]
+            with m.If(s2 & ~s3):
+                u = u_wide[:4]
+                thermo = ((Const(1, RICE_UNARY_LIMIT + 1) << u) - 1)[:RICE_UNARY_LIMIT]
+                m.d.sync += [s3.eq(1), u_ok.eq(u_wide[4:] == 0),
+                             tail.eq((thermo << (k + 1)) | rem),
+                             tail_len.eq(Mux(first, 0, u + 1 + k)),
+                             head_bits.eq(Mux(first | ~lossy, gbits, 0))]
+            with m.If(s3 & ~ready):
+                room = Signal(range(65))             # bits after the code's tail
+                m.d.comb += room.eq(64 - head_bits - tail_len)
+                group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
+                m.d.sync += [ready.eq(1), length.eq(head_bits + tail_len),
+                             code.eq(Mux(first, group_la,
+                                         Mux(lossy, 0, group_la) | (tail << room)))]
         used = Signal(range(cap_bits + 65))
         m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
         fits = u_ok & (used + length <= cap_bits) & (count < MAX_RECORDS)
