@@ -50,6 +50,10 @@ def vector_frames() -> dict:
         "sender, interval 8, no packet recorded (padded to 60 bytes)": build_record_frames(
             CONFIG, "sender", seq=8, packet=PACKETS[:0], timestamps=TIMESTAMPS[:0],
             src_mac=SRC, dst_mac=DST),
+        "sender, coded (Rice, lossless), interval 7": build_record_frames(
+            CONFIG, "sender", src_mac=SRC, rice=True, **common),
+        "sender, coded (Rice, lossy, shift 3), interval 7": build_record_frames(
+            CONFIG, "sender", src_mac=SRC, rice=True, shift=3, **common),
     }
 
 
@@ -59,14 +63,20 @@ def markdown() -> str:
              f"`OpaConfig(groups=4, rows=4)` (configuration ID {CONFIG.config_id:#010x}); "
              f"packets P = {', '.join(f'{int(p):#018x}' for p in PACKETS)} at ticks "
              f"{', '.join(f'{int(t):#x}' for t in TIMESTAMPS)}; integrity tag (zero key). "
-             f"Header (48 bytes) / records / tag:", ""]
+             f"Header (48 bytes) / records (coded: the coding word, then the 64-bit "
+             f"words) / tag:", ""]
     for title, frames in vector_frames().items():
         fmt = record_format(CONFIG, "receiver" if "receiver" in title else "sender")
         for f in frames:
             end = len(f) if len(f) > 60 else 56
             body = f[48:end - 8]
-            recs = " ".join(body[i:i + fmt.record_bytes].hex()
-                            for i in range(0, len(body), fmt.record_bytes))
+            size = 8 if "coded" in title else fmt.record_bytes
+            if "coded" in title:            # the coding word, then 64-bit words
+                lines_of = [body[:4].hex()] + [body[i:i + 8].hex()
+                                               for i in range(4, len(body), 8)]
+            else:
+                lines_of = [body[i:i + size].hex() for i in range(0, len(body), size)]
+            recs = " ".join(lines_of)
             lines += [f"{title} ({len(f)} bytes):", "", "```", f[:48].hex(),
                       recs or "(no records)", f[end - 8:end].hex() + (
                           " " + f[end:].hex() if len(f) > end else ""), "```", ""]
@@ -79,6 +89,8 @@ def markdown() -> str:
         per_packet = (48 + 8 + n * fmt.record_bytes) / n
         lines.append(f"| {point} | {fmt.record_bytes} bytes ({fmt.key_bits}-bit key, "
                      f"{fmt.offset_bits}-bit offset) | {n} | {per_packet:.3f} |")
+    lines += ["", "Coded sender records on the OPA benches' workload: "
+              "`python -m bench.opa_record_bytes` (docs/ACCURACY.md, OPA)."]
     return "\n".join(lines + ["", END])
 
 

@@ -6,7 +6,9 @@ drops records (and counts them) unless it samples groups.
 
 Usage::
 
-    .venv/bin/python -m bench.opa_records_rate [--point receiver] [--records 1500]
+    .venv/bin/python -m bench.opa_records_rate [--point receiver] [--records 1500] [--gap 1]
+
+Cases: the sender fixed-width, Rice lossless, Rice lossy (shift 16); the receiver.
 """
 
 from __future__ import annotations
@@ -20,20 +22,26 @@ from hw.opa.records import OpaRecordStreamer
 from sim_tb.lib.amaranth_streams import Sink, simulate
 
 
-def measure(point: str, records: int, data_width: int = 64) -> dict:
+def measure(point: str, records: int, data_width: int = 64, rice: bool = False,
+            shift: int = 0, gap: int = 1) -> dict:
+    """Clocks per record for ``records`` back-to-back packets ``gap`` ticks apart (the
+    sender's records Rice-coded with ``rice``, at ``shift``)."""
     dut = OpaRecordStreamer(config=OpaConfig(), point=point, data_width=data_width,
                             depth=records + 8)
     out = Sink(dut.source, data_width, np.random.default_rng(1))
     res = {}
-    frames = -(-records // dut.per_frame)
+    frames = None if rice else -(-records // dut.per_frame)
 
     async def main(ctx):
         ctx.set(dut.src_mac, 1)
         ctx.set(dut.dst_mac, 2)
+        if point == "sender":
+            ctx.set(dut.rice, int(rice))
+            ctx.set(dut.shift, shift)
         for i in range(records):
             ctx.set(dut.valid, 1)
             ctx.set(dut.packet_hash, (i * 0x9E3779B97F4A7C15) & ((1 << 64) - 1))
-            ctx.set(dut.timestamp, 1000 + i)
+            ctx.set(dut.timestamp, 1000 + gap * i)
             await ctx.tick()
         ctx.set(dut.valid, 0)
         ctx.set(dut.boundary, 1)
@@ -42,12 +50,14 @@ def measure(point: str, records: int, data_width: int = 64) -> dict:
         ctx.set(dut.boundary, 0)
         for c in range(100 * records):
             await ctx.tick()
-            if c % 500 == 0 and len(out.frames()) >= frames:
+            if c % 500 == 0 and (out.frames() and out.frames()[-1][16] & 1
+                                 if frames is None else len(out.frames()) >= frames):
                 break
         res.update(last_beat=out.beats[-1][0], dropped=ctx.get(dut.dropped))
 
     simulate(dut, main, out.run)
-    return {"point": point, "records": records, "frames": len(out.frames()),
+    return {"point": point, "rice": rice, "shift": shift, "gap": gap, "records": records,
+            "frames": len(out.frames()),
             "dropped": res["dropped"], "clocks_per_record": res["last_beat"] / records}
 
 
@@ -55,10 +65,16 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--point", choices=("sender", "receiver"), default=None)
     p.add_argument("--records", type=int, default=1500)
+    p.add_argument("--gap", type=int, default=1, help="ticks between packets")
     args = p.parse_args(argv)
-    for point in [args.point] if args.point else ["sender", "receiver"]:
-        r = measure(point, args.records)
-        print(f"{point}: {r['records']} records in {r['frames']} frames, "
+    cases = [("sender", False, 0), ("sender", True, 0), ("sender", True, 16),
+             ("receiver", False, 0)]
+    for point, rice, shift in cases:
+        if args.point and point != args.point:
+            continue
+        r = measure(point, args.records, rice=rice, shift=shift, gap=args.gap)
+        name = point + (f", Rice shift {shift}" if rice else ", fixed")
+        print(f"{name}: {r['records']} records in {r['frames']} frames, "
               f"{r['clocks_per_record']:.2f} clocks per record, {r['dropped']} dropped")
 
 

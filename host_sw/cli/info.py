@@ -17,6 +17,7 @@ from host_sw.cli.args import (RunFailure, UsageError, check_output, dump, guard,
 from host_sw.cli.files import write_output
 from host_sw.cli.link import add_link_options, open_device
 from host_sw.contracts.config import config_class
+from host_sw.contracts.opa.records import DEFAULT_LOSSY_SHIFT, RICE_MAX_SHIFT
 from host_sw.contracts.siphash import key_to_int
 from host_sw.device.driver import INTERVAL_MODES
 
@@ -69,6 +70,15 @@ def add_config_parser(sub) -> None:
     p.add_argument("--records", default=None, choices=("off", "sender", "receiver"),
                    help="OPA: stream this point's per-packet record frames in-band from "
                         "the next interval on (OPA_RECORD_CONTROL)")
+    p.add_argument("--record-coding", default="lossless",
+                   choices=("lossless", "lossy", "fixed"),
+                   help="OPA, with --records sender: the sender's records Rice-coded, "
+                        "lossless (default) or lossy (send ticks quantised by "
+                        "--record-shift bits), or fixed-width (docs/SPEC.md §8.7)")
+    p.add_argument("--record-shift", type=int_in(1, RICE_MAX_SHIFT), default=DEFAULT_LOSSY_SHIFT,
+                   metavar="S",
+                   help="OPA, with --record-coding lossy: every send tick within "
+                        f"2**(S-1) ticks (default {DEFAULT_LOSSY_SHIFT})")
     p.add_argument("--record-groups", type=int_in(0, 2 ** 24 - 1), default=0, metavar="N",
                    help="OPA, with --records: record groups G < N only, the same at both "
                         "points (0 = every group)")
@@ -149,8 +159,11 @@ def _set_records(dev, args) -> None:
     if "opa_record_control" not in dev.map:
         raise UsageError(f"the device is {dev.config.kind.upper()}: record frames are "
                          "OPA's", "--records")
+    coded = args.records == "sender" and args.record_coding != "fixed"
     dev.write("opa_record_control", enable=int(args.records != "off"),
-              receiver=int(args.records == "receiver"), record_groups=args.record_groups)
+              receiver=int(args.records == "receiver"), rice=int(coded),
+              shift=args.record_shift if coded and args.record_coding == "lossy" else 0,
+              record_groups=args.record_groups)
 
 
 def _cmd_config(args) -> int:

@@ -244,6 +244,12 @@ _OPA_REGISTERS = (
                                "in-band (type 4 frames towards the output)"),
                      FieldDecl("receiver", 1, "rw", "1: the receiver's records (packet hash, "
                                "arrival tick); 0: the sender's (group, send tick)"),
+                     FieldDecl("rice", 1, "rw", "sender: code the records (group and "
+                               "Golomb-Rice time difference, docs/SPEC.md §8.7); 0: "
+                               "fixed-width records"),
+                     FieldDecl("shift", 5, "rw", "sender, with rice: quantise the send "
+                               "ticks by this many bits (lossy, every tick within "
+                               "2**(shift-1); above 24 taken as 24); 0: lossless"),
                      FieldDecl("record_groups", 24, "rw", "sampling: record groups G < "
                                "record_groups (0 = every group)", at=8))),
     status_counter("opa_records_dropped", "records dropped: the record buffer was full"),

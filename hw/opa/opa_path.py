@@ -22,7 +22,8 @@ point chosen at run time) takes the same counted packets and boundaries as the w
 with the interval ledger's number (``interval_seq``) as the new interval's, and its
 frames are this path's ``insert`` member (:mod:`hw.measurement_path`: a third input of
 the frame merger, with ``now`` and the frame MACs/CONFIG_ID/key by member name). Its
-control is the OPA_RECORD_CONTROL register (enable, receiver point, record_groups;
+control is the OPA_RECORD_CONTROL register (enable, receiver point, the sender's
+coding: rice and shift, record_groups;
 latched at each boundary, nothing recorded before the first), its counters
 OPA_RECORDS_DROPPED/MERGED/FRAMES (docs/SPEC.md §8.7). A record's timestamp is the
 tap's (``ts_bits`` wide) widened to the timebase's 64 bits: the running ``now`` minus
@@ -158,6 +159,7 @@ class OpaPath(wiring.Component):
             rec.timestamp.eq(now - lag),
             rec.boundary.eq(boundary), rec.next_seq.eq(self.interval_seq),
             rec.enable.eq(control.enable), rec.receiver.eq(control.receiver),
+            rec.rice.eq(control.rice), rec.shift.eq(control.shift),
             rec.record_groups.eq(control.record_groups),
         ]
         m.d.comb += [getattr(rec, port).eq(getattr(self, name))

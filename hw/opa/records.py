@@ -29,6 +29,12 @@ Two halves joined by one block-RAM FIFO of entries (``amaranth.lib.fifo``):
   record does not fit (the frame is full or its offset exceeds the offset field) or the
   interval ends, it sends the header (now known: count, base, LAST, dropped), then the
   buffered records, to the tagger. Entries wait in the FIFO meanwhile.
+* **coded sender records** (``rice``; SPEC §8.7 "Coded sender records"): the framer's
+  coder writes each record's Golomb–Rice code into a 64-bit accumulator and full words
+  into the frame buffer, the coding word goes after the header; lossy ones (``shift`` >
+  0) first pass the quantum sorter (per-group counts of the current quantum in one of two
+  RAMs while the other is scanned in group order), so each quantum's records leave as a
+  set sorted by group.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -41,8 +47,9 @@ from host_sw.contracts.config import KIND_CODES, OpaConfig
 from host_sw.contracts.frames.frame_format import MTU_PAYLOAD, PAYLOAD_OFFSET
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.opa.records import (
-    RECORD_HEADER_FIELDS, TYPE_OPA_RECORDS, Point, RecordFlags, record_format,
-    records_per_frame,
+    CODED_WORD_BYTES, CODING_BYTES, MAX_RECORDS, RECORD_HEADER_FIELDS, RICE_CODING,
+    RICE_K_INIT, RICE_K_MAX, RICE_MAX_SHIFT, RICE_UNARY_LIMIT, TYPE_OPA_RECORDS, Point,
+    RecordFlags, coded_words_per_frame, record_format, records_per_frame,
 )
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
@@ -51,6 +58,10 @@ from hw.frames.frame import FrameStream, RegisterSlice, check_data_width
 from hw.inband.siphash import ItemTagger
 
 __all__ = ["OpaRecordStreamer"]
+
+#: Bits of an entry's record format (``mode``): 0 receiver, 1 coded (sender), 2–6 shift.
+MODE_BITS = 7
+_STAT_BITS = 48
 
 #: Bytes of one item into the tagger: a quarter of the header, a record, or the tag.
 ITEM_BYTES = 12
@@ -100,6 +111,11 @@ class OpaRecordStreamer(wiring.Component):
         Record the receiver's records (1) or the sender's (0); latched at each boundary
         like ``enable``. Before the first boundary the input is taken as it is (a frame
         never mixes the two: a change closes the open frame).
+    rice, shift : In(1), In(5), only when the streamer may record the sender's
+        Code the sender's records (Golomb–Rice, SPEC §8.7 "Coded sender records"), their
+        timestamps quantised by ``shift`` bits (0: lossless; above 24 taken as 24), each
+        quantum's records as a set; latched at each boundary like ``receiver`` (before
+        the first one taken as they are).
     src_mac, dst_mac, config_id, key, auth : In(48), In(48), In(32), In(128), In(1)
         As for the exporter (LOCAL_MAC, EXPORT_DST_MAC, CONFIG_ID, AUTH_KEY,
         AUTH_MODE.enable), read when a frame's header is sent.
@@ -127,6 +143,8 @@ class OpaRecordStreamer(wiring.Component):
                            for p in self.points}
         if self.point is not None:
             self.format, self.per_frame = self.formats[point], self.per_frames[point]
+        self.coded_words = (coded_words_per_frame(mtu) if Point.SENDER in self.points
+                            else 0)
         self.data_width, self.mtu, self.depth = data_width, mtu, depth
         self.record_from_reset = bool(record_from_reset)
         self.gbits = config.groups.bit_length() - 1
@@ -141,19 +159,22 @@ class OpaRecordStreamer(wiring.Component):
         }
         if point is None:
             members["receiver"] = In(1)
+        if Point.SENDER in self.points:
+            members["rice"], members["shift"] = In(1), In(5)
         super().__init__(members)
 
     def _by_point(self, recv, values: dict):
         """``values[point]`` of the point ``recv`` selects (a constant when fixed)."""
         if self.point is not None:
             return values[self.point]
-        return Mux(recv, values[Point.RECEIVER], values[Point.SENDER])
+        return Mux(recv[0], values[Point.RECEIVER], values[Point.SENDER])
 
     def _entry_layout(self) -> data.StructLayout:
         key_bits = 64 if Point.RECEIVER in self.points else max(1, self.gbits)
         return data.StructLayout({"rec": 1, "key": key_bits, "ts": 64, "end": 1,
                                   "quiet": 1, "dropped": 32, "next_seq": 32,
-                                  "next_groups": 24, "recv": 1, "end_recv": 1})
+                                  "next_groups": 24, "recv": MODE_BITS,
+                                  "end_recv": MODE_BITS})
 
     def _effective_groups(self, value):
         g = self.config.groups
@@ -169,11 +190,13 @@ class OpaRecordStreamer(wiring.Component):
         self._write_side(m, fifo, layout)
         m.submodules.tagger = tagger = ItemTagger(
             item_bytes=ITEM_BYTES,
-            frame_items=_HEADER_PIECES + max(self.per_frames.values()) + 1)
+            frame_items=_HEADER_PIECES + 1 + max(max(self.per_frames.values()),
+                                                 self.coded_words) + 1)
         m.submodules.packer = packer = BytePacker(
             data_width=self.data_width, item_bytes=ITEM_BYTES,
             item_sizes={ITEM_BYTES, TAG_BYTES} | {f.record_bytes
-                                                  for f in self.formats.values()})
+                                                  for f in self.formats.values()}
+            | ({CODING_BYTES, CODED_WORD_BYTES} if self.coded_words else set()))
         m.d.comb += [tagger.key.eq(Mux(self.auth, self.key, 0)), packer.enable.eq(1)]
         connect(m, packer.sources[0], flipped(self.source))
         # Tagger ► pad ► a register slice ► packer: the tagger's store (block RAM) and the
@@ -195,9 +218,16 @@ class OpaRecordStreamer(wiring.Component):
         """Packets and boundaries into FIFO entries (module docstring)."""
         valid, boundary, on_in = Signal(), Signal(), Signal()
         p_hash, ts, next_seq, groups_in = Signal(64), Signal(64), Signal(32), Signal(24)
-        recv_in = Signal()
-        if self.point is None:
-            m.d.sync += recv_in.eq(self.receiver)
+        # the record format (``mode``, MODE_BITS): receiver, coded, shift
+        recv_in = Signal(MODE_BITS)
+        recv_bit = (self.receiver if self.point is None
+                    else Const(int(self.point is Point.RECEIVER), 1))
+        if Point.SENDER in self.points:
+            shift = Mux(self.shift > RICE_MAX_SHIFT, RICE_MAX_SHIFT, self.shift)
+            m.d.sync += recv_in.eq(Cat(recv_bit, self.rice & ~recv_bit,
+                                       Mux(self.rice & ~recv_bit, shift, 0)))
+        else:
+            m.d.sync += recv_in.eq(recv_bit)
         m.d.sync += [valid.eq(self.valid), boundary.eq(self.boundary), on_in.eq(self.enable),
                      p_hash.eq(self.packet_hash), ts.eq(self.timestamp),
                      next_seq.eq(self.next_seq),
@@ -209,7 +239,8 @@ class OpaRecordStreamer(wiring.Component):
         pend_seq, pend_groups = Signal(32), Signal(24)
         # the point (run-time only): latched at each boundary, taken as it is before the
         # first one
-        started, recv_latched, pend_recv = Signal(), Signal(), Signal()
+        started = Signal()
+        recv_latched, pend_recv = Signal(MODE_BITS), Signal(MODE_BITS)
         recv_now = Mux(started, recv_latched, recv_in)
         rule = Mux(boundary, groups_in, groups)
         rec = valid & Mux(boundary, on_in, on) & (self._group(p_hash) < rule)
@@ -266,54 +297,106 @@ class OpaRecordStreamer(wiring.Component):
             out[Point.SENDER] = _big_endian(value, fmt.record_bytes)
         return self._by_point(recv, out)
 
+    def _coded(self, mode):
+        """Whether the record format ``mode`` is the coded sender's."""
+        return mode[1] if Point.SENDER in self.points else Const(0, 1)
+
     def _framer(self, m, entries, layout, items):
-        """FIFO entries into frames: buffer a frame's records, then send it."""
+        """FIFO entries into frames: buffer a frame's records, then send it. Coded sender
+        records (``mode`` bit 1) go through a bit accumulator into 64-bit words; lossy
+        coded ones (``shift`` > 0) first through the quantum sorter."""
         per = max(self.per_frames.values())
         head = Signal(layout)
         m.d.comb += head.eq(entries.payload)
         seq, chunk = Signal(32), Signal(32)
         groups = Signal(24, init=self.config.groups)
-        count, base = Signal(range(per + 1)), Signal(64)
+        count, base = Signal(range(max(per, MAX_RECORDS) + 1)), Signal(64)
         end_taken = Signal()                 # the head's end part is done
         emitting, e_last, e_dropped = Signal(), Signal(), Signal(32)
         e_seq, e_groups = Signal(32), Signal(24)
-        f_recv, e_recv = Signal(), Signal()  # the open frame's / the sent frame's point
-        width = max(f.record_bytes for f in self.formats.values())
-        m.submodules.buffer = buffer = Memory(shape=8 * width, depth=per, init=[])
+        # the open frame's / the sent frame's record format (MODE_BITS)
+        f_recv, e_recv = Signal(MODE_BITS), Signal(MODE_BITS)
+        width = max([f.record_bytes for f in self.formats.values()]
+                    + [CODED_WORD_BYTES] * bool(self.coded_words))
+        depth = max(per, self.coded_words)
+        m.submodules.buffer = buffer = Memory(shape=8 * width, depth=depth, init=[])
         wport, rport = buffer.write_port(), buffer.read_port()
         offset = Signal(64)
         m.d.comb += offset.eq(head.ts - base)
         offset_fits = self._by_point(head.recv, {
             p: offset[f.offset_bits:] == 0 for p, f in self.formats.items()})
         full = count == self._by_point(head.recv, self.per_frames)
-        fits = (count == 0) | (~full & offset_fits & (head.recv == f_recv))
+        coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
-        m.d.comb += [wport.addr.eq(count),
-                     wport.data.eq(self._record_bytes(head.key, Mux(count == 0, 0, offset),
-                                                      head.recv))]
-        with m.If(~emitting & entries.valid):
-            with m.If(has_end):
+        # the quantum sorter's record (lossy coded), served before the FIFO's head
+        srt = self._sorter(m, head, entries, has_end) if self.coded_words else None
+        use_s = srt["valid"] if srt else Const(0, 1)
+        binned = srt["binned_head"] if srt else Const(0, 1)
+        # a coded record waits (the sorter's, or a lossless coded head): the coder
+        # prepares its code first
+        coded_cand = use_s | (entries.valid & ~has_end & coded & ~binned)
+        clear = Signal()
+        c = (self._coder(m, head, count, srt, coded_cand & ~emitting, clear)
+             if self.coded_words else None)
+        plain_fits = ~full & offset_fits
+        record_fits = Mux(coded | use_s, c["fits"], plain_fits) if c else plain_fits
+        r_mode = Mux(use_s, srt["mode"], head.recv) if srt else head.recv
+        fits = (count == 0) | (record_fits & (r_mode == f_recv))
+        plain_data = self._record_bytes(head.key, Mux(count == 0, 0, offset), head.recv)
+        m.d.comb += [wport.addr.eq(count), wport.data.eq(plain_data)]
+        flush = Signal()                     # a frame closes: its partial word is written
+        busy = srt["busy"] if srt else Const(0, 1)
+        prepared = (~coded_cand | c["ready"]) & ~c["pending"] if c else Const(1, 1)
+        with m.If(~emitting & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
+                  & prepared):
+            with m.If(~use_s & has_end):
                 # an interval that did not record (``enable`` low) ends without a frame
                 m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
                              e_dropped.eq(head.dropped), e_seq.eq(head.next_seq),
                              e_groups.eq(head.next_groups), end_taken.eq(head.rec),
                              e_recv.eq(Mux(count == 0, head.end_recv, f_recv))]
-                m.d.comb += entries.ready.eq(~head.rec)
+                m.d.comb += [entries.ready.eq(~head.rec), flush.eq(count != 0)]
                 with m.If(head.quiet):      # (no records: ``count`` is 0)
                     m.d.sync += [seq.eq(head.next_seq), groups.eq(head.next_groups),
                                  chunk.eq(0)]
             with m.Elif(~fits):
                 m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0),
                              e_recv.eq(f_recv)]
+                m.d.comb += flush.eq(1)
+                if c:
+                    c["on_break"]()
+            if srt:
+                with m.Elif(use_s):
+                    m.d.comb += srt["take"].eq(1)
+                    m.d.sync += count.eq(count + 1)
+                    c["on_take"](wport)
+                    with m.If(count == 0):
+                        m.d.sync += [base.eq(srt["base"]), f_recv.eq(srt["mode"])]
             with m.Else():
-                m.d.comb += [wport.en.eq(1), entries.ready.eq(1)]
+                m.d.comb += [wport.en.eq(~coded), entries.ready.eq(1)]
                 m.d.sync += [count.eq(count + 1), end_taken.eq(0)]
+                if c:
+                    with m.If(coded):
+                        c["on_take"](wport)
                 with m.If(count == 0):
                     m.d.sync += [base.eq(head.ts), f_recv.eq(head.recv)]
+        with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
+            m.d.sync += end_taken.eq(0)
+        # anything that changes the coder's record or state — a coded record taken (its
+        # append pending), a frame closed (emitting until sent, when k changes) —:
+        # prepare again (from registers, not from this clock's decisions)
+        if c:
+            m.d.comb += clear.eq(emitting | c["pending"])
+        if c:
+            c["on_append"](wport)
+            with m.If(flush & self._coded(f_recv)):
+                c["on_flush"](wport)
+        e_coded = self._coded(e_recv)
         recv_flag = self._by_point(e_recv, {
             p: int(RecordFlags.RECEIVER if p is Point.RECEIVER else RecordFlags.NONE)
             for p in self.points})
-        flags = Mux(e_last, int(RecordFlags.LAST), 0) | recv_flag
+        flags = (Mux(e_last, int(RecordFlags.LAST), 0) | recv_flag
+                 | Mux(e_coded, int(RecordFlags.CODED), 0))
         header = control_header(m, {
             "dst_mac": self.dst_mac, "src_mac": self.src_mac, "type": TYPE_OPA_RECORDS,
             "flags": flags, "kind": KIND_CODES["opa"], "seq": seq,
@@ -321,35 +404,276 @@ class OpaRecordStreamer(wiring.Component):
             "auth": self.auth, "chunk_index": chunk, "dropped": e_dropped,
             "timestamp": Mux(count == 0, 0, base)},
             name="record_header", fields=RECORD_HEADER_FIELDS)
-        done = self._send(m, items, header, count, emitting, rport, e_recv)
+        # the coding word (bytes 48–51, lane order) and the coded frame's words
+        coding = (Cat(Const(RICE_CODING, 8), c["k"], Const(0, 8 - len(c["k"])),
+                      e_recv[2:7], Const(0, 3), Const(0, 8)) if c else Const(0, 32))
+        words = c["words"] if c else Const(0, 1)
+        done = self._send(m, items, header, count, emitting, rport, e_recv, coding, words)
         with m.If(done):
             m.d.sync += [emitting.eq(0), count.eq(0)]
+            if c:
+                c["on_done"](e_last | ~e_coded)
             with m.If(e_last):
                 m.d.sync += [seq.eq(e_seq), groups.eq(e_groups), chunk.eq(0)]
             with m.Else():
                 m.d.sync += chunk.eq(chunk + 1)
 
-    def _send(self, m, items, header, count, emitting, rport, recv):
-        """While ``emitting``: the header's pieces, then ``count`` buffered records, to
-        the tagger; returns the strobe of the frame's last item."""
-        piece = Signal(range(_HEADER_PIECES + 1))
-        index = Signal(range(max(self.per_frames.values()) + 1))
+    def _sorter(self, m, head, entries, has_end):
+        """Lossy coded records (``mode``: coded, ``shift`` > 0) as the set of each
+        quantum ``q = t >> shift``: the head's records counted per group in one of two
+        count RAMs (a read, then the write: one record per two clocks); a record of a
+        later quantum, or the interval's end, hands the RAM to the scan, which reads
+        every group in order (clearing it) and offers its count of records
+        ``K = (q << log2 g) | group`` to the coder, in key order. A quantum ends while
+        the previous one is still scanned: the head waits (the FIFO holds the
+        packets)."""
+        g, gbits = self.config.groups, self.gbits
+        cbits = 24
+        rams = [Memory(shape=cbits, depth=g, init=[]) for _ in range(2)]
+        for i, ram in enumerate(rams):
+            m.submodules[f"quantum_counts{i}"] = ram
+        wps = [r.write_port() for r in rams]
+        rps = [r.read_port() for r in rams]
+        active = Signal()                    # the RAM that counts
+        have = Signal()                      # the active RAM holds records
+        cur_base, cur_mode = Signal(64), Signal(MODE_BITS)
+        scanning, checking, phase = Signal(), Signal(), Signal(2)
+        s_base, s_q, s_mode = Signal(64), Signal(64), Signal(MODE_BITS)
+        s_g, s_left = Signal(range(g + 1)), Signal(cbits)
+        emit = Signal()
+        key = head.key
+        group = (key[len(key) - gbits:] if len(key) == 64 else key[:gbits]) if gbits \
+            else Const(0, 1)
+        shift = head.recv[2:7]
+        mask = Signal(64)
+        m.d.comb += mask.eq(~((Const(1, 65) << shift) - 1))
+        h_base = head.ts & mask
+        binned_head = Signal()
+        m.d.comb += binned_head.eq(entries.valid & ~has_end & self._coded(head.recv)
+                                   & (shift != 0))
+        new_quantum = have & ((h_base != cur_base) | (head.recv != cur_mode))
+        start_scan = Signal()
+        # counting, from registers: clock 0 looks at the head (its group, quantum and
+        # whether that is a new one), clock 1 reads the group's count (or, a new
+        # quantum, hands the RAM to the scan), clock 2 writes it + 1 (head taken)
+        grp_r, base_r, mode_r, nq_r = (Signal(max(1, gbits)), Signal(64),
+                                       Signal(MODE_BITS), Signal())
+        with m.If(phase == 0):
+            with m.If(binned_head):
+                m.d.sync += [phase.eq(1), nq_r.eq(new_quantum), grp_r.eq(group),
+                             base_r.eq(h_base), mode_r.eq(head.recv)]
+        with m.Elif((phase == 1) & ~nq_r):
+            m.d.sync += phase.eq(2)
+        with m.Elif(phase == 2):
+            m.d.comb += entries.ready.eq(1)
+            m.d.sync += [phase.eq(0), have.eq(1), cur_base.eq(base_r), cur_mode.eq(mode_r)]
+        for i in range(2):
+            with m.If((active == i) & (phase != 0)):
+                m.d.comb += rps[i].addr.eq(grp_r)
+                with m.If(phase == 2):
+                    m.d.comb += [wps[i].en.eq(1), wps[i].addr.eq(grp_r),
+                                 wps[i].data.eq(rps[i].data + 1)]
+        # a quantum ends: at a later quantum's record or the interval's end
+        with m.If((((phase == 1) & nq_r)
+                   | ((phase == 0) & entries.valid & has_end & have)) & ~scanning):
+            m.d.comb += start_scan.eq(1)
+            m.d.sync += [scanning.eq(1), checking.eq(0), s_g.eq(0), s_base.eq(cur_base),
+                         s_q.eq(cur_base >> cur_mode[2:7]), s_mode.eq(cur_mode),
+                         active.eq(~active), have.eq(0), phase.eq(0)]
+        # the scan: the RAM not counting
+        s_ram = ~active
+        s_data = Mux(s_ram, rps[1].data, rps[0].data)
+        take = Signal()
+        with m.If(scanning):
+            for i in range(2):
+                with m.If(s_ram == i):
+                    m.d.comb += rps[i].addr.eq(s_g)
+            with m.If(~checking):            # the read of s_g is under way
+                m.d.sync += checking.eq(1)
+            with m.Elif(~emit):
+                for i in range(2):
+                    with m.If(s_ram == i):
+                        m.d.comb += [wps[i].en.eq(1), wps[i].addr.eq(s_g),
+                                     wps[i].data.eq(0)]
+                with m.If(s_data == 0):
+                    with m.If(s_g == g - 1):
+                        m.d.sync += scanning.eq(0)
+                    with m.Else():
+                        for i in range(2):
+                            with m.If(s_ram == i):
+                                m.d.comb += rps[i].addr.eq(s_g + 1)
+                        m.d.sync += s_g.eq(s_g + 1)
+                with m.Else():
+                    m.d.sync += [s_left.eq(s_data), emit.eq(1)]
+            with m.Elif(take):
+                with m.If(s_left == 1):
+                    m.d.sync += emit.eq(0)
+                    with m.If(s_g == g - 1):
+                        m.d.sync += scanning.eq(0)
+                    with m.Else():
+                        m.d.sync += [s_g.eq(s_g + 1), checking.eq(0)]
+                with m.Else():
+                    m.d.sync += s_left.eq(s_left - 1)
+        out_key = Signal(64)
+        m.d.comb += out_key.eq(Cat(s_g[:gbits] if gbits else Const(0, 0), s_q))
+        return {"valid": scanning & emit, "key": out_key, "group": s_g[:max(1, gbits)],
+                "mode": s_mode, "base": s_base, "take": take, "busy": have | scanning,
+                "binned_head": binned_head, "start": start_scan}
+
+    def _coder(self, m, head, count, srt, candidate, clear):
+        """The coded sender records' state and logic (SPEC §8.7 "Coded sender records";
+        :func:`host_sw.contracts.opa.records.code_sender_frames` is its definition): the
+        record's code left-aligned in 64 bits, a 64-bit accumulator of ``fill`` bits
+        (MSB first), words written as they fill; the Rice parameter per frame from the
+        previous frame's differences. The record is the FIFO's head (lossless: its
+        group and tick) or, while the sorter offers one, the sorter's (lossy: its key
+        ``K``, the group bits only in a frame's first record).
+
+        Timing: the code is prepared in four registered steps (the difference; its
+        quotient and remainder; the unary part and remainder joined, whether the
+        quotient fits; the code left-aligned and its length) while
+        ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
+        the framer's state now, ``clear`` (any take, frame end or state change) starts
+        it again. A record takes about seven clocks (bench.opa_records_rate). Returns the signals and actions the
+        framer uses."""
+        gbits = self.gbits
+        cap_bits = 64 * self.coded_words
+        k = Signal(range(RICE_K_MAX + 1), init=RICE_K_INIT)
+        total, n = Signal(_STAT_BITS), Signal(range(MAX_RECORDS + 2))
+        prev_q = Signal(64)
+        acc, fill = Signal(64), Signal(6)
+        nwords = Signal(range(self.coded_words + 1))
+        key = head.key
+        h_group = (key[len(key) - gbits:] if len(key) == 64 else key[:gbits]) if gbits \
+            else Const(0, 1)
+        use_s = srt["valid"] if srt else Const(0, 1)
+        q_in = Mux(use_s, srt["key"], head.ts) if srt else head.ts
+        g_in = Mux(use_s, srt["group"], h_group) if srt else h_group
+        # step 1: the difference
+        s1, s2, ready = Signal(), Signal(), Signal()
+        q, delta, group = Signal(64), Signal(64), Signal(max(1, gbits))
+        first, lossy = Signal(), Signal()
+        # step 2: quotient and remainder
+        u_wide, rem = Signal(64), Signal(RICE_K_MAX)
+        # step 3: the code
+        code, length, u_ok = Signal(64), Signal(7), Signal()
+        # (each step's enable from the step registers only; the steps follow one
+        # another, so at most one of them runs)
+        s3 = Signal()
+        tail = Signal(RICE_UNARY_LIMIT + RICE_K_MAX + 1)
+        tail_len, head_bits = Signal(range(RICE_UNARY_LIMIT + RICE_K_MAX + 2)), Signal(6)
+        with m.If(clear):
+            m.d.sync += [s1.eq(0), s2.eq(0), s3.eq(0), ready.eq(0)]
+        with m.Else():
+            with m.If(candidate & ~s1):
+                m.d.sync += [s1.eq(1), q.eq(q_in), group.eq(g_in), first.eq(count == 0),
+                             lossy.eq(use_s), delta.eq(q_in - prev_q)]
+            with m.If(s1 & ~s2):
+                m.d.sync += [s2.eq(1), u_wide.eq(delta >> k),
+                             rem.eq(delta[:RICE_K_MAX]
+                                    & ((Const(1, RICE_K_MAX + 1) << k) - 1))]
+            with m.If(s2 & ~s3):
+                u = u_wide[:4]
+                thermo = ((Const(1, RICE_UNARY_LIMIT + 1) << u) - 1)[:RICE_UNARY_LIMIT]
+                m.d.sync += [s3.eq(1), u_ok.eq(u_wide[4:] == 0),
+                             tail.eq((thermo << (k + 1)) | rem),
+                             tail_len.eq(Mux(first, 0, u + 1 + k)),
+                             head_bits.eq(Mux(first | ~lossy, gbits, 0))]
+            with m.If(s3 & ~ready):
+                room = Signal(range(65))             # bits after the code's tail
+                m.d.comb += room.eq(64 - head_bits - tail_len)
+                group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
+                m.d.sync += [ready.eq(1), length.eq(head_bits + tail_len),
+                             code.eq(Mux(first, group_la,
+                                         Mux(lossy, 0, group_la) | (tail << room)))]
+        used = Signal(range(cap_bits + 65))
+        m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
+        fits = u_ok & (used + length <= cap_bits) & (count < MAX_RECORDS)
+        total_sat = Signal(_STAT_BITS + 1)
+        big = delta[_STAT_BITS:] != 0
+        m.d.comb += total_sat.eq(total + delta[:_STAT_BITS])
+        new_total = Mux(big | total_sat[_STAT_BITS], (1 << _STAT_BITS) - 1,
+                        total_sat[:_STAT_BITS])
+        # the next frame's parameter: the smallest k with n·2**(k+1) > total
+        k_next = Signal(range(RICE_K_MAX + 1))
+        m.d.comb += k_next.eq(RICE_K_MAX)
+        for j in reversed(range(RICE_K_MAX + 1)):
+            with m.If((n << (j + 1)) > total):
+                m.d.comb += k_next.eq(j)
+
+        # a taken code is appended to the accumulator in the next clock (``pending``:
+        # the framer waits for it before it ends a frame)
+        pending, p_code, p_len = Signal(), Signal(64), Signal(7)
+        wide = Signal(128)
+        m.d.comb += wide.eq(Cat(Const(0, 64), p_code) >> fill)
+        hi, lo = acc | wide[64:], wide[:64]
+
+        def on_take(wport):
+            m.d.sync += [prev_q.eq(q), pending.eq(1), p_code.eq(code), p_len.eq(length)]
+            with m.If(~first):
+                m.d.sync += [total.eq(new_total), n.eq(n + 1)]
+
+        def on_append(wport):
+            with m.If(pending):
+                m.d.sync += pending.eq(0)
+                with m.If(fill + p_len >= 64):
+                    m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
+                                 wport.data.eq(_big_endian(hi, 8))]
+                    m.d.sync += [acc.eq(lo), fill.eq(fill + p_len - 64),
+                                 nwords.eq(nwords + 1)]
+                with m.Else():
+                    m.d.sync += [acc.eq(hi), fill.eq(fill + p_len)]
+
+        def on_break():
+            m.d.sync += [total.eq(new_total), n.eq(n + 1)]
+
+        def on_flush(wport):
+            with m.If(fill != 0):
+                m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
+                             wport.data.eq(_big_endian(acc, 8))]
+                m.d.sync += [nwords.eq(nwords + 1), fill.eq(0), acc.eq(0)]
+
+        def on_done(last):
+            m.d.sync += [nwords.eq(0), total.eq(0), n.eq(0),
+                         k.eq(Mux(last, RICE_K_INIT, k_next))]
+
+        return {"fits": fits, "ready": ready & ~pending, "pending": pending, "k": k,
+                "words": nwords, "on_take": on_take, "on_append": on_append,
+                "on_break": on_break, "on_flush": on_flush, "on_done": on_done}
+
+    def _send(self, m, items, header, count, emitting, rport, recv, coding, words):
+        """While ``emitting``: the header's pieces, then ``count`` buffered records (or,
+        coded, the coding word and ``words`` buffered words), to the tagger; returns the
+        strobe of the frame's last item."""
+        piece = Signal(range(_HEADER_PIECES + 2))
+        index = Signal(range(max(max(self.per_frames.values()), self.coded_words) + 1))
         fresh = Signal()                     # the read port shows record ``index``
-        in_records = piece == _HEADER_PIECES
+        coded = self._coded(recv)
+        n_items = Mux(coded, words, count)
+        # coded: one more piece, the coding word, after the header's
+        pieces = Mux(coded, _HEADER_PIECES + 1, _HEADER_PIECES)
+        in_records = piece == pieces
         take = items.valid & items.ready
         m.d.comb += rport.addr.eq(index)
         m.d.sync += fresh.eq(~take)
         size = self._by_point(recv, {p: f.record_bytes for p, f in self.formats.items()})
         with m.If(~in_records):
-            m.d.comb += [items.valid.eq(emitting),
-                         items.payload.data.eq(header.word_select(piece, 8 * ITEM_BYTES)),
-                         items.payload.size.eq(ITEM_BYTES),
-                         items.payload.last.eq((piece == _HEADER_PIECES - 1) & (count == 0))]
+            with m.If(piece == _HEADER_PIECES):
+                m.d.comb += [items.valid.eq(emitting),
+                             items.payload.data.eq(coding),
+                             items.payload.size.eq(CODING_BYTES),
+                             items.payload.last.eq(n_items == 0)]
+            with m.Else():
+                m.d.comb += [items.valid.eq(emitting),
+                             items.payload.data.eq(header.word_select(piece, 8 * ITEM_BYTES)),
+                             items.payload.size.eq(ITEM_BYTES),
+                             items.payload.last.eq((piece == _HEADER_PIECES - 1)
+                                                   & (n_items == 0) & ~coded)]
         with m.Else():
             m.d.comb += [items.valid.eq(emitting & fresh),
                          items.payload.data.eq(rport.data),
-                         items.payload.size.eq(size),
-                         items.payload.last.eq(index == count - 1)]
+                         items.payload.size.eq(Mux(coded, CODED_WORD_BYTES, size)),
+                         items.payload.last.eq(index == n_items - 1)]
         done = take & items.payload.last
         with m.If(take & ~in_records):
             m.d.sync += piece.eq(piece + 1)

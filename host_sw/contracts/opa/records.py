@@ -54,7 +54,10 @@ from host_sw.contracts.siphash import TAG_BYTES, ZERO_KEY, siphash_tag
 __all__ = ["TYPE_OPA_RECORDS", "MIN_RECORD_MTU_PAYLOAD", "RecordFlags", "Point", "RECORD_HEADER_FIELDS",
            "RecordFormat", "record_format", "records_per_frame", "frame_records",
            "build_record_frames", "RecordFrame", "parse_record_frame", "IntervalRecords",
-           "RecordReassembler", "sampled_groups"]
+           "RecordReassembler", "sampled_groups", "RICE_CODING", "RICE_UNARY_LIMIT",
+           "RICE_K_INIT", "RICE_K_MAX", "RICE_MAX_SHIFT", "coded_words_per_frame",
+           "rice_next_k", "code_sender_frames", "decode_sender_bits", "lossy_error_bound",
+           "DEFAULT_LOSSY_SHIFT"]
 
 #: The control-frame ``type`` of an OPA record frame.
 TYPE_OPA_RECORDS = 4
@@ -71,6 +74,7 @@ class RecordFlags(enum.IntFlag):
     NONE = 0
     LAST = 0x01
     RECEIVER = 0x02
+    CODED = 0x04
 
 
 class Point(str, enum.Enum):
@@ -87,7 +91,7 @@ RECORD_HEADER_FIELDS: tuple[FrameField, ...] = (
     FrameField("ethertype", 12, 2, f"{ETHERTYPE_CONTROL:#06x}"),
     FrameField("version", 14, 1, f"format version, {VERSION}"),
     FrameField("type", 15, 1, f"{TYPE_OPA_RECORDS} = OPA records"),
-    FrameField("flags", 16, 1, "RecordFlags: bit 0 LAST, bit 1 RECEIVER"),
+    FrameField("flags", 16, 1, "RecordFlags: bit 0 LAST, bit 1 RECEIVER, bit 2 CODED"),
     FrameField("kind", 17, 1, f"synopsis kind, {KIND_CODES['opa']} (OPA)"),
     FrameField("seq", 18, 4, "interval the records belong to"),
     FrameField("config_id", 22, 4, "configuration ID (docs/SPEC.md §5)"),
@@ -185,6 +189,145 @@ def frame_records(timestamps: np.ndarray, per_frame: int, offset_bits: int) -> l
     return starts
 
 
+#: The sender's coded records (flags bit 2 ``CODED``, SPEC §8.7 "Coded sender records"):
+#: the ``coding`` byte of the coding word (byte 48) for Golomb–Rice.
+RICE_CODING = 1
+#: A record whose quotient ``u`` would reach this opens a new frame (no escape codes: a
+#: code is at most ``log2 g + RICE_UNARY_LIMIT + RICE_K_MAX`` ≤ 60 bits, one 64-bit word).
+RICE_UNARY_LIMIT = 16
+#: The Rice parameter of an interval's first frame.
+RICE_K_INIT = 8
+#: The largest Rice parameter.
+RICE_K_MAX = 24
+#: The largest quantisation shift (lossy mode; 0 = lossless): the gateware counts a
+#: quantum's packets per group in 24 bits.
+RICE_MAX_SHIFT = 24
+#: The default lossy shift: every send timestamp within 2**15 ticks (±32.8 µs at 1 ns).
+DEFAULT_LOSSY_SHIFT = 16
+#: Bytes of the coding word (after the 48-byte header) and of one bitstream word.
+CODING_BYTES = 4
+CODED_WORD_BYTES = 8
+_STAT_MAX = (1 << 48) - 1
+
+
+def lossy_error_bound(shift: int) -> int:
+    """Largest error in ticks of a coded record's decoded timestamp at ``shift``."""
+    return 0 if shift == 0 else 1 << (shift - 1)
+
+
+def coded_words_per_frame(mtu: int = MTU_PAYLOAD) -> int:
+    """Most 64-bit bitstream words of a coded sender frame within ``mtu`` (header,
+    coding word, tag); a ValueError below one (an MTU of 54)."""
+    check_mtu(mtu)
+    header = PAYLOAD_OFFSET - ETHERNET_HEADER_BYTES
+    n = (mtu - header - CODING_BYTES - TAG_BYTES) // CODED_WORD_BYTES
+    if n < 1:
+        raise ValueError(f"an MTU of {mtu} bytes cannot carry one coded sender word "
+                         f"(at least {header + CODING_BYTES + CODED_WORD_BYTES + TAG_BYTES})")
+    return n
+
+
+def rice_next_k(total: int, count: int) -> int:
+    """The Rice parameter of the next frame from the previous frame's differences (their
+    sum ``total``, saturated at 2**48 − 1, and ``count``, including the difference of the
+    record that opened the new frame): the smallest ``k`` with ``count·2**(k+1) > total``
+    (``floor(log2 mean)``), at most :data:`RICE_K_MAX`."""
+    for k in range(RICE_K_MAX + 1):
+        if count << (k + 1) > total:
+            return k
+    return RICE_K_MAX
+
+
+def code_sender_frames(groups: np.ndarray, timestamps: np.ndarray, gbits: int, shift: int,
+                       words_per_frame: int) -> list[tuple[int, int, int, bytes]]:
+    """The coded sender records of one interval (SPEC §8.7), cut into frames:
+    ``(records, k, base, bitstream bytes)`` per frame (``[]`` for no records).
+
+    Lossless (``shift`` 0): the records in sending order; a frame's first record's code
+    is its group (``gbits`` bits), every other's the group then the difference
+    ``d = t − t_prev`` as ``u = d >> k`` one-bits, a zero, and the low ``k`` bits of
+    ``d``; ``base`` the first record's tick. Lossy (``shift`` > 0): the records of each
+    quantum ``q = t >> shift`` as a set — sorted by ``K = (q << gbits) | group`` —, the
+    first record's code its group, every other's the Rice code of ``d = K − K_prev``
+    alone; ``base = q << shift`` of the first record. Codes MSB first in big-endian
+    64-bit words, the last padded with zeros. Each frame opens with Rice parameter ``k``
+    (:data:`RICE_K_INIT` in an interval's first frame, then :func:`rice_next_k`); a
+    record opens a new frame when ``u ≥`` :data:`RICE_UNARY_LIMIT`, when its code does
+    not fit the frame's words or the frame holds 65 535 records."""
+    cap = 64 * words_per_frame
+    frames = []
+    g_list = [int(x) for x in np.asarray(groups, dtype=np.uint64).tolist()]
+    q_list = [int(x) >> shift for x in np.asarray(timestamps, dtype=np.uint64).tolist()]
+    if shift:
+        values = sorted((q << gbits) | g for g, q in zip(g_list, q_list))
+        g_list = [v & ((1 << gbits) - 1) for v in values]
+    else:
+        values = q_list
+    head = 0 if shift else gbits          # group bits of a record after the first
+    count, bits, parts = 0, 0, []
+    total = n = 0
+    prev = None
+    gfmt = f"0{gbits}b"
+
+    def close():
+        nbits = sum(len(x) for x in parts)
+        text = "".join(parts) + "0" * (-nbits % 64)
+        frames.append((count, k_open, base, int(text, 2).to_bytes(len(text) // 8, "big")
+                       if text else b""))
+    k_open = RICE_K_INIT
+    for g, v in zip(g_list, values):
+        gtext = format(g, gfmt) if gbits else ""
+        if prev is not None:
+            d = (v - prev) % (1 << 64)
+            u = d >> k_open
+            length = head + u + 1 + k_open
+            if u < RICE_UNARY_LIMIT and bits + length <= cap and count < MAX_RECORDS:
+                rem = format(d & ((1 << k_open) - 1), f"0{k_open}b") if k_open else ""
+                parts.append(gtext[:head] + "1" * u + "0" + rem)
+                bits += length
+                count += 1
+                total, n = min(_STAT_MAX, total + d), n + 1
+                prev = v
+                continue
+            close()
+            total, n = min(_STAT_MAX, total + d), n + 1
+            k_open = rice_next_k(total, n)
+            total = n = 0
+        count, bits, parts = 1, gbits, [gtext]
+        base = (v >> gbits) << shift if shift else v
+        prev = v
+    if prev is not None:
+        close()
+    return frames
+
+
+def decode_sender_bits(data: bytes, count: int, gbits: int, k: int,
+                       lossy: bool = False) -> tuple[list, list, int]:
+    """``(groups, differences, bits)`` of ``count`` coded records in ``data`` (the first
+    record's difference 0; ``lossy``: only the first record has its group, the others
+    0); a ValueError when the bits end early or a quotient reaches
+    :data:`RICE_UNARY_LIMIT`."""
+    text = bin(int.from_bytes(data, "big"))[2:].zfill(8 * len(data)) if data else ""
+    pos, groups, diffs = 0, [], []
+    for i in range(count):
+        head = gbits if i == 0 or not lossy else 0
+        if pos + head > len(text):
+            raise ValueError("the bitstream ends inside a record")
+        groups.append(int(text[pos:pos + head], 2) if head else 0)
+        pos += head
+        if i == 0:
+            diffs.append(0)
+            continue
+        z = text.find("0", pos, pos + RICE_UNARY_LIMIT)
+        if z < 0 or z + 1 + k > len(text):
+            raise ValueError("a quotient beyond the unary limit or the bitstream's end")
+        u = z - pos
+        pos = z + 1
+        diffs.append((u << k) | (int(text[pos:pos + k], 2) if k else 0))
+        pos += k
+    return groups, diffs, pos
+
+
 def _keys_of(config: OpaConfig, point: Point, packet: np.ndarray) -> np.ndarray:
     p = np.asarray(packet, dtype=np.uint64)
     if point is Point.RECEIVER:
@@ -196,11 +339,14 @@ def _keys_of(config: OpaConfig, point: Point, packet: np.ndarray) -> np.ndarray:
 def build_record_frames(config: OpaConfig, point: Point | str, *, seq: int, packet,
                         timestamps, src_mac, dst_mac, record_groups: int = 0,
                         dropped: int = 0, mtu: int = MTU_PAYLOAD,
-                        key: bytes | None = None) -> list[bytes]:
+                        key: bytes | None = None, rice: bool = False,
+                        shift: int = 0) -> list[bytes]:
     """The record frames of interval ``seq`` at ``point``: ``packet`` (64-bit packet
     hashes) and ``timestamps`` (ticks) of every packet the point counted, in its order;
     only those of the recorded groups (:func:`sampled_groups`) are kept, as the gateware
-    does. ``dropped``: records the gateware could not keep (in the LAST frame)."""
+    does. ``dropped``: records the gateware could not keep (in the LAST frame).
+    ``rice`` (sender only): the coded records (:func:`code_sender_frames`), their
+    timestamps quantised by ``shift`` bits (0: lossless)."""
     point = Point(point)
     fmt = record_format(config, point)
     groups = sampled_groups(config, record_groups)
@@ -208,25 +354,37 @@ def build_record_frames(config: OpaConfig, point: Point | str, *, seq: int, pack
     ts = np.asarray(timestamps, dtype=np.uint64)
     if p.shape != ts.shape:
         raise ValueError("need one timestamp per packet hash")
+    if rice and point is Point.RECEIVER:
+        raise ValueError("only the sender's records are coded")
+    if not (isinstance(shift, int) and 0 <= shift <= (RICE_MAX_SHIFT if rice else 0)):
+        raise ValueError(f"shift must be 0..{RICE_MAX_SHIFT} with rice (0 without), "
+                         f"not {shift!r}")
     gbits = config.groups.bit_length() - 1
     g = p >> np.uint64(64 - gbits) if gbits else np.zeros(len(p), np.uint64)
     keep = g < np.uint64(groups)
     p, ts = p[keep], ts[keep]
     keys = _keys_of(config, point, p)
-    per = records_per_frame(config, point, mtu)
-    starts = frame_records(ts, per, fmt.offset_bits) + [len(ts)]
+    if rice:
+        coded = code_sender_frames(keys, ts, gbits, shift, coded_words_per_frame(mtu)) \
+            or [(0, RICE_K_INIT, 0, b"")]
+        chunks = [(n, base, bytes([RICE_CODING, k, shift, 0]) + body)
+                  for n, k, base, body in coded]
+    else:
+        per = records_per_frame(config, point, mtu)
+        starts = frame_records(ts, per, fmt.offset_bits) + [len(ts)]
+        chunks = [(b - a, int(ts[a]) if b > a else 0, (a, b))
+                  for a, b in zip(starts[:-1], starts[1:])]
     flags = RecordFlags.RECEIVER if point is Point.RECEIVER else RecordFlags.NONE
+    flags |= RecordFlags.CODED if rice else RecordFlags.NONE
     frames = []
-    for index in range(len(starts) - 1):
-        a, b = starts[index], starts[index + 1]
-        last = index == len(starts) - 2
-        base = int(ts[a]) if b > a else 0
+    for index, (n, base, body) in enumerate(chunks):
+        last = index == len(chunks) - 1
         values = {"dst_mac": mac_to_bytes(dst_mac), "src_mac": mac_to_bytes(src_mac),
                   "ethertype": ETHERTYPE_CONTROL, "version": VERSION,
                   "type": TYPE_OPA_RECORDS, "flags": int(flags | (RecordFlags.LAST if last
                                                                  else 0)),
                   "kind": KIND_CODES["opa"], "seq": seq, "config_id": config.config_id,
-                  "record_count": b - a, "record_groups": groups,
+                  "record_count": n, "record_groups": groups,
                   "auth": AUTH_NONE if key is None else AUTH_KEYED, "chunk_index": index,
                   "dropped": dropped if last else 0, "timestamp": base}
         content = bytearray(PAYLOAD_OFFSET)
@@ -234,7 +392,10 @@ def build_record_frames(config: OpaConfig, point: Point | str, *, seq: int, pack
             v = values[f.name]
             content[f.offset:f.end] = v if isinstance(v, bytes) else int(v).to_bytes(
                 f.size, "big")
-        content += fmt.pack(keys[a:b], (ts[a:b] - np.uint64(base)))
+        if not rice:
+            a, b = body
+            body = fmt.pack(keys[a:b], (ts[a:b] - np.uint64(base)))
+        content += body
         out = content + siphash_tag(bytes(content), ZERO_KEY if key is None else key)
         frames.append(bytes(out + bytes(max(0, MIN_FRAME_BYTES - len(out)))))
     return frames
@@ -255,6 +416,8 @@ class RecordFrame:
     auth: int
     keys: np.ndarray = field(repr=False)
     timestamps: np.ndarray = field(repr=False)
+    #: coded sender records: the quantisation shift (-1: not coded; 0: lossless)
+    shift: int = -1
 
 
 def _get(frame: bytes, name: str) -> int:
@@ -277,8 +440,10 @@ def parse_record_frame(frame: bytes, config: OpaConfig, *, mtu: int = MTU_PAYLOA
                                     f"{config_id:#010x}; expected OPA "
                                     f"{config.config_id:#010x}")
     flags, auth = _get(frame, "flags"), _get(frame, "auth")
-    if flags & ~int(RecordFlags.LAST | RecordFlags.RECEIVER) or auth not in (AUTH_NONE,
-                                                                             AUTH_KEYED):
+    defined = int(RecordFlags.LAST | RecordFlags.RECEIVER | RecordFlags.CODED)
+    coded = bool(flags & RecordFlags.CODED)
+    if flags & ~defined or auth not in (AUTH_NONE, AUTH_KEYED) or (
+            coded and flags & RecordFlags.RECEIVER):
         raise MalformedFrameError(f"{what}: flags {flags:#04x} or auth byte {auth} undefined")
     point = Point.RECEIVER if flags & RecordFlags.RECEIVER else Point.SENDER
     fmt = record_format(config, point)
@@ -293,6 +458,10 @@ def parse_record_frame(frame: bytes, config: OpaConfig, *, mtu: int = MTU_PAYLOA
     if count == 0 and (not last or _get(frame, "timestamp")):
         raise MalformedFrameError(f"{what}: chunk {index} holds no records and is not an "
                                   f"empty last chunk with base 0")
+    if coded:
+        return _parse_coded(frame, config, key=key, what=what, seq=seq, index=index,
+                            last=last, count=count, groups=groups, dropped=dropped,
+                            auth=auth)
     end = PAYLOAD_OFFSET + fmt.record_bytes * count
     if len(frame) < end + TAG_BYTES:
         raise TruncatedFrameError(f"{what}: chunk {index} declares {count} records and a tag "
@@ -308,6 +477,49 @@ def parse_record_frame(frame: bytes, config: OpaConfig, *, mtu: int = MTU_PAYLOA
                        timestamps=ts)
 
 
+def _parse_coded(frame, config, *, key, what, seq, index, last, count, groups, dropped,
+                 auth) -> RecordFrame:
+    """The rest of :func:`parse_record_frame` for a coded sender frame: the coding word,
+    the bitstream (its words and zero padding), the tag; timestamps decoded (lossy:
+    ``(q << shift) + 2**(shift − 1)``)."""
+    name = f"{what}, chunk {index}"
+    if len(frame) < PAYLOAD_OFFSET + CODING_BYTES + TAG_BYTES:
+        raise TruncatedFrameError(f"{name}: ends inside its coding word or tag")
+    coding, k, shift, zero = frame[PAYLOAD_OFFSET:PAYLOAD_OFFSET + CODING_BYTES]
+    if coding != RICE_CODING or k > RICE_K_MAX or shift > RICE_MAX_SHIFT or zero:
+        raise MalformedFrameError(f"{name}: coding word {coding}, k {k}, shift {shift}, "
+                                  f"{zero} undefined")
+    gbits = config.groups.bit_length() - 1
+    start = PAYLOAD_OFFSET + CODING_BYTES
+    room = (len(frame) - start - TAG_BYTES) // CODED_WORD_BYTES * CODED_WORD_BYTES
+    try:
+        g, d, bits = decode_sender_bits(frame[start:start + max(0, room)], count, gbits, k,
+                                        lossy=shift > 0)
+    except ValueError as e:
+        raise TruncatedFrameError(f"{name}: {e}") from None
+    end = start + CODED_WORD_BYTES * (-(-bits // 64))
+    body = int.from_bytes(frame[start:end], "big") if end > start else 0
+    if body & ((1 << (8 * (end - start) - bits)) - 1):
+        raise MalformedFrameError(f"{name}: the bitstream's padding bits are not zero")
+    check_tail(frame, end, key, auth, name)
+    keys = np.asarray(g, dtype=np.uint64)
+    base = _get(frame, "timestamp")
+    if shift:                   # K = (q << gbits) | group, summed from the first record
+        first = ((base >> shift) << gbits) | (g[0] if count else 0)
+        big = np.uint64(first) + np.cumsum(np.asarray(d, dtype=np.uint64), dtype=np.uint64)
+        keys = big & np.uint64((1 << gbits) - 1)
+        q = big >> np.uint64(gbits)
+    else:
+        q = np.uint64(base) + np.cumsum(np.asarray(d, dtype=np.uint64), dtype=np.uint64)
+    if (keys >= np.uint64(groups)).any():
+        raise MalformedFrameError(f"{what}: a record of a group ≥ record_groups {groups}")
+    ts = ((q << np.uint64(shift)) + np.uint64(lossy_error_bound(shift))).astype(np.int64)
+    return RecordFrame(src_mac=frame[6:12], point=Point.SENDER, seq=seq,
+                       config_id=_get(frame, "config_id"), chunk_index=index, last=last,
+                       record_groups=groups, dropped=dropped, auth=auth, keys=keys,
+                       timestamps=ts, shift=shift)
+
+
 @dataclass(frozen=True)
 class IntervalRecords:
     """One point's complete record stream of an interval: ``keys`` (group indices at the
@@ -319,6 +531,9 @@ class IntervalRecords:
     dropped: int
     keys: np.ndarray
     timestamps: np.ndarray
+    #: coded sender records: the quantisation shift (every timestamp within
+    #: :func:`lossy_error_bound` ticks); -1 for fixed-width records
+    shift: int = -1
 
 
 class RecordReassembler:
@@ -359,6 +574,10 @@ class RecordReassembler:
             raise InconsistentChunkError(f"{name}: chunk {f.chunk_index} records "
                                          f"{f.record_groups} groups, chunk "
                                          f"{first.chunk_index} {first.record_groups}")
+        if first.shift != f.shift:
+            raise InconsistentChunkError(f"{name}: chunk {f.chunk_index} coded with shift "
+                                         f"{f.shift}, chunk {first.chunk_index} "
+                                         f"{first.shift} (-1: not coded)")
         if (end is not None and f.chunk_index > end) or (f.last and top > f.chunk_index):
             raise InconsistentChunkError(f"{name}: chunk after the last one")
         got[f.chunk_index] = f
@@ -393,5 +612,6 @@ class RecordReassembler:
             point=source[1], seq=seq, src_mac=source[0],
             record_groups=chunks[0].record_groups, dropped=chunks[-1].dropped,
             keys=np.concatenate([c.keys for c in chunks]),
-            timestamps=np.concatenate([c.timestamps for c in chunks]))
+            timestamps=np.concatenate([c.timestamps for c in chunks]),
+            shift=chunks[0].shift)
 

@@ -11,7 +11,9 @@ capture, the frame or the interval — never a number) ► per interval the send
 and both points' :class:`~host_sw.model.golden_opa.PacketRecords` ► the OPA pair estimator
 (:func:`~host_sw.estimators.record.record_for_pair`, as for packet captures).
 
-The sender's records carry groups, not packet hashes (docs/SPEC.md §8.7): the recovery
+The sender's records carry groups, not packet hashes (docs/SPEC.md §8.7; fixed-width or
+Rice-coded, the parser decodes either; lossy-coded records put a note with their bound
+on the interval): the recovery
 only regroups them (the timestamp layer, §8.4), so each gets the group's smallest hash
 ``G << (64 − log2 g)``. Under sampling (``record_groups`` < g) the interval is the
 recorded groups: the other groups' words are left out at both points. An interval whose
@@ -33,7 +35,7 @@ from host_sw.contracts.frames.control_frame import SynopsisReassembler
 from host_sw.contracts.frames.frame_format import MTU_PAYLOAD, TYPE_SYNOPSIS
 from host_sw.contracts.hashing import ETHERTYPE_CONTROL
 from host_sw.contracts.opa.records import (TYPE_OPA_RECORDS, IntervalRecords, Point,
-                                           RecordReassembler)
+                                           RecordReassembler, lossy_error_bound)
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.estimators.opa.recovery import recover_pair
 from host_sw.estimators.record import IntervalRecord, record_for_pair
@@ -195,6 +197,9 @@ def interval_record(config: OpaConfig, seq: int, words: Synopsis, flags: int,
     if s_rec.record_groups < config.groups:
         notes.append(f"sampled: groups 0..{s_rec.record_groups - 1} of {config.groups} "
                      f"recorded ({s_rec.record_groups / config.groups:.2%})")
+    if s_rec.shift > 0:
+        notes.append(f"sender records lossy (shift {s_rec.shift}): every send tick, hence "
+                     f"every delay, within ±{lossy_error_bound(s_rec.shift)} ticks")
     recorded = _recorded_words(words, s_rec.record_groups)
     s_packets = _sender_records(config, s_rec)
     r_packets = PacketRecords(np.asarray(r_rec.keys, np.uint64),

@@ -30,10 +30,23 @@ def test_records_written_and_shown(capsys, devices):
                  "--record-groups", "4", "--json"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 1,
-                                              "record_groups": 4}
+    assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 1, "rice": 0,
+                                              "shift": 0, "record_groups": 4}
     assert main(["config", "-d", "fake://opa", "--records", "off"]) == 0
     assert "'enable': 0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, rice, shift", [
+    ([], 1, 0), (["--record-coding", "lossy"], 1, 16),
+    (["--record-coding", "lossy", "--record-shift", "9"], 1, 9),
+    (["--record-coding", "fixed"], 0, 0)])
+def test_sender_coding_written(capsys, devices, extra, rice, shift):
+    """The sender's records Rice-coded by default, lossy at a stated shift, or fixed."""
+    code = main(["config", "-d", "fake://opa", "--records", "sender", "--json"] + extra)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 0, "rice": rice,
+                                              "shift": shift, "record_groups": 0}
 
 
 def test_records_refused_by_another_kind(capsys, devices):

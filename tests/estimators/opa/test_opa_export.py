@@ -28,14 +28,14 @@ def records():
     return PacketRecords(p, send), PacketRecords(p[keep][order], recv[order])
 
 
-def _contents(s, r, *, s_groups=0, r_groups=0, s_cut=0, receiver_words=False):
+def _contents(s, r, *, s_groups=0, r_groups=0, s_cut=0, receiver_words=False, **coding):
     words = opa_synopsis(CONFIG, s.packet)
     sf = [build_marker(CONFIG, seq=1, timestamp=0, src_mac=1, dst_mac=2)]
     sf += build_synopsis_frames(words, seq=1, src_mac=1, dst_mac=2)
     n = len(s.packet) - s_cut
     sf += build_record_frames(CONFIG, "sender", seq=1, packet=s.packet[:n],
                               timestamps=s.timestamps[:n], src_mac=1, dst_mac=2,
-                              record_groups=s_groups)
+                              record_groups=s_groups, **coding)
     rf = build_record_frames(CONFIG, "receiver", seq=1, packet=r.packet,
                              timestamps=r.timestamps, src_mac=3, dst_mac=2,
                              record_groups=r_groups)
@@ -53,6 +53,26 @@ def test_equals_the_golden_recovery(records):
     assert rec.valid and rec.interval == 1 and rec.time == pytest.approx(1.0)
     for key in ("p50", "p99", "max", "lost", "samples", "mean"):
         assert rec.estimate[key] == golden[key]
+
+
+@pytest.mark.parametrize("shift", [0, 6])
+def test_coded_sender_records(records, shift):
+    """Rice-coded sender records: every recovered delay exact (lossless) or within the
+    stated bound (lossy, with a note saying it)."""
+    s, r = records
+    (rec,) = opa_export_records(*_contents(s, r, rice=True, shift=shift), CONFIG)
+    assert rec.valid and rec.estimate["lost"] == len(s.packet) - len(r.packet)
+    res = rec.details["opa"]
+    assert res.recovered.all()
+    index = {int(p): i for i, p in enumerate(s.packet)}
+    true = r.timestamps - s.timestamps[[index[int(p)] for p in r.packet]]
+    err = res.delays - true
+    if shift == 0:
+        assert not err.any() and not any("lossy" in n for n in rec.notes)
+    else:
+        bound = 1 << (shift - 1)
+        assert np.abs(err).max() <= bound and err.any()
+        assert any(f"within ±{bound} ticks" in n for n in rec.notes)
 
 
 def test_different_sampling_is_refused(records):

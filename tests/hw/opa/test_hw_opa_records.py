@@ -19,14 +19,14 @@ SRC, DST = 0x020000000001, 0x020000000002
 CONFIG = OpaConfig(groups=16, rows=4)
 
 
-def _traffic(rng, intervals, per_interval, gap_p):
+def _traffic(rng, intervals, per_interval, gap_p, step=40):
     """Per clock: (valid, hash, ts, boundary, next_seq); the intervals' packets. Each
     interval after the first starts with a boundary in its first packet's clock."""
     clocks, packets, seq, ts = [], [], 0, 1000
     for k in range(intervals):
         mine = []
         for i in range(per_interval):
-            ts += int(rng.integers(1, 40))
+            ts += int(rng.integers(1, step))
             if rng.random() < 0.04:       # beyond the offset field: a new frame
                 ts += 1 << 33
             if rng.random() < gap_p:
@@ -43,7 +43,8 @@ def _traffic(rng, intervals, per_interval, gap_p):
 
 
 def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail=2500,
-         key=None, enables=None, runtime=False, receivers=None, from_reset=True):
+         key=None, enables=None, runtime=False, receivers=None, from_reset=True,
+         rice=0, shift=0):
     dut = OpaRecordStreamer(config=CONFIG, point=None if runtime else point, data_width=W,
                             mtu=mtu, depth=depth, record_from_reset=from_reset)
     out = Sink(dut.source, W, np.random.default_rng(3), p_ready=p_ready)
@@ -54,6 +55,9 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
         ctx.set(dut.dst_mac, DST)
         ctx.set(dut.config_id, CONFIG.config_id)
         ctx.set(dut.record_groups, record_groups)
+        if point == "sender" or runtime:
+            ctx.set(dut.rice, rice)
+            ctx.set(dut.shift, shift)
         if runtime:
             ctx.set(dut.receiver, point == "receiver")
         if key is not None:
@@ -87,7 +91,8 @@ def _by_interval(frames, point, mtu, key=None):
     return done
 
 
-def _check(frames, packets, point, *, record_groups=0, mtu=200, lossless=True, key=None):
+def _check(frames, packets, point, *, record_groups=0, mtu=200, lossless=True, key=None,
+           rice=False, shift=0):
     """Every frame equals the builder's for the records kept; returns drops seen."""
     done = _by_interval(frames, point, mtu, key)
     assert [d.seq for d in done] == [s for s, _ in packets]
@@ -102,11 +107,20 @@ def _check(frames, packets, point, *, record_groups=0, mtu=200, lossless=True, k
         if point == "receiver":
             kept = np.isin(h, d.keys)            # the records kept, in order
             assert np.array_equal(d.keys, h[kept])
+        elif rice and shift:
+            # lossy: each quantum's records as a set (sorted by group); per group in order
+            kept = np.ones(len(ts), dtype=bool)  # (checked without drops)
+            mine, want = np.argsort(d.keys, kind="stable"), np.argsort(g, kind="stable")
+            assert np.array_equal(d.keys[mine], g[want])
+            err = d.timestamps[mine] - ts[want]
         else:
             # sender records carry (group, time): align by the (unique) timestamps
             kept = np.isin(ts, d.timestamps)
             assert np.array_equal(d.keys, g[kept])
-        assert np.array_equal(d.timestamps, ts[kept])
+        if not (rice and shift):
+            err = d.timestamps - ts[kept]
+        assert np.abs(err).max(initial=0) <= (1 << shift >> 1)
+        assert not (shift == 0 and err.any())
         assert d.dropped == len(h) - int(kept.sum())
         if lossless:
             assert kept.all()
@@ -114,7 +128,7 @@ def _check(frames, packets, point, *, record_groups=0, mtu=200, lossless=True, k
         rebuilt += build_record_frames(CONFIG, point, seq=seq, packet=h[kept],
                                        timestamps=ts[kept], src_mac=SRC, dst_mac=DST,
                                        record_groups=rule, dropped=d.dropped,
-                                       mtu=mtu, key=key)
+                                       mtu=mtu, key=key, rice=rice, shift=shift)
     assert frames == rebuilt
     return drops
 
@@ -127,6 +141,32 @@ def test_back_to_back_frames_equal_the_contract(point):
     assert counters["dropped"] == 0 and counters["merged"] == 0
     assert _check(frames, packets, point) == 0
     assert counters["frames"] == len(frames)
+
+
+@pytest.mark.parametrize("shift", [0, 5])
+@pytest.mark.parametrize("runtime", [False, True])
+def test_coded_sender_frames_equal_the_contract(shift, runtime):
+    """Coded sender records (Rice, lossless or lossy): frames cut by size and by gaps
+    beyond the unary limit, the parameter adapting per frame, interval ends."""
+    rng = np.random.default_rng(12 + shift)
+    clocks, packets = _traffic(rng, intervals=3, per_interval=60, gap_p=0.2)
+    frames, counters = _run("sender", clocks, depth=256, rice=1, shift=shift,
+                            runtime=runtime, tail=4000)
+    assert counters["dropped"] == 0 and counters["merged"] == 0
+    assert all(f[16] & 0x04 for f in frames) and len({f[49] for f in frames}) > 1
+    assert _check(frames, packets, "sender", rice=True, shift=shift) == 0
+    assert counters["frames"] == len(frames) > 6
+
+
+def test_lossy_quanta_sorted_with_the_scan_behind():
+    """Lossy coded records, several packets per quantum and quanta shorter than the
+    scan of the 16 groups: records sorted per quantum as the contract sorts them, the
+    FIFO holding the packets while the scan catches up, none dropped."""
+    rng = np.random.default_rng(5)
+    clocks, packets = _traffic(rng, intervals=2, per_interval=150, gap_p=0.0, step=3)
+    frames, counters = _run("sender", clocks, depth=512, rice=1, shift=4, tail=6000)
+    assert counters["dropped"] == 0 and counters["merged"] == 0
+    assert _check(frames, packets, "sender", rice=True, shift=4) == 0
 
 
 @pytest.mark.parametrize("point", ["sender", "receiver"])
