@@ -59,12 +59,12 @@ def test_marker_exact_bytes():
     assert config.config_id == 0xA862EF21
     assert frame.hex() == (
         "020000000002" "020000000001" "88b5"            # Ethernet header
-        "02" "01" "01" "01"                             # version, marker, overrun, LDA
+        "03" "01" "01" "01"                             # version, marker, overrun, LDA
         "01020304" "a862ef21"                           # seq, config ID
         "0000" "0000" "03" "00"                         # chunk index/count, 3 chunks, auth
-        "00000000" "0000" "0000"                        # first word, word count, rsvd
+        "00000000" "0000" "00" "00"                     # first word, word count, role, rsvd
         "1122334455667788"                              # timestamp
-        "d71c43a832a7b710"                              # tag (SipHash-2-4, zero key)
+        "1a35b70579d88936"                              # tag (SipHash-2-4, zero key)
         + "00" * 4)                                     # padding to 60 bytes
     m = cf.parse_control_frame(frame)
     assert isinstance(m, cf.MarkerFrame)
@@ -77,19 +77,21 @@ def test_small_synopsis_frame_exact_bytes():
     config = LdaConfig(banks=1, rows=2, thresholds=(0,))
     syn = Synopsis(config, {"count": np.array([[1, 2]], dtype=np.uint64),
                             "ts_sum": np.array([[0xAB_0000_0010, 0x20]], dtype=np.uint64)})
-    (frame,) = cf.build_synopsis_frames(syn, seq=7, src_mac=SRC, dst_mac=DST, timestamp=5)
+    (frame,) = cf.build_synopsis_frames(syn, seq=7, src_mac=SRC, dst_mac=DST, timestamp=5,
+                                        role=frame_format.Role.SENDER)
     assert config.config_id == 0x02D8FE13     # docs/SPEC.md §6 quotes these bytes
     cid = f"{config.config_id:08x}"
     assert frame.hex() == (
         "020000000002" "020000000001" "88b5"
-        "02" "02" "00" "01" "00000007" + cid +
-        "0000" "0001" "03" "00" "00000000" "0002" "0000" "0000000000000005"
+        "03" "02" "00" "01" "00000007" + cid +
+        "0000" "0001" "03" "00" "00000000" "0002" "01" "00" "0000000000000005"
         # word 0 = count 1 | ts_sum 0xAB00000010 << 32: chunks LS first
         "00000001" "00000010" "000000ab"
         "00000002" "00000020" "00000000"
-        "648349f5b88fea91")                               # tag (zero key)
+        "bc06808c0190139c")                               # tag (zero key)
     back = cf.reassemble([frame], config)
     assert back.synopsis == syn and back.seq == 7 and back.timestamp == 5 and back.valid
+    assert back.role == frame_format.Role.SENDER
 
 
 @pytest.mark.parametrize("config", [
@@ -341,14 +343,14 @@ def test_authenticated_vectors():
     m = cf.build_marker(config, seq=0x01020304, timestamp=0x1122334455667788, src_mac=SRC,
                         dst_mac=DST, flags=frame_format.IntervalFlags.OVERRUN, key=KEY)
     assert m.hex().endswith("0301" "00000000" "0000" "0000" "1122334455667788"
-                            "7977cc4f976cff29" "00000000")
+                            "e8af258adc35310e" "00000000")
     assert cf.parse_control_frame(m, key=KEY).auth == frame_format.AUTH_KEYED
     small = LdaConfig(banks=1, rows=2, thresholds=(0,))
     syn = Synopsis(small, {"count": np.array([[1, 2]], dtype=np.uint64),
                            "ts_sum": np.array([[0xAB_0000_0010, 0x20]], dtype=np.uint64)})
     (f,) = cf.build_synopsis_frames(syn, seq=7, src_mac=SRC, dst_mac=DST, timestamp=5,
-                                    key=KEY)
-    assert f.hex().endswith("00000020" "00000000" "772fb7f1d9f8829c")
+                                    key=KEY, role=frame_format.Role.SENDER)
+    assert f.hex().endswith("00000020" "00000000" "992849dc5221e867")
     assert cf.reassemble([f], small, key=KEY).synopsis == syn
 
 
