@@ -413,9 +413,9 @@ class Device:
                                 f"{st['frozen_ready']}); the snapshot is discarded")
         status = self.status_counters()
         # the source whose markers a receiver accepts (read beside the record: the
-        # pairing checks it against the sender's FROZEN_SRC_MAC)
+        # pairing checks it against the sender's FROZEN_SRC_MAC); 0: never programmed
         marker_src_mac = (self.read("marker_src_mac") if header.role == Role.RECEIVER
-                          else None)
+                          else None) or None
         if release:
             self.release()
         seq = header.seq

@@ -125,14 +125,14 @@ def pair_identity_problem(sender_role, sender_mac, receiver_role, receiver_mac,
     if sender_role == Role.RECEIVER and receiver_role == Role.SENDER:
         return ("sender and receiver swapped: the sender's input comes from a receiver, "
                 "the receiver's from a sender; give them the other way round")
+    if sender_mac is not None and sender_mac == receiver_mac:
+        return (f"both inputs come from one point (source MAC "
+                f"{mac_to_str(sender_mac.to_bytes(6, 'big'))}): the same point twice")
     for side, role, want in (("sender", sender_role, Role.SENDER),
                              ("receiver", receiver_role, Role.RECEIVER)):
         if role != want:
             return (f"the {side}'s input comes from a point whose role is {name(role)}, "
                     f"not {want.name.lower()} (program it with ldactl config --role)")
-    if sender_mac is not None and sender_mac == receiver_mac:
-        return (f"both inputs come from one point (source MAC "
-                f"{mac_to_str(sender_mac.to_bytes(6, 'big'))}): the same point twice")
     if (accepted_source is not None and sender_mac is not None
             and accepted_source != sender_mac):
         return (f"the receiver accepts markers from "
