@@ -386,7 +386,11 @@ class Device:
         times."""
         problems = []
         for _ in range(attempts):
-            header = self.read_record_header()
+            try:
+                header = self.read_record_header()
+            except ValueError as e:        # a garbled bit above a field (FROZEN_ROLE's 8)
+                problems.append(f"the header read is out of range: {e}")
+                continue
             check = self._check_registers()
             words = self.read_counter_words()
             problem = integrity_problem(self.config, words, header, check["frozen_check"],

@@ -408,3 +408,20 @@ def test_record_header_fields_and_ranges():
     with pytest.raises(ValueError, match="src_mac"):
         RecordHeader(seq=0, flags=0, packets=0, config_id=0, timestamp=0, role=0,
                      src_mac=1 << 48)
+
+
+def test_snapshot_check_faults_bench_garbles_every_header_register_and_reads_none_wrong():
+    """``python -m bench.snapshot_check_faults`` garbles every register the check value's
+    header is read from (the role, the source MAC, RLI's frozen counts among them), any bit
+    of its bus words; a short run returns no wrong snapshot."""
+    from bench.snapshot_check_faults import header_registers, run
+    assert header_registers(LdaConfig()) == (
+        "frozen_seq", "frozen_flags", "frozen_packets", "frozen_config_id",
+        "frozen_timestamp", "frozen_role", "frozen_src_mac")
+    assert header_registers(RliConfig()) == header_registers(LdaConfig()) + (
+        "rli_frozen_references", "rli_frozen_overflowed", "rli_frozen_unreferenced",
+        "rli_frozen_refused")
+    table = run(120, seed=3)
+    assert sum(table.values()) == 120
+    assert sum(n for (_, outcome), n in table.items() if outcome == "wrong") == 0
+    assert table["header", "refused"] > 0
