@@ -404,3 +404,27 @@ def test_seq_after_wraps():
     assert frame_format.seq_after(1, 0) and not frame_format.seq_after(0, 0) and not frame_format.seq_after(0, 1)
     assert frame_format.seq_after(0, 2**32 - 1) and frame_format.seq_after(2**31 - 1, 0)
     assert not frame_format.seq_after(2**31, 0)
+
+
+def test_pair_identity_problem():
+    """The pairing rule of two points' records (SPEC §4.4 "Identity"): roles sender and
+    receiver, two source MACs, the receiver accepting the sender's markers."""
+    ok = frame_format.pair_identity_problem
+    assert ok(1, 0x0200_0000_0001, 2, 0x0200_0000_0002) is None
+    assert ok(1, bytes.fromhex("020000000001"), 2, 0x0200_0000_0002,
+              0x0200_0000_0001) is None
+    assert ok(2, 1, 1, 2).startswith("sender and receiver swapped")
+    assert "the same point twice" in ok(1, 5, 2, 5)
+    assert "the same point twice" in ok(1, 5, 1, bytes.fromhex("000000000005"))
+    assert ok(0, 1, 2, 2) == ("the sender's input comes from a point whose role is none, "
+                              "not sender (program it with ldactl config --role)")
+    assert "receiver's input comes from a point whose role is unknown" in ok(1, 1, None, 2)
+    assert "role is sender, not receiver" in ok(1, 1, 1, 2)
+    assert ok(1, 1, 2, 2, 9) == ("the receiver accepts markers from 00:00:00:00:00:09, not "
+                                 "from the sender 00:00:00:00:00:01: the two points measure "
+                                 "different streams")
+    assert frame_format.effective_role(0, 2) == frame_format.Role.SENDER
+    assert frame_format.effective_role(0, 3) == frame_format.Role.RECEIVER
+    assert frame_format.effective_role(0, 1) == frame_format.Role.NONE
+    assert frame_format.effective_role(2, 2) == frame_format.Role.RECEIVER
+    assert frame_format.effective_role(3, 2) == frame_format.Role.NONE
