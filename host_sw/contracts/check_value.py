@@ -35,7 +35,8 @@ import numpy as np
 from host_sw.contracts.config_base import SynopsisConfig
 
 __all__ = ["CRC32_POLY", "CRC32_INIT", "CRC32_XOROUT", "UPDATES_BITS", "HEADER_FIELDS",
-           "HEADER_BITS", "RLI_HEADER_FIELDS", "header_fields", "header_bits", "HEADER_REGISTERS", "RecordHeader", "word_bytes", "counter_bytes", "header_bytes",
+           "HEADER_BITS", "RLI_HEADER_FIELDS", "header_fields", "header_bits",
+           "HEADER_REGISTERS", "RecordHeader", "word_bytes", "counter_bytes", "header_bytes",
            "check_bytes", "words_check", "extend_check", "check_value", "crc32_bits",
            "count_total", "plausibility_problem"]
 

@@ -170,7 +170,8 @@ REGISTERS: tuple[RegisterDecl, ...] = (
            "its counter words in memory order, then its header (FROZEN_SEQ, FROZEN_FLAGS, "
            "FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP, FROZEN_ROLE, FROZEN_SRC_MAC; "
            "RLI: RLI_FROZEN_REFERENCES, _OVERFLOWED, _UNREFERENCED, _REFUSED; "
-           "host_sw.contracts.check_value; docs/SPEC.md §4.4), computed while the copy froze."),
+           "host_sw.contracts.check_value; docs/SPEC.md §4.4), computed while the copy "
+           "froze."),
     value_register("frozen_updates", "ro", "Word updates applied to the frozen copy (32-bit, "
            "wrapping): the sum of its counts modulo 2^min(count_bits, 32)."),
     # Frame integrity and authenticated mode (issue 11, docs/SPEC.md §6 "Tag").

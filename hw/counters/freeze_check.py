@@ -222,10 +222,11 @@ class RecordCheck(wiring.Component):
     ``value``) continued over the interval's header bytes
     (:func:`host_sw.contracts.check_value.extend_check`), for FROZEN_CHECK.
 
-    The continuation is one step of ``header_bits`` data bits: a fixed XOR matrix of the 32 CRC bits and the header bits, computed in
-    registered levels (inputs, groups of :attr:`GROUP` taps, their XOR). ``ready`` follows
-    ``frozen_ready`` once the levels have seen a stable input (:attr:`LATENCY` cycles), so
-    STATUS.frozen_ready never shows a check value still on its way.
+    The continuation is one step of ``header_bits`` data bits: a fixed XOR matrix of the
+    32 CRC bits and the header bits, computed in registered levels (inputs, groups of
+    :attr:`GROUP` taps, their XOR). ``ready`` follows ``frozen_ready`` once the levels
+    have seen a stable input (:attr:`LATENCY` cycles), so STATUS.frozen_ready never shows
+    a check value still on its way.
 
     Parameters
     ----------

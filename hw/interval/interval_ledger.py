@@ -8,10 +8,10 @@ counters). The ledger decides *when* the boundary is taken (at the next frame bo
 the tap, never while a swap is still travelling through the measurement pipeline),
 whether it is a swap or an overrun, and keeps, per counter copy, the status the host
 reads back and the exporter sends with the snapshot: sequence number, flags, timestamp,
-packet count and CONFIG_ID, and the point's role and source MAC as the interval froze. :class:`hw.lda_pipeline.MeasurementCore` wires it between the
-interval control, the tap, the bucket selector, the counter bank, the CSR bank and the
-exporter; the module docstring of :mod:`hw.lda_pipeline` describes the behaviour the host
-sees.
+packet count and CONFIG_ID, and the point's role and source MAC as the interval froze.
+:class:`hw.lda_pipeline.MeasurementCore` wires it between the interval control, the tap,
+the bucket selector, the counter bank, the CSR bank and the exporter; the module
+docstring of :mod:`hw.lda_pipeline` describes the behaviour the host sees.
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -20,8 +20,8 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.frames.frame_format import IntervalFlags
 
-__all__ = ["SEQ_BITS", "FLAG_BITS", "TIMESTAMP_BITS", "ROLE_BITS", "MAC_BITS", "boundary_request_layout",
-           "interval_status_layout", "IntervalLedger"]
+__all__ = ["SEQ_BITS", "FLAG_BITS", "TIMESTAMP_BITS", "ROLE_BITS", "MAC_BITS",
+           "boundary_request_layout", "interval_status_layout", "IntervalLedger"]
 
 SEQ_BITS = 32
 FLAG_BITS = 8

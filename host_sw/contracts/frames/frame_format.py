@@ -21,7 +21,8 @@ from host_sw.contracts.siphash import TAG_BYTES, ZERO_KEY, siphash_tag
 
 __all__ = ["VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "TYPE_NAMES", "KIND_NAMES",
            "IntervalFlags", "INVALID_FLAGS", "Role", "ROLE_NAMES", "ROLE_FROM_MODE",
-           "ROLE_SETTINGS", "effective_role", "pair_identity_problem", "FrameField", "HEADER_FIELDS",
+           "ROLE_SETTINGS", "effective_role", "pair_identity_problem", "FrameField",
+           "HEADER_FIELDS",
            "RESERVED_FIELDS", "ETHERNET_HEADER_BYTES", "PAYLOAD_OFFSET",
            "CONTROL_HEADER_BYTES", "MTU_PAYLOAD", "MAX_MTU_PAYLOAD", "MIN_MTU_PAYLOAD",
            "check_mtu", "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame",
