@@ -34,6 +34,7 @@ import numpy as np
 from host_sw.cli.main import main as ldactl
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.frames.control_frame import build_synopsis_frames
+from host_sw.contracts.frames.frame_format import Role
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.pcap import write_pcap
 
@@ -59,9 +60,10 @@ def export_frames(key=None, seed=0, intervals=4, receiver_mac=RCV):
     for seq in range(1, intervals + 1):
         s, r = interval_pair(rng)
         keyed = {} if key is None else {"key": key}     # --no-auth: code without keys
-        s_frames += build_synopsis_frames(s, seq=seq, src_mac=SRC, dst_mac=RCV, **keyed)
+        s_frames += build_synopsis_frames(s, seq=seq, src_mac=SRC, dst_mac=RCV,
+                                          role=Role.SENDER, **keyed)
         r_frames += build_synopsis_frames(r, seq=seq, src_mac=receiver_mac, dst_mac=SRC,
-                                          **keyed)
+                                          role=Role.RECEIVER, **keyed)
     return s_frames, r_frames
 
 

@@ -230,21 +230,37 @@ def check_records() -> list[tuple[str, object, list[int], RecordHeader]]:
         "ts_sum": np.array([[10], [10]], dtype=np.uint64),
         "id_xor": np.array([[0x0123456789ABCDEF], [0]], dtype=np.uint64)}).words()
     zero = LdaConfig(banks=1, rows=4, thresholds=(0,))
+    rli = RliConfig(cells=2)
+    rli_words = Synopsis(rli, {
+        name: np.array([[1, 0]], dtype=np.uint64) for name in rli.layout.names}).words()
     flags = int(IntervalFlags.CONFIG_CHANGED | IntervalFlags.OVERRUN)
     return [
         ("LDA, `banks = 2`, `rows = 2`, 32-bit counts, 40-bit sums: `count` = "
          "`[[1, 0], [3, 0xFFFFFFFF]]`, `ts_sum` = `[[100, 0], [0x123456789A, 0xFFFFFFFFFF]]`;"
          f" interval 7, flags `{flags:#04x}` (CONFIG_CHANGED | OVERRUN), 4 packets, the "
-         "configuration's ID, timestamp `0x0123456789abcdef`",
+         "configuration's ID, timestamp `0x0123456789abcdef`, a sender (role 1) of source MAC "
+         "`02:00:00:00:00:01`",
          lda, lda_words, RecordHeader(seq=7, flags=flags, packets=4,
-                                      config_id=lda.config_id, timestamp=0x0123456789ABCDEF)),
+                                      config_id=lda.config_id, timestamp=0x0123456789ABCDEF,
+                                      role=1, src_mac=0x020000000001)),
         ("RDA, `banks = 2`, `m = 1`: `count` `[[2], [2]]`, `ts_sum` `[[10], [10]]`, "
          "`id_xor` `[[0x0123456789ABCDEF], [0]]`; interval `0xfffffffe`, no flags, 2 packets, "
-         "the configuration's ID, timestamp 1000",
+         "the configuration's ID, timestamp 1000, a receiver (role 2) of source MAC "
+         "`02:00:00:00:00:02`",
          rda, rda_words, RecordHeader(seq=0xFFFFFFFE, flags=0, packets=2,
-                                      config_id=rda.config_id, timestamp=1000)),
+                                      config_id=rda.config_id, timestamp=1000,
+                                      role=2, src_mac=0x020000000002)),
         ("An all-zero LDA copy of 4 words (`banks = 1`, `rows = 4`) with an all-zero header",
-         zero, [0] * 4, RecordHeader(seq=0, flags=0, packets=0, config_id=0, timestamp=0)),
+         zero, [0] * 4, RecordHeader(seq=0, flags=0, packets=0, config_id=0, timestamp=0,
+                                     role=0, src_mac=0)),
+        ("RLI, `cells = 2`: every field `[[1, 0]]`; interval 3, no flags, 1 "
+         "packet, the configuration's ID, timestamp 500, a receiver of source MAC "
+         "`02:00:00:00:00:02`; its frozen counts: 4 references, 5 overflowed, 6 "
+         "unreferenced, 7 refused (after the rest of the header)",
+         rli, rli_words, RecordHeader(seq=3, flags=0, packets=1, config_id=rli.config_id,
+                                      timestamp=500, role=2, src_mac=0x020000000002,
+                                      rli_references=4, rli_overflowed=5,
+                                      rli_unreferenced=6, rli_refused=7)),
     ]
 
 
@@ -266,10 +282,12 @@ def check_value_markdown() -> str:
             label = "word bytes" if k == 0 else ""
             lines.append(f"{label:21} " + raw[k * n:(k + 1) * n].hex(" "))
         hb = header_bytes(header)
-        lines += [f"{'header bytes':21} " + " | ".join(
-                      part.hex(" ") for part in (hb[0:4], hb[4:5], hb[5:9], hb[9:13],
-                                                 hb[13:21])),
-                  f"{'':21} (seq | flags | packets | config_id | timestamp)",
+        cuts, at = [], 0
+        for _, bits in header.fields:
+            cuts.append(hb[at:at + bits // 8])
+            at += bits // 8
+        lines += [f"{'header bytes':21} " + " | ".join(part.hex(" ") for part in cuts),
+                  f"{'':21} ({' | '.join(name for name, _ in header.fields)})",
                   f"{'words CRC':21} {words_check(config, words):#010x}",
                   f"{'check value':21} {check_value(config, words, header):#010x}",
                   f"{'count total':21} {count_total(config, syn.count)}",

@@ -9,8 +9,9 @@ answers for the first ``k`` window passes (``k`` uniform in 0..4; the driver rea
 :data:`host_sw.device.driver.READ_ATTEMPTS`): one random bit flipped, one chunk replaced by
 a random value, every word shifted by one to three bus words (a stray byte), a burst zeroed,
 two words swapped, the check register itself garbled, or one bit flipped in the interval's
-header (FROZEN_SEQ, FROZEN_FLAGS, FROZEN_PACKETS, FROZEN_CONFIG_ID or FROZEN_TIMESTAMP, which
-the check value covers, docs/SPEC.md §4.4). The outcome of each read is *exact* (the
+header (FROZEN_SEQ, FROZEN_FLAGS, FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP,
+FROZEN_ROLE, FROZEN_SRC_MAC, and on RLI the RLI_FROZEN_* counts, which the check value
+covers, docs/SPEC.md §4.4). The outcome of each read is *exact* (the
 synopsis and header frozen), *refused* (``SnapshotError``: the check never matched, or the
 sequence number read differently) or *wrong* (any other synopsis or header returned); the
 goal is wrong = 0.
@@ -26,18 +27,22 @@ from collections import Counter
 
 import numpy as np
 
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.check_value import HEADER_REGISTERS as REGISTER_OF, header_fields
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, RliConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.driver import Device, SnapshotError
 from host_sw.device.fake_device import FakeDevice
 from host_sw.device.fake_transport import FakeTransport
 
 CONFIGS = (LdaConfig(banks=2, rows=32, thresholds=(0, 5)), RdaConfig(buckets_per_bank=16),
-           LdsConfig(rows=2, cells=16, row_thresholds=(0, 1)))
+           LdsConfig(rows=2, cells=16, row_thresholds=(0, 1)), RliConfig(cells=16))
 FAULTS = ("flip", "replace", "shift", "zero_burst", "swap", "check_register", "header")
-#: The header registers a "header" fault garbles.
-HEADER_REGISTERS = ("frozen_seq", "frozen_flags", "frozen_packets", "frozen_config_id",
-                    "frozen_timestamp")
+
+
+def header_registers(config) -> tuple[str, ...]:
+    """The header registers a "header" fault garbles: every register the check value's
+    header is read from on a core of ``config``'s kind."""
+    return tuple(REGISTER_OF[name] for name, _ in header_fields(config))
 
 
 def random_synopsis(config, rng: np.random.Generator) -> Synopsis:
@@ -60,10 +65,12 @@ def corrupter(kind: str, dev: FakeDevice, rng: random.Random, passes: int):
     bit = rng.randrange(32)
     value = rng.getrandbits(32)
     burst = range(target, min(w.words, target + rng.randint(1, 40)))
-    header_reg = dev.map[rng.choice(HEADER_REGISTERS)]
-    header_addr = header_reg.address + rng.randrange(header_reg.words)
-    header_bit = (rng.choice([f.offset for f in header_reg.fields])   # a flag it has
-                  if header_reg.name == "frozen_flags" else rng.randrange(32))
+    header_reg = dev.map[rng.choice(header_registers(dev.config))]
+    # a bit of the register's fields (a flag it has; a MAC's 48 bits)
+    header_bit = (rng.choice([f.offset for f in header_reg.fields])
+                  if header_reg.name == "frozen_flags" else rng.randrange(header_reg.width))
+    header_addr = header_reg.address + header_reg.words - 1 - header_bit // 32   # MS word first
+    header_bit %= 32
 
     def bus_read(address):
         word = original(address)
@@ -106,6 +113,11 @@ def trial(rng: random.Random, nrng: np.random.Generator) -> tuple[str, str]:
     synopsis = random_synopsis(config, nrng)
     dev = FakeDevice(config)
     dev.set("config_id", config.config_id)
+    dev.set("role", rng.choice((1, 2)))
+    dev.set("local_mac", rng.getrandbits(48))
+    for name in header_registers(config):
+        if name.startswith("rli_frozen_"):
+            dev.set(name, rng.getrandbits(32))
     dev.set_active(synopsis)
     dev.swap()
     header = dev.frozen_header()
@@ -119,16 +131,22 @@ def trial(rng: random.Random, nrng: np.random.Generator) -> tuple[str, str]:
     return kind, "exact" if exact else "wrong"
 
 
+def run(trials: int, seed: int = 1) -> Counter:
+    """``(fault, outcome) → trials`` of ``trials`` random trials."""
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    table = Counter()
+    for _ in range(trials):
+        table[trial(rng, nrng)] += 1
+    return table
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
-    rng = random.Random(args.seed)
-    nrng = np.random.default_rng(args.seed)
-    table = Counter()
-    for _ in range(args.trials):
-        table[trial(rng, nrng)] += 1
+    table = run(args.trials, args.seed)
     print(f"{'fault':16} {'exact':>7} {'refused':>8} {'wrong':>6}")
     for kind in FAULTS:
         print(f"{kind:16} {table[kind, 'exact']:7} {table[kind, 'refused']:8} "

@@ -19,12 +19,14 @@ Verilog module and ``csr.csv`` / ``csr.json`` beside it (options:
 import sys
 from types import SimpleNamespace
 
-from amaranth.hdl import C, Cat, Module, Signal
+from amaranth.hdl import C, Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
 from host_sw.contracts.config import CONFIG_CLASSES
+from host_sw.contracts.check_value import header_bits
 from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.frames.frame_format import ROLE_FROM_MODE, ROLE_SETTINGS, Role
 from host_sw.contracts.regmap import register_map
 
 from hw.bus.core_registers import config_copy, wire_frozen_reads, wire_path_registers, wire_runtime_config, wire_status
@@ -211,12 +213,12 @@ class MeasurementCore(wiring.Component):
         m.submodules.interval_control = ic = IntervalControl(data_width=w)
         m.submodules.ledger = ledger = IntervalLedger()
         copies = self._wire_interval_control(m, csr, ic, merger, markers, timebase)
-        self._wire_ledger(m, ledger, ic, csr, tap, path, frame_idle)
+        self._wire_ledger(m, ledger, ic, csr, tap, path, frame_idle, copies)
         self._wire_export(m, exporter, ledger, path, copies)
         self._wire_path_frames(m, path, timebase, copies, ledger)
         # FROZEN_CHECK covers the whole interval record: the path's CRC of the words with
         # the ledger's header folded in; STATUS.frozen_ready waits for it.
-        record_check, path_status = self._wire_record_check(m, ledger, path)
+        record_check, path_status = self._wire_record_check(m, ledger, path, config)
         # The registers the bank reads from the core, from the parts' tables; AUTH_KEY
         # is write-only: its reads return 0.
         wire_status(m, csr, self.regmap, {
@@ -228,15 +230,21 @@ class MeasurementCore(wiring.Component):
         return m
 
     @staticmethod
-    def _wire_record_check(m, ledger, path):
+    def _wire_record_check(m, ledger, path, config):
         """:class:`hw.counters.freeze_check.RecordCheck` over the path's words CRC and the
-        frozen interval's header (``docs/SPEC.md`` §4.4). Returns its status table
-        (FROZEN_CHECK, STATUS.frozen_ready) and the path's table without those two."""
-        m.submodules.record_check = rc = RecordCheck()
+        frozen interval's header (``docs/SPEC.md`` §4.4: the
+        :func:`~host_sw.contracts.check_value.header_fields` of the kind, RLI's frozen
+        counts after the rest). Returns its status table (FROZEN_CHECK,
+        STATUS.frozen_ready) and the path's table without those two."""
+        m.submodules.record_check = rc = RecordCheck(header_bits=header_bits(config))
         frozen = ledger.frozen
+        rli = ([getattr(path, f"rli_frozen_{n}") for n in
+                ("references", "overflowed", "unreferenced", "refused")]
+               if config.kind == "rli" else [])
         m.d.comb += [rc.words_check.eq(path.frozen_check),
                      rc.header.eq(Cat(frozen.seq, frozen.flags, frozen.packets,
-                                      frozen.config_id, frozen.timestamp)),
+                                      frozen.config_id, frozen.timestamp, frozen.role,
+                                      frozen.src_mac, *rli)),
                      rc.frozen_ready.eq(path.frozen_ready)]
         path_status = dict(path.status_sources())
         del path_status["frozen_check"], path_status["status.frozen_ready"]
@@ -311,9 +319,24 @@ class MeasurementCore(wiring.Component):
         return SimpleNamespace(mode=mode, local_mac=local_mac, export_dst_mac=export_dst_mac,
                                auth=auth, config_id=config_id)
 
-    def _wire_ledger(self, m, ledger, ic, csr, tap, path, frame_idle):
+    @staticmethod
+    def _role(m, csr, copies):
+        """The point's role (:func:`host_sw.contracts.frames.frame_format.effective_role`
+        of ROLE.role and INTERVAL_MODE.mode), registered."""
+        setting = config_copy(m, csr.role.value.role, "role_copy")
+        implied = C(0, 8)
+        for mode, role in ROLE_FROM_MODE.items():
+            implied = Mux(copies.mode.mode == mode, int(role), implied)
+        role = Signal(8, name="role")
+        m.d.sync += role.eq(Mux(setting == ROLE_SETTINGS["auto"], implied,
+                                Mux(setting == ROLE_SETTINGS["none"], int(Role.NONE),
+                                    setting)))
+        return role
+
+    def _wire_ledger(self, m, ledger, ic, csr, tap, path, frame_idle, copies):
         """The interval control's boundary requests → the ledger → the tap's swap/copy;
-        the ledger watches the records meeting the counter bank and CONFIG_ID."""
+        the ledger watches the records meeting the counter bank and CONFIG_ID, and records
+        the point's role and LOCAL_MAC into each interval that ends."""
         m.d.comb += [
             ledger.request.eq(ic.boundary),
             ledger.request_data.seq.eq(ic.boundary_seq),
@@ -327,6 +350,8 @@ class MeasurementCore(wiring.Component):
             ledger.config_id.eq(csr.config_id.value),
             ledger.config_id_written.eq(csr.config_id.written),
             ledger.frozen_copy.eq(path.frozen_copy),
+            ledger.role.eq(self._role(m, csr, copies)),
+            ledger.src_mac.eq(copies.local_mac),
             tap.swap.eq(ledger.swap),
             tap.copy.eq(ledger.copy),
             ic.ending_flags.eq(ledger.ending_flags),
@@ -347,7 +372,8 @@ class MeasurementCore(wiring.Component):
             exporter.flags.eq(frozen.flags),
             exporter.timestamp.eq(frozen.timestamp),
             exporter.config_id.eq(frozen.config_id),
-            exporter.src_mac.eq(local_mac),
+            exporter.role.eq(frozen.role),
+            exporter.src_mac.eq(frozen.src_mac),
             exporter.dst_mac.eq(export_dst_mac),
             exporter.key.eq(auth.key),
             exporter.auth.eq(auth.enable),

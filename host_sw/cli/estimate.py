@@ -37,7 +37,7 @@ from host_sw.cli.output.table import RECORD_TABLE, flow_table_lines
 from host_sw.contracts.config import CONFIG_CLASSES, config_class
 from host_sw.contracts.frames.frame_format import (
     MAX_MTU_PAYLOAD, MIN_MTU_PAYLOAD, MTU_PAYLOAD, ControlFrameError, NotControlFrameError,
-    mac_to_str,
+    mac_to_str, pair_identity_problem,
 )
 from host_sw.contracts.frames.control_frame import (
     MarkerFrame, SynopsisReassembler, parse_control_frame,
@@ -122,6 +122,10 @@ def _from_snapshot_files(paths, args) -> list:
             snaps.append(Snapshot.from_json(doc))
         except (ValueError, TypeError, KeyError, OverflowError, MemoryError) as e:
             raise RunFailure(f"{p}: not a snapshot: {e}") from None
+    s, r = snaps
+    problem = pair_identity_problem(s.role, s.src_mac, r.role, r.src_mac, r.marker_src_mac)
+    if problem is not None:
+        raise RunFailure(f"{paths[0]} and {paths[1]}: {problem}")
     config = snaps[0].synopsis.config
     flows = _flows(args, config)
     if config.kind == "rli":       # RLI's per-flow figures, not LDS's
@@ -190,6 +194,10 @@ def _from_exported_frames(paths, args) -> list:
                          f"({mac_to_str(s_mac)}): the same point twice; give the sender's "
                          f"and the receiver's exports")
     common = sorted(set(s_iv) & set(r_iv))
+    for seq in common:       # the roles the exports carry (FROZEN_ROLE)
+        problem = pair_identity_problem(s_iv[seq].role, s_mac, r_iv[seq].role, r_mac)
+        if problem is not None:
+            raise RunFailure(f"{paths[0]} and {paths[1]}: interval {seq}: {problem}")
     if not common:
         raise RunFailure(f"no interval in both captures (sender {sorted(s_iv)}, "
                          f"receiver {sorted(r_iv)})")

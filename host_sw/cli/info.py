@@ -17,6 +17,7 @@ from host_sw.cli.args import (RunFailure, UsageError, check_output, dump, guard,
 from host_sw.cli.files import write_output
 from host_sw.cli.link import add_link_options, open_device
 from host_sw.contracts.config import config_class
+from host_sw.contracts.frames.frame_format import ROLE_SETTINGS
 from host_sw.contracts.opa.records import DEFAULT_LOSSY_SHIFT, RICE_MAX_SHIFT
 from host_sw.contracts.siphash import key_to_int
 from host_sw.device.driver import INTERVAL_MODES
@@ -60,6 +61,11 @@ def add_config_parser(sub) -> None:
     p.add_argument("--local-mac", type=mac_address, default=None)
     p.add_argument("--export-dst-mac", type=mac_address, default=None)
     p.add_argument("--marker-src-mac", type=mac_address, default=None)
+    p.add_argument("--role", default=None, choices=tuple(ROLE_SETTINGS),
+                   help="this point's role, stamped into each interval as it freezes "
+                        "(FROZEN_ROLE; auto: sender in marker-sender mode, receiver in "
+                        "marker-receiver mode, else none); estimate refuses pairs whose "
+                        "roles are not sender and receiver")
     auth = p.add_mutually_exclusive_group()
     auth.add_argument("--auth-key-file", type=key_file, default=None, metavar="FILE",
                       help="authenticated mode: write the key in FILE (32 hex digits) to "
@@ -143,6 +149,10 @@ def _set_intervals(dev, args) -> None:
         raise RunFailure(str(e)) from None
 
 
+def _role_name(setting: int) -> str:
+    return {v: k for k, v in ROLE_SETTINGS.items()}[setting]
+
+
 def _set_auth(dev, args) -> None:
     """AUTH_KEY (write-only, not read back) then AUTH_MODE.enable (read back)."""
     if args.auth_key_file is not None:
@@ -178,12 +188,15 @@ def _cmd_config(args) -> int:
             dev.program(config)
         if args.mode is not None:
             _set_intervals(dev, args)
+        if args.role is not None:
+            dev.write("role", role=ROLE_SETTINGS[args.role])
         _set_auth(dev, args)
         _set_records(dev, args)
         out = {"config": dev.config.to_dict(), "config_id": f"{dev.config.config_id:#010x}",
                "device_config_id": f"{dev.read('config_id'):#010x}",
                "interval_mode": dev.read_fields("interval_mode"),
-               "interval_ticks": dev.read("interval_ticks")}
+               "interval_ticks": dev.read("interval_ticks"),
+               "role": _role_name(dev.read_fields("role")["role"])}
         if "opa_record_control" in dev.map:
             out["opa_records"] = dev.read_fields("opa_record_control")
     finally:
@@ -198,6 +211,7 @@ def _cmd_config(args) -> int:
                   else f"{k:<18} {v}")
         print(f"{'config_id':<18} {out['config_id']} (device: {out['device_config_id']})")
         print(f"{'interval_mode':<18} {out['interval_mode']}, ticks {out['interval_ticks']}")
+        print(f"{'role':<18} {out['role']}")
         if "opa_records" in out:
             print(f"{'opa_records':<18} {out['opa_records']}")
     return 0

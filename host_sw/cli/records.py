@@ -47,7 +47,11 @@ def pair_snapshots(s: Snapshot, r: Snapshot, confidence: float, *, sender_meta=N
     """The record of a sender's and a receiver's snapshot of one interval: invalid (no
     estimate) when either is, or when their sequence numbers differ. The metadata default
     to :func:`snapshot_meta`; ``flows`` adds per-flow LDS estimates (:func:`with_flows`)."""
-    notes = [f"sender: {n}" for n in s.notes] + [f"receiver: {n}" for n in r.notes]
+    notes = []
+    for side, snap in (("sender", s), ("receiver", r)):
+        problem = snap.integrity_problem          # recomputed: a file edited after the read
+        notes += [f"{side}: {n}" for n in snap.notes + (
+            [problem] if problem is not None and problem not in snap.notes else [])]
     valid = s.valid and r.valid
     if s.seq != r.seq:
         valid = False

@@ -5,7 +5,8 @@ definition of the snapshot's end-to-end integrity (``docs/SPEC.md`` §4.4).
 Where it sits (docs/DESIGN.md, "Data flow of a counter"): the counter bank computes the
 CRC of each copy's words while the copy freezes (:class:`hw.counters.freeze_check.FreezeCheck`,
 :func:`words_check`), and the core folds the interval's header into it — sequence number,
-flags, packets, configuration ID, timestamp, all final once the copy has drained
+flags, packets, configuration ID, timestamp, the device's role and source MAC (and on an RLI
+core its four frozen interpolation counts), all final once the copy has drained
 (:class:`hw.counters.freeze_check.RecordCheck`, :func:`extend_check`); the counter bank also
 counts the word updates it applied to the copy. Both are read beside FROZEN_SEQ
 (FROZEN_CHECK, FROZEN_UPDATES). The driver (:mod:`host_sw.device.driver`) computes the same
@@ -16,7 +17,8 @@ The check value is the CRC-32 of zlib/Ethernet (reflected polynomial ``0xEDB8832
 value and final XOR ``0xFFFFFFFF``) over the interval record: the counter words in memory
 order (§4.2), each word as ``ceil(width / 8)`` bytes, least significant byte first (so the
 bits of a word enter the CRC from bit 0 upwards, and the padding bits above ``width`` are
-zero), then the 21-byte header (:data:`HEADER_FIELDS`, each field little-endian). Python's
+zero), then the header (:func:`header_fields`: the 28 bytes of :data:`HEADER_FIELDS`, and on an
+RLI core the 16 of :data:`RLI_HEADER_FIELDS` after them; each field little-endian). Python's
 :func:`zlib.crc32` computes it; the gateware evaluates the words one per clock and the
 header in one step (their XOR matrices are derived from :func:`crc32_bits` below, the
 bit-serial form).
@@ -33,7 +35,8 @@ import numpy as np
 from host_sw.contracts.config_base import SynopsisConfig
 
 __all__ = ["CRC32_POLY", "CRC32_INIT", "CRC32_XOROUT", "UPDATES_BITS", "HEADER_FIELDS",
-           "HEADER_BITS", "RecordHeader", "word_bytes", "counter_bytes", "header_bytes",
+           "HEADER_BITS", "RLI_HEADER_FIELDS", "header_fields", "header_bits",
+           "HEADER_REGISTERS", "RecordHeader", "word_bytes", "counter_bytes", "header_bytes",
            "check_bytes", "words_check", "extend_check", "check_value", "crc32_bits",
            "count_total", "plausibility_problem"]
 
@@ -49,35 +52,76 @@ UPDATES_BITS = 32
 
 #: The interval header the check value covers after the words: (field, bits), in byte
 #: order, each field little-endian (``docs/SPEC.md`` §4.4). The registers: FROZEN_SEQ,
-#: FROZEN_FLAGS (the whole byte), FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP.
+#: FROZEN_FLAGS (the whole byte), FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP,
+#: FROZEN_ROLE (the whole byte: :class:`host_sw.contracts.frames.frame_format.Role`) and
+#: FROZEN_SRC_MAC (LOCAL_MAC as the interval froze; the 48-bit value, the address's last
+#: byte first).
 HEADER_FIELDS = (("seq", 32), ("flags", 8), ("packets", 32), ("config_id", 32),
-                 ("timestamp", 64))
-#: Bits of the header (21 bytes).
+                 ("timestamp", 64), ("role", 8), ("src_mac", 48))
+#: Bits of the header every core has (28 bytes).
 HEADER_BITS = sum(bits for _, bits in HEADER_FIELDS)
+#: The fields an RLI core's header has after :data:`HEADER_FIELDS`: RLI_FROZEN_REFERENCES,
+#: RLI_FROZEN_OVERFLOWED, RLI_FROZEN_UNREFERENCED, RLI_FROZEN_REFUSED (16 bytes).
+RLI_HEADER_FIELDS = (("rli_references", 32), ("rli_overflowed", 32),
+                     ("rli_unreferenced", 32), ("rli_refused", 32))
+
+
+#: The register each header field is read from (:mod:`host_sw.contracts.regmap`).
+HEADER_REGISTERS = {"seq": "frozen_seq", "flags": "frozen_flags", "packets": "frozen_packets",
+                    "config_id": "frozen_config_id", "timestamp": "frozen_timestamp",
+                    "role": "frozen_role", "src_mac": "frozen_src_mac",
+                    **{name: f"rli_frozen_{name[4:]}" for name, _ in RLI_HEADER_FIELDS}}
+
+
+def header_fields(kind: str) -> tuple:
+    """The header fields of a core of synopsis ``kind`` (a kind name or a configuration):
+    :data:`HEADER_FIELDS`, then RLI's :data:`RLI_HEADER_FIELDS` on an RLI core."""
+    kind = getattr(kind, "kind", kind)
+    return HEADER_FIELDS + (RLI_HEADER_FIELDS if kind == "rli" else ())
+
+
+def header_bits(kind: str) -> int:
+    """Bits of the header of a core of ``kind`` (:func:`header_fields`)."""
+    return sum(bits for _, bits in header_fields(kind))
 
 
 @dataclass(frozen=True)
 class RecordHeader:
     """The header of a frozen interval as the device stamped it (the FROZEN_* registers;
-    ``flags`` is the device's byte, before the host adds a flag of its own)."""
+    ``flags`` is the device's byte, before the host adds a flag of its own). The ``rli_*``
+    counts are an RLI core's (None on every other core: all four or none)."""
     seq: int
     flags: int
     packets: int
     config_id: int
     timestamp: int
+    role: int
+    src_mac: int
+    rli_references: int | None = None
+    rli_overflowed: int | None = None
+    rli_unreferenced: int | None = None
+    rli_refused: int | None = None
 
     def __post_init__(self):
-        for name, bits in HEADER_FIELDS:
+        rli = [getattr(self, name) is not None for name, _ in RLI_HEADER_FIELDS]
+        if any(rli) and not all(rli):
+            raise ValueError("an RLI header has all four rli_* counts, another none")
+        for name, bits in self.fields:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < (1 << bits):
                 raise ValueError(f"header {name} must be an integer in 0..2^{bits}-1, "
                                  f"not {v!r}")
 
+    @property
+    def fields(self) -> tuple:
+        """This header's (field, bits): :func:`header_fields` of its kind."""
+        return header_fields("rli" if self.rli_references is not None else "")
+
     def as_int(self) -> int:
-        """The header as one :data:`HEADER_BITS`-bit integer, the first field in the low
+        """The header as one integer of its fields' bits, the first field in the low
         bits (its little-endian bytes are :func:`header_bytes`)."""
         value, at = 0, 0
-        for name, bits in HEADER_FIELDS:
+        for name, bits in self.fields:
             value |= getattr(self, name) << at
             at += bits
         return value
@@ -96,12 +140,17 @@ def counter_bytes(config: SynopsisConfig, words: Iterable[int]) -> bytes:
 
 
 def header_bytes(header: RecordHeader) -> bytes:
-    """The header's part of the record: 21 bytes, :data:`HEADER_FIELDS` in order."""
-    return header.as_int().to_bytes(HEADER_BITS // 8, "little")
+    """The header's part of the record: its fields in order (28 bytes; 44 on RLI)."""
+    return header.as_int().to_bytes(sum(b for _, b in header.fields) // 8, "little")
 
 
 def check_bytes(config: SynopsisConfig, words: Iterable[int], header: RecordHeader) -> bytes:
-    """The byte string the check value covers: the counter words, then the header."""
+    """The byte string the check value covers: the counter words, then the header (which
+    must have ``config``'s kind's fields)."""
+    if header.fields != header_fields(config):
+        raise ValueError(f"a {config.kind} core's header has the fields "
+                         f"{[n for n, _ in header_fields(config)]}, not "
+                         f"{[n for n, _ in header.fields]}")
     return counter_bytes(config, words) + header_bytes(header)
 
 

@@ -49,7 +49,7 @@ from typing import Iterator
 from host_sw.contracts.config import CONFIG_CLASSES, KIND_CODES
 from host_sw.contracts.config_base import THRESHOLD_BITS, SynopsisConfig, is_power_of_two
 from host_sw.contracts.csr_export import (csr_csv_text, csr_json_text, write_csr_files)
-from host_sw.contracts.frames.frame_format import IntervalFlags
+from host_sw.contracts.frames.frame_format import IntervalFlags, Role
 from host_sw.contracts.register_decls import (FieldDecl, RegisterDecl, config_field,
                                               mac_register, status_counter, ticks_register,
                                               value_register)
@@ -60,7 +60,9 @@ __all__ = ["REGMAP_VERSION", "RUNTIME_FIELDS", "HOST_FIELDS", "RegisterMap",
            "static_config_dict"]
 
 #: Version of this register-map definition (VERSION register: major << 16 | minor).
-REGMAP_VERSION = (1, 0)
+#: 2.0: the record's role and source MAC (ROLE, FROZEN_ROLE, FROZEN_SRC_MAC) and RLI's
+#: frozen counts are inside the check value.
+REGMAP_VERSION = (2, 0)
 #: The hash byte masks of the MASKS register, in field order (``config.mask_<name>``).
 MASK_NAMES = ("packet_ipv4", "packet_ipv6", "flow_ipv4", "flow_ipv6")
 #: Configuration fields the host programs at run time (not part of the ID): every kind's
@@ -166,8 +168,10 @@ REGISTERS: tuple[RegisterDecl, ...] = (
     status_counter("export_frames", "synopsis chunk frames sent"),
     value_register("frozen_check", "ro", "Check value of the frozen interval record: CRC-32 over "
            "its counter words in memory order, then its header (FROZEN_SEQ, FROZEN_FLAGS, "
-           "FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP; host_sw.contracts.check_value; "
-           "docs/SPEC.md §4.4), computed while the copy froze."),
+           "FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP, FROZEN_ROLE, FROZEN_SRC_MAC; "
+           "RLI: RLI_FROZEN_REFERENCES, _OVERFLOWED, _UNREFERENCED, _REFUSED; "
+           "host_sw.contracts.check_value; docs/SPEC.md §4.4), computed while the copy "
+           "froze."),
     value_register("frozen_updates", "ro", "Word updates applied to the frozen copy (32-bit, "
            "wrapping): the sum of its counts modulo 2^min(count_bits, 32)."),
     # Frame integrity and authenticated mode (issue 11, docs/SPEC.md §6 "Tag").
@@ -185,6 +189,17 @@ REGISTERS: tuple[RegisterDecl, ...] = (
                  "return 0).", (
         FieldDecl("key", 128, "wo", "key bytes K[0..15], K[0] in bits 127..120"),),
                  volatile=True),
+    # The point's identity in the frozen record (issue 23, docs/SPEC.md §4.4).
+    RegisterDecl("role", "This point's role in a pair, stamped into each interval as it "
+                 "freezes (FROZEN_ROLE).", (
+        FieldDecl("role", 2, "rw", "0 = the role INTERVAL_MODE.mode implies (2: sender, 3: "
+                  "receiver, else none), 1 = sender, 2 = receiver, 3 = none"),)),
+    RegisterDecl("frozen_role", "Role of the frozen interval's point (ROLE and "
+                 "INTERVAL_MODE.mode as the interval froze).", (
+        FieldDecl("role", 8, "ro", ", ".join(f"{int(r)} = {r.name.lower()}" for r in Role)),)),
+    RegisterDecl("frozen_src_mac", "LOCAL_MAC as the frozen interval froze: the point's "
+                 "source address.", (
+        FieldDecl("mac", 48, "ro", "MAC address (byte 0 of the address in bits 47..40)"),)),
 )
 
 

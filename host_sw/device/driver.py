@@ -31,10 +31,10 @@ counters are 32-bit and wrap; :func:`counter_deltas` takes differences modulo 2^
 from __future__ import annotations
 
 import time
-from host_sw.contracts.check_value import RecordHeader
+from host_sw.contracts.check_value import HEADER_REGISTERS, RecordHeader, header_fields
 from host_sw.contracts.config import CONFIG_CLASSES, KIND_CODES, LdaConfig
 from host_sw.contracts.config_base import SynopsisConfig
-from host_sw.contracts.frames.frame_format import IntervalFlags, mac_to_bytes
+from host_sw.contracts.frames.frame_format import IntervalFlags, Role, mac_to_bytes
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, default_masks
 from host_sw.contracts.regmap import REGMAP_VERSION, RUNTIME_FIELDS, register_map
 from host_sw.contracts.synopsis import Synopsis
@@ -351,20 +351,13 @@ class Device:
                                     f"(STATUS {st})")
             time.sleep(poll)
 
-    def _frozen_header(self) -> dict:
-        names = ("frozen_seq", "frozen_packets", "frozen_config_id", "frozen_flags",
-                 "frozen_timestamp")
-        return {n: self.read(n) for n in names}
-
     def read_record_header(self) -> RecordHeader:
         """The frozen interval's header as the device stamped it (FROZEN_SEQ, FROZEN_FLAGS,
-        FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP): what the check value covers
-        beside the counter words."""
-        head = self._frozen_header()
-        return RecordHeader(seq=head["frozen_seq"], flags=head["frozen_flags"],
-                            packets=head["frozen_packets"],
-                            config_id=head["frozen_config_id"],
-                            timestamp=head["frozen_timestamp"])
+        FROZEN_PACKETS, FROZEN_CONFIG_ID, FROZEN_TIMESTAMP, FROZEN_ROLE, FROZEN_SRC_MAC;
+        on RLI its RLI_FROZEN_* counts): what the check value covers beside the counter
+        words (:func:`host_sw.contracts.check_value.header_fields`)."""
+        return RecordHeader(**{name: self.read(HEADER_REGISTERS[name])
+                               for name, _ in header_fields(self.config)})
 
     def read_counter_words(self) -> list[int]:
         """The frozen copy's counter words (bursts of whole words, ≤ 255 bus words)."""
@@ -393,7 +386,11 @@ class Device:
         times."""
         problems = []
         for _ in range(attempts):
-            header = self.read_record_header()
+            try:
+                header = self.read_record_header()
+            except ValueError as e:        # a garbled bit above a field (FROZEN_ROLE's 8)
+                problems.append(f"the header read is out of range: {e}")
+                continue
             check = self._check_registers()
             words = self.read_counter_words()
             problem = integrity_problem(self.config, words, header, check["frozen_check"],
@@ -419,6 +416,10 @@ class Device:
                                 f"{header.seq} → {seq_after}, frozen_ready "
                                 f"{st['frozen_ready']}); the snapshot is discarded")
         status = self.status_counters()
+        # the source whose markers a receiver accepts (read beside the record: the
+        # pairing checks it against the sender's FROZEN_SRC_MAC); 0: never programmed
+        marker_src_mac = (self.read("marker_src_mac") if header.role == Role.RECEIVER
+                          else None) or None
         if release:
             self.release()
         seq = header.seq
@@ -446,7 +447,9 @@ class Device:
                         timestamp=header.timestamp, status=status,
                         read_time=time.time(), notes=notes,
                         check_value=check["frozen_check"], updates=check["frozen_updates"],
-                        device_flags=header.flags)
+                        device_flags=header.flags, role=header.role,
+                        src_mac=header.src_mac, rli=Snapshot.rli_of(header),
+                        marker_src_mac=marker_src_mac)
 
     def close(self) -> None:
         self.transport.close()

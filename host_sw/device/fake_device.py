@@ -34,9 +34,10 @@ from __future__ import annotations
 import socket
 import threading
 
-from host_sw.contracts.check_value import RecordHeader, check_value, count_total
+from host_sw.contracts.check_value import (HEADER_REGISTERS, RecordHeader, check_value,
+                                           count_total, header_fields)
 from host_sw.contracts.config_base import SynopsisConfig
-from host_sw.contracts.frames.frame_format import IntervalFlags
+from host_sw.contracts.frames.frame_format import IntervalFlags, effective_role
 from host_sw.contracts.regmap import register_map
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.uartbone import take_command
@@ -126,6 +127,10 @@ class FakeDevice:
         regs.set("frozen_updates", count_total(self.config, self.active.count))
         regs.set("frozen_config_id", regs.value("config_id"))
         regs.set("frozen_timestamp", regs.value("timebase"))
+        mode = self.map["interval_mode"].decode(regs.value("interval_mode"))["mode"]
+        setting = self.map["role"].decode(regs.value("role"))["role"]
+        regs.set("frozen_role", int(effective_role(setting, mode)))
+        regs.set("frozen_src_mac", regs.value("local_mac"))
         # what the core computes while the copy freezes: the whole interval record
         regs.set("frozen_check", check_value(self.config, self._frozen_words,
                                              self.frozen_header()))
@@ -137,9 +142,8 @@ class FakeDevice:
         """The frozen interval's header in the FROZEN_* registers (what the check value
         covers beside the words)."""
         v = self.registers.value
-        return RecordHeader(seq=v("frozen_seq"), flags=v("frozen_flags"),
-                            packets=v("frozen_packets"), config_id=v("frozen_config_id"),
-                            timestamp=v("frozen_timestamp"))
+        return RecordHeader(**{name: v(HEADER_REGISTERS[name])
+                               for name, _ in header_fields(self.config)})
 
     def release(self) -> None:
         self.frozen = None

@@ -7,7 +7,8 @@ driver (:meth:`host_sw.device.driver.Device.read_snapshot`) returns and ``ldactl
 writes as JSON, and that ``ldactl estimate``/``watch`` turn into records. A snapshot is
 :attr:`Snapshot.valid` only when its interval carries no invalidating flag, its config ID
 is the configuration's, and its whole interval record — words, sequence number, the
-device's flags, packets, config ID, timestamp — matches the device's check value, and its
+device's flags, packets, config ID, timestamp, the point's role and source MAC (and an
+RLI core's frozen counts) — matches the device's check value, and its
 counts the update count (:mod:`host_sw.contracts.check_value`): the check is recomputed
 from the record each time, so a JSON file edited after the read is invalid too.
 """
@@ -18,10 +19,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from host_sw.contracts.check_value import RecordHeader, check_value, plausibility_problem
+from host_sw.contracts.check_value import (RLI_HEADER_FIELDS, RecordHeader, check_value,
+                                           plausibility_problem)
 from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.config import config_from_dict
-from host_sw.contracts.frames.frame_format import INVALID_FLAGS, IntervalFlags
+from host_sw.contracts.frames.frame_format import (INVALID_FLAGS, ROLE_NAMES, IntervalFlags,
+                                                   Role, mac_to_bytes, mac_to_str)
 from host_sw.contracts.synopsis import Synopsis
 
 __all__ = ["Snapshot", "integrity_problem"]
@@ -77,6 +80,17 @@ class Snapshot:
     device_flags : int or None
         FROZEN_FLAGS as the device stamped it (the byte the check value covers; ``flags``
         holds every one of them, and the host's own). None: ``flags`` is the device's.
+    role : int or None
+        FROZEN_ROLE (:class:`~host_sw.contracts.frames.frame_format.Role`); None: not
+        known (then no check value can cover the record).
+    src_mac : int or None
+        FROZEN_SRC_MAC: the point's LOCAL_MAC as the interval froze (48 bits).
+    rli : dict or None
+        An RLI core's RLI_FROZEN_* counts (``references``, ``overflowed``,
+        ``unreferenced``, ``refused``); None on other kinds.
+    marker_src_mac : int or None
+        A receiver's MARKER_SRC_MAC at the read (the sender whose markers it accepts; read
+        beside the record, not covered by its check); None: not known.
     """
     seq: int
     flags: IntervalFlags
@@ -91,6 +105,22 @@ class Snapshot:
     check_value: int | None = None
     updates: int | None = None
     device_flags: int | None = None
+    role: int | None = None
+    src_mac: int | None = None
+    rli: dict | None = None
+    marker_src_mac: int | None = None
+
+    @staticmethod
+    def rli_of(header: RecordHeader) -> dict | None:
+        """The RLI counts of ``header`` by short name, or None (not an RLI header)."""
+        if header.rli_references is None:
+            return None
+        return {name[4:]: getattr(header, name) for name, _ in RLI_HEADER_FIELDS}
+
+    @property
+    def role_name(self) -> str:
+        """``sender``, ``receiver``, ``none``, or ``unknown`` (no role recorded)."""
+        return "unknown" if self.role not in tuple(Role) else ROLE_NAMES[Role(self.role)]
 
     @property
     def overrun(self) -> bool:
@@ -100,8 +130,10 @@ class Snapshot:
     def header(self) -> RecordHeader:
         """The interval's header as the device stamped it (what the check value covers)."""
         device = int(self.flags) if self.device_flags is None else self.device_flags
+        rli = {f"rli_{k}": v for k, v in (self.rli or {}).items()}
         return RecordHeader(seq=self.seq, flags=device, packets=self.packets,
-                            config_id=self.config_id, timestamp=self.timestamp)
+                            config_id=self.config_id, timestamp=self.timestamp,
+                            role=self.role, src_mac=self.src_mac, **rli)
 
     @property
     def integrity_problem(self) -> str | None:
@@ -135,6 +167,11 @@ class Snapshot:
                 "check_value": (None if self.check_value is None
                                 else f"{self.check_value:#010x}"),
                 "updates": self.updates, "device_flags": self.device_flags,
+                "role": self.role, "role_name": self.role_name,
+                "src_mac": None if self.src_mac is None else _mac_text(self.src_mac),
+                "marker_src_mac": (None if self.marker_src_mac is None
+                                   else _mac_text(self.marker_src_mac)),
+                "rli": None if self.rli is None else dict(self.rli),
                 "read_time": self.read_time, "status": dict(self.status),
                 "notes": notes, "config": self.config.to_dict(),
                 "fields": {k: [int(x) for x in np.asarray(v).ravel()]
@@ -163,7 +200,11 @@ class Snapshot:
                        notes=_notes(d.get("notes", [])),
                        check_value=_hex(d, "check_value", optional=True),
                        updates=_int(d, "updates", None, bits=32),
-                       device_flags=_int(d, "device_flags", None, bits=8))
+                       device_flags=_int(d, "device_flags", None, bits=8),
+                       role=_int(d, "role", None, bits=8),
+                       src_mac=_mac(d, "src_mac"),
+                       marker_src_mac=_mac(d, "marker_src_mac"),
+                       rli=_rli(d.get("rli")))
         except KeyError as e:
             raise ValueError(f"not a snapshot document: missing {e}") from None
 
@@ -197,6 +238,31 @@ def _hex(d: dict, key: str, *, optional: bool = False):
     if not _is_int(v) or not 0 <= v <= _M32:
         raise ValueError(f"snapshot {key} must be a 32-bit number, not {v!r}")
     return v
+
+
+def _mac_text(mac: int) -> str:
+    return mac_to_str(mac.to_bytes(6, "big"))
+
+
+def _mac(d: dict, key: str) -> int | None:
+    """A MAC address written as ``"02:00:00:00:00:01"`` (None when absent or null)."""
+    v = d.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise ValueError(f"snapshot {key} must be a MAC address string, not {v!r}")
+    return int.from_bytes(mac_to_bytes(v), "big")
+
+
+def _rli(doc) -> dict | None:
+    """RLI's frozen counts: an object of the four 32-bit counts, or None."""
+    if doc is None:
+        return None
+    names = [name[4:] for name, _ in RLI_HEADER_FIELDS]
+    if (not isinstance(doc, dict) or sorted(doc) != sorted(names)
+            or not all(_is_int(v) and 0 <= v <= _M32 for v in doc.values())):
+        raise ValueError(f"snapshot rli must map {names} to 32-bit integers")
+    return {n: doc[n] for n in names}
 
 
 def _number(d: dict, key: str, default: float) -> float:

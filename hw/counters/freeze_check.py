@@ -20,9 +20,10 @@ share), and the matrix comes from the contract's bit-serial definition, so that 
 drift from what the host computes.
 
 :class:`RecordCheck` folds the interval's header (sequence number, flags, packets,
-configuration ID, timestamp) into that CRC, so that FROZEN_CHECK covers the whole interval
-record (``docs/SPEC.md`` §4.4): the header is final once the copy has drained, and the CRC
-continued over its 21 bytes is one linear map of the words' CRC and the header.
+configuration ID, timestamp, role, source MAC; RLI's frozen counts) into that CRC, so that
+FROZEN_CHECK covers the whole interval record (``docs/SPEC.md`` §4.4): the header is final
+once the copy has drained, and the CRC continued over its bytes is one linear map of the
+words' CRC and the header.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -221,19 +222,25 @@ class RecordCheck(wiring.Component):
     ``value``) continued over the interval's header bytes
     (:func:`host_sw.contracts.check_value.extend_check`), for FROZEN_CHECK.
 
-    The continuation is one step of :data:`~host_sw.contracts.check_value.HEADER_BITS`
-    data bits: a fixed XOR matrix of the 32 CRC bits and the header bits, computed in
-    registered levels (inputs, groups of :attr:`GROUP` taps, their XOR). ``ready`` follows
-    ``frozen_ready`` once the levels have seen a stable input (:attr:`LATENCY` cycles), so
-    STATUS.frozen_ready never shows a check value still on its way.
+    The continuation is one step of ``header_bits`` data bits: a fixed XOR matrix of the
+    32 CRC bits and the header bits, computed in registered levels (inputs, groups of
+    :attr:`GROUP` taps, their XOR). ``ready`` follows ``frozen_ready`` once the levels
+    have seen a stable input (:attr:`LATENCY` cycles), so STATUS.frozen_ready never shows
+    a check value still on its way.
+
+    Parameters
+    ----------
+    header_bits : int
+        Bits of the header: :func:`host_sw.contracts.check_value.header_bits` of the
+        core's kind (:data:`~host_sw.contracts.check_value.HEADER_BITS` but on RLI).
 
     Members
     -------
     words_check : In(32)
         The CRC of the frozen copy's words (the bank's ``frozen_check``).
-    header : In(HEADER_BITS)
+    header : In(header_bits)
         The frozen interval's header, fields in
-        :data:`~host_sw.contracts.check_value.HEADER_FIELDS` order from bit 0.
+        :func:`~host_sw.contracts.check_value.header_fields` order from bit 0.
     frozen_ready : In(1)
         The copy is frozen (its words' CRC is final; the header was final earlier).
     value : Out(32)
@@ -248,20 +255,26 @@ class RecordCheck(wiring.Component):
     #: Taps XORed in the groups' level (16: two LUT4 levels).
     GROUP = 16
 
-    def __init__(self):
-        super().__init__({"words_check": In(32), "header": In(HEADER_BITS),
+    def __init__(self, *, header_bits: int = HEADER_BITS):
+        if (isinstance(header_bits, bool) or not isinstance(header_bits, int)
+                or header_bits < 8 or header_bits % 8):
+            raise ValueError(f"header_bits must be a positive whole number of bytes in "
+                             f"bits, not {header_bits!r}")
+        self.header_bits = header_bits
+        super().__init__({"words_check": In(32), "header": In(header_bits),
                           "frozen_ready": In(1), "value": Out(32), "ready": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
-        state_cols, data_cols = crc32_matrix(HEADER_BITS)
+        bits = self.header_bits
+        state_cols, data_cols = crc32_matrix(bits)
         # zlib.crc32(header, c): register c ^ XOROUT, one step, ^ XOROUT. Linear in c and
         # the header, plus the constant the two XOROUTs leave.
-        constant = crc32_bits(CRC32_XOROUT, [0] * HEADER_BITS) ^ CRC32_XOROUT
+        constant = crc32_bits(CRC32_XOROUT, [0] * bits) ^ CRC32_XOROUT
         crc_in = Signal(32)
-        header_in = Signal(HEADER_BITS)
+        header_in = Signal(bits)
         m.d.sync += [crc_in.eq(self.words_check), header_in.eq(self.header)]
-        inputs = [crc_in[i] for i in range(32)] + [header_in[i] for i in range(HEADER_BITS)]
+        inputs = [crc_in[i] for i in range(32)] + [header_in[i] for i in range(bits)]
         columns = state_cols + data_cols
         partials = []
         for b in range(32):

@@ -72,10 +72,12 @@ class Exporter(wiring.Component):
     -------
     start: In(1)
         Pulse: export the frozen copy now. Ignored while ``busy``.
-    seq, flags, timestamp, config_id: In(32), In(8), In(64), In(32)
-        FROZEN_SEQ, FROZEN_FLAGS, FROZEN_TIMESTAMP, FROZEN_CONFIG_ID; sampled at ``start``.
+    seq, flags, timestamp, config_id, role: In(32), In(8), In(64), In(32), In(8)
+        FROZEN_SEQ, FROZEN_FLAGS, FROZEN_TIMESTAMP, FROZEN_CONFIG_ID, FROZEN_ROLE;
+        sampled at ``start``.
     src_mac, dst_mac: In(48)
-        LOCAL_MAC, EXPORT_DST_MAC (byte 0 in bits 47..40); sampled at ``start``.
+        FROZEN_SRC_MAC (LOCAL_MAC as the interval froze), EXPORT_DST_MAC (byte 0 in bits
+        47..40); sampled at ``start``.
     key, auth: In(128), In(1)
         AUTH_KEY and AUTH_MODE.enable; sampled at ``start``: the frames' tags are under
         ``key`` (``auth`` byte 1) when ``auth``, else under the zero key (``auth`` 0).
@@ -148,6 +150,7 @@ class Exporter(wiring.Component):
             "seq": In(field_by_name("seq").bits), "flags": In(field_by_name("flags").bits),
             "timestamp": In(field_by_name("timestamp").bits),
             "config_id": In(field_by_name("config_id").bits),
+            "role": In(field_by_name("role").bits),
             "src_mac": In(48), "dst_mac": In(48),
             "key": In(8 * KEY_BYTES), "auth": In(1),
             "to_inband": In(1), "to_host": In(1), "auto_release": In(1),
@@ -205,13 +208,15 @@ class Exporter(wiring.Component):
             seq=Signal.like(self.seq, name="seq"), flags=Signal.like(self.flags, name="flags"),
             timestamp=Signal.like(self.timestamp, name="timestamp"),
             config_id=Signal.like(self.config_id, name="config_id"),
+            role=Signal.like(self.role, name="role"),
             src_mac=Signal(48, name="src_mac"), dst_mac=Signal(48, name="dst_mac"),
             key=Signal(8 * KEY_BYTES, name="key"), auth=Signal(name="auth"),
             to_inband=Signal(name="to_inband"), to_host=Signal(name="to_host"),
             auto_release=Signal(name="auto_release"))
         idle.new("idle")
         pairs = [(p.seq, self.seq), (p.flags, self.flags), (p.timestamp, self.timestamp),
-                 (p.config_id, self.config_id), (p.src_mac, self.src_mac),
+                 (p.config_id, self.config_id), (p.role, self.role),
+                 (p.src_mac, self.src_mac),
                  (p.dst_mac, self.dst_mac), (p.key, self.key), (p.auth, self.auth),
                  (p.to_inband, self.to_inband),
                  (p.to_host, self.to_host), (p.auto_release, self.auto_release)]
@@ -315,7 +320,7 @@ class Exporter(wiring.Component):
             "config_id": params.config_id, "chunk_index": frame_index,
             "chunk_count": count, "word_chunks": config.layout.chunks,
             "first_word": first_word, "word_count": word_count,
-            "timestamp": params.timestamp, "auth": params.auth})
+            "timestamp": params.timestamp, "auth": params.auth, "role": params.role})
         piece_copies = self._item_data(m, packer, header, word, piece, in_header,
                                        in_words, piece_sizes)
         ready = packer.items.ready                      # a register

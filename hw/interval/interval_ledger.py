@@ -8,10 +8,10 @@ counters). The ledger decides *when* the boundary is taken (at the next frame bo
 the tap, never while a swap is still travelling through the measurement pipeline),
 whether it is a swap or an overrun, and keeps, per counter copy, the status the host
 reads back and the exporter sends with the snapshot: sequence number, flags, timestamp,
-packet count and CONFIG_ID. :class:`hw.lda_pipeline.MeasurementCore` wires it between the
-interval control, the tap, the bucket selector, the counter bank, the CSR bank and the
-exporter; the module docstring of :mod:`hw.lda_pipeline` describes the behaviour the host
-sees.
+packet count and CONFIG_ID, and the point's role and source MAC as the interval froze.
+:class:`hw.lda_pipeline.MeasurementCore` wires it between the interval control, the tap,
+the bucket selector, the counter bank, the CSR bank and the exporter; the module
+docstring of :mod:`hw.lda_pipeline` describes the behaviour the host sees.
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -20,12 +20,14 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.frames.frame_format import IntervalFlags
 
-__all__ = ["SEQ_BITS", "FLAG_BITS", "TIMESTAMP_BITS", "boundary_request_layout",
-           "interval_status_layout", "IntervalLedger"]
+__all__ = ["SEQ_BITS", "FLAG_BITS", "TIMESTAMP_BITS", "ROLE_BITS", "MAC_BITS",
+           "boundary_request_layout", "interval_status_layout", "IntervalLedger"]
 
 SEQ_BITS = 32
 FLAG_BITS = 8
 TIMESTAMP_BITS = 64
+ROLE_BITS = 8
+MAC_BITS = 48
 
 #: A boundary request: the new interval's sequence number, the flags to OR into the
 #: interval that ends, and the timestamp of the interval that ends.
@@ -35,7 +37,7 @@ boundary_request_layout = data.StructLayout({
 #: The status of one counter copy's interval.
 interval_status_layout = data.StructLayout({
     "seq": SEQ_BITS, "flags": FLAG_BITS, "timestamp": TIMESTAMP_BITS,
-    "packets": 32, "config_id": 32})
+    "packets": 32, "config_id": 32, "role": ROLE_BITS, "src_mac": MAC_BITS})
 
 
 class IntervalLedger(wiring.Component):
@@ -72,6 +74,10 @@ class IntervalLedger(wiring.Component):
         current interval is flagged CONFIG_CHANGED; a new interval records it.
     frozen_copy: In(1)
         The counter bank's frozen copy, whose status ``frozen`` shows.
+    role: In(ROLE_BITS), src_mac: In(MAC_BITS)
+        The point's role (:class:`host_sw.contracts.frames.frame_format.Role`) and
+        LOCAL_MAC: an interval that ends by a swap records them (its FROZEN_ROLE and
+        FROZEN_SRC_MAC).
     swap: Out(1)
         Pulse: the boundary is executed as a swap (to the tap, which sends it down the
         measurement pipeline in order with the records).
@@ -112,6 +118,8 @@ class IntervalLedger(wiring.Component):
     config_id: In(32)
     config_id_written: In(1)
     frozen_copy: In(1)
+    role: In(ROLE_BITS)
+    src_mac: In(MAC_BITS)
     swap: Out(1)
     copy: Out(1)
     interval_seq: Out(SEQ_BITS)
@@ -129,6 +137,7 @@ class IntervalLedger(wiring.Component):
             "frozen_seq": frozen.seq, "frozen_packets": frozen.packets,
             "frozen_config_id": frozen.config_id, "frozen_flags": frozen.flags,
             "frozen_timestamp.ticks": frozen.timestamp,
+            "frozen_role.role": frozen.role, "frozen_src_mac.mac": frozen.src_mac,
         }
 
     def elaborate(self, platform):
@@ -211,6 +220,8 @@ class IntervalLedger(wiring.Component):
                 m.d.sync += [
                     ended.flags.eq(ended.flags | taken.flags | changed_flag),
                     ended.timestamp.eq(taken.timestamp),
+                    ended.role.eq(self.role),
+                    ended.src_mac.eq(self.src_mac),
                     front.seq.eq(taken.seq),
                     front.flags.eq(0),
                     front.config_id.eq(self.config_id),

@@ -66,7 +66,8 @@ from host_sw.device.driver import Device
 from hw.counters.bank_layout import lane_geometry
 from hw.lda_pipeline import MeasurementCore
 from sim_tb.lib.core_harness import (LONG, SCALE, TIMEOUT_MS, CoreHarness, frozen_info,
-                                     golden_header, read_frozen_info, sized)
+                                     golden_header, golden_identity, read_frozen_info,
+                                     sized)
 from sim_tb.lib.frames import (
     bad_frames, min_size_burst, random_frames, read_pcap, same_bucket_frames,
 )
@@ -226,7 +227,7 @@ async def _overrun(tb):
     assert info_b["frozen_seq"] > info_a["frozen_seq"]
 
 
-def _check_contiguous_intervals(tb, frames, sofs, intervals):
+def _check_contiguous_intervals(tb, frames, sofs, intervals, identity):
     """Every frame in exactly one interval: the intervals are contiguous runs of the
     frames, each equal word for word to the golden synopsis of its run, numbered one
     after another."""
@@ -248,7 +249,7 @@ def _check_contiguous_intervals(tb, frames, sofs, intervals):
         expected = tb.golden(frames[start:end], sofs[start:end])
         diff = synopsis_difference(expected, syn)
         assert not diff, f"interval {k} (frames {start}..{end - 1}) differs:\n{diff}"
-        header = golden_header(info["header"], tb.config.config_id, n_counted)
+        header = golden_header(info["header"], tb.config.config_id, n_counted, **identity)
         assert info["header"] == header, (k, info["header"], header)
         assert info["frozen_check"] == check_value(tb.config, expected.words(), header), k
         seqs.append(info["frozen_seq"])
@@ -268,7 +269,8 @@ async def interval_swaps(dut):
     frames, sofs, intervals = await _swaps_under_traffic(
         tb, swaps=6 * SCALE, per_interval=sized(tb, 40, 8) // SCALE)
     await _overrun(tb)
-    _check_contiguous_intervals(tb, frames, sofs, intervals)
+    _check_contiguous_intervals(tb, frames, sofs, intervals,
+                                await tb.host(golden_identity, tb.device))
 
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")

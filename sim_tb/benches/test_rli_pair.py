@@ -41,7 +41,7 @@ from host_sw.model.golden_rli import receiver_synopsis
 from host_sw.model.traffic import synthetic_trace
 
 from sim_tb.demo.cocotb_two_device import SimulatedCore, start_pair
-from sim_tb.lib.core_harness import golden_header
+from sim_tb.lib.core_harness import golden_header, golden_identity
 from sim_tb.demo.two_device import run_pair_bench
 from sim_tb.demo.two_device_wire import Wire, is_control, wandering_delays
 from sim_tb.lib.runner import RLI_PARAMS, CoreParams
@@ -117,6 +117,7 @@ async def references_through_a_queue(dut):
                    period_ticks=0)
     await rcv.call(rcv.device.set_intervals, local_mac=RECEIVER_MAC,
                    marker_src_mac=SENDER_MAC)
+    await rcv.call(rcv.device.write, "role", role=2)      # receiver (FROZEN_ROLE)
     await rcv.call(rcv.device.write, "rli_reference_rate", every_packets=0, period_ticks=0)
     cocotb.start_soon(wire.run())
     wire.release_upto = FRAMES
@@ -154,7 +155,12 @@ async def references_through_a_queue(dut):
                    "rli_frozen_refused": 0, "rli_references_bad_tag": 1,
                    "frozen_packets": stats.counted}, (got, stats)
     # FROZEN_CHECK: the contract's value over the golden words and header (SPEC §4.4)
-    want_header = golden_header(header, config.config_id, stats.counted)
+    identity = await rcv.call(golden_identity, rcv.device)
+    assert identity == {"role": 2, "src_mac": RECEIVER_MAC}
+    want_header = golden_header(header, config.config_id, stats.counted, **identity,
+                                rli={"references": stats.references,
+                                     "overflowed": stats.overflowed,
+                                     "unreferenced": stats.unreferenced, "refused": 0})
     assert header == want_header, (header, want_header)
     assert check == check_value(config, want, want_header), f"FROZEN_CHECK {check:#010x}"
 

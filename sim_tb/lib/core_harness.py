@@ -25,6 +25,7 @@ from cocotb.triggers import ClockCycles
 from host_sw.cli import main as ldactl
 from host_sw.model.golden_lda_rda_lds import Hashers, bucket_indices, hash_frames
 from host_sw.contracts.check_value import RecordHeader, check_value, plausibility_problem
+from host_sw.contracts.frames.frame_format import ROLE_SETTINGS, effective_role
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.driver import Device
 from host_sw.device.snapshot import Snapshot
@@ -38,11 +39,14 @@ from sim_tb.lib.tb import CoreTB
 from sim_tb.lib.uartbone_driver import run_host, simulation_transport
 
 __all__ = ["ldactl_while_simulating", "SWAP_SETTLE", "LONG", "SCALE", "TIMEOUT_MS", "sized", "frozen_info",
-           "golden_header",
+           "golden_header", "golden_identity", "HARNESS_MAC",
            "read_frozen_info", "CoreHarness"]
 
 #: Cycles between the last frame out and a host swap (see ``settle``).
 SWAP_SETTLE = MeasurementCore.TAP_WATCH_DELAY + 2
+
+#: LOCAL_MAC of the core under test (its FROZEN_SRC_MAC and export frames' source).
+HARNESS_MAC = 0x02_00_5E_10_20_31
 
 LONG = long_run()
 SCALE = 10 if LONG else 1
@@ -73,13 +77,27 @@ def frozen_info(snapshot: Snapshot) -> dict:
             "header": snapshot.header}
 
 
-def golden_header(header: RecordHeader, config_id: int, packets: int) -> RecordHeader:
+def golden_header(header: RecordHeader, config_id: int, packets: int, *, role: int,
+                  src_mac: int, rli: dict | None = None) -> RecordHeader:
     """The header the golden model implies for an interval of ``packets`` counted frames
     begun with CONFIG_ID ``config_id`` (the configuration's once programmed; 0 after a
-    reset): its packets and config ID; the sequence number, flags and timestamp the
-    device read (``header``), which the benches check on their own."""
+    reset), frozen by a point of ``role`` (:func:`golden_identity`) and LOCAL_MAC
+    ``src_mac``, with RLI's frozen counts ``rli`` (``references`` … ``refused``; RLI
+    cores only); the sequence number, flags and timestamp the device read (``header``),
+    which the benches check on their own."""
     return RecordHeader(seq=header.seq, flags=header.flags, packets=packets,
-                        config_id=config_id, timestamp=header.timestamp)
+                        config_id=config_id, timestamp=header.timestamp, role=role,
+                        src_mac=src_mac,
+                        **{f"rli_{k}": v for k, v in (rli or {}).items()})
+
+
+def golden_identity(device: Device) -> dict:
+    """Host code: the role and source MAC the contract says the core stamps into an
+    interval freezing now (:func:`host_sw.contracts.frames.frame_format.effective_role`
+    of ROLE and INTERVAL_MODE.mode, and LOCAL_MAC), from the registers the host wrote."""
+    role = effective_role(device.read_fields("role")["role"],
+                          device.read_fields("interval_mode")["mode"])
+    return {"role": int(role), "src_mac": device.read("local_mac")}
 
 
 def read_frozen_info(device: Device) -> dict:
@@ -143,6 +161,9 @@ class CoreHarness(CoreTB):
         cfg = self.config
         await self.host(self.device.program)
         assert await self.host(self.device.read, "config_id") == cfg.config_id
+        # the point's identity, stamped into each interval (FROZEN_ROLE, FROZEN_SRC_MAC)
+        await self.host(self.device.write, "local_mac", mac=HARNESS_MAC)
+        await self.host(self.device.write, "role", role=ROLE_SETTINGS["receiver"])
         masks = await self.host(self.device.read_fields, "masks")
         assert masks["packet_ipv4"] == cfg.mask_packet_ipv4, masks
 
@@ -269,7 +290,9 @@ class CoreHarness(CoreTB):
         updates = await self.host(self.device.read, "frozen_updates")
         header = await self.host(self.device.read_record_header)
         config_id = await self.host(self.device.read, "config_id")   # not written since
-        want_header = golden_header(header, config_id, int(counted_mask(frames).sum()))
+        identity = await self.host(golden_identity, self.device)     # nor these
+        want_header = golden_header(header, config_id, int(counted_mask(frames).sum()),
+                                    **identity)
         assert header == want_header, f"{what}: header {header}, golden {want_header}"
         want = check_value(self.config, expected.words(), want_header)
         assert check == want, f"{what}: FROZEN_CHECK {check:#010x}, golden {want:#010x}"

@@ -41,8 +41,11 @@ def pairs():
 def devices(pairs, scripted_device):
     s = scripted_device(CONFIG, [p[0] for p in pairs])
     r = scripted_device(CONFIG, [p[1] for p in pairs])
-    for d in (s, r):
+    for d, role, mac in ((s, 1, 0x0200_0000_0001), (r, 2, 0x0200_0000_0003)):
         d.set("config_id", CONFIG.config_id)
+        d.set("role", role)
+        d.set("local_mac", mac)
+    r.set("marker_src_mac", 0x0200_0000_0001)
     register_fake_device("sender", s)
     register_fake_device("receiver", r)
     yield s, r
@@ -115,15 +118,15 @@ def test_read_and_estimate_from_snapshot_files(capsys, devices, pairs, tmp_path,
     direct.pop("notes")
     assert rec["valid"] and rec["estimate"] == direct
     # Exported control frames of the same synopses, as two captures.
-    for name, syn, mac in (("s", pairs[0][0], 1), ("r", pairs[0][1], 3)):
-        frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2)
+    for name, syn, mac, role in (("s", pairs[0][0], 1, 1), ("r", pairs[0][1], 3, 2)):
+        frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2, role=role)
         write_pcap(tmp_path / f"{name}.pcap", frames, list(range(len(frames))))
     code, out, err = run(capsys, "estimate", str(tmp_path / "s.pcap"),
                          str(tmp_path / "r.pcap"), "--config", config_file, "--json")
     assert code == 0, err
     assert json.loads(out)["estimate"] == direct
     # A corrupted export frame: a clear error, no numbers.
-    frames = cf.build_synopsis_frames(pairs[0][1], seq=0, src_mac=1, dst_mac=2)
+    frames = cf.build_synopsis_frames(pairs[0][1], seq=0, src_mac=1, dst_mac=2, role=2)
     frames[1] = frames[1][:100]
     write_pcap(tmp_path / "bad.pcap", frames, list(range(len(frames))))
     code, out, err = run(capsys, "estimate", str(tmp_path / "s.pcap"),
@@ -294,6 +297,55 @@ def test_plan_says_which_size_the_observed_loss_needs(capsys):
                        "--observed-loss", "1%", "--json")
     doc = json.loads(out)
     assert doc["observed"]["rows"] is None and doc["observed"]["rda_buckets"] == 40
+
+
+@pytest.mark.parametrize("pairing, message", [
+    ("swapped", "sender and receiver swapped: the sender's input comes from a receiver"),
+    ("same_point", "both inputs come from one point (source MAC 02:00:00:00:00:01): the "
+                   "same point twice"),
+    ("foreign", "the receiver accepts markers from 02:00:00:00:00:09, not from the sender "
+                "02:00:00:00:00:01: the two points measure different streams"),
+    ("unsaid_role", "the sender's input comes from a point whose role is none, not sender"),
+    ("role_flipped", "check value mismatch")])
+def test_snapshot_pairs_of_the_wrong_points_are_refused(capsys, devices, tmp_path, pairing,
+                                                        message):
+    """Snapshot files carry the point's role and source MAC inside the check value
+    (FROZEN_ROLE, FROZEN_SRC_MAC) and a receiver's accepted marker source beside it:
+    estimate refuses, in one line with exit 1, swapped files, one point's file twice (a
+    byte-different copy), a receiver that accepts another sender's markers, and a point
+    whose role was never said; a role edited in the file breaks its check."""
+    s, r = devices
+    if pairing == "unsaid_role":
+        s.set("role", 0)                       # manual mode: no role implied
+    s.swap()
+    r.swap()
+    for name, dev in (("s", "sender"), ("r", "receiver")):
+        assert run(capsys, "read", "-d", f"fake://{dev}", "-o",
+                   str(tmp_path / f"{name}.json"))[0] == 0
+    sender, receiver = tmp_path / "s.json", tmp_path / "r.json"
+    if pairing == "swapped":
+        sender, receiver = receiver, sender
+    elif pairing == "same_point":
+        receiver = tmp_path / "s2.json"
+        receiver.write_text(json.dumps(json.loads(sender.read_text()), indent=1))
+    elif pairing == "foreign":
+        doc = json.loads(receiver.read_text())
+        doc["marker_src_mac"] = "02:00:00:00:00:09"
+        receiver.write_text(json.dumps(doc))
+    elif pairing == "role_flipped":            # swapped files with their roles edited
+        for path, role in ((sender, 2), (receiver, 1)):
+            doc = json.loads(path.read_text())
+            doc["role"] = role
+            path.write_text(json.dumps(doc))
+        sender, receiver = receiver, sender
+    code, out, err = run(capsys, "estimate", str(sender), str(receiver), "--json")
+    if pairing == "role_flipped":              # not refused as a pair: invalid, no numbers
+        rec = json.loads(out)
+        assert code == 0 and not rec["valid"] and rec["estimate"] is None
+        assert any(message in n for n in rec["notes"]), rec["notes"]
+        return
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert message in err
 
 
 def test_plot_png(capsys, pairs, tmp_path):

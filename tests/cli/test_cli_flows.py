@@ -108,8 +108,9 @@ def test_flow_option_errors(capsys, captures, tmp_path):
 def test_mtu_for_jumbo_exports(capsys, sim, tmp_path):
     config = LdaConfig(banks=2, rows=1024)
     (iv,) = sim.intervals
-    for name, syn, mac in zip(("s", "r"), iv.synopses(config), (1, 3)):
-        frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2, mtu=9000)
+    for name, syn, mac, role in zip(("s", "r"), iv.synopses(config), (1, 3), (1, 2)):
+        frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2, mtu=9000,
+                                          role=role)
         write_pcap(tmp_path / f"{name}.pcap", frames, list(range(len(frames))))
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps(config.to_dict()))

@@ -114,8 +114,8 @@ def files(tmp_path_factory):
         (d / f"{name}.json").write_text(json.dumps({**config.to_dict(), **change}))
     s, r = simulate_interval(packets=2000, loss=0.01, seed=3).synopses(config)
     with contextlib.chdir(d):
-        for name, syn, mac in (("s", s, 1), ("r", r, 3)):   # two devices' exports
-            frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2)
+        for name, syn, mac, role in (("s", s, 1, 1), ("r", r, 3, 2)):   # two devices' exports
+            frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2, role=role)
             write_pcap(f"{name}-export.pcap", frames, list(range(len(frames))))
         sim = Scenario(packets=300, flows=10, loss=0.02, delay="exponential:mean=2us",
                        seed=2).run()

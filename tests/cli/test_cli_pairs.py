@@ -73,25 +73,36 @@ def test_equal_synopses_are_the_same_point_twice(synopses):
     assert "the same point twice" in rec.notes[0]
 
 
-def _exports(tmp_path, synopses, macs, names=("s.pcap", "r.pcap"), start=(0, 0)):
+def _exports(tmp_path, synopses, macs, names=("s.pcap", "r.pcap"), start=(0, 0),
+             roles=(1, 2)):
     paths = []
-    for name, syn, mac, t0 in zip(names, synopses, macs, start):
-        frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2)
+    for name, syn, mac, t0, role in zip(names, synopses, macs, start, roles):
+        frames = cf.build_synopsis_frames(syn, seq=0, src_mac=mac, dst_mac=2, role=role)
         write_pcap(tmp_path / name, frames, t0 + np.arange(len(frames)))
         paths.append(str(tmp_path / name))
     (tmp_path / "cfg.json").write_text(json.dumps(CONFIG.to_dict()))
     return [*paths, "--config", str(tmp_path / "cfg.json"), "--json"]
 
 
-def test_swapped_export_captures_give_an_invalid_row(tmp_path, synopses):
+def test_swapped_export_captures_are_refused(tmp_path, synopses):
+    """The exports carry each point's role (the chunk frames' ``role`` byte, FROZEN_ROLE):
+    the receiver's capture given as the sender's is refused before any estimate."""
     s, r = synopses
     code, out, err = _call(["estimate", *_exports(tmp_path, (s, r), (1, 3))])
     assert code == 0 and json.loads(out)["valid"], err
-    code, out, err = _call(["estimate", *_exports(tmp_path, (r, s), (3, 1))])
-    assert code == 0, err
-    rec = json.loads(out)
-    assert not rec["valid"] and rec["estimate"] is None and rec["problem"] == "swapped"
-    assert "sender and receiver swapped" in rec["notes"][0]
+    code, out, err = _call(["estimate", *_exports(tmp_path, (r, s), (3, 1), roles=(2, 1))])
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and "interval 0: sender and receiver swapped" in err
+
+
+@pytest.mark.parametrize("roles, message", [
+    ((0, 2), "the sender's input comes from a point whose role is none, not sender"),
+    ((1, 1), "the receiver's input comes from a point whose role is sender, not receiver"),
+    ((2, 2), "the sender's input comes from a point whose role is receiver, not sender")])
+def test_export_captures_of_the_wrong_roles_are_refused(tmp_path, synopses, roles, message):
+    s, r = synopses
+    code, out, err = _call(["estimate", *_exports(tmp_path, (s, r), (1, 3), roles=roles)])
+    assert code == 1 and out == "" and message in err
 
 
 def test_one_devices_exports_as_both_points_are_refused(tmp_path, synopses):

@@ -94,13 +94,14 @@ def test_default_lda_addresses_and_csv_lines():
         "frozen_updates": (43, 1, "ro"),
         "markers_runt": (44, 1, "ro"), "markers_bad_tag": (45, 1, "ro"),
         "markers_replayed": (46, 1, "ro"), "auth_mode": (47, 1, "rw"),
-        "auth_key": (48, 4, "rw"),
-        "thresholds": (52, 1, "rw"), "masks": (53, 8, "rw")}
+        "auth_key": (48, 4, "rw"), "role": (52, 1, "rw"), "frozen_role": (53, 1, "ro"),
+        "frozen_src_mac": (54, 2, "ro"),
+        "thresholds": (56, 1, "rw"), "masks": (57, 8, "rw")}
     assert (rmap.window.address, rmap.window.words) == (0x2000, 2048 * 3)
     lines = rmap.csr_csv().splitlines()
     assert "csr_base,lda,0x00000000,," in lines
     assert "csr_register,lda_timebase,0x00000028,2,rw" in lines
-    assert "csr_register,lda_masks,0x000000d4,8,rw" in lines
+    assert "csr_register,lda_masks,0x000000e4,8,rw" in lines
     assert "memory_region,lda_counters,0x00008000,24576,io" in lines
     assert "constant,config_csr_data_width,32,," in lines
 
@@ -322,7 +323,7 @@ def test_register_map_ids_follow_the_spec_algorithm():
         assert base == max(span, 1 << (end - 1).bit_length())          # SPEC §7.2
         static = {k: v for k, v in static_of[kind].items() if k not in dropped}
         desc = {"data_width": 64,
-                "map": {"regmap_version": [1, 0], "bus_data_bits": 32,
+                "map": {"regmap_version": [2, 0], "bus_data_bits": 32,
                         "registers": registers,
                         "window": {"name": "counters", "address": base, "buckets": buckets,
                                    "chunks": chunks, "span": span}},

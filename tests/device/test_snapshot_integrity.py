@@ -17,7 +17,7 @@ from host_sw.contracts.check_value import (HEADER_FIELDS, RecordHeader, check_by
                                            check_value, count_total, counter_bytes,
                                            header_bytes, plausibility_problem)
 from host_sw.contracts.frames.frame_format import IntervalFlags
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, RliConfig
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.device.driver import (
     READ_ATTEMPTS, Device, SnapshotError, SnapshotIntegrityError,
@@ -69,10 +69,12 @@ def test_check_value_definition_is_zlib_over_little_endian_words_then_header():
     config = LdaConfig(banks=1, rows=2, thresholds=(0,))        # 72-bit words: 9 bytes
     words = [0x0102030405060708AB, (1 << 72) - 1]
     header = RecordHeader(seq=0x11223344, flags=0x05, packets=0x55667788,
-                          config_id=0x99AABBCC, timestamp=0x0102030405060708)
+                          config_id=0x99AABBCC, timestamp=0x0102030405060708, role=2,
+                          src_mac=0x020000000001)
     raw = check_bytes(config, words, header)
     assert raw == (bytes.fromhex("ab0807060504030201") + b"\xff" * 9
-                   + bytes.fromhex("44332211" "05" "88776655" "ccbbaa99" "0807060504030201"))
+                   + bytes.fromhex("44332211" "05" "88776655" "ccbbaa99" "0807060504030201"
+                                   "02" "010000000002"))
     assert raw == counter_bytes(config, words) + header_bytes(header)
     assert check_value(config, words, header) == zlib.crc32(raw)
     assert check_value(config, [0, 0], header) != check_value(config, [0, 1 << 71], header)
@@ -215,7 +217,8 @@ def test_snapshot_from_json_rejects_non_documents():
 def test_synopsis_words_round_trip_through_the_check(synopsis):
     words = synopsis.words()
     assert Synopsis.from_words(CONFIG, words) == synopsis
-    header = RecordHeader(seq=1, flags=0, packets=2, config_id=3, timestamp=4)
+    header = RecordHeader(seq=1, flags=0, packets=2, config_id=3, timestamp=4, role=1,
+                          src_mac=5)
     assert check_value(CONFIG, words, header) == zlib.crc32(check_bytes(CONFIG, words, header))
 
 
@@ -228,7 +231,13 @@ HEADER_BITS_FLIPPED = [("frozen_seq", 0), ("frozen_seq", 31), ("frozen_packets",
                        ("frozen_timestamp", 63),
                        ("frozen_flags", IntervalFlags.CONFIG_CHANGED.value.bit_length() - 1),
                        ("frozen_flags", IntervalFlags.SEQUENCE_GAP.value.bit_length() - 1),
-                       ("frozen_flags", IntervalFlags.OVERRUN.value.bit_length() - 1)]
+                       ("frozen_flags", IntervalFlags.OVERRUN.value.bit_length() - 1),
+                       ("frozen_role", 0), ("frozen_role", 1), ("frozen_src_mac", 0),
+                       ("frozen_src_mac", 47)]
+
+#: RLI's frozen counts (inside the check on RLI cores), a bit of each.
+RLI_BITS_FLIPPED = [("rli_frozen_references", 0), ("rli_frozen_overflowed", 5),
+                    ("rli_frozen_unreferenced", 31), ("rli_frozen_refused", 12)]
 
 
 def flagged_device(synopsis, flags=IntervalFlags.CONFIG_CHANGED | IntervalFlags.SEQUENCE_GAP):
@@ -236,8 +245,25 @@ def flagged_device(synopsis, flags=IntervalFlags.CONFIG_CHANGED | IntervalFlags.
     whose two words are both non-zero."""
     dev = FakeDevice(CONFIG)
     dev.set("config_id", CONFIG.config_id)
+    dev.set("local_mac", 0x0200_0000_0001)
+    dev.set("role", 1)                                     # sender
     dev.set_active(synopsis, flags=int(flags))
     dev.swap(timestamp=0x0000_0123_4567_89AB)
+    assert dev.get("frozen_role") == 1 and dev.get("frozen_src_mac") == 0x0200_0000_0001
+    return dev
+
+
+def rli_device():
+    """A fake RLI receiver with an interval frozen, its four frozen counts non-zero."""
+    config = RliConfig(cells=16)
+    dev = FakeDevice(config)
+    dev.set("config_id", config.config_id)
+    dev.set("local_mac", 0x0200_0000_0002)
+    dev.set("interval_mode", 3)                            # marker receiver: role implied
+    for k, (name, _) in enumerate(RLI_BITS_FLIPPED):
+        dev.set(name, 0x0101_0101 * (k + 1))
+    dev.swap(timestamp=77)
+    assert dev.get("frozen_role") == 2
     return dev
 
 
@@ -283,10 +309,41 @@ def test_flipped_header_bit_once_is_reread_and_the_true_record_returned(synopsis
     assert snap.integrity_problem is None
 
 
+@pytest.mark.parametrize("name, bit", RLI_BITS_FLIPPED)
+def test_flipped_rli_count_bit_is_refused_by_the_driver(name, bit):
+    """RLI's frozen counts are inside the check value on RLI cores: a bit flipped in one
+    on every read is refused (nothing released); flipped once, it is read again and the
+    true counts come back in the snapshot."""
+    dev = rli_device()
+    header_flipper(dev, name, bit, reads=10**6)
+    with pytest.raises(SnapshotError):
+        Device(FakeTransport(dev), config=dev.config).read_snapshot()
+    assert dev.frozen is not None
+    dev = rli_device()
+    header_flipper(dev, name, bit, reads=1)
+    snap = Device(FakeTransport(dev), config=dev.config).read_snapshot()
+    assert snap.rli == {n[len("rli_frozen_"):]: 0x0101_0101 * (k + 1)
+                        for k, (n, _) in enumerate(RLI_BITS_FLIPPED)}
+    assert snap.integrity_problem is None and snap.role == 2
+
+
+@pytest.mark.parametrize("name, bit", RLI_BITS_FLIPPED)
+def test_flipped_rli_count_bit_in_a_snapshot_file_is_refused(name, bit):
+    dev = rli_device()
+    doc = json.loads(json.dumps(Device(FakeTransport(dev), config=dev.config)
+                                .read_snapshot().to_json()))
+    assert Snapshot.from_json(doc).integrity_problem is None
+    short = name[len("rli_frozen_"):]
+    doc["rli"][short] ^= 1 << bit
+    back = Snapshot.from_json(doc)
+    assert back.integrity_problem.startswith("check value mismatch") and not back.valid
+
+
 @pytest.mark.parametrize("key, bit", [("seq", 0), ("seq", 31), ("packets", 3),
                                       ("config_id", 9), ("timestamp", 0), ("timestamp", 40),
                                       ("device_flags", 0), ("device_flags", 2),
-                                      ("flags", 0), ("flags", 2)])
+                                      ("flags", 0), ("flags", 2), ("role", 0), ("role", 1),
+                                      ("src_mac", 0), ("src_mac", 47)])
 def test_flipped_header_bit_in_a_snapshot_file_is_refused(synopsis, key, bit):
     """A snapshot file with one header bit flipped (the device's flags too, or a flag of
     the shown flags cleared) is invalid when loaded: the check value is recomputed over
@@ -299,6 +356,10 @@ def test_flipped_header_bit_in_a_snapshot_file_is_refused(synopsis, key, bit):
     edited = json.loads(json.dumps(doc))
     if key == "config_id":
         edited[key] = f"{int(doc[key], 16) ^ (1 << bit):#010x}"
+    elif key == "src_mac":
+        assert doc[key] == "02:00:00:00:00:01"
+        mac = int(doc[key].replace(":", ""), 16) ^ (1 << bit)
+        edited[key] = ":".join(f"{b:02x}" for b in mac.to_bytes(6, "big"))
     else:
         edited[key] = doc[key] ^ (1 << bit)
     back = Snapshot.from_json(edited)
@@ -337,8 +398,30 @@ def test_host_flag_beside_the_device_flags_keeps_the_check(synopsis):
 
 def test_record_header_fields_and_ranges():
     assert [n for n, _ in HEADER_FIELDS] == ["seq", "flags", "packets", "config_id",
-                                             "timestamp"]
+                                             "timestamp", "role", "src_mac"]
     with pytest.raises(ValueError, match="flags"):
-        RecordHeader(seq=0, flags=256, packets=0, config_id=0, timestamp=0)
+        RecordHeader(seq=0, flags=256, packets=0, config_id=0, timestamp=0, role=0,
+                     src_mac=0)
     with pytest.raises(ValueError, match="timestamp"):
-        RecordHeader(seq=0, flags=0, packets=0, config_id=0, timestamp=-1)
+        RecordHeader(seq=0, flags=0, packets=0, config_id=0, timestamp=-1, role=0,
+                     src_mac=0)
+    with pytest.raises(ValueError, match="src_mac"):
+        RecordHeader(seq=0, flags=0, packets=0, config_id=0, timestamp=0, role=0,
+                     src_mac=1 << 48)
+
+
+def test_snapshot_check_faults_bench_garbles_every_header_register_and_reads_none_wrong():
+    """``python -m bench.snapshot_check_faults`` garbles every register the check value's
+    header is read from (the role, the source MAC, RLI's frozen counts among them), any bit
+    of its bus words; a short run returns no wrong snapshot."""
+    from bench.snapshot_check_faults import header_registers, run
+    assert header_registers(LdaConfig()) == (
+        "frozen_seq", "frozen_flags", "frozen_packets", "frozen_config_id",
+        "frozen_timestamp", "frozen_role", "frozen_src_mac")
+    assert header_registers(RliConfig()) == header_registers(LdaConfig()) + (
+        "rli_frozen_references", "rli_frozen_overflowed", "rli_frozen_unreferenced",
+        "rli_frozen_refused")
+    table = run(120, seed=3)
+    assert sum(table.values()) == 120
+    assert sum(n for (_, outcome), n in table.items() if outcome == "wrong") == 0
+    assert table["header", "refused"] > 0

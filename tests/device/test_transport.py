@@ -27,7 +27,7 @@ def test_read_exact_bytes_and_values(device):
     rmap = device.map
     words = t.read_words(0, 3)
     assert bytes(t.sent) == bytes.fromhex("02 03 00000000")
-    assert words[0] == rmap.id_value and words[1] == 0x00010000
+    assert words[0] == rmap.id_value and words[1] == 0x00020000          # REGMAP 2.0
     t.sent.clear()
     t.write_words(rmap["config_id"].address, [0xA1B2C3D4])
     assert bytes(t.sent) == bytes.fromhex("01 01 00000007 a1b2c3d4")
@@ -45,7 +45,7 @@ def test_checked_read_and_write_exact_bytes(device):
     words = t.read_words(0, 3)
     assert bytes(t.sent) == ub.encode_checked_read(0, 3, 1) == \
         bytes.fromhex("65 03 00000000 01") + ub.crc_bytes(bytes.fromhex("65030000000001"))
-    assert words[0] == rmap.id_value and words[1] == 0x00010000
+    assert words[0] == rmap.id_value and words[1] == 0x00020000          # REGMAP 2.0
     t.sent.clear()
     a = rmap["config_id"].address
     t.write_words(a, [0xA1B2C3D4, 5])

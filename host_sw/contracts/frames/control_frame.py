@@ -47,7 +47,7 @@ from host_sw.contracts.frames.frame_format import (
     RESERVED_FIELDS, TYPE_MARKER, TYPE_NAMES, TYPE_SYNOPSIS, VERSION,
     ControlConfigMismatch, DuplicateChunkError, InconsistentChunkError, IntervalFlags, MalformedFrameError, MissingChunkError,
     TruncatedFrameError, UnknownTypeError, check_mtu, frames_needed, mac_to_bytes, mac_to_str, words_per_frame,
-    AUTH_KEYED, AUTH_NAMES, AUTH_NONE, ReplayedIntervalError,
+    AUTH_KEYED, AUTH_NAMES, AUTH_NONE, ReplayedIntervalError, Role,
     check_tail, check_control_start, header_field, seq_after,
 )
 from host_sw.contracts.siphash import TAG_BYTES
@@ -94,6 +94,7 @@ class SynopsisChunk:
     timestamp: int
     words: tuple[int, ...] = field(repr=False)
     auth: int = AUTH_NONE
+    role: Role = Role.NONE
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class ReassembledSynopsis:
     timestamp: int
     src_mac: bytes
     synopsis: Synopsis
+    role: Role = Role.NONE
 
     @property
     def valid(self) -> bool:
@@ -157,8 +159,10 @@ def build_marker(config: SynopsisConfig, *, seq: int, timestamp: int, src_mac, d
 
 def build_synopsis_frames(synopsis: Synopsis, *, seq: int, src_mac, dst_mac,
                           flags: int = 0, timestamp: int = 0,
-                          mtu: int = MTU_PAYLOAD, key: bytes | None = None) -> list[bytes]:
-    """The synopsis chunk frames exporting interval ``seq``'s ``synopsis``.
+                          mtu: int = MTU_PAYLOAD, key: bytes | None = None,
+                          role: int = Role.NONE) -> list[bytes]:
+    """The synopsis chunk frames exporting interval ``seq``'s ``synopsis``, made by a
+    point of ``role`` (:class:`Role`: its FROZEN_ROLE).
 
     Words go in memory order, :func:`words_per_frame` to a frame (the last frame may hold
     fewer), each word as ``config.layout.chunks`` big-endian 32-bit chunks, least
@@ -180,7 +184,7 @@ def build_synopsis_frames(synopsis: Synopsis, *, seq: int, src_mac, dst_mac,
                          f"{MAX_CHUNKS} (use a larger MTU)")
     words = synopsis.words()
     base = _common(config, seq, flags, timestamp, src_mac, dst_mac, key)
-    base.update(type=TYPE_SYNOPSIS, chunk_count=count)
+    base.update(type=TYPE_SYNOPSIS, chunk_count=count, role=Role(role))
     layout = config.layout
     frames = []
     for index in range(count):
@@ -251,14 +255,18 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
                   timestamp=header_field(frame, "timestamp"), auth=auth)
     index, count = header_field(frame, "chunk_index"), header_field(frame, "chunk_count")
     first, n = header_field(frame, "first_word"), header_field(frame, "word_count")
+    role = header_field(frame, "role")
     if ftype == TYPE_MARKER:
-        if index or count or first or n:
+        if index or count or first or n or role:
             raise MalformedFrameError(f"marker frame with chunk fields set (chunk {index} "
-                                      f"of {count}, words {first}+{n})")
+                                      f"of {count}, words {first}+{n}, role {role})")
         check_tail(frame, PAYLOAD_OFFSET, key, auth, f"marker of interval {seq}")
         return MarkerFrame(**common)
     if count == 0 or index >= count:
         raise MalformedFrameError(f"chunk index {index} is not below chunk count {count}")
+    if role not in tuple(Role):
+        raise MalformedFrameError(f"role {role} is not one of {[int(r) for r in Role]} "
+                                  f"(none, sender, receiver)")
     if n == 0:
         raise MalformedFrameError(f"synopsis chunk {index} of interval {seq} holds no words")
     end = PAYLOAD_OFFSET + CHUNK_BYTES * word_chunks * n
@@ -272,7 +280,7 @@ def parse_control_frame(frame: bytes, *, expected: SynopsisConfig | None = None,
     words = tuple(sum(raw[k + c] << (32 * c) for c in range(word_chunks))
                   for k in range(0, len(raw), word_chunks))
     return SynopsisChunk(**common, chunk_index=index, chunk_count=count, first_word=first,
-                         words=words)
+                         words=words, role=Role(role))
 
 
 def _check_expected(config: SynopsisConfig, kind: str, config_id: int, word_chunks: int,
@@ -342,7 +350,7 @@ class SynopsisReassembler:
         got = self._pending.setdefault(chunk.seq, {})
         if got:
             ref = next(iter(got.values()))
-            for name in ("chunk_count", "flags", "timestamp", "src_mac"):
+            for name in ("chunk_count", "flags", "timestamp", "src_mac", "role"):
                 if getattr(ref, name) != getattr(chunk, name):
                     raise InconsistentChunkError(
                         f"interval {chunk.seq}: chunk {chunk.chunk_index} has {name} "
@@ -406,7 +414,8 @@ class SynopsisReassembler:
         self._last_done[ref.src_mac] = seq
         return ReassembledSynopsis(seq=seq, flags=ref.flags, timestamp=ref.timestamp,
                                    src_mac=ref.src_mac,
-                                   synopsis=Synopsis.from_words(self.config, words))
+                                   synopsis=Synopsis.from_words(self.config, words),
+                                   role=ref.role)
 
 
 def reassemble(frames, config: SynopsisConfig, *, mtu: int = MTU_PAYLOAD,

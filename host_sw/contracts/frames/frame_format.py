@@ -20,7 +20,9 @@ from host_sw.contracts.hashing import ETHERTYPE_CONTROL, MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES, ZERO_KEY, siphash_tag
 
 __all__ = ["VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "TYPE_NAMES", "KIND_NAMES",
-           "IntervalFlags", "INVALID_FLAGS", "FrameField", "HEADER_FIELDS",
+           "IntervalFlags", "INVALID_FLAGS", "Role", "ROLE_NAMES", "ROLE_FROM_MODE",
+           "ROLE_SETTINGS", "effective_role", "pair_identity_problem", "FrameField",
+           "HEADER_FIELDS",
            "RESERVED_FIELDS", "ETHERNET_HEADER_BYTES", "PAYLOAD_OFFSET",
            "CONTROL_HEADER_BYTES", "MTU_PAYLOAD", "MAX_MTU_PAYLOAD", "MIN_MTU_PAYLOAD",
            "check_mtu", "MAX_CHUNKS", "CHUNK_BYTES", "field_by_name", "words_per_frame",
@@ -33,8 +35,9 @@ __all__ = ["VERSION", "TYPE_MARKER", "TYPE_SYNOPSIS", "TYPE_NAMES", "KIND_NAMES"
            "UnauthenticatedFrameError", "ReplayedIntervalError"]
 
 #: Format version carried in every frame; a parser rejects other versions. Version 2
-#: added the tag after the content and the ``auth`` byte (issue 11).
-VERSION = 2
+#: added the tag after the content and the ``auth`` byte (issue 11); version 3 the
+#: ``role`` byte (the first of version 2's two reserved bytes).
+VERSION = 3
 #: Frame types.
 TYPE_MARKER = 1
 TYPE_SYNOPSIS = 2
@@ -76,6 +79,68 @@ class IntervalFlags(enum.IntFlag):
     SEQUENCE_GAP = 0x02
     CONFIG_CHANGED = 0x04
     TIME_MODE = 0x80
+
+
+class Role(enum.IntEnum):
+    """A measurement point's role in a pair (the FROZEN_ROLE register, the record's
+    ``role`` byte and the synopsis chunk frames' ``role`` byte): NONE (not said: a
+    manual or time-mode point the host gave no role), SENDER, RECEIVER."""
+    NONE = 0
+    SENDER = 1
+    RECEIVER = 2
+
+
+#: Role names, as snapshot files write them.
+ROLE_NAMES = {Role.NONE: "none", Role.SENDER: "sender", Role.RECEIVER: "receiver"}
+#: The role an INTERVAL_MODE.mode implies (2 marker sender, 3 marker receiver); the other
+#: modes imply none.
+ROLE_FROM_MODE = {2: Role.SENDER, 3: Role.RECEIVER}
+#: The ROLE register's ``role`` field: 0 = the role INTERVAL_MODE.mode implies
+#: (:data:`ROLE_FROM_MODE`), 1 = sender, 2 = receiver, 3 = none.
+ROLE_SETTINGS = {"auto": 0, "sender": 1, "receiver": 2, "none": 3}
+
+
+def effective_role(setting: int, mode: int) -> Role:
+    """The role a core stamps into an interval (FROZEN_ROLE) from the ROLE register's
+    ``setting`` (:data:`ROLE_SETTINGS`) and INTERVAL_MODE.mode."""
+    if setting == 0:
+        return ROLE_FROM_MODE.get(mode, Role.NONE)
+    return Role(setting) if setting in (1, 2) else Role.NONE
+
+
+def pair_identity_problem(sender_role, sender_mac, receiver_role, receiver_mac,
+                          accepted_source=None) -> str | None:
+    """Why two points' records cannot be one stream's sender and receiver, or None.
+
+    The roles must be SENDER and RECEIVER (swapped or unsaid roles are refused), the two
+    source MACs (ints or 6 bytes; None: not known) must differ (else the same point
+    twice), and the receiver's accepted marker source, when known, must be the sender's
+    MAC (else the receiver measured another sender's stream). Each reason is one line."""
+    def name(role):
+        return ("unknown" if role is None or role not in tuple(Role)
+                else ROLE_NAMES[Role(role)])
+    as_int = (lambda m: None if m is None else
+              int.from_bytes(m, "big") if isinstance(m, (bytes, bytearray)) else int(m))
+    sender_mac, receiver_mac, accepted_source = map(as_int, (sender_mac, receiver_mac,
+                                                             accepted_source))
+    if sender_role == Role.RECEIVER and receiver_role == Role.SENDER:
+        return ("sender and receiver swapped: the sender's input comes from a receiver, "
+                "the receiver's from a sender; give them the other way round")
+    if sender_mac is not None and sender_mac == receiver_mac:
+        return (f"both inputs come from one point (source MAC "
+                f"{mac_to_str(sender_mac.to_bytes(6, 'big'))}): the same point twice")
+    for side, role, want in (("sender", sender_role, Role.SENDER),
+                             ("receiver", receiver_role, Role.RECEIVER)):
+        if role != want:
+            return (f"the {side}'s input comes from a point whose role is {name(role)}, "
+                    f"not {want.name.lower()} (program it with ldactl config --role)")
+    if (accepted_source is not None and sender_mac is not None
+            and accepted_source != sender_mac):
+        return (f"the receiver accepts markers from "
+                f"{mac_to_str(accepted_source.to_bytes(6, 'big'))}, not from the sender "
+                f"{mac_to_str(sender_mac.to_bytes(6, 'big'))}: the two points measure "
+                f"different streams")
+    return None
 
 
 #: Flags that make an interval's counters unusable for estimates.
@@ -120,7 +185,9 @@ HEADER_FIELDS: tuple[FrameField, ...] = (
                               "configured key (authenticated)"),
     FrameField("first_word", 32, 4, "index of the first counter word in this frame"),
     FrameField("word_count", 36, 2, "counter words in this frame (0 for markers)"),
-    FrameField("reserved1", 38, 2, "zero"),
+    FrameField("role", 38, 1, "synopsis chunk: the exporting point's role in the "
+                              "interval (FROZEN_ROLE, Role); 0 in other frames"),
+    FrameField("reserved1", 39, 1, "zero"),
     FrameField("timestamp", 40, 8, "sender's timebase (ticks) at the interval boundary"),
 )
 _BY_NAME = {f.name: f for f in HEADER_FIELDS}

@@ -154,9 +154,11 @@ def test_snapshot_files_with_flows(capsys, tmp_path, scripted_device):
     sender, receiver, _ = simulated_synopses(config, iv)
     cfg = tmp_path / "rli.json"
     cfg.write_text(json.dumps(config.to_dict()))
-    for side, syn in (("s", sender), ("r", receiver)):
+    for side, syn, role in (("s", sender, 1), ("r", receiver, 2)):
         dev = scripted_device(config, [syn])
         dev.set("config_id", config.config_id)
+        dev.set("role", role)
+        dev.set("local_mac", 0x0200_0000_0000 + role)
         register_fake_device("rli_snap", dev)
         try:
             assert main(["read", "--device", "fake://rli_snap", "--config", str(cfg),

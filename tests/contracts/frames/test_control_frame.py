@@ -59,12 +59,12 @@ def test_marker_exact_bytes():
     assert config.config_id == 0xA862EF21
     assert frame.hex() == (
         "020000000002" "020000000001" "88b5"            # Ethernet header
-        "02" "01" "01" "01"                             # version, marker, overrun, LDA
+        "03" "01" "01" "01"                             # version, marker, overrun, LDA
         "01020304" "a862ef21"                           # seq, config ID
         "0000" "0000" "03" "00"                         # chunk index/count, 3 chunks, auth
-        "00000000" "0000" "0000"                        # first word, word count, rsvd
+        "00000000" "0000" "00" "00"                     # first word, word count, role, rsvd
         "1122334455667788"                              # timestamp
-        "d71c43a832a7b710"                              # tag (SipHash-2-4, zero key)
+        "1a35b70579d88936"                              # tag (SipHash-2-4, zero key)
         + "00" * 4)                                     # padding to 60 bytes
     m = cf.parse_control_frame(frame)
     assert isinstance(m, cf.MarkerFrame)
@@ -77,19 +77,21 @@ def test_small_synopsis_frame_exact_bytes():
     config = LdaConfig(banks=1, rows=2, thresholds=(0,))
     syn = Synopsis(config, {"count": np.array([[1, 2]], dtype=np.uint64),
                             "ts_sum": np.array([[0xAB_0000_0010, 0x20]], dtype=np.uint64)})
-    (frame,) = cf.build_synopsis_frames(syn, seq=7, src_mac=SRC, dst_mac=DST, timestamp=5)
+    (frame,) = cf.build_synopsis_frames(syn, seq=7, src_mac=SRC, dst_mac=DST, timestamp=5,
+                                        role=frame_format.Role.SENDER)
     assert config.config_id == 0x02D8FE13     # docs/SPEC.md §6 quotes these bytes
     cid = f"{config.config_id:08x}"
     assert frame.hex() == (
         "020000000002" "020000000001" "88b5"
-        "02" "02" "00" "01" "00000007" + cid +
-        "0000" "0001" "03" "00" "00000000" "0002" "0000" "0000000000000005"
+        "03" "02" "00" "01" "00000007" + cid +
+        "0000" "0001" "03" "00" "00000000" "0002" "01" "00" "0000000000000005"
         # word 0 = count 1 | ts_sum 0xAB00000010 << 32: chunks LS first
         "00000001" "00000010" "000000ab"
         "00000002" "00000020" "00000000"
-        "648349f5b88fea91")                               # tag (zero key)
+        "bc06808c0190139c")                               # tag (zero key)
     back = cf.reassemble([frame], config)
     assert back.synopsis == syn and back.seq == 7 and back.timestamp == 5 and back.valid
+    assert back.role == frame_format.Role.SENDER
 
 
 @pytest.mark.parametrize("config", [
@@ -341,14 +343,14 @@ def test_authenticated_vectors():
     m = cf.build_marker(config, seq=0x01020304, timestamp=0x1122334455667788, src_mac=SRC,
                         dst_mac=DST, flags=frame_format.IntervalFlags.OVERRUN, key=KEY)
     assert m.hex().endswith("0301" "00000000" "0000" "0000" "1122334455667788"
-                            "7977cc4f976cff29" "00000000")
+                            "e8af258adc35310e" "00000000")
     assert cf.parse_control_frame(m, key=KEY).auth == frame_format.AUTH_KEYED
     small = LdaConfig(banks=1, rows=2, thresholds=(0,))
     syn = Synopsis(small, {"count": np.array([[1, 2]], dtype=np.uint64),
                            "ts_sum": np.array([[0xAB_0000_0010, 0x20]], dtype=np.uint64)})
     (f,) = cf.build_synopsis_frames(syn, seq=7, src_mac=SRC, dst_mac=DST, timestamp=5,
-                                    key=KEY)
-    assert f.hex().endswith("00000020" "00000000" "772fb7f1d9f8829c")
+                                    key=KEY, role=frame_format.Role.SENDER)
+    assert f.hex().endswith("00000020" "00000000" "992849dc5221e867")
     assert cf.reassemble([f], small, key=KEY).synopsis == syn
 
 
@@ -402,3 +404,27 @@ def test_seq_after_wraps():
     assert frame_format.seq_after(1, 0) and not frame_format.seq_after(0, 0) and not frame_format.seq_after(0, 1)
     assert frame_format.seq_after(0, 2**32 - 1) and frame_format.seq_after(2**31 - 1, 0)
     assert not frame_format.seq_after(2**31, 0)
+
+
+def test_pair_identity_problem():
+    """The pairing rule of two points' records (SPEC §4.4 "Identity"): roles sender and
+    receiver, two source MACs, the receiver accepting the sender's markers."""
+    ok = frame_format.pair_identity_problem
+    assert ok(1, 0x0200_0000_0001, 2, 0x0200_0000_0002) is None
+    assert ok(1, bytes.fromhex("020000000001"), 2, 0x0200_0000_0002,
+              0x0200_0000_0001) is None
+    assert ok(2, 1, 1, 2).startswith("sender and receiver swapped")
+    assert "the same point twice" in ok(1, 5, 2, 5)
+    assert "the same point twice" in ok(1, 5, 1, bytes.fromhex("000000000005"))
+    assert ok(0, 1, 2, 2) == ("the sender's input comes from a point whose role is none, "
+                              "not sender (program it with ldactl config --role)")
+    assert "receiver's input comes from a point whose role is unknown" in ok(1, 1, None, 2)
+    assert "role is sender, not receiver" in ok(1, 1, 1, 2)
+    assert ok(1, 1, 2, 2, 9) == ("the receiver accepts markers from 00:00:00:00:00:09, not "
+                                 "from the sender 00:00:00:00:00:01: the two points measure "
+                                 "different streams")
+    assert frame_format.effective_role(0, 2) == frame_format.Role.SENDER
+    assert frame_format.effective_role(0, 3) == frame_format.Role.RECEIVER
+    assert frame_format.effective_role(0, 1) == frame_format.Role.NONE
+    assert frame_format.effective_role(2, 2) == frame_format.Role.RECEIVER
+    assert frame_format.effective_role(3, 2) == frame_format.Role.NONE

@@ -10,9 +10,9 @@ import zlib
 import pytest
 from amaranth.sim import Simulator
 
-from host_sw.contracts.check_value import (HEADER_FIELDS, RecordHeader, check_value,
-                                           extend_check, words_check)
-from host_sw.contracts.config import LdaConfig
+from host_sw.contracts.check_value import (RecordHeader, check_value, extend_check,
+                                           header_bits, header_fields, words_check)
+from host_sw.contracts.config import LdaConfig, RliConfig
 from hw.counters.freeze_check import Crc32Words, FreezeCheck, RecordCheck, crc32_matrix
 
 
@@ -96,23 +96,26 @@ def test_sweep_reads_every_word_in_order_and_signals_done():
     _simulate(dut, tb)
 
 
-def test_record_check_is_the_contracts_check_value_over_the_whole_record():
-    """Random words' CRCs and headers (and every header bit alone): ``value`` equals
-    ``check_value`` of the record (words then header), LATENCY cycles after its inputs;
-    ``ready`` rises exactly then and falls with ``frozen_ready``."""
-    config = LdaConfig(banks=1, rows=4, thresholds=(0,))
+@pytest.mark.parametrize("config", [LdaConfig(banks=1, rows=4, thresholds=(0,)),
+                                    RliConfig(cells=4)], ids=lambda c: c.kind)
+def test_record_check_is_the_contracts_check_value_over_the_whole_record(config):
+    """Random words' CRCs and headers (and every header bit alone: the role, the source
+    MAC and on RLI the four frozen counts too): ``value`` equals ``check_value`` of the
+    record (words then header), LATENCY cycles after its inputs; ``ready`` rises exactly
+    then and falls with ``frozen_ready``."""
+    fields = header_fields(config)
     rng = random.Random(11)
     cases = []
     for k in range(12):
-        words = [rng.getrandbits(72) for _ in range(4)]
-        header = RecordHeader(**{name: rng.getrandbits(bits) for name, bits in HEADER_FIELDS})
+        words = [rng.getrandbits(config.layout.width) for _ in range(4)]
+        header = RecordHeader(**{name: rng.getrandbits(bits) for name, bits in fields})
         cases.append((words, header))
     words = [0, 1, 2, 3]
-    base = dict(seq=0, flags=0, packets=0, config_id=0, timestamp=0)
-    for name, bits in HEADER_FIELDS:                       # one bit at a time
+    base = {name: 0 for name, _ in fields}
+    for name, bits in fields:                              # one bit at a time
         for bit in (0, bits - 1):
             cases.append((words, RecordHeader(**{**base, name: 1 << bit})))
-    dut = RecordCheck()
+    dut = RecordCheck(header_bits=header_bits(config))
 
     async def tb(ctx):
         assert ctx.get(dut.value) == 0                     # FROZEN_CHECK's reset

@@ -126,8 +126,8 @@ def test_exported_frames_reassemble_under_backpressure(config, data_width, mtu):
     host = Sink(dut.host, data_width, random.Random(2), p_ready=0.8)
     pulses = {"done": 0, "release": 0}
     exports = [dict(seq=7, flags=int(IntervalFlags.TIME_MODE | IntervalFlags.OVERRUN),
-                    timestamp=0x1122334455667788, inband=1, host=1, auto_release=1),
-               dict(seq=8, flags=0, timestamp=5, inband=0, host=1, auto_release=0)]
+                    timestamp=0x1122334455667788, inband=1, host=1, auto_release=1, role=1),
+               dict(seq=8, flags=0, timestamp=5, inband=0, host=1, auto_release=0, role=2)]
 
     async def main(ctx):
         ctx.set(dut.src_mac, SRC_MAC)
@@ -137,6 +137,7 @@ def test_exported_frames_reassemble_under_backpressure(config, data_width, mtu):
             ctx.set(dut.seq, e["seq"])
             ctx.set(dut.flags, e["flags"])
             ctx.set(dut.timestamp, e["timestamp"])
+            ctx.set(dut.role, e["role"])
             ctx.set(dut.to_inband, e["inband"])
             ctx.set(dut.to_host, e["host"])
             ctx.set(dut.auto_release, e["auto_release"])
@@ -166,16 +167,16 @@ def test_exported_frames_reassemble_under_backpressure(config, data_width, mtu):
     first = exports[0]
     expected = build_synopsis_frames(synopsis, seq=first["seq"], src_mac=SRC_MAC,
                                      dst_mac=DST_MAC, flags=first["flags"],
-                                     timestamp=first["timestamp"], mtu=mtu)
+                                     timestamp=first["timestamp"], mtu=mtu, role=1)
     assert len(expected) == dut.frame_count
     assert inband.frames() == expected
     host_frames = host.frames()
     assert host_frames[:len(expected)] == expected
     second = build_synopsis_frames(synopsis, seq=8, src_mac=SRC_MAC, dst_mac=DST_MAC,
-                                   flags=0, timestamp=5, mtu=mtu)
+                                   flags=0, timestamp=5, mtu=mtu, role=2)
     assert host_frames[len(expected):] == second
     got = reassemble(host_frames[len(expected):], config)
-    assert got.seq == 8 and list(got.synopsis.words()) == words
+    assert got.seq == 8 and list(got.synopsis.words()) == words and got.role == 2
     got = reassemble(inband.frames(), config)
     assert got.flags == IntervalFlags.TIME_MODE | IntervalFlags.OVERRUN
     assert list(got.synopsis.words()) == words
