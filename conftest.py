@@ -3,7 +3,9 @@
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the gate-level tests first: their netlist's synthesis and Verilator build take
-    most of their time (minutes on a clean clone), and started first they overlap with the
-    rest of the suite on the other worker instead of running alone at its end."""
-    items.sort(key=lambda item: item.get_closest_marker("gate_level") is None)
+    """Run the longest tests first: the gate-level tests (their netlist's synthesis and
+    Verilator build take minutes on a clean clone), then the other cocotb benches (a core
+    export and a simulator build each). Started first, they overlap with the many short
+    tests on the other worker instead of running alone at the suite's end."""
+    items.sort(key=lambda item: (item.get_closest_marker("gate_level") is None,
+                                 item.get_closest_marker("cocotb") is None))
