@@ -537,7 +537,10 @@ pytestmark = [
 
 only_slow = pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; LDA_SLOW=1")
 #: The single-beat hazard where the default suite has no full set at 512 bits (LDA's; RDA
-#: and LDS run every test at 512 bits, :data:`sim_tb.lib.runner.DEFAULT_PARAMS`).
+#: and LDS run every test at 512 bits, :data:`sim_tb.lib.runner.DEFAULT_PARAMS`). With
+#: ``LDA_SLOW=1`` only: the default suite runs LDA's at 512 bits on the ECP5 memory
+#: (``sim_tb/benches/test_core_ecp5.py::test_core_ecp5_single_beat_hazard``), whose
+#: forwarding around the block RAM's two-edge read is the longer path.
 SINGLE_BEAT_PARAMS = [p for p in (CoreParams(kind=k, data_width=512) for k in KINDS)
                       if p not in DEFAULT_PARAMS]
 
@@ -551,6 +554,8 @@ def test_core(params):
     assert len(results.tests) >= 10, sorted(results.tests)
 
 
+@pytest.mark.slow
+@only_slow
 @pytest.mark.parametrize("params", SINGLE_BEAT_PARAMS, ids=lambda p: p.param_id)
 def test_core_single_beat_hazard(params):
     results = run_core_tests(params, __name__,

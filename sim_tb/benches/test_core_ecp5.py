@@ -5,9 +5,9 @@ read-modify-write adders CCU2C carry chains (``hw.arith.carry.MuxAdd``), simulat
 DP16KD model ``sim_tb/models/dp16kd.v`` and Yosys's CCU2C model (:mod:`sim_tb.lib.ecp5_cells`).
 
 The same cocotb tests as ``sim_tb/benches/test_core.py`` (``sim_tb.benches.test_core``): on the
-default LDA core at 64 bits, the counters word for word against the golden model after a
-swap, read over the UARTBone bridge, under no pauses and random pauses (with
-``LDA_SIM_LONG=1`` also on an RDA core: two lanes, an XOR field); and the same-counter
+default LDA core at 64 bits (with ``LDA_SLOW=1``), the counters word for word against the
+golden model after a swap, read over the UARTBone bridge, under no pauses and random pauses
+(with ``LDA_SIM_LONG=1`` also on an RDA core: two lanes, an XOR field); and the same-counter
 hazard at 512 bits, where a minimum-size frame is one beat and the counter bank updates
 the same word every clock (the read-modify-write forwarding around the RAM's two-edge
 read). The RAM-level checks of the model and of every DP16KD width mode are in
@@ -15,6 +15,7 @@ read). The RAM-level checks of the model and of every DP16KD width mode are in
 """
 
 import importlib.util
+import os
 import shutil
 
 import pytest
@@ -49,8 +50,14 @@ if long_run():
     ECP5_PARAMS.append(CoreParams(kind="rda", data_width=64, memory="ecp5"))
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; LDA_SLOW=1")
 @pytest.mark.parametrize("params", ECP5_PARAMS, ids=lambda p: p.param_id)
 def test_core_ecp5_counters(params):
+    """The scoreboard on the ECP5 memory, with ``LDA_SLOW=1``: the default suite has the
+    same counters, read out of DP16KD blocks word for word against the golden model, in
+    the gate-level LDA netlist's exported intervals
+    (``sim_tb/benches/test_gate_level.py::test_gate_level_lda``)."""
     testcases = SCOREBOARD_TESTS if params.kind == "lda" else SCOREBOARD_TESTS[:1]
     results = run_core_tests(params, "sim_tb.benches.test_core", testcase=testcases)
     assert set(testcases) <= set(results.tests), sorted(results.tests)
