@@ -9,4 +9,6 @@ bash scripts/setup.sh
 # minutes instead of twenty under Icarus. Icarus keeps its own tests (both -g flags, the
 # demo's fallback); LDA_SIM=icarus runs everything on it.
 export LDA_SIM="${LDA_SIM:-verilator}"
-exec .venv/bin/python -m pytest -n "${LDA_TEST_JOBS:-2}" -q "$@"
+# --dist worksteal: an idle worker takes tests queued on the other one (with the default
+# "load" a worker's queued short tests ran alone for minutes at the end).
+exec .venv/bin/python -m pytest -n "${LDA_TEST_JOBS:-2}" --dist worksteal -q "$@"
