@@ -192,15 +192,8 @@ def test_trellis_ff_model_equals_yosys():
               "    $display(\"checked %0d steps, %0d mismatches\", checks, bad);",
               "    $finish;",
               "  end", "endmodule"]
-    folder = BUILD_ROOT / "models" / "trellis_ff_check"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "tb.v").write_text("\n".join(lines) + "\n")
-    (folder / "yosys_trellis_ff.v").write_text("`timescale 1ns / 1ps\n" + yosys_ff)
-    subprocess.run(["iverilog", "-g2005", "-o", str(folder / "tb.vvp"), "-s", "tb",
-                    str(folder / "tb.v"), str(folder / "yosys_trellis_ff.v"),
-                    str(TRELLIS_FF_MODEL)], check=True)
-    out = subprocess.run(["vvp", "-n", str(folder / "tb.vvp")], capture_output=True,
-                         text=True, check=True).stdout
+    out = _run_model_check(BUILD_ROOT / "models" / "trellis_ff_check", lines, yosys_ff,
+                           TRELLIS_FF_MODEL)
     assert "checked 4000 steps, 0 mismatches" in out, out
 
 
@@ -244,13 +237,21 @@ def test_two_state_lut_models_equal_yosys():
               "    $display(\"checked %0d inputs, %0d mismatches\", i, bad);",
               "    $finish;",
               "  end", "endmodule"]
-    folder = BUILD_ROOT / "models" / "lut_2state_check"
+    out = _run_model_check(BUILD_ROOT / "models" / "lut_2state_check", lines, yosys,
+                           LUT_2STATE_MODEL)
+    assert "checked 16 inputs, 0 mismatches" in out, out
+
+
+def _run_model_check(folder, lines, yosys_models: str, ours) -> str:
+    """Compile the side-by-side bench ``lines`` with Yosys's renamed models and ours under
+    Icarus in ``folder``, run it and return what it printed."""
+    import subprocess
+
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tb.v").write_text("\n".join(lines) + "\n")
-    (folder / "yosys_luts.v").write_text("`timescale 1ns / 1ps\n" + yosys)
+    (folder / "yosys_models.v").write_text("`timescale 1ns / 1ps\n" + yosys_models)
     subprocess.run(["iverilog", "-g2005", "-o", str(folder / "tb.vvp"), "-s", "tb",
-                    str(folder / "tb.v"), str(folder / "yosys_luts.v"),
-                    str(LUT_2STATE_MODEL)], check=True)
-    out = subprocess.run(["vvp", "-n", str(folder / "tb.vvp")], capture_output=True,
-                         text=True, check=True).stdout
-    assert "checked 16 inputs, 0 mismatches" in out, out
+                    str(folder / "tb.v"), str(folder / "yosys_models.v"), str(ours)],
+                   check=True)
+    return subprocess.run(["vvp", "-n", str(folder / "tb.vvp")], capture_output=True,
+                          text=True, check=True).stdout
