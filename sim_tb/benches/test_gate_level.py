@@ -156,7 +156,6 @@ def test_trellis_ff_model_equals_yosys():
     combination on 4000 steps of random CLK/LSR/CE/DI/M, Q compared (four-state) after
     every step."""
     import itertools
-    import subprocess
 
     from sim_tb.lib.ecp5_cells import yosys_cell_models
     from sim_tb.benches.gate_level import TRELLIS_FF_MODEL
@@ -202,7 +201,6 @@ def test_two_state_lut_models_equal_yosys():
     every input of 0 and 1: LUT4 for 300 INIT values (0, all ones, the 16 one-hot values,
     the rest random), LUT2 for all 16, the outputs compared after every input step."""
     import random
-    import subprocess
 
     from sim_tb.lib.ecp5_cells import yosys_cell_models
     from sim_tb.benches.gate_level import LUT_2STATE_MODEL
