@@ -72,7 +72,7 @@ from sim_tb.lib.frames import (
     bad_frames, min_size_burst, random_frames, read_pcap, same_bucket_frames,
 )
 from sim_tb.lib.runner import (DEFAULT_PARAMS, KINDS, REPO, SLOW_PARAMS, CoreParams,
-                               run_core_tests)
+                               ecp5_models_missing, run_core_tests)
 from sim_tb.lib.scoreboard import counted_mask, synopsis_difference
 from sim_tb.lib.tb import PAUSE_CASES, pauses_by_name, random_pause
 from sim_tb.lib.uartbone_driver import simulation_transport
@@ -536,17 +536,25 @@ pytestmark = [
 ]
 
 only_slow = pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; LDA_SLOW=1")
-#: The single-beat hazard where the default suite has no full set at 512 bits (LDA's; RDA
-#: and LDS run every test at 512 bits, :data:`sim_tb.lib.runner.DEFAULT_PARAMS`). With
-#: ``LDA_SLOW=1`` only: the default suite runs LDA's at 512 bits on the ECP5 memory
-#: (``sim_tb/benches/test_core_ecp5.py::test_core_ecp5_single_beat_hazard``), whose
-#: forwarding around the block RAM's two-edge read is the longer path.
+#: The single-beat hazard where the default suite has no full set at 512 bits: LDA's, and
+#: RDA's on the generic memory (the default suite runs RDA's at 512 bits on the ECP5
+#: memory, whose forwarding around the block RAM's two-edge read is the longer path, and
+#: LDS's on the generic one: :data:`sim_tb.lib.runner.DEFAULT_PARAMS`). ``LDA_SLOW=1`` only.
 SINGLE_BEAT_PARAMS = [p for p in (CoreParams(kind=k, data_width=512) for k in KINDS)
                       if p not in DEFAULT_PARAMS]
+ECP5_MISSING = ecp5_models_missing()
+
+
+def _default_param(params):
+    """A default set as a pytest parameter: skipped, with the reason, when it needs the
+    ECP5 models and they are not installed."""
+    marks = ([pytest.mark.skip(reason="ECP5 simulation models unavailable: " + ECP5_MISSING)]
+             if params.memory == "ecp5" and ECP5_MISSING else [])
+    return pytest.param(params, marks=marks)
 
 
 @pytest.mark.parametrize("params", [
-    *DEFAULT_PARAMS,
+    *map(_default_param, DEFAULT_PARAMS),
     *(pytest.param(p, marks=[pytest.mark.slow, only_slow]) for p in SLOW_PARAMS)],
     ids=lambda p: p.param_id)
 def test_core(params):

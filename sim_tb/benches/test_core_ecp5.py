@@ -7,10 +7,12 @@ DP16KD model ``sim_tb/models/dp16kd.v`` and Yosys's CCU2C model (:mod:`sim_tb.li
 The same cocotb tests as ``sim_tb/benches/test_core.py`` (``sim_tb.benches.test_core``): on the
 default LDA core at 64 bits (with ``LDA_SLOW=1``), the counters word for word against the
 golden model after a swap, read over the UARTBone bridge, under no pauses and random pauses
-(with ``LDA_SIM_LONG=1`` also on an RDA core: two lanes, an XOR field); and the same-counter
-hazard at 512 bits, where a minimum-size frame is one beat and the counter bank updates
-the same word every clock (the read-modify-write forwarding around the RAM's two-edge
-read). The RAM-level checks of the model and of every DP16KD width mode are in
+(with ``LDA_SIM_LONG=1`` also on an RDA core: two lanes, an XOR field); and LDA's same-counter
+hazard at 512 bits (with ``LDA_SLOW=1``), where a minimum-size frame is one beat and the
+counter bank updates the same word every clock (the read-modify-write forwarding around
+the RAM's two-edge read). The default suite runs the whole core bench, that hazard
+included, on RDA's 512-bit core with this memory (``sim_tb/benches/test_core.py``,
+:data:`sim_tb.lib.runner.DEFAULT_PARAMS`). The RAM-level checks of the model and of every DP16KD width mode are in
 ``sim_tb/benches/test_ecp5_memory.py``.
 """
 
@@ -20,17 +22,7 @@ import shutil
 
 import pytest
 
-from sim_tb.lib.ecp5_cells import YosysModelMissing
-from sim_tb.lib.runner import CoreParams, long_run, memory_model_sources, run_core_tests
-
-
-def _models_missing() -> str:
-    """Why the ECP5 models cannot be built here ('' when they can)."""
-    try:
-        memory_model_sources("ecp5")
-    except YosysModelMissing as exc:
-        return str(exc)
-    return ""
+from sim_tb.lib.runner import CoreParams, ecp5_models_missing, long_run, run_core_tests
 
 
 pytestmark = [
@@ -39,7 +31,7 @@ pytestmark = [
                        reason="hw/lda_pipeline.py (the core's top) does not exist yet"),
     pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog is not installed"),
 ]
-MODELS_MISSING = _models_missing()
+MODELS_MISSING = ecp5_models_missing()
 if MODELS_MISSING:
     pytestmark.append(pytest.mark.skip(reason="ECP5 simulation models unavailable: "
                                        + MODELS_MISSING))
@@ -63,6 +55,8 @@ def test_core_ecp5_counters(params):
     assert set(testcases) <= set(results.tests), sorted(results.tests)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; LDA_SLOW=1")
 def test_core_ecp5_single_beat_hazard():
     params = CoreParams(kind="lda", data_width=512, memory="ecp5")
     results = run_core_tests(params, "sim_tb.benches.test_core", testcase="same_counter_hazard")

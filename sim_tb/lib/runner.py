@@ -52,7 +52,7 @@ from sim_tb.lib.verilator_build import (
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "icarus_standard", "waves_enabled", "long_run",
            "export_core", "find_toplevel", "run_cocotb", "run_core_tests",
-           "DEFAULT_PARAMS", "SLOW_PARAMS", "OPA_PARAMS", "RLI_PARAMS", "MEMORY_KINDS",
+           "DEFAULT_PARAMS", "SLOW_PARAMS", "ecp5_models_missing", "OPA_PARAMS", "RLI_PARAMS", "MEMORY_KINDS",
            "memory_model_sources"]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,6 +80,18 @@ def memory_model_sources(memory: str) -> list[Path]:
     from sim_tb.lib.ecp5_cells import ecp5_model_sources
 
     return ecp5_model_sources(BUILD_ROOT / "models")
+
+
+def ecp5_models_missing() -> str:
+    """Why the ECP5 models (:func:`memory_model_sources` ``"ecp5"``) cannot be built here;
+    '' when they can."""
+    from sim_tb.lib.ecp5_cells import YosysModelMissing
+
+    try:
+        memory_model_sources("ecp5")
+    except YosysModelMissing as exc:
+        return str(exc)
+    return ""
 
 
 def simulator_name() -> str:
@@ -206,13 +218,16 @@ class CoreParams:
 #: The core bench's full sets in the default suite (``test_core``): LDA at 8 and 64 bits
 #: (frames of many beats, the header window across beats, pauses between them), RDA and
 #: LDS at 512 bits (a minimum-size frame is one beat: same-counter updates on consecutive
-#: clocks through their read-modify-write). The frame path up to the measurement path is
-#: the same for every kind, and the kinds' own paths do not depend on the data width, so
-#: the other kinds' 8- and 64-bit cores (:data:`SLOW_PARAMS`) add no path the default
-#: suite misses; they run with ``LDA_SLOW=1`` (each is a core export, a Verilator build
-#: and some 30 s of simulation: the suite's budget).
+#: clocks through their read-modify-write). RDA's copies are the ECP5 block RAMs (DP16KD
+#: model, ``memory="ecp5"``): its same-counter hazard is the single-beat case of the
+#: forwarding around the RAM's two-edge read, the board build's memory. The frame path up
+#: to the measurement path is the same for every kind, and the kinds' own paths do not
+#: depend on the data width, so the other kinds' 8- and 64-bit cores (:data:`SLOW_PARAMS`)
+#: add no path the default suite misses; they run with ``LDA_SLOW=1`` (each is a core
+#: export, a Verilator build and some 30 s of simulation: the suite's budget).
 DEFAULT_PARAMS = [*(CoreParams(kind="lda", data_width=w) for w in DATA_WIDTHS),
-                  *(CoreParams(kind=k, data_width=512) for k in KINDS if k != "lda")]
+                  CoreParams(kind="rda", data_width=512, memory="ecp5"),
+                  CoreParams(kind="lds", data_width=512)]
 #: The core bench's full sets that run only with ``LDA_SLOW=1``: every other kind × width.
 SLOW_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS
                for w in (*DATA_WIDTHS, 512) if CoreParams(kind=k, data_width=w)
