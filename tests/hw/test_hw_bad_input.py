@@ -69,8 +69,9 @@ def frame_of(rng, length, ethertype=ETHERTYPE_IPV4, version=4):
 
 def sweep_frames(rng, large):
     """(frame, error) pairs: every length 1..70 (IPv4), the classes around the runt limit
-    and the window end, and large frames: one 1518-byte frame (``large`` 0), 1514..1522
-    of every class (1), and two 9018-byte jumbo frames (2)."""
+    and the window end, and large frames: one of 300 bytes, more than 255 beats at 8 bits
+    (``large`` 0: every byte is a simulated clock there), 1518 and 1514..1522 of every
+    class (1), and two 9018-byte jumbo frames (2)."""
     frames = [(frame_of(rng, n), False) for n in range(1, 71)]
     edges = (1, 13, 14, 15, 16, 17, 59, 60, 61, 64)
     frames += [(frame_of(rng, n, ETHERTYPE_IPV6, 6), False) for n in (16, 59, 60, 61, 65)]
@@ -80,9 +81,10 @@ def sweep_frames(rng, large):
     frames += [(frame_of(rng, 60, ETHERTYPE_IPV4, 6), False),                # wrong version
                (frame_of(rng, 64, ETHERTYPE_IPV6, 4), False)]
     frames += [(frame_of(rng, n, ETHERTYPE_CONTROL), False) for n in edges]  # control
-    frames.append((frame_of(rng, 1518), False))
+    if large == 0:
+        frames.append((frame_of(rng, 300), False))
     if large >= 1:
-        frames += [(frame_of(rng, n), False) for n in (1514, 1522)]
+        frames += [(frame_of(rng, n), False) for n in (1514, 1518, 1522)]
         frames += [(frame_of(rng, 1522, ETHERTYPE_IPV6, 6), False),
                    (frame_of(rng, 1522), True), (frame_of(rng, 1522, ETHERTYPE_CONTROL), False),
                    (frame_of(rng, 1522, ETHERTYPE_ARP), False)]
