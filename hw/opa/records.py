@@ -29,12 +29,13 @@ Two halves joined by one block-RAM FIFO of entries (``amaranth.lib.fifo``):
   record does not fit (the frame is full or its offset exceeds the offset field) or the
   interval ends, it sends the header (now known: count, base, LAST, dropped), then the
   buffered records, to the tagger. Entries wait in the FIFO meanwhile.
-* **coded sender records** (``rice``; SPEC §8.7 "Coded sender records"): the framer's
-  coder writes each record's Golomb–Rice code into a 64-bit accumulator and full words
-  into the frame buffer, the coding word goes after the header; lossy ones (``shift`` >
-  0) first pass the quantum sorter (per-group counts of the current quantum in one of two
-  RAMs while the other is scanned in group order), so each quantum's records leave as a
-  set sorted by group.
+* **coded records** (``rice``; SPEC §8.7 "Coded sender records", "Coded receiver
+  records"): the framer's coder writes each record's Golomb–Rice code into a 64-bit
+  accumulator and full words into the frame buffer, the coding word goes after the
+  header; a receiver record is two appends, its 64-bit packet hash, then its arrival
+  difference's code; lossy sender ones (``shift`` > 0) first pass the quantum sorter
+  (per-group counts of the current quantum in one of two RAMs while the other is
+  scanned in group order), so each quantum's records leave as a set sorted by group.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -59,7 +60,7 @@ from hw.inband.siphash import ItemTagger
 
 __all__ = ["OpaRecordStreamer"]
 
-#: Bits of an entry's record format (``mode``): 0 receiver, 1 coded (sender), 2–6 shift.
+#: Bits of an entry's record format (``mode``): 0 receiver, 1 coded, 2–6 shift (sender).
 MODE_BITS = 7
 _STAT_BITS = 48
 
@@ -111,11 +112,14 @@ class OpaRecordStreamer(wiring.Component):
         Record the receiver's records (1) or the sender's (0); latched at each boundary
         like ``enable``. Before the first boundary the input is taken as it is (a frame
         never mixes the two: a change closes the open frame).
-    rice, shift : In(1), In(5), only when the streamer may record the sender's
-        Code the sender's records (Golomb–Rice, SPEC §8.7 "Coded sender records"), their
-        timestamps quantised by ``shift`` bits (0: lossless; above 24 taken as 24), each
-        quantum's records as a set; latched at each boundary like ``receiver`` (before
-        the first one taken as they are).
+    rice : In(1)
+        Code the records (Golomb–Rice, SPEC §8.7 "Coded sender records", "Coded
+        receiver records"); latched at each boundary like ``receiver`` (before the first
+        one taken as it is).
+    shift : In(5), only when the streamer may record the sender's
+        The coded sender records' timestamps quantised by ``shift`` bits (0: lossless;
+        above 24 taken as 24), each quantum's records as a set; latched like ``rice``.
+        The receiver's are never quantised.
     src_mac, dst_mac, config_id, key, auth : In(48), In(48), In(32), In(128), In(1)
         As for the exporter (LOCAL_MAC, EXPORT_DST_MAC, CONFIG_ID, AUTH_KEY,
         AUTH_MODE.enable), read when a frame's header is sent.
@@ -143,8 +147,7 @@ class OpaRecordStreamer(wiring.Component):
                            for p in self.points}
         if self.point is not None:
             self.format, self.per_frame = self.formats[point], self.per_frames[point]
-        self.coded_words = (coded_words_per_frame(mtu) if Point.SENDER in self.points
-                            else 0)
+        self.coded_words = coded_words_per_frame(mtu)
         self.data_width, self.mtu, self.depth = data_width, mtu, depth
         self.record_from_reset = bool(record_from_reset)
         self.gbits = config.groups.bit_length() - 1
@@ -159,8 +162,9 @@ class OpaRecordStreamer(wiring.Component):
         }
         if point is None:
             members["receiver"] = In(1)
+        members["rice"] = In(1)
         if Point.SENDER in self.points:
-            members["rice"], members["shift"] = In(1), In(5)
+            members["shift"] = In(5)
         super().__init__(members)
 
     def _by_point(self, recv, values: dict):
@@ -224,10 +228,10 @@ class OpaRecordStreamer(wiring.Component):
                     else Const(int(self.point is Point.RECEIVER), 1))
         if Point.SENDER in self.points:
             shift = Mux(self.shift > RICE_MAX_SHIFT, RICE_MAX_SHIFT, self.shift)
-            m.d.sync += recv_in.eq(Cat(recv_bit, self.rice & ~recv_bit,
+            m.d.sync += recv_in.eq(Cat(recv_bit, self.rice,
                                        Mux(self.rice & ~recv_bit, shift, 0)))
         else:
-            m.d.sync += recv_in.eq(recv_bit)
+            m.d.sync += recv_in.eq(Cat(recv_bit, self.rice))
         m.d.sync += [valid.eq(self.valid), boundary.eq(self.boundary), on_in.eq(self.enable),
                      p_hash.eq(self.packet_hash), ts.eq(self.timestamp),
                      next_seq.eq(self.next_seq),
@@ -298,13 +302,13 @@ class OpaRecordStreamer(wiring.Component):
         return self._by_point(recv, out)
 
     def _coded(self, mode):
-        """Whether the record format ``mode`` is the coded sender's."""
-        return mode[1] if Point.SENDER in self.points else Const(0, 1)
+        """Whether the record format ``mode`` is coded (either point's)."""
+        return mode[1]
 
     def _framer(self, m, entries, layout, items):
-        """FIFO entries into frames: buffer a frame's records, then send it. Coded sender
+        """FIFO entries into frames: buffer a frame's records, then send it. Coded
         records (``mode`` bit 1) go through a bit accumulator into 64-bit words; lossy
-        coded ones (``shift`` > 0) first through the quantum sorter."""
+        coded sender ones (``shift`` > 0) first through the quantum sorter."""
         per = max(self.per_frames.values())
         head = Signal(layout)
         m.d.comb += head.eq(entries.payload)
@@ -329,7 +333,8 @@ class OpaRecordStreamer(wiring.Component):
         coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
         # the quantum sorter's record (lossy coded), served before the FIFO's head
-        srt = self._sorter(m, head, entries, has_end) if self.coded_words else None
+        srt = (self._sorter(m, head, entries, has_end) if Point.SENDER in self.points
+               else None)
         use_s = srt["valid"] if srt else Const(0, 1)
         binned = srt["binned_head"] if srt else Const(0, 1)
         # a coded record waits (the sorter's, or a lossless coded head): the coder
@@ -521,13 +526,16 @@ class OpaRecordStreamer(wiring.Component):
                 "binned_head": binned_head, "start": start_scan}
 
     def _coder(self, m, head, count, srt, candidate, clear):
-        """The coded sender records' state and logic (SPEC §8.7 "Coded sender records";
-        :func:`host_sw.contracts.opa.records.code_sender_frames` is its definition): the
+        """The coded records' state and logic (SPEC §8.7 "Coded sender records", "Coded
+        receiver records"; :func:`host_sw.contracts.opa.records.code_sender_frames` and
+        :func:`~host_sw.contracts.opa.records.code_receiver_frames` are its definition): the
         record's code left-aligned in 64 bits, a 64-bit accumulator of ``fill`` bits
         (MSB first), words written as they fill; the Rice parameter per frame from the
         previous frame's differences. The record is the FIFO's head (lossless: its
         group and tick) or, while the sorter offers one, the sorter's (lossy: its key
-        ``K``, the group bits only in a frame's first record).
+        ``K``, the group bits only in a frame's first record). A receiver record is two
+        appends: its 64-bit packet hash, then (not in a frame's first record) the Rice
+        code of its arrival difference.
 
         Timing: the code is prepared in four registered steps (the difference; its
         quotient and remainder; the unary part and remainder joined, whether the
@@ -553,6 +561,7 @@ class OpaRecordStreamer(wiring.Component):
         s1, s2, ready = Signal(), Signal(), Signal()
         q, delta, group = Signal(64), Signal(64), Signal(max(1, gbits))
         first, lossy = Signal(), Signal()
+        recv, pkt = Signal(), Signal(64)         # a receiver record: its packet hash
         # step 2: quotient and remainder
         u_wide, rem = Signal(64), Signal(RICE_K_MAX)
         # step 3: the code
@@ -568,6 +577,8 @@ class OpaRecordStreamer(wiring.Component):
             with m.If(candidate & ~s1):
                 m.d.sync += [s1.eq(1), q.eq(q_in), group.eq(g_in), first.eq(count == 0),
                              lossy.eq(use_s), delta.eq(q_in - prev_q)]
+                if Point.RECEIVER in self.points:
+                    m.d.sync += [recv.eq(head.recv[0] & ~use_s), pkt.eq(key)]
             with m.If(s1 & ~s2):
                 m.d.sync += [s2.eq(1), u_wide.eq(delta >> k),
                              rem.eq(delta[:RICE_K_MAX]
@@ -578,17 +589,19 @@ class OpaRecordStreamer(wiring.Component):
                 m.d.sync += [s3.eq(1), u_ok.eq(u_wide[4:] == 0),
                              tail.eq((thermo << (k + 1)) | rem),
                              tail_len.eq(Mux(first, 0, u + 1 + k)),
-                             head_bits.eq(Mux(first | ~lossy, gbits, 0))]
+                             head_bits.eq(Mux(recv, 0, Mux(first | ~lossy, gbits, 0)))]
             with m.If(s3 & ~ready):
                 room = Signal(range(65))             # bits after the code's tail
                 m.d.comb += room.eq(64 - head_bits - tail_len)
                 group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
                 m.d.sync += [ready.eq(1), length.eq(head_bits + tail_len),
-                             code.eq(Mux(first, group_la,
-                                         Mux(lossy, 0, group_la) | (tail << room)))]
+                             code.eq(Mux(recv, Mux(first, 0, tail << room),
+                                         Mux(first, group_la,
+                                             Mux(lossy, 0, group_la) | (tail << room))))]
         used = Signal(range(cap_bits + 65))
         m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
-        fits = u_ok & (used + length <= cap_bits) & (count < MAX_RECORDS)
+        # (a receiver record's hash, 64 bits, goes before its code)
+        fits = u_ok & (used + length + Mux(recv, 64, 0) <= cap_bits) & (count < MAX_RECORDS)
         total_sat = Signal(_STAT_BITS + 1)
         big = delta[_STAT_BITS:] != 0
         m.d.comb += total_sat.eq(total + delta[:_STAT_BITS])
@@ -602,20 +615,26 @@ class OpaRecordStreamer(wiring.Component):
                 m.d.comb += k_next.eq(j)
 
         # a taken code is appended to the accumulator in the next clock (``pending``:
-        # the framer waits for it before it ends a frame)
+        # the framer waits for it before it ends a frame); a receiver record's hash
+        # first, its code (``pending2``) in the clock after
         pending, p_code, p_len = Signal(), Signal(64), Signal(7)
+        pending2, p2_code, p2_len = Signal(), Signal(64), Signal(7)
         wide = Signal(128)
         m.d.comb += wide.eq(Cat(Const(0, 64), p_code) >> fill)
         hi, lo = acc | wide[64:], wide[:64]
 
         def on_take(wport):
             m.d.sync += [prev_q.eq(q), pending.eq(1), p_code.eq(code), p_len.eq(length)]
+            with m.If(recv):
+                m.d.sync += [p_code.eq(pkt), p_len.eq(64), pending2.eq(length != 0),
+                             p2_code.eq(code), p2_len.eq(length)]
             with m.If(~first):
                 m.d.sync += [total.eq(new_total), n.eq(n + 1)]
 
         def on_append(wport):
             with m.If(pending):
-                m.d.sync += pending.eq(0)
+                m.d.sync += [pending.eq(pending2), pending2.eq(0), p_code.eq(p2_code),
+                             p_len.eq(p2_len)]
                 with m.If(fill + p_len >= 64):
                     m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
                                  wport.data.eq(_big_endian(hi, 8))]

@@ -55,8 +55,8 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
         ctx.set(dut.dst_mac, DST)
         ctx.set(dut.config_id, CONFIG.config_id)
         ctx.set(dut.record_groups, record_groups)
+        ctx.set(dut.rice, rice)
         if point == "sender" or runtime:
-            ctx.set(dut.rice, rice)
             ctx.set(dut.shift, shift)
         if runtime:
             ctx.set(dut.receiver, point == "receiver")
@@ -156,6 +156,31 @@ def test_coded_sender_frames_equal_the_contract(shift, runtime):
     assert all(f[16] & 0x04 for f in frames) and len({f[49] for f in frames}) > 1
     assert _check(frames, packets, "sender", rice=True, shift=shift) == 0
     assert counters["frames"] == len(frames) > 6
+
+
+@pytest.mark.parametrize("runtime", [False, True])
+def test_coded_receiver_frames_equal_the_contract(runtime):
+    """Coded receiver records (each hash, then its arrival difference's Rice code):
+    frames cut by size and by gaps beyond the unary limit, the parameter adapting per
+    frame, interval ends — equal to the contract's word for word."""
+    rng = np.random.default_rng(21)
+    clocks, packets = _traffic(rng, intervals=3, per_interval=60, gap_p=0.2)
+    frames, counters = _run("receiver", clocks, depth=256, rice=1, runtime=runtime,
+                            tail=4000)
+    assert counters["dropped"] == 0 and counters["merged"] == 0
+    assert all(f[16] & 0x06 == 0x06 for f in frames) and len({f[49] for f in frames}) > 1
+    assert _check(frames, packets, "receiver", rice=True) == 0
+    assert counters["frames"] == len(frames) > 6
+
+
+def test_coded_receiver_records_dropped_and_counted():
+    """An output that cannot keep up with coded receiver records: the frames of the
+    records kept are the contract's, the drops counted in the LAST frames."""
+    rng = np.random.default_rng(22)
+    clocks, packets = _traffic(rng, intervals=2, per_interval=120, gap_p=0.0)
+    frames, counters = _run("receiver", clocks, depth=16, rice=1, p_ready=0.3, tail=8000)
+    drops = _check(frames, packets, "receiver", rice=True, lossless=False)
+    assert drops == counters["dropped"] > 0
 
 
 def test_lossy_quanta_sorted_with_the_scan_behind():
