@@ -388,10 +388,11 @@ class OpaRecordStreamer(wiring.Component):
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
         # anything that changes the coder's record or state — a coded record taken (its
-        # append pending), a frame closed (emitting until sent, when k changes) —:
+        # append pending; a receiver record's second append no more), a frame closed
+        # (emitting until sent, when k changes) —:
         # prepare again (from registers, not from this clock's decisions)
         if c:
-            m.d.comb += clear.eq(emitting | c["pending"])
+            m.d.comb += clear.eq(emitting | c["restart"])
         if c:
             c["on_append"](wport)
             with m.If(flush & self._coded(f_recv)):
@@ -616,9 +617,10 @@ class OpaRecordStreamer(wiring.Component):
 
         # a taken code is appended to the accumulator in the next clock (``pending``:
         # the framer waits for it before it ends a frame); a receiver record's hash
-        # first, its code (``pending2``) in the clock after
+        # first, its code (``pending2``) in the clock after (``second``: that clock, when
+        # the next record's code may already be prepared: the coder's state is final)
         pending, p_code, p_len = Signal(), Signal(64), Signal(7)
-        pending2, p2_code, p2_len = Signal(), Signal(64), Signal(7)
+        pending2, p2_code, p2_len, second = Signal(), Signal(64), Signal(7), Signal()
         wide = Signal(128)
         m.d.comb += wide.eq(Cat(Const(0, 64), p_code) >> fill)
         hi, lo = acc | wide[64:], wide[:64]
@@ -634,7 +636,7 @@ class OpaRecordStreamer(wiring.Component):
         def on_append(wport):
             with m.If(pending):
                 m.d.sync += [pending.eq(pending2), pending2.eq(0), p_code.eq(p2_code),
-                             p_len.eq(p2_len)]
+                             p_len.eq(p2_len), second.eq(pending2)]
                 with m.If(fill + p_len >= 64):
                     m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
                                  wport.data.eq(_big_endian(hi, 8))]
@@ -657,6 +659,7 @@ class OpaRecordStreamer(wiring.Component):
                          k.eq(Mux(last, RICE_K_INIT, k_next))]
 
         return {"fits": fits, "ready": ready & ~pending, "pending": pending, "k": k,
+                "restart": pending & ~second,
                 "words": nwords, "on_take": on_take, "on_append": on_append,
                 "on_break": on_break, "on_flush": on_flush, "on_done": on_done}
 
