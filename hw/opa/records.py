@@ -24,11 +24,13 @@ Two halves joined by one block-RAM FIFO of entries (``amaranth.lib.fifo``):
   are free (one is kept for an end, so ends are never lost; an end that finds the FIFO
   full waits in a register, and a further boundary meanwhile merges into it: the
   interval between has no stream, counted in ``merged``).
-* **framer**: takes entries in order into a frame buffer (block RAM, one frame of
-  records, each already in its byte layout with its offset from the frame's base); when a
-  record does not fit (the frame is full or its offset exceeds the offset field) or the
-  interval ends, it sends the header (now known: count, base, LAST, dropped), then the
-  buffered records, to the tagger. Entries wait in the FIFO meanwhile.
+* **framer**: takes entries in order into a frame buffer (block RAM, two frames of
+  records, each already in its byte layout with its offset from the frame's base); when
+  a record does not fit (the frame is full or its offset exceeds the offset field) or
+  the interval ends, the frame closes: its header (now known: count, base, LAST,
+  dropped) and then its records go to the tagger from one half of the buffer while the
+  next frame fills the other. Entries wait in the FIFO only when a frame closes while
+  the previous one is still leaving.
 * **coded records** (``rice``; SPEC §8.7 "Coded sender records", "Coded receiver
   records"): the framer's coder writes each record's Golomb–Rice code into a 64-bit
   accumulator and full words into the frame buffer, the coding word goes after the
@@ -37,6 +39,8 @@ Two halves joined by one block-RAM FIFO of entries (``amaranth.lib.fifo``):
   (per-group counts of the current quantum in one of two RAMs while the other is
   scanned in group order), so each quantum's records leave as a set sorted by group.
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
@@ -306,7 +310,8 @@ class OpaRecordStreamer(wiring.Component):
         return mode[1]
 
     def _framer(self, m, entries, layout, items):
-        """FIFO entries into frames: buffer a frame's records, then send it. Coded
+        """FIFO entries into frames: buffer a frame's records, then send it from its half
+        of the buffer while the next frame fills the other. Coded
         records (``mode`` bit 1) go through a bit accumulator into 64-bit words; lossy
         coded sender ones (``shift`` > 0) first through the quantum sorter."""
         per = max(self.per_frames.values())
@@ -317,14 +322,24 @@ class OpaRecordStreamer(wiring.Component):
         count, base = Signal(range(max(per, MAX_RECORDS) + 1)), Signal(64)
         end_taken = Signal()                 # the head's end part is done
         emitting, e_last, e_dropped = Signal(), Signal(), Signal(32)
-        e_seq, e_groups = Signal(32), Signal(24)
         # the open frame's / the sent frame's record format (MODE_BITS)
         f_recv, e_recv = Signal(MODE_BITS), Signal(MODE_BITS)
         width = max([f.record_bytes for f in self.formats.values()]
                     + [CODED_WORD_BYTES] * bool(self.coded_words))
-        depth = max(per, self.coded_words)
-        m.submodules.buffer = buffer = Memory(shape=8 * width, depth=depth, init=[])
-        wport, rport = buffer.write_port(), buffer.read_port()
+        # two frame buffers: the open frame fills one while the closed one leaves from
+        # the other (``wb``: the one filling)
+        abits = (max(per, self.coded_words) - 1).bit_length()
+        m.submodules.buffer = buffer = Memory(shape=8 * width, depth=2 << abits, init=[])
+        bport, rport = buffer.write_port(), buffer.read_port()
+        wb = Signal()
+        wport = SimpleNamespace(en=Signal(), addr=Signal(abits), data=Signal(8 * width))
+        m.d.comb += [bport.en.eq(wport.en), bport.addr.eq(Cat(wport.addr, wb)),
+                     bport.data.eq(wport.data)]
+        # the closed frame's header values, latched as it closes (``closed``: the clock
+        # after, when the coder's parameter and counts start the next frame)
+        h_count, h_base = Signal.like(count), Signal(64)
+        h_seq, h_groups, h_chunk = Signal(32), Signal(24), Signal(32)
+        h_k, h_words, closed = Signal(range(RICE_K_MAX + 1)), Signal(16), Signal()
         offset = Signal(64)
         m.d.comb += offset.eq(head.ts - base)
         offset_fits = self._by_point(head.recv, {
@@ -341,7 +356,7 @@ class OpaRecordStreamer(wiring.Component):
         # prepares its code first
         coded_cand = use_s | (entries.valid & ~has_end & coded & ~binned)
         clear = Signal()
-        c = (self._coder(m, head, count, srt, coded_cand & ~emitting, clear)
+        c = (self._coder(m, head, count, srt, coded_cand, clear)
              if self.coded_words else None)
         plain_fits = ~full & offset_fits
         record_fits = Mux(coded | use_s, c["fits"], plain_fits) if c else plain_fits
@@ -352,24 +367,37 @@ class OpaRecordStreamer(wiring.Component):
         flush = Signal()                     # a frame closes: its partial word is written
         busy = srt["busy"] if srt else Const(0, 1)
         prepared = (~coded_cand | c["ready"]) & ~c["pending"] if c else Const(1, 1)
-        with m.If(~emitting & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
+
+        def close():
+            """The open frame closes: its header values latched, the other buffer
+            fills next (a frame still leaving holds the close)."""
+            m.d.sync += [h_count.eq(count), h_base.eq(Mux(count == 0, 0, base)),
+                         h_seq.eq(seq), h_groups.eq(groups), h_chunk.eq(chunk),
+                         count.eq(0), wb.eq(~wb), closed.eq(1), chunk.eq(chunk + 1)]
+            if c:
+                m.d.sync += [h_k.eq(c["k"]), h_words.eq(c["flush_words"])]
+        with m.If(~closed & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
                   & prepared):
             with m.If(~use_s & has_end):
-                # an interval that did not record (``enable`` low) ends without a frame
-                m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
-                             e_dropped.eq(head.dropped), e_seq.eq(head.next_seq),
-                             e_groups.eq(head.next_groups), end_taken.eq(head.rec),
-                             e_recv.eq(Mux(count == 0, head.end_recv, f_recv))]
-                m.d.comb += [entries.ready.eq(~head.rec), flush.eq(count != 0)]
-                with m.If(head.quiet):      # (no records: ``count`` is 0)
+                with m.If(~emitting):
+                    # an interval that did not record (``enable`` low) ends without a
+                    # frame
+                    m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
+                                 e_dropped.eq(head.dropped), end_taken.eq(head.rec),
+                                 e_recv.eq(Mux(count == 0, head.end_recv, f_recv))]
+                    m.d.comb += [entries.ready.eq(~head.rec), flush.eq(count != 0)]
+                    with m.If(~head.quiet):
+                        close()
                     m.d.sync += [seq.eq(head.next_seq), groups.eq(head.next_groups),
                                  chunk.eq(0)]
             with m.Elif(~fits):
-                m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0),
-                             e_recv.eq(f_recv)]
-                m.d.comb += flush.eq(1)
-                if c:
-                    c["on_break"]()
+                with m.If(~emitting):
+                    m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0),
+                                 e_recv.eq(f_recv)]
+                    m.d.comb += flush.eq(1)
+                    close()
+                    if c:
+                        c["on_break"]()
             if srt:
                 with m.Elif(use_s):
                     m.d.comb += srt["take"].eq(1)
@@ -389,10 +417,14 @@ class OpaRecordStreamer(wiring.Component):
             m.d.sync += end_taken.eq(0)
         # anything that changes the coder's record or state — a coded record taken (its
         # append pending; a receiver record's second append no more), a frame closed
-        # (emitting until sent, when k changes) —:
+        # (``closed``: k and the counts of the next frame set) —:
         # prepare again (from registers, not from this clock's decisions)
         if c:
-            m.d.comb += clear.eq(emitting | c["restart"])
+            m.d.comb += clear.eq(closed | c["restart"])
+        with m.If(closed):
+            m.d.sync += closed.eq(0)
+            if c:
+                c["on_done"](e_last | ~self._coded(e_recv))
         if c:
             c["on_append"](wport)
             with m.If(flush & self._coded(f_recv)):
@@ -405,24 +437,19 @@ class OpaRecordStreamer(wiring.Component):
                  | Mux(e_coded, int(RecordFlags.CODED), 0))
         header = control_header(m, {
             "dst_mac": self.dst_mac, "src_mac": self.src_mac, "type": TYPE_OPA_RECORDS,
-            "flags": flags, "kind": KIND_CODES["opa"], "seq": seq,
-            "config_id": self.config_id, "record_count": count, "record_groups": groups,
-            "auth": self.auth, "chunk_index": chunk, "dropped": e_dropped,
-            "timestamp": Mux(count == 0, 0, base)},
+            "flags": flags, "kind": KIND_CODES["opa"], "seq": h_seq,
+            "config_id": self.config_id, "record_count": h_count,
+            "record_groups": h_groups, "auth": self.auth, "chunk_index": h_chunk,
+            "dropped": e_dropped, "timestamp": h_base},
             name="record_header", fields=RECORD_HEADER_FIELDS)
         # the coding word (bytes 48–51, lane order) and the coded frame's words
-        coding = (Cat(Const(RICE_CODING, 8), c["k"], Const(0, 8 - len(c["k"])),
+        coding = (Cat(Const(RICE_CODING, 8), h_k, Const(0, 8 - len(h_k)),
                       e_recv[2:7], Const(0, 3), Const(0, 8)) if c else Const(0, 32))
-        words = c["words"] if c else Const(0, 1)
-        done = self._send(m, items, header, count, emitting, rport, e_recv, coding, words)
+        words = h_words if c else Const(0, 1)
+        done = self._send(m, items, header, h_count, emitting, rport, e_recv, coding, words,
+                          bank=~wb, abits=abits)
         with m.If(done):
-            m.d.sync += [emitting.eq(0), count.eq(0)]
-            if c:
-                c["on_done"](e_last | ~e_coded)
-            with m.If(e_last):
-                m.d.sync += [seq.eq(e_seq), groups.eq(e_groups), chunk.eq(0)]
-            with m.Else():
-                m.d.sync += chunk.eq(chunk + 1)
+            m.d.sync += emitting.eq(0)
 
     def _sorter(self, m, head, entries, has_end):
         """Lossy coded records (``mode``: coded, ``shift`` > 0) as the set of each
@@ -658,15 +685,19 @@ class OpaRecordStreamer(wiring.Component):
             m.d.sync += [nwords.eq(0), total.eq(0), n.eq(0),
                          k.eq(Mux(last, RICE_K_INIT, k_next))]
 
+        flush_words = Signal(16)             # the frame's words once its last is written
+        m.d.comb += flush_words.eq(nwords + (fill != 0))
         return {"fits": fits, "ready": ready & ~pending, "pending": pending, "k": k,
+                "flush_words": flush_words,
                 "restart": pending & ~second,
                 "words": nwords, "on_take": on_take, "on_append": on_append,
                 "on_break": on_break, "on_flush": on_flush, "on_done": on_done}
 
-    def _send(self, m, items, header, count, emitting, rport, recv, coding, words):
+    def _send(self, m, items, header, count, emitting, rport, recv, coding, words, *, bank,
+              abits):
         """While ``emitting``: the header's pieces, then ``count`` buffered records (or,
-        coded, the coding word and ``words`` buffered words), to the tagger; returns the
-        strobe of the frame's last item."""
+        coded, the coding word and ``words`` buffered words) of frame buffer ``bank``,
+        to the tagger; returns the strobe of the frame's last item."""
         piece = Signal(range(_HEADER_PIECES + 2))
         index = Signal(range(max(max(self.per_frames.values()), self.coded_words) + 1))
         fresh = Signal()                     # the read port shows record ``index``
@@ -676,7 +707,7 @@ class OpaRecordStreamer(wiring.Component):
         pieces = Mux(coded, _HEADER_PIECES + 1, _HEADER_PIECES)
         in_records = piece == pieces
         take = items.valid & items.ready
-        m.d.comb += rport.addr.eq(index)
+        m.d.comb += rport.addr.eq(Cat(index[:abits], bank))
         m.d.sync += fresh.eq(~take)
         size = self._by_point(recv, {p: f.record_bytes for p, f in self.formats.items()})
         with m.If(~in_records):
