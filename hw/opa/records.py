@@ -570,7 +570,7 @@ class OpaRecordStreamer(wiring.Component):
         quotient fits; the code left-aligned and its length) while
         ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
         the framer's state now, ``clear`` (any take, frame end or state change) starts
-        it again. A record takes about seven clocks (bench.opa_records_rate). Returns the signals and actions the
+        it again. A record takes about six clocks (bench.opa_records_rate). Returns the signals and actions the
         framer uses."""
         gbits = self.gbits
         cap_bits = 64 * self.coded_words
