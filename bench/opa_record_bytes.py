@@ -8,7 +8,8 @@ contract builds (:func:`host_sw.contracts.opa.records.build_record_frames`, the 
 the gateware sends byte for byte, as captured, without FCS) per packet the sender sent,
 and the frames per packet (the paper: 269 frames of MTU 1500 for 10^6 packets,
 2.7·10^−4). The sender's records are measured Rice-coded, lossless and lossy (``--shift``, default
-the contract's ``DEFAULT_LOSSY_SHIFT``), and fixed-width.
+the contract's ``DEFAULT_LOSSY_SHIFT``), and fixed-width; the receiver's Rice-coded (the
+whole packet hash and the arrival difference, lossless) and fixed-width.
 For each point also the bytes on the wire (+ 24 per frame: preamble, FCS,
 inter-frame gap); for the sender the Rice block of the same timestamps (host to host).
 Sampling (``--record-groups``) records a fraction of the groups: the bytes per packet of
@@ -47,7 +48,8 @@ def record_frames(packets: int, groups: int, record_groups: int, mtu: int,
                   seed: int = 1, shift: int = DEFAULT_LOSSY_SHIFT) -> dict:
     """The contract's record frames of one interval of the workload: lists of frames
     ``"sender"`` (Rice-coded, lossless), ``"sender_lossy"`` (coded at ``shift``),
-    ``"sender_fixed"`` (fixed-width) and ``"receiver"``; ``"sent"`` the packets sent and
+    ``"sender_fixed"`` (fixed-width), ``"receiver"`` (Rice-coded) and
+    ``"receiver_fixed"`` (fixed-width); ``"sent"`` the packets sent and
     ``"block"`` the sender's Rice block (lossless, host to host) of the same
     timestamps."""
     config = OpaConfig(groups=groups)
@@ -60,7 +62,9 @@ def record_frames(packets: int, groups: int, record_groups: int, mtu: int,
     for name, point, (packet, ts), coding in (
             ("sender", "sender", sent, {"rice": True}),
             ("sender_lossy", "sender", sent, {"rice": True, "shift": shift}),
-            ("sender_fixed", "sender", sent, {}), ("receiver", "receiver", arrived, {})):
+            ("sender_fixed", "sender", sent, {}),
+            ("receiver", "receiver", arrived, {"rice": True}),
+            ("receiver_fixed", "receiver", arrived, {})):
         out[name] = build_record_frames(config, point, seq=1, packet=packet,
                                         timestamps=ts, src_mac=1, dst_mac=2,
                                         record_groups=record_groups, mtu=mtu, **coding)
@@ -72,7 +76,9 @@ def summary(frames: dict, *, packets: int, groups: int, record_groups: int,
     """The JSON figures of :func:`record_frames`' frames, per packet sent:
     ``sender_*`` the Rice-coded sender records (lossless; ``_lossy`` at ``shift``,
     every send tick within ``sender_lossy_bound_ticks``; ``sender_frames_per_packet``
-    is the lossy one's, as the paper's), ``sender_fixed_*`` the fixed-width ones."""
+    is the lossy one's, as the paper's), ``sender_fixed_*`` the fixed-width ones;
+    ``receiver_*`` the Rice-coded receiver records, ``receiver_fixed_*`` the
+    fixed-width ones."""
     sent = frames["sent"]
 
     def size(point):
@@ -89,6 +95,7 @@ def summary(frames: dict, *, packets: int, groups: int, record_groups: int,
         "sender_fixed_bytes_per_packet": size("sender_fixed") / sent,
         "receiver_bytes_per_packet": size("receiver") / sent,
         "receiver_frames_per_packet": len(frames["receiver"]) / sent,
+        "receiver_fixed_bytes_per_packet": size("receiver_fixed") / sent,
         "sender_wire_bytes_per_packet": (size("sender") + WIRE_EXTRA * len(frames["sender"]))
         / sent,
         "receiver_wire_bytes_per_packet": (size("receiver")
@@ -123,7 +130,8 @@ def main(argv=None) -> None:
     for name, text in (("sender", "sender record frames, Rice lossless"),
                        ("sender_lossy", f"sender, Rice lossy (shift {args.shift})"),
                        ("sender_fixed", "sender, fixed-width"),
-                       ("receiver", "receiver record frames")):
+                       ("receiver", "receiver, Rice lossless (whole hash)"),
+                       ("receiver_fixed", "receiver, fixed-width")):
         size = sum(map(len, frames[name]))
         print(f"{text:45s} {len(frames[name]):7d} {size / s['packets']:9.3f} "
               f"{(size + WIRE_EXTRA * len(frames[name])) / s['packets']:8.3f}")

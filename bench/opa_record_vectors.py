@@ -39,7 +39,8 @@ SRC, DST = "02:00:00:00:00:01", "02:00:00:00:00:0f"
 
 def vector_frames() -> dict:
     """The vectors: sender (all groups), receiver (groups 0..1 only: record_groups 2, one
-    record dropped), an empty interval."""
+    record dropped), an empty interval, coded sender (lossless, lossy) and receiver
+    records."""
     common = dict(seq=7, packet=PACKETS, timestamps=TIMESTAMPS, dst_mac=DST)
     return {
         "sender, interval 7, every group recorded": build_record_frames(
@@ -54,6 +55,8 @@ def vector_frames() -> dict:
             CONFIG, "sender", src_mac=SRC, rice=True, **common),
         "sender, coded (Rice, lossy, shift 3), interval 7": build_record_frames(
             CONFIG, "sender", src_mac=SRC, rice=True, shift=3, **common),
+        "receiver, coded (Rice, lossless: the whole hash), interval 7": build_record_frames(
+            CONFIG, "receiver", src_mac="02:00:00:00:00:02", rice=True, **common),
     }
 
 
@@ -89,7 +92,7 @@ def markdown() -> str:
         per_packet = (48 + 8 + n * fmt.record_bytes) / n
         lines.append(f"| {point} | {fmt.record_bytes} bytes ({fmt.key_bits}-bit key, "
                      f"{fmt.offset_bits}-bit offset) | {n} | {per_packet:.3f} |")
-    lines += ["", "Coded sender records on the OPA benches' workload: "
+    lines += ["", "Coded sender and receiver records on the OPA benches' workload: "
               "`python -m bench.opa_record_bytes` (docs/ACCURACY.md, OPA)."]
     return "\n".join(lines + ["", END])
 

@@ -78,9 +78,10 @@ def add_config_parser(sub) -> None:
                         "the next interval on (OPA_RECORD_CONTROL)")
     p.add_argument("--record-coding", default="lossless",
                    choices=("lossless", "lossy", "fixed"),
-                   help="OPA, with --records sender: the sender's records Rice-coded, "
-                        "lossless (default) or lossy (send ticks quantised by "
-                        "--record-shift bits), or fixed-width (docs/SPEC.md §8.7)")
+                   help="OPA, with --records: the point's records Rice-coded, "
+                        "lossless (default), or lossy (the sender's only: send ticks "
+                        "quantised by --record-shift bits), or fixed-width "
+                        "(docs/SPEC.md §8.7)")
     p.add_argument("--record-shift", type=int_in(1, RICE_MAX_SHIFT), default=DEFAULT_LOSSY_SHIFT,
                    metavar="S",
                    help="OPA, with --record-coding lossy: every send tick within "
@@ -136,6 +137,9 @@ def _check_config_options(args) -> None:
     """What can be checked before the device is opened (exit 2, nothing written)."""
     if args.mode == "time" and args.interval_ticks == 0:
         raise UsageError("time mode needs an interval length (> 0)", "--interval-ticks")
+    if args.records == "receiver" and args.record_coding == "lossy":
+        raise UsageError("the receiver's arrival ticks are never quantised: its records "
+                         "are coded lossless or fixed-width", "--record-coding")
 
 
 def _set_intervals(dev, args) -> None:
@@ -169,10 +173,11 @@ def _set_records(dev, args) -> None:
     if "opa_record_control" not in dev.map:
         raise UsageError(f"the device is {dev.config.kind.upper()}: record frames are "
                          "OPA's", "--records")
-    coded = args.records == "sender" and args.record_coding != "fixed"
+    coded = args.records in ("sender", "receiver") and args.record_coding != "fixed"
+    lossy = coded and args.records == "sender" and args.record_coding == "lossy"
     dev.write("opa_record_control", enable=int(args.records != "off"),
               receiver=int(args.records == "receiver"), rice=int(coded),
-              shift=args.record_shift if coded and args.record_coding == "lossy" else 0,
+              shift=args.record_shift if lossy else 0,
               record_groups=args.record_groups)
 
 

@@ -259,9 +259,9 @@ _OPA_REGISTERS = (
                                "in-band (type 4 frames towards the output)"),
                      FieldDecl("receiver", 1, "rw", "1: the receiver's records (packet hash, "
                                "arrival tick); 0: the sender's (group, send tick)"),
-                     FieldDecl("rice", 1, "rw", "sender: code the records (group and "
-                               "Golomb-Rice time difference, docs/SPEC.md §8.7); 0: "
-                               "fixed-width records"),
+                     FieldDecl("rice", 1, "rw", "code the records (docs/SPEC.md §8.7: "
+                               "the sender's group, the receiver's packet hash, then the "
+                               "Golomb-Rice time difference); 0: fixed-width records"),
                      FieldDecl("shift", 5, "rw", "sender, with rice: quantise the send "
                                "ticks by this many bits (lossy, every tick within "
                                "2**(shift-1); above 24 taken as 24); 0: lossless"),

@@ -24,18 +24,23 @@ Two halves joined by one block-RAM FIFO of entries (``amaranth.lib.fifo``):
   are free (one is kept for an end, so ends are never lost; an end that finds the FIFO
   full waits in a register, and a further boundary meanwhile merges into it: the
   interval between has no stream, counted in ``merged``).
-* **framer**: takes entries in order into a frame buffer (block RAM, one frame of
-  records, each already in its byte layout with its offset from the frame's base); when a
-  record does not fit (the frame is full or its offset exceeds the offset field) or the
-  interval ends, it sends the header (now known: count, base, LAST, dropped), then the
-  buffered records, to the tagger. Entries wait in the FIFO meanwhile.
-* **coded sender records** (``rice``; SPEC §8.7 "Coded sender records"): the framer's
-  coder writes each record's Golomb–Rice code into a 64-bit accumulator and full words
-  into the frame buffer, the coding word goes after the header; lossy ones (``shift`` >
-  0) first pass the quantum sorter (per-group counts of the current quantum in one of two
-  RAMs while the other is scanned in group order), so each quantum's records leave as a
-  set sorted by group.
+* **framer**: takes entries in order into a frame buffer (block RAM, two frames of
+  records, each already in its byte layout with its offset from the frame's base); when
+  a record does not fit (the frame is full or its offset exceeds the offset field) or
+  the interval ends, the frame closes: its header (now known: count, base, LAST,
+  dropped) and then its records go to the tagger from one half of the buffer while the
+  next frame fills the other. Entries wait in the FIFO only when a frame closes while
+  the previous one is still leaving.
+* **coded records** (``rice``; SPEC §8.7 "Coded sender records", "Coded receiver
+  records"): the framer's coder writes each record's Golomb–Rice code into a 64-bit
+  accumulator and full words into the frame buffer, the coding word goes after the
+  header; a receiver record is two appends, its 64-bit packet hash, then its arrival
+  difference's code; lossy sender ones (``shift`` > 0) first pass the quantum sorter
+  (per-group counts of the current quantum in one of two RAMs while the other is
+  scanned in group order), so each quantum's records leave as a set sorted by group.
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
@@ -59,7 +64,7 @@ from hw.inband.siphash import ItemTagger
 
 __all__ = ["OpaRecordStreamer"]
 
-#: Bits of an entry's record format (``mode``): 0 receiver, 1 coded (sender), 2–6 shift.
+#: Bits of an entry's record format (``mode``): 0 receiver, 1 coded, 2–6 shift (sender).
 MODE_BITS = 7
 _STAT_BITS = 48
 
@@ -111,11 +116,14 @@ class OpaRecordStreamer(wiring.Component):
         Record the receiver's records (1) or the sender's (0); latched at each boundary
         like ``enable``. Before the first boundary the input is taken as it is (a frame
         never mixes the two: a change closes the open frame).
-    rice, shift : In(1), In(5), only when the streamer may record the sender's
-        Code the sender's records (Golomb–Rice, SPEC §8.7 "Coded sender records"), their
-        timestamps quantised by ``shift`` bits (0: lossless; above 24 taken as 24), each
-        quantum's records as a set; latched at each boundary like ``receiver`` (before
-        the first one taken as they are).
+    rice : In(1)
+        Code the records (Golomb–Rice, SPEC §8.7 "Coded sender records", "Coded
+        receiver records"); latched at each boundary like ``receiver`` (before the first
+        one taken as it is).
+    shift : In(5), only when the streamer may record the sender's
+        The coded sender records' timestamps quantised by ``shift`` bits (0: lossless;
+        above 24 taken as 24), each quantum's records as a set; latched like ``rice``.
+        The receiver's are never quantised.
     src_mac, dst_mac, config_id, key, auth : In(48), In(48), In(32), In(128), In(1)
         As for the exporter (LOCAL_MAC, EXPORT_DST_MAC, CONFIG_ID, AUTH_KEY,
         AUTH_MODE.enable), read when a frame's header is sent.
@@ -143,8 +151,7 @@ class OpaRecordStreamer(wiring.Component):
                            for p in self.points}
         if self.point is not None:
             self.format, self.per_frame = self.formats[point], self.per_frames[point]
-        self.coded_words = (coded_words_per_frame(mtu) if Point.SENDER in self.points
-                            else 0)
+        self.coded_words = coded_words_per_frame(mtu)
         self.data_width, self.mtu, self.depth = data_width, mtu, depth
         self.record_from_reset = bool(record_from_reset)
         self.gbits = config.groups.bit_length() - 1
@@ -159,8 +166,9 @@ class OpaRecordStreamer(wiring.Component):
         }
         if point is None:
             members["receiver"] = In(1)
+        members["rice"] = In(1)
         if Point.SENDER in self.points:
-            members["rice"], members["shift"] = In(1), In(5)
+            members["shift"] = In(5)
         super().__init__(members)
 
     def _by_point(self, recv, values: dict):
@@ -224,10 +232,10 @@ class OpaRecordStreamer(wiring.Component):
                     else Const(int(self.point is Point.RECEIVER), 1))
         if Point.SENDER in self.points:
             shift = Mux(self.shift > RICE_MAX_SHIFT, RICE_MAX_SHIFT, self.shift)
-            m.d.sync += recv_in.eq(Cat(recv_bit, self.rice & ~recv_bit,
+            m.d.sync += recv_in.eq(Cat(recv_bit, self.rice,
                                        Mux(self.rice & ~recv_bit, shift, 0)))
         else:
-            m.d.sync += recv_in.eq(recv_bit)
+            m.d.sync += recv_in.eq(Cat(recv_bit, self.rice))
         m.d.sync += [valid.eq(self.valid), boundary.eq(self.boundary), on_in.eq(self.enable),
                      p_hash.eq(self.packet_hash), ts.eq(self.timestamp),
                      next_seq.eq(self.next_seq),
@@ -298,13 +306,14 @@ class OpaRecordStreamer(wiring.Component):
         return self._by_point(recv, out)
 
     def _coded(self, mode):
-        """Whether the record format ``mode`` is the coded sender's."""
-        return mode[1] if Point.SENDER in self.points else Const(0, 1)
+        """Whether the record format ``mode`` is coded (either point's)."""
+        return mode[1]
 
     def _framer(self, m, entries, layout, items):
-        """FIFO entries into frames: buffer a frame's records, then send it. Coded sender
+        """FIFO entries into frames: buffer a frame's records, then send it from its half
+        of the buffer while the next frame fills the other. Coded
         records (``mode`` bit 1) go through a bit accumulator into 64-bit words; lossy
-        coded ones (``shift`` > 0) first through the quantum sorter."""
+        coded sender ones (``shift`` > 0) first through the quantum sorter."""
         per = max(self.per_frames.values())
         head = Signal(layout)
         m.d.comb += head.eq(entries.payload)
@@ -313,14 +322,24 @@ class OpaRecordStreamer(wiring.Component):
         count, base = Signal(range(max(per, MAX_RECORDS) + 1)), Signal(64)
         end_taken = Signal()                 # the head's end part is done
         emitting, e_last, e_dropped = Signal(), Signal(), Signal(32)
-        e_seq, e_groups = Signal(32), Signal(24)
         # the open frame's / the sent frame's record format (MODE_BITS)
         f_recv, e_recv = Signal(MODE_BITS), Signal(MODE_BITS)
         width = max([f.record_bytes for f in self.formats.values()]
                     + [CODED_WORD_BYTES] * bool(self.coded_words))
-        depth = max(per, self.coded_words)
-        m.submodules.buffer = buffer = Memory(shape=8 * width, depth=depth, init=[])
-        wport, rport = buffer.write_port(), buffer.read_port()
+        # two frame buffers: the open frame fills one while the closed one leaves from
+        # the other (``wb``: the one filling)
+        abits = (max(per, self.coded_words) - 1).bit_length()
+        m.submodules.buffer = buffer = Memory(shape=8 * width, depth=2 << abits, init=[])
+        bport, rport = buffer.write_port(), buffer.read_port()
+        wb = Signal()
+        wport = SimpleNamespace(en=Signal(), addr=Signal(abits), data=Signal(8 * width))
+        m.d.comb += [bport.en.eq(wport.en), bport.addr.eq(Cat(wport.addr, wb)),
+                     bport.data.eq(wport.data)]
+        # the closed frame's header values, latched as it closes (``closed``: the clock
+        # after, when the coder's parameter and counts start the next frame)
+        h_count, h_base = Signal.like(count), Signal(64)
+        h_seq, h_groups, h_chunk = Signal(32), Signal(24), Signal(32)
+        h_k, h_words, closed = Signal(range(RICE_K_MAX + 1)), Signal(16), Signal()
         offset = Signal(64)
         m.d.comb += offset.eq(head.ts - base)
         offset_fits = self._by_point(head.recv, {
@@ -329,14 +348,15 @@ class OpaRecordStreamer(wiring.Component):
         coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
         # the quantum sorter's record (lossy coded), served before the FIFO's head
-        srt = self._sorter(m, head, entries, has_end) if self.coded_words else None
+        srt = (self._sorter(m, head, entries, has_end) if Point.SENDER in self.points
+               else None)
         use_s = srt["valid"] if srt else Const(0, 1)
         binned = srt["binned_head"] if srt else Const(0, 1)
         # a coded record waits (the sorter's, or a lossless coded head): the coder
         # prepares its code first
         coded_cand = use_s | (entries.valid & ~has_end & coded & ~binned)
         clear = Signal()
-        c = (self._coder(m, head, count, srt, coded_cand & ~emitting, clear)
+        c = (self._coder(m, head, count, srt, coded_cand, clear)
              if self.coded_words else None)
         plain_fits = ~full & offset_fits
         record_fits = Mux(coded | use_s, c["fits"], plain_fits) if c else plain_fits
@@ -347,24 +367,37 @@ class OpaRecordStreamer(wiring.Component):
         flush = Signal()                     # a frame closes: its partial word is written
         busy = srt["busy"] if srt else Const(0, 1)
         prepared = (~coded_cand | c["ready"]) & ~c["pending"] if c else Const(1, 1)
-        with m.If(~emitting & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
+
+        def close():
+            """The open frame closes: its header values latched, the other buffer
+            fills next (a frame still leaving holds the close)."""
+            m.d.sync += [h_count.eq(count), h_base.eq(Mux(count == 0, 0, base)),
+                         h_seq.eq(seq), h_groups.eq(groups), h_chunk.eq(chunk),
+                         count.eq(0), wb.eq(~wb), closed.eq(1), chunk.eq(chunk + 1)]
+            if c:
+                m.d.sync += [h_k.eq(c["k"]), h_words.eq(c["flush_words"])]
+        with m.If(~closed & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
                   & prepared):
             with m.If(~use_s & has_end):
-                # an interval that did not record (``enable`` low) ends without a frame
-                m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
-                             e_dropped.eq(head.dropped), e_seq.eq(head.next_seq),
-                             e_groups.eq(head.next_groups), end_taken.eq(head.rec),
-                             e_recv.eq(Mux(count == 0, head.end_recv, f_recv))]
-                m.d.comb += [entries.ready.eq(~head.rec), flush.eq(count != 0)]
-                with m.If(head.quiet):      # (no records: ``count`` is 0)
+                with m.If(~emitting):
+                    # an interval that did not record (``enable`` low) ends without a
+                    # frame
+                    m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
+                                 e_dropped.eq(head.dropped), end_taken.eq(head.rec),
+                                 e_recv.eq(Mux(count == 0, head.end_recv, f_recv))]
+                    m.d.comb += [entries.ready.eq(~head.rec), flush.eq(count != 0)]
+                    with m.If(~head.quiet):
+                        close()
                     m.d.sync += [seq.eq(head.next_seq), groups.eq(head.next_groups),
                                  chunk.eq(0)]
             with m.Elif(~fits):
-                m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0),
-                             e_recv.eq(f_recv)]
-                m.d.comb += flush.eq(1)
-                if c:
-                    c["on_break"]()
+                with m.If(~emitting):
+                    m.d.sync += [emitting.eq(1), e_last.eq(0), e_dropped.eq(0),
+                                 e_recv.eq(f_recv)]
+                    m.d.comb += flush.eq(1)
+                    close()
+                    if c:
+                        c["on_break"]()
             if srt:
                 with m.Elif(use_s):
                     m.d.comb += srt["take"].eq(1)
@@ -383,10 +416,15 @@ class OpaRecordStreamer(wiring.Component):
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
         # anything that changes the coder's record or state — a coded record taken (its
-        # append pending), a frame closed (emitting until sent, when k changes) —:
+        # append pending; a receiver record's second append no more), a frame closed
+        # (``closed``: k and the counts of the next frame set) —:
         # prepare again (from registers, not from this clock's decisions)
         if c:
-            m.d.comb += clear.eq(emitting | c["pending"])
+            m.d.comb += clear.eq(closed | c["restart"])
+        with m.If(closed):
+            m.d.sync += closed.eq(0)
+            if c:
+                c["on_done"](e_last | ~self._coded(e_recv))
         if c:
             c["on_append"](wport)
             with m.If(flush & self._coded(f_recv)):
@@ -399,24 +437,19 @@ class OpaRecordStreamer(wiring.Component):
                  | Mux(e_coded, int(RecordFlags.CODED), 0))
         header = control_header(m, {
             "dst_mac": self.dst_mac, "src_mac": self.src_mac, "type": TYPE_OPA_RECORDS,
-            "flags": flags, "kind": KIND_CODES["opa"], "seq": seq,
-            "config_id": self.config_id, "record_count": count, "record_groups": groups,
-            "auth": self.auth, "chunk_index": chunk, "dropped": e_dropped,
-            "timestamp": Mux(count == 0, 0, base)},
+            "flags": flags, "kind": KIND_CODES["opa"], "seq": h_seq,
+            "config_id": self.config_id, "record_count": h_count,
+            "record_groups": h_groups, "auth": self.auth, "chunk_index": h_chunk,
+            "dropped": e_dropped, "timestamp": h_base},
             name="record_header", fields=RECORD_HEADER_FIELDS)
         # the coding word (bytes 48–51, lane order) and the coded frame's words
-        coding = (Cat(Const(RICE_CODING, 8), c["k"], Const(0, 8 - len(c["k"])),
+        coding = (Cat(Const(RICE_CODING, 8), h_k, Const(0, 8 - len(h_k)),
                       e_recv[2:7], Const(0, 3), Const(0, 8)) if c else Const(0, 32))
-        words = c["words"] if c else Const(0, 1)
-        done = self._send(m, items, header, count, emitting, rport, e_recv, coding, words)
+        words = h_words if c else Const(0, 1)
+        done = self._send(m, items, header, h_count, emitting, rport, e_recv, coding, words,
+                          bank=~wb, abits=abits)
         with m.If(done):
-            m.d.sync += [emitting.eq(0), count.eq(0)]
-            if c:
-                c["on_done"](e_last | ~e_coded)
-            with m.If(e_last):
-                m.d.sync += [seq.eq(e_seq), groups.eq(e_groups), chunk.eq(0)]
-            with m.Else():
-                m.d.sync += chunk.eq(chunk + 1)
+            m.d.sync += emitting.eq(0)
 
     def _sorter(self, m, head, entries, has_end):
         """Lossy coded records (``mode``: coded, ``shift`` > 0) as the set of each
@@ -521,20 +554,23 @@ class OpaRecordStreamer(wiring.Component):
                 "binned_head": binned_head, "start": start_scan}
 
     def _coder(self, m, head, count, srt, candidate, clear):
-        """The coded sender records' state and logic (SPEC §8.7 "Coded sender records";
-        :func:`host_sw.contracts.opa.records.code_sender_frames` is its definition): the
+        """The coded records' state and logic (SPEC §8.7 "Coded sender records", "Coded
+        receiver records"; :func:`host_sw.contracts.opa.records.code_sender_frames` and
+        :func:`~host_sw.contracts.opa.records.code_receiver_frames` are its definition): the
         record's code left-aligned in 64 bits, a 64-bit accumulator of ``fill`` bits
         (MSB first), words written as they fill; the Rice parameter per frame from the
         previous frame's differences. The record is the FIFO's head (lossless: its
         group and tick) or, while the sorter offers one, the sorter's (lossy: its key
-        ``K``, the group bits only in a frame's first record).
+        ``K``, the group bits only in a frame's first record). A receiver record is two
+        appends: its 64-bit packet hash, then (not in a frame's first record) the Rice
+        code of its arrival difference.
 
         Timing: the code is prepared in four registered steps (the difference; its
         quotient and remainder; the unary part and remainder joined, whether the
         quotient fits; the code left-aligned and its length) while
         ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
         the framer's state now, ``clear`` (any take, frame end or state change) starts
-        it again. A record takes about seven clocks (bench.opa_records_rate). Returns the signals and actions the
+        it again. A record takes about six clocks (bench.opa_records_rate). Returns the signals and actions the
         framer uses."""
         gbits = self.gbits
         cap_bits = 64 * self.coded_words
@@ -553,6 +589,7 @@ class OpaRecordStreamer(wiring.Component):
         s1, s2, ready = Signal(), Signal(), Signal()
         q, delta, group = Signal(64), Signal(64), Signal(max(1, gbits))
         first, lossy = Signal(), Signal()
+        recv, pkt = Signal(), Signal(64)         # a receiver record: its packet hash
         # step 2: quotient and remainder
         u_wide, rem = Signal(64), Signal(RICE_K_MAX)
         # step 3: the code
@@ -568,6 +605,8 @@ class OpaRecordStreamer(wiring.Component):
             with m.If(candidate & ~s1):
                 m.d.sync += [s1.eq(1), q.eq(q_in), group.eq(g_in), first.eq(count == 0),
                              lossy.eq(use_s), delta.eq(q_in - prev_q)]
+                if Point.RECEIVER in self.points:
+                    m.d.sync += [recv.eq(head.recv[0] & ~use_s), pkt.eq(key)]
             with m.If(s1 & ~s2):
                 m.d.sync += [s2.eq(1), u_wide.eq(delta >> k),
                              rem.eq(delta[:RICE_K_MAX]
@@ -578,17 +617,19 @@ class OpaRecordStreamer(wiring.Component):
                 m.d.sync += [s3.eq(1), u_ok.eq(u_wide[4:] == 0),
                              tail.eq((thermo << (k + 1)) | rem),
                              tail_len.eq(Mux(first, 0, u + 1 + k)),
-                             head_bits.eq(Mux(first | ~lossy, gbits, 0))]
+                             head_bits.eq(Mux(recv, 0, Mux(first | ~lossy, gbits, 0)))]
             with m.If(s3 & ~ready):
                 room = Signal(range(65))             # bits after the code's tail
                 m.d.comb += room.eq(64 - head_bits - tail_len)
                 group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
                 m.d.sync += [ready.eq(1), length.eq(head_bits + tail_len),
-                             code.eq(Mux(first, group_la,
-                                         Mux(lossy, 0, group_la) | (tail << room)))]
+                             code.eq(Mux(recv, Mux(first, 0, tail << room),
+                                         Mux(first, group_la,
+                                             Mux(lossy, 0, group_la) | (tail << room))))]
         used = Signal(range(cap_bits + 65))
         m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
-        fits = u_ok & (used + length <= cap_bits) & (count < MAX_RECORDS)
+        # (a receiver record's hash, 64 bits, goes before its code)
+        fits = u_ok & (used + length + Mux(recv, 64, 0) <= cap_bits) & (count < MAX_RECORDS)
         total_sat = Signal(_STAT_BITS + 1)
         big = delta[_STAT_BITS:] != 0
         m.d.comb += total_sat.eq(total + delta[:_STAT_BITS])
@@ -602,20 +643,27 @@ class OpaRecordStreamer(wiring.Component):
                 m.d.comb += k_next.eq(j)
 
         # a taken code is appended to the accumulator in the next clock (``pending``:
-        # the framer waits for it before it ends a frame)
+        # the framer waits for it before it ends a frame); a receiver record's hash
+        # first, its code (``pending2``) in the clock after (``second``: that clock, when
+        # the next record's code may already be prepared: the coder's state is final)
         pending, p_code, p_len = Signal(), Signal(64), Signal(7)
+        pending2, p2_code, p2_len, second = Signal(), Signal(64), Signal(7), Signal()
         wide = Signal(128)
         m.d.comb += wide.eq(Cat(Const(0, 64), p_code) >> fill)
         hi, lo = acc | wide[64:], wide[:64]
 
         def on_take(wport):
             m.d.sync += [prev_q.eq(q), pending.eq(1), p_code.eq(code), p_len.eq(length)]
+            with m.If(recv):
+                m.d.sync += [p_code.eq(pkt), p_len.eq(64), pending2.eq(length != 0),
+                             p2_code.eq(code), p2_len.eq(length)]
             with m.If(~first):
                 m.d.sync += [total.eq(new_total), n.eq(n + 1)]
 
         def on_append(wport):
             with m.If(pending):
-                m.d.sync += pending.eq(0)
+                m.d.sync += [pending.eq(pending2), pending2.eq(0), p_code.eq(p2_code),
+                             p_len.eq(p2_len), second.eq(pending2)]
                 with m.If(fill + p_len >= 64):
                     m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
                                  wport.data.eq(_big_endian(hi, 8))]
@@ -637,14 +685,19 @@ class OpaRecordStreamer(wiring.Component):
             m.d.sync += [nwords.eq(0), total.eq(0), n.eq(0),
                          k.eq(Mux(last, RICE_K_INIT, k_next))]
 
+        flush_words = Signal(16)             # the frame's words once its last is written
+        m.d.comb += flush_words.eq(nwords + (fill != 0))
         return {"fits": fits, "ready": ready & ~pending, "pending": pending, "k": k,
+                "flush_words": flush_words,
+                "restart": pending & ~second,
                 "words": nwords, "on_take": on_take, "on_append": on_append,
                 "on_break": on_break, "on_flush": on_flush, "on_done": on_done}
 
-    def _send(self, m, items, header, count, emitting, rport, recv, coding, words):
+    def _send(self, m, items, header, count, emitting, rport, recv, coding, words, *, bank,
+              abits):
         """While ``emitting``: the header's pieces, then ``count`` buffered records (or,
-        coded, the coding word and ``words`` buffered words), to the tagger; returns the
-        strobe of the frame's last item."""
+        coded, the coding word and ``words`` buffered words) of frame buffer ``bank``,
+        to the tagger; returns the strobe of the frame's last item."""
         piece = Signal(range(_HEADER_PIECES + 2))
         index = Signal(range(max(max(self.per_frames.values()), self.coded_words) + 1))
         fresh = Signal()                     # the read port shows record ``index``
@@ -654,7 +707,7 @@ class OpaRecordStreamer(wiring.Component):
         pieces = Mux(coded, _HEADER_PIECES + 1, _HEADER_PIECES)
         in_records = piece == pieces
         take = items.valid & items.ready
-        m.d.comb += rport.addr.eq(index)
+        m.d.comb += rport.addr.eq(Cat(index[:abits], bank))
         m.d.sync += fresh.eq(~take)
         size = self._by_point(recv, {p: f.record_bytes for p, f in self.formats.items()})
         with m.If(~in_records):

@@ -12,7 +12,7 @@ receiver's output beside the receiver's own records. After one interval:
 (b) every record frame of the interval equals, byte for byte,
     :func:`host_sw.contracts.opa.records.build_record_frames` of the golden records —
     group and send tick at the sender (Rice-coded, lossless), packet hash and arrival
-    tick at the receiver —
+    tick at the receiver (Rice-coded, lossless: the whole hash and the arrival difference) —
     and the streamers' counters (OPA_RECORDS_FRAMES/DROPPED/MERGED) agree;
 (c) :mod:`host_sw.estimators.opa.export` on the receiver's output stream (the sender's
     words and records, the receiver's records) gives a valid interval, and the recovery
@@ -85,9 +85,9 @@ async def _start(dut, config, snd: SimulatedCore, rcv: SimulatedCore):
     async def setup(core, device):
         mac, dst, receiver = macs[core.name]
         await core.call(device.set_intervals, local_mac=mac, export_dst_mac=dst)
-        # the sender's records Rice-coded, lossless (docs/SPEC.md §8.7)
+        # both points' records Rice-coded, lossless (docs/SPEC.md §8.7)
         await core.call(device.write, "opa_record_control", enable=1, receiver=receiver,
-                        rice=1 - receiver, shift=0, record_groups=0)
+                        rice=1, shift=0, record_groups=0)
     await start_pair(dut, config, (snd, rcv), setup=setup)
     # the sender's next frozen copy leaves in-band too (the host's words for (c))
     await snd.call(snd.device.set_intervals, local_mac=SENDER_MAC,
@@ -104,7 +104,7 @@ def _check_records(config, got, point, *, packet, ticks, src, dst):
     want = build_record_frames(config, point, seq=SEQ, packet=packet, timestamps=ticks,
                                src_mac=src.to_bytes(6, "big"),
                                dst_mac=dst.to_bytes(6, "big"),
-                               rice=point is Point.SENDER)
+                               rice=True)
     assert len(got) == len(want), f"{point}: {len(got)} record frames, golden {len(want)}"
     for k, (a, b) in enumerate(zip(got, want)):
         if a != b:

@@ -30,13 +30,16 @@ def test_json_equals_the_contracts_frames(capsys):
             "dst_mac": 2, "rice": True}
     sender = build_record_frames(config, "sender", seq=1, **sent)
     lossy = build_record_frames(config, "sender", seq=1, shift=16, **sent)
-    receiver = build_record_frames(config, "receiver", seq=1,
-                                   packet=w.received.packet[order],
-                                   timestamps=w.received.timestamps[order],
-                                   src_mac=1, dst_mac=2)
+    arrived = {"packet": w.received.packet[order],
+               "timestamps": w.received.timestamps[order], "src_mac": 1, "dst_mac": 2}
+    receiver = build_record_frames(config, "receiver", seq=1, rice=True, **arrived)
+    receiver_fixed = build_record_frames(config, "receiver", seq=1, **arrived)
     assert got["packets"] == 3000
     assert got["sender_bytes_per_packet"] == sum(map(len, sender)) / 3000
     assert got["receiver_bytes_per_packet"] == sum(map(len, receiver)) / 3000
+    assert got["receiver_fixed_bytes_per_packet"] == sum(map(len, receiver_fixed)) / 3000
+    assert all(f[16] & 0x06 == 0x06 for f in receiver)            # RECEIVER | CODED
+    assert got["receiver_bytes_per_packet"] < 0.8 * got["receiver_fixed_bytes_per_packet"]
     assert got["sender_bytes_per_packet_lossy"] == sum(map(len, lossy)) / 3000
     assert got["sender_frames_per_packet"] == len(lossy) / 3000
     assert got["sender_frames_per_packet_lossless"] == len(sender) / 3000
@@ -49,3 +52,7 @@ def test_json_equals_the_contracts_frames(capsys):
         assert len(done) == 1
         err = done[0].timestamps - w.sent.timestamps
         assert np.abs(err).max() <= bound and (bound or not err.any())
+    r = RecordReassembler(config)
+    (done,) = [x for x in (r.add(f) for f in receiver) if x is not None]
+    assert np.array_equal(done.keys, arrived["packet"])
+    assert np.array_equal(done.timestamps, arrived["timestamps"])

@@ -25,7 +25,10 @@ whose bytes 26–47 are its own (:data:`RECORD_HEADER_FIELDS`):
 * records from byte 48, fixed width, big-endian (:func:`record_format`):
   sender ``(G << offset_bits) | offset`` in 4 bytes (8 when ``log2 groups > 16``),
   receiver the 64-bit packet hash then a 32-bit offset (12 bytes); ``offset`` = the
-  record's timestamp minus the base.
+  record's timestamp minus the base; or (flags bit 2 ``CODED``) Golomb–Rice coded:
+  the sender's group and send-tick difference (:func:`code_sender_frames`), the
+  receiver's whole packet hash and arrival-tick difference
+  (:func:`code_receiver_frames`: what recovery needs, §8.7 "Coded receiver records").
 
 Framing rule (the gateware's, :func:`frame_records`): a record opens a new frame when the
 open frame already holds :func:`records_per_frame` records or its offset from the open
@@ -57,7 +60,8 @@ __all__ = ["TYPE_OPA_RECORDS", "MIN_RECORD_MTU_PAYLOAD", "RecordFlags", "Point",
            "RecordReassembler", "sampled_groups", "RICE_CODING", "RICE_UNARY_LIMIT",
            "RICE_K_INIT", "RICE_K_MAX", "RICE_MAX_SHIFT", "coded_words_per_frame",
            "rice_next_k", "code_sender_frames", "decode_sender_bits", "lossy_error_bound",
-           "DEFAULT_LOSSY_SHIFT"]
+           "DEFAULT_LOSSY_SHIFT", "RECEIVER_ID_BITS", "code_receiver_frames",
+           "decode_receiver_bits"]
 
 #: The control-frame ``type`` of an OPA record frame.
 TYPE_OPA_RECORDS = 4
@@ -301,6 +305,32 @@ def code_sender_frames(groups: np.ndarray, timestamps: np.ndarray, gbits: int, s
     return frames
 
 
+#: Identity bits of a coded receiver record: the whole packet hash ``P``. The augmented
+#: hash ``h(P, j) = S(P ^ pos(j)) mod p`` (§8.1) depends on every bit of ``P``, and
+#: recovery evaluates it at positions other than the arrival one (a lost or reordered
+#: packet moves its neighbours), so no bit can be left out; the group (the top
+#: ``log2 g`` bits) is part of it, not sent again.
+RECEIVER_ID_BITS = 64
+
+
+def code_receiver_frames(packet: np.ndarray, timestamps: np.ndarray,
+                         words_per_frame: int) -> list[tuple[int, int, int, bytes]]:
+    """The coded receiver records of one interval (SPEC §8.7 "Coded receiver records"),
+    cut into frames as :func:`code_sender_frames`: ``(records, k, base, bitstream
+    bytes)`` per frame. The sender's lossless layout with the 64-bit packet hash in the
+    group's place: the records in arrival order, a frame's first record's code its hash
+    (its tick is the base), every other's the hash then the Rice code of the arrival
+    difference ``d = t − t_prev``. Arrival ticks are never quantised (``shift`` 0): a
+    receiver record is the one source of its packet's arrival tick."""
+    return code_sender_frames(packet, timestamps, RECEIVER_ID_BITS, 0, words_per_frame)
+
+
+def decode_receiver_bits(data: bytes, count: int, k: int) -> tuple[list, list, int]:
+    """``(packet hashes, differences, bits)`` of ``count`` coded receiver records in
+    ``data`` (:func:`decode_sender_bits` with 64-bit identities, lossless)."""
+    return decode_sender_bits(data, count, RECEIVER_ID_BITS, k)
+
+
 def decode_sender_bits(data: bytes, count: int, gbits: int, k: int,
                        lossy: bool = False) -> tuple[list, list, int]:
     """``(groups, differences, bits)`` of ``count`` coded records in ``data`` (the first
@@ -345,8 +375,9 @@ def build_record_frames(config: OpaConfig, point: Point | str, *, seq: int, pack
     hashes) and ``timestamps`` (ticks) of every packet the point counted, in its order;
     only those of the recorded groups (:func:`sampled_groups`) are kept, as the gateware
     does. ``dropped``: records the gateware could not keep (in the LAST frame).
-    ``rice`` (sender only): the coded records (:func:`code_sender_frames`), their
-    timestamps quantised by ``shift`` bits (0: lossless)."""
+    ``rice``: the coded records (sender :func:`code_sender_frames`, their timestamps
+    quantised by ``shift`` bits, 0: lossless; receiver :func:`code_receiver_frames`,
+    ``shift`` 0 only)."""
     point = Point(point)
     fmt = record_format(config, point)
     groups = sampled_groups(config, record_groups)
@@ -354,8 +385,9 @@ def build_record_frames(config: OpaConfig, point: Point | str, *, seq: int, pack
     ts = np.asarray(timestamps, dtype=np.uint64)
     if p.shape != ts.shape:
         raise ValueError("need one timestamp per packet hash")
-    if rice and point is Point.RECEIVER:
-        raise ValueError("only the sender's records are coded")
+    if point is Point.RECEIVER and shift:
+        raise ValueError(f"the receiver's arrival ticks are never quantised: shift must "
+                         f"be 0, not {shift!r}")
     if not (isinstance(shift, int) and 0 <= shift <= (RICE_MAX_SHIFT if rice else 0)):
         raise ValueError(f"shift must be 0..{RICE_MAX_SHIFT} with rice (0 without), "
                          f"not {shift!r}")
@@ -365,7 +397,9 @@ def build_record_frames(config: OpaConfig, point: Point | str, *, seq: int, pack
     p, ts = p[keep], ts[keep]
     keys = _keys_of(config, point, p)
     if rice:
-        coded = code_sender_frames(keys, ts, gbits, shift, coded_words_per_frame(mtu)) \
+        coded = (code_receiver_frames(keys, ts, coded_words_per_frame(mtu))
+                 if point is Point.RECEIVER
+                 else code_sender_frames(keys, ts, gbits, shift, coded_words_per_frame(mtu))) \
             or [(0, RICE_K_INIT, 0, b"")]
         chunks = [(n, base, bytes([RICE_CODING, k, shift, 0]) + body)
                   for n, k, base, body in coded]
@@ -416,7 +450,8 @@ class RecordFrame:
     auth: int
     keys: np.ndarray = field(repr=False)
     timestamps: np.ndarray = field(repr=False)
-    #: coded sender records: the quantisation shift (-1: not coded; 0: lossless)
+    #: coded records: the quantisation shift (-1: not coded; 0: lossless, always at
+    #: the receiver)
     shift: int = -1
 
 
@@ -442,8 +477,7 @@ def parse_record_frame(frame: bytes, config: OpaConfig, *, mtu: int = MTU_PAYLOA
     flags, auth = _get(frame, "flags"), _get(frame, "auth")
     defined = int(RecordFlags.LAST | RecordFlags.RECEIVER | RecordFlags.CODED)
     coded = bool(flags & RecordFlags.CODED)
-    if flags & ~defined or auth not in (AUTH_NONE, AUTH_KEYED) or (
-            coded and flags & RecordFlags.RECEIVER):
+    if flags & ~defined or auth not in (AUTH_NONE, AUTH_KEYED):
         raise MalformedFrameError(f"{what}: flags {flags:#04x} or auth byte {auth} undefined")
     point = Point.RECEIVER if flags & RecordFlags.RECEIVER else Point.SENDER
     fmt = record_format(config, point)
@@ -461,7 +495,7 @@ def parse_record_frame(frame: bytes, config: OpaConfig, *, mtu: int = MTU_PAYLOA
     if coded:
         return _parse_coded(frame, config, key=key, what=what, seq=seq, index=index,
                             last=last, count=count, groups=groups, dropped=dropped,
-                            auth=auth)
+                            auth=auth, point=point)
     end = PAYLOAD_OFFSET + fmt.record_bytes * count
     if len(frame) < end + TAG_BYTES:
         raise TruncatedFrameError(f"{what}: chunk {index} declares {count} records and a tag "
@@ -478,18 +512,21 @@ def parse_record_frame(frame: bytes, config: OpaConfig, *, mtu: int = MTU_PAYLOA
 
 
 def _parse_coded(frame, config, *, key, what, seq, index, last, count, groups, dropped,
-                 auth) -> RecordFrame:
-    """The rest of :func:`parse_record_frame` for a coded sender frame: the coding word,
-    the bitstream (its words and zero padding), the tag; timestamps decoded (lossy:
-    ``(q << shift) + 2**(shift − 1)``)."""
+                 auth, point=Point.SENDER) -> RecordFrame:
+    """The rest of :func:`parse_record_frame` for a coded frame: the coding word, the
+    bitstream (its words and zero padding), the tag; timestamps decoded (lossy, sender
+    only: ``(q << shift) + 2**(shift − 1)``); a receiver frame's keys are its packet
+    hashes."""
     name = f"{what}, chunk {index}"
     if len(frame) < PAYLOAD_OFFSET + CODING_BYTES + TAG_BYTES:
         raise TruncatedFrameError(f"{name}: ends inside its coding word or tag")
     coding, k, shift, zero = frame[PAYLOAD_OFFSET:PAYLOAD_OFFSET + CODING_BYTES]
-    if coding != RICE_CODING or k > RICE_K_MAX or shift > RICE_MAX_SHIFT or zero:
+    receiver = point is Point.RECEIVER
+    if coding != RICE_CODING or k > RICE_K_MAX or shift > (0 if receiver else
+                                                            RICE_MAX_SHIFT) or zero:
         raise MalformedFrameError(f"{name}: coding word {coding}, k {k}, shift {shift}, "
                                   f"{zero} undefined")
-    gbits = config.groups.bit_length() - 1
+    gbits = RECEIVER_ID_BITS if receiver else config.groups.bit_length() - 1
     start = PAYLOAD_OFFSET + CODING_BYTES
     room = (len(frame) - start - TAG_BYTES) // CODED_WORD_BYTES * CODED_WORD_BYTES
     try:
@@ -511,10 +548,10 @@ def _parse_coded(frame, config, *, key, what, seq, index, last, count, groups, d
         q = big >> np.uint64(gbits)
     else:
         q = np.uint64(base) + np.cumsum(np.asarray(d, dtype=np.uint64), dtype=np.uint64)
-    if (keys >= np.uint64(groups)).any():
+    if not receiver and (keys >= np.uint64(groups)).any():
         raise MalformedFrameError(f"{what}: a record of a group ≥ record_groups {groups}")
     ts = ((q << np.uint64(shift)) + np.uint64(lossy_error_bound(shift))).astype(np.int64)
-    return RecordFrame(src_mac=frame[6:12], point=Point.SENDER, seq=seq,
+    return RecordFrame(src_mac=frame[6:12], point=point, seq=seq,
                        config_id=_get(frame, "config_id"), chunk_index=index, last=last,
                        record_groups=groups, dropped=dropped, auth=auth, keys=keys,
                        timestamps=ts, shift=shift)

@@ -15,7 +15,9 @@ The sender's records carry groups, not packet hashes (docs/SPEC.md §8.7; fixed-
 Rice-coded, the parser decodes either; lossy-coded records put a note with their bound
 on the interval): the recovery
 only regroups them (the timestamp layer, §8.4), so each gets the group's smallest hash
-``G << (64 − log2 g)``. Under sampling (``record_groups`` < g) the interval is the
+``G << (64 − log2 g)``. The receiver's carry the whole packet hashes and the arrival
+ticks (fixed-width or Rice-coded, lossless: the same records either way, §8.7 "Coded
+receiver records"). Under sampling (``record_groups`` < g) the interval is the
 recorded groups: the other groups' words are left out at both points. An interval whose
 stream lost records (``dropped``), whose two points sampled differently, or whose
 sender records disagree with its words is reported invalid with the reason.

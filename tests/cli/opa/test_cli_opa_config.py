@@ -30,7 +30,7 @@ def test_records_written_and_shown(capsys, devices):
                  "--record-groups", "4", "--json"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 1, "rice": 0,
+    assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 1, "rice": 1,
                                               "shift": 0, "record_groups": 4}
     assert main(["config", "-d", "fake://opa", "--records", "off"]) == 0
     assert "'enable': 0" in capsys.readouterr().out
@@ -47,6 +47,25 @@ def test_sender_coding_written(capsys, devices, extra, rice, shift):
     assert code == 0, out
     assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 0, "rice": rice,
                                               "shift": shift, "record_groups": 0}
+
+
+@pytest.mark.parametrize("extra, rice", [([], 1), (["--record-coding", "fixed"], 0)])
+def test_receiver_coding_written(capsys, devices, extra, rice):
+    """The receiver's records Rice-coded (lossless) by default, or fixed-width."""
+    code = main(["config", "-d", "fake://opa", "--records", "receiver", "--json"] + extra)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 1, "rice": rice,
+                                              "shift": 0, "record_groups": 0}
+
+
+def test_lossy_receiver_refused(capsys, devices):
+    with pytest.raises(SystemExit) as e:
+        main(["config", "-d", "fake://opa", "--records", "receiver", "--record-coding",
+              "lossy"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == ""
+    assert "--record-coding" in err and "never quantised" in err
 
 
 def test_records_refused_by_another_kind(capsys, devices):

@@ -34,15 +34,15 @@ def traffic():
     return sim, iv, s, r
 
 
-def _exports(tmp_path, s, r, *, seq=5, groups=0, s_dropped=0, mutate=None):
+def _exports(tmp_path, s, r, *, seq=5, groups=0, s_dropped=0, mutate=None, rice=False):
     words = opa_synopsis(CONFIG, s.packet)
     s_frames = build_synopsis_frames(words, seq=seq, src_mac=S_MAC, dst_mac=HOST)
     s_frames += build_record_frames(CONFIG, "sender", seq=seq, packet=s.packet,
                                     timestamps=s.timestamps, src_mac=S_MAC, dst_mac=HOST,
-                                    record_groups=groups, dropped=s_dropped)
+                                    record_groups=groups, dropped=s_dropped, rice=rice)
     r_frames = build_record_frames(CONFIG, "receiver", seq=seq, packet=r.packet,
                                    timestamps=r.timestamps, src_mac=R_MAC, dst_mac=HOST,
-                                   record_groups=groups)
+                                   record_groups=groups, rice=rice)
     if mutate is not None:
         s_frames, r_frames = mutate(s_frames, r_frames)
     paths = []
@@ -58,9 +58,11 @@ def _estimate(capsys, paths, *extra):
     return code, [json.loads(x) for x in out.out.splitlines()], out.err
 
 
-def test_export_estimate_equals_packet_captures_and_golden(capsys, tmp_path, traffic):
+@pytest.mark.parametrize("rice", [False, True], ids=["fixed", "coded"])
+def test_export_estimate_equals_packet_captures_and_golden(capsys, tmp_path, traffic, rice):
+    """Fixed-width or Rice-coded (lossless) records at both points: the same estimate."""
     sim, iv, s, r = traffic
-    code, (rec,), _ = _estimate(capsys, _exports(tmp_path, s, r))
+    code, (rec,), _ = _estimate(capsys, _exports(tmp_path, s, r, rice=rice))
     assert code == 0 and rec["valid"] and rec["interval"] == 5
     # the packet captures of the same traffic
     tr = sim.trace
@@ -77,7 +79,7 @@ def test_export_estimate_equals_packet_captures_and_golden(capsys, tmp_path, tra
         assert rec["estimate"][k] == golden[k], k
     assert rec["estimate"]["lost"] == iv.truth.lost
     # the table: the same rows as from the packet captures
-    assert main(["estimate", *_exports(tmp_path, s, r), "--synopsis", "opa"]) == 0
+    assert main(["estimate", *_exports(tmp_path, s, r, rice=rice), "--synopsis", "opa"]) == 0
     row = capsys.readouterr().out.splitlines()[1].split()
     assert main(["estimate", str(tmp_path / "sp.pcap"), str(tmp_path / "rp.pcap"),
                  "--synopsis", "opa"]) == 0

@@ -85,7 +85,7 @@ def _retag(frame: bytearray, end: int) -> bytes:
     (15, 2, UnknownTypeError, "not an OPA record frame"),
     (22, 0, ControlConfigMismatch, "interval 3"),
     (16, 0x08, MalformedFrameError, "flags"),
-    (16, 0x06, MalformedFrameError, "flags"),
+    (16, 0x06, MalformedFrameError, "coding word"),   # coded receiver: its coding word
     (30, 0, MalformedFrameError, "record_groups 0"),
     (39, 1, MalformedFrameError, "is not the last and says 1 records dropped"),
     (60, 0xFF, BadTagError, "interval 3, chunk 0: the tag does not match"),

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""OPA's coded sender records (docs/SPEC.md §8.7, flags bit 2 CODED): the bit layout of a
-hand-coded frame, round trips exact (lossless) or within the stated bound (lossy),
-framing (size, unary limit, empty interval), the Rice parameter's rule, and rejections."""
+"""OPA's coded records (docs/SPEC.md §8.7, flags bit 2 CODED): the bit layout of
+hand-coded sender and receiver frames, round trips exact (lossless) or within the stated
+bound (lossy), framing (size, unary limit, empty interval), the Rice parameter's rule,
+and rejections."""
 
 import numpy as np
 import pytest
@@ -109,9 +110,9 @@ def test_sampling_and_an_empty_interval():
 
 def test_mtu_and_arguments():
     assert coded_words_per_frame(1500) == 181 and coded_words_per_frame(54) == 1
-    with pytest.raises(ValueError, match="only the sender"):
+    with pytest.raises(ValueError, match="never quantised"):
         build_record_frames(CONFIG, "receiver", seq=1, packet=[1], timestamps=[1],
-                            src_mac=1, dst_mac=2, rice=True)
+                            src_mac=1, dst_mac=2, rice=True, shift=3)
     with pytest.raises(ValueError, match="shift"):
         _build([1], [1], shift=32)
 
@@ -140,6 +141,83 @@ def test_rejections():
     a = _build(np.zeros(400, np.uint64), ts, mtu=60)
     b = _build(np.zeros(400, np.uint64), ts, mtu=60, shift=3)
     r = RecordReassembler(CONFIG, mtu=60)
+    r.add(a[0])
+    with pytest.raises(InconsistentChunkError, match="shift"):
+        r.add(b[1])
+
+
+def _build_receiver(p, ts, **kw):
+    return build_record_frames(CONFIG, "receiver", seq=7, packet=p, timestamps=ts,
+                               src_mac=1, dst_mac=2, rice=True, **kw)
+
+
+def test_receiver_hand_coded_frame():
+    """Hashes 0x4000000000000001, 0xc123456789abcdef, 0x42 at ticks base, base + 8,
+    base + 24, k = 8: the first hash alone, then each hash (64 bits) and the Rice code
+    of its arrival difference (8 = 0·256 + 8: ``0 00001000``; 16: ``0 00010000``)."""
+    base = 0x1122334455667788
+    p = np.array([0x4000000000000001, 0xC123456789ABCDEF, 0x42], dtype=np.uint64)
+    (f,) = _build_receiver(p, np.array([base, base + 8, base + 24], dtype=np.uint64))
+    assert f[16] == RecordFlags.LAST | RecordFlags.RECEIVER | RecordFlags.CODED
+    assert int.from_bytes(f[26:28], "big") == 3 and int.from_bytes(f[40:48], "big") == base
+    assert f[48:52] == bytes([1, RICE_K_INIT, 0, 0])
+    bits = (f"{0x4000000000000001:064b}" + f"{0xC123456789ABCDEF:064b}" + "0" + "00001000"
+            + f"{0x42:064b}" + "0" + "00010000")
+    assert len(bits) == 210 and f[52:84] == int(bits.ljust(256, "0"), 2).to_bytes(32, "big")
+    assert f[52:84].hex() == ("4000000000000001" "c123456789abcdef" "0400000000000000"
+                              "2104000000000000")
+    assert f[84:92] == siphash_tag(f[:84], ZERO_KEY) and len(f) == 92
+    r = parse_record_frame(f, CONFIG)
+    assert r.point.value == "receiver" and r.shift == 0
+    assert r.keys.tolist() == p.tolist() and r.timestamps.tolist() == [base, base + 8,
+                                                                        base + 24]
+
+
+@pytest.mark.parametrize("mtu", [54, 300, 1500])
+def test_receiver_round_trip_exact(mtu):
+    """Every hash and arrival tick back exactly, in arrival order; frames cut by size,
+    by a gap beyond the unary limit and (not monotone ticks) by a negative difference;
+    the parameter adapts."""
+    rng = np.random.default_rng(mtu)
+    n = 4000
+    p = rng.integers(0, 2 ** 64, n, dtype=np.uint64)
+    gaps = rng.exponential(300, n).astype(np.int64)
+    gaps[rng.random(n) < 0.002] += 10 ** 8
+    ts = (1 << 40) + np.cumsum(gaps)
+    ts[100] -= 5000                                  # one tick out of order
+    frames = _build_receiver(p, ts, mtu=mtu)
+    done = _done(frames, mtu=mtu)
+    assert done.point.value == "receiver" and done.shift == 0
+    assert np.array_equal(done.keys, p) and np.array_equal(done.timestamps, ts)
+    assert len({f[49] for f in frames}) > 1
+    assert all(len(f) <= 14 + mtu for f in frames)
+    if mtu == 54:                                    # one word: one hash a frame
+        assert len(frames) == n
+    # the same records fixed-width: the same keys and ticks
+    fixed = _done(build_record_frames(CONFIG, "receiver", seq=7, packet=p, timestamps=ts,
+                                      src_mac=1, dst_mac=2, mtu=max(mtu, 54)), mtu=mtu)
+    assert np.array_equal(fixed.keys, done.keys) and fixed.shift == -1
+    assert np.array_equal(fixed.timestamps, done.timestamps)
+
+
+def test_receiver_rejections():
+    base = 1000
+    p = np.array([1, 2, 3], dtype=np.uint64)
+    (f,) = _build_receiver(p, np.array([base, base + 8, base + 24]))
+    bad = bytearray(f)
+    bad[50] = 3                                      # a shift: receivers are lossless
+    with pytest.raises(MalformedFrameError, match="coding word"):
+        parse_record_frame(_retag(bad), CONFIG)
+    bad = bytearray(f)
+    bad[27] = 4                                      # 4 records: the bits end early
+    with pytest.raises(TruncatedFrameError, match="chunk 0"):
+        parse_record_frame(_retag(bad), CONFIG)
+    # fixed-width and coded chunks in one interval's stream
+    ts = np.arange(0, 4000, 10)
+    a = _build_receiver(np.arange(400, dtype=np.uint64), ts, mtu=100)
+    b = build_record_frames(CONFIG, "receiver", seq=7, packet=np.arange(400, dtype=np.uint64),
+                            timestamps=ts, src_mac=1, dst_mac=2, mtu=100)
+    r = RecordReassembler(CONFIG, mtu=100)
     r.add(a[0])
     with pytest.raises(InconsistentChunkError, match="shift"):
         r.add(b[1])

@@ -55,8 +55,8 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
         ctx.set(dut.dst_mac, DST)
         ctx.set(dut.config_id, CONFIG.config_id)
         ctx.set(dut.record_groups, record_groups)
+        ctx.set(dut.rice, rice)
         if point == "sender" or runtime:
-            ctx.set(dut.rice, rice)
             ctx.set(dut.shift, shift)
         if runtime:
             ctx.set(dut.receiver, point == "receiver")
@@ -158,6 +158,31 @@ def test_coded_sender_frames_equal_the_contract(shift, runtime):
     assert counters["frames"] == len(frames) > 6
 
 
+@pytest.mark.parametrize("runtime", [False, True])
+def test_coded_receiver_frames_equal_the_contract(runtime):
+    """Coded receiver records (each hash, then its arrival difference's Rice code):
+    frames cut by size and by gaps beyond the unary limit, the parameter adapting per
+    frame, interval ends — equal to the contract's word for word."""
+    rng = np.random.default_rng(21)
+    clocks, packets = _traffic(rng, intervals=3, per_interval=60, gap_p=0.2)
+    frames, counters = _run("receiver", clocks, depth=256, rice=1, runtime=runtime,
+                            tail=4000)
+    assert counters["dropped"] == 0 and counters["merged"] == 0
+    assert all(f[16] & 0x06 == 0x06 for f in frames) and len({f[49] for f in frames}) > 1
+    assert _check(frames, packets, "receiver", rice=True) == 0
+    assert counters["frames"] == len(frames) > 6
+
+
+def test_coded_receiver_records_dropped_and_counted():
+    """An output that cannot keep up with coded receiver records: the frames of the
+    records kept are the contract's, the drops counted in the LAST frames."""
+    rng = np.random.default_rng(22)
+    clocks, packets = _traffic(rng, intervals=2, per_interval=120, gap_p=0.0)
+    frames, counters = _run("receiver", clocks, depth=16, rice=1, p_ready=0.3, tail=8000)
+    drops = _check(frames, packets, "receiver", rice=True, lossless=False)
+    assert drops == counters["dropped"] > 0
+
+
 def test_lossy_quanta_sorted_with_the_scan_behind():
     """Lossy coded records, several packets per quantum and quanta shorter than the
     scan of the 16 groups: records sorted per quantum as the contract sorts them, the
@@ -234,11 +259,21 @@ def test_authenticated_mode_tags_under_the_key():
 
 
 def test_stalled_output_ends_wait_and_merge():
-    """The output stalls while three intervals end: the FIFO (8 entries) keeps a few
-    records and the first end; the second end waits, the third merges into it (the
-    interval between has no stream, counted in ``merged``); nothing is lost silently."""
+    """The output stalls while three intervals end: a long first interval fills the
+    output's and the framer's buffers and the FIFO (8 entries), which keeps a few records
+    and the first end; the second end waits, the third merges into it (the interval
+    between has no stream, counted in ``merged``); nothing is lost silently."""
     rng = np.random.default_rng(9)
-    clocks, packets = _traffic(rng, intervals=3, per_interval=30, gap_p=0.0)
+    clocks, packets = _traffic(rng, intervals=3, per_interval=60, gap_p=0.0)
+    # the intervals after the first: their first three packets only
+    kept_clocks, interval, n = [], 0, 0
+    for c in clocks:
+        interval, n = (interval + 1, 0) if c[3] else (interval, n)
+        n += c[0]
+        if not (c[0] and interval > 0 and n > 3):
+            kept_clocks.append(c)
+    clocks = kept_clocks
+    packets = [packets[0]] + [(seq, mine[:3]) for seq, mine in packets[1:]]
     dut_run = {}
 
     def stall_then_drain(point):
@@ -273,7 +308,7 @@ def test_stalled_output_ends_wait_and_merge():
     kept = [len(d.keys) for d in done]
     assert 0 < kept[0] < len(first) and done[0].dropped == len(first) - kept[0]
     assert kept[1] < len(second) and done[1].dropped == len(second) - kept[1]
-    assert dut_run["dropped"] == 90 - sum(kept)     # interval 2's in the total only
+    assert dut_run["dropped"] == 66 - sum(kept)      # interval 2's in the total only
     _check(frames, packets[:2], "receiver", lossless=False)
 
 
