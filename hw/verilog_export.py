@@ -141,6 +141,10 @@ def export_main(argv=None, *, make_core) -> int:
                              f"{DEFAULT_TIMEOUT * 1e3:g} ms at --clk-freq)")
     parser.add_argument("--memory", choices=("generic", "ecp5"), default="generic",
                         help="counter RAMs: generic (any simulator/tool) or ECP5 DP16KD")
+    parser.add_argument("--control-domain", choices=("sync", "ctrl"), default="sync",
+                        help="sync: one clock (clk, rst) for the whole core (default); "
+                             "ctrl: the bus bridge and bus_rx/bus_tx on a second clock "
+                             "(ctrl_clk, ctrl_rst), --clk-freq then being that clock's")
     parser.add_argument("--module-name", default=DEFAULT_MODULE_NAME, metavar="NAME",
                         help="Verilog module name (submodules are prefixed with it, so "
                              f"two exports can share a simulation; default "
@@ -154,7 +158,7 @@ def export_main(argv=None, *, make_core) -> int:
         config = config_from_args(args)
         core = make_core(config=config, data_width=args.data_width,
                          bridge_timeout_cycles=args.uart_timeout, clk_freq=args.clk_freq,
-                         memory=args.memory)
+                         memory=args.memory, control_domain=args.control_domain)
     except ValueError as exc:
         parser.error(str(exc))
     written = export_verilog(core, args.output, name=args.module_name)
@@ -163,6 +167,9 @@ def export_main(argv=None, *, make_core) -> int:
     print(f"pass-through latency {core.passthrough_latency} cycle(s), measurement latency "
           f"{core.measurement_latency} cycles (EOF to update request)")
     print(f"module {args.module_name}, bus bridge timeout {core.bridge_timeout_for()} clocks")
+    if args.control_domain != "sync":
+        print(f"two clocks: clk/rst (datapath), {args.control_domain}_clk/"
+              f"{args.control_domain}_rst (bus bridge, bus_rx, bus_tx)")
     for path in written:
         print(f"wrote {path}")
     return 0
