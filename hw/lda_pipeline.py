@@ -196,18 +196,18 @@ class MeasurementCore(wiring.Component):
         # Bus: UARTBone bridge (control domain) → CSR bank (through the crossing when the
         # control domain is not the datapath's).
         bridge = UARTBoneBridge(timeout_cycles=self.bridge_timeout_for(platform))
+        one_clock = self.control_domain == "sync"
+        m.submodules.bridge = bridge if one_clock else DomainRenamer(self.control_domain)(bridge)
         m.submodules.csr = csr = CsrBank(regmap=self.regmap)
-        if self.control_domain == "sync":
-            m.submodules.bridge = bridge
+        connect(m, wiring.flipped(self.bus_rx), bridge.rx)
+        connect(m, bridge.tx, wiring.flipped(self.bus_tx))
+        if one_clock:
             connect(m, bridge.bus, csr.bus)
         else:
-            m.submodules.bridge = DomainRenamer(self.control_domain)(bridge)
             m.submodules.bus_crossing = crossing = CsrBusCrossing(
                 master_domain=self.control_domain, target_domain="sync")
             connect(m, bridge.bus, crossing.bus)
             connect(m, crossing.target, csr.bus)
-        connect(m, wiring.flipped(self.bus_rx), bridge.rx)
-        connect(m, bridge.tx, wiring.flipped(self.bus_tx))
         # Measurement side: tap → the kind's measurement path (hw.measurement_path).
         m.submodules.timebase = timebase = Timebase(width=64)
         m.submodules.tap = tap = self._tap
