@@ -133,9 +133,9 @@ class CoreParams:
         The counter bank's RAM build (``generic``: ``amaranth.lib.memory``; ``ecp5``:
         Lattice DP16KD instances, simulated with :func:`memory_model_sources`).
     control_domain : str
-        ``sync``: one clock; ``ctrl``: the bus bridge on a second clock (``ctrl_clk``,
-        ``ctrl_rst``; ``hw.lda_pipeline --control-domain``), which
-        :class:`sim_tb.lib.tb.CoreTB` runs unrelated to ``clk``.
+        ``sync``: one clock; ``ctrl``: the bus bridge on a second clock (``ctrl_clk``;
+        ``hw.lda_pipeline --control-domain``), which :class:`sim_tb.lib.tb.CoreTB` runs
+        unrelated to ``clk``.
     """
     kind: str
     data_width: int

@@ -124,10 +124,10 @@ class CoreTB:
     dut :
         The cocotb handle of the top level (ports of ``gateware.md``).
     clock_ns : int
-        Clock period. A core with a control clock (``ctrl_clk``, ``ctrl_rst``; exported
-        with ``--control-domain ctrl``) runs on :data:`TWO_CLOCK_PS` instead: two
-        unrelated clocks, the control clock's first edge at a random time (seeded by
-        ``cocotb.RANDOM_SEED``).
+        Clock period. A core with a control clock (``ctrl_clk``; exported with
+        ``--control-domain ctrl``) runs on :data:`TWO_CLOCK_PS` instead: two unrelated
+        clocks, the control clock's first edge at a random time (seeded by
+        ``cocotb.RANDOM_SEED``); its ``rst`` resets both.
     quiet : bool
         Silence cocotbext-axi's per-frame INFO logging (it costs a lot of time with
         thousands of frames).
@@ -148,7 +148,6 @@ class CoreTB:
         if hasattr(dut, "m_axis_export_tready"):  # the core's export stream: always taken
             dut.m_axis_export_tready.setimmediatevalue(1)
         if self.two_clocks:
-            dut.ctrl_rst.setimmediatevalue(1)
             Clock(dut.clk, TWO_CLOCK_PS[0], unit="ps").start()
             phase = random.Random(cocotb.RANDOM_SEED).randrange(1, TWO_CLOCK_PS[1])
             self.log.info("clocks: clk %d ps, ctrl_clk %d ps from %d ps", *TWO_CLOCK_PS,
@@ -186,15 +185,12 @@ class CoreTB:
         """Synchronous reset for 2 cycles (held since construction); afterwards :attr:`t_ref` is the sim time of
         the first edge after reset (cycle 0 of :meth:`cycle_of`)."""
         self.dut.rst.value = 1
-        if self.two_clocks:          # both domains together, each for two of its edges
-            self.dut.ctrl_rst.value = 1
+        if self.two_clocks:          # rst resets both domains: two edges of each clock
             await RisingEdge(self.dut.ctrl_clk)
             await RisingEdge(self.dut.ctrl_clk)
         await RisingEdge(self.dut.clk)
         await RisingEdge(self.dut.clk)
         self.dut.rst.value = 0
-        if self.two_clocks:
-            self.dut.ctrl_rst.value = 0
         await RisingEdge(self.dut.clk)
         t0 = get_sim_time()
         await RisingEdge(self.dut.clk)

@@ -16,7 +16,10 @@ import pytest
 from amaranth.hdl import ClockDomain, Module, UnusedElaboratable
 from amaranth.sim import Simulator
 
+from host_sw.contracts.config import LdaConfig
 from hw.bus.csr_crossing import CsrBusCrossing
+from hw.lda_pipeline import MeasurementCore
+from hw.verilog_export import AxisTop
 
 
 def run_crossing(*, sync_period, ctrl_period, seed, accesses=60):
@@ -113,4 +116,19 @@ def test_one_domain_refused():
         warnings.simplefilter("ignore", UnusedElaboratable)
         with pytest.raises(ValueError, match="two domains"):
             CsrBusCrossing(master_domain="sync", target_domain="sync")
+        gc.collect()
+
+
+def test_two_clock_export_ports():
+    """The two-clock export declares ``clk``, ``ctrl_clk`` and one ``rst`` for both domains
+    (the one-clock export's ``clk``/``rst`` are its ``sync`` domain's, made at conversion)."""
+    config = LdaConfig(banks=2, rows=16, thresholds=(0, 2))
+    with warnings.catch_warnings():  # signatures only, never elaborated
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        top = AxisTop(MeasurementCore(config=config, data_width=8, control_domain="ctrl"))
+        assert {"clk", "ctrl_clk", "rst"} <= set(top.signature.members)
+        assert top.control_domain == "ctrl"
+        with pytest.raises(ValueError, match="control_domain"):
+            MeasurementCore(config=config, data_width=8, control_domain="not a name")
+        del top
         gc.collect()
