@@ -572,15 +572,19 @@ def test_core_single_beat_hazard(params):
 #: at a seeded random phase).
 TWO_CLOCK_PARAMS = CoreParams(kind="lda", data_width=64, size=16, control_domain="ctrl")
 #: What it runs: the counters, FROZEN_CHECK, the record header and the status counters
-#: against the golden model word for word under random pauses, and the bus itself (exact
-#: reply lengths, TIMEBASE written and read back). The rest of the core is the one-clock
-#: core's, which ``test_core`` runs; ``swap_boundary`` pins a swap to a datapath clock,
-#: which an access crossing from an unrelated clock does not have.
-TWO_CLOCK_TESTS = ["counters_match_golden/pauses=random", "bus_protocol"]
+#: against the golden model word for word under random pauses, every register reached
+#: through the crossing (about 170 s of Icarus at a load of 8 on two cores; ``bus_protocol``
+#: passes too, 47 s more). The rest of the core is the one-clock core's, which
+#: ``test_core`` runs; ``swap_boundary`` pins a swap to a datapath clock, which an access
+#: crossing from an unrelated clock does not have.
+TWO_CLOCK_TESTS = ["counters_match_golden/pauses=random"]
 
 
 def test_core_two_clocks():
-    results = run_core_tests(TWO_CLOCK_PARAMS, __name__, testcase=TWO_CLOCK_TESTS)
+    """On Icarus whatever ``LDA_SIM`` says: a Verilator build of one more core costs more
+    than these two tests' run."""
+    results = run_core_tests(TWO_CLOCK_PARAMS, __name__, testcase=TWO_CLOCK_TESTS,
+                             simulator="icarus")
     assert set(TWO_CLOCK_TESTS) <= set(results.tests), sorted(results.tests)
 
 

@@ -183,7 +183,8 @@ class CoreTB:
 
     async def reset(self):
         """Synchronous reset for 2 cycles (held since construction); afterwards :attr:`t_ref` is the sim time of
-        the first edge after reset (cycle 0 of :meth:`cycle_of`)."""
+        the first edge after reset (cycle 0 of :meth:`cycle_of`). A two-clock core's reset
+        is held for two edges of each clock and waited out through its synchronisers."""
         self.dut.rst.value = 1
         if self.two_clocks:          # rst resets both domains: two edges of each clock
             await RisingEdge(self.dut.ctrl_clk)
@@ -191,6 +192,11 @@ class CoreTB:
         await RisingEdge(self.dut.clk)
         await RisingEdge(self.dut.clk)
         self.dut.rst.value = 0
+        if self.two_clocks:
+            # each domain's reset synchroniser releases it at the second edge of its clock
+            # after rst falls; the bridge may show bus_rx_tready while still in reset
+            await ClockCycles(self.dut.ctrl_clk, 3)
+            await ClockCycles(self.dut.clk, 2)
         await RisingEdge(self.dut.clk)
         t0 = get_sim_time()
         await RisingEdge(self.dut.clk)
