@@ -42,8 +42,9 @@ class CsrBusCrossing(wiring.Component):
     Members
     -------
     bus : In(hw.bus.csr.csr_bus_signature())
-        Slave port for the master (the bridge), in ``master_domain``. ``ack`` comes at the
-        earliest 2 clocks of each domain plus the target's own latency after the strobe.
+        Slave port for the master (the bridge), in ``master_domain``. The crossing adds
+        about 6 clocks to an access when both clocks are equal (each FIFO's pointer
+        through a two-stage synchroniser, and the registers on each side).
     target : Out(hw.bus.csr.csr_bus_signature())
         Master port towards the target (the CSR bank), in ``target_domain``: the same
         accesses in the same order, one at a time, each held until its ``ack``.
