@@ -19,7 +19,7 @@ Verilog module and ``csr.csv`` / ``csr.json`` beside it (options:
 import sys
 from types import SimpleNamespace
 
-from amaranth.hdl import C, Cat, Module, Mux, Signal
+from amaranth.hdl import C, Cat, DomainRenamer, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -31,6 +31,7 @@ from host_sw.contracts.regmap import register_map
 
 from hw.bus.core_registers import config_copy, wire_frozen_reads, wire_path_registers, wire_runtime_config, wire_status
 from hw.bus.csr import CsrBank
+from hw.bus.csr_crossing import CsrBusCrossing
 from hw.inband.exporter import Exporter
 from hw.frames.frame import FrameStream, check_data_width
 from hw.frames.frame_merger import FrameMerger
@@ -75,13 +76,20 @@ class MeasurementCore(wiring.Component):
         Default (``None``): :data:`hw.bus.uartbone.DEFAULT_TIMEOUT` (100 ms, as LiteX's
         UARTBone) at ``clk_freq``.
     clk_freq:
-        The core's clock in Hz, for the bridge's default timeout. Default (``None``): the
-        platform's ``default_clk_frequency`` when elaborated for a board (the core's
-        ``sync`` domain there), else :data:`DEFAULT_CLK_FREQ`.
+        The bridge's clock in Hz (the core's clock; the control clock when
+        ``control_domain`` is not ``"sync"``), for the bridge's default timeout. Default
+        (``None``): the platform's ``default_clk_frequency`` when elaborated for a board
+        (the core's ``sync`` domain there), else :data:`DEFAULT_CLK_FREQ`.
     memory:
         Counter RAM kind (:class:`hw.counters.counter_bank.CounterBank`): ``"auto"`` (ECP5 block
         RAM with output register when elaborated for an ECP5 platform, else generic),
         ``"generic"`` or ``"ecp5"``.
+    control_domain:
+        The clock domain of the control side: the UARTBone bridge and with it ``bus_rx`` /
+        ``bus_tx``. ``"sync"`` (default): one clock for the whole core. Another name
+        (``"ctrl"``): the bridge runs in that domain and each bus access crosses into
+        ``sync`` (the frame datapath, the CSR bank and everything else) through
+        :class:`hw.bus.csr_crossing.CsrBusCrossing` (``docs/DESIGN.md``, "Clock domains").
 
     Members
     -------
@@ -92,9 +100,9 @@ class MeasurementCore(wiring.Component):
         marker and in-band export frames inserted between them (``docs/DESIGN.md``,
         "Data flow of a packet", step 5).
     bus_rx: In(stream.Signature(8))
-        Host → bridge bytes (UARTBone protocol).
+        Host → bridge bytes (UARTBone protocol), in ``control_domain``.
     bus_tx: Out(stream.Signature(8))
-        Bridge → host bytes.
+        Bridge → host bytes, in ``control_domain``.
     host_export: Out(FrameStream(data_width))
         Synopsis chunk frames of each frozen interval when INTERVAL_MODE.export_host is
         set (the host export port).
@@ -123,7 +131,7 @@ class MeasurementCore(wiring.Component):
 
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
                  bridge_timeout_cycles: int | None = None, clk_freq: float | None = None,
-                 memory: str = "auto"):
+                 memory: str = "auto", control_domain: str = "sync"):
         if CONFIG_CLASSES.get(getattr(config, "kind", None)) is not type(config):
             raise ValueError(f"config must be a synopsis configuration "
                              f"(host_sw.contracts.config.CONFIG_CLASSES), "
@@ -138,6 +146,10 @@ class MeasurementCore(wiring.Component):
         self.bridge_timeout_cycles = bridge_timeout_cycles
         self.clk_freq = clk_freq
         self.memory = memory
+        if not (isinstance(control_domain, str) and control_domain.isidentifier()):
+            raise ValueError(f"control_domain must be a clock domain name, "
+                             f"not {control_domain!r}")
+        self.control_domain = control_domain
         self.regmap = register_map(config, data_width=data_width)   # validates the width
         self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
                               ts_bits=config.ts_bits)
@@ -181,13 +193,21 @@ class MeasurementCore(wiring.Component):
             connect(m, self._path.insert, merger.insert[2])
         connect(m, merger.source, wiring.flipped(self.m_axis))
         connect(m, exporter.host, wiring.flipped(self.host_export))
-        # Bus: UARTBone bridge → CSR bank.
-        m.submodules.bridge = bridge = UARTBoneBridge(
-            timeout_cycles=self.bridge_timeout_for(platform))
+        # Bus: UARTBone bridge (control domain) → CSR bank (through the crossing when the
+        # control domain is not the datapath's).
+        bridge = UARTBoneBridge(timeout_cycles=self.bridge_timeout_for(platform))
+        one_clock = self.control_domain == "sync"
+        m.submodules.bridge = bridge if one_clock else DomainRenamer(self.control_domain)(bridge)
         m.submodules.csr = csr = CsrBank(regmap=self.regmap)
         connect(m, wiring.flipped(self.bus_rx), bridge.rx)
         connect(m, bridge.tx, wiring.flipped(self.bus_tx))
-        connect(m, bridge.bus, csr.bus)
+        if one_clock:
+            connect(m, bridge.bus, csr.bus)
+        else:
+            m.submodules.bus_crossing = crossing = CsrBusCrossing(
+                master_domain=self.control_domain, target_domain="sync")
+            connect(m, bridge.bus, crossing.bus)
+            connect(m, crossing.target, csr.bus)
         # Measurement side: tap → the kind's measurement path (hw.measurement_path).
         m.submodules.timebase = timebase = Timebase(width=64)
         m.submodules.tap = tap = self._tap

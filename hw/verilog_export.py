@@ -26,8 +26,9 @@ import re
 from pathlib import Path
 
 from amaranth.back import verilog
-from amaranth.hdl import Module
+from amaranth.hdl import ClockDomain, ClockSignal, Module
 from amaranth.lib import wiring
+from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
@@ -47,12 +48,24 @@ _TRIGGER_USE = re.compile(r"^\s*if \((\\\S+ )\) begin end$", re.M)
 class AxisTop(wiring.Component):
     """Flat AXI4-Stream port names around an :class:`hw.lda_pipeline.MeasurementCore`, for the
     Verilog export (cocotbext-axi attaches with the bus prefixes ``s_axis`` /
-    ``m_axis``)."""
+    ``m_axis``).
+
+    A one-clock core's domain ``sync`` becomes the ports ``clk`` and ``rst`` (synchronous).
+    A core with a control domain (``control_domain="ctrl"``) gets ``clk`` (datapath),
+    ``ctrl_clk`` (control) and one reset ``rst``, which resets both domains: asserted
+    asynchronously and released synchronously in each, two edges of its clock later
+    (:class:`amaranth.lib.cdc.ResetSynchronizer`), so the two sides of the bus crossing
+    are always reset together."""
 
     def __init__(self, core):
         self.core = core
         w = core.data_width
+        control = getattr(core, "control_domain", "sync")
+        self.control_domain = None if control == "sync" else control
+        clocks = {} if self.control_domain is None else {
+            "clk": In(1), f"{self.control_domain}_clk": In(1), "rst": In(1)}
         super().__init__({
+            **clocks,
             "s_axis_tdata": In(w), "s_axis_tkeep": In(w // 8), "s_axis_tlast": In(1),
             "s_axis_tuser": In(1), "s_axis_tvalid": In(1), "s_axis_tready": Out(1),
             "m_axis_tdata": Out(w), "m_axis_tkeep": Out(w // 8), "m_axis_tlast": Out(1),
@@ -67,6 +80,12 @@ class AxisTop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.core = core = self.core
+        if self.control_domain is not None:
+            for domain, clk in (("sync", self.clk),
+                                (self.control_domain, getattr(self, f"{self.control_domain}_clk"))):
+                m.domains += ClockDomain(domain)
+                m.d.comb += ClockSignal(domain).eq(clk)
+                m.submodules[f"reset_sync_{domain}"] = ResetSynchronizer(self.rst, domain=domain)
         s, o = core.s_axis, core.m_axis
         m.d.comb += [
             s.payload.data.eq(self.s_axis_tdata), s.payload.keep.eq(self.s_axis_tkeep),
@@ -141,6 +160,11 @@ def export_main(argv=None, *, make_core) -> int:
                              f"{DEFAULT_TIMEOUT * 1e3:g} ms at --clk-freq)")
     parser.add_argument("--memory", choices=("generic", "ecp5"), default="generic",
                         help="counter RAMs: generic (any simulator/tool) or ECP5 DP16KD")
+    parser.add_argument("--control-domain", choices=("sync", "ctrl"), default="sync",
+                        help="sync: one clock (clk, rst) for the whole core (default); "
+                             "ctrl: the bus bridge and bus_rx/bus_tx on a second clock "
+                             "(ctrl_clk; rst resets both, through a reset synchroniser "
+                             "each), --clk-freq then being that clock's")
     parser.add_argument("--module-name", default=DEFAULT_MODULE_NAME, metavar="NAME",
                         help="Verilog module name (submodules are prefixed with it, so "
                              f"two exports can share a simulation; default "
@@ -154,7 +178,7 @@ def export_main(argv=None, *, make_core) -> int:
         config = config_from_args(args)
         core = make_core(config=config, data_width=args.data_width,
                          bridge_timeout_cycles=args.uart_timeout, clk_freq=args.clk_freq,
-                         memory=args.memory)
+                         memory=args.memory, control_domain=args.control_domain)
     except ValueError as exc:
         parser.error(str(exc))
     written = export_verilog(core, args.output, name=args.module_name)
@@ -163,6 +187,9 @@ def export_main(argv=None, *, make_core) -> int:
     print(f"pass-through latency {core.passthrough_latency} cycle(s), measurement latency "
           f"{core.measurement_latency} cycles (EOF to update request)")
     print(f"module {args.module_name}, bus bridge timeout {core.bridge_timeout_for()} clocks")
+    if args.control_domain != "sync":
+        print(f"two clocks: clk (datapath), {args.control_domain}_clk (bus bridge, bus_rx, "
+              f"bus_tx); rst resets both (asynchronous assertion, synchronous release)")
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -144,6 +144,10 @@ class CoreParams:
     memory : str
         The counter bank's RAM build (``generic``: ``amaranth.lib.memory``; ``ecp5``:
         Lattice DP16KD instances, simulated with :func:`memory_model_sources`).
+    control_domain : str
+        ``sync``: one clock; ``ctrl``: the bus bridge on a second clock (``ctrl_clk``;
+        ``hw.lda_pipeline --control-domain``), which :class:`sim_tb.lib.tb.CoreTB` runs
+        unrelated to ``clk``.
     """
     kind: str
     data_width: int
@@ -153,12 +157,16 @@ class CoreParams:
     vlda_cells: int = 4
     uart_timeout: int = 1000
     memory: str = "generic"
+    control_domain: str = "sync"
 
     def __post_init__(self):
         if self.kind not in CORE_KINDS:
             raise ValueError(f"kind must be one of {CORE_KINDS}, not {self.kind!r}")
         if self.memory not in MEMORY_KINDS:
             raise ValueError(f"memory must be one of {MEMORY_KINDS}, not {self.memory!r}")
+        if self.control_domain not in ("sync", "ctrl"):
+            raise ValueError(f"control_domain must be sync or ctrl, "
+                             f"not {self.control_domain!r}")
         if self.data_width not in (8, 16, 32, 64, 128, 256, 512):
             raise ValueError(f"data_width must be a power of two in 8..512, "
                              f"not {self.data_width}")
@@ -176,6 +184,8 @@ class CoreParams:
             pid += f"-k{self.vlda_cells}"
         if self.memory != "generic":
             pid += f"-{self.memory}"
+        if self.control_domain != "sync":
+            pid += f"-{self.control_domain}"
         return pid
 
     def config(self) -> SynopsisConfig:
@@ -199,6 +209,8 @@ class CoreParams:
         d["thresholds"] = None if self.thresholds is None else list(self.thresholds)
         if d["memory"] == "generic":  # the JSON (and export key) of earlier generic sets
             del d["memory"]
+        if d["control_domain"] == "sync":   # and of earlier one-clock sets
+            del d["control_domain"]
         return json.dumps(d, sort_keys=True)
 
     @classmethod
@@ -309,7 +321,8 @@ def _export_command(params: CoreParams, out: Path) -> list[str]:
     config = params.config()
     cmd = [sys.executable, "-m", "hw.lda_pipeline", "--synopsis", params.kind,
            "--data-width", str(params.data_width), "--uart-timeout", str(params.uart_timeout),
-           "--memory", params.memory, "-o", str(out)]
+           "--memory", params.memory, "--control-domain", params.control_domain,
+           "-o", str(out)]
     if params.kind == "lda":
         cmd += ["--banks", str(config.banks), "--rows", str(config.rows),
                 "--thresholds", ",".join(map(str, config.thresholds))]

@@ -22,7 +22,7 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
+from cocotb.triggers import ClockCycles, RisingEdge, Timer, with_timeout
 from cocotb.utils import get_sim_time
 from cocotb.queue import Queue
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
@@ -30,10 +30,13 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 from .frames import OfferedFrame
 from .uartbone_driver import ByteStreamPort
 
-__all__ = ["CoreTB", "cycle_pause", "random_pause", "PAUSE_MATRIX", "PAUSE_CASES",
+__all__ = ["CoreTB", "TWO_CLOCK_PS", "cycle_pause", "random_pause", "PAUSE_MATRIX", "PAUSE_CASES",
            "pauses_by_name", "to_axis_frame"]
 
 CLOCK_NS = 4  # 250 MHz
+#: A two-clock core's clocks (``ctrl_clk`` present): the datapath at 156.25 MHz (the 10 GbE
+#: clock) and the control clock at 100 MHz, started at a random phase (seeded) against it.
+TWO_CLOCK_PS = (6400, 10000)
 
 
 def cycle_pause():
@@ -121,7 +124,10 @@ class CoreTB:
     dut :
         The cocotb handle of the top level (ports of ``gateware.md``).
     clock_ns : int
-        Clock period.
+        Clock period. A core with a control clock (``ctrl_clk``; exported with
+        ``--control-domain ctrl``) runs on :data:`TWO_CLOCK_PS` instead: two unrelated
+        clocks, the control clock's first edge at a random time (seeded by
+        ``cocotb.RANDOM_SEED``); its ``rst`` resets both.
     quiet : bool
         Silence cocotbext-axi's per-frame INFO logging (it costs a lot of time with
         thousands of frames).
@@ -131,6 +137,9 @@ class CoreTB:
         self.dut = dut
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
+        self.two_clocks = hasattr(dut, "ctrl_clk")
+        if self.two_clocks:
+            clock_ns = TWO_CLOCK_PS[0] / 1000
         self.clock_ns = clock_ns
         # Hold reset from the start: cocotbext-axi starts its drivers when it sees reset
         # low, and before the first reset the DUT's ready outputs may still be X/Z.
@@ -138,7 +147,14 @@ class CoreTB:
         dut.m_axis_tready.setimmediatevalue(0)
         if hasattr(dut, "m_axis_export_tready"):  # the core's export stream: always taken
             dut.m_axis_export_tready.setimmediatevalue(1)
-        Clock(dut.clk, clock_ns, unit="ns").start()
+        if self.two_clocks:
+            Clock(dut.clk, TWO_CLOCK_PS[0], unit="ps").start()
+            phase = random.Random(cocotb.RANDOM_SEED).randrange(1, TWO_CLOCK_PS[1])
+            self.log.info("clocks: clk %d ps, ctrl_clk %d ps from %d ps", *TWO_CLOCK_PS,
+                          phase)
+            cocotb.start_soon(self._start_ctrl_clock(phase))
+        else:
+            Clock(dut.clk, clock_ns, unit="ns").start()
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk,
                                       dut.rst)
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
@@ -152,6 +168,10 @@ class CoreTB:
         self.period_steps = None
         self.t_ref = None
 
+    async def _start_ctrl_clock(self, phase_ps: int):
+        await Timer(phase_ps, unit="ps")
+        Clock(self.dut.ctrl_clk, TWO_CLOCK_PS[1], unit="ps").start()
+
     # -- stimulus control ----------------------------------------------------------------
     def set_idle_generator(self, generator=None):
         """Pause the source (input idle cycles) from a generator factory, or stop."""
@@ -163,11 +183,20 @@ class CoreTB:
 
     async def reset(self):
         """Synchronous reset for 2 cycles (held since construction); afterwards :attr:`t_ref` is the sim time of
-        the first edge after reset (cycle 0 of :meth:`cycle_of`)."""
+        the first edge after reset (cycle 0 of :meth:`cycle_of`). A two-clock core's reset
+        is held for two edges of each clock and waited out through its synchronisers."""
         self.dut.rst.value = 1
+        if self.two_clocks:          # rst resets both domains: two edges of each clock
+            await RisingEdge(self.dut.ctrl_clk)
+            await RisingEdge(self.dut.ctrl_clk)
         await RisingEdge(self.dut.clk)
         await RisingEdge(self.dut.clk)
         self.dut.rst.value = 0
+        if self.two_clocks:
+            # each domain's reset synchroniser releases it at the second edge of its clock
+            # after rst falls; the bridge may show bus_rx_tready while still in reset
+            await ClockCycles(self.dut.ctrl_clk, 3)
+            await ClockCycles(self.dut.clk, 2)
         await RisingEdge(self.dut.clk)
         t0 = get_sim_time()
         await RisingEdge(self.dut.clk)

@@ -27,14 +27,16 @@ __all__ = ["ByteStreamPort", "simulation_transport", "run_host"]
 class ByteStreamPort:
     """The byte-stream side of the UARTBone bridge (``bus_rx_*`` in, ``bus_tx_*`` out).
 
-    Ports are sampled at rising edges (as cocotbext-axi does): a byte moves on an edge
+    Ports are sampled at rising edges of the bridge's clock (``ctrl_clk`` when the core
+    has one, else ``clk``; as cocotbext-axi does): a byte moves on an edge
     where ``tvalid`` and ``tready`` are both high. :meth:`transact` holds :attr:`lock`
     for a whole command.
     """
 
     def __init__(self, dut):
         self.dut = dut
-        self.clk = dut.clk
+        # a two-clock core's bridge runs on the control clock (``ctrl_clk``)
+        self.clk = dut.ctrl_clk if hasattr(dut, "ctrl_clk") else dut.clk
         self.lock = Lock()
         dut.bus_rx_tvalid.setimmediatevalue(0)
         dut.bus_rx_tdata.setimmediatevalue(0)
