@@ -81,6 +81,15 @@ from sim_tb.lib.verilator_build import verilator_env
 PCAP = REPO / "sim_tb" / "data" / "mixed_small.pcap"
 
 
+#: In the simulator's process: whether the core under test runs its bus bridge on its own
+#: control clock (``CoreParams.control_domain == "ctrl"``, :data:`sim_tb.lib.runner.DEFAULT_PARAMS`).
+#: ``reset_mid_interval`` counts reset edges of the datapath clock, which the reset
+#: synchronisers of the two-clock export move, and ``swap_boundary`` pins a swap to a
+#: datapath clock, which an access crossing from an unrelated clock does not have: both
+#: run on the one-clock cores.
+TWO_CLOCKS = getattr(CoreParams.from_env(), "control_domain", "sync") != "sync"
+
+
 def _passthrough_frames(tb, with_jumbo: bool):
     """Mixed frames sized so that a run costs about the same at every data width."""
     rng = tb.rng
@@ -365,7 +374,7 @@ async def _sweep_cycles(tb) -> int:
         edges += 1
 
 
-@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms", skip=TWO_CLOCKS)
 async def reset_mid_interval(dut):
     """A reset that is not a power-up leaves no stale counts: both copies hold counts
     (copy 0 frozen, copy 1 active with frames still in the tap's delay line), the core is
@@ -484,7 +493,7 @@ def swap_boundary_clock(frame_bytes: int, bytes_per_beat: int) -> int:
     return SWAP_BOUNDARY - (1 if frame_bytes <= bytes_per_beat else 0)
 
 
-@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms", skip=TWO_CLOCKS)
 async def swap_boundary(dut):
     """A frame offered just before a host swap: it counts in the new interval when the
     swap command's last byte enters at most :data:`SWAP_BOUNDARY` clocks after the
@@ -571,29 +580,6 @@ def test_core_single_beat_hazard(params):
                                        "passthrough/pauses=4"])
     assert {"same_counter_hazard", "passthrough/pauses=0",
             "passthrough/pauses=4"} <= set(results.tests), sorted(results.tests)
-
-
-#: The two-clock core: LDA at 64 bits (2 × 16 counters, so reading a frozen copy over the
-#: byte-serial bus is short) exported with ``--control-domain ctrl`` (the bus bridge on
-#: ``ctrl_clk``, every CSR access crossing into ``clk``'s domain), run on two unrelated
-#: clocks (:data:`sim_tb.lib.tb.TWO_CLOCK_PS`: 6.4 ns and 10 ns, the control clock's start
-#: at a seeded random phase).
-TWO_CLOCK_PARAMS = CoreParams(kind="lda", data_width=64, size=16, control_domain="ctrl")
-#: What it runs: the counters, FROZEN_CHECK, the record header and the status counters
-#: against the golden model word for word under random pauses, every register reached
-#: through the crossing (about 170 s of Icarus at a load of 8 on two cores; ``bus_protocol``
-#: passes too, 47 s more). The rest of the core is the one-clock core's, which
-#: ``test_core`` runs; ``swap_boundary`` pins a swap to a datapath clock, which an access
-#: crossing from an unrelated clock does not have.
-TWO_CLOCK_TESTS = ["counters_match_golden/pauses=random"]
-
-
-def test_core_two_clocks():
-    """On Icarus whatever ``LDA_SIM`` says: a Verilator build of one more core costs more
-    than these two tests' run."""
-    results = run_core_tests(TWO_CLOCK_PARAMS, __name__, testcase=TWO_CLOCK_TESTS,
-                             simulator="icarus")
-    assert set(TWO_CLOCK_TESTS) <= set(results.tests), sorted(results.tests)
 
 
 @pytest.mark.parametrize("simulator", ["icarus", "verilator"])
