@@ -22,9 +22,7 @@ Example
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, wait
 
 from host_sw.model.pcap_stream import warm_compiled
 
@@ -83,6 +81,7 @@ class _Processes:
         return None if progress is None else WorkerProgress()
 
     def map(self, fn, jobs):
+        from concurrent.futures import wait
         futures = [self.pool.submit(fn, job) for job in jobs]
         pending = futures
         while pending:
@@ -139,6 +138,9 @@ def runner(jobs: int | None = None, scheduler: str | None = None):
     if jobs == 1:
         yield _Inline()
         return
+    # imported here: a run of one job does without them
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
     warm_compiled()           # loaded once here, shared by the forked workers
     counter = multiprocessing.Value("q", 0)
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
