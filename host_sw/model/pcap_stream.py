@@ -501,10 +501,8 @@ def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress, hashes=Non
         at = _CLASSIC_HEAD + byte_range.first_block * chunk_bytes
         f.seek(byte_range.start)
         first = f.read(at - byte_range.start)
-        if len(first) != at - byte_range.start:
+        if len(first) != at - byte_range.start:    # (the previous range's to report)
             raise _capture_error(f"{path!r}: shorter than its byte range")
-        if progress is not None and first:
-            progress(len(first))
         reads = byte_range.blocks
     blocks = _Blocks(f, chunk_bytes, 16 + window_bytes, first, progress)
     mean_record = 0.0
@@ -532,6 +530,11 @@ def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress, hashes=Non
             yield _classic_chunk(blocks.buf, starts, le, frac_ns, frac_limit,
                                  window_bytes, path, hashes)
         blocks.consume(cut)
+        if byte_range is not None and blocks.end > 16 + _MAX_CAPLEN:
+            # a record this long is rare, and a range started at a wrong guess would
+            # read its blocks into one growing buffer: its reader reads in one pass
+            raise _capture_error(f"{path!r}: a record of {blocks.end} bytes or more in a "
+                                 f"byte range")
 
 
 #: Bytes of a classic pcap's file header (its records start after it).
@@ -565,11 +568,12 @@ def record_start(data: np.ndarray, pos: int, le: bool, frac_limit: int,
     before ``pos`` (at the byte after a record's end, or anywhere in one); ``None`` when
     no start is found. ``at_eof``: ``data`` ends where the file ends.
 
-    A start is the first position from which :data:`_SYNC_RECORDS` records in a row
+    A start is a position from which :data:`_SYNC_RECORDS` records in a row
     have plausible headers (fraction below its limit, 1 to 2**18 captured bytes, an
     on-wire length at least that) or the chain ends exactly at the end of the file; the
-    chain from it is followed to ``pos``. Payload can imitate headers, so this is a
-    guess: the reader of the previous range checks it (:func:`ranges_chain`)."""
+    chains from these starts are followed to ``pos`` and the record most of them reach
+    is the answer. Payload can imitate headers, so this is a guess: the reader of the
+    previous range checks it (:func:`ranges_chain`)."""
     n = len(data) - 15                      # positions with a whole header
     if n <= 0 or pos >= len(data):
         return None
@@ -591,12 +595,28 @@ def record_start(data: np.ndarray, pos: int, le: bool, frac_limit: int,
         good &= ~inside | ok[step]
         good &= (at < n) | (at == len(data)) | (not at_eof)
     found = cand[good]
-    if not len(found):
+    if not len(found) or pos >= n:
         return None
-    c = int(found[0])
-    while c < n and ok[c] and int(nxt[c]) <= pos:
-        c = int(nxt[c])
-    return c if c <= pos < (int(nxt[c]) if c < n else c + 1) else None
+    # each start's chain followed to the record holding pos (pointer doubling), and the
+    # record most chains reach wins: every real start before pos reaches the real one,
+    # a false start (payload) mostly only itself
+    m = pos + 1
+    hop = np.arange(m, dtype=np.int64)
+    adv = ok[:m] & (nxt[:m] <= pos)
+    hop[adv] = nxt[:m][adv]
+    for _ in range(m.bit_length()):
+        again = hop[hop]
+        if np.array_equal(again, hop):
+            break
+        hop = again
+    reached = hop[found]
+    plausible = np.zeros(m, bool)
+    plausible[found] = True
+    reached = reached[plausible[reached]]
+    if not len(reached):
+        return None
+    values, counts = np.unique(reached, return_counts=True)
+    return int(values[np.argmax(counts)])
 
 
 def classic_ranges(path, parts: int,
