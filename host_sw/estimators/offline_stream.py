@@ -319,6 +319,8 @@ def _counts(iv: np.ndarray) -> list[tuple[int, int]]:
     if not len(iv):
         return []
     lo, hi = int(iv.min()), int(iv.max())
+    if lo == hi:                               # one interval (the default)
+        return [(lo, len(iv))]
     if hi - lo <= 4 * len(iv) + 1024:
         c = np.bincount(iv - lo)
         at = np.flatnonzero(c)
@@ -331,6 +333,10 @@ def _by_interval(iv: np.ndarray, values: np.ndarray):
     """``(interval, values of the packets of that interval)`` for each interval present
     in ``iv``, in increasing order (the packets' order kept within an interval)."""
     if not len(iv):
+        return
+    lo = int(iv.min())
+    if lo == int(iv.max()):                    # one interval: no sort, no copy
+        yield lo, values
         return
     order = np.argsort(iv, kind="stable")
     iv, values = iv[order], values[order]
@@ -721,7 +727,11 @@ def _duplicates(keys: np.ndarray) -> int:
 
 
 def _count_into(target: dict, iv: np.ndarray) -> None:
-    for k, n in _counts(iv):
+    _add_counts(target, _counts(iv))
+
+
+def _add_counts(target: dict, counts: list) -> None:
+    for k, n in counts:
         target[k] = target.get(k, 0) + n
 
 
@@ -867,10 +877,16 @@ def _pair_partition(job: _PartJob) -> _PartResult:
     num["matched"] = len(si)
     num["negative"] = int((delays < 0).sum())
     num["zero"] = int((delays == 0).sum())
-    _count_into(out.counts["sent"], s["iv"])
-    _count_into(out.counts["received"], r["iv"])
-    both = r["iv"][ri] == s["iv"][si]
-    out.delays = delay_stats(s["iv"][si[both]], delays[both])
+    sent, received = _counts(s["iv"]), _counts(r["iv"])
+    _add_counts(out.counts["sent"], sent)
+    _add_counts(out.counts["received"], received)
+    if len(sent) == 1 and [k for k, _ in received] == [sent[0][0]]:
+        # one interval on both sides (the default): every match is in it; no gathers
+        both = slice(None)
+        out.delays = delay_stats(np.full(len(si), sent[0][0], np.int64), delays)
+    else:
+        both = r["iv"][ri] == s["iv"][si]
+        out.delays = delay_stats(s["iv"][si[both]], delays[both])
     lost = np.ones(len(s), bool)
     lost[si[both]] = False
     _count_into(out.counts["lost"], s["iv"][lost])
