@@ -590,12 +590,14 @@ def _stable_order(keys: np.ndarray, order: np.ndarray, same: np.ndarray) -> np.n
     return order
 
 
-def _sort_keys(keys: np.ndarray) -> tuple[np.ndarray, bool]:
-    """An argsort of uint64 ``keys`` and whether it is stable. Fast path: each key's
-    low bits replaced by its position, the values sorted (numpy's sort of plain uint64,
-    vectorised, about four times faster than its argsort) and the positions read back;
-    that order is the stable argsort unless two different keys share their high bits
-    (checked; then numpy's argsort)."""
+def _sort_keys(keys: np.ndarray) -> tuple[np.ndarray, bool, np.ndarray | None]:
+    """An argsort of uint64 ``keys``, whether it is stable, and (when it is) which
+    sorted neighbours are equal (``same[i]``: the ``i``-th and ``i+1``-th). Fast path:
+    each key's low bits replaced by its position, the values sorted (numpy's sort of
+    plain uint64, vectorised, about four times faster than its argsort) and the positions
+    read back; that order is the stable argsort unless two different keys share their
+    high bits (checked; then numpy's argsort). Checked, equal high bits are equal keys:
+    ``same`` comes from the sorted values, no second gather of the keys."""
     n = len(keys)
     bits = max(1, (n - 1).bit_length())
     if bits <= 32:
@@ -606,9 +608,10 @@ def _sort_keys(keys: np.ndarray) -> tuple[np.ndarray, bool]:
         order = (packed & low).astype(np.int64)
         packed &= ~low
         k = keys[order]
-        if not ((packed[1:] == packed[:-1]) & (k[1:] != k[:-1])).any():
-            return order, True
-    return np.argsort(keys), False
+        same = packed[1:] == packed[:-1]
+        if not (same & (k[1:] != k[:-1])).any():
+            return order, True, same
+    return np.argsort(keys), False, None
 
 
 def _match(s_keys: np.ndarray, r_keys: np.ndarray, counts: dict | None = None):
@@ -625,9 +628,10 @@ def _match(s_keys: np.ndarray, r_keys: np.ndarray, counts: dict | None = None):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     ns = len(s_keys)
     keys = np.concatenate([s_keys, r_keys])
-    order, stable = _sort_keys(keys)
-    k = keys[order]
-    same = k[1:] == k[:-1]
+    order, stable, same = _sort_keys(keys)
+    if same is None:
+        k = keys[order]
+        same = k[1:] == k[:-1]
     if not (same[1:] & same[:-1]).any():         # no key thrice: neighbours pair up
         at = np.flatnonzero(same)
         a, b = order[at], order[at + 1]
@@ -1155,7 +1159,7 @@ def _build_cache(job: tuple) -> tuple:
             recs = spill.load(side, q)
             if not len(recs):
                 continue
-            order, _ = _sort_keys(recs["id"])   # equal IDs are dropped: any order
+            order, _, _ = _sort_keys(recs["id"])   # equal IDs are dropped: any order
             ids, ticks = recs["id"][order], recs["tick"][order]
             once = np.ones(len(ids), bool)
             same = ids[1:] == ids[:-1]

@@ -214,3 +214,23 @@ def test_match_counts_each_sides_repeats_as_a_sort_of_that_side(most):
         snd, rcv = at[at < len(s)], at[at >= len(s)] - len(s)
         want += list(zip(snd[:len(rcv)].tolist(), rcv[:len(snd)].tolist()))
     assert sorted(zip(si.tolist(), ri.tolist())) == sorted(want)
+
+
+@pytest.mark.parametrize("collide", [False, True], ids=["distinct", "shared-high-bits"])
+def test_sort_keys_gives_the_stable_order_and_equal_neighbours(collide):
+    """The packed sort's order is numpy's stable argsort and its ``same`` the equal
+    sorted neighbours; keys differing only in their low bits (which the packing
+    replaces) fall back to numpy's argsort (no ``same``)."""
+    rng = np.random.default_rng(5)
+    pool = rng.integers(0, 1 << 64, size=500, dtype=np.uint64)
+    if collide:
+        pool[:100] = (pool[0] & ~np.uint64(0xFFFF)) | np.arange(100, dtype=np.uint64)
+    keys = pool[rng.integers(0, 500, size=2000)]
+    order, stable, same = offline_stream._sort_keys(keys)
+    k = keys[order]
+    assert np.array_equal(k, np.sort(keys))
+    if collide:
+        assert not stable and same is None
+    else:
+        assert stable and np.array_equal(order, np.argsort(keys, kind="stable"))
+        assert np.array_equal(same, k[1:] == k[:-1]) and same.sum() > 100
