@@ -234,3 +234,25 @@ def test_sort_keys_gives_the_stable_order_and_equal_neighbours(collide):
     else:
         assert stable and np.array_equal(order, np.argsort(keys, kind="stable"))
         assert np.array_equal(same, k[1:] == k[:-1]) and same.sum() > 100
+
+
+@pytest.mark.parametrize("parts", [1, 3, 4, 5, 40])
+def test_spill_keeps_each_partitions_records_in_order(tmp_path, parts):
+    """Records added in chunks come back per partition (key modulo the partitions) in
+    the order they were added, from memory and from files (a pass per partition up to
+    four partitions, a radix sort beyond)."""
+    rng = np.random.default_rng(parts)
+    dtype = np.dtype([("key", "<u8"), ("ts", "<i8"), ("iv", "<i8"), ("flow", "<i8")])
+    spill = offline_stream._Spill(parts, {"sender": dtype}, folder=str(tmp_path),
+                                  budget=20_000)
+    keys = rng.integers(0, 1 << 64, size=5000, dtype=np.uint64)
+    for a in range(0, 5000, 700):
+        b = min(a + 700, 5000)
+        spill.add("sender", {"key": keys[a:b], "ts": np.arange(a, b), "iv": 7,
+                             "flow": np.arange(a, b) % 11})
+    assert spill.written
+    for p in range(parts):
+        got = spill.load("sender", p)
+        want = np.flatnonzero(keys % np.uint64(parts) == p)
+        assert np.array_equal(got["ts"], want) and np.array_equal(got["key"], keys[want])
+        assert (got["iv"] == 7).all() and np.array_equal(got["flow"], want % 11)
