@@ -24,12 +24,15 @@ order a field at a time, the pairing sorts keys with their positions packed in
 flows are found by a compiled hash-table probe (:func:`_probe_loop`).
 
 Tasks: the two captures' passes (:func:`_side_pass`, each with its own interval grid,
-flow table and spill), then one pairing per partition (:func:`_pair_partition`), run by
+flow table and spill; with several workers one per byte range of a classic pcap,
+:func:`_side_passes`), then one pairing per partition (:func:`_pair_partition`), run by
 a runner of :mod:`host_sw.estimators.offline_jobs` (this process, worker processes, a
-Dask cluster). Their results are merged in a fixed order — the receiver's intervals
-clipped to the sender's range, its flows appended to the sender's table in the order
-one table would have given them, the partitions' truth combined in partition order — so
-the records are byte for byte those of one process.
+Dask cluster). Their results are merged in a fixed order — a capture's ranges in file
+order (:func:`_merge_ranges`: their chunks are those of one pass, so their flow tables
+merge into the one pass's), the receiver's intervals clipped to the sender's range, its
+flows appended to the sender's table in the order one table would have given them, the
+partitions' truth combined in partition order — so the records are byte for byte those
+of one process.
 
 What grows with the input instead: the synopses (one pair per interval) and the flows of
 an LDS configuration (one entry per flow).
