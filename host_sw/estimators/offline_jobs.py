@@ -8,7 +8,8 @@ pass per capture, then one pairing per spilled partition — and merges their re
 a fixed order, so the records are the same whichever runner ran them. A runner's
 ``map(fn, jobs)`` returns ``[fn(job) for job in jobs]`` in order; ``inline`` says the
 tasks run in this process (they may then keep their spill in memory);
-``task_progress(progress)`` gives the callback to hand to the tasks (worker processes
+``workers`` is how many tasks may run at once (each capture is read in that many byte
+ranges); ``task_progress(progress)`` gives the callback to hand to the tasks (worker processes
 add to a shared byte counter that ``map`` reports to ``progress``; a Dask cluster's
 workers report nothing). Worker processes and Dask workers must reach the capture files and the spill
 folder by the same paths (a shared file system beyond one machine).
@@ -22,9 +23,7 @@ Example
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, wait
 
 from host_sw.model.pcap_stream import warm_compiled
 
@@ -41,6 +40,7 @@ def default_jobs() -> int:
 
 class _Inline:
     inline = True
+    workers = 1
 
     def map(self, fn, jobs):
         return [fn(job) for job in jobs]
@@ -72,8 +72,8 @@ class WorkerProgress:
 class _Processes:
     inline = False
 
-    def __init__(self, pool, counter):
-        self.pool, self.counter = pool, counter
+    def __init__(self, pool, counter, workers: int):
+        self.pool, self.counter, self.workers = pool, counter, workers
         self.progress, self.seen = None, 0
 
     def task_progress(self, progress):
@@ -83,6 +83,7 @@ class _Processes:
         return None if progress is None else WorkerProgress()
 
     def map(self, fn, jobs):
+        from concurrent.futures import wait
         futures = [self.pool.submit(fn, job) for job in jobs]
         pending = futures
         while pending:
@@ -99,6 +100,7 @@ class _Dask:
 
     def __init__(self, client):
         self.client = client
+        self.workers = max(1, sum(client.nthreads().values()))
 
     def task_progress(self, progress):
         """No progress from a cluster's workers."""
@@ -139,8 +141,11 @@ def runner(jobs: int | None = None, scheduler: str | None = None):
     if jobs == 1:
         yield _Inline()
         return
+    # imported here: a run of one job does without them
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
     warm_compiled()           # loaded once here, shared by the forked workers
     counter = multiprocessing.Value("q", 0)
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                              initargs=(counter,)) as pool:
-        yield _Processes(pool, counter)
+        yield _Processes(pool, counter, jobs)

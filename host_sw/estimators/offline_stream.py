@@ -24,12 +24,15 @@ order a field at a time, the pairing sorts keys with their positions packed in
 flows are found by a compiled hash-table probe (:func:`_probe_loop`).
 
 Tasks: the two captures' passes (:func:`_side_pass`, each with its own interval grid,
-flow table and spill), then one pairing per partition (:func:`_pair_partition`), run by
+flow table and spill; with several workers one per byte range of a classic pcap,
+:func:`_side_passes`), then one pairing per partition (:func:`_pair_partition`), run by
 a runner of :mod:`host_sw.estimators.offline_jobs` (this process, worker processes, a
-Dask cluster). Their results are merged in a fixed order — the receiver's intervals
-clipped to the sender's range, its flows appended to the sender's table in the order
-one table would have given them, the partitions' truth combined in partition order — so
-the records are byte for byte those of one process.
+Dask cluster). Their results are merged in a fixed order — a capture's ranges in file
+order (:func:`_merge_ranges`: their chunks are those of one pass, so their flow tables
+merge into the one pass's), the receiver's intervals clipped to the sender's range, its
+flows appended to the sender's table in the order one table would have given them, the
+partitions' truth combined in partition order — so the records are byte for byte those
+of one process.
 
 What grows with the input instead: the synopses (one pair per interval) and the flows of
 an LDS configuration (one entry per flow).
@@ -43,6 +46,7 @@ first and last intervals are open towards the captures' ends.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shutil
@@ -56,9 +60,11 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.hashing import HashPurpose, compiled, default_masks, mix64_array
 from host_sw.contracts.synopsis import Synopsis
+from host_sw.model.pcap import CaptureError
 from host_sw.model.golden_lda_rda_lds import (Hashers, PacketHashes, hash_windows,
                                               split_window_hashes, update)
-from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, WindowHashes, iter_capture
+from host_sw.model.pcap_stream import (DEFAULT_CHUNK_BYTES, ByteRange, WindowHashes,
+                                       classic_ranges, iter_capture, ranges_chain)
 from host_sw.estimators.offline_jobs import inline_runner
 from host_sw.estimators.rda.decode import PacketCache
 
@@ -101,7 +107,11 @@ class _Spill:
         order = None
         if self.parts > 1:
             part = self.partition(columns, self.parts)
-            order = np.argsort(part, kind="stable")     # a radix sort for 16-bit keys
+            if self.parts <= 4:     # a pass per partition: faster than the radix sort
+                order = np.concatenate([np.flatnonzero(part == p)
+                                        for p in range(self.parts)])
+            else:
+                order = np.argsort(part, kind="stable")     # a radix sort (16-bit keys)
             bounds = np.r_[0, np.cumsum(np.bincount(part, minlength=self.parts))]
         recs = np.empty(n, dtype)
         for name in dtype.names:
@@ -316,6 +326,8 @@ def _counts(iv: np.ndarray) -> list[tuple[int, int]]:
     if not len(iv):
         return []
     lo, hi = int(iv.min()), int(iv.max())
+    if lo == hi:                               # one interval (the default)
+        return [(lo, len(iv))]
     if hi - lo <= 4 * len(iv) + 1024:
         c = np.bincount(iv - lo)
         at = np.flatnonzero(c)
@@ -328,6 +340,10 @@ def _by_interval(iv: np.ndarray, values: np.ndarray):
     """``(interval, values of the packets of that interval)`` for each interval present
     in ``iv``, in increasing order (the packets' order kept within an interval)."""
     if not len(iv):
+        return
+    lo = int(iv.min())
+    if lo == int(iv.max()):                    # one interval: no sort, no copy
+        yield lo, values
         return
     order = np.argsort(iv, kind="stable")
     iv, values = iv[order], values[order]
@@ -468,13 +484,14 @@ class _Pass:
     def update(self, iv, hashes: PacketHashes, ticks) -> None:
         _update_synopses(self.config, self.hashers, self.synopses, iv, hashes, ticks)
 
-    def run(self, path, side: str, *, deferred: bool) -> None:
+    def run(self, path, side: str, *, deferred: bool,
+            byte_range: ByteRange | None = None) -> None:
         config = self.config
         for chunk in iter_capture(path, window_bytes=config.window_bytes,
                                   chunk_bytes=self.options.get("chunk_bytes",
                                                                DEFAULT_CHUNK_BYTES),
                                   progress=self.options.get("progress"),
-                                  hashes=self.window_hashes):
+                                  hashes=self.window_hashes, byte_range=byte_range):
             ts, windows, classes = chunk.timestamps_ns, chunk.windows, chunk.classes
             hashed = chunk.hashes
             seq = np.arange(self.seq, self.seq + len(ts), dtype=np.int64)
@@ -580,12 +597,14 @@ def _stable_order(keys: np.ndarray, order: np.ndarray, same: np.ndarray) -> np.n
     return order
 
 
-def _sort_keys(keys: np.ndarray) -> tuple[np.ndarray, bool]:
-    """An argsort of uint64 ``keys`` and whether it is stable. Fast path: each key's
-    low bits replaced by its position, the values sorted (numpy's sort of plain uint64,
-    vectorised, about four times faster than its argsort) and the positions read back;
-    that order is the stable argsort unless two different keys share their high bits
-    (checked; then numpy's argsort)."""
+def _sort_keys(keys: np.ndarray) -> tuple[np.ndarray, bool, np.ndarray | None]:
+    """An argsort of uint64 ``keys``, whether it is stable, and (when it is) which
+    sorted neighbours are equal (``same[i]``: the ``i``-th and ``i+1``-th). Fast path:
+    each key's low bits replaced by its position, the values sorted (numpy's sort of
+    plain uint64, vectorised, about four times faster than its argsort) and the positions
+    read back; that order is the stable argsort unless two different keys share their
+    high bits (checked; then numpy's argsort). Checked, equal high bits are equal keys:
+    ``same`` comes from the sorted values, no second gather of the keys."""
     n = len(keys)
     bits = max(1, (n - 1).bit_length())
     if bits <= 32:
@@ -596,9 +615,10 @@ def _sort_keys(keys: np.ndarray) -> tuple[np.ndarray, bool]:
         order = (packed & low).astype(np.int64)
         packed &= ~low
         k = keys[order]
-        if not ((packed[1:] == packed[:-1]) & (k[1:] != k[:-1])).any():
-            return order, True
-    return np.argsort(keys), False
+        same = packed[1:] == packed[:-1]
+        if not (same & (k[1:] != k[:-1])).any():
+            return order, True, same
+    return np.argsort(keys), False, None
 
 
 def _match(s_keys: np.ndarray, r_keys: np.ndarray, counts: dict | None = None):
@@ -615,9 +635,10 @@ def _match(s_keys: np.ndarray, r_keys: np.ndarray, counts: dict | None = None):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     ns = len(s_keys)
     keys = np.concatenate([s_keys, r_keys])
-    order, stable = _sort_keys(keys)
-    k = keys[order]
-    same = k[1:] == k[:-1]
+    order, stable, same = _sort_keys(keys)
+    if same is None:
+        k = keys[order]
+        same = k[1:] == k[:-1]
     if not (same[1:] & same[:-1]).any():         # no key thrice: neighbours pair up
         at = np.flatnonzero(same)
         a, b = order[at], order[at + 1]
@@ -717,7 +738,11 @@ def _duplicates(keys: np.ndarray) -> int:
 
 
 def _count_into(target: dict, iv: np.ndarray) -> None:
-    for k, n in _counts(iv):
+    _add_counts(target, _counts(iv))
+
+
+def _add_counts(target: dict, counts: list) -> None:
+    for k, n in counts:
         target[k] = target.get(k, 0) + n
 
 
@@ -863,10 +888,16 @@ def _pair_partition(job: _PartJob) -> _PartResult:
     num["matched"] = len(si)
     num["negative"] = int((delays < 0).sum())
     num["zero"] = int((delays == 0).sum())
-    _count_into(out.counts["sent"], s["iv"])
-    _count_into(out.counts["received"], r["iv"])
-    both = r["iv"][ri] == s["iv"][si]
-    out.delays = delay_stats(s["iv"][si[both]], delays[both])
+    sent, received = _counts(s["iv"]), _counts(r["iv"])
+    _add_counts(out.counts["sent"], sent)
+    _add_counts(out.counts["received"], received)
+    if len(sent) == 1 and [k for k, _ in received] == [sent[0][0]]:
+        # one interval on both sides (the default): every match is in it; no gathers
+        both = slice(None)
+        out.delays = delay_stats(np.full(len(si), sent[0][0], np.int64), delays)
+    else:
+        both = r["iv"][ri] == s["iv"][si]
+        out.delays = delay_stats(s["iv"][si[both]], delays[both])
     lost = np.ones(len(s), bool)
     lost[si[both]] = False
     _count_into(out.counts["lost"], s["iv"][lost])
@@ -995,6 +1026,7 @@ class _SideJob:
     directory: str
     cache_parts: int          # RDA: partitions of the cache records, else 0
     flush: bool               # spill everything to files (a task in another process)
+    byte_range: ByteRange | None = None    # a part of the capture (its own folder)
 
 
 @dataclass
@@ -1009,24 +1041,98 @@ class _SideResult:
     flows: FlowTable | None
     spill: _Spill
     cache: _Spill | None
+    records: int = 0          # records read (OPA's places in the capture)
+    end: int | None = None    # a byte range's end (ByteRange.end)
 
 
 def _side_pass(job: _SideJob) -> _SideResult:
-    """Read one capture (:class:`_Pass`); its spill on files when ``job.flush``."""
+    """Read one capture, or one byte range of it (:class:`_Pass`); its spill on files
+    when ``job.flush``."""
     share = max(1, SPILL_MEMORY_BYTES // 2)
-    spill = _Spill(job.parts, {job.side: job.dtype}, folder=job.directory, budget=share)
+    folder = job.directory
+    if job.byte_range is not None:
+        folder = os.path.join(job.directory, f"range-{job.side}-{job.byte_range.start}")
+        os.makedirs(os.path.join(folder, "cache"), exist_ok=True)
+    spill = _Spill(job.parts, {job.side: job.dtype}, folder=folder, budget=share)
     cache = (_Spill(job.cache_parts, {job.side: _CACHE_DTYPE},
-                    folder=os.path.join(job.directory, "cache"), budget=share,
+                    folder=os.path.join(folder, "cache"), budget=share,
                     partition=_id_range_partition)
              if job.cache_parts else None)
     one = _Pass(job.config, spill, job.options, keep=job.keep, cache_spill=cache)
-    one.run(job.path, job.side, deferred=job.deferred)
+    try:
+        one.run(job.path, job.side, deferred=job.deferred, byte_range=job.byte_range)
+    except CaptureError:
+        if job.byte_range is None:
+            raise
+        # a range from a wrongly guessed start reads nonsense: the capture is read
+        # again in one pass (_side_passes), which raises the error if it is the file's
+        return _SideResult({}, {}, 0, 0, None, None, None, None, spill, cache, 0, -1)
     if job.flush:
         spill.flush()
         if cache is not None:
             cache.flush()
     return _SideResult(one.synopses, one.meta, one.counted, one.left_out, one.grid.lo,
-                       one.grid.hi, one.grid.t0, one.flows, spill, cache)
+                       one.grid.hi, one.grid.t0, one.flows, spill, cache, one.seq,
+                       None if job.byte_range is None else job.byte_range.end)
+
+
+class _RangeSpills:
+    """The spills of one capture's byte ranges read as one spill, partition by
+    partition in range order (the capture's order); each range's flow indices mapped
+    onto the pair's table and its OPA places moved by the records before it."""
+
+    def __init__(self, spills: list, flow_maps: list | None = None,
+                 seq_offsets: list | None = None):
+        self.spills, self.parts = spills, spills[0].parts
+        self.flow_maps, self.seq_offsets = flow_maps, seq_offsets
+
+    def load(self, side: str, p: int) -> np.ndarray:
+        got = []
+        for i, spill in enumerate(self.spills):
+            recs = spill.load(side, p)
+            if not len(recs):
+                continue
+            names = recs.dtype.names
+            fmap = None if self.flow_maps is None else self.flow_maps[i]
+            if fmap is not None and "flow" in names:
+                have = recs["flow"] >= 0
+                recs["flow"][have] = fmap[recs["flow"][have]]
+            if self.seq_offsets is not None and self.seq_offsets[i] and "seq" in names:
+                recs["seq"] += self.seq_offsets[i]
+            got.append(recs)
+        if not got:
+            return self.spills[0].load(side, p)      # an empty array of the dtype
+        return np.concatenate(got) if len(got) > 1 else got[0]
+
+
+def _merge_ranges(results: list, pair_flows: FlowTable | None) -> _SideResult:
+    """One capture's result from its byte ranges' results (in range order): synopses
+    and counts added, the interval range widened, the first range's grid origin, the
+    spills read as one (:class:`_RangeSpills`). The ranges' flows are added to
+    ``pair_flows`` (the pair's table; the first range's own when ``None``) in range
+    order: the order one pass over the capture gives them, since the ranges' chunks are
+    those of one pass."""
+    first = results[0]
+    synopses, meta = {}, {}
+    for res in results:
+        _merge_synopses(synopses, res.synopses)
+        _merge_meta(meta, res.meta)
+    lows = [r.lo for r in results if r.lo is not None]
+    flows = first.flows if pair_flows is None else pair_flows
+    flow_maps = None
+    if flows is not None:
+        flow_maps = [None if res.flows is flows else _flow_map(flows, res.flows)
+                     for res in results]
+    offsets = np.cumsum([0] + [r.records for r in results[:-1]]).tolist()
+    spill = _RangeSpills([r.spill for r in results], flow_maps, offsets)
+    cache = (None if first.cache is None
+             else _RangeSpills([r.cache for r in results]))
+    return _SideResult(synopses, meta, sum(r.counted for r in results),
+                       sum(r.left_out for r in results),
+                       min(lows) if lows else None,
+                       max(r.hi for r in results if r.hi is not None) if lows else None,
+                       next((r.t0 for r in results if r.t0 is not None), None),
+                       flows, spill, cache, sum(r.records for r in results), results[-1].end)
 
 
 #: An RDA cache record: a counted packet's ID and timestamp (ticks).
@@ -1060,7 +1166,7 @@ def _build_cache(job: tuple) -> tuple:
             recs = spill.load(side, q)
             if not len(recs):
                 continue
-            order, _ = _sort_keys(recs["id"])   # equal IDs are dropped: any order
+            order, _, _ = _sort_keys(recs["id"])   # equal IDs are dropped: any order
             ids, ticks = recs["id"][order], recs["tick"][order]
             once = np.ones(len(ids), bool)
             same = ids[1:] == ids[:-1]
@@ -1130,17 +1236,24 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
         options = {"chunk_bytes": chunk_bytes, "interval_ns": interval_ns, "start_ns": t0,
                    "progress": run.task_progress(progress)}
         cache_parts = parts if config.kind == "rda" else 0
-        s_res, r_res = run.map(_side_pass, [
+        side_jobs = [
             _SideJob(sender, "sender", config, options, False, keep, dtypes["sender"],
                      parts, directory, cache_parts, not run.inline),
             _SideJob(receiver, "receiver", config, options, deferred, None,
-                     dtypes["receiver"], parts, directory, cache_parts, not run.inline)])
+                     dtypes["receiver"], parts, directory, cache_parts, not run.inline)]
+        s_list, r_list = _side_passes(run, side_jobs, chunk_bytes)
+        s_res = s_list[0] if len(s_list) == 1 else _merge_ranges(s_list, None)
+        flows = s_res.flows
+        if len(r_list) == 1:
+            r_res = r_list[0]
+            flow_map = _flow_map(flows, r_res.flows)
+        else:                   # the ranges' flows mapped onto the pair's as they load
+            r_res = _merge_ranges(r_list, flows)
+            flow_map = None
         clip = None if s_res.lo is None else (s_res.lo, s_res.hi)
         r_synopses, r_meta = {}, {}
         _merge_synopses(r_synopses, r_res.synopses, clip)
         _merge_meta(r_meta, r_res.meta, clip)
-        flows = s_res.flows
-        flow_map = _flow_map(flows, r_res.flows)
         caches = {side: None for side in ("sender", "receiver")}
         cache_files = None
         if cache_parts:
@@ -1172,8 +1285,43 @@ def _stream_once(sender, receiver, config: SynopsisConfig, *, mode, interval_ns,
     return pair
 
 
+def _range_count(run) -> int:
+    """Byte ranges each capture is read in: one per worker of ``run``."""
+    return max(1, int(getattr(run, "workers", 1)))
+
+
+def _side_passes(run, jobs: list, chunk_bytes: int) -> tuple[list, list]:
+    """Both captures' passes (``jobs``: the sender's and the receiver's) as tasks of
+    ``run``: each classic pcap in :func:`_range_count` byte ranges of whole blocks
+    (:func:`~host_sw.model.pcap_stream.classic_ranges`), so that every worker reads
+    from the start; the results of each capture's ranges, in order. A capture whose
+    ranges do not chain (a split point's record guessed wrong) is read again in one
+    task."""
+    tasks, counts = [], []
+    n = _range_count(run)
+    for job in jobs:
+        ranges = classic_ranges(job.path, n, chunk_bytes) if n > 1 else None
+        part = ([job] if ranges is None else
+                [dataclasses.replace(job, byte_range=r) for r in ranges])
+        tasks += part
+        counts.append(len(part))
+    results = run.map(_side_pass, tasks)
+    out, at = [], 0
+    for job, k in zip(jobs, counts):
+        got, part = results[at:at + k], tasks[at:at + k]
+        at += k
+        if k > 1 and (any(g.end == -1 for g in got) or not ranges_chain(
+                [dataclasses.replace(t.byte_range, end=g.end) for t, g in zip(part, got)])):
+            got = run.map(_side_pass, [job])
+        out.append(got)
+    return out[0], out[1]
+
+
 def _remove_spill(directory: str) -> None:
     """Delete the spilled partitions (the RDA caches' files stay)."""
+    for name in os.listdir(directory):
+        if name.startswith("range-"):
+            shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
     for root in (directory, os.path.join(directory, "cache")):
         for name in os.listdir(root):
             path = os.path.join(root, name)

@@ -53,7 +53,8 @@ from host_sw.model.pcap import MAGIC_NS, MAGIC_US, PCAPNG_BOM, PCAPNG_SHB, Captu
 
 __all__ = ["CaptureChunk", "WindowHashes", "iter_capture", "warm_compiled",
            "capture_linktype", "classify_windows",
-           "DEFAULT_CHUNK_BYTES", "walk_classic", "walk_pcapng", "PcapngInterface"]
+           "DEFAULT_CHUNK_BYTES", "walk_classic", "walk_pcapng", "PcapngInterface",
+           "ByteRange", "classic_ranges", "record_start", "ranges_chain"]
 
 #: Bytes of the file read at once (the reader's memory is a few times this).
 DEFAULT_CHUNK_BYTES = 32 << 20
@@ -483,20 +484,44 @@ def _check_fraction(frac, frac_limit, starts, where) -> None:
                              f"in the record at byte offset {int(starts[bad[0]])} of a block")
 
 
-def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress, hashes=None):
+def _classic_format(head: bytes) -> tuple[bool, int, int]:
+    """``(little-endian, ns per fraction unit, fraction limit)`` of a classic pcap."""
     magic_le = struct.unpack("<I", head[:4])[0]
     le = magic_le in (MAGIC_US, MAGIC_NS)
     magic = magic_le if le else struct.unpack(">I", head[:4])[0]
     frac_ns = 1 if magic == MAGIC_NS else 1000
-    frac_limit = 1_000_000_000 if frac_ns == 1 else 1_000_000
-    blocks = _Blocks(f, chunk_bytes, 16 + window_bytes, b"", progress)
+    return le, frac_ns, 1_000_000_000 if frac_ns == 1 else 1_000_000
+
+
+def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress, hashes=None,
+                  byte_range: "ByteRange | None" = None):
+    le, frac_ns, frac_limit = _classic_format(head)
+    first, reads = b"", None
+    if byte_range is not None:         # the blocks of a one-pass reading (ByteRange)
+        at = _CLASSIC_HEAD + byte_range.first_block * chunk_bytes
+        f.seek(byte_range.start)
+        first = f.read(at - byte_range.start)
+        if len(first) != at - byte_range.start:    # (the previous range's to report)
+            raise _capture_error(f"{path!r}: shorter than its byte range")
+        reads = byte_range.blocks
+    blocks = _Blocks(f, chunk_bytes, 16 + window_bytes, first, progress)
     mean_record = 0.0
     while True:
-        if not blocks.read():
+        if reads == 0:                 # the range's blocks are read: where the rest starts
+            byte_range.end = f.tell() - blocks.end
+            return
+        got = blocks.read()
+        if reads is not None:
+            reads -= 1
+            if got < chunk_bytes:
+                raise _capture_error(f"{path!r}: shorter than its byte range")
+        if not got:
             if blocks.end:
                 what = "record header" if blocks.end < 16 else "packet record"
                 raise _capture_error(f"{path!r}: truncated {what} at the end of the file "
                                      f"({blocks.end} bytes left)")
+            if byte_range is not None:
+                byte_range.end = f.tell()
             return
         starts, cut = _classic_records(blocks, le, frac_limit,
                                        mean_record < _GUESS_MAX_MEAN_RECORD)
@@ -505,6 +530,130 @@ def _iter_classic(f, path, head, window_bytes, chunk_bytes, progress, hashes=Non
             yield _classic_chunk(blocks.buf, starts, le, frac_ns, frac_limit,
                                  window_bytes, path, hashes)
         blocks.consume(cut)
+        if byte_range is not None and blocks.end > 16 + _MAX_CAPLEN:
+            # a record this long is rare, and a range started at a wrong guess would
+            # read its blocks into one growing buffer: its reader reads in one pass
+            raise _capture_error(f"{path!r}: a record of {blocks.end} bytes or more in a "
+                                 f"byte range")
+
+
+#: Bytes of a classic pcap's file header (its records start after it).
+_CLASSIC_HEAD = 24
+#: Records after a guessed record start that must look like record headers too
+#: (:func:`record_start`).
+_SYNC_RECORDS = 16
+#: Bytes looked at after a split point to check the chains of guessed record starts.
+_SYNC_AHEAD = 1 << 20
+
+
+@dataclass
+class ByteRange:
+    """A part of a classic pcap read by one task (:func:`classic_ranges`): the records
+    a one pass reading of ``chunk_bytes`` blocks finds in its blocks ``first_block`` to
+    ``first_block + blocks - 1`` (``blocks`` ``None``: to the end of the file), so the
+    chunks are those of the one pass. ``start`` is the byte where its first record
+    starts; ``end``, set by :func:`iter_capture` when the range is read, where the
+    first record it leaves to the next range starts (the next range's ``start`` when
+    the split point's record was found right: :func:`ranges_chain`)."""
+    start: int
+    first_block: int
+    blocks: int | None
+    end: int | None = None
+
+
+def record_start(data: np.ndarray, pos: int, le: bool, frac_limit: int,
+                 at_eof: bool) -> int | None:
+    """The start (an index of ``data``) of the record holding byte ``pos`` of ``data``,
+    a stretch of a classic pcap's records that begins at most ``16 + 2**18`` bytes
+    before ``pos`` (at the byte after a record's end, or anywhere in one); ``None`` when
+    no start is found. ``at_eof``: ``data`` ends where the file ends.
+
+    A start is a position from which :data:`_SYNC_RECORDS` records in a row
+    have plausible headers (fraction below its limit, 1 to 2**18 captured bytes, an
+    on-wire length at least that) or the chain ends exactly at the end of the file; the
+    chains from these starts are followed to ``pos`` and the record most of them reach
+    is the answer. Payload can imitate headers, so this is a guess: the reader of the
+    previous range checks it (:func:`ranges_chain`)."""
+    n = len(data) - 15                      # positions with a whole header
+    if n <= 0 or pos >= len(data):
+        return None
+    dt = np.dtype("<u4" if le else ">u4")
+
+    def word(k):
+        return np.ndarray((n,), dt, data, k, (1,)).astype(np.int64)
+
+    frac, cap, orig = word(4), word(8), word(12)
+    ok = (frac < frac_limit) & (cap >= 1) & (cap <= _MAX_CAPLEN) & (orig >= cap)
+    nxt = np.arange(n, dtype=np.int64) + 16 + cap
+    cand = np.flatnonzero(ok[:pos + 1])
+    good = np.ones(len(cand), bool)
+    at = cand.copy()
+    for _ in range(_SYNC_RECORDS):
+        inside = at < n
+        step = np.minimum(at, n - 1)
+        at = np.where(inside, nxt[step], at)
+        good &= ~inside | ok[step]
+        good &= (at < n) | (at == len(data)) | (not at_eof)
+    found = cand[good]
+    if not len(found) or pos >= n:
+        return None
+    # each start's chain followed to the record holding pos (pointer doubling), and the
+    # record most chains reach wins: every real start before pos reaches the real one,
+    # a false start (payload) mostly only itself
+    m = pos + 1
+    hop = np.arange(m, dtype=np.int64)
+    adv = ok[:m] & (nxt[:m] <= pos)
+    hop[adv] = nxt[:m][adv]
+    for _ in range(m.bit_length()):
+        again = hop[hop]
+        if np.array_equal(again, hop):
+            break
+        hop = again
+    reached = hop[found]
+    plausible = np.zeros(m, bool)
+    plausible[found] = True
+    reached = reached[plausible[reached]]
+    if not len(reached):
+        return None
+    values, counts = np.unique(reached, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def classic_ranges(path, parts: int,
+                   chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[ByteRange] | None:
+    """Split a classic pcap into up to ``parts`` :class:`ByteRange` of whole blocks of
+    a one-pass reading (each read by a task of its own); ``None`` for pcapng, one part
+    or a file of less than two blocks. Each split point is a block's first byte; the
+    range after it starts at the record holding that byte (:func:`record_start`)."""
+    f, path, fmt, head = _open(path)
+    with f:
+        if fmt != "pcap":
+            return None
+        size = os.fstat(f.fileno()).st_size
+        n_blocks = max(0, size - _CLASSIC_HEAD + chunk_bytes - 1) // chunk_bytes
+        parts = min(int(parts), n_blocks)
+        if parts < 2:
+            return None
+        le, _, frac_limit = _classic_format(head)
+        firsts = [n_blocks * i // parts for i in range(parts)] + [n_blocks]
+        out = [ByteRange(_CLASSIC_HEAD, 0, firsts[1])]
+        for i in range(1, parts):
+            pos = _CLASSIC_HEAD + firsts[i] * chunk_bytes
+            lo = max(_CLASSIC_HEAD, pos - 16 - _MAX_CAPLEN)
+            hi = min(size, pos + _SYNC_AHEAD)
+            f.seek(lo)
+            data = np.frombuffer(f.read(hi - lo), np.uint8)
+            got = record_start(data, pos - lo, le, frac_limit, hi == size)
+            start = pos if got is None else lo + got     # pos: the check will refuse it
+            out.append(ByteRange(start, firsts[i],
+                                 None if i == parts - 1 else firsts[i + 1] - firsts[i]))
+        return out
+
+
+def ranges_chain(ranges: list[ByteRange]) -> bool:
+    """Whether the ranges, read, chain: each one ended where the next one started (the
+    first starts after the file header: by induction every start was a record's)."""
+    return all(a.end == b.start for a, b in zip(ranges, ranges[1:]))
 
 
 # ---------------------------------------------------------------------------------------
@@ -689,12 +838,15 @@ def capture_linktype(path) -> int:
 def iter_capture(path, *, window_bytes: int = DEFAULT_WINDOW_BYTES,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  progress: Callable[[int], None] | None = None,
-                 hashes: "WindowHashes | None" = None) -> Iterator[CaptureChunk]:
+                 hashes: "WindowHashes | None" = None,
+                 byte_range: ByteRange | None = None) -> Iterator[CaptureChunk]:
     """The records of a pcap or pcapng file as :class:`CaptureChunk` objects, in file
     order. ``progress(n)`` is called with the bytes read after each read. ``hashes``
     (:class:`WindowHashes`): hash every counted frame's window as it is extracted
     (:attr:`CaptureChunk.hashes`; its windows are then kept only when it says so, and
-    always on the paths that extract them first).
+    always on the paths that extract them first). ``byte_range`` (classic pcap only):
+    only the records of that :class:`ByteRange`, in the chunks of a one-pass reading
+    with the same ``chunk_bytes``; its ``end`` is set when the iteration is over.
 
     Raises :class:`~host_sw.model.pcap.CaptureError` for a missing, truncated or
     unrecognised file (a truncated tail only when the iteration reaches it).
@@ -703,11 +855,13 @@ def iter_capture(path, *, window_bytes: int = DEFAULT_WINDOW_BYTES,
         raise ValueError(f"chunk_bytes must be at least 64 KiB, not {chunk_bytes}")
     f, path, fmt, head = _open(path)
     with f:
-        if progress is not None:
+        if byte_range is not None and fmt != "pcap":
+            raise ValueError(f"{path!r}: byte ranges are read from classic pcap files only")
+        if progress is not None and (byte_range is None or byte_range.first_block == 0):
             progress(len(head))
         if fmt == "pcap":
             yield from _iter_classic(f, path, head, window_bytes, chunk_bytes, progress,
-                                     hashes)
+                                     hashes, byte_range)
         else:
             yield from _iter_pcapng(f, path, head, window_bytes, chunk_bytes, progress,
                                     hashes)

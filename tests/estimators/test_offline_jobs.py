@@ -18,6 +18,7 @@ from host_sw.estimators.offline_jobs import runner
 from host_sw.estimators.offline_stream import stream_pair
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import capture_trace, read_pcap
+from host_sw.model.pcap_stream import ByteRange, classic_ranges
 
 SPAN = 6000 * 200
 
@@ -57,8 +58,10 @@ CASES = [(LdaConfig(), "time", SPAN // 4 + 1), (RdaConfig(), "time", SPAN // 4 +
 
 def test_jobs_give_the_records_of_one_process(lossy, tiny_partitions):
     _, (s, r) = lossy
+    for path in (s, r):       # each capture is read in two byte ranges, one a worker
+        assert len(classic_ranges(path, 2, 1 << 16)) == 2
     with runner(jobs=2) as run:
-        assert not run.inline
+        assert not run.inline and run.workers == 2
         for config, mode, interval in CASES:
             kw = dict(mode=mode, interval_ns=interval, chunk_bytes=1 << 16)
             one = capture_records(s, r, config, **kw)
@@ -122,3 +125,61 @@ def test_worker_processes_report_the_bytes_they_read(lossy):
                         chunk_bytes=1 << 16)
     assert all(n > 0 for n in seen)
     assert sum(seen) == s.stat().st_size + r.stat().st_size
+
+
+@pytest.mark.parametrize("ranges", [3, 7])
+def test_byte_ranges_give_the_records_of_one_pass(lossy, tiny_partitions, monkeypatch,
+                                                  ranges):
+    """Each capture read in several byte ranges (in this process, spills in memory and
+    on files): the records, LDS's per-flow rows (the flow tables of the ranges merged
+    in the order one pass gives) and OPA's delays are those of one pass."""
+    _, (s, r) = lossy
+    kw = dict(chunk_bytes=1 << 16)
+    want = {i: capture_records(s, r, config, mode=mode, interval_ns=interval, **kw)
+            for i, (config, mode, interval) in enumerate(CASES)}
+    monkeypatch.setattr(offline_stream, "_range_count", lambda run: ranges)
+    calls = []
+    real = offline_stream._side_pass
+    monkeypatch.setattr(offline_stream, "_side_pass",
+                        lambda job: calls.append(job.byte_range) or real(job))
+    for i, (config, mode, interval) in enumerate(CASES):
+        got = capture_records(s, r, config, mode=mode, interval_ns=interval, **kw)
+        assert _rows(got) == _rows(want[i])
+        if config.kind == "opa":
+            for a, b in zip(want[i], got):
+                assert np.array_equal(a.details["opa"].delays, b.details["opa"].delays)
+    assert all(c is not None for c in calls)
+    assert len({c.start for c in calls}) >= 2 * ranges - 1
+
+
+@pytest.mark.parametrize("shift", [4, 13, 20, -16])
+def test_a_wrong_range_start_is_read_again_in_one_pass(lossy, tiny_partitions,
+                                                       monkeypatch, shift):
+    """A split point's record guessed wrong does not chain with the range before it:
+    that capture is read again in one task, and the records are those of one pass.
+    Moved into a frame by 4 bytes the range reads false records to a wrong end, by 13
+    false ones that fall back into the real chain (its end is right, its start is not
+    the previous range's end), by 20 a record longer than any (an error, caught); 16
+    bytes back, the previous frame's zero padding reads as an empty record (one record
+    too many, were it not refused)."""
+    _, (s, r) = lossy
+    config = LdsConfig()
+    want = capture_records(s, r, config, chunk_bytes=1 << 16)
+    real = offline_stream.classic_ranges
+
+    def wrong(path, parts, chunk):
+        got = real(path, parts, chunk)
+        if str(path) == str(s):
+            got[1] = ByteRange(got[1].start + shift, got[1].first_block, got[1].blocks)
+        return got
+
+    monkeypatch.setattr(offline_stream, "classic_ranges", wrong)
+    monkeypatch.setattr(offline_stream, "_range_count", lambda run: 3)
+    passes = []
+    real_pass = offline_stream._side_pass
+    monkeypatch.setattr(offline_stream, "_side_pass",
+                        lambda job: passes.append(job) or real_pass(job))
+    got = capture_records(s, r, config, chunk_bytes=1 << 16)
+    assert _rows(got) == _rows(want)
+    again = [j for j in passes if j.byte_range is None]
+    assert [j.side for j in again] == ["sender"]     # the receiver's ranges chained

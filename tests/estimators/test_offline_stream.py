@@ -214,3 +214,45 @@ def test_match_counts_each_sides_repeats_as_a_sort_of_that_side(most):
         snd, rcv = at[at < len(s)], at[at >= len(s)] - len(s)
         want += list(zip(snd[:len(rcv)].tolist(), rcv[:len(snd)].tolist()))
     assert sorted(zip(si.tolist(), ri.tolist())) == sorted(want)
+
+
+@pytest.mark.parametrize("collide", [False, True], ids=["distinct", "shared-high-bits"])
+def test_sort_keys_gives_the_stable_order_and_equal_neighbours(collide):
+    """The packed sort's order is numpy's stable argsort and its ``same`` the equal
+    sorted neighbours; keys differing only in their low bits (which the packing
+    replaces) fall back to numpy's argsort (no ``same``)."""
+    rng = np.random.default_rng(5)
+    pool = rng.integers(0, 1 << 64, size=500, dtype=np.uint64)
+    if collide:
+        pool[:100] = (pool[0] & ~np.uint64(0xFFFF)) | np.arange(100, dtype=np.uint64)
+    keys = pool[rng.integers(0, 500, size=2000)]
+    order, stable, same = offline_stream._sort_keys(keys)
+    k = keys[order]
+    assert np.array_equal(k, np.sort(keys))
+    if collide:
+        assert not stable and same is None
+    else:
+        assert stable and np.array_equal(order, np.argsort(keys, kind="stable"))
+        assert np.array_equal(same, k[1:] == k[:-1]) and same.sum() > 100
+
+
+@pytest.mark.parametrize("parts", [1, 3, 4, 5, 40])
+def test_spill_keeps_each_partitions_records_in_order(tmp_path, parts):
+    """Records added in chunks come back per partition (key modulo the partitions) in
+    the order they were added, from memory and from files (a pass per partition up to
+    four partitions, a radix sort beyond)."""
+    rng = np.random.default_rng(parts)
+    dtype = np.dtype([("key", "<u8"), ("ts", "<i8"), ("iv", "<i8"), ("flow", "<i8")])
+    spill = offline_stream._Spill(parts, {"sender": dtype}, folder=str(tmp_path),
+                                  budget=20_000)
+    keys = rng.integers(0, 1 << 64, size=5000, dtype=np.uint64)
+    for a in range(0, 5000, 700):
+        b = min(a + 700, 5000)
+        spill.add("sender", {"key": keys[a:b], "ts": np.arange(a, b), "iv": 7,
+                             "flow": np.arange(a, b) % 11})
+    assert spill.written
+    for p in range(parts):
+        got = spill.load("sender", p)
+        want = np.flatnonzero(keys % np.uint64(parts) == p)
+        assert np.array_equal(got["ts"], want) and np.array_equal(got["key"], keys[want])
+        assert (got["iv"] == 7).all() and np.array_equal(got["flow"], want % 11)

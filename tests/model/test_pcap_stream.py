@@ -12,8 +12,9 @@ import pytest
 
 from host_sw.contracts.hashing import classify_frame, header_windows
 from host_sw.model.pcap import CaptureError, read_pcap, write_pcap
-from host_sw.model.pcap_stream import (_guess_classic, capture_linktype, walk_classic,
-                                       iter_capture)
+from host_sw.model.pcap_stream import (ByteRange, _guess_classic, capture_linktype,
+                                       classic_ranges, iter_capture, ranges_chain,
+                                       record_start, walk_classic)
 from host_sw.model.traffic import synthetic_trace
 
 from tests.model.test_pcap import _pcapng
@@ -198,3 +199,93 @@ def test_hashes_computed_while_extracting_equal_hash_windows(tmp_path, monkeypat
         assert np.array_equal(np.concatenate([c.windows for c in compiled_chunks]), windows)
     monkeypatch.setattr(pcap_stream, "_compiled_reader", lambda: None)
     assert all(c.windows is not None for c in run())
+
+
+def _varied_capture(path, n=3000, seed=7, fake_headers=True, le=True):
+    """A classic ns pcap of ``n`` records of 1 to 1514 captured bytes (on-wire up to 64
+    more), payload random, each frame longer than 80 bytes holding a plausible record
+    header; returns the records' start offsets and the file size."""
+    rng = np.random.default_rng(seed)
+    e = "<" if le else ">"
+    caps = rng.choice([1, 14, 59, 60, 61, 96, 333, 590, 1514], n) + rng.integers(0, 7, n)
+    caps = np.minimum(caps, 1514)
+    t = 1_700_000_000 * 10**9 + np.cumsum(rng.integers(1, 5000, n))
+    parts, starts, off = [struct.pack(e + "IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)], [], 24
+    for i, c in enumerate(caps.tolist()):
+        frame = bytearray(rng.integers(0, 256, c, dtype=np.uint8).tobytes())
+        if fake_headers and c > 80:     # a header that chains to nowhere in particular
+            frame[40:56] = struct.pack(e + "IIII", int(t[i]) // 10**9, 7, 60, 60)
+        head = struct.pack(e + "IIII", int(t[i]) // 10**9, int(t[i]) % 10**9, c,
+                           c + int(rng.integers(0, 65)))
+        starts.append(off)
+        parts += [head, bytes(frame)]
+        off += 16 + c
+    path.write_bytes(b"".join(parts))
+    return np.array(starts), off
+
+
+@pytest.mark.parametrize("le", [True, False], ids=["le", "be"])
+def test_record_start_from_any_byte(tmp_path, le):
+    """From any byte — a record header's first byte, its middle, a frame's payload
+    (which holds a fake header) — the start of the record holding it."""
+    starts, size = _varied_capture(tmp_path / "v.pcap", n=400, le=le)
+    data = np.frombuffer((tmp_path / "v.pcap").read_bytes(), np.uint8)
+    ends = np.r_[starts[1:], size]
+    rng = np.random.default_rng(1)
+    positions = np.r_[starts[5:40], starts[5:40] + 7, starts[5:40] + 16 + 41,
+                      rng.integers(starts[3], size - 1, 300)]
+    for pos in positions.tolist():
+        lo = max(24, pos - 5000)
+        want = int(starts[np.searchsorted(ends, pos, side="right")])
+        got = record_start(data[lo:], pos - lo, le, 10**9, True)
+        assert got is not None and lo + got == want, pos
+
+
+@pytest.mark.parametrize("parts", [2, 3, 5])
+@pytest.mark.parametrize("chunk", [1 << 16, 3 << 16])
+def test_byte_ranges_give_the_chunks_of_one_pass(tmp_path, parts, chunk):
+    """A capture of varied record lengths read in byte ranges of whole blocks: each range
+    starts at a record (found from the middle of one), the ranges chain, and their chunks
+    are the one pass's, record for record."""
+    starts, size = _varied_capture(tmp_path / "v.pcap")
+    path = tmp_path / "v.pcap"
+    ranges = classic_ranges(path, parts, chunk)
+    assert [r.first_block for r in ranges][0] == 0 and len(ranges) == parts
+    assert ranges[-1].blocks is None
+    split_points = [24 + r.first_block * chunk for r in ranges[1:]]
+    assert all(r.start in set(starts.tolist()) for r in ranges)
+    assert any(r.start < p for r, p in zip(ranges[1:], split_points))   # mid-record
+    one = list(iter_capture(path, chunk_bytes=chunk))
+    got = [c for r in ranges for c in iter_capture(path, chunk_bytes=chunk, byte_range=r)]
+    assert ranges_chain(ranges) and ranges[-1].end == size
+    assert [len(c) for c in got] == [len(c) for c in one]
+    for a, b in zip(one, got):
+        for k in ("timestamps_ns", "windows", "classes", "lengths", "original_lengths"):
+            assert np.array_equal(getattr(a, k), getattr(b, k))
+    assert sum(len(c) for c in got) == len(starts)
+
+
+def test_a_wrong_range_start_does_not_chain(tmp_path):
+    """A range started inside a record (a wrong guess) reads records that do not end
+    where the next range starts: :func:`ranges_chain` says so."""
+    starts, size = _varied_capture(tmp_path / "v.pcap")
+    ranges = classic_ranges(tmp_path / "v.pcap", 3, 1 << 16)
+    wrong = [ByteRange(r.start, r.first_block, r.blocks) for r in ranges]
+    wrong[1].start += 16 + 41        # the fake header in the payload
+    for r in wrong:
+        try:
+            for _ in iter_capture(tmp_path / "v.pcap", chunk_bytes=1 << 16, byte_range=r):
+                pass
+        except CaptureError:          # a wrong chain may also read nonsense
+            r.end = -1
+    assert not ranges_chain(wrong)
+
+
+def test_too_small_or_pcapng_files_are_not_split(tmp_path, trace):
+    _varied_capture(tmp_path / "v.pcap", n=50)
+    assert classic_ranges(tmp_path / "v.pcap", 4, 1 << 16) is None
+    _pcapng(tmp_path / "a.pcapng", trace.frames(range(2000)),
+            trace.timestamps[:2000].tolist(), tsresol=9)
+    assert classic_ranges(tmp_path / "a.pcapng", 4, 1 << 16) is None
+    with pytest.raises(ValueError):
+        next(iter_capture(tmp_path / "a.pcapng", byte_range=ByteRange(24, 0, 1)))
