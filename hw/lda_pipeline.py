@@ -176,7 +176,8 @@ class MeasurementCore(wiring.Component):
         m = Module()
         w, config = self.data_width, self.config
         # Data path: s_axis, markers, export frames → frame merger (registered: the
-        # pass-through) → m_axis; the exporter's other port is the host export stream.
+        # pass-through) → m_axis; the exporter's other port is the host export stream
+        # (with the path's host frames merged in, where it has them).
         path_inserts = "insert" in self._path.signature.members
         m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2 + path_inserts)
         m.submodules.markers = markers = MarkerFrameSource(config=config, data_width=w)
@@ -192,7 +193,15 @@ class MeasurementCore(wiring.Component):
         if path_inserts:                     # the kind's own frames (RLI's references)
             connect(m, self._path.insert, merger.insert[2])
         connect(m, merger.source, wiring.flipped(self.m_axis))
-        connect(m, exporter.host, wiring.flipped(self.host_export))
+        if "host_insert" in self._path.signature.members:
+            # the kind's frames for the host (OPA's records, as the register says) join
+            # the exporter's, whole frames (the exporter's first after each of them)
+            m.submodules.host_merger = host_merger = FrameMerger(data_width=w, inserts=1)
+            connect(m, exporter.host, host_merger.sink)
+            connect(m, self._path.host_insert, host_merger.insert[0])
+            connect(m, host_merger.source, wiring.flipped(self.host_export))
+        else:
+            connect(m, exporter.host, wiring.flipped(self.host_export))
         # Bus: UARTBone bridge (control domain) → CSR bank (through the crossing when the
         # control domain is not the datapath's).
         bridge = UARTBoneBridge(timeout_cycles=self.bridge_timeout_for(platform))

@@ -27,6 +27,9 @@ synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
   already the new interval's), ``frame_src_mac`` / ``frame_dst_mac``
   (``In(48)``: LOCAL_MAC / EXPORT_DST_MAC), ``frame_config_id`` (``In(32)``),
   ``frame_key`` (``In(128)``) / ``frame_auth`` (``In(1)``) (AUTH_KEY / AUTH_MODE.enable);
+* optionally ``host_insert`` (``Out(FrameStream(data_width))``: frames of the kind's own
+  for the host export port, merged there with the exporter's frames by a frame merger:
+  OPA's records when OPA_RECORD_CONTROL.to_export is set);
 * optionally ``watch`` (``In(FrameMonitor(data_width))``): the merger's undelayed watch
   copy of the output stream, which the tap sees ``MeasurementCore.TAP_WATCH_DELAY`` cycles later
   (a frame's tap record comes ``TAP_WATCH_DELAY + 1`` cycles after its EOF there), for

@@ -86,6 +86,10 @@ def add_config_parser(sub) -> None:
                    metavar="S",
                    help="OPA, with --record-coding lossy: every send tick within "
                         f"2**(S-1) ticks (default {DEFAULT_LOSSY_SHIFT})")
+    p.add_argument("--records-to", default="stream", choices=("stream", "export"),
+                   help="OPA, with --records: where the record frames leave, into the "
+                        "measured stream's output (default) or by the host export port "
+                        "with the export frames (OPA_RECORD_CONTROL.to_export)")
     p.add_argument("--record-groups", type=int_in(0, 2 ** 24 - 1), default=0, metavar="N",
                    help="OPA, with --records: record groups G < N only, the same at both "
                         "points (0 = every group)")
@@ -167,7 +171,8 @@ def _set_auth(dev, args) -> None:
 
 
 def _set_records(dev, args) -> None:
-    """OPA_RECORD_CONTROL from ``--records`` / ``--record-groups`` (OPA cores only)."""
+    """OPA_RECORD_CONTROL from ``--records`` / ``--record-coding`` / ``--record-shift`` /
+    ``--record-groups`` / ``--records-to`` (OPA cores only)."""
     if args.records is None:
         return
     if "opa_record_control" not in dev.map:
@@ -178,7 +183,8 @@ def _set_records(dev, args) -> None:
     dev.write("opa_record_control", enable=int(args.records != "off"),
               receiver=int(args.records == "receiver"), rice=int(coded),
               shift=args.record_shift if lossy else 0,
-              record_groups=args.record_groups)
+              record_groups=args.record_groups,
+              to_export=int(args.records_to == "export"))
 
 
 def _cmd_config(args) -> int:

@@ -256,7 +256,7 @@ _OPA_REGISTERS = (
                  "each interval boundary; the interval running from reset records "
                  "nothing).", (
                      FieldDecl("enable", 1, "rw", "stream the point's per-packet records "
-                               "in-band (type 4 frames towards the output)"),
+                               "(type 4 frames, where to_export says)"),
                      FieldDecl("receiver", 1, "rw", "1: the receiver's records (packet hash, "
                                "arrival tick); 0: the sender's (group, send tick)"),
                      FieldDecl("rice", 1, "rw", "code the records (docs/SPEC.md §8.7: "
@@ -266,7 +266,11 @@ _OPA_REGISTERS = (
                                "ticks by this many bits (lossy, every tick within "
                                "2**(shift-1); above 24 taken as 24); 0: lossless"),
                      FieldDecl("record_groups", 24, "rw", "sampling: record groups G < "
-                               "record_groups (0 = every group)", at=8))),
+                               "record_groups (0 = every group)", at=8),
+                     FieldDecl("to_export", 1, "rw", "where the record frames leave "
+                               "(from the next record frame on, never within one): 0 into "
+                               "the measured stream's output, 1 by the host export port "
+                               "with the exporter's frames", at=32))),
     status_counter("opa_records_dropped", "records dropped: the record buffer was full"),
     status_counter("opa_records_merged", "interval ends merged into one still waiting "
                     "(the interval between has no record stream)"),

@@ -17,14 +17,18 @@ errored and non-IP frames pass uncounted). The interval boundary comes in record
 after the ending interval's last packet and before the next one's, so the copy a packet
 is counted in is the one the tap tagged it with (``counted_copy``).
 
-The per-packet records leave in-band: :class:`hw.opa.records.OpaRecordStreamer` (its
+The per-packet records: :class:`hw.opa.records.OpaRecordStreamer` (its
 point chosen at run time) takes the same counted packets and boundaries as the words,
 with the interval ledger's number (``interval_seq``) as the new interval's, and its
-frames are this path's ``insert`` member (:mod:`hw.measurement_path`: a third input of
-the frame merger, with ``now`` and the frame MACs/CONFIG_ID/key by member name). Its
+frames leave, whole frames as OPA_RECORD_CONTROL.to_export says
+(:class:`hw.frames.frame_route.FrameRoute`), by this path's ``insert`` member
+(:mod:`hw.measurement_path`: a third input of the frame merger, the measured stream's
+output) or its ``host_insert`` member (merged by the core with the exporter's frames
+into the host export port); ``now`` and the frame MACs/CONFIG_ID/key by member name. Its
 control is the OPA_RECORD_CONTROL register (enable, receiver point, the sender's
 coding: rice and shift, record_groups;
-latched at each boundary, nothing recorded before the first), its counters
+latched at each boundary, nothing recorded before the first; to_export from the next
+record frame on), its counters
 OPA_RECORDS_DROPPED/MERGED/FRAMES (docs/SPEC.md §8.7). A record's timestamp is the
 tap's (``ts_bits`` wide) widened to the timebase's 64 bits: the running ``now`` minus
 how far its low bits are ahead of the record's.
@@ -41,6 +45,7 @@ from hw.counters.counter_bank import CounterBank
 from hw.counters.counter_path import PATH_STATUS, path_members
 from hw.bus.csr import register_layout
 from hw.frames.frame import FrameStream
+from hw.frames.frame_route import FrameRoute
 from hw.hash_h3 import PacketHasher
 from hw.opa.cah import OpaCah
 from hw.opa.records import OpaRecordStreamer
@@ -76,7 +81,8 @@ class OpaPath(wiring.Component):
     reduction of the plain sums to the contract's words), so the
     frozen read share and the exporter serve every kind alike. Plus the hasher's
     ``mask_packet_ipv4`` / ``mask_packet_ipv6`` (the MASKS register). The record
-    frames: ``insert`` (``Out(FrameStream)``), ``now``, ``interval_seq`` and the frame
+    frames: ``insert`` and ``host_insert`` (``Out(FrameStream)``: the measured stream's
+    output, the host export port), ``now``, ``interval_seq`` and the frame
     inputs (``frame_src_mac`` …), ``opa_record_control`` (In, the register's layout) and
     ``opa_records_dropped`` / ``_merged`` / ``_frames`` (Out(32)).
 
@@ -91,6 +97,7 @@ class OpaPath(wiring.Component):
             raise TypeError(f"config must be an OpaConfig, not {config!r}")
         self.config = config
         self.memory = memory
+        self._data_width = data_width
         self._hasher = PacketHasher(config=config)
         self._words = OpaCah(config=config, double_buffered=True, memory=memory)
         self._records = OpaRecordStreamer(config=config, point=None, data_width=data_width,
@@ -102,7 +109,8 @@ class OpaPath(wiring.Component):
                 members[name] = member
         control = register_map(config, data_width=data_width)["opa_record_control"]
         members.update({
-            "insert": Out(FrameStream(data_width)), "now": In(64), "interval_seq": In(32),
+            "insert": Out(FrameStream(data_width)),
+            "host_insert": Out(FrameStream(data_width)), "now": In(64), "interval_seq": In(32),
             "frame_src_mac": In(48), "frame_dst_mac": In(48), "frame_config_id": In(32),
             "frame_key": In(8 * KEY_BYTES), "frame_auth": In(1),
             "opa_record_control": In(register_layout(control)),
@@ -166,7 +174,11 @@ class OpaPath(wiring.Component):
                      for name, port in _FRAME_INPUTS.items()]
         m.d.comb += [getattr(self, name).eq(getattr(rec, port))
                      for port, name in _RECORD_COUNTERS.items()]
-        connect(m, rec.source, wiring.flipped(self.insert))
+        m.submodules.record_route = route = FrameRoute(data_width=self._data_width)
+        m.d.comb += route.select.eq(control.to_export)
+        connect(m, rec.source, route.sink)
+        connect(m, route.source[0], wiring.flipped(self.insert))
+        connect(m, route.source[1], wiring.flipped(self.host_insert))
 
     def _frozen_port(self, m, words):
         """The frozen read port at the counter bank's latency: ``OpaCah``'s read (its

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""``ldactl config --records`` / ``--record-groups`` on in-memory devices (fake://): an
+"""``ldactl config --records`` / ``--record-groups`` / ``--records-to`` on in-memory devices (fake://): an
 OPA device's OPA_RECORD_CONTROL is written and shown; a device of another kind refuses
 the option (exit 2, naming it)."""
 
@@ -31,7 +31,8 @@ def test_records_written_and_shown(capsys, devices):
     out = capsys.readouterr().out
     assert code == 0, out
     assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 1, "rice": 1,
-                                              "shift": 0, "record_groups": 4}
+                                              "shift": 0, "record_groups": 4,
+                                              "to_export": 0}
     assert main(["config", "-d", "fake://opa", "--records", "off"]) == 0
     assert "'enable': 0" in capsys.readouterr().out
 
@@ -46,7 +47,8 @@ def test_sender_coding_written(capsys, devices, extra, rice, shift):
     out = capsys.readouterr().out
     assert code == 0, out
     assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 0, "rice": rice,
-                                              "shift": shift, "record_groups": 0}
+                                              "shift": shift, "record_groups": 0,
+                                              "to_export": 0}
 
 
 @pytest.mark.parametrize("extra, rice", [([], 1), (["--record-coding", "fixed"], 0)])
@@ -56,7 +58,30 @@ def test_receiver_coding_written(capsys, devices, extra, rice):
     out = capsys.readouterr().out
     assert code == 0, out
     assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 1, "rice": rice,
-                                              "shift": 0, "record_groups": 0}
+                                              "shift": 0, "record_groups": 0,
+                                              "to_export": 0}
+
+
+@pytest.mark.parametrize("where, bit", [("export", 1), ("stream", 0)])
+def test_records_to_written(capsys, devices, where, bit):
+    """``--records-to export`` sets OPA_RECORD_CONTROL.to_export, ``stream`` clears it
+    (the default, checked above)."""
+    code = main(["config", "-d", "fake://opa", "--records", "sender", "--records-to",
+                 where, "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert json.loads(out)["opa_records"] == {"enable": 1, "receiver": 0, "rice": 1,
+                                              "shift": 0, "record_groups": 0,
+                                              "to_export": bit}
+
+
+@pytest.mark.parametrize("value", ["host", "Export", ""])
+def test_records_to_bad_value_is_a_usage_error(capsys, devices, value):
+    with pytest.raises(SystemExit) as e:
+        main(["config", "-d", "fake://opa", "--records", "sender", "--records-to", value])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == ""
+    assert "--records-to" in err and "invalid choice" in err
 
 
 def test_lossy_receiver_refused(capsys, devices):
