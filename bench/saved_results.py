@@ -10,9 +10,12 @@ it generates now, so the page cannot keep figures the saved results no longer sa
 The files it reads (written by ``python -m bench.synth_core --save`` and by a board
 command's ``build/<board>/summary.json``, copied):
 
-* ``synth_core_<kind>_speed<S>_seed<N>.json``: ``bench.synth_core``'s output for one
-  whole core (``{"results": [...]}``; each device entry has ``speed``, ``seed``,
-  ``routed`` and ``fmax_by_domain``);
+* ``synth_core_<kind>[_ctrl]_speed<S>_seed<N>.json``: ``bench.synth_core``'s output for
+  one seed of one whole core (``{"results": [...]}``, ``control_domain`` ``"ctrl"`` for
+  the two-clock core; each device entry has ``speed``, ``seed``, ``routed`` and
+  ``fmax_by_domain``, and since the seed loop ``domains``: per clock domain its Fmax,
+  constraint, slack and critical path). The seeds of one kind, speed grade and core are
+  one row: median, min and max over the seeds that routed;
 * ``<board>_summary_seed<N>.json``: a board build (``board``, ``kind``, ``seed``,
   ``fmax_by_domain`` of ``{"achieved", "constraint"}`` per clock domain, ``resources``).
 
