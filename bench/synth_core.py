@@ -203,6 +203,9 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
         else:
             wrapped = AxisTop(core)
         v_path.write_text(verilog.convert(wrapped, name=top))
+        # A new netlist: the place and route results of the previous one no longer hold.
+        for stale in folder.glob("nextpnr*"):
+            stale.unlink()
         result["yosys_seconds"] = round(run(
             yosys_command(tools.yosys, v_path, top=top, netlist=net_path, log=yosys_log),
             folder / "yosys.stdout"), 1)

@@ -254,6 +254,12 @@ def test_seed_loop_synthesises_once_and_places_once_per_seed(tmp_path, monkeypat
                       reuse=True, tools=tools, control_domain="ctrl")
     assert [c[0] for c in fake.commands] == ["nextpnr"]
     assert more["runs"][0]["fmax_by_domain"] == {"core": 204.0, "ctrl": 134.0}
+    # A new synthesis drops the reports of the old netlist: every seed is placed again.
+    fake.commands.clear()
+    synth_core("lda", speeds=["8"], freq=300.0, seeds=[1, 2, 3], build=tmp_path,
+               reuse=False, tools=tools, control_domain="ctrl")
+    assert [c[0] for c in fake.commands] == ["yosys"] + ["nextpnr"] * 3
+    assert not (tmp_path / "lda_ctrl" / "nextpnr_report_speed8_seed4.json").exists()
 
     saved = tmp_path / "saved"
     saved.mkdir()
