@@ -10,9 +10,12 @@ it generates now, so the page cannot keep figures the saved results no longer sa
 The files it reads (written by ``python -m bench.synth_core --save`` and by a board
 command's ``build/<board>/summary.json``, copied):
 
-* ``synth_core_<kind>_speed<S>_seed<N>.json``: ``bench.synth_core``'s output for one
-  whole core (``{"results": [...]}``; each device entry has ``speed``, ``seed``,
-  ``routed`` and ``fmax_by_domain``);
+* ``synth_core_<kind>[_ctrl]_speed<S>_seed<N>.json``: ``bench.synth_core``'s output for
+  one seed of one whole core (``{"results": [...]}``, ``control_domain`` ``"ctrl"`` for
+  the two-clock core; each device entry has ``speed``, ``seed``, ``routed`` and
+  ``fmax_by_domain``, and since the seed loop ``domains``: per clock domain its Fmax,
+  constraint, slack and critical path). The seeds of one kind, speed grade and core are
+  one row: median, min and max over the seeds that routed;
 * ``<board>_summary_seed<N>.json``: a board build (``board``, ``kind``, ``seed``,
   ``fmax_by_domain`` of ``{"achieved", "constraint"}`` per clock domain, ``resources``).
 
@@ -65,12 +68,14 @@ def core_rows(folder: Path = SAVED) -> list[dict]:
     for path in sorted(folder.glob("synth_core_*.json")):
         for res in json.loads(path.read_text())["results"]:
             for speed, entry in res["devices"].items():
-                key = (res["kind"], str(entry.get("speed", speed)), res.get("earlier_core"))
+                key = (res["kind"], str(entry.get("speed", speed)), res.get("earlier_core"),
+                       res.get("control_domain", "sync"))
                 groups.setdefault(key, []).append((path.name, res, entry))
     rows = []
-    for (kind, speed, earlier), items in sorted(groups.items(),
-                                                key=lambda kv: (kv[0][0], kv[0][1],
-                                                                kv[0][2] or "")):
+    for (kind, speed, earlier, control), items in sorted(
+            groups.items(), key=lambda kv: (KINDS.index(kv[0][0]) if kv[0][0] in KINDS
+                                            else len(KINDS), kv[0][0], -int(kv[0][1]),
+                                            kv[0][3] != "sync", kv[0][2] or "")):
         domains: dict[str, list] = {}
         for _, _, entry in items:
             for domain, mhz in entry.get("fmax_by_domain", {}).items():
@@ -81,7 +86,8 @@ def core_rows(folder: Path = SAVED) -> list[dict]:
         _, res, entry = best
         cells = res.get("yosys_cells", {})
         rows.append({
-            "kind": kind, "speed": speed, "earlier_core": earlier,
+            "kind": kind, "speed": speed, "earlier_core": earlier, "control_domain": control,
+            "clocks": 1 if control == "sync" else 2,
             "device": entry["device"], "files": [it[0] for it in items],
             "seeds": sorted(it[2]["seed"] for it in items),
             "routed_seeds": sorted(it[2]["seed"] for it in routed),
@@ -92,6 +98,8 @@ def core_rows(folder: Path = SAVED) -> list[dict]:
             or entry.get("trellis_comb"), "ff": cells.get("TRELLIS_FF") or entry.get("ffs"),
             "dp16kd": cells.get("DP16KD"), "mult18": cells.get("MULT18X18D", 0),
             "critical_path": entry.get("critical_path"), "best_seed": entry["seed"],
+            "domain_paths": {d: f["critical_path"] for d, f in entry.get("domains", {}).items()
+                             if f.get("critical_path")},
         })
     return rows
 
@@ -118,20 +126,27 @@ def _mhz(value) -> str:
 
 
 def summary_lines(folder: Path = SAVED) -> list[str]:
-    """``core KIND DOMAIN median=… min=… max=… seeds=N speed=S measured=current|earlier``
-    per core kind, speed grade and clock domain (``seeds`` counts the routed ones; a kind
-    saved but never routed has one line with ``-`` figures), then ``board BOARD KIND
-    met=yes|no slack=NS measured=…`` per board build (slack: the worst clock's, ns)."""
+    """``core KIND DOMAIN median=… min=… max=… seeds=N [unrouted=K] clocks=C speed=S
+    measured=current|earlier`` per core kind, clocks of the core (1, or 2 with a control
+    domain), speed grade and clock domain, then ``board BOARD KIND met=yes|no slack=NS
+    measured=…`` per board build (slack: the worst clock's, ns).
+
+    ``seeds`` counts the seeds that routed (the median, min and max are over them);
+    ``unrouted`` the saved seeds that did not route, when there are any; a kind saved but
+    never routed has one line with ``-`` figures."""
     lines = []
     for row in core_rows(folder):
         measured = "earlier" if row["earlier_core"] else "current"
         domains = row["fmax"] or {"core": []}
+        unrouted = len(row["seeds"]) - len(row["routed_seeds"])
         for domain, values in domains.items():
             median = statistics.median(values) if values else None
             lines.append(f"core {row['kind']} {domain} median={_mhz(median)} "
                          f"min={_mhz(min(values, default=None))} "
                          f"max={_mhz(max(values, default=None))} seeds={len(values)} "
-                         f"speed={row['speed']} measured={measured}")
+                         + (f"unrouted={unrouted} " if unrouted else "")
+                         + f"clocks={row['clocks']} speed={row['speed']} "
+                         f"measured={measured}")
     for row in board_rows(folder):
         measured = "earlier" if row["earlier_core"] else "current"
         lines.append(f"board {row['board']} {row['kind']} met={'yes' if row['met'] else 'no'} "
@@ -157,15 +172,23 @@ def _core_fmax(row) -> str:
     return "; ".join(parts)
 
 
+def _path_text(crit, seed) -> str:
+    share = crit["routing_ns"] / crit["total_ns"] if crit["total_ns"] else 0
+    return (f"`{_cell(crit['start_cell'])}` → `{_cell(crit['end_cell'])}` "
+            f"({crit['total_ns']:.2f} ns: {crit['logic_ns']:.2f} logic, "
+            f"{crit['routing_ns']:.2f} routing = {share:.0%}; seed {seed})")
+
+
 def _core_limit(row) -> str:
+    if row["domain_paths"]:
+        return "; ".join(f"{d}: {_path_text(crit, row['best_seed'])}"
+                         for d, crit in row["domain_paths"].items())
     crit = row["critical_path"]
     if not crit:
         error = row["error"] or ""
         return "not routed: " + error.split(", from")[0].replace("ERROR: ", "") \
             if error else "–"
-    return (f"`{_cell(crit['start_cell'])}` → `{_cell(crit['end_cell'])}` "
-            f"({crit['total_ns']:.2f} ns: {crit['logic_ns']:.2f} logic, "
-            f"{crit['routing_ns']:.2f} routing; seed {row['best_seed']})")
+    return _path_text(crit, row["best_seed"])
 
 
 def figures_table(folder: Path = SAVED) -> str:
@@ -188,7 +211,9 @@ def figures_table(folder: Path = SAVED) -> str:
     for row in core_rows(folder):
         files = ", ".join(f"`docs/hardware/{f}`" for f in row["files"])
         lines.append(
-            f"| {row['kind'].upper()} core (registered harness, 300 MHz constraint) | "
+            f"| {row['kind'].upper()} core"
+            f"{' (two clocks)' if row['clocks'] == 2 else ''} "
+            f"(registered harness, 300 MHz constraint) | "
             f"{row['device']} | {measured(row['earlier_core'])} | {_core_fmax(row)} | "
             f"{_num(row['lut4'])} | {_num(row['trellis_comb'])} | {_num(row['ff'])} | "
             f"{_num(row['dp16kd'])} | {_num(row['mult18'])} | {_core_limit(row)} | {files} |")

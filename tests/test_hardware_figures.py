@@ -36,9 +36,12 @@ def test_page_table_is_generated_from_the_saved_results():
 
 def test_summary_of_the_saved_results():
     assert summary_lines() == [
-        "core lda core median=116.0 min=116.0 max=116.0 seeds=1 speed=8 measured=current",
-        "core opa core median=90.4 min=90.4 max=90.4 seeds=1 speed=8 measured=earlier",
-        "core rli core median=- min=- max=- seeds=0 speed=8 measured=earlier",
+        "core lda core median=116.0 min=116.0 max=116.0 seeds=1 clocks=1 speed=8 "
+        "measured=current",
+        "core opa core median=90.4 min=90.4 max=90.4 seeds=1 clocks=1 speed=8 "
+        "measured=earlier",
+        "core rli core median=- min=- max=- seeds=0 unrouted=1 clocks=1 speed=8 "
+        "measured=earlier",
         "board colorlight_5a75b lda met=no slack=-2.38 measured=earlier",
         "board ecpix5 lda met=yes slack=2.16 measured=earlier",
         "board versa_ecp5 lda met=yes slack=1.16 measured=earlier",
@@ -61,7 +64,8 @@ def test_seeds_of_one_kind_are_summarised_together(tmp_path):
     entry["seed"], entry["fmax_by_domain"] = 2, {"core": 130.0}
     (tmp_path / "synth_core_lda_speed8_seed2.json").write_text(json.dumps(data))
     assert summary_lines(tmp_path) == [
-        "core lda core median=123.0 min=116.0 max=130.0 seeds=2 speed=8 measured=current"]
+        "core lda core median=123.0 min=116.0 max=130.0 seeds=2 clocks=1 speed=8 "
+        "measured=current"]
     row = figures_table(tmp_path).splitlines()[2]
     assert "core **123.0** median, 116.0–130.0 over 2 seeds" in row
     # the critical path shown is the best seed's
@@ -95,11 +99,12 @@ def test_a_saved_run_is_read_back(tmp_path):
     assert entry["fmax_by_domain"] == {"core": 140.0} and entry["routed"]
     result = {"core": "rda", "kind": "rda", "yosys_cells": {"LUT4": 700, "TRELLIS_FF": 800,
                                                             "DP16KD": 4},
-              "devices": {"8": entry}}
+              "runs": [entry]}
     (path,) = save(result, tmp_path)
     assert path.name == "synth_core_rda_speed8_seed3.json"
     assert summary_lines(tmp_path) == [
-        "core rda core median=140.0 min=140.0 max=140.0 seeds=1 speed=8 measured=current"]
+        "core rda core median=140.0 min=140.0 max=140.0 seeds=1 clocks=1 speed=8 "
+        "measured=current"]
     row = figures_table(tmp_path).splitlines()[2]
     assert row.startswith("| RDA core (registered harness, 300 MHz constraint) | "
                           "LFE5UM5G-85F CABGA381 speed 8 | current core | core **140.0** "
