@@ -194,9 +194,16 @@ class CoreTB:
         self.dut.rst.value = 0
         if self.two_clocks:
             # each domain's reset synchroniser releases it at the second edge of its clock
-            # after rst falls; the bridge may show bus_rx_tready while still in reset
-            await ClockCycles(self.dut.ctrl_clk, 3)
-            await ClockCycles(self.dut.clk, 2)
+            # after rst falls; the bridge may show bus_rx_tready while still in reset. The
+            # datapath's cycle 0 is a fixed count of its own edges after rst fell (which
+            # was at one of them), whatever the control clock's phase: the timestamps'
+            # offset from the SOF cycles is then the same after every reset.
+            async def control_reset():
+                await ClockCycles(self.dut.ctrl_clk, 3)
+
+            control = cocotb.start_soon(control_reset())
+            await ClockCycles(self.dut.clk, 8)     # 51.2 ns > 3 control clocks + phase
+            assert control.done(), "the control domain's reset outlasted 8 datapath clocks"
         await RisingEdge(self.dut.clk)
         t0 = get_sim_time()
         await RisingEdge(self.dut.clk)
