@@ -48,12 +48,11 @@ from pathlib import Path
 from sim_tb.lib.ecp5_cells import DP16KD_MODEL, YosysModelMissing, yosys_cell_models
 from sim_tb.lib.runner import (BUILD_ROOT, CoreParams, ExportedCore, SimResults, _folder_lock,
                            export_if_stale, run_cocotb, run_core_tests, simulator_name)
-from sim_tb.lib.verilator_build import verilator_env
 
 __all__ = ["GATE_TOP", "GATE_CELLS", "TRELLIS_FF_MODEL", "LUT_2STATE_MODEL", "GATE_VERILATOR_ARGS",
            "GateCellMissing",
            "yosys_executable", "gate_build_dir", "gate_netlist", "gate_model_sources",
-           "netlist_cells", "gate_verilator_env", "run_gate_tests", "run_gate_pair_bench",
+           "netlist_cells", "run_gate_tests", "run_gate_pair_bench",
            "main"]
 
 #: The netlist's module (the RTL export's name, so the benches attach unchanged).
@@ -207,16 +206,6 @@ def gate_model_sources(folder: Path = BUILD_ROOT / "models", *,
     return [DP16KD_MODEL, TRELLIS_FF_MODEL, *([LUT_2STATE_MODEL] if two_state else []), cells]
 
 
-def gate_verilator_env() -> dict[str, str]:
-    """The Verilator environment (:func:`sim_tb.lib.verilator_build.verilator_env`) with the
-    model's start-up code (``OPT_SLOW``: construction, initial values, the first settle,
-    half of the netlist's C++) compiled without optimisation: it runs once."""
-    env = verilator_env() or {}
-    if "MAKEFLAGS" in env:
-        env["MAKEFLAGS"] = re.sub(r"OPT_SLOW=\S*", "OPT_SLOW=-O0", env["MAKEFLAGS"])
-    return env
-
-
 def run_gate_tests(params: CoreParams, test_module: str, *, testcase=None,
                    extra_env=None, seed: int | None = None,
                    simulator: str | None = None) -> SimResults:
@@ -225,8 +214,6 @@ def run_gate_tests(params: CoreParams, test_module: str, *, testcase=None,
     ``simulator`` overrides ``LDA_SIM``."""
     core = gate_netlist(params)
     verilator = (simulator or simulator_name()) == "verilator"
-    if verilator:
-        extra_env = {**gate_verilator_env(), **(extra_env or {})}
     return run_core_tests(core.params, test_module, testcase=testcase, extra_env=extra_env,
                           seed=seed, core=core, models=gate_model_sources(two_state=verilator),
                           simulator=simulator, verilator_args=GATE_VERILATOR_ARGS)

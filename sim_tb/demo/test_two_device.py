@@ -137,9 +137,10 @@ def check_estimates_equal_estimate_pair_on_golden_and_contain_the_truth(demo_run
 
 def test_ldactl_watch_reads_the_simulation(tmp_path, capsys):
     """``ldactl watch`` with its default transport options, on the URLs the harness
-    publishes, reads every interval; its numbers agree with the ground truth."""
+    publishes, reads every interval; its numbers agree with the ground truth. The demo
+    test's core shape (``ROWS``, ``WINDOW``), so the two tests share one simulator build."""
     params = TwoDeviceParams(intervals=2, frames=30, seed=3, host_wait_s=120,
-                             mode="harness", window_bytes=WINDOW)
+                             mode="harness", rows=ROWS, window_bytes=WINDOW)
     sim = start_simulation(params, tmp_path)
     try:
         ports = sim.wait_ports(300)

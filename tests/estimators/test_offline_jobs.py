@@ -56,15 +56,27 @@ CASES = [(LdaConfig(), "time", SPAN // 4 + 1), (RdaConfig(), "time", SPAN // 4 +
          (OpaConfig(), "time", SPAN // 4 + 1), (OpaConfig(), "marker", SPAN // 4 + 1)]
 
 
-def test_jobs_give_the_records_of_one_process(lossy, tiny_partitions):
+@pytest.fixture(scope="module")
+def one_pass(lossy):
+    """Each case's records read in one pass and one process (with the tiny partitions of
+    :func:`tiny_partitions`), computed once for the tests that compare with them."""
+    _, (s, r) = lossy
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(offline_stream, "_PART_PACKETS", 100)
+        patch.setattr(offline_stream, "SPILL_MEMORY_BYTES", 4096)
+        patch.setattr(offline_stream, "_range_count", lambda run: 1)
+        return [capture_records(s, r, config, mode=mode, interval_ns=interval,
+                                chunk_bytes=1 << 16) for config, mode, interval in CASES]
+
+
+def test_jobs_give_the_records_of_one_process(lossy, tiny_partitions, one_pass):
     _, (s, r) = lossy
     for path in (s, r):       # each capture is read in two byte ranges, one a worker
         assert len(classic_ranges(path, 2, 1 << 16)) == 2
     with runner(jobs=2) as run:
         assert not run.inline and run.workers == 2
-        for config, mode, interval in CASES:
+        for (config, mode, interval), one in zip(CASES, one_pass):
             kw = dict(mode=mode, interval_ns=interval, chunk_bytes=1 << 16)
-            one = capture_records(s, r, config, **kw)
             two = capture_records(s, r, config, run=run, **kw)
             assert len(one) >= (1 if interval is None else 4)
             assert _rows(two) == _rows(one)
@@ -129,14 +141,13 @@ def test_worker_processes_report_the_bytes_they_read(lossy):
 
 @pytest.mark.parametrize("ranges", [3, 7])
 def test_byte_ranges_give_the_records_of_one_pass(lossy, tiny_partitions, monkeypatch,
-                                                  ranges):
+                                                  one_pass, ranges):
     """Each capture read in several byte ranges (in this process, spills in memory and
     on files): the records, LDS's per-flow rows (the flow tables of the ranges merged
     in the order one pass gives) and OPA's delays are those of one pass."""
     _, (s, r) = lossy
     kw = dict(chunk_bytes=1 << 16)
-    want = {i: capture_records(s, r, config, mode=mode, interval_ns=interval, **kw)
-            for i, (config, mode, interval) in enumerate(CASES)}
+    want = dict(enumerate(one_pass))
     monkeypatch.setattr(offline_stream, "_range_count", lambda run: ranges)
     calls = []
     real = offline_stream._side_pass
@@ -154,7 +165,7 @@ def test_byte_ranges_give_the_records_of_one_pass(lossy, tiny_partitions, monkey
 
 @pytest.mark.parametrize("shift", [4, 13, 20, -16])
 def test_a_wrong_range_start_is_read_again_in_one_pass(lossy, tiny_partitions,
-                                                       monkeypatch, shift):
+                                                       monkeypatch, one_pass, shift):
     """A split point's record guessed wrong does not chain with the range before it:
     that capture is read again in one task, and the records are those of one pass.
     Moved into a frame by 4 bytes the range reads false records to a wrong end, by 13
@@ -163,8 +174,9 @@ def test_a_wrong_range_start_is_read_again_in_one_pass(lossy, tiny_partitions,
     bytes back, the previous frame's zero padding reads as an empty record (one record
     too many, were it not refused)."""
     _, (s, r) = lossy
-    config = LdsConfig()
-    want = capture_records(s, r, config, chunk_bytes=1 << 16)
+    config, mode, interval = CASES[2]
+    assert config == LdsConfig() and (mode, interval) == ("time", None)
+    want = one_pass[2]
     real = offline_stream.classic_ranges
 
     def wrong(path, parts, chunk):
