@@ -101,8 +101,15 @@ class Harness(Elaboratable):
     design's only port. Subclasses implement :meth:`build` (the component and the
     properties) on the given module."""
 
+    #: Clock domains besides ``sync``, each reset-less with its clock a port too. With
+    #: any, SymbiYosys runs with ``multiclock on``: every clock is an input the solver
+    #: drives, and each flip-flop steps at its own clock's rising edges (a proof of a
+    #: clock-domain crossing under every relation of the clocks).
+    extra_domains: tuple[str, ...] = ()
+
     def __init__(self):
         self.cd = ClockDomain("sync", reset_less=True)
+        self.extra = [ClockDomain(name, reset_less=True) for name in self.extra_domains]
 
     def build(self, m: Module, platform):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -110,16 +117,20 @@ class Harness(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.domains.sync = self.cd
+        for cd in self.extra:
+            m.domains += cd
         self.build(m, platform)
         return m
 
 
-def _sby_config(mode: str, depth: int) -> str:
-    # ``multiclock off``: the flip-flops step once per solver step (one clock domain).
+def _sby_config(mode: str, depth: int, multiclock: bool = False) -> str:
+    # ``multiclock off``: the flip-flops step once per solver step (one clock domain);
+    # ``on``: each solver step may raise or lower every clock.
     return textwrap.dedent(f"""\
         [options]
         mode {mode}
         depth {depth}
+        multiclock {"on" if multiclock else "off"}
 
         [engines]
         smtbmc boolector
@@ -156,9 +167,10 @@ def check_formal(harness: Harness, directory: Path, *, mode: str, depth: int):
     if mode not in ("prove", "bmc"):
         raise ValueError(f"mode must be 'prove' or 'bmc', not {mode!r}")
     directory = Path(directory)
-    il = rtlil.convert(harness, ports=[harness.cd.clk], emit_src=False)
+    clocks = [harness.cd.clk, *(cd.clk for cd in harness.extra)]
+    il = rtlil.convert(harness, ports=clocks, emit_src=False)
     (directory / "top.il").write_text(il)
-    (directory / "proof.sby").write_text(_sby_config(mode, depth))
+    (directory / "proof.sby").write_text(_sby_config(mode, depth, bool(harness.extra)))
     bin_dir = tool_bin(directory)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONWARNINGS": "ignore"}
