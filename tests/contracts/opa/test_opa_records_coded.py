@@ -123,19 +123,22 @@ def _retag(frame: bytearray) -> bytes:
     return bytes(frame)
 
 
+def _refused(frame, at, value, error, text):
+    """``frame`` with byte ``at`` set to ``value`` (tag recomputed) is refused with
+    ``error`` matching ``text``."""
+    bad = bytearray(frame)
+    bad[at] = value
+    with pytest.raises(error, match=text):
+        parse_record_frame(_retag(bad), CONFIG)
+
+
 def test_rejections():
     p = np.array([1 << 62, 3 << 62, 5], dtype=np.uint64)
     (f,) = _build(p, np.array([1000, 1010, 1300]))
     for at, value, text in [(48, 2, "coding word"), (49, 25, "coding word"),
                             (51, 1, "coding word"), (59, 1, "padding bits")]:
-        bad = bytearray(f)
-        bad[at] = value
-        with pytest.raises(MalformedFrameError, match=text):
-            parse_record_frame(_retag(bad), CONFIG)
-    bad = bytearray(f)
-    bad[27] = 40                                    # 40 records: the bits end early
-    with pytest.raises(TruncatedFrameError, match="chunk 0"):
-        parse_record_frame(_retag(bad), CONFIG)
+        _refused(f, at, value, MalformedFrameError, text)
+    _refused(f, 27, 40, TruncatedFrameError, "chunk 0")   # 40 records: the bits end early
     # chunks of one interval coded with two shifts
     ts = np.arange(0, 4000, 10)
     a = _build(np.zeros(400, np.uint64), ts, mtu=60)
@@ -204,14 +207,8 @@ def test_receiver_rejections():
     base = 1000
     p = np.array([1, 2, 3], dtype=np.uint64)
     (f,) = _build_receiver(p, np.array([base, base + 8, base + 24]))
-    bad = bytearray(f)
-    bad[50] = 3                                      # a shift: receivers are lossless
-    with pytest.raises(MalformedFrameError, match="coding word"):
-        parse_record_frame(_retag(bad), CONFIG)
-    bad = bytearray(f)
-    bad[27] = 4                                      # 4 records: the bits end early
-    with pytest.raises(TruncatedFrameError, match="chunk 0"):
-        parse_record_frame(_retag(bad), CONFIG)
+    _refused(f, 50, 3, MalformedFrameError, "coding word")   # a shift: receivers are lossless
+    _refused(f, 27, 4, TruncatedFrameError, "chunk 0")        # 4 records: the bits end early
     # fixed-width and coded chunks in one interval's stream
     ts = np.arange(0, 4000, 10)
     a = _build_receiver(np.arange(400, dtype=np.uint64), ts, mtu=100)
