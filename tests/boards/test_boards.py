@@ -305,13 +305,19 @@ def test_inline_tap_directions():
 
 
 def test_board_command_directions_option(tmp_path, capsys):
+    """``--directions both`` builds both cores; without it the command measures the
+    board's default direction (its help says which: the default is not built again, as
+    ``test_board_elaborates_and_writes_csr`` builds each board's default top)."""
     assert colorlight_5a75b.main(["--no-build", "--build-dir", str(tmp_path),
-                                  "--directions", "both"]) == 0
+                                  "--directions", "both", "--window-bytes", "16"]) == 0
     csv = parse_csr_csv((tmp_path / "colorlight_5a75b" / "csr.csv").read_text())
     assert set(csv["csr_bases"]) == set(versa_ecp5.Top.DIRECTIONS)
-    assert colorlight_5a75b.main(["--no-build", "--build-dir", str(tmp_path / "one")]) == 0
-    csv = parse_csr_csv((tmp_path / "one" / "colorlight_5a75b" / "csr.csv").read_text())
-    assert set(csv["csr_bases"]) == {"port0_to_port1"}
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        colorlight_5a75b.main(["--help"])
+    assert exit_info.value.code == 0
+    assert "(default port0_to_port1)" in " ".join(capsys.readouterr().out.split())
+    assert colorlight_5a75b.DIRECTIONS == ("port0_to_port1",)
 
 
 def test_written_build_csr_matches_regmap(tmp_path):
