@@ -50,6 +50,7 @@ from sim_tb.lib.runner import (BUILD_ROOT, CoreParams, ExportedCore, SimResults,
                            export_if_stale, run_cocotb, run_core_tests, simulator_name)
 
 __all__ = ["GATE_TOP", "GATE_CELLS", "TRELLIS_FF_MODEL", "LUT_2STATE_MODEL", "GATE_VERILATOR_ARGS",
+           "GATE_VERILATOR_OPT",
            "GateCellMissing",
            "yosys_executable", "gate_build_dir", "gate_netlist", "gate_model_sources",
            "netlist_cells", "run_gate_tests", "run_gate_pair_bench",
@@ -74,6 +75,12 @@ LUT_2STATE_CELLS = frozenset({"LUT4", "LUT2"})
 #: value itself). ``--protect-ids`` (hashed names, half the C++ text) fails to compile
 #: with cocotb's VPI (Verilator 5.48: the scope table names members it hashed away).
 GATE_VERILATOR_ARGS = ("--x-initial", "fast")
+#: The compiler level of a netlist's model (``LDA_GATE_VERILATOR_OPT``, ``-O0`` by default):
+#: a netlist's C++ is about ten times an RTL core's and its default bench is short, so
+#: an unoptimised model costs less in all (``docs/SIMULATION.md``, "Gate-level
+#: simulation": 247 s of CPU for the LDA netlist's build and run at ``-O0``, 381 s at
+#: the RTL's ``-O1``).
+GATE_VERILATOR_OPT = os.environ.get("LDA_GATE_VERILATOR_OPT", "-O0")
 #: Cells with a model here: Yosys's (:data:`GATE_CELLS`) and the project's.
 MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS} | {"DP16KD", "TRELLIS_FF"})
 
@@ -216,7 +223,8 @@ def run_gate_tests(params: CoreParams, test_module: str, *, testcase=None,
     verilator = (simulator or simulator_name()) == "verilator"
     return run_core_tests(core.params, test_module, testcase=testcase, extra_env=extra_env,
                           seed=seed, core=core, models=gate_model_sources(two_state=verilator),
-                          simulator=simulator, verilator_args=GATE_VERILATOR_ARGS)
+                          simulator=simulator, verilator_args=GATE_VERILATOR_ARGS,
+                          verilator_opt=GATE_VERILATOR_OPT)
 
 
 def run_gate_pair_bench(params: CoreParams, test_module: str,

