@@ -24,8 +24,8 @@ cocotb module on it with the cells' simulation models:
   ``sim_tb/benches/test_gate_level.py``) in one expression instead of four statements.
 
 The simulator is ``LDA_SIM``'s or the caller's: Verilator (the default suite's, with
-:data:`GATE_VERILATOR_ARGS` and the two-state LUTs; the LDA core bench's 32 642 clocks
-in 40 s) or Icarus (some 11 clocks per CPU second). A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
+:data:`GATE_VERILATOR_ARGS`, :data:`GATE_VERILATOR_OPT` and the two-state LUTs; the LDA
+core bench's 32 642 clocks in 40 s at ``-O1``) or Icarus (some 11 clocks per CPU second). A netlist cell without a model fails the build (:class:`GateCellMissing`) rather than
 simulating as an empty module. The netlist is rebuilt when the gateware, the contracts,
 the Yosys commands or the parameters change (``export.stamp``, as the RTL export).
 
