@@ -19,7 +19,6 @@ from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.hashing import RDA_SBOX, FrameClass, HashPurpose, h3_rows
 from hw.frames.header_tap import FRAME_CLASS_BITS, TapRecord
 from hw.kinds import kind_gateware
-from hw.arith.parity import xor_bits
 from hw.arith.stages import delayed
 
 __all__ = ["H3Pipeline", "hashed_record_layout", "HashedRecord", "PacketHasher"]
@@ -84,7 +83,7 @@ class H3Pipeline(wiring.Component):
         # A term is (slice position, bit index into its output bit's vector): the input
         # at stage 0, then that output bit's own stage register (one register per output
         # bit and stage keeps every expression small for the simulators). A group is the
-        # terms of one aligned slice, XORed as ``a ^ b ^ ...`` (:func:`xor_bits`).
+        # terms of one aligned slice, XORed as ``Cat(its bits).xor()``.
         vectors = [self.data] * self.out_bits
         per_bit = [[(i, i) for i, r in enumerate(self.rows) if (r >> o) & 1]
                    for o in range(self.out_bits)]
@@ -99,12 +98,10 @@ class H3Pipeline(wiring.Component):
                     if len(group) == 1:
                         results.append(vectors[o][group[0]])
                     else:
-                        # The group's bits XORed one by one: in the exported Verilog a
-                        # narrow expression; a masked full-width vector would cost an
-                        # event-driven simulator (Icarus) ~20x more per evaluation for the
-                        # same netlist (and a reduction XOR Amaranth's simulator 5x more
-                        # per group, :mod:`hw.arith.parity`).
-                        results.append(xor_bits(vectors[o][i] for i in group))
+                        # The group's bits gathered, then XORed: in the exported Verilog a
+                        # narrow ^{...}; a masked full-width vector would cost an event-driven
+                        # simulator (Icarus) ~20x more per evaluation for the same netlist.
+                        results.append(Cat(*(vectors[o][i] for i in group)).xor())
                 if not results:                      # an all-zero column of the matrix
                     next_terms.append((0, 0))
                     results.append(Const(0, 1))

@@ -1,3 +1,3 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Arithmetic and pipeline primitives: carry-chain select-add, divider, multiplier,
-register stages, XOR of bits."""
+register stages."""

@@ -31,7 +31,6 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.check_value import CRC32_INIT, CRC32_XOROUT, HEADER_BITS, crc32_bits
-from hw.arith.parity import xor_bits
 
 __all__ = ["Crc32Words", "FreezeCheck", "RecordCheck", "crc32_matrix"]
 
@@ -59,7 +58,8 @@ def _xor_tree(taps):
     """XOR of ``taps`` as a balanced tree of 4-input XORs (one LUT4 each), so that the
     mapper starts from ``ceil(log4(n))`` levels rather than a chain."""
     while len(taps) > 1:
-        taps = [xor_bits(taps[i:i + 4]) for i in range(0, len(taps), 4)]
+        taps = [Cat(*taps[i:i + 4]).xor() if len(taps[i:i + 4]) > 1 else taps[i]
+                for i in range(0, len(taps), 4)]
     return taps[0]
 
 
