@@ -18,7 +18,16 @@ with it (the machine is shared: wall-clock scaling is only meaningful when it is
 The CPU time every run pays before it reads a byte — the interpreter, the package's
 imports, numba's import and the compiled loops' cached code — is measured in a child of
 its own (the best of three) and the rate is also given without it
-(``pairs_per_cpu_s_work``: what a longer capture approaches).
+(``pairs_per_cpu_s_work``: what a longer capture approaches). The children run with
+Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed from their environment,
+``--no-bytecode`` keeps it): an installed package has its ``.pyc`` files, and compiling
+the package's modules from source costs every run about 0.3 s of CPU time here. With
+``--jobs N`` the CPU time is also split between the child (``parent_cpu_s``, its own
+``utime + stime`` read from ``/proc`` every 50 ms, so up to 50 ms short) and its workers
+(``workers_cpu_s``, the rest), and ``wall_idle_s`` projects the wall-clock time on an
+idle machine with N cores: the parent's CPU time plus the workers' divided by N (a
+lower bound: it assumes the workers' tasks split evenly and the parent waits for no
+straggler).
 
 Prints the figures and writes them to ``bench/out/offline_stream.json`` (``--out``).
 
@@ -139,24 +148,46 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1) -> dict:
+def _cpu_ticks(pid: int) -> int | None:
+    """The process's own ``utime + stime`` in clock ticks (``/proc/<pid>/stat``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])      # fields 14 and 15 of proc(5)
+
+
+def _child_env(bytecode: bool) -> dict:
+    """The children's environment: with the bytecode cache on when ``bytecode``."""
+    env = dict(os.environ)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1,
+                 bytecode: bool = True) -> dict:
     """``ldactl estimate --jobs N`` in a child process: wall and CPU seconds, peak RSS,
     records.
 
     Peak RSS is the sum over the child and its worker processes of each one's
     ``VmHWM``, polled every 50 ms (the child's ``ru_maxrss`` would also count the image
-    of this process it was forked from), and ``ru_maxrss`` as a bound."""
+    of this process it was forked from), and ``ru_maxrss`` as a bound. The child's own
+    CPU time is polled too (``parent_cpu_s``); its workers' is the rest."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, "-m", "host_sw.cli", "estimate",
                                  str(s_path), str(r_path), "--synopsis", synopsis, "--json",
                                  "--jobs", str(jobs)],
-                                stdout=out, stderr=err, text=True)
-        peaks = {}
+                                stdout=out, stderr=err, text=True,
+                                env=_child_env(bytecode))
+        peaks, own = {}, 0
         while proc.poll() is None:
             for p in _tree(proc.pid):
                 peaks[p] = max(peaks.get(p, 0), _vm_hwm_kb(p) or 0)
+            own = max(own, _cpu_ticks(proc.pid) or 0)
             time.sleep(0.05)
         hwm = sum(peaks.values())
         wall = time.perf_counter() - t0
@@ -167,8 +198,11 @@ def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1) -> di
     if proc.returncode:
         raise SystemExit(f"ldactl estimate failed ({proc.returncode}): {stderr}")
     records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime)
-            + (after.ru_stime - before.ru_stime),
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    parent = min(cpu, own / os.sysconf("SC_CLK_TCK"))
+    return {"wall_s": wall, "cpu_s": cpu, "parent_cpu_s": parent,
+            "workers_cpu_s": cpu - parent if jobs > 1 else 0.0,
+            "wall_idle_s": parent + (cpu - parent) / jobs if jobs > 1 else cpu,
             "peak_rss_mb": hwm / 1024, "maxrss_bound_mb": after.ru_maxrss / 1024,
             "records": records}
 
@@ -177,13 +211,14 @@ _STARTUP = ("import host_sw.cli.main; from host_sw.model.pcap_stream import warm
             "warm_compiled()")
 
 
-def startup_cpu_s() -> float:
+def startup_cpu_s(bytecode: bool = True) -> float:
     """CPU seconds of a child that only starts as ``ldactl estimate`` does (interpreter,
     imports, numba and the compiled loops loaded): the best of three."""
     best = None
     for _ in range(3):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, "-c", _STARTUP], check=True)
+        subprocess.run([sys.executable, "-c", _STARTUP], check=True,
+                       env=_child_env(bytecode))
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         best = cpu if best is None else min(best, cpu)
@@ -231,6 +266,8 @@ def main(argv=None):
     ap.add_argument("--dir", default="build/bench")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", default=str(OUT / "offline_stream.json"))
+    ap.add_argument("--no-bytecode", action="store_true",
+                    help="keep PYTHONDONTWRITEBYTECODE in the runs' environment")
     ap.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--readers", default=None, metavar="PCAP",
                     help="only compare the candidate readers on this capture")
@@ -265,13 +302,14 @@ def main(argv=None):
     print(f"generated {args.packets:,} + {truth['received']:,} packets in {gen_s:.1f} s "
           f"({sizes['sender_bytes'] / 2**30:.2f} + {sizes['receiver_bytes'] / 2**30:.2f} GiB)")
     results = []
-    startup = startup_cpu_s()
+    bytecode = not args.no_bytecode
+    startup = startup_cpu_s(bytecode)
     print(f"start of a run (imports, numba, compiled loops): {startup:.2f} s CPU")
     try:
         for kind in args.synopsis:
             for jobs in args.jobs:
                 load_before = os.getloadavg()[0]
-                got = run_estimate(s_path, r_path, kind, jobs)
+                got = run_estimate(s_path, r_path, kind, jobs, bytecode)
                 (rec,) = got.pop("records")
                 records = args.packets + truth["received"]
                 est = rec["estimate"] or {}
@@ -293,6 +331,9 @@ def main(argv=None):
                       f"wall ({row['mpps_wall']} M/s), {got['cpu_s']:.2f} s CPU "
                       f"({row['mpps_cpu']} M records/s, {row['pairs_per_cpu_s']} M pairs/s "
                       f"of CPU time; {row['pairs_per_cpu_s_work']} M without the start), "
+                      f"parent {got['parent_cpu_s']:.2f} s + workers "
+                      f"{got['workers_cpu_s']:.2f} s CPU (idle {jobs}-core wall >= "
+                      f"{got['wall_idle_s']:.2f} s); "
                       f"peak RSS {got['peak_rss_mb']:.0f} MB; load "
                       f"{row['load_before']} -> {row['load_after']}; valid {rec['valid']}, "
                       f"lost {est.get('lost')} (true {truth['lost']}), mean "
@@ -302,9 +343,12 @@ def main(argv=None):
             if 1 in rows:
                 for jobs, r in sorted(rows.items()):
                     r["speedup_wall"] = round(rows[1]["wall_s"] / r["wall_s"], 2)
+                    r["speedup_idle"] = round(rows[1]["wall_idle_s"] / r["wall_idle_s"], 2)
                     if jobs != 1:
                         print(f"{kind}: --jobs {jobs} is {r['speedup_wall']}x --jobs 1 in "
-                              f"wall-clock time")
+                              f"wall-clock time (load {r['load_before']}); at most "
+                              f"{r['speedup_idle']}x projected from the CPU times on an "
+                              f"idle machine")
     finally:
         if not args.keep:
             for p in (s_path, r_path, directory / "truth.json"):
@@ -316,6 +360,7 @@ def main(argv=None):
                                "loss": args.loss, "snaplen": args.snaplen,
                                "generate_s": round(gen_s, 1), **sizes, "truth": truth,
                                "startup_cpu_s": round(startup, 2),
+                               "bytecode_cache": bytecode,
                                "results": results}, indent=2) + "\n")
     print(f"wrote {out}")
 

@@ -90,6 +90,38 @@ def test_jobs_give_the_records_of_one_process(lossy, tiny_partitions, one_pass):
                                                                   interval_ns=SPAN // 4 + 1))
 
 
+def test_threads_give_the_records_of_one_process(lossy, tiny_partitions, one_pass):
+    """``--jobs 2 --threads``: the tasks on two threads of this process (spills kept in
+    memory up to the budget, then on files), byte for byte the records of one pass, and
+    the progress callback hears of every byte read."""
+    _, (s, r) = lossy
+    with runner(jobs=2, threads=True) as run:
+        assert run.inline and run.workers == 2
+        for (config, mode, interval), one in zip(CASES, one_pass):
+            kw = dict(mode=mode, interval_ns=interval, chunk_bytes=1 << 16)
+            two = capture_records(s, r, config, run=run, **kw)
+            assert _rows(two) == _rows(one)
+            if config.kind == "opa":
+                for a, b in zip(one, two):
+                    assert np.array_equal(a.details["opa"].delays, b.details["opa"].delays)
+        seen = []
+        capture_records(s, r, LdaConfig(), run=run, progress=seen.append,
+                        chunk_bytes=1 << 16)
+    assert len(seen) > 2 and all(n >= 0 for n in seen)
+    assert sum(seen) == s.stat().st_size + r.stat().st_size
+
+
+def test_cli_threads_print_the_rows_of_one_job(lossy, tiny_partitions):
+    _, (s, r) = lossy
+    for kind in ("lda", "lds"):
+        argv = ["estimate", str(s), str(r), "--synopsis", kind, "--json",
+                "--interval-ns", str(SPAN // 4 + 1)]
+        code1, one, _ = _cli(argv + ["--jobs", "1"])
+        code2, two, _ = _cli(argv + ["--jobs", "2", "--threads"])
+        assert code1 == code2 == 0
+        assert len(one.splitlines()) >= 4 and two == one
+
+
 def _cli(argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
