@@ -27,7 +27,9 @@ the package's modules from source costs every run about 0.3 s of CPU time here. 
 (``workers_cpu_s``, the rest), and ``wall_idle_s`` projects the wall-clock time on an
 idle machine with N cores: the parent's CPU time plus the workers' divided by N (a
 lower bound: it assumes the workers' tasks split evenly and the parent waits for no
-straggler).
+straggler). ``--threads`` adds a run with ``--jobs N --threads`` for each N > 1 (the
+tasks on threads of the child: its CPU time is all its own, and ``wall_idle_s`` is the
+start's CPU time plus the rest divided by N, a bound that ignores the GIL).
 
 Prints the figures and writes them to ``bench/out/offline_stream.json`` (``--out``).
 
@@ -167,7 +169,7 @@ def _child_env(bytecode: bool) -> dict:
 
 
 def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1,
-                 bytecode: bool = True) -> dict:
+                 bytecode: bool = True, threads: bool = False) -> dict:
     """``ldactl estimate --jobs N`` in a child process: wall and CPU seconds, peak RSS,
     records.
 
@@ -180,7 +182,7 @@ def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1,
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, "-m", "host_sw.cli", "estimate",
                                  str(s_path), str(r_path), "--synopsis", synopsis, "--json",
-                                 "--jobs", str(jobs)],
+                                 "--jobs", str(jobs)] + (["--threads"] if threads else []),
                                 stdout=out, stderr=err, text=True,
                                 env=_child_env(bytecode))
         peaks, own = {}, 0
@@ -201,8 +203,9 @@ def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1,
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     parent = min(cpu, own / os.sysconf("SC_CLK_TCK"))
     return {"wall_s": wall, "cpu_s": cpu, "parent_cpu_s": parent,
-            "workers_cpu_s": cpu - parent if jobs > 1 else 0.0,
-            "wall_idle_s": parent + (cpu - parent) / jobs if jobs > 1 else cpu,
+            "workers_cpu_s": cpu - parent if jobs > 1 and not threads else 0.0,
+            "wall_idle_s": parent + (cpu - parent) / jobs if jobs > 1 and not threads
+            else cpu,
             "peak_rss_mb": hwm / 1024, "maxrss_bound_mb": after.ru_maxrss / 1024,
             "records": records}
 
@@ -266,6 +269,8 @@ def main(argv=None):
     ap.add_argument("--dir", default="build/bench")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", default=str(OUT / "offline_stream.json"))
+    ap.add_argument("--threads", action="store_true",
+                    help="also run each --jobs N > 1 with --threads")
     ap.add_argument("--no-bytecode", action="store_true",
                     help="keep PYTHONDONTWRITEBYTECODE in the runs' environment")
     ap.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
@@ -306,14 +311,17 @@ def main(argv=None):
     startup = startup_cpu_s(bytecode)
     print(f"start of a run (imports, numba, compiled loops): {startup:.2f} s CPU")
     try:
+        runs = [(jobs, False) for jobs in args.jobs] + (
+            [(jobs, True) for jobs in args.jobs if jobs > 1] if args.threads else [])
         for kind in args.synopsis:
-            for jobs in args.jobs:
+            for jobs, threads in runs:
                 load_before = os.getloadavg()[0]
-                got = run_estimate(s_path, r_path, kind, jobs, bytecode)
+                got = run_estimate(s_path, r_path, kind, jobs, bytecode, threads)
                 (rec,) = got.pop("records")
                 records = args.packets + truth["received"]
                 est = rec["estimate"] or {}
                 row = {"synopsis": kind, "jobs": jobs,
+                       "workers": "threads" if threads else "processes",
                        **{k: round(v, 2) for k, v in got.items()},
                        "packets_read": records,
                        "mpps_wall": round(records / got["wall_s"] / 1e6, 3),
@@ -326,26 +334,33 @@ def main(argv=None):
                        "load_after": round(os.getloadavg()[0], 2),
                        "valid": rec["valid"], "est_lost": est.get("lost"),
                        "true": rec.get("true"), "est_mean": est.get("mean")}
+                if threads:   # the start is the parent's alone; the rest on N threads
+                    row["wall_idle_s"] = round(
+                        min(startup, got["cpu_s"]) + max(got["cpu_s"] - startup, 0) / jobs, 2)
                 results.append(row)
-                print(f"{kind} --jobs {jobs}: {records:,} records in {got['wall_s']:.1f} s "
+                flag = " --threads" if threads else ""
+                print(f"{kind} --jobs {jobs}{flag}: {records:,} records in "
+                      f"{got['wall_s']:.1f} s "
                       f"wall ({row['mpps_wall']} M/s), {got['cpu_s']:.2f} s CPU "
                       f"({row['mpps_cpu']} M records/s, {row['pairs_per_cpu_s']} M pairs/s "
                       f"of CPU time; {row['pairs_per_cpu_s_work']} M without the start), "
                       f"parent {got['parent_cpu_s']:.2f} s + workers "
                       f"{got['workers_cpu_s']:.2f} s CPU (idle {jobs}-core wall >= "
-                      f"{got['wall_idle_s']:.2f} s); "
+                      f"{row['wall_idle_s']:.2f} s); "
                       f"peak RSS {got['peak_rss_mb']:.0f} MB; load "
                       f"{row['load_before']} -> {row['load_after']}; valid {rec['valid']}, "
                       f"lost {est.get('lost')} (true {truth['lost']}), mean "
                       f"{est.get('mean')} ns (true {truth['mean']:.2f})")
         for kind in args.synopsis:
-            rows = {r["jobs"]: r for r in results if r["synopsis"] == kind}
-            if 1 in rows:
-                for jobs, r in sorted(rows.items()):
-                    r["speedup_wall"] = round(rows[1]["wall_s"] / r["wall_s"], 2)
-                    r["speedup_idle"] = round(rows[1]["wall_idle_s"] / r["wall_idle_s"], 2)
+            rows = {(r["jobs"], r["workers"]): r for r in results if r["synopsis"] == kind}
+            if (1, "processes") in rows:
+                one = rows[1, "processes"]
+                for (jobs, workers), r in sorted(rows.items()):
+                    r["speedup_wall"] = round(one["wall_s"] / r["wall_s"], 2)
+                    r["speedup_idle"] = round(one["wall_idle_s"] / r["wall_idle_s"], 2)
                     if jobs != 1:
-                        print(f"{kind}: --jobs {jobs} is {r['speedup_wall']}x --jobs 1 in "
+                        print(f"{kind}: --jobs {jobs} ({workers}) is {r['speedup_wall']}x "
+                              f"--jobs 1 in "
                               f"wall-clock time (load {r['load_before']}); at most "
                               f"{r['speedup_idle']}x projected from the CPU times on an "
                               f"idle machine")

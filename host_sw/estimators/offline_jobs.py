@@ -20,8 +20,9 @@ each fault in a heap of their own (costly on a virtual machine: about 2 µs of C
 per KiB touched here), write their whole spill to files and pickle their results —
 about 0.7 s of CPU time more than one process on a 2 M-packet pair
 (``docs/BENCHMARKS.md``). The Python code between the compiled calls holds the GIL,
-so threads do not scale as far as processes would on many cores. Worker processes and Dask workers must reach the capture files and the spill
-folder by the same paths (a shared file system beyond one machine).
+so threads do not scale as far as processes would on many cores. Worker processes and
+Dask workers must reach the capture files and the spill folder by the same paths (a
+shared file system beyond one machine).
 
 Example
 -------
