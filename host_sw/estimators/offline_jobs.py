@@ -38,7 +38,31 @@ import threading
 
 from host_sw.model.pcap_stream import warm_compiled
 
-__all__ = ["inline_runner", "runner", "default_jobs", "WorkerProgress"]
+__all__ = ["inline_runner", "runner", "default_jobs", "WorkerProgress",
+           "no_hugepage_advice"]
+
+
+def no_hugepage_advice() -> bool:
+    """Stop numpy advising the kernel to back its large arrays with huge pages
+    (``madvise(MADV_HUGEPAGE)``), unless the user chose with ``NUMPY_MADVISE_HUGEPAGE``;
+    whether it was stopped here. Worker processes forked afterwards inherit it.
+
+    Why: a capture analysis allocates its chunk buffers and spill records afresh,
+    touches them once or twice and frees them. Where huge pages cannot be had (a
+    virtual machine like this project's, ``AnonHugePages: 0``) each first touch of an
+    advised page costs the kernel a failed huge-page allocation first: about 3 ms of CPU
+    time per MiB against 0.6 ms unadvised here, about 0.3 s of a 2 M-packet LDA run
+    (``docs/BENCHMARKS.md``). Streamed once, the arrays gain little from huge pages
+    where they can be had."""
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return False
+    import numpy as np
+    setter = getattr(getattr(np, "_core", None), "multiarray", None)
+    setter = getattr(setter, "_set_madvise_hugepage", None)
+    if setter is None:          # pragma: no cover (a numpy without the switch)
+        return False
+    setter(False)
+    return True
 
 
 def default_jobs() -> int:

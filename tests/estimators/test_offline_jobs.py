@@ -14,7 +14,7 @@ from host_sw.cli import main
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig
 from host_sw.estimators import offline_stream
 from host_sw.estimators.offline import capture_cache, capture_records
-from host_sw.estimators.offline_jobs import runner
+from host_sw.estimators.offline_jobs import no_hugepage_advice, runner
 from host_sw.estimators.offline_stream import stream_pair
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import capture_trace, read_pcap
@@ -227,3 +227,20 @@ def test_a_wrong_range_start_is_read_again_in_one_pass(lossy, tiny_partitions,
     assert _rows(got) == _rows(want)
     again = [j for j in passes if j.byte_range is None]
     assert [j.side for j in again] == ["sender"]     # the receiver's ranges chained
+
+
+def test_hugepage_advice_is_stopped_unless_the_user_chose(monkeypatch):
+    """``no_hugepage_advice`` turns numpy's ``madvise(MADV_HUGEPAGE)`` off (read back
+    through numpy's switch, which returns the previous state), and leaves it alone when
+    ``NUMPY_MADVISE_HUGEPAGE`` is set."""
+    switch = np._core.multiarray._set_madvise_hugepage
+    before = switch(True)
+    try:
+        monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+        assert no_hugepage_advice() is False
+        assert switch(True) is True                  # untouched
+        monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE")
+        assert no_hugepage_advice() is True
+        assert switch(True) is False                 # it was off
+    finally:
+        switch(before)
