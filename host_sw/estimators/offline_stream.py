@@ -206,9 +206,23 @@ class FlowTable:
         sel = np.flatnonzero(counted)
         if not len(sel):
             return out
-        rows = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
-        fold = _fold(rows)
-        if self.index:
+        fused = compiled(_fold_probe_loop) if self.index else None
+        if fused is not None:   # fold, probe and exact check in one compiled pass
+            folds, ids, known_rows, slots = self._known()
+            found = np.empty(len(sel), np.int64)
+            fold = np.empty(len(sel), np.uint64)
+            fused(flow, sel, slots[0], slots[1], known_rows, fold, found)
+            hit = found >= 0
+            out[sel[hit]] = found[hit]
+            rest = np.flatnonzero(~hit)
+            if not len(rest):
+                return out
+            sel, fold = sel[rest], fold[rest]
+            rows = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
+        else:
+            rows = np.ascontiguousarray(flow[:, sel].T.astype(np.uint32))
+            fold = _fold(rows)
+        if self.index and fused is None:
             folds, ids, known_rows, slots = self._known()
             if slots is not None:            # a compiled probe of the folds' hash table
                 found = np.empty(len(fold), np.int64)
@@ -288,6 +302,40 @@ def _probe_loop(folds, keys, ids, out):
         while ids[j] >= 0 and keys[j] != folds[i]:
             j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
         out[i] = ids[j]
+
+
+def _fold_probe_loop(flow, sel, keys, ids, known_rows, fold, out):
+    """For each counted packet ``sel[k]``: the :func:`_fold` of its row hashes' low 32
+    bits (``flow[:, sel[k]]``) in ``fold[k]``, and in ``out[k]`` the known flow of
+    :func:`_probe_loop`'s table whose rows equal them exactly, else -1. numba: numpy
+    needs a copy of the rows, a pass per row for the fold and a gather of the known rows
+    to check; this is one pass, about a third of the time."""
+    mask = np.uint64(keys.shape[0] - 1)
+    low = np.uint64(0xFFFFFFFF)
+    m1, m2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+    s30, s27, s31 = np.uint64(30), np.uint64(27), np.uint64(31)
+    rows = flow.shape[0]
+    for k in range(sel.shape[0]):
+        i = sel[k]
+        z = flow[0, i] & low
+        for r in range(1, rows):
+            z ^= z >> s30
+            z *= m1
+            z ^= z >> s27
+            z *= m2
+            z ^= z >> s31
+            z ^= flow[r, i] & low
+        fold[k] = z
+        j = np.int64(z & mask)
+        while ids[j] >= 0 and keys[j] != z:
+            j = np.int64((np.uint64(j) + np.uint64(1)) & mask)
+        got = ids[j]
+        if got >= 0:
+            for r in range(rows):
+                if np.uint64(known_rows[got, r]) != flow[r, i] & low:
+                    got = -1
+                    break
+        out[k] = got
 
 
 def _fold(rows: np.ndarray) -> np.ndarray:
