@@ -228,6 +228,58 @@ def startup_cpu_s(bytecode: bool = True) -> float:
     return best
 
 
+_WORK = """
+import resource, sys
+from host_sw.contracts.config import config_class
+from host_sw.estimators.offline import capture_records
+from host_sw.model.pcap_stream import warm_compiled
+try:
+    from host_sw.estimators.offline_jobs import no_hugepage_advice
+    no_hugepage_advice()             # as ldactl estimate does (trees that have it)
+except ImportError:
+    pass
+warm_compiled()
+kind, s, r = sys.argv[1:4]
+def cpu():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+t = cpu()
+(rec,) = capture_records(s, r, config_class(kind)())
+print(cpu() - t)
+"""
+
+
+def work_cpu_s(tree: Path, kind: str, s_path: Path, r_path: Path,
+               bytecode: bool = True) -> float:
+    """CPU seconds of ``capture_records`` (one job, one interval) on the pair in a child
+    run in ``tree`` (its package first on the path), after its imports and compiled
+    loops are loaded: the analysis alone."""
+    got = subprocess.run([sys.executable, "-c", _WORK, kind, str(s_path.resolve()),
+                          str(r_path.resolve())], check=True, capture_output=True,
+                         text=True, cwd=tree, env=_child_env(bytecode))
+    return float(got.stdout.split()[-1])
+
+
+def compare_trees(other: Path, kinds, s_path, r_path, rounds: int = 3) -> list[dict]:
+    """:func:`work_cpu_s` of ``other`` (another checkout, e.g. the tree before a
+    change) and of this tree, alternately ``rounds`` times per kind: the best of each
+    (the load inflates CPU time too; alternating exposes both to the same load)."""
+    here = Path(__file__).resolve().parents[1]
+    out = []
+    for kind in kinds:
+        best = {"other": None, "this": None}
+        for _ in range(rounds):
+            for name, tree in (("other", other), ("this", here)):
+                t = work_cpu_s(tree, kind, s_path, r_path)
+                best[name] = t if best[name] is None else min(best[name], t)
+        row = {"synopsis": kind, "other_cpu_s": round(best["other"], 2),
+               "this_cpu_s": round(best["this"], 2), "load": round(os.getloadavg()[0], 2)}
+        out.append(row)
+        print(f"{kind}: the analysis alone (best of {rounds}) {best['other']:.2f} s CPU in "
+              f"{other}, {best['this']:.2f} s here (load {row['load']})")
+    return out
+
+
 def compare_readers(path: Path) -> list[dict]:
     """CPU seconds to list every record's timestamp and first 64 bytes of ``path`` with
     each candidate reader: dpkt's ``pcap.Reader``, scapy's ``RawPcapReader`` and
@@ -274,6 +326,9 @@ def main(argv=None):
     ap.add_argument("--no-bytecode", action="store_true",
                     help="keep PYTHONDONTWRITEBYTECODE in the runs' environment")
     ap.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--compare", default=None, metavar="TREE",
+                    help="only time the analysis alone in TREE (another checkout) and "
+                         "here, alternately (compare_trees)")
     ap.add_argument("--readers", default=None, metavar="PCAP",
                     help="only compare the candidate readers on this capture")
     args = ap.parse_args(argv)
@@ -303,6 +358,20 @@ def main(argv=None):
     s_path, r_path = directory / "s.pcap", directory / "r.pcap"
     truth = json.loads((directory / "truth.json").read_text())
     gen_s = time.perf_counter() - t0
+    if args.compare:
+        try:
+            rows = compare_trees(Path(args.compare), args.synopsis, s_path, r_path)
+        finally:
+            if not args.keep:
+                for p in (s_path, r_path, directory / "truth.json"):
+                    p.unlink(missing_ok=True)
+        out = Path(args.out).with_name("offline_stream_compare.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"benchmark": "offline_stream_compare",
+                                   "machine": machine(), "packets": args.packets,
+                                   "other": args.compare, "results": rows}, indent=2) + "\n")
+        print(f"wrote {out}")
+        return
     sizes = {"sender_bytes": s_path.stat().st_size, "receiver_bytes": r_path.stat().st_size}
     print(f"generated {args.packets:,} + {truth['received']:,} packets in {gen_s:.1f} s "
           f"({sizes['sender_bytes'] / 2**30:.2f} + {sizes['receiver_bytes'] / 2**30:.2f} GiB)")
