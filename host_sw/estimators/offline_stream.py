@@ -58,7 +58,8 @@ import numpy as np
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_base import SynopsisConfig
-from host_sw.contracts.hashing import HashPurpose, compiled, default_masks, mix64_array
+from host_sw.contracts.hashing import (COMPILED_MIN_ROWS, HashPurpose, compiled,
+                                      default_masks, mix64_array)
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.pcap import CaptureError
 from host_sw.model.golden_lda_rda_lds import (Hashers, PacketHashes, hash_windows,
@@ -105,6 +106,16 @@ class _Spill:
         dtype = self.dtypes[side]
         n = len(columns[dtype.names[0]])
         order = None
+        if self.parts > 1 and n >= COMPILED_MIN_ROWS and compiled(_positions_loop):
+            recs, bounds = _scatter_records(dtype, columns,
+                                            self.partition(columns, self.parts), self.parts)
+            for p in range(self.parts):
+                if bounds[p + 1] > bounds[p]:
+                    self.buffers[side][p].append(recs[bounds[p]:bounds[p + 1]])
+            self.buffered += recs.nbytes
+            if self.buffered > self.budget:
+                self.flush()
+            return
         if self.parts > 1:
             part = self.partition(columns, self.parts)
             if self.parts <= 4:     # a pass per partition: faster than the radix sort
@@ -158,6 +169,55 @@ class _Spill:
     def close(self) -> None:
         if self._dir is not None:
             self._dir.cleanup()
+
+
+def _positions_loop(part, parts, pos, bounds):
+    """Each record's row in partition order (stable: a partition's records keep their
+    order) in ``pos``, and the partitions' bounds (``parts + 1``) in ``bounds``: a
+    counting sort, two passes."""
+    for i in range(part.shape[0]):
+        bounds[np.int64(part[i]) + 1] += 1
+    for p in range(parts):
+        bounds[p + 1] += bounds[p]
+    at = bounds[:parts].copy()
+    for i in range(part.shape[0]):
+        q = np.int64(part[i])
+        pos[i] = at[q]
+        at[q] += 1
+
+
+def _put_loop(dst, col, src, pos):
+    """``dst[pos[i], col] = src[i]``: one 8-byte field of every record, put in place."""
+    for i in range(src.shape[0]):
+        dst[pos[i], col] = src[i]
+
+
+def _scatter_records(dtype: np.dtype, columns: dict, part: np.ndarray, parts: int):
+    """:meth:`_Spill.add`'s records in partition order, built by compiled loops
+    (numba): the records' rows by a counting sort of their partitions, then each
+    8-byte field put straight into its place (numpy needs a pass per partition to
+    order them, then a gather and a strided copy per field). Every field of the spill's
+    records is 8 bytes wide (a scalar or a row of them). ``(records, bounds)``."""
+    n = len(part)
+    pos = np.empty(n, np.int64)
+    bounds = np.zeros(parts + 1, np.int64)
+    compiled(_positions_loop)(part, parts, pos, bounds)
+    recs = np.empty(n, dtype)
+    words = recs.view(np.uint64).reshape(n, dtype.itemsize // 8)
+    put = compiled(_put_loop)
+    for name in dtype.names:
+        value = columns[name]
+        if np.ndim(value) == 0:
+            recs[name] = value
+            continue
+        sub, offset = dtype.fields[name][:2]
+        value = np.asarray(value)
+        if value.dtype != sub.base:             # (numpy's unsafe cast, as a field's)
+            value = value.astype(sub.base)
+        value = value.reshape(n, -1).view(np.uint64)
+        for j in range(value.shape[1]):
+            put(words, offset // 8 + j, value[:, j], pos)
+    return recs, bounds
 
 
 def _take(recs: np.ndarray, index: np.ndarray) -> np.ndarray:

@@ -317,3 +317,48 @@ def test_spill_keeps_each_partitions_records_in_order(tmp_path, parts):
         want = np.flatnonzero(keys % np.uint64(parts) == p)
         assert np.array_equal(got["ts"], want) and np.array_equal(got["key"], keys[want])
         assert (got["iv"] == 7).all() and np.array_equal(got["flow"], want % 11)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 9])
+def test_compiled_spill_builds_the_records_of_numpy(tmp_path, parts, monkeypatch):
+    """Chunks of 4096 records or more are put in partition order by compiled loops:
+    the same records, partition by partition, as numpy's path (the receiver's records
+    with a row of flow hashes, negative flows, a scalar field, an int32 column cast,
+    the RDA cache's ID-range partition)."""
+    if offline_stream.compiled(offline_stream._positions_loop) is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(parts)
+    dtype = np.dtype([("key", "<u8"), ("ts", "<i8"), ("iv", "<i8"), ("flow", "<i8"),
+                      ("p", "<u8"), ("rows", "<u8", (3,))])
+    chunks = []
+    for n in (5000, 4096, 9000):
+        flow = rng.integers(0, 1 << 64, (3, n), dtype=np.uint64)
+        chunks.append({"key": rng.integers(0, 1 << 64, n, dtype=np.uint64),
+                       "ts": rng.integers(-5, 1 << 40, n),
+                       "iv": rng.integers(-3, 3, n).astype(np.int32), "flow": -1 if n == 4096
+                       else rng.integers(-1, 50, n), "p": flow[0], "rows": flow.T})
+
+    def spilled(folder, partition=None):
+        spill = offline_stream._Spill(parts, {"receiver": dtype}, folder=str(folder),
+                                      budget=200_000, partition=partition)
+        for c in chunks:
+            spill.add("receiver", c)
+        return [spill.load("receiver", p) for p in range(parts)]
+
+    for partition in (None, offline_stream._id_range_partition):
+        if partition is not None:
+            for c in chunks:
+                c["id"] = c["key"]
+        (tmp_path / "a").mkdir(exist_ok=True)
+        (tmp_path / "b").mkdir(exist_ok=True)
+        fast = spilled(tmp_path / "a", partition)
+        with monkeypatch.context() as m:
+            m.setattr(offline_stream, "COMPILED_MIN_ROWS", 1 << 40)
+            slow = spilled(tmp_path / "b", partition)
+        assert sum(len(x) for x in fast) == 18096
+        for a, b in zip(fast, slow):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        for f in (tmp_path / "a").iterdir():
+            f.unlink()
+        for f in (tmp_path / "b").iterdir():
+            f.unlink()
