@@ -210,8 +210,8 @@ def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1,
             "records": records}
 
 
-_STARTUP = ("import host_sw.cli.main; from host_sw.model.pcap_stream import warm_compiled; "
-            "warm_compiled()")
+_STARTUP = ("import host_sw.cli.main; from host_sw.estimators.offline_stream import warm_loops; "
+            "warm_loops()")
 
 
 def startup_cpu_s(bytecode: bool = True) -> float:

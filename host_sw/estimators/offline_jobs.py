@@ -36,8 +36,6 @@ import contextlib
 import os
 import threading
 
-from host_sw.model.pcap_stream import warm_compiled
-
 __all__ = ["inline_runner", "runner", "default_jobs", "WorkerProgress",
            "no_hugepage_advice"]
 
@@ -168,6 +166,13 @@ class _Threads:
         return list(self.pool.map(fn, jobs))
 
 
+def _warm() -> None:
+    """The compiled loops of a capture analysis loaded (imported here: the analysis
+    imports this module)."""
+    from host_sw.estimators.offline_stream import warm_loops
+    warm_loops()
+
+
 def inline_runner():
     """Every task in this process, one after the other."""
     return _Inline()
@@ -201,14 +206,14 @@ def runner(jobs: int | None = None, scheduler: str | None = None, threads: bool 
         return
     if threads:
         from concurrent.futures import ThreadPoolExecutor
-        warm_compiled()       # loaded once, before the threads need it
+        _warm()               # loaded once, before the threads need it
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="ldactl") as pool:
             yield _Threads(pool, jobs)
         return
     # imported here: a run of one job does without them
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    warm_compiled()           # loaded once here, shared by the forked workers
+    _warm()                   # loaded once here, shared by the forked workers
     counter = multiprocessing.Value("q", 0)
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                              initargs=(counter,)) as pool:

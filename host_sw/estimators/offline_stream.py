@@ -65,7 +65,8 @@ from host_sw.model.pcap import CaptureError
 from host_sw.model.golden_lda_rda_lds import (Hashers, PacketHashes, hash_windows,
                                               split_window_hashes, update)
 from host_sw.model.pcap_stream import (DEFAULT_CHUNK_BYTES, ByteRange, WindowHashes,
-                                       classic_ranges, iter_capture, ranges_chain)
+                                       classic_ranges, iter_capture, ranges_chain,
+                                       warm_compiled)
 from host_sw.estimators.offline_jobs import inline_runner
 from host_sw.estimators.rda.decode import PacketCache
 
@@ -218,6 +219,23 @@ def _scatter_records(dtype: np.dtype, columns: dict, part: np.ndarray, parts: in
         for j in range(value.shape[1]):
             put(words, offset // 8 + j, value[:, j], pos)
     return recs, bounds
+
+
+def warm_loops() -> None:
+    """Load the compiled loops of a capture analysis now
+    (:func:`~host_sw.model.pcap_stream.warm_compiled`, the spill's and the synopsis
+    update's), so that worker processes forked afterwards share them instead of each
+    loading them again (a few ms each)."""
+    from host_sw.model.golden_lda_rda_lds import _add_at_loop, _xor_at_loop
+    warm_compiled()
+    if compiled(_positions_loop) is None:
+        return
+    n = np.arange(4, dtype=np.uint64)
+    _scatter_records(np.dtype([("key", "<u8"), ("ts", "<i8")]), {"key": n, "ts": 0},
+                     (n % np.uint64(2)).astype(np.uint16), 2)
+    flat = np.arange(4, dtype=np.int64)
+    compiled(_add_at_loop)(np.zeros(4, np.uint64), flat, n)
+    compiled(_xor_at_loop)(np.zeros(4, np.int64), flat, flat)
 
 
 def _take(recs: np.ndarray, index: np.ndarray) -> np.ndarray:
