@@ -18,8 +18,8 @@ Why threads: a task spends most of its time in code that releases the GIL (numba
 process's imports, compiled code, warmed heap and in-memory spill; worker processes
 each fault in a heap of their own (costly on a virtual machine: about 2 µs of CPU time
 per KiB touched here), write their whole spill to files and pickle their results —
-about 0.7 s of CPU time more than one process on a 2 M-packet pair
-(``docs/BENCHMARKS.md``). The Python code between the compiled calls holds the GIL,
+0.1–2.0 s of CPU time more than one process on a 2 M-packet pair, threads −0.2 to
++1.0 s (``docs/BENCHMARKS.md``). The Python code between the compiled calls holds the GIL,
 so threads do not scale as far as processes would on many cores. Worker processes and
 Dask workers must reach the capture files and the spill folder by the same paths (a
 shared file system beyond one machine).
