@@ -19,9 +19,11 @@ OPA's per-packet records are written by each partition's pairing by ranges of in
 
 Speed: the packet hashes come from the reader's compiled pass
 (:class:`~host_sw.model.pcap_stream.WindowHashes`), spill records are built in partition
-order a field at a time, the pairing sorts keys with their positions packed in
-(:func:`_sort_keys`) and counts each side's repeats from that one sort, and LDS's known
-flows are found by a compiled hash-table probe (:func:`_probe_loop`).
+order (by compiled loops, :func:`_scatter_records`; numpy's path a field at a time), the
+pairing sorts keys with their positions packed in (:func:`_sort_keys`) and counts each
+side's repeats from that one sort, and LDS's known flows are found by one compiled pass
+that folds, probes and checks (:func:`_fold_probe_loop`). Compiled loops (numba) only
+where numpy needs a pass per partition, field or row, or a data-dependent probe.
 
 Tasks: the two captures' passes (:func:`_side_pass`, each with its own interval grid,
 flow table and spill; with several workers one per byte range of a classic pcap,
