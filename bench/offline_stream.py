@@ -18,7 +18,18 @@ with it (the machine is shared: wall-clock scaling is only meaningful when it is
 The CPU time every run pays before it reads a byte — the interpreter, the package's
 imports, numba's import and the compiled loops' cached code — is measured in a child of
 its own (the best of three) and the rate is also given without it
-(``pairs_per_cpu_s_work``: what a longer capture approaches).
+(``pairs_per_cpu_s_work``: what a longer capture approaches). The children run with
+Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed from their environment,
+``--no-bytecode`` keeps it): an installed package has its ``.pyc`` files, and compiling
+the package's modules from source costs every run about 0.3 s of CPU time here. With
+``--jobs N`` the CPU time is also split between the child (``parent_cpu_s``, its own
+``utime + stime`` read from ``/proc`` every 50 ms, so up to 50 ms short) and its workers
+(``workers_cpu_s``, the rest), and ``wall_idle_s`` projects the wall-clock time on an
+idle machine with N cores: the parent's CPU time plus the workers' divided by N (a
+lower bound: it assumes the workers' tasks split evenly and the parent waits for no
+straggler). ``--threads`` adds a run with ``--jobs N --threads`` for each N > 1 (the
+tasks on threads of the child: its CPU time is all its own, and ``wall_idle_s`` is the
+start's CPU time plus the rest divided by N, a bound that ignores the GIL).
 
 Prints the figures and writes them to ``bench/out/offline_stream.json`` (``--out``).
 
@@ -139,24 +150,46 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1) -> dict:
+def _cpu_ticks(pid: int) -> int | None:
+    """The process's own ``utime + stime`` in clock ticks (``/proc/<pid>/stat``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])      # fields 14 and 15 of proc(5)
+
+
+def _child_env(bytecode: bool) -> dict:
+    """The children's environment: with the bytecode cache on when ``bytecode``."""
+    env = dict(os.environ)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1,
+                 bytecode: bool = True, threads: bool = False) -> dict:
     """``ldactl estimate --jobs N`` in a child process: wall and CPU seconds, peak RSS,
     records.
 
     Peak RSS is the sum over the child and its worker processes of each one's
     ``VmHWM``, polled every 50 ms (the child's ``ru_maxrss`` would also count the image
-    of this process it was forked from), and ``ru_maxrss`` as a bound."""
+    of this process it was forked from), and ``ru_maxrss`` as a bound. The child's own
+    CPU time is polled too (``parent_cpu_s``); its workers' is the rest."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, "-m", "host_sw.cli", "estimate",
                                  str(s_path), str(r_path), "--synopsis", synopsis, "--json",
-                                 "--jobs", str(jobs)],
-                                stdout=out, stderr=err, text=True)
-        peaks = {}
+                                 "--jobs", str(jobs)] + (["--threads"] if threads else []),
+                                stdout=out, stderr=err, text=True,
+                                env=_child_env(bytecode))
+        peaks, own = {}, 0
         while proc.poll() is None:
             for p in _tree(proc.pid):
                 peaks[p] = max(peaks.get(p, 0), _vm_hwm_kb(p) or 0)
+            own = max(own, _cpu_ticks(proc.pid) or 0)
             time.sleep(0.05)
         hwm = sum(peaks.values())
         wall = time.perf_counter() - t0
@@ -167,27 +200,84 @@ def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1) -> di
     if proc.returncode:
         raise SystemExit(f"ldactl estimate failed ({proc.returncode}): {stderr}")
     records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime)
-            + (after.ru_stime - before.ru_stime),
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    parent = min(cpu, own / os.sysconf("SC_CLK_TCK"))
+    return {"wall_s": wall, "cpu_s": cpu, "parent_cpu_s": parent,
+            "workers_cpu_s": cpu - parent if jobs > 1 and not threads else 0.0,
+            "wall_idle_s": parent + (cpu - parent) / jobs if jobs > 1 and not threads
+            else cpu,
             "peak_rss_mb": hwm / 1024, "maxrss_bound_mb": after.ru_maxrss / 1024,
             "records": records}
 
 
-_STARTUP = ("import host_sw.cli.main; from host_sw.model.pcap_stream import warm_compiled; "
-            "warm_compiled()")
+_STARTUP = ("import host_sw.cli.main; from host_sw.estimators.offline_stream import warm_loops; "
+            "warm_loops()")
 
 
-def startup_cpu_s() -> float:
+def startup_cpu_s(bytecode: bool = True) -> float:
     """CPU seconds of a child that only starts as ``ldactl estimate`` does (interpreter,
     imports, numba and the compiled loops loaded): the best of three."""
     best = None
     for _ in range(3):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, "-c", _STARTUP], check=True)
+        subprocess.run([sys.executable, "-c", _STARTUP], check=True,
+                       env=_child_env(bytecode))
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         best = cpu if best is None else min(best, cpu)
     return best
+
+
+_WORK = """
+import resource, sys
+from host_sw.contracts.config import config_class
+from host_sw.estimators.offline import capture_records
+from host_sw.model.pcap_stream import warm_compiled
+try:
+    from host_sw.estimators.offline_jobs import no_hugepage_advice
+    no_hugepage_advice()             # as ldactl estimate does (trees that have it)
+except ImportError:
+    pass
+warm_compiled()
+kind, s, r = sys.argv[1:4]
+def cpu():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+t = cpu()
+(rec,) = capture_records(s, r, config_class(kind)())
+print(cpu() - t)
+"""
+
+
+def work_cpu_s(tree: Path, kind: str, s_path: Path, r_path: Path,
+               bytecode: bool = True) -> float:
+    """CPU seconds of ``capture_records`` (one job, one interval) on the pair in a child
+    run in ``tree`` (its package first on the path), after its imports and compiled
+    loops are loaded: the analysis alone."""
+    got = subprocess.run([sys.executable, "-c", _WORK, kind, str(s_path.resolve()),
+                          str(r_path.resolve())], check=True, capture_output=True,
+                         text=True, cwd=tree, env=_child_env(bytecode))
+    return float(got.stdout.split()[-1])
+
+
+def compare_trees(other: Path, kinds, s_path, r_path, rounds: int = 3) -> list[dict]:
+    """:func:`work_cpu_s` of ``other`` (another checkout, e.g. the tree before a
+    change) and of this tree, alternately ``rounds`` times per kind: the best of each
+    (the load inflates CPU time too; alternating exposes both to the same load)."""
+    here = Path(__file__).resolve().parents[1]
+    out = []
+    for kind in kinds:
+        best = {"other": None, "this": None}
+        for _ in range(rounds):
+            for name, tree in (("other", other), ("this", here)):
+                t = work_cpu_s(tree, kind, s_path, r_path)
+                best[name] = t if best[name] is None else min(best[name], t)
+        row = {"synopsis": kind, "other_cpu_s": round(best["other"], 2),
+               "this_cpu_s": round(best["this"], 2), "load": round(os.getloadavg()[0], 2)}
+        out.append(row)
+        print(f"{kind}: the analysis alone (best of {rounds}) {best['other']:.2f} s CPU in "
+              f"{other}, {best['this']:.2f} s here (load {row['load']})")
+    return out
 
 
 def compare_readers(path: Path) -> list[dict]:
@@ -231,7 +321,14 @@ def main(argv=None):
     ap.add_argument("--dir", default="build/bench")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", default=str(OUT / "offline_stream.json"))
+    ap.add_argument("--threads", action="store_true",
+                    help="also run each --jobs N > 1 with --threads")
+    ap.add_argument("--no-bytecode", action="store_true",
+                    help="keep PYTHONDONTWRITEBYTECODE in the runs' environment")
     ap.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--compare", default=None, metavar="TREE",
+                    help="only time the analysis alone in TREE (another checkout) and "
+                         "here, alternately (compare_trees)")
     ap.add_argument("--readers", default=None, metavar="PCAP",
                     help="only compare the candidate readers on this capture")
     args = ap.parse_args(argv)
@@ -261,21 +358,39 @@ def main(argv=None):
     s_path, r_path = directory / "s.pcap", directory / "r.pcap"
     truth = json.loads((directory / "truth.json").read_text())
     gen_s = time.perf_counter() - t0
+    if args.compare:
+        try:
+            rows = compare_trees(Path(args.compare), args.synopsis, s_path, r_path)
+        finally:
+            if not args.keep:
+                for p in (s_path, r_path, directory / "truth.json"):
+                    p.unlink(missing_ok=True)
+        out = Path(args.out).with_name("offline_stream_compare.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"benchmark": "offline_stream_compare",
+                                   "machine": machine(), "packets": args.packets,
+                                   "other": args.compare, "results": rows}, indent=2) + "\n")
+        print(f"wrote {out}")
+        return
     sizes = {"sender_bytes": s_path.stat().st_size, "receiver_bytes": r_path.stat().st_size}
     print(f"generated {args.packets:,} + {truth['received']:,} packets in {gen_s:.1f} s "
           f"({sizes['sender_bytes'] / 2**30:.2f} + {sizes['receiver_bytes'] / 2**30:.2f} GiB)")
     results = []
-    startup = startup_cpu_s()
+    bytecode = not args.no_bytecode
+    startup = startup_cpu_s(bytecode)
     print(f"start of a run (imports, numba, compiled loops): {startup:.2f} s CPU")
     try:
+        runs = [(jobs, False) for jobs in args.jobs] + (
+            [(jobs, True) for jobs in args.jobs if jobs > 1] if args.threads else [])
         for kind in args.synopsis:
-            for jobs in args.jobs:
+            for jobs, threads in runs:
                 load_before = os.getloadavg()[0]
-                got = run_estimate(s_path, r_path, kind, jobs)
+                got = run_estimate(s_path, r_path, kind, jobs, bytecode, threads)
                 (rec,) = got.pop("records")
                 records = args.packets + truth["received"]
                 est = rec["estimate"] or {}
                 row = {"synopsis": kind, "jobs": jobs,
+                       "workers": "threads" if threads else "processes",
                        **{k: round(v, 2) for k, v in got.items()},
                        "packets_read": records,
                        "mpps_wall": round(records / got["wall_s"] / 1e6, 3),
@@ -288,23 +403,36 @@ def main(argv=None):
                        "load_after": round(os.getloadavg()[0], 2),
                        "valid": rec["valid"], "est_lost": est.get("lost"),
                        "true": rec.get("true"), "est_mean": est.get("mean")}
+                if threads:   # the start is the parent's alone; the rest on N threads
+                    row["wall_idle_s"] = round(
+                        min(startup, got["cpu_s"]) + max(got["cpu_s"] - startup, 0) / jobs, 2)
                 results.append(row)
-                print(f"{kind} --jobs {jobs}: {records:,} records in {got['wall_s']:.1f} s "
+                flag = " --threads" if threads else ""
+                print(f"{kind} --jobs {jobs}{flag}: {records:,} records in "
+                      f"{got['wall_s']:.1f} s "
                       f"wall ({row['mpps_wall']} M/s), {got['cpu_s']:.2f} s CPU "
                       f"({row['mpps_cpu']} M records/s, {row['pairs_per_cpu_s']} M pairs/s "
                       f"of CPU time; {row['pairs_per_cpu_s_work']} M without the start), "
+                      f"parent {got['parent_cpu_s']:.2f} s + workers "
+                      f"{got['workers_cpu_s']:.2f} s CPU (idle {jobs}-core wall >= "
+                      f"{row['wall_idle_s']:.2f} s); "
                       f"peak RSS {got['peak_rss_mb']:.0f} MB; load "
                       f"{row['load_before']} -> {row['load_after']}; valid {rec['valid']}, "
                       f"lost {est.get('lost')} (true {truth['lost']}), mean "
                       f"{est.get('mean')} ns (true {truth['mean']:.2f})")
         for kind in args.synopsis:
-            rows = {r["jobs"]: r for r in results if r["synopsis"] == kind}
-            if 1 in rows:
-                for jobs, r in sorted(rows.items()):
-                    r["speedup_wall"] = round(rows[1]["wall_s"] / r["wall_s"], 2)
+            rows = {(r["jobs"], r["workers"]): r for r in results if r["synopsis"] == kind}
+            if (1, "processes") in rows:
+                one = rows[1, "processes"]
+                for (jobs, workers), r in sorted(rows.items()):
+                    r["speedup_wall"] = round(one["wall_s"] / r["wall_s"], 2)
+                    r["speedup_idle"] = round(one["wall_idle_s"] / r["wall_idle_s"], 2)
                     if jobs != 1:
-                        print(f"{kind}: --jobs {jobs} is {r['speedup_wall']}x --jobs 1 in "
-                              f"wall-clock time")
+                        print(f"{kind}: --jobs {jobs} ({workers}) is {r['speedup_wall']}x "
+                              f"--jobs 1 in "
+                              f"wall-clock time (load {r['load_before']}); at most "
+                              f"{r['speedup_idle']}x projected from the CPU times on an "
+                              f"idle machine")
     finally:
         if not args.keep:
             for p in (s_path, r_path, directory / "truth.json"):
@@ -316,6 +444,7 @@ def main(argv=None):
                                "loss": args.loss, "snaplen": args.snaplen,
                                "generate_s": round(gen_s, 1), **sizes, "truth": truth,
                                "startup_cpu_s": round(startup, 2),
+                               "bytecode_cache": bytecode,
                                "results": results}, indent=2) + "\n")
     print(f"wrote {out}")
 

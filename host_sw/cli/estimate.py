@@ -45,7 +45,7 @@ from host_sw.contracts.frames.control_frame import (
 from host_sw.contracts.hashing import FrameClass
 from host_sw.device.snapshot import Snapshot
 from host_sw.estimators.offline import capture_records
-from host_sw.estimators.offline_jobs import runner
+from host_sw.estimators.offline_jobs import no_hugepage_advice, runner
 from host_sw.estimators.rli.offline import reference_rows
 from host_sw.estimators.opa.export import opa_export_records, read_export
 from host_sw.estimators.record import record_for_pair
@@ -96,6 +96,9 @@ def add_estimate_parser(sub) -> None:
     g.add_argument("--jobs", type=int_at_least(1, "positive"), default=None, metavar="N",
                    help="worker processes (default: the machine's cores; 1: this process "
                         "only); the records are the same for every N")
+    g.add_argument("--threads", action="store_true",
+                   help="run the --jobs tasks in threads of this process instead of "
+                        "worker processes (less CPU time per task; the same records)")
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="run the tasks on the Dask scheduler at ADDRESS (e.g. "
                         "tcp://host:8786), or 'local' for a local cluster of --jobs "
@@ -239,13 +242,14 @@ def _capture_config(args):
 
 def _from_packet_captures(paths, args) -> list:
     config = _capture_config(args)
+    no_hugepage_advice()
     flows = _flows(args, config)
     progress = None
     if args.progress or sys.stderr.isatty():
         progress = ByteProgress(sum(os.path.getsize(p) for p in paths),
                                 label="reading captures")
     try:
-        with runner(args.jobs, args.scheduler) as run:
+        with runner(args.jobs, args.scheduler, threads=args.threads) as run:
             if args.scheduler is not None and progress is not None:
                 progress.close()      # a cluster's workers report no bytes read
                 progress = None

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Where the tasks of a capture analysis run: in this process, in worker processes
-(``ldactl estimate --jobs N``) or on a Dask cluster (``--scheduler ADDRESS`` or
-``local``).
+(``ldactl estimate --jobs N``), in worker threads of this process (``--jobs N
+--threads``) or on a Dask cluster (``--scheduler ADDRESS`` or ``local``).
 
 :func:`host_sw.estimators.offline_stream.stream_pair` splits its work into tasks — one
 pass per capture, then one pairing per spilled partition — and merges their results in
@@ -10,9 +10,19 @@ a fixed order, so the records are the same whichever runner ran them. A runner's
 tasks run in this process (they may then keep their spill in memory);
 ``workers`` is how many tasks may run at once (each capture is read in that many byte
 ranges); ``task_progress(progress)`` gives the callback to hand to the tasks (worker processes
-add to a shared byte counter that ``map`` reports to ``progress``; a Dask cluster's
-workers report nothing). Worker processes and Dask workers must reach the capture files and the spill
-folder by the same paths (a shared file system beyond one machine).
+add to a shared byte counter that ``map`` reports to ``progress``; threads call it
+under a lock; a Dask cluster's workers report nothing).
+
+Why threads: a task spends most of its time in code that releases the GIL (numba's
+``nogil`` loops, numpy's sorts, gathers and file reads), and threads share this
+process's imports, compiled code, warmed heap and in-memory spill; worker processes
+each fault in a heap of their own (costly on a virtual machine: about 2 µs of CPU time
+per KiB touched here), write their whole spill to files and pickle their results —
+0.1–2.0 s of CPU time more than one process on a 2 M-packet pair, threads −0.2 to
++1.0 s (``docs/BENCHMARKS.md``). The Python code between the compiled calls holds the GIL,
+so threads do not scale as far as processes would on many cores. Worker processes and
+Dask workers must reach the capture files and the spill folder by the same paths (a
+shared file system beyond one machine).
 
 Example
 -------
@@ -24,10 +34,33 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
-from host_sw.model.pcap_stream import warm_compiled
+__all__ = ["inline_runner", "runner", "default_jobs", "WorkerProgress",
+           "no_hugepage_advice"]
 
-__all__ = ["inline_runner", "runner", "default_jobs", "WorkerProgress"]
+
+def no_hugepage_advice() -> bool:
+    """Stop numpy advising the kernel to back its large arrays with huge pages
+    (``madvise(MADV_HUGEPAGE)``), unless the user chose with ``NUMPY_MADVISE_HUGEPAGE``;
+    whether it was stopped here. Worker processes forked afterwards inherit it.
+
+    Why: a capture analysis allocates its chunk buffers and spill records afresh,
+    touches them once or twice and frees them. Where huge pages cannot be had (a
+    virtual machine like this project's, ``AnonHugePages: 0``) each first touch of an
+    advised page costs the kernel a failed huge-page allocation first: about 3 ms of CPU
+    time per MiB against 0.6 ms unadvised here, about 0.3 s of a 2 M-packet LDA run
+    (``docs/BENCHMARKS.md``). Streamed once, the arrays gain little from huge pages
+    where they can be had."""
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return False
+    import numpy as np
+    setter = getattr(getattr(np, "_core", None), "multiarray", None)
+    setter = getattr(setter, "_set_madvise_hugepage", None)
+    if setter is None:          # pragma: no cover (a numpy without the switch)
+        return False
+    setter(False)
+    return True
 
 
 def default_jobs() -> int:
@@ -111,16 +144,46 @@ class _Dask:
         return self.client.gather(futures)
 
 
+class _Threads:
+    """Tasks on a pool of threads of this process; their spill may stay in memory."""
+    inline = True
+
+    def __init__(self, pool, workers: int):
+        self.pool, self.workers = pool, workers
+        self.lock = threading.Lock()
+
+    def task_progress(self, progress):
+        """``progress`` called under a lock (the tasks run at once)."""
+        if progress is None:
+            return None
+
+        def locked(n):
+            with self.lock:
+                progress(n)
+        return locked
+
+    def map(self, fn, jobs):
+        return list(self.pool.map(fn, jobs))
+
+
+def _warm() -> None:
+    """The compiled loops of a capture analysis loaded (imported here: the analysis
+    imports this module)."""
+    from host_sw.estimators.offline_stream import warm_loops
+    warm_loops()
+
+
 def inline_runner():
     """Every task in this process, one after the other."""
     return _Inline()
 
 
 @contextlib.contextmanager
-def runner(jobs: int | None = None, scheduler: str | None = None):
+def runner(jobs: int | None = None, scheduler: str | None = None, threads: bool = False):
     """A runner for ``jobs`` worker processes (``None``: :func:`default_jobs`; 1: this
-    process), or for the Dask scheduler at ``scheduler`` (``"local"``: a
-    ``LocalCluster`` of ``jobs`` single-threaded worker processes started here)."""
+    process), or ``jobs`` threads of this process when ``threads``, or for the Dask
+    scheduler at ``scheduler`` (``"local"``: a ``LocalCluster`` of ``jobs``
+    single-threaded worker processes started here)."""
     jobs = default_jobs() if jobs is None else int(jobs)
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
@@ -141,10 +204,16 @@ def runner(jobs: int | None = None, scheduler: str | None = None):
     if jobs == 1:
         yield _Inline()
         return
+    if threads:
+        from concurrent.futures import ThreadPoolExecutor
+        _warm()               # loaded once, before the threads need it
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="ldactl") as pool:
+            yield _Threads(pool, jobs)
+        return
     # imported here: a run of one job does without them
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    warm_compiled()           # loaded once here, shared by the forked workers
+    _warm()                   # loaded once here, shared by the forked workers
     counter = multiprocessing.Value("q", 0)
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                              initargs=(counter,)) as pool:

@@ -14,7 +14,7 @@ from host_sw.cli import main
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig
 from host_sw.estimators import offline_stream
 from host_sw.estimators.offline import capture_cache, capture_records
-from host_sw.estimators.offline_jobs import runner
+from host_sw.estimators.offline_jobs import no_hugepage_advice, runner
 from host_sw.estimators.offline_stream import stream_pair
 from host_sw.model.channel import Scenario
 from host_sw.model.pcap import capture_trace, read_pcap
@@ -88,6 +88,38 @@ def test_jobs_give_the_records_of_one_process(lossy, tiny_partitions, one_pass):
                     assert a.details["opa"].recovered.sum() > 0
     assert any(x.estimate.get("decoded") for x in capture_records(s, r, RdaConfig(),
                                                                   interval_ns=SPAN // 4 + 1))
+
+
+def test_threads_give_the_records_of_one_process(lossy, tiny_partitions, one_pass):
+    """``--jobs 2 --threads``: the tasks on two threads of this process (spills kept in
+    memory up to the budget, then on files), byte for byte the records of one pass, and
+    the progress callback hears of every byte read."""
+    _, (s, r) = lossy
+    with runner(jobs=2, threads=True) as run:
+        assert run.inline and run.workers == 2
+        for (config, mode, interval), one in zip(CASES, one_pass):
+            kw = dict(mode=mode, interval_ns=interval, chunk_bytes=1 << 16)
+            two = capture_records(s, r, config, run=run, **kw)
+            assert _rows(two) == _rows(one)
+            if config.kind == "opa":
+                for a, b in zip(one, two):
+                    assert np.array_equal(a.details["opa"].delays, b.details["opa"].delays)
+        seen = []
+        capture_records(s, r, LdaConfig(), run=run, progress=seen.append,
+                        chunk_bytes=1 << 16)
+    assert len(seen) > 2 and all(n >= 0 for n in seen)
+    assert sum(seen) == s.stat().st_size + r.stat().st_size
+
+
+def test_cli_threads_print_the_rows_of_one_job(lossy, tiny_partitions):
+    _, (s, r) = lossy
+    for kind in ("lda", "lds"):
+        argv = ["estimate", str(s), str(r), "--synopsis", kind, "--json",
+                "--interval-ns", str(SPAN // 4 + 1)]
+        code1, one, _ = _cli(argv + ["--jobs", "1"])
+        code2, two, _ = _cli(argv + ["--jobs", "2", "--threads"])
+        assert code1 == code2 == 0
+        assert len(one.splitlines()) >= 4 and two == one
 
 
 def _cli(argv):
@@ -195,3 +227,20 @@ def test_a_wrong_range_start_is_read_again_in_one_pass(lossy, tiny_partitions,
     assert _rows(got) == _rows(want)
     again = [j for j in passes if j.byte_range is None]
     assert [j.side for j in again] == ["sender"]     # the receiver's ranges chained
+
+
+def test_hugepage_advice_is_stopped_unless_the_user_chose(monkeypatch):
+    """``no_hugepage_advice`` turns numpy's ``madvise(MADV_HUGEPAGE)`` off (read back
+    through numpy's switch, which returns the previous state), and leaves it alone when
+    ``NUMPY_MADVISE_HUGEPAGE`` is set."""
+    switch = np._core.multiarray._set_madvise_hugepage
+    before = switch(True)
+    try:
+        monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+        assert no_hugepage_advice() is False
+        assert switch(True) is True                  # untouched
+        monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE")
+        assert no_hugepage_advice() is True
+        assert switch(True) is False                 # it was off
+    finally:
+        switch(before)

@@ -146,6 +146,67 @@ def test_unique_rows_equals_numpy_unique_of_the_void_keys(rows):
         assert np.array_equal(a, b.ravel())
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+def test_flow_table_fused_probe_assigns_as_numpy(rows, monkeypatch):
+    """The flow table's compiled fold-probe-check pass gives each packet the flow
+    index, and adds the new flows in the order, that numpy's fold and sorted search
+    give: chunk after chunk, flows whose rows agree in all but one word (a fold the
+    table holds for another flow is refused by the exact check), uncounted packets
+    -1, row hashes with high bits set (only the low 32 bits count)."""
+    if offline_stream.compiled(offline_stream._fold_probe_loop) is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(rows)
+    base = rng.integers(0, 1 << 32, size=(rows, 300), dtype=np.uint64)
+    base[:, 150:] = base[:, :150]
+    base[-1, 150:] ^= 1                   # one word apart from flows 0..149
+    chunks = []
+    for n in (500, 2000, 5000, 5000):
+        pick = rng.integers(0, 300 if len(chunks) else 100, n)
+        flow = base[:, pick] | (rng.integers(0, 4, (rows, n), dtype=np.uint64) << 32)
+        counted = rng.random(n) < 0.9
+        chunks.append((flow, pick, counted))
+
+    def run():
+        table = offline_stream.FlowTable(rows, 4)
+        got = [table.assign(f, np.tile(p[:, None], 4).astype(np.uint8),
+                            np.zeros(len(p), np.int64), c) for f, p, c in chunks]
+        return got, table
+
+    fused, t1 = run()
+    real = offline_stream.compiled
+    monkeypatch.setattr(offline_stream, "compiled",
+                        lambda fn: None if fn is offline_stream._fold_probe_loop
+                        else real(fn))
+    plain, t2 = run()
+    for a, b, (_, _, c) in zip(fused, plain, chunks):
+        assert np.array_equal(a, b)
+        assert (a[~c] == -1).all() and (a[c] >= 0).all()
+    assert len(t1) == len(t2) == 300 and t1.index == t2.index
+    assert np.array_equal(t1.table(), t2.table())
+
+
+def test_fused_probe_folds_and_refuses_a_fold_of_other_rows():
+    """The compiled pass's folds are :func:`_fold`'s of the low 32 bits; a packet whose
+    fold the table holds for a flow with other rows gets -1 (the exact check), one with
+    that flow's rows gets it."""
+    loop = offline_stream.compiled(offline_stream._fold_probe_loop)
+    if loop is None:
+        pytest.skip("numba is not installed")
+    known = np.array([[5, 6], [7, 8]], np.uint32)              # flows 0 and 1
+    folds = offline_stream._fold(known)
+    keys, ids = np.zeros(16, np.uint64), np.full(16, -1, np.int64)
+    offline_stream.compiled(offline_stream._insert_loop)(folds, keys, ids)
+    flow = np.array([[5, 7, 9, 5 | (3 << 32)], [6, 8, 9, 6]], np.uint64)
+    fold, out = np.empty(4, np.uint64), np.empty(4, np.int64)
+    loop(flow, np.arange(4), keys, ids, known, fold, out)
+    rows = (flow & 0xFFFFFFFF).T.astype(np.uint32)
+    assert np.array_equal(fold, offline_stream._fold(np.ascontiguousarray(rows)))
+    assert out.tolist() == [0, 1, -1, 0]
+    known_other = np.array([[5, 6], [7, 99]], np.uint32)       # flow 1's rows changed
+    loop(flow, np.arange(4), keys, ids, known_other, fold, out)
+    assert out.tolist() == [0, -1, -1, 0]
+
+
 @pytest.mark.parametrize("mode,window", [("time", False), ("marker", False),
                                          ("time", True)],
                          ids=["time", "marker", "trimmed"])
@@ -256,3 +317,48 @@ def test_spill_keeps_each_partitions_records_in_order(tmp_path, parts):
         want = np.flatnonzero(keys % np.uint64(parts) == p)
         assert np.array_equal(got["ts"], want) and np.array_equal(got["key"], keys[want])
         assert (got["iv"] == 7).all() and np.array_equal(got["flow"], want % 11)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 9])
+def test_compiled_spill_builds_the_records_of_numpy(tmp_path, parts, monkeypatch):
+    """Chunks of 4096 records or more are put in partition order by compiled loops:
+    the same records, partition by partition, as numpy's path (the receiver's records
+    with a row of flow hashes, negative flows, a scalar field, an int32 column cast,
+    the RDA cache's ID-range partition)."""
+    if offline_stream.compiled(offline_stream._positions_loop) is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(parts)
+    dtype = np.dtype([("key", "<u8"), ("ts", "<i8"), ("iv", "<i8"), ("flow", "<i8"),
+                      ("p", "<u8"), ("rows", "<u8", (3,))])
+    chunks = []
+    for n in (5000, 4096, 9000):
+        flow = rng.integers(0, 1 << 64, (3, n), dtype=np.uint64)
+        chunks.append({"key": rng.integers(0, 1 << 64, n, dtype=np.uint64),
+                       "ts": rng.integers(-5, 1 << 40, n),
+                       "iv": rng.integers(-3, 3, n).astype(np.int32), "flow": -1 if n == 4096
+                       else rng.integers(-1, 50, n), "p": flow[0], "rows": flow.T})
+
+    def spilled(folder, partition=None):
+        spill = offline_stream._Spill(parts, {"receiver": dtype}, folder=str(folder),
+                                      budget=200_000, partition=partition)
+        for c in chunks:
+            spill.add("receiver", c)
+        return [spill.load("receiver", p) for p in range(parts)]
+
+    for partition in (None, offline_stream._id_range_partition):
+        if partition is not None:
+            for c in chunks:
+                c["id"] = c["key"]
+        (tmp_path / "a").mkdir(exist_ok=True)
+        (tmp_path / "b").mkdir(exist_ok=True)
+        fast = spilled(tmp_path / "a", partition)
+        with monkeypatch.context() as m:
+            m.setattr(offline_stream, "COMPILED_MIN_ROWS", 1 << 40)
+            slow = spilled(tmp_path / "b", partition)
+        assert sum(len(x) for x in fast) == 18096
+        for a, b in zip(fast, slow):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        for f in (tmp_path / "a").iterdir():
+            f.unlink()
+        for f in (tmp_path / "b").iterdir():
+            f.unlink()

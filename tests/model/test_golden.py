@@ -15,7 +15,8 @@ from host_sw.contracts.config_base import ConfigMismatch
 from host_sw.contracts.config import (
     LdaConfig, LdsConfig, RdaConfig, check_comparable, config_from_dict,
 )
-from host_sw.model.golden_lda_rda_lds import Hashers, PacketHashes, bucket_indices, hash_frames, hash_windows, update
+from host_sw.model.golden_lda_rda_lds import (Hashers, PacketHashes, _scatter, bucket_indices,
+                                              hash_frames, hash_windows, update)
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import (
     MASK64, PAIR_TABLE_MIN_ROWS, FrameClass, header_windows,
@@ -530,3 +531,21 @@ def test_flow_hashes_of_large_batches_equal_per_row_hashes():
             assert fast.tolist() == [h(windows).tolist() for h in hashers.flow[cls]]
             assert int(fast[rows - 1, 7]) == hashers.flow[cls][rows - 1].scalar(
                 windows[7].tobytes())
+
+
+@pytest.mark.parametrize("n", [17, 4096, 50_000])
+def test_scatter_gives_the_bits_of_ufunc_at(n):
+    """The synopsis update's scatter (a compiled loop from 4096 entries) against
+    numpy's ``ufunc.at``: uint64 sums wrapping mod 2**64, int64 XORs, repeated cells."""
+    rng = np.random.default_rng(n)
+    flat = rng.integers(0, 300, n)
+    values = rng.integers(0, 2**64, n, dtype=np.uint64)
+    start = rng.integers(2**63, 2**64, 300, dtype=np.uint64)   # sums wrap
+    want, got = start.copy(), start.copy()
+    np.add.at(want, flat, values)
+    _scatter(np.add, got, flat, values)
+    assert np.array_equal(got, want) and not np.array_equal(got, start)
+    want, got = start.view(np.int64).copy(), start.view(np.int64).copy()
+    np.bitwise_xor.at(want, flat, values.view(np.int64))
+    _scatter(np.bitwise_xor, got, flat, values.view(np.int64))
+    assert np.array_equal(got, want)
