@@ -71,7 +71,7 @@ from sim_tb.lib.core_harness import (LONG, SCALE, TIMEOUT_MS, CoreHarness, froze
 from sim_tb.lib.frames import (
     bad_frames, min_size_burst, random_frames, read_pcap, same_bucket_frames,
 )
-from sim_tb.lib.runner import (DEFAULT_PARAMS, KINDS, REPO, SLOW_PARAMS, CoreParams,
+from sim_tb.lib.runner import (DEFAULT_PARAMS, KINDS, LDA_W8, REPO, SLOW_PARAMS, CoreParams,
                                ecp5_models_missing, run_core_tests)
 from sim_tb.lib.scoreboard import counted_mask, synopsis_difference
 from sim_tb.lib.tb import PAUSE_CASES, pauses_by_name, random_pause
@@ -586,11 +586,11 @@ def test_core_single_beat_hazard(params):
 def test_swap_boundary_same_in_both_simulators(simulator):
     """A frame offered just before a host swap lands in the same interval under Icarus
     and Verilator, at the clock the design implies (:func:`swap_boundary`). The 8-bit LDA
-    core: the gate-level netlist's (``sim_tb/benches/test_gate_level.py``), so the three
+    core (:data:`sim_tb.lib.runner.LDA_W8`): the gate-level netlist's (``sim_tb/benches/test_gate_level.py``), so the three
     simulations of the pinned case run one design; Verilator's build is ``test_core``'s.
     (``test_core`` runs ``swap_boundary`` and ``reset_mid_interval`` on every core too.)"""
     if simulator == "verilator" and verilator_env() is None:
         pytest.skip("no verilator installed")
-    results = run_core_tests(CoreParams(kind="lda", data_width=8), __name__,
-                             testcase=["swap_boundary"], simulator=simulator)
+    results = run_core_tests(LDA_W8, __name__, testcase=["swap_boundary"],
+                             simulator=simulator)
     assert "swap_boundary" in results.tests, sorted(results.tests)

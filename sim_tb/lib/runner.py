@@ -44,6 +44,7 @@ from xml.etree import ElementTree
 
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
 from host_sw.contracts.config_base import SynopsisConfig
+from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES
 from sim_tb.lib.verilator_build import (
     drop_other_builds, keep_runtime_objects, lean_verilator, runtime_store,
     verilator_build_args, verilator_digest, verilator_env,
@@ -52,7 +53,7 @@ from sim_tb.lib.verilator_build import (
 __all__ = ["REPO", "BUILD_ROOT", "CoreParams", "ExportedCore", "SimFailure",
            "simulator_name", "icarus_standard", "waves_enabled", "long_run",
            "export_core", "find_toplevel", "run_cocotb", "run_core_tests",
-           "DEFAULT_PARAMS", "SLOW_PARAMS", "ecp5_models_missing", "OPA_PARAMS", "RLI_PARAMS", "MEMORY_KINDS",
+           "LDA_W8", "DEFAULT_PARAMS", "SLOW_PARAMS", "ecp5_models_missing", "OPA_PARAMS", "RLI_PARAMS", "MEMORY_KINDS",
            "memory_model_sources"]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -148,6 +149,11 @@ class CoreParams:
         ``sync``: one clock; ``ctrl``: the bus bridge on a second clock (``ctrl_clk``;
         ``hw.lda_pipeline --control-domain``), which :class:`sim_tb.lib.tb.CoreTB` runs
         unrelated to ``clk``.
+    window_bytes : int
+        The header window (the hasher's input, with the window's default masks): 64,
+        the product's default, or smaller where a bench does not need the fields beyond
+        it (the hasher is the largest block of a small core: its export, build and
+        netlist shrink with it).
     """
     kind: str
     data_width: int
@@ -158,6 +164,7 @@ class CoreParams:
     uart_timeout: int = 1000
     memory: str = "generic"
     control_domain: str = "sync"
+    window_bytes: int = DEFAULT_WINDOW_BYTES
 
     def __post_init__(self):
         if self.kind not in CORE_KINDS:
@@ -186,6 +193,8 @@ class CoreParams:
             pid += f"-{self.memory}"
         if self.control_domain != "sync":
             pid += f"-{self.control_domain}"
+        if self.window_bytes != DEFAULT_WINDOW_BYTES:
+            pid += f"-h{self.window_bytes}"
         return pid
 
     def config(self) -> SynopsisConfig:
@@ -193,16 +202,18 @@ class CoreParams:
         uses)."""
         if self.kind == "lda":
             z = self.thresholds or tuple(range(0, 2 * self.banks, 2))
-            return LdaConfig(banks=self.banks, rows=self.size, thresholds=z)
+            return LdaConfig(banks=self.banks, rows=self.size, thresholds=z,
+                             window_bytes=self.window_bytes)
         if self.kind == "rda":
-            return RdaConfig(banks=self.banks, buckets_per_bank=self.size)
+            return RdaConfig(banks=self.banks, buckets_per_bank=self.size,
+                             window_bytes=self.window_bytes)
         if self.kind == "opa":
-            return OpaConfig(groups=self.size, rows=self.banks)
+            return OpaConfig(groups=self.size, rows=self.banks, window_bytes=self.window_bytes)
         if self.kind == "rli":
-            return RliConfig(cells=self.size)
+            return RliConfig(cells=self.size, window_bytes=self.window_bytes)
         z = self.thresholds or (0,) * (self.banks - 1) + (1,)
         return LdsConfig(rows=self.banks, cells=self.size, vlda_cells=self.vlda_cells,
-                         row_thresholds=z)
+                         row_thresholds=z, window_bytes=self.window_bytes)
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -211,6 +222,8 @@ class CoreParams:
             del d["memory"]
         if d["control_domain"] == "sync":   # and of earlier one-clock sets
             del d["control_domain"]
+        if d["window_bytes"] == DEFAULT_WINDOW_BYTES:   # and of earlier full-window sets
+            del d["window_bytes"]
         return json.dumps(d, sort_keys=True)
 
     @classmethod
@@ -241,7 +254,17 @@ class CoreParams:
 #: cores (:data:`SLOW_PARAMS`) add no path the default suite misses; they run with
 #: ``LDA_SLOW=1`` (each is a core export, a Verilator build and some 30 s of simulation:
 #: the suite's budget).
-DEFAULT_PARAMS = [CoreParams(kind="lda", data_width=8),
+#: The 8-bit LDA core with a 24-byte header window (the masks' defaults cut to it: the
+#: MAC addresses, the EtherType and the IP header's first ten bytes, its identification
+#: included, so random frames still hash apart): the default suite's ``test_core`` set,
+#: the pinned swap boundary under Icarus and Verilator
+#: (``sim_tb/benches/test_core.py``) and the gate-level netlist
+#: (``sim_tb/benches/test_gate_level.py``), one design in the three simulations. The
+#: window's bytes beyond 24 are hashed by the other default sets; the hasher of the full
+#: window is most of a small core, so this core exports, builds and synthesises in about
+#: half the time of the 64-byte one (``docs/SIMULATION.md``, "Gate-level simulation").
+LDA_W8 = CoreParams(kind="lda", data_width=8, window_bytes=24)
+DEFAULT_PARAMS = [LDA_W8,
                   CoreParams(kind="lda", data_width=64, control_domain="ctrl"),
                   CoreParams(kind="rda", data_width=512, memory="ecp5"),
                   CoreParams(kind="lds", data_width=512)]
@@ -327,7 +350,7 @@ def _export_command(params: CoreParams, out: Path) -> list[str]:
     cmd = [sys.executable, "-m", "hw.lda_pipeline", "--synopsis", params.kind,
            "--data-width", str(params.data_width), "--uart-timeout", str(params.uart_timeout),
            "--memory", params.memory, "--control-domain", params.control_domain,
-           "-o", str(out)]
+           "--window-bytes", str(params.window_bytes), "-o", str(out)]
     if params.kind == "lda":
         cmd += ["--banks", str(config.banks), "--rows", str(config.rows),
                 "--thresholds", ",".join(map(str, config.thresholds))]
