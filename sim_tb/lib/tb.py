@@ -30,8 +30,8 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 from .frames import OfferedFrame
 from .uartbone_driver import ByteStreamPort
 
-__all__ = ["CoreTB", "TWO_CLOCK_PS", "RESET_SYNC_EDGES", "start_clocks", "cycle_pause", "random_pause", "PAUSE_MATRIX", "PAUSE_CASES",
-           "pauses_by_name", "to_axis_frame"]
+__all__ = ["CoreTB", "TWO_CLOCK_PS", "RESET_SYNC_EDGES", "start_clocks", "cycle_pause",
+           "random_pause", "PAUSE_MATRIX", "PAUSE_CASES", "pauses_by_name", "to_axis_frame"]
 
 CLOCK_NS = 4  # 250 MHz
 #: A two-clock core's clocks (``ctrl_clk`` present): the datapath at 156.25 MHz (the 10 GbE
