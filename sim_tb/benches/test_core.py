@@ -74,7 +74,7 @@ from sim_tb.lib.frames import (
 from sim_tb.lib.runner import (DEFAULT_PARAMS, KINDS, LDA_W8, REPO, SLOW_PARAMS, CoreParams,
                                ecp5_models_missing, run_core_tests)
 from sim_tb.lib.scoreboard import counted_mask, synopsis_difference
-from sim_tb.lib.tb import PAUSE_CASES, pauses_by_name, random_pause
+from sim_tb.lib.tb import PAUSE_CASES, RESET_SYNC_EDGES, pauses_by_name, random_pause
 from sim_tb.lib.uartbone_driver import simulation_transport
 from sim_tb.lib.verilator_build import verilator_env
 
@@ -83,10 +83,9 @@ PCAP = REPO / "sim_tb" / "data" / "mixed_small.pcap"
 
 #: In the simulator's process: whether the core under test runs its bus bridge on its own
 #: control clock (``CoreParams.control_domain == "ctrl"``, :data:`sim_tb.lib.runner.DEFAULT_PARAMS`).
-#: ``reset_mid_interval`` counts reset edges of the datapath clock, which the reset
-#: synchronisers of the two-clock export move, and ``swap_boundary`` pins a swap to a
-#: datapath clock, which an access crossing from an unrelated clock does not have: both
-#: run on the one-clock cores.
+#: ``swap_boundary`` pins a swap command's last byte to a datapath clock, which a byte on
+#: an unrelated clock, its access crossing through two synchronisers, does not have: it
+#: runs on the one-clock cores only (the 8-bit LDA core in the default suite).
 TWO_CLOCKS = getattr(CoreParams.from_env(), "control_domain", "sync") != "sync"
 
 
@@ -359,12 +358,12 @@ async def bus_protocol(dut):
 
 
 async def _sweep_cycles(tb) -> int:
-    """Reset (:meth:`CoreTB.reset`); returns the number of rising edges with ``rst`` low
-    after which ``s_axis_tready`` rises (the core holds its input while its clearing
-    sweep runs over both copies)."""
+    """Reset (:meth:`CoreTB.reset`); returns the number of rising edges of ``clk`` with
+    ``rst`` low after which ``s_axis_tready`` rises (the core holds its input while its
+    clearing sweep runs over both copies)."""
     dut = tb.dut
     await tb.reset()
-    edges = 2                               # tb.reset returns two edges after rst low
+    edges = tb.reset_edges                  # edges with rst low when tb.reset returns
     while True:
         await ReadOnly()
         ready = dut.s_axis_tready.value == 1
@@ -374,13 +373,16 @@ async def _sweep_cycles(tb) -> int:
         edges += 1
 
 
-@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms", skip=TWO_CLOCKS)
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
 async def reset_mid_interval(dut):
     """A reset that is not a power-up leaves no stale counts: both copies hold counts
     (copy 0 frozen, copy 1 active with frames still in the tap's delay line), the core is
     reset, and the next two intervals (one in each copy) equal the golden model of the
     frames offered after the reset alone, with no swap/release between reset and the
-    first interval. The core takes no frame until its sweep has cleared both copies."""
+    first interval. The core takes no frame until its sweep has cleared both copies: for
+    the depth of a copy in clocks after its reset ends, which on a two-clock core is
+    :data:`sim_tb.lib.tb.RESET_SYNC_EDGES` edges of ``clk`` after ``rst`` falls (its
+    reset synchroniser)."""
     tb = CoreHarness(dut)
     await tb.start()
     n = sized(tb, 16, 4)
@@ -389,8 +391,11 @@ async def reset_mid_interval(dut):
     await tb.offer(random_frames(tb.rng, n, max_size=300))
     held = await _sweep_cycles(tb)          # ... reset right behind the last frame out
     depth = lane_geometry(tb.config)[1]
-    # s_axis_tready rises after the depth-th edge with rst low (the sweep's length)
-    assert held == depth, f"s_axis_tready low for {held} clocks after reset, depth {depth}"
+    # s_axis_tready rises after the depth-th edge with the datapath out of reset (the
+    # sweep's length); one clock: from the first edge with rst low
+    want = depth + (RESET_SYNC_EDGES if tb.two_clocks else 0)
+    assert held == want, (f"s_axis_tready low for {held} clocks after reset, expected "
+                          f"{want} (depth {depth})")
     st = await tb.wait_status("other_clean", 1)
     assert st["active_copy"] == 0 and st["frozen_ready"] == 0, st
     for copy in (0, 1):
@@ -550,21 +555,23 @@ only_slow = pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; 
 #: memory, whose forwarding around the block RAM's two-edge read is the longer path, and
 #: LDS's on the generic one: :data:`sim_tb.lib.runner.DEFAULT_PARAMS`). ``LDA_SLOW=1`` only.
 SINGLE_BEAT_PARAMS = [p for p in (CoreParams(kind=k, data_width=512) for k in KINDS)
-                      if p not in DEFAULT_PARAMS]
+                      if not any(d.kind == p.kind and d.data_width == p.data_width
+                                 and d.memory == p.memory for d in DEFAULT_PARAMS)]
 ECP5_MISSING = ecp5_models_missing()
 
 
-def _default_param(params):
-    """A default set as a pytest parameter: skipped, with the reason, when it needs the
-    ECP5 models and they are not installed."""
-    marks = ([pytest.mark.skip(reason="ECP5 simulation models unavailable: " + ECP5_MISSING)]
-             if params.memory == "ecp5" and ECP5_MISSING else [])
-    return pytest.param(params, marks=marks)
+def _core_param(params, *marks):
+    """A set as a pytest parameter with ``marks``: skipped, with the reason, when it needs
+    the ECP5 models and they are not installed."""
+    if params.memory == "ecp5" and ECP5_MISSING:
+        marks += (pytest.mark.skip(reason="ECP5 simulation models unavailable: "
+                                   + ECP5_MISSING),)
+    return pytest.param(params, marks=list(marks))
 
 
 @pytest.mark.parametrize("params", [
-    *map(_default_param, DEFAULT_PARAMS),
-    *(pytest.param(p, marks=[pytest.mark.slow, only_slow]) for p in SLOW_PARAMS)],
+    *map(_core_param, DEFAULT_PARAMS),
+    *(_core_param(p, pytest.mark.slow, only_slow) for p in SLOW_PARAMS)],
     ids=lambda p: p.param_id)
 def test_core(params):
     results = run_core_tests(params, __name__)
@@ -586,8 +593,9 @@ def test_core_single_beat_hazard(params):
 def test_swap_boundary_same_in_both_simulators(simulator):
     """A frame offered just before a host swap lands in the same interval under Icarus
     and Verilator, at the clock the design implies (:func:`swap_boundary`). The 8-bit LDA
-    core (:data:`sim_tb.lib.runner.LDA_W8`): the gate-level netlist's (``sim_tb/benches/test_gate_level.py``), so the three
-    simulations of the pinned case run one design; Verilator's build is ``test_core``'s.
+    core (:data:`sim_tb.lib.runner.LDA_W8`): the gate-level netlist's
+    (``sim_tb/benches/test_gate_level.py``), so the three simulations of the pinned case
+    run one design; Verilator's build is ``test_core``'s.
     (``test_core`` runs ``swap_boundary`` and ``reset_mid_interval`` on every core too.)"""
     if simulator == "verilator" and verilator_env() is None:
         pytest.skip("no verilator installed")

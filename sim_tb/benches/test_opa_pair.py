@@ -47,7 +47,6 @@ from pathlib import Path
 import cocotb
 import numpy as np
 import pytest
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 
 from host_sw.contracts.frames.frame_format import TYPE_SYNOPSIS
@@ -65,6 +64,7 @@ from sim_tb.demo.two_device import run_pair_bench
 from sim_tb.demo.two_device_wire import Wire, wandering_delays
 from sim_tb.lib.core_harness import ldactl_while_simulating
 from sim_tb.lib.runner import OPA_PARAMS, CoreParams
+from sim_tb.lib.tb import start_clocks
 from sim_tb.lib.socket_bridge import SocketBridge
 from sim_tb.lib.verilator_build import verilator_env
 
@@ -232,7 +232,7 @@ def _check_recovery(config, wire, frames_out, drops, sent, arrived):
 async def records_through_a_lossy_queue(dut):
     params = CoreParams.from_env()
     config = params.config()
-    Clock(dut.clk, 10, unit="ns").start()
+    start_clocks(dut, 10)           # and ctrl_clk, on a two-clock core
     (snd, rcv), frames, drops, wire, frames_out, words, counters = await _run_interval(
         dut, params, config)
     assert wire.mismatches == 0, "a data frame was altered on its way"

@@ -31,7 +31,6 @@ import shutil
 import cocotb
 import numpy as np
 import pytest
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 
 from host_sw.contracts.check_value import check_value
@@ -45,6 +44,7 @@ from sim_tb.lib.core_harness import golden_header, golden_identity
 from sim_tb.demo.two_device import run_pair_bench
 from sim_tb.demo.two_device_wire import Wire, is_control, wandering_delays
 from sim_tb.lib.runner import RLI_PARAMS, CoreParams
+from sim_tb.lib.tb import start_clocks
 from sim_tb.lib.verilator_build import verilator_env
 
 SENDER_MAC = 0x02_00_00_00_00_01
@@ -97,7 +97,7 @@ def _golden(config, wire: _RliWire, frames, refs_in):
 async def references_through_a_queue(dut):
     params = CoreParams.from_env()
     config = params.config()
-    Clock(dut.clk, 10, unit="ns").start()
+    start_clocks(dut, 10)           # and ctrl_clk, on a two-clock core
     snd, rcv = SimulatedCore(dut, "snd", "sender"), SimulatedCore(dut, "rcv", "receiver")
     rng = np.random.default_rng(cocotb.RANDOM_SEED)
     frames = synthetic_trace(packets=FRAMES, flows=12, frame_bytes="imix",

@@ -45,7 +45,7 @@ from types import SimpleNamespace
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb.utils import get_sim_time
 
 from host_sw.device.driver import Device
@@ -85,7 +85,9 @@ class SimulatedCore:
 
     def __init__(self, dut, prefix: str, name: str):
         self.name = name
-        ports = SimpleNamespace(clk=dut.clk, **{
+        # a two-clock core's bus runs on the shared control clock (ByteStreamPort)
+        clocks = {n: getattr(dut, n) for n in ("clk", "ctrl_clk") if hasattr(dut, n)}
+        ports = SimpleNamespace(**clocks, **{
             f"bus_{d}_{s}": getattr(dut, f"{prefix}_bus_{d}_{s}")
             for d, sigs in (("rx", ("tdata", "tvalid", "tready")),
                             ("tx", ("tdata", "tvalid", "tready"))) for s in sigs})
@@ -177,11 +179,19 @@ async def start_pair(dut, config, cores, *, setup=None):
     sweep after reset waited for (STATUS.other_clean), then swap + release twice (the
     benches' interval numbering starts after these).
     The start of every two-core bench (this one, :mod:`sim_tb.benches.test_opa_pair`,
-    :mod:`sim_tb.benches.test_rli_pair`)."""
+    :mod:`sim_tb.benches.test_rli_pair`). Two-clock cores (a ``ctrl_clk`` port): ``rst``
+    is held for two edges of each clock too, and the bus waits until the control
+    domain's reset synchroniser has let go (both cores release at the same edges: one
+    ``clk``, one ``ctrl_clk`` and one ``rst``)."""
     dut.rst.value = 1
     await ClockCycles(dut.clk, 8)
+    if hasattr(dut, "ctrl_clk"):
+        await ClockCycles(dut.ctrl_clk, 2)
+        await RisingEdge(dut.clk)
     dut.rst.value = 0
     await ClockCycles(dut.clk, 4)
+    if hasattr(dut, "ctrl_clk"):
+        await ClockCycles(dut.ctrl_clk, 3)
     for dev in cores:
         device = await dev.connect(config)
         ident = device.id_value

@@ -38,7 +38,7 @@ import re
 import subprocess
 import sys
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -240,20 +240,6 @@ class CoreParams:
         return cls.from_json(text) if text else None
 
 
-#: The core bench's full sets in the default suite (``test_core``): LDA at 8 and 64 bits
-#: (frames of many beats, the header window across beats, pauses between them), RDA and
-#: LDS at 512 bits (a minimum-size frame is one beat: same-counter updates on consecutive
-#: clocks through their read-modify-write). LDA's 64-bit core runs its bus bridge on a
-#: control clock of its own (``control_domain="ctrl"``: 6.4 ns and 10 ns, the control
-#: clock at a seeded random phase, :data:`sim_tb.lib.tb.TWO_CLOCK_PS`), every register
-#: reached through the crossing, as a two-clock integration wires it. RDA's copies are the
-#: ECP5 block RAMs (DP16KD model, ``memory="ecp5"``): its same-counter hazard is the
-#: single-beat case of the forwarding around the RAM's two-edge read, the board build's
-#: memory. The frame path up to the measurement path is the same for every kind, and the
-#: kinds' own paths do not depend on the data width, so the other kinds' 8- and 64-bit
-#: cores (:data:`SLOW_PARAMS`) add no path the default suite misses; they run with
-#: ``LDA_SLOW=1`` (each is a core export, a Verilator build and some 30 s of simulation:
-#: the suite's budget).
 #: The 8-bit LDA core with a 24-byte header window (the masks' defaults cut to it: the
 #: MAC addresses, the EtherType and the IP header's first ten bytes, its identification
 #: included, so random frames still hash apart): the default suite's ``test_core`` set,
@@ -264,21 +250,41 @@ class CoreParams:
 #: window is most of a small core, so this core exports, builds and synthesises in about
 #: half the time of the 64-byte one (``docs/SIMULATION.md``, "Gate-level simulation").
 LDA_W8 = CoreParams(kind="lda", data_width=8, window_bytes=24)
+#: The core bench's full sets in the default suite (``test_core``): LDA at 8 and 64 bits
+#: (frames of many beats, the header window across beats, pauses between them), RDA and
+#: LDS at 512 bits (a minimum-size frame is one beat: same-counter updates on consecutive
+#: clocks through their read-modify-write). All but the 8-bit LDA core run their bus
+#: bridge on a control clock of its own (``control_domain="ctrl"``: 6.4 ns and 10 ns, the
+#: control clock at a seeded random phase, :data:`sim_tb.lib.tb.TWO_CLOCK_PS`), every
+#: register reached through the crossing, as a two-clock integration wires it; the 8-bit
+#: LDA core keeps one clock for the tests that pin a bus action to a datapath clock
+#: (``swap_boundary``). RDA's copies are the ECP5 block RAMs (DP16KD model,
+#: ``memory="ecp5"``): its same-counter hazard is the single-beat case of the forwarding
+#: around the RAM's two-edge read, the board build's memory. The frame path up to the
+#: measurement path is the same for every kind, and the kinds' own paths do not depend on
+#: the data width or on the bus clock, so the other kinds' 8- and 64-bit cores and the
+#: one-clock versions of the two-clock sets (:data:`SLOW_PARAMS`) add no path the default
+#: suite misses; they run with ``LDA_SLOW=1`` (each is a core export, a Verilator build
+#: and some 30 s of simulation: the suite's budget).
 DEFAULT_PARAMS = [LDA_W8,
                   CoreParams(kind="lda", data_width=64, control_domain="ctrl"),
-                  CoreParams(kind="rda", data_width=512, memory="ecp5"),
-                  CoreParams(kind="lds", data_width=512)]
-#: The core bench's full sets that run only with ``LDA_SLOW=1``: every other kind × width.
+                  CoreParams(kind="rda", data_width=512, memory="ecp5", control_domain="ctrl"),
+                  CoreParams(kind="lds", data_width=512, control_domain="ctrl")]
+#: The core bench's full sets that run only with ``LDA_SLOW=1``: every other kind × width
+#: on one clock, and the one-clock version of each two-clock default set.
 SLOW_PARAMS = [CoreParams(kind=k, data_width=w) for k in KINDS
                for w in (*DATA_WIDTHS, 512) if CoreParams(kind=k, data_width=w)
                not in DEFAULT_PARAMS]
+SLOW_PARAMS += [q for q in (replace(p, control_domain="sync") for p in DEFAULT_PARAMS)
+                if q not in DEFAULT_PARAMS and q not in SLOW_PARAMS]
 #: The OPA core's set: k = 4 combination rows, 16 groups (80 bus words per snapshot), 512-bit
 #: data, where a minimum-size frame is one beat, so frames of one group update its word on
-#: consecutive clocks through the whole core (the words' forwarding paths).
-OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16)]
+#: consecutive clocks through the whole core (the words' forwarding paths). Its bus bridge
+#: on a control clock of its own, as the default suite's two-clock sets.
+OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16, control_domain="ctrl")]
 #: The RLI core's parameter sets (a sender and a receiver core,
-#: ``sim_tb/benches/test_rli_pair.py``).
-RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16)]
+#: ``sim_tb/benches/test_rli_pair.py``), its bus bridge on a control clock of its own.
+RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16, control_domain="ctrl")]
 
 
 class SimFailure(AssertionError):

@@ -30,13 +30,38 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 from .frames import OfferedFrame
 from .uartbone_driver import ByteStreamPort
 
-__all__ = ["CoreTB", "TWO_CLOCK_PS", "cycle_pause", "random_pause", "PAUSE_MATRIX", "PAUSE_CASES",
-           "pauses_by_name", "to_axis_frame"]
+__all__ = ["CoreTB", "TWO_CLOCK_PS", "RESET_SYNC_EDGES", "start_clocks", "cycle_pause",
+           "random_pause", "PAUSE_MATRIX", "PAUSE_CASES", "pauses_by_name", "to_axis_frame"]
 
 CLOCK_NS = 4  # 250 MHz
 #: A two-clock core's clocks (``ctrl_clk`` present): the datapath at 156.25 MHz (the 10 GbE
 #: clock) and the control clock at 100 MHz, started at a random phase (seeded) against it.
 TWO_CLOCK_PS = (6400, 10000)
+#: A two-clock core's reset synchronisers (``hw.verilog_export.AxisTop``) release each
+#: domain's reset at this edge of its clock after ``rst`` falls; a one-clock core's
+#: synchronous ``rst`` is off at the first edge.
+RESET_SYNC_EDGES = 2
+
+
+def start_clocks(dut, clock_ns: float = CLOCK_NS, log: logging.Logger | None = None) -> float:
+    """Start the DUT's clocks; returns the period of ``clk`` in ns. A DUT with a control
+    clock (``ctrl_clk``: a core exported with ``--control-domain ctrl``, or a top holding
+    such cores) runs on :data:`TWO_CLOCK_PS`: two unrelated clocks, the control clock's
+    first edge at a random time (seeded by ``cocotb.RANDOM_SEED``); otherwise ``clk``
+    runs at ``clock_ns``."""
+    if not hasattr(dut, "ctrl_clk"):
+        Clock(dut.clk, clock_ns, unit="ns").start()
+        return clock_ns
+    Clock(dut.clk, TWO_CLOCK_PS[0], unit="ps").start()
+    phase = random.Random(cocotb.RANDOM_SEED).randrange(1, TWO_CLOCK_PS[1])
+    (log or logging.getLogger("cocotb.tb")).info(
+        "clocks: clk %d ps, ctrl_clk %d ps from %d ps", *TWO_CLOCK_PS, phase)
+
+    async def start_ctrl_clock():
+        await Timer(phase, unit="ps")
+        Clock(dut.ctrl_clk, TWO_CLOCK_PS[1], unit="ps").start()
+    cocotb.start_soon(start_ctrl_clock())
+    return TWO_CLOCK_PS[0] / 1000
 
 
 def cycle_pause():
@@ -138,23 +163,13 @@ class CoreTB:
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
         self.two_clocks = hasattr(dut, "ctrl_clk")
-        if self.two_clocks:
-            clock_ns = TWO_CLOCK_PS[0] / 1000
-        self.clock_ns = clock_ns
         # Hold reset from the start: cocotbext-axi starts its drivers when it sees reset
         # low, and before the first reset the DUT's ready outputs may still be X/Z.
         dut.rst.setimmediatevalue(1)
         dut.m_axis_tready.setimmediatevalue(0)
         if hasattr(dut, "m_axis_export_tready"):  # the core's export stream: always taken
             dut.m_axis_export_tready.setimmediatevalue(1)
-        if self.two_clocks:
-            Clock(dut.clk, TWO_CLOCK_PS[0], unit="ps").start()
-            phase = random.Random(cocotb.RANDOM_SEED).randrange(1, TWO_CLOCK_PS[1])
-            self.log.info("clocks: clk %d ps, ctrl_clk %d ps from %d ps", *TWO_CLOCK_PS,
-                          phase)
-            cocotb.start_soon(self._start_ctrl_clock(phase))
-        else:
-            Clock(dut.clk, clock_ns, unit="ns").start()
+        self.clock_ns = start_clocks(dut, clock_ns, self.log)
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk,
                                       dut.rst)
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
@@ -167,10 +182,8 @@ class CoreTB:
         self.bytes_per_beat = self.data_width // 8
         self.period_steps = None
         self.t_ref = None
-
-    async def _start_ctrl_clock(self, phase_ps: int):
-        await Timer(phase_ps, unit="ps")
-        Clock(self.dut.ctrl_clk, TWO_CLOCK_PS[1], unit="ps").start()
+        #: rising edges of ``clk`` with ``rst`` low when :meth:`reset` returns
+        self.reset_edges = None
 
     # -- stimulus control ----------------------------------------------------------------
     def set_idle_generator(self, generator=None):
@@ -192,6 +205,7 @@ class CoreTB:
         await RisingEdge(self.dut.clk)
         await RisingEdge(self.dut.clk)
         self.dut.rst.value = 0
+        edges = 0                    # edges of clk with rst low
         if self.two_clocks:
             # each domain's reset synchroniser releases it at the second edge of its clock
             # after rst falls; the bridge may show bus_rx_tready while still in reset. The
@@ -204,11 +218,13 @@ class CoreTB:
             control = cocotb.start_soon(control_reset())
             await ClockCycles(self.dut.clk, 8)     # 51.2 ns > 3 control clocks + phase
             assert control.done(), "the control domain's reset outlasted 8 datapath clocks"
+            edges += 8
         await RisingEdge(self.dut.clk)
         t0 = get_sim_time()
         await RisingEdge(self.dut.clk)
         self.period_steps = get_sim_time() - t0
         self.t_ref = t0
+        self.reset_edges = edges + 2
         self.input_monitor.start()
 
     def cycle_of(self, sim_time: int) -> int:

@@ -47,6 +47,18 @@ def test_wrapper_instantiates_two_cores_with_prefixed_ports(tmp_path):
         write_wrapper(core, "no_such", tmp_path / "x.v")
 
 
+def test_wrapper_shares_a_two_clock_cores_control_clock(tmp_path):
+    """A two-clock core's ``ctrl_clk`` (``--control-domain ctrl``) goes to both cores
+    from one top-level port, as ``clk`` and ``rst`` do."""
+    core = tmp_path / "core.v"
+    core.write_text(CORE.replace("(clk, rst,", "(clk, ctrl_clk, rst,")
+                    .replace("  input rst;", "  input ctrl_clk;\n  input rst;"))
+    text = write_wrapper(core, "tiny_core", tmp_path / "top.v").read_text()
+    assert f"module {TOPLEVEL}(clk, ctrl_clk, rst, snd_s_axis_tdata," in text
+    assert text.count("  input ctrl_clk;") == 1 and text.count(".ctrl_clk(ctrl_clk)") == 2
+    assert "snd_ctrl_clk" not in text and "rcv_ctrl_clk" not in text
+
+
 def test_params_validate_and_round_trip():
     p = TwoDeviceParams(intervals=3, frames=10, seed=7)
     assert TwoDeviceParams.from_json(p.to_json()) == p
