@@ -65,10 +65,12 @@ def test_core_ecp5_single_beat_hazard():
 
 def test_ecp5_export_instantiates_dp16kd():
     """The core these tests simulate really holds DP16KD blocks with the output register
-    (a generic export would pass the scoreboard without testing the ECP5 path)."""
-    from sim_tb.lib.runner import export_core
+    (a generic export would pass the scoreboard without testing the ECP5 path): the
+    default suite's ECP5 set (``test_core``'s, :data:`sim_tb.lib.runner.DEFAULT_PARAMS`),
+    whose export that bench shares."""
+    from sim_tb.lib.runner import DEFAULT_PARAMS, export_core
 
-    core = export_core(ECP5_PARAMS[0])
+    core = export_core(next(p for p in DEFAULT_PARAMS if p.memory == "ecp5"))
     text = core.verilog.read_text()
     assert text.count("DP16KD #(") >= 2, "no DP16KD instances in the ecp5 export"
     assert '.REGMODE_B("OUTREG")' in text

@@ -61,7 +61,7 @@ def test_board_skew_puts_delays_where_the_phy_does_not():
     """The Colorlight (B50612D: no RX delay) gets 2 ns DELAYGs on its receive pins; the
     Versa (88E1512 delays both ways) none; an unreachable UART rate is refused."""
     il, cells = _cells(colorlight_5a75b, colorlight_5a75b.Top(
-        config=LdaConfig(rows=64), directions=colorlight_5a75b.DIRECTIONS,
+        config=LdaConfig(rows=64, window_bytes=16), directions=colorlight_5a75b.DIRECTIONS,
         skew=colorlight_5a75b.SKEW))
     assert {"DELAYG", "IDDRX1F", "ODDRX1F"} <= cells
     # 5 receive pins (RX_CTL, RXD[3:0]) per port, 80 taps each; no transmit delay

@@ -283,7 +283,7 @@ def test_export_command_line_timeout_options(tmp_path, capsys, monkeypatch):
     The Verilog is written for one case (an export takes seconds); the other two check
     the timeout the command line gives the core it would export."""
     args = ["--synopsis", "lda", "--banks", "2", "--rows", "16", "--thresholds", "0,2",
-            "--data-width", "8"]
+            "--data-width", "8", "--window-bytes", "16"]
     cases = [([], 10_000_000), (["--clk-freq", "25e6"], 2_500_000),
              (["--uart-timeout", "1000"], 1000)]
     exported = []
