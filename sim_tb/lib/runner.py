@@ -280,8 +280,10 @@ SLOW_PARAMS += [q for q in (replace(p, control_domain="sync") for p in DEFAULT_P
 #: The OPA core's set: k = 4 combination rows, 16 groups (80 bus words per snapshot), 512-bit
 #: data, where a minimum-size frame is one beat, so frames of one group update its word on
 #: consecutive clocks through the whole core (the words' forwarding paths). Its bus bridge
-#: on a control clock of its own, as the default suite's two-clock sets.
-OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16, control_domain="ctrl")]
+#: on a control clock of its own, as the default suite's two-clock sets; a 24-byte header
+#: window, as :data:`LDA_W8`'s (the packet hash needs only bytes that set packets apart).
+OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16, control_domain="ctrl",
+                         window_bytes=24)]
 #: The RLI core's parameter sets (a sender and a receiver core,
 #: ``sim_tb/benches/test_rli_pair.py``), its bus bridge on a control clock of its own.
 RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16, control_domain="ctrl")]
