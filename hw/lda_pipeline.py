@@ -33,6 +33,7 @@ from hw.bus.core_registers import config_copy, wire_frozen_reads, wire_path_regi
 from hw.bus.csr import CsrBank
 from hw.bus.csr_crossing import CsrBusCrossing
 from hw.inband.exporter import Exporter
+from hw.inband.exporter_crossing import ExporterCrossing
 from hw.frames.frame import FrameStream, check_data_width
 from hw.frames.frame_merger import FrameMerger
 from hw.frames.header_tap import HeaderTap
@@ -86,10 +87,12 @@ class MeasurementCore(wiring.Component):
         ``"generic"`` or ``"ecp5"``.
     control_domain:
         The clock domain of the control side: the UARTBone bridge and with it ``bus_rx`` /
-        ``bus_tx``. ``"sync"`` (default): one clock for the whole core. Another name
-        (``"ctrl"``): the bridge runs in that domain and each bus access crosses into
-        ``sync`` (the frame datapath, the CSR bank and everything else) through
-        :class:`hw.bus.csr_crossing.CsrBusCrossing` (``docs/DESIGN.md``, "Clock domains").
+        ``bus_tx``, and the exporter. ``"sync"`` (default): one clock for the whole core.
+        Another name (``"ctrl"``): the bridge runs in that domain and each bus access
+        crosses into ``sync`` (the frame datapath, the CSR bank and everything else)
+        through :class:`hw.bus.csr_crossing.CsrBusCrossing`; the exporter runs there behind
+        :class:`hw.inband.exporter_crossing.ExporterCrossing` (``docs/DESIGN.md``, "Clock
+        domains").
 
     Members
     -------
@@ -128,6 +131,9 @@ class MeasurementCore(wiring.Component):
     #: registers follow (interval control, ledger), so the request is pending two cycles
     #: before the tap sees the marker, as with a four-cycle tap delay.
     MARKER_SENT_DELAY = TAP_WATCH_DELAY - 4
+    #: The exporter's reads in flight when it runs in the control domain (its reads and
+    #: their answers cross twice; ``docs/DESIGN.md``, "Clock domains").
+    CROSSING_READ_AHEAD = 16
 
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
                  bridge_timeout_cycles: int | None = None, clk_freq: float | None = None,
@@ -154,7 +160,11 @@ class MeasurementCore(wiring.Component):
         self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
                               ts_bits=config.ts_bits)
         self._path = measurement_path(config, memory=memory, data_width=data_width)
-        self._exporter = Exporter(config=config, data_width=data_width)
+        # In a two-domain core the exporter's reads make a round trip through the
+        # crossing (hw.inband.exporter_crossing): more of them in flight keep frames going.
+        self._exporter = Exporter(config=config, data_width=data_width,
+                                  **({} if control_domain == "sync"
+                                     else {"read_ahead": self.CROSSING_READ_AHEAD}))
         self.export_frame_count = self._exporter.frame_count
         self.passthrough_latency = PASSTHROUGH_LATENCY
         self.measurement_latency = (1 + self.TAP_WATCH_DELAY + self._tap.latency
@@ -181,7 +191,12 @@ class MeasurementCore(wiring.Component):
         path_inserts = "insert" in self._path.signature.members
         m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2 + path_inserts)
         m.submodules.markers = markers = MarkerFrameSource(config=config, data_width=w)
-        m.submodules.exporter = exporter = self._exporter
+        one_clock = self.control_domain == "sync"
+        # The exporter (and its SipHash tagger) in the control domain when there is one,
+        # behind the crossing that gives it the exporter's members in ``sync``.
+        m.submodules.exporter = exporter = (
+            self._exporter if one_clock
+            else ExporterCrossing(self._exporter, control_domain=self.control_domain))
         # No frame enters while the clearing sweep after reset runs (block RAM keeps its
         # counts over a reset; the sweep clears both copies, hw.counters.copy_control).
         sweeping = self._path.sweeping
@@ -205,7 +220,6 @@ class MeasurementCore(wiring.Component):
         # Bus: UARTBone bridge (control domain) → CSR bank (through the crossing when the
         # control domain is not the datapath's).
         bridge = UARTBoneBridge(timeout_cycles=self.bridge_timeout_for(platform))
-        one_clock = self.control_domain == "sync"
         m.submodules.bridge = bridge if one_clock else DomainRenamer(self.control_domain)(bridge)
         m.submodules.csr = csr = CsrBank(regmap=self.regmap)
         connect(m, wiring.flipped(self.bus_rx), bridge.rx)

@@ -162,7 +162,8 @@ def export_main(argv=None, *, make_core) -> int:
                         help="counter RAMs: generic (any simulator/tool) or ECP5 DP16KD")
     parser.add_argument("--control-domain", choices=("sync", "ctrl"), default="sync",
                         help="sync: one clock (clk, rst) for the whole core (default); "
-                             "ctrl: the bus bridge and bus_rx/bus_tx on a second clock "
+                             "ctrl: the bus bridge, bus_rx/bus_tx and the exporter on "
+                             "a second clock "
                              "(ctrl_clk; rst resets both, through a reset synchroniser "
                              "each), --clk-freq then being that clock's")
     parser.add_argument("--module-name", default=DEFAULT_MODULE_NAME, metavar="NAME",
@@ -189,7 +190,8 @@ def export_main(argv=None, *, make_core) -> int:
     print(f"module {args.module_name}, bus bridge timeout {core.bridge_timeout_for()} clocks")
     if args.control_domain != "sync":
         print(f"two clocks: clk (datapath), {args.control_domain}_clk (bus bridge, bus_rx, "
-              f"bus_tx); rst resets both (asynchronous assertion, synchronous release)")
+              f"bus_tx, exporter); rst resets both (asynchronous assertion, synchronous "
+              f"release)")
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -39,8 +39,10 @@ What is checked (``DESIGN.md`` figures and ``gateware.md`` contracts):
 * the swap boundary: a frame offered just before a host swap counts in the interval the
   design implies, to the clock (the same under Icarus and Verilator);
 * the host export (``exported_intervals``, run only when selected by name, as the
-  gate-level run does): the interval timer's intervals leave as chunk frames on
-  ``m_axis_export``, each equal word for word to the golden synopsis of its run.
+  gate-level run and, with ``LDA_SLOW=1``, ``test_exported_intervals_two_clocks`` on the
+  two-clock core do):
+  the interval timer's intervals leave as chunk frames on ``m_axis_export``, each equal
+  word for word to the golden synopsis of its run.
 
 The harness (bench, host driver, golden model) is :mod:`sim_tb.lib.core_harness`.
 ``LDA_SIM_LONG=1`` multiplies the frame counts.
@@ -602,3 +604,16 @@ def test_swap_boundary_same_in_both_simulators(simulator):
     results = run_core_tests(LDA_W8, __name__, testcase=["swap_boundary"],
                              simulator=simulator)
     assert "swap_boundary" in results.tests, sorted(results.tests)
+
+
+@pytest.mark.slow
+@only_slow
+def test_exported_intervals_two_clocks():
+    """The host export of the two-clock core (the exporter and its SipHash tagger on
+    ``ctrl_clk``, its frames crossing into ``clk``, ``hw/inband/exporter_crossing.py``):
+    :func:`exported_intervals` on the default suite's ``ctrl`` LDA core, whose ``test_core``
+    run skips it. ``LDA_SLOW=1`` (some ten minutes: the suite's budget); the default suite
+    checks the crossing in ``tests/hw/inband/test_hw_exporter_crossing.py``."""
+    params = next(p for p in DEFAULT_PARAMS if p.control_domain != "sync" and p.kind == "lda")
+    results = run_core_tests(params, __name__, testcase=["exported_intervals"])
+    assert "exported_intervals" in results.tests, sorted(results.tests)

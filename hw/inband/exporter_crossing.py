@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The exporter in the control clock domain, seen from the datapath as an exporter.
+
+Where it sits (``docs/DESIGN.md``, "Clock domains"): in a two-domain core
+(:class:`hw.lda_pipeline.MeasurementCore` with ``control_domain="ctrl"``) in place of the
+:class:`hw.inband.exporter.Exporter`, with the same members, all in the datapath domain.
+Inside, the exporter (with its SipHash tagger) runs in the control domain and everything
+it exchanges with the datapath crosses through :class:`amaranth.lib.fifo.AsyncFIFO`:
+
+- **the start**: the export's parameters (the frozen interval's header fields, the MACs,
+  the key, the ports), one entry per export, datapath → control;
+- **the counter reads**: each read's address control → datapath, where it takes the
+  frozen copy's shared read port (:class:`hw.counters.frozen_read_share.FrozenReadShare`,
+  the bus first, as on one clock), and each answer (word and error bit) back. The
+  exporter bounds the reads in flight by its ``read_ahead``, so neither FIFO fills;
+- **the frames**, per port, control → datapath, **stored and forwarded**: a frame's beats
+  go into a FIFO that holds a whole frame, and a token (one entry per frame, written one
+  control clock after the frame's last beat) tells the datapath side that the frame is
+  complete, so a frame leaves on consecutive clocks whatever the two clocks' ratio.
+
+The datapath side keeps the exporter's status as on one clock: ``busy`` from ``start``
+until the last frame has left every enabled port, then ``done`` (and ``release``),
+EXPORT_FRAMES counted as frames leave (on the in-band port when it is enabled, else the
+host port), ``read_error`` from the answers it passes. No value crosses otherwise.
+"""
+
+from amaranth.hdl import Cat, DomainRenamer, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import AsyncFIFO
+
+from host_sw.contracts.hashing import MIN_FRAME_BYTES
+from host_sw.contracts.siphash import TAG_BYTES
+
+from hw.inband.control_frame_tx import HEADER_BYTES
+from hw.frames.frame import frame_beat_layout
+
+__all__ = ["ExporterCrossing", "PARAMETERS"]
+
+#: The exporter's inputs sampled at ``start``, crossing in one FIFO entry per export.
+PARAMETERS = ("seq", "flags", "timestamp", "config_id", "role", "src_mac", "dst_mac",
+              "key", "auth", "to_inband", "to_host", "auto_release")
+
+
+class ExporterCrossing(wiring.Component):
+    """An :class:`hw.inband.exporter.Exporter` run in another clock domain.
+
+    Parameters
+    ----------
+    exporter : hw.inband.exporter.Exporter
+        The exporter to run in ``control_domain`` (its ``read_ahead`` covers the reads'
+        round trip through the crossing: the core gives it 16).
+    control_domain : str
+        Where the exporter runs (default ``"ctrl"``).
+    datapath_domain : str
+        The domain of every member (default ``"sync"``).
+
+    Members
+    -------
+    The exporter's, with its meaning (:class:`hw.inband.exporter.Exporter`), in
+    ``datapath_domain``. What differs: the first beat leaves some clocks of each domain
+    later, and a frame only once it is whole in the crossing (then on consecutive clocks
+    while the port is ready); ``frames`` counts a frame as it leaves.
+
+    Attributes
+    ----------
+    frame_beats, beat_depth, token_depth : int
+        Beats of the longest frame, and the depths of each port's beat and token FIFOs.
+
+    Reset: each FIFO is emptied by its writing domain's reset; reset both domains together
+    (``docs/CORE_INTERFACE.md``, "Two clocks").
+    """
+
+    def __init__(self, exporter, *, control_domain: str = "ctrl",
+                 datapath_domain: str = "sync"):
+        if control_domain == datapath_domain:
+            raise ValueError(f"a crossing needs two domains, not {control_domain!r} twice")
+        self.exporter = exporter
+        self.control_domain = control_domain
+        self.datapath_domain = datapath_domain
+        self.config = exporter.config
+        self.frame_count = exporter.frame_count
+        lanes = exporter.data_width // 8
+        longest = HEADER_BYTES + exporter.words_per_frame * exporter.word_bytes + TAG_BYTES
+        self.frame_beats = -(-longest // lanes)
+        self.beat_depth = 1 << (self.frame_beats - 1).bit_length()
+        shortest = -(-MIN_FRAME_BYTES // lanes)
+        self.token_depth = 1 << (self.beat_depth // shortest + 1).bit_length()
+        super().__init__(dict(exporter.signature.members.items()))
+
+    def status_sources(self) -> dict:
+        """EXPORT_FRAMES: :func:`hw.bus.core_registers.wire_status`."""
+        return {"export_frames": self.frames}
+
+    def elaborate(self, platform):
+        m = Module()
+        ctrl, fast = self.control_domain, self.datapath_domain
+        inner = self.exporter
+        m.submodules.exporter = DomainRenamer({"sync": ctrl})(inner)
+        m.d.comb += inner.read_hold.eq(0)           # the datapath side holds the reads
+        enabled = self._start(m, inner, ctrl, fast)
+        self._reads(m, inner, ctrl, fast)
+        left = [self._port(m, name, getattr(inner, name), getattr(self, name), ctrl, fast)
+                for name in ("inband", "host")]
+        self._status(m, fast, enabled, left)
+        return m
+
+    def _start(self, m, inner, ctrl, fast):
+        """``start`` (not while busy, a port enabled) → the parameters' FIFO → the
+        exporter's ``start`` once it is idle. Returns the sampled ports and release."""
+        values = [getattr(self, name) for name in PARAMETERS]
+        m.submodules.parameters = fifo = AsyncFIFO(
+            width=sum(len(v) for v in values), depth=2, w_domain=fast, r_domain=ctrl)
+        starts = self.start & ~self.busy & (self.to_inband | self.to_host)
+        m.d.comb += [fifo.w_en.eq(starts), fifo.w_data.eq(Cat(*values)),
+                     fifo.r_en.eq(~inner.busy),
+                     inner.start.eq(fifo.r_rdy & ~inner.busy)]
+        offset = 0
+        for name, value in zip(PARAMETERS, values):
+            m.d.comb += getattr(inner, name).eq(fifo.r_data[offset: offset + len(value)])
+            offset += len(value)
+        enabled = Signal(2, name="ports_enabled")          # in-band, host
+        auto_release = Signal(name="auto_release_sampled")
+        with m.If(self.start & ~self.busy):
+            m.d[fast] += [enabled.eq(Cat(self.to_inband, self.to_host)),
+                          auto_release.eq(self.auto_release)]
+        return enabled, auto_release, starts
+
+    def _reads(self, m, inner, ctrl, fast):
+        """The exporter's reads: address control → datapath (issued on the shared port
+        when the bus does not hold it), answer datapath → control."""
+        depth = inner.read_ahead
+        port, out = inner.frozen, self.frozen
+        word_bits = len(port.data.as_value())
+        m.submodules.read_requests = requests = AsyncFIFO(
+            width=len(port.addr), depth=depth, w_domain=ctrl, r_domain=fast)
+        m.submodules.read_answers = answers = AsyncFIFO(
+            width=word_bits + 1, depth=depth, w_domain=fast, r_domain=ctrl)
+        m.d.comb += [
+            requests.w_en.eq(port.en), requests.w_data.eq(port.addr),
+            requests.r_en.eq(~self.read_hold),
+            out.en.eq(requests.r_rdy & ~self.read_hold), out.addr.eq(requests.r_data),
+            answers.w_en.eq(out.valid),
+            answers.w_data.eq(Cat(out.data.as_value(), out.error)),
+            answers.r_en.eq(1),
+            port.valid.eq(answers.r_rdy),
+            port.data.as_value().eq(answers.r_data[:word_bits]),
+            port.error.eq(answers.r_data[word_bits]),
+        ]
+
+    def _port(self, m, name, source, port, ctrl, fast):
+        """One port's frames, stored and forwarded; returns the datapath side's count of
+        frames still to leave this export and the strobe of a frame leaving."""
+        layout = frame_beat_layout(self.exporter.data_width)
+        beats = AsyncFIFO(width=layout.size, depth=self.beat_depth,
+                          w_domain=ctrl, r_domain=fast)
+        tokens = AsyncFIFO(width=1, depth=self.token_depth, w_domain=ctrl, r_domain=fast)
+        m.submodules[f"{name}_beats"] = beats
+        m.submodules[f"{name}_tokens"] = tokens
+        ended = Signal(name=f"{name}_frame_written")
+        m.d[ctrl] += ended.eq(source.valid & beats.w_rdy & source.payload.last)
+        m.d.comb += [beats.w_en.eq(source.valid), beats.w_data.eq(source.payload),
+                     source.ready.eq(beats.w_rdy),
+                     tokens.w_en.eq(ended), tokens.w_data.eq(0)]
+        leaving = Signal(name=f"{name}_frame_leaving")
+        m.d.comb += [port.valid.eq(tokens.r_rdy & beats.r_rdy),
+                     port.payload.eq(beats.r_data),
+                     beats.r_en.eq(port.ready & tokens.r_rdy),
+                     leaving.eq(port.valid & port.ready & port.payload.last),
+                     tokens.r_en.eq(leaving)]
+        return leaving
+
+    def _status(self, m, fast, sampled, leaving):
+        """busy, done, release, frames and read_error in the datapath domain."""
+        enabled, auto_release, starts = sampled
+        count = self.frame_count
+        left = [Signal(range(count + 1), name=f"{name}_frames_left")
+                for name in ("inband", "host")]
+        for k, (n, gone) in enumerate(zip(left, leaving)):
+            with m.If(starts):
+                m.d[fast] += n.eq(Cat(self.to_inband, self.to_host)[k] * count)
+            with m.Elif(gone & (n != 0)):
+                m.d[fast] += n.eq(n - 1)
+        counted = Signal()
+        m.d.comb += counted.eq(enabled[0] & leaving[0] | ~enabled[0] & leaving[1])
+        with m.If(self.busy & counted):
+            m.d[fast] += self.frames.eq(self.frames + 1)
+        m.d[fast] += [self.done.eq(0), self.release.eq(0)]
+        with m.If(self.start & ~self.busy):
+            m.d[fast] += self.read_error.eq(0)
+            with m.If(self.to_inband | self.to_host):
+                m.d[fast] += self.busy.eq(1)
+            with m.Else():
+                m.d[fast] += [self.done.eq(1), self.release.eq(self.auto_release)]
+        with m.Elif(self.busy & (left[0] == 0) & (left[1] == 0) & ~self.done):
+            m.d[fast] += [self.busy.eq(0), self.done.eq(1), self.release.eq(auto_release)]
+        with m.If(self.frozen.valid & self.frozen.error):
+            m.d[fast] += self.read_error.eq(1)
