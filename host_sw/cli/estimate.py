@@ -46,6 +46,7 @@ from host_sw.contracts.hashing import FrameClass
 from host_sw.device.snapshot import Snapshot
 from host_sw.estimators.offline import capture_records
 from host_sw.estimators.offline_jobs import no_hugepage_advice, runner
+from host_sw.estimators.offline_stream import warm_loops
 from host_sw.estimators.rli.offline import reference_rows
 from host_sw.estimators.opa.export import opa_export_records, read_export
 from host_sw.estimators.record import record_for_pair
@@ -249,7 +250,8 @@ def _from_packet_captures(paths, args) -> list:
         progress = ByteProgress(sum(os.path.getsize(p) for p in paths),
                                 label="reading captures")
     try:
-        with runner(args.jobs, args.scheduler, threads=args.threads) as run:
+        with runner(args.jobs, args.scheduler, threads=args.threads,
+                    warm=warm_loops) as run:
             if args.scheduler is not None and progress is not None:
                 progress.close()      # a cluster's workers report no bytes read
                 progress = None

@@ -166,24 +166,21 @@ class _Threads:
         return list(self.pool.map(fn, jobs))
 
 
-def _warm() -> None:
-    """The compiled loops of a capture analysis loaded (imported here: the analysis
-    imports this module)."""
-    from host_sw.estimators.offline_stream import warm_loops
-    warm_loops()
-
-
 def inline_runner():
     """Every task in this process, one after the other."""
     return _Inline()
 
 
 @contextlib.contextmanager
-def runner(jobs: int | None = None, scheduler: str | None = None, threads: bool = False):
+def runner(jobs: int | None = None, scheduler: str | None = None, threads: bool = False,
+           warm=None):
     """A runner for ``jobs`` worker processes (``None``: :func:`default_jobs`; 1: this
     process), or ``jobs`` threads of this process when ``threads``, or for the Dask
     scheduler at ``scheduler`` (``"local"``: a ``LocalCluster`` of ``jobs``
-    single-threaded worker processes started here)."""
+    single-threaded worker processes started here). ``warm``: called once before threads
+    start or workers fork (the analysis passes
+    :func:`host_sw.estimators.offline_stream.warm_loops`, so its compiled loops are
+    loaded once and shared; this module does not import the analysis, which imports it)."""
     jobs = default_jobs() if jobs is None else int(jobs)
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
@@ -206,14 +203,16 @@ def runner(jobs: int | None = None, scheduler: str | None = None, threads: bool 
         return
     if threads:
         from concurrent.futures import ThreadPoolExecutor
-        _warm()               # loaded once, before the threads need it
+        if warm is not None:
+            warm()            # loaded once, before the threads need it
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="ldactl") as pool:
             yield _Threads(pool, jobs)
         return
     # imported here: a run of one job does without them
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    _warm()                   # loaded once here, shared by the forked workers
+    if warm is not None:
+        warm()                # loaded once here, shared by the forked workers
     counter = multiprocessing.Value("q", 0)
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                              initargs=(counter,)) as pool:
