@@ -285,8 +285,11 @@ SLOW_PARAMS += [q for q in (replace(p, control_domain="sync") for p in DEFAULT_P
 OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16, control_domain="ctrl",
                          window_bytes=24)]
 #: The RLI core's parameter sets (a sender and a receiver core,
-#: ``sim_tb/benches/test_rli_pair.py``), its bus bridge on a control clock of its own.
-RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16, control_domain="ctrl")]
+#: ``sim_tb/benches/test_rli_pair.py``), its bus bridge on a control clock of its own; a
+#: 48-byte header window, the least its reference watch takes (the reference header), which
+#: holds the bench's IPv4 flow keys.
+RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16, control_domain="ctrl",
+                         window_bytes=48)]
 
 
 class SimFailure(AssertionError):
