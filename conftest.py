@@ -2,13 +2,74 @@
 """Suite-wide pytest hooks."""
 
 
+#: CPU seconds of the long test files (cocotb benches) in a clean-clone run of
+#: ``./run_tests.sh`` (``LDA_TEST_CPU_LOG``); only the order of the tests depends on them.
+LONG_FILE_CPU = {
+    "sim_tb/benches/test_core.py": 521, "sim_tb/benches/test_gate_level.py": 317,
+    "sim_tb/benches/test_rli_pair.py": 124, "sim_tb/benches/test_opa_core.py": 92,
+    "sim_tb/benches/test_opa_pair.py": 110, "sim_tb/demo/test_two_device.py": 82,
+    "sim_tb/benches/test_opa_cah.py": 38, "sim_tb/benches/test_standin.py": 33,
+    "sim_tb/benches/test_ecp5_memory.py": 24,
+}
+#: Files whose tests use another file's export or build: run on the same worker, so
+#: neither waits on the other's build lock.
+SHARES_BUILD_OF = {"sim_tb/benches/test_core_ecp5.py": "sim_tb/benches/test_core.py",
+                   "sim_tb/benches/test_opa_pair.py": "sim_tb/benches/test_opa_core.py"}
+
+
 def pytest_collection_modifyitems(config, items):
     """Run the longest tests first: the gate-level tests (their netlist's synthesis and
     Verilator build take minutes on a clean clone), then the other cocotb benches (a core
     export and a simulator build each). Started first, they overlap with the many short
-    tests on the other worker instead of running alone at the suite's end."""
+    tests instead of running alone at the suite's end.
+
+    Under ``--dist worksteal`` (``run_tests.sh``) each worker first gets one contiguous
+    share of the items, and an idle worker steals from the end of another's queue. So the
+    long tests are split between the shares, a file (with the files that share its
+    builds) on one worker, the largest first to the least loaded (:data:`LONG_FILE_CPU`),
+    each share starting with its long tests; otherwise every long test sits in the first
+    share and one worker runs them one after another while the other finishes the short
+    tests and waits."""
+    import os
+
     items.sort(key=lambda item: (item.get_closest_marker("gate_level") is None,
                                  item.get_closest_marker("cocotb") is None))
+    workers = getattr(config.option, "numprocesses", None)
+    if getattr(config.option, "dist", None) != "worksteal" or not isinstance(workers, int) \
+            or workers < 2:
+        return
+
+    def group(item):
+        path = item.nodeid.split("::", 1)[0]
+        return SHARES_BUILD_OF.get(path, path)
+
+    def long_test(item):
+        return (item.get_closest_marker("cocotb") is not None
+                and (item.get_closest_marker("slow") is None or os.environ.get("LDA_SLOW")))
+
+    long = [item for item in items if long_test(item)]
+    short = [item for item in items if not long_test(item)]
+    groups = {}
+    for item in long:
+        groups.setdefault(group(item), set()).add(item.nodeid.split("::", 1)[0])
+    weight = {g: sum(LONG_FILE_CPU.get(path, 10) for path in paths)
+              for g, paths in groups.items()}
+    load, owner = [0] * workers, {}
+    for g in sorted(groups, key=lambda g: (-weight[g], g)):
+        w = min(range(workers), key=lambda w: (load[w], w))
+        owner[g] = w
+        load[w] += weight[g]
+    # the shares xdist's work stealing deals out first: len // workers of what is left
+    shares, left = [], len(items)
+    for k in range(workers, 0, -1):
+        shares.append(left // k)
+        left -= shares[-1]
+    ordered = []
+    for w, size in enumerate(shares):
+        mine = [item for item in long if owner[group(item)] == w]
+        ordered += mine + short[:max(0, size - len(mine))]
+        short = short[max(0, size - len(mine)):]
+    items[:] = ordered + short
 
 
 def pytest_runtest_protocol(item, nextitem):
