@@ -76,10 +76,10 @@ LUT_2STATE_CELLS = frozenset({"LUT4", "LUT2"})
 #: with cocotb's VPI (Verilator 5.48: the scope table names members it hashed away).
 GATE_VERILATOR_ARGS = ("--x-initial", "fast")
 #: The compiler level of a netlist's model (``LDA_GATE_VERILATOR_OPT``, ``-O0`` by default):
-#: a netlist's C++ is about ten times an RTL core's and its default bench is short, so
-#: an unoptimised model costs less in all (``docs/SIMULATION.md``, "Gate-level
-#: simulation": 247 s of CPU for the LDA netlist's build and run at ``-O0``, 381 s at
-#: the RTL's ``-O1``).
+#: a netlist's C++ is many times an RTL core's (48 MB against 4.8 MB for the demo's two
+#: RTL cores) and its default bench is short, so an unoptimised model costs less in all
+#: (``docs/SIMULATION.md``, "Gate-level simulation": 247 s of CPU for the LDA netlist's
+#: build and run at ``-O0``, 381 s at the RTL's ``-O1``).
 GATE_VERILATOR_OPT = os.environ.get("LDA_GATE_VERILATOR_OPT", "-O0")
 #: Cells with a model here: Yosys's (:data:`GATE_CELLS`) and the project's.
 MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS} | {"DP16KD", "TRELLIS_FF"})
