@@ -34,9 +34,15 @@ def pytest_collection_modifyitems(config, items):
 
     items.sort(key=lambda item: (item.get_closest_marker("gate_level") is None,
                                  item.get_closest_marker("cocotb") is None))
-    workers = getattr(config.option, "numprocesses", None)
-    if getattr(config.option, "dist", None) != "worksteal" or not isinstance(workers, int) \
-            or workers < 2:
+    # the order that counts is the workers' (each collects; the controller schedules the
+    # indices of their collection), which see the run's options in ``workerinput``
+    worker = getattr(config, "workerinput", None)
+    if worker is None:
+        return
+    workers, argv = worker.get("workercount", 1), worker.get("mainargv", [])
+    worksteal = "--dist=worksteal" in argv or any(
+        a == "--dist" and b == "worksteal" for a, b in zip(argv, argv[1:]))
+    if not worksteal or workers < 2:
         return
 
     def group(item):
