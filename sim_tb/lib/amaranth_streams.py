@@ -13,9 +13,10 @@ the bus bridge); :func:`simulate` runs a design until its main testbench returns
 
 from amaranth.sim import Simulator
 
+from hw.counters.counter_bank import CounterBank
 from hw.frames.frame import beats_to_frames, frame_to_beats
 
-__all__ = ["BEAT_KEYS", "Source", "Sink", "stream_put", "simulate", "wait_until"]
+__all__ = ["BEAT_KEYS", "Source", "Sink", "FakeFrozenCopy", "stream_put", "simulate", "wait_until"]
 
 #: The fields of a frame-stream beat.
 BEAT_KEYS = ("data", "keep", "last", "error")
@@ -131,3 +132,22 @@ async def wait_until(ctx, condition, limit, what):
             return
         await ctx.tick()
     raise AssertionError(f"timed out waiting for {what}")
+
+
+class FakeFrozenCopy:
+    """The counter bank's frozen read port (the exporter's tests): ``data``/``valid``
+    READ_LATENCY cycles after ``en`` (one read per clock), from a list of words; ``reads``
+    counts the reads."""
+
+    def __init__(self, port, words):
+        self.port, self.words, self.reads = port, words, 0
+
+    async def run(self, ctx):
+        pipe = [None] * (CounterBank.READ_LATENCY - 1)
+        async for _, _, en, addr in ctx.tick().sample(self.port.en, self.port.addr):
+            pipe.append(addr if en else None)
+            out = pipe.pop(0)
+            ctx.set(self.port.valid, out is not None)
+            ctx.set(self.port.data.as_value(), 0 if out is None else self.words[out])
+            if en:
+                self.reads += 1

@@ -19,32 +19,13 @@ from host_sw.contracts.frames.control_frame import build_synopsis_frames, reasse
 from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.siphash import key_to_int
 from host_sw.contracts.synopsis import Synopsis
-from hw.counters.counter_bank import CounterBank
 from hw.inband.exporter import Exporter
 from hw.inband.exporter_crossing import ExporterCrossing
-from sim_tb.lib.amaranth_streams import Sink
+from sim_tb.lib.amaranth_streams import FakeFrozenCopy, Sink
 
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002
 KEY = bytes(range(16))
-
-
-class FakeFrozenCopy:
-    """The counter bank's frozen read port in ``sync``: ``data``/``valid``
-    READ_LATENCY cycles after ``en``, from a list of words."""
-
-    def __init__(self, port, words):
-        self.port, self.words, self.reads = port, words, 0
-
-    async def run(self, ctx):
-        pipe = [None] * (CounterBank.READ_LATENCY - 1)
-        async for _, _, en, addr in ctx.tick().sample(self.port.en, self.port.addr):
-            pipe.append(addr if en else None)
-            out = pipe.pop(0)
-            ctx.set(self.port.valid, out is not None)
-            ctx.set(self.port.data.as_value(), 0 if out is None else self.words[out])
-            if en:
-                self.reads += 1
 
 
 CASES = [

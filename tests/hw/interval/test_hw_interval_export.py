@@ -29,7 +29,7 @@ from hw.interval.interval_control import (
 from hw.frames.frame_merger import FrameMerger
 from hw.frames.timebase import Timebase
 from host_sw.contracts.siphash import key_to_int
-from sim_tb.lib.amaranth_streams import Sink, Source, simulate, wait_until
+from sim_tb.lib.amaranth_streams import FakeFrozenCopy, Sink, Source, simulate, wait_until
 
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002
@@ -80,24 +80,6 @@ def test_marker_frames_equal_build_marker(data_width):
 
 
 # -- exporter ------------------------------------------------------------------------------
-
-class FakeFrozenCopy:
-    """The counter bank's frozen read port: ``data``/``valid`` READ_LATENCY cycles after
-    ``en`` (one read per clock), from a list of words."""
-
-    def __init__(self, port, words):
-        self.port, self.words, self.reads = port, words, 0
-
-    async def run(self, ctx):
-        pipe = [None] * (CounterBank.READ_LATENCY - 1)
-        async for _, _, en, addr in ctx.tick().sample(self.port.en, self.port.addr):
-            pipe.append(addr if en else None)
-            out = pipe.pop(0)
-            ctx.set(self.port.valid, out is not None)
-            ctx.set(self.port.data.as_value(), 0 if out is None else self.words[out])
-            if en:
-                self.reads += 1
-
 
 def random_synopsis(config, rng):
     words = [rng.getrandbits(config.layout.width) for _ in range(config.buckets)]
