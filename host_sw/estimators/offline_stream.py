@@ -112,12 +112,7 @@ class _Spill:
         if self.parts > 1 and n >= COMPILED_MIN_ROWS and compiled(_positions_loop):
             recs, bounds = _scatter_records(dtype, columns,
                                             self.partition(columns, self.parts), self.parts)
-            for p in range(self.parts):
-                if bounds[p + 1] > bounds[p]:
-                    self.buffers[side][p].append(recs[bounds[p]:bounds[p + 1]])
-            self.buffered += recs.nbytes
-            if self.buffered > self.budget:
-                self.flush()
+            self._keep(side, recs, bounds)
             return
         if self.parts > 1:
             part = self.partition(columns, self.parts)
@@ -131,7 +126,13 @@ class _Spill:
         for name in dtype.names:
             value = columns[name]
             recs[name] = value if order is None or np.ndim(value) == 0 else value[order]
-        if order is None:
+        self._keep(side, recs, None if order is None else bounds)
+
+    def _keep(self, side, recs, bounds):
+        """Buffer ``recs`` (in partition order, partition ``p`` at
+        ``bounds[p]:bounds[p + 1]``; one partition when ``bounds`` is None), flushing to
+        the files past the memory budget."""
+        if bounds is None:
             self.buffers[side][0].append(recs)
         else:
             for p in range(self.parts):
