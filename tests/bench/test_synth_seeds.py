@@ -241,6 +241,13 @@ def test_seed_loop_synthesises_once_and_places_once_per_seed(tmp_path, monkeypat
     assert result["runs"][1]["error"].startswith("ERROR: Failed to route")
     assert result["runs"][1]["placement_estimate_mhz"] == 87.74
     assert result["control_domain"] == "ctrl" and result["yosys_cells"]["LUT4"] == 2
+    # Both clock pins on the package's clock-capable pins, the data pins left free.
+    lpf = tmp_path / "lda_ctrl" / "clocks.lpf"
+    assert {tuple(c[c.index("--lpf"):c.index("--lpf") + 3]) for c in placed} == {
+        ("--lpf", str(lpf), "--lpf-allow-unconstrained")}
+    assert lpf.read_text().splitlines() == [
+        'LOCATE COMP "clk" SITE "G2";', 'IOBUF PORT "clk" IO_TYPE=LVCMOS33;',
+        'LOCATE COMP "ctrl_clk" SITE "L19";', 'IOBUF PORT "ctrl_clk" IO_TYPE=LVCMOS33;']
 
     # --reuse: the netlist and every seed's outcome (the unrouted one too) are kept.
     fake.commands.clear()
@@ -271,10 +278,11 @@ def test_seed_loop_synthesises_once_and_places_once_per_seed(tmp_path, monkeypat
         "speed=8 measured=current"]
 
 
-def test_default_is_three_seeds(tmp_path, monkeypatch):
-    """``python -m bench.synth_core --cores rda --speeds 8`` places three seeds."""
+def test_default_is_three_seeds(tmp_path, monkeypatch, capsys):
+    """``python -m bench.synth_core --cores rda --speeds 8`` places three seeds, and its
+    printed table has a row for a seed that did not route."""
     _no_verilog(monkeypatch)
-    fake = _FakeTools()
+    fake = _FakeTools(unrouted={2})
     monkeypatch.setattr(synth_core_module, "run", fake)
     monkeypatch.setattr(Toolchain, "find", classmethod(lambda cls: cls("yosys", "nextpnr")))
     assert main(["--cores", "rda", "--speeds", "8", "--build", str(tmp_path),
@@ -283,6 +291,8 @@ def test_default_is_three_seeds(tmp_path, monkeypatch):
     assert [c[c.index("--seed") + 1] for c in fake.of("nextpnr")] == ["1", "2", "3"]
     out = json.loads((tmp_path / "out.json").read_text())["results"][0]
     assert [r["seed"] for r in out["runs"]] == [1, 2, 3]
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| rda")]
+    assert [row.split(" | ")[2] for row in rows] == ["131.0", "None", "133.0"]
 
 
 class _TwoClockToy(wiring.Component):
