@@ -403,8 +403,7 @@ class MeasurementCore(wiring.Component):
     def _wire_export(self, m, exporter, ledger, path, copies):
         """Export each newly frozen copy, with its interval's status, if INTERVAL_MODE
         asks."""
-        mode, local_mac, export_dst_mac, auth = (copies.mode, copies.local_mac,
-                                                 copies.export_dst_mac, copies.auth)
+        mode, export_dst_mac, auth = copies.mode, copies.export_dst_mac, copies.auth
         frozen = ledger.frozen
         frozen_ready_before = Signal()
         m.d.sync += frozen_ready_before.eq(path.frozen_ready)
