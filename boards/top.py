@@ -31,7 +31,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,7 +56,8 @@ from .rgmii_pins import PHYReset, RGMIIPins, RGMIISkew
 __all__ = ["RGMII_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "check_uart_baud",
            "uart_divisor", "add_rgmii_resources", "InlineTapTop", "MonitorTop",
            "device_csr", "write_csr_exports", "use_yowasp", "build_board",
-           "board_summary", "board_main"]
+           "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
+           "build_failure"]
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
@@ -339,6 +342,42 @@ class ToolchainMissing(RuntimeError):
     """Yosys, nextpnr-ecp5 or ecppack cannot be found."""
 
 
+class BoardBuildFailed(RuntimeError):
+    """A step of the board build failed; the message names the step and its log, or, when
+    the design does not fit the device, the resources it needs and the device has."""
+
+
+#: A line of nextpnr's "Device utilisation" table: ``Info: <tab> DP16KD:  268/  108  248%``.
+_UTILISATION = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%\s*$", re.M)
+
+
+def overused_resources(nextpnr_log: str) -> dict[str, tuple[int, int]]:
+    """The resources of nextpnr's "Device utilisation" table that the design needs more of
+    than the device has, as ``{name: (needed, available)}``."""
+    return {name: (int(used), int(avail))
+            for name, used, avail in _UTILISATION.findall(nextpnr_log)
+            if int(used) > int(avail)}
+
+
+def build_failure(out_dir: Path, board: str, device: str, returncode: int) -> BoardBuildFailed:
+    """The error of a failed board build in ``out_dir``: when nextpnr's log shows the design
+    needs more of a resource than ``device`` has, the resources and what to build instead;
+    otherwise the step that failed and its log."""
+    rpt, tim = out_dir / f"{board}.rpt", out_dir / f"{board}.tim"
+    if not tim.exists():
+        return BoardBuildFailed(f"Yosys failed (exit {returncode}); see {rpt}")
+    over = overused_resources(tim.read_text(errors="replace"))
+    if over:
+        needs = ", ".join(f"{used} {name} (it has {avail})" for name, (used, avail) in over.items())
+        return BoardBuildFailed(
+            f"the design does not fit the {device}: it needs {needs}. Build fewer cores "
+            f"(--directions on an inline tap) or smaller ones (--banks, --rows, --cells, "
+            f"--buckets, --groups); see {tim}")
+    if not (out_dir / f"{board}.config").exists():
+        return BoardBuildFailed(f"nextpnr failed (exit {returncode}); see {tim}")
+    return BoardBuildFailed(f"ecppack failed (exit {returncode}); see {out_dir}")
+
+
 def use_yowasp() -> None:
     """Point amaranth's ECP5 toolchain variables at the YoWASP tools when unset."""
     bindir = Path(sys.executable).parent
@@ -382,7 +421,13 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
             f"(or set {', '.join(missing)} to native tools)")
     opts = f"--report {board}.report.json --timing-allow-fail {nextpnr_opts}".strip()
     plan = platform.prepare(top, name=board, nextpnr_opts=opts)
-    plan.execute_local(str(out_dir))
+    # The logs of an earlier build would be read as this one's.
+    for stale in (".rpt", ".tim", ".config", ".bit", ".report.json"):
+        (out_dir / f"{board}{stale}").unlink(missing_ok=True)
+    try:
+        plan.execute_local(str(out_dir))
+    except subprocess.CalledProcessError as exc:
+        raise build_failure(out_dir, board, summary["device"], exc.returncode) from None
     summary |= board_summary(out_dir, board)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
@@ -450,5 +495,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     except ToolchainMissing as exc:
         print(f"python -m boards.{board}: {exc}", file=sys.stderr)
         return 2
+    except BoardBuildFailed as exc:
+        print(f"python -m boards.{board}: {exc}", file=sys.stderr)
+        return 1
     print(json.dumps(summary, indent=2))
     return 0

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""A board build that fails says which step failed and, when the design does not fit the
+device, what it needs: an error line and exit 1, no traceback, in the three minutes of
+synthesis rather than after a placement that cannot succeed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from boards import ecpix5
+from boards import top as top_module
+from boards.top import BoardBuildFailed, build_board, overused_resources
+
+#: The head of nextpnr-ecp5's utilisation table for two RLI cores on the Versa's 45F.
+OVERFULL_LOG = (
+    "Info: Device utilisation:\n"
+    "Info: \t          TRELLIS_IO:      31/    203    15%\n"
+    "Info: \t                DCCA:       4/     56     7%\n"
+    "Info: \t              DP16KD:     268/    108   248%\n"
+    "Info: \t          MULT18X18D:      38/     72    52%\n"
+    "Info: \t          TRELLIS_FF:   73404/  43848   167%\n"
+    "Info: \t        TRELLIS_COMB:   57794/  43848   131%\n"
+    "ERROR: Unable to place cell 'u', no BELs remaining to implement cell type 'DP16KD'\n")
+
+
+def test_overused_resources_are_the_rows_past_the_device():
+    assert overused_resources(OVERFULL_LOG) == {
+        "DP16KD": (268, 108), "TRELLIS_FF": (73404, 43848), "TRELLIS_COMB": (57794, 43848)}
+    assert overused_resources(OVERFULL_LOG.replace("268/", "108/")
+                              .replace("73404/", "43848/").replace("57794/", "1/")) == {}
+
+
+class _Platform:
+    device, package, speed = "LFE5UM-45F", "BG381", "8"
+
+    def __init__(self, logs):
+        self.logs = logs
+
+    def prepare(self, top, *, name, nextpnr_opts):
+        logs = self.logs
+
+        class Plan:
+            def execute_local(self, root):
+                for suffix, text in logs.items():
+                    (root_path / f"{name}{suffix}").write_text(text)
+                raise subprocess.CalledProcessError(1, ["sh", f"build_{name}.sh"])
+
+        root_path = self.root
+        return Plan()
+
+
+@pytest.fixture
+def failing_build(tmp_path, monkeypatch):
+    """``build_board`` on a platform whose build script fails after writing ``logs``."""
+    for var in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK"):
+        monkeypatch.setenv(var, sys.executable)
+    monkeypatch.setattr(top_module, "write_csr_exports", lambda top, out_dir, board: [])
+
+    def build(logs):
+        platform = _Platform(logs)
+        platform.root = tmp_path / "versa"
+        platform.root.mkdir(exist_ok=True)
+        # A stale log of an earlier build is not read as this one's.
+        (platform.root / "versa.tim").write_text(OVERFULL_LOG)
+        with pytest.raises(BoardBuildFailed) as caught:
+            build_board(platform, top=None, board="versa", build_dir=tmp_path)
+        return str(caught.value)
+    return build
+
+
+def test_a_design_that_does_not_fit_names_what_it_needs(failing_build, tmp_path):
+    message = failing_build({".rpt": "", ".tim": OVERFULL_LOG})
+    assert message.startswith(
+        "the design does not fit the LFE5UM-45F BG381 speed 8: it needs 268 DP16KD (it has "
+        "108), 73404 TRELLIS_FF (it has 43848), 57794 TRELLIS_COMB (it has 43848). "
+        "Build fewer cores (--directions on an inline tap) or smaller ones")
+    assert message.endswith(f"see {tmp_path / 'versa' / 'versa.tim'}")
+
+
+def test_the_failed_step_and_its_log(failing_build, tmp_path):
+    folder = tmp_path / "versa"
+    assert failing_build({".rpt": "ERROR: x\n"}) == \
+        f"Yosys failed (exit 1); see {folder / 'versa.rpt'}"
+    assert failing_build({".rpt": "", ".tim": "ERROR: Failed to route\n"}) == \
+        f"nextpnr failed (exit 1); see {folder / 'versa.tim'}"
+    assert failing_build({".rpt": "", ".tim": "Info: done\n", ".config": ""}) == \
+        f"ecppack failed (exit 1); see {folder}"
+
+
+def test_board_command_exits_1_with_the_message(monkeypatch, capsys):
+    def fail(platform, top, **kwargs):
+        raise BoardBuildFailed("the design does not fit the LFE5UM5G-85F BG554 speed 8")
+
+    monkeypatch.setattr(top_module, "build_board", fail)
+    assert ecpix5.main(["--synopsis", "lda", "--window-bytes", "24"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == ("python -m boards.ecpix5: the design does not fit the "
+                            "LFE5UM5G-85F BG554 speed 8\n")
+    assert "Traceback" not in captured.err and captured.out == ""
