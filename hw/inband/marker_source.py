@@ -19,7 +19,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, MARKER_FRAME_BYTES, control_header, marker_request_layout
 from hw.frames.frame import FrameStream, RegisterSlice, check_data_width
-from hw.inband.siphash import SipHash
+from hw.inband.siphash import SipHash, word_feed
 
 __all__ = ["MarkerFrameSource"]
 
@@ -107,9 +107,10 @@ class MarkerFrameSource(wiring.Component):
             engine.key.eq(Mux(self.auth, self.key, 0)),
             engine.start.eq(idle & self.request.valid),
             engine.words.valid.eq(tagging & (word != words)),
-            engine.words.payload.data.eq(frame.word_select(word, 32)),
             engine.words.payload.last.eq(word == words - 1),
         ]
+        # The header's words, loaded whenever ``frame`` follows the header.
+        word_feed(m, engine, header[:8 * HEADER_BYTES], idle, name="header_words")
         with m.If(engine.words.valid & engine.words.ready):
             m.d.sync += word.eq(word + 1)
         with m.If(idle):

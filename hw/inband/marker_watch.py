@@ -26,7 +26,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, header_field
 from hw.frames.frame import FrameMonitor, check_data_width
-from hw.inband.siphash import SipHash
+from hw.inband.siphash import SipHash, word_feed
 
 __all__ = ["MarkerWatch", "CAPTURE_BYTES"]
 
@@ -174,9 +174,11 @@ class MarkerWatch(wiring.Component):
             engine.key.eq(Mux(self.auth, self.key, 0)),
             engine.start.eq(start),
             engine.words.valid.eq(checking & (word != HEADER_BYTES // 4)),
-            engine.words.payload.data.eq(held.word_select(word, 32)),
             engine.words.payload.last.eq(word == HEADER_BYTES // 4 - 1),
         ]
+        # The header's words follow ``held`` until a check starts (the same enable).
+        word_feed(m, engine, header[:8 * HEADER_BYTES], ~checking & ~decided,
+                  name="header_words")
         # `held` follows the captured header (as it was one cycle after the EOF) until a
         # check starts, then keeps it: a next frame may overwrite the capture meanwhile.
         # It pauses in every decision cycle (`decided`, a flop), whether a check starts

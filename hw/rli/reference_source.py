@@ -32,7 +32,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, control_header
 from hw.frames.frame import FrameStream, RegisterSlice, check_data_width
-from hw.inband.siphash import SipHash
+from hw.inband.siphash import SipHash, word_feed
 
 __all__ = ["ReferenceFrameSource", "STAMP_AHEAD"]
 
@@ -127,9 +127,10 @@ class ReferenceFrameSource(wiring.Component):
             engine.key.eq(Mux(self.auth, self.key, 0)),
             engine.start.eq(loading),
             engine.words.valid.eq(tagging & (word != words)),
-            engine.words.payload.data.eq(frame.word_select(word, 32)),
             engine.words.payload.last.eq(word == words - 1),
         ]
+        # The header's words, loaded with ``frame``.
+        word_feed(m, engine, header[:8 * HEADER_BYTES], loading, name="header_words")
         with m.If(engine.words.valid & engine.words.ready):
             m.d.sync += word.eq(word + 1)
         pending = Signal()             # one trigger waits while a reference is out
