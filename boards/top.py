@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -57,7 +58,7 @@ __all__ = ["RGMII_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "check_uart_baud",
            "uart_divisor", "add_rgmii_resources", "InlineTapTop", "MonitorTop",
            "device_csr", "write_csr_exports", "use_yowasp", "build_board",
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
-           "build_failure"]
+           "build_failure", "run_build_script"]
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
@@ -359,6 +360,30 @@ def overused_resources(nextpnr_log: str) -> dict[str, tuple[int, int]]:
             if int(used) > int(avail)}
 
 
+def run_build_script(plan, out_dir: Path, board: str, poll_s: float = 1.0) -> int:
+    """Extract ``plan`` into ``out_dir`` and run its script (Yosys, nextpnr, ecppack);
+    return its exit status. nextpnr prints the design's utilisation before it places,
+    but a design past the device's resources still goes on to place (for the better
+    part of an hour) before it fails: the script is stopped as soon as the log's table
+    shows a resource past the device (status ``-SIGTERM``; :func:`build_failure` then
+    names the resources)."""
+    plan.extract(str(out_dir))
+    nextpnr_log = out_dir / f"{board}.tim"
+    # A session of its own, so that stopping the script stops the tools it started.
+    process = subprocess.Popen(["sh", f"{plan.script}.sh"], cwd=out_dir,
+                               start_new_session=True)
+    while True:
+        try:
+            return process.wait(timeout=poll_s)
+        except subprocess.TimeoutExpired:
+            pass
+        if nextpnr_log.exists() and overused_resources(
+                nextpnr_log.read_text(errors="replace")):
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait()
+            return -signal.SIGTERM
+
+
 def build_failure(out_dir: Path, board: str, device: str, returncode: int) -> BoardBuildFailed:
     """The error of a failed board build in ``out_dir``: when nextpnr's log shows the design
     needs more of a resource than ``device`` has, the resources and what to build instead;
@@ -424,10 +449,9 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     # The logs of an earlier build would be read as this one's.
     for stale in (".rpt", ".tim", ".config", ".bit", ".report.json"):
         (out_dir / f"{board}{stale}").unlink(missing_ok=True)
-    try:
-        plan.execute_local(str(out_dir))
-    except subprocess.CalledProcessError as exc:
-        raise build_failure(out_dir, board, summary["device"], exc.returncode) from None
+    returncode = run_build_script(plan, out_dir, board)
+    if returncode:
+        raise build_failure(out_dir, board, summary["device"], returncode)
     summary |= board_summary(out_dir, board)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

@@ -5,8 +5,8 @@ synthesis rather than after a placement that cannot succeed."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -34,39 +34,44 @@ def test_overused_resources_are_the_rows_past_the_device():
 
 
 class _Platform:
+    """A platform whose build plan writes ``logs`` and then runs ``script`` (shell)."""
     device, package, speed = "LFE5UM-45F", "BG381", "8"
 
-    def __init__(self, logs):
-        self.logs = logs
+    def __init__(self, logs, script):
+        self.logs, self.script = logs, script
 
     def prepare(self, top, *, name, nextpnr_opts):
-        logs = self.logs
+        platform = self
 
         class Plan:
-            def execute_local(self, root):
-                for suffix, text in logs.items():
-                    (root_path / f"{name}{suffix}").write_text(text)
-                raise subprocess.CalledProcessError(1, ["sh", f"build_{name}.sh"])
+            script = f"build_{name}"
 
-        root_path = self.root
+            def extract(self, root):
+                root = Path(root)
+                root.mkdir(parents=True, exist_ok=True)
+                for suffix, text in platform.logs.items():
+                    (root / f"{name}{suffix}").write_text(text)
+                (root / f"{self.script}.sh").write_text(platform.script)
+                return root
         return Plan()
 
 
 @pytest.fixture
 def failing_build(tmp_path, monkeypatch):
-    """``build_board`` on a platform whose build script fails after writing ``logs``."""
+    """``build_board`` on a platform whose build script writes ``logs`` and then runs
+    ``script`` (default: fails at once)."""
     for var in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK"):
         monkeypatch.setenv(var, sys.executable)
     monkeypatch.setattr(top_module, "write_csr_exports", lambda top, out_dir, board: [])
 
-    def build(logs):
-        platform = _Platform(logs)
-        platform.root = tmp_path / "versa"
-        platform.root.mkdir(exist_ok=True)
+    def build(logs, script="exit 1\n"):
+        folder = tmp_path / "versa"
+        folder.mkdir(exist_ok=True)
         # A stale log of an earlier build is not read as this one's.
-        (platform.root / "versa.tim").write_text(OVERFULL_LOG)
+        (folder / "versa.tim").write_text(OVERFULL_LOG)
         with pytest.raises(BoardBuildFailed) as caught:
-            build_board(platform, top=None, board="versa", build_dir=tmp_path)
+            build_board(_Platform(logs, script), top=None, board="versa",
+                        build_dir=tmp_path)
         return str(caught.value)
     return build
 
@@ -78,6 +83,16 @@ def test_a_design_that_does_not_fit_names_what_it_needs(failing_build, tmp_path)
         "108), 73404 TRELLIS_FF (it has 43848), 57794 TRELLIS_COMB (it has 43848). "
         "Build fewer cores (--directions on an inline tap) or smaller ones")
     assert message.endswith(f"see {tmp_path / 'versa' / 'versa.tim'}")
+
+
+def test_a_design_that_does_not_fit_is_stopped_before_placement(failing_build, tmp_path):
+    """nextpnr goes on placing a design past the device: the build stops it (here a
+    script that would run for ten minutes) when the utilisation table shows it."""
+    stopped = tmp_path / "stopped"
+    message = failing_build({".rpt": "", ".tim": OVERFULL_LOG},
+                            script=f"sleep 600; touch {stopped}\n")
+    assert message.startswith("the design does not fit the LFE5UM-45F BG381 speed 8")
+    assert not stopped.exists()
 
 
 def test_the_failed_step_and_its_log(failing_build, tmp_path):
