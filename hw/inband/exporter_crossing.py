@@ -26,7 +26,7 @@ host port), ``read_error`` from the answers it passes. No value crosses otherwis
 
 from amaranth.hdl import Cat, DomainRenamer, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import AsyncFIFO
+from amaranth.lib.fifo import AsyncFIFO, AsyncFIFOBuffered
 
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES
@@ -64,7 +64,8 @@ class ExporterCrossing(wiring.Component):
     Attributes
     ----------
     frame_beats, beat_depth, token_depth : int
-        Beats of the longest frame, and the depths of each port's beat and token FIFOs.
+        Beats of the longest frame, and the depths of each port's beat FIFO and of its
+        token FIFO (whose registered read side holds one token more).
 
     Reset: each FIFO is emptied by its writing domain's reset; reset both domains together
     (``docs/CORE_INTERFACE.md``, "Two clocks").
@@ -153,7 +154,11 @@ class ExporterCrossing(wiring.Component):
         layout = frame_beat_layout(self.exporter.data_width)
         beats = AsyncFIFO(width=layout.size, depth=self.beat_depth,
                           w_domain=ctrl, r_domain=fast)
-        tokens = AsyncFIFO(width=1, depth=self.token_depth, w_domain=ctrl, r_domain=fast)
+        # The tokens' read side is registered (``r_rdy`` a flip-flop): unbuffered, the
+        # token FIFO's pointer comparison and the beat FIFO's read pointer update were one
+        # path, the two-clock LDS core's datapath critical path on ECP5 (10 LUT levels).
+        tokens = AsyncFIFOBuffered(width=1, depth=self.token_depth + 1, w_domain=ctrl,
+                                   r_domain=fast, exact_depth=True)
         m.submodules[f"{name}_beats"] = beats
         m.submodules[f"{name}_tokens"] = tokens
         ended = Signal(name=f"{name}_frame_written")
