@@ -112,7 +112,14 @@ class ExporterCrossing(wiring.Component):
         m.submodules.parameters = fifo = AsyncFIFO(
             width=sum(len(v) for v in values), depth=2, w_domain=fast, r_domain=ctrl)
         starts = self.start & ~self.busy & (self.to_inband | self.to_host)
-        m.d.comb += [fifo.w_en.eq(starts), fifo.w_data.eq(Cat(*values)),
+        # Sampled into registers first, written a clock later: the start strobe comes
+        # from the freeze logic across the core, and as the FIFO's write enable it was one
+        # path with the write pointer's update (the two-clock LDA core's datapath critical
+        # path on ECP5, 90 % of it routing).
+        pushed = Signal(name="parameters_pushed")
+        sampled = Signal(len(fifo.w_data), name="parameters_sampled", reset_less=True)
+        m.d[fast] += [pushed.eq(starts), sampled.eq(Cat(*values))]
+        m.d.comb += [fifo.w_en.eq(pushed), fifo.w_data.eq(sampled),
                      fifo.r_en.eq(~inner.busy),
                      inner.start.eq(fifo.r_rdy & ~inner.busy)]
         offset = 0
