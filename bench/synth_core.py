@@ -204,6 +204,9 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
                                         else None, control_ports=CONTROL_PORTS)
         else:
             wrapped = AxisTop(core)
+        # The commit of the Verilog written now: the tree may change during the minutes
+        # Yosys takes.
+        built_from = git_describe()
         v_path.write_text(verilog.convert(wrapped, name=top))
         # A new netlist: the place and route results of the previous one no longer hold.
         for stale in folder.glob("nextpnr*"):
@@ -211,7 +214,7 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
         result["yosys_seconds"] = round(run(
             yosys_command(tools.yosys, v_path, top=top, netlist=net_path, log=yosys_log),
             folder / "yosys.stdout"), 1)
-        (folder / "git.txt").write_text(git_describe() + "\n")
+        (folder / "git.txt").write_text(built_from + "\n")
     git_file = folder / "git.txt"
     result["git"] = git_file.read_text().strip() if git_file.exists() else "unknown"
     result["yosys_cells"] = yosys_cells(yosys_log.read_text())

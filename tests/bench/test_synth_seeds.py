@@ -321,3 +321,24 @@ def test_two_clock_harness_times_the_control_ports_on_the_control_clock():
         == "ctrl_clk"
     assert clocks["data"] == clocks["captured_sync"] == clocks["signature_sync"] == "clk"
     assert re.search(r"module top\(.*ctrl_clk.*\)", text)
+
+
+def test_the_commit_is_that_of_the_verilog_not_of_the_tree_after_yosys(tmp_path, monkeypatch):
+    """The tree may change during the minutes Yosys takes: the result names the commit
+    the Verilog was written from."""
+    _no_verilog(monkeypatch)
+    tree = {"head": "1111111"}
+    fake = _FakeTools()
+
+    def yosys_then_commit(cmd, log_path):
+        seconds = fake(cmd, log_path)
+        if cmd[0] == "yosys":
+            tree["head"] = "2222222"
+        return seconds
+
+    monkeypatch.setattr(synth_core_module, "git_describe", lambda: tree["head"])
+    monkeypatch.setattr(synth_core_module, "run", yosys_then_commit)
+    result = synth_core("lda", speeds=["8"], freq=300.0, seeds=[1], build=tmp_path,
+                        reuse=False, tools=Toolchain("yosys", "nextpnr"),
+                        control_domain="ctrl")
+    assert result["git"] == "1111111"
