@@ -36,15 +36,20 @@ def test_page_table_is_generated_from_the_saved_results():
 
 def test_summary_of_the_saved_results():
     assert summary_lines() == [
-        "core lda core median=116.0 min=116.0 max=116.0 seeds=1 clocks=1 speed=8 "
-        "measured=current",
-        "core opa core median=90.4 min=90.4 max=90.4 seeds=1 clocks=1 speed=8 "
-        "measured=earlier",
-        "core rli core median=- min=- max=- seeds=0 unrouted=1 clocks=1 speed=8 "
-        "measured=earlier",
-        "board colorlight_5a75b lda met=no slack=-2.38 measured=earlier",
-        "board ecpix5 lda met=yes slack=2.16 measured=earlier",
-        "board versa_ecp5 lda met=yes slack=1.16 measured=earlier",
+        'core lda core median=116.0 min=116.0 max=116.0 seeds=1 clocks=1 speed=8 measured=earlier',
+        'core lda core median=117.8 min=117.8 max=117.8 seeds=1 clocks=2 speed=8 measured=current',
+        'core lda ctrl median=133.3 min=133.3 max=133.3 seeds=1 clocks=2 speed=8 measured=current',
+        'core rda core median=91.7 min=91.7 max=91.7 seeds=1 clocks=2 speed=8 measured=earlier',
+        'core rda ctrl median=138.2 min=138.2 max=138.2 seeds=1 clocks=2 speed=8 measured=earlier',
+        'core lds core median=121.8 min=121.8 max=121.8 seeds=1 clocks=2 speed=8 measured=earlier',
+        'core lds ctrl median=135.6 min=135.6 max=135.6 seeds=1 clocks=2 speed=8 measured=earlier',
+        'core opa core median=90.4 min=90.4 max=90.4 seeds=1 clocks=1 speed=8 measured=earlier',
+        'core rli core median=- min=- max=- seeds=0 unrouted=1 clocks=1 speed=8 measured=earlier',
+        'core rli core median=97.1 min=97.1 max=97.1 seeds=1 clocks=2 speed=8 measured=earlier',
+        'core rli ctrl median=123.6 min=123.6 max=123.6 seeds=1 clocks=2 speed=8 measured=earlier',
+        'board colorlight_5a75b lda met=no slack=-2.38 measured=earlier',
+        'board ecpix5 lda met=yes slack=2.16 measured=earlier',
+        'board versa_ecp5 lda met=yes slack=1.16 measured=earlier',
     ]
 
 
@@ -65,7 +70,7 @@ def test_seeds_of_one_kind_are_summarised_together(tmp_path):
     (tmp_path / "synth_core_lda_speed8_seed2.json").write_text(json.dumps(data))
     assert summary_lines(tmp_path) == [
         "core lda core median=123.0 min=116.0 max=130.0 seeds=2 clocks=1 speed=8 "
-        "measured=current"]
+        "measured=earlier"]
     row = figures_table(tmp_path).splitlines()[2]
     assert "core **123.0** median, 116.0–130.0 over 2 seeds" in row
     # the critical path shown is the best seed's
