@@ -30,7 +30,8 @@ from host_sw.contracts.config_args import config_from_args, default_config_names
 from bench import ROOT
 
 __all__ = ["Device", "LFE5U_85F_SPEED8", "LFE5UM5G_85F_SPEED8", "LFE5U_85F_SPEED6",
-           "SPEED_GRADES", "CLOCK_PINS_CABGA381", "clock_lpf", "SKIPPED", "Toolchain", "Synthesis", "PlaceAndRoute",
+           "SPEED_GRADES", "CLOCK_PINS_CABGA381", "clock_lpf", "SKIPPED", "Toolchain",
+           "Synthesis", "PlaceAndRoute",
            "ToolFailed", "find_tool", "run", "yosys_command", "nextpnr_command",
            "yosys_cells", "fmax_mhz", "used_resources", "critical_path_steps",
            "critical_path_summary", "path_summary", "clock_net", "first_error",

@@ -393,7 +393,8 @@ def build_failure(out_dir: Path, board: str, device: str, returncode: int) -> Bo
         return BoardBuildFailed(f"Yosys failed (exit {returncode}); see {rpt}")
     over = overused_resources(tim.read_text(errors="replace"))
     if over:
-        needs = ", ".join(f"{used} {name} (it has {avail})" for name, (used, avail) in over.items())
+        needs = ", ".join(f"{used} {name} (it has {avail})"
+                          for name, (used, avail) in over.items())
         return BoardBuildFailed(
             f"the design does not fit the {device}: it needs {needs}. Build fewer cores "
             f"(--directions on an inline tap) or smaller ones (--banks, --rows, --cells, "
