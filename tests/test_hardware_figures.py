@@ -37,8 +37,8 @@ def test_page_table_is_generated_from_the_saved_results():
 def test_summary_of_the_saved_results():
     assert summary_lines() == [
         'core lda core median=116.0 min=116.0 max=116.0 seeds=1 clocks=1 speed=8 measured=earlier',
-        'core lda core median=117.8 min=117.8 max=117.8 seeds=1 clocks=2 speed=8 measured=current',
-        'core lda ctrl median=133.3 min=133.3 max=133.3 seeds=1 clocks=2 speed=8 measured=current',
+        'core lda core median=112.2 min=106.5 max=117.8 seeds=2 clocks=2 speed=8 measured=current',
+        'core lda ctrl median=134.7 min=133.3 max=136.0 seeds=2 clocks=2 speed=8 measured=current',
         'core rda core median=91.7 min=91.7 max=91.7 seeds=1 clocks=2 speed=8 measured=earlier',
         'core rda ctrl median=138.2 min=138.2 max=138.2 seeds=1 clocks=2 speed=8 measured=earlier',
         'core lds core median=121.8 min=121.8 max=121.8 seeds=1 clocks=2 speed=8 measured=earlier',
