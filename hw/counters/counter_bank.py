@@ -313,21 +313,27 @@ class CounterBank(wiring.Component):
         m.d.comb += self.frozen_updates.eq(Mux(copies.active, updates[0], updates[1]))
 
     def _elaborate_shared_stages(self, m):
-        """The parts of S0..W2 common to all lanes (the copy; the increments up to S3)."""
+        """The parts of S0..W2 common to all lanes (the copy; the increments up to S3).
+        They are data behind the lanes' valid bits and have no reset: it would only load
+        the reset net (the two-clock RDA core's datapath critical path on ECP5 was the
+        reset's route to a pipeline word)."""
         req = self.update
         xor_field = xor_field_of(self._config)
         has_ts = "ts_sum" in field_names(self._config)
         others = other_sums(self._config)
         shared = {}
         for s in _STAGES:
-            shared[s] = {"copy": Signal(1, name=f"{s}_copy")}
+            shared[s] = {"copy": Signal(1, name=f"{s}_copy", reset_less=True)}
             if s in ("s0", "s1", "s2", "s3"):
                 if has_ts:
-                    shared[s]["ts"] = Signal(len(req.timestamp), name=f"{s}_ts")
+                    shared[s]["ts"] = Signal(len(req.timestamp), name=f"{s}_ts",
+                                               reset_less=True)
                 if xor_field is not None:
-                    shared[s]["xor"] = Signal(xor_field.width, name=f"{s}_xor")
+                    shared[s]["xor"] = Signal(xor_field.width, name=f"{s}_xor",
+                                               reset_less=True)
                 for fld in others:
-                    shared[s][fld.name] = Signal(fld.width, name=f"{s}_{fld.name}_inc")
+                    shared[s][fld.name] = Signal(fld.width, name=f"{s}_{fld.name}_inc",
+                                                 reset_less=True)
         m.d.sync += shared["s0"]["copy"].eq(req.copy)
         if has_ts:
             m.d.sync += shared["s0"]["ts"].eq(req.timestamp)
@@ -347,7 +353,7 @@ class CounterBank(wiring.Component):
         req = self.update
         addr_bits = bits_for(self._depth)
         st = {s: {"valid": Signal(name=f"{s}_l{lane}_valid"),
-                  "addr": Signal(addr_bits, name=f"{s}_l{lane}_addr"),
+                  "addr": Signal(addr_bits, name=f"{s}_l{lane}_addr", reset_less=True),
                   "copy": shared[s]["copy"]} for s in _STAGES}
         m.d.sync += [st["s0"]["valid"].eq(accept & req.lane_enable[lane]),
                      st["s0"]["addr"].eq(req.lane_address[lane])]
@@ -387,15 +393,17 @@ class CounterBank(wiring.Component):
             f[0], f[1] & ~f[0], f[2] & ~f[1] & ~f[0],
             none & (st["s1"]["copy"] == 0), none & (st["s1"]["copy"] == 1)))
 
-        # S2: base word (AND-OR one-hot mux), registered into S3.
+        # S2: base word (AND-OR one-hot mux), registered into S3. The words have no
+        # reset: the selects that read them include the stages' valid bits.
         word_bits = self._layout.size
-        words = {s: Signal(word_bits, name=f"l{lane}_{s}_word") for s in ("s4", "w1", "w2")}
+        words = {s: Signal(word_bits, name=f"l{lane}_{s}_word", reset_less=True)
+                 for s in ("s4", "w1", "w2")}
         m.d.sync += [words["w1"].eq(words["s4"]), words["w2"].eq(words["w1"])]
         candidates = [words["s4"], words["w1"], words["w2"], r_data[0], r_data[1]]
         base_next = 0
         for i, cand in enumerate(candidates):
             base_next = base_next | Mux(s2_select[i], cand, 0)
-        s3_base = Signal(word_bits, name=f"l{lane}_s3_base")
+        s3_base = Signal(word_bits, name=f"l{lane}_s3_base", reset_less=True)
         m.d.sync += s3_base.eq(base_next)
         self._elaborate_update(m, lane, words["s4"], s3_base, match_prev[1], shared["s3"],
                                kind)
