@@ -5,7 +5,8 @@ targets (``python -m boards.<board>``).
 Where it sits (``DESIGN.md``): the outermost layer of the gateware — the board's Ethernet
 PHYs give "frames in / frames out" (:mod:`boards.rgmii`), the board's UART carries the
 host bus (:class:`hw.bus.uart.UART` → UARTBone), and :class:`hw.lda_pipeline.MeasurementCore` does
-the measuring in the core clock domain ``sync`` (the board's default clock).
+the measuring in the core clock domain ``sync``: :data:`CORE_CLOCK_HZ`, made from the board's
+oscillator by the ECP5 PLL (:class:`boards.pll.ECP5PLL`).
 
 * :class:`InlineTapTop`: a two-port inline tap. Frames received on RGMII port 0 leave on
   port 1 and frames received on port 1 leave on port 0; each direction passes through
@@ -39,7 +40,7 @@ import sys
 from pathlib import Path
 
 from amaranth.build import Attrs, Clock, Pins, Resource, ResourceError, Subsignal
-from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Module, Signal
+from amaranth.hdl import ClockDomain, ClockSignal, Const, Elaboratable, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import ResetSynchronizer
 
@@ -51,10 +52,11 @@ from hw.lda_pipeline import MeasurementCore
 from hw.bus.uart import UART
 
 from .bus_router import UARTBoneRouter
+from .pll import ECP5PLL, pll_parameters
 from .rgmii import RGMIIPort
 from .rgmii_pins import PHYReset, RGMIIPins, RGMIISkew
 
-__all__ = ["RGMII_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "check_uart_baud",
+__all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "check_uart_baud",
            "uart_divisor", "add_rgmii_resources", "InlineTapTop", "MonitorTop",
            "device_csr", "write_csr_exports", "use_yowasp", "build_board",
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
@@ -62,6 +64,10 @@ __all__ = ["RGMII_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "check_uart_baud",
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
+#: The measurement cores' clock on every board (``--core-clock-mhz``). A 1 GbE port
+#: needs 1 Gb/s / 64 bits = 15.6 MHz at the tops' 64-bit beats; 62.5 MHz carries four times
+#: that, and every kind closes timing at it with room (``docs/HARDWARE.md``, "Boards").
+CORE_CLOCK_HZ = 62.5e6
 #: The host UART's default rate (``--uart-baud``).
 UART_BAUD = 115200
 #: PHY reset: held (ms) after power-on, then the RGMII domains wait (ms)
@@ -111,18 +117,26 @@ def add_rgmii_resources(platform, ports) -> None:
         for k, (pins, sub_attrs, attrs) in enumerate(reset_pins.values())])
 
 
-def _core_clock_domain(m, platform):
-    """Domain ``sync`` on the board's default clock, reset by a power-on counter and the
-    board's reset button (if it has one)."""
+def _core_clock_domain(m, platform, core_hz):
+    """Domain ``sync`` at ``core_hz``: the board's clock itself at its own frequency, else
+    the PLL's output (constrained at ``core_hz``); reset by a power-on counter, the PLL
+    out of lock and the board's reset button (if it has one)."""
     clk = platform.request(platform.default_clk, 0).i
     m.domains += [ClockDomain("sync"), ClockDomain("por", reset_less=True)]
+    locked = Const(1)
+    if core_hz != platform.default_clk_frequency:
+        core_clk = Signal(name="core_clk")
+        m.submodules.pll = pll = ECP5PLL(clk, core_clk, fin_hz=platform.default_clk_frequency,
+                                         fout_hz=core_hz)
+        platform.add_clock_constraint(core_clk, core_hz)
+        clk, locked = core_clk, pll.locked
     m.d.comb += [ClockSignal("sync").eq(clk), ClockSignal("por").eq(clk)]
     por_count = Signal(range(1024))
     por_done = Signal()
     with m.If(~por_done):
         m.d.por += por_count.eq(por_count + 1)
     m.d.comb += por_done.eq(por_count == 1023)
-    reset = ~por_done
+    reset = ~por_done | ~locked
     if platform.default_rst is not None:
         reset = reset | platform.request(platform.default_rst, 0).i
     m.submodules.reset_sync = ResetSynchronizer(reset, domain="sync")
@@ -134,14 +148,13 @@ def check_uart_baud(uart_baud) -> None:
         raise ValueError(f"uart_baud must be a positive integer, not {uart_baud!r}")
 
 
-def uart_divisor(platform, uart_baud: int = UART_BAUD) -> int:
-    """Clocks per UART bit for ``uart_baud`` on the board's clock; the rate must be
+def uart_divisor(clk: float, uart_baud: int = UART_BAUD) -> int:
+    """Clocks per UART bit for ``uart_baud`` on a ``clk`` Hz core clock; the rate must be
     reachable within 2 % (a UART receiver tolerates about ±4 % between both ends)."""
-    clk = platform.default_clk_frequency
     divisor = round(clk / uart_baud)
     if divisor < 4 or abs(clk / divisor - uart_baud) > 0.02 * uart_baud:
         raise ValueError(f"uart_baud {uart_baud} is not reachable from the "
-                         f"{clk / 1e6:g} MHz board clock (divisor {divisor}; at least 4, "
+                         f"{clk / 1e6:g} MHz core clock (divisor {divisor}; at least 4, "
                          f"within 2 %)")
     return divisor
 
@@ -151,7 +164,7 @@ def _phy_resets(m, platform, top, pins):
     pin (active low: the resources carry the inversion), and the RGMII domains held in
     reset until the PHYs' clocks have settled."""
     hold_ms, settle_ms = top.phy_reset_ms
-    m.submodules.phy_reset = seq = PHYReset(clk_hz=platform.default_clk_frequency,
+    m.submodules.phy_reset = seq = PHYReset(clk_hz=top.core_clock_hz,
                                             hold_ms=hold_ms, settle_ms=settle_ms)
     index = 0
     while ("lda_phy_rst", index) in platform.resources:
@@ -161,9 +174,13 @@ def _phy_resets(m, platform, top, pins):
         m.d.comb += p.rx_reset.eq(seq.rgmii_reset)
 
 
-def _check_board_options(top, skew, phy_reset_ms, uart_baud) -> None:
+def _check_board_options(top, skew, phy_reset_ms, uart_baud, core_clock_hz) -> None:
     """Validate and keep the build options the tops share."""
     check_uart_baud(uart_baud)
+    if not (isinstance(core_clock_hz, (int, float)) and core_clock_hz > 0):
+        raise ValueError(f"core_clock_hz must be a positive frequency, not {core_clock_hz!r}")
+    uart_divisor(core_clock_hz, uart_baud)                  # reachable, or ValueError
+    top.core_clock_hz = float(core_clock_hz)
     if not isinstance(skew, RGMIISkew):
         raise ValueError(f"skew must be an RGMIISkew, not {skew!r}")
     hold, settle = phy_reset_ms
@@ -181,8 +198,7 @@ class InlineTapTop(Elaboratable):
     config:
         Synopsis configuration of both cores.
     data_width:
-        Core beat width (bits); the core clock times this must exceed 1 Gb/s with margin
-        (the 25 MHz Colorlight needs 64).
+        Core beat width (bits); the core clock times this must exceed 1 Gb/s with margin.
     directions:
         The directions measured (:attr:`DIRECTIONS`, default both); a direction not
         measured is a plain pass-through (receive FIFO → transmit FIFO). Two default
@@ -191,6 +207,9 @@ class InlineTapTop(Elaboratable):
         The host UART's rate (a build option; default 115 200). The simulation builds a
         fast one (a few clocks per bit), the boards may use what their USB-serial bridge
         carries (``docs/HARDWARE.md``).
+    core_clock_hz:
+        The cores' clock (default :data:`CORE_CLOCK_HZ`): the PLL makes it from the
+        board's oscillator, unless it is the oscillator's frequency.
     """
 
     #: The two directions, by core name.
@@ -198,8 +217,8 @@ class InlineTapTop(Elaboratable):
 
     def __init__(self, *, config=None, data_width: int = 64, directions=DIRECTIONS,
                  uart_baud: int = UART_BAUD, skew: RGMIISkew = RGMIISkew(),
-                 phy_reset_ms=PHY_RESET_MS):
-        _check_board_options(self, skew, phy_reset_ms, uart_baud)
+                 phy_reset_ms=PHY_RESET_MS, core_clock_hz: float = CORE_CLOCK_HZ):
+        _check_board_options(self, skew, phy_reset_ms, uart_baud, core_clock_hz)
         directions = tuple(directions)
         if not directions or any(d not in self.DIRECTIONS for d in directions) \
                 or len(set(directions)) != len(directions):
@@ -208,12 +227,13 @@ class InlineTapTop(Elaboratable):
         self.config = config if config is not None else LdaConfig()
         self.data_width = data_width
         self.core_names = tuple(d for d in self.DIRECTIONS if d in directions)
-        self.cores = [MeasurementCore(config=self.config, data_width=data_width)
+        self.cores = [MeasurementCore(config=self.config, data_width=data_width,
+                                      clk_freq=self.core_clock_hz)
                       for _ in self.core_names]
 
     def elaborate(self, platform):
         m = Module()
-        _core_clock_domain(m, platform)
+        _core_clock_domain(m, platform, self.core_clock_hz)
         add_rgmii_resources(platform, (0, 1))
         # Each port transmits on the other port's receive clock (rate-matched directions).
         pins = [RGMIIPins(platform, 0, tx_domain="eth_rx1", skew=self.skew),
@@ -237,7 +257,7 @@ class InlineTapTop(Elaboratable):
             else:
                 wiring.connect(m, ports[k].rx, ports[1 - k].tx)
 
-        m.submodules.uart = uart = UART(divisor=uart_divisor(platform, self.uart_baud))
+        m.submodules.uart = uart = UART(divisor=uart_divisor(self.core_clock_hz, self.uart_baud))
         uart_pins = platform.request("uart", 0)
         m.d.comb += [uart.rxd.eq(uart_pins.rx.i), uart_pins.tx.o.eq(uart.txd)]
         if len(self.cores) == 1:
@@ -268,15 +288,17 @@ class MonitorTop(Elaboratable):
     core_names = ("port0",)
 
     def __init__(self, *, config=None, data_width: int = 64, uart_baud: int = UART_BAUD,
-                 skew: RGMIISkew = RGMIISkew(), phy_reset_ms=PHY_RESET_MS):
-        _check_board_options(self, skew, phy_reset_ms, uart_baud)
+                 skew: RGMIISkew = RGMIISkew(), phy_reset_ms=PHY_RESET_MS,
+                 core_clock_hz: float = CORE_CLOCK_HZ):
+        _check_board_options(self, skew, phy_reset_ms, uart_baud, core_clock_hz)
         self.config = config if config is not None else LdaConfig()
         self.data_width = data_width
-        self.cores = [MeasurementCore(config=self.config, data_width=data_width)]
+        self.cores = [MeasurementCore(config=self.config, data_width=data_width,
+                                      clk_freq=self.core_clock_hz)]
 
     def elaborate(self, platform):
         m = Module()
-        _core_clock_domain(m, platform)
+        _core_clock_domain(m, platform, self.core_clock_hz)
         add_rgmii_resources(platform, (0,))
         m.submodules.pins0 = pins = RGMIIPins(platform, 0, tx_domain=None, skew=self.skew)
         m.submodules.port0 = port = RGMIIPort(data_width=self.data_width,
@@ -286,7 +308,7 @@ class MonitorTop(Elaboratable):
         m.submodules.core0 = core = self.cores[0]
         wiring.connect(m, port.rx, core.s_axis)
         m.d.comb += core.m_axis.ready.eq(1)
-        m.submodules.uart = uart = UART(divisor=uart_divisor(platform, self.uart_baud))
+        m.submodules.uart = uart = UART(divisor=uart_divisor(self.core_clock_hz, self.uart_baud))
         uart_pins = platform.request("uart", 0)
         m.d.comb += [uart.rxd.eq(uart_pins.rx.i), uart_pins.tx.o.eq(uart.txd)]
         wiring.connect(m, uart.rx_data, core.bus_rx)
@@ -487,6 +509,10 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     parser.add_argument("--uart-baud", type=int, default=UART_BAUD,
                         help=f"host UART baud rate (default {UART_BAUD}; ldactl's "
                              f"--device URL takes ?baud=)")
+    parser.add_argument("--core-clock-mhz", type=float, default=CORE_CLOCK_HZ / 1e6,
+                        help=f"the cores' clock, made by the PLL from the board's "
+                             f"oscillator (default {CORE_CLOCK_HZ / 1e6:g}; the "
+                             f"oscillator's own frequency uses no PLL)")
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--no-build", action="store_true",
                         help="only elaborate and write the register map exports")
@@ -505,15 +531,20 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                             help=f"directions measured (default {default}); the other "
                                  f"is a plain pass-through")
     args = parser.parse_args(argv)
+    platform = platform_factory()
+    core_hz = args.core_clock_mhz * 1e6
     try:
         config = config_from_args(args)
         extra = {} if directions is None else {"directions": choices[args.directions]}
         top = top_factory(config=config, data_width=args.data_width,
-                          uart_baud=args.uart_baud, skew=skew, **extra)
+                          uart_baud=args.uart_baud, skew=skew, core_clock_hz=core_hz,
+                          **extra)
+        if core_hz != platform.default_clk_frequency:
+            pll_parameters(platform.default_clk_frequency, core_hz)
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        summary = build_board(platform_factory(), top, board=board,
+        summary = build_board(platform, top, board=board,
                               build_dir=args.build_dir, do_build=not args.no_build,
                               nextpnr_opts=f"--router {args.router} --seed {args.pnr_seed} "
                                            f"--placer {args.placer}")

@@ -200,12 +200,13 @@ def _core_inputs(verilog: str, board: str, cores: int) -> dict:
 SIM_PHY_RESET_MS = (0.002, 0.002)
 
 
-def _default_top(module, config, uart_baud):
-    """The top as the board's command builds it, but for the UART rate and the PHY
-    reset's length."""
+def _default_top(module, config, uart_baud, clk_hz):
+    """The top as the board's command builds it, but for the UART rate, the PHY reset's
+    length and the cores' clock: the board's oscillator itself (``clk_hz``), as the ECP5
+    PLL that makes the built board's core clock has no simulation model."""
     extra = {"directions": module.DIRECTIONS} if hasattr(module, "DIRECTIONS") else {}
     return module.Top(config=config, data_width=64, uart_baud=uart_baud, skew=module.SKEW,
-                      phy_reset_ms=SIM_PHY_RESET_MS, **extra)
+                      phy_reset_ms=SIM_PHY_RESET_MS, core_clock_hz=clk_hz, **extra)
 
 
 def _yosys() -> str:
@@ -222,7 +223,7 @@ def _export(params: BoardSimParams, build_dir: Path) -> dict:
     platform = module.Platform()
     clk_hz = platform.default_clk_frequency
     baud = round(clk_hz / params.uart_divisor)
-    top = _default_top(module, params.config(), baud)
+    top = _default_top(module, params.config(), baud, clk_hz)
     plan = platform.prepare(top, name=params.board)
     il = build_dir / "board.il"
     il.write_text(plan.files[f"{params.board}.il"])

@@ -71,6 +71,7 @@ def test_board_skew_puts_delays_where_the_phy_does_not():
     port = io.SingleEndedPort(io.IOPort(4, name="rxd"), direction="i")
     assert isinstance(_ddr("i", port, "eth_rx0", 0), io.DDRBuffer)
     assert isinstance(_ddr("i", port, "eth_rx0", 80), DelayedDDRBuffer)
-    assert uart_divisor(colorlight_5a75b.Platform(), 1_000_000) == 25
+    assert uart_divisor(25e6, 1_000_000) == 25
+    assert uart_divisor(62.5e6, 115_200) == 543
     with pytest.raises(ValueError, match="not reachable"):
-        uart_divisor(colorlight_5a75b.Platform(), 2_000_000)
+        uart_divisor(25e6, 2_000_000)
