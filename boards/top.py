@@ -119,8 +119,9 @@ def add_rgmii_resources(platform, ports) -> None:
 
 def _core_clock_domain(m, platform, core_hz):
     """Domain ``sync`` at ``core_hz``: the board's clock itself at its own frequency, else
-    the PLL's output (constrained at ``core_hz``); reset by a power-on counter, the PLL
-    out of lock and the board's reset button (if it has one)."""
+    the PLL's output; reset by a power-on counter, the PLL out of lock and the board's
+    reset button (if it has one). nextpnr derives the PLL output's constraint from the
+    oscillator's and the PLL's divisors ("Derived frequency constraint of 62.5 MHz")."""
     clk = platform.request(platform.default_clk, 0).i
     m.domains += [ClockDomain("sync"), ClockDomain("por", reset_less=True)]
     locked = Const(1)
@@ -128,7 +129,6 @@ def _core_clock_domain(m, platform, core_hz):
         core_clk = Signal(name="core_clk")
         m.submodules.pll = pll = ECP5PLL(clk, core_clk, fin_hz=platform.default_clk_frequency,
                                          fout_hz=core_hz)
-        platform.add_clock_constraint(core_clk, core_hz)
         clk, locked = core_clk, pll.locked
     m.d.comb += [ClockSignal("sync").eq(clk), ClockSignal("por").eq(clk)]
     por_count = Signal(range(1024))
