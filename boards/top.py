@@ -446,12 +446,16 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     nextpnr runs with ``--router router2`` by default: the H3 XOR networks of two cores
     congest a 45k part, where nextpnr-ecp5's default router1 did not converge.
 
-    Returns a summary: paths written, and with ``do_build`` nextpnr's Fmax per clock and
-    the resources used (:func:`board_summary`)."""
+    Returns a summary: paths written, the cores' kind and clock, and with ``do_build``
+    nextpnr's options, Fmax per clock and the resources used (:func:`board_summary`).
+    Saved as ``docs/hardware/<board>_<kind>_summary_seed<N>.json``, it is a row of
+    ``python -m bench.synth_core --summary``."""
     out_dir = Path(build_dir) / board
     written = write_csr_exports(top, out_dir, board=board)
     summary = {"board": board, "device": f"{platform.device} {platform.package} "
-               f"speed {platform.speed}", "csr": [str(p) for p in written]}
+               f"speed {platform.speed}", "csr": [str(p) for p in written],
+               "kind": top.config.kind, "cores": len(top.cores),
+               "core_clock_mhz": top.core_clock_hz / 1e6}
     if not do_build:
         plan = platform.prepare(top, name=board)
         summary["files"] = sorted(plan.files)
@@ -475,6 +479,9 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     returncode = run_build_script(plan, out_dir, board)
     if returncode:
         raise build_failure(out_dir, board, summary["device"], returncode)
+    options = dict(re.findall(r"--(seed|placer|router) (\S+)", nextpnr_opts))
+    summary |= {"seed": int(options.get("seed", 1)), "placer": options.get("placer", "heap"),
+                "router": options.get("router", "router1")}
     summary |= board_summary(out_dir, board)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

@@ -47,9 +47,9 @@ def test_summary_of_the_saved_results():
         'core rli core median=- min=- max=- seeds=0 unrouted=1 clocks=1 speed=8 measured=earlier',
         'core rli core median=97.1 min=97.1 max=97.1 seeds=1 clocks=2 speed=8 measured=earlier',
         'core rli ctrl median=123.6 min=123.6 max=123.6 seeds=1 clocks=2 speed=8 measured=earlier',
-        'board colorlight_5a75b lda met=no slack=-2.38 measured=earlier',
-        'board ecpix5 lda met=yes slack=2.16 measured=earlier',
-        'board versa_ecp5 lda met=yes slack=1.16 measured=earlier',
+        'board colorlight_5a75b lda met=no slack=-2.38 core_margin=248% measured=earlier',
+        'board ecpix5 lda met=yes slack=2.16 core_margin=28% measured=earlier',
+        'board versa_ecp5 lda met=yes slack=1.16 core_margin=15% measured=earlier',
     ]
 
 

@@ -132,6 +132,14 @@ def _fabricated(folder):
                                 "eth_rx0": {"achieved": 120.0, "constraint": 125}},
              "resources": {"TRELLIS_COMB": 1, "TRELLIS_FF": 2, "DP16KD": 3}}
     (folder / "versa_ecp5_summary_seed1.json").write_text(json.dumps(board))
+    # a build folder's summary.json as the board command writes it: Fmax per clock net
+    # (the core clock from the PLL), every clock met; the core with 8.8 % and 12 % to spare
+    for kind, core in (("opa", 68.0), ("rli", 70.0)):
+        (folder / f"ecpix5_{kind}_summary_seed1.json").write_text(json.dumps({
+            "board": "ecpix5", "kind": kind, "seed": 1, "device": "LFE5UM5G-85F BG554 speed 8",
+            "fmax_mhz": {"$glbnet$clk": {"achieved": core, "constraint": 62.5},
+                         "$glbnet$pins0.eth_rx0_clk": {"achieved": 150.0, "constraint": 125}},
+            "resources": {}}))
     return written
 
 
@@ -148,7 +156,9 @@ def test_summary_of_several_seeds_two_domains_and_an_unrouted_seed(tmp_path):
         "speed=8 measured=current",
         "core opa core median=93.8 min=88.0 max=99.7 seeds=2 clocks=1 speed=8 "
         "measured=current",
-        "board versa_ecp5 rli met=no slack=-0.33 measured=current",
+        "board ecpix5 opa met=no slack=1.29 core_margin=9% measured=current",
+        "board ecpix5 rli met=yes slack=1.33 core_margin=12% measured=current",
+        "board versa_ecp5 rli met=no slack=-0.33 core_margin=20% measured=current",
     ]
     assert main(["--summary", "--saved", str(tmp_path)]) == 0
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from boards import ecpix5
 from boards import top as top_module
 from boards.top import BoardBuildFailed, build_board, overused_resources
+from host_sw.contracts.config import LdaConfig
 
 #: The head of nextpnr-ecp5's utilisation table for two RLI cores on the Versa's 45F.
 OVERFULL_LOG = (
@@ -56,6 +58,10 @@ class _Platform:
         return Plan()
 
 
+#: What ``build_board`` reads of a top besides elaborating it (the platform is a stand-in).
+_TOP = SimpleNamespace(config=LdaConfig(), cores=[None, None], core_clock_hz=62.5e6)
+
+
 @pytest.fixture
 def failing_build(tmp_path, monkeypatch):
     """``build_board`` on a platform whose build script writes ``logs`` and then runs
@@ -70,7 +76,7 @@ def failing_build(tmp_path, monkeypatch):
         # A stale log of an earlier build is not read as this one's.
         (folder / "versa.tim").write_text(OVERFULL_LOG)
         with pytest.raises(BoardBuildFailed) as caught:
-            build_board(_Platform(logs, script), top=None, board="versa",
+            build_board(_Platform(logs, script), top=_TOP, board="versa",
                         build_dir=tmp_path)
         return str(caught.value)
     return build
@@ -115,3 +121,32 @@ def test_board_command_exits_1_with_the_message(monkeypatch, capsys):
     assert captured.err == ("python -m boards.ecpix5: the design does not fit the "
                             "LFE5UM5G-85F BG554 speed 8\n")
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_a_built_board_summary_is_a_saved_result(tmp_path, monkeypatch):
+    """A build that succeeds writes ``summary.json`` with what a saved board result needs
+    (kind, seed, nextpnr's options, the core clock, Fmax per clock net): saved under
+    ``docs/hardware/`` it is a ``board`` line of ``python -m bench.synth_core --summary``."""
+    import json
+
+    from bench.saved_results import summary_lines
+
+    for var in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK"):
+        monkeypatch.setenv(var, sys.executable)
+    monkeypatch.setattr(top_module, "write_csr_exports", lambda top, out_dir, board: [])
+    report = {"fmax": {"$glbnet$clk": {"achieved": 71.0, "constraint": 62.5}},
+              "utilization": {"DP16KD": {"used": 57, "available": 208}}}
+    summary = build_board(_Platform({".report.json": json.dumps(report)}, "exit 0\n"),
+                          top=_TOP, board="versa", build_dir=tmp_path,
+                          nextpnr_opts="--router router2 --seed 3 --placer static")
+    written = json.loads((tmp_path / "versa" / "summary.json").read_text())
+    assert written == summary
+    assert {k: summary[k] for k in ("kind", "cores", "core_clock_mhz", "seed", "placer",
+                                    "router")} == {
+        "kind": "lda", "cores": 2, "core_clock_mhz": 62.5, "seed": 3, "placer": "static",
+        "router": "router2"}
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "versa_lda_summary_seed3.json").write_text(json.dumps(summary))
+    assert summary_lines(saved) == [
+        "board versa lda met=yes slack=1.92 core_margin=14% measured=current"]
