@@ -237,8 +237,11 @@ def figures_table(folder: Path = SAVED) -> str:
         clocks = ", ".join(f"{d} {v['achieved']:.1f} / {v['constraint']}"
                            for d, v in row["domains"].items())
         missed = [d for d, v in row["domains"].items() if v["achieved"] < v["constraint"]]
+        margin = f"core clock {100 * row['core_margin']:.0f} % over its constraint"
         limit = ("misses its constraint in " + ", ".join(missed)) if missed \
-            else f"meets every constraint (worst slack {row['slack_ns']:.2f} ns)"
+            else (f"meets every constraint (worst slack {row['slack_ns']:.2f} ns; "
+                  f"{margin}" + ("" if row["met"] else f", under the "
+                                f"{100 * CORE_MARGIN:.0f} % margin") + ")")
         res = row["resources"]
         lines.append(
             f"| board `{row['board']}`, {row['kind'].upper()} core(s), seed {row['seed']} | "
