@@ -20,7 +20,9 @@ command's ``build/<board>/summary.json``, copied):
   its build folder (``board``, ``kind``, ``seed``, ``fmax_mhz`` of ``{"achieved",
   "constraint"}`` per nextpnr clock net — or, in older files, ``fmax_by_domain`` per clock
   domain —, ``resources``). A build is met when every clock meets its constraint and
-  the core clock with :data:`CORE_MARGIN` to spare.
+  the core clock with :data:`CORE_MARGIN` to spare. A board command that refused the
+  kind (``refused``: its message, e.g. the resources the design needs past the device's)
+  is a row too (:mod:`bench.board_builds`).
 
 A result measured on a core that has since changed says so in ``earlier_core`` (what
 differs); the table and the summary mark it instead of presenting it as current.
@@ -115,6 +117,13 @@ def board_rows(folder: Path = SAVED) -> list[dict]:
     rows = []
     for path in sorted(folder.glob("*_summary_*.json")):
         data = json.loads(path.read_text())
+        if "refused" in data:
+            rows.append({"board": data["board"], "kind": data["kind"], "seed": data["seed"],
+                         "device": data.get("device", "–"), "file": path.name,
+                         "earlier_core": data.get("earlier_core"), "domains": {},
+                         "met": False, "slack_ns": None, "core_margin": None,
+                         "refused": data["refused"], "resources": {}})
+            continue
         domains = data.get("fmax_by_domain") or {
             clock_domain(net): v for net, v in data["fmax_mhz"].items()}
         slack = min(1000 / d["constraint"] - 1000 / d["achieved"] for d in domains.values())
@@ -159,6 +168,10 @@ def summary_lines(folder: Path = SAVED) -> list[str]:
                          f"measured={measured}")
     for row in board_rows(folder):
         measured = "earlier" if row["earlier_core"] else "current"
+        if row.get("refused"):
+            lines.append(f"board {row['board']} {row['kind']} met=no slack=- "
+                         f"refused={json.dumps(row['refused'])} measured={measured}")
+            continue
         lines.append(f"board {row['board']} {row['kind']} met={'yes' if row['met'] else 'no'} "
                      f"slack={row['slack_ns']:.2f} core_margin={100 * row['core_margin']:.0f}% "
                      f"measured={measured}")
@@ -234,6 +247,12 @@ def figures_table(folder: Path = SAVED) -> str:
             lines.append(f"| {kind.upper()} core | – | – | no saved result | – | – | – | – | "
                          f"– | – | – |")
     for row in board_rows(folder):
+        if row.get("refused"):
+            lines.append(
+                f"| board `{row['board']}`, {row['kind'].upper()} core(s), seed {row['seed']} | "
+                f"{row['device']} | {measured(row['earlier_core'])} | – | – | – | – | – | – | "
+                f"refused: {row['refused']} | `docs/hardware/{row['file']}` |")
+            continue
         clocks = ", ".join(f"{d} {v['achieved']:.1f} / {v['constraint']}"
                            for d, v in row["domains"].items())
         missed = [d for d, v in row["domains"].items() if v["achieved"] < v["constraint"]]

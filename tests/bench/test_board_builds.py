@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``bench.board_builds``: a board command's outcome — its build summary or its refusal —
+kept as a saved result, and read back as a row of ``--summary`` and of the table."""
+
+from __future__ import annotations
+
+import json
+
+from bench import board_builds
+from bench.board_builds import board_outcome, default_seed, main, saved_name
+from bench.saved_results import board_rows, figures_table, summary_lines
+
+REFUSAL = ("python -m boards.versa_ecp5: the design does not fit the LFE5UM-45F BG381 "
+           "speed 8: it needs 268 DP16KD (it has 108). Build fewer cores (--directions on "
+           "an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups); "
+           "see build/versa_ecp5.tim")
+
+
+def _built(folder, board, kind, core_mhz):
+    (folder / board).mkdir(parents=True)
+    (folder / board / "summary.json").write_text(json.dumps({
+        "board": board, "kind": kind, "cores": 1, "core_clock_mhz": 62.5, "seed": 1,
+        "placer": "heap", "router": "router2", "device": "LFE5UM5G-85F BG554 speed 8",
+        "fmax_mhz": {"$glbnet$clk": {"achieved": core_mhz, "constraint": 62.5}},
+        "resources": {"TRELLIS_COMB": 30000, "TRELLIS_FF": 30000, "DP16KD": 57}}))
+
+
+def test_outcomes_are_saved_and_summarised(tmp_path, monkeypatch):
+    build, saved = tmp_path / "build", tmp_path / "saved"
+    saved.mkdir()
+    _built(build / "ecpix5_opa", "ecpix5", "opa", 80.0)
+    refused = board_outcome(build / "versa_ecp5_rli", "versa_ecp5", "rli", 1, returncode=1,
+                            stderr="some warning\n" + REFUSAL + "\n", git="abc1234")
+    assert refused["refused"].startswith("the design does not fit the LFE5UM-45F")
+    assert refused["device"] == "LFE5UM-45F BG381 speed 8"
+    (build / "versa_ecp5_rli").mkdir(parents=True)
+    (build / "versa_ecp5_rli" / board_builds.OUTCOME).write_text(json.dumps(refused))
+    monkeypatch.setattr(board_builds, "SAVED", saved)
+    assert main(["--collect", "--save", "--build", str(build), "--boards", "ecpix5",
+                 "versa_ecp5", "--kinds", "opa", "rli"]) == 0
+    assert sorted(p.name for p in saved.iterdir()) == [
+        saved_name("ecpix5", "opa", 1), saved_name("versa_ecp5", "rli", 1)]
+    assert json.loads((saved / saved_name("ecpix5", "opa", 1)).read_text())["git"]
+    assert summary_lines(saved) == [
+        "board ecpix5 opa met=yes slack=3.50 core_margin=28% measured=current",
+        'board versa_ecp5 rli met=no slack=- refused="' + refused["refused"]
+        + '" measured=current']
+    rows = [r for r in board_rows(saved)]
+    assert [r["met"] for r in rows] == [True, False]
+    table = figures_table(saved)
+    assert "refused: the design does not fit the LFE5UM-45F BG381 speed 8: it needs 268 " \
+           "DP16KD (it has 108)" in table
+    assert "meets every constraint (worst slack 3.50 ns; core clock 28 % over its " \
+           "constraint)" in table
+
+
+def test_a_build_of_another_kind_is_not_taken(tmp_path):
+    _built(tmp_path, "ecpix5", "lda", 80.0)
+    try:
+        board_outcome(tmp_path, "ecpix5", "opa", 1, returncode=0, stderr="", git="x")
+    except ValueError as exc:
+        assert "is a lda build, not opa" in str(exc)
+    else:
+        raise AssertionError("a build of another kind was taken")
+
+
+def test_each_board_command_s_own_seed():
+    assert default_seed("colorlight_5a75b") == 2
+    assert default_seed("ecpix5") == default_seed("versa_ecp5") == 1
