@@ -37,8 +37,8 @@ from pathlib import Path
 
 from bench import ROOT
 
-__all__ = ["CORE_MARGIN", "KINDS", "SAVED", "board_rows", "clock_domain", "core_rows", "figures_table",
-           "summary_lines"]
+__all__ = ["CORE_MARGIN", "KINDS", "SAVED", "board_rows", "clock_domain", "core_rows",
+           "figures_table", "summary_lines"]
 
 #: Where the saved results are.
 SAVED = ROOT / "docs" / "hardware"

@@ -66,7 +66,8 @@ __all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "chec
 RGMII_CLOCK_HZ = 125e6
 #: The measurement cores' clock on every board (``--core-clock-mhz``). A 1 GbE port
 #: needs 1 Gb/s / 64 bits = 15.6 MHz at the tops' 64-bit beats; 62.5 MHz carries four times
-#: that, and every kind closes timing at it with room (``docs/HARDWARE.md``, "Boards").
+#: that, and every kind closes timing at it with room (``docs/HARDWARE.md``, "The core
+#: clock").
 CORE_CLOCK_HZ = 62.5e6
 #: The host UART's default rate (``--uart-baud``).
 UART_BAUD = 115200
