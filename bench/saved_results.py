@@ -250,8 +250,8 @@ def figures_table(folder: Path = SAVED) -> str:
         if row.get("refused"):
             lines.append(
                 f"| board `{row['board']}`, {row['kind'].upper()} core(s), seed {row['seed']} | "
-                f"{row['device']} | {measured(row['earlier_core'])} | – | – | – | – | – | – | "
-                f"refused: {row['refused']} | `docs/hardware/{row['file']}` |")
+                f"{row['device']} | {measured(row['earlier_core'])} | – | – | – | – | – | "
+                f"– | refused: {row['refused']} | `docs/hardware/{row['file']}` |")
             continue
         clocks = ", ".join(f"{d} {v['achieved']:.1f} / {v['constraint']}"
                            for d, v in row["domains"].items())
