@@ -20,8 +20,8 @@ bits of a word enter the CRC from bit 0 upwards, and the padding bits above ``wi
 zero), then the header (:func:`header_fields`: the 28 bytes of :data:`HEADER_FIELDS`, and on an
 RLI core the 16 of :data:`RLI_HEADER_FIELDS` after them; each field little-endian). Python's
 :func:`zlib.crc32` computes it; the gateware evaluates the words one per clock and the
-header in one step (their XOR matrices are derived from :func:`crc32_bits` below, the
-bit-serial form).
+header one byte per clock (their XOR matrices are derived from :func:`crc32_bits` below,
+the bit-serial form).
 """
 
 from __future__ import annotations

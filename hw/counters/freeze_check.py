@@ -22,8 +22,7 @@ drift from what the host computes.
 :class:`RecordCheck` folds the interval's header (sequence number, flags, packets,
 configuration ID, timestamp, role, source MAC; RLI's frozen counts) into that CRC, so that
 FROZEN_CHECK covers the whole interval record (``docs/SPEC.md`` §4.4): the header is final
-once the copy has drained, and the CRC continued over its bytes is one linear map of the
-words' CRC and the header.
+once the copy has drained, and the CRC is continued over its bytes, a byte a clock.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -222,11 +221,18 @@ class RecordCheck(wiring.Component):
     ``value``) continued over the interval's header bytes
     (:func:`host_sw.contracts.check_value.extend_check`), for FROZEN_CHECK.
 
-    The continuation is one step of ``header_bits`` data bits: a fixed XOR matrix of the
-    32 CRC bits and the header bits, computed in registered levels (inputs, groups of
-    :attr:`GROUP` taps, their XOR). ``ready`` follows ``frozen_ready`` once the levels
-    have seen a stable input (:attr:`LATENCY` cycles), so STATUS.frozen_ready never shows
-    a check value still on its way.
+    The continuation runs a byte a clock. When ``frozen_ready`` rises, the words' CRC and
+    the header (both final by then, and held while the copy is frozen) are loaded; each
+    clock then takes one CRC step over the next header byte (32 XORs of the register and
+    the byte, at most 40 taps each), and ``value`` is loaded once the last byte is in.
+    ``ready`` follows ``frozen_ready`` from then on (:attr:`latency` cycles after its
+    rise), so STATUS.frozen_ready never shows a check value still on its way.
+
+    Why not the whole header in one step: that XOR matrix (32 outputs of about 150 taps,
+    every header bit fanning out to some 16 registers across the die) was a datapath
+    critical path of the two-clock LDA and RDA cores on ECP5 (one 6.8–10.8 ns net from a
+    header bit); the value is read over the bus long after the copy freezes, so a few
+    dozen clocks cost nothing.
 
     Parameters
     ----------
@@ -244,16 +250,17 @@ class RecordCheck(wiring.Component):
     frozen_ready : In(1)
         The copy is frozen (its words' CRC is final; the header was final earlier).
     value : Out(32)
-        The check value, :attr:`LATENCY` cycles after its inputs while ``frozen_ready``
-        (loaded only then: 0 from reset, then held until the next frozen copy).
+        The check value, :attr:`latency` cycles after ``frozen_ready`` rose (loaded only
+        then: 0 from reset, then held until the next frozen copy's).
     ready : Out(1)
         ``frozen_ready`` held back until ``value`` is the frozen record's.
-    """
 
-    #: Registered levels from the inputs to ``value``.
-    LATENCY = 3
-    #: Taps XORed in the groups' level (16: two LUT4 levels).
-    GROUP = 16
+    Attributes
+    ----------
+    latency : int
+        Cycles from ``frozen_ready``'s rise to ``ready``: the load, a step per header
+        byte, the value's register.
+    """
 
     def __init__(self, *, header_bits: int = HEADER_BITS):
         if (isinstance(header_bits, bool) or not isinstance(header_bits, int)
@@ -261,35 +268,32 @@ class RecordCheck(wiring.Component):
             raise ValueError(f"header_bits must be a positive whole number of bytes in "
                              f"bits, not {header_bits!r}")
         self.header_bits = header_bits
+        self.latency = header_bits // 8 + 2
         super().__init__({"words_check": In(32), "header": In(header_bits),
                           "frozen_ready": In(1), "value": Out(32), "ready": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
-        bits = self.header_bits
-        state_cols, data_cols = crc32_matrix(bits)
-        # zlib.crc32(header, c): register c ^ XOROUT, one step, ^ XOROUT. Linear in c and
-        # the header, plus the constant the two XOROUTs leave.
-        constant = crc32_bits(CRC32_XOROUT, [0] * bits) ^ CRC32_XOROUT
-        crc_in = Signal(32)
-        header_in = Signal(bits)
-        m.d.sync += [crc_in.eq(self.words_check), header_in.eq(self.header)]
-        inputs = [crc_in[i] for i in range(32)] + [header_in[i] for i in range(bits)]
+        nbytes = self.header_bits // 8
+        state_cols, data_cols = crc32_matrix(8)
+        # zlib.crc32(header, c): the raw register c ^ XOROUT, a step per byte, ^ XOROUT.
+        state = Signal(32, reset_less=True)
+        rest = Signal(self.header_bits, reset_less=True)   # the bytes still to go, next first
+        left = Signal(range(nbytes + 1))
+        started, done = Signal(), Signal()
+        inputs = [state[i] for i in range(32)] + [rest[i] for i in range(8)]
         columns = state_cols + data_cols
-        partials = []
-        for b in range(32):
-            taps = [inputs[i] for i, col in enumerate(columns) if (col >> b) & 1]
-            groups = [taps[i:i + self.GROUP] for i in range(0, len(taps), self.GROUP)]
-            regs = [Signal(name=f"rec{b}_part{g}") for g in range(len(groups))]
-            m.d.sync += [r.eq(_xor_tree(group)) for r, group in zip(regs, groups)]
-            partials.append(regs)
-        # loaded only while a copy is frozen: 0 from reset (FROZEN_CHECK's declared reset),
-        # then the last frozen record's value until the next one, as the bank's CRC
-        with m.If(self.frozen_ready):
-            m.d.sync += self.value.eq(Cat(*[_xor_tree(regs) if regs else Const(0, 1)
-                                            for regs in partials]) ^ constant)
-        # frozen_ready, held back by LATENCY cycles on its rising edge (falls at once)
-        held = Signal(self.LATENCY)
-        m.d.sync += held.eq(Mux(self.frozen_ready, Cat(1, held[:-1]), 0))
-        m.d.comb += self.ready.eq(self.frozen_ready & held[-1])
+        step = Cat(*[_xor_of(inputs, columns, b) for b in range(32)])
+        with m.If(~self.frozen_ready):
+            m.d.sync += [started.eq(0), done.eq(0)]
+        with m.Elif(~started):
+            m.d.sync += [started.eq(1), state.eq(self.words_check ^ CRC32_XOROUT),
+                         rest.eq(self.header), left.eq(nbytes)]
+        with m.Elif(left != 0):
+            m.d.sync += [state.eq(step), rest.eq(rest >> 8), left.eq(left - 1)]
+        with m.Elif(~done):
+            # loaded only once a copy is frozen: 0 from reset (FROZEN_CHECK's declared
+            # reset), then the last frozen record's value until the next one
+            m.d.sync += [self.value.eq(state ^ CRC32_XOROUT), done.eq(1)]
+        m.d.comb += self.ready.eq(self.frozen_ready & done)
         return m

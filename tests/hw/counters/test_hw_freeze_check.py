@@ -101,8 +101,9 @@ def test_sweep_reads_every_word_in_order_and_signals_done():
 def test_record_check_is_the_contracts_check_value_over_the_whole_record(config):
     """Random words' CRCs and headers (and every header bit alone: the role, the source
     MAC and on RLI the four frozen counts too): ``value`` equals ``check_value`` of the
-    record (words then header), LATENCY cycles after its inputs; ``ready`` rises exactly
-    then and falls with ``frozen_ready``."""
+    record (words then header), ``latency`` cycles after ``frozen_ready`` rose (a step per
+    header byte); ``ready`` rises exactly then and falls with ``frozen_ready``, also when it
+    falls before the value is in (the next rise starts over)."""
     fields = header_fields(config)
     rng = random.Random(11)
     cases = []
@@ -120,7 +121,13 @@ def test_record_check_is_the_contracts_check_value_over_the_whole_record(config)
     async def tb(ctx):
         assert ctx.get(dut.value) == 0                     # FROZEN_CHECK's reset
         ctx.set(dut.words_check, 0x1234)                   # not frozen: not loaded
-        await ctx.tick().repeat(RecordCheck.LATENCY + 2)
+        await ctx.tick().repeat(dut.latency + 2)
+        assert ctx.get(dut.value) == 0 and not ctx.get(dut.ready)
+        # frozen, then released half-way (a copy released early): nothing loaded
+        ctx.set(dut.frozen_ready, 1)
+        await ctx.tick().repeat(dut.latency // 2)
+        ctx.set(dut.frozen_ready, 0)
+        await ctx.tick()
         assert ctx.get(dut.value) == 0 and not ctx.get(dut.ready)
         for words, header in cases:
             ctx.set(dut.frozen_ready, 0)
@@ -129,7 +136,7 @@ def test_record_check_is_the_contracts_check_value_over_the_whole_record(config)
             ctx.set(dut.words_check, words_check(config, words))
             ctx.set(dut.header, header.as_int())
             ctx.set(dut.frozen_ready, 1)
-            for _ in range(RecordCheck.LATENCY):
+            for _ in range(dut.latency):
                 assert not ctx.get(dut.ready)
                 await ctx.tick()
             assert ctx.get(dut.ready)
@@ -138,7 +145,7 @@ def test_record_check_is_the_contracts_check_value_over_the_whole_record(config)
             assert ctx.get(dut.value) == want, (header, hex(ctx.get(dut.value)), hex(want))
             ctx.set(dut.frozen_ready, 0)                   # released: the value is held
             ctx.set(dut.words_check, 0)
-            await ctx.tick().repeat(RecordCheck.LATENCY + 1)
+            await ctx.tick().repeat(dut.latency + 1)
             assert ctx.get(dut.value) == want and not ctx.get(dut.ready)
 
     _simulate(dut, tb)
