@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,7 @@ def board_outcome(folder: Path, board: str, kind: str, seed: int, *, returncode:
             raise ValueError(f"{summary} is a {data.get('kind')} build, not {kind}")
         return data | {"git": git}
     message = (stderr.strip().splitlines() or [f"exit {returncode}"])[-1]
+    message = re.sub(r"; see \S+$", "", message)        # the log's path is this machine's
     platform = importlib.import_module(f"boards.{board}").Platform()
     return {"board": board, "kind": kind, "seed": seed, "git": git,
             "device": f"{platform.device} {platform.package} speed {platform.speed}",

@@ -32,6 +32,7 @@ def test_outcomes_are_saved_and_summarised(tmp_path, monkeypatch):
     refused = board_outcome(build / "versa_ecp5_rli", "versa_ecp5", "rli", 1, returncode=1,
                             stderr="some warning\n" + REFUSAL + "\n", git="abc1234")
     assert refused["refused"].startswith("the design does not fit the LFE5UM-45F")
+    assert refused["refused"].endswith("--buckets, --groups)")        # no local log path
     assert refused["device"] == "LFE5UM-45F BG381 speed 8"
     (build / "versa_ecp5_rli").mkdir(parents=True)
     (build / "versa_ecp5_rli" / board_builds.OUTCOME).write_text(json.dumps(refused))
