@@ -1,18 +1,17 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The ECP5 PLL that makes a board's core clock from its oscillator.
 
-Where it sits (``docs/HARDWARE.md``, "Boards"): in :mod:`boards.top`, between the board's
+Where it sits (``docs/HARDWARE.md``, "The core clock"): in :mod:`boards.top`, between the board's
 clock pin and the ``sync`` domain of the measurement cores. The board tops run the cores
 at :data:`boards.top.CORE_CLOCK_HZ`, not at the oscillator's frequency, so that every kind
-closes timing on every board with room to spare; a 1 GbE port needs far less
-(``docs/HARDWARE.md``).
+closes timing on every board with room to spare; a 1 GbE port needs far less.
 
 Hand-written: amaranth and amaranth-boards have no ECP5 PLL, LiteX's ``ECP5PLL`` is a
 Migen module, and prjtrellis' ``ecppll`` (``yowasp-ecppll``) writes Verilog from a command
 line. :func:`pll_parameters` searches the divisors as ``ecppll`` does (the same limits,
 the same choice among equal errors: the VCO nearest 600 MHz), and :class:`ECP5PLL`
 instantiates ``EHXPLLL`` with the parameters and attributes ``ecppll`` writes; a test
-compares both with the tool's output.
+compares the divisors with the tool's (``tests/boards/test_pll.py``).
 """
 
 from __future__ import annotations
@@ -105,7 +104,8 @@ class ECP5PLL(Elaboratable):
     ----------
     clk_in, clk_out : Signal
         The reference clock and the signal the output clock drives (the caller makes a
-        domain of it and constrains it).
+        domain of it; nextpnr derives its constraint from the reference clock's and the
+        divisors).
     fin_hz, fout_hz : float
         Input and output frequencies; the output must be within 0.01 % of reachable.
     """

