@@ -49,6 +49,7 @@ def test_summary_of_the_saved_results():
         'core rli ctrl median=123.6 min=123.6 max=123.6 seeds=1 clocks=2 speed=8 measured=earlier',
         'board colorlight_5a75b lda met=no slack=-2.38 core_margin=248% measured=earlier',
         'board ecpix5 lda met=yes slack=3.64 core_margin=100% measured=earlier',
+        'board ecpix5 lds met=yes slack=3.02 core_margin=70% measured=current',
         'board ecpix5 opa met=yes slack=2.07 core_margin=15% measured=earlier',
         'board ecpix5 rda met=yes slack=3.13 core_margin=111% measured=earlier',
         'board versa_ecp5 opa met=no slack=- refused="the design does not fit the LFE5UM-45F BG381 speed 8: it needs 114 DP16KD (it has 108), 81223 TRELLIS_FF (it has 43848), 76416 TRELLIS_COMB (it has 43848). Build fewer cores (--directions on an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups)" measured=earlier',
