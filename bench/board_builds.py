@@ -38,6 +38,7 @@ from pathlib import Path
 from bench import ROOT
 from bench.saved_results import SAVED, KINDS
 from bench.synth_runner import git_describe, shown
+from boards.top import device_name
 
 __all__ = ["BOARDS", "board_outcome", "run_board", "saved_name", "main"]
 
@@ -69,7 +70,7 @@ def board_outcome(folder: Path, board: str, kind: str, seed: int, *, returncode:
     message = re.sub(r"; see \S+$", "", message)        # the log's path is this machine's
     platform = importlib.import_module(f"boards.{board}").Platform()
     return {"board": board, "kind": kind, "seed": seed, "git": git,
-            "device": f"{platform.device} {platform.package} speed {platform.speed}",
+            "device": device_name(platform),
             "refused": message.removeprefix(f"python -m boards.{board}: ")}
 
 

@@ -58,7 +58,7 @@ from .rgmii_pins import PHYReset, RGMIIPins, RGMIISkew
 
 __all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "check_uart_baud",
            "uart_divisor", "add_rgmii_resources", "InlineTapTop", "MonitorTop",
-           "device_csr", "write_csr_exports", "use_yowasp", "build_board",
+           "device_csr", "write_csr_exports", "use_yowasp", "device_name", "build_board",
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
            "build_failure", "run_build_script"]
 
@@ -439,6 +439,12 @@ def use_yowasp() -> None:
                 os.environ[var] = found
 
 
+def device_name(platform) -> str:
+    """The board's FPGA as the summaries and the fit errors name it
+    (``LFE5UM-45F BG381 speed 8``)."""
+    return f"{platform.device} {platform.package} speed {platform.speed}"
+
+
 def build_board(platform, top, *, board: str, build_dir="build", do_build: bool = True,
                 nextpnr_opts: str = "--router router2") -> dict:
     """Elaborate (and with ``do_build`` synthesise, place, route and pack) ``top`` on
@@ -453,8 +459,8 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     ``python -m bench.synth_core --summary``."""
     out_dir = Path(build_dir) / board
     written = write_csr_exports(top, out_dir, board=board)
-    summary = {"board": board, "device": f"{platform.device} {platform.package} "
-               f"speed {platform.speed}", "csr": [str(p) for p in written],
+    summary = {"board": board, "device": device_name(platform),
+               "csr": [str(p) for p in written],
                "kind": top.config.kind, "cores": len(top.cores),
                "core_clock_mhz": top.core_clock_hz / 1e6}
     if not do_build:
