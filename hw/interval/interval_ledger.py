@@ -201,11 +201,23 @@ class IntervalLedger(wiring.Component):
         return taken
 
     def _record(self, m, front_copy, boundary, execute, taken, status):
-        """The interval bookkeeping, one cycle after the boundary (short paths):
-        ``front_copy`` then already names the new interval's copy on a swap, and still
-        the current one on an overrun."""
-        boundary_done, swapped = Signal(), Signal()
-        m.d.sync += [boundary_done.eq(boundary), swapped.eq(execute)]
+        """The interval bookkeeping, one cycle after the boundary (short paths).
+
+        The boundary's outcome is registered per copy (``ended``, ``started``, ``overran``:
+        one-hot over the two copies) in the boundary's cycle, so that each status
+        register's input is one LUT behind one enable register. Fmax: decoded from the
+        swap strobe and ``front_copy`` behind the registers, the decision was two LUT
+        levels and two long nets fanned out to about 440 status bits (the LDA core's
+        critical path on one placement, ``docs/HARDWARE.md``)."""
+        boundary_done = Signal()
+        ended = [Signal(name=f"ended_{k}") for k in range(2)]      # swapped out: frozen
+        started = [Signal(name=f"started_{k}") for k in range(2)]  # swapped in: new interval
+        overran = [Signal(name=f"overran_{k}") for k in range(2)]  # overrun while current
+        m.d.sync += boundary_done.eq(boundary)
+        for k in range(2):
+            m.d.sync += [ended[k].eq(execute & (front_copy == k)),
+                         started[k].eq(execute & (front_copy != k)),
+                         overran[k].eq(boundary & ~execute & (front_copy == k))]
         # CONFIG_CHANGED: CONFIG_ID written with a new value during the interval.
         config_id_before = Signal(32)
         config_changed = Signal()
@@ -213,30 +225,30 @@ class IntervalLedger(wiring.Component):
                      config_changed.eq(self.config_id_written
                                        & (self.config_id != config_id_before))]
         changed_flag = Mux(config_changed, int(IntervalFlags.CONFIG_CHANGED), 0)
-        front, ended = status[front_copy], status[~front_copy]
         with m.If(boundary_done):
             m.d.sync += self.interval_seq.eq(taken.seq)
-            with m.If(swapped):
-                m.d.sync += [
-                    ended.flags.eq(ended.flags | taken.flags | changed_flag),
-                    ended.timestamp.eq(taken.timestamp),
-                    ended.role.eq(self.role),
-                    ended.src_mac.eq(self.src_mac),
-                    front.seq.eq(taken.seq),
-                    front.flags.eq(0),
-                    front.config_id.eq(self.config_id),
-                ]
-            with m.Else():
-                m.d.sync += [self.overruns.eq(self.overruns + 1),
-                             front.flags.eq(front.flags | taken.flags | changed_flag
-                                            | int(IntervalFlags.OVERRUN))]
-        with m.Elif(config_changed):
-            m.d.sync += front.flags.eq(front.flags | int(IntervalFlags.CONFIG_CHANGED))
-
-        # Packets per interval, counted where the records meet the counter bank (the new
-        # interval's count starts from zero: its copy has no record in flight).
+        with m.If(overran[0] | overran[1]):
+            m.d.sync += self.overruns.eq(self.overruns + 1)
         for k in range(2):
-            with m.If(swapped & (front_copy == k)):
-                m.d.sync += status[k].packets.eq(0)
+            copy = status[k]
+            with m.If(ended[k]):
+                m.d.sync += [
+                    copy.flags.eq(copy.flags | taken.flags | changed_flag),
+                    copy.timestamp.eq(taken.timestamp),
+                    copy.role.eq(self.role),
+                    copy.src_mac.eq(self.src_mac),
+                ]
+            with m.Elif(started[k]):
+                m.d.sync += [copy.seq.eq(taken.seq), copy.flags.eq(0),
+                             copy.config_id.eq(self.config_id)]
+            with m.Elif(overran[k]):
+                m.d.sync += copy.flags.eq(copy.flags | taken.flags | changed_flag
+                                          | int(IntervalFlags.OVERRUN))
+            with m.Elif(config_changed & ~boundary_done & (front_copy == k)):
+                m.d.sync += copy.flags.eq(copy.flags | int(IntervalFlags.CONFIG_CHANGED))
+            # Packets per interval, counted where the records meet the counter bank (the
+            # new interval's count starts from zero: its copy has no record in flight).
+            with m.If(started[k]):
+                m.d.sync += copy.packets.eq(0)
             with m.Elif(self.counted & (self.counted_copy == k)):
-                m.d.sync += status[k].packets.eq(status[k].packets + 1)
+                m.d.sync += copy.packets.eq(copy.packets + 1)
