@@ -153,10 +153,15 @@ class SipHash(wiring.Component):
                 m.d.sync += v[i].eq(x[i] ^ Mux(seq.v_load[i], 0, second[i]))
         # The tag: v0 ^ v1 ^ v2 ^ v3 of the last write (its operand is zero; the two
         # copies of the sum ``w0 + w3`` cancel).
+        # The tag register has no reset: it is read only after ``done``, and a reset would
+        # load the reset net with 64 more flip-flops (the LDA two-clock core's datapath
+        # critical path on one placement was the reset's route to a tag bit).
         c = (w[2] + w[1])[:64]
+        tag = Signal(8 * TAG_BYTES, name="tag_value", reset_less=True)
         m.d.sync += self.done.eq(seq.tag_now)
         with m.If(seq.tag_now):
-            m.d.sync += self.tag.eq(_rotl(w[1], 17) ^ c ^ _rotl(c, 32) ^ _rotl(w[3], 21))
+            m.d.sync += tag.eq(_rotl(w[1], 17) ^ c ^ _rotl(c, 32) ^ _rotl(w[3], 21))
+        m.d.comb += self.tag.eq(tag)
         with m.If(self.start):
             m.d.sync += self.busy.eq(1)
         with m.Elif(seq.tag_now):
