@@ -66,17 +66,18 @@ def range_reduce(m: Module, hash32, size: int, *, name: str = "reduced"):
     forms the second stage.
     """
     width = max(1, ceil_log2(size))
-    out = Signal(width, name=name)
+    out = Signal(width, name=name, reset_less=True)
     if size == 1:
         m.d.sync += out.eq(0)
         return out
     if is_power_of_two(size):
-        top = delayed(m, hash32[32 - ceil_log2(size):32], 1, name=f"{name}_top")
+        top = delayed(m, hash32[32 - ceil_log2(size):32], 1, name=f"{name}_top",
+                      reset_less=True)
         m.d.sync += out.eq(top)
         return out
     size_bits = size.bit_length()
-    product_high = Signal(16 + size_bits, name=f"{name}_high")
-    product_low = Signal(16 + size_bits, name=f"{name}_low")
+    product_high = Signal(16 + size_bits, name=f"{name}_high", reset_less=True)
+    product_low = Signal(16 + size_bits, name=f"{name}_low", reset_less=True)
     m.d.sync += [product_high.eq(hash32[16:32] * size), product_low.eq(hash32[:16] * size)]
     total = (product_high << 16) + product_low
     m.d.sync += out.eq(total[32:32 + width])

@@ -16,6 +16,8 @@ of the partial products; (3) threshold compares / the base+offset sum or the buc
 priority and address / the modulo-C reduction, into the output register.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -80,11 +82,15 @@ class BucketSelector(wiring.Component):
         req = self.request
         hashed_valid = self.hashed.valid & rec.counted
 
-        side = Signal(data.StructLayout({
-            "valid": 1, "swap": 1, "copy": 1, "timestamp": config.ts_bits}))
-        m.d.comb += [side.valid.eq(hashed_valid), side.swap.eq(self.hashed.swap),
-                     side.copy.eq(rec.copy), side.timestamp.eq(rec.timestamp)]
-        side3 = delayed(m, side, 3, name="side")     # stage 3 values
+        # Stage 3 values: the strobes with a reset, the data they qualify without one.
+        strobes = Signal(data.StructLayout({"valid": 1, "swap": 1}))
+        fields = Signal(data.StructLayout({"copy": 1, "timestamp": config.ts_bits}))
+        m.d.comb += [strobes.valid.eq(hashed_valid), strobes.swap.eq(self.hashed.swap),
+                     fields.copy.eq(rec.copy), fields.timestamp.eq(rec.timestamp)]
+        strobes3 = delayed(m, strobes, 3, name="side")
+        fields3 = delayed(m, fields, 3, name="side_data", reset_less=True)
+        side3 = SimpleNamespace(valid=strobes3.valid, swap=strobes3.swap,
+                                copy=fields3.copy, timestamp=fields3.timestamp)
 
         thresholds = self._kind.thresholds(config)
         self._kind.select(m, config, rec, side3.valid,

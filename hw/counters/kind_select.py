@@ -11,6 +11,8 @@ record. The field split is the one of :mod:`host_sw.contracts.hash_fields`.
 Arguments of every function: ``m`` the module, ``config``, ``rec`` the hashed record's
 payload, ``valid`` the record's valid bit delayed to stage 3 (a counted frame), the
 run-time threshold port (``None`` for a kind without one) and ``req`` the request port.
+The stages' registers have no reset: they are data qualified by ``valid``, and a reset
+would only load the reset net, which nextpnr routes through the fabric.
 """
 
 from amaranth.hdl import Cat, Const, Mux, Signal
@@ -27,8 +29,8 @@ def select_lda(m, config, rec, valid, thresholds, req):
     ``log2(rows)`` bits of ``F``; one lane, address ``bank * rows + row``."""
     lz = leading_zeros_pipelined(m, rec.field_hash[32:64])         # stage 2
     row_bits = ceil_log2(config.rows)
-    row = delayed(m, rec.field_hash[:row_bits], 3, name="row")    # stage 3
-    sampled_by = Signal(config.banks)
+    row = delayed(m, rec.field_hash[:row_bits], 3, name="row", reset_less=True)  # stage 3
+    sampled_by = Signal(config.banks, reset_less=True)
     m.d.sync += sampled_by.eq(Cat(lz >= thresholds[j]
                                   for j in range(config.banks)))  # stage 3
     bank = Const(0, range(config.banks))
@@ -51,8 +53,9 @@ def select_rda(m, config, rec, valid, thresholds, req):
     for l in range(config.banks):
         reduced = range_reduce(m, rec.bucket_hash[l], config.buckets_per_bank,
                                name=f"bucket{l}")                   # stage 2
-        buckets.append(delayed(m, reduced, 1, name=f"bucket{l}"))  # stage 3
-    xor_value = delayed(m, rec.packet_hash, 3, name="id")
+        buckets.append(delayed(m, reduced, 1, name=f"bucket{l}",
+                               reset_less=True))                    # stage 3
+    xor_value = delayed(m, rec.packet_hash, 3, name="id", reset_less=True)
     m.d.sync += [
         req.valid.eq(valid),
         req.lane_enable.eq(Mux(valid, (1 << config.banks) - 1, 0)),
@@ -68,12 +71,13 @@ def select_lds(m, config, rec, valid, thresholds, req):
     ``base_r = (flow_r * C) >> 32`` and ``offset_r = (h'_r * k) >> 32`` (the row's offset
     hash); the XOR value is the digest (low bits of ``F``)."""
     lz = leading_zeros_pipelined(m, rec.field_hash[32:64])         # stage 2
-    sampled_rows = Signal(config.rows)
+    sampled_rows = Signal(config.rows, reset_less=True)
     m.d.sync += sampled_rows.eq(Cat(lz >= thresholds[r]
                                     for r in range(config.rows)))   # stage 3
     cells = config.cells
     sum_width = ceil_log2(2 * cells) + 1
-    digest = delayed(m, rec.field_hash[:config.digest_bits], 3, name="digest")
+    digest = delayed(m, rec.field_hash[:config.digest_bits], 3, name="digest",
+                     reset_less=True)
     enable = Mux(valid, sampled_rows, 0)
     m.d.sync += [
         req.valid.eq(enable.any()),
@@ -84,7 +88,7 @@ def select_lds(m, config, rec, valid, thresholds, req):
         base = range_reduce(m, rec.flow_hash[r], cells, name=f"base{r}")  # stage 2
         offset = range_reduce(m, rec.offset_hash[r], config.vlda_cells,
                               name=f"offset{r}")                          # stage 2
-        cell_sum = Signal(sum_width, name=f"cell_sum{r}")
+        cell_sum = Signal(sum_width, name=f"cell_sum{r}", reset_less=True)
         m.d.sync += cell_sum.eq(base + offset)                              # stage 3
         m.d.sync += req.lane_address[r].eq(
             Mux(cell_sum >= cells, cell_sum - cells, cell_sum))            # stage 4

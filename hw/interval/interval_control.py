@@ -76,9 +76,10 @@ class IntervalTimer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        next_at = Signal(TS_BITS)           # t0 + i·δ
-        after_next = Signal(TS_BITS)        # t0 + (i+1)·δ
-        next_index = Signal(SEQ_BITS)
+        # The schedule has no reset: a restart loads it before ``settle`` lets it act.
+        next_at = Signal(TS_BITS, reset_less=True)          # t0 + i·δ
+        after_next = Signal(TS_BITS, reset_less=True)       # t0 + (i+1)·δ
+        next_index = Signal(SEQ_BITS, reset_less=True)
         reached, behind, settle = Signal(), Signal(), Signal()
         enabled_before = Signal()
         # Registered inputs of the decisions (Fmax: each enable is one LUT of registers).

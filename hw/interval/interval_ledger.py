@@ -156,9 +156,12 @@ class IntervalLedger(wiring.Component):
         request taken at the boundary (registered)."""
         swap_pending = Signal()
         swap_in_flight = Signal()       # a swap pulse is still in the record pipeline
-        # The pending boundary's request, latched with it.
-        pending_seq, pending_flags = Signal(SEQ_BITS), Signal(FLAG_BITS)
-        pending_timestamp = Signal(TIMESTAMP_BITS)
+        # The pending boundary's request, latched with it. The request registers below
+        # have no reset: they are data behind ``ic_boundary``, ``swap_pending`` and
+        # ``boundary`` (a reset would only load the reset net).
+        pending_seq = Signal(SEQ_BITS, reset_less=True)
+        pending_flags = Signal(FLAG_BITS, reset_less=True)
+        pending_timestamp = Signal(TIMESTAMP_BITS, reset_less=True)
         m.d.comb += [
             boundary.eq(swap_pending & self.frame_idle & ~swap_in_flight),
             execute.eq(boundary & self.other_clean),
@@ -166,8 +169,9 @@ class IntervalLedger(wiring.Component):
         # The requests, registered (Fmax: the interval control's sequence-number adder and
         # comparisons stay off the pending registers' enables).
         ic_boundary = Signal()
-        ic_seq, ic_flags = Signal(SEQ_BITS), Signal(FLAG_BITS)
-        ic_timestamp = Signal(TIMESTAMP_BITS)
+        ic_seq = Signal(SEQ_BITS, reset_less=True)
+        ic_flags = Signal(FLAG_BITS, reset_less=True)
+        ic_timestamp = Signal(TIMESTAMP_BITS, reset_less=True)
         m.d.sync += [ic_boundary.eq(self.request), ic_seq.eq(self.request_data.seq),
                      ic_flags.eq(self.request_data.flags),
                      ic_timestamp.eq(self.request_data.timestamp)]
@@ -194,7 +198,7 @@ class IntervalLedger(wiring.Component):
             m.d.sync += front_copy.eq(new_copy)
 
         # The taken request, for the bookkeeping one cycle later.
-        taken = Signal(boundary_request_layout, name="taken")
+        taken = Signal(boundary_request_layout, name="taken", reset_less=True)
         with m.If(boundary):
             m.d.sync += [taken.seq.eq(pending_seq), taken.flags.eq(pending_flags),
                          taken.timestamp.eq(pending_timestamp)]

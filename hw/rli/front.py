@@ -78,13 +78,16 @@ class RliFront(wiring.Component):
             m.d.comb += getattr(hasher, f"mask_{n}").eq(getattr(self, f"mask_{n}"))
         rec = hasher.hashed.payload
         cell = range_reduce(m, rec.flow_hash[0], cfg.cells, name="rli_cell")
-        digest = delayed(m, rec.flow_hash[1][:cfg.digest_bits], 2, name="rli_digest")
+        # The strobes have a reset; the data they qualify does not (it would only load the
+        # reset net).
+        digest = delayed(m, rec.flow_hash[1][:cfg.digest_bits], 2, name="rli_digest",
+                         reset_less=True)
         data = delayed(m, hasher.hashed.valid & rec.counted, 2, name="rli_data")
-        arrival = delayed(m, rec.timestamp, 2, name="rli_arrival")
+        arrival = delayed(m, rec.timestamp, 2, name="rli_arrival", reset_less=True)
         swap = delayed(m, hasher.hashed.swap, 2, name="rli_swap")
         ahead = self.latency - 1               # the watch's own register
         ref = delayed(m, watch.valid & watch.is_ref, ahead, name="rli_ref")
-        send = delayed(m, watch.send, ahead, name="rli_send")
+        send = delayed(m, watch.send, ahead, name="rli_send", reset_less=True)
         m.d.comb += [self.packet_valid.eq(data | ref), self.packet_is_ref.eq(ref),
                      self.packet_arrival.eq(arrival), self.packet_send.eq(send),
                      self.packet_cell.eq(cell), self.packet_digest.eq(digest),
