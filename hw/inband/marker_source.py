@@ -19,7 +19,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, MARKER_FRAME_BYTES, control_header, marker_request_layout
 from hw.frames.frame import FrameStream, RegisterSlice, check_data_width
-from hw.inband.siphash import SipHash, word_feed
+from hw.inband.siphash import SipHash, word_count, word_feed
 
 __all__ = ["MarkerFrameSource"]
 
@@ -100,24 +100,18 @@ class MarkerFrameSource(wiring.Component):
         idle = Signal(init=1)
         tagging = Signal()          # the header is held in ``frame``; its tag is computed
         m.submodules.engine = engine = SipHash()
-        words = HEADER_BYTES // 4
-        word = Signal(range(words + 1))
         m.d.comb += [
             self.request.ready.eq(idle),
             engine.key.eq(Mux(self.auth, self.key, 0)),
             engine.start.eq(idle & self.request.valid),
-            engine.words.valid.eq(tagging & (word != words)),
-            engine.words.payload.last.eq(word == words - 1),
         ]
         # The header's words, loaded whenever ``frame`` follows the header.
         word_feed(m, engine, header[:8 * HEADER_BYTES], idle, name="header_words")
-        with m.If(engine.words.valid & engine.words.ready):
-            m.d.sync += word.eq(word + 1)
+        word_count(m, engine, engine.start, HEADER_BYTES // 4, name="header")
         with m.If(idle):
             m.d.sync += frame.eq(header)
             with m.If(self.request.valid):
-                m.d.sync += [remaining.eq(self.beats), idle.eq(0), tagging.eq(1),
-                             word.eq(0)]
+                m.d.sync += [remaining.eq(self.beats), idle.eq(0), tagging.eq(1)]
         with m.Elif(tagging):
             with m.If(engine.done):
                 m.d.sync += [frame[8 * HEADER_BYTES: 8 * (HEADER_BYTES + TAG_BYTES)].eq(

@@ -26,7 +26,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, header_field
 from hw.frames.frame import FrameMonitor, check_data_width
-from hw.inband.siphash import SipHash, word_feed
+from hw.inband.siphash import SipHash, word_count, word_feed
 
 __all__ = ["MarkerWatch", "CAPTURE_BYTES"]
 
@@ -167,18 +167,16 @@ class MarkerWatch(wiring.Component):
         m.submodules.engine = engine = SipHash()
         held = Signal(8 * CAPTURE_BYTES, reset_less=True)    # the marker being checked
         checking = Signal()
-        word = Signal(range(HEADER_BYTES // 4 + 1))
         start = Signal()
         m.d.comb += [
             start.eq(is_marker & good & ~checking),
             engine.key.eq(Mux(self.auth, self.key, 0)),
             engine.start.eq(start),
-            engine.words.valid.eq(checking & (word != HEADER_BYTES // 4)),
-            engine.words.payload.last.eq(word == HEADER_BYTES // 4 - 1),
         ]
         # The header's words follow ``held`` until a check starts (the same enable).
         word_feed(m, engine, header[:8 * HEADER_BYTES], ~checking & ~decided,
                   name="header_words")
+        word_count(m, engine, start, HEADER_BYTES // 4, name="header")
         # `held` follows the captured header (as it was one cycle after the EOF) until a
         # check starts, then keeps it: a next frame may overwrite the capture meanwhile.
         # It pauses in every decision cycle (`decided`, a flop), whether a check starts
@@ -186,9 +184,7 @@ class MarkerWatch(wiring.Component):
         with m.If(~checking & ~decided):
             m.d.sync += held.eq(header)
         with m.If(start):
-            m.d.sync += [checking.eq(1), word.eq(0)]
-        with m.If(engine.words.valid & engine.words.ready):
-            m.d.sync += word.eq(word + 1)
+            m.d.sync += checking.eq(1)
         tag = held[8 * HEADER_BYTES: 8 * CAPTURE_BYTES]
         m.d.sync += [self.accepted.eq(0), self.bad_tag.eq(0)]
         with m.If(checking & engine.done):

@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
-__all__ = ["SipHash", "sipround", "key_halves", "word_feed"]
+__all__ = ["SipHash", "sipround", "key_halves", "word_feed", "word_count"]
 
 _MASK = (1 << 64) - 1
 _INIT = (0x736F6D6570736575, 0x646F72616E646F6D, 0x6C7967656E657261, 0x7465646279746573)
@@ -82,6 +82,26 @@ def word_feed(m, engine, value, load, *, name):
         m.d.sync += feed.eq(feed >> 32)
     m.d.comb += engine.words.payload.data.eq(feed[:32])
     return feed
+
+
+def word_count(m, engine, start, words: int, *, name: str):
+    """The word count of a message of ``words`` words that ``engine`` takes from a
+    :func:`word_feed`: from ``start`` (the cycle the caller starts the engine) until the
+    engine takes the last word, ``engine.words.valid`` is one register of its own
+    (``<name>_feeding``), and ``last`` marks word ``words - 1``.
+
+    Why a register: with ``valid`` decoded from a state bit and the word counter, the
+    feed's shift enable (``valid & ready``, to the 384 flip-flops of a header) was two LUT
+    levels behind five flip-flops, the datapath critical path of two of three placements
+    of the LDA two-clock core (``docs/HARDWARE.md``); now it is one LUT of four."""
+    word = Signal(range(words + 1), name=f"{name}_word")
+    feeding = Signal(name=f"{name}_feeding")
+    with m.If(start):
+        m.d.sync += [word.eq(0), feeding.eq(1)]
+    with m.Elif(engine.words.valid & engine.words.ready):
+        m.d.sync += [word.eq(word + 1), feeding.eq(word != words - 1)]
+    m.d.comb += [engine.words.valid.eq(feeding),
+                 engine.words.payload.last.eq(word == words - 1)]
 
 
 class SipHash(wiring.Component):

@@ -32,7 +32,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, control_header
 from hw.frames.frame import FrameStream, RegisterSlice, check_data_width
-from hw.inband.siphash import SipHash, word_feed
+from hw.inband.siphash import SipHash, word_count, word_feed
 
 __all__ = ["ReferenceFrameSource", "STAMP_AHEAD"]
 
@@ -121,18 +121,13 @@ class ReferenceFrameSource(wiring.Component):
         connect(m, out.source, flipped(self.source))
         idle, loading, tagging = Signal(init=1), Signal(), Signal()
         m.submodules.engine = engine = SipHash()
-        words = HEADER_BYTES // 4
-        word = Signal(range(words + 1))
         m.d.comb += [
             engine.key.eq(Mux(self.auth, self.key, 0)),
             engine.start.eq(loading),
-            engine.words.valid.eq(tagging & (word != words)),
-            engine.words.payload.last.eq(word == words - 1),
         ]
         # The header's words, loaded with ``frame``.
         word_feed(m, engine, header[:8 * HEADER_BYTES], loading, name="header_words")
-        with m.If(engine.words.valid & engine.words.ready):
-            m.d.sync += word.eq(word + 1)
+        word_count(m, engine, loading, HEADER_BYTES // 4, name="header")
         pending = Signal()             # one trigger waits while a reference is out
         with m.If(trigger & ~idle):
             m.d.sync += pending.eq(1)
@@ -143,7 +138,7 @@ class ReferenceFrameSource(wiring.Component):
                 m.d.sync += [stamp.eq(self.now + STAMP_AHEAD), idle.eq(0), loading.eq(1),
                              pending.eq(0)]
         with m.Elif(loading):
-            m.d.sync += [frame.eq(header), loading.eq(0), tagging.eq(1), word.eq(0),
+            m.d.sync += [frame.eq(header), loading.eq(0), tagging.eq(1),
                          remaining.eq(self.beats)]
         with m.Elif(tagging):
             with m.If(engine.done):
