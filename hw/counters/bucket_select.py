@@ -16,8 +16,6 @@ of the partial products; (3) threshold compares / the base+offset sum or the buc
 priority and address / the modulo-C reduction, into the output register.
 """
 
-from types import SimpleNamespace
-
 from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -89,17 +87,15 @@ class BucketSelector(wiring.Component):
                      fields.copy.eq(rec.copy), fields.timestamp.eq(rec.timestamp)]
         strobes3 = delayed(m, strobes, 3, name="side")
         fields3 = delayed(m, fields, 3, name="side_data", reset_less=True)
-        side3 = SimpleNamespace(valid=strobes3.valid, swap=strobes3.swap,
-                                copy=fields3.copy, timestamp=fields3.timestamp)
 
         thresholds = self._kind.thresholds(config)
-        self._kind.select(m, config, rec, side3.valid,
+        self._kind.select(m, config, rec, strobes3.valid,
                           getattr(self, thresholds[0]) if thresholds else None, req)
 
         m.d.sync += [
-            req.copy.eq(side3.copy),
-            req.timestamp.eq(side3.timestamp),
-            self.swap.eq(side3.swap),
+            req.copy.eq(fields3.copy),
+            req.timestamp.eq(fields3.timestamp),
+            self.swap.eq(strobes3.swap),
         ]
         counted3 = delayed(m, self.hashed.valid & rec.counted, 3, name="counted")
         m.d.sync += self.counted.eq(counted3)
