@@ -466,21 +466,29 @@ class CounterBank(wiring.Component):
                 m.d.comb += [lane_of.eq(lane), local.eq(flat - lane * depth)]
         in_range = flat < lanes * depth
 
-        stage = data.StructLayout({"valid": 1, "error": 1, "lane": len(lane_of), "copy": 1,
-                                   "check": 1})
+        # The RAM that answers, one-hot over (copy, lane) from b1 on: the last stage is an
+        # AND-OR of the RAMs' outputs, each select bit to one word's bits. Decoded from a
+        # binary lane and copy in b3, the select was one 2·lanes:1 multiplexer behind
+        # four flip-flops, the two-clock LDS core's datapath critical path on ECP5 on
+        # every placement (``docs/HARDWARE.md``).
+        stage = data.StructLayout({"valid": 1, "error": 1, "ram": 2 * lanes, "check": 1})
         b1 = Signal(stage, name="b1")
+        ram_of = Signal(2 * lanes)
+        for k in range(2):
+            for lane in range(lanes):
+                m.d.comb += ram_of[k * lanes + lane].eq(
+                    (lane_of == lane) & ((~copies.active) == k))
         m.d.sync += [b1.valid.eq(port.en), b1.error.eq(~copies.frozen | ~in_range),
-                     b1.check.eq(check.en),
-                     b1.lane.eq(lane_of), b1.copy.eq(~copies.active), bus_addr.eq(local)]
+                     b1.check.eq(check.en), b1.ram.eq(ram_of), bus_addr.eq(local)]
         b2 = Signal(stage, name="b2")
         b3 = Signal(stage, name="b3")
         m.d.sync += [b2.eq(b1), b3.eq(b2)]
         selected = Signal(self._layout.size)
-        with m.Switch(Cat(b3.lane, b3.copy)):
-            for k in range(2):
-                for lane in range(lanes):
-                    with m.Case(lane | (k << len(lane_of))):
-                        m.d.comb += selected.eq(ram[k][lane].r_data)
+        answer = 0
+        for k in range(2):
+            for lane in range(lanes):
+                answer = answer | Mux(b3.ram[k * lanes + lane], ram[k][lane].r_data, 0)
+        m.d.comb += selected.eq(answer)
         m.d.sync += [port.valid.eq(b3.valid), port.error.eq(b3.valid & b3.error),
                      port.data.eq(Mux(b3.valid & ~b3.error, selected, 0)),
                      check.word_valid.eq(b3.check), check.word.eq(selected)]
