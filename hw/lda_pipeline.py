@@ -39,6 +39,7 @@ from hw.frames.frame_merger import FrameMerger
 from hw.frames.header_tap import HeaderTap
 from hw.interval.interval_control import RECEIVE_LATENCY, IntervalControl
 from hw.interval.interval_ledger import IntervalLedger
+from hw.inband.marker_crossing import MarkerSourceCrossing
 from hw.inband.marker_source import MarkerFrameSource
 from hw.measurement_path import measurement_path
 from hw.arith.stages import delayed
@@ -190,8 +191,12 @@ class MeasurementCore(wiring.Component):
         # (with the path's host frames merged in, where it has them).
         path_inserts = "insert" in self._path.signature.members
         m.submodules.merger = merger = FrameMerger(data_width=w, inserts=2 + path_inserts)
-        m.submodules.markers = markers = MarkerFrameSource(config=config, data_width=w)
         one_clock = self.control_domain == "sync"
+        # The marker source, like the exporter, in the control domain when there is one.
+        markers = MarkerFrameSource(config=config, data_width=w)
+        m.submodules.markers = markers = (
+            markers if one_clock
+            else MarkerSourceCrossing(markers, control_domain=self.control_domain))
         # The exporter (and its SipHash tagger) in the control domain when there is one,
         # behind the crossing that gives it the exporter's members in ``sync``.
         m.submodules.exporter = exporter = (

@@ -13,10 +13,9 @@ it exchanges with the datapath crosses through :class:`amaranth.lib.fifo.AsyncFI
   frozen copy's shared read port (:class:`hw.counters.frozen_read_share.FrozenReadShare`,
   the bus first, as on one clock), and each answer (word and error bit) back. The
   exporter bounds the reads in flight by its ``read_ahead``, so neither FIFO fills;
-- **the frames**, per port, control → datapath, **stored and forwarded**: a frame's beats
-  go into a FIFO that holds a whole frame, and a token (one entry per frame, written one
-  control clock after the frame's last beat) tells the datapath side that the frame is
-  complete, so a frame leaves on consecutive clocks whatever the two clocks' ratio.
+- **the frames**, per port, control → datapath, **stored and forwarded**
+  (:func:`hw.frames.frame_crossing.store_and_forward`), so a frame leaves on consecutive
+  clocks whatever the two clocks' ratio.
 
 The datapath side keeps the exporter's status as on one clock: ``busy`` from ``start``
 until the last frame has left every enabled port, then ``done`` (and ``release``),
@@ -26,13 +25,13 @@ host port), ``read_error`` from the answers it passes. No value crosses otherwis
 
 from amaranth.hdl import Cat, DomainRenamer, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import AsyncFIFO, AsyncFIFOBuffered
+from amaranth.lib.fifo import AsyncFIFO
 
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES
-from hw.frames.frame import frame_beat_layout
+from hw.frames.frame_crossing import frame_depths, store_and_forward
 
 __all__ = ["ExporterCrossing", "PARAMETERS"]
 
@@ -63,9 +62,9 @@ class ExporterCrossing(wiring.Component):
 
     Attributes
     ----------
-    frame_beats, beat_depth, token_depth : int
+    depths : hw.frames.frame_crossing.FrameDepths
         Beats of the longest frame, and the depths of each port's beat FIFO and of its
-        token FIFO (whose registered read side holds one token more).
+        token FIFO (:func:`hw.frames.frame_crossing.store_and_forward`).
 
     Reset: each FIFO is emptied by its writing domain's reset; reset both domains together
     (``docs/CORE_INTERFACE.md``, "Two clocks").
@@ -80,12 +79,9 @@ class ExporterCrossing(wiring.Component):
         self.datapath_domain = datapath_domain
         self.config = exporter.config
         self.frame_count = exporter.frame_count
-        lanes = exporter.data_width // 8
-        longest = HEADER_BYTES + exporter.words_per_frame * exporter.word_bytes + TAG_BYTES
-        self.frame_beats = -(-longest // lanes)
-        self.beat_depth = 1 << (self.frame_beats - 1).bit_length()
-        shortest = -(-MIN_FRAME_BYTES // lanes)
-        self.token_depth = 1 << (self.beat_depth // shortest + 1).bit_length()
+        self.depths = frame_depths(
+            longest_bytes=HEADER_BYTES + exporter.words_per_frame * exporter.word_bytes
+            + TAG_BYTES, shortest_bytes=MIN_FRAME_BYTES, data_width=exporter.data_width)
         super().__init__(dict(exporter.signature.members.items()))
 
     def status_sources(self) -> dict:
@@ -100,7 +96,9 @@ class ExporterCrossing(wiring.Component):
         m.d.comb += inner.read_hold.eq(0)           # the datapath side holds the reads
         enabled = self._start(m, inner, ctrl, fast)
         self._reads(m, inner, ctrl, fast)
-        left = [self._port(m, name, getattr(inner, name), getattr(self, name), ctrl, fast)
+        left = [store_and_forward(m, getattr(inner, name), getattr(self, name),
+                                  depths=self.depths, data_width=inner.data_width,
+                                  w_domain=ctrl, r_domain=fast, name=name)
                 for name in ("inband", "host")]
         self._status(m, fast, enabled, left)
         return m
@@ -154,32 +152,6 @@ class ExporterCrossing(wiring.Component):
             port.data.as_value().eq(answers.r_data[:word_bits]),
             port.error.eq(answers.r_data[word_bits]),
         ]
-
-    def _port(self, m, name, source, port, ctrl, fast):
-        """One port's frames, stored and forwarded; returns the datapath side's count of
-        frames still to leave this export and the strobe of a frame leaving."""
-        layout = frame_beat_layout(self.exporter.data_width)
-        beats = AsyncFIFO(width=layout.size, depth=self.beat_depth,
-                          w_domain=ctrl, r_domain=fast)
-        # The tokens' read side is registered (``r_rdy`` a flip-flop): unbuffered, the
-        # token FIFO's pointer comparison and the beat FIFO's read pointer update were one
-        # path, the two-clock LDS core's datapath critical path on ECP5 (10 LUT levels).
-        tokens = AsyncFIFOBuffered(width=1, depth=self.token_depth + 1, w_domain=ctrl,
-                                   r_domain=fast, exact_depth=True)
-        m.submodules[f"{name}_beats"] = beats
-        m.submodules[f"{name}_tokens"] = tokens
-        ended = Signal(name=f"{name}_frame_written")
-        m.d[ctrl] += ended.eq(source.valid & beats.w_rdy & source.payload.last)
-        m.d.comb += [beats.w_en.eq(source.valid), beats.w_data.eq(source.payload),
-                     source.ready.eq(beats.w_rdy),
-                     tokens.w_en.eq(ended), tokens.w_data.eq(0)]
-        leaving = Signal(name=f"{name}_frame_leaving")
-        m.d.comb += [port.valid.eq(tokens.r_rdy & beats.r_rdy),
-                     port.payload.eq(beats.r_data),
-                     beats.r_en.eq(port.ready & tokens.r_rdy),
-                     leaving.eq(port.valid & port.ready & port.payload.last),
-                     tokens.r_en.eq(leaving)]
-        return leaving
 
     def _status(self, m, fast, sampled, leaving):
         """busy, done, release, frames and read_error in the datapath domain."""

@@ -140,7 +140,8 @@ def test_crossing_holds_the_longest_frame():
         warnings.simplefilter("ignore", UnusedElaboratable)
         for width in (8, 64, 512):
             dut = ExporterCrossing(Exporter(config=LdaConfig(), data_width=width))
-            assert dut.frame_beats == -(-(48 + 121 * 12 + 8) // (width // 8))
-            assert dut.frame_beats <= dut.beat_depth < 2 * dut.frame_beats
+            depths = dut.depths
+            assert depths.frame_beats == -(-(48 + 121 * 12 + 8) // (width // 8))
+            assert depths.frame_beats <= depths.beat_depth < 2 * depths.frame_beats
             del dut
         gc.collect()
