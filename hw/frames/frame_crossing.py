@@ -6,7 +6,7 @@ the control domain of a two-domain core (the exporter's ports,
 :class:`hw.inband.exporter_crossing.ExporterCrossing`; the marker source,
 :class:`hw.inband.marker_crossing.MarkerSourceCrossing`) and the frame merger on the
 datapath clock. A frame's beats go into an :class:`amaranth.lib.fifo.AsyncFIFO` that holds
-a whole frame, and a token (one entry per frame, written one writer clock after the
+a whole frame (its registered read side holds one beat more), and a token (one entry per frame, written one writer clock after the
 frame's last beat) tells the reading side that the frame is complete, so a frame leaves on
 consecutive clocks whatever the two clocks' ratio: the merger's output never has a gap
 inside a frame.
@@ -16,7 +16,7 @@ Hand-written: ``amaranth.lib.fifo`` crosses words, not whole frames, and neither
 """
 
 from amaranth.hdl import Signal
-from amaranth.lib.fifo import AsyncFIFO, AsyncFIFOBuffered
+from amaranth.lib.fifo import AsyncFIFOBuffered
 
 from hw.frames.frame import frame_beat_layout
 
@@ -48,11 +48,13 @@ def store_and_forward(m, source, port, *, depths: FrameDepths, data_width: int,
     """Connect the frame stream ``source`` (driven in ``w_domain``) to ``port`` (read in
     ``r_domain``) through a beat FIFO and a token FIFO (submodules ``<name>_beats`` and
     ``<name>_tokens``). Returns the ``r_domain`` strobe of a frame's last beat leaving."""
-    beats = AsyncFIFO(width=frame_beat_layout(data_width).size, depth=depths.beat_depth,
-                      w_domain=w_domain, r_domain=r_domain)
-    # The tokens' read side is registered (``r_rdy`` a flip-flop): unbuffered, the token
-    # FIFO's pointer comparison and the beat FIFO's read pointer update were one path, the
-    # two-clock LDS core's datapath critical path on ECP5 (10 LUT levels).
+    # Both read sides are registered (``r_rdy`` a flip-flop): unbuffered, the token FIFO's
+    # pointer comparison and the beat FIFO's read pointer update were one path, the
+    # two-clock LDS core's datapath critical path on ECP5 (10 LUT levels), and the beat
+    # FIFO's pointer comparison into the port's ``valid`` that of one LDA placement.
+    beats = AsyncFIFOBuffered(width=frame_beat_layout(data_width).size,
+                              depth=depths.beat_depth + 1, w_domain=w_domain,
+                              r_domain=r_domain, exact_depth=True)
     tokens = AsyncFIFOBuffered(width=1, depth=depths.token_depth + 1, w_domain=w_domain,
                                r_domain=r_domain, exact_depth=True)
     m.submodules[f"{name}_beats"] = beats
