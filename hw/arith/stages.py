@@ -5,14 +5,17 @@ Used by the hasher (:mod:`hw.hash_h3`) and the per-kind bucket selection
 (:mod:`hw.counters.kind_select`), the steps H3 hasher → bucket selection of docs/DESIGN.md's "Data
 flow of a packet": a delay line, a two-stage leading-zero count and a two-stage range
 reduction. Each adds its registers to the caller's module and returns the last one.
+:func:`memory_delayed` is the delay line of long delays of wide values (the tap's view of
+the stream, ``hw.frames.tap_watch``), in a block of memory instead of registers.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib.memory import Memory
 from amaranth.utils import ceil_log2
 
 from host_sw.contracts.config_base import is_power_of_two
 
-__all__ = ["delayed", "leading_zeros_pipelined", "range_reduce"]
+__all__ = ["delayed", "memory_delayed", "leading_zeros_pipelined", "range_reduce"]
 
 
 def delayed(m: Module, value, cycles: int, *, name: str = "delayed",
@@ -27,6 +30,42 @@ def delayed(m: Module, value, cycles: int, *, name: str = "delayed",
         m.d.sync += reg.eq(value)
         value = reg
     return value
+
+
+#: The shortest delay :func:`memory_delayed` makes: a write, a read and the register after.
+MEMORY_DELAY_MIN = 3
+
+
+def memory_delayed(m: Module, value, cycles: int, *, name: str):
+    """``value`` delayed by ``cycles`` clocks through a memory (a ring written every clock,
+    read ``cycles - 2`` writes behind, its output registered): ``len(value)`` bits and a
+    few pointer bits of flip-flops instead of ``cycles * len(value)``.
+
+    Why: the tap's view of the stream, 47 clocks behind the merger, took some 5 300 of the
+    64-bit LDA core's flip-flops as a register line (beats and timestamps), spread over
+    the fabric between the merger and the tap (``docs/HARDWARE.md``). In memory (block RAM
+    or LUT RAM, as Yosys maps it) they are a few cells beside the tap.
+
+    The memory has no reset: what it returns in the first ``cycles`` clocks after a reset
+    is what was written before. Use it for data read only behind a valid bit delayed with
+    :func:`delayed` (which reset clears)."""
+    if cycles < MEMORY_DELAY_MIN:
+        raise ValueError(f"memory_delayed needs at least {MEMORY_DELAY_MIN} cycles, "
+                         f"not {cycles!r}")
+    # The write at cycle c is read at c + cycles - 2 (ring position c + cycles - 2 -
+    # (cycles - 2)), registered by the read port and once more: out at c + cycles. A
+    # position is written again ``depth`` clocks later, after its read.
+    depth = 1 << (cycles - 1).bit_length()
+    width = len(value)
+    m.submodules[f"{name}_ring"] = ring = Memory(shape=width, depth=depth, init=[])
+    write, read = ring.write_port(), ring.read_port()
+    write_at = Signal(range(depth), name=f"{name}_write_at")
+    read_at = Signal(range(depth), name=f"{name}_read_at", init=(2 - cycles) % depth)
+    out = Signal(width, name=f"{name}_out", reset_less=True)
+    m.d.sync += [write_at.eq(write_at + 1), read_at.eq(read_at + 1), out.eq(read.data)]
+    m.d.comb += [write.addr.eq(write_at), write.data.eq(value), write.en.eq(1),
+                 read.addr.eq(read_at)]
+    return out
 
 
 def leading_zeros_pipelined(m: Module, word, *, name: str = "lz"):

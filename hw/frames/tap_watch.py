@@ -10,7 +10,9 @@ is pending before the tap sees the next frame's SOF. The core calls
 :func:`wire_tap_watch` from its ``elaborate``; the registers go into the core's module.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
+
+from hw.arith.stages import memory_delayed
 
 __all__ = ["wire_tap_watch"]
 
@@ -25,32 +27,35 @@ def wire_tap_watch(m: Module, merger, tap, timebase, *, delay: int, ts_bits: int
     hw.interval.interval_control requires. The timebase is delayed alike, so a frame's
     timestamp is the tick of its SOF's acceptance. No path from the stream's pins or
     from ``ready`` reaches the measurement side."""
-    # The delayed beats and timestamps are data, read only behind a valid bit that
-    # reset clears: no reset of their own, which keeps some 6 500 flip-flops (64-bit data
-    # path) off the reset net, whose fabric route to this line was a two-clock LDA core's
-    # datapath critical path on ECP5.
-    stages = [(merger.watch_valid, merger.watch)]
+    # The beats and the timestamps go through a memory (:func:`memory_delayed`); only
+    # the valid and last bits are a register line, which reset clears (the memory's
+    # contents are read only behind them). The timebase is registered once before the
+    # memory, a clock more than the beats (the watch copy is a clock after acceptance).
+    # As registers, the delayed beats and timestamps were some 5 300 flip-flops of the
+    # 64-bit LDA core, and their reset's fabric route (before they lost it) a two-clock
+    # LDA core's datapath critical path on ECP5.
+    flags = [(merger.watch_valid, merger.watch.last)]
     for k in range(delay):
         valid = Signal(name=f"watch{k}_valid")
-        beat = Signal.like(merger.watch, name=f"watch{k}", reset_less=True)
-        m.d.sync += [valid.eq(stages[-1][0]), beat.eq(stages[-1][1])]
-        stages.append((valid, beat))
-    watch_valid, watch_payload = stages[-1]
-    tap_next_valid, tap_next = stages[-2]         # the tap's beat of the next cycle
-    now_line = [timebase.now[:ts_bits]]
-    for k in range(delay + 1):
-        now_line.append(Signal(ts_bits, name=f"now_delayed{k}", reset_less=True))
-        m.d.sync += now_line[-1].eq(now_line[-2])
+        last = Signal(name=f"watch{k}_last")
+        m.d.sync += [valid.eq(flags[-1][0]), last.eq(flags[-1][1])]
+        flags.append((valid, last))
+    now_ahead = Signal(ts_bits, name="now_ahead", reset_less=True)
+    m.d.sync += now_ahead.eq(timebase.now[:ts_bits])
+    line = memory_delayed(m, Cat(merger.watch.as_value(), now_ahead), delay, name="watch")
+    watch_valid = flags[-1][0]
+    watch_payload = merger.watch.shape()(line[:len(merger.watch.as_value())])
+    tap_next_valid, tap_next_last = flags[-2]     # the tap's beat of the next cycle
     m.d.comb += [
         tap.watch.valid.eq(watch_valid),
         tap.watch.ready.eq(1),
         tap.watch.payload.eq(watch_payload),
-        tap.now.eq(now_line[-1]),
+        tap.now.eq(line[len(merger.watch.as_value()):]),
     ]
     # HeaderTap.boundary_ok one cycle ahead, registered (the boundary decision then
     # takes registers only): the tap's next beat is in the watch delay line now, and
     # its frame-open state next cycle follows from this cycle's.
     tap_idle = Signal(init=1)           # == tap.boundary_ok
-    next_open = Mux(watch_valid, ~watch_payload.last, tap.in_frame)
-    m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next.last))
+    next_open = Mux(watch_valid, ~flags[-1][1], tap.in_frame)
+    m.d.sync += tap_idle.eq(~next_open & ~(tap_next_valid & tap_next_last))
     return tap_idle
