@@ -512,12 +512,23 @@ def board_summary(out_dir, board: str) -> dict:
 
 def board_main(platform_factory, top_factory, *, board: str, description: str,
                argv=None, directions=None, seed: int = 1, placer: str = "heap",
-               skew: RGMIISkew = RGMIISkew()) -> int:
+               skew: RGMIISkew = RGMIISkew(), kind_defaults=None) -> int:
     """Command line of a board target: ``python -m boards.<board> [--synopsis ..]
     [--no-build] [--build-dir build]``; with ``directions`` (an inline tap's default
     measured directions) also ``--directions``. ``skew``: the RGMII delays the board's
-    PHYs need from the FPGA (:class:`boards.rgmii_pins.RGMIISkew`)."""
-    parser = argparse.ArgumentParser(prog=f"python -m boards.{board}", description=description)
+    PHYs need from the FPGA (:class:`boards.rgmii_pins.RGMIISkew`). ``kind_defaults``:
+    per kind, configuration options (:func:`add_config_arguments`' names) whose default
+    on this board differs from the kind's, so that the kind's default core fits the
+    device; an option given on the command line wins."""
+    kind_defaults = dict(kind_defaults or {})
+    epilog = "; ".join(
+        f"{kind} defaults to " + ", ".join(f"--{name.replace('_', '-')} {value}"
+                                          for name, value in options.items())
+        for kind, options in sorted(kind_defaults.items()))
+    parser = argparse.ArgumentParser(
+        prog=f"python -m boards.{board}", description=description,
+        epilog=f"On this board {epilog} (the kind's default core does not fit the "
+               f"device)." if epilog else None)
     add_config_arguments(parser, seed_flag="--hash-seed")
     parser.add_argument("--data-width", type=int, default=64)
     parser.add_argument("--uart-baud", type=int, default=UART_BAUD,
@@ -545,6 +556,9 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                             help=f"directions measured (default {default}); the other "
                                  f"is a plain pass-through")
     args = parser.parse_args(argv)
+    for name, value in kind_defaults.get(args.synopsis, {}).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     platform = platform_factory()
     core_hz = args.core_clock_mhz * 1e6
     try:

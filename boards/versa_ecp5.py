@@ -2,12 +2,16 @@
 """Lattice ECP5 Versa board (LFE5UM-45F, speed 8): two-port inline tap.
 
 Where it sits: a board target (``boards.top.InlineTapTop``) — RGMII PHYs 0 and 1
-(Marvell 88E1512) are the two ports, the FTDI UART carries the host bus, the core runs on
-the 100 MHz board clock. Pins come from ``amaranth_boards.versa_ecp5``.
+(Marvell 88E1512) are the two ports, the FTDI UART carries the host bus, the cores run on
+62.5 MHz from the PLL. Pins come from ``amaranth_boards.versa_ecp5``. Frames pass both
+ways; by default one direction (port 0 → port 1) is measured: two default cores of any
+kind need more flip-flops than the LFE5UM-45F's 43 848 (``docs/HARDWARE.md``;
+``--directions both`` builds both, for smaller core configurations). RLI defaults to
+2 048 cells: one RLI core of 4 096 needs 134 DP16KD, and the device has 108.
 
 Usage::
 
-    python -m boards.versa_ecp5 [--synopsis lda|rda|lds|opa|rli] [--no-build]
+    python -m boards.versa_ecp5 [--synopsis lda|rda|lds|opa|rli] [--directions ...] [--no-build]
 
 writes ``build/versa_ecp5/versa_ecp5.bit`` (and ``.svf``), ``csr.csv``, ``csr.json``.
 """
@@ -23,7 +27,10 @@ BOARD = "versa_ecp5"
 Platform = VersaECP5Platform
 Top = InlineTapTop
 #: The directions measured by default.
-DIRECTIONS = InlineTapTop.DIRECTIONS
+DIRECTIONS = ("port0_to_port1",)
+#: Per kind, the options whose default differs on this board (the kind's default core
+#: does not fit the device).
+KIND_DEFAULTS = {"rli": {"cells": 2048}}
 #: nextpnr placer: with ``heap`` the two cores (55 % of the LFE5UM-45F) did not route
 #: (router2 diverged on seeds 1 and 2); with ``static`` they route in ~9 minutes.
 PLACER = "static"
@@ -35,7 +42,8 @@ SKEW = RGMIISkew(rx_delay_ns=0.0, tx_delay_ns=0.0)
 
 def main(argv=None) -> int:
     return board_main(Platform, Top, board=BOARD, description=__doc__.splitlines()[0],
-                      argv=argv, directions=DIRECTIONS, placer=PLACER, skew=SKEW)
+                      argv=argv, directions=DIRECTIONS, placer=PLACER, skew=SKEW,
+                      kind_defaults=KIND_DEFAULTS)
 
 
 if __name__ == "__main__":

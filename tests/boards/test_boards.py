@@ -22,7 +22,7 @@ from boards.rgmii import RGMIIPort, RGMIIReceiver, RGMIITransmitter
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
 from boards import top as top_module
 from boards.top import build_board, device_csr, write_csr_exports
-from host_sw.contracts.config import LdaConfig, RdaConfig, config_class
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, config_class
 from host_sw.contracts.config_args import KIND_PARAMETERS
 from host_sw.contracts.csr_export import parse_csr_csv, parse_csr_json
 from host_sw.contracts.uartbone import encode_read, encode_write
@@ -298,7 +298,7 @@ def test_inline_tap_directions():
     assert one.core_names == ("port1_to_port0",) and len(one.cores) == 1
     assert one.csr_bases() == {"port1_to_port0": 0}
     assert default_top(colorlight_5a75b, LdaConfig()).core_names == ("port0_to_port1",)
-    assert default_top(versa_ecp5, LdaConfig()).core_names == versa_ecp5.Top.DIRECTIONS
+    assert default_top(versa_ecp5, LdaConfig()).core_names == ("port0_to_port1",)
     for bad in ((), ("port0",), ("port0_to_port1", "port0_to_port1")):
         with pytest.raises(ValueError, match="directions"):
             versa_ecp5.Top(config=LdaConfig(), directions=bad)
@@ -318,6 +318,26 @@ def test_board_command_directions_option(tmp_path, capsys):
     assert exit_info.value.code == 0
     assert "(default port0_to_port1)" in " ".join(capsys.readouterr().out.split())
     assert colorlight_5a75b.DIRECTIONS == ("port0_to_port1",)
+
+
+def test_board_kind_defaults(tmp_path, capsys):
+    """On the Versa an RLI core defaults to 2 048 cells (4 096 do not fit its block RAM),
+    ``--cells`` still wins, other kinds keep their defaults, and the help says so."""
+    def built_constants(*options):
+        folder = tmp_path / "_".join(options)
+        assert versa_ecp5.main(["--no-build", "--build-dir", str(folder), *options]) == 0
+        csr = json.loads((folder / "versa_ecp5" / "port0_to_port1" / "csr.json").read_text())
+        return csr["constants"]
+
+    rli = built_constants("--synopsis", "rli")
+    assert (rli["config_synopsis_kind"], rli["config_dim1"]) == ("rli", 2048)
+    assert built_constants("--synopsis", "rli", "--cells", "4096")["config_dim1"] == 4096
+    assert built_constants("--synopsis", "lds")["config_dim1"] == LdsConfig().cells
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        versa_ecp5.main(["--help"])
+    assert exit_info.value.code == 0
+    assert "rli defaults to --cells 2048" in " ".join(capsys.readouterr().out.split())
 
 
 def test_written_build_csr_matches_regmap(tmp_path):
@@ -433,7 +453,8 @@ def test_router_passes_checked_commands_whole_and_survives_a_garbled_one():
 @pytest.mark.parametrize("board", sorted(BOARDS))
 def test_board_command_builds_every_kind(board, kind, monkeypatch, capsys):
     """``python -m boards.<board> --synopsis KIND`` hands the build a top whose cores are
-    that kind at its defaults; ``--hash-seed`` is the hash seed, ``--seed`` nextpnr's."""
+    that kind at its defaults (the board's own where it has them, ``KIND_DEFAULTS``);
+    ``--hash-seed`` is the hash seed, ``--seed`` nextpnr's."""
     seen = {}
 
     def fake_build(platform, top, *, board, build_dir, do_build, nextpnr_opts):
@@ -442,6 +463,7 @@ def test_board_command_builds_every_kind(board, kind, monkeypatch, capsys):
 
     monkeypatch.setattr(top_module, "build_board", fake_build)
     assert BOARDS[board].main(["--synopsis", kind, "--hash-seed", "0x1234", "--seed", "7"]) == 0
-    expected = config_class(kind)(seed=0x1234)
+    board_defaults = getattr(BOARDS[board], "KIND_DEFAULTS", {}).get(kind, {})
+    expected = config_class(kind)(seed=0x1234, **board_defaults)
     assert [core.config for core in seen["top"].cores] == [expected] * len(seen["top"].cores)
     assert seen["do_build"] and "--seed 7 " in seen["opts"]
