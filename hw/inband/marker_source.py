@@ -19,7 +19,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, MARKER_FRAME_BYTES, control_header, marker_request_layout
 from hw.frames.frame import FrameStream, RegisterSlice, check_data_width
-from hw.inband.siphash import SipHash, word_count, word_feed
+from hw.inband.siphash import SipHash, header_feed
 
 __all__ = ["MarkerFrameSource"]
 
@@ -106,8 +106,8 @@ class MarkerFrameSource(wiring.Component):
             engine.start.eq(idle & self.request.valid),
         ]
         # The header's words, loaded whenever ``frame`` follows the header.
-        word_feed(m, engine, header[:8 * HEADER_BYTES], idle, name="header_words")
-        word_count(m, engine, engine.start, HEADER_BYTES // 4, name="header")
+        header_feed(m, engine, header[:8 * HEADER_BYTES], load=idle, start=engine.start,
+                    name="header")
         with m.If(idle):
             m.d.sync += frame.eq(header)
             with m.If(self.request.valid):

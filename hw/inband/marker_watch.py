@@ -26,7 +26,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, header_field
 from hw.frames.frame import FrameMonitor, check_data_width
-from hw.inband.siphash import SipHash, word_count, word_feed
+from hw.inband.siphash import SipHash, header_feed
 
 __all__ = ["MarkerWatch", "CAPTURE_BYTES"]
 
@@ -174,9 +174,8 @@ class MarkerWatch(wiring.Component):
             engine.start.eq(start),
         ]
         # The header's words follow ``held`` until a check starts (the same enable).
-        word_feed(m, engine, header[:8 * HEADER_BYTES], ~checking & ~decided,
-                  name="header_words")
-        word_count(m, engine, start, HEADER_BYTES // 4, name="header")
+        header_feed(m, engine, header[:8 * HEADER_BYTES], load=~checking & ~decided,
+                    start=start, name="header")
         # `held` follows the captured header (as it was one cycle after the EOF) until a
         # check starts, then keeps it: a next frame may overwrite the capture meanwhile.
         # It pauses in every decision cycle (`decided`, a flop), whether a check starts

@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
-__all__ = ["SipHash", "sipround", "key_halves", "word_feed", "word_count"]
+__all__ = ["SipHash", "sipround", "key_halves", "header_feed"]
 
 _MASK = (1 << 64) - 1
 _INIT = (0x736F6D6570736575, 0x646F72616E646F6D, 0x6C7967656E657261, 0x7465646279746573)
@@ -63,45 +63,51 @@ def key_halves(key):
     return Cat(*octets[:8]), Cat(*octets[8:])
 
 
-def word_feed(m, engine, value, load, *, name):
-    """A register of ``value``'s 32-bit words whose bits 0..31 are the word ``engine``
-    takes next (its ``words.payload.data``): it loads ``value`` while ``load`` and shifts
-    by one word each time the engine takes one.
+def header_feed(m, engine, value, *, load, start, name: str, slices: int = 4):
+    """Feed ``value``'s 32-bit words to ``engine`` as one message: from ``start`` (the
+    cycle the caller starts the engine) until it takes the last, ``engine.words.valid`` is
+    high, ``last`` marks the final word, and the word it takes next is bits 0..31 of a
+    register (``<name>_words``) that loads ``value`` while ``load`` and shifts by one word
+    each time the engine takes one. ``load`` must be low while the engine takes words.
 
-    Why not ``value.word_select(counter, 32)``: for the 12 words of a header that is a 12:1
-    multiplexer of 32 bits between the word counter and the engine's block register, and
-    the counter's fan-out to it was the datapath's critical path of the two-clock LDA and
-    RDA cores on ECP5 (the marker source's engine, 8.3 ns, 86 % of it routing;
-    ``docs/HARDWARE.md``). Shifted, the word comes straight from flip-flops. The caller
-    keeps its word counter for ``valid`` and ``last``; ``load`` must be low while the
-    engine takes words."""
-    feed = Signal(len(value), name=name, reset_less=True)
-    with m.If(load):
-        m.d.sync += feed.eq(value)
-    with m.Elif(engine.words.valid & engine.words.ready):
-        m.d.sync += feed.eq(feed >> 32)
-    m.d.comb += engine.words.payload.data.eq(feed[:32])
-    return feed
+    Why this shape (each was a datapath critical path of the two-clock LDA and RDA cores
+    on ECP5, ``docs/HARDWARE.md``):
 
-
-def word_count(m, engine, start, words: int, *, name: str):
-    """The word count of a message of ``words`` words that ``engine`` takes from a
-    :func:`word_feed`: from ``start`` (the cycle the caller starts the engine) until the
-    engine takes the last word, ``engine.words.valid`` is one register of its own
-    (``<name>_feeding``), and ``last`` marks word ``words - 1``.
-
-    Why a register: with ``valid`` decoded from a state bit and the word counter, the
-    feed's shift enable (``valid & ready``, to the 384 flip-flops of a header) was two LUT
-    levels behind five flip-flops, the datapath critical path of two of three placements
-    of the LDA two-clock core (``docs/HARDWARE.md``); now it is one LUT of four."""
+    - a shift register, not ``value.word_select(counter, 32)``: for the 12 words of a
+      header that is a 12:1 multiplexer of 32 bits between the word counter and the
+      engine's block register (the marker source's engine, 8.3 ns, 86 % of it routing);
+    - ``valid`` a register of its own (``<name>_feeding``), not decoded from a state bit
+      and the word counter (two LUT levels behind five flip-flops to the shift enable);
+    - the register in ``slices`` slices, each shifting on its own copy of ``valid`` (each
+      copy with its own feedback, so synthesis keeps them apart): one enable net to all
+      384 flip-flops of a header was the marker check's path on one placement (3.9 ns of
+      routing on that net alone)."""
+    words = len(value) // 32
+    if len(value) != 32 * words or words < 1:
+        raise ValueError(f"a message of whole 32-bit words, not {len(value)} bits")
+    slices = max(1, min(slices, words))
     word = Signal(range(words + 1), name=f"{name}_word")
-    feeding = Signal(name=f"{name}_feeding")
+    feeding = [Signal(name=f"{name}_feeding" + (f"{k}" if k else "")) for k in range(slices)]
+    take = engine.words.valid & engine.words.ready
     with m.If(start):
-        m.d.sync += [word.eq(0), feeding.eq(1)]
-    with m.Elif(engine.words.valid & engine.words.ready):
-        m.d.sync += [word.eq(word + 1), feeding.eq(word != words - 1)]
-    m.d.comb += [engine.words.valid.eq(feeding),
-                 engine.words.payload.last.eq(word == words - 1)]
+        m.d.sync += [word.eq(0), *(f.eq(1) for f in feeding)]
+    with m.Elif(take):
+        m.d.sync += [word.eq(word + 1), *(f.eq(word != words - 1) for f in feeding)]
+    feed = Signal(len(value), name=f"{name}_words", reset_less=True)
+    shifted = feed >> 32
+    per = -(-words // slices)
+    for k, copy in enumerate(feeding):
+        part = slice(32 * per * k, min(len(value), 32 * per * (k + 1)))
+        if part.start >= part.stop:
+            break
+        with m.If(load):
+            m.d.sync += feed[part].eq(value[part])
+        with m.Elif(copy & engine.words.ready):
+            m.d.sync += feed[part].eq(shifted[part])
+    m.d.comb += [engine.words.valid.eq(feeding[0]),
+                 engine.words.payload.last.eq(word == words - 1),
+                 engine.words.payload.data.eq(feed[:32])]
+    return feed
 
 
 class SipHash(wiring.Component):

@@ -32,7 +32,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, control_header
 from hw.frames.frame import FrameStream, RegisterSlice, check_data_width
-from hw.inband.siphash import SipHash, word_count, word_feed
+from hw.inband.siphash import SipHash, header_feed
 
 __all__ = ["ReferenceFrameSource", "STAMP_AHEAD"]
 
@@ -126,8 +126,8 @@ class ReferenceFrameSource(wiring.Component):
             engine.start.eq(loading),
         ]
         # The header's words, loaded with ``frame``.
-        word_feed(m, engine, header[:8 * HEADER_BYTES], loading, name="header_words")
-        word_count(m, engine, loading, HEADER_BYTES // 4, name="header")
+        header_feed(m, engine, header[:8 * HEADER_BYTES], load=loading, start=loading,
+                    name="header")
         pending = Signal()             # one trigger waits while a reference is out
         with m.If(trigger & ~idle):
             m.d.sync += pending.eq(1)
