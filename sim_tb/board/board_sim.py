@@ -73,6 +73,9 @@ class BoardSimParams:
     board:
         A key of :data:`BOARDS`; the top is built as the board's command builds it by
         default (its directions), with a small LDA counter bank (``rows``).
+    directions:
+        The measured directions of a two-port board, as ``--directions`` gives them
+        (default ``None``: the board command's default).
     frames, bad_frames:
         Frames offered to each measured port per traffic phase, and how many of them
         carry a bad FCS.
@@ -91,6 +94,7 @@ class BoardSimParams:
     uart_divisor: int = 4
     rx_clk_ns: tuple = (8.0, 8.0)
     rx_phase_ns: tuple = (0.0, 3.1)
+    directions: tuple | None = None
 
     def __post_init__(self):
         if self.board not in BOARDS:
@@ -200,11 +204,14 @@ def _core_inputs(verilog: str, board: str, cores: int) -> dict:
 SIM_PHY_RESET_MS = (0.002, 0.002)
 
 
-def _default_top(module, config, uart_baud, clk_hz):
-    """The top as the board's command builds it, but for the UART rate, the PHY reset's
-    length and the cores' clock: the board's oscillator itself (``clk_hz``), as the ECP5
-    PLL that makes the built board's core clock has no simulation model."""
-    extra = {"directions": module.DIRECTIONS} if hasattr(module, "DIRECTIONS") else {}
+def _default_top(module, config, uart_baud, clk_hz, directions=None):
+    """The top as the board's command builds it (with ``directions`` measured, if given),
+    but for the UART rate, the PHY reset's length and the cores' clock: the board's
+    oscillator itself (``clk_hz``), as the ECP5 PLL that makes the built board's core
+    clock has no simulation model."""
+    if directions is None:
+        directions = getattr(module, "DIRECTIONS", None)
+    extra = {} if directions is None else {"directions": directions}
     return module.Top(config=config, data_width=64, uart_baud=uart_baud, skew=module.SKEW,
                       phy_reset_ms=SIM_PHY_RESET_MS, core_clock_hz=clk_hz, **extra)
 
@@ -223,7 +230,7 @@ def _export(params: BoardSimParams, build_dir: Path) -> dict:
     platform = module.Platform()
     clk_hz = platform.default_clk_frequency
     baud = round(clk_hz / params.uart_divisor)
-    top = _default_top(module, params.config(), baud, clk_hz)
+    top = _default_top(module, params.config(), baud, clk_hz, params.directions)
     plan = platform.prepare(top, name=params.board)
     il = build_dir / "board.il"
     il.write_text(plan.files[f"{params.board}.il"])

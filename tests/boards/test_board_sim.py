@@ -7,8 +7,9 @@ two-port board through the router); a traffic phase at line rate with bad-FCS fr
 passes the tap unaltered (a bad frame leaves with a bad FCS); ``ldactl read --swap``
 returns, per core, the golden model's synopsis of the frames that core saw (timestamps:
 each frame's start cycle at the core plus one constant, calibrated from the read) and
-status counters that count the bad frames as errored, not measured; on the Versa (two
-measured directions, port 1 looped back) ``ldactl watch`` pairs the two cores: no loss.
+status counters that count the bad frames as errored, not measured; on the Versa (both
+directions measured, ``--directions both``, port 1 looped back) ``ldactl watch`` pairs
+the two cores: no loss.
 
 Minutes of simulation per board on this machine (docs/SIMULATION.md): run with
 ``LDA_SIM_LONG=1``.
@@ -96,7 +97,10 @@ def _check_snapshot(snap: Snapshot, frames: list[OfferedFrame], sof: list[int]):
 
 @pytest.mark.parametrize("board", sorted(BOARDS))
 def test_board_top_under_phy_and_uart_models(board, tmp_path):
-    params = BoardSimParams(board=board)
+    # The Versa with both directions measured (``--directions both``; its default
+    # measures one): two cores behind the router, and ``ldactl watch`` between them.
+    params = BoardSimParams(board=board, directions=(
+        ("port0_to_port1", "port1_to_port0") if board == "versa_ecp5" else None))
     sim = start_board_sim(params, tmp_path / "sim")
     try:
         ports = sim.wait_ports(1200)
