@@ -8,7 +8,8 @@ Inside, the exporter (with its SipHash tagger) runs in the control domain and ev
 it exchanges with the datapath crosses through :class:`amaranth.lib.fifo.AsyncFIFO`:
 
 - **the start**: the export's parameters (the frozen interval's header fields, the MACs,
-  the key, the ports), one entry per export, datapath → control;
+  the key, the ports), one entry per export, datapath → control
+  (:class:`hw.bus.entry_crossing.EntryCrossing`);
 - **the counter reads**: each read's address control → datapath, where it takes the
   frozen copy's shared read port (:class:`hw.counters.frozen_read_share.FrozenReadShare`,
   the bus first, as on one clock), and each answer (word and error bit) back. The
@@ -25,13 +26,14 @@ host port), ``read_error`` from the answers it passes. No value crosses otherwis
 
 from amaranth.hdl import Cat, DomainRenamer, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import AsyncFIFO, AsyncFIFOBuffered
+from amaranth.lib.fifo import AsyncFIFO
 
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES
 
-from hw.inband.control_frame_tx import HEADER_BYTES
+from hw.bus.entry_crossing import EntryCrossing
 from hw.frames.frame_crossing import frame_depths, store_and_forward
+from hw.inband.control_frame_tx import HEADER_BYTES
 
 __all__ = ["ExporterCrossing", "PARAMETERS"]
 
@@ -107,12 +109,8 @@ class ExporterCrossing(wiring.Component):
         """``start`` (not while busy, a port enabled) → the parameters' FIFO → the
         exporter's ``start`` once it is idle. Returns the sampled ports and release."""
         values = [getattr(self, name) for name in PARAMETERS]
-        # The read side registered (``r_data`` and ``r_rdy`` flip-flops): unbuffered, the
-        # exporter's ``busy`` reached the FIFO's storage through its read pointer, the
-        # two-clock LDA core's control-clock critical path on ECP5 (8.9 ns).
-        m.submodules.parameters = fifo = AsyncFIFOBuffered(
-            width=sum(len(v) for v in values), depth=3, w_domain=fast, r_domain=ctrl,
-            exact_depth=True)
+        m.submodules.parameters = fifo = EntryCrossing(
+            width=sum(len(v) for v in values), w_domain=fast, r_domain=ctrl)
         starts = self.start & ~self.busy & (self.to_inband | self.to_host)
         # Sampled into registers first, written a clock later: the start strobe comes
         # from the freeze logic across the core, and as the FIFO's write enable it was one

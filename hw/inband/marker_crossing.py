@@ -9,7 +9,7 @@ runs in the control domain:
 
 - **the request** (the marker's number, timestamp and flags, with the MACs, CONFIG_ID and
   the key it is built with: every input the source samples with a request) crosses
-  datapath → control in one :class:`amaranth.lib.fifo.AsyncFIFOBuffered` entry;
+  datapath → control as one entry (:class:`hw.bus.entry_crossing.EntryCrossing`);
 - **the frame** crosses back stored and forwarded
   (:func:`hw.frames.frame_crossing.store_and_forward`): it leaves on consecutive datapath
   clocks whatever the two clocks' ratio.
@@ -22,10 +22,10 @@ moves no packet between intervals; it only delays the marker.
 
 from amaranth.hdl import Cat, DomainRenamer, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import AsyncFIFOBuffered
 
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 
+from hw.bus.entry_crossing import EntryCrossing
 from hw.frames.frame_crossing import frame_depths, store_and_forward
 from hw.inband.control_frame_tx import MARKER_FRAME_BYTES
 
@@ -77,12 +77,8 @@ class MarkerSourceCrossing(wiring.Component):
         m.submodules.source = DomainRenamer({"sync": ctrl})(inner)
         request = self.request
         values = [request.payload.as_value(), *(getattr(self, name) for name in SAMPLED)]
-        # The read side registered (``r_data`` and ``r_rdy`` flip-flops): unbuffered, the
-        # FIFO's read pointer decoded its storage into the source's header and tag engine,
-        # the two-clock LDS core's control-clock critical path on ECP5 (9.1 ns).
-        m.submodules.requests = fifo = AsyncFIFOBuffered(
-            width=sum(len(v) for v in values), depth=3, w_domain=fast, r_domain=ctrl,
-            exact_depth=True)
+        m.submodules.requests = fifo = EntryCrossing(
+            width=sum(len(v) for v in values), w_domain=fast, r_domain=ctrl)
         # Sampled into registers first and written a clock later (the write pointer's
         # update then starts at a flip-flop); ``ready`` counts the entry on its way.
         pushed = Signal(name="request_pushed")
