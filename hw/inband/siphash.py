@@ -90,9 +90,13 @@ def header_feed(m, engine, value, *, load, start, name: str, slices: int = 4):
     feeding = [Signal(name=f"{name}_feeding" + (f"{k}" if k else "")) for k in range(slices)]
     take = engine.words.valid & engine.words.ready
     with m.If(start):
-        m.d.sync += [word.eq(0), *(f.eq(1) for f in feeding)]
+        m.d.sync += word.eq(0)
     with m.Elif(take):
-        m.d.sync += [word.eq(word + 1), *(f.eq(word != words - 1) for f in feeding)]
+        m.d.sync += word.eq(word + 1)
+    # Each copy's next value reads the copy itself, not through an enable: with an
+    # enable, the copies are the same flip-flop to Yosys, which merges them.
+    ends = take & (word == words - 1)
+    m.d.sync += [f.eq(start | (f & ~ends)) for f in feeding]
     feed = Signal(len(value), name=f"{name}_words", reset_less=True)
     shifted = feed >> 32
     per = -(-words // slices)
