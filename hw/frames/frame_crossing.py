@@ -5,11 +5,11 @@ Where it sits (``docs/DESIGN.md``, "Clock domains"): between the frame sources t
 the control domain of a two-domain core (the exporter's ports,
 :class:`hw.inband.exporter_crossing.ExporterCrossing`; the marker source,
 :class:`hw.inband.marker_crossing.MarkerSourceCrossing`) and the frame merger on the
-datapath clock. A frame's beats go into an :class:`amaranth.lib.fifo.AsyncFIFO` that holds
-a whole frame (its registered read side holds one beat more), and a token (one entry per frame, written one writer clock after the
-frame's last beat) tells the reading side that the frame is complete, so a frame leaves on
-consecutive clocks whatever the two clocks' ratio: the merger's output never has a gap
-inside a frame.
+datapath clock. A frame's beats go into an :class:`amaranth.lib.fifo.AsyncFIFOBuffered`
+that holds a whole frame, and a token (one entry per frame, written one writer clock after
+the frame's last beat) tells the reading side that the frame is complete, so a frame
+leaves on consecutive clocks whatever the two clocks' ratio: the merger's output never has
+a gap inside a frame.
 
 Hand-written: ``amaranth.lib.fifo`` crosses words, not whole frames, and neither LiteX's
 ``stream.ClockDomainCrossing`` nor amaranth-soc has a store-and-forward crossing.

@@ -32,8 +32,7 @@ def wire_tap_watch(m: Module, merger, tap, timebase, *, delay: int, ts_bits: int
     # contents are read only behind them). The timebase is registered once before the
     # memory, a clock more than the beats (the watch copy is a clock after acceptance).
     # As registers, the delayed beats and timestamps were some 5 300 flip-flops of the
-    # 64-bit LDA core, and their reset's fabric route (before they lost it) a two-clock
-    # LDA core's datapath critical path on ECP5.
+    # 64-bit LDA core, spread between the merger and the tap.
     flags = [(merger.watch_valid, merger.watch.last)]
     for k in range(delay):
         valid = Signal(name=f"watch{k}_valid")
