@@ -18,6 +18,7 @@ unrecovered and its packets get no delay — never a guessed one.
 from __future__ import annotations
 
 import math
+import threading
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
@@ -198,29 +199,35 @@ def summary(result: OpaRecovery, tick_ns: float) -> dict:
     return out
 
 
-_LAST: dict = {}
+#: The last recovery, per thread: the analysis's tasks run on threads at once
+#: (``ldactl estimate --jobs N --threads``), and one memo shared between them handed a
+#: task another interval's recovery.
+_LAST = threading.local()
 
 
 def recover_pair(sender: Synopsis, sender_records: PacketRecords,
                  receiver_records: PacketRecords, *, shift: int = 0, **bounds) -> OpaRecovery:
     """The recovery of one interval from the sender's words and both points' records,
     the sender's timestamp block made here as the sender's host makes it
-    (:func:`~host_sw.model.golden_opa.sender_timestamp_block`). The last result is kept (by
-    the identity of its inputs) so that the interval's estimate and its per-packet
-    output share one recovery."""
+    (:func:`~host_sw.model.golden_opa.sender_timestamp_block`). The calling thread's last
+    result is kept (by the identity of its inputs, which it keeps alive) so that the
+    interval's estimate and its per-packet output share one recovery."""
     key = (id(sender), id(sender_records), id(receiver_records), shift,
            tuple(sorted(bounds.items())))
-    if _LAST.get("key") != key:
+    last = getattr(_LAST, "memo", None)
+    if last is None or last["key"] != key:
         block = sender_timestamp_block(sender.config, sender_records, shift=shift)
-        _LAST.update(key=key, result=recover_interval(sender, block, receiver_records,
-                                                      **bounds),
-                     block_bytes=len(block), refs=(sender, sender_records, receiver_records))
-    return _LAST["result"]
+        last = {"key": key, "result": recover_interval(sender, block, receiver_records,
+                                                       **bounds),
+                "block_bytes": len(block), "refs": (sender, sender_records, receiver_records)}
+        _LAST.memo = last
+    return last["result"]
 
 
 def last_block_bytes() -> int:
-    """Size of the timestamp block of the last :func:`recover_pair`."""
-    return _LAST.get("block_bytes", 0)
+    """Size of the timestamp block of the calling thread's last :func:`recover_pair`."""
+    last = getattr(_LAST, "memo", None)
+    return 0 if last is None else last["block_bytes"]
 
 
 def estimate_opa(sender: Synopsis, receiver: Synopsis, sender_records=None,

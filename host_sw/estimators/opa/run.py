@@ -11,6 +11,8 @@ they come from :func:`host_sw.model.golden_opa.opa_synopsis` instead of the gold
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from host_sw.estimators.opa.recovery import PERCENTILES, recover_pair
@@ -18,7 +20,9 @@ from host_sw.model.golden_opa import PacketRecords, opa_synopsis
 
 __all__ = ["opa_records", "opa_synopses", "opa_details"]
 
-_MEMO: dict = {}
+#: The last interval's records, per thread (the analysis's tasks may run on threads at
+#: once; one shared memo would hand a task another interval's records).
+_MEMO = threading.local()
 
 
 def _point_records(config, observation, hashers) -> tuple[PacketRecords, np.ndarray]:
@@ -34,12 +38,20 @@ def _point_records(config, observation, hashers) -> tuple[PacketRecords, np.ndar
 def opa_records(config, iv, hashers):
     """(sender, receiver) :class:`PacketRecords` of the interval (memoised per interval,
     so that the synopses and the caches share them)."""
+    return _memo(config, iv, hashers)["records"]
+
+
+def _memo(config, iv, hashers) -> dict:
+    """The calling thread's memo of the interval ``iv`` (records and packet ids; ``iv``
+    kept alive, so its identity is not reused)."""
     key = (id(iv), config.config_id)
-    if _MEMO.get("key") != key:
+    memo = getattr(_MEMO, "memo", None)
+    if memo is None or memo["key"] != key:
         s, s_ids = _point_records(config, iv.sender, hashers)
         r, r_ids = _point_records(config, iv.receiver, hashers)
-        _MEMO.update(key=key, records=(s, r), ids=(s_ids, r_ids), iv=iv)
-    return _MEMO["records"]
+        memo = {"key": key, "records": (s, r), "ids": (s_ids, r_ids), "iv": iv}
+        _MEMO.memo = memo
+    return memo
 
 
 def opa_synopses(config, iv, hashers):
@@ -51,9 +63,10 @@ def opa_synopses(config, iv, hashers):
 def opa_details(config, sender, receiver, iv, hashers) -> dict:
     """The recovery (``opa``, for per-packet output), the truth's percentiles
     (``true_p50`` …, ns) and ``delays_exact``: every recovered delay equals the truth."""
-    s, r = opa_records(config, iv, hashers)
+    memo = _memo(config, iv, hashers)
+    s, r = memo["records"]
     result = recover_pair(sender, s, r)
-    s_ids, r_ids = _MEMO["ids"]
+    s_ids, r_ids = memo["ids"]
     send_of = dict(zip(s_ids.tolist(), s.timestamps.tolist()))
     rec = np.flatnonzero(result.recovered)
     true = np.array([r.timestamps[i] - send_of.get(int(r_ids[i]), -10 ** 18) for i in rec],

@@ -3,12 +3,15 @@
 reordering and foreign packets within the bounds; groups beyond the bounds reported
 unrecovered with no delay given."""
 
+import threading
+
 import numpy as np
 import pytest
 
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa.words import group_of
-from host_sw.estimators.opa.recovery import recover_interval, summary
+from host_sw.estimators.opa.recovery import (last_block_bytes, recover_interval, recover_pair,
+                                             summary)
 from host_sw.estimators.opa.grid import _pure_loss_chunks, _Without, pure_loss
 from host_sw.estimators.opa.terms import Terms as _Terms
 from host_sw.estimators.opa.search import search_group
@@ -265,3 +268,33 @@ def test_reordered_beyond_d_is_matched_not_called_foreign():
     order = [0, 1, 2, 3, 18, 4] + [i for i in range(6, 25) if i != 18]
     found = search_group(p[order], 25, b, seed=config.seed, shift_bound=8)
     assert np.array_equal(found.sigma, np.array(order) + 1)
+
+
+def test_recover_pair_memo_is_per_thread(interval):
+    """``recover_pair`` keeps each thread's last recovery (``--jobs N --threads`` runs
+    intervals on threads at once): a recovery on another thread in between neither
+    replaces this thread's (the same result object comes back, its block size stays) nor
+    is handed to it."""
+    p, send, recv = interval
+    half = len(p) // 2
+
+    def inputs(lo, hi):
+        sender = PacketRecords(p[lo:hi], send[lo:hi])
+        syn, _ = opa_sender(CONFIG, sender)
+        return syn, sender, PacketRecords(p[lo:hi], recv[lo:hi])
+
+    first, second = inputs(0, half), inputs(half, len(p) - 200)
+    mine = recover_pair(*first)
+    mine_bytes = last_block_bytes()
+    other = {}
+
+    def on_other_thread():
+        other["result"] = recover_pair(*second)
+        other["bytes"] = last_block_bytes()
+
+    thread = threading.Thread(target=on_other_thread)
+    thread.start()
+    thread.join()
+    assert other["result"] is not mine and other["bytes"] != mine_bytes
+    assert recover_pair(*first) is mine
+    assert last_block_bytes() == mine_bytes
