@@ -19,7 +19,7 @@ from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.siphash import key_to_int
 from hw.inband.marker_crossing import MarkerSourceCrossing
 from hw.inband.marker_source import MarkerFrameSource
-from sim_tb.lib.amaranth_streams import Sink, wait_until
+from sim_tb.lib.amaranth_streams import Sink, stream_put, wait_until
 
 SRC_MAC = 0x020000000001
 DST_MAC = 0x020000000002
@@ -56,14 +56,8 @@ def test_crossing_markers_equal_build_marker(config, data_width, sync_ns, ctrl_n
             ctx.set(dut.dst_mac, dst)
             ctx.set(dut.key, 0 if key is None else key_to_int(key))
             ctx.set(dut.auth, key is not None)
-            ctx.set(dut.request.valid, 1)
-            ctx.set(dut.request.payload, {"seq": seq, "timestamp": ts, "flags": flags})
-            while True:
-                _, _, ready = await ctx.tick().sample(dut.request.ready)
-                if ready:
-                    break
+            await stream_put(ctx, dut.request, {"seq": seq, "timestamp": ts, "flags": flags})
             # the inputs change at once: the crossing has what it needs
-            ctx.set(dut.request.valid, 0)
             ctx.set(dut.request.payload, {"seq": 0, "timestamp": 0, "flags": 0})
             for name in ("src_mac", "dst_mac", "key", "auth"):
                 ctx.set(getattr(dut, name), 0)
