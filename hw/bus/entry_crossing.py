@@ -1,67 +1,85 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """A wide entry (a marker request, an export's parameters) from one clock domain into
-another, through :class:`amaranth.lib.fifo.AsyncFIFOBuffered` slices side by side.
+another: a register on each side and a toggle handshake between them.
 
 Where it sits (``docs/DESIGN.md``, "Clock domains"): at the datapath → control edges of
 the two-clock core's crossings (:class:`hw.inband.marker_crossing.MarkerSourceCrossing`'s
 requests, :class:`hw.inband.exporter_crossing.ExporterCrossing`'s parameters), where one
 entry of 361 or 372 bits crosses per marker or export.
 
-Why slices: as one FIFO, the entry's storage is some 93 LUT-RAM cells that all take the
-read address from one pointer, and the pointer's update into them was the two-clock LDA
-and LDS cores' control-clock critical path on ECP5 (8.8–9.1 ns, 3–4 ns of it on that one
-net; ``docs/HARDWARE.md``). Each slice of at most :data:`SLICE_BITS` has its own pointers
-and a quarter of the cells. The slices are written together and read together: an entry
-is readable once every slice shows it (their synchronisers may see the write a clock
-apart), and there is room once every slice has it.
+Why not a FIFO: an entry crosses once per marker or export, and the crossing's every
+register costs a route on the control clock. As :class:`amaranth.lib.fifo.AsyncFIFOBuffered`
+slices, the read pointer's update into the LUT-RAM cells and out to the read register was
+the two-clock LDA core's control-clock critical path on ECP5 in each of three seeds
+(7.6–8.9 ns; ``docs/HARDWARE.md``). Here no pointer and no memory exist:
 
-Hand-written: ``amaranth.lib.fifo`` has no multi-slice FIFO; the synchronisation is the
-FIFOs' own.
+- the writing side holds the entry in ``held`` and flips ``request``; it is ready again
+  once ``acknowledge`` has come back through a :class:`amaranth.lib.cdc.FFSynchronizer`;
+- the reading side sees ``request`` through another, copies ``held`` into its output
+  register while that register is empty (``held`` has not changed since before the flip
+  arrived, and does not change until the flip back does), and flips ``acknowledge``.
+
+The output register's enable is one flip-flop (its own ``valid``'s inverse), so the
+entry's fan-out starts at a register on both sides. Two entries can wait: one in ``held``,
+one in the output register.
+
+Hand-written: ``amaranth.lib.cdc`` has the synchronisers but no data handshake; the
+pattern is the usual toggle (four-phase free) request/acknowledge.
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import AsyncFIFOBuffered
+from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["EntryCrossing", "SLICE_BITS"]
-
-#: The widest slice (bits).
-SLICE_BITS = 96
+__all__ = ["EntryCrossing"]
 
 
 class EntryCrossing(wiring.Component):
-    """Entries of ``width`` bits from ``w_domain`` to ``r_domain``, ``depth`` of them.
+    """Entries of ``width`` bits from ``w_domain`` to ``r_domain``, two of them waiting.
 
     Members (the :class:`amaranth.lib.fifo.FIFOInterface` names): ``w_data``, ``w_en``,
-    ``w_rdy`` in ``w_domain``; ``r_data``, ``r_en``, ``r_rdy`` in ``r_domain``, both read
-    side outputs registered. Write only while ``w_rdy``.
+    ``w_rdy`` in ``w_domain``; ``r_data``, ``r_en``, ``r_rdy`` in ``r_domain``, all three
+    read side outputs from registers. Write only while ``w_rdy``.
+
+    Reset: each side's toggle by its own domain's reset; reset both domains together
+    (``docs/CORE_INTERFACE.md``, "Two clocks").
     """
 
-    def __init__(self, *, width: int, w_domain: str, r_domain: str, depth: int = 3):
+    def __init__(self, *, width: int, w_domain: str, r_domain: str):
         if width < 1:
             raise ValueError(f"width must be at least 1, not {width!r}")
-        self.width, self.depth = width, depth
+        if w_domain == r_domain:
+            raise ValueError(f"a crossing needs two domains, not {w_domain!r} twice")
+        self.width = width
         self.w_domain, self.r_domain = w_domain, r_domain
         super().__init__({"w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
                           "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
-        slices = []
-        for k, low in enumerate(range(0, self.width, SLICE_BITS)):
-            bits = min(SLICE_BITS, self.width - low)
-            fifo = AsyncFIFOBuffered(width=bits, depth=self.depth, w_domain=self.w_domain,
-                                     r_domain=self.r_domain, exact_depth=True)
-            m.submodules[f"slice{k}"] = fifo
-            slices.append((fifo, low, bits))
-        m.d.comb += [
-            self.w_rdy.eq(Cat(f.w_rdy for f, _, _ in slices).all()),
-            self.r_rdy.eq(Cat(f.r_rdy for f, _, _ in slices).all()),
-            self.r_data.eq(Cat(f.r_data for f, _, _ in slices)),
-        ]
-        for fifo, low, bits in slices:
-            m.d.comb += [fifo.w_en.eq(self.w_en),
-                         fifo.w_data.eq(self.w_data[low: low + bits]),
-                         fifo.r_en.eq(self.r_en & self.r_rdy)]
+        w, r = self.w_domain, self.r_domain
+        held = Signal(self.width, reset_less=True)
+        request, acknowledge = Signal(), Signal()
+        request_seen, acknowledge_seen = Signal(), Signal()
+        m.submodules.request_sync = FFSynchronizer(request, request_seen, o_domain=r)
+        m.submodules.acknowledge_sync = FFSynchronizer(acknowledge, acknowledge_seen,
+                                                       o_domain=w)
+
+        m.d.comb += self.w_rdy.eq(request == acknowledge_seen)
+        with m.If(self.w_en & self.w_rdy):
+            m.d[w] += [held.eq(self.w_data), request.eq(~request)]
+
+        out = Signal(self.width, reset_less=True)
+        out_valid = Signal()
+        pending = request_seen != acknowledge
+        with m.If(~out_valid):
+            # Copied every clock while empty; counted only once ``pending`` says ``held``
+            # has settled.
+            m.d[r] += [out.eq(held), out_valid.eq(pending)]
+            with m.If(pending):
+                m.d[r] += acknowledge.eq(~acknowledge)
+        with m.Elif(self.r_en):
+            m.d[r] += out_valid.eq(0)
+        m.d.comb += [self.r_data.eq(out), self.r_rdy.eq(out_valid)]
         return m

@@ -5,7 +5,8 @@ Where it sits (``docs/DESIGN.md``, "Clock domains"): in a two-domain core
 (:class:`hw.lda_pipeline.MeasurementCore` with ``control_domain="ctrl"``) in place of the
 :class:`hw.inband.exporter.Exporter`, with the same members, all in the datapath domain.
 Inside, the exporter (with its SipHash tagger) runs in the control domain and everything
-it exchanges with the datapath crosses through :class:`amaranth.lib.fifo.AsyncFIFO`:
+it exchanges with the datapath crosses through :mod:`amaranth.lib.fifo` and
+:mod:`amaranth.lib.cdc`:
 
 - **the start**: the export's parameters (the frozen interval's header fields, the MACs,
   the key, the ports), one entry per export, datapath → control
@@ -37,7 +38,7 @@ from hw.inband.control_frame_tx import HEADER_BYTES
 
 __all__ = ["ExporterCrossing", "PARAMETERS"]
 
-#: The exporter's inputs sampled at ``start``, crossing in one FIFO entry per export.
+#: The exporter's inputs sampled at ``start``, crossing as one entry per export.
 PARAMETERS = ("seq", "flags", "timestamp", "config_id", "role", "src_mac", "dst_mac",
               "key", "auth", "to_inband", "to_host", "auto_release")
 
@@ -106,25 +107,24 @@ class ExporterCrossing(wiring.Component):
         return m
 
     def _start(self, m, inner, ctrl, fast):
-        """``start`` (not while busy, a port enabled) → the parameters' FIFO → the
+        """``start`` (not while busy, a port enabled) → the parameters' crossing → the
         exporter's ``start`` once it is idle. Returns the sampled ports and release."""
         values = [getattr(self, name) for name in PARAMETERS]
-        m.submodules.parameters = fifo = EntryCrossing(
+        m.submodules.parameters = crossing = EntryCrossing(
             width=sum(len(v) for v in values), w_domain=fast, r_domain=ctrl)
         starts = self.start & ~self.busy & (self.to_inband | self.to_host)
         # Sampled into registers first, written a clock later: the start strobe comes
-        # from the freeze logic across the core, and as the FIFO's write enable it was one
-        # path with the write pointer's update (the two-clock LDA core's datapath critical
-        # path on ECP5, 90 % of it routing).
+        # from the freeze logic across the core, and the crossing's write enable (into
+        # its 372 holding registers) then starts at a flip-flop.
         pushed = Signal(name="parameters_pushed")
-        sampled = Signal(len(fifo.w_data), name="parameters_sampled", reset_less=True)
+        sampled = Signal(len(crossing.w_data), name="parameters_sampled", reset_less=True)
         m.d[fast] += [pushed.eq(starts), sampled.eq(Cat(*values))]
-        m.d.comb += [fifo.w_en.eq(pushed), fifo.w_data.eq(sampled),
-                     fifo.r_en.eq(~inner.busy),
-                     inner.start.eq(fifo.r_rdy & ~inner.busy)]
+        m.d.comb += [crossing.w_en.eq(pushed), crossing.w_data.eq(sampled),
+                     crossing.r_en.eq(~inner.busy),
+                     inner.start.eq(crossing.r_rdy & ~inner.busy)]
         offset = 0
         for name, value in zip(PARAMETERS, values):
-            m.d.comb += getattr(inner, name).eq(fifo.r_data[offset: offset + len(value)])
+            m.d.comb += getattr(inner, name).eq(crossing.r_data[offset: offset + len(value)])
             offset += len(value)
         enabled = Signal(2, name="ports_enabled")          # in-band, host
         auto_release = Signal(name="auto_release_sampled")

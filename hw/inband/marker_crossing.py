@@ -31,7 +31,7 @@ from hw.inband.control_frame_tx import MARKER_FRAME_BYTES
 
 __all__ = ["MarkerSourceCrossing", "SAMPLED"]
 
-#: The source's inputs sampled with a request, crossing in its FIFO entry.
+#: The source's inputs sampled with a request, crossing in its entry.
 SAMPLED = ("src_mac", "dst_mac", "config_id", "key", "auth")
 
 
@@ -50,11 +50,11 @@ class MarkerSourceCrossing(wiring.Component):
     Members
     -------
     The source's, with its meaning, in ``datapath_domain``. What differs: ``request`` is
-    taken while the request FIFO has room (up to three requests waiting), and the
+    taken while the request crossing has room (two requests can wait), and the
     frame's first beat leaves some clocks of each domain after the source's, once the
     whole frame is in the crossing.
 
-    Reset: each FIFO is emptied by its writing domain's reset; reset both domains together
+    Reset: each crossing is emptied by its domains' resets; reset both domains together
     (``docs/CORE_INTERFACE.md``, "Two clocks").
     """
 
@@ -77,22 +77,22 @@ class MarkerSourceCrossing(wiring.Component):
         m.submodules.source = DomainRenamer({"sync": ctrl})(inner)
         request = self.request
         values = [request.payload.as_value(), *(getattr(self, name) for name in SAMPLED)]
-        m.submodules.requests = fifo = EntryCrossing(
+        m.submodules.requests = crossing = EntryCrossing(
             width=sum(len(v) for v in values), w_domain=fast, r_domain=ctrl)
-        # Sampled into registers first and written a clock later (the write pointer's
-        # update then starts at a flip-flop); ``ready`` counts the entry on its way.
+        # Sampled into registers first and written a clock later (the write enable into the
+        # holding registers then starts at a flip-flop); ``ready`` counts the entry on its way.
         pushed = Signal(name="request_pushed")
-        sampled = Signal(len(fifo.w_data), name="request_sampled", reset_less=True)
+        sampled = Signal(len(crossing.w_data), name="request_sampled", reset_less=True)
         taken = request.valid & request.ready
         m.d[fast] += [pushed.eq(taken), sampled.eq(Cat(*values))]
-        m.d.comb += [request.ready.eq(fifo.w_rdy & ~pushed),
-                     fifo.w_en.eq(pushed), fifo.w_data.eq(sampled),
-                     inner.request.valid.eq(fifo.r_rdy),
-                     fifo.r_en.eq(inner.request.ready)]
+        m.d.comb += [request.ready.eq(crossing.w_rdy & ~pushed),
+                     crossing.w_en.eq(pushed), crossing.w_data.eq(sampled),
+                     inner.request.valid.eq(crossing.r_rdy),
+                     crossing.r_en.eq(inner.request.ready)]
         offset = 0
         for target in [inner.request.payload.as_value(),
                        *(getattr(inner, name) for name in SAMPLED)]:
-            m.d.comb += target.eq(fifo.r_data[offset: offset + len(target)])
+            m.d.comb += target.eq(crossing.r_data[offset: offset + len(target)])
             offset += len(target)
         store_and_forward(m, inner.source, self.source, depths=self.depths,
                           data_width=inner.data_width, w_domain=ctrl, r_domain=fast,
