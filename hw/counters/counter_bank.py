@@ -143,8 +143,9 @@ class CounterBank(wiring.Component):
     Frozen read port
     ----------------
     ``en`` in cycle ``t`` → ``data``/``valid``/``error`` in cycle ``t + READ_LATENCY``
-    (4): the flat index is split into lane/address and registered, the frozen copy's
-    RAMs read (two edges, as in S0/S1), the lane's word is selected and registered.
+    (5): the flat index is split into lane/address and registered, the frozen copy's
+    RAMs read (two edges, as in S0/S1), each RAM's word registered masked by whether it
+    is the one asked for, the masked words ORed and registered.
     ``error`` (and zero data) when the other copy was not FROZEN at ``t`` or the index is
     out of range. One read per clock is sustained.
 
@@ -170,7 +171,7 @@ class CounterBank(wiring.Component):
     #: Clock edges from a RAM read address to its registered read data.
     RAM_READ_LATENCY = 2
     #: Cycles from ``frozen.en`` to ``frozen.valid``.
-    READ_LATENCY = 4
+    READ_LATENCY = 5
 
     def __new__(cls, *args, src_loc_at=0, **kwargs):
         # The arguments are checked before the object exists, so that a rejected bank is
@@ -444,7 +445,8 @@ class CounterBank(wiring.Component):
 
     def _elaborate_frozen_read(self, m, ram, bus_addr, copies):
         """The frozen read port (class docstring): split and register the flat index,
-        read the frozen copy's RAMs (two edges), select the lane's word and register it."""
+        read the frozen copy's RAMs (two edges), mask each RAM's word and register it, OR
+        the words and register the answer."""
         lanes, depth = self._lanes, self._depth
         port = self.frozen
         m.submodules.freeze_check = check = FreezeCheck(words=lanes * depth,
@@ -466,11 +468,12 @@ class CounterBank(wiring.Component):
                 m.d.comb += [lane_of.eq(lane), local.eq(flat - lane * depth)]
         in_range = flat < lanes * depth
 
-        # The RAM that answers, one-hot over (copy, lane) from b1 on: the last stage is an
-        # AND-OR of the RAMs' outputs, each select bit to one word's bits. Decoded from a
-        # binary lane and copy in b3, the select was one 2·lanes:1 multiplexer behind
-        # four flip-flops, the two-clock LDS core's datapath critical path on ECP5 on
-        # every placement (``docs/HARDWARE.md``).
+        # The RAM that answers, one-hot over (copy, lane) from b1 on. In b3 each RAM's
+        # output is registered already masked by its select bit (the register sits by
+        # its RAM), and the last stage ORs the masked words. Selected and ORed in one
+        # stage, each select bit's route to one word's bits and the OR's routes from the
+        # RAMs spread over the die were the two-clock LDS core's datapath critical path
+        # on ECP5 (11.0 and 8.7 ns, 93 % routing; ``docs/HARDWARE.md``).
         stage = data.StructLayout({"valid": 1, "error": 1, "ram": 2 * lanes, "check": 1})
         b1 = Signal(stage, name="b1")
         ram_of = Signal(2 * lanes)
@@ -482,13 +485,17 @@ class CounterBank(wiring.Component):
                      b1.check.eq(check.en), b1.ram.eq(ram_of), bus_addr.eq(local)]
         b2 = Signal(stage, name="b2")
         b3 = Signal(stage, name="b3")
-        m.d.sync += [b2.eq(b1), b3.eq(b2)]
+        b4 = Signal(stage, name="b4")
+        m.d.sync += [b2.eq(b1), b3.eq(b2), b4.eq(b3)]
         selected = Signal(self._layout.size)
         answer = 0
         for k in range(2):
             for lane in range(lanes):
-                answer = answer | Mux(b3.ram[k * lanes + lane], ram[k][lane].r_data, 0)
+                masked = Signal(self._layout.size, name=f"masked_{k}_{lane}",
+                                reset_less=True)
+                m.d.sync += masked.eq(Mux(b3.ram[k * lanes + lane], ram[k][lane].r_data, 0))
+                answer = answer | masked
         m.d.comb += selected.eq(answer)
-        m.d.sync += [port.valid.eq(b3.valid), port.error.eq(b3.valid & b3.error),
-                     port.data.eq(Mux(b3.valid & ~b3.error, selected, 0)),
-                     check.word_valid.eq(b3.check), check.word.eq(selected)]
+        m.d.sync += [port.valid.eq(b4.valid), port.error.eq(b4.valid & b4.error),
+                     port.data.eq(Mux(b4.valid & ~b4.error, selected, 0)),
+                     check.word_valid.eq(b4.check), check.word.eq(selected)]

@@ -5,7 +5,7 @@ Where it sits (``docs/DESIGN.md``, "Data flow of a counter"): "exporter: frozen 
 control frames (in-band to the receiver and/or to the host)". When an interval is
 frozen, the top pulses ``start``; the exporter reads every counter word through the
 counter bank's frozen read port (:func:`hw.counters.bank_layout.frozen_read_signature`,
-``CounterBank.READ_LATENCY`` = 4 cycles, one read per clock) and emits the frames of
+``CounterBank.READ_LATENCY`` = 5 cycles, one read per clock) and emits the frames of
 :func:`host_sw.contracts.frames.control_frame.build_synopsis_frames`, byte for byte: the fixed
 header (version, type 2, flags, kind, seq, config ID, chunk index/count, chunks per
 word, first word, word count, timestamp; the field table ``HEADER_FIELDS`` imported,
@@ -92,7 +92,7 @@ class Exporter(wiring.Component):
         Issue no read this cycle: the top shares the frozen port with the bus's counter
         window by giving the bus priority (``read_hold = bus read enable``, the port's
         ``addr``/``en`` from the bus in that cycle) and routing each answer
-        ``READ_LATENCY`` cycles later to whoever asked (a 4-bit shift register of
+        ``READ_LATENCY`` cycles later to whoever asked (a shift register of
         owners). The exporter only slows down.
     inband, host: Out(FrameStream(data_width))
         The frames (``error`` 0), each behind a skid buffer (payload and ``valid`` from
