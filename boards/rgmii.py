@@ -8,7 +8,7 @@ Ethernet PHY into the "frames in" / "frames out" of the core. Receive: RGMII DDR
 strip, FCS check and strip; a bad FCS, an ``RX_ER`` or a frame shorter than its FCS sets
 the frame ``error`` flag of the last beat) → :class:`BytePacker` (bytes → beats of the
 core's data width, :func:`hw.frames.frame.frame_beat_layout`) → ``AsyncFIFO`` into the core
-domain. Transmit: core domain → ``AsyncFIFOBuffered`` → :class:`ByteUnpacker` (beats →
+domain. Transmit: core domain → ``AsyncFIFO`` → :class:`ByteUnpacker` (beats →
 bytes; starts a frame only with a few beats buffered, so it never runs dry mid-frame) →
 a byte register slice → :class:`RGMIITransmitter` (preamble + SFD, padding to 60 bytes, FCS append — inverted
 when the frame's ``error`` flag is set, so the next hop drops it — and the 12-byte
@@ -24,7 +24,7 @@ hand-written; it only does what the tap needs.
 
 from amaranth.hdl import Cat, Const, DomainRenamer, Module, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import AsyncFIFO, AsyncFIFOBuffered
+from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from hw.frames.frame import FrameStream, RegisterSlice, check_data_width, frame_beat_layout
@@ -423,15 +423,18 @@ class RGMIIPort(wiring.Component):
         # -- transmit: sync → FIFO → beats → bytes → pins ----------------------------------
         if self.tx_domain is not None:
             rename_tx = DomainRenamer({"sync": self.tx_domain})
-            # Buffered FIFO (registered read side), a beat register slice (the FIFO's
-            # read enable is then a register), and a byte register slice before the
-            # transmitter: the FIFO's pointer logic, the unpacker's decisions and lane
-            # multiplexer, and the transmitter's CRC are separate register-to-register
-            # steps (125 MHz on a speed-6 ECP5; unregistered, the Colorlight's LFE5U-25F
-            # closed at 80 MHz, with the byte slice alone at 105). The beats in the slice
+            # The FIFO's read data comes from its memory's registered read port; a beat
+            # register slice behind it (the FIFO's read enable is then a register) and a
+            # byte register slice before the transmitter: the FIFO's pointer logic, the
+            # unpacker's decisions and lane multiplexer, and the transmitter's CRC are
+            # separate register-to-register steps (125 MHz on a speed-6 ECP5; unregistered,
+            # the Colorlight's LFE5U-25F closed at 80 MHz, with the byte slice alone at
+            # 105). Not `AsyncFIFOBuffered`: its output register's enable is one more LUT
+            # in front of the read pointer's increment, which was the Versa's 125 MHz
+            # critical path (two 2.5 ns nets, `docs/HARDWARE.md`). The beats in the slice
             # are not counted in `level`: the unpacker then waits a little longer, never
             # less.
-            m.submodules.tx_fifo = tx_fifo = AsyncFIFOBuffered(
+            m.submodules.tx_fifo = tx_fifo = AsyncFIFO(
                 width=width, depth=self.fifo_depth, w_domain="sync", r_domain=self.tx_domain)
             m.submodules.tx_beats = tx_beats = rename_tx(
                 RegisterSlice(shape=frame_beat_layout(self.data_width)))
