@@ -41,7 +41,7 @@ def memory_delayed(m: Module, value, cycles: int, *, name: str):
     read ``cycles - 2`` writes behind, its output registered): ``len(value)`` bits and a
     few pointer bits of flip-flops instead of ``cycles * len(value)``.
 
-    Why: the tap's view of the stream, 47 clocks behind the merger, took some 5 300 of the
+    Why: the tap's view of the stream, 48 clocks behind the merger, took some 5 300 of the
     64-bit LDA core's flip-flops as a register line (beats and timestamps), spread over
     the fabric between the merger and the tap (``docs/HARDWARE.md``). In memory (block RAM
     or LUT RAM, as Yosys maps it) they are a few cells beside the tap.

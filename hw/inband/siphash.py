@@ -152,12 +152,12 @@ class SipHash(wiring.Component):
     registers only: the decision to go (a few LUTs) reaches only the write enables of
     ``v``, registered. Those enables and the load selects, which go to 256 flip-flops
     each, are one register per 64-bit word (each copy with its own feedback, so
-    synthesis keeps them apart). The tag is the XOR of the last second half-round,
-    registered with the last write of ``v``.
+    synthesis keeps them apart). The tag is the XOR of ``v``'s four words, registered
+    the clock after their last write.
     """
 
     #: Most clocks from taking the last word to ``done``.
-    LATENCY = 20
+    LATENCY = 21
 
     key: In(8 * KEY_BYTES)
     start: In(1)
@@ -181,20 +181,22 @@ class SipHash(wiring.Component):
         for i in range(4):
             with m.If(seq.v_en[i]):
                 m.d.sync += v[i].eq(x[i] ^ Mux(seq.v_load[i], 0, second[i]))
-        # The tag: v0 ^ v1 ^ v2 ^ v3 of the last write (its operand is zero; the two
-        # copies of the sum ``w0 + w3`` cancel).
+        # The tag: v0 ^ v1 ^ v2 ^ v3 after the last write (whose operand is zero), one
+        # LUT per bit a clock later. Computed from ``w`` with the last write, it needed
+        # a 64-bit add of its own (``w2 + w1``) and was the two-clock LDA core's control
+        # clock critical path on one placement (``docs/HARDWARE.md``).
         # The tag register has no reset: it is read only after ``done``, and a reset would
         # load the reset net with 64 more flip-flops (the LDA two-clock core's datapath
         # critical path on one placement was the reset's route to a tag bit).
-        c = (w[2] + w[1])[:64]
+        tag_late = Signal()             # the clock after the last write: ``v`` is final
         tag = Signal(8 * TAG_BYTES, name="tag_value", reset_less=True)
-        m.d.sync += self.done.eq(seq.tag_now)
-        with m.If(seq.tag_now):
-            m.d.sync += tag.eq(_rotl(w[1], 17) ^ c ^ _rotl(c, 32) ^ _rotl(w[3], 21))
+        m.d.sync += [tag_late.eq(seq.tag_now), self.done.eq(tag_late)]
+        with m.If(tag_late):
+            m.d.sync += tag.eq(v[0] ^ v[1] ^ v[2] ^ v[3])
         m.d.comb += self.tag.eq(tag)
         with m.If(self.start):
             m.d.sync += self.busy.eq(1)
-        with m.Elif(seq.tag_now):
+        with m.Elif(tag_late):
             m.d.sync += self.busy.eq(0)
         return m
 
