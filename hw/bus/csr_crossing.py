@@ -78,18 +78,22 @@ class CsrBusCrossing(wiring.Component):
         # strobe or presents the next access.
         waiting = Signal()                 # an access is queued or under way
         ack = Signal()
-        r_data = Signal(_W)
+        r_data = Signal(_W, reset_less=True)
         m.d.comb += [
             requests.w_data.eq(Cat(bus.addr, bus.w_stb, bus.w_data)),
             requests.w_en.eq((bus.r_stb | bus.w_stb) & ~waiting & ~ack),
             answers.r_en.eq(waiting),
             bus.ack.eq(ack), bus.r_data.eq(r_data),
         ]
-        m.d[ctrl] += ack.eq(0)
+        # ``r_data`` loads the FIFO's head every clock: with ``ack`` it holds the answer
+        # just taken, and the master reads it only then. Loaded only with the answer, its
+        # 32 enables hung on the FIFO's empty compare, the two-clock cores' control clock
+        # critical path on three placements (``docs/HARDWARE.md``).
+        m.d[ctrl] += [ack.eq(0), r_data.eq(answers.r_data)]
         with m.If(requests.w_en & requests.w_rdy):
             m.d[ctrl] += waiting.eq(1)
         with m.If(answers.r_en & answers.r_rdy):
-            m.d[ctrl] += [waiting.eq(0), ack.eq(1), r_data.eq(answers.r_data)]
+            m.d[ctrl] += [waiting.eq(0), ack.eq(1)]
 
         # Target side: one access at a time, held with its strobe until the target's ack;
         # the ack enqueues the answer (a write's too, whose data the master ignores).
