@@ -37,12 +37,12 @@ def test_page_table_is_generated_from_the_saved_results():
 def test_summary_of_the_saved_results():
     assert summary_lines() == [
         'core lda core median=116.0 min=116.0 max=116.0 seeds=1 clocks=1 speed=8 measured=earlier',
-        'core lda core median=146.0 min=126.5 max=149.6 seeds=3 clocks=2 speed=8 measured=current',
-        'core lda ctrl median=113.1 min=112.2 max=132.5 seeds=3 clocks=2 speed=8 measured=current',
+        'core lda core median=142.1 min=124.7 max=150.5 seeds=3 clocks=2 speed=8 measured=current',
+        'core lda ctrl median=141.2 min=130.4 max=143.3 seeds=3 clocks=2 speed=8 measured=current',
         'core rda core median=114.2 min=107.0 max=121.4 seeds=2 unrouted=1 clocks=2 speed=8 measured=earlier',
         'core rda ctrl median=119.9 min=114.2 max=125.6 seeds=2 unrouted=1 clocks=2 speed=8 measured=earlier',
-        'core lds core median=114.9 min=90.8 max=115.5 seeds=3 clocks=2 speed=8 measured=current',
-        'core lds ctrl median=117.6 min=117.4 max=125.7 seeds=3 clocks=2 speed=8 measured=current',
+        'core lds core median=100.1 min=92.1 max=114.0 seeds=3 clocks=2 speed=8 measured=current',
+        'core lds ctrl median=136.9 min=135.4 max=139.4 seeds=3 clocks=2 speed=8 measured=current',
         'core opa core median=90.4 min=90.4 max=90.4 seeds=1 clocks=1 speed=8 measured=earlier',
         'core rli core median=- min=- max=- seeds=0 unrouted=1 clocks=1 speed=8 measured=earlier',
         'core rli core median=97.1 min=97.1 max=97.1 seeds=1 clocks=2 speed=8 measured=earlier',
@@ -53,8 +53,9 @@ def test_summary_of_the_saved_results():
         'board ecpix5 opa met=yes slack=2.07 core_margin=15% measured=earlier',
         'board ecpix5 rda met=yes slack=3.13 core_margin=111% measured=earlier',
         'board ecpix5 rli met=yes slack=3.60 core_margin=31% measured=earlier',
-        'board versa_ecp5 lda met=no slack=-0.58 core_margin=63% measured=current',
+        'board versa_ecp5 lda met=yes slack=1.23 core_margin=15% measured=earlier',
         'board versa_ecp5 opa met=no slack=- refused="the design does not fit the LFE5UM-45F BG381 speed 8: it needs 114 DP16KD (it has 108), 81223 TRELLIS_FF (it has 43848), 76416 TRELLIS_COMB (it has 43848). Build fewer cores (--directions on an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups)" measured=earlier',
+        'board versa_ecp5 rda met=yes slack=0.74 core_margin=43% measured=earlier',
         'board versa_ecp5 rli met=no slack=- refused="the design does not fit the LFE5UM-45F BG381 speed 8: it needs 268 DP16KD (it has 108), 77379 TRELLIS_FF (it has 43848), 61236 TRELLIS_COMB (it has 43848). Build fewer cores (--directions on an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups)" measured=earlier',
     ]
 
