@@ -24,7 +24,7 @@ entry's fan-out starts at a register on both sides. Two entries can wait: one in
 one in the output register.
 
 Hand-written: ``amaranth.lib.cdc`` has the synchronisers but no data handshake; the
-pattern is the usual toggle (four-phase free) request/acknowledge.
+pattern is the usual two-phase (toggle) request/acknowledge.
 """
 
 from amaranth.hdl import Module, Signal

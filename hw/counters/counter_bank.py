@@ -469,8 +469,8 @@ class CounterBank(wiring.Component):
         in_range = flat < lanes * depth
 
         # The RAM that answers, one-hot over (copy, lane) from b1 on. In b3 each RAM's
-        # output is registered already masked by its select bit (the register sits by
-        # its RAM), and the last stage ORs the masked words. Selected and ORed in one
+        # output is registered already masked by its select bit (so the register can sit
+        # by its RAM), and the last stage ORs the masked words. Selected and ORed in one
         # stage, each select bit's route to one word's bits and the OR's routes from the
         # RAMs spread over the die were the two-clock LDS core's datapath critical path
         # on ECP5 (11.0 and 8.7 ns, 93 % routing; ``docs/HARDWARE.md``).
