@@ -19,7 +19,10 @@ the two-clock LDA core's control-clock critical path on ECP5 in each of three se
   register while that register is empty (``held`` has not changed since before the flip
   arrived, and does not change until the flip back does), and flips ``acknowledge``.
 
-The output register's enable is one flip-flop (its own ``valid``'s inverse), so the
+A write is sampled into registers first and enters ``held`` a clock later, so the
+writer's strobe (an export's start from the freeze logic across the core, a marker
+request) drives one flip-flop, not the holding registers' enables; ``w_rdy`` falls at the
+write. The output register's enable is one flip-flop (its own ``valid``'s inverse), so the
 entry's fan-out starts at a register on both sides. Two entries can wait: one in ``held``,
 one in the output register.
 
@@ -32,7 +35,7 @@ from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["EntryCrossing"]
+__all__ = ["EntryCrossing", "split_entry"]
 
 
 class EntryCrossing(wiring.Component):
@@ -40,7 +43,8 @@ class EntryCrossing(wiring.Component):
 
     Members (the :class:`amaranth.lib.fifo.FIFOInterface` names): ``w_data``, ``w_en``,
     ``w_rdy`` in ``w_domain``; ``r_data``, ``r_en``, ``r_rdy`` in ``r_domain``, all three
-    read side outputs from registers. Write only while ``w_rdy``.
+    read side outputs from registers. Write only while ``w_rdy``; ``w_data`` is sampled
+    with ``w_en``.
 
     Reset: each side's toggle by its own domain's reset; reset both domains together
     (``docs/CORE_INTERFACE.md``, "Two clocks").
@@ -66,9 +70,13 @@ class EntryCrossing(wiring.Component):
         m.submodules.acknowledge_sync = FFSynchronizer(acknowledge, acknowledge_seen,
                                                        o_domain=w)
 
-        m.d.comb += self.w_rdy.eq(request == acknowledge_seen)
-        with m.If(self.w_en & self.w_rdy):
-            m.d[w] += [held.eq(self.w_data), request.eq(~request)]
+        pushed = Signal()
+        sampled = Signal(self.width, reset_less=True)
+        m.d[w] += [pushed.eq(self.w_en & self.w_rdy), sampled.eq(self.w_data)]
+        free = request == acknowledge_seen
+        m.d.comb += self.w_rdy.eq(free & ~pushed)
+        with m.If(pushed & free):
+            m.d[w] += [held.eq(sampled), request.eq(~request)]
 
         out = Signal(self.width, reset_less=True)
         out_valid = Signal()
@@ -83,3 +91,12 @@ class EntryCrossing(wiring.Component):
             m.d[r] += out_valid.eq(0)
         m.d.comb += [self.r_data.eq(out), self.r_rdy.eq(out_valid)]
         return m
+
+
+def split_entry(m, data, targets):
+    """Drive each of ``targets`` (in order, lowest bits first) from its slice of ``data``,
+    an entry's ``r_data`` laid out as ``Cat(*targets)``."""
+    offset = 0
+    for target in targets:
+        m.d.comb += target.eq(data[offset: offset + len(target)])
+        offset += len(target)

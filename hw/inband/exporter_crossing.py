@@ -32,7 +32,7 @@ from amaranth.lib.fifo import AsyncFIFO
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES
 
-from hw.bus.entry_crossing import EntryCrossing
+from hw.bus.entry_crossing import EntryCrossing, split_entry
 from hw.frames.frame_crossing import frame_depths, store_and_forward
 from hw.inband.control_frame_tx import HEADER_BYTES
 
@@ -113,19 +113,10 @@ class ExporterCrossing(wiring.Component):
         m.submodules.parameters = crossing = EntryCrossing(
             width=sum(len(v) for v in values), w_domain=fast, r_domain=ctrl)
         starts = self.start & ~self.busy & (self.to_inband | self.to_host)
-        # Sampled into registers first, written a clock later: the start strobe comes
-        # from the freeze logic across the core, and the crossing's write enable (into
-        # its 372 holding registers) then starts at a flip-flop.
-        pushed = Signal(name="parameters_pushed")
-        sampled = Signal(len(crossing.w_data), name="parameters_sampled", reset_less=True)
-        m.d[fast] += [pushed.eq(starts), sampled.eq(Cat(*values))]
-        m.d.comb += [crossing.w_en.eq(pushed), crossing.w_data.eq(sampled),
+        m.d.comb += [crossing.w_en.eq(starts), crossing.w_data.eq(Cat(*values)),
                      crossing.r_en.eq(~inner.busy),
                      inner.start.eq(crossing.r_rdy & ~inner.busy)]
-        offset = 0
-        for name, value in zip(PARAMETERS, values):
-            m.d.comb += getattr(inner, name).eq(crossing.r_data[offset: offset + len(value)])
-            offset += len(value)
+        split_entry(m, crossing.r_data, [getattr(inner, name) for name in PARAMETERS])
         enabled = Signal(2, name="ports_enabled")          # in-band, host
         auto_release = Signal(name="auto_release_sampled")
         with m.If(self.start & ~self.busy):

@@ -20,12 +20,12 @@ still where the marker leaves (the merger's ``inserted_sof``), so the crossing's
 moves no packet between intervals; it only delays the marker.
 """
 
-from amaranth.hdl import Cat, DomainRenamer, Module, Signal
+from amaranth.hdl import Cat, DomainRenamer, Module
 from amaranth.lib import wiring
 
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 
-from hw.bus.entry_crossing import EntryCrossing
+from hw.bus.entry_crossing import EntryCrossing, split_entry
 from hw.frames.frame_crossing import frame_depths, store_and_forward
 from hw.inband.control_frame_tx import MARKER_FRAME_BYTES
 
@@ -79,21 +79,12 @@ class MarkerSourceCrossing(wiring.Component):
         values = [request.payload.as_value(), *(getattr(self, name) for name in SAMPLED)]
         m.submodules.requests = crossing = EntryCrossing(
             width=sum(len(v) for v in values), w_domain=fast, r_domain=ctrl)
-        # Sampled into registers first and written a clock later (the write enable into the
-        # holding registers then starts at a flip-flop); ``ready`` counts the entry on its way.
-        pushed = Signal(name="request_pushed")
-        sampled = Signal(len(crossing.w_data), name="request_sampled", reset_less=True)
-        taken = request.valid & request.ready
-        m.d[fast] += [pushed.eq(taken), sampled.eq(Cat(*values))]
-        m.d.comb += [request.ready.eq(crossing.w_rdy & ~pushed),
-                     crossing.w_en.eq(pushed), crossing.w_data.eq(sampled),
+        m.d.comb += [request.ready.eq(crossing.w_rdy),
+                     crossing.w_en.eq(request.valid), crossing.w_data.eq(Cat(*values)),
                      inner.request.valid.eq(crossing.r_rdy),
                      crossing.r_en.eq(inner.request.ready)]
-        offset = 0
-        for target in [inner.request.payload.as_value(),
-                       *(getattr(inner, name) for name in SAMPLED)]:
-            m.d.comb += target.eq(crossing.r_data[offset: offset + len(target)])
-            offset += len(target)
+        split_entry(m, crossing.r_data, [inner.request.payload.as_value(),
+                                         *(getattr(inner, name) for name in SAMPLED)])
         store_and_forward(m, inner.source, self.source, depths=self.depths,
                           data_width=inner.data_width, w_domain=ctrl, r_domain=fast,
                           name="frames")
