@@ -15,7 +15,8 @@ from amaranth.utils import ceil_log2
 
 from host_sw.contracts.config_base import is_power_of_two
 
-__all__ = ["delayed", "memory_delayed", "leading_zeros_pipelined", "range_reduce"]
+__all__ = ["delayed", "kept_copies", "memory_delayed", "leading_zeros_pipelined",
+           "range_reduce"]
 
 
 def delayed(m: Module, value, cycles: int, *, name: str = "delayed",
@@ -30,6 +31,26 @@ def delayed(m: Module, value, cycles: int, *, name: str = "delayed",
         m.d.sync += reg.eq(value)
         value = reg
     return value
+
+
+def kept_copies(m: Module, value, copies: int, *, name: str, reset_less: bool = True):
+    """``copies`` registers that each hold ``value`` one clock later, and that synthesis
+    keeps apart: a select or enable of many loads, shared between copies so that each
+    copy's net stays short.
+
+    Why the odd next value: Yosys's ``opt_merge`` (in ``synth_ecp5``) merges flip-flops
+    whose next values are the same net into one, whatever the names or a ``keep`` on the
+    wires (checked: four copies of one select came out as one ``TRELLIS_FF``). Each copy's
+    next value here is written ``(value & q) | (value & ~q)`` with ``q`` the copy itself:
+    different inputs for ``opt_merge``, and ABC, which runs later, reduces the logic to
+    ``value`` again. ``tests/hw/arith/test_hw_stages.py`` synthesises copies and counts
+    the flip-flops. Hand-written: no published Amaranth library replicates registers."""
+    out = []
+    for k in range(copies):
+        q = Signal(value.shape(), name=f"{name}{k}", reset_less=reset_less)
+        m.d.sync += q.eq((value & q) | (value & ~q))
+        out.append(q)
+    return out
 
 
 #: The shortest delay :func:`memory_delayed` makes: a write, a read and the register after.

@@ -27,6 +27,7 @@ from amaranth.lib.wiring import In, Out
 from hw.backends import COUNTER_RAMS, counter_ram
 from hw.backends.ecp5 import DP16KD_MAX_DEPTH
 from hw.arith.carry import MuxAdd
+from hw.arith.stages import kept_copies
 from hw.counters.bank_layout import (bits_for, check_config, field_names, other_sums, xor_field_of,
                                    frozen_read_signature, lane_geometry,
                                    update_request_signature, word_layout)
@@ -386,13 +387,17 @@ class CounterBank(wiring.Component):
                                same_key("s0", "s4"))),   # c-4: in W2 at S2
         ]
         # S1: the RAM reads; its registered output is S2's read data. Turn the matches
-        # into one-hot selects for S2.
-        s2_select = Signal(5, name=f"l{lane}_s2_select")  # S4, W1, W2, rdata0, rdata1
+        # into one-hot selects for S2 (S4, W1, W2, rdata0, rdata1), one copy per field of
+        # the word: one select net to all 104 bits of an LDS word was that core's
+        # datapath critical path on ECP5 in every seed (7.5-10.3 ns of routing,
+        # ``docs/HARDWARE.md``).
         f = match_ahead
         none = ~f.any()
-        m.d.sync += s2_select.eq(Cat(
+        fields = self._config.layout.fields
+        s2_selects = kept_copies(m, Cat(
             f[0], f[1] & ~f[0], f[2] & ~f[1] & ~f[0],
-            none & (st["s1"]["copy"] == 0), none & (st["s1"]["copy"] == 1)))
+            none & (st["s1"]["copy"] == 0), none & (st["s1"]["copy"] == 1)),
+            len(fields), name=f"l{lane}_s2_select")
 
         # S2: base word (AND-OR one-hot mux), registered into S3. The words have no
         # reset: the selects that read them include the stages' valid bits.
@@ -400,14 +405,16 @@ class CounterBank(wiring.Component):
         words = {s: Signal(word_bits, name=f"l{lane}_{s}_word", reset_less=True)
                  for s in ("s4", "w1", "w2")}
         m.d.sync += [words["w1"].eq(words["s4"]), words["w2"].eq(words["w1"])]
-        candidates = [words["s4"], words["w1"], words["w2"], r_data[0], r_data[1]]
-        base_next = 0
-        for i, cand in enumerate(candidates):
-            base_next = base_next | Mux(s2_select[i], cand, 0)
-        s3_base = Signal(word_bits, name=f"l{lane}_s3_base", reset_less=True)
-        m.d.sync += s3_base.eq(base_next)
-        self._elaborate_update(m, lane, words["s4"], s3_base, match_prev[1], shared["s3"],
-                               kind)
+        candidates = [data.View(self._layout, c)
+                      for c in (words["s4"], words["w1"], words["w2"], r_data[0], r_data[1])]
+        s3_base = Signal(self._layout, name=f"l{lane}_s3_base", reset_less=True)
+        for fld, select in zip(fields, s2_selects):
+            base_next = 0
+            for i, cand in enumerate(candidates):
+                base_next = base_next | Mux(select[i], cand[fld.name], 0)
+            m.d.sync += s3_base[fld.name].eq(base_next)
+        self._elaborate_update(m, lane, words["s4"], s3_base.as_value(), match_prev[1],
+                               shared["s3"], kind)
         return {"s0_here": s0_here, "s0_addr": st["s0"]["addr"], "s4_here": s4_here,
                 "s4_addr": st["s4"]["addr"], "s4_word": words["s4"]}
 
@@ -416,14 +423,14 @@ class CounterBank(wiring.Component):
         the base, and add the increments, in one carry chain per summed field
         (:class:`hw.arith.carry.MuxAdd`; on ECP5 the select sits in the chain's LUTs), so the
         feedback loop S4 → chain → S4 has no LUT level outside the chain. Each field has its
-        own copy of the select register (fan-out)."""
+        own copy of the select register (:func:`~hw.arith.stages.kept_copies`: fan-out)."""
         layout = self._layout
         current = data.View(layout, s4_word)
         base = data.View(layout, s3_base)
         updated = Signal(layout, name=f"l{lane}_s3_updated")
-        for fld in self._config.layout.fields:
-            select = Signal(name=f"l{lane}_s3_fwd_{fld.name}")
-            m.d.sync += select.eq(match)      # the c-1 match, in S3
+        fields = self._config.layout.fields
+        selects = kept_copies(m, match, len(fields), name=f"l{lane}_s3_fwd")  # c-1, in S3
+        for fld, select in zip(fields, selects):
             if fld.combine == "xor":
                 m.d.comb += updated[fld.name].eq(
                     Mux(select, current[fld.name], base[fld.name]) ^ s3["xor"])

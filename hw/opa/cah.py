@@ -28,7 +28,7 @@ from hw.arith.carry import MuxAdd
 from hw.counters.copy_control import CopyControl
 from hw.counters.freeze_check import Crc32Words, FreezeCheck
 from hw.opa.readout import OpaReadout, sum_bits
-from hw.arith.stages import delayed
+from hw.arith.stages import delayed, kept_copies
 
 __all__ = ["OpaCah"]
 
@@ -341,11 +341,9 @@ class OpaCah(wiring.Component):
         m.d.sync += base.eq(base_next)
         # S2 → S3: the request just ahead (in S3 now) has the key: ahead1 next cycle.
         # One select register per field (fan-out), as the counter bank's.
-        just_ahead = hit(s2, keys)
+        forwards = kept_copies(m, hit(s2, keys), len(fields), name=f"{name}_fwd")
         low = 0
-        for f, (width, increment) in enumerate(fields):
-            forward = Signal(name=f"{name}_fwd{f}")
-            m.d.sync += forward.eq(just_ahead)
+        for f, ((width, increment), forward) in enumerate(zip(fields, forwards)):
             m.submodules[f"{name}_add{f}"] = add = MuxAdd(
                 width=width, kind="ecp5" if kind == "ecp5" else "generic")
             m.d.comb += [add.a.eq(aheads[0]["word"][low:low + width]),

@@ -21,12 +21,14 @@ output, then the copy select, a last fold and one conditional subtraction) is wh
 keeps the read-out off the critical paths.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa.words import OPA_FIELD_BITS, OPA_PRIME
+
+from hw.arith.stages import kept_copies
 
 __all__ = ["OpaReadout", "sum_bits", "fold_chunks"]
 
@@ -115,11 +117,11 @@ class OpaReadout(wiring.Component):
         count = Signal(cb, reset_less=True)
         zero = Signal()
         # the copy select, one register per row (fan-out: each drives 33 multiplexers)
-        copies = [Signal(name=f"copy_row{r}") for r in range(cfg.rows)]
+        copies = kept_copies(m, self.copy if self._copies == 2 else Const(0, 1), cfg.rows,
+                             name="copy_row")
         m.d.sync += [zero.eq(self.zero),
                      count.eq(self.stored[0][:cb] if self._copies == 1 else
                               Mux(self.copy, self.stored[1][:cb], self.stored[0][:cb]))]
-        m.d.sync += [c.eq(self.copy if self._copies == 2 else 0) for c in copies]
         # Stage B: the copy's folded sum y (below 2**33) = lo + 2**31·hi ≡ lo + hi =: f,
         # below p + 4, so f mod p is f or f − p = the low bits of f + 1 when f + 1 reaches
         # 2**31: both sums side by side (two carry chains from the same inputs, one

