@@ -95,10 +95,20 @@ class MarkerFrameSource(wiring.Component):
         # header every cycle, so it holds the request's header after the transfer
         # without the request's valid in its load select (through three LUT levels to
         # ~250 flip-flops, that select would be the core's critical path).
+        # The register is in slices of whole beats (64 bits or one beat), each steered by
+        # its own copies of `idle` and `tagging` (each copy with its own feedback, so
+        # synthesis keeps them apart): one enable net from the skid buffer's state
+        # through those two flops to all 480 bits was the two-clock RDA core's
+        # control-clock path on two of three seeds (4.1 and 4.7 ns of routing on that
+        # net, ``docs/HARDWARE.md``).
         m.submodules.slice = out = RegisterSlice(data_width=w)
         connect(m, out.source, flipped(self.source))
-        idle = Signal(init=1)
-        tagging = Signal()          # the header is held in ``frame``; its tag is computed
+        step = w * max(1, 64 // w)
+        slices = [range(lo, min(lo + step, total_bits)) for lo in range(0, total_bits, step)]
+        idles = [Signal(init=1, name=f"idle{k}" if k else "idle") for k in range(len(slices))]
+        taggings = [Signal(name=f"tagging{k}" if k else "tagging")
+                    for k in range(len(slices))]  # header held in ``frame``, tag computing
+        idle, tagging = idles[0], taggings[0]
         m.submodules.engine = engine = SipHash()
         m.d.comb += [
             self.request.ready.eq(idle),
@@ -109,16 +119,27 @@ class MarkerFrameSource(wiring.Component):
         header_feed(m, engine, header[:8 * HEADER_BYTES], load=idle, start=engine.start,
                     name="header")
         with m.If(idle):
-            m.d.sync += frame.eq(header)
             with m.If(self.request.valid):
-                m.d.sync += [remaining.eq(self.beats), idle.eq(0), tagging.eq(1)]
-        with m.Elif(tagging):
-            with m.If(engine.done):
-                m.d.sync += [frame[8 * HEADER_BYTES: 8 * (HEADER_BYTES + TAG_BYTES)].eq(
-                    engine.tag), tagging.eq(0)]
-        with m.Elif(out.sink.ready):
-            m.d.sync += [frame.eq(frame >> w), remaining.eq(remaining - 1),
-                         idle.eq(remaining == 1)]
+                m.d.sync += remaining.eq(self.beats)
+        with m.Elif(~tagging & out.sink.ready):
+            m.d.sync += remaining.eq(remaining - 1)
+        tag_bits = range(8 * HEADER_BYTES, 8 * (HEADER_BYTES + TAG_BYTES))
+        shifted = frame >> w
+        for bits, idle_k, tagging_k in zip(slices, idles, taggings):
+            part = slice(bits.start, bits.stop)
+            with m.If(idle_k):
+                m.d.sync += frame[part].eq(header[part])
+                with m.If(self.request.valid):
+                    m.d.sync += [idle_k.eq(0), tagging_k.eq(1)]
+            with m.Elif(tagging_k):
+                with m.If(engine.done):
+                    m.d.sync += tagging_k.eq(0)
+                    lo, hi = max(bits.start, tag_bits.start), min(bits.stop, tag_bits.stop)
+                    if lo < hi:
+                        m.d.sync += frame[lo:hi].eq(
+                            engine.tag[lo - tag_bits.start: hi - tag_bits.start])
+            with m.Elif(out.sink.ready):
+                m.d.sync += [frame[part].eq(shifted[part]), idle_k.eq(remaining == 1)]
         m.d.comb += [
             out.sink.valid.eq(~idle & ~tagging),
             out.sink.payload.data.eq(frame[:w]),

@@ -38,7 +38,7 @@ OTHER_MAC = 0x02000000BEEF
 
 # -- marker frames -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data_width", [8, 64])
+@pytest.mark.parametrize("data_width", [8, 24, 64, 128])
 def test_marker_frames_equal_build_marker(data_width):
     config = LdaConfig()
     rng = random.Random(data_width)
