@@ -105,6 +105,8 @@ def run_crossing(*, sync_period, ctrl_period, seed, accesses=60):
     (6.4e-9, 10e-9),       # the datapath faster (156.25 MHz against 100 MHz)
     (10e-9, 6.4e-9),       # the control clock faster
     (8e-9, 8e-9),          # one frequency, a random phase apart
+    (3e-9, 23e-9),         # far apart either way: an answer must never find the
+    (23e-9, 3e-9),         # answer crossing still busy with the one before
 ])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_accesses_cross_in_order_and_reads_answer(sync_period, ctrl_period, seed):
