@@ -14,7 +14,7 @@ and no register value is ever sampled across the clock boundary.
 The bus carries one access at a time (the bridge waits for each ``ack``), so each
 crossing holds at most one entry; the cost is the round trip, a few clocks of each domain
 per access, against the thousands of clocks a UART byte takes. Why entry crossings, not
-:class:`amaranth.lib.fifo.AsyncFIFO`\ s: the request FIFO's read pointer, from the
+:class:`amaranth.lib.fifo.AsyncFIFO` pairs: the request FIFO's read pointer, from the
 datapath side's ``holding`` through the pointer's increment into its LUT-RAM cells, was
 the two-clock LDS core's datapath critical path on one placement (a 3.7 ns net,
 ``docs/HARDWARE.md``); an entry crossing has no pointer and no memory.

@@ -134,12 +134,20 @@ class ExporterCrossing(wiring.Component):
             width=len(port.addr), depth=depth, w_domain=ctrl, r_domain=fast)
         m.submodules.read_answers = answers = AsyncFIFO(
             width=word_bits + 1, depth=depth, w_domain=fast, r_domain=ctrl)
+        # Each answer registered once more before the FIFO: the route from the counter
+        # bank's read register by the RAMs to the FIFO's write data was the two-clock LDS
+        # core's datapath critical path on one placement (7.0 ns of routing,
+        # ``docs/HARDWARE.md``). The exporter bounds its reads in flight by ``read_ahead``
+        # (the FIFO's depth), so the register adds a clock, not an entry.
+        answer_valid = Signal()
+        answer = Signal(word_bits + 1, reset_less=True)
+        m.d[fast] += [answer_valid.eq(out.valid),
+                      answer.eq(Cat(out.data.as_value(), out.error))]
         m.d.comb += [
             requests.w_en.eq(port.en), requests.w_data.eq(port.addr),
             requests.r_en.eq(~self.read_hold),
             out.en.eq(requests.r_rdy & ~self.read_hold), out.addr.eq(requests.r_data),
-            answers.w_en.eq(out.valid),
-            answers.w_data.eq(Cat(out.data.as_value(), out.error)),
+            answers.w_en.eq(answer_valid), answers.w_data.eq(answer),
             answers.r_en.eq(1),
             port.valid.eq(answers.r_rdy),
             port.data.as_value().eq(answers.r_data[:word_bits]),

@@ -17,7 +17,7 @@ next frame's SOF, so that frame already belongs to the new interval
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -52,7 +52,7 @@ class IntervalTimer(wiring.Component):
         Run the schedule; its rising edge (re)arms it.
     rearm: In(1)
         Pulse: restart at ``i = 0`` (INTERVAL_START/TICKS/MODE were written; taken one
-        cycle later: registered, like ``enable`` and ``ticks != 0``).
+        cycle later: registered, like ``enable``; ``ticks != 0`` two cycles later).
     ticks, start: In(64)
         δ and t0. δ = 0 stops the timer. δ must be at least 4 (the comparison is
         pipelined: the schedule advances at most once per 2 clocks).
@@ -85,9 +85,17 @@ class IntervalTimer(wiring.Component):
         # Registered inputs of the decisions (Fmax: each enable is one LUT of registers).
         enabled, running, restart = Signal(), Signal(), Signal()
 
+        # ``ticks != 0`` in two stages (16-bit pieces, then their OR with ``enable``):
+        # in one, its LUT tree was the two-clock LDS core's datapath critical path on
+        # one placement (four LUT levels, ``docs/HARDWARE.md``). ``running`` then follows
+        # δ two clocks late; a restart's ``settle`` clock covers one of them, and δ only
+        # changes with a rearm.
+        pieces = range(0, len(self.ticks), 16)
+        ticks_nonzero = Signal(len(pieces))
+        m.d.sync += ticks_nonzero.eq(Cat(*(self.ticks[k: k + 16].any() for k in pieces)))
         m.d.sync += [enabled_before.eq(self.enable),
                      enabled.eq(self.enable),
-                     running.eq(self.enable & (self.ticks != 0)),
+                     running.eq(self.enable & ticks_nonzero.any()),
                      restart.eq(self.rearm | (self.enable & ~enabled_before)),
                      reached.eq(self.now >= next_at),
                      behind.eq(self.now >= after_next),

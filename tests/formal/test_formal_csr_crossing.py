@@ -9,8 +9,8 @@ accesses when the solver says, each a read or a write of any data at any of 16
 addresses, held until its ``ack``; the target (the CSR bank's side, ``sync``) answers
 after as many cycles as the solver says, a read with a value that depends on the address
 and on a free key. Bounded, :data:`BMC_DEPTH` solver steps from reset (each step may move
-either clock; a read's round trip through both FIFOs takes about 17 when the clocks
-alternate); k-induction does not close on the FIFOs' Gray-coded pointers.
+either clock; a read's round trip through both entry crossings needs more than 24 steps:
+the stale-answer bug below is refuted at 28, not at 24).
 
 * the access the target holds is the master's access under way, with its address, its
   direction and (a write) its data;
@@ -20,9 +20,9 @@ alternate); k-induction does not close on the FIFOs' Gray-coded pointers.
 * a read's answer is the target's data for that read's address, never another access's;
 * no answer reaches the master without an access under way.
 
-Each planted bug must be refuted: an answer taken from the target before its ``ack``
-(found at step 15), and an answer carrying the target's data of the cycle before its
-``ack`` (found only on a read completed through both crossings: the bound reaches one).
+Each planted bug must be refuted: an answer taken from the target before its ``ack``,
+and an answer carrying the target's data of the cycle before its ``ack`` (found only on
+a read completed through both crossings: the bound reaches one).
 """
 
 import pytest
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.formal
 #: Address bits the master varies (the others stay 0).
 ADDR_BITS = 4
 #: Solver steps of the bounded proof (each step may move either clock).
-BMC_DEPTH = 20
+BMC_DEPTH = 32
 
 
 class EarlyAnswerCrossing(CsrBusCrossing):
