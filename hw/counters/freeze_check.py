@@ -31,6 +31,8 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.check_value import CRC32_INIT, CRC32_XOROUT, HEADER_BITS, crc32_bits
 
+from hw.arith.stages import kept_copies
+
 __all__ = ["Crc32Words", "FreezeCheck", "RecordCheck", "crc32_matrix"]
 
 
@@ -221,10 +223,10 @@ class RecordCheck(wiring.Component):
     ``value``) continued over the interval's header bytes
     (:func:`host_sw.contracts.check_value.extend_check`), for FROZEN_CHECK.
 
-    The continuation runs a byte a clock. When ``frozen_ready`` rises, the words' CRC and
-    the header (both final by then, and held while the copy is frozen) are loaded; each
-    clock then takes one CRC step over the next header byte (32 XORs of register and byte
-    bits, 3 to 14 taps each), and ``value`` is loaded once the last byte is in.
+    The continuation runs a byte a clock. A clock after ``frozen_ready`` rises, the words'
+    CRC and the header (both final by then, and held while the copy is frozen) are loaded;
+    each clock then takes one CRC step over the next header byte (32 XORs of register and
+    byte bits, 3 to 14 taps each), and ``value`` is loaded once the last byte is in.
     ``ready`` follows ``frozen_ready`` from then on (:attr:`latency` cycles after its
     rise), so STATUS.frozen_ready never shows a check value still on its way.
 
@@ -258,8 +260,8 @@ class RecordCheck(wiring.Component):
     Attributes
     ----------
     latency : int
-        Cycles from ``frozen_ready``'s rise to ``ready``: the load, a step per header
-        byte, the value's register.
+        Cycles from ``frozen_ready``'s rise to ``ready``: the load's decision, the load, a
+        step per header byte, the value's register.
     """
 
     def __init__(self, *, header_bits: int = HEADER_BITS):
@@ -268,7 +270,7 @@ class RecordCheck(wiring.Component):
             raise ValueError(f"header_bits must be a positive whole number of bytes in "
                              f"bits, not {header_bits!r}")
         self.header_bits = header_bits
-        self.latency = header_bits // 8 + 2
+        self.latency = header_bits // 8 + 3
         super().__init__({"words_check": In(32), "header": In(header_bits),
                           "frozen_ready": In(1), "value": Out(32), "ready": Out(1)})
 
@@ -277,20 +279,37 @@ class RecordCheck(wiring.Component):
         nbytes = self.header_bits // 8
         state_cols, data_cols = crc32_matrix(8)
         # zlib.crc32(header, c): the raw register c ^ XOROUT, a step per byte, ^ XOROUT.
+        # ``state`` and ``rest`` have no enable: they load while ``loading`` (a register,
+        # in copies of 32 loads each) and step every other clock, and ``value`` takes
+        # ``state`` after exactly ``nbytes`` steps. With an enable from ``left != 0``
+        # and ``frozen_ready`` on all 256 flip-flops, that net (4.0 ns) was the two-clock
+        # LDA core's datapath critical path on two of three seeds (``docs/HARDWARE.md``).
+        # ``words_check`` is registered first (it is final from ``frozen_ready`` on).
         state = Signal(32, reset_less=True)
         rest = Signal(self.header_bits, reset_less=True)   # the bytes still to go, next first
+        words_check = Signal(32, reset_less=True)
         left = Signal(range(nbytes + 1))
-        started, done = Signal(), Signal()
+        started, done, loading = Signal(), Signal(), Signal()
         inputs = [state[i] for i in range(32)] + [rest[i] for i in range(8)]
         columns = state_cols + data_cols
         step = Cat(*[_xor_of(inputs, columns, b) for b in range(32)])
+        load_next = self.frozen_ready & ~started & ~loading
+        m.d.sync += [words_check.eq(self.words_check), loading.eq(load_next)]
+        pieces = [(state, 0, 32, words_check ^ CRC32_XOROUT, step)]
+        for lo in range(0, self.header_bits, 32):
+            hi = min(lo + 32, self.header_bits)
+            pieces.append((rest, lo, hi, self.header, rest >> 8))
+        copies = kept_copies(m, load_next, len(pieces), name="loading")
+        for (target, lo, hi, loaded, stepped), load in zip(pieces, copies):
+            m.d.sync += target[lo:hi].eq(Mux(load, loaded[lo:hi], stepped[lo:hi]))
         with m.If(~self.frozen_ready):
             m.d.sync += [started.eq(0), done.eq(0)]
+        with m.Elif(loading):
+            m.d.sync += [started.eq(1), left.eq(nbytes)]
         with m.Elif(~started):
-            m.d.sync += [started.eq(1), state.eq(self.words_check ^ CRC32_XOROUT),
-                         rest.eq(self.header), left.eq(nbytes)]
+            pass
         with m.Elif(left != 0):
-            m.d.sync += [state.eq(step), rest.eq(rest >> 8), left.eq(left - 1)]
+            m.d.sync += left.eq(left - 1)
         with m.Elif(~done):
             # loaded only once a copy is frozen: 0 from reset (FROZEN_CHECK's declared
             # reset), then the last frozen record's value until the next one
