@@ -33,6 +33,7 @@ from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES
 
 from hw.bus.entry_crossing import EntryCrossing, split_entry
+from hw.frames.frame import RegisterSlice
 from hw.frames.frame_crossing import frame_depths, store_and_forward
 from hw.inband.control_frame_tx import HEADER_BYTES
 
@@ -143,10 +144,19 @@ class ExporterCrossing(wiring.Component):
         answer = Signal(word_bits + 1, reset_less=True)
         m.d[fast] += [answer_valid.eq(out.valid),
                       answer.eq(Cat(out.data.as_value(), out.error))]
+        # The addresses leave the FIFO through a register slice, so ``read_hold`` (the
+        # bus's read of the shared port, from the CSR bank) reaches the slice, not the
+        # FIFO's read pointer: its route into the pointer's increment was the two-clock
+        # LDA core's datapath critical path on one placement (a 5.0 ns net,
+        # ``docs/HARDWARE.md``).
+        slot = RegisterSlice(shape=len(port.addr))
+        m.submodules.read_slot = DomainRenamer({"sync": fast})(slot)
         m.d.comb += [
             requests.w_en.eq(port.en), requests.w_data.eq(port.addr),
-            requests.r_en.eq(~self.read_hold),
-            out.en.eq(requests.r_rdy & ~self.read_hold), out.addr.eq(requests.r_data),
+            requests.r_en.eq(slot.sink.ready), slot.sink.valid.eq(requests.r_rdy),
+            slot.sink.payload.eq(requests.r_data),
+            slot.source.ready.eq(~self.read_hold),
+            out.en.eq(slot.source.valid & ~self.read_hold), out.addr.eq(slot.source.payload),
             answers.w_en.eq(answer_valid), answers.w_data.eq(answer),
             answers.r_en.eq(1),
             port.valid.eq(answers.r_rdy),
