@@ -95,7 +95,7 @@ class Crc32Words(wiring.Component):
     """
 
     #: Cycles from a word's ``valid`` to its effect on ``value``.
-    LATENCY = 3
+    LATENCY = 4
     #: Data taps XORed in the first pipeline level (16: two LUT4 levels).
     GROUP = 16
 
@@ -123,26 +123,33 @@ class Crc32Words(wiring.Component):
         share = Signal(32)
         share_valid = Signal()
         taken = Signal()                       # a word reached the state since start
-        data_bits = [self.data[i] for i in range(self.width)]
-        word = self.valid & ~self.start
+        # Stage 0: the word registered as it comes. Each data bit feeds some 16 partial
+        # registers; from the counter bank's check register by its RAMs, that net (6.3 ns)
+        # was the two-clock RDA core's datapath critical path on one placement
+        # (``docs/HARDWARE.md``). ``first`` travels with the word.
+        data = Signal(self.width, reset_less=True)
+        word, word_first = Signal(), Signal()
+        m.d.sync += [data.eq(self.data), word.eq(self.valid & ~self.start),
+                     word_first.eq(first)]
+        data_bits = [data[i] for i in range(self.width)]
         # The data's share is split in two registered levels (feed-forward): groups of up to
         # GROUP taps, then the XOR of the groups.
         partial_valid = Signal()
         partials = []
         for b in range(32):
             taps = [data_bits[i] for i, col in enumerate(data_cols) if (col >> b) & 1]
-            taps += [first] if (init_share >> b) & 1 else []
+            taps += [word_first] if (init_share >> b) & 1 else []
             groups = [taps[i:i + self.GROUP] for i in range(0, len(taps), self.GROUP)]
             regs = [Signal(name=f"share{b}_part{g}") for g in range(len(groups))]
             m.d.sync += [r.eq(_xor_tree(group)) for r, group in zip(regs, groups)]
             partials.append(regs)
-        m.d.sync += [partial_valid.eq(word),
+        m.d.sync += [partial_valid.eq(word & ~self.start),
                      share.eq(Cat(*[_xor_tree(regs) if regs else Const(0, 1)
                                     for regs in partials])),
                      share_valid.eq(partial_valid & ~self.start)]
         with m.If(self.start):
             m.d.sync += first.eq(1)
-        with m.Elif(word):
+        with m.Elif(self.valid):
             m.d.sync += first.eq(0)
         # Stage 2: the state's share, XORed with it.
         state = Signal(32)

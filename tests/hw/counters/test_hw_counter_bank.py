@@ -406,7 +406,7 @@ def test_frozen_timing_and_last_request_in_window():
         while not b.get(dut.frozen_ready):
             await b.cycle()
         assert b.now == swap_cycle + drain + CounterBank.UPDATE_LATENCY + 2 + dut.check_cycles
-        assert dut.check_cycles == 16 + CounterBank.READ_LATENCY + 4
+        assert dut.check_cycles == 16 + CounterBank.READ_LATENCY + 5
         await b.cycle(read=5)
         await b.idle(CounterBank.READ_LATENCY)
         (t, index, word, error, t_valid), = b.responses
