@@ -33,7 +33,8 @@ def delayed(m: Module, value, cycles: int, *, name: str = "delayed",
     return value
 
 
-def kept_copies(m: Module, value, copies: int, *, name: str, reset_less: bool = True):
+def kept_copies(m: Module, value, copies: int, *, name: str, reset_less: bool = True,
+                domain: str = "sync"):
     """``copies`` registers that each hold ``value`` one clock later, and that synthesis
     keeps apart: a select or enable of many loads, shared between copies so that each
     copy's net stays short.
@@ -48,7 +49,7 @@ def kept_copies(m: Module, value, copies: int, *, name: str, reset_less: bool = 
     out = []
     for k in range(copies):
         q = Signal(value.shape(), name=f"{name}{k}", reset_less=reset_less)
-        m.d.sync += q.eq((value & q) | (value & ~q))
+        m.d[domain] += q.eq((value & q) | (value & ~q))
         out.append(q)
     return out
 

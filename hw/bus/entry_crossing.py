@@ -21,8 +21,8 @@ the two-clock LDA core's control-clock critical path on ECP5 in each of three se
 
 A write is sampled into registers first and enters ``held`` a clock later, so the
 writer's strobe (an export's start from the freeze logic across the core, a marker
-request) drives one flip-flop, not the holding registers' enables; ``w_rdy`` falls at the
-write. The output register's enable is one flip-flop (its own ``valid``'s inverse), so the
+request) drives a flip-flop per 64 bits of the entry (each the enable of its 64 holding
+registers), not the holding registers' enables; ``w_rdy`` falls at the write. The output register's enable is one flip-flop (its own ``valid``'s inverse), so the
 entry's fan-out starts at a register on both sides. Two entries can wait: one in ``held``,
 one in the output register.
 
@@ -34,6 +34,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
+
+from hw.arith.stages import kept_copies
 
 __all__ = ["EntryCrossing", "split_entry"]
 
@@ -70,13 +72,25 @@ class EntryCrossing(wiring.Component):
         m.submodules.acknowledge_sync = FFSynchronizer(acknowledge, acknowledge_seen,
                                                        o_domain=w)
 
+        # ``pushed``: a write was sampled last clock. A write needs ``free``, which then
+        # holds until the request flips (no request is pending, so ``acknowledge`` does
+        # not move): ``pushed`` alone moves the entry into ``held``, in copies of 64 bits
+        # each (:func:`hw.arith.stages.kept_copies`). With ``pushed & free`` as the
+        # enable of all 372 bits, that LUT's net (4.8 ns) was the two-clock LDA core's
+        # datapath critical path on one placement (``docs/HARDWARE.md``).
+        pieces = range(0, self.width, 64)
+        write = self.w_en & self.w_rdy
         pushed = Signal()
+        copies = kept_copies(m, write, len(pieces), name="pushed", domain=w)
         sampled = Signal(self.width, reset_less=True)
-        m.d[w] += [pushed.eq(self.w_en & self.w_rdy), sampled.eq(self.w_data)]
+        m.d[w] += [pushed.eq(write), sampled.eq(self.w_data)]
         free = request == acknowledge_seen
         m.d.comb += self.w_rdy.eq(free & ~pushed)
-        with m.If(pushed & free):
-            m.d[w] += [held.eq(sampled), request.eq(~request)]
+        with m.If(pushed):
+            m.d[w] += request.eq(~request)
+        for lo, copy in zip(pieces, copies):
+            with m.If(copy):
+                m.d[w] += held[lo: lo + 64].eq(sampled[lo: lo + 64])
 
         out = Signal(self.width, reset_less=True)
         out_valid = Signal()
