@@ -29,8 +29,10 @@ Top = InlineTapTop
 #: The directions measured by default.
 DIRECTIONS = ("port0_to_port1",)
 #: Per kind, the options whose default differs on this board (the kind's default core
-#: does not fit the device).
-KIND_DEFAULTS = {"rli": {"cells": 2048}}
+#: does not fit the device): RLI's 4 096 cells need 134 DP16KD of its 108; LDS's 4 rows
+#: (75 % of its flip-flops) did not route, router2's overuse growing from 3 398 to 6 249
+#: wires, where 2 rows route and meet every clock (``docs/HARDWARE.md``).
+KIND_DEFAULTS = {"lds": {"rows": 2}, "rli": {"cells": 2048}}
 #: nextpnr placer: with ``heap`` the two cores (55 % of the LFE5UM-45F) did not route
 #: (router2 diverged on seeds 1 and 2); with ``static`` they route in ~9 minutes.
 PLACER = "static"

@@ -22,7 +22,8 @@ from boards.rgmii import RGMIIPort, RGMIIReceiver, RGMIITransmitter
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
 from boards import top as top_module
 from boards.top import build_board, device_csr, write_csr_exports
-from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig, config_class
+from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
+from host_sw.contracts.config_args import config_from_args, default_config_namespace
 from host_sw.contracts.config_args import KIND_PARAMETERS
 from host_sw.contracts.csr_export import parse_csr_csv, parse_csr_json
 from host_sw.contracts.uartbone import encode_read, encode_write
@@ -321,8 +322,9 @@ def test_board_command_directions_option(tmp_path, capsys):
 
 
 def test_board_kind_defaults(tmp_path, capsys):
-    """On the Versa an RLI core defaults to 2 048 cells (4 096 do not fit its block RAM),
-    ``--cells`` still wins, other kinds keep their defaults, and the help says so."""
+    """On the Versa an RLI core defaults to 2 048 cells (4 096 do not fit its block RAM)
+    and an LDS core to 2 rows (4 did not route on its flip-flops and LUTs), the options
+    given still win, other kinds keep their defaults, and the help says so."""
     def built_constants(*options):
         folder = tmp_path / "_".join(options)
         assert versa_ecp5.main(["--no-build", "--build-dir", str(folder), *options]) == 0
@@ -332,12 +334,16 @@ def test_board_kind_defaults(tmp_path, capsys):
     rli = built_constants("--synopsis", "rli")
     assert (rli["config_synopsis_kind"], rli["config_dim1"]) == ("rli", 2048)
     assert built_constants("--synopsis", "rli", "--cells", "4096")["config_dim1"] == 4096
-    assert built_constants("--synopsis", "lds")["config_dim1"] == LdsConfig().cells
+    lds = built_constants("--synopsis", "lds")
+    assert (lds["config_dim0"], lds["config_dim1"]) == (2, LdsConfig().cells)
+    assert built_constants("--synopsis", "lds", "--rows", "4")["config_dim0"] == 4
+    assert built_constants("--synopsis", "rda")["config_dim1"] == RdaConfig().buckets_per_bank
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
         versa_ecp5.main(["--help"])
     assert exit_info.value.code == 0
-    assert "rli defaults to --cells 2048" in " ".join(capsys.readouterr().out.split())
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "lds defaults to --rows 2; rli defaults to --cells 2048" in shown
 
 
 def test_written_build_csr_matches_regmap(tmp_path):
@@ -464,6 +470,7 @@ def test_board_command_builds_every_kind(board, kind, monkeypatch, capsys):
     monkeypatch.setattr(top_module, "build_board", fake_build)
     assert BOARDS[board].main(["--synopsis", kind, "--hash-seed", "0x1234", "--seed", "7"]) == 0
     board_defaults = getattr(BOARDS[board], "KIND_DEFAULTS", {}).get(kind, {})
-    expected = config_class(kind)(seed=0x1234, **board_defaults)
+    expected = config_from_args(default_config_namespace(synopsis=kind, seed=0x1234,
+                                                         **board_defaults))
     assert [core.config for core in seen["top"].cores] == [expected] * len(seen["top"].cores)
     assert seen["do_build"] and "--seed 7 " in seen["opts"]
