@@ -6,10 +6,11 @@ Where it sits (``docs/DESIGN.md``, "Clock domains"): in a two-domain core
 UARTBone bridge (:class:`hw.bus.uartbone.UARTBoneBridge`, control domain) and the CSR bank
 (:class:`hw.bus.csr.CsrBank`, datapath domain). Each bus access crosses whole: its
 request (address, read or write, data) through one
-:class:`hw.bus.entry_crossing.EntryCrossing`, its answer (read data) back through another. The CSR bank therefore performs every access
-in the datapath's clock exactly as in a one-clock core — a read after a write sees the
-write's effect, and a command (CONTROL.swap) takes effect in one cycle of the datapath —
-and no register value is ever sampled across the clock boundary.
+:class:`hw.bus.entry_crossing.EntryCrossing`, its answer (read data) back through
+another. The CSR bank therefore performs every access in the datapath's clock exactly
+as in a one-clock core — a read after a write sees the write's effect, and a command
+(CONTROL.swap) takes effect in one cycle of the datapath — and no register value is
+ever sampled across the clock boundary.
 
 The bus carries one access at a time (the bridge waits for each ``ack``), so each
 crossing holds at most one entry; the cost is the round trip, a few clocks of each domain

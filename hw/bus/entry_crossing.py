@@ -22,8 +22,9 @@ the two-clock LDA core's control-clock critical path on ECP5 in each of three se
 A write is sampled into registers first and enters ``held`` a clock later, so the
 writer's strobe (an export's start from the freeze logic across the core, a marker
 request) drives a flip-flop per 64 bits of the entry (each the enable of its 64 holding
-registers), not the holding registers' enables; ``w_rdy`` falls at the write. The output register's enable is one flip-flop (its own ``valid``'s inverse), so the
-entry's fan-out starts at a register on both sides. Two entries can wait: one in ``held``,
+registers), not the holding registers' enables; ``w_rdy`` falls at the write. The output
+register's enable is one flip-flop (its own ``valid``'s inverse), so the entry's fan-out
+starts at a register on both sides. Two entries can wait: one in ``held``,
 one in the output register.
 
 Hand-written: ``amaranth.lib.cdc`` has the synchronisers but no data handshake; the

@@ -287,10 +287,11 @@ class RecordCheck(wiring.Component):
         state_cols, data_cols = crc32_matrix(8)
         # zlib.crc32(header, c): the raw register c ^ XOROUT, a step per byte, ^ XOROUT.
         # ``state`` and ``rest`` have no enable: they load while ``loading`` (a register,
-        # in copies of 32 loads each) and step every other clock, and ``value`` takes
-        # ``state`` after exactly ``nbytes`` steps. With an enable from ``left != 0``
-        # and ``frozen_ready`` on all 256 flip-flops, that net (4.0 ns) was the two-clock
-        # LDA core's datapath critical path on two of three seeds (``docs/HARDWARE.md``).
+        # in copies of 32 loads each) and step on every clock they do not load, and
+        # ``value`` takes ``state`` after exactly ``nbytes`` steps. With an enable from
+        # ``left != 0`` and ``frozen_ready`` on all 256 flip-flops, that net (4.0 ns) was
+        # the two-clock LDA core's datapath critical path on two of three seeds
+        # (``docs/HARDWARE.md``).
         # ``words_check`` is registered first (it is final from ``frozen_ready`` on).
         state = Signal(32, reset_less=True)
         rest = Signal(self.header_bits, reset_less=True)   # the bytes still to go, next first
