@@ -314,13 +314,12 @@ class RecordCheck(wiring.Component):
             m.d.sync += [started.eq(0), done.eq(0)]
         with m.Elif(loading):
             m.d.sync += [started.eq(1), left.eq(nbytes)]
-        with m.Elif(~started):
-            pass
-        with m.Elif(left != 0):
-            m.d.sync += left.eq(left - 1)
-        with m.Elif(~done):
-            # loaded only once a copy is frozen: 0 from reset (FROZEN_CHECK's declared
-            # reset), then the last frozen record's value until the next one
-            m.d.sync += [self.value.eq(state ^ CRC32_XOROUT), done.eq(1)]
+        with m.Elif(started):
+            with m.If(left != 0):
+                m.d.sync += left.eq(left - 1)
+            with m.Elif(~done):
+                # loaded only once a copy is frozen: 0 from reset (FROZEN_CHECK's declared
+                # reset), then the last frozen record's value until the next one
+                m.d.sync += [self.value.eq(state ^ CRC32_XOROUT), done.eq(1)]
         m.d.comb += self.ready.eq(self.frozen_ready & done)
         return m
