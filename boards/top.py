@@ -60,7 +60,7 @@ __all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "chec
            "uart_divisor", "add_rgmii_resources", "InlineTapTop", "MonitorTop",
            "device_csr", "write_csr_exports", "use_yowasp", "device_name", "build_board",
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
-           "build_failure", "run_build_script"]
+           "crowded_resources", "MAX_LOGIC_SHARE", "build_failure", "run_build_script"]
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
@@ -383,45 +383,87 @@ def overused_resources(nextpnr_log: str) -> dict[str, tuple[int, int]]:
             if int(used) > int(avail)}
 
 
-def run_build_script(plan, out_dir: Path, board: str, poll_s: float = 1.0) -> int:
+#: The share of a device's flip-flops or LUT cells up to which nextpnr-ecp5 (the YoWASP
+#: build, router2) places and routes a board design here. Measured on the Versa's
+#: LFE5UM-45F: an LDS core at 70 % of the flip-flops (60 % of the LUT cells) routed and
+#: met every clock; at 75 % router2's overused wires grew until it was stopped; OPA
+#: (83 % / 87 %) and RLI (79 % / 72 %) cores did not leave the placers' legalisation in
+#: 30 minutes (``static``) or 10 (``heap``). Past it a build is stopped at nextpnr's
+#: utilisation table, minutes in, instead of running for an hour to no bitstream.
+MAX_LOGIC_SHARE = 0.72
+#: The logic resources :data:`MAX_LOGIC_SHARE` applies to (block RAMs and multipliers
+#: are fixed sites: a design uses them up to the device's count).
+_LOGIC = ("TRELLIS_FF", "TRELLIS_COMB")
+
+
+def crowded_resources(nextpnr_log: str, max_share: float = MAX_LOGIC_SHARE
+                      ) -> dict[str, tuple[int, int]]:
+    """The logic resources (flip-flops, LUT cells) of nextpnr's "Device utilisation"
+    table that the design uses more than ``max_share`` of, as ``{name: (needed,
+    available)}``."""
+    return {name: (int(used), int(avail))
+            for name, used, avail in _UTILISATION.findall(nextpnr_log)
+            if name in _LOGIC and int(used) > max_share * int(avail)}
+
+
+def run_build_script(plan, out_dir: Path, board: str, poll_s: float = 1.0,
+                     max_share: float = MAX_LOGIC_SHARE) -> int:
     """Extract ``plan`` into ``out_dir`` and run its script (Yosys, nextpnr, ecppack);
     return its exit status. nextpnr prints the design's utilisation before it places,
     but a design past the device's resources still goes on to place (for the better
     part of an hour) before it fails: the script is stopped as soon as the log's table
-    shows a resource past the device (status ``-SIGTERM``; :func:`build_failure` then
-    names the resources)."""
+    shows a resource past the device, or flip-flops or LUT cells past ``max_share`` of
+    it (status ``-SIGTERM``; :func:`build_failure` then names the resources)."""
     plan.extract(str(out_dir))
     nextpnr_log = out_dir / f"{board}.tim"
     # A session of its own, so that stopping the script stops the tools it started.
     process = subprocess.Popen(["sh", f"{plan.script}.sh"], cwd=out_dir,
                                start_new_session=True)
+    table_seen = False
     while True:
         try:
             return process.wait(timeout=poll_s)
         except subprocess.TimeoutExpired:
             pass
-        if nextpnr_log.exists() and overused_resources(
-                nextpnr_log.read_text(errors="replace")):
+        if table_seen or not nextpnr_log.exists():
+            continue
+        log = nextpnr_log.read_text(errors="replace")
+        if overused_resources(log) or crowded_resources(log, max_share):
             os.killpg(process.pid, signal.SIGTERM)
             process.wait()
             return -signal.SIGTERM
+        # The table's last logic row is printed: the design is within the limits.
+        table_seen = bool(re.search(r"^Info:\s+TRELLIS_COMB:", log, re.M))
 
 
-def build_failure(out_dir: Path, board: str, device: str, returncode: int) -> BoardBuildFailed:
+def build_failure(out_dir: Path, board: str, device: str, returncode: int,
+                  max_share: float = MAX_LOGIC_SHARE) -> BoardBuildFailed:
     """The error of a failed board build in ``out_dir``: when nextpnr's log shows the design
-    needs more of a resource than ``device`` has, the resources and what to build instead;
-    otherwise the step that failed and its log."""
+    needs more of a resource than ``device`` has, or more of its flip-flops or LUT cells
+    than ``max_share``, the resources and what to build instead; otherwise the step that
+    failed and its log."""
     rpt, tim = out_dir / f"{board}.rpt", out_dir / f"{board}.tim"
     if not tim.exists():
         return BoardBuildFailed(f"Yosys failed (exit {returncode}); see {rpt}")
-    over = overused_resources(tim.read_text(errors="replace"))
+    log = tim.read_text(errors="replace")
+    smaller = "(--banks, --rows, --cells, --buckets, --groups)"
+    over = overused_resources(log)
     if over:
         needs = ", ".join(f"{used} {name} (it has {avail})"
                           for name, (used, avail) in over.items())
         return BoardBuildFailed(
             f"the design does not fit the {device}: it needs {needs}. Build fewer cores "
-            f"(--directions on an inline tap) or smaller ones (--banks, --rows, --cells, "
-            f"--buckets, --groups); see {tim}")
+            f"(--directions on an inline tap) or smaller ones {smaller}; see {tim}")
+    crowded = crowded_resources(log, max_share)
+    if crowded and returncode == -signal.SIGTERM:
+        needs = ", ".join(f"{used} {name} ({100 * used // avail} % of its {avail})"
+                          for name, (used, avail) in crowded.items())
+        return BoardBuildFailed(
+            f"the design is too full to place and route on the {device}: it needs {needs}, "
+            f"and nextpnr here places and routes up to {100 * max_share:.0f} % of a "
+            f"device's flip-flops and LUT cells (docs/HARDWARE.md, \"Limits of the board "
+            f"designs\"). Build smaller cores {smaller} or use a larger FPGA, or give "
+            f"--max-utilisation 100 to try anyway; see {tim}")
     if not (out_dir / f"{board}.config").exists():
         return BoardBuildFailed(f"nextpnr failed (exit {returncode}); see {tim}")
     return BoardBuildFailed(f"ecppack failed (exit {returncode}); see {out_dir}")
@@ -446,7 +488,8 @@ def device_name(platform) -> str:
 
 
 def build_board(platform, top, *, board: str, build_dir="build", do_build: bool = True,
-                nextpnr_opts: str = "--router router2") -> dict:
+                nextpnr_opts: str = "--router router2",
+                max_logic_share: float = MAX_LOGIC_SHARE) -> dict:
     """Elaborate (and with ``do_build`` synthesise, place, route and pack) ``top`` on
     ``platform`` into ``<build_dir>/<board>/``; write the register map exports there.
 
@@ -456,7 +499,9 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     Returns a summary: paths written, the cores' kind and clock, and with ``do_build``
     nextpnr's options, Fmax per clock and the resources used (:func:`board_summary`).
     Saved as ``docs/hardware/<board>_<kind>_summary_seed<N>.json``, it is a row of
-    ``python -m bench.synth_core --summary``."""
+    ``python -m bench.synth_core --summary``. ``max_logic_share``: the build stops when
+    the design needs more of the device's flip-flops or LUT cells
+    (:data:`MAX_LOGIC_SHARE`)."""
     out_dir = Path(build_dir) / board
     written = write_csr_exports(top, out_dir, board=board)
     summary = {"board": board, "device": device_name(platform),
@@ -483,9 +528,10 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     # The logs of an earlier build would be read as this one's.
     for stale in (".rpt", ".tim", ".config", ".bit", ".report.json"):
         (out_dir / f"{board}{stale}").unlink(missing_ok=True)
-    returncode = run_build_script(plan, out_dir, board)
+    returncode = run_build_script(plan, out_dir, board, max_share=max_logic_share)
     if returncode:
-        raise build_failure(out_dir, board, summary["device"], returncode)
+        raise build_failure(out_dir, board, summary["device"], returncode,
+                            max_share=max_logic_share)
     options = dict(re.findall(r"--(seed|placer|router) (\S+)", nextpnr_opts))
     summary |= {"seed": int(options.get("seed", 1)), "placer": options.get("placer", "heap"),
                 "router": options.get("router", "router1")}
@@ -545,6 +591,12 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help="nextpnr router (default router2)")
     parser.add_argument("--seed", dest="pnr_seed", type=int, default=seed,
                         help=f"nextpnr placement seed (default {seed})")
+    parser.add_argument("--max-utilisation", type=float, default=100 * MAX_LOGIC_SHARE,
+                        metavar="PERCENT",
+                        help=f"stop the build when the design needs more than PERCENT of "
+                             f"the FPGA's flip-flops or LUT cells (default "
+                             f"{100 * MAX_LOGIC_SHARE:g}: past it nextpnr did not place and "
+                             f"route here; 100 tries anyway)")
     parser.add_argument("--placer", choices=("heap", "static"), default=placer,
                         help=f"nextpnr placer (default {placer}; static routed the whole "
                              f"core at constraints where heap did not)")
@@ -556,6 +608,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                             help=f"directions measured (default {default}); the other "
                                  f"is a plain pass-through")
     args = parser.parse_args(argv)
+    if not 0 < args.max_utilisation <= 100:
+        parser.error(f"--max-utilisation must be in (0, 100], not {args.max_utilisation:g}")
     for name, value in kind_defaults.get(args.synopsis, {}).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -575,7 +629,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
         summary = build_board(platform, top, board=board,
                               build_dir=args.build_dir, do_build=not args.no_build,
                               nextpnr_opts=f"--router {args.router} --seed {args.pnr_seed} "
-                                           f"--placer {args.placer}")
+                                           f"--placer {args.placer}",
+                              max_logic_share=args.max_utilisation / 100)
     except ToolchainMissing as exc:
         print(f"python -m boards.{board}: {exc}", file=sys.stderr)
         return 2

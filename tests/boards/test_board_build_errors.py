@@ -13,7 +13,8 @@ import pytest
 
 from boards import ecpix5
 from boards import top as top_module
-from boards.top import BoardBuildFailed, build_board, overused_resources
+from boards.top import (MAX_LOGIC_SHARE, BoardBuildFailed, build_board,
+                        crowded_resources, overused_resources)
 from host_sw.contracts.config import LdaConfig
 
 #: The head of nextpnr-ecp5's utilisation table for two RLI cores on the Versa's 45F.
@@ -33,6 +34,29 @@ def test_overused_resources_are_the_rows_past_the_device():
         "DP16KD": (268, 108), "TRELLIS_FF": (73404, 43848), "TRELLIS_COMB": (57794, 43848)}
     assert overused_resources(OVERFULL_LOG.replace("268/", "108/")
                               .replace("73404/", "43848/").replace("57794/", "1/")) == {}
+
+
+#: nextpnr-ecp5's utilisation table for one OPA core on the Versa's 45F: every resource
+#: fits, but the flip-flops and LUT cells are past what nextpnr placed and routed here.
+CROWDED_LOG = (
+    "Info: Device utilisation:\n"
+    "Info: \t          TRELLIS_IO:      32/    245    13%\n"
+    "Info: \t              DP16KD:      61/    108    56%\n"
+    "Info: \t          MULT18X18D:      12/     72    16%\n"
+    "Info: \t          TRELLIS_FF:   36442/  43848    83%\n"
+    "Info: \t        TRELLIS_COMB:   38480/  43848    87%\n")
+
+
+def test_crowded_resources_are_the_logic_rows_past_the_share():
+    assert overused_resources(CROWDED_LOG) == {}
+    assert crowded_resources(CROWDED_LOG) == {
+        "TRELLIS_FF": (36442, 43848), "TRELLIS_COMB": (38480, 43848)}
+    # Only flip-flops and LUT cells: block RAMs and multipliers are used to the last one.
+    assert crowded_resources(CROWDED_LOG, 0.5) == crowded_resources(CROWDED_LOG)
+    assert crowded_resources(CROWDED_LOG, 0.85) == {"TRELLIS_COMB": (38480, 43848)}
+    # The Versa's LDS core at 2 rows (30 631 flip-flops, 26 179 LUT cells) routed: within.
+    routed = CROWDED_LOG.replace("36442/", "30631/").replace("38480/", "26179/")
+    assert crowded_resources(routed) == {} and MAX_LOGIC_SHARE == 0.72
 
 
 class _Platform:
@@ -101,6 +125,21 @@ def test_a_design_that_does_not_fit_is_stopped_before_placement(failing_build, t
     assert not stopped.exists()
 
 
+def test_a_design_too_full_to_route_is_stopped_and_says_the_limit(failing_build, tmp_path):
+    stopped = tmp_path / "stopped"
+    message = failing_build({".rpt": "", ".tim": CROWDED_LOG},
+                            script=f"sleep 600; touch {stopped}\n")
+    assert not stopped.exists()
+    assert message == (
+        "the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it "
+        "needs 36442 TRELLIS_FF (83 % of its 43848), 38480 TRELLIS_COMB (87 % of its "
+        "43848), and nextpnr here places and routes up to 72 % of a device's flip-flops "
+        "and LUT cells (docs/HARDWARE.md, \"Limits of the board designs\"). Build smaller "
+        "cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or "
+        "give --max-utilisation 100 to try anyway; see "
+        f"{tmp_path / 'versa' / 'versa.tim'}")
+
+
 def test_the_failed_step_and_its_log(failing_build, tmp_path):
     folder = tmp_path / "versa"
     assert failing_build({".rpt": "ERROR: x\n"}) == \
@@ -150,3 +189,22 @@ def test_a_built_board_summary_is_a_saved_result(tmp_path, monkeypatch):
     (saved / "versa_lda_summary_seed3.json").write_text(json.dumps(summary))
     assert summary_lines(saved) == [
         "board versa lda met=yes slack=1.92 core_margin=14% measured=current"]
+
+
+def test_board_command_passes_the_utilisation_limit(monkeypatch, capsys):
+    seen = []
+
+    def build(platform, top, **kwargs):
+        seen.append(kwargs["max_logic_share"])
+        return {}
+
+    monkeypatch.setattr(top_module, "build_board", build)
+    assert ecpix5.main(["--synopsis", "lda", "--window-bytes", "24"]) == 0
+    assert ecpix5.main(["--synopsis", "lda", "--window-bytes", "24",
+                        "--max-utilisation", "100"]) == 0
+    assert seen == [MAX_LOGIC_SHARE, 1.0]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as caught:
+        ecpix5.main(["--synopsis", "lda", "--max-utilisation", "0"])
+    assert caught.value.code == 2
+    assert "--max-utilisation must be in (0, 100], not 0" in capsys.readouterr().err
