@@ -456,7 +456,7 @@ def build_failure(out_dir: Path, board: str, device: str, returncode: int,
             f"(--directions on an inline tap) or smaller ones {smaller}; see {tim}")
     crowded = crowded_resources(log, max_share)
     if crowded and returncode == -signal.SIGTERM:
-        needs = ", ".join(f"{used} {name} ({100 * used // avail} % of its {avail})"
+        needs = ", ".join(f"{used} {name} ({100 * used / avail:.1f} % of its {avail})"
                           for name, (used, avail) in crowded.items())
         return BoardBuildFailed(
             f"the design is too full to place and route on the {device}: it needs {needs}, "

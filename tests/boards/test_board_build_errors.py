@@ -132,7 +132,7 @@ def test_a_design_too_full_to_route_is_stopped_and_says_the_limit(failing_build,
     assert not stopped.exists()
     assert message == (
         "the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it "
-        "needs 36442 TRELLIS_FF (83 % of its 43848), 38480 TRELLIS_COMB (87 % of its "
+        "needs 36442 TRELLIS_FF (83.1 % of its 43848), 38480 TRELLIS_COMB (87.8 % of its "
         "43848), and nextpnr here places and routes up to 72 % of a device's flip-flops "
         "and LUT cells (docs/HARDWARE.md, \"Limits of the board designs\"). Build smaller "
         "cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or "
