@@ -140,6 +140,14 @@ def test_a_design_too_full_to_route_is_stopped_and_says_the_limit(failing_build,
         f"{tmp_path / 'versa' / 'versa.tim'}")
 
 
+def test_a_design_within_the_limit_is_not_stopped(failing_build, tmp_path):
+    """The Versa's routed LDS figures: the build runs on past the table (here to a
+    nextpnr failure of its own, a few polls later)."""
+    routed = CROWDED_LOG.replace("36442/", "30631/").replace("38480/", "26179/")
+    assert failing_build({".rpt": "", ".tim": routed}, script="sleep 3; exit 3\n") == \
+        f"nextpnr failed (exit 3); see {tmp_path / 'versa' / 'versa.tim'}"
+
+
 def test_the_failed_step_and_its_log(failing_build, tmp_path):
     folder = tmp_path / "versa"
     assert failing_build({".rpt": "ERROR: x\n"}) == \
