@@ -387,7 +387,7 @@ def overused_resources(nextpnr_log: str) -> dict[str, tuple[int, int]]:
 #: build, router2) places and routes a board design here. Measured on the Versa's
 #: LFE5UM-45F: an LDS core at 70 % of the flip-flops (60 % of the LUT cells) routed and
 #: met every clock; at 75 % router2's overused wires grew until it was stopped; OPA
-#: (83 % / 87 %) and RLI (79 % / 72 %) cores did not leave the placers' legalisation in
+#: (83.1 % / 87.8 %) and RLI (79.7 % / 72.1 %) cores did not leave the placers' legalisation in
 #: 30 minutes (``static``) or 10 (``heap``). Past it a build is stopped at nextpnr's
 #: utilisation table, minutes in, instead of running for an hour to no bitstream.
 MAX_LOGIC_SHARE = 0.72
