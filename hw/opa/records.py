@@ -213,7 +213,7 @@ class OpaRecordStreamer(wiring.Component):
         self._pad(m, tagger.source, to_packer.sink)
         connect(m, to_packer.source, packer.items)
         # The framer reads the FIFO's head from registers (a register slice: the BRAM's
-        # output and the head's 64-bit offset are not on one path).
+        # output and the head's offset and fit are not on one path).
         m.submodules.head = head = RegisterSlice(shape=layout.size)
         m.d.comb += [head.sink.valid.eq(fifo.r_rdy), head.sink.payload.eq(fifo.r_data),
                      fifo.r_en.eq(fifo.r_rdy & head.sink.ready)]
@@ -340,10 +340,23 @@ class OpaRecordStreamer(wiring.Component):
         h_count, h_base = Signal.like(count), Signal(64)
         h_seq, h_groups, h_chunk = Signal(32), Signal(24), Signal(32)
         h_k, h_words, closed = Signal(range(RICE_K_MAX + 1)), Signal(16), Signal()
-        offset = Signal(64)
-        m.d.comb += offset.eq(head.ts - base)
-        offset_fits = self._by_point(head.recv, {
-            p: offset[f.offset_bits:] == 0 for p, f in self.formats.items()})
+        # A record fits the offset field when ``ts - base < 2**bits``: its low ``bits``
+        # bits subtracted, the high part compared with ``base``'s high part, or with it
+        # plus one (registered as the base is set) when the low part borrows: no 64-bit
+        # subtraction lies between the FIFO's head and the take.
+        off_bits = {p: f.offset_bits for p, f in self.formats.items()}
+        offset = Signal(max(off_bits.values()))
+        m.d.comb += offset.eq(head.ts[:len(offset)] - base[:len(offset)])
+        base_hi1 = {b: Signal(64 - b, name=f"base_hi1_{b}") for b in set(off_bits.values())}
+
+        def set_base(value):
+            m.d.sync += base.eq(value)
+            m.d.sync += [r.eq(value[b:] + 1) for b, r in base_hi1.items()]
+
+        def fits_field(b):
+            borrow = head.ts[:b] < base[:b]
+            return Mux(borrow, head.ts[b:] == base_hi1[b], head.ts[b:] == base[b:])
+        offset_fits = self._by_point(head.recv, {p: fits_field(b) for p, b in off_bits.items()})
         full = count == self._by_point(head.recv, self.per_frames)
         coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
@@ -404,7 +417,8 @@ class OpaRecordStreamer(wiring.Component):
                     m.d.sync += count.eq(count + 1)
                     c["on_take"](wport)
                     with m.If(count == 0):
-                        m.d.sync += [base.eq(srt["base"]), f_recv.eq(srt["mode"])]
+                        set_base(srt["base"])
+                        m.d.sync += f_recv.eq(srt["mode"])
             with m.Else():
                 m.d.comb += [wport.en.eq(~coded), entries.ready.eq(1)]
                 m.d.sync += [count.eq(count + 1), end_taken.eq(0)]
@@ -412,7 +426,8 @@ class OpaRecordStreamer(wiring.Component):
                     with m.If(coded):
                         c["on_take"](wport)
                 with m.If(count == 0):
-                    m.d.sync += [base.eq(head.ts), f_recv.eq(head.recv)]
+                    set_base(head.ts)
+                    m.d.sync += f_recv.eq(head.recv)
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
         # anything that changes the coder's record or state — a coded record taken (its

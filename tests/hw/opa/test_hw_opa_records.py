@@ -10,7 +10,7 @@ import pytest
 
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa.records import (RecordReassembler, build_record_frames,
-                                           parse_record_frame)
+                                           parse_record_frame, record_format)
 from hw.opa.records import OpaRecordStreamer
 from sim_tb.lib.amaranth_streams import Sink, simulate
 
@@ -203,6 +203,44 @@ def test_point_chosen_at_run_time(point):
     frames, counters = _run(point, clocks, depth=256, runtime=True)
     assert counters["dropped"] == 0 and counters["merged"] == 0
     assert _check(frames, packets, point) == 0
+
+
+def _edge_traffic(rng, bits, intervals=2):
+    """Offsets at the edge of a ``bits``-bit offset field: the base's low bits just
+    below a carry (the offsets' low bits wrap), offsets ``2**bits - 1`` (fits) and
+    ``2**bits`` (a new frame)."""
+    clocks, packets, seq, field = [], [], 0, 1 << bits
+    t = (5 << 40) + field - 3
+    for k in range(intervals):
+        mine = []
+        for ts in (t, t + 1, t + 2, t + 3, t + field - 1, t + field, t + field + 4,
+                   t + 2 * field - 1, t + 2 * field + field - 1, t + 4 * field):
+            h = int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2))
+            first = k > 0 and not mine
+            clocks.append((1, h, ts, int(first), seq if first else 0))
+            mine.append((h, ts))
+        packets.append((seq, mine))
+        seq += 1
+        t += 6 * field + 7
+    clocks.append((0, 0, t, 1, seq))
+    return clocks, packets
+
+
+@pytest.mark.parametrize("point", ["sender", "receiver"])
+@pytest.mark.parametrize("runtime", [False, True])
+def test_offsets_at_the_edge_of_the_field(point, runtime):
+    """A record whose offset is ``2**bits - 1`` stays in its frame, one of ``2**bits``
+    opens the next, whatever the base's low bits (the fit is decided on the low bits
+    and a compare of the high ones)."""
+    bits = record_format(CONFIG, point).offset_bits
+    clocks, packets = _edge_traffic(np.random.default_rng(14), bits)
+    frames, counters = _run(point, clocks, depth=256, runtime=runtime)
+    assert counters["dropped"] == 0
+    assert _check(frames, packets, point) == 0
+    # per interval: frames from t (offsets 0-3, 2**bits - 1), t + 2**bits (0, 4,
+    # 2**bits - 1), t + 3 * 2**bits - 1 and t + 4 * 2**bits
+    counts = [len(parse_record_frame(f, CONFIG, mtu=200).keys) for f in frames]
+    assert counts == [5, 3, 1, 1] * 2
 
 
 def test_point_switched_at_a_boundary():
