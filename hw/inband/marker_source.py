@@ -57,7 +57,7 @@ class MarkerFrameSource(wiring.Component):
     """
 
     #: Cycles the tag of the 48-byte header takes, from the request to the tag.
-    TAG_LATENCY = 42
+    TAG_LATENCY = 43
 
     def __init__(self, *, config, data_width: int):
         check_data_width(data_width)

@@ -83,7 +83,7 @@ class MarkerWatch(wiring.Component):
 
     #: Cycles from a marker's EOF transfer to ``accepted`` / ``bad_tag``: the decision
     #: on the header (2), then the tag of its 12 words (the engine's rounds), registered.
-    VERIFY_LATENCY = 2 + 43
+    VERIFY_LATENCY = 2 + 44
 
     def __init__(self, *, data_width: int, frame_type: int = TYPE_MARKER):
         check_data_width(data_width)

@@ -176,7 +176,15 @@ class SipHash(wiring.Component):
             m.d.sync += key.eq(self.key)
         m.d.sync += [wi.eq(h) for wi, h in zip(w, half_round_a(*v))]
         second = half_round_b(*w)
-        seq = self._sequencer(m)
+        # ``start`` registered (``restart``) is the state's synchronous reset: ``start``
+        # comes from the caller's logic, and as the reset of some twenty flip-flops it
+        # was the control clock's critical path of the OPA and RLI cores (the caller's
+        # handshake, then the route to every flip-flop's LSR). The engine takes no word
+        # in ``restart``'s clock, so a message's words are absorbed as before, a clock
+        # later at most.
+        restart = Signal()
+        m.d.sync += restart.eq(self.start)
+        seq = self._sequencer(m, restart)
         x = self._operands(m, seq, key)
         for i in range(4):
             with m.If(seq.v_en[i]):
@@ -190,7 +198,9 @@ class SipHash(wiring.Component):
         # critical path on one placement was the reset's route to a tag bit).
         tag_late = Signal()             # the clock after the last write: ``v`` is final
         tag = Signal(8 * TAG_BYTES, name="tag_value", reset_less=True)
-        m.d.sync += [tag_late.eq(seq.tag_now), self.done.eq(tag_late)]
+        # (a message dropped by ``start`` in its last clocks ends no later message)
+        m.d.sync += [tag_late.eq(seq.tag_now & ~self.start & ~restart),
+                     self.done.eq(tag_late)]
         with m.If(tag_late):
             m.d.sync += tag.eq(v[0] ^ v[1] ^ v[2] ^ v[3])
         m.d.comb += self.tag.eq(tag)
@@ -215,7 +225,7 @@ class SipHash(wiring.Component):
         ]
         return x
 
-    def _sequencer(self, m):
+    def _sequencer(self, m, restart):
         """The words into blocks (and the final length block), and the operations on
         ``v``, one every other clock: load the initial state with the first block,
         the middle of a block, the end of a block with the next block, the end of the
@@ -233,7 +243,7 @@ class SipHash(wiring.Component):
         ended = Signal()                # the last word was taken
         length = Signal(8)              # message bytes mod 256
         word = self.words.payload
-        m.d.comb += self.words.ready.eq(self.busy & ~pending & ~ended)
+        m.d.comb += self.words.ready.eq(self.busy & ~restart & ~pending & ~ended)
         take = self.words.valid & self.words.ready
         new_length = (length + 4)[:8]
         # ``low`` and ``block`` load whenever they may (enables from registers only);
@@ -252,7 +262,7 @@ class SipHash(wiring.Component):
                              length_next.eq(half & word.last)]
             with m.Else():
                 m.d.sync += half.eq(1)
-        s = self._operations(m, pending, length_pending)
+        s = self._operations(m, pending, length_pending, restart)
         with m.If(s.absorb):
             m.d.sync += [s.cur_final.eq(final | length_pending), pending.eq(0),
                          block_open.eq(1),
@@ -264,13 +274,13 @@ class SipHash(wiring.Component):
         with m.If(absorbed):
             m.d.sync += s.cur.eq(block)
         s.block = block
-        with m.If(self.start):
+        with m.If(restart):
             m.d.sync += [half.eq(0), pending.eq(0), block_open.eq(1), final.eq(0),
                          length_next.eq(0), length_pending.eq(0), ended.eq(0),
                          length.eq(0)]
         return s
 
-    def _operations(self, m, pending, length_pending):
+    def _operations(self, m, pending, length_pending, restart):
         """The one-hot next operation and the decision to perform it (at most every
         other clock: ``w`` must hold the first half-round of the last write). The
         decision is two LUT levels from registers: ``waiting`` (the next operation
@@ -312,7 +322,7 @@ class SipHash(wiring.Component):
             m.d.sync += rounds.eq(rounds - 1)
             with m.If(rounds == 1):
                 m.d.sync += free.eq(0)
-        with m.If(self.start):
+        with m.If(restart):
             m.d.sync += [s.first.eq(1), s.mid.eq(0), s.end.eq(0), s.end_next.eq(0),
                          s.end_final.eq(0), rounds.eq(0), s.tag_now.eq(0),
                          waiting.eq(1), free.eq(0)]

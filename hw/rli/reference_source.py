@@ -38,9 +38,9 @@ __all__ = ["ReferenceFrameSource", "STAMP_AHEAD"]
 
 #: Cycles from a trigger to the reference's first beat on the merger's output when the
 #: merger is free: the stamp and header registers (2), the tag over the 48-byte header
-#: (42), the slice (1) and the merger's arbitration and output registers (2)
+#: (43), the slice (1) and the merger's arbitration and output registers (2)
 #: (``tests/hw/rli/test_hw_reference_source.py`` measures it).
-STAMP_AHEAD = 47
+STAMP_AHEAD = 48
 
 
 class ReferenceFrameSource(wiring.Component):

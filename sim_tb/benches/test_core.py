@@ -495,8 +495,8 @@ def swap_boundary_clock(frame_bytes: int, bytes_per_beat: int) -> int:
     frame is one beat, whose SOF beat is also its last: the tap takes no boundary in the
     cycle before a frame's last beat reaches it (``tap_idle`` in
     :func:`hw.frames.tap_watch.wire_tap_watch`), so a swap pending in that cycle waits
-    until after the frame (measured: at 512 bits the command's last byte 40 clocks after
-    the SOF leaves the frame in the old interval, at 39 in the new one)."""
+    until after the frame (measured: at 512 bits the command's last byte 42 clocks after
+    the SOF leaves the frame in the old interval, at 41 in the new one)."""
     return SWAP_BOUNDARY - (1 if frame_bytes <= bytes_per_beat else 0)
 
 
