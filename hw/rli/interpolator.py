@@ -16,7 +16,7 @@ Timing contract (no backpressure, like the counter bank's requests):
   (a buffer of ``2 · buffer_packets`` entries, so a segment can fill while the previous one
   drains); a packet beyond ``buffer_packets`` in its segment is not buffered and counted
   in ``overflowed`` (the golden model's rule);
-* a reference is taken only while ``busy`` is low: one clock later it starts the division
+* a reference is taken only while ``busy`` is low: two clocks later it starts the division
   (``(d_j − d_i) << F`` by ``a_j − a_i``, :class:`hw.arith.divider.Divider`, one quotient bit per
   clock) and then drains its segment, one packet per clock. A reference that arrives while
   ``busy`` is high is counted in ``refused`` and ignored — the interval must then be
@@ -160,11 +160,16 @@ class RliInterpolator(wiring.Component):
         return Cat(pipe, v0, *valids).any()
 
     def _elaborate_references(self, m, seg, divider, new_segment, reading, draining):
-        """IDLE ► (SPAN ► DIVIDE ►) DRAIN ► IDLE per reference or flush (module
+        """IDLE ► (SPAN ► START ► DIVIDE ►) DRAIN ► IDLE per reference or flush (module
         docstring). A reference's arrival and delay are registered before the span and
-        the delay difference are formed (SPAN), so each clock holds one carry chain."""
+        the delay differences are formed (SPAN), and those before the divider takes them
+        (START), so each clock holds one carry chain."""
         f = self.config.slope_frac_bits
         flush_pending, neg = Signal(), Signal()
+        # SPAN's registers: d2 − d1 and d1 − d2 − 1 (the dividend's high bits either way),
+        # a2 − a1 and whether it is zero
+        x_up, x_down = Signal(self._dw, name="x_up"), Signal(self._dw, name="x_down")
+        span, span_zero = Signal(self._ts, name="span"), Signal(name="span_zero")
         # delay = (arrival − send) mod 2**ts_bits, read as a signed ts_bits number
         raw_delay, delay_in = Signal(self._ts), Signal(signed(self._dw))
         m.d.comb += [raw_delay.eq(self.packet_arrival - self.packet_send),
@@ -191,15 +196,19 @@ class RliInterpolator(wiring.Component):
             with m.State("SPAN"):
                 # floor division of x = |d2 − d1| << F: a negative slope is
                 # ⌊−x / span⌋ = ~⌊(x − 1) / span⌋, with
-                # x − 1 = (d1 − d2 − 1) << F | (2^F − 1)
-                below = Signal()
-                x_less_1 = Cat(Const((1 << f) - 1, f), seg.d1 + ~seg.d2)
-                m.d.comb += [below.eq(seg.d2 < seg.d1),
-                             divider.dividend.eq(
-                                 Mux(below, x_less_1, (seg.d2 - seg.d1) << f)),
-                             divider.divisor.eq(seg.a2 - seg.a1)]
-                m.d.sync += neg.eq(below)
-                with m.If(seg.a2 == seg.a1):
+                # x − 1 = (d1 − d2 − 1) << F | (2^F − 1).
+                # Both dividends, the sign and the span registered here, chosen in START:
+                # the sign's compare and the choice are not on one path into the
+                # divider.
+                m.d.sync += [neg.eq(seg.d2 < seg.d1), x_up.eq(seg.d2 - seg.d1),
+                             x_down.eq(seg.d1 + ~seg.d2), span.eq(seg.a2 - seg.a1),
+                             span_zero.eq(seg.a2 == seg.a1)]
+                m.next = "START"
+            with m.State("START"):
+                m.d.comb += [divider.dividend.eq(Mux(neg, Cat(Const((1 << f) - 1, f), x_down),
+                                                     x_up << f)),
+                             divider.divisor.eq(span)]
+                with m.If(span_zero):
                     m.d.sync += seg.slope.eq(0)
                     m.next = "DRAIN"
                 with m.Else():
