@@ -198,8 +198,9 @@ class SipHash(wiring.Component):
         # critical path on one placement was the reset's route to a tag bit).
         tag_late = Signal()             # the clock after the last write: ``v`` is final
         tag = Signal(8 * TAG_BYTES, name="tag_value", reset_less=True)
-        # (a message dropped by ``start`` in its last clocks ends no later message)
-        m.d.sync += [tag_late.eq(seq.tag_now & ~self.start & ~restart),
+        # (a message dropped by ``start`` in its last clocks, or cut by a reset, ends no
+        # later message)
+        m.d.sync += [tag_late.eq(seq.tag_now & self.busy & ~self.start & ~restart),
                      self.done.eq(tag_late)]
         with m.If(tag_late):
             m.d.sync += tag.eq(v[0] ^ v[1] ^ v[2] ^ v[3])
@@ -233,15 +234,18 @@ class SipHash(wiring.Component):
         one-hot state registers (``first``, ``mid``, ``end``) that ``x`` reads; the
         decision to perform it sets the write enables. Returns a namespace of them."""
         low = Signal(32, reset_less=True)
-        half = Signal()                 # ``low`` holds a block's first word
+        # The sequencer's state has no reset: ``restart`` sets it at every message, and
+        # until then ``busy`` (reset) keeps words out and ``done`` low; the reset net
+        # reaches only ``busy``, ``restart``, ``tag_late`` and ``done``.
+        half = Signal(reset_less=True)  # ``low`` holds a block's first word
         block = Signal(64, reset_less=True)
-        pending = Signal()              # ``block`` waits to be absorbed
-        block_open = Signal(init=1)     # ``~pending``, a flop of its own: ``block``'s enable
-        final = Signal()                # ... and it is the final block
-        length_next = Signal()          # after ``block``, the length-only final block
-        length_pending = Signal()       # ... which is in ``block`` and waits
-        ended = Signal()                # the last word was taken
-        length = Signal(8)              # message bytes mod 256
+        pending = Signal(reset_less=True)         # ``block`` waits to be absorbed
+        block_open = Signal(init=1, reset_less=True)  # ``~pending``: ``block``'s enable
+        final = Signal(reset_less=True)           # ... and it is the final block
+        length_next = Signal(reset_less=True)     # after ``block``, the length-only block
+        length_pending = Signal(reset_less=True)  # ... which is in ``block`` and waits
+        ended = Signal(reset_less=True)           # the last word was taken
+        length = Signal(8, reset_less=True)       # message bytes mod 256
         word = self.words.payload
         m.d.comb += self.words.ready.eq(self.busy & ~restart & ~pending & ~ended)
         take = self.words.valid & self.words.ready
@@ -269,7 +273,7 @@ class SipHash(wiring.Component):
                          length_pending.eq(pending & length_next), length_next.eq(0)]
         # ``cur`` (the block being absorbed) follows ``block`` a clock after its absorb,
         # while ``block`` still holds it; its enable is a register.
-        absorbed = Signal()
+        absorbed = Signal(reset_less=True)
         m.d.sync += absorbed.eq(s.absorb)
         with m.If(absorbed):
             m.d.sync += s.cur.eq(block)
@@ -286,18 +290,19 @@ class SipHash(wiring.Component):
         decision is two LUT levels from registers: ``waiting`` (the next operation
         absorbs a block: it waits for one) and ``free`` (it waits for nothing)."""
         s = SimpleNamespace(
-            first=Signal(),             # next: load the initial state and the first block
-            mid=Signal(),               # next: a block's middle
-            end=Signal(),               # next: a block's end
-            end_next=Signal(),          # ... with the next block
-            end_final=Signal(),         # ... of the final block
-            cur=Signal(64, name="cur", reset_less=True), cur_final=Signal(),
-            v_en=[Signal(name=f"v_en{i}") for i in range(4)],
-            v_load=[Signal(name=f"v_load{i}") for i in range(4)],
-            tag_now=Signal())
-        cool = Signal()
-        waiting, free = Signal(), Signal()
-        rounds = Signal(range(5))       # finalisation rounds still to do
+            # (no reset: ``_sequencer``)
+            first=Signal(reset_less=True),     # next: load the initial state, first block
+            mid=Signal(reset_less=True),       # next: a block's middle
+            end=Signal(reset_less=True),       # next: a block's end
+            end_next=Signal(reset_less=True),  # ... with the next block
+            end_final=Signal(reset_less=True),  # ... of the final block
+            cur=Signal(64, name="cur", reset_less=True), cur_final=Signal(reset_less=True),
+            v_en=[Signal(name=f"v_en{i}", reset_less=True) for i in range(4)],
+            v_load=[Signal(name=f"v_load{i}", reset_less=True) for i in range(4)],
+            tag_now=Signal(reset_less=True))
+        cool = Signal(reset_less=True)
+        waiting, free = Signal(reset_less=True), Signal(reset_less=True)
+        rounds = Signal(range(5), reset_less=True)   # finalisation rounds still to do
         go = ~cool & ((waiting & (pending | length_pending)) | free)
         load = go & s.first
         s.absorb = go & waiting

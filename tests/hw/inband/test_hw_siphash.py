@@ -6,6 +6,7 @@ offered with and without gaps."""
 import random
 
 import pytest
+from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
 from host_sw.contracts.siphash import PAPER_VECTOR, key_to_int, siphash_tag
@@ -107,3 +108,59 @@ def test_timing_the_users_rely_on():
     assert MarkerWatch.VERIFY_LATENCY == 2 + 43 + 1
     # LATENCY bounds the clocks from the last word to done.
     assert max(done_clocks(n)[1] for n in (1, 2, 3, 12, 13)) == SipHash.LATENCY
+
+
+@pytest.mark.parametrize("at", [0, 1, 2, 5, 9, 17, 30, 38, 41, 42])
+def test_a_reset_during_a_message_ends_it_without_a_tag(at):
+    """The domain's reset ``at`` clocks after a 12-word message's start: no ``done``
+    until the next message is started, and that one's tag equals the host's (the
+    sequencer's state has no reset of its own: ``start`` sets it)."""
+    dut = SipHash()
+    top = Module()
+    top.domains.sync = cd = ClockDomain()
+    top.submodules.dut = dut
+    key, first, second = bytes(range(16)), bytes(range(48)), bytes(range(100, 148))
+    seen = {}
+
+    async def offer(ctx, message, *, reset_at=None):
+        ctx.set(dut.key, key_to_int(key))
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        clock = 1
+        for n in range(len(message) // 4):
+            ctx.set(dut.words.payload.data, int.from_bytes(message[4 * n: 4 * n + 4], "little"))
+            ctx.set(dut.words.payload.last, n == len(message) // 4 - 1)
+            ctx.set(dut.words.valid, 1)
+            while True:
+                if clock == reset_at:
+                    return
+                ready = ctx.get(dut.words.ready)
+                await ctx.tick()
+                clock += 1
+                if ready:
+                    break
+        ctx.set(dut.words.valid, 0)
+        while clock != reset_at and not ctx.get(dut.done):
+            await ctx.tick()
+            clock += 1
+
+    async def bench(ctx):
+        await offer(ctx, first, reset_at=at)
+        ctx.set(dut.words.valid, 0)
+        ctx.set(cd.rst, 1)
+        await ctx.tick()
+        ctx.set(cd.rst, 0)
+        dones = 0
+        for _ in range(60):                 # the old message's sequencer runs out
+            dones += ctx.get(dut.done)
+            await ctx.tick()
+        seen["stray"] = dones
+        await offer(ctx, second)
+        seen["tag"] = ctx.get(dut.tag).to_bytes(8, "little") if ctx.get(dut.done) else None
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == {"stray": 0, "tag": siphash_tag(second, key)}
