@@ -125,7 +125,10 @@ class RliInterpolator(wiring.Component):
         :func:`hw.arith.multiply.product_mod`) ► update, one buffered packet per clock while
         ``reading``; returns "a packet in flight"."""
         f, dw = self.config.slope_frac_bits, self._dw
-        m.d.comb += [rp.addr.eq(seg.rd), rp.en.eq(reading)]
+        # The read port is enabled every clock (``rd`` moves only while ``reading``, and
+        # what it reads otherwise is never marked valid): no enable decoded from ``rd``
+        # fans out to the buffer's block RAMs.
+        m.d.comb += [rp.addr.eq(seg.rd), rp.en.eq(1)]
         pipe, v0, v1 = Signal(), Signal(), Signal()
         m.d.sync += [pipe.eq(reading), v0.eq(pipe), v1.eq(v0)]
         with m.If(reading):
