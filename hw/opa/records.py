@@ -333,11 +333,7 @@ class OpaRecordStreamer(wiring.Component):
         bport, rport = buffer.write_port(), buffer.read_port()
         wb = Signal()
         wport = SimpleNamespace(en=Signal(), addr=Signal(abits), data=Signal(8 * width))
-        # The write is registered on its way to the block RAM (the record's bytes are
-        # formed from the FIFO's head, the RAM may sit far from it); a frame's records
-        # are read from its buffer only after its header's pieces have gone, so the
-        # last write is always in before its read.
-        m.d.sync += [bport.en.eq(wport.en), bport.addr.eq(Cat(wport.addr, wb)),
+        m.d.comb += [bport.en.eq(wport.en), bport.addr.eq(Cat(wport.addr, wb)),
                      bport.data.eq(wport.data)]
         # the closed frame's header values, latched as it closes (``closed``: the clock
         # after, when the coder's parameter and counts start the next frame)
