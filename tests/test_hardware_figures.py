@@ -37,8 +37,8 @@ def test_page_table_is_generated_from_the_saved_results():
 def test_summary_of_the_saved_results():
     assert summary_lines() == [
         'core lda core median=116.0 min=116.0 max=116.0 seeds=1 clocks=1 speed=8 measured=earlier',
-        'core lda core median=139.8 min=139.2 max=149.1 seeds=3 clocks=2 speed=8 measured=earlier',
-        'core lda ctrl median=144.8 min=133.5 max=146.8 seeds=3 clocks=2 speed=8 measured=earlier',
+        'core lda core median=147.1 min=144.1 max=147.6 seeds=3 clocks=2 speed=8 measured=current',
+        'core lda ctrl median=141.6 min=135.3 max=150.5 seeds=3 clocks=2 speed=8 measured=current',
         'core rda core median=124.6 min=113.9 max=135.3 seeds=2 unrouted=1 clocks=2 speed=8 measured=earlier',
         'core rda ctrl median=129.2 min=120.3 max=138.2 seeds=2 unrouted=1 clocks=2 speed=8 measured=earlier',
         'core lds core median=120.8 min=102.3 max=135.2 seeds=3 clocks=2 speed=8 measured=earlier',
