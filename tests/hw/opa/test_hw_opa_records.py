@@ -206,9 +206,9 @@ def test_point_chosen_at_run_time(point):
 
 
 def _edge_traffic(rng, bits, intervals=2):
-    """Offsets at the edge of a ``bits``-bit offset field: the base's low bits just
-    below a carry (the offsets' low bits wrap), offsets ``2**bits - 1`` (fits) and
-    ``2**bits`` (a new frame)."""
+    """Offsets at the edge of a ``bits``-bit offset field: the first interval's base
+    just below a carry of its low bits, the second's just above (the offsets' low bits
+    wrap either way), offsets ``2**bits - 1`` (fits) and ``2**bits`` (a new frame)."""
     clocks, packets, seq, field = [], [], 0, 1 << bits
     t = (5 << 40) + field - 3
     for k in range(intervals):
