@@ -43,16 +43,24 @@ FLOW_SORT_KEYS = ("packets", "loss", "delay")
 def flow_label(window: np.ndarray, frame_class: int) -> str:
     """A flow's 5-tuple from one of its header windows: ``tcp 10.0.0.1:80 >
     10.0.0.2:4242`` (IPv6 addresses in brackets)."""
-    w = bytes(np.asarray(window, dtype=np.uint8))
+    return _label(bytes(np.asarray(window, dtype=np.uint8)), frame_class)
+
+
+def _label(w: bytes, frame_class: int) -> str:
+    """:func:`flow_label` of a window's bytes. IPv4 addresses are written from their
+    four bytes (what ``ipaddress`` prints, without its objects: a capture's ten
+    thousand flows took 0.45 s of CPU time through them); IPv6 ones by ``ipaddress``
+    (its shortened form)."""
     if frame_class == FrameClass.IPV4 and len(w) >= 38:
-        proto, src, dst, ports = w[23], w[26:30], w[30:34], w[34:38]
+        proto, ports = w[23], w[34:38]
+        a, b = "%d.%d.%d.%d" % tuple(w[26:30]), "%d.%d.%d.%d" % tuple(w[30:34])
         fmt = "{}:{}"
     elif frame_class == FrameClass.IPV6 and len(w) >= 58:
-        proto, src, dst, ports = w[20], w[22:38], w[38:54], w[54:58]
+        proto, ports = w[20], w[54:58]
+        a, b = ipaddress.ip_address(w[22:38]), ipaddress.ip_address(w[38:54])
         fmt = "[{}]:{}"
     else:
         return ""
-    a, b = ipaddress.ip_address(src), ipaddress.ip_address(dst)
     name = _PROTO_NAMES.get(proto, str(proto))
     if proto not in _PORTS:
         return f"{name} {a} > {b}"
@@ -65,7 +73,8 @@ def flow_labels(flows) -> list[str]:
     the 5-tuple where the window holds it, else the flow hash of row 0."""
     out = []
     for h, w, c in zip(flows.hashes, flows.windows, flows.classes):
-        out.append(flow_label(w, c) or f"hash {int(h[0]):#010x}")
+        out.append(_label(bytes(np.asarray(w, dtype=np.uint8)), int(c))
+                   or f"hash {int(h[0]):#010x}")
     return out
 
 

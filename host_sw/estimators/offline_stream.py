@@ -322,16 +322,18 @@ class FlowTable:
         keys = rows.view(np.dtype((np.void, 4 * self.rows))).ravel()
         uniq, first, inverse = _unique_rows(rows, keys, fold)
         ids = np.empty(len(uniq), np.int64)
-        for k, key in enumerate(uniq.tolist()):
+        new = []                      # each new flow's first packet, in key order
+        for k, (key, i) in enumerate(zip(uniq.tolist(), sel[first].tolist())):
             got = self.index.get(key)
             if got is None:
                 got = self.index[key] = len(self.index)
-                i = sel[first[k]]
-                self.hashes.append(flow[:, i].copy())
-                self.windows.append(windows[i].copy())
-                self.classes.append(int(classes[i]))
-                self.__dict__.pop("_lookup", None)
+                new.append(i)
             ids[k] = got
+        if new:                       # gathered at once: one copy, not one per flow
+            self.hashes.extend(np.ascontiguousarray(flow[:, new].T))
+            self.windows.extend(windows[new])
+            self.classes.extend(np.asarray(classes)[new].tolist())
+            self.__dict__.pop("_lookup", None)
         out[sel] = ids[inverse.ravel()]
         return out
 
