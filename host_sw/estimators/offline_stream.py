@@ -809,13 +809,17 @@ def _key_hashers(config: SynopsisConfig) -> Hashers | None:
 
 
 def _dtypes(config: SynopsisConfig, marker: bool) -> dict:
-    base = [("key", "<u8"), ("ts", "<i8"), ("iv", "<i8"), ("flow", "<i8")]
+    """The spilled records' fields: the flow index only where flows are tracked (LDS's
+    flow rows); a quarter less to write and read back for the others."""
+    rows = config.hash_count(HashPurpose.LDS_FLOW)
+    base = [("key", "<u8"), ("ts", "<i8"), ("iv", "<i8")]
+    if rows:
+        base.append(("flow", "<i8"))
     if config.kind == "opa":          # each packet's record, in its capture's order
         base += [("p", "<u8"), ("seq", "<i8")]
     receiver = list(base)
     if marker and config.kind != "opa":
         receiver.append(("p", "<u8"))
-        rows = config.hash_count(HashPurpose.LDS_FLOW)
         if rows:
             receiver.append(("rows", "<u8", (rows,)))
     return {"sender": np.dtype(base), "receiver": np.dtype(receiver)}
