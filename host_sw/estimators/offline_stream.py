@@ -843,23 +843,30 @@ class _PartResult:
     r_meta: dict = field(default_factory=dict)
 
 
-def _flow_truth(out: _PartResult, n: int, s, r, si, ri, both) -> None:
+def _flow_truth(out: _PartResult, n: int, s, si, both, delays) -> None:
     """Per interval of the partition's sender packets, per flow: packets received in
     the interval, their delay sum and packets lost (one grouping by interval, not a
-    pass over the partition per interval)."""
+    pass over the partition per interval; none for one interval). ``si[both]`` are the
+    sender packets received in their interval, ``delays[both]`` their delays."""
     s_iv, s_flow = s["iv"], s["flow"]
     got = si[both]
-    delays = r["ts"][ri[both]] - s["ts"][got]
+    delays = delays[both]
     gone = np.ones(len(s), bool)
     gone[got] = False
-    received = dict(_by_interval(s_iv[got], np.stack([s_flow[got], delays], axis=1)))
-    lost = dict(_by_interval(s_iv[gone], s_flow[gone]))
-    for iv, _ in _counts(s_iv):
+    intervals = _counts(s_iv)
+    if len(intervals) == 1:         # one interval (the default): no grouping, no copy
+        received = {intervals[0][0]: (s_flow[got], delays)}
+        lost = {intervals[0][0]: s_flow[gone]}
+    else:
+        received = {k: (v[:, 0], v[:, 1]) for k, v in _by_interval(
+            s_iv[got], np.stack([s_flow[got], delays], axis=1))}
+        lost = dict(_by_interval(s_iv[gone], s_flow[gone]))
+    for iv, _ in intervals:
         acc = out.flow_truth.setdefault(iv, {"packets": np.zeros(n, np.int64),
                                              "delay_sum": np.zeros(n, np.int64),
                                              "lost": np.zeros(n, np.int64)})
         if iv in received:
-            fl, d = received[iv][:, 0], received[iv][:, 1]
+            fl, d = received[iv]
             acc["packets"] += np.bincount(fl, minlength=n)
             np.add.at(acc["delay_sum"], fl, d)
         if iv in lost:
@@ -1037,7 +1044,7 @@ def _pair_partition(job: _PartJob) -> _PartResult:
     lost[si[both]] = False
     _count_into(out.counts["lost"], s["iv"][lost])
     if job.flows:
-        _flow_truth(out, job.flows, s, r, si, ri, both)
+        _flow_truth(out, job.flows, s, si, both, delays)
     if job.opa is not None:
         job.opa.write(job.p, s, r)
     return out
