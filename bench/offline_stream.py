@@ -238,6 +238,11 @@ try:
     no_hugepage_advice()             # as ldactl estimate does (trees that have it)
 except ImportError:
     pass
+try:
+    from host_sw.estimators.offline_jobs import reuse_freed_memory
+    reuse_freed_memory()             # likewise
+except ImportError:
+    pass
 warm_compiled()
 kind, s, r = sys.argv[1:4]
 def cpu():

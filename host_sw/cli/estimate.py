@@ -45,7 +45,7 @@ from host_sw.contracts.frames.control_frame import (
 from host_sw.contracts.hashing import FrameClass
 from host_sw.device.snapshot import Snapshot
 from host_sw.estimators.offline import capture_records
-from host_sw.estimators.offline_jobs import no_hugepage_advice, runner
+from host_sw.estimators.offline_jobs import no_hugepage_advice, reuse_freed_memory, runner
 from host_sw.estimators.offline_stream import warm_loops
 from host_sw.estimators.rli.offline import reference_rows
 from host_sw.estimators.opa.export import opa_export_records, read_export
@@ -244,6 +244,7 @@ def _capture_config(args):
 def _from_packet_captures(paths, args) -> list:
     config = _capture_config(args)
     no_hugepage_advice()
+    reuse_freed_memory()
     flows = _flows(args, config)
     progress = None
     if args.progress or sys.stderr.isatty():
