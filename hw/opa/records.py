@@ -214,7 +214,10 @@ class OpaRecordStreamer(wiring.Component):
         connect(m, to_packer.source, packer.items)
         # The framer reads the FIFO's head from registers (a register slice: the BRAM's
         # output and the head's offset and fit are not on one path).
-        self._framer(m, self._head_slice(m, fifo, layout), layout, tagger.sink)
+        m.submodules.head = head = RegisterSlice(shape=layout.size)
+        m.d.comb += [head.sink.valid.eq(fifo.r_rdy), head.sink.payload.eq(fifo.r_data),
+                     fifo.r_en.eq(fifo.r_rdy & head.sink.ready)]
+        self._framer(m, head.source, layout, tagger.sink)
         with m.If(packer.frame_sent):
             m.d.sync += self.frames.eq(self.frames + 1)
         return m
@@ -306,31 +309,6 @@ class OpaRecordStreamer(wiring.Component):
         """Whether the record format ``mode`` is coded (either point's)."""
         return mode[1]
 
-    def _head_slice(self, m, fifo, layout):
-        """The FIFO's head in registers: :class:`hw.frames.frame.RegisterSlice`'s output
-        register and skid register, written here so the framer also sees the entry the
-        output register loads (``next``) and when (``move``): it registers the next
-        head's offset and fit in the same clock (:meth:`_framer`), so the fit is not
-        computed between the head and the take. A stream-like namespace (``valid``,
-        ``ready``, ``payload``)."""
-        valid, ready, skid_valid = Signal(), Signal(), Signal()
-        # payload registers without reset: read only with their valid bit
-        payload = Signal(layout, reset_less=True)
-        skid = Signal(layout, reset_less=True)
-        nxt = Signal(layout)
-        move = Signal()
-        m.d.comb += [move.eq(~valid | ready), fifo.r_en.eq(fifo.r_rdy & ~skid_valid),
-                     nxt.eq(Mux(skid_valid, skid, fifo.r_data))]
-        with m.If(move):
-            m.d.sync += [payload.eq(nxt), valid.eq(skid_valid | fifo.r_rdy),
-                         skid_valid.eq(0)]
-        with m.Elif(fifo.r_rdy & ~skid_valid):
-            m.d.sync += skid_valid.eq(1)       # output stalled: the beat in flight waits
-        with m.If(~skid_valid):
-            m.d.sync += skid.eq(fifo.r_data)
-        return SimpleNamespace(valid=valid, ready=ready, payload=payload, next=nxt,
-                               move=move)
-
     def _framer(self, m, entries, layout, items):
         """FIFO entries into frames: buffer a frame's records, then send it from its half
         of the buffer while the next frame fills the other. Coded
@@ -364,40 +342,21 @@ class OpaRecordStreamer(wiring.Component):
         h_k, h_words, closed = Signal(range(RICE_K_MAX + 1)), Signal(16), Signal()
         # A record fits the offset field when ``ts - base < 2**bits``: its low ``bits``
         # bits subtracted, the high part compared with ``base``'s high part, or with it
-        # plus one when the low part borrows. Both the offset and the fit are registered
-        # as the head register loads (``entries.move``), against the base and against
-        # the head leaving (the next base when it opens a frame, ``from_head``): the
-        # take chooses between registers, no subtraction or compare lies before it.
+        # plus one (registered as the base is set) when the low part borrows: no 64-bit
+        # subtraction lies between the FIFO's head and the take.
         off_bits = {p: f.offset_bits for p, f in self.formats.items()}
-        nbits = max(off_bits.values())
-        widths = sorted(set(off_bits.values()))
-        nxt = entries.next
-        # the base's and the head's high parts plus one (registered as they load)
-        base_hi1 = {b: Signal(64 - b, name=f"base_hi1_{b}") for b in widths}
-        head_hi1 = {b: Signal(64 - b, name=f"head_hi1_{b}") for b in widths}
+        offset = Signal(max(off_bits.values()))
+        m.d.comb += offset.eq(head.ts[:len(offset)] - base[:len(offset)])
+        base_hi1 = {b: Signal(64 - b, name=f"base_hi1_{b}") for b in set(off_bits.values())}
 
         def set_base(value):
             m.d.sync += base.eq(value)
             m.d.sync += [r.eq(value[b:] + 1) for b, r in base_hi1.items()]
 
-        def fits(ts, ref, ref_hi1, b):
-            borrow = ts[:b] < ref[:b]
-            return Mux(borrow, ts[b:] == ref_hi1[b], ts[b:] == ref[b:])
-        from_head = Signal()       # this clock's take sets the base to the head's time
-        after_head = Signal()      # the head register holds the entry after such a take
-        off_base, off_head = Signal(nbits), Signal(nbits)
-        fit_base = {b: Signal(name=f"fit_base_{b}") for b in widths}
-        fit_head = {b: Signal(name=f"fit_head_{b}") for b in widths}
-        with m.If(entries.move):
-            m.d.sync += [after_head.eq(from_head),
-                         off_base.eq(nxt.ts[:nbits] - base[:nbits]),
-                         off_head.eq(nxt.ts[:nbits] - head.ts[:nbits])]
-            m.d.sync += [r.eq(nxt.ts[b:] + 1) for b, r in head_hi1.items()]
-            m.d.sync += [fit_base[b].eq(fits(nxt.ts, base, base_hi1, b)) for b in widths]
-            m.d.sync += [fit_head[b].eq(fits(nxt.ts, head.ts, head_hi1, b)) for b in widths]
-        offset = Mux(after_head, off_head, off_base)
-        offset_fits = self._by_point(head.recv, {
-            p: Mux(after_head, fit_head[b], fit_base[b]) for p, b in off_bits.items()})
+        def fits_field(b):
+            borrow = head.ts[:b] < base[:b]
+            return Mux(borrow, head.ts[b:] == base_hi1[b], head.ts[b:] == base[b:])
+        offset_fits = self._by_point(head.recv, {p: fits_field(b) for p, b in off_bits.items()})
         full = count == self._by_point(head.recv, self.per_frames)
         coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
@@ -468,7 +427,6 @@ class OpaRecordStreamer(wiring.Component):
                         c["on_take"](wport)
                 with m.If(count == 0):
                     set_base(head.ts)
-                    m.d.comb += from_head.eq(1)
                     m.d.sync += f_recv.eq(head.recv)
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
