@@ -367,15 +367,12 @@ class CounterBank(wiring.Component):
                   "copy": shared[s]["copy"]} for s in _STAGES}
         m.d.sync += [st["s0"]["valid"].eq(accept & req.lane_enable[lane]),
                      st["s0"]["addr"].eq(req.lane_address[lane])]
-        # per-copy valids of S0 and S4, registered: they steer the RAM port muxes
+        # per copy: S0 will hold a request for it (chooses the read address registered
+        # with S0), S4 holds one (registered: it steers the write port muxes)
         s0_here_next = [accept & req.lane_enable[lane] & (req.copy == k) for k in range(2)]
-        s0_here = [Signal(name=f"l{lane}_s0_copy{k}") for k in range(2)]
         s4_here = [Signal(name=f"l{lane}_s4_copy{k}") for k in range(2)]
         for k in range(2):
-            m.d.sync += [
-                s0_here[k].eq(s0_here_next[k]),
-                s4_here[k].eq(st["s3"]["valid"] & (st["s3"]["copy"] == k)),
-            ]
+            m.d.sync += s4_here[k].eq(st["s3"]["valid"] & (st["s3"]["copy"] == k))
         for prev, nxt in zip(_STAGES, _STAGES[1:]):
             m.d.sync += [st[nxt]["valid"].eq(st[prev]["valid"]),
                          st[nxt]["addr"].eq(st[prev]["addr"])]
@@ -424,8 +421,7 @@ class CounterBank(wiring.Component):
             m.d.sync += s3_base[fld.name].eq(base_next)
         self._elaborate_update(m, lane, words["s4"], s3_base.as_value(), match_prev[1],
                                shared["s3"], kind)
-        return {"s0_here": s0_here, "s0_here_next": s0_here_next,
-                "s0_addr": st["s0"]["addr"], "s4_here": s4_here,
+        return {"s0_here_next": s0_here_next, "s4_here": s4_here,
                 "s4_addr": st["s4"]["addr"], "s4_word": words["s4"]}
 
     def _elaborate_update(self, m, lane, s4_word, s3_base, match, s3, kind):
