@@ -278,8 +278,8 @@ class CounterBank(wiring.Component):
         accept = req.valid & ((req.copy == active) | swap_exec | copies.drain_open)
         m.d.comb += self.dropped.eq(req.valid & ~accept)
 
-        # The local (per-lane) address of the frozen read entering b1, shared by every lane.
-        bus_local = Signal(bits_for(depth))
+        # The local (per-lane) address of the frozen read in flight, shared by every lane.
+        bus_addr = Signal(bits_for(depth))
         shared = self._elaborate_shared_stages(m)
         writes = [[] for k in range(2)]          # per copy: each lane's write in S4
         for lane in range(lanes):
@@ -288,26 +288,18 @@ class CounterBank(wiring.Component):
             for k in range(2):
                 writes[k].append(ports["s4_here"][k])
             # The RMW pipeline owns a copy's ports while it carries requests for it
-            # (ACTIVE/DRAINING); otherwise bus reads and clearing do. Each RAM's read
-            # address is a register of its own, loaded a clock early with S0's address
-            # when S0 will hold a request for the copy, else with the bus read's in b1: no
-            # select reaches the block RAMs' address pins through a LUT (a lane's copy
-            # select → its RAMs' read address was an RLI core's datapath critical path,
-            # an 8.5 ns net; ``docs/HARDWARE.md``).
+            # (ACTIVE/DRAINING); otherwise bus reads and clearing do.
             for k in range(2):
                 clearing = copies.clearing_copy[k]
-                r_addr = Signal(bits_for(depth), name=f"copy{k}_lane{lane}_r_addr",
-                                reset_less=True)
-                m.d.sync += r_addr.eq(Mux(ports["s0_here_next"][k],
-                                          req.lane_address[lane], bus_local))
                 m.d.comb += [
-                    ram[k][lane].r_addr.eq(r_addr),
+                    ram[k][lane].r_addr.eq(Mux(ports["s0_here"][k], ports["s0_addr"],
+                                               bus_addr)),
                     ram[k][lane].w_en.eq(ports["s4_here"][k] | clearing),
                     ram[k][lane].w_addr.eq(Mux(clearing, copies.clear_addr,
                                                ports["s4_addr"])),
                     ram[k][lane].w_data.eq(Mux(clearing, 0, ports["s4_word"])),
                 ]
-        self._elaborate_frozen_read(m, ram, bus_local, copies)
+        self._elaborate_frozen_read(m, ram, bus_addr, copies)
         self._elaborate_updates(m, writes, copies)
         return m
 
@@ -367,12 +359,14 @@ class CounterBank(wiring.Component):
                   "copy": shared[s]["copy"]} for s in _STAGES}
         m.d.sync += [st["s0"]["valid"].eq(accept & req.lane_enable[lane]),
                      st["s0"]["addr"].eq(req.lane_address[lane])]
-        # per copy: S0 will hold a request for it (chooses the read address registered
-        # with S0), S4 holds one (registered: it steers the write port muxes)
-        s0_here_next = [accept & req.lane_enable[lane] & (req.copy == k) for k in range(2)]
+        # per-copy valids of S0 and S4, registered: they steer the RAM port muxes
+        s0_here = [Signal(name=f"l{lane}_s0_copy{k}") for k in range(2)]
         s4_here = [Signal(name=f"l{lane}_s4_copy{k}") for k in range(2)]
         for k in range(2):
-            m.d.sync += s4_here[k].eq(st["s3"]["valid"] & (st["s3"]["copy"] == k))
+            m.d.sync += [
+                s0_here[k].eq(accept & req.lane_enable[lane] & (req.copy == k)),
+                s4_here[k].eq(st["s3"]["valid"] & (st["s3"]["copy"] == k)),
+            ]
         for prev, nxt in zip(_STAGES, _STAGES[1:]):
             m.d.sync += [st[nxt]["valid"].eq(st[prev]["valid"]),
                          st[nxt]["addr"].eq(st[prev]["addr"])]
@@ -421,7 +415,7 @@ class CounterBank(wiring.Component):
             m.d.sync += s3_base[fld.name].eq(base_next)
         self._elaborate_update(m, lane, words["s4"], s3_base.as_value(), match_prev[1],
                                shared["s3"], kind)
-        return {"s0_here_next": s0_here_next, "s4_here": s4_here,
+        return {"s0_here": s0_here, "s0_addr": st["s0"]["addr"], "s4_here": s4_here,
                 "s4_addr": st["s4"]["addr"], "s4_word": words["s4"]}
 
     def _elaborate_update(self, m, lane, s4_word, s3_base, match, s3, kind):
@@ -456,7 +450,7 @@ class CounterBank(wiring.Component):
                          updated[fld.name].eq(adder.total)]
         m.d.sync += s4_word.eq(updated.as_value())
 
-    def _elaborate_frozen_read(self, m, ram, bus_local, copies):
+    def _elaborate_frozen_read(self, m, ram, bus_addr, copies):
         """The frozen read port (class docstring): split and register the flat index,
         read the frozen copy's RAMs (two edges), mask each RAM's word and register it, OR
         the words and register the answer."""
@@ -474,7 +468,7 @@ class CounterBank(wiring.Component):
         flat = Signal.like(port.addr)
         m.d.comb += flat.eq(Mux(check.en, check.addr, port.addr))
         lane_of = Signal(range(max(lanes, 2)))
-        local = bus_local
+        local = Signal(len(bus_addr))
         m.d.comb += [lane_of.eq(0), local.eq(flat)]
         for lane in range(1, lanes):
             with m.If(flat >= lane * depth):
@@ -495,7 +489,7 @@ class CounterBank(wiring.Component):
                 m.d.comb += ram_of[k * lanes + lane].eq(
                     (lane_of == lane) & ((~copies.active) == k))
         m.d.sync += [b1.valid.eq(port.en), b1.error.eq(~copies.frozen | ~in_range),
-                     b1.check.eq(check.en), b1.ram.eq(ram_of)]
+                     b1.check.eq(check.en), b1.ram.eq(ram_of), bus_addr.eq(local)]
         b2 = Signal(stage, name="b2")
         b3 = Signal(stage, name="b3")
         b4 = Signal(stage, name="b4")
