@@ -42,15 +42,11 @@ FLOW_SORT_KEYS = ("packets", "loss", "delay")
 
 def flow_label(window: np.ndarray, frame_class: int) -> str:
     """A flow's 5-tuple from one of its header windows: ``tcp 10.0.0.1:80 >
-    10.0.0.2:4242`` (IPv6 addresses in brackets)."""
-    return _label(bytes(np.asarray(window, dtype=np.uint8)), frame_class)
-
-
-def _label(w: bytes, frame_class: int) -> str:
-    """:func:`flow_label` of a window's bytes. IPv4 addresses are written from their
-    four bytes (what ``ipaddress`` prints, without its objects: a capture's ten
-    thousand flows took 0.45 s of CPU time through them); IPv6 ones by ``ipaddress``
-    (its shortened form)."""
+    10.0.0.2:4242`` (IPv6 addresses in brackets). IPv4 addresses are written from their
+    four bytes (what ``ipaddress`` prints, without its objects: a capture's ten thousand
+    flows took 0.45 s of CPU time through them); IPv6 ones by ``ipaddress`` (its
+    shortened form)."""
+    w = bytes(np.asarray(window, dtype=np.uint8))
     if frame_class == FrameClass.IPV4 and len(w) >= 38:
         proto, ports = w[23], w[34:38]
         a, b = "%d.%d.%d.%d" % tuple(w[26:30]), "%d.%d.%d.%d" % tuple(w[30:34])
@@ -73,8 +69,7 @@ def flow_labels(flows) -> list[str]:
     the 5-tuple where the window holds it, else the flow hash of row 0."""
     out = []
     for h, w, c in zip(flows.hashes, flows.windows, flows.classes):
-        out.append(_label(bytes(np.asarray(w, dtype=np.uint8)), int(c))
-                   or f"hash {int(h[0]):#010x}")
+        out.append(flow_label(w, c) or f"hash {int(h[0]):#010x}")
     return out
 
 
