@@ -16,7 +16,8 @@ resident memory (the sum of the ``VmHWM`` of the child and its workers, polled).
 child's records are checked: valid. The load average before and after each run is saved
 with it (the machine is shared: wall-clock scaling is only meaningful when it is low).
 The CPU time every run pays before it reads a byte — the interpreter, the package's
-imports, numba's import and the compiled loops' cached code — is measured in a child of
+imports and the compiled loops (:mod:`host_sw.kernels`' C library; numba's import and
+cached code where it is not built, ``"loops"`` in the output) — is measured in a child of
 its own (the best of three) and the rate is also given without it
 (``pairs_per_cpu_s_work``: what a longer capture approaches). The children run with
 Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed from their environment,
@@ -57,6 +58,7 @@ try:     # a candidate measured only where it is installed (not a dependency)
 except ImportError:  # pragma: no cover
     RawPcapReader = None
 
+from host_sw.kernels import implementation
 from host_sw.model.pcap_stream import iter_capture
 from host_sw.model.traffic import synthetic_trace
 
@@ -383,7 +385,8 @@ def main(argv=None):
     results = []
     bytecode = not args.no_bytecode
     startup = startup_cpu_s(bytecode)
-    print(f"start of a run (imports, numba, compiled loops): {startup:.2f} s CPU")
+    loops = implementation()
+    print(f"start of a run (imports, compiled loops: {loops}): {startup:.2f} s CPU")
     try:
         runs = [(jobs, False) for jobs in args.jobs] + (
             [(jobs, True) for jobs in args.jobs if jobs > 1] if args.threads else [])
@@ -448,7 +451,7 @@ def main(argv=None):
                                "packets": args.packets, "flows": args.flows,
                                "loss": args.loss, "snaplen": args.snaplen,
                                "generate_s": round(gen_s, 1), **sizes, "truth": truth,
-                               "startup_cpu_s": round(startup, 2),
+                               "startup_cpu_s": round(startup, 2), "loops": loops,
                                "bytecode_cache": bytecode,
                                "results": results}, indent=2) + "\n")
     print(f"wrote {out}")

@@ -33,6 +33,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from host_sw import kernels
+
 __all__ = [
     "RDA_SBOX", "sbox_nibbles64", "sbox_nibbles64_scalar", "sbox_table_xor", "SboxH3",
     "MASK64", "GOLDEN_GAMMA", "mix64", "mix64_array", "HashPurpose", "h3_rows", "H3",
@@ -152,19 +154,28 @@ _COMPILED = {}
 
 
 def compiled(fn):
-    """``fn`` compiled by numba (cached on disk beside this package), or ``None`` when
-    numba is not installed. numba is imported on first use, so that only the runs that
-    hash many packets pay for its import (about 0.25 s) and for loading the cached code."""
+    """The compiled form of the loop ``fn``: its C loop (:mod:`host_sw.kernels`, built
+    at install), else ``fn`` compiled by numba (cached on disk beside this package),
+    else ``None`` (the callers' numpy paths give the same bits). ``LDA_LOOPS`` can pick
+    one (:func:`host_sw.kernels.choice`). numba is imported on first use, so that only
+    the runs that need it pay for its import (about 0.2 s) and for loading its cached
+    code (about 0.17 s)."""
     if fn not in _COMPILED:
-        try:
-            import numba
-        except ImportError:  # pragma: no cover
+        loop, choice = kernels.loop(fn.__name__), kernels.choice()
+        if loop is not None:
+            _COMPILED[fn] = loop
+        elif choice in ("c", "numpy"):
             _COMPILED[fn] = None
         else:
-            _COMPILED[fn] = numba.njit(cache=True, nogil=True)(fn)
+            try:
+                import numba
+            except ImportError:  # pragma: no cover
+                _COMPILED[fn] = None
+            else:
+                _COMPILED[fn] = numba.njit(cache=True, nogil=True)(fn)
     return _COMPILED[fn]
 
-#: Rows from which :func:`table_xor` runs its compiled kernel (numba, when installed):
+#: Rows from which :func:`table_xor` runs its compiled kernel (:func:`compiled`):
 #: numpy's table gathers cost one pass over the rows per table, the kernel one pass in all.
 COMPILED_MIN_ROWS = 4096
 
@@ -175,8 +186,8 @@ def table_xor(columns: np.ndarray, tables: dict[int, np.ndarray],
 
     ``columns`` is ``(N, W)`` unsigned integers (bytes, or byte pairs as 16-bit values),
     ``tables`` maps a column to its lookup table (uint64; columns without a table are
-    ignored). With numba installed and at least :data:`COMPILED_MIN_ROWS` rows, one
-    compiled loop over the rows does every lookup of a row (numpy needs a gather and an
+    ignored). With the compiled loops (:func:`compiled`) and at least
+    :data:`COMPILED_MIN_ROWS` rows, one compiled loop over the rows does every lookup of a row (numpy needs a gather and an
     XOR pass per table, about 6 ns a lookup against 1); otherwise rows are processed in
     blocks of ``block_rows`` so that a block of input and its running XOR stay in cache
     while each table is applied. Both give the same bits.

@@ -13,8 +13,8 @@ ranges); ``task_progress(progress)`` gives the callback to hand to the tasks (wo
 add to a shared byte counter that ``map`` reports to ``progress``; threads call it
 under a lock; a Dask cluster's workers report nothing).
 
-Why threads: a task spends most of its time in code that releases the GIL (numba's
-``nogil`` loops, numpy's sorts, gathers and file reads), and threads share this
+Why threads: a task spends most of its time in code that releases the GIL (the
+compiled loops, numpy's sorts, gathers and file reads), and threads share this
 process's imports, compiled code, warmed heap and in-memory spill; worker processes
 each fault in a heap of their own (costly on a virtual machine: about 2 µs of CPU time
 per KiB touched here), write their whole spill to files and pickle their results —

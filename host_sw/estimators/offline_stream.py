@@ -22,7 +22,7 @@ Speed: the packet hashes come from the reader's compiled pass
 order (by compiled loops, :func:`_scatter_records`; numpy's path a field at a time), the
 pairing sorts keys with their positions packed in (:func:`_sort_keys`) and counts each
 side's repeats from that one sort, and LDS's known flows are found by one compiled pass
-that folds, probes and checks (:func:`_fold_probe_loop`). Compiled loops (numba) only
+that folds, probes and checks (:func:`_fold_probe_loop`). Compiled loops (C, or numba) only
 where numpy needs a pass per partition, field or row, or a data-dependent probe.
 
 Tasks: the two captures' passes (:func:`_side_pass`, each with its own interval grid,

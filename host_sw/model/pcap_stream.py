@@ -25,7 +25,8 @@ fraction, captured and original length are plausible; it accepts the guess only 
 the guessed records chain exactly (every record ends where the next guessed one starts,
 the last one at the block's end), and otherwise walks the block header by header (a
 Python loop, about 3 million records a second). The result is exact either way: a guess
-is used only when it is the chain. With numba installed, blocks of a MiB or more are
+is used only when it is the chain. With the compiled loops (:func:`~host_sw.contracts.
+hashing.compiled`: C, or numba), blocks of a MiB or more are
 walked and their records' headers and windows extracted by two compiled loops instead
 (:func:`_walk_loop`, :func:`_extract_loop`: one pass each, where numpy needs a pass per
 gather and per window byte past the shortest frame; the same records and bytes,
@@ -402,7 +403,7 @@ class WindowHashes:
         return out
 
 
-#: Bytes of a block from which the compiled loops (numba, when installed) find and
+#: Bytes of a block from which the compiled loops (C, or numba) find and
 #: extract its records; numpy's guess and gathers otherwise (the same records and
 #: bytes).
 _COMPILED_MIN_BYTES = 1 << 20
@@ -412,16 +413,17 @@ _COMPILED_MIN_RECORDS = 1024
 
 def _compiled_reader():
     """The compiled ``(walk, extract, extract and hash)`` loops, or ``None`` without
-    numba."""
+    any (:func:`~host_sw.contracts.hashing.compiled`)."""
     walk = compiled(_walk_loop)
     return None if walk is None else (walk, compiled(_extract_loop),
                                       compiled(_extract_hash_loop))
 
 
 def warm_compiled() -> None:
-    """Load the compiled loops of a capture pass now (numba's cached code: about 0.4 s
-    of CPU time at a process's first call), so that worker processes forked afterwards
-    share them instead of each loading them again."""
+    """Load the compiled loops of a capture pass now (the C library in a millisecond;
+    numba's cached code, where it runs them, in about 0.4 s of CPU time at a process's
+    first call), so that worker processes forked afterwards share them instead of each
+    loading them again."""
     reader = _compiled_reader()
     if reader is None:
         return

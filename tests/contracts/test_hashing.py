@@ -211,11 +211,11 @@ def test_classify_frame_custom_minimum():
 
 @pytest.mark.parametrize("dtype,width,size", [(np.uint8, 64, 256), (np.uint16, 4, 1 << 16)])
 def test_table_xor_compiled_kernel_equals_numpy(dtype, width, size):
-    """The compiled kernel (numba, from COMPILED_MIN_ROWS rows) and numpy's blocked
+    """The compiled kernel (C or numba, from COMPILED_MIN_ROWS rows) and numpy's blocked
     gathers give the same bits, for byte and byte-pair columns, some without a table."""
     from host_sw.contracts import hashing
     if hashing.compiled(hashing._table_xor_loop) is None:
-        pytest.skip("numba is not installed")
+        pytest.skip("no compiled loops (neither the C library nor numba)")
     rng = np.random.default_rng(7)
     n = hashing.COMPILED_MIN_ROWS + 5
     columns = rng.integers(0, size, size=(n, width)).astype(dtype)

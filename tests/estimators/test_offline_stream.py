@@ -154,7 +154,7 @@ def test_flow_table_fused_probe_assigns_as_numpy(rows, monkeypatch):
     table holds for another flow is refused by the exact check), uncounted packets
     -1, row hashes with high bits set (only the low 32 bits count)."""
     if offline_stream.compiled(offline_stream._fold_probe_loop) is None:
-        pytest.skip("numba is not installed")
+        pytest.skip("no compiled loops (neither the C library nor numba)")
     rng = np.random.default_rng(rows)
     base = rng.integers(0, 1 << 32, size=(rows, 300), dtype=np.uint64)
     base[:, 150:] = base[:, :150]
@@ -191,7 +191,7 @@ def test_fused_probe_folds_and_refuses_a_fold_of_other_rows():
     that flow's rows gets it."""
     loop = offline_stream.compiled(offline_stream._fold_probe_loop)
     if loop is None:
-        pytest.skip("numba is not installed")
+        pytest.skip("no compiled loops (neither the C library nor numba)")
     known = np.array([[5, 6], [7, 8]], np.uint32)              # flows 0 and 1
     folds = offline_stream._fold(known)
     keys, ids = np.zeros(16, np.uint64), np.full(16, -1, np.int64)
@@ -326,7 +326,7 @@ def test_compiled_spill_builds_the_records_of_numpy(tmp_path, parts, monkeypatch
     with a row of flow hashes, negative flows, a scalar field, an int32 column cast,
     the RDA cache's ID-range partition)."""
     if offline_stream.compiled(offline_stream._positions_loop) is None:
-        pytest.skip("numba is not installed")
+        pytest.skip("no compiled loops (neither the C library nor numba)")
     rng = np.random.default_rng(parts)
     dtype = np.dtype([("key", "<u8"), ("ts", "<i8"), ("iv", "<i8"), ("flow", "<i8"),
                       ("p", "<u8"), ("rows", "<u8", (3,))])

@@ -123,12 +123,12 @@ def test_errors(tmp_path, trace):
 
 @pytest.mark.parametrize("order", ["<", ">"], ids=["little", "big"])
 def test_compiled_reader_gives_the_whole_file_readers_records(tmp_path, monkeypatch, order):
-    """Blocks of at least a MiB are walked and extracted by the compiled loops (numba):
+    """Blocks of at least a MiB are walked and extracted by the compiled loops (C, or numba):
     the same records as the whole-file reader and as numpy's guess and gathers, frames
     shorter and longer than the window, records cut by the blocks' ends."""
     from host_sw.model import pcap_stream
     if pcap_stream._compiled_reader() is None:
-        pytest.skip("numba is not installed")
+        pytest.skip("no compiled loops (neither the C library nor numba)")
     tr = synthetic_trace(packets=12000, flows=40, seed=9)
     frames = [f[:20 + i % 90] if i % 7 == 0 else f for i, f in enumerate(tr.frames())]
     ts = tr.timestamps
@@ -159,7 +159,7 @@ def test_hashes_computed_while_extracting_equal_hash_windows(tmp_path, monkeypat
     from host_sw.model import pcap_stream
     from host_sw.model.golden_lda_rda_lds import Hashers, hash_windows, split_window_hashes
     if pcap_stream._compiled_reader() is None:
-        pytest.skip("numba is not installed")
+        pytest.skip("no compiled loops (neither the C library nor numba)")
     cfg = LdaConfig() if config == "lda" else LdsConfig()
     tr = synthetic_trace(packets=6000, flows=40, ipv6_fraction=0.3, seed=11)
     frames = [f[:5 + i % 80] if i % 9 == 0 else f for i, f in enumerate(tr.frames())]
