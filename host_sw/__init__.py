@@ -2,6 +2,7 @@
 """Host side of the measurement product (LDA, RDA, LDS, OPA, RLI), in layers that import only downward
 (``docs/DESIGN.md``, "Layers and the import rule"):
 
+- :mod:`host_sw.kernels` — the capture analysis's compiled loops, in C (built at install);
 - :mod:`host_sw.contracts` — the definitions every side shares (hash, word layouts,
   configurations and their ID, snapshot, register map, frame format, bus protocol);
 - :mod:`host_sw.model` — the golden model, traffic and channel simulation, captures;
