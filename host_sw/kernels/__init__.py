@@ -35,7 +35,7 @@ __all__ = ["LOOPS", "VERSION", "loop", "library", "choice", "implementation"]
 
 #: The version of ``loops.c`` this module calls (its ``lda_kernels_version()``): a
 #: library built from another (a stale build of an editable install) is not used.
-VERSION = 1
+VERSION = 2
 
 #: Python loop name → the wrapper of its C loop.
 LOOPS: dict = {}
@@ -59,6 +59,7 @@ _SIGNATURES = {
     "lda_insert": (None, [_P, _N, _P, _P, _N]),
     "lda_probe": (None, [_P, _N, _P, _P, _N, _P]),
     "lda_fold_probe": (None, [_P, _N, _N, _N, _P, _N, _P, _P, _N, _P, _P, _P]),
+    "lda_group": (_N, [_P, _P, _N, _N, _P, _P, _N, _P, _P]),
 }
 
 _LIB: list = []          # [the loaded library or None], once looked for
@@ -317,3 +318,15 @@ def _fold_probe(flow, sel, keys, ids, known_rows, fold, out):
     row_stride, col_stride = _strides(flow)
     library().lda_fold_probe(_at(flow), rows, row_stride, col_stride, _at(sel), n, _at(keys),
                              _at(ids), size, _at(known_rows), _at(fold), _at(out))
+
+
+@_register("_group_loop")
+def _group(fold, rows, keys, slot_group, first, group):
+    fold, rows = _input(fold, _U64), _input(rows, _U32)
+    keys, slot_group, size = _table(keys, slot_group)
+    n = len(fold)
+    first, group = _output(first, _I64, (n,)), _output(group, _I64, (n,))
+    if rows.ndim != 2 or rows.shape[0] != n or size < 2:
+        raise ValueError("group: rows must be (packets, R), the table of 2 slots or more")
+    return library().lda_group(_at(fold), _at(rows), n, rows.shape[1], _at(keys),
+                               _at(slot_group), size, _at(first), _at(group))

@@ -14,7 +14,7 @@
 
 /* Bumped with every change of a signature or of what a loop computes: the Python side
  * refuses a library built from another version (a stale build of an editable install). */
-int64_t lda_kernels_version(void) { return 1; }
+int64_t lda_kernels_version(void) { return 2; }
 
 static inline int64_t word32(const uint8_t *p, int le)
 {
@@ -264,4 +264,34 @@ void lda_fold_probe(const uint64_t *flow, int64_t rows, int64_t row_stride,
                 }
         out[k] = got;
     }
+}
+
+/* offline_stream._group_loop: packets grouped by equal rows (n, r) uint32, found by
+ * their folds in an open-addressing table (size a power of two; slot_group -1 where
+ * empty): first[g] is group g's first packet, group[i] packet i's group, groups
+ * numbered in order of first occurrence. Returns the groups; -1 when two packets of one
+ * fold have different rows (the caller's exact path then), -2 when the groups fill half
+ * the table (the caller's next try a larger one). */
+int64_t lda_group(const uint64_t *fold, const uint32_t *rows, int64_t n, int64_t r,
+                  uint64_t *keys, int64_t *slot_group, int64_t size, int64_t *first,
+                  int64_t *group)
+{
+    uint64_t mask = (uint64_t)size - 1;
+    int64_t groups = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t j = fold[i] & mask;
+        while (slot_group[j] >= 0 && keys[j] != fold[i])
+            j = (j + 1) & mask;
+        int64_t g = slot_group[j];
+        if (g < 0) {
+            if (2 * (groups + 1) > size)
+                return -2;
+            keys[j] = fold[i];
+            slot_group[j] = g = groups++;
+            first[g] = i;
+        } else if (memcmp(rows + first[g] * r, rows + i * r, (size_t)r * sizeof *rows))
+            return -1;
+        group[i] = g;
+    }
+    return groups;
 }

@@ -130,17 +130,29 @@ def test_lds_without_a_mean_says_why(capture_pair, tmp_path):
     assert any(n.startswith("no mean: no sample both points agree on") for n in rec.notes)
 
 
+@pytest.mark.parametrize("path", ["sorted", "compiled", "collision"])
 @pytest.mark.parametrize("rows", [1, 2, 4])
-def test_unique_rows_equals_numpy_unique_of_the_void_keys(rows):
+def test_unique_rows_equals_numpy_unique_of_the_void_keys(rows, path, monkeypatch):
     """The flow table's grouping (a 64-bit fold, checked exact) gives numpy's unique of
-    the rows' bytes: distinct keys in numpy's order, first occurrences, the inverse."""
+    the rows' bytes: distinct keys in numpy's order, first occurrences, the inverse —
+    by numpy's sort of the folds (few packets), by the compiled grouping (more than
+    :data:`COMPILED_MIN_ROWS`, 20,000 distinct rows: its table grows), and where two
+    distinct rows share a fold (numpy's unique then)."""
     rng = np.random.default_rng(rows)
-    base = rng.integers(0, 1 << 32, size=(50, rows), dtype=np.uint64).astype(np.uint32)
+    distinct, packets = (50, 3000) if path == "sorted" else (20000, 60000)
+    base = rng.integers(0, 1 << 32, size=(distinct, rows), dtype=np.uint64).astype(np.uint32)
     base[:10, 0] = 7                      # rows equal in their first word only
-    got = np.ascontiguousarray(base[rng.integers(0, 50, 3000)])
+    got = np.ascontiguousarray(base[rng.integers(0, distinct, packets)])
+    got[:2] = base[3:5]
     keys = got.view(np.dtype((np.void, 4 * rows))).ravel()
     want = np.unique(keys, return_index=True, return_inverse=True)
-    have = offline_stream._unique_rows(got, keys)
+    fold = None
+    if path == "collision":
+        fold = offline_stream._fold(got)
+        fold[(got == base[3]).all(axis=1)] = fold[(got == base[4]).all(axis=1)][0]
+    if path == "compiled" and offline_stream.compiled(offline_stream._group_loop) is None:
+        pytest.skip("no compiled loops (neither the C library nor numba)")
+    have = offline_stream._unique_rows(got, keys, fold)
     assert len(have[0]) == len(want[0]) > 40
     for a, b in zip(have, want):
         assert np.array_equal(a, b.ravel())

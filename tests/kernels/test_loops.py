@@ -36,6 +36,7 @@ REFERENCE = {
     "_insert_loop": offline_stream._insert_loop,
     "_probe_loop": offline_stream._probe_loop,
     "_fold_probe_loop": offline_stream._fold_probe_loop,
+    "_group_loop": offline_stream._group_loop,
 }
 
 
@@ -230,6 +231,36 @@ def test_fold_table_insert_probe_and_fold_probe():
             assert np.array_equal(a, b)
     keys, ids, found, fold, out = results[0]
     assert found[7] == 3 and (out >= 0).sum() > 1000 and (out == -1).sum() > 500
+
+
+@pytest.mark.parametrize("size", [1 << 6, 1 << 12])
+def test_group_by_folds_with_a_collision_and_a_full_table(size):
+    """Packets grouped by their rows' folds in first-occurrence order; -1 when two rows
+    share a fold; -2 when the groups fill half the table (the caller grows it)."""
+    rng = np.random.default_rng(6)
+    flows = rng.integers(0, 2**32, (40, 3), dtype=np.uint64).astype(np.uint32)
+    rows = np.ascontiguousarray(flows[rng.integers(0, 40, 3000)])
+    fold = offline_stream._fold(rows)
+    results = []
+    for name, fn in [("ref", REFERENCE["_group_loop"])] + _both("_group_loop"):
+        first, group = np.empty(3000, np.int64), np.empty(3000, np.int64)
+        keys, slots = np.zeros(size, np.uint64), np.full(size, -1, np.int64)
+        groups = fn(fold, rows, keys, slots, first, group)
+        results.append((groups, first[:max(groups, 0)], group if groups >= 0 else None))
+        other = int(np.flatnonzero((rows != rows[0]).any(axis=1))[0])
+        bad = fold.copy()
+        bad[(rows == rows[other]).all(axis=1)] = fold[0]   # another flow on packet 0's fold
+        if size > 80:
+            assert fn(bad, rows, np.zeros(size, np.uint64), np.full(size, -1, np.int64),
+                      np.empty(3000, np.int64), np.empty(3000, np.int64)) == -1
+    if size < 80:
+        assert all(r[0] == -2 for r in results)
+        return
+    want_first = np.unique(fold, return_index=True)[1]
+    for groups, first, group in results:
+        assert groups == 40 and np.array_equal(np.sort(first), np.sort(want_first))
+        assert np.array_equal(first[group], np.array([first[g] for g in group]))
+        assert (rows[first[group]] == rows).all() and (np.diff(first) > 0).all()
 
 
 def test_wrappers_refuse_outputs_they_would_write_past():
