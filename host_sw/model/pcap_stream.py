@@ -12,7 +12,7 @@ captures and for writing.
 Why hand-written: the published readers hand out one packet per Python call (dpkt's
 ``Reader``, scapy's ``RawPcapReader``, libpcap bindings), which costs 1–5 µs a packet
 before any hashing: 20 million packets would take a minute just to be listed. Here a
-block of the file (``chunk_bytes``, 32 MiB by default) is read at once and the record
+block of the file (``chunk_bytes``, 16 MiB by default) is read at once and the record
 offsets are found with numpy, the record headers and the first ``window_bytes`` of every
 frame gathered in one fancy-indexing step (``docs/BENCHMARKS.md``, "Offline analysis of
 two captures", has the measured figures of the candidates).
@@ -58,7 +58,7 @@ __all__ = ["CaptureChunk", "WindowHashes", "iter_capture", "warm_compiled",
            "ByteRange", "classic_ranges", "record_start", "ranges_chain"]
 
 #: Bytes of the file read at once (the reader's memory is a few times this).
-DEFAULT_CHUNK_BYTES = 32 << 20
+DEFAULT_CHUNK_BYTES = 16 << 20
 
 _MAX_CAPLEN = 1 << 18
 #: Above this mean record size the header-by-header walk is cheaper than the guess
@@ -161,7 +161,7 @@ class _Blocks:
     zeros, masked anyway). No per-block copy of the data. The buffer has room for a
     tail of one record of up to :data:`_MAX_CAPLEN` bytes besides the block, so it is
     made once a pass: grown for every tail, each block's buffer was mapped and faulted
-    in anew (8,192 page faults a 32 MiB block, about 20 ms of system time here)."""
+    in anew (4,096 page faults a 16 MiB block, about 10 ms of system time here)."""
 
     def __init__(self, f, chunk_bytes: int, pad: int, first: bytes, progress):
         self.f, self.chunk, self.pad, self.progress = f, chunk_bytes, pad, progress

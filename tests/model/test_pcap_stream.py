@@ -294,7 +294,7 @@ def test_too_small_or_pcapng_files_are_not_split(tmp_path, trace):
 def test_block_buffer_is_made_once_a_pass(monkeypatch):
     """Each block's unread tail (a record cut by the block's end) moves to the front
     and the next block is read after it into the same buffer: no new buffer per block
-    (each one a fresh 32 MiB mapping faulted in), however long the tails, up to a
+    (each one a fresh mapping of a block's size faulted in), however long the tails, up to a
     record of the largest captured length."""
     import io
     from host_sw.model import pcap_stream
