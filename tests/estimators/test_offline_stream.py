@@ -195,6 +195,15 @@ def test_flow_table_fused_probe_assigns_as_numpy(rows, monkeypatch):
         assert (a[~c] == -1).all() and (a[c] >= 0).all()
     assert len(t1) == len(t2) == 300 and t1.index == t2.index
     assert np.array_equal(t1.table(), t2.table())
+    # kept as a block of rows per chunk (a worker's table is pickled to its parent:
+    # an array per flow was slow to pickle); pickled without the lookup, equal
+    assert len(t1.blocks["hashes"]) <= len(chunks) and len(t1.blocks["windows"]) <= 4
+    import pickle
+    back = pickle.loads(pickle.dumps(t1))
+    assert "_lookup" in t1.__dict__ and "_lookup" not in back.__dict__
+    assert back.index == t1.index and np.array_equal(back.table(), t1.table())
+    assert np.array_equal(back.windows, t1.windows) and back.windows.shape == (300, 4)
+    assert np.array_equal(back.classes, t1.classes) and back.classes.shape == (300,)
 
 
 def test_fused_probe_folds_and_refuses_a_fold_of_other_rows():
