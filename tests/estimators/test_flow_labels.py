@@ -55,3 +55,25 @@ def test_a_window_without_an_ip_header_is_named_by_its_flow_hash():
     table = SimpleNamespace(hashes=[np.array([0xBEEF], np.uint64)], windows=[window],
                             classes=[int(FrameClass.NON_IP)])
     assert flow_labels(table) == ["hash 0x0000beef"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(flows=st.lists(st.tuples(st.lists(_BYTE, min_size=64, max_size=64),
+                                st.sampled_from([6, 17, 1, 132, 58, 47]),
+                                st.sampled_from([FrameClass.IPV4, FrameClass.IPV6,
+                                                 FrameClass.NON_IP])),
+                      min_size=1, max_size=40))
+def test_a_table_of_flows_is_named_as_each_flow_alone(flows):
+    """:func:`flow_labels` names a table's flows (IPv4 ones all at once) as
+    :func:`flow_label` names each, and by its hash where that gives no name."""
+    windows, classes, want = [], [], []
+    for k, (body, proto, cls) in enumerate(flows):
+        w = bytearray(body)
+        w[23 if cls == FrameClass.IPV4 else 20] = proto
+        windows.append(np.frombuffer(bytes(w), np.uint8))
+        classes.append(int(cls))
+        want.append(_expected(bytes(w), int(cls)) if cls != FrameClass.NON_IP
+                    else f"hash {k:#010x}")
+    table = SimpleNamespace(hashes=np.arange(len(flows), dtype=np.uint64)[:, None],
+                            windows=np.stack(windows), classes=np.array(classes))
+    assert flow_labels(table) == want
