@@ -334,9 +334,13 @@ class FlowTable:
             found = np.empty(len(sel), np.int64)
             fold = np.empty(len(sel), np.uint64)
             fused(flow, sel, slots[0], slots[1], known_rows, fold, found)
-            hit = found >= 0
-            out[sel[hit]] = found[hit]
-            rest = np.flatnonzero(~hit)
+            if len(sel) == len(out):            # every packet counted (the usual chunk)
+                out = found
+                rest = np.flatnonzero(found < 0)
+            else:
+                hit = found >= 0
+                out[sel[hit]] = found[hit]
+                rest = np.flatnonzero(~hit)
             if not len(rest):
                 return out
             sel, fold = sel[rest], fold[rest]
