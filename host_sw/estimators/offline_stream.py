@@ -1541,8 +1541,10 @@ def _side_passes(run, jobs: list, chunk_bytes: int) -> tuple[list, list]:
     task."""
     tasks, counts = [], []
     n = _range_count(run)
-    for job in jobs:
-        ranges = classic_ranges(job.path, n, chunk_bytes) if n > 1 else None
+    # the split points of both captures found at once, one task each
+    found = (run.map(_classic_ranges_task, [(job.path, n, chunk_bytes) for job in jobs])
+             if n > 1 else [None] * len(jobs))
+    for job, ranges in zip(jobs, found):
         part = ([job] if ranges is None else
                 [dataclasses.replace(job, byte_range=r) for r in ranges])
         tasks += part
@@ -1557,6 +1559,12 @@ def _side_passes(run, jobs: list, chunk_bytes: int) -> tuple[list, list]:
             got = run.map(_side_pass, [job])
         out.append(got)
     return out[0], out[1]
+
+
+def _classic_ranges_task(job: tuple):
+    """:func:`~host_sw.model.pcap_stream.classic_ranges` of ``(path, parts, chunk_bytes)``
+    (a task: about 25 ms a split point)."""
+    return classic_ranges(*job)
 
 
 def _remove_spill(directory: str) -> None:
