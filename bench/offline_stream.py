@@ -31,6 +31,9 @@ lower bound: it assumes the workers' tasks split evenly and the parent waits for
 straggler). ``--threads`` adds a run with ``--jobs N --threads`` for each N > 1 (the
 tasks on threads of the child: its CPU time is all its own, and ``wall_idle_s`` is the
 start's CPU time plus the rest divided by N, a bound that ignores the GIL).
+``--repeat N`` runs each configuration N times in a row and reports the run of median
+CPU time (every run's CPU and wall times are saved with it): on this shared VM single
+runs of the same command differ by up to about 10 %.
 
 Prints the figures and writes them to ``bench/out/offline_stream.json`` (``--out``).
 
@@ -170,6 +173,23 @@ def _child_env(bytecode: bool) -> dict:
     return env
 
 
+def table(saved: dict) -> str:
+    """The markdown table of a saved run (``--out``): one row per kind, jobs and worker
+    kind, with the columns ``docs/BENCHMARKS.md`` shows."""
+    lines = ["| kind | jobs | wall s | CPU s | parent + workers CPU s | M packet pairs / CPU s "
+             "| … without the start | peak RSS (sum) | wall speed-up | idle bound |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in saved["results"]:
+        jobs = f"{r['jobs']}{' threads' if r['workers'] == 'threads' else ''}"
+        split = (f"{r['cpu_s']:.2f}" if r["jobs"] == 1 or r["workers"] == "threads"
+                 else f"{r['parent_cpu_s']:.2f} + {r['workers_cpu_s']:.2f}")
+        lines.append(f"| {r['synopsis'].upper()} | {jobs} | {r['wall_s']:.2f} | "
+                     f"{r['cpu_s']:.2f} | {split} | {r['pairs_per_cpu_s']:.2f} | "
+                     f"{r['pairs_per_cpu_s_work']:.2f} | {r['peak_rss_mb']:.0f} MB | "
+                     f"{r.get('speedup_wall', 1.0):.2f} | {r.get('speedup_idle', 1.0):.2f} |")
+    return "\n".join(lines)
+
+
 def run_estimate(s_path: Path, r_path: Path, synopsis: str, jobs: int = 1,
                  bytecode: bool = True, threads: bool = False) -> dict:
     """``ldactl estimate --jobs N`` in a child process: wall and CPU seconds, peak RSS,
@@ -218,7 +238,7 @@ _STARTUP = ("import host_sw.cli.main; from host_sw.estimators.offline_stream imp
 
 def startup_cpu_s(bytecode: bool = True) -> float:
     """CPU seconds of a child that only starts as ``ldactl estimate`` does (interpreter,
-    imports, numba and the compiled loops loaded): the best of three."""
+    imports and the compiled loops loaded): the best of three."""
     best = None
     for _ in range(3):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -267,23 +287,40 @@ def work_cpu_s(tree: Path, kind: str, s_path: Path, r_path: Path,
     return float(got.stdout.split()[-1])
 
 
+def run_cpu_s(tree: Path, kind: str, s_path: Path, r_path: Path,
+              bytecode: bool = True) -> float:
+    """CPU seconds of a whole ``ldactl estimate --json --jobs 1`` on the pair (start
+    included) in a child run in ``tree`` (its package first on the path)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "host_sw.cli", "estimate", str(s_path.resolve()),
+                    str(r_path.resolve()), "--synopsis", kind, "--json", "--jobs", "1"],
+                   check=True, capture_output=True, cwd=tree, env=_child_env(bytecode))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def compare_trees(other: Path, kinds, s_path, r_path, rounds: int = 3) -> list[dict]:
-    """:func:`work_cpu_s` of ``other`` (another checkout, e.g. the tree before a
-    change) and of this tree, alternately ``rounds`` times per kind: the best of each
-    (the load inflates CPU time too; alternating exposes both to the same load)."""
+    """:func:`work_cpu_s` (the analysis alone) and :func:`run_cpu_s` (a whole run) of
+    ``other`` (another checkout, e.g. the tree before a change) and of this tree,
+    alternately ``rounds`` times per kind: the best of each (the load inflates CPU time
+    too; alternating exposes both to the same load)."""
     here = Path(__file__).resolve().parents[1]
     out = []
     for kind in kinds:
-        best = {"other": None, "this": None}
+        best = {}
         for _ in range(rounds):
             for name, tree in (("other", other), ("this", here)):
-                t = work_cpu_s(tree, kind, s_path, r_path)
-                best[name] = t if best[name] is None else min(best[name], t)
-        row = {"synopsis": kind, "other_cpu_s": round(best["other"], 2),
-               "this_cpu_s": round(best["this"], 2), "load": round(os.getloadavg()[0], 2)}
+                for what, fn in (("cpu_s", work_cpu_s), ("run_cpu_s", run_cpu_s)):
+                    t = fn(tree, kind, s_path, r_path)
+                    key = f"{name}_{what}"
+                    best[key] = t if key not in best else min(best[key], t)
+        row = {"synopsis": kind, **{k: round(v, 2) for k, v in sorted(best.items())},
+               "load": round(os.getloadavg()[0], 2)}
         out.append(row)
-        print(f"{kind}: the analysis alone (best of {rounds}) {best['other']:.2f} s CPU in "
-              f"{other}, {best['this']:.2f} s here (load {row['load']})")
+        print(f"{kind} (best of {rounds}): the analysis alone {best['other_cpu_s']:.2f} s CPU "
+              f"in {other}, {best['this_cpu_s']:.2f} s here; a whole run "
+              f"{best['other_run_cpu_s']:.2f} s there, {best['this_run_cpu_s']:.2f} s here "
+              f"(load {row['load']})")
     return out
 
 
@@ -328,6 +365,9 @@ def main(argv=None):
     ap.add_argument("--dir", default="build/bench")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", default=str(OUT / "offline_stream.json"))
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run each configuration N times, one after another, and report "
+                         "the run of median CPU time (every run's times are saved)")
     ap.add_argument("--threads", action="store_true",
                     help="also run each --jobs N > 1 with --threads")
     ap.add_argument("--no-bytecode", action="store_true",
@@ -336,9 +376,15 @@ def main(argv=None):
     ap.add_argument("--compare", default=None, metavar="TREE",
                     help="only time the analysis alone in TREE (another checkout) and "
                          "here, alternately (compare_trees)")
+    ap.add_argument("--table", default=None, metavar="JSON",
+                    help="only print the markdown table of a saved run (docs/BENCHMARKS.md's "
+                         "tables are these: tests/bench/test_offline_stream_table.py)")
     ap.add_argument("--readers", default=None, metavar="PCAP",
                     help="only compare the candidate readers on this capture")
     args = ap.parse_args(argv)
+    if args.table:
+        print(table(json.loads(Path(args.table).read_text())))
+        return
     if args.readers:
         out = Path(args.out).with_name("offline_stream_readers.json")
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -393,7 +439,11 @@ def main(argv=None):
         for kind in args.synopsis:
             for jobs, threads in runs:
                 load_before = os.getloadavg()[0]
-                got = run_estimate(s_path, r_path, kind, jobs, bytecode, threads)
+                runs_of = [run_estimate(s_path, r_path, kind, jobs, bytecode, threads)
+                           for _ in range(max(1, args.repeat))]
+                got = sorted(runs_of, key=lambda g: g["cpu_s"])[len(runs_of) // 2]
+                repeats = {"cpu_s_runs": [round(g["cpu_s"], 2) for g in runs_of],
+                           "wall_s_runs": [round(g["wall_s"], 2) for g in runs_of]}
                 (rec,) = got.pop("records")
                 records = args.packets + truth["received"]
                 est = rec["estimate"] or {}
@@ -407,6 +457,7 @@ def main(argv=None):
                        # the workers are forked from the started parent: one start
                        "pairs_per_cpu_s_work": round(
                            args.packets / max(got["cpu_s"] - startup, 1e-9) / 1e6, 3),
+                       **(repeats if args.repeat > 1 else {}),
                        "load_before": round(load_before, 2),
                        "load_after": round(os.getloadavg()[0], 2),
                        "valid": rec["valid"], "est_lost": est.get("lost"),

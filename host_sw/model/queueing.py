@@ -26,8 +26,8 @@ service):
   ``p_b = max_p·(avg − min_th)/(max_th − min_th)``; drop every arrival when
   ``avg >= max_th`` and when the buffer is full.
 
-Speed: the queue is a sequential recursion and numba is not available, so the common case
-is vectorised and only the rest runs a Python loop. Without drops the departure times
+Speed: the queue is a sequential recursion, so the common case is vectorised and only the
+rest runs a Python loop (no compiled loop of :mod:`host_sw.kernels` covers it). Without drops the departure times
 follow Lindley's recursion in closed form, ``D_n = C_n + max_{k<=n}(A_k − C_{k−1})`` with
 ``C`` the cumulative transmission times (``numpy.maximum.accumulate``); the queue length
 at each arrival is then ``n − #{k : D_k <= A_n}`` (``searchsorted``, since FIFO departures
@@ -180,7 +180,7 @@ def run_queue(spec: QueueSpec, send_ns: np.ndarray, frame_bytes: np.ndarray,
 def _queue_loop(spec: QueueSpec, arrival: np.ndarray, service: np.ndarray,
                 uniforms: np.ndarray | None):
     """The exact per-packet recursion with drops (drop-tail or RED), in plain Python over
-    lists (about a microsecond per packet; numba is not installed)."""
+    lists (about a microsecond per packet)."""
     red = spec.aqm == "red"
     cap, min_th, max_th = spec.capacity, float(spec.min_th), float(spec.max_th)
     w_q, max_p = spec.w_q, spec.max_p
