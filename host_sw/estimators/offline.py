@@ -47,7 +47,7 @@ from host_sw.estimators.opa.run import opa_details, opa_records, opa_synopses
 from host_sw.estimators.rda.decode import PacketCache
 from host_sw.estimators.record import IntervalRecord, record_for_pair, truth_json
 from host_sw.model.observation import IntervalObservation, Observation
-from host_sw.model.golden_lda_rda_lds import Hashers
+from host_sw.model.golden_lda_rda_lds import Hashers, hashers_for
 from host_sw.model.pcap import Capture, CaptureError, pair_captures, read_pcap
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, capture_linktype
 from host_sw.model.golden_rli import RliReceiverStats
@@ -382,7 +382,7 @@ class _RecordsJob:
 
 def _records_task(job: _RecordsJob) -> list[IntervalRecord]:
     check = job.check
-    hashers = Hashers(job.config)
+    hashers = hashers_for(job.config)
     caches = (None, None)
     if check.valid and job.cache_files is not None:
         caches = (mapped_cache(job.cache_files["sender"]),
@@ -460,7 +460,7 @@ def _opa_records(pair, config, check, confidence, time_ns, run) -> list[Interval
 def _opa_bucket_records(job: _OpaJob) -> list[IntervalRecord]:
     """Records of one bucket of OPA intervals: the words and records of each interval
     from the spilled records (:mod:`host_sw.estimators.offline_opa`), the recovery."""
-    hashers = Hashers(job.config)
+    hashers = hashers_for(job.config)
     spilled = {iv: (s, r) for iv, s, r in job.opa.bucket(job.q)}
     empty = {name: np.zeros(0, _OPA_DTYPE[name]) for name in _OPA_DTYPE.names}
     out = []

@@ -64,7 +64,7 @@ from host_sw.contracts.hashing import (COMPILED_MIN_ROWS, HashPurpose, compiled,
                                       default_masks, mix64_array)
 from host_sw.contracts.synopsis import Synopsis
 from host_sw.model.pcap import CaptureError
-from host_sw.model.golden_lda_rda_lds import (Hashers, PacketHashes, hash_windows,
+from host_sw.model.golden_lda_rda_lds import (Hashers, PacketHashes, hash_windows, hashers_for,
                                               split_window_hashes, update)
 from host_sw.model.pcap_stream import (DEFAULT_CHUNK_BYTES, ByteRange, WindowHashes,
                                        classic_ranges, iter_capture, ranges_chain,
@@ -693,7 +693,7 @@ class _Pass:
     def __init__(self, config, spill, options, keep: tuple[int, int] | None = None,
                  cache_spill=None):
         self.config, self.spill, self.options = config, spill, options
-        self.hashers = Hashers(config)
+        self.hashers = hashers_for(config)
         self.key_hashers = _key_hashers(config)
         rows = config.hash_count(HashPurpose.LDS_FLOW)
         self.flows = FlowTable(rows, config.window_bytes) if rows else None
@@ -904,7 +904,7 @@ def _key_hashers(config: SynopsisConfig) -> Hashers | None:
     if (config.mask_packet_ipv4 == masks["packet_ipv4"].as_int()
             and config.mask_packet_ipv6 == masks["packet_ipv6"].as_int()):
         return None
-    return Hashers(LdaConfig(window_bytes=config.window_bytes, seed=config.seed))
+    return hashers_for(LdaConfig(window_bytes=config.window_bytes, seed=config.seed))
 
 
 def _dtypes(config: SynopsisConfig, marker: bool) -> dict:
@@ -1115,7 +1115,7 @@ def _pair_partition(job: _PartJob) -> _PartResult:
             r_iv[ri] = s["iv"][si]
         flow = r["rows"].T if "rows" in r.dtype.names else None
         if job.opa is None:
-            _update_synopses(job.config, Hashers(job.config), out.r_synopses, r_iv,
+            _update_synopses(job.config, hashers_for(job.config), out.r_synopses, r_iv,
                              PacketHashes(r["p"], None if flow is None
                                           else np.ascontiguousarray(flow)),
                              _ticks(r["ts"], job.config.tick_ns))

@@ -32,6 +32,8 @@ entry where possible. Every fast path is tested against the definitions in
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Callable
 
@@ -50,8 +52,8 @@ from host_sw.contracts.synopsis import Synopsis
 
 _M32 = np.uint64(0xFFFFFFFF)
 
-__all__ = ["PacketHashes", "Hashers", "hash_windows", "split_window_hashes", "hash_frames",
-           "flow_row_hashes",
+__all__ = ["PacketHashes", "Hashers", "hashers_for", "hash_windows", "split_window_hashes",
+           "hash_frames", "flow_row_hashes",
            "update", "bucket_indices", "UPDATE_GROUPS", "XOR_FIELD_VALUES"]
 
 
@@ -205,6 +207,15 @@ class Hashers:
             if 2 * i + 1 < len(hashes):
                 out.append(both >> np.uint64(32))
         return out
+
+
+@functools.lru_cache(maxsize=8)
+def hashers_for(config: SynopsisConfig) -> Hashers:
+    """The :class:`Hashers` of ``config``, made once per process and configuration: their
+    H3 tables cost an LDS configuration about 15 ms, and a capture analysis wants them in
+    each pass, partition and records task (the tables they build later are the same
+    whoever asks first)."""
+    return Hashers(config)
 
 
 def split_window_hashes(config: SynopsisConfig, outputs: np.ndarray,

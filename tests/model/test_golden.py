@@ -549,3 +549,17 @@ def test_scatter_gives_the_bits_of_ufunc_at(n):
     np.bitwise_xor.at(want, flat, values.view(np.int64))
     _scatter(np.bitwise_xor, got, flat, values.view(np.int64))
     assert np.array_equal(got, want)
+
+
+def test_hashers_for_a_config_are_made_once_and_equal_fresh_ones():
+    """:func:`hashers_for` gives one :class:`Hashers` per equal configuration (a capture
+    analysis asks in every pass and task) with the tables a fresh one has."""
+    from host_sw.contracts.config import LdsConfig
+    from host_sw.model.golden_lda_rda_lds import Hashers, hashers_for
+    a, b = hashers_for(LdsConfig()), hashers_for(LdsConfig())
+    assert a is b and hashers_for(LdsConfig(seed=7)) is not a
+    fresh = Hashers(LdsConfig())
+    for cls in fresh.packet:
+        assert np.array_equal(a.packet[cls].tables, fresh.packet[cls].tables)
+        for x, y in zip(a.flow[cls], fresh.flow[cls]):
+            assert np.array_equal(x.tables, y.tables)

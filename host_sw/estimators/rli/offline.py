@@ -59,7 +59,7 @@ from host_sw.estimators.offline_stream import (FlowTable, StreamedPair, _Grid, _
                                                _match, _partitions, _Spill, _ticks,
                                                common_window)
 from host_sw.estimators.rli.estimate import estimate_flows
-from host_sw.model.golden_lda_rda_lds import Hashers, hash_windows
+from host_sw.model.golden_lda_rda_lds import hash_windows, hashers_for
 from host_sw.model.pcap_stream import DEFAULT_CHUNK_BYTES, iter_capture
 from host_sw.model.golden_rli import ReferenceDesignator, StreamedReceiver, sender_synopsis
 
@@ -204,7 +204,7 @@ class _Side:
 
     def __init__(self, config, grid, spill, flows, options):
         self.config, self.grid, self.spill, self.flows = config, grid, spill, flows
-        self.hashers = Hashers(config)
+        self.hashers = hashers_for(config)
         self.key_hashers = _key_hashers(config)
         self.options = options
         self.window = max(config.window_bytes, REFERENCE_FRAME_BYTES)
