@@ -26,6 +26,7 @@ import argparse
 import os
 import sys
 
+from host_sw import kernels
 from host_sw.cli.args import UsageError
 from host_sw.cli.estimate import add_estimate_parser
 from host_sw.cli.export import add_export_parser
@@ -74,6 +75,10 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_single_values(args)
+    try:
+        kernels.choice()            # LDA_LOOPS, read where a loop is first compiled
+    except ValueError as e:
+        parser.exit(2, f"ldactl {args.command}: error: {e}\n")
     try:
         return args.handler(args)
     except UsageError as e:

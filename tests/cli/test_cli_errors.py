@@ -312,3 +312,13 @@ def test_an_unexpected_error_is_one_line_not_a_traceback(capsys, monkeypatch):
     assert code == 1 and out == ""
     assert err == ("ldactl plan: error: internal error (ZeroDivisionError: a bug); "
                    "please report it\n")
+
+
+def test_a_bad_choice_of_compiled_loops_exits_2_naming_it(capsys, monkeypatch):
+    """``LDA_LOOPS`` (which compiled loops run: ``host_sw.kernels``) other than auto, c,
+    numba or numpy is a usage error naming the variable, not an internal error."""
+    monkeypatch.setenv("LDA_LOOPS", "fortran")
+    code, out, err = run(capsys, "plan", "--counters", "2048")
+    assert code == 2 and out == "", err
+    assert err.strip() == ("ldactl plan: error: LDA_LOOPS must be auto, c, numba or numpy, "
+                           "not 'fortran'"), err
