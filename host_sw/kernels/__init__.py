@@ -206,7 +206,8 @@ def _extract_hash(buf, starts, le, fields, classes, windows, keep_windows, which
 @_register("_table_xor_loop")
 def _table_xor(columns, which, tables, out):
     if columns.dtype not in (_U8, _U16):
-        columns = np.ascontiguousarray(columns, dtype=_U16)
+        raise TypeError(f"table_xor: columns must be bytes or byte pairs (uint8, uint16), "
+                        f"not {columns.dtype}")
     which, tables = _input(which, _I64), _input(tables, _U64)
     n = columns.shape[0]
     out = _output(out, _U64, (n,))

@@ -278,6 +278,9 @@ def test_wrappers_refuse_outputs_they_would_write_past():
     with pytest.raises(IndexError):
         kernels.LOOPS["_put_loop"](np.zeros((3, 2), np.uint64), 1, np.ones(2, np.uint64),
                                    np.array([0, 3]))
+    with pytest.raises(TypeError):
+        kernels.LOOPS["_table_xor_loop"](np.zeros((4, 2), np.int64), np.zeros(1, np.int64),
+                                         np.zeros((1, 256), np.uint64), np.empty(4, np.uint64))
     with pytest.raises(ValueError):
         kernels.LOOPS["_probe_loop"](np.zeros(3, np.uint64), np.zeros(4, np.uint64),
                                      np.zeros(4, np.int64), np.empty(3, np.int64))
