@@ -187,8 +187,9 @@ def table_xor(columns: np.ndarray, tables: dict[int, np.ndarray],
     ``columns`` is ``(N, W)`` unsigned integers (bytes, or byte pairs as 16-bit values),
     ``tables`` maps a column to its lookup table (uint64; columns without a table are
     ignored). With the compiled loops (:func:`compiled`) and at least
-    :data:`COMPILED_MIN_ROWS` rows, one compiled loop over the rows does every lookup of a row (numpy needs a gather and an
-    XOR pass per table, about 6 ns a lookup against 1); otherwise rows are processed in
+    :data:`COMPILED_MIN_ROWS` rows, one compiled loop over the rows does every lookup of
+    a row (numpy needs a gather and an XOR pass per table, about 6 ns a lookup against
+    1); otherwise rows are processed in
     blocks of ``block_rows`` so that a block of input and its running XOR stay in cache
     while each table is applied. Both give the same bits.
     """

@@ -68,7 +68,7 @@ def flow_labels(flows) -> list[str]:
     """Names of the flows of a :class:`~host_sw.estimators.offline_stream.FlowTable`:
     the 5-tuple where the window holds it, else the flow hash of row 0. IPv4 flows are
     named from their fields taken for all at once (as :func:`flow_label` names one: 10,000
-    flows in about 7 ms, against 20 one at a time); the others by :func:`flow_label`."""
+    flows in about 10 ms, against 20 one at a time); the others by :func:`flow_label`."""
     windows = np.asarray(flows.windows, dtype=np.uint8)
     classes = np.asarray(flows.classes, dtype=np.int64).reshape(-1)
     heads = np.asarray(flows.hashes, dtype=np.uint64).reshape(len(classes), -1)[:, 0]

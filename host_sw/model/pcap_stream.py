@@ -25,8 +25,8 @@ fraction, captured and original length are plausible; it accepts the guess only 
 the guessed records chain exactly (every record ends where the next guessed one starts,
 the last one at the block's end), and otherwise walks the block header by header (a
 Python loop, about 3 million records a second). The result is exact either way: a guess
-is used only when it is the chain. With the compiled loops (:func:`~host_sw.contracts.
-hashing.compiled`: C, or numba), blocks of a MiB or more are
+is used only when it is the chain. With the compiled loops
+(:func:`~host_sw.contracts.hashing.compiled`: C, or numba), blocks of a MiB or more are
 walked and their records' headers and windows extracted by two compiled loops instead
 (:func:`_walk_loop`, :func:`_extract_loop`: one pass each, where numpy needs a pass per
 gather and per window byte past the shortest frame; the same records and bytes,
