@@ -29,8 +29,8 @@ service):
 Speed: the queue is a sequential recursion, so the common case is vectorised and only the
 rest runs a Python loop (no compiled loop of :mod:`host_sw.kernels` covers it). Without
 drops the departure times follow Lindley's recursion in closed form,
-``D_n = C_n + max_{k<=n}(A_k − C_{k−1})`` with ``C`` the cumulative transmission times (``numpy.maximum.accumulate``); the queue length
-at each arrival is then ``n − #{k : D_k <= A_n}`` (``searchsorted``, since FIFO departures
+``D_n = C_n + max_{k<=n}(A_k − C_{k−1})`` with ``C`` the cumulative transmission times
+(``numpy.maximum.accumulate``); the queue length at each arrival is then ``n − #{k : D_k <= A_n}`` (``searchsorted``, since FIFO departures
 are sorted). When that queue never reaches the drop-tail capacity — or, for RED, never
 reaches ``min_th`` (``avg`` is a weighted mean of past queue lengths, so it stays below
 their maximum) — no packet can be dropped and the closed form is the answer. Otherwise
