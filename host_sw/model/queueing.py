@@ -26,15 +26,16 @@ service):
   ``p_b = max_p·(avg − min_th)/(max_th − min_th)``; drop every arrival when
   ``avg >= max_th`` and when the buffer is full.
 
-Speed: the queue is a sequential recursion, so the common case is vectorised and only the
-rest runs a Python loop (no compiled loop of :mod:`host_sw.kernels` covers it). Without
-drops the departure times follow Lindley's recursion in closed form,
+Speed: the queue is a sequential recursion (no compiled loop of :mod:`host_sw.kernels`
+covers it), so the common case is vectorised and only the rest runs a Python loop.
+Without drops the departure times follow Lindley's recursion in closed form,
 ``D_n = C_n + max_{k<=n}(A_k − C_{k−1})`` with ``C`` the cumulative transmission times
-(``numpy.maximum.accumulate``); the queue length at each arrival is then ``n − #{k : D_k <= A_n}`` (``searchsorted``, since FIFO departures
-are sorted). When that queue never reaches the drop-tail capacity — or, for RED, never
-reaches ``min_th`` (``avg`` is a weighted mean of past queue lengths, so it stays below
-their maximum) — no packet can be dropped and the closed form is the answer. Otherwise
-:func:`_queue_loop` runs the exact per-packet recursion. Figures in docs/BENCHMARKS.md.
+(``numpy.maximum.accumulate``); the queue length at each arrival is then
+``n − #{k : D_k <= A_n}`` (``searchsorted``, since FIFO departures are sorted). When that
+queue never reaches the drop-tail capacity — or, for RED, never reaches ``min_th``
+(``avg`` is a weighted mean of past queue lengths, so it stays below their maximum) — no
+packet can be dropped and the closed form is the answer. Otherwise :func:`_queue_loop`
+runs the exact per-packet recursion. Figures in docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
