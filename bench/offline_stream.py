@@ -33,7 +33,7 @@ tasks on threads of the child: its CPU time is all its own, and ``wall_idle_s`` 
 start's CPU time plus the rest divided by N, a bound that ignores the GIL).
 ``--repeat N`` runs each configuration N times in a row and reports the run of median
 CPU time (every run's CPU and wall times are saved with it): on this shared VM single
-runs of the same command differ by up to about 10 %.
+runs of the same command differ by up to about 20 % (OPA's 2 M pair: 2.12–2.56 s).
 
 Prints the figures and writes them to ``bench/out/offline_stream.json`` (``--out``).
 
