@@ -289,11 +289,19 @@ def test_wrappers_refuse_outputs_they_would_write_past():
 def test_an_estimate_starts_without_numba():
     """``ldactl estimate``'s start (its imports and every compiled loop loaded) imports
     no numba where the C library is built: numba's import and first load were two
-    thirds of the start's CPU time. With ``LDA_LOOPS=numba`` it does."""
+    thirds of the start's CPU time. ``LDA_LOOPS=numba`` runs numba's loops, ``numpy``
+    none (numpy's paths)."""
     code = ("import sys, host_sw.cli.main\n"
+            "from host_sw.contracts.hashing import compiled\n"
+            "from host_sw.kernels import implementation\n"
+            "from host_sw.model.pcap_stream import _walk_loop\n"
             "from host_sw.estimators.offline_stream import warm_loops\n"
-            "warm_loops()\nprint('numba' in sys.modules)")
-    for choice, want in (("auto", "False"), ("numba", "True")):
+            "warm_loops()\nloop = compiled(_walk_loop)\n"
+            "print('numba' in sys.modules, implementation(),\n"
+            "      'none' if loop is None else 'C' if loop.__module__ == 'host_sw.kernels'\n"
+            "      else 'numba')")
+    for choice, want in (("auto", "False c C"), ("numba", "True numba numba"),
+                         ("numpy", "False numpy none")):
         env = dict(os.environ, LDA_LOOPS=choice)
         got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, check=True).stdout.strip()
