@@ -83,8 +83,8 @@ def library():
         source = here / "loops.c"
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = here / f"_loops{suffix}"
-            if not path.exists() or (source.exists()
-                                     and source.stat().st_mtime > path.stat().st_mtime):
+            if not path.exists() or (source.exists()          # an editable install's
+                                     and source.stat().st_mtime > path.stat().st_mtime + 1):
                 continue
             try:
                 got = ctypes.CDLL(str(path))
