@@ -13,6 +13,24 @@ cd "$root"
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 
+# apt_install PACKAGE WHAT UNTIL: install a Debian package with apt-get as root or with
+# password-less sudo; otherwise say what to run and what happens until then (UNTIL).
+apt_install() {
+  local pkg="$1" what="$2" until="$3" sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+      sudo="sudo"
+    else
+      say "$what is missing and I cannot install it (not root, no sudo):"
+      say "  run 'sudo apt-get install -y $pkg'; $until"
+      return 0
+    fi
+  fi
+  say "installing $what (${sudo:+sudo }apt-get install $pkg)"
+  ($sudo apt-get update -qq \
+     && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg") >/dev/null
+}
+
 python_bin="${PYTHON:-python3}"
 if ! command -v "$python_bin" >/dev/null 2>&1; then
   say "python3 is missing: install it with 'apt-get install -y python3 python3-venv'"; exit 1
@@ -32,16 +50,7 @@ fi
 # A C compiler builds host_sw/kernels (the capture analysis's loops, loaded in a
 # millisecond); without one pip goes on and numba runs them (about 0.4 s more per run).
 if ! command -v cc >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then
-    say "installing a C compiler (apt-get install gcc)"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc) >/dev/null
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    say "installing a C compiler (sudo apt-get install gcc)"
-    (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc) >/dev/null
-  else
-    say "no C compiler and I cannot install one (not root, no sudo): run"
-    say "  'sudo apt-get install -y gcc'; until then numba runs the compiled loops."
-  fi
+  apt_install gcc "a C compiler" "until then numba runs the compiled loops."
 fi
 
 stamp=".venv/.lda-installed"
@@ -68,16 +77,7 @@ else
 fi
 
 if ! command -v iverilog >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then
-    say "installing Icarus Verilog (apt-get install iverilog)"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog) >/dev/null
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    say "installing Icarus Verilog (sudo apt-get install iverilog)"
-    (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog) >/dev/null
-  else
-    say "Icarus Verilog is missing and I cannot install it (not root, no sudo):"
-    say "  run 'sudo apt-get install -y iverilog'; the cocotb tests are skipped until then."
-  fi
+  apt_install iverilog "Icarus Verilog" "the cocotb tests are skipped until then."
 else
   say "Icarus Verilog: $(iverilog -V 2>/dev/null | head -n 1)"
 fi
