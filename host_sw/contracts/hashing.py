@@ -161,18 +161,14 @@ def compiled(fn):
     the runs that need it pay for its import (about 0.2 s) and for loading its cached
     code (about 0.17 s)."""
     if fn not in _COMPILED:
-        loop, choice = kernels.loop(fn.__name__), kernels.choice()
-        if loop is not None:
-            _COMPILED[fn] = loop
-        elif choice in ("c", "numpy"):
-            _COMPILED[fn] = None
+        what = kernels.implementation()
+        if what == "c":
+            _COMPILED[fn] = kernels.LOOPS[fn.__name__]
+        elif what == "numba":
+            import numba
+            _COMPILED[fn] = numba.njit(cache=True, nogil=True)(fn)
         else:
-            try:
-                import numba
-            except ImportError:  # pragma: no cover
-                _COMPILED[fn] = None
-            else:
-                _COMPILED[fn] = numba.njit(cache=True, nogil=True)(fn)
+            _COMPILED[fn] = None
     return _COMPILED[fn]
 
 #: Rows from which :func:`table_xor` runs its compiled kernel (:func:`compiled`):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["LOOPS", "VERSION", "loop", "library", "choice", "implementation"]
+__all__ = ["LOOPS", "VERSION", "library", "choice", "implementation"]
 
 #: The version of ``loops.c`` this module calls (its ``lda_kernels_version()``): a
 #: library built from another (a stale build of an editable install) is not used.
@@ -103,7 +103,9 @@ def library():
 
 
 def implementation() -> str:
-    """What runs the compiled loops here: ``"c"``, ``"numba"`` or ``"numpy"``."""
+    """What runs the compiled loops here (:func:`host_sw.contracts.hashing.compiled`
+    asks): ``"c"`` (the :data:`LOOPS`), ``"numba"`` or ``"numpy"`` (none: numpy's paths),
+    as ``LDA_LOOPS`` and what is installed allow."""
     import importlib.util
     pick = choice()
     if pick in ("auto", "c") and library() is not None:
@@ -111,14 +113,6 @@ def implementation() -> str:
     if pick in ("auto", "numba") and importlib.util.find_spec("numba") is not None:
         return "numba"
     return "numpy"
-
-
-def loop(name: str):
-    """The C loop standing in for the Python loop ``name`` (a function of the same
-    arguments), or ``None`` (no such loop, the library missing, or ``LDA_LOOPS``)."""
-    if name not in LOOPS or choice() not in ("auto", "c") or library() is None:
-        return None
-    return LOOPS[name]
 
 
 def _at(a: np.ndarray) -> int:
