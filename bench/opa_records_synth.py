@@ -11,7 +11,7 @@ block has more port bits than the package has pins). Writes
 
 Usage::
 
-    .venv/bin/python -m bench.opa_records_synth [--point receiver] [--groups 1024]
+    .venv/bin/python -m bench.opa_records_synth [--point receiver|sender|both] [--groups 1024]
         [--width 64] [--depth 512] [--freq 200]
 """
 
@@ -33,7 +33,8 @@ from bench.synth_runner import LFE5U_85F_SPEED8, shown, synthesise_and_record
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--point", choices=("sender", "receiver"), default="receiver")
+    parser.add_argument("--point", choices=("sender", "receiver", "both"), default="receiver",
+                        help="the point recorded; both: chosen at run time, as in the core")
     parser.add_argument("--groups", type=int, default=1024)
     parser.add_argument("--width", type=int, default=64, help="frame stream bits")
     parser.add_argument("--depth", type=int, default=512, help="entry FIFO depth")
@@ -47,14 +48,16 @@ def main(argv=None):
     config = OpaConfig(groups=args.groups)
     top = "opa_records"
     v_path = args.build / f"{top}.v"
-    dut = OpaRecordStreamer(config=config, point=args.point, data_width=args.width,
+    point = None if args.point == "both" else args.point
+    dut = OpaRecordStreamer(config=config, point=point, data_width=args.width,
                             depth=args.depth)
     v_path.write_text(verilog.convert(RegisteredHarness(dut), name=top))
     result = {"block": "hw.opa.records.OpaRecordStreamer",
               "config": {"kind": "opa", "groups": config.groups, "point": args.point,
                          "data_width": args.width, "depth": args.depth,
-                         "record_bytes": dut.format.record_bytes,
-                         "records_per_frame": dut.per_frame},
+                         "record_bytes": {str(p): f.record_bytes
+                                          for p, f in dut.formats.items()},
+                         "records_per_frame": {str(p): n for p, n in dut.per_frames.items()}},
               "device": LFE5U_85F_SPEED8.name, "verilog": shown(v_path)}
     return synthesise_and_record(result, v_path, top=top, device=LFE5U_85F_SPEED8,
                                  freq=args.freq, seed=args.seed, folder=args.build,

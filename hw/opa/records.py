@@ -309,14 +309,18 @@ class OpaRecordStreamer(wiring.Component):
         """Whether the record format ``mode`` is coded (either point's)."""
         return mode[1]
 
-    def _framer(self, m, entries, layout, items):
+    def _framer(self, m, fifo_head, layout, items):
         """FIFO entries into frames: buffer a frame's records, then send it from its half
         of the buffer while the next frame fills the other. Coded
         records (``mode`` bit 1) go through a bit accumulator into 64-bit words; lossy
-        coded sender ones (``shift`` > 0) first through the quantum sorter."""
+        coded sender ones (``shift`` > 0) first through the quantum sorter.
+
+        The framer's head is one more register after the FIFO's (``_head_stage``), which
+        holds with the entry its offset from the open frame's base and whether it fits
+        the offset field and the frame's format, so that no subtraction or comparison lies
+        between the head and the take: that path was the OPA core's datapath critical
+        path on ECP5 in every seed (``docs/HARDWARE.md``)."""
         per = max(self.per_frames.values())
-        head = Signal(layout)
-        m.d.comb += head.eq(entries.payload)
         seq, chunk = Signal(32), Signal(32)
         groups = Signal(24, init=self.config.groups)
         count, base = Signal(range(max(per, MAX_RECORDS) + 1)), Signal(64)
@@ -333,30 +337,30 @@ class OpaRecordStreamer(wiring.Component):
         bport, rport = buffer.write_port(), buffer.read_port()
         wb = Signal()
         wport = SimpleNamespace(en=Signal(), addr=Signal(abits), data=Signal(8 * width))
-        m.d.comb += [bport.en.eq(wport.en), bport.addr.eq(Cat(wport.addr, wb)),
+        # the write lands a clock after the framer decided it (from registers: the
+        # decision and the buffer's ports are not on one path); a closed frame's records
+        # are read after its header's pieces, clocks later
+        m.d.sync += [bport.en.eq(wport.en), bport.addr.eq(Cat(wport.addr, wb)),
                      bport.data.eq(wport.data)]
         # the closed frame's header values, latched as it closes (``closed``: the clock
         # after, when the coder's parameter and counts start the next frame)
         h_count, h_base = Signal.like(count), Signal(64)
         h_seq, h_groups, h_chunk = Signal(32), Signal(24), Signal(32)
         h_k, h_words, closed = Signal(range(RICE_K_MAX + 1)), Signal(16), Signal()
-        # A record fits the offset field when ``ts - base < 2**bits``: its low ``bits``
-        # bits subtracted, the high part compared with ``base``'s high part, or with it
-        # plus one (registered as the base is set) when the low part borrows: no 64-bit
-        # subtraction lies between the FIFO's head and the take.
         off_bits = {p: f.offset_bits for p, f in self.formats.items()}
-        offset = Signal(max(off_bits.values()))
-        m.d.comb += offset.eq(head.ts[:len(offset)] - base[:len(offset)])
         base_hi1 = {b: Signal(64 - b, name=f"base_hi1_{b}") for b in set(off_bits.values())}
+        based = Signal()                     # a frame's first record taken: its base set
 
-        def set_base(value):
-            m.d.sync += base.eq(value)
-            m.d.sync += [r.eq(value[b:] + 1) for b, r in base_hi1.items()]
-
-        def fits_field(b):
-            borrow = head.ts[:b] < base[:b]
-            return Mux(borrow, head.ts[b:] == base_hi1[b], head.ts[b:] == base[b:])
-        offset_fits = self._by_point(head.recv, {p: fits_field(b) for p, b in off_bits.items()})
+        entries, facts = self._head_stage(m, fifo_head, layout, base, base_hi1, f_recv,
+                                          off_bits)
+        head = entries.payload
+        # the head's facts are a clock old: after the base or the format was set they
+        # are computed again before anything is decided
+        stale = Signal()
+        m.d.sync += stale.eq(based)
+        offset = facts["offset"]
+        offset_fits = self._by_point(head.recv, {p: facts["fits"][b]
+                                                 for p, b in off_bits.items()})
         full = count == self._by_point(head.recv, self.per_frames)
         coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
@@ -373,23 +377,35 @@ class OpaRecordStreamer(wiring.Component):
              if self.coded_words else None)
         plain_fits = ~full & offset_fits
         record_fits = Mux(coded | use_s, c["fits"], plain_fits) if c else plain_fits
-        r_mode = Mux(use_s, srt["mode"], head.recv) if srt else head.recv
-        fits = (count == 0) | (record_fits & (r_mode == f_recv))
+        same_mode = (Mux(use_s, srt["mode"] == f_recv, facts["same_mode"]) if srt
+                     else facts["same_mode"])
+        fits = (count == 0) | (record_fits & same_mode)
         plain_data = self._record_bytes(head.key, Mux(count == 0, 0, offset), head.recv)
         m.d.comb += [wport.addr.eq(count), wport.data.eq(plain_data)]
         flush = Signal()                     # a frame closes: its partial word is written
         busy = srt["busy"] if srt else Const(0, 1)
         prepared = (~coded_cand | c["ready"]) & ~c["pending"] if c else Const(1, 1)
 
-        def close():
-            """The open frame closes: its header values latched, the other buffer
-            fills next (a frame still leaving holds the close)."""
+        # The open frame's header values and its base follow the framer's state while
+        # they may change (the header's until the frame closes: it closes only when none
+        # is leaving; the base and format while the frame is empty, so the first record
+        # taken sets them): no decision of the framer is their registers' enable.
+        with m.If(~emitting):
             m.d.sync += [h_count.eq(count), h_base.eq(Mux(count == 0, 0, base)),
-                         h_seq.eq(seq), h_groups.eq(groups), h_chunk.eq(chunk),
-                         count.eq(0), wb.eq(~wb), closed.eq(1), chunk.eq(chunk + 1)]
+                         h_seq.eq(seq), h_groups.eq(groups), h_chunk.eq(chunk)]
             if c:
                 m.d.sync += [h_k.eq(c["k"]), h_words.eq(c["flush_words"])]
-        with m.If(~closed & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
+        with m.If(count == 0):
+            first_ts = Mux(use_s, srt["base"], head.ts) if srt else head.ts
+            m.d.sync += [base.eq(first_ts), f_recv.eq(Mux(use_s, srt["mode"], head.recv)
+                                                      if srt else head.recv)]
+            m.d.sync += [r.eq(first_ts[b:] + 1) for b, r in base_hi1.items()]
+
+        def close():
+            """The open frame closes (its header values are those of this clock), the
+            other buffer fills next (a frame still leaving holds the close)."""
+            m.d.sync += [count.eq(0), wb.eq(~wb), closed.eq(1), chunk.eq(chunk + 1)]
+        with m.If(~closed & ~stale & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
                   & prepared):
             with m.If(~use_s & has_end):
                 with m.If(~emitting):
@@ -417,8 +433,7 @@ class OpaRecordStreamer(wiring.Component):
                     m.d.sync += count.eq(count + 1)
                     c["on_take"](wport)
                     with m.If(count == 0):
-                        set_base(srt["base"])
-                        m.d.sync += f_recv.eq(srt["mode"])
+                        m.d.comb += based.eq(1)
             with m.Else():
                 m.d.comb += [wport.en.eq(~coded), entries.ready.eq(1)]
                 m.d.sync += [count.eq(count + 1), end_taken.eq(0)]
@@ -426,8 +441,7 @@ class OpaRecordStreamer(wiring.Component):
                     with m.If(coded):
                         c["on_take"](wport)
                 with m.If(count == 0):
-                    set_base(head.ts)
-                    m.d.sync += f_recv.eq(head.recv)
+                    m.d.comb += based.eq(1)
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
         # anything that changes the coder's record or state — a coded record taken (its
@@ -466,15 +480,56 @@ class OpaRecordStreamer(wiring.Component):
         with m.If(done):
             m.d.sync += emitting.eq(0)
 
+    def _head_stage(self, m, source, layout, base, base_hi1, f_recv, off_bits):
+        """The framer's head: ``source``'s entry registered with its facts against the
+        open frame (``offset``, ``ts - base`` in the offset field's bits; ``fits``, per
+        field width, whether ``ts - base < 2**bits``; ``same_mode``, whether its format is
+        the frame's). They are computed every clock, for the entry arriving (as it is
+        taken) or the one held, against the base and format of that clock; the framer
+        decides nothing in the clock after it set them. Returns the head stream (``valid``,
+        ``ready``, ``payload``) and the facts."""
+        valid, ready = Signal(), Signal()
+        payload = Signal(layout, reset_less=True)
+        facts = {"offset": Signal(max(off_bits.values()), name="head_offset"),
+                 "fits": {b: Signal(name=f"head_fits_{b}") for b in set(off_bits.values())},
+                 "same_mode": Signal(name="head_same_mode")}
+
+        def facts_of(entry):
+            ts = entry.ts
+            # ``ts - base < 2**b``: the low ``b`` bits subtracted, the high part compared
+            # with ``base``'s, or with it plus one (``base_hi1``) when the low part borrows
+            out = {"offset": ts[:len(facts["offset"])] - base[:len(facts["offset"])],
+                   "same_mode": entry.recv == f_recv}
+            for b, hi1 in base_hi1.items():
+                borrow = ts[:b] < base[:b]
+                out[b] = Mux(borrow, ts[b:] == hi1, ts[b:] == base[b:])
+            return out
+
+        take = ~valid | ready
+        arriving = facts_of(data.View(layout, source.payload))
+        held = facts_of(payload)
+        m.d.comb += source.ready.eq(take)
+        with m.If(take):
+            m.d.sync += [valid.eq(source.valid), payload.eq(source.payload)]
+        chosen = {key: Mux(take, arriving[key], held[key]) for key in arriving}
+        m.d.sync += [facts["offset"].eq(chosen["offset"]),
+                     facts["same_mode"].eq(chosen["same_mode"])]
+        m.d.sync += [facts["fits"][b].eq(chosen[b]) for b in facts["fits"]]
+        return SimpleNamespace(valid=valid, ready=ready, payload=payload), facts
+
     def _sorter(self, m, head, entries, has_end):
         """Lossy coded records (``mode``: coded, ``shift`` > 0) as the set of each
         quantum ``q = t >> shift``: the head's records counted per group in one of two
-        count RAMs (a read, then the write: one record per two clocks); a record of a
+        count RAMs (a read, then the write: one record per three clocks); a record of a
         later quantum, or the interval's end, hands the RAM to the scan, which reads
         every group in order (clearing it) and offers its count of records
         ``K = (q << log2 g) | group`` to the coder, in key order. A quantum ends while
         the previous one is still scanned: the head waits (the FIFO holds the
-        packets)."""
+        packets).
+
+        Every RAM's read data is registered before anything looks at it (the block RAM's
+        output is slow on ECP5: 4.3 ns from the clock): the scan reads one group a clock
+        ahead of the group it checks, and starts again after a group with records."""
         g, gbits = self.config.groups, self.gbits
         cbits = 24
         rams = [Memory(shape=cbits, depth=g, init=[]) for _ in range(2)]
@@ -482,10 +537,13 @@ class OpaRecordStreamer(wiring.Component):
             m.submodules[f"quantum_counts{i}"] = ram
         wps = [r.write_port() for r in rams]
         rps = [r.read_port() for r in rams]
+        read = [Signal(cbits, name=f"quantum_count_read{i}", reset_less=True)
+                for i in range(2)]
+        m.d.sync += [read[i].eq(rps[i].data) for i in range(2)]
         active = Signal()                    # the RAM that counts
         have = Signal()                      # the active RAM holds records
         cur_base, cur_mode = Signal(64), Signal(MODE_BITS)
-        scanning, checking, phase = Signal(), Signal(), Signal(2)
+        scanning, phase = Signal(), Signal(2)
         s_base, s_q, s_mode = Signal(64), Signal(64), Signal(MODE_BITS)
         s_g, s_left = Signal(range(g + 1)), Signal(cbits)
         emit = Signal()
@@ -501,8 +559,8 @@ class OpaRecordStreamer(wiring.Component):
                                    & (shift != 0))
         new_quantum = have & ((h_base != cur_base) | (head.recv != cur_mode))
         start_scan = Signal()
-        # counting, from registers: clock 0 looks at the head (its group, quantum and
-        # whether that is a new one), clock 1 reads the group's count (or, a new
+        # counting: clock 0 looks at the head (its group, quantum and whether that is a
+        # new one) and reads its group's count, clock 1 waits for the read (or, a new
         # quantum, hands the RAM to the scan), clock 2 writes it + 1 (head taken)
         grp_r, base_r, mode_r, nq_r = (Signal(max(1, gbits)), Signal(64),
                                        Signal(MODE_BITS), Signal())
@@ -516,52 +574,54 @@ class OpaRecordStreamer(wiring.Component):
             m.d.comb += entries.ready.eq(1)
             m.d.sync += [phase.eq(0), have.eq(1), cur_base.eq(base_r), cur_mode.eq(mode_r)]
         for i in range(2):
-            with m.If((active == i) & (phase != 0)):
-                m.d.comb += rps[i].addr.eq(grp_r)
+            with m.If(active == i):
+                m.d.comb += rps[i].addr.eq(Mux(phase == 0, group, grp_r))
                 with m.If(phase == 2):
                     m.d.comb += [wps[i].en.eq(1), wps[i].addr.eq(grp_r),
-                                 wps[i].data.eq(rps[i].data + 1)]
+                                 wps[i].data.eq(read[i] + 1)]
+        # the scan: the RAM not counting. ``ahead``: the next group to read; a read's
+        # group and whether it counts travel two stages (``in_ram``: at the RAM's output,
+        # ``in_reg``: in ``read``), where the group is checked and cleared.
+        s_ram = ~active
+        s_data = Mux(s_ram, read[1], read[0])
+        ahead = Signal(range(g + 1))
+        in_ram, in_reg = Signal(), Signal()
+        g_ram, g_reg = Signal.like(ahead), Signal.like(ahead)
+        reading = scanning & ~emit & (ahead != g)
+        for i in range(2):
+            with m.If(scanning & (s_ram == i)):
+                m.d.comb += rps[i].addr.eq(ahead)
+        with m.If(reading):
+            m.d.sync += ahead.eq(ahead + 1)
+        m.d.sync += [in_ram.eq(reading), g_ram.eq(ahead), in_reg.eq(in_ram),
+                     g_reg.eq(g_ram)]
         # a quantum ends: at a later quantum's record or the interval's end
         with m.If((((phase == 1) & nq_r)
                    | ((phase == 0) & entries.valid & has_end & have)) & ~scanning):
             m.d.comb += start_scan.eq(1)
-            m.d.sync += [scanning.eq(1), checking.eq(0), s_g.eq(0), s_base.eq(cur_base),
+            m.d.sync += [scanning.eq(1), ahead.eq(0), s_base.eq(cur_base),
                          s_q.eq(cur_base >> cur_mode[2:7]), s_mode.eq(cur_mode),
                          active.eq(~active), have.eq(0), phase.eq(0)]
-        # the scan: the RAM not counting
-        s_ram = ~active
-        s_data = Mux(s_ram, rps[1].data, rps[0].data)
         take = Signal()
-        with m.If(scanning):
+        with m.If(scanning & in_reg & ~emit):
             for i in range(2):
                 with m.If(s_ram == i):
-                    m.d.comb += rps[i].addr.eq(s_g)
-            with m.If(~checking):            # the read of s_g is under way
-                m.d.sync += checking.eq(1)
-            with m.Elif(~emit):
-                for i in range(2):
-                    with m.If(s_ram == i):
-                        m.d.comb += [wps[i].en.eq(1), wps[i].addr.eq(s_g),
-                                     wps[i].data.eq(0)]
-                with m.If(s_data == 0):
-                    with m.If(s_g == g - 1):
-                        m.d.sync += scanning.eq(0)
-                    with m.Else():
-                        for i in range(2):
-                            with m.If(s_ram == i):
-                                m.d.comb += rps[i].addr.eq(s_g + 1)
-                        m.d.sync += s_g.eq(s_g + 1)
-                with m.Else():
-                    m.d.sync += [s_left.eq(s_data), emit.eq(1)]
-            with m.Elif(take):
-                with m.If(s_left == 1):
-                    m.d.sync += emit.eq(0)
-                    with m.If(s_g == g - 1):
-                        m.d.sync += scanning.eq(0)
-                    with m.Else():
-                        m.d.sync += [s_g.eq(s_g + 1), checking.eq(0)]
-                with m.Else():
-                    m.d.sync += s_left.eq(s_left - 1)
+                    m.d.comb += [wps[i].en.eq(1), wps[i].addr.eq(g_reg),
+                                 wps[i].data.eq(0)]
+            with m.If(s_data != 0):
+                # a group with records: the reads behind it are dropped and start again
+                # after it once its records are taken
+                m.d.sync += [s_left.eq(s_data), emit.eq(1), s_g.eq(g_reg),
+                             ahead.eq(g_reg + 1), in_ram.eq(0), in_reg.eq(0)]
+            with m.Elif(g_reg == g - 1):
+                m.d.sync += scanning.eq(0)
+        with m.If(scanning & emit & take):
+            with m.If(s_left == 1):
+                m.d.sync += emit.eq(0)
+                with m.If(s_g == g - 1):
+                    m.d.sync += scanning.eq(0)
+            with m.Else():
+                m.d.sync += s_left.eq(s_left - 1)
         out_key = Signal(64)
         m.d.comb += out_key.eq(Cat(s_g[:gbits] if gbits else Const(0, 0), s_q))
         return {"valid": scanning & emit, "key": out_key, "group": s_g[:max(1, gbits)],
@@ -609,6 +669,7 @@ class OpaRecordStreamer(wiring.Component):
         u_wide, rem = Signal(64), Signal(RICE_K_MAX)
         # step 3: the code
         code, length, u_ok = Signal(64), Signal(7), Signal()
+        over, space = Signal(), Signal(range(cap_bits + 1))
         # (each step's enable from the step registers only; the steps follow one
         # another, so at most one of them runs)
         s3 = Signal()
@@ -637,14 +698,20 @@ class OpaRecordStreamer(wiring.Component):
                 room = Signal(range(65))             # bits after the code's tail
                 m.d.comb += room.eq(64 - head_bits - tail_len)
                 group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
+                need = head_bits + tail_len + Mux(recv, 64, 0)
                 m.d.sync += [ready.eq(1), length.eq(head_bits + tail_len),
+                             over.eq(need > cap_bits), space.eq(cap_bits - need),
                              code.eq(Mux(recv, Mux(first, 0, tail << room),
                                          Mux(first, group_la,
                                              Mux(lossy, 0, group_la) | (tail << room))))]
         used = Signal(range(cap_bits + 65))
         m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
-        # (a receiver record's hash, 64 bits, goes before its code)
-        fits = u_ok & (used + length + Mux(recv, 64, 0) <= cap_bits) & (count < MAX_RECORDS)
+        # the record fits when ``used`` + its bits (a receiver record's hash, 64 bits,
+        # goes before its code) are at most ``cap_bits``: ``space`` (``cap_bits`` less
+        # its bits) is prepared with the code. The answer is registered: the framer
+        # takes it (``settled``) when no append, take or frame end changed what it
+        # depends on in the clock it was computed.
+        fits, settled = Signal(), Signal()
         total_sat = Signal(_STAT_BITS + 1)
         big = delta[_STAT_BITS:] != 0
         m.d.comb += total_sat.eq(total + delta[:_STAT_BITS])
@@ -663,6 +730,13 @@ class OpaRecordStreamer(wiring.Component):
         # the next record's code may already be prepared: the coder's state is final)
         pending, p_code, p_len = Signal(), Signal(64), Signal(7)
         pending2, p2_code, p2_len, second = Signal(), Signal(64), Signal(7), Signal()
+        # (in the clock the code is prepared, from its parts; after it, from ``space``)
+        preparing = s3 & ~ready
+        need = head_bits + tail_len + Mux(recv, 64, 0)
+        m.d.sync += [fits.eq(u_ok & (count < MAX_RECORDS)
+                             & Mux(preparing, used + need <= cap_bits,
+                                   ~over & (used <= space))),
+                     settled.eq((ready | preparing) & ~pending & ~clear)]
         wide = Signal(128)
         m.d.comb += wide.eq(Cat(Const(0, 64), p_code) >> fill)
         hi, lo = acc | wide[64:], wide[:64]
@@ -702,7 +776,7 @@ class OpaRecordStreamer(wiring.Component):
 
         flush_words = Signal(16)             # the frame's words once its last is written
         m.d.comb += flush_words.eq(nwords + (fill != 0))
-        return {"fits": fits, "ready": ready & ~pending, "pending": pending, "k": k,
+        return {"fits": fits, "ready": ready & settled & ~pending, "pending": pending, "k": k,
                 "flush_words": flush_words,
                 "restart": pending & ~second,
                 "words": nwords, "on_take": on_take, "on_append": on_append,

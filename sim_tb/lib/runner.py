@@ -21,7 +21,7 @@ Environment variables:
     cocotb's random seed (the frame generators derive theirs from it).
 ``LDA_ICARUS_STD``
     the language standard Icarus builds with: ``2005`` (default) or ``2012`` (cocotb's
-    own default); the build goes to ``icarus-g2012/`` then. The export simulates the same
+    own default); the build goes to ``icarus-g2012-TOPLEVEL/`` then. The export simulates the same
     under both (``hw.verilog_export.four_state_safe``).
 
 The parameter set travels to the cocotb process as JSON in ``LDA_SIM_PARAMS``
@@ -531,7 +531,10 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
         sim_dir.mkdir(parents=True, exist_ok=True)
     else:
         std = icarus_standard()
-        sim_dir = Path(build_dir) / (simulator if std == "2005" else f"{simulator}-g{std}")
+        # one directory per toplevel, as for Verilator: cocotb's runner keeps a build
+        # newer than its sources, the other toplevel's
+        flavour = simulator if std == "2005" else f"{simulator}-g{std}"
+        sim_dir = Path(build_dir) / f"{flavour}-{toplevel}"
         sim_dir.mkdir(parents=True, exist_ok=True)
         build_args, build_waves = _icarus_args(std, waves, sim_dir, toplevel, sources)
     log = sim_dir / f"{results_name}.log"
