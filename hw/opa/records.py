@@ -645,8 +645,8 @@ class OpaRecordStreamer(wiring.Component):
         quotient fits; the code left-aligned and its length) while
         ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
         the framer's state now, ``clear`` (any take, frame end or state change) starts
-        it again. A record takes about six clocks (bench.opa_records_rate). Returns the signals and actions the
-        framer uses."""
+        it again; the fit is registered (``settled``). A record takes about six clocks
+        (``bench.opa_records_rate``). Returns the signals and actions the framer uses."""
         gbits = self.gbits
         cap_bits = 64 * self.coded_words
         k = Signal(range(RICE_K_MAX + 1), init=RICE_K_INIT)
@@ -675,6 +675,8 @@ class OpaRecordStreamer(wiring.Component):
         s3 = Signal()
         tail = Signal(RICE_UNARY_LIMIT + RICE_K_MAX + 1)
         tail_len, head_bits = Signal(range(RICE_UNARY_LIMIT + RICE_K_MAX + 2)), Signal(6)
+        # the code's bits, with a receiver record's hash (64 bits) before it
+        need = head_bits + tail_len + Mux(recv, 64, 0)
         with m.If(clear):
             m.d.sync += [s1.eq(0), s2.eq(0), s3.eq(0), ready.eq(0)]
         with m.Else():
@@ -698,7 +700,6 @@ class OpaRecordStreamer(wiring.Component):
                 room = Signal(range(65))             # bits after the code's tail
                 m.d.comb += room.eq(64 - head_bits - tail_len)
                 group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
-                need = head_bits + tail_len + Mux(recv, 64, 0)
                 m.d.sync += [ready.eq(1), length.eq(head_bits + tail_len),
                              over.eq(need > cap_bits), space.eq(cap_bits - need),
                              code.eq(Mux(recv, Mux(first, 0, tail << room),
@@ -706,11 +707,10 @@ class OpaRecordStreamer(wiring.Component):
                                              Mux(lossy, 0, group_la) | (tail << room))))]
         used = Signal(range(cap_bits + 65))
         m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
-        # the record fits when ``used`` + its bits (a receiver record's hash, 64 bits,
-        # goes before its code) are at most ``cap_bits``: ``space`` (``cap_bits`` less
-        # its bits) is prepared with the code. The answer is registered: the framer
-        # takes it (``settled``) when no append, take or frame end changed what it
-        # depends on in the clock it was computed.
+        # the record fits when ``used`` + ``need`` is at most ``cap_bits``: ``space``
+        # (``cap_bits`` less ``need``) is prepared with the code. The answer is
+        # registered: the framer takes it (``settled``) when no append, take or frame end
+        # changed what it depends on in the clock it was computed.
         fits, settled = Signal(), Signal()
         total_sat = Signal(_STAT_BITS + 1)
         big = delta[_STAT_BITS:] != 0
@@ -732,7 +732,6 @@ class OpaRecordStreamer(wiring.Component):
         pending2, p2_code, p2_len, second = Signal(), Signal(64), Signal(7), Signal()
         # (in the clock the code is prepared, from its parts; after it, from ``space``)
         preparing = s3 & ~ready
-        need = head_bits + tail_len + Mux(recv, 64, 0)
         m.d.sync += [fits.eq(u_ok & (count < MAX_RECORDS)
                              & Mux(preparing, used + need <= cap_bits,
                                    ~over & (used <= space))),
