@@ -315,11 +315,11 @@ class OpaRecordStreamer(wiring.Component):
         records (``mode`` bit 1) go through a bit accumulator into 64-bit words; lossy
         coded sender ones (``shift`` > 0) first through the quantum sorter.
 
-        The framer's head is one more register after the FIFO's (``_head_stage``), which
-        holds with the entry its offset from the open frame's base and whether it fits
-        the offset field and the frame's format, so that no subtraction or comparison lies
-        between the head and the take: that path was the OPA core's datapath critical
-        path on ECP5 in every seed (``docs/HARDWARE.md``)."""
+        The framer's head is in registers after the FIFO's (``_head_stage``), with its
+        offset from the open frame's base and whether it fits the offset field and the
+        frame's format, so that no subtraction or comparison lies between the head and
+        the take: that path was the OPA core's datapath critical path on ECP5 in every
+        seed (``docs/HARDWARE.md``)."""
         per = max(self.per_frames.values())
         seq, chunk = Signal(32), Signal(32)
         groups = Signal(24, init=self.config.groups)
@@ -481,15 +481,24 @@ class OpaRecordStreamer(wiring.Component):
             m.d.sync += emitting.eq(0)
 
     def _head_stage(self, m, source, layout, base, base_hi1, f_recv, off_bits):
-        """The framer's head: ``source``'s entry registered with its facts against the
-        open frame (``offset``, ``ts - base`` in the offset field's bits; ``fits``, per
-        field width, whether ``ts - base < 2**bits``; ``same_mode``, whether its format is
-        the frame's). They are computed every clock, for the entry arriving (as it is
-        taken) or the one held, against the base and format of that clock; the framer
-        decides nothing in the clock after it set them. Returns the head stream (``valid``,
+        """The framer's head: ``source``'s entries in a ring of two registers, the head the
+        one ``first`` points at, with its facts against the open frame registered
+        (``offset``, ``ts - base`` in the offset field's bits; ``fits``, per field width,
+        whether ``ts - base < 2**bits``; ``same_mode``, whether its format is the
+        frame's). Each register's facts are computed every clock for what it holds in the
+        next one, against the base and format of this clock; the framer decides nothing in
+        the clock after it set them. A take moves ``first`` and the level only: the
+        ring's registers and their facts load from ``source`` on its own handshake, whose
+        ``ready`` is a register (the take and ~500 load enables were one path, the OPA
+        core's datapath critical path on ECP5). Returns the head stream (``valid``,
         ``ready``, ``payload``) and the facts."""
+        ring = [Signal(layout, name=f"head_ring{i}", reset_less=True) for i in range(2)]
+        first, free = Signal(), Signal()       # the head's register, the next one to load
+        level = Signal(range(3))
+        room = Signal(init=1)                  # level < 2, as a register
         valid, ready = Signal(), Signal()
-        payload = Signal(layout, reset_less=True)
+        payload = Signal(layout)
+        m.d.comb += payload.eq(Mux(first, ring[1], ring[0]))
         facts = {"offset": Signal(max(off_bits.values()), name="head_offset"),
                  "fits": {b: Signal(name=f"head_fits_{b}") for b in set(off_bits.values())},
                  "same_mode": Signal(name="head_same_mode")}
@@ -505,16 +514,33 @@ class OpaRecordStreamer(wiring.Component):
                 out[b] = Mux(borrow, ts[b:] == hi1, ts[b:] == base[b:])
             return out
 
-        take = ~valid | ready
-        arriving = facts_of(data.View(layout, source.payload))
-        held = facts_of(payload)
-        m.d.comb += source.ready.eq(take)
+        take = valid & ready
+        push = source.valid & room
+        m.d.comb += source.ready.eq(room)
+        for i in range(2):
+            with m.If(push & (free == i)):
+                m.d.sync += ring[i].eq(source.payload)
+        with m.If(push):
+            m.d.sync += free.eq(~free)
         with m.If(take):
-            m.d.sync += [valid.eq(source.valid), payload.eq(source.payload)]
-        chosen = {key: Mux(take, arriving[key], held[key]) for key in arriving}
-        m.d.sync += [facts["offset"].eq(chosen["offset"]),
-                     facts["same_mode"].eq(chosen["same_mode"])]
-        m.d.sync += [facts["fits"][b].eq(chosen[b]) for b in facts["fits"]]
+            m.d.sync += first.eq(~first)
+        level_next = level + push - take
+        m.d.sync += [level.eq(level_next), valid.eq(level_next != 0),
+                     room.eq(level_next != 2)]
+        # each register's facts, for what it holds in the next clock (the entry arriving
+        # or the one it holds: a choice made from registers, not from the take); the
+        # head's are those of the register ``first`` points at
+        for i in range(2):
+            loads = push & (free == i)
+            mine = facts_of(data.View(layout, Mux(loads, source.payload, ring[i])))
+            regs = {key: Signal.like(facts["fits"][key] if isinstance(key, int)
+                                     else facts[key], name=f"head_ring{i}_{key}")
+                    for key in mine}
+            m.d.sync += [regs[key].eq(mine[key]) for key in mine]
+            for key, reg in regs.items():
+                target = facts["fits"][key] if isinstance(key, int) else facts[key]
+                with m.If(first == i):
+                    m.d.comb += target.eq(reg)
         return SimpleNamespace(valid=valid, ready=ready, payload=payload), facts
 
     def _sorter(self, m, head, entries, has_end):

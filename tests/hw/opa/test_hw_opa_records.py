@@ -243,6 +243,27 @@ def test_offsets_at_the_edge_of_the_field(point, runtime):
     assert counts == [5, 3, 1, 1] * 2
 
 
+@pytest.mark.parametrize("point", ["sender", "receiver"])
+def test_frames_of_two_with_a_backlog(point):
+    """Records in pairs a tick apart, each pair a whole offset field after the one
+    before, back to back while the output is mostly stalled: every frame holds one pair.
+    The framer's head waits with the next records queued behind it, and after a frame's
+    first record its fit is computed again against the new base: the pair's second
+    record fits, the next pair's first does not."""
+    field = 1 << record_format(CONFIG, point).offset_bits
+    rng = np.random.default_rng(16)
+    mine, t = [], (7 << 40) + 5
+    for i in range(40):
+        for ts in (t, t + 1):
+            mine.append((int(rng.integers(0, 1 << 63)) * 2 + 1, ts))
+        t += field
+    clocks = [(1, h, ts, 0, 0) for h, ts in mine] + [(0, 0, t, 1, 1)]
+    frames, counters = _run(point, clocks, depth=256, p_ready=0.1, tail=20000)
+    assert counters["dropped"] == 0
+    assert _check(frames, [(0, mine)], point) == 0
+    assert [len(parse_record_frame(f, CONFIG, mtu=200).keys) for f in frames] == [2] * 40
+
+
 def test_point_switched_at_a_boundary():
     """The ``receiver`` input changes in the middle of interval 1: the change applies
     from the next boundary (interval 2), never inside an interval or a frame."""
