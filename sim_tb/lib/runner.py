@@ -487,6 +487,15 @@ def _build(runner, simulator: str, sim_dir: Path, cached: str | None, say, **opt
         drop_other_builds(sim_dir)
 
 
+def icarus_build_dir(build_dir: Path, toplevel: str, std: str) -> Path:
+    """Where Icarus builds ``toplevel`` of a parameter set's ``build_dir`` under language
+    standard ``std``: one folder per toplevel, as for Verilator, since two benches of one
+    core share the parameter folder and cocotb's runner keeps a build newer than its
+    sources (the other toplevel's)."""
+    flavour = "icarus" if std == "2005" else f"icarus-g{std}"
+    return Path(build_dir) / f"{flavour}-{toplevel}"
+
+
 def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
                parameters: dict | None = None, testcase=None, extra_env=None,
                seed: int | None = None, simulator: str | None = None,
@@ -531,10 +540,7 @@ def run_cocotb(*, sources, toplevel: str, build_dir: Path, test_module: str,
         sim_dir.mkdir(parents=True, exist_ok=True)
     else:
         std = icarus_standard()
-        # one directory per toplevel, as for Verilator: cocotb's runner keeps a build
-        # newer than its sources, the other toplevel's
-        flavour = simulator if std == "2005" else f"{simulator}-g{std}"
-        sim_dir = Path(build_dir) / f"{flavour}-{toplevel}"
+        sim_dir = icarus_build_dir(build_dir, toplevel, std)
         sim_dir.mkdir(parents=True, exist_ok=True)
         build_args, build_waves = _icarus_args(std, waves, sim_dir, toplevel, sources)
     log = sim_dir / f"{results_name}.log"
