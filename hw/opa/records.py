@@ -482,12 +482,13 @@ class OpaRecordStreamer(wiring.Component):
 
     def _head_stage(self, m, source, layout, base, base_hi1, f_recv, off_bits):
         """The framer's head: ``source``'s entries in a ring of two registers, the head the
-        one ``first`` points at, with its facts against the open frame registered
-        (``offset``, ``ts - base`` in the offset field's bits; ``fits``, per field width,
-        whether ``ts - base < 2**bits``; ``same_mode``, whether its format is the
-        frame's). Each register's facts are computed every clock for what it holds in the
-        next one, against the base and format of this clock; the framer decides nothing in
-        the clock after it set them. A take moves ``first`` and the level only: the
+        one ``first`` points at, with its facts against the open frame (``offset``,
+        ``ts - base`` in the offset field's bits; ``fits``, per field width, whether
+        ``ts - base < 2**bits``; ``same_mode``, whether its format is the frame's), each
+        register's in registers of its own, computed every clock for what it holds in the
+        next one against the base and format of this clock (so the framer decides nothing
+        in the clock after it set the base or format). A take moves ``first`` and the
+        level only: the
         ring's registers and their facts load from ``source`` on its own handshake, whose
         ``ready`` is a register (the take and ~500 load enables were one path, the OPA
         core's datapath critical path on ECP5). Returns the head stream (``valid``,
