@@ -55,9 +55,9 @@ def main(argv=None):
     result = {"block": "hw.opa.records.OpaRecordStreamer",
               "config": {"kind": "opa", "groups": config.groups, "point": args.point,
                          "data_width": args.width, "depth": args.depth,
-                         "record_bytes": {str(p): f.record_bytes
+                         "record_bytes": {p.value: f.record_bytes
                                           for p, f in dut.formats.items()},
-                         "records_per_frame": {str(p): n for p, n in dut.per_frames.items()}},
+                         "records_per_frame": {p.value: n for p, n in dut.per_frames.items()}},
               "device": LFE5U_85F_SPEED8.name, "verilog": shown(v_path)}
     return synthesise_and_record(result, v_path, top=top, device=LFE5U_85F_SPEED8,
                                  freq=args.freq, seed=args.seed, folder=args.build,
