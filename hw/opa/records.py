@@ -342,8 +342,9 @@ class OpaRecordStreamer(wiring.Component):
         # are read after its header's pieces, clocks later
         m.d.sync += [bport.en.eq(wport.en), bport.addr.eq(Cat(wport.addr, wb)),
                      bport.data.eq(wport.data)]
-        # the closed frame's header values, latched as it closes (``closed``: the clock
-        # after, when the coder's parameter and counts start the next frame)
+        # the closed frame's header values, held from its close while it leaves
+        # (``closed``: the clock after the close, when the coder's parameter and counts
+        # start the next frame)
         h_count, h_base = Signal.like(count), Signal(64)
         h_seq, h_groups, h_chunk = Signal(32), Signal(24), Signal(32)
         h_k, h_words, closed = Signal(range(RICE_K_MAX + 1)), Signal(16), Signal()
