@@ -633,7 +633,7 @@ def _records_in_memory(sender, receiver, config: SynopsisConfig, *, mode, interv
                                                 start_ns=start_ns, **pairing)
     else:
         check = check_pairing(intervals)
-    hashers = Hashers(config)
+    hashers = hashers_for(config)
     caches = (None, None)
     if intervals and check.valid and config.kind in _DECODING_KINDS:
         caches = tuple(capture_cache(getattr(intervals[0], side).trace, config, hashers)
