@@ -241,6 +241,18 @@ class OpaRecordStreamer(wiring.Component):
                      next_seq.eq(self.next_seq),
                      groups_in.eq(self._effective_groups(self.record_groups))]
         groups = Signal(24, init=self.config.groups)       # this interval's rule
+        # The sampling rule's compares a clock early, into registers: whether the packet's
+        # group is under the rule a boundary in its clock latches (``lt_new``: a group is
+        # always under ``config.groups``, what 0 or a value past it means) and under the
+        # rule it keeps otherwise (``lt_kept``: ``groups`` as it will be then). Compared
+        # in the clock of the decision they were, on ECP5, the start of the path through
+        # the record's decision to the drop count's carry chain (``docs/HARDWARE.md``).
+        lt_new, lt_kept = Signal(), Signal()
+        group_in, rule_in = self._group(self.packet_hash), self.record_groups
+        m.d.sync += [
+            lt_new.eq((rule_in == 0) | (rule_in >= self.config.groups) | (group_in < rule_in)),
+            lt_kept.eq(group_in < Mux(boundary, groups_in, groups)),
+        ]
         count_drops = Signal(32)                           # this interval's drops
         on = Signal(init=int(self.record_from_reset))      # this interval records
         pend, pend_dropped, pend_quiet = Signal(), Signal(32), Signal()
@@ -250,8 +262,7 @@ class OpaRecordStreamer(wiring.Component):
         started = Signal()
         recv_latched, pend_recv = Signal(MODE_BITS), Signal(MODE_BITS)
         recv_now = Mux(started, recv_latched, recv_in)
-        rule = Mux(boundary, groups_in, groups)
-        rec = valid & Mux(boundary, on_in, on) & (self._group(p_hash) < rule)
+        rec = valid & Mux(boundary, on_in & lt_new, on & lt_kept)
         end = boundary | pend
         entry = Signal(layout)
         m.d.comb += [

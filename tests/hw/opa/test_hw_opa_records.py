@@ -54,7 +54,8 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
         ctx.set(dut.src_mac, SRC)
         ctx.set(dut.dst_mac, DST)
         ctx.set(dut.config_id, CONFIG.config_id)
-        ctx.set(dut.record_groups, record_groups)
+        per_clock = isinstance(record_groups, list)    # else one value for the run
+        ctx.set(dut.record_groups, record_groups[0] if per_clock else record_groups)
         ctx.set(dut.rice, rice)
         if point == "sender" or runtime:
             ctx.set(dut.shift, shift)
@@ -72,6 +73,8 @@ def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail
             ctx.set(dut.timestamp, ts)
             ctx.set(dut.boundary, boundary)
             ctx.set(dut.next_seq, nseq)
+            if per_clock:
+                ctx.set(dut.record_groups, record_groups[i])
             await ctx.tick()
         ctx.set(dut.valid, 0)
         ctx.set(dut.boundary, 0)
@@ -299,6 +302,22 @@ def test_sampling_by_group_and_an_empty_interval():
     _check(frames, packets, "receiver", record_groups=[0, 5, 5])
     empty = parse_record_frame(frames[-1], CONFIG, mtu=200)
     assert empty.last and len(empty.keys) == 0 and len(frames[-1]) == 60
+
+
+@pytest.mark.parametrize("point", ["sender", "receiver"])
+def test_a_rule_that_changes_every_clock_is_the_one_of_the_boundarys_clock(point):
+    """The rule is latched in the boundary's clock: a value that changes every clock
+    (0 and values past the groups meaning every group) rules the packets of the interval
+    the boundary starts, the boundary's own packet included, and no other."""
+    rng = np.random.default_rng(21)
+    clocks, packets = _traffic(rng, intervals=5, per_interval=30, gap_p=0.2)
+    values = rng.choice([0, 1, 3, 5, 8, 12, 15, 16, 40], size=len(clocks)).tolist()
+    frames, counters = _run(point, clocks, record_groups=values, depth=256)
+    rules = [0] + [v for (_, _, _, b, _), v in zip(clocks, values) if b][:len(packets) - 1]
+    assert len(set(rules)) > 2
+    assert counters["dropped"] == 0
+    _check(frames, packets, point, record_groups=[r if r < CONFIG.groups else 0
+                                                  for r in rules])
 
 
 def test_overflow_drops_counted_never_silent():
