@@ -350,15 +350,18 @@ class OpaRecordStreamer(wiring.Component):
         wport = SimpleNamespace(en=Signal(), addr=Signal(abits), data=Signal(8 * width))
         # the write lands a clock after the framer decided it (from registers: the
         # decision and the buffer's ports are not on one path); a closed frame's records
-        # are read after its header's pieces, clocks later
-        m.d.sync += [bport.en.eq(wport.en), bport.addr.eq(Cat(wport.addr, wb)),
+        # are read after its header's pieces, clocks later. The one write in the clock
+        # after a close (``closed``: no record is taken then) is the closed frame's
+        # partial coded word, to the buffer that frame filled.
+        closed = Signal()
+        m.d.sync += [bport.en.eq(wport.en), bport.addr.eq(Cat(wport.addr, wb ^ closed)),
                      bport.data.eq(wport.data)]
         # the closed frame's header values, held from its close while it leaves
         # (``closed``: the clock after the close, when the coder's parameter and counts
         # start the next frame)
         h_count, h_base = Signal.like(count), Signal(64)
         h_seq, h_groups, h_chunk = Signal(32), Signal(24), Signal(32)
-        h_k, h_words, closed = Signal(range(RICE_K_MAX + 1)), Signal(16), Signal()
+        h_k, h_words = Signal(range(RICE_K_MAX + 1)), Signal(16)
         off_bits = {p: f.offset_bits for p, f in self.formats.items()}
         base_hi1 = {b: Signal(64 - b, name=f"base_hi1_{b}") for b in set(off_bits.values())}
         based = Signal()                     # a frame's first record taken: its base set
@@ -395,6 +398,8 @@ class OpaRecordStreamer(wiring.Component):
         plain_data = self._record_bytes(head.key, Mux(count == 0, 0, offset), head.recv)
         m.d.comb += [wport.addr.eq(count), wport.data.eq(plain_data)]
         flush = Signal()                     # a frame closes: its partial word is written
+        coded_flush = Signal()               # ... in the clock after, when it was coded
+        m.d.sync += coded_flush.eq(flush & self._coded(f_recv))
         busy = srt["busy"] if srt else Const(0, 1)
         prepared = (~coded_cand | c["ready"]) & ~c["pending"] if c else Const(1, 1)
 
@@ -465,11 +470,9 @@ class OpaRecordStreamer(wiring.Component):
         with m.If(closed):
             m.d.sync += closed.eq(0)
             if c:
-                c["on_done"](e_last | ~self._coded(e_recv))
+                c["on_done"](e_last | ~self._coded(e_recv), coded_flush, wport)
         if c:
             c["on_append"](wport)
-            with m.If(flush & self._coded(f_recv)):
-                c["on_flush"](wport)
         e_coded = self._coded(e_recv)
         recv_flag = self._by_point(e_recv, {
             p: int(RecordFlags.RECEIVER if p is Point.RECEIVER else RecordFlags.NONE)
@@ -802,14 +805,15 @@ class OpaRecordStreamer(wiring.Component):
         def on_break():
             m.d.sync += [total.eq(new_total), n.eq(n + 1)]
 
-        def on_flush(wport):
-            with m.If(fill != 0):
+        def on_done(last, flush, wport):
+            # the clock after a close: the closed frame's partial word written (when it
+            # was coded), the accumulator emptied, the next frame's parameter set. (In the
+            # clock of the close the flush was one more load of ``fill`` and ``nwords``
+            # on the framer's decision, the OPA core's datapath critical path on ECP5.)
+            with m.If(flush & (fill != 0)):
                 m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
                              wport.data.eq(_big_endian(acc, 8))]
-                m.d.sync += [nwords.eq(nwords + 1), fill.eq(0), acc.eq(0)]
-
-        def on_done(last):
-            m.d.sync += [nwords.eq(0), total.eq(0), n.eq(0),
+            m.d.sync += [nwords.eq(0), fill.eq(0), acc.eq(0), total.eq(0), n.eq(0),
                          k.eq(Mux(last, RICE_K_INIT, k_next))]
 
         flush_words = Signal(16)             # the frame's words once its last is written
@@ -818,7 +822,7 @@ class OpaRecordStreamer(wiring.Component):
                 "flush_words": flush_words,
                 "restart": pending & ~second,
                 "words": nwords, "on_take": on_take, "on_append": on_append,
-                "on_break": on_break, "on_flush": on_flush, "on_done": on_done}
+                "on_break": on_break, "on_done": on_done}
 
     def _send(self, m, items, header, count, emitting, rport, recv, coding, words, *, bank,
               abits):
