@@ -6,6 +6,11 @@ In ``docs/DESIGN.md``'s data flow this sits inside the "bus bridge" box
 bytes arrive and computes the CRC of a reply as the bytes leave. The CRC is the one of
 :mod:`host_sw.contracts.uartbone` (``CRC_NAME``, zlib's ``crc32``); the eight bit steps of
 :func:`host_sw.contracts.check_value.crc32_bits` are unrolled into one clock.
+
+A byte enters the CRC a clock after it is taken (``data``, ``en`` and ``start`` are
+registered first; ``settled`` says none waits): the bridge's state machine picks the byte
+and the enable, and on ECP5 that choice and the unrolled steps in one clock were the
+control clock's critical path of the RLI and OPA cores (``docs/HARDWARE.md``).
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
@@ -43,6 +48,9 @@ class Crc32Byte(wiring.Component):
     residue_ok : Out(1)
         The bytes taken end with their own CRC (least significant byte first) and it is
         right: the CRC over them all is the residue.
+    settled : Out(1)
+        Every byte taken is in ``crc`` and ``residue_ok`` (low in the clock after a
+        byte is taken, while it enters).
     """
 
     data: In(8)
@@ -50,13 +58,16 @@ class Crc32Byte(wiring.Component):
     start: In(1)
     crc: Out(32)
     residue_ok: Out(1)
+    settled: Out(1)
 
     def elaborate(self, platform):
         m = Module()
         state = Signal(32, init=CRC32_INIT)
-        with m.If(self.en):
-            m.d.sync += state.eq(crc32_byte_step(Mux(self.start, CRC32_INIT, state),
-                                                 self.data))
+        data, en, start = Signal(8), Signal(), Signal()
+        m.d.sync += [data.eq(self.data), en.eq(self.en), start.eq(self.start)]
+        with m.If(en):
+            m.d.sync += state.eq(crc32_byte_step(Mux(start, CRC32_INIT, state), data))
         m.d.comb += [self.crc.eq(state ^ CRC32_XOROUT),
-                     self.residue_ok.eq(state == (CRC_RESIDUE ^ CRC32_XOROUT))]
+                     self.residue_ok.eq(state == (CRC_RESIDUE ^ CRC32_XOROUT)),
+                     self.settled.eq(~en)]
         return m

@@ -239,8 +239,10 @@ class UARTBoneBridge(wiring.Component):
                 with m.If(s.byte_count == 3):
                     m.next = "CHECK"
 
-        with m.State("CHECK"):
-            with m.If(~s.crc.residue_ok | s.empty):
+        with m.State("CHECK"):                  # (after the CRC's last byte entered)
+            with m.If(~s.crc.settled):
+                pass
+            with m.Elif(~s.crc.residue_ok | s.empty):
                 m.next = "COMMAND"              # garbled or empty: ignored, no reply
             with m.Elif(s.is_write):
                 with m.If(s.single):
@@ -262,9 +264,10 @@ class UARTBoneBridge(wiring.Component):
                     m.d.sync += s.r_stb.eq(1)
                     m.next = "BUS_READ"
 
-        with m.State("SEND_CRC"):
-            m.d.comb += [tx.valid.eq(1), tx.payload.eq(s.crc.crc.word_select(s.byte_count, 8))]
-            with m.If(tx.ready):
+        with m.State("SEND_CRC"):               # (after the reply's last byte entered)
+            m.d.comb += [tx.valid.eq(s.crc.settled),
+                         tx.payload.eq(s.crc.crc.word_select(s.byte_count, 8))]
+            with m.If(tx.ready & s.crc.settled):
                 m.d.sync += s.byte_count.eq(s.byte_count + 1)
                 with m.If(s.byte_count == 3):
                     m.next = "COMMAND"
