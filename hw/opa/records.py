@@ -335,6 +335,15 @@ class OpaRecordStreamer(wiring.Component):
         seq, chunk = Signal(32), Signal(32)
         groups = Signal(24, init=self.config.groups)
         count, base = Signal(range(max(per, MAX_RECORDS) + 1)), Signal(64)
+        # whether ``count`` is 0 and whether it is each point's records per frame, kept
+        # as registers beside it (set from compares of ``count`` made beside the
+        # decision, not after it)
+        empty = Signal(init=1)
+        full_at = {p: Signal(name=f"full_{i}") for i, p in enumerate(self.points)}
+
+        def advance():
+            m.d.sync += [count.eq(count + 1), empty.eq(0)]
+            m.d.sync += [full_at[p].eq(count == self.per_frames[p] - 1) for p in self.points]
         end_taken = Signal()                 # the head's end part is done
         emitting, e_last, e_dropped = Signal(), Signal(), Signal(32)
         # the open frame's / the sent frame's record format (MODE_BITS)
@@ -376,7 +385,7 @@ class OpaRecordStreamer(wiring.Component):
         offset = facts["offset"]
         offset_fits = self._by_point(head.recv, {p: facts["fits"][b]
                                                  for p, b in off_bits.items()})
-        full = count == self._by_point(head.recv, self.per_frames)
+        full = self._by_point(head.recv, full_at)
         coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
         # the quantum sorter's record (lossy coded), served before the FIFO's head
@@ -394,8 +403,8 @@ class OpaRecordStreamer(wiring.Component):
         record_fits = Mux(coded | use_s, c["fits"], plain_fits) if c else plain_fits
         same_mode = (Mux(use_s, srt["mode"] == f_recv, facts["same_mode"]) if srt
                      else facts["same_mode"])
-        fits = (count == 0) | (record_fits & same_mode)
-        plain_data = self._record_bytes(head.key, Mux(count == 0, 0, offset), head.recv)
+        fits = empty | (record_fits & same_mode)
+        plain_data = self._record_bytes(head.key, Mux(empty, 0, offset), head.recv)
         m.d.comb += [wport.addr.eq(count), wport.data.eq(plain_data)]
         flush = Signal()                     # a frame closes: its partial word is written
         coded_flush = Signal()               # ... in the clock after, when it was coded
@@ -408,11 +417,11 @@ class OpaRecordStreamer(wiring.Component):
         # is leaving; the base and format while the frame is empty, so the first record
         # taken sets them): no decision of the framer is their registers' enable.
         with m.If(~emitting):
-            m.d.sync += [h_count.eq(count), h_base.eq(Mux(count == 0, 0, base)),
+            m.d.sync += [h_count.eq(count), h_base.eq(Mux(empty, 0, base)),
                          h_seq.eq(seq), h_groups.eq(groups), h_chunk.eq(chunk)]
             if c:
                 m.d.sync += [h_k.eq(c["k"]), h_words.eq(c["flush_words"])]
-        with m.If(count == 0):
+        with m.If(empty):
             first_ts = Mux(use_s, srt["base"], head.ts) if srt else head.ts
             m.d.sync += [base.eq(first_ts), f_recv.eq(Mux(use_s, srt["mode"], head.recv)
                                                       if srt else head.recv)]
@@ -421,7 +430,9 @@ class OpaRecordStreamer(wiring.Component):
         def close():
             """The open frame closes (its header values are those of this clock), the
             other buffer fills next (a frame still leaving holds the close)."""
-            m.d.sync += [count.eq(0), wb.eq(~wb), closed.eq(1), chunk.eq(chunk + 1)]
+            m.d.sync += [count.eq(0), empty.eq(1), wb.eq(~wb), closed.eq(1),
+                         chunk.eq(chunk + 1)]
+            m.d.sync += [full_at[p].eq(0) for p in self.points]
         with m.If(~closed & ~stale & (use_s | (entries.valid & ~(has_end & busy) & ~binned))
                   & prepared):
             with m.If(~use_s & has_end):
@@ -430,8 +441,8 @@ class OpaRecordStreamer(wiring.Component):
                     # frame
                     m.d.sync += [emitting.eq(~head.quiet), e_last.eq(1),
                                  e_dropped.eq(head.dropped), end_taken.eq(head.rec),
-                                 e_recv.eq(Mux(count == 0, head.end_recv, f_recv))]
-                    m.d.comb += [entries.ready.eq(~head.rec), flush.eq(count != 0)]
+                                 e_recv.eq(Mux(empty, head.end_recv, f_recv))]
+                    m.d.comb += [entries.ready.eq(~head.rec), flush.eq(~empty)]
                     with m.If(~head.quiet):
                         close()
                     m.d.sync += [seq.eq(head.next_seq), groups.eq(head.next_groups),
@@ -447,17 +458,18 @@ class OpaRecordStreamer(wiring.Component):
             if srt:
                 with m.Elif(use_s):
                     m.d.comb += srt["take"].eq(1)
-                    m.d.sync += count.eq(count + 1)
+                    advance()
                     c["on_take"](wport)
-                    with m.If(count == 0):
+                    with m.If(empty):
                         m.d.comb += based.eq(1)
             with m.Else():
                 m.d.comb += [wport.en.eq(~coded), entries.ready.eq(1)]
-                m.d.sync += [count.eq(count + 1), end_taken.eq(0)]
+                m.d.sync += end_taken.eq(0)
+                advance()
                 if c:
                     with m.If(coded):
                         c["on_take"](wport)
-                with m.If(count == 0):
+                with m.If(empty):
                     m.d.comb += based.eq(1)
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
