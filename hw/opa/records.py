@@ -794,13 +794,22 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += wide.eq(Cat(Const(0, 64), p_code) >> fill)
         hi, lo = acc | wide[64:], wide[:64]
 
-        def on_take(wport):
-            m.d.sync += [prev_q.eq(q), pending.eq(1), p_code.eq(code), p_len.eq(length)]
-            with m.If(recv):
-                m.d.sync += [p_code.eq(pkt), p_len.eq(64), pending2.eq(length != 0),
-                             p2_code.eq(code), p2_len.eq(length)]
+        # A take sets two flags only: the appends' codes follow the prepared record while
+        # none is pending, and the previous key and the statistics are updated in the
+        # clock after the take (``pending & ~second``; the record's ``q``, ``delta`` and
+        # ``first`` hold then, and nothing is decided while a code is pending). As loads
+        # on the take they were some 200 register enables on the framer's decision, the
+        # OPA core's datapath critical path on ECP5 (``docs/HARDWARE.md``).
+        with m.If(~pending):
+            m.d.sync += [p_code.eq(Mux(recv, pkt, code)), p_len.eq(Mux(recv, 64, length)),
+                         p2_code.eq(code), p2_len.eq(length)]
+        with m.If(pending & ~second):
+            m.d.sync += prev_q.eq(q)
             with m.If(~first):
                 m.d.sync += [total.eq(new_total), n.eq(n + 1)]
+
+        def on_take(wport):
+            m.d.sync += [pending.eq(1), pending2.eq(recv & (length != 0))]
 
         def on_append(wport):
             with m.If(pending):
