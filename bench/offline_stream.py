@@ -31,9 +31,10 @@ lower bound: it assumes the workers' tasks split evenly and the parent waits for
 straggler). ``--threads`` adds a run with ``--jobs N --threads`` for each N > 1 (the
 tasks on threads of the child: its CPU time is all its own, and ``wall_idle_s`` is the
 start's CPU time plus the rest divided by N, a bound that ignores the GIL).
-``--repeat N`` runs each configuration N times in a row and reports the run of median
-CPU time (every run's CPU and wall times are saved with it): on this shared VM single
-runs of the same command differ by up to about 20 % (OPA's 2 M pair: 2.12–2.56 s).
+``--repeat N`` runs each kind's configurations in N rounds, each configuration once a
+round, and reports each configuration's run of median CPU time (every run's CPU and wall
+times are saved with it): on this shared VM single runs of the same command differ by up
+to about 20 % (OPA's 2 M pair: 2.12–2.56 s), and the machine's speed drifts over minutes.
 
 Prints the figures and writes them to ``bench/out/offline_stream.json`` (``--out``).
 
@@ -366,8 +367,9 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", default=str(OUT / "offline_stream.json"))
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
-                    help="run each configuration N times, one after another, and report "
-                         "the run of median CPU time (every run's times are saved)")
+                    help="run each kind's configurations in N rounds (each once a round) "
+                         "and report each one's run of median CPU time (every run's times "
+                         "are saved)")
     ap.add_argument("--threads", action="store_true",
                     help="also run each --jobs N > 1 with --threads")
     ap.add_argument("--no-bytecode", action="store_true",
@@ -441,10 +443,20 @@ def main(argv=None):
         runs = [(jobs, False) for jobs in args.jobs] + (
             [(jobs, True) for jobs in args.jobs if jobs > 1] if args.threads else [])
         for kind in args.synopsis:
+            # in rounds, each configuration once a round: this VM's speed drifts by several
+            # per cent over minutes, and three runs of one configuration in a row, then
+            # three of the next, put that drift into their ratio (RDA's --jobs 2 measured
+            # 1.62x that way, 1.71-1.78x alternated with --jobs 1 the same hour)
+            runs_by = {config: [] for config in runs}
+            loads = {}
+            for _ in range(max(1, args.repeat)):
+                for jobs, threads in runs:
+                    loads.setdefault((jobs, threads), os.getloadavg()[0])
+                    runs_by[jobs, threads].append(
+                        run_estimate(s_path, r_path, kind, jobs, bytecode, threads))
             for jobs, threads in runs:
-                load_before = os.getloadavg()[0]
-                runs_of = [run_estimate(s_path, r_path, kind, jobs, bytecode, threads)
-                           for _ in range(max(1, args.repeat))]
+                load_before = loads[jobs, threads]
+                runs_of = runs_by[jobs, threads]
                 got = sorted(runs_of, key=lambda g: g["cpu_s"])[len(runs_of) // 2]
                 repeats = {"cpu_s_runs": [round(g["cpu_s"], 2) for g in runs_of],
                            "wall_s_runs": [round(g["wall_s"], 2) for g in runs_of]}
