@@ -459,7 +459,7 @@ class OpaRecordStreamer(wiring.Component):
                 with m.Elif(use_s):
                     m.d.comb += srt["take"].eq(1)
                     advance()
-                    c["on_take"](wport)
+                    c["on_take"]()
                     with m.If(empty):
                         m.d.comb += based.eq(1)
             with m.Else():
@@ -468,7 +468,7 @@ class OpaRecordStreamer(wiring.Component):
                 advance()
                 if c:
                     with m.If(coded):
-                        c["on_take"](wport)
+                        c["on_take"]()
                 with m.If(empty):
                     m.d.comb += based.eq(1)
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
@@ -515,11 +515,10 @@ class OpaRecordStreamer(wiring.Component):
         register's in registers of its own, computed every clock for what it holds in the
         next one against the base and format of this clock (so the framer decides nothing
         in the clock after it set the base or format). A take moves ``first`` and the
-        level only: the
-        ring's registers and their facts load from ``source`` on its own handshake, whose
-        ``ready`` is a register (the take and ~500 load enables were one path, the OPA
-        core's datapath critical path on ECP5). Returns the head stream (``valid``,
-        ``ready``, ``payload``) and the facts."""
+        level only: the ring's registers and their facts load from ``source`` on its own
+        handshake, whose ``ready`` is a register (the take and ~500 load enables were one
+        path, the OPA core's datapath critical path on ECP5). Returns the head stream
+        (``valid``, ``ready``, ``payload``) and the facts."""
         ring = [Signal(layout, name=f"head_ring{i}", reset_less=True) for i in range(2)]
         first, free = Signal(), Signal()       # the head's register, the next one to load
         level = Signal(range(3))
@@ -796,19 +795,20 @@ class OpaRecordStreamer(wiring.Component):
 
         # A take sets two flags only: the appends' codes follow the prepared record while
         # none is pending, and the previous key and the statistics are updated in the
-        # clock after the take (``pending & ~second``; the record's ``q``, ``delta`` and
+        # clock after the take (``after_take``; the record's ``q``, ``delta`` and
         # ``first`` hold then, and nothing is decided while a code is pending). As loads
         # on the take they were some 200 register enables on the framer's decision, the
         # OPA core's datapath critical path on ECP5 (``docs/HARDWARE.md``).
+        after_take = pending & ~second
         with m.If(~pending):
             m.d.sync += [p_code.eq(Mux(recv, pkt, code)), p_len.eq(Mux(recv, 64, length)),
                          p2_code.eq(code), p2_len.eq(length)]
-        with m.If(pending & ~second):
+        with m.If(after_take):
             m.d.sync += prev_q.eq(q)
             with m.If(~first):
                 m.d.sync += [total.eq(new_total), n.eq(n + 1)]
 
-        def on_take(wport):
+        def on_take():
             m.d.sync += [pending.eq(1), pending2.eq(recv & (length != 0))]
 
         def on_append(wport):
@@ -841,7 +841,7 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += flush_words.eq(nwords + (fill != 0))
         return {"fits": fits, "ready": ready & settled & ~pending, "pending": pending, "k": k,
                 "flush_words": flush_words,
-                "restart": pending & ~second,
+                "restart": after_take,
                 "words": nwords, "on_take": on_take, "on_append": on_append,
                 "on_break": on_break, "on_done": on_done}
 
