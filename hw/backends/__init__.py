@@ -8,11 +8,12 @@ and the same cycle behaviour. A new family adds a module here and an entry in
 :data:`COUNTER_RAMS`; nothing above this package names a vendor primitive.
 """
 
-from hw.backends.ecp5 import DP16KD_MAX_DEPTH, DP16KD_MODES, Ecp5CounterRam
+from hw.backends.ecp5 import (DP16KD_MAX_DEPTH, DP16KD_MODES, Ecp5CounterRam,
+                              dp16kd_slice_bits)
 from hw.backends.generic import GenericCounterRam, counter_ram_signature
 
-__all__ = ["COUNTER_RAMS", "counter_ram", "counter_ram_signature", "GenericCounterRam",
-           "Ecp5CounterRam", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
+__all__ = ["COUNTER_RAMS", "counter_ram", "counter_ram_signature", "write_slices",
+           "GenericCounterRam", "Ecp5CounterRam", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
 
 #: The counter RAM of each memory kind.
 COUNTER_RAMS = {"generic": GenericCounterRam, "ecp5": Ecp5CounterRam}
@@ -24,3 +25,23 @@ def counter_ram(*, width: int, depth: int, kind: str):
     if kind not in COUNTER_RAMS:
         raise ValueError(f"kind must be one of {', '.join(COUNTER_RAMS)}, not {kind!r}")
     return COUNTER_RAMS[kind](width=width, depth=depth)
+
+
+#: Block RAMs of a counter RAM written through one set of write-control registers
+#: (:func:`write_slices`).
+BLOCKS_PER_WRITE_SLICE = 4
+
+
+def write_slices(width: int, depth: int, kind: str) -> list[tuple[int, int]]:
+    """How the counter bank splits a ``width``-bit word of ``depth`` words into RAMs that
+    each get write controls (enable, address, clear) of their own: ``(lsb, width)`` per
+    RAM. ``"ecp5"``: :data:`BLOCKS_PER_WRITE_SLICE` DP16KD blocks a slice (a 4 096-word
+    RLI lane of 176-bit words is 44 blocks, spread over the block-RAM rows; one address
+    register for all of them was one long net); ``"generic"``: the whole word (the
+    synthesis tool maps it)."""
+    if kind not in COUNTER_RAMS:
+        raise ValueError(f"kind must be one of {', '.join(COUNTER_RAMS)}, not {kind!r}")
+    if kind == "generic":
+        return [(0, width)]
+    step = BLOCKS_PER_WRITE_SLICE * dp16kd_slice_bits(depth)
+    return [(lsb, min(step, width - lsb)) for lsb in range(0, width, step)]

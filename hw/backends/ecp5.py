@@ -14,12 +14,17 @@ from amaranth.lib import wiring
 
 from hw.backends.generic import check_counter_ram, counter_ram_signature
 
-__all__ = ["DP16KD_MODES", "DP16KD_MAX_DEPTH", "Ecp5CounterRam"]
+__all__ = ["DP16KD_MODES", "DP16KD_MAX_DEPTH", "Ecp5CounterRam", "dp16kd_slice_bits"]
 
 #: DP16KD modes ``(depth, data width, lowest address pin)`` of one block, shallowest first.
 DP16KD_MODES = ((1024, 18, 4), (2048, 9, 3), (4096, 4, 2), (8192, 2, 1), (16384, 1, 0))
 #: The deepest counter RAM one column of DP16KDs holds.
 DP16KD_MAX_DEPTH = DP16KD_MODES[-1][0]
+
+
+def dp16kd_slice_bits(depth: int) -> int:
+    """The data bits of one DP16KD in the narrowest mode that holds ``depth`` words."""
+    return next(mode[1] for mode in DP16KD_MODES if depth <= mode[0])
 
 
 class Ecp5CounterRam(wiring.Component):

@@ -24,7 +24,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.backends import COUNTER_RAMS, counter_ram
+from hw.backends import COUNTER_RAMS, counter_ram, write_slices
 from hw.backends.ecp5 import DP16KD_MAX_DEPTH
 from hw.arith.carry import MuxAdd
 from hw.arith.stages import kept_copies
@@ -245,12 +245,19 @@ class CounterBank(wiring.Component):
         m = Module()
         lanes, depth = self._lanes, self._depth
         kind = self._memory_kind(platform)
-        # Memories: per copy, per lane; one read and one write port each.
-        ram = [[counter_ram(width=self._layout.size, depth=depth, kind=kind)
+        # Memories: per copy, per lane, in slices of the word (write_slices); one read
+        # and one write port each. r_data[k][lane]: the lane's whole word.
+        slices = write_slices(self._layout.size, depth, kind)
+        ram = [[[counter_ram(width=width, depth=depth, kind=kind) for _, width in slices]
                 for lane in range(lanes)] for k in range(2)]
+        r_data = [[Signal(self._layout.size, name=f"copy{k}_lane{lane}_r_data")
+                   for lane in range(lanes)] for k in range(2)]
         for k in range(2):
             for lane in range(lanes):
-                m.submodules[f"copy{k}_lane{lane}"] = ram[k][lane]
+                for i, piece in enumerate(ram[k][lane]):
+                    name = f"copy{k}_lane{lane}" + (f"_slice{i}" if len(slices) > 1 else "")
+                    m.submodules[name] = piece
+                m.d.comb += r_data[k][lane].eq(Cat(piece.r_data for piece in ram[k][lane]))
 
         m.submodules.copies = copies = CopyControl(
             depth=depth, drain_cycles=self._drain_cycles, flush=self.UPDATE_LATENCY,
@@ -284,24 +291,44 @@ class CounterBank(wiring.Component):
         writes = [[] for k in range(2)]          # per copy: each lane's write in S4
         for lane in range(lanes):
             ports = self._elaborate_lane(m, lane, accept, shared,
-                                         [ram[k][lane].r_data for k in range(2)], kind)
+                                         [r_data[k][lane] for k in range(2)], kind)
             for k in range(2):
                 writes[k].append(ports["s4_here"][k])
             # The RMW pipeline owns a copy's ports while it carries requests for it
             # (ACTIVE/DRAINING); otherwise bus reads and clearing do.
             for k in range(2):
-                clearing = copies.clearing_copy[k]
-                m.d.comb += [
-                    ram[k][lane].r_addr.eq(Mux(ports["s0_here"][k], ports["s0_addr"],
-                                               bus_addr)),
-                    ram[k][lane].w_en.eq(ports["s4_here"][k] | clearing),
-                    ram[k][lane].w_addr.eq(Mux(clearing, copies.clear_addr,
-                                               ports["s4_addr"])),
-                    ram[k][lane].w_data.eq(Mux(clearing, 0, ports["s4_word"])),
-                ]
-        self._elaborate_frozen_read(m, ram, bus_addr, copies)
+                read_addr = Mux(ports["s0_here"][k], ports["s0_addr"], bus_addr)
+                for piece, (lsb, width) in zip(ram[k][lane], slices):
+                    m.d.comb += piece.r_addr.eq(read_addr)
+                self._elaborate_writes(m, f"l{lane}_copy{k}", ram[k][lane], slices,
+                                       ports, copies, k)
+        self._elaborate_frozen_read(m, r_data, bus_addr, copies)
         self._elaborate_updates(m, writes, copies)
         return m
+
+    def _elaborate_writes(self, m, name, pieces, slices, ports, copies, k):
+        """The write port of one copy of one lane, whose RAM is ``pieces`` (the word's
+        ``slices``): the update pipeline's S4 word, or zero at the clear address while the
+        copy clears. Each slice's enable, address and clear select are registers of its
+        own, loaded from the values of the next clock (the S3 request's, and the copy
+        control's next clear state), so that they sit by the slice's block RAMs: a
+        multiplexer of the shared clear address and S4's address, routed to every block
+        of the lane, was the two-clock RLI and RDA cores' datapath critical path on ECP5
+        (9.1 ns of one net to a DP16KD's address pin, ``docs/HARDWARE.md``)."""
+        clearing_next = copies.clearing_copy_next[k]
+        s3 = ports["s3"]
+        here_next = s3["valid"] & (s3["copy"] == k)
+        n = len(pieces)
+        enables = kept_copies(m, here_next | clearing_next, n, name=f"{name}_w_en",
+                              reset_less=False, init=1)
+        addrs = kept_copies(m, Mux(clearing_next, copies.clear_addr_next, s3["addr"]), n,
+                            name=f"{name}_w_addr", reset_less=False)
+        clears = kept_copies(m, clearing_next, n, name=f"{name}_w_clear",
+                             reset_less=False, init=1)
+        for piece, (lsb, width), en, addr, clear in zip(pieces, slices, enables, addrs,
+                                                        clears):
+            m.d.comb += [piece.w_en.eq(en), piece.w_addr.eq(addr),
+                         piece.w_data.eq(Mux(clear, 0, ports["s4_word"][lsb:lsb + width]))]
 
     def _elaborate_updates(self, m, writes, copies):
         """FROZEN_UPDATES: per copy, the words written by the update pipeline (one count
@@ -416,7 +443,7 @@ class CounterBank(wiring.Component):
         self._elaborate_update(m, lane, words["s4"], s3_base.as_value(), match_prev[1],
                                shared["s3"], kind)
         return {"s0_here": s0_here, "s0_addr": st["s0"]["addr"], "s4_here": s4_here,
-                "s4_addr": st["s4"]["addr"], "s4_word": words["s4"]}
+                "s3": st["s3"], "s4_word": words["s4"]}
 
     def _elaborate_update(self, m, lane, s4_word, s3_base, match, s3, kind):
         """S3: select S4's word (the request just ahead had the same key: forwarding) or
@@ -450,7 +477,7 @@ class CounterBank(wiring.Component):
                          updated[fld.name].eq(adder.total)]
         m.d.sync += s4_word.eq(updated.as_value())
 
-    def _elaborate_frozen_read(self, m, ram, bus_addr, copies):
+    def _elaborate_frozen_read(self, m, r_data, bus_addr, copies):
         """The frozen read port (class docstring): split and register the flat index,
         read the frozen copy's RAMs (two edges), mask each RAM's word and register it, OR
         the words and register the answer."""
@@ -500,7 +527,7 @@ class CounterBank(wiring.Component):
             for lane in range(lanes):
                 masked = Signal(self._layout.size, name=f"masked_{k}_{lane}",
                                 reset_less=True)
-                m.d.sync += masked.eq(Mux(b3.ram[k * lanes + lane], ram[k][lane].r_data, 0))
+                m.d.sync += masked.eq(Mux(b3.ram[k * lanes + lane], r_data[k][lane], 0))
                 answer = answer | masked
         m.d.comb += selected.eq(answer)
         m.d.sync += [port.valid.eq(b4.valid), port.error.eq(b4.valid & b4.error),

@@ -8,6 +8,7 @@ checked cycle by cycle.
 """
 
 import random
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from host_sw.contracts.check_value import plausibility_problem, words_check
 from host_sw.model import golden_lda_rda_lds as golden
 from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.contracts.hash_fields import field_hash, lds_digest
+from hw.backends import write_slices
+from hw.counters import counter_bank as counter_bank_module
 from hw.counters.copy_control import CopyState
 from hw.counters.counter_bank import CounterBank
 from hw.counters.bank_layout import (
@@ -498,3 +501,44 @@ def test_ecp5_memory_uses_dp16kd_with_output_register():
         CounterBank(config=SMALL_RDA, memory="bram")
     with pytest.raises(ValueError, match="up to 16384 words per lane, not 32768"):
         CounterBank(config=LdaConfig(banks=2, rows=16384, thresholds=(0, 1)), memory="ecp5")
+
+
+# -- the word in slices, each with write controls of its own ----------------------------
+
+def _uneven_slices(width, depth, kind):
+    """Three slices of unequal widths (the generic memory's words split as the ECP5
+    one's are: each slice its own RAM, enable, address and clear select)."""
+    return [(0, 5), (5, 17), (22, width - 22)]
+
+
+@pytest.mark.parametrize("config", [SMALL_RDA, SMALL_LDS], ids=["rda", "lds"])
+def test_sliced_words_update_swap_and_clear_as_whole_ones(config):
+    """Updates, swaps, the drain, reads and the clearing, with each word in three RAMs
+    whose write controls are registered from the next clock's values: the same words as
+    one RAM per lane (a write control a clock late or early, or a slice cleared at the
+    wrong address, fails the swap test's second interval)."""
+    with patch.object(counter_bank_module, "write_slices", _uneven_slices):
+        test_swap_mid_stream_drain_window_and_clearing(config)
+        test_random_stream_matches_golden(config)
+
+
+def test_write_slices_of_each_memory():
+    # DP16KD x4 mode for 4 096 words: four blocks (16 bits) a slice; x18 for 1 024
+    assert write_slices(176, 4096, "ecp5") == [(16 * i, 16) for i in range(11)]
+    assert write_slices(104, 1024, "ecp5") == [(0, 72), (72, 32)]
+    assert write_slices(72, 1024, "ecp5") == [(0, 72)]
+    assert write_slices(176, 4096, "generic") == [(0, 176)]
+    with pytest.raises(ValueError, match="kind must be one of"):
+        write_slices(8, 8, "bram")
+
+
+def test_ecp5_slices_have_write_address_registers_of_their_own():
+    from amaranth.back import rtlil
+
+    text = rtlil.convert(CounterBank(config=SMALL_RDA, memory="ecp5"), name="counter_bank")
+    # 136-bit words: slices of 72 and 64 bits, each with its own address register
+    for lane in range(2):
+        for k in range(2):
+            for i in range(2):
+                assert f"wire width 3 \\l{lane}_copy{k}_w_addr{i}" in text
+            assert f"\\l{lane}_copy{k}_w_addr2" not in text
