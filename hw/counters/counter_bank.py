@@ -285,8 +285,9 @@ class CounterBank(wiring.Component):
         accept = req.valid & ((req.copy == active) | swap_exec | copies.drain_open)
         m.d.comb += self.dropped.eq(req.valid & ~accept)
 
-        # The local (per-lane) address of the frozen read in flight, shared by every lane.
-        bus_addr = Signal(bits_for(depth))
+        # The local (per-lane) address of the frozen read in flight, shared by every lane
+        # (no reset: it is read only behind the read's valid bit).
+        bus_addr = Signal(bits_for(depth), reset_less=True)
         shared = self._elaborate_shared_stages(m)
         writes = [[] for k in range(2)]          # per copy: each lane's write in S4
         for lane in range(lanes):
@@ -508,19 +509,21 @@ class CounterBank(wiring.Component):
         # stage, each select bit's route to one word's bits and the OR's routes from the
         # RAMs spread over the die were the two-clock LDS core's datapath critical path
         # on ECP5 (11.0 and 8.7 ns, 93 % routing; ``docs/HARDWARE.md``).
-        stage = data.StructLayout({"valid": 1, "error": 1, "ram": 2 * lanes, "check": 1})
-        b1 = Signal(stage, name="b1")
+        # The valid bits (a bus read, a check read) are reset; what travels with them is
+        # not (the reset's route to b4's error bit was an LDA core's datapath critical
+        # path on ECP5).
+        flags = data.StructLayout({"valid": 1, "check": 1})
+        stage = data.StructLayout({"error": 1, "ram": 2 * lanes})
+        v1, v2, v3, v4 = (Signal(flags, name=f"b{i}_valid") for i in range(1, 5))
+        b1, b2, b3, b4 = (Signal(stage, name=f"b{i}", reset_less=True) for i in range(1, 5))
         ram_of = Signal(2 * lanes)
         for k in range(2):
             for lane in range(lanes):
                 m.d.comb += ram_of[k * lanes + lane].eq(
                     (lane_of == lane) & ((~copies.active) == k))
-        m.d.sync += [b1.valid.eq(port.en), b1.error.eq(~copies.frozen | ~in_range),
-                     b1.check.eq(check.en), b1.ram.eq(ram_of), bus_addr.eq(local)]
-        b2 = Signal(stage, name="b2")
-        b3 = Signal(stage, name="b3")
-        b4 = Signal(stage, name="b4")
-        m.d.sync += [b2.eq(b1), b3.eq(b2), b4.eq(b3)]
+        m.d.sync += [v1.valid.eq(port.en), b1.error.eq(~copies.frozen | ~in_range),
+                     v1.check.eq(check.en), b1.ram.eq(ram_of), bus_addr.eq(local)]
+        m.d.sync += [v2.eq(v1), v3.eq(v2), v4.eq(v3), b2.eq(b1), b3.eq(b2), b4.eq(b3)]
         selected = Signal(self._layout.size)
         answer = 0
         for k in range(2):
@@ -530,6 +533,12 @@ class CounterBank(wiring.Component):
                 m.d.sync += masked.eq(Mux(b3.ram[k * lanes + lane], r_data[k][lane], 0))
                 answer = answer | masked
         m.d.comb += selected.eq(answer)
-        m.d.sync += [port.valid.eq(b4.valid), port.error.eq(b4.valid & b4.error),
-                     port.data.eq(Mux(b4.valid & ~b4.error, selected, 0)),
-                     check.word_valid.eq(b4.check), check.word.eq(selected)]
+        # The answer's words have no reset (read only with their valid bits): the reset
+        # net to the port's data register was the datapath critical path of LDA, RDA and
+        # LDS cores on one seed each (``docs/HARDWARE.md``).
+        answer_word = Signal(self._layout.size, name="frozen_answer", reset_less=True)
+        check_word = Signal(self._layout.size, name="check_word", reset_less=True)
+        m.d.sync += [port.valid.eq(v4.valid), port.error.eq(v4.valid & b4.error),
+                     answer_word.eq(Mux(v4.valid & ~b4.error, selected, 0)),
+                     check.word_valid.eq(v4.check), check_word.eq(selected)]
+        m.d.comb += [port.data.eq(answer_word), check.word.eq(check_word)]

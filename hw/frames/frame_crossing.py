@@ -15,10 +15,10 @@ Hand-written: ``amaranth.lib.fifo`` crosses words, not whole frames, and neither
 ``stream.ClockDomainCrossing`` nor amaranth-soc has a store-and-forward crossing.
 """
 
-from amaranth.hdl import Signal
+from amaranth.hdl import DomainRenamer, Signal
 from amaranth.lib.fifo import AsyncFIFOBuffered
 
-from hw.frames.frame import frame_beat_layout
+from hw.frames.frame import RegisterSlice, frame_beat_layout
 
 __all__ = ["FrameDepths", "frame_depths", "store_and_forward"]
 
@@ -64,10 +64,21 @@ def store_and_forward(m, source, port, *, depths: FrameDepths, data_width: int,
     m.d.comb += [beats.w_en.eq(source.valid), beats.w_data.eq(source.payload),
                  source.ready.eq(beats.w_rdy),
                  tokens.w_en.eq(ended), tokens.w_data.eq(0)]
+    # The frames leave through a register slice: the reader's ready (the frame merger's
+    # grant) loads the slice, not the beat FIFO's read enable and through it the read
+    # data register of every bit (the merger's grant → the marker crossing's read data
+    # was the datapath critical path of two-clock LDA and LDS cores on ECP5). The slice
+    # keeps a frame's beats on consecutive clocks.
+    out = RegisterSlice(data_width=data_width)
+    m.submodules[f"{name}_slice"] = DomainRenamer({"sync": r_domain})(out)
+    entering = Signal(name=f"{name}_frame_entering")
     leaving = Signal(name=f"{name}_frame_leaving")
-    m.d.comb += [port.valid.eq(tokens.r_rdy & beats.r_rdy),
-                 port.payload.eq(beats.r_data),
-                 beats.r_en.eq(port.ready & tokens.r_rdy),
-                 leaving.eq(port.valid & port.ready & port.payload.last),
-                 tokens.r_en.eq(leaving)]
+    m.d.comb += [out.sink.valid.eq(tokens.r_rdy & beats.r_rdy),
+                 out.sink.payload.eq(beats.r_data),
+                 beats.r_en.eq(out.sink.ready & tokens.r_rdy),
+                 entering.eq(out.sink.valid & out.sink.ready & out.sink.payload.last),
+                 tokens.r_en.eq(entering),
+                 port.valid.eq(out.source.valid), port.payload.eq(out.source.payload),
+                 out.source.ready.eq(port.ready),
+                 leaving.eq(port.valid & port.ready & port.payload.last)]
     return leaving

@@ -17,6 +17,8 @@ from host_sw.contracts.config import LdaConfig, RdaConfig
 from host_sw.contracts.frames.control_frame import build_marker
 from host_sw.contracts.frames.frame_format import IntervalFlags
 from host_sw.contracts.siphash import key_to_int
+from hw.frames.frame import FrameStream
+from hw.frames.frame_crossing import FrameDepths, store_and_forward
 from hw.inband.marker_crossing import MarkerSourceCrossing
 from hw.inband.marker_source import MarkerFrameSource
 from sim_tb.lib.amaranth_streams import Sink, stream_put, wait_until
@@ -88,3 +90,47 @@ def test_crossing_needs_two_domains():
             MarkerSourceCrossing(MarkerFrameSource(config=LdaConfig(), data_width=64),
                                  control_domain="sync")
         gc.collect()
+
+
+def test_the_readers_ready_reaches_no_fifo_read_enable_in_its_clock():
+    """A whole frame stored, its first beat offered: the reader's ready changes nothing
+    on the beat FIFO's read side within the clock (a register slice takes it), and the
+    beats still leave on consecutive clocks (``frame_crossing.store_and_forward``)."""
+    width = 64
+    top = Module()
+    top.domains.sync = ClockDomain("sync")
+    top.domains.ctrl = ClockDomain("ctrl")
+    source = FrameStream(width).create()
+    port = FrameStream(width).flip().create()
+    store_and_forward(top, source, port, depths=FrameDepths(longest=4, shortest=1),
+                      data_width=width, w_domain="ctrl", r_domain="sync", name="frames")
+    beats = top.submodules["frames_beats"]
+    offered = []
+
+    async def main(ctx):           # the writer, on the control clock
+        ctx.set(source.valid, 1)
+        for i in range(3):
+            ctx.set(source.payload, {"data": i, "keep": 0xFF, "last": i == 2})
+            while not ctx.get(source.ready):
+                await ctx.tick("ctrl")
+            await ctx.tick("ctrl")
+        ctx.set(source.valid, 0)
+
+    async def reader(ctx):
+        await wait_until(ctx, lambda: ctx.get(port.valid), 200, "the stored frame")
+        for ready in (0, 1, 0, 1):
+            ctx.set(port.ready, ready)
+            offered.append(ctx.get(beats.r_en))
+        ctx.set(port.ready, 1)
+        for i in range(3):
+            assert ctx.get(port.valid) and ctx.get(port.payload.data) == i
+            await ctx.tick()
+        assert not ctx.get(port.valid)
+
+    sim = Simulator(top)
+    sim.add_clock(5e-9, domain="sync")
+    sim.add_clock(8e-9, domain="ctrl")
+    sim.add_testbench(main, background=True)
+    sim.add_testbench(reader)
+    sim.run()
+    assert len(set(offered)) == 1
