@@ -34,7 +34,7 @@ def delayed(m: Module, value, cycles: int, *, name: str = "delayed",
 
 
 def kept_copies(m: Module, value, copies: int, *, name: str, reset_less: bool = True,
-                init: int = 0, domain: str = "sync"):
+                domain: str = "sync"):
     """``copies`` registers that each hold ``value`` one clock later, and that synthesis
     keeps apart: a select or enable of many loads, shared between copies so that each
     copy's net stays short.
@@ -48,7 +48,7 @@ def kept_copies(m: Module, value, copies: int, *, name: str, reset_less: bool = 
     the flip-flops. Hand-written: no published Amaranth library replicates registers."""
     out = []
     for k in range(copies):
-        q = Signal(value.shape(), name=f"{name}{k}", reset_less=reset_less, init=init)
+        q = Signal(value.shape(), name=f"{name}{k}", reset_less=reset_less)
         m.d[domain] += q.eq((value & q) | (value & ~q))
         out.append(q)
     return out

@@ -72,11 +72,6 @@ class CopyControl(wiring.Component):
         the active copy takes no updates yet, and the other is not yet CLEAN.
     clear_addr : Out(range(depth))
         The word being cleared.
-    clearing_copy_next, clear_addr_next : Out
-        The values ``clearing_copy`` and ``clear_addr`` take at the next clock edge
-        (outside reset): the counter bank loads its RAMs' write controls from them, so a
-        write port's address and enable come from registers of their own beside the
-        block RAMs, not through a multiplexer of these shared ones.
     check_start : Out(1)
         One cycle, with ``check``: the drain is over, the check sweep may start.
     checking : Out(1)
@@ -102,7 +97,6 @@ class CopyControl(wiring.Component):
             "clearing": Out(1, init=1), "drain_open": Out(1),
             "clearing_copy": Out(2, init=0b11), "sweeping": Out(1, init=1),
             "clear_addr": Out(range(depth)),
-            "clearing_copy_next": Out(2), "clear_addr_next": Out(range(depth)),
             "check_start": Out(1), "checking": Out(1), "check_done": In(1),
         })
 
@@ -135,23 +129,15 @@ class CopyControl(wiring.Component):
                              drain_done.eq(drain_count == 1)]
         with m.If(self.checking & self.check_done):
             m.d.sync += [*freeze, self.checking.eq(0)]
-        # clear_addr and clearing_copy are loaded from their next values, which are
-        # outputs too (the counter bank's write controls are registered from them).
-        clear_addr_next, clearing_copy_next = self.clear_addr_next, self.clearing_copy_next
-        m.d.comb += [clear_addr_next.eq(clear_addr),
-                     clearing_copy_next.eq(self.clearing_copy)]
-        m.d.sync += [clear_addr.eq(clear_addr_next),
-                     self.clearing_copy.eq(clearing_copy_next)]
         with m.If(self.frozen & self.release):
             m.d.sync += [self.other.eq(CopyState.CLEARING), self.frozen.eq(0),
-                         self.clearing.eq(1), clear_done.eq(depth == 1)]
-            m.d.comb += [clear_addr_next.eq(0),
-                         *(clearing_copy_next[k].eq(active != k) for k in range(2))]
+                         self.clearing.eq(1), clear_addr.eq(0), clear_done.eq(depth == 1)]
+            m.d.sync += [self.clearing_copy[k].eq(active != k) for k in range(2)]
         with m.If(self.clearing):
-            m.d.comb += clear_addr_next.eq(clear_addr + 1)
-            m.d.sync += clear_done.eq(clear_addr == depth - 2)
+            m.d.sync += [clear_addr.eq(clear_addr + 1),
+                         clear_done.eq(clear_addr == depth - 2)]
             with m.If(clear_done):
                 m.d.sync += [self.other.eq(CopyState.CLEAN), self.other_clean.eq(1),
                              self.clearing.eq(0), self.sweeping.eq(0)]
-                m.d.comb += clearing_copy_next.eq(0)
+                m.d.sync += [self.clearing_copy[k].eq(0) for k in range(2)]
         return m

@@ -310,22 +310,24 @@ class CounterBank(wiring.Component):
     def _elaborate_writes(self, m, name, pieces, slices, ports, copies, k):
         """The write port of one copy of one lane, whose RAM is ``pieces`` (the word's
         ``slices``): the update pipeline's S4 word, or zero at the clear address while the
-        copy clears. Each slice's enable, address and clear select are registers of its
-        own, loaded from the values of the next clock (the S3 request's, and the copy
-        control's next clear state), so that they sit by the slice's block RAMs: a
-        multiplexer of the shared clear address and S4's address, routed to every block
-        of the lane, was the two-clock RLI and RDA cores' datapath critical path on ECP5
-        (9.1 ns of one net to a DP16KD's address pin, ``docs/HARDWARE.md``)."""
-        clearing_next = copies.clearing_copy_next[k]
+        copy clears, one clock behind the copy control (the clear of word ``a`` is
+        written in the clock after ``clear_addr`` is ``a``; no update of the copy is in
+        the pipeline then: a copy clears only while it takes no requests). Each slice's
+        enable, address and clear select are registers of its own, loaded from registers
+        (S3's request, the copy control's clear state) through one multiplexer, so that
+        they sit by the slice's block RAMs: a multiplexer of the shared clear address and
+        S4's address, routed to every block of a lane, was the two-clock RLI and RDA
+        cores' datapath critical path on ECP5 (9.1 ns of one net to a DP16KD's address
+        pin, ``docs/HARDWARE.md``). The registers need no reset: during a reset they load
+        the copy control's reset state, the sweep's first clear."""
+        clearing = copies.clearing_copy[k]
         s3 = ports["s3"]
         here_next = s3["valid"] & (s3["copy"] == k)
         n = len(pieces)
-        enables = kept_copies(m, here_next | clearing_next, n, name=f"{name}_w_en",
-                              reset_less=False, init=1)
-        addrs = kept_copies(m, Mux(clearing_next, copies.clear_addr_next, s3["addr"]), n,
-                            name=f"{name}_w_addr", reset_less=False)
-        clears = kept_copies(m, clearing_next, n, name=f"{name}_w_clear",
-                             reset_less=False, init=1)
+        enables = kept_copies(m, here_next | clearing, n, name=f"{name}_w_en")
+        addrs = kept_copies(m, Mux(clearing, copies.clear_addr, s3["addr"]), n,
+                            name=f"{name}_w_addr")
+        clears = kept_copies(m, clearing, n, name=f"{name}_w_clear")
         for piece, (lsb, width), en, addr, clear in zip(pieces, slices, enables, addrs,
                                                         clears):
             m.d.comb += [piece.w_en.eq(en), piece.w_addr.eq(addr),

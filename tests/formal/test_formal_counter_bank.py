@@ -163,8 +163,11 @@ class ShadowHarness(BankHarness):
             ram = ram[0]                            # one lane
             taken = Signal(count_bits, name=f"copy{k}_accepted")
             written = Signal(count_bits, name=f"copy{k}_written_count")
+            # the bank writes a clear a clock after the copy control's clear state
+            clearing = Signal(name=f"copy{k}_clear_written", init=1)   # as after a reset
+            m.d.sync += clearing.eq(copies.clearing_copy[k])
             cleared = copies.clearing_copy[k] & (copies.clear_addr == tracked)
-            update_write = ram.w_en & ~copies.clearing_copy[k] & (ram.w_addr == tracked)
+            update_write = ram.w_en & ~clearing & (ram.w_addr == tracked)
             with m.If(cleared):
                 m.d.sync += [taken.eq(0), written.eq(0)]
             with m.Else():

@@ -514,9 +514,10 @@ def _uneven_slices(width, depth, kind):
 @pytest.mark.parametrize("config", [SMALL_RDA, SMALL_LDS], ids=["rda", "lds"])
 def test_sliced_words_update_swap_and_clear_as_whole_ones(config):
     """Updates, swaps, the drain, reads and the clearing, with each word in three RAMs
-    whose write controls are registered from the next clock's values: the same words as
-    one RAM per lane (a write control a clock late or early, or a slice cleared at the
-    wrong address, fails the swap test's second interval)."""
+    whose write controls are registers of their own (the clears a clock behind the copy
+    control): the same words as one RAM per lane (an update's write a clock late or
+    early, or a slice cleared at the wrong address, fails the swap test's second
+    interval)."""
     with patch.object(counter_bank_module, "write_slices", _uneven_slices):
         test_swap_mid_stream_drain_window_and_clearing(config)
         test_random_stream_matches_golden(config)
