@@ -299,7 +299,7 @@ class CounterBank(wiring.Component):
             # (ACTIVE/DRAINING); otherwise bus reads and clearing do.
             for k in range(2):
                 read_addr = Mux(ports["s0_here"][k], ports["s0_addr"], bus_addr)
-                for piece, (lsb, width) in zip(ram[k][lane], slices):
+                for piece in ram[k][lane]:
                     m.d.comb += piece.r_addr.eq(read_addr)
                 self._elaborate_writes(m, f"l{lane}_copy{k}", ram[k][lane], slices,
                                        ports, copies, k)

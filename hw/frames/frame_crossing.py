@@ -46,8 +46,9 @@ def frame_depths(*, longest_bytes: int, shortest_bytes: int, data_width: int) ->
 def store_and_forward(m, source, port, *, depths: FrameDepths, data_width: int,
                       w_domain: str, r_domain: str, name: str):
     """Connect the frame stream ``source`` (driven in ``w_domain``) to ``port`` (read in
-    ``r_domain``) through a beat FIFO and a token FIFO (submodules ``<name>_beats`` and
-    ``<name>_tokens``). Returns the ``r_domain`` strobe of a frame's last beat leaving."""
+    ``r_domain``) through a beat FIFO and a token FIFO, then a register slice (submodules
+    ``<name>_beats``, ``<name>_tokens`` and ``<name>_slice``). Returns the ``r_domain``
+    strobe of a frame's last beat leaving through ``port``."""
     # Both read sides are registered (``r_rdy`` a flip-flop): unbuffered, the token FIFO's
     # pointer comparison and the beat FIFO's read pointer update were one path, the
     # two-clock LDS core's datapath critical path on ECP5 (10 LUT levels), and the beat
