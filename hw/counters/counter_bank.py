@@ -321,11 +321,9 @@ class CounterBank(wiring.Component):
         pin, ``docs/HARDWARE.md``). The registers need no reset: during a reset they load
         the copy control's reset state, the sweep's first clear."""
         clearing = copies.clearing_copy[k]
-        s3 = ports["s3"]
-        here_next = s3["valid"] & (s3["copy"] == k)
         n = len(pieces)
-        enables = kept_copies(m, here_next | clearing, n, name=f"{name}_w_en")
-        addrs = kept_copies(m, Mux(clearing, copies.clear_addr, s3["addr"]), n,
+        enables = kept_copies(m, ports["s4_here_next"][k] | clearing, n, name=f"{name}_w_en")
+        addrs = kept_copies(m, Mux(clearing, copies.clear_addr, ports["s3_addr"]), n,
                             name=f"{name}_w_addr")
         clears = kept_copies(m, clearing, n, name=f"{name}_w_clear")
         for piece, (lsb, width), en, addr, clear in zip(pieces, slices, enables, addrs,
@@ -392,10 +390,11 @@ class CounterBank(wiring.Component):
         # per-copy valids of S0 and S4, registered: they steer the RAM port muxes
         s0_here = [Signal(name=f"l{lane}_s0_copy{k}") for k in range(2)]
         s4_here = [Signal(name=f"l{lane}_s4_copy{k}") for k in range(2)]
+        s4_here_next = [st["s3"]["valid"] & (st["s3"]["copy"] == k) for k in range(2)]
         for k in range(2):
             m.d.sync += [
                 s0_here[k].eq(accept & req.lane_enable[lane] & (req.copy == k)),
-                s4_here[k].eq(st["s3"]["valid"] & (st["s3"]["copy"] == k)),
+                s4_here[k].eq(s4_here_next[k]),
             ]
         for prev, nxt in zip(_STAGES, _STAGES[1:]):
             m.d.sync += [st[nxt]["valid"].eq(st[prev]["valid"]),
@@ -446,7 +445,8 @@ class CounterBank(wiring.Component):
         self._elaborate_update(m, lane, words["s4"], s3_base.as_value(), match_prev[1],
                                shared["s3"], kind)
         return {"s0_here": s0_here, "s0_addr": st["s0"]["addr"], "s4_here": s4_here,
-                "s3": st["s3"], "s4_word": words["s4"]}
+                "s4_here_next": s4_here_next, "s3_addr": st["s3"]["addr"],
+                "s4_word": words["s4"]}
 
     def _elaborate_update(self, m, lane, s4_word, s3_base, match, s3, kind):
         """S3: select S4's word (the request just ahead had the same key: forwarding) or
