@@ -16,18 +16,20 @@ registered boundary instead, which this module builds:
   adds no long path.
 
 The component's clock is the harness's ``clk`` pin; its reset is the ``rst`` pin through
-:class:`amaranth.lib.cdc.ResetSynchronizer` (registered, as a board's reset is), so reset
-paths start at a flip-flop too. The harness's own registers have no reset, so the reset
-net's fan-out is the component's alone. Hand-written:
-the pattern is common in FPGA benchmarking, but no package provides it for Amaranth.
+the reset synchroniser a board top uses (:func:`hw.backends.reset_synchronizer`: registered
+and, on ECP5, on the global network), so reset paths start at a flip-flop too. The
+harness's own registers have no reset, so the reset net's fan-out is the component's
+alone. Hand-written: the pattern is common in FPGA benchmarking, but no package provides
+it for Amaranth.
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, ClockDomain, ClockSignal, Module, Signal, Value
 from amaranth.lib import wiring
-from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import In, Out
+
+from hw.backends import reset_synchronizer
 
 __all__ = ["RegisteredHarness"]
 
@@ -42,6 +44,8 @@ class RegisteredHarness(wiring.Component):
     that domain's: their inputs come from a second shift register and their outputs fold
     into a second signature, both clocked by the ``<control_domain>_clk`` pin, so each
     domain's paths start and end on its own clock; the reset pin resets both domains.
+    ``family`` picks the reset synchroniser (:func:`hw.backends.reset_synchronizer`):
+    ``"ecp5"`` (default; every bench times an ECP5 build) or ``"generic"``.
 
     Members
     -------
@@ -56,12 +60,13 @@ class RegisteredHarness(wiring.Component):
     """
 
     def __init__(self, component: wiring.Component, *, control_domain: str | None = None,
-                 control_ports=()):
+                 control_ports=(), family: str = "ecp5"):
         if not isinstance(component, wiring.Component):
             raise ValueError(f"component must be a wiring.Component, not {component!r}")
         self.component = component
         self.control_domain = control_domain
         self.control_ports = tuple(control_ports) if control_domain else ()
+        self.family = family
         members = {"clk": In(1), "rst": In(1), "serial_in": In(1), "serial_out": Out(1)}
         if control_domain:
             members |= {f"{control_domain}_clk": In(1),
@@ -78,7 +83,8 @@ class RegisteredHarness(wiring.Component):
         for domain, clk, _ in clocks:
             m.domains += ClockDomain(domain)
             m.d.comb += ClockSignal(domain).eq(clk)
-            m.submodules[f"reset_sync_{domain}"] = ResetSynchronizer(self.rst, domain=domain)
+            m.submodules[f"reset_sync_{domain}"] = reset_synchronizer(self.rst, domain=domain,
+                                                                      kind=self.family)
         m.submodules.dut = dut = self.component
         ports = {domain: ([], []) for domain, _, _ in clocks}
         for path, member, value in dut.signature.flatten(dut):

@@ -42,12 +42,12 @@ from pathlib import Path
 from amaranth.build import Attrs, Clock, Pins, Resource, ResourceError, Subsignal
 from amaranth.hdl import ClockDomain, ClockSignal, Const, Elaboratable, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.cdc import ResetSynchronizer
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 from host_sw.contracts.csr_export import write_csr_files
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
+from hw.backends import reset_synchronizer
 from hw.lda_pipeline import MeasurementCore
 from hw.bus.uart import UART
 
@@ -121,8 +121,10 @@ def add_rgmii_resources(platform, ports) -> None:
 def _core_clock_domain(m, platform, core_hz):
     """Domain ``sync`` at ``core_hz``: the board's clock itself at its own frequency, else
     the PLL's output; reset by a power-on counter, the PLL out of lock and the board's
-    reset button (if it has one). nextpnr derives the PLL output's constraint from the
-    oscillator's and the PLL's divisors ("Derived frequency constraint of 62.5 MHz")."""
+    reset button (if it has one), through the ECP5 reset synchroniser (on the global
+    network: :class:`hw.backends.ecp5.Ecp5ResetSynchronizer`). nextpnr derives the PLL
+    output's constraint from the oscillator's and the PLL's divisors ("Derived frequency
+    constraint of 62.5 MHz")."""
     clk = platform.request(platform.default_clk, 0).i
     m.domains += [ClockDomain("sync"), ClockDomain("por", reset_less=True)]
     locked = Const(1)
@@ -140,7 +142,7 @@ def _core_clock_domain(m, platform, core_hz):
     reset = ~por_done | ~locked
     if platform.default_rst is not None:
         reset = reset | platform.request(platform.default_rst, 0).i
-    m.submodules.reset_sync = ResetSynchronizer(reset, domain="sync")
+    m.submodules.reset_sync = reset_synchronizer(reset, domain="sync", kind="ecp5")
 
 
 def check_uart_baud(uart_baud) -> None:

@@ -28,11 +28,11 @@ from pathlib import Path
 from amaranth.back import verilog
 from amaranth.hdl import ClockDomain, ClockSignal, Module
 from amaranth.lib import wiring
-from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 
+from hw.backends import reset_synchronizer
 from hw.bus.uartbone import DEFAULT_TIMEOUT
 
 __all__ = ["AxisTop", "DEFAULT_MODULE_NAME", "export_verilog", "four_state_safe",
@@ -54,8 +54,9 @@ class AxisTop(wiring.Component):
     A core with a control domain (``control_domain="ctrl"``) gets ``clk`` (datapath),
     ``ctrl_clk`` (control) and one reset ``rst``, which resets both domains: asserted
     asynchronously and released synchronously in each, two edges of its clock later
-    (:class:`amaranth.lib.cdc.ResetSynchronizer`), so the two sides of the bus crossing
-    are always reset together."""
+    (:func:`hw.backends.reset_synchronizer`: Amaranth's ResetSynchronizer, and with ECP5
+    block RAM (``memory="ecp5"``, or ``"auto"`` for an ECP5 platform) the global network
+    after it), so the two sides of the bus crossing are always reset together."""
 
     def __init__(self, core):
         self.core = core
@@ -81,11 +82,15 @@ class AxisTop(wiring.Component):
         m = Module()
         m.submodules.core = core = self.core
         if self.control_domain is not None:
+            family = core.memory
+            if family == "auto":
+                family = "ecp5" if getattr(platform, "family", None) == "ecp5" else "generic"
             for domain, clk in (("sync", self.clk),
                                 (self.control_domain, getattr(self, f"{self.control_domain}_clk"))):
                 m.domains += ClockDomain(domain)
                 m.d.comb += ClockSignal(domain).eq(clk)
-                m.submodules[f"reset_sync_{domain}"] = ResetSynchronizer(self.rst, domain=domain)
+                m.submodules[f"reset_sync_{domain}"] = reset_synchronizer(self.rst, domain=domain,
+                                                                          kind=family)
         s, o = core.s_axis, core.m_axis
         m.d.comb += [
             s.payload.data.eq(self.s_axis_tdata), s.payload.keep.eq(self.s_axis_tkeep),

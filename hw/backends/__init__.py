@@ -4,16 +4,22 @@
 The counter bank (docs/DESIGN.md, "Data flow of a counter") keeps each copy of each lane
 in a :func:`counter_ram`; this package builds it, portably (:mod:`hw.backends.generic`)
 or from a family's block-RAM primitive (:mod:`hw.backends.ecp5`), with the same ports
-and the same cycle behaviour. A new family adds a module here and an entry in
-:data:`COUNTER_RAMS`; nothing above this package names a vendor primitive.
+and the same cycle behaviour. Where the core's clock domains are made (the exported
+two-clock core, the board tops, the synthesis harness), :func:`reset_synchronizer` gives
+each domain its reset, on the family's global network where it has one. A new family adds
+a module here and entries in :data:`COUNTER_RAMS` and :data:`RESET_SYNCHRONIZERS`; nothing
+above this package names a vendor primitive.
 """
 
+from amaranth.lib.cdc import ResetSynchronizer
+
 from hw.backends.ecp5 import (DP16KD_MAX_DEPTH, DP16KD_MODES, Ecp5CounterRam,
-                              dp16kd_slice_bits)
+                              Ecp5ResetSynchronizer, dp16kd_slice_bits)
 from hw.backends.generic import GenericCounterRam, counter_ram_signature
 
-__all__ = ["COUNTER_RAMS", "counter_ram", "counter_ram_signature", "write_slices",
-           "GenericCounterRam", "Ecp5CounterRam", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
+__all__ = ["COUNTER_RAMS", "RESET_SYNCHRONIZERS", "counter_ram", "counter_ram_signature",
+           "reset_synchronizer", "write_slices", "GenericCounterRam", "Ecp5CounterRam",
+           "Ecp5ResetSynchronizer", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
 
 #: The counter RAM of each memory kind.
 COUNTER_RAMS = {"generic": GenericCounterRam, "ecp5": Ecp5CounterRam}
@@ -25,6 +31,21 @@ def counter_ram(*, width: int, depth: int, kind: str):
     if kind not in COUNTER_RAMS:
         raise ValueError(f"kind must be one of {', '.join(COUNTER_RAMS)}, not {kind!r}")
     return COUNTER_RAMS[kind](width=width, depth=depth)
+
+
+#: The reset synchroniser of each memory kind's family (:func:`reset_synchronizer`).
+RESET_SYNCHRONIZERS = {"generic": ResetSynchronizer, "ecp5": Ecp5ResetSynchronizer}
+
+
+def reset_synchronizer(arst, *, domain: str, kind: str):
+    """The reset of ``domain`` from the asynchronous ``arst``: asserted asynchronously,
+    released synchronously two edges of the domain's clock later; ``"generic"``:
+    Amaranth's :class:`~amaranth.lib.cdc.ResetSynchronizer`; ``"ecp5"``: the same, then
+    on the global clock network (:class:`hw.backends.ecp5.Ecp5ResetSynchronizer`)."""
+    if kind not in RESET_SYNCHRONIZERS:
+        raise ValueError(f"kind must be one of {', '.join(RESET_SYNCHRONIZERS)}, "
+                         f"not {kind!r}")
+    return RESET_SYNCHRONIZERS[kind](arst, domain=domain)
 
 
 #: Block RAMs of a counter RAM written through one set of write-control registers

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The counter RAM built from Lattice ECP5 DP16KD block-RAM primitives.
+"""The parts of the gateware built from Lattice ECP5 primitives: the counter RAM of DP16KD
+block RAMs and a domain's reset on the global clock network (DCCA).
 
 One copy of one lane of the counter bank (docs/DESIGN.md, "Data flow of a counter") on an
 ECP5: the DP16KD's own output register (``REGMODE_B="OUTREG"``) stands in for the generic
@@ -9,12 +10,14 @@ paths (figures in docs/HARDWARE.md). Same ports and cycle behaviour as
 two against each other under a behavioural DP16KD model.
 """
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module
+from amaranth.hdl import ClockSignal, Const, Elaboratable, Instance, Module, ResetSignal, Signal
 from amaranth.lib import wiring
+from amaranth.lib.cdc import AsyncFFSynchronizer
 
 from hw.backends.generic import check_counter_ram, counter_ram_signature
 
-__all__ = ["DP16KD_MODES", "DP16KD_MAX_DEPTH", "Ecp5CounterRam", "dp16kd_slice_bits"]
+__all__ = ["DP16KD_MODES", "DP16KD_MAX_DEPTH", "Ecp5CounterRam", "Ecp5ResetSynchronizer",
+           "dp16kd_slice_bits"]
 
 #: DP16KD modes ``(depth, data width, lowest address pin)`` of one block, shallowest first.
 DP16KD_MODES = ((1024, 18, 4), (2048, 9, 3), (4096, 4, 2), (8192, 2, 1), (16384, 1, 0))
@@ -91,3 +94,38 @@ class Ecp5CounterRam(wiring.Component):
             if pin < bits:
                 ports[f"o_DOB{pin}"] = self.r_data[lsb + pin]
         return ports
+
+
+class Ecp5ResetSynchronizer(Elaboratable):
+    """:class:`amaranth.lib.cdc.ResetSynchronizer` whose output reaches the domain's
+    registers over the ECP5's global clock network: asserted asynchronously by ``arst``,
+    released synchronously two edges of ``domain``'s clock later, then through a DCCA
+    (the clock-network buffer) onto the reset of ``domain``.
+
+    Why: the reset is the net with the most loads in a domain (every register whose value
+    matters after reset); on fabric routing nextpnr drove it from one flip-flop to
+    thousands of LSR pins, a single net of up to 7.1 ns (the LDA core's datapath limit on
+    three of five placements, docs/HARDWARE.md). Lattice's clocking guide (TN1263) lets a
+    primary clock net carry such a high-fan-out set/reset; nextpnr routes a DCCA's output
+    that drives non-clock pins on one of the eight globals that reach the fabric.
+    Amaranth's ResetSynchronizer cannot put a buffer between its last stage and the
+    domain's reset, so this one is its :class:`~amaranth.lib.cdc.AsyncFFSynchronizer`
+    with the DCCA after it. The same interface as ResetSynchronizer.
+    """
+
+    def __init__(self, arst, *, domain: str = "sync", stages: int = 2):
+        self.arst = arst
+        self._domain = domain
+        self._stages = stages
+
+    def elaborate(self, platform):
+        m = Module()
+        released = Signal(name=f"{self._domain}_rst_synced")
+        m.submodules.synchronizer = AsyncFFSynchronizer(
+            self.arst, released, o_domain=self._domain, stages=self._stages,
+            async_edge="pos")
+        buffered = Signal(name=f"{self._domain}_rst_global")
+        m.submodules.global_buffer = Instance("DCCA", i_CLKI=released, i_CE=Const(1),
+                                              o_CLKO=buffered)
+        m.d.comb += ResetSignal(self._domain).eq(buffered)
+        return m
