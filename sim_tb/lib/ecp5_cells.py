@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Simulation models of the Lattice ECP5 primitives the core instantiates with
 ``memory="ecp5"`` (``hw.counters.counter_bank``: DP16KD block RAM; ``hw.arith.carry.MuxAdd``: CCU2C
-carry cells).
+carry cells; ``hw.backends.ecp5.Ecp5ResetSynchronizer``: the DCCA clock-network buffer of
+the two-clock core's resets).
 
 Where it sits (``docs/DESIGN.md``, "Testing"): test infrastructure for the exported core's
 ECP5 build (the second test level, the exported Verilog under cocotb), used by
@@ -15,6 +16,8 @@ ECP5 build (the second test level, the exported Verilog under cocotb), used by
   its flip-flops) and declares DP16KD only as an empty ``(* blackbox *)``.
 * DP16KD is the project's own behavioural model, ``sim_tb/models/dp16kd.v`` (see its
   header; checked against Yosys's DP16KD mapping in ``sim_tb/benches/test_ecp5_memory.py``).
+* DCCA is the project's own too, ``sim_tb/models/dcca.v`` (Yosys declares it only as a
+  black box).
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["DP16KD_MODEL", "YosysModelMissing", "yosys_share_file", "yosys_cell_models",
-           "ecp5_model_sources"]
+__all__ = ["DP16KD_MODEL", "DCCA_MODEL", "YosysModelMissing", "yosys_share_file",
+           "yosys_cell_models", "ecp5_model_sources"]
 
 DP16KD_MODEL = Path(__file__).resolve().parents[1] / "models" / "dp16kd.v"
+DCCA_MODEL = DP16KD_MODEL.parent / "dcca.v"
 
 #: (file under ``share/ecp5``, module) of the Yosys models extracted, in order.
 _YOSYS_CELLS = (("common_sim.vh", "LUT4"), ("common_sim.vh", "LUT2"),
@@ -78,8 +82,8 @@ def yosys_cell_models(cells=_YOSYS_CELLS) -> str:
 
 
 def ecp5_model_sources(folder: Path) -> list[Path]:
-    """The model files for a core with ECP5 primitives: the DP16KD model and the Yosys
-    cells, the latter written to ``folder/yosys_ecp5_cells.v`` (rewritten only when its
+    """The model files for a core with ECP5 primitives: the DP16KD and DCCA models and the
+    Yosys cells, the latter written to ``folder/yosys_ecp5_cells.v`` (rewritten only when its
     text changes; atomically, so parallel test workers can share it).
 
     Raises
@@ -96,4 +100,4 @@ def ecp5_model_sources(folder: Path) -> list[Path]:
         scratch = folder / f".yosys_ecp5_cells.{os.getpid()}.v"
         scratch.write_text(text)
         os.replace(scratch, cells)
-    return [DP16KD_MODEL, cells]
+    return [DP16KD_MODEL, DCCA_MODEL, cells]
