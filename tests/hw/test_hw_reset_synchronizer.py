@@ -17,7 +17,8 @@ from amaranth.lib.wiring import In, Out
 
 from bench.synth_harness import RegisteredHarness
 from host_sw.contracts.config import LdaConfig
-from hw.backends import Ecp5ResetSynchronizer, reset_synchronizer
+from hw.backends import reset_synchronizer
+from hw.backends.ecp5 import Ecp5ResetSynchronizer
 from hw.lda_pipeline import MeasurementCore
 from hw.verilog_export import AxisTop
 from sim_tb.lib.ecp5_cells import DCCA_MODEL
