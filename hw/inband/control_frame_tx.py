@@ -36,6 +36,9 @@ HEADER_BYTES = PAYLOAD_OFFSET
 MARKER_FRAME_BYTES = max(PAYLOAD_OFFSET + TAG_BYTES, MIN_FRAME_BYTES)
 
 _FIELDS = {f.name: f for f in HEADER_FIELDS}
+#: Copies of the byte packer's write position (and of the write enables loaded from it),
+#: each serving every ``_WRITE_COPIES``-th group of four ring bytes.
+_WRITE_COPIES = 4
 
 
 def control_header(m: Module, values: dict, *, name: str = "control_header",
@@ -181,8 +184,12 @@ class BytePacker(wiring.Component):
         lanes, N, g = self.lanes, self.ring_bytes, self.granule
         s = SimpleNamespace(positions=N // g, slots=N // lanes)
         s.ring = Signal(8 * N, reset_less=True, name="ring")  # read only at valid positions
-        # one-hot: the next item goes at g * index
-        s.wpos = [Signal(s.positions, init=1, name="wpos")]
+        # one-hot: the next item goes at g * index. A copy per group of ring bytes (each
+        # with its own feedback, so Yosys keeps the copies apart): the registered write
+        # enables loaded from one copy drove every ring byte an item can cover, one net of
+        # up to 6.5 ns in the control clock (RLI's three placements).
+        s.wpos = [Signal(s.positions, init=1, name=f"wpos_{c}")
+                  for c in range(min(_WRITE_COPIES, -(-N // 4)))]
         # one-hot: the next beat is this slot (a copy per lane group, see below)
         s.rpos = [Signal(s.slots, init=1, name=f"rpos_{q}")
                   for q in range(max(1, lanes // 2))]
