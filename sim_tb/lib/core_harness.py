@@ -235,8 +235,8 @@ class CoreHarness(CoreTB):
 
     async def settle(self):
         """Let the frames that have left the core reach the counters' tap, which watches
-        the stream ``MeasurementCore.TAP_WATCH_DELAY`` cycles late (47: a marker's tag is checked
-        before its boundary): a host swap ends the interval at the tap, so a frame still in
+        the stream ``MeasurementCore.TAP_WATCH_DELAY`` cycles late (a marker's tag is
+        checked before its boundary): a host swap ends the interval at the tap, so a frame still in
         the delay line would count in the next one."""
         await ClockCycles(self.dut.clk, SWAP_SETTLE)
 

@@ -323,3 +323,25 @@ def test_passthrough_register_slice(p_valid, p_ready):
     assert min(latencies) == PASSTHROUGH_LATENCY
     if p_ready == 1.0:
         assert set(latencies) == {PASSTHROUGH_LATENCY}
+
+
+def test_design_doc_states_the_default_cores_latencies():
+    """docs/DESIGN.md, "The core's latencies": the watch delay and each kind's measurement
+    latency are the default cores' (the export prints the same figures)."""
+    import re
+    from pathlib import Path
+
+    from host_sw.contracts.config_args import config_from_args, default_config_namespace
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "DESIGN.md").read_text()
+    section = text.split("## The core's latencies", 1)[1].split("\n## ", 1)[0]
+    section = " ".join(section.split())
+    latency = {kind: MeasurementCore(config=config_from_args(
+        default_config_namespace(synopsis=kind)), data_width=64).measurement_latency
+        for kind in ("lda", "rda", "lds", "opa", "rli")}
+    assert latency["lda"] == latency["rda"] == latency["lds"]
+    stated = re.search(r"(\d+) cycles for LDA, RDA and LDS, (\d+) for OPA, (\d+) for RLI",
+                       section)
+    assert stated and tuple(map(int, stated.groups())) == (
+        latency["lda"], latency["opa"], latency["rli"])
+    assert f"`RECEIVE_LATENCY` + 1 = {MeasurementCore.TAP_WATCH_DELAY}" in section

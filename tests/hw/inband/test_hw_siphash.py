@@ -102,10 +102,10 @@ def done_clocks(words):
 
 
 def test_timing_the_users_rely_on():
-    # A marker's 12 header words: MarkerWatch.VERIFY_LATENCY (2 + 44) and
+    # A marker's 12 header words: MarkerWatch.VERIFY_LATENCY (1 + 2 + 44) and
     # MarkerFrameSource.TAG_LATENCY (43) count on 43 clocks from start to done.
     assert done_clocks(12)[0] == 43
-    assert MarkerWatch.VERIFY_LATENCY == 2 + 43 + 1
+    assert MarkerWatch.VERIFY_LATENCY == 1 + 2 + 43 + 1
     # LATENCY bounds the clocks from the last word to done.
     assert max(done_clocks(n)[1] for n in (1, 2, 3, 12, 13)) == SipHash.LATENCY
 
