@@ -135,8 +135,10 @@ class MarkerWatch(wiring.Component):
         # ~450 flip-flops off the reset net.
         header = Signal(8 * CAPTURE_BYTES, reset_less=True)
         beats = -(-MIN_FRAME_BYTES // lanes)
-        beat = Signal(range(beats + 1))              # saturates past byte 59
-        in_frame = Signal()
+        # One-hot: the beat of the frame a transfer now is (bit 0: a frame's first;
+        # bit ``beats`` past byte 59), so a byte's store enable is one register and its
+        # lane's keep (a binary beat count's compare spread the capture: LDA seed 1).
+        at = Signal(beats + 1, init=1)
         complete = Signal()                          # byte 59 (the 60th) was seen
         ended, ended_error = Signal(), Signal()
         # The watched beat, registered beside the capture: the watch copy's valid, an
@@ -147,12 +149,11 @@ class MarkerWatch(wiring.Component):
                                            reset_less=True, name="watched"))
         m.d.sync += [transfer.eq(self.watch.valid & self.watch.ready),
                      w.payload.eq(self.watch.payload)]
-        beat_now = Mux(in_frame, beat, 0)
         with m.If(transfer):
-            with m.If(~in_frame):
+            with m.If(at[0]):
                 m.d.sync += [header.eq(0), complete.eq(0)]   # byte stores below win
             for b in range(beats):
-                with m.If(beat_now == b):
+                with m.If(at[b]):
                     for lane in range(lanes):
                         byte = b * lanes + lane
                         if byte >= MIN_FRAME_BYTES:
@@ -163,9 +164,8 @@ class MarkerWatch(wiring.Component):
                                     w.payload.data[8 * lane: 8 * lane + 8])
                             if byte == MIN_FRAME_BYTES - 1:
                                 m.d.sync += complete.eq(1)
-            m.d.sync += [in_frame.eq(~w.payload.last),
-                         beat.eq(Mux(w.payload.last, 0,
-                                     Mux(beat_now == beats, beat_now, beat_now + 1)))]
+            m.d.sync += at.eq(Mux(w.payload.last, 1,
+                                  Cat(0, at[:beats - 1], at[beats - 1] | at[beats])))
         m.d.sync += [ended.eq(transfer & w.payload.last),
                      ended_error.eq(w.payload.error)]
         return header, complete, ended, ended_error
