@@ -15,8 +15,6 @@ a reference is a control frame laid out as a marker with the same tag, and the r
 takes it only from the configured sender with a verified tag.
 """
 
-from types import SimpleNamespace
-
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -145,10 +143,10 @@ class MarkerWatch(wiring.Component):
         # enable of every header byte, was one net from the merger to ~450 flip-flops
         # here (7.3 ns, the LDA datapath's critical path on a placement).
         transfer = Signal(name="watched_transfer")
-        w = SimpleNamespace(payload=Signal(frame_beat_layout(self.data_width),
-                                           reset_less=True, name="watched"))
+        watched = Signal(frame_beat_layout(self.data_width), reset_less=True,
+                         name="watched")
         m.d.sync += [transfer.eq(self.watch.valid & self.watch.ready),
-                     w.payload.eq(self.watch.payload)]
+                     watched.eq(self.watch.payload)]
         with m.If(transfer):
             with m.If(at[0]):
                 m.d.sync += [header.eq(0), complete.eq(0)]   # byte stores below win
@@ -158,16 +156,16 @@ class MarkerWatch(wiring.Component):
                         byte = b * lanes + lane
                         if byte >= MIN_FRAME_BYTES:
                             break
-                        with m.If(w.payload.keep[lane]):
+                        with m.If(watched.keep[lane]):
                             if byte < CAPTURE_BYTES:
                                 m.d.sync += header[8 * byte: 8 * byte + 8].eq(
-                                    w.payload.data[8 * lane: 8 * lane + 8])
+                                    watched.data[8 * lane: 8 * lane + 8])
                             if byte == MIN_FRAME_BYTES - 1:
                                 m.d.sync += complete.eq(1)
-            m.d.sync += at.eq(Mux(w.payload.last, 1,
+            m.d.sync += at.eq(Mux(watched.last, 1,
                                   Cat(0, at[:beats - 1], at[beats - 1] | at[beats])))
-        m.d.sync += [ended.eq(transfer & w.payload.last),
-                     ended_error.eq(w.payload.error)]
+        m.d.sync += [ended.eq(transfer & watched.last),
+                     ended_error.eq(watched.error)]
         return header, complete, ended, ended_error
 
     def _verify(self, m, header, decided, is_marker, good, decided_complete):
