@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 
-from hw.backends import reset_synchronizer
+from hw.backends import platform_kind, reset_synchronizer
 from hw.bus.uartbone import DEFAULT_TIMEOUT
 
 __all__ = ["AxisTop", "DEFAULT_MODULE_NAME", "export_verilog", "four_state_safe",
@@ -82,9 +82,7 @@ class AxisTop(wiring.Component):
         m = Module()
         m.submodules.core = core = self.core
         if self.control_domain is not None:
-            family = core.memory
-            if family == "auto":
-                family = "ecp5" if getattr(platform, "family", None) == "ecp5" else "generic"
+            family = platform_kind(platform) if core.memory == "auto" else core.memory
             for domain, clk in (("sync", self.clk),
                                 (self.control_domain, getattr(self, f"{self.control_domain}_clk"))):
                 m.domains += ClockDomain(domain)

@@ -18,8 +18,8 @@ from hw.backends.ecp5 import (DP16KD_MAX_DEPTH, DP16KD_MODES, Ecp5CounterRam,
 from hw.backends.generic import GenericCounterRam, counter_ram_signature
 
 __all__ = ["COUNTER_RAMS", "RESET_SYNCHRONIZERS", "counter_ram", "counter_ram_signature",
-           "reset_synchronizer", "write_slices", "GenericCounterRam", "Ecp5CounterRam",
-           "Ecp5ResetSynchronizer", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
+           "platform_kind", "reset_synchronizer", "write_slices", "GenericCounterRam",
+           "Ecp5CounterRam", "Ecp5ResetSynchronizer", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
 
 #: The counter RAM of each memory kind.
 COUNTER_RAMS = {"generic": GenericCounterRam, "ecp5": Ecp5CounterRam}
@@ -31,6 +31,12 @@ def counter_ram(*, width: int, depth: int, kind: str):
     if kind not in COUNTER_RAMS:
         raise ValueError(f"kind must be one of {', '.join(COUNTER_RAMS)}, not {kind!r}")
     return COUNTER_RAMS[kind](width=width, depth=depth)
+
+
+def platform_kind(platform) -> str:
+    """The backend kind of the family ``platform`` builds for (``"ecp5"`` for an ECP5
+    platform, else ``"generic"``): what ``memory="auto"`` resolves to."""
+    return "ecp5" if getattr(platform, "family", None) == "ecp5" else "generic"
 
 
 #: The reset synchroniser of each memory kind's family (:func:`reset_synchronizer`).

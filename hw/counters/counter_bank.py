@@ -24,7 +24,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.backends import COUNTER_RAMS, counter_ram, write_slices
+from hw.backends import COUNTER_RAMS, counter_ram, platform_kind, write_slices
 from hw.backends.ecp5 import DP16KD_MAX_DEPTH
 from hw.arith.carry import MuxAdd
 from hw.arith.stages import kept_copies
@@ -238,8 +238,8 @@ class CounterBank(wiring.Component):
     def _memory_kind(self, platform):
         if self._memory != "auto":
             return self._memory
-        ecp5 = getattr(platform, "family", None) == "ecp5" and self._depth <= DP16KD_MAX_DEPTH
-        return "ecp5" if ecp5 else "generic"
+        kind = platform_kind(platform)
+        return kind if kind != "ecp5" or self._depth <= DP16KD_MAX_DEPTH else "generic"
 
     def elaborate(self, platform):
         m = Module()
