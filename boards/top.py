@@ -47,7 +47,7 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 from host_sw.contracts.csr_export import write_csr_files
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
-from hw.backends import reset_synchronizer
+from hw.backends import clock_domain, reset_synchronizer
 from hw.lda_pipeline import MeasurementCore
 from hw.bus.uart import UART
 
@@ -126,7 +126,7 @@ def _core_clock_domain(m, platform, core_hz):
     output's constraint from the oscillator's and the PLL's divisors ("Derived frequency
     constraint of 62.5 MHz")."""
     clk = platform.request(platform.default_clk, 0).i
-    m.domains += [ClockDomain("sync"), ClockDomain("por", reset_less=True)]
+    m.domains += [clock_domain("sync", kind="ecp5"), ClockDomain("por", reset_less=True)]
     locked = Const(1)
     if core_hz != platform.default_clk_frequency:
         core_clk = Signal(name="core_clk")

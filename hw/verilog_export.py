@@ -26,13 +26,13 @@ import re
 from pathlib import Path
 
 from amaranth.back import verilog
-from amaranth.hdl import ClockDomain, ClockSignal, Module
+from amaranth.hdl import ClockSignal, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 
-from hw.backends import platform_kind, reset_synchronizer
+from hw.backends import clock_domain, platform_kind, reset_synchronizer
 from hw.bus.uartbone import DEFAULT_TIMEOUT
 
 __all__ = ["AxisTop", "DEFAULT_MODULE_NAME", "export_verilog", "four_state_safe",
@@ -85,7 +85,7 @@ class AxisTop(wiring.Component):
             family = platform_kind(platform) if core.memory == "auto" else core.memory
             for domain, clk in (("sync", self.clk),
                                 (self.control_domain, getattr(self, f"{self.control_domain}_clk"))):
-                m.domains += ClockDomain(domain)
+                m.domains += clock_domain(domain, kind=family)
                 m.d.comb += ClockSignal(domain).eq(clk)
                 m.submodules[f"reset_sync_{domain}"] = reset_synchronizer(self.rst, domain=domain,
                                                                           kind=family)

@@ -5,20 +5,22 @@ The counter bank (docs/DESIGN.md, "Data flow of a counter") keeps each copy of e
 in a :func:`counter_ram`; this package builds it, portably (:mod:`hw.backends.generic`)
 or from a family's block-RAM primitive (:mod:`hw.backends.ecp5`), with the same ports
 and the same cycle behaviour. Where the core's clock domains are made (the exported
-two-clock core, the board tops, the synthesis harness), :func:`reset_synchronizer` gives
-each domain its reset, on the family's global network where it has one. A new family adds
-a module here and entries in :data:`COUNTER_RAMS` and :data:`RESET_SYNCHRONIZERS`; nothing
-above this package names a vendor primitive.
+two-clock core, the board tops, the synthesis harness), :func:`clock_domain` makes each
+domain the way its family's reset wants it and :func:`reset_synchronizer` gives it its
+reset, on the family's global network where it has one. A new family adds a module here
+and entries in :data:`COUNTER_RAMS`, :data:`RESET_SYNCHRONIZERS` and
+:data:`ASYNC_RESET`; nothing above this package names a vendor primitive.
 """
 
+from amaranth.hdl import ClockDomain
 from amaranth.lib.cdc import ResetSynchronizer
 
 from hw.backends.ecp5 import (DP16KD_MAX_DEPTH, DP16KD_MODES, Ecp5CounterRam,
                               Ecp5ResetSynchronizer, dp16kd_slice_bits)
 from hw.backends.generic import GenericCounterRam, counter_ram_signature
 
-__all__ = ["COUNTER_RAMS", "RESET_SYNCHRONIZERS", "counter_ram", "counter_ram_signature",
-           "platform_kind", "reset_synchronizer", "write_slices", "GenericCounterRam",
+__all__ = ["ASYNC_RESET", "COUNTER_RAMS", "RESET_SYNCHRONIZERS", "clock_domain", "counter_ram",
+           "counter_ram_signature", "platform_kind", "reset_synchronizer", "write_slices", "GenericCounterRam",
            "Ecp5CounterRam", "Ecp5ResetSynchronizer", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
 
 #: The counter RAM of each memory kind.
@@ -52,6 +54,29 @@ def reset_synchronizer(arst, *, domain: str, kind: str):
         raise ValueError(f"kind must be one of {', '.join(RESET_SYNCHRONIZERS)}, "
                          f"not {kind!r}")
     return RESET_SYNCHRONIZERS[kind](arst, domain=domain)
+
+
+#: Whether the registers of each kind's domains reset asynchronously (:func:`clock_domain`).
+ASYNC_RESET = {"generic": False, "ecp5": True}
+
+
+def clock_domain(name: str, *, kind: str) -> ClockDomain:
+    """Clock domain ``name`` as the reset synchroniser of ``kind`` drives it.
+
+    ``"ecp5"``: the registers reset asynchronously. Why: the reset reaches them over a
+    global (:class:`hw.backends.ecp5.Ecp5ResetSynchronizer`), and nextpnr routes every
+    load of a global with locked paths from the global's branch in the load's tile. With a
+    synchronous reset Yosys merges a register's own clear into it (the flip-flop's LSR is
+    then a LUT of the reset and the clear: 34 LUT inputs on the RLI core's datapath
+    reset), and the locked paths to those LUT inputs run through fabric routing: one RLI
+    placement could not reach the reset's own DCCA input any more, another did not
+    converge. An ECP5 flip-flop's LSR is either asynchronous or synchronous, so nothing
+    merges into an asynchronous reset and the global drives LSR pins alone. Release stays
+    synchronous (the synchroniser's last stage is clocked by the domain).
+    ``"generic"``: a synchronous reset, Amaranth's default."""
+    if kind not in ASYNC_RESET:
+        raise ValueError(f"kind must be one of {', '.join(ASYNC_RESET)}, not {kind!r}")
+    return ClockDomain(name, async_reset=ASYNC_RESET[kind])
 
 
 #: Block RAMs of a counter RAM written through one set of write-control registers

