@@ -84,11 +84,19 @@ class ReferenceFrameSource(wiring.Component):
         })
 
     def _elaborate_trigger(self, m):
-        """The rate rules; returns the trigger strobe."""
+        """The rate rules; returns the trigger strobe, registered: a clock after the
+        counted frame, two after the timebase passes the deadline (it is compared as a
+        registered copy). Why: the timebase reaches the whole core, and its net, the
+        64-bit deadline compare and the stamp's enables in one clock were the RLI core's
+        datapath limit on every placement (docs/HARDWARE.md, "RLI"). The stamp is taken
+        from the timebase itself when the registered trigger starts the frame, so it
+        stays exact (:data:`STAMP_AHEAD` counts from there)."""
         since = Signal(32)
         due = Signal(64)
+        now = Signal(64, reset_less=True)  # the timebase a clock late, beside the compare
         armed = Signal()               # ``due`` holds a deadline of the current period
         by_count, by_time = Signal(), Signal()
+        m.d.sync += now.eq(self.now)
         with m.If(self.counted & (self.every_packets != 0)):
             with m.If(since + 1 >= self.every_packets):
                 m.d.comb += by_count.eq(1)
@@ -98,11 +106,13 @@ class ReferenceFrameSource(wiring.Component):
         with m.If(self.period_ticks == 0):
             m.d.sync += armed.eq(0)
         with m.Elif(~armed):
-            m.d.sync += [due.eq(self.now + self.period_ticks), armed.eq(1)]
-        with m.Elif(self.now >= due):
+            m.d.sync += [due.eq(now + self.period_ticks), armed.eq(1)]
+        with m.Elif(now >= due):
             m.d.comb += by_time.eq(1)
             m.d.sync += due.eq(due + self.period_ticks)
-        return by_count | by_time
+        trigger = Signal()
+        m.d.sync += trigger.eq(by_count | by_time)
+        return trigger
 
     def elaborate(self, platform):
         m = Module()

@@ -170,6 +170,10 @@ def test_the_exported_two_clock_core_buffers_its_resets_on_ecp5_only(memory, dcc
     if dccas:
         assert sorted(re.search(r"\.CLKI\((\w+)\)", p).group(1) for p in found) == \
             ["ctrl_rst_synced", "sync_rst_synced"]
+    # docs/CORE_INTERFACE.md, "Reset": the ECP5 export's registers reset at once
+    domains = Fragment.get(AxisTop(_core(memory)), None).domains
+    assert {name: domains[name].async_reset for name in ("sync", "ctrl")} == \
+        {"sync": bool(dccas), "ctrl": bool(dccas)}
 
 
 def test_the_synthesis_harness_resets_as_an_ecp5_board_does():

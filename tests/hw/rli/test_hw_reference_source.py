@@ -2,7 +2,8 @@
 """hw.rli.reference_source.ReferenceFrameSource behind a frame merger on Amaranth's simulator:
 reference frames equal to host_sw.contracts.frames.reference_frame.build_reference (tag
 checked by its parser), one after every N-th data frame with data held for at most one
-frame, data frames unchanged and in order, the send stamp at most one data frame early."""
+frame, data frames unchanged and in order, the send stamp at most one data frame early;
+by the timebase rule one each period, stamped exactly a period apart."""
 
 import numpy as np
 from amaranth.hdl import Elaboratable, Module, Signal
@@ -19,17 +20,19 @@ EVERY = 6
 
 
 class _Sender(Elaboratable):
-    def __init__(self):
+    def __init__(self, *, every=EVERY, period=0):
         self.refs = ReferenceFrameSource(config=RliConfig(), data_width=W)
         self.merger = FrameMerger(data_width=W, inserts=1)
         self.now = Signal(64)
+        self.every, self.period = every, period
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.refs, m.submodules.merger = self.refs, self.merger
         sink = self.merger.sink
         m.d.sync += self.now.eq(self.now + 1)
-        m.d.comb += [self.refs.now.eq(self.now), self.refs.every_packets.eq(EVERY),
+        m.d.comb += [self.refs.now.eq(self.now), self.refs.every_packets.eq(self.every),
+                     self.refs.period_ticks.eq(self.period),
                      self.refs.src_mac.eq(0x020000000001), self.refs.dst_mac.eq(-1),
                      self.refs.counted.eq(sink.valid & sink.ready & sink.payload.last)]
         for name in ("valid", "payload"):
@@ -72,3 +75,26 @@ def test_references_every_n_frames_exact_bytes_and_stamp():
         assert sum(ref.timestamp <= c < depart for c in data_starts) <= 1
         assert 0 <= depart - ref.timestamp <= longest + 2, (depart, ref.timestamp)
     assert min(depart - ref.timestamp for _, ref, depart in refs) == 0
+
+
+def test_references_by_the_timebase_are_a_period_apart():
+    """``period_ticks`` alone, an idle link: the first reference a period (and the trigger's
+    two registers) after the rule is armed, then one each period, each stamped when it
+    leaves, the stamps exactly a period apart."""
+    period = 300
+    rng = np.random.default_rng(5)
+    dut = _Sender(every=0, period=period)
+    out = Sink(dut.merger.source, W, rng)
+
+    async def main(ctx):
+        for _ in range(5 * period + 200):
+            await ctx.tick()
+
+    simulate(dut, main, out.run)
+    frames, cycles = out.frames(), out.frame_cycles()
+    refs = [(_parse(f), c[0]) for f, c in zip(frames, cycles)]
+    assert all(ref is not None for ref, _ in refs)
+    assert [ref.seq for ref, _ in refs] == list(range(5))
+    stamps = [ref.timestamp for ref, _ in refs]
+    assert [b - a for a, b in zip(stamps, stamps[1:])] == [period] * 4
+    assert [depart - ref.timestamp for ref, depart in refs] == [0] * 5
