@@ -23,15 +23,15 @@ A write is sampled into registers first and enters ``held`` a clock later, so th
 writer's strobe (an export's start from the freeze logic across the core, a marker
 request) drives a flip-flop per 64 bits of the entry (each the enable of its 64 holding
 registers), not the holding registers' enables; ``w_rdy`` falls at the write. The output
-register's enable is one flip-flop (its own ``valid``'s inverse), so the entry's fan-out
-starts at a register on both sides. Two entries can wait: one in ``held``,
+register's enables are copies of its own ``valid`` (one per 64 bits), so the entry's
+fan-out starts at a register on both sides. Two entries can wait: one in ``held``,
 one in the output register.
 
 Hand-written: ``amaranth.lib.cdc`` has the synchronisers but no data handshake; the
 pattern is the usual two-phase (toggle) request/acknowledge.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
@@ -99,11 +99,23 @@ class EntryCrossing(wiring.Component):
         with m.If(~out_valid):
             # Copied every clock while empty; counted only once ``pending`` says ``held``
             # has settled.
-            m.d[r] += [out.eq(held), out_valid.eq(pending)]
+            m.d[r] += out_valid.eq(pending)
             with m.If(pending):
                 m.d[r] += acknowledge.eq(~acknowledge)
         with m.Elif(self.r_en):
             m.d[r] += out_valid.eq(0)
+        # The output register's enables: copies of ``out_valid`` (each a register of its
+        # next value), one per 64 bits. With ``out_valid`` itself the enable of the whole
+        # entry, its net (7.3–7.6 ns, to an export's key) was the control clock's critical
+        # path of the two-clock LDA and OPA cores on one placement each
+        # (``docs/HARDWARE.md``).
+        valid_next = Signal()
+        m.d.comb += valid_next.eq(Mux(out_valid, ~self.r_en, pending))
+        valids = kept_copies(m, valid_next, len(pieces), name="out_valid", reset_less=False,
+                             domain=r)
+        for lo, valid in zip(pieces, valids):
+            with m.If(~valid):
+                m.d[r] += out[lo: lo + 64].eq(held[lo: lo + 64])
         m.d.comb += [self.r_data.eq(out), self.r_rdy.eq(out_valid)]
         return m
 
