@@ -20,8 +20,9 @@ from hw.backends.ecp5 import (DP16KD_MAX_DEPTH, DP16KD_MODES, Ecp5CounterRam,
 from hw.backends.generic import GenericCounterRam, counter_ram_signature
 
 __all__ = ["ASYNC_RESET", "COUNTER_RAMS", "RESET_SYNCHRONIZERS", "clock_domain", "counter_ram",
-           "counter_ram_signature", "platform_kind", "reset_synchronizer", "write_slices", "GenericCounterRam",
-           "Ecp5CounterRam", "Ecp5ResetSynchronizer", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
+           "counter_ram_signature", "platform_kind", "reset_synchronizer", "write_slices",
+           "GenericCounterRam", "Ecp5CounterRam", "Ecp5ResetSynchronizer", "DP16KD_MODES",
+           "DP16KD_MAX_DEPTH"]
 
 #: The counter RAM of each memory kind.
 COUNTER_RAMS = {"generic": GenericCounterRam, "ecp5": Ecp5CounterRam}
@@ -69,10 +70,11 @@ def clock_domain(name: str, *, kind: str) -> ClockDomain:
     synchronous reset Yosys merges a register's own clear into it (the flip-flop's LSR is
     then a LUT of the reset and the clear: 34 LUT inputs on the RLI core's datapath
     reset), and the locked paths to those LUT inputs run through fabric routing: one RLI
-    placement could not reach the reset's own DCCA input any more, another did not
-    converge. An ECP5 flip-flop's LSR is either asynchronous or synchronous, so nothing
-    merges into an asynchronous reset and the global drives LSR pins alone. Release stays
-    synchronous (the synchroniser's last stage is clocked by the domain).
+    placement could not reach the reset's own DCCA input any more (it routes with the
+    asynchronous reset, docs/CHANGES.md). An ECP5 flip-flop's LSR is either asynchronous
+    or synchronous, so nothing merges into an asynchronous reset and the global drives LSR
+    pins alone. Release stays synchronous (the synchroniser's last stage is clocked by the
+    domain).
     ``"generic"``: a synchronous reset, Amaranth's default."""
     if kind not in ASYNC_RESET:
         raise ValueError(f"kind must be one of {', '.join(ASYNC_RESET)}, not {kind!r}")

@@ -88,7 +88,7 @@ class ReferenceFrameSource(wiring.Component):
         counted frame, two after the timebase passes the deadline (it is compared as a
         registered copy). Why: the timebase reaches the whole core, and its net, the
         64-bit deadline compare and the stamp's enables in one clock were the RLI core's
-        datapath limit on every placement (docs/HARDWARE.md, "RLI"). The stamp is taken
+        datapath limit on both routed placements (docs/CHANGES.md). The stamp is taken
         from the timebase itself when the registered trigger starts the frame, so it
         stays exact (:data:`STAMP_AHEAD` counts from there)."""
         since = Signal(32)

@@ -17,8 +17,8 @@ from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from bench.synth_harness import RegisteredHarness
-from host_sw.contracts.config import LdaConfig
 from bench.synth_runner import find_tool
+from host_sw.contracts.config import LdaConfig
 from hw.backends import ASYNC_RESET, clock_domain, reset_synchronizer
 from hw.backends.ecp5 import Ecp5ResetSynchronizer
 from hw.lda_pipeline import MeasurementCore
