@@ -25,11 +25,11 @@ it for Amaranth.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, ClockSignal, Module, Signal, Value
+from amaranth.hdl import Cat, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.backends import clock_domain, reset_synchronizer
+from hw.backends import add_reset_domain
 
 __all__ = ["RegisteredHarness"]
 
@@ -44,8 +44,7 @@ class RegisteredHarness(wiring.Component):
     that domain's: their inputs come from a second shift register and their outputs fold
     into a second signature, both clocked by the ``<control_domain>_clk`` pin, so each
     domain's paths start and end on its own clock; the reset pin resets both domains.
-    ``family`` picks the domains' reset (:func:`hw.backends.clock_domain`,
-    :func:`hw.backends.reset_synchronizer`):
+    ``family`` picks the domains' reset (:func:`hw.backends.add_reset_domain`):
     ``"ecp5"`` (default; every bench times an ECP5 build) or ``"generic"``.
 
     Members
@@ -82,10 +81,7 @@ class RegisteredHarness(wiring.Component):
                            getattr(self, f"{self.control_domain}_clk"),
                            getattr(self, f"{self.control_domain}_serial_out")))
         for domain, clk, _ in clocks:
-            m.domains += clock_domain(domain, kind=self.family)
-            m.d.comb += ClockSignal(domain).eq(clk)
-            m.submodules[f"reset_sync_{domain}"] = reset_synchronizer(self.rst, domain=domain,
-                                                                      kind=self.family)
+            add_reset_domain(m, domain, clk=clk, arst=self.rst, kind=self.family)
         m.submodules.dut = dut = self.component
         ports = {domain: ([], []) for domain, _, _ in clocks}
         for path, member, value in dut.signature.flatten(dut):

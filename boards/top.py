@@ -47,7 +47,7 @@ from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 from host_sw.contracts.csr_export import write_csr_files
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
-from hw.backends import clock_domain, reset_synchronizer
+from hw.backends import add_reset_domain
 from hw.lda_pipeline import MeasurementCore
 from hw.bus.uart import UART
 
@@ -126,14 +126,14 @@ def _core_clock_domain(m, platform, core_hz):
     output's constraint from the oscillator's and the PLL's divisors ("Derived frequency
     constraint of 62.5 MHz")."""
     clk = platform.request(platform.default_clk, 0).i
-    m.domains += [clock_domain("sync", kind="ecp5"), ClockDomain("por", reset_less=True)]
+    m.domains += ClockDomain("por", reset_less=True)
     locked = Const(1)
     if core_hz != platform.default_clk_frequency:
         core_clk = Signal(name="core_clk")
         m.submodules.pll = pll = ECP5PLL(clk, core_clk, fin_hz=platform.default_clk_frequency,
                                          fout_hz=core_hz)
         clk, locked = core_clk, pll.locked
-    m.d.comb += [ClockSignal("sync").eq(clk), ClockSignal("por").eq(clk)]
+    m.d.comb += ClockSignal("por").eq(clk)
     por_count = Signal(range(1024))
     por_done = Signal()
     with m.If(~por_done):
@@ -142,7 +142,7 @@ def _core_clock_domain(m, platform, core_hz):
     reset = ~por_done | ~locked
     if platform.default_rst is not None:
         reset = reset | platform.request(platform.default_rst, 0).i
-    m.submodules.reset_sync = reset_synchronizer(reset, domain="sync", kind="ecp5")
+    add_reset_domain(m, "sync", clk=clk, arst=reset, kind="ecp5")
 
 
 def check_uart_baud(uart_baud) -> None:

@@ -26,13 +26,13 @@ import re
 from pathlib import Path
 
 from amaranth.back import verilog
-from amaranth.hdl import ClockSignal, Module
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from host_sw.contracts.config_args import add_config_arguments, config_from_args
 
-from hw.backends import clock_domain, platform_kind, reset_synchronizer
+from hw.backends import add_reset_domain, platform_kind
 from hw.bus.uartbone import DEFAULT_TIMEOUT
 
 __all__ = ["AxisTop", "DEFAULT_MODULE_NAME", "export_verilog", "four_state_safe",
@@ -85,10 +85,7 @@ class AxisTop(wiring.Component):
             family = platform_kind(platform) if core.memory == "auto" else core.memory
             for domain, clk in (("sync", self.clk),
                                 (self.control_domain, getattr(self, f"{self.control_domain}_clk"))):
-                m.domains += clock_domain(domain, kind=family)
-                m.d.comb += ClockSignal(domain).eq(clk)
-                m.submodules[f"reset_sync_{domain}"] = reset_synchronizer(self.rst, domain=domain,
-                                                                          kind=family)
+                add_reset_domain(m, domain, clk=clk, arst=self.rst, kind=family)
         s, o = core.s_axis, core.m_axis
         m.d.comb += [
             s.payload.data.eq(self.s_axis_tdata), s.payload.keep.eq(self.s_axis_tkeep),

@@ -5,24 +5,25 @@ The counter bank (docs/DESIGN.md, "Data flow of a counter") keeps each copy of e
 in a :func:`counter_ram`; this package builds it, portably (:mod:`hw.backends.generic`)
 or from a family's block-RAM primitive (:mod:`hw.backends.ecp5`), with the same ports
 and the same cycle behaviour. Where the core's clock domains are made (the exported
-two-clock core, the board tops, the synthesis harness), :func:`clock_domain` makes each
-domain the way its family's reset wants it and :func:`reset_synchronizer` gives it its
-reset, on the family's global network where it has one. A new family adds a module here
+two-clock core, the board tops, the synthesis harness), :func:`add_reset_domain` adds
+each domain with its clock and its reset: :func:`clock_domain` makes the domain the way
+its family's reset wants it and :func:`reset_synchronizer` gives it its reset, on the
+family's global network where it has one. A new family adds a module here
 and entries in :data:`COUNTER_RAMS`, :data:`RESET_SYNCHRONIZERS` and
 :data:`ASYNC_RESET`; nothing above this package names a vendor primitive.
 """
 
-from amaranth.hdl import ClockDomain
+from amaranth.hdl import ClockDomain, ClockSignal
 from amaranth.lib.cdc import ResetSynchronizer
 
 from hw.backends.ecp5 import (DP16KD_MAX_DEPTH, DP16KD_MODES, Ecp5CounterRam,
                               Ecp5ResetSynchronizer, dp16kd_slice_bits)
 from hw.backends.generic import GenericCounterRam, counter_ram_signature
 
-__all__ = ["ASYNC_RESET", "COUNTER_RAMS", "RESET_SYNCHRONIZERS", "clock_domain", "counter_ram",
-           "counter_ram_signature", "platform_kind", "reset_synchronizer", "write_slices",
-           "GenericCounterRam", "Ecp5CounterRam", "Ecp5ResetSynchronizer", "DP16KD_MODES",
-           "DP16KD_MAX_DEPTH"]
+__all__ = ["ASYNC_RESET", "COUNTER_RAMS", "RESET_SYNCHRONIZERS", "add_reset_domain",
+           "clock_domain", "counter_ram", "counter_ram_signature", "platform_kind",
+           "reset_synchronizer", "write_slices", "GenericCounterRam", "Ecp5CounterRam",
+           "Ecp5ResetSynchronizer", "DP16KD_MODES", "DP16KD_MAX_DEPTH"]
 
 #: The counter RAM of each memory kind.
 COUNTER_RAMS = {"generic": GenericCounterRam, "ecp5": Ecp5CounterRam}
@@ -79,6 +80,16 @@ def clock_domain(name: str, *, kind: str) -> ClockDomain:
     if kind not in ASYNC_RESET:
         raise ValueError(f"kind must be one of {', '.join(ASYNC_RESET)}, not {kind!r}")
     return ClockDomain(name, async_reset=ASYNC_RESET[kind])
+
+
+def add_reset_domain(m, name: str, *, clk, arst, kind: str) -> None:
+    """Add domain ``name`` to ``m``: clocked by ``clk``, reset from the asynchronous
+    ``arst`` through the reset synchroniser of ``kind`` (submodule ``reset_sync_<name>``).
+    One call, so the domain's reset style (:func:`clock_domain`) always matches the
+    synchroniser that drives it (:func:`reset_synchronizer`)."""
+    m.domains += clock_domain(name, kind=kind)
+    m.d.comb += ClockSignal(name).eq(clk)
+    m.submodules[f"reset_sync_{name}"] = reset_synchronizer(arst, domain=name, kind=kind)
 
 
 #: Block RAMs of a counter RAM written through one set of write-control registers
