@@ -15,9 +15,10 @@ Hand-written: ``amaranth.lib.fifo`` crosses words, not whole frames, and neither
 ``stream.ClockDomainCrossing`` nor amaranth-soc has a store-and-forward crossing.
 """
 
-from amaranth.hdl import DomainRenamer, Signal
+from amaranth.hdl import DomainRenamer, ResetSignal, Signal
 from amaranth.lib.fifo import AsyncFIFOBuffered
 
+from hw.arith.stages import kept_reset_domain
 from hw.frames.frame import RegisterSlice, frame_beat_layout
 
 __all__ = ["FrameDepths", "frame_depths", "store_and_forward"]
@@ -53,17 +54,26 @@ def store_and_forward(m, source, port, *, depths: FrameDepths, data_width: int,
     # pointer comparison and the beat FIFO's read pointer update were one path, the
     # two-clock LDS core's datapath critical path on ECP5 (10 LUT levels), and the beat
     # FIFO's pointer comparison into the port's ``valid`` that of one LDA placement.
+    # Written in a domain of their own (``w_domain``'s clock, its reset a clock longer):
+    # each crossing's FIFOs then synchronise the write side's reset into ``r_domain``
+    # beside them, not through one flip-flop shared by every crossing
+    # (:func:`hw.arith.stages.kept_reset_domain`).
+    fifo_w = kept_reset_domain(m, w_domain, name=f"{name}_write")
     beats = AsyncFIFOBuffered(width=frame_beat_layout(data_width).size,
-                              depth=depths.beat_depth + 1, w_domain=w_domain,
+                              depth=depths.beat_depth + 1, w_domain=fifo_w,
                               r_domain=r_domain, exact_depth=True)
-    tokens = AsyncFIFOBuffered(width=1, depth=depths.token_depth + 1, w_domain=w_domain,
+    tokens = AsyncFIFOBuffered(width=1, depth=depths.token_depth + 1, w_domain=fifo_w,
                                r_domain=r_domain, exact_depth=True)
     m.submodules[f"{name}_beats"] = beats
     m.submodules[f"{name}_tokens"] = tokens
+    # No beat is taken while the FIFOs' own reset lasts (it outlasts ``w_domain``'s by a
+    # clock, and a FIFO in reset shows ``w_rdy`` but keeps nothing).
+    ready = Signal(name=f"{name}_write_ready")
     ended = Signal(name=f"{name}_frame_written")
-    m.d[w_domain] += ended.eq(source.valid & beats.w_rdy & source.payload.last)
-    m.d.comb += [beats.w_en.eq(source.valid), beats.w_data.eq(source.payload),
-                 source.ready.eq(beats.w_rdy),
+    m.d[w_domain] += ended.eq(source.valid & ready & source.payload.last)
+    m.d.comb += [ready.eq(beats.w_rdy & ~ResetSignal(fifo_w)),
+                 beats.w_en.eq(source.valid & ready), beats.w_data.eq(source.payload),
+                 source.ready.eq(ready),
                  tokens.w_en.eq(ended), tokens.w_data.eq(0)]
     # The frames leave through a register slice: the reader's ready (the frame merger's
     # grant) loads the slice, not the beat FIFO's read enable and through it the read

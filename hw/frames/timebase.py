@@ -7,7 +7,7 @@ which latches :attr:`Timebase.now` at each start of frame; the counters sum its 
 measurement points; the unit of a tick is ``config.tick_ns``.
 """
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -46,13 +46,18 @@ class Timebase(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         # Two halves, so no carry chain is longer than 32 bits: the high half counts when
-        # the low half wraps.
+        # the low half wraps. ``wraps`` (the low half is all ones) is a register loaded
+        # from what the low half loads: ``low.all()`` in the high half's enables was a
+        # 32-input AND, three LUT levels from the low half to 32 clock enables, the
+        # two-clock LDA core's datapath critical path on one placement
+        # (``docs/HARDWARE.md``).
         half = self.width // 2
         low, high = self.now[:half], self.now[half:]
+        wraps = Signal()
         with m.If(self.set):
-            m.d.sync += self.now.eq(self.set_value)
+            m.d.sync += [self.now.eq(self.set_value), wraps.eq(self.set_value[:half].all())]
         with m.Else():
-            m.d.sync += low.eq(low + 1)
-            with m.If(low.all()):
+            m.d.sync += [low.eq(low + 1), wraps.eq(low == (1 << half) - 2)]
+            with m.If(wraps):
                 m.d.sync += high.eq(high + 1)
         return m

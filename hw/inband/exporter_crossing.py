@@ -32,6 +32,7 @@ from amaranth.lib.fifo import AsyncFIFO
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES
 
+from hw.arith.stages import kept_reset_domain
 from hw.bus.entry_crossing import EntryCrossing, split_entry
 from hw.frames.frame import RegisterSlice
 from hw.frames.frame_crossing import frame_depths, store_and_forward
@@ -131,8 +132,13 @@ class ExporterCrossing(wiring.Component):
         depth = inner.read_ahead
         port, out = inner.frozen, self.frozen
         word_bits = len(port.data.as_value())
+        # Written in a domain of its own, as the frame crossings' FIFOs
+        # (:func:`hw.arith.stages.kept_reset_domain`; the exporter reads only in an
+        # export, which starts after its parameters have crossed, so never in the clock
+        # the FIFO's reset outlasts ``ctrl``'s).
         m.submodules.read_requests = requests = AsyncFIFO(
-            width=len(port.addr), depth=depth, w_domain=ctrl, r_domain=fast)
+            width=len(port.addr), depth=depth,
+            w_domain=kept_reset_domain(m, ctrl, name="read_requests_write"), r_domain=fast)
         m.submodules.read_answers = answers = AsyncFIFO(
             width=word_bits + 1, depth=depth, w_domain=fast, r_domain=ctrl)
         # Each answer registered once more before the FIFO: the route from the counter

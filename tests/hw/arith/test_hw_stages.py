@@ -3,7 +3,8 @@
 out exactly ``cycles`` clocks later, for delays at the minimum, at a power of two and just
 past one (the ring's depth), and the register line :func:`delayed` agrees with it.
 :func:`kept_copies` follow their value, and ``synth_ecp5`` keeps them apart where plain
-copies merge."""
+copies merge. :func:`kept_reset_domain` resets a FIFO's write side with its domain, and
+gives each FIFO a reset synchroniser of its own in ``synth_ecp5``."""
 
 import gc
 import json
@@ -13,11 +14,13 @@ import warnings
 
 import pytest
 from amaranth.back import rtlil
-from amaranth.hdl import Cat, Module, Mux, Signal, UnusedElaboratable
+from amaranth.hdl import Cat, ClockDomain, Module, Mux, Signal, UnusedElaboratable
+from amaranth.lib.fifo import AsyncFIFO
 from amaranth.sim import Simulator
 
 from bench.synth_runner import find_tool
-from hw.arith.stages import MEMORY_DELAY_MIN, delayed, kept_copies, memory_delayed
+from hw.arith.stages import (MEMORY_DELAY_MIN, delayed, kept_copies, kept_reset_domain,
+                             memory_delayed)
 
 
 @pytest.mark.parametrize("cycles", [MEMORY_DELAY_MIN, 4, 5, 16, 17, 47])
@@ -114,3 +117,86 @@ def test_synthesis_keeps_the_copies_apart(tmp_path):
     :func:`kept_copies` stay four (128 output flip-flops plus the selects' 3 or 12)."""
     assert _flip_flops(False, tmp_path) == 128 + 3
     assert _flip_flops(True, tmp_path) == 128 + 4 * 3
+
+
+def _fifos_module(kept: bool):
+    """Two 8-bit FIFOs from domain ``w`` to domain ``r``, each written in a
+    :func:`kept_reset_domain` of its own or both in ``w``."""
+    m = Module()
+    w, r = ClockDomain("w"), ClockDomain("r")
+    m.domains += [w, r]
+    fifos = []
+    for k in range(2):
+        w_domain = kept_reset_domain(m, "w", name=f"fifo{k}_w") if kept else "w"
+        fifo = AsyncFIFO(width=8, depth=4, w_domain=w_domain, r_domain="r")
+        m.submodules[f"fifo{k}"] = fifo
+        fifos.append(fifo)
+    ports = [w.clk, w.rst, r.clk, r.rst]
+    for fifo in fifos:
+        ports += [fifo.w_en, fifo.w_data, fifo.w_rdy, fifo.r_en, fifo.r_data, fifo.r_rdy]
+    return m, fifos, ports
+
+
+def test_a_kept_reset_domain_resets_its_fifo_with_its_domain():
+    """Entries written before the write domain's reset are gone after it; an entry
+    written after the release comes through, alone."""
+    m, fifos, ports = _fifos_module(kept=True)
+    fifo, w_rst = fifos[0], ports[1]
+    state = {"reading": False, "levels": []}
+    popped = []
+
+    async def writer(ctx):
+        for x in (1, 2, 3):
+            ctx.set(fifo.w_en, 1)
+            ctx.set(fifo.w_data, x)
+            await ctx.tick("w")
+        ctx.set(fifo.w_en, 0)
+        await ctx.tick("w").repeat(8)
+        state["levels"].append(ctx.get(fifo.r_rdy))
+        ctx.set(w_rst, 1)
+        await ctx.delay(2e-8)             # ``tick("w")`` would raise while ``w`` is reset
+        ctx.set(w_rst, 0)
+        await ctx.tick("w").repeat(8)
+        state["levels"].append(ctx.get(fifo.r_rdy))
+        ctx.set(fifo.w_en, 1)
+        ctx.set(fifo.w_data, 9)
+        await ctx.tick("w")
+        ctx.set(fifo.w_en, 0)
+        state["reading"] = True
+        await ctx.tick("w").repeat(12)
+
+    async def reader(ctx):
+        async for _, _, rdy, data in ctx.tick("r").sample(fifo.r_rdy, fifo.r_data):
+            ctx.set(fifo.r_en, state["reading"])
+            if state["reading"] and rdy:
+                popped.append(data)
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8, domain="w")
+    sim.add_clock(1.3e-8, domain="r")
+    sim.add_testbench(writer)
+    sim.add_process(reader)
+    sim.run()
+    assert state["levels"] == [1, 0]
+    assert popped == [9]
+
+
+def _synchronizer_flip_flops(kept: bool, tmp_path) -> int:
+    """The flip-flops of the FIFOs' write-reset synchronisers after ``synth_ecp5``."""
+    m, _, ports = _fifos_module(kept)
+    il = tmp_path / f"fifos_{kept}.il"
+    il.write_text(rtlil.convert(m, ports=ports))
+    net = tmp_path / f"fifos_{kept}.json"
+    subprocess.run([_yosys(), "-q", "-p", f"read_rtlil {il.name}; synth_ecp5 -top top; "
+                    f"write_json {net.name}"], check=True, capture_output=True, cwd=tmp_path)
+    cells = json.loads(net.read_text())["modules"]["top"]["cells"].values()
+    return sum(1 for c in cells if c["type"] == "TRELLIS_FF"
+               and "amaranth/lib/cdc.py" in c["attributes"].get("src", "")
+               and c["connections"]["DI"] == ["0"])
+
+
+def test_synthesis_gives_each_kept_reset_domain_its_synchronizer(tmp_path):
+    """Both FIFOs written from ``w`` share one synchroniser (its first stage, the one
+    whose input is the constant 0, counted); in kept reset domains each has its own."""
+    assert _synchronizer_flip_flops(False, tmp_path) == 1
+    assert _synchronizer_flip_flops(True, tmp_path) == 2

@@ -173,7 +173,9 @@ def test_rejects_bad_parameters():
 @pytest.mark.parametrize("width", [16, 64])
 def test_timebase_counts_across_the_halves_and_sets(width):
     dut = Timebase(width=width)
-    start = (1 << (width // 2)) - 3               # the low half wraps after 3 ticks
+    half = width // 2
+    start = (1 << half) - 3                       # the low half wraps after 3 ticks
+    on_wrap = (5 << half) | ((1 << half) - 1)
     seen = []
 
     async def testbench(ctx):
@@ -191,10 +193,18 @@ def test_timebase_counts_across_the_halves_and_sets(width):
         for _ in range(3):
             seen.append(ctx.get(dut.now))
             await ctx.tick()
+        ctx.set(dut.set, 1)
+        ctx.set(dut.set_value, on_wrap)           # set onto the low half's last value
+        await ctx.tick()
+        ctx.set(dut.set, 0)
+        for _ in range(3):
+            seen.append(ctx.get(dut.now))
+            await ctx.tick()
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
     sim.run()
     top = (1 << width) - 1
-    assert seen == [start + k for k in range(6)] + [top - 1, top, 0]
+    assert seen == ([start + k for k in range(6)] + [top - 1, top, 0]
+                    + [on_wrap, 6 << half, (6 << half) + 1])
