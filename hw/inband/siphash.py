@@ -184,7 +184,8 @@ class SipHash(wiring.Component):
         # later at most.
         restart = Signal()
         m.d.sync += restart.eq(self.start)
-        seq = self._sequencer(m, restart)
+        tag_late = Signal()             # the clock after the last write: ``v`` is final
+        seq = self._sequencer(m, restart, tag_late)
         x = self._operands(m, seq, key)
         for i in range(4):
             with m.If(seq.v_en[i]):
@@ -196,7 +197,6 @@ class SipHash(wiring.Component):
         # The tag register has no reset: it is read only after ``done``, and a reset would
         # load the reset net with 64 more flip-flops (the LDA two-clock core's datapath
         # critical path on one placement was the reset's route to a tag bit).
-        tag_late = Signal()             # the clock after the last write: ``v`` is final
         tag = Signal(8 * TAG_BYTES, name="tag_value", reset_less=True)
         # (a message dropped by ``start`` in its last clocks, or cut by a reset, ends no
         # later message)
@@ -226,7 +226,7 @@ class SipHash(wiring.Component):
         ]
         return x
 
-    def _sequencer(self, m, restart):
+    def _sequencer(self, m, restart, tag_late):
         """The words into blocks (and the final length block), and the operations on
         ``v``, one every other clock: load the initial state with the first block,
         the middle of a block, the end of a block with the next block, the end of the
@@ -236,7 +236,7 @@ class SipHash(wiring.Component):
         low = Signal(32, reset_less=True)
         # The sequencer's state has no reset: ``restart`` sets it at every message, and
         # until then ``busy`` (reset) keeps words out and ``done`` low; the reset net
-        # reaches only ``busy``, ``restart``, ``tag_late`` and ``done``.
+        # reaches only ``busy``, ``restart``, ``tag_late``, ``done`` and ``accepting``.
         half = Signal(reset_less=True)  # ``low`` holds a block's first word
         block = Signal(64, reset_less=True)
         pending = Signal(reset_less=True)         # ``block`` waits to be absorbed
@@ -247,7 +247,13 @@ class SipHash(wiring.Component):
         ended = Signal(reset_less=True)           # the last word was taken
         length = Signal(8, reset_less=True)       # message bytes mod 256
         word = self.words.payload
-        m.d.comb += self.words.ready.eq(self.busy & ~restart & ~pending & ~ended)
+        # ``ready`` is ``busy & ~restart & ~pending & ~ended``, with the three-register
+        # part a register of its own (``accepting``, loaded below from their next values):
+        # as a LUT of four registers, it took two more LUT levels on the way to a header
+        # feed's shift enables (``header_feed``), the two-clock LDA core's datapath
+        # critical path on one placement (``docs/HARDWARE.md``).
+        accepting = Signal()
+        m.d.comb += self.words.ready.eq(accepting & ~restart)
         take = self.words.valid & self.words.ready
         new_length = (length + 4)[:8]
         # ``low`` and ``block`` load whenever they may (enables from registers only);
@@ -282,6 +288,14 @@ class SipHash(wiring.Component):
             m.d.sync += [half.eq(0), pending.eq(0), block_open.eq(1), final.eq(0),
                          length_next.eq(0), length_pending.eq(0), ended.eq(0),
                          length.eq(0)]
+        # ``accepting``: ``busy & ~pending & ~ended`` of the next clock, as the statements
+        # above set them. ``start`` is left out: it sets ``restart`` for the next clock,
+        # which masks ``ready`` then; in ``restart``'s clock the next values are busy, not
+        # pending and not ended.
+        pending_next = ~s.absorb & (pending | (take & (half | word.last)))
+        ended_next = Mux(take, word.last, ended)
+        m.d.sync += accepting.eq(restart | (self.busy & ~tag_late & ~pending_next
+                                            & ~ended_next))
         return s
 
     def _operations(self, m, pending, length_pending, restart):

@@ -164,3 +164,61 @@ def test_a_reset_during_a_message_ends_it_without_a_tag(at):
     sim.add_testbench(bench)
     sim.run()
     assert seen == {"stray": 0, "tag": siphash_tag(second, key)}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_start_during_a_message_drops_it(seed):
+    """``start`` at a random clock of a message (while its words are taken, while it is
+    finalised, or after its tag): every ``done`` until then is the first message's tag,
+    and the one after it the second message's, whose words are offered with random gaps
+    (``ready`` follows the sequencer through the restart). One key: a message started
+    while the engine is busy keeps the key it sampled when last idle."""
+    rng = random.Random(seed)
+    dut = SipHash()
+    first_key = second_key = rng.randbytes(16)
+    results = []
+    for trial in range(8):
+        first, second = rng.randbytes(4 * rng.randrange(1, 14)), rng.randbytes(4 * 13)
+        restart_at = rng.randrange(1, 4 * len(first) // 4 + 30)
+        tags = []
+
+        async def bench(ctx, first=first, second=second, restart_at=restart_at, tags=tags):
+            for key, message, stop in ((first_key, first, restart_at), (second_key, second, None)):
+                ctx.set(dut.key, key_to_int(key))
+                ctx.set(dut.start, 1)
+                await ctx.tick()
+                ctx.set(dut.start, 0)
+                words = [message[i:i + 4] for i in range(0, len(message), 4)]
+                clock, n = 1, 0
+                while stop is None or clock < stop:
+                    # ``ready`` from the clock after ``restart``'s; low after the last word
+                    if clock == 2 or n == len(words):
+                        tags.append(("ready", clock == 2, ctx.get(dut.words.ready)))
+                    if n < len(words) and rng.random() < 0.7:
+                        ctx.set(dut.words.payload.data, int.from_bytes(words[n], "little"))
+                        ctx.set(dut.words.payload.last, n == len(words) - 1)
+                        ctx.set(dut.words.valid, 1)
+                    else:
+                        ctx.set(dut.words.valid, 0)
+                    taken = ctx.get(dut.words.valid) and ctx.get(dut.words.ready)
+                    await ctx.tick()
+                    clock += 1
+                    n += taken
+                    if ctx.get(dut.done):
+                        tags.append((key, ctx.get(dut.tag).to_bytes(8, "little")))
+                        if stop is None:
+                            break
+                ctx.set(dut.words.valid, 0)
+
+        sim = Simulator(dut)
+        sim.add_clock(1e-8)
+        sim.add_testbench(bench)
+        sim.run()
+        results.append((first, second, tags))
+    for first, second, tags in results:
+        readies = [t for t in tags if t[0] == "ready"]
+        tags = [t for t in tags if t[0] != "ready"]
+        assert all(ready == after_restart for _, after_restart, ready in readies)
+        assert tags[-1] == (second_key, siphash_tag(second, second_key))
+        assert all(t == (first_key, siphash_tag(first, first_key)) for t in tags[:-1])
+        assert len(tags) <= 2
