@@ -4,9 +4,9 @@ outcome saved as a row of ``python -m bench.synth_core --summary``.
 
 Where it sits (``docs/HARDWARE.md``, "Current figures"): the board rows of the figures
 table come from here. For each board and kind it runs ``python -m boards.<board>
---synopsis KIND --seed N --build-dir <build>/<board>_<kind>`` (the command a user runs;
-its own defaults: placer, router, directions, the 62.5 MHz core clock) and keeps what
-came of it:
+--synopsis KIND --build-dir <build>/<board>_<kind>`` (the command a user runs; its own
+defaults: placement seeds, placer, router, directions, the 62.5 MHz core clock; with
+``--seed N``, that seed alone) and keeps what came of it:
 
 * a build: the folder's ``summary.json`` (Fmax per clock, resources, kind, cores, core
   clock, nextpnr's options) with the commit its gateware was built from;
@@ -14,7 +14,9 @@ came of it:
   one-line message, exit status 1 — a board that cannot take a kind at its defaults says
   so, and the row says what it needs.
 
-``--save`` writes each outcome to ``docs/hardware/<board>_<kind>_summary_seed<N>.json``;
+``--save`` writes each outcome to ``docs/hardware/<board>_<kind>_summary_seed<N>.json``
+(``N``: the seed asked for, the board's own by default; the outcome names the seed that
+built and those at which the router stalled);
 ``--collect`` runs nothing and takes the outcomes already in the build folders (a build
 run by hand, or by an earlier run of this command). Slow (a place and route per board
 and kind, 10–60 minutes each here): run it by hand, not in the test suite.
@@ -22,7 +24,7 @@ and kind, 10–60 minutes each here): run it by hand, not in the test suite.
 Usage::
 
     .venv/bin/python -m bench.board_builds [--boards ecpix5 versa_ecp5 colorlight_5a75b]
-        [--kinds lda rda lds opa rli] [--seed 1] [--build build/boards] [--collect] [--save]
+        [--kinds lda rda lds opa rli] [--seed N] [--build build/boards] [--collect] [--save]
 """
 
 from __future__ import annotations
@@ -74,12 +76,16 @@ def board_outcome(folder: Path, board: str, kind: str, seed: int, *, returncode:
             "refused": message.removeprefix(f"python -m boards.{board}: ")}
 
 
-def run_board(board: str, kind: str, seed: int, build: Path) -> dict:
-    """Run one board command; its outcome, also written to the folder's outcome.json."""
+def run_board(board: str, kind: str, seed: int, build: Path, *, own_seeds: bool = False
+              ) -> dict:
+    """Run one board command (at ``seed``, or with ``own_seeds`` at the command's own
+    seeds, the next tried while the router stalls); its outcome, also written to the
+    folder's outcome.json."""
     folder = build / f"{board}_{kind}"
     git = git_describe()
+    seeds = [] if own_seeds else ["--seed", str(seed)]
     proc = subprocess.run([sys.executable, "-m", f"boards.{board}", "--synopsis", kind,
-                           "--seed", str(seed), "--build-dir", str(folder)],
+                           *seeds, "--build-dir", str(folder)],
                           cwd=ROOT, capture_output=True, text=True)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"python -m boards.{board} --synopsis {kind}: exit "
@@ -107,7 +113,8 @@ def main(argv=None) -> int:
     parser.add_argument("--boards", nargs="+", choices=BOARDS, default=list(BOARDS))
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--seed", type=int, default=None,
-                        help="nextpnr placement seed (default: the board command's own)")
+                        help="nextpnr placement seed, alone (default: the board command's "
+                             "own, the next tried while the router stalls)")
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "boards")
     parser.add_argument("--collect", action="store_true",
                         help="run nothing: take the outcomes in the build folders")
@@ -123,13 +130,17 @@ def main(argv=None) -> int:
                     print(f"{board} {kind}: no build in {args.build / f'{board}_{kind}'}")
                     continue
             else:
-                outcome = run_board(board, kind, seed, args.build)
+                outcome = run_board(board, kind, seed, args.build,
+                                    own_seeds=args.seed is None)
             if "refused" in outcome:
                 print(f"{board} {kind}: refused: {outcome['refused']}")
             else:
                 clocks = ", ".join(f"{net} {v['achieved']} / {v['constraint']} MHz"
                                    for net, v in outcome["fmax_mhz"].items())
-                print(f"{board} {kind}: {clocks}")
+                stalled = outcome.get("stalled_seeds")
+                seed_note = (f" (seed {outcome['seed']}; the router stalled at seed "
+                             f"{', '.join(map(str, stalled))})" if stalled else "")
+                print(f"{board} {kind}: {clocks}{seed_note}")
             if args.save:
                 path = SAVED / saved_name(board, kind, seed)
                 path.write_text(json.dumps(outcome, indent=2) + "\n")

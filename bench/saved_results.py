@@ -130,6 +130,7 @@ def board_rows(folder: Path = SAVED) -> list[dict]:
         margin = domains["core"]["achieved"] / domains["core"]["constraint"] - 1
         rows.append({
             "board": data["board"], "kind": data["kind"], "seed": data["seed"],
+            "stalled_seeds": data.get("stalled_seeds", []),
             "device": data["device"], "file": path.name,
             "earlier_core": data.get("earlier_core"), "domains": domains,
             "met": all(d["achieved"] >= d["constraint"] for d in domains.values())
@@ -262,8 +263,11 @@ def figures_table(folder: Path = SAVED) -> str:
                   f"{margin}" + ("" if row["met"] else f", under the "
                                 f"{100 * CORE_MARGIN:.0f} % margin") + ")")
         res = row["resources"]
+        stalled = row["stalled_seeds"]
+        seed = f"seed {row['seed']}" + (
+            f" (the router stalled at {', '.join(map(str, stalled))})" if stalled else "")
         lines.append(
-            f"| board `{row['board']}`, {row['kind'].upper()} core(s), seed {row['seed']} | "
+            f"| board `{row['board']}`, {row['kind'].upper()} core(s), {seed} | "
             f"{row['device']} | {measured(row['earlier_core'])} | {clocks} | – | "
             f"{_num(res.get('TRELLIS_COMB'))} | {_num(res.get('TRELLIS_FF'))} | "
             f"{_num(res.get('DP16KD'))} | {_num(res.get('MULT18X18D', 0))} | {limit} | "

@@ -31,7 +31,9 @@ per clock domain, each domain's critical path (cells, logic and routing delay, r
 share) and the paths between domains, from its report. A placement moves a figure by
 ±20 %, so each kind is synthesised once and its netlist placed and routed once per seed
 (``--seeds``, default 1 2 3); a seed that does not route is kept as unrouted (its error
-and the placer's estimate) and the other seeds still run. ``--control-domain ctrl``
+and the placer's estimate) and the other seeds still run. A seed whose router stalls is
+stopped by the board commands' rule (:func:`boards.top.router_stall`) and kept the same
+way. ``--control-domain ctrl``
 builds the two-clock core (``MeasurementCore(control_domain="ctrl")``; the harness clocks
 the bus ports by its ``ctrl_clk`` pin). Figures are printed as a table and written to
 ``bench/out/synth_core.json``; Verilog, netlists, logs and reports go to
@@ -80,6 +82,7 @@ from hw.verilog_export import AxisTop
 from bench import OUT, ROOT
 from bench.saved_results import KINDS, SAVED, clock_domain, figures_table, summary_lines
 from bench.synth_harness import RegisteredHarness
+from boards.top import ROUTER_STALL_ITERATIONS, router_stall
 from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_lpf, clock_net,
                                 critical_path_summary, first_error, fmax_mhz, git_describe,
                                 nextpnr_command, path_summary, placement_estimate, run,
@@ -249,8 +252,9 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
                     and (report_path.exists() or first_error(pnr_log.read_text()))):
                 report_path.unlink(missing_ok=True)
                 try:
-                    entry["nextpnr_seconds"] = round(run(cmd, folder / f"nextpnr{tag}.stdout"),
-                                                     1)
+                    entry["nextpnr_seconds"] = round(run(
+                        cmd, folder / f"nextpnr{tag}.stdout", stop=stalled_router,
+                        watch=pnr_log), 1)
                 except ToolFailed as error:
                     failed = str(error)
             if report_path.exists():
@@ -260,6 +264,17 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
                                               failed))
             result["runs"].append(entry)
     return result
+
+
+def stalled_router(log_text: str) -> str | None:
+    """The message that stops a place and route whose router stalls
+    (:func:`boards.top.router_stall`, the board commands' rule), else ``None``."""
+    stall = router_stall(log_text)
+    if stall is None:
+        return None
+    it, over, fewest = stall
+    return (f"router2 stalled: {over} overused wires at iteration {it}, none fewer than "
+            f"{fewest} in the last {ROUTER_STALL_ITERATIONS} iterations (stopped)")
 
 
 def unrouted_figures(log_text: str, failed: str | None = None) -> dict:

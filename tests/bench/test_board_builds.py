@@ -68,3 +68,40 @@ def test_a_build_of_another_kind_is_not_taken(tmp_path):
 def test_each_board_command_s_own_seed():
     assert default_seed("colorlight_5a75b") == 2
     assert default_seed("ecpix5") == default_seed("versa_ecp5") == 1
+
+
+def test_a_build_at_a_later_seed_says_where_the_router_stalled(tmp_path, monkeypatch, capsys):
+    """A board command that built at its second seed: the saved row and the table name
+    the seed that built and the one at which the router stalled."""
+    build, saved = tmp_path / "build", tmp_path / "saved"
+    saved.mkdir()
+    _built(build / "ecpix5_rda", "ecpix5", "rda", 133.4)
+    summary = build / "ecpix5_rda" / "ecpix5" / "summary.json"
+    summary.write_text(json.dumps(json.loads(summary.read_text())
+                                  | {"seed": 2, "stalled_seeds": [1]}))
+    monkeypatch.setattr(board_builds, "SAVED", saved)
+    assert main(["--collect", "--save", "--build", str(build), "--boards", "ecpix5",
+                 "--kinds", "rda"]) == 0
+    assert "ecpix5 rda: $glbnet$clk 133.4 / 62.5 MHz (seed 2; the router stalled at " \
+           "seed 1)" in capsys.readouterr().out
+    assert [p.name for p in saved.iterdir()] == [saved_name("ecpix5", "rda", 1)]
+    assert "| board `ecpix5`, RDA core(s), seed 2 (the router stalled at 1) |" \
+        in figures_table(saved)
+
+
+def test_the_bench_runs_the_board_command_at_its_own_seeds_unless_given_one(
+        tmp_path, monkeypatch):
+    commands = []
+    real_run = board_builds.subprocess.run
+
+    def run(cmd, **kwargs):
+        if "--synopsis" not in cmd:                     # git, for the outcome's commit
+            return real_run(cmd, **kwargs)
+        commands.append(cmd[cmd.index("--synopsis") + 2:-2])
+        return type("Done", (), {"returncode": 1, "stderr": REFUSAL})()
+
+    monkeypatch.setattr(board_builds.subprocess, "run", run)
+    for extra in ([], ["--seed", "4"]):
+        assert main(["--build", str(tmp_path), "--boards", "versa_ecp5", "--kinds", "lda",
+                     *extra]) == 0
+    assert commands == [[], ["--seed", "4"]]

@@ -189,8 +189,12 @@ class _FakeTools:
     def __init__(self, unrouted=()):
         self.commands, self.unrouted = [], set(unrouted)
 
-    def __call__(self, cmd, log_path):
+    def __call__(self, cmd, log_path, *, stop=None, watch=None):
         self.commands.append(cmd)
+        # nextpnr runs watched, stopped when its router stalls; yosys is not watched
+        assert (stop, watch) == ((synth_core_module.stalled_router,
+                                  Path(cmd[cmd.index("--log") + 1]))
+                                 if cmd[0] == "nextpnr" else (None, None))
         if cmd[0] == "yosys":
             script = cmd[cmd.index("-p") + 1]
             netlist = re.search(r"-json (\S+);", script).group(1)
@@ -340,8 +344,8 @@ def test_the_commit_is_that_of_the_verilog_not_of_the_tree_after_yosys(tmp_path,
     tree = {"head": "1111111"}
     fake = _FakeTools()
 
-    def yosys_then_commit(cmd, log_path):
-        seconds = fake(cmd, log_path)
+    def yosys_then_commit(cmd, log_path, **watched):
+        seconds = fake(cmd, log_path, **watched)
         if cmd[0] == "yosys":
             tree["head"] = "2222222"
         return seconds
@@ -352,3 +356,36 @@ def test_the_commit_is_that_of_the_verilog_not_of_the_tree_after_yosys(tmp_path,
                         reuse=False, tools=Toolchain("yosys", "nextpnr"),
                         control_domain="ctrl")
     assert result["git"] == "1111111"
+
+
+def test_a_place_and_route_whose_router_stalls_is_stopped(tmp_path):
+    """``run`` with ``stop``: a tool whose log shows router2 stalled (the board commands'
+    rule, ``boards.top.router_stall``) is stopped at once, with the rule's figures, and
+    the seed is kept as unrouted with them."""
+    import sys
+    import time
+
+    from boards.top import ROUTER_STALL_ITERATIONS
+    from bench.synth_runner import run
+
+    log, done = tmp_path / "nextpnr.log", tmp_path / "done"
+    lines = "".join(f"Info:     iter={k + 1} wires=500000 overused={40 if k else 14} "
+                    f"overuse=1\n" for k in range(ROUTER_STALL_ITERATIONS + 1))
+    tool = [sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(log)!r})"
+            f".write_text({lines!r}); time.sleep(60); pathlib.Path({str(done)!r}).touch()"]
+    start = time.perf_counter()
+    with pytest.raises(ToolFailed) as caught:
+        run(tool, tmp_path / "stdout", stop=synth_core_module.stalled_router, watch=log,
+            poll_s=0.2)
+    assert time.perf_counter() - start < 30 and not done.exists()
+    message = str(caught.value)
+    assert message == (f"router2 stalled: 40 overused wires at iteration "
+                       f"{ROUTER_STALL_ITERATIONS + 1}, none fewer than 14 in the last "
+                       f"{ROUTER_STALL_ITERATIONS} iterations (stopped); see {log}")
+    assert unrouted_figures(log.read_text(), message)["error"] == message
+    # A watched tool that is not stopped ends with its own exit status.
+    assert run([sys.executable, "-c", "pass"], tmp_path / "stdout", stop=lambda text: None,
+               watch=log, poll_s=0.2) >= 0
+    with pytest.raises(ToolFailed, match="exit 3"):
+        run([sys.executable, "-c", "raise SystemExit(3)"], tmp_path / "stdout",
+            stop=lambda text: None, watch=log, poll_s=0.2)

@@ -13,8 +13,9 @@ import pytest
 
 from boards import ecpix5
 from boards import top as top_module
-from boards.top import (MAX_LOGIC_SHARE, BoardBuildFailed, build_board,
-                        crowded_resources, overused_resources)
+from boards.top import (MAX_LOGIC_SHARE, ROUTER_STALL_ITERATIONS, BoardBuildFailed,
+                        RouterStalled, build_board, crowded_resources, overused_resources,
+                        router_stall)
 from host_sw.contracts.config import LdaConfig
 
 #: The head of nextpnr-ecp5's utilisation table for two RLI cores on the Versa's 45F.
@@ -216,3 +217,101 @@ def test_board_command_passes_the_utilisation_limit(monkeypatch, capsys):
         ecpix5.main(["--synopsis", "lda", "--max-utilisation", "0"])
     assert caught.value.code == 2
     assert "--max-utilisation must be in (0, 100], not 0" in capsys.readouterr().err
+
+
+def _router_log(overused):
+    """router2's progress lines, one per iteration, with these overused-wire counts."""
+    return "".join(f"Info:     iter={k + 1} wires={500000 + k} overused={n} overuse={n} "
+                   f"archfail=NA\n" for k, n in enumerate(overused))
+
+
+def test_a_stalled_route_is_one_that_has_not_improved_for_the_iterations():
+    """The route stalls when ``ROUTER_STALL_ITERATIONS`` iterations bring no fewer overused
+    wires than its fewest so far; a plateau shorter than that (56 iterations on the
+    ECPIX-5 OPA build, which routed) or a route that reaches zero does not."""
+    n = ROUTER_STALL_ITERATIONS
+    converging = [40000, 1700, 190, 50] + [23] * 56 + [8, 1, 0]
+    assert router_stall(_router_log(converging)) is None
+    stuck = [37000, 1700, 14] + [40, 23, 14, 31] * (n // 4) + [20]
+    assert router_stall(_router_log(stuck[:n + 2])) is None
+    assert router_stall(_router_log(stuck)) == (n + 3, 31, 14)
+    diverging = [600, 150] + [150 + 40 * k for k in range(n)]
+    assert router_stall(_router_log(diverging)) == (n + 2, 150 + 40 * (n - 1), 150)
+    assert router_stall(_router_log(stuck), iterations=10) == (13, 23, 14)
+
+
+class _SeededPlatform(_Platform):
+    """A platform whose build writes ``logs_by_seed[seed]`` and runs
+    ``script_by_seed[seed]``, the seed read from nextpnr's options."""
+
+    def __init__(self, logs_by_seed, script_by_seed):
+        super().__init__({}, "")
+        self.logs_by_seed, self.script_by_seed, self.seeds = logs_by_seed, script_by_seed, []
+
+    def prepare(self, top, *, name, nextpnr_opts):
+        seed = int(nextpnr_opts.split("--seed ")[1].split()[0])
+        self.seeds.append(seed)
+        self.logs, self.script = self.logs_by_seed[seed], self.script_by_seed[seed]
+        return super().prepare(top, name=name, nextpnr_opts=nextpnr_opts)
+
+
+def _stalling_build(tmp_path, monkeypatch, routed_seeds):
+    """``build_board`` at seeds 1, 2, 3 where the router stalls at every seed but
+    ``routed_seeds`` (whose build succeeds at once): the platform and the outcome."""
+    import json
+
+    for var in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK"):
+        monkeypatch.setenv(var, sys.executable)
+    monkeypatch.setattr(top_module, "write_csr_exports", lambda top, out_dir, board: [])
+    stalled_log = ROUTED_LOG + _router_log([9000, 30] + [35] * ROUTER_STALL_ITERATIONS)
+    report = {"fmax": {"$glbnet$clk": {"achieved": 71.0, "constraint": 62.5}},
+              "utilization": {}}
+    routed = {".tim": ROUTED_LOG, ".report.json": json.dumps(report)}
+    stopped = tmp_path / "stopped"
+    platform = _SeededPlatform(
+        {s: routed if s in routed_seeds else {".rpt": "", ".tim": stalled_log}
+         for s in (1, 2, 3)},
+        {s: "exit 0\n" if s in routed_seeds else f"sleep 600; touch {stopped}\n"
+         for s in (1, 2, 3)})
+    try:
+        outcome = build_board(platform, top=_TOP, board="versa", build_dir=tmp_path,
+                              nextpnr_opts="--router router2 --seed 1 --placer static",
+                              more_seeds=(2, 3))
+    except BoardBuildFailed as exc:
+        outcome = exc
+    assert not stopped.exists()
+    return platform, outcome
+
+
+def test_a_build_whose_router_stalls_is_stopped_and_built_at_the_next_seed(
+        tmp_path, monkeypatch, capsys):
+    platform, summary = _stalling_build(tmp_path, monkeypatch, routed_seeds={2})
+    assert platform.seeds == [1, 2]
+    assert summary["seed"] == 2 and summary["stalled_seeds"] == [1]
+    assert summary["placer"] == "static" and summary["router"] == "router2"
+    assert "the router stalled at seed 1" in capsys.readouterr().err
+
+
+def test_a_build_whose_router_stalls_at_every_seed_says_so(tmp_path, monkeypatch):
+    platform, failure = _stalling_build(tmp_path, monkeypatch, routed_seeds=set())
+    assert platform.seeds == [1, 2, 3]
+    assert isinstance(failure, RouterStalled)
+    assert str(failure).startswith(
+        f"at seed 3 (after seeds 1, 2 stalled): nextpnr's router did not converge: 35 "
+        f"overused wires at iteration {ROUTER_STALL_ITERATIONS + 2}, none fewer than 30 in "
+        f"the last {ROUTER_STALL_ITERATIONS} iterations (stopped). Another placement seed "
+        f"(--seed) may route; see ")
+
+
+def test_board_command_tries_the_next_seeds_unless_given_one(monkeypatch):
+    seen = []
+
+    def build(platform, top, **kwargs):
+        seen.append((kwargs["nextpnr_opts"].split("--seed ")[1].split()[0],
+                     kwargs["more_seeds"]))
+        return {}
+
+    monkeypatch.setattr(top_module, "build_board", build)
+    assert ecpix5.main(["--synopsis", "lda", "--window-bytes", "24"]) == 0
+    assert ecpix5.main(["--synopsis", "lda", "--window-bytes", "24", "--seed", "5"]) == 0
+    assert seen == [("1", (2, 3)), ("5", ())]
