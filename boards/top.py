@@ -415,14 +415,14 @@ def crowded_resources(nextpnr_log: str, max_share: float = MAX_LOGIC_SHARE
 
 
 #: A route that has gone this many router2 iterations without fewer overused wires than its
-#: fewest so far is stopped (:func:`router_stall`). Measured here: of 19 place-and-route
-#: runs that routed (whole cores and ECPIX-5 boards), the longest went 56 iterations
-#: without a new fewest (the ECPIX-5 OPA build, which finished at iteration 148); of the
-#: runs that did not, the ECPIX-5 RDA build at seed 1 stayed at 14 to 40 overused wires
-#: from iteration 26 to past 326 (45 minutes), and two RLI cores' overuse grew (to 10 656
-#: and 1 801 wires) until stopped by hand, where other seeds of the same designs routed in
-#: minutes.
-ROUTER_STALL_ITERATIONS = 100
+#: fewest so far is stopped (:func:`router_stall`). Measured here: of 20 place-and-route
+#: runs that routed (whole cores and ECPIX-5 boards), the longest went 72 iterations
+#: without a new fewest (an RLI core, one overused wire from iteration 111 to 182, routed
+#: at 183), the next 56 (the ECPIX-5 OPA build); of the runs that did not, the ECPIX-5 RDA
+#: build at seed 1 stayed at 14 to 40 overused wires from iteration 26 to past 326 (45
+#: minutes), and two RLI cores' overuse grew (to 10 656 and 1 801 wires) until stopped by
+#: hand, where other seeds of the same designs routed in minutes.
+ROUTER_STALL_ITERATIONS = 150
 #: Placement seeds a board command tries, in turn, while the router stalls (unless
 #: ``--seed`` names one).
 SEED_ATTEMPTS = 3
