@@ -51,12 +51,15 @@ CORE_MARGIN = 0.10
 
 def clock_domain(net: str) -> str:
     """The clock domain of a nextpnr clock net: ``$glbnet$clk`` (a board's) and
-    ``$glbnet$clk$TRELLIS_IO_IN`` (the harness's) are ``core``; ``$glbnet$port1.eth_rx0_clk``
-    is ``eth_rx0``."""
+    ``$glbnet$clk$TRELLIS_IO_IN`` (the harness's) are ``core``; so is a board's core clock
+    that nextpnr names after one of its loads, ``$glbnet$core0.bridge.clk`` (the name it
+    picks from the net's aliases changes from build to build);
+    ``$glbnet$port1.eth_rx0_clk`` is ``eth_rx0``."""
     name = net.replace("$glbnet$", "").replace("$TRELLIS_IO_IN", "")
-    if name == "clk":
+    last = name.split(".")[-1]
+    if last == "clk":
         return "core"
-    return name.split(".")[-1].removesuffix("_clk")
+    return last.removesuffix("_clk")
 
 
 def _cell(name: str | None) -> str:

@@ -105,3 +105,12 @@ def test_the_bench_runs_the_board_command_at_its_own_seeds_unless_given_one(
         assert main(["--build", str(tmp_path), "--boards", "versa_ecp5", "--kinds", "lda",
                      *extra]) == 0
     assert commands == [[], ["--seed", "4"]]
+
+
+def test_a_board_s_core_clock_is_core_whatever_nextpnr_names_it():
+    from bench.saved_results import clock_domain
+
+    assert clock_domain("$glbnet$clk") == clock_domain("$glbnet$clk$TRELLIS_IO_IN") == "core"
+    assert clock_domain("$glbnet$core0.bridge.clk") == "core"
+    assert clock_domain("$glbnet$port0.eth_rx0_clk") == "eth_rx0"
+    assert clock_domain("$glbnet$ctrl_clk$TRELLIS_IO_IN") == "ctrl"
