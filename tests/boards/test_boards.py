@@ -464,8 +464,9 @@ def test_board_command_builds_every_kind(board, kind, monkeypatch, capsys):
     seen = {}
 
     def fake_build(platform, top, *, board, build_dir, do_build, nextpnr_opts,
-                   max_logic_share):
-        seen.update(top=top, do_build=do_build, opts=nextpnr_opts, share=max_logic_share)
+                   max_logic_share, more_seeds):
+        seen.update(top=top, do_build=do_build, opts=nextpnr_opts, share=max_logic_share,
+                    more_seeds=more_seeds)
         return {"board": board}
 
     monkeypatch.setattr(top_module, "build_board", fake_build)
@@ -476,3 +477,4 @@ def test_board_command_builds_every_kind(board, kind, monkeypatch, capsys):
     assert [core.config for core in seen["top"].cores] == [expected] * len(seen["top"].cores)
     assert seen["do_build"] and "--seed 7 " in seen["opts"]
     assert seen["share"] == top_module.MAX_LOGIC_SHARE
+    assert seen["more_seeds"] == ()             # --seed names the one seed tried
