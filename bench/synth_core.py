@@ -86,7 +86,7 @@ from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_lpf, 
                                 critical_path_summary, first_error, fmax_mhz, git_describe,
                                 nextpnr_command, path_summary, placement_estimate, run,
                                 shown, used_resources, yosys_cells, yosys_command)
-from boards.top import ROUTER_STALL_ITERATIONS, router_stall
+from boards.top import router_stall_figures
 
 #: The core kinds of the matrix (each at the defaults of
 #: :func:`host_sw.contracts.config_args.config_from_args` unless a size option is given).
@@ -269,12 +269,8 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
 def stalled_router(log_text: str) -> str | None:
     """The message that stops a place and route whose router stalls
     (:func:`boards.top.router_stall`, the board commands' rule), else ``None``."""
-    stall = router_stall(log_text)
-    if stall is None:
-        return None
-    it, over, fewest = stall
-    return (f"router2 stalled: {over} overused wires at iteration {it}, none fewer than "
-            f"{fewest} in the last {ROUTER_STALL_ITERATIONS} iterations (stopped)")
+    stall = router_stall_figures(log_text)
+    return f"router2 stalled: {stall}" if stall else None
 
 
 def unrouted_figures(log_text: str, failed: str | None = None) -> dict:

@@ -61,7 +61,8 @@ __all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "chec
            "device_csr", "write_csr_exports", "use_yowasp", "device_name", "build_board",
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
            "crowded_resources", "MAX_LOGIC_SHARE", "build_failure", "run_build_script",
-           "RouterStalled", "router_stall", "ROUTER_STALL_ITERATIONS", "SEED_ATTEMPTS"]
+           "RouterStalled", "router_stall", "router_stall_figures", "ROUTER_STALL_ITERATIONS",
+           "SEED_ATTEMPTS"]
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
@@ -445,6 +446,17 @@ def router_stall(nextpnr_log: str, iterations: int = ROUTER_STALL_ITERATIONS
     return None
 
 
+def router_stall_figures(nextpnr_log: str) -> str | None:
+    """The figures of a stalled route (:func:`router_stall`) in words, as the board
+    commands and ``bench.synth_core`` report it, else ``None``."""
+    stall = router_stall(nextpnr_log)
+    if stall is None:
+        return None
+    it, over, fewest = stall
+    return (f"{over} overused wires at iteration {it}, none fewer than {fewest} in the last "
+            f"{ROUTER_STALL_ITERATIONS} iterations (stopped)")
+
+
 def run_build_script(plan, out_dir: Path, board: str, poll_s: float = 1.0,
                      max_share: float = MAX_LOGIC_SHARE) -> int:
     """Extract ``plan`` into ``out_dir`` and run its script (Yosys, nextpnr, ecppack);
@@ -508,13 +520,10 @@ def build_failure(out_dir: Path, board: str, device: str, returncode: int,
             f"device's flip-flops and LUT cells (docs/HARDWARE.md, \"Limits of the board "
             f"designs\"). Build smaller cores {smaller} or use a larger FPGA, or give "
             f"--max-utilisation 100 to try anyway; see {tim}")
-    stall = router_stall(log)
+    stall = router_stall_figures(log)
     if stall and returncode == -signal.SIGTERM:
-        it, over, fewest = stall
-        return RouterStalled(
-            f"nextpnr's router did not converge: {over} overused wires at iteration {it}, "
-            f"none fewer than {fewest} in the last {ROUTER_STALL_ITERATIONS} iterations "
-            f"(stopped). Another placement seed (--seed) may route; see {tim}")
+        return RouterStalled(f"nextpnr's router did not converge: {stall}. Another "
+                             f"placement seed (--seed) may route; see {tim}")
     if not (out_dir / f"{board}.config").exists():
         return BoardBuildFailed(f"nextpnr failed (exit {returncode}); see {tim}")
     return BoardBuildFailed(f"ecppack failed (exit {returncode}); see {out_dir}")
@@ -579,8 +588,8 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
             f"(or set {', '.join(missing)} to native tools)")
     found = _SEED_OPTION.search(nextpnr_opts)
     first = int(found.group(1)) if found else 1
-    stalled = []
-    for seed in (first, *more_seeds):
+    seeds, stalled = (first, *more_seeds), []
+    for seed in seeds:
         nextpnr_opts = " ".join([*_SEED_OPTION.sub("", nextpnr_opts).split(), "--seed",
                                  str(seed)])
         opts = f"--report {board}.report.json --timing-allow-fail {nextpnr_opts}".strip()
@@ -593,7 +602,7 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
             break
         failure = build_failure(out_dir, board, summary["device"], returncode,
                                 max_share=max_logic_share)
-        if not isinstance(failure, RouterStalled) or seed == (first, *more_seeds)[-1]:
+        if not isinstance(failure, RouterStalled) or seed == seeds[-1]:
             if stalled:
                 failure = type(failure)(f"at seed {seed} (after {_seeds(stalled)} "
                                         f"stalled): {failure}")
