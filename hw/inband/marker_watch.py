@@ -26,6 +26,7 @@ from host_sw.contracts.siphash import KEY_BYTES, TAG_BYTES
 
 from hw.inband.control_frame_tx import HEADER_BYTES, header_field
 from hw.frames.frame import FrameMonitor, check_data_width, frame_beat_layout
+from hw.arith.stages import kept_copies
 from hw.inband.siphash import SipHash, header_feed
 
 __all__ = ["MarkerWatch", "CAPTURE_BYTES"]
@@ -122,7 +123,7 @@ class MarkerWatch(wiring.Component):
                      decided_error.eq(ended_error), decided_complete.eq(complete)]
         is_marker = decided & piece_equal[-2:].all()
         good = piece_equal[:-2].all() & decided_complete & ~decided_error
-        self._verify(m, header, decided, is_marker, good, decided_complete)
+        self._verify(m, header, ended, decided, is_marker, good, decided_complete)
         return m
 
     def _capture(self, m):
@@ -168,7 +169,7 @@ class MarkerWatch(wiring.Component):
                      ended_error.eq(watched.error)]
         return header, complete, ended, ended_error
 
-    def _verify(self, m, header, decided, is_marker, good, decided_complete):
+    def _verify(self, m, header, ended, decided, is_marker, good, decided_complete):
         """The tag check: a marker that passed the header checks is copied (with its
         tag) into the engine's buffer, its 12 header words absorbed, the tag compared."""
         m.submodules.engine = engine = SipHash()
@@ -180,15 +181,24 @@ class MarkerWatch(wiring.Component):
             engine.key.eq(Mux(self.auth, self.key, 0)),
             engine.start.eq(start),
         ]
-        # The header's words follow ``held`` until a check starts (the same enable).
-        header_feed(m, engine, header[:8 * HEADER_BYTES], load=~checking & ~decided,
-                    start=start, name="header")
-        # `held` follows the captured header (as it was one cycle after the EOF) until a
-        # check starts, then keeps it: a next frame may overwrite the capture meanwhile.
-        # It pauses in every decision cycle (`decided`, a flop), whether a check starts
-        # or not: its ~450 enables then depend on two flops, not on the decision.
-        with m.If(~checking & ~decided):
-            m.d.sync += held.eq(header)
+        # `held` and the header's words follow the captured header (as it was one cycle
+        # after the EOF) until a check starts, then keep it: a next frame may overwrite
+        # the capture meanwhile. They pause in every decision cycle (`decided`), whether
+        # a check starts or not. The pause, `checking | decided`, is the load select of
+        # some 830 flip-flops: as a LUT of those two, one net to all of them (4.9 ns, the
+        # LDA datapath's critical path on one placement). So it is registered from both
+        # next values (`decided` is `ended` a clock later), in copies kept apart, one per
+        # slice of the header's words and of `held`.
+        slices = 4
+        pausing = kept_copies(m, ended | start | (checking & ~engine.done), 2 * slices,
+                              name="pausing", reset_less=False)
+        header_feed(m, engine, header[:8 * HEADER_BYTES], load=[~p for p in pausing[:slices]],
+                    start=start, name="header", slices=slices)
+        per = -(-len(held) // slices)
+        for k, pause in enumerate(pausing[slices:]):
+            part = slice(per * k, min(len(held), per * (k + 1)))
+            with m.If(~pause):
+                m.d.sync += held[part].eq(header[part])
         with m.If(start):
             m.d.sync += checking.eq(1)
         tag = held[8 * HEADER_BYTES: 8 * CAPTURE_BYTES]

