@@ -8,7 +8,7 @@ import json
 
 from bench import board_builds
 from bench.board_builds import board_outcome, default_seed, main, saved_name
-from bench.saved_results import board_rows, figures_table, summary_lines
+from bench.saved_results import board_rows, clock_domain, figures_table, summary_lines
 
 REFUSAL = ("python -m boards.versa_ecp5: the design does not fit the LFE5UM-45F BG381 "
            "speed 8: it needs 268 DP16KD (it has 108). Build fewer cores (--directions on "
@@ -108,8 +108,6 @@ def test_the_bench_runs_the_board_command_at_its_own_seeds_unless_given_one(
 
 
 def test_a_board_s_core_clock_is_core_whatever_nextpnr_names_it():
-    from bench.saved_results import clock_domain
-
     assert clock_domain("$glbnet$clk") == clock_domain("$glbnet$clk$TRELLIS_IO_IN") == "core"
     assert clock_domain("$glbnet$core0.bridge.clk") == "core"
     assert clock_domain("$glbnet$port0.eth_rx0_clk") == "eth_rx0"
