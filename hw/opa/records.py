@@ -770,12 +770,22 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += total_sat.eq(total + delta[:_STAT_BITS])
         new_total = Mux(big | total_sat[_STAT_BITS], (1 << _STAT_BITS) - 1,
                         total_sat[:_STAT_BITS])
-        # the next frame's parameter: the smallest k with n·2**(k+1) > total
+        # the next frame's parameter: the smallest k with n·2**(k+1) > total. The
+        # comparisons are registered every clock (``above``, bit j: n·2**(j+1) > total of
+        # the clock before) and the parameter is chosen from them a clock after the
+        # close's clock (``set_k``), when n and total are final: comparisons and choice
+        # in one clock were 8–9 LUT levels, the OPA core's datapath critical path on
+        # every seed (``docs/HARDWARE.md``). The coder first reads ``k`` two clocks later.
+        above = Signal(RICE_K_MAX + 1)
+        m.d.sync += above.eq(Cat(*[(n << (j + 1)) > total for j in range(RICE_K_MAX + 1)]))
         k_next = Signal(range(RICE_K_MAX + 1))
         m.d.comb += k_next.eq(RICE_K_MAX)
         for j in reversed(range(RICE_K_MAX + 1)):
-            with m.If((n << (j + 1)) > total):
+            with m.If(above[j]):
                 m.d.comb += k_next.eq(j)
+        set_k, k_init = Signal(), Signal()
+        with m.If(set_k):
+            m.d.sync += [set_k.eq(0), k.eq(Mux(k_init, RICE_K_INIT, k_next))]
 
         # a taken code is appended to the accumulator in the next clock (``pending``:
         # the framer waits for it before it ends a frame); a receiver record's hash
@@ -828,14 +838,15 @@ class OpaRecordStreamer(wiring.Component):
 
         def on_done(last, flush, wport):
             # the clock after a close: the closed frame's partial word written (when it
-            # was coded), the accumulator emptied, the next frame's parameter set. (In the
-            # clock of the close the flush was one more load of ``fill`` and ``nwords``
-            # on the framer's decision, the OPA core's datapath critical path on ECP5.)
+            # was coded), the accumulator emptied; the next frame's parameter is chosen in
+            # the clock after (``set_k``). (In the clock of the close the flush was one
+            # more load of ``fill`` and ``nwords`` on the framer's decision, the OPA core's
+            # datapath critical path on ECP5.)
             with m.If(flush & (fill != 0)):
                 m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
                              wport.data.eq(_big_endian(acc, 8))]
             m.d.sync += [nwords.eq(0), fill.eq(0), acc.eq(0), total.eq(0), n.eq(0),
-                         k.eq(Mux(last, RICE_K_INIT, k_next))]
+                         set_k.eq(1), k_init.eq(last)]
 
         flush_words = Signal(16)             # the frame's words once its last is written
         m.d.comb += flush_words.eq(nwords + (fill != 0))
