@@ -285,9 +285,9 @@ class CounterBank(wiring.Component):
         accept = req.valid & ((req.copy == active) | swap_exec | copies.drain_open)
         m.d.comb += self.dropped.eq(req.valid & ~accept)
 
-        # The local (per-lane) address of the frozen read in flight, shared by every lane
-        # (no reset: it is read only behind the read's valid bit).
-        bus_addr = Signal(bits_for(depth), reset_less=True)
+        # The frozen read's local (per-lane) address, split from its flat index; every
+        # lane's read ports register it
+        bus_local = Signal(bits_for(depth))
         shared = self._elaborate_shared_stages(m)
         writes = [[] for k in range(2)]          # per copy: each lane's write in S4
         for lane in range(lanes):
@@ -295,17 +295,32 @@ class CounterBank(wiring.Component):
                                          [r_data[k][lane] for k in range(2)], kind)
             for k in range(2):
                 writes[k].append(ports["s4_here"][k])
-            # The RMW pipeline owns a copy's ports while it carries requests for it
-            # (ACTIVE/DRAINING); otherwise bus reads and clearing do.
             for k in range(2):
-                read_addr = Mux(ports["s0_here"][k], ports["s0_addr"], bus_addr)
-                for piece in ram[k][lane]:
-                    m.d.comb += piece.r_addr.eq(read_addr)
+                self._elaborate_reads(m, f"l{lane}_copy{k}", ram[k][lane], ports,
+                                      bus_local, k)
                 self._elaborate_writes(m, f"l{lane}_copy{k}", ram[k][lane], slices,
                                        ports, copies, k)
-        self._elaborate_frozen_read(m, r_data, bus_addr, copies)
+        self._elaborate_frozen_read(m, r_data, bus_local, copies)
         self._elaborate_updates(m, writes, copies)
         return m
+
+    def _elaborate_reads(self, m, name, pieces, ports, bus_local, k):
+        """The read address of one copy of one lane, whose RAM is ``pieces``: S0's while
+        the update pipeline carries a request for the copy in S0 (ACTIVE/DRAINING), else
+        the frozen read's. Each slice has its own copy of S0's valid bit for the copy, of
+        S0's address and of the frozen read's address, each loaded every clock as the
+        pipeline's own registers are (so they always hold the same values), and its own
+        multiplexer, so that both sit by the slice's block RAMs: one multiplexer of the
+        pipeline's registers, routed to every block of a lane, was the two-clock RDA and
+        RLI cores' datapath critical path on ECP5 (5.3 and 6.2 ns of one net to a DP16KD
+        41 and 51 columns away, ``docs/HARDWARE.md``). No reset: an address is read only
+        behind a valid bit (S0's, the frozen read's)."""
+        n = len(pieces)
+        sels = kept_copies(m, ports["s0_here_next"][k], n, name=f"{name}_r_sel")
+        s0_addrs = kept_copies(m, ports["s0_addr_next"], n, name=f"{name}_r_s0_addr")
+        bus_addrs = kept_copies(m, bus_local, n, name=f"{name}_r_bus_addr")
+        for piece, sel, s0_addr, b_addr in zip(pieces, sels, s0_addrs, bus_addrs):
+            m.d.comb += piece.r_addr.eq(Mux(sel, s0_addr, b_addr))
 
     def _elaborate_writes(self, m, name, pieces, slices, ports, copies, k):
         """The write port of one copy of one lane, whose RAM is ``pieces`` (the word's
@@ -387,15 +402,12 @@ class CounterBank(wiring.Component):
                   "copy": shared[s]["copy"]} for s in _STAGES}
         m.d.sync += [st["s0"]["valid"].eq(accept & req.lane_enable[lane]),
                      st["s0"]["addr"].eq(req.lane_address[lane])]
-        # per-copy valids of S0 and S4, registered: they steer the RAM port muxes
-        s0_here = [Signal(name=f"l{lane}_s0_copy{k}") for k in range(2)]
+        # per-copy valids of S0 and S4, registered (S0's in the read ports' copies):
+        # they steer the RAM port muxes
+        s0_here_next = [accept & req.lane_enable[lane] & (req.copy == k) for k in range(2)]
         s4_here = [Signal(name=f"l{lane}_s4_copy{k}") for k in range(2)]
         s4_here_next = [st["s3"]["valid"] & (st["s3"]["copy"] == k) for k in range(2)]
-        for k in range(2):
-            m.d.sync += [
-                s0_here[k].eq(accept & req.lane_enable[lane] & (req.copy == k)),
-                s4_here[k].eq(s4_here_next[k]),
-            ]
+        m.d.sync += [s4_here[k].eq(s4_here_next[k]) for k in range(2)]
         for prev, nxt in zip(_STAGES, _STAGES[1:]):
             m.d.sync += [st[nxt]["valid"].eq(st[prev]["valid"]),
                          st[nxt]["addr"].eq(st[prev]["addr"])]
@@ -444,7 +456,8 @@ class CounterBank(wiring.Component):
             m.d.sync += s3_base[fld.name].eq(base_next)
         self._elaborate_update(m, lane, words["s4"], s3_base.as_value(), match_prev[1],
                                shared["s3"], kind)
-        return {"s0_here": s0_here, "s0_addr": st["s0"]["addr"], "s4_here": s4_here,
+        return {"s0_here_next": s0_here_next, "s0_addr_next": req.lane_address[lane],
+                "s4_here": s4_here,
                 "s4_here_next": s4_here_next, "s3_addr": st["s3"]["addr"],
                 "s4_word": words["s4"]}
 
@@ -480,10 +493,11 @@ class CounterBank(wiring.Component):
                          updated[fld.name].eq(adder.total)]
         m.d.sync += s4_word.eq(updated.as_value())
 
-    def _elaborate_frozen_read(self, m, r_data, bus_addr, copies):
-        """The frozen read port (class docstring): split and register the flat index,
-        read the frozen copy's RAMs (two edges), mask each RAM's word and register it, OR
-        the words and register the answer."""
+    def _elaborate_frozen_read(self, m, r_data, local, copies):
+        """The frozen read port (class docstring): split the flat index into a lane and
+        ``local``, its address in the lane (registered by every slice's read port,
+        :meth:`_elaborate_reads`), read the frozen copy's RAMs (two edges), mask each
+        RAM's word and register it, OR the words and register the answer."""
         lanes, depth = self._lanes, self._depth
         port = self.frozen
         m.submodules.freeze_check = check = FreezeCheck(words=lanes * depth,
@@ -498,7 +512,6 @@ class CounterBank(wiring.Component):
         flat = Signal.like(port.addr)
         m.d.comb += flat.eq(Mux(check.en, check.addr, port.addr))
         lane_of = Signal(range(max(lanes, 2)))
-        local = Signal(len(bus_addr))
         m.d.comb += [lane_of.eq(0), local.eq(flat)]
         for lane in range(1, lanes):
             with m.If(flat >= lane * depth):
@@ -524,7 +537,7 @@ class CounterBank(wiring.Component):
                 m.d.comb += ram_of[k * lanes + lane].eq(
                     (lane_of == lane) & ((~copies.active) == k))
         m.d.sync += [v1.valid.eq(port.en), b1.error.eq(~copies.frozen | ~in_range),
-                     v1.check.eq(check.en), b1.ram.eq(ram_of), bus_addr.eq(local)]
+                     v1.check.eq(check.en), b1.ram.eq(ram_of)]
         m.d.sync += [v2.eq(v1), v3.eq(v2), v4.eq(v3), b2.eq(b1), b3.eq(b2), b4.eq(b3)]
         selected = Signal(self._layout.size)
         answer = 0

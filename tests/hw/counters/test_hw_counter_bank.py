@@ -7,6 +7,7 @@ mid-stream, drain window, frozen read-back, release/clearing and overrun refusal
 checked cycle by cycle.
 """
 
+import collections
 import random
 from unittest.mock import patch
 
@@ -543,3 +544,25 @@ def test_ecp5_slices_have_write_address_registers_of_their_own():
             for i in range(2):
                 assert f"wire width 3 \\l{lane}_copy{k}_w_addr{i}" in text
             assert f"\\l{lane}_copy{k}_w_addr2" not in text
+
+
+def test_ecp5_slices_have_read_addresses_of_their_own(tmp_path):
+    """Each slice's read address comes from registers of its own (S0's valid bit for the
+    copy, S0's address, the frozen read's address) through its own multiplexer: after
+    ``synth_ecp5`` no net reaches the read address pins of more block RAMs than one slice
+    holds (one multiplexer for a lane's whole word, eight blocks here, was the two-clock
+    RDA and RLI cores' datapath critical path on ECP5)."""
+    from tests.hw.ecp5_netlist import synthesized
+
+    module = synthesized(CounterBank(config=SMALL_RDA, memory="ecp5"), tmp_path)
+    rams_of = collections.defaultdict(set)
+    for name, cell in module["cells"].items():
+        if cell["type"] == "DP16KD":
+            for port, bits in cell["connections"].items():
+                if port.startswith("ADB"):
+                    for bit in bits:
+                        if isinstance(bit, int):
+                            rams_of[bit].add(name)
+    # 2 copies x 2 lanes x 2 slices (72 and 64 bits) of four 1024 x 18 blocks each
+    assert sum(cell["type"] == "DP16KD" for cell in module["cells"].values()) == 32
+    assert rams_of and max(len(rams) for rams in rams_of.values()) == 4
