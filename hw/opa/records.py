@@ -389,8 +389,8 @@ class OpaRecordStreamer(wiring.Component):
         coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
         # the quantum sorter's record (lossy coded), served before the FIFO's head
-        srt = (self._sorter(m, head, entries, has_end) if Point.SENDER in self.points
-               else None)
+        srt = (self._sorter(m, head, entries, has_end, facts["quantum_base"])
+               if Point.SENDER in self.points else None)
         use_s = srt["valid"] if srt else Const(0, 1)
         binned = srt["binned_head"] if srt else Const(0, 1)
         # a coded record waits (the sorter's, or a lossless coded head): the coder
@@ -511,8 +511,10 @@ class OpaRecordStreamer(wiring.Component):
         """The framer's head: ``source``'s entries in a ring of two registers, the head the
         one ``first`` points at, with its facts against the open frame (``offset``,
         ``ts - base`` in the offset field's bits; ``fits``, per field width, whether
-        ``ts - base < 2**bits``; ``same_mode``, whether its format is the frame's), each
-        register's in registers of its own, computed every clock for what it holds in the
+        ``ts - base < 2**bits``; ``same_mode``, whether its format is the frame's;
+        ``quantum_base``, ``ts`` with its format's ``shift`` low bits cleared, the lossy
+        sorter's quantum: masked after the head's select, it was on the streamer's
+        critical path on ECP5), each register's in registers of its own, computed every clock for what it holds in the
         next one against the base and format of this clock (so the framer decides nothing
         in the clock after it set the base or format). A take moves ``first`` and the
         level only: the ring's registers and their facts load from ``source`` on its own
@@ -528,14 +530,16 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += payload.eq(Mux(first, ring[1], ring[0]))
         facts = {"offset": Signal(max(off_bits.values()), name="head_offset"),
                  "fits": {b: Signal(name=f"head_fits_{b}") for b in set(off_bits.values())},
-                 "same_mode": Signal(name="head_same_mode")}
+                 "same_mode": Signal(name="head_same_mode"),
+                 "quantum_base": Signal(64, name="head_quantum_base")}
 
         def facts_of(entry):
             ts = entry.ts
             # ``ts - base < 2**b``: the low ``b`` bits subtracted, the high part compared
             # with ``base``'s, or with it plus one (``base_hi1``) when the low part borrows
             out = {"offset": ts[:len(facts["offset"])] - base[:len(facts["offset"])],
-                   "same_mode": entry.recv == f_recv}
+                   "same_mode": entry.recv == f_recv,
+                   "quantum_base": ts & ~((Const(1, 65) << entry.recv[2:7]) - 1)}
             for b, hi1 in base_hi1.items():
                 borrow = ts[:b] < base[:b]
                 out[b] = Mux(borrow, ts[b:] == hi1, ts[b:] == base[b:])
@@ -570,7 +574,7 @@ class OpaRecordStreamer(wiring.Component):
                     m.d.comb += target.eq(reg)
         return SimpleNamespace(valid=valid, ready=ready, payload=payload), facts
 
-    def _sorter(self, m, head, entries, has_end):
+    def _sorter(self, m, head, entries, has_end, h_base):
         """Lossy coded records (``mode``: coded, ``shift`` > 0) as the set of each
         quantum ``q = t >> shift``: the head's records counted per group in one of two
         count RAMs (a read, then the write: one record per three clocks); a record of a
@@ -604,9 +608,6 @@ class OpaRecordStreamer(wiring.Component):
         group = (key[len(key) - gbits:] if len(key) == 64 else key[:gbits]) if gbits \
             else Const(0, 1)
         shift = head.recv[2:7]
-        mask = Signal(64)
-        m.d.comb += mask.eq(~((Const(1, 65) << shift) - 1))
-        h_base = head.ts & mask
         binned_head = Signal()
         m.d.comb += binned_head.eq(entries.valid & ~has_end & self._coded(head.recv)
                                    & (shift != 0))
@@ -770,12 +771,17 @@ class OpaRecordStreamer(wiring.Component):
         m.d.comb += total_sat.eq(total + delta[:_STAT_BITS])
         new_total = Mux(big | total_sat[_STAT_BITS], (1 << _STAT_BITS) - 1,
                         total_sat[:_STAT_BITS])
-        # the next frame's parameter: the smallest k with n·2**(k+1) > total. The
-        # comparisons are registered every clock (``above``, bit j: n·2**(j+1) > total of
-        # the clock before) and the parameter is chosen from them a clock after the
-        # close's clock (``set_k``), when n and total are final: comparisons and choice
-        # in one clock were 8–9 LUT levels, the OPA core's datapath critical path on
-        # every seed (``docs/HARDWARE.md``). The coder first reads ``k`` two clocks later.
+        # After a close, from registers only: the record that broke the frame adds its
+        # difference to the statistics in the clock after the close (``brk``; on the
+        # framer's decision it was the streamer's critical path on ECP5), they are final
+        # in the clock after that (``finish``: emptied for the next frame), and the next
+        # frame's parameter, the smallest k with n·2**(k+1) > total, is chosen in the
+        # clock after that (``set_k``) from comparisons registered every clock
+        # (``above``, bit j: n·2**(j+1) > total of the clock before): comparisons and
+        # choice in one clock were 8–9 LUT levels, the OPA core's datapath critical path
+        # on every seed (``docs/HARDWARE.md``). No code reads ``k`` before then: the
+        # coder prepares the frame's first record meanwhile, whose code has no Rice part.
+        brk, finish = Signal(), Signal()
         above = Signal(RICE_K_MAX + 1)
         m.d.sync += above.eq(Cat(*[(n << (j + 1)) > total for j in range(RICE_K_MAX + 1)]))
         k_next = Signal(range(RICE_K_MAX + 1))
@@ -784,6 +790,8 @@ class OpaRecordStreamer(wiring.Component):
             with m.If(above[j]):
                 m.d.comb += k_next.eq(j)
         set_k, k_init = Signal(), Signal()
+        with m.If(finish):
+            m.d.sync += [finish.eq(0), total.eq(0), n.eq(0), set_k.eq(1)]
         with m.If(set_k):
             m.d.sync += [set_k.eq(0), k.eq(Mux(k_init, RICE_K_INIT, k_next))]
 
@@ -834,19 +842,21 @@ class OpaRecordStreamer(wiring.Component):
                     m.d.sync += [acc.eq(hi), fill.eq(fill + p_len)]
 
         def on_break():
-            m.d.sync += [total.eq(new_total), n.eq(n + 1)]
+            m.d.sync += brk.eq(1)
 
         def on_done(last, flush, wport):
             # the clock after a close: the closed frame's partial word written (when it
-            # was coded), the accumulator emptied; the next frame's parameter is chosen in
-            # the clock after (``set_k``). (In the clock of the close the flush was one
-            # more load of ``fill`` and ``nwords`` on the framer's decision, the OPA core's
-            # datapath critical path on ECP5.)
+            # was coded), the accumulator emptied, the breaking record's difference
+            # counted (the statistics and the parameter follow, above). (In the clock of
+            # the close the flush was one more load of ``fill`` and ``nwords`` on the
+            # framer's decision, the OPA core's datapath critical path on ECP5.)
             with m.If(flush & (fill != 0)):
                 m.d.comb += [wport.en.eq(1), wport.addr.eq(nwords),
                              wport.data.eq(_big_endian(acc, 8))]
-            m.d.sync += [nwords.eq(0), fill.eq(0), acc.eq(0), total.eq(0), n.eq(0),
-                         set_k.eq(1), k_init.eq(last)]
+            with m.If(brk):
+                m.d.sync += [total.eq(new_total), n.eq(n + 1)]
+            m.d.sync += [nwords.eq(0), fill.eq(0), acc.eq(0), brk.eq(0), finish.eq(1),
+                         k_init.eq(last)]
 
         flush_words = Signal(16)             # the frame's words once its last is written
         m.d.comb += flush_words.eq(nwords + (fill != 0))
