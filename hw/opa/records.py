@@ -522,7 +522,8 @@ class OpaRecordStreamer(wiring.Component):
         path, the OPA core's datapath critical path on ECP5). Returns the head stream
         (``valid``, ``ready``, ``payload``) and the facts."""
         ring = [Signal(layout, name=f"head_ring{i}", reset_less=True) for i in range(2)]
-        first, free = Signal(), Signal()       # the head's register, the next one to load
+        # the head's register, the next one to load
+        first, free = Signal(name="head_first"), Signal(name="head_free")
         level = Signal(range(3))
         room = Signal(init=1)                  # level < 2, as a register
         valid, ready = Signal(), Signal()
@@ -703,8 +704,9 @@ class OpaRecordStreamer(wiring.Component):
         (``bench.opa_records_rate``). Returns the signals and actions the framer uses."""
         gbits = self.gbits
         cap_bits = 64 * self.coded_words
-        k = Signal(range(RICE_K_MAX + 1), init=RICE_K_INIT)
-        total, n = Signal(_STAT_BITS), Signal(range(MAX_RECORDS + 2))
+        k = Signal(range(RICE_K_MAX + 1), init=RICE_K_INIT, name="coder_k")
+        total = Signal(_STAT_BITS, name="coder_total")
+        n = Signal(range(MAX_RECORDS + 2), name="coder_n")
         prev_q = Signal(64)
         acc, fill = Signal(64), Signal(6)
         nwords = Signal(range(self.coded_words + 1))

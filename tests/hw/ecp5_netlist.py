@@ -43,3 +43,48 @@ def loads(module) -> collections.Counter:
             if cell["port_directions"][port] == "input":
                 out.update(bits)
     return out
+
+
+#: Cells whose outputs are registered (or a RAM's read): where a combinational path starts.
+_SEQUENTIAL = ("TRELLIS_FF", "DP16KD")
+
+
+def registers_of(module, name) -> set:
+    """The flip-flops whose outputs are the net ``name`` (a signal's name; the netlist's
+    may carry a hierarchy prefix)."""
+    bits = set()
+    for net, info in module["netnames"].items():
+        if net == name or net.endswith("." + name):
+            bits.update(b for b in info["bits"] if isinstance(b, int))
+    return {cell_name for cell_name, cell in module["cells"].items()
+            if cell["type"] == "TRELLIS_FF" and set(cell["connections"]["Q"]) & bits}
+
+
+def fan_in_registers(module, registers) -> set:
+    """The registers (flip-flops, block RAMs) whose outputs reach the inputs of
+    ``registers`` through combinational cells only: the starts of the paths that end at
+    them."""
+    cells = module["cells"]
+    driver = {}
+    for cell_name, cell in cells.items():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"][port] == "output":
+                driver.update((bit, cell_name) for bit in bits if isinstance(bit, int))
+    found, seen = set(), set()
+    todo = [bit for reg in registers
+            for port, bits in cells[reg]["connections"].items()
+            if cells[reg]["port_directions"][port] == "input" and port != "CLK"
+            for bit in bits if isinstance(bit, int)]
+    while todo:
+        bit = todo.pop()
+        if bit in seen or bit not in driver:
+            continue
+        seen.add(bit)
+        cell = cells[driver[bit]]
+        if cell["type"] in _SEQUENTIAL:
+            found.add(driver[bit])
+        else:
+            todo.extend(b for port, bits in cell["connections"].items()
+                        if cell["port_directions"][port] == "input"
+                        for b in bits if isinstance(b, int))
+    return found

@@ -409,3 +409,21 @@ def test_an_mtu_below_one_record_is_refused():
         OpaRecordStreamer(config=OpaConfig(), point=None, data_width=8, mtu=53)
     assert OpaRecordStreamer(config=OpaConfig(), point=None, data_width=8,
                              mtu=54).per_frames == {"sender": 3, "receiver": 1}
+
+
+def test_coder_statistics_and_parameter_from_registers(tmp_path):
+    """After ``synth_ecp5`` (both points, as in the core): the Rice parameter loads from
+    registered comparisons, not through them from the statistics (8–9 LUT levels, the
+    OPA core's datapath critical path on ECP5), and the statistics load on registered
+    flags, not on the framer's decision from the head's select."""
+    from tests.hw.ecp5_netlist import fan_in_registers, registers_of, synthesized
+
+    module = synthesized(OpaRecordStreamer(config=OpaConfig(), point=None, data_width=64,
+                                           depth=512),
+                         tmp_path)
+    k, total, n = (registers_of(module, name)
+                   for name in ("coder_k", "coder_total", "coder_n"))
+    first = registers_of(module, "head_first")
+    assert k and total and n and first
+    assert not fan_in_registers(module, k) & (total | n)
+    assert not fan_in_registers(module, total | n) & first
