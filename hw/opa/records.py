@@ -697,7 +697,8 @@ class OpaRecordStreamer(wiring.Component):
 
         Timing: the code is prepared in four registered steps (the difference; its
         quotient and remainder; the unary part and remainder joined, whether the
-        quotient fits; the code left-aligned and its length) while
+        quotient fits, the code's lengths and the room after it; the code left-aligned)
+        while
         ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
         the framer's state now, ``clear`` (any take, frame end or state change) starts
         it again; the fit is registered (``settled``). A record takes about six clocks
@@ -731,6 +732,9 @@ class OpaRecordStreamer(wiring.Component):
         s3 = Signal()
         tail = Signal(RICE_UNARY_LIMIT + RICE_K_MAX + 1)
         tail_len, head_bits = Signal(range(RICE_UNARY_LIMIT + RICE_K_MAX + 2)), Signal(6)
+        # the bits after the code's tail in its 64, registered with the lengths (the
+        # subtraction before the shift was on the streamer's longest path)
+        room = Signal(range(65))
         # the code's bits, with a receiver record's hash (64 bits) before it
         need = head_bits + tail_len + Mux(recv, 64, 0)
         with m.If(clear):
@@ -748,13 +752,13 @@ class OpaRecordStreamer(wiring.Component):
             with m.If(s2 & ~s3):
                 u = u_wide[:4]
                 thermo = ((Const(1, RICE_UNARY_LIMIT + 1) << u) - 1)[:RICE_UNARY_LIMIT]
+                t_len = Mux(first, 0, u + 1 + k)
+                h_bits = Mux(recv, 0, Mux(first | ~lossy, gbits, 0))
                 m.d.sync += [s3.eq(1), u_ok.eq(u_wide[4:] == 0),
                              tail.eq((thermo << (k + 1)) | rem),
-                             tail_len.eq(Mux(first, 0, u + 1 + k)),
-                             head_bits.eq(Mux(recv, 0, Mux(first | ~lossy, gbits, 0)))]
+                             tail_len.eq(t_len), head_bits.eq(h_bits),
+                             room.eq(64 - h_bits - t_len)]
             with m.If(s3 & ~ready):
-                room = Signal(range(65))             # bits after the code's tail
-                m.d.comb += room.eq(64 - head_bits - tail_len)
                 group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
                 m.d.sync += [ready.eq(1), length.eq(head_bits + tail_len),
                              over.eq(need > cap_bits), space.eq(cap_bits - need),
@@ -777,23 +781,42 @@ class OpaRecordStreamer(wiring.Component):
         # difference to the statistics in the clock after the close (``brk``; on the
         # framer's decision it was the streamer's critical path on ECP5), they are final
         # in the clock after that (``finish``: emptied for the next frame), and the next
-        # frame's parameter, the smallest k with n·2**(k+1) > total, is chosen in the
-        # clock after that (``set_k``) from comparisons registered every clock
-        # (``above``, bit j: n·2**(j+1) > total of the clock before): comparisons and
-        # choice in one clock were 8–9 LUT levels, the OPA core's datapath critical path
-        # on every seed (``docs/HARDWARE.md``). No code reads ``k`` before then: the
-        # coder prepares the frame's first record meanwhile, whose code has no Rice part.
-        brk, finish = Signal(), Signal()
-        above = Signal(RICE_K_MAX + 1)
-        m.d.sync += above.eq(Cat(*[(n << (j + 1)) > total for j in range(RICE_K_MAX + 1)]))
+        # frame's parameter, the smallest k with n·2**(k+1) > total, is chosen two clocks
+        # later (``set_k``) from the comparisons, made in two registered stages every
+        # clock: n·2**s > total exactly when n > total >> s, that is when n exceeds the
+        # shifted total's bits in n's width (``n_above``) and total has no bit above
+        # them (its bit length, ``total_len``, is at most s + len(n)); then ``above``,
+        # bit j for s = j + 1. In one clock with the choice they were 8–9 LUT levels, the
+        # OPA core's datapath critical path on every seed (``docs/HARDWARE.md``); in one
+        # clock without it, 8 (ABC chains the 25 tests of total's high bits). No code
+        # reads ``k`` sooner: the coder prepares the frame's first record meanwhile,
+        # whose code has no Rice part.
+        brk, finish, choosing = Signal(), Signal(), Signal()
+        n_above, above = Signal(RICE_K_MAX + 1), Signal(RICE_K_MAX + 1)
+        total_len, total_len_now = Signal(range(_STAT_BITS + 1)), Signal(range(_STAT_BITS + 1))
+        m.d.comb += total_len_now.eq(0)
+        for i in range(_STAT_BITS):
+            with m.If(total[i]):
+                m.d.comb += total_len_now.eq(i + 1)
+        m.d.sync += total_len.eq(total_len_now)
+        for j in range(RICE_K_MAX + 1):
+            m.d.sync += [n_above[j].eq(n > total[j + 1:][:len(n)]),
+                         above[j].eq(n_above[j] & (total_len <= j + 1 + len(n)))]
+        # ``above`` is a thermometer code (a test that holds for j holds for every larger
+        # j): the parameter is where it steps, ``edge`` (one-hot; RICE_K_MAX when it
+        # never steps before it), each of its bits an OR of edges (a priority chain over
+        # the 25 bits was 8 LUT levels)
+        edge = [above[0]] + [above[j] & ~above[j - 1] for j in range(1, RICE_K_MAX)]
+        edge.append(~above[RICE_K_MAX - 1])
         k_next = Signal(range(RICE_K_MAX + 1))
-        m.d.comb += k_next.eq(RICE_K_MAX)
-        for j in reversed(range(RICE_K_MAX + 1)):
-            with m.If(above[j]):
-                m.d.comb += k_next.eq(j)
+        m.d.comb += k_next.eq(Cat(*[
+            Cat(*[e for j, e in enumerate(edge) if j >> bit & 1]).any()
+            for bit in range(len(k_next))]))
         set_k, k_init = Signal(), Signal()
         with m.If(finish):
-            m.d.sync += [finish.eq(0), total.eq(0), n.eq(0), set_k.eq(1)]
+            m.d.sync += [finish.eq(0), total.eq(0), n.eq(0), choosing.eq(1)]
+        with m.If(choosing):
+            m.d.sync += [choosing.eq(0), set_k.eq(1)]
         with m.If(set_k):
             m.d.sync += [set_k.eq(0), k.eq(Mux(k_init, RICE_K_INIT, k_next))]
 
