@@ -514,13 +514,13 @@ class OpaRecordStreamer(wiring.Component):
         ``ts - base < 2**bits``; ``same_mode``, whether its format is the frame's;
         ``quantum_base``, ``ts`` with its format's ``shift`` low bits cleared, the lossy
         sorter's quantum: masked after the head's select, it was on the streamer's
-        critical path on ECP5), each register's in registers of its own, computed every clock for what it holds in the
-        next one against the base and format of this clock (so the framer decides nothing
-        in the clock after it set the base or format). A take moves ``first`` and the
-        level only: the ring's registers and their facts load from ``source`` on its own
-        handshake, whose ``ready`` is a register (the take and ~500 load enables were one
-        path, the OPA core's datapath critical path on ECP5). Returns the head stream
-        (``valid``, ``ready``, ``payload``) and the facts."""
+        critical path on ECP5), each register's in registers of its own, computed every
+        clock for what it holds in the next one against the base and format of this clock
+        (so the framer decides nothing in the clock after it set the base or format). A
+        take moves ``first`` and the level only: the ring's registers and their facts load
+        from ``source`` on its own handshake, whose ``ready`` is a register (the take and
+        ~500 load enables were one path, the OPA core's datapath critical path on ECP5).
+        Returns the head stream (``valid``, ``ready``, ``payload``) and the facts."""
         ring = [Signal(layout, name=f"head_ring{i}", reset_less=True) for i in range(2)]
         # the head's register, the next one to load
         first, free = Signal(name="head_first"), Signal(name="head_free")
@@ -698,8 +698,7 @@ class OpaRecordStreamer(wiring.Component):
         Timing: the code is prepared in four registered steps (the difference; its
         quotient and remainder; the unary part and remainder joined, whether the
         quotient fits, the code's lengths and the room after it; the code left-aligned)
-        while
-        ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
+        while ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
         the framer's state now, ``clear`` (any take, frame end or state change) starts
         it again; the fit is registered (``settled``). A record takes about six clocks
         (``bench.opa_records_rate``). Returns the signals and actions the framer uses."""
