@@ -739,9 +739,12 @@ class OpaRecordStreamer(wiring.Component):
         with m.If(clear):
             m.d.sync += [s1.eq(0), s2.eq(0), s3.eq(0), ready.eq(0)]
         with m.Else():
-            with m.If(candidate & ~s1):
-                m.d.sync += [s1.eq(1), q.eq(q_in), group.eq(g_in), first.eq(count == 0),
-                             lossy.eq(use_s), delta.eq(q_in - prev_q)]
+            # step 1's registers load every clock until a record waits (``s1``), not on
+            # ``candidate``: from the head's select through it, the enable of some 200
+            # flip-flops was the OPA core's datapath critical path on one seed
+            with m.If(~s1):
+                m.d.sync += [s1.eq(candidate), q.eq(q_in), group.eq(g_in),
+                             first.eq(count == 0), lossy.eq(use_s), delta.eq(q_in - prev_q)]
                 if Point.RECEIVER in self.points:
                     m.d.sync += [recv.eq(head.recv[0] & ~use_s), pkt.eq(key)]
             with m.If(s1 & ~s2):
