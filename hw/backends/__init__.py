@@ -92,12 +92,9 @@ def add_reset_domain(m, name: str, *, clk, arst, kind: str) -> None:
     m.submodules[f"reset_sync_{name}"] = reset_synchronizer(arst, domain=name, kind=kind)
 
 
-#: Block RAMs of a counter RAM read and written through one set of address and control
-#: registers (:func:`write_slices`): one, so that each block's registers sit beside it.
-#: At four, the blocks of one RAM were placed up to 53 columns apart and a register's
-#: net to the farthest was the RLI core's datapath critical path on ECP5 (7.9 ns of
-#: routing to a write address pin, ``docs/HARDWARE.md``).
-BLOCKS_PER_WRITE_SLICE = 1
+#: Block RAMs of a counter RAM written through one set of write-control registers
+#: (:func:`write_slices`).
+BLOCKS_PER_WRITE_SLICE = 4
 
 
 def write_slices(width: int, depth: int, kind: str) -> list[tuple[int, int]]:
@@ -105,8 +102,8 @@ def write_slices(width: int, depth: int, kind: str) -> list[tuple[int, int]]:
     each get write controls (enable, address, clear) of their own: ``(lsb, width)`` per
     RAM. ``"ecp5"``: :data:`BLOCKS_PER_WRITE_SLICE` DP16KD blocks a slice (a 4 096-word
     RLI lane of 176-bit words is 44 blocks, spread over the block-RAM rows; one address
-    register for all of them was one long net, and so was one for four); ``"generic"``:
-    the whole word (the synthesis tool maps it)."""
+    register for all of them was one long net); ``"generic"``: the whole word (the
+    synthesis tool maps it)."""
     if kind not in COUNTER_RAMS:
         raise ValueError(f"kind must be one of {', '.join(COUNTER_RAMS)}, not {kind!r}")
     if kind == "generic":

@@ -525,10 +525,10 @@ def test_sliced_words_update_swap_and_clear_as_whole_ones(config):
 
 
 def test_write_slices_of_each_memory():
-    # one DP16KD a slice: x4 mode for 4 096 words (4 bits), x18 for 1 024
-    assert write_slices(176, 4096, "ecp5") == [(4 * i, 4) for i in range(44)]
-    assert write_slices(104, 1024, "ecp5") == [(18 * i, 18) for i in range(5)] + [(90, 14)]
-    assert write_slices(72, 1024, "ecp5") == [(18 * i, 18) for i in range(4)]
+    # DP16KD x4 mode for 4 096 words: four blocks (16 bits) a slice; x18 for 1 024
+    assert write_slices(176, 4096, "ecp5") == [(16 * i, 16) for i in range(11)]
+    assert write_slices(104, 1024, "ecp5") == [(0, 72), (72, 32)]
+    assert write_slices(72, 1024, "ecp5") == [(0, 72)]
     assert write_slices(176, 4096, "generic") == [(0, 176)]
     with pytest.raises(ValueError, match="kind must be one of"):
         write_slices(8, 8, "bram")
@@ -538,22 +538,20 @@ def test_ecp5_slices_have_write_address_registers_of_their_own():
     from amaranth.back import rtlil
 
     text = rtlil.convert(CounterBank(config=SMALL_RDA, memory="ecp5"), name="counter_bank")
-    # 136-bit words: eight slices of one 1024 x 18 block, each with its own address
-    # register
+    # 136-bit words: slices of 72 and 64 bits, each with its own address register
     for lane in range(2):
         for k in range(2):
-            for i in range(8):
+            for i in range(2):
                 assert f"wire width 3 \\l{lane}_copy{k}_w_addr{i}" in text
-            assert f"\\l{lane}_copy{k}_w_addr8" not in text
+            assert f"\\l{lane}_copy{k}_w_addr2" not in text
 
 
 def test_ecp5_slices_have_read_addresses_of_their_own(tmp_path):
-    """Each block RAM's read address comes from registers of its own (S0's valid bit for
-    the copy, S0's address, the frozen read's address) through its own multiplexer: after
-    ``synth_ecp5`` no net reaches the read address pins of more than one block (one
-    multiplexer for a lane's whole word, eight blocks here, was the two-clock RDA and RLI
-    cores' datapath critical path on ECP5, and one register set for four blocks, placed
-    apart, RLI's)."""
+    """Each slice's read address comes from registers of its own (S0's valid bit for the
+    copy, S0's address, the frozen read's address) through its own multiplexer: after
+    ``synth_ecp5`` no net reaches the read address pins of more block RAMs than one slice
+    holds (one multiplexer for a lane's whole word, eight blocks here, was the two-clock
+    RDA and RLI cores' datapath critical path on ECP5)."""
     from tests.hw.ecp5_netlist import synthesized
 
     module = synthesized(CounterBank(config=SMALL_RDA, memory="ecp5"), tmp_path)
@@ -565,6 +563,6 @@ def test_ecp5_slices_have_read_addresses_of_their_own(tmp_path):
                     for bit in bits:
                         if isinstance(bit, int):
                             rams_of[bit].add(name)
-    # 2 copies x 2 lanes x 8 blocks of 1024 x 18 (136 bits)
+    # 2 copies x 2 lanes x 2 slices (72 and 64 bits) of four 1024 x 18 blocks each
     assert sum(cell["type"] == "DP16KD" for cell in module["cells"].values()) == 32
-    assert rams_of and max(len(rams) for rams in rams_of.values()) == 1
+    assert rams_of and max(len(rams) for rams in rams_of.values()) == 4
