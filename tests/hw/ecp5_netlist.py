@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""A component's ``synth_ecp5`` netlist (YoWASP Yosys) and who drives and loads its nets:
-for tests of what synthesis makes of a block (a port from flip-flops, a select's
-fan-out), the structure the timing of the whole core rests on."""
+"""A component's ``synth_ecp5`` netlist (YoWASP Yosys), who drives and loads its nets and
+which registers start the paths that end at others: for tests of what synthesis makes of
+a block (a port from flip-flops, a select's fan-out, a register loaded from registers
+only), the structure the timing of the whole core rests on."""
 
 import collections
 import json
