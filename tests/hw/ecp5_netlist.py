@@ -26,24 +26,23 @@ def synthesized(component, tmp_path) -> dict:
     return json.loads((tmp_path / "top.json").read_text())["modules"]["top"]
 
 
+def _pins(cell, direction):
+    """``(port, bit)`` of each of ``cell``'s pins in ``direction`` ("input", "output")."""
+    for port, bits in cell["connections"].items():
+        if cell["port_directions"][port] == direction:
+            yield from ((port, bit) for bit in bits)
+
+
 def drivers(module) -> dict:
     """``{net bit: (cell type, output port)}``."""
-    out = {}
-    for cell in module["cells"].values():
-        for port, bits in cell["connections"].items():
-            if cell["port_directions"][port] == "output":
-                out.update((bit, (cell["type"], port)) for bit in bits)
-    return out
+    return {bit: (cell["type"], port) for cell in module["cells"].values()
+            for port, bit in _pins(cell, "output")}
 
 
 def loads(module) -> collections.Counter:
     """``{net bit: cell inputs it reaches}``."""
-    out = collections.Counter()
-    for cell in module["cells"].values():
-        for port, bits in cell["connections"].items():
-            if cell["port_directions"][port] == "input":
-                out.update(bits)
-    return out
+    return collections.Counter(bit for cell in module["cells"].values()
+                               for _, bit in _pins(cell, "input"))
 
 
 #: Cells whose outputs are registered (or a RAM's read): where a combinational path starts.
@@ -66,26 +65,18 @@ def fan_in_registers(module, registers) -> set:
     ``registers`` through combinational cells only: the starts of the paths that end at
     them."""
     cells = module["cells"]
-    driver = {}
-    for cell_name, cell in cells.items():
-        for port, bits in cell["connections"].items():
-            if cell["port_directions"][port] == "output":
-                driver.update((bit, cell_name) for bit in bits if isinstance(bit, int))
+    driver = {bit: name for name, cell in cells.items() for _, bit in _pins(cell, "output")}
     found, seen = set(), set()
-    todo = [bit for reg in registers
-            for port, bits in cells[reg]["connections"].items()
-            if cells[reg]["port_directions"][port] == "input" and port != "CLK"
-            for bit in bits if isinstance(bit, int)]
+    todo = [bit for reg in registers for port, bit in _pins(cells[reg], "input")
+            if port != "CLK"]
     while todo:
         bit = todo.pop()
-        if bit in seen or bit not in driver:
+        if bit in seen or bit not in driver:       # a constant, or a port of the module
             continue
         seen.add(bit)
         cell = cells[driver[bit]]
         if cell["type"] in _SEQUENTIAL:
             found.add(driver[bit])
         else:
-            todo.extend(b for port, bits in cell["connections"].items()
-                        if cell["port_directions"][port] == "input"
-                        for b in bits if isinstance(b, int))
+            todo.extend(b for _, b in _pins(cell, "input"))
     return found
