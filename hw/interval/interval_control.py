@@ -51,8 +51,9 @@ class IntervalTimer(wiring.Component):
     enable: In(1)
         Run the schedule; its rising edge (re)arms it.
     rearm: In(1)
-        Pulse: restart at ``i = 0`` (INTERVAL_START/TICKS/MODE were written; taken one
-        cycle later: registered, like ``enable``; ``ticks != 0`` two cycles later).
+        Pulse: restart at ``i = 0`` (INTERVAL_START/TICKS/MODE were written; taken two
+        cycles later, like ``enable``'s rising edge: ``ticks`` and ``start`` are
+        registered beside the schedule first; ``ticks != 0`` three cycles later).
     ticks, start: In(64)
         δ and t0. δ = 0 stops the timer. δ must be at least 4 (the comparison is
         pipelined: the schedule advances at most once per 2 clocks).
@@ -85,28 +86,39 @@ class IntervalTimer(wiring.Component):
         # Registered inputs of the decisions (Fmax: each enable is one LUT of registers).
         enabled, running, restart = Signal(), Signal(), Signal()
 
+        # δ and t0 registered beside the schedule's adders, loaded every clock: the
+        # registers they come from (the configuration's copies) sit where the bus
+        # writes them, and the net from there into the 64-bit carry chain was the
+        # two-clock LDA core's datapath critical path on two placements
+        # (``docs/HARDWARE.md``). A restart waits one clock more (``restart_due``), so
+        # that it loads the values of the clock of the rearm.
+        ticks = Signal(TS_BITS, name="ticks_here", reset_less=True)
+        start = Signal(TS_BITS, name="start_here", reset_less=True)
+        restart_due = Signal()
+        m.d.sync += [ticks.eq(self.ticks), start.eq(self.start)]
         # ``ticks != 0`` in two stages (16-bit pieces, then their OR with ``enable``):
         # in one, its LUT tree was the two-clock LDS core's datapath critical path on
         # one placement (four LUT levels, ``docs/HARDWARE.md``). ``running`` then follows
-        # δ two clocks late; a restart's ``settle`` clock covers one of them, and δ only
-        # changes with a rearm.
-        pieces = range(0, len(self.ticks), 16)
+        # δ three clocks late; a restart's ``settle`` clock covers the last of them, and
+        # δ only changes with a rearm.
+        pieces = range(0, len(ticks), 16)
         ticks_nonzero = Signal(len(pieces))
-        m.d.sync += ticks_nonzero.eq(Cat(*(self.ticks[k: k + 16].any() for k in pieces)))
+        m.d.sync += ticks_nonzero.eq(Cat(*(ticks[k: k + 16].any() for k in pieces)))
         m.d.sync += [enabled_before.eq(self.enable),
                      enabled.eq(self.enable),
                      running.eq(self.enable & ticks_nonzero.any()),
-                     restart.eq(self.rearm | (self.enable & ~enabled_before)),
+                     restart_due.eq(self.rearm | (self.enable & ~enabled_before)),
+                     restart.eq(restart_due),
                      reached.eq(self.now >= next_at),
                      behind.eq(self.now >= after_next),
                      self.tick.eq(0)]
         act = Signal()
         m.d.comb += act.eq(running & enabled & reached & ~settle)
         with m.If(restart):
-            m.d.sync += [next_at.eq(self.start), after_next.eq(self.start + self.ticks),
+            m.d.sync += [next_at.eq(start), after_next.eq(start + ticks),
                          next_index.eq(0), settle.eq(1)]
         with m.Elif(act):
-            m.d.sync += [next_at.eq(after_next), after_next.eq(after_next + self.ticks),
+            m.d.sync += [next_at.eq(after_next), after_next.eq(after_next + ticks),
                          next_index.eq(next_index + 1), settle.eq(1),
                          self.tick.eq(~behind), self.index.eq(next_index),
                          self.at.eq(next_at)]
