@@ -525,7 +525,7 @@ class OpaRecordStreamer(wiring.Component):
         # the head's register, the next one to load
         first, free = Signal(name="head_first"), Signal(name="head_free")
         level = Signal(range(3))
-        room = Signal(init=1)                  # level < 2, as a register
+        room = Signal(init=1, name="head_room")         # level < 2, as a register
         valid, ready = Signal(), Signal()
         payload = Signal(layout)
         m.d.comb += payload.eq(Mux(first, ring[1], ring[0]))
@@ -561,14 +561,19 @@ class OpaRecordStreamer(wiring.Component):
                      room.eq(level_next != 2)]
         # each register's facts, for what it holds in the next clock (the entry arriving
         # or the one it holds: a choice made from registers, not from the take); the
-        # head's are those of the register ``first`` points at
+        # head's are those of the register ``first`` points at. The facts of the arriving
+        # entry and of each register are formed apart and the choice made after them:
+        # with the choice of entry in front, the load's select (``push``, ``free``) went
+        # through the subtraction's carry chain (the OPA core's datapath critical path
+        # on one placement, ``docs/HARDWARE.md``).
+        arriving = facts_of(data.View(layout, source.payload))
         for i in range(2):
             loads = push & (free == i)
-            mine = facts_of(data.View(layout, Mux(loads, source.payload, ring[i])))
+            held = facts_of(data.View(layout, ring[i]))
             regs = {key: Signal.like(facts["fits"][key] if isinstance(key, int)
                                      else facts[key], name=f"head_ring{i}_{key}")
-                    for key in mine}
-            m.d.sync += [regs[key].eq(mine[key]) for key in mine]
+                    for key in held}
+            m.d.sync += [regs[key].eq(Mux(loads, arriving[key], held[key])) for key in held]
             for key, reg in regs.items():
                 target = facts["fits"][key] if isinstance(key, int) else facts[key]
                 with m.If(first == i):

@@ -60,23 +60,27 @@ def registers_of(module, name) -> set:
             if cell["type"] == "TRELLIS_FF" and set(cell["connections"]["Q"]) & bits}
 
 
-def fan_in_registers(module, registers) -> set:
+def fan_in_registers(module, registers, *, through: str | None = None) -> set:
     """The registers (flip-flops, block RAMs) whose outputs reach the inputs of
     ``registers`` through combinational cells only: the starts of the paths that end at
-    them."""
+    them. With ``through`` (a cell type, such as ``"CCU2C"``, a carry chain's cell): only
+    those whose paths pass through a cell of that type."""
     cells = module["cells"]
     driver = {bit: name for name, cell in cells.items() for _, bit in _pins(cell, "output")}
     found, seen = set(), set()
-    todo = [bit for reg in registers for port, bit in _pins(cells[reg], "input")
-            if port != "CLK"]
+    todo = [(bit, through is None) for reg in registers
+            for port, bit in _pins(cells[reg], "input") if port != "CLK"]
     while todo:
-        bit = todo.pop()
-        if bit in seen or bit not in driver:       # a constant, or a port of the module
+        bit, passed = todo.pop()
+        # a constant, or a port of the module
+        if (bit, passed) in seen or bit not in driver:
             continue
-        seen.add(bit)
+        seen.add((bit, passed))
         cell = cells[driver[bit]]
         if cell["type"] in _SEQUENTIAL:
-            found.add(driver[bit])
+            if passed:
+                found.add(driver[bit])
         else:
-            todo.extend(b for _, b in _pins(cell, "input"))
+            passed = passed or cell["type"] == through
+            todo.extend((b, passed) for _, b in _pins(cell, "input"))
     return found

@@ -427,3 +427,21 @@ def test_coder_statistics_and_parameter_from_registers(tmp_path):
     assert k and total and n and first
     assert not fan_in_registers(module, k) & (total | n)
     assert not fan_in_registers(module, total | n) & first
+
+
+def test_head_facts_chosen_after_their_arithmetic(tmp_path):
+    """After ``synth_ecp5`` (both points, as in the core): the head registers' facts
+    (``ts - base`` and its comparisons, carry chains) are formed from the entries and the
+    choice of entry made after them, so the ring's load select (``head_free``,
+    ``head_room``) reaches no fact register through a carry chain (it did, the OPA core's
+    datapath critical path on one placement)."""
+    from tests.hw.ecp5_netlist import fan_in_registers, registers_of, synthesized
+
+    module = synthesized(OpaRecordStreamer(config=OpaConfig(), point=None, data_width=64,
+                                           depth=512),
+                         tmp_path)
+    facts = set().union(*(registers_of(module, f"head_ring{i}_offset") for i in range(2)))
+    select = registers_of(module, "head_free") | registers_of(module, "head_room")
+    assert facts and select
+    assert select & fan_in_registers(module, facts)
+    assert not select & fan_in_registers(module, facts, through="CCU2C")
