@@ -37,8 +37,8 @@ def test_page_table_is_generated_from_the_saved_results():
 def test_summary_of_the_saved_results():
     assert summary_lines() == [
         'core lda core median=116.0 min=116.0 max=116.0 seeds=1 clocks=1 speed=8 measured=earlier',
-        'core lda core median=139.3 min=135.0 max=161.9 seeds=3 clocks=2 speed=8 measured=earlier',
-        'core lda ctrl median=164.8 min=154.3 max=166.2 seeds=3 clocks=2 speed=8 measured=earlier',
+        'core lda core median=143.3 min=136.7 max=153.4 seeds=3 clocks=2 speed=8 measured=current',
+        'core lda ctrl median=160.3 min=109.3 max=170.9 seeds=3 clocks=2 speed=8 measured=current',
         'core rda core median=147.1 min=145.3 max=149.2 seeds=3 clocks=2 speed=8 measured=earlier',
         'core rda ctrl median=141.0 min=140.6 max=144.7 seeds=3 clocks=2 speed=8 measured=earlier',
         'core lds core median=129.2 min=129.1 max=149.8 seeds=3 unrouted=1 clocks=2 speed=8 measured=earlier',
@@ -47,8 +47,8 @@ def test_summary_of_the_saved_results():
         'core opa core median=101.4 min=89.9 max=111.4 seeds=3 clocks=2 speed=8 measured=earlier',
         'core opa ctrl median=133.9 min=133.6 max=135.3 seeds=3 clocks=2 speed=8 measured=earlier',
         'core rli core median=- min=- max=- seeds=0 unrouted=1 clocks=1 speed=8 measured=earlier',
-        'core rli core median=117.6 min=99.9 max=121.2 seeds=3 clocks=2 speed=8 measured=current',
-        'core rli ctrl median=131.8 min=125.8 max=139.6 seeds=3 clocks=2 speed=8 measured=current',
+        'core rli core median=117.6 min=99.9 max=121.2 seeds=3 clocks=2 speed=8 measured=earlier',
+        'core rli ctrl median=131.8 min=125.8 max=139.6 seeds=3 clocks=2 speed=8 measured=earlier',
         'board colorlight_5a75b lda met=no slack=- refused="the design does not fit the LFE5U-25F BG256 speed 6: it needs 25929 TRELLIS_FF (it has 24288). Build fewer cores (--directions on an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups)" measured=earlier',
         'board ecpix5 lda met=yes slack=2.66 core_margin=86% measured=earlier',
         'board ecpix5 lds met=yes slack=2.94 core_margin=137% measured=earlier',
