@@ -1,27 +1,22 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""A wide product modulo ``2^width`` in four register stages, for the RLI receiver.
+"""A wide product modulo ``2^width`` in three register stages, for the RLI receiver.
 
 Where it sits (docs/DESIGN.md; docs/SPEC.md "RLI"): the interpolation unit's
 ``slope × offset`` (:mod:`hw.rli.interpolator`) and the receiver's ``d · d``
 (:mod:`hw.rli.receiver`). Written as one ``*`` those are 40–60-bit products whose
 MULT18X18D cascade and partial-product adder chain make one 12.8 ns path on ECP5
-(docs/HARDWARE.md). Here both operands are cut into 18-bit unsigned pieces, each piece
-pair registered on its own (the placer puts the register beside its MULT18X18D: the net
-from the operand's one register to the DSP row was 4.1 of the RLI core's 8.5 ns datapath
-critical path on one placement), each piece product (one MULT18X18D, which Yosys maps
-without its internal registers) registered, then added in two registered levels. Only
-the pieces below ``width`` are formed, since the result is taken modulo ``2^width``; two's
+(docs/HARDWARE.md). Here both operands are cut into 18-bit unsigned pieces: each piece
+product (one MULT18X18D) is registered, then added in two registered levels. Only the
+pieces below ``width`` are formed, since the result is taken modulo ``2^width``; two's
 complement operands give the two's complement product modulo ``2^width``.
 """
 
 from amaranth.hdl import Module, Signal
 
-from hw.arith.stages import kept_copies
-
 __all__ = ["PRODUCT_LATENCY", "product_mod"]
 
 #: Register stages from the operands to :func:`product_mod`'s result.
-PRODUCT_LATENCY = 4
+PRODUCT_LATENCY = 3
 
 _PIECE = 18
 
@@ -39,12 +34,8 @@ def product_mod(m: Module, a, b, width: int, *, name: str = "product"):
             shift = _PIECE * (i + j)
             if shift >= width:
                 continue
-            # a register of each piece for this DSP alone (kept apart from the other
-            # partials' copies of the same piece, which Yosys would merge otherwise)
-            [pa] = kept_copies(m, ua[_PIECE * i:_PIECE * (i + 1)], 1, name=f"{name}_a{i}_{j}_")
-            [pb] = kept_copies(m, ub[_PIECE * j:_PIECE * (j + 1)], 1, name=f"{name}_b{i}_{j}_")
             p = Signal(width - shift, name=f"{name}_p{i}_{j}", reset_less=True)
-            m.d.sync += p.eq(pa * pb)
+            m.d.sync += p.eq(ua[_PIECE * i:_PIECE * (i + 1)] * ub[_PIECE * j:_PIECE * (j + 1)])
             partials.append((shift, p))
     groups = [partials[k:k + 3] for k in range(0, len(partials), 3)]
     sums = []
