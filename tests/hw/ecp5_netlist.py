@@ -72,8 +72,7 @@ def fan_in_registers(module, registers, *, through: str | None = None) -> set:
             for port, bit in _pins(cells[reg], "input") if port != "CLK"]
     while todo:
         bit, passed = todo.pop()
-        # a constant, or a port of the module
-        if (bit, passed) in seen or bit not in driver:
+        if (bit, passed) in seen or bit not in driver:     # (a constant or a module port)
             continue
         seen.add((bit, passed))
         cell = cells[driver[bit]]

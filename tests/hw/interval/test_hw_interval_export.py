@@ -401,10 +401,10 @@ class _TimerFromRegisters(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.timer = timer = self.timer
-        config_ticks = Signal(64, name="config_ticks")
-        config_start = Signal(64, name="config_start")
-        m.d.sync += [config_ticks.eq(self.ticks), config_start.eq(self.start)]
-        m.d.comb += [timer.ticks.eq(config_ticks), timer.start.eq(config_start),
+        # (after synthesis these registers' nets carry the timer's port names)
+        ticks, start = Signal(64), Signal(64)
+        m.d.sync += [ticks.eq(self.ticks), start.eq(self.start)]
+        m.d.comb += [timer.ticks.eq(ticks), timer.start.eq(start),
                      timer.now.eq(self.now), timer.enable.eq(self.enable),
                      timer.rearm.eq(self.rearm), self.tick.eq(timer.tick),
                      self.index.eq(timer.index), self.at.eq(timer.at)]
@@ -418,7 +418,6 @@ def test_timer_schedule_adds_registers_of_its_own(tmp_path):
     from tests.hw.ecp5_netlist import fan_in_registers, registers_of, synthesized
 
     module = synthesized(_TimerFromRegisters(), tmp_path)
-    # the configuration's registers drive the timer's ports: the nets' names are those
     config = registers_of(module, "timer.ticks") | registers_of(module, "timer.start")
     schedule = registers_of(module, "after_next") | registers_of(module, "next_at")
     assert config and schedule
