@@ -24,8 +24,9 @@ command's ``build/<board>/summary.json``, copied):
   kind (``refused``: its message, e.g. the resources the design needs past the device's)
   is a row too (:mod:`bench.board_builds`).
 
-A result measured on a core that has since changed says so in ``earlier_core`` (what
-differs); the table and the summary mark it instead of presenting it as current.
+A result measured on a core that has since changed says so in ``earlier_core``: the
+oldest change the core it was measured on lacks, in words (it lacks every later one too);
+the table and the summary mark it instead of presenting it as current.
 """
 
 from __future__ import annotations
@@ -276,6 +277,7 @@ def figures_table(folder: Path = SAVED) -> str:
             f"{_num(res.get('DP16KD'))} | {_num(res.get('MULT18X18D', 0))} | {limit} | "
             f"`docs/hardware/{row['file']}` |")
     if notes:
-        lines.append("")
+        lines += ["", "Earlier cores, each by the oldest change it lacks (it lacks every later "
+                  "one too; `docs/CHANGES.md` lists them in order):", ""]
         lines += [f"- ({i}) {note}." for i, note in enumerate(notes, 1)]
     return "\n".join(lines) + "\n"
