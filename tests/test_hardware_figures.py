@@ -126,3 +126,37 @@ def test_a_saved_run_is_read_back(tmp_path):
     assert row.startswith("| RDA core (registered harness, 300 MHz constraint) | "
                           "LFE5UM5G-85F CABGA381 speed 8 | current core | core **140.0** "
                           "(seed 3) | 700 | 900 | 800 | 4 | 0 | – |")
+
+
+def _seed_table() -> list[list[str]]:
+    """The rows of ``docs/HARDWARE.md``'s "What bounds each seed" table, as cells."""
+    text = PAGE.read_text()
+    start = text.index("- **What bounds each seed**")
+    rows = []
+    for line in text[start:].splitlines()[1:]:
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows[2:]                        # after the header and its rule
+
+
+def test_seed_table_says_what_the_saved_results_say():
+    """Each row of the page's per-seed table (kind, seed, both clocks' Fmax) is a saved
+    two-clock result of the current core, and every such result has its row: the words
+    beside the figures cannot outlive them."""
+    saved = {}
+    for path in sorted(SAVED.glob("synth_core_*_ctrl_speed8_seed*.json")):
+        for res in json.loads(path.read_text())["results"]:
+            if res.get("earlier_core"):
+                continue
+            for entry in res["devices"].values():
+                fmax = entry.get("fmax_by_domain", {})
+                saved[(res["kind"], entry["seed"])] = (fmax.get("core"), fmax.get("ctrl"))
+    table = {}
+    for kind, seed, core, _, ctrl, _ in _seed_table():
+        table[(kind.lower(), int(seed))] = tuple(None if v == "–" else float(v)
+                                                 for v in (core, ctrl))
+    routed = {key: value for key, value in saved.items() if value != (None, None)}
+    assert {key: value for key, value in table.items() if value != (None, None)} == routed
