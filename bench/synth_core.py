@@ -404,8 +404,8 @@ def main(argv=None) -> int:
     parser.add_argument("--collect", action="store_true",
                         help="only gather the results already in the build folder")
     parser.add_argument("--placer", choices=("heap", "static", "sa"), default="static",
-                        help="nextpnr placer (static: the whole core did not route at "
-                             "200-300 MHz with nextpnr's default, heap)")
+                        help="nextpnr placer (static: with nextpnr's default, heap, the "
+                             "two-clock LDA core routes slower, docs/HARDWARE.md)")
     parser.add_argument("--placer-density", type=float, default=None,
                         help="heap placer's maximum placement density "
                              "(--placer-heap-beta; nextpnr's default 0.9)")
