@@ -106,19 +106,33 @@ class RliInterpolator(wiring.Component):
 
     def _elaborate_buffering(self, m, wp, seg, new_segment):
         """Data packets into the buffer in every state, at most ``buffer_packets`` per
-        segment (the rest counted in ``overflowed``)."""
-        count = Signal(range(self.config.buffer_packets + 1), name="seg_count")
-        m.d.comb += [wp.addr.eq(seg.wr), wp.data.arrival.eq(self.packet_arrival),
+        segment (the rest counted in ``overflowed``).
+
+        A flush's clock may carry a data packet (the flush is taken in a clock no
+        reference arrives): it is the next segment's first, so it is judged against
+        the next segment's count, zero, not the closing one's.
+
+        The write is registered (a packet's entry lands a clock after it arrives; the
+        earliest read of it is two clocks after, in the drain that follows the next
+        reference or flush): the block RAMs' write enable is a flip-flop, not the
+        decision that also reaches the count and the state machine."""
+        n = self.config.buffer_packets
+        count = Signal(range(n + 1), name="seg_count")
+        data_now, accept = Signal(), Signal()
+        m.d.comb += [data_now.eq(self.packet_valid & ~self.packet_is_ref),
+                     accept.eq(data_now & (new_segment | (count < n)))]
+        m.d.sync += [wp.en.eq(accept), wp.addr.eq(seg.wr),
+                     wp.data.arrival.eq(self.packet_arrival),
                      wp.data.cell.eq(self.packet_cell),
                      wp.data.digest.eq(self.packet_digest)]
-        with m.If(self.packet_valid & ~self.packet_is_ref):
-            with m.If(count < self.config.buffer_packets):
-                m.d.comb += wp.en.eq(1)
-                m.d.sync += [seg.wr.eq(seg.wr + 1), count.eq(count + 1)]
-            with m.Else():
-                m.d.sync += self.overflowed.eq(self.overflowed + 1)
+        with m.If(accept):
+            m.d.sync += seg.wr.eq(seg.wr + 1)
+        with m.If(data_now & ~accept):
+            m.d.sync += self.overflowed.eq(self.overflowed + 1)
         with m.If(new_segment):
-            m.d.sync += count.eq(0)     # a reference or flush: no data packet this clock
+            m.d.sync += count.eq(accept)
+        with m.Elif(accept):
+            m.d.sync += count.eq(count + 1)
 
     def _elaborate_drain(self, m, rp, seg, reading):
         """Read ► register ► offset ► product (DSP pieces,
@@ -178,6 +192,15 @@ class RliInterpolator(wiring.Component):
         m.d.comb += [raw_delay.eq(self.packet_arrival - self.packet_send),
                      delay_in.eq(raw_delay.as_signed())]
         take_ref = self.packet_valid & self.packet_is_ref
+        # ``more``: ``rd != end`` in this clock, a register of their next values. Decoded
+        # from the pointers, the compare was the first two LUT levels of the drain's end
+        # on its way to the enables of ``a1`` and ``d1`` (RLI's datapath critical path
+        # on one placement, ``docs/HARDWARE.md``). ``end`` moves only with
+        # ``new_segment``, ``rd`` only while ``reading``.
+        more = Signal(name="drain_more")
+        rd_next = Signal.like(seg.rd)
+        m.d.comb += rd_next.eq(Mux(reading, seg.rd + 1, seg.rd))
+        m.d.sync += more.eq(rd_next != Mux(new_segment, seg.wr, seg.end))
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(take_ref):
@@ -224,7 +247,7 @@ class RliInterpolator(wiring.Component):
                     m.d.sync += seg.slope.eq(Mux(neg, ~q, q))
                     m.next = "DRAIN"
             with m.State("DRAIN"):
-                m.d.comb += reading.eq(seg.rd != seg.end)
+                m.d.comb += reading.eq(more)
                 with m.If(~reading & ~draining):
                     m.d.sync += seg.prev_valid.eq(~seg.closing)
                     with m.If(~seg.closing):

@@ -179,37 +179,49 @@ class RliReceiver(wiring.Component):
         return flush_taken, swap_now
 
     def _elaborate_stats(self, m, interp, bank, flush_taken, swap_now):
-        """Per-interval counts from the interpolator's running counters (each rises by at
-        most 1 a clock). Overflow and refused references after the flush belong to the
-        next interval; references and unreferenced packets are settled at the swap."""
+        """Per-interval counts from the interpolator's running counters.
+
+        Each running counter rises by at most 1 a clock, so the rise seen in clock ``t``
+        (its bit 0 against last clock's) is a packet or reference of clock ``t − 1``.
+        Overflow and refused references from the flush's clock on belong to the next
+        interval: at the flush the closing interval takes what was counted before it,
+        the rise seen in that clock included. References and unreferenced packets are
+        settled at the swap.
+
+        The counts run a clock behind the receiver: the boundary's strobes and the rises
+        are registered first, so the decision to flush or swap (the interpolator's and
+        the boundary's state machines) reaches four registers, not the enables and
+        selects of the counts' 384 flip-flops across the die (RLI's datapath critical
+        path on two placements, ``docs/HARDWARE.md``). ``frozen_*`` are therefore final
+        two clocks after the swap, long before the bank's copy is frozen."""
+        flushed, accepted, overrun = Signal(), Signal(), Signal()
+        m.d.sync += [flushed.eq(flush_taken), accepted.eq(swap_now & ~bank.swap_refused),
+                     overrun.eq(swap_now & bank.swap_refused)]
         current = {n: Signal(32, name=f"interval_{n}") for n in _STATS}
         held = {n: Signal(32, name=f"boundary_{n}") for n in _STATS}
         flagged_overrun = Signal()
         for name in _STATS:
             running = getattr(interp, name)
-            last = Signal(32, name=f"last_{name}")
-            step = Signal(32, name=f"step_{name}")
-            m.d.sync += last.eq(running)
-            m.d.comb += step.eq(running - last)
+            last, rose = Signal(name=f"last_{name}"), Signal(name=f"rose_{name}")
+            m.d.sync += [last.eq(running[0]), rose.eq(running[0] ^ last)]
             frozen = getattr(self, f"frozen_{name}")
-            accepted = swap_now & ~bank.swap_refused
             if name in ("overflowed", "refused"):
-                with m.If(flush_taken):
-                    m.d.sync += [held[name].eq(current[name]), current[name].eq(step)]
-                with m.Elif(swap_now & bank.swap_refused):   # overrun: merged back
-                    m.d.sync += current[name].eq(current[name] + held[name] + step)
+                with m.If(flushed):
+                    m.d.sync += [held[name].eq(current[name] + rose), current[name].eq(0)]
+                with m.Elif(overrun):   # the interval goes on: merged back
+                    m.d.sync += current[name].eq(current[name] + held[name] + rose)
                 with m.Else():
-                    m.d.sync += current[name].eq(current[name] + step)
+                    m.d.sync += current[name].eq(current[name] + rose)
                 with m.If(accepted):
                     m.d.sync += frozen.eq(held[name])
             else:
                 with m.If(accepted):
-                    m.d.sync += [frozen.eq(current[name] + step), current[name].eq(0)]
+                    m.d.sync += [frozen.eq(current[name] + rose), current[name].eq(0)]
                 with m.Else():
-                    m.d.sync += current[name].eq(current[name] + step)
-        with m.If(swap_now & bank.swap_refused):
+                    m.d.sync += current[name].eq(current[name] + rose)
+        with m.If(overrun):
             m.d.sync += [self.overruns.eq(self.overruns + 1), flagged_overrun.eq(1)]
-        with m.Elif(swap_now):
+        with m.Elif(accepted):
             m.d.sync += [flagged_overrun.eq(0),
                          self.frozen_flagged.eq(flagged_overrun | (held["overflowed"] != 0)
                                                 | (held["refused"] != 0))]

@@ -86,3 +86,98 @@ def test_frozen_words_equal_the_golden_model(seed):
         assert flagged == gstats.flagged
         flagged_seen |= gstats.flagged
     assert flagged_seen                      # the overflow path was exercised
+
+
+
+def _references_then_data(rng, n_tail, start):
+    """An interval with two references among its first packets, then ``n_tail`` data
+    packets (more than the buffer holds: the last segment overflows)."""
+    n = 7 + n_tail
+    arrival = start + np.arange(n) * 3
+    is_ref = np.zeros(n, dtype=bool)
+    is_ref[[2, 6]] = True
+    send = arrival - rng.integers(0, 500, n)
+    hashes = rng.integers(0, 1 << 32, (2, n), dtype=np.uint64)
+    return hashes, arrival, is_ref, send
+
+
+def _data_then_references(rng, n_data, start):
+    """An interval that opens with ``n_data`` data packets before its first reference
+    (more than the buffer holds: the segment overflows), then a reference and a few
+    packets more."""
+    n = n_data + 6
+    arrival = start + np.arange(n) * 3
+    is_ref = np.zeros(n, dtype=bool)
+    is_ref[n_data] = True
+    send = arrival - rng.integers(0, 500, n)
+    hashes = rng.integers(0, 1 << 32, (2, n), dtype=np.uint64)
+    return hashes, arrival, is_ref, send
+
+
+def _run_back_to_back(first, second):
+    """``first``'s packets, the swap in its last packet's clock (the unit idle); from the
+    very next clock ``second``'s packets, one per clock (the first of them in the cycle
+    the boundary is taken as the flush); the first interval's copy read; the second swap;
+    the second's copy read. Before a reference and after it the driver waits for the
+    unit to be idle."""
+    dut = RliReceiver(config=CONFIG, memory="generic")
+    result = []
+
+    async def send(ctx, interval, swap_at_last):
+        hashes, arrival, is_ref, sent = interval
+        cells, digests = flow_cells(CONFIG, hashes)
+        for i in range(len(arrival)):
+            if is_ref[i] or (i and is_ref[i - 1]):
+                await wait_until(ctx, lambda: not ctx.get(dut.busy), 400, "idle")
+            for name, value in (("valid", 1), ("is_ref", is_ref[i]),
+                                ("arrival", arrival[i] % (1 << CONFIG.ts_bits)),
+                                ("send", sent[i] % (1 << CONFIG.ts_bits)),
+                                ("cell", cells[i]), ("digest", digests[i])):
+                ctx.set(getattr(dut, f"packet_{name}"), int(value))
+            ctx.set(dut.swap, swap_at_last and i == len(arrival) - 1)
+            await ctx.tick()
+            ctx.set(dut.packet_valid, 0)
+            ctx.set(dut.swap, 0)
+
+    async def read(ctx):
+        words = await _read_frozen(ctx, dut)
+        stats = {k: ctx.get(getattr(dut, f"frozen_{k}"))
+                 for k in ("references", "overflowed", "unreferenced", "refused")}
+        result.append((words, stats, ctx.get(dut.frozen_flagged)))
+
+    async def main(ctx):
+        await send(ctx, first, swap_at_last=True)
+        await send(ctx, second, swap_at_last=False)
+        await read(ctx)
+        await wait_until(ctx, lambda: not ctx.get(dut.busy), 400, "idle")
+        ctx.set(dut.swap, 1)
+        await ctx.tick()
+        ctx.set(dut.swap, 0)
+        await read(ctx)
+
+    simulate(dut, main)
+    return result
+
+
+@pytest.mark.parametrize("n_tail, n_data", [(CONFIG.buffer_packets, CONFIG.buffer_packets),
+                                            (CONFIG.buffer_packets + 2, CONFIG.buffer_packets),
+                                            (CONFIG.buffer_packets, CONFIG.buffer_packets + 3),
+                                            (CONFIG.buffer_packets + 1,
+                                             CONFIG.buffer_packets + 1)])
+def test_the_boundary_splits_back_to_back_packets_as_the_golden_model(n_tail, n_data):
+    """The last packet before the boundary (in the swap's clock) and the first after it
+    (in the flush's clock) arrive back to back, each in a segment that can overflow:
+    each interval's segments hold ``buffer_packets`` and its overflow is its own, as the
+    golden model."""
+    rng = np.random.default_rng(11)
+    first = _references_then_data(rng, n_tail, 1000)
+    second = _data_then_references(rng, n_data, 20_000)
+    out = _run_back_to_back(first, second)
+    for (hashes, arrival, is_ref, send), (words, stats, flagged) in zip((first, second), out):
+        golden, gstats = receiver_synopsis(CONFIG, hashes, arrival, is_ref, send, ~is_ref)
+        assert stats == {"references": gstats.references, "overflowed": gstats.overflowed,
+                         "unreferenced": gstats.unreferenced, "refused": 0}
+        assert words == [int(w) for w in golden.words()]
+        assert flagged == gstats.flagged
+    assert [o[1]["overflowed"] for o in out] == [n_tail - CONFIG.buffer_packets,
+                                                 n_data - CONFIG.buffer_packets]
