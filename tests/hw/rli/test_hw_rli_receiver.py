@@ -43,30 +43,41 @@ async def _read_frozen(ctx, dut):
     return words
 
 
+def _present(ctx, dut, interval, cells, digests, i):
+    """Packet ``i`` of ``interval`` on the receiver's ``packet_*`` inputs."""
+    hashes, arrival, is_ref, send = interval
+    for name, value in (("valid", 1), ("is_ref", is_ref[i]),
+                        ("arrival", arrival[i] % (1 << CONFIG.ts_bits)),
+                        ("send", send[i] % (1 << CONFIG.ts_bits)),
+                        ("cell", cells[i]), ("digest", digests[i])):
+        ctx.set(getattr(dut, f"packet_{name}"), int(value))
+
+
+async def _frozen_result(ctx, dut):
+    """The frozen copy's words, the interval's counts and its flag (the copy released)."""
+    words = await _read_frozen(ctx, dut)
+    stats = {k: ctx.get(getattr(dut, f"frozen_{k}"))
+             for k in ("references", "overflowed", "unreferenced", "refused")}
+    return words, stats, ctx.get(dut.frozen_flagged)
+
+
 def _run(intervals):
     dut = RliReceiver(config=CONFIG, memory="generic")
     result = []
 
     async def main(ctx):
-        for hashes, arrival, is_ref, send in intervals:
-            cells, digests = flow_cells(CONFIG, hashes)
-            for i in range(len(arrival)):
-                if is_ref[i]:
+        for interval in intervals:
+            cells, digests = flow_cells(CONFIG, interval[0])
+            for i in range(len(interval[1])):
+                if interval[2][i]:
                     await wait_until(ctx, lambda: not ctx.get(dut.busy), 400, "idle")
-                for name, value in (("valid", 1), ("is_ref", is_ref[i]),
-                                    ("arrival", arrival[i] % (1 << CONFIG.ts_bits)),
-                                    ("send", send[i] % (1 << CONFIG.ts_bits)),
-                                    ("cell", cells[i]), ("digest", digests[i])):
-                    ctx.set(getattr(dut, f"packet_{name}"), int(value))
+                _present(ctx, dut, interval, cells, digests, i)
                 await ctx.tick()
                 ctx.set(dut.packet_valid, 0)
             ctx.set(dut.swap, 1)
             await ctx.tick()
             ctx.set(dut.swap, 0)
-            words = await _read_frozen(ctx, dut)
-            stats = {k: ctx.get(getattr(dut, f"frozen_{k}"))
-                     for k in ("references", "overflowed", "unreferenced", "refused")}
-            result.append((words, stats, ctx.get(dut.frozen_flagged)))
+            result.append(await _frozen_result(ctx, dut))
 
     simulate(dut, main)
     return result
@@ -89,29 +100,27 @@ def test_frozen_words_equal_the_golden_model(seed):
 
 
 
-def _references_then_data(rng, n_tail, start):
-    """An interval with two references among its first packets, then ``n_tail`` data
-    packets (more than the buffer holds: the last segment overflows)."""
-    n = 7 + n_tail
+def _spaced(rng, n, refs, start):
+    """``n`` received frames 3 ticks apart, references at the indices ``refs``."""
     arrival = start + np.arange(n) * 3
     is_ref = np.zeros(n, dtype=bool)
-    is_ref[[2, 6]] = True
+    is_ref[refs] = True
     send = arrival - rng.integers(0, 500, n)
     hashes = rng.integers(0, 1 << 32, (2, n), dtype=np.uint64)
     return hashes, arrival, is_ref, send
+
+
+def _references_then_data(rng, n_tail, start):
+    """An interval with two references among its first packets, then ``n_tail`` data
+    packets (more than the buffer holds: the last segment overflows)."""
+    return _spaced(rng, 7 + n_tail, [2, 6], start)
 
 
 def _data_then_references(rng, n_data, start):
     """An interval that opens with ``n_data`` data packets before its first reference
     (more than the buffer holds: the segment overflows), then a reference and a few
     packets more."""
-    n = n_data + 6
-    arrival = start + np.arange(n) * 3
-    is_ref = np.zeros(n, dtype=bool)
-    is_ref[n_data] = True
-    send = arrival - rng.integers(0, 500, n)
-    hashes = rng.integers(0, 1 << 32, (2, n), dtype=np.uint64)
-    return hashes, arrival, is_ref, send
+    return _spaced(rng, n_data + 6, [n_data], start)
 
 
 def _run_back_to_back(first, second):
@@ -124,36 +133,26 @@ def _run_back_to_back(first, second):
     result = []
 
     async def send(ctx, interval, swap_at_last):
-        hashes, arrival, is_ref, sent = interval
+        hashes, arrival, is_ref, _ = interval
         cells, digests = flow_cells(CONFIG, hashes)
         for i in range(len(arrival)):
             if is_ref[i] or (i and is_ref[i - 1]):
                 await wait_until(ctx, lambda: not ctx.get(dut.busy), 400, "idle")
-            for name, value in (("valid", 1), ("is_ref", is_ref[i]),
-                                ("arrival", arrival[i] % (1 << CONFIG.ts_bits)),
-                                ("send", sent[i] % (1 << CONFIG.ts_bits)),
-                                ("cell", cells[i]), ("digest", digests[i])):
-                ctx.set(getattr(dut, f"packet_{name}"), int(value))
+            _present(ctx, dut, interval, cells, digests, i)
             ctx.set(dut.swap, swap_at_last and i == len(arrival) - 1)
             await ctx.tick()
             ctx.set(dut.packet_valid, 0)
             ctx.set(dut.swap, 0)
 
-    async def read(ctx):
-        words = await _read_frozen(ctx, dut)
-        stats = {k: ctx.get(getattr(dut, f"frozen_{k}"))
-                 for k in ("references", "overflowed", "unreferenced", "refused")}
-        result.append((words, stats, ctx.get(dut.frozen_flagged)))
-
     async def main(ctx):
         await send(ctx, first, swap_at_last=True)
         await send(ctx, second, swap_at_last=False)
-        await read(ctx)
+        result.append(await _frozen_result(ctx, dut))
         await wait_until(ctx, lambda: not ctx.get(dut.busy), 400, "idle")
         ctx.set(dut.swap, 1)
         await ctx.tick()
         ctx.set(dut.swap, 0)
-        await read(ctx)
+        result.append(await _frozen_result(ctx, dut))
 
     simulate(dut, main)
     return result
