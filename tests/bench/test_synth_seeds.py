@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -290,6 +291,32 @@ def test_seed_loop_synthesises_once_and_places_once_per_seed(tmp_path, monkeypat
         "speed=8 measured=current",
         "core lda ctrl median=132.0 min=131.0 max=133.0 seeds=2 unrouted=1 clocks=2 "
         "speed=8 measured=current"]
+
+
+def test_jobs_place_the_seeds_at_once_and_keep_their_order(tmp_path, monkeypatch):
+    """``--jobs 3``: the three seeds' place and routes run at the same time (each waits
+    at a barrier the three must reach together; one after another, the first times out),
+    and the runs come back in the order the seeds were given, an unrouted one in its
+    place."""
+    _no_verilog(monkeypatch)
+    fake = _FakeTools(unrouted={2})
+    together = threading.Barrier(3, timeout=20)
+
+    def placed_together(cmd, log_path, **kwargs):
+        if cmd[0] == "nextpnr":
+            together.wait()
+        return fake(cmd, log_path, **kwargs)
+
+    monkeypatch.setattr(synth_core_module, "run", placed_together)
+    monkeypatch.setattr(Toolchain, "find", classmethod(lambda cls: cls("yosys", "nextpnr")))
+    assert main(["--cores", "lda", "--speeds", "8", "--seeds", "3", "1", "2",
+                 "--control-domain", "ctrl", "--jobs", "3", "--build", str(tmp_path),
+                 "-o", str(tmp_path / "out.json")]) == 0
+    assert len(fake.of("yosys")) == 1
+    assert sorted(c[c.index("--seed") + 1] for c in fake.of("nextpnr")) == ["1", "2", "3"]
+    runs = json.loads((tmp_path / "out.json").read_text())["results"][0]["runs"]
+    assert [(r["seed"], r["fmax_by_domain"]) for r in runs] == [
+        (3, {"core": 203.0, "ctrl": 133.0}), (1, {"core": 201.0, "ctrl": 131.0}), (2, {})]
 
 
 def test_default_is_three_seeds(tmp_path, monkeypatch, capsys):
