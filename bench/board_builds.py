@@ -18,13 +18,15 @@ defaults: placement seeds, placer, router, directions, the 62.5 MHz core clock; 
 (``N``: the seed asked for, the board's own by default; the outcome names the seed that
 built and those at which the router stalled);
 ``--collect`` runs nothing and takes the outcomes already in the build folders (a build
-run by hand, or by an earlier run of this command). Slow (a place and route per board
+run by hand, or by an earlier run of this command); ``--jobs N`` runs N board commands at
+once. Slow (a place and route per board
 and kind, 10–60 minutes each here): run it by hand, not in the test suite.
 
 Usage::
 
     .venv/bin/python -m bench.board_builds [--boards ecpix5 versa_ecp5 colorlight_5a75b]
-        [--kinds lda rda lds opa rli] [--seed N] [--build build/boards] [--collect] [--save]
+        [--kinds lda rda lds opa rli] [--seed N] [--jobs 1] [--build build/boards]
+        [--collect] [--save]
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import json
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench import ROOT
@@ -120,18 +123,25 @@ def main(argv=None) -> int:
                         help="run nothing: take the outcomes in the build folders")
     parser.add_argument("--save", action="store_true",
                         help=f"write each outcome to {shown(SAVED)}/")
+    parser.add_argument("--jobs", "-j", type=int, default=1,
+                        help="builds at once (each is Yosys, then nextpnr: one thread each)")
     args = parser.parse_args(argv)
-    for board in args.boards:
-        seed = default_seed(board) if args.seed is None else args.seed
-        for kind in args.kinds:
-            if args.collect:
-                outcome = _collected(board, kind, seed, args.build)
-                if outcome is None:
-                    print(f"{board} {kind}: no build in {args.build / f'{board}_{kind}'}")
-                    continue
-            else:
-                outcome = run_board(board, kind, seed, args.build,
-                                    own_seeds=args.seed is None)
+    todo = [(board, kind, default_seed(board) if args.seed is None else args.seed)
+            for board in args.boards for kind in args.kinds]
+
+    def outcome_of(build):
+        board, kind, seed = build
+        if args.collect:
+            return _collected(board, kind, seed, args.build)
+        return run_board(board, kind, seed, args.build, own_seeds=args.seed is None)
+
+    # Threads suffice: each waits on its board command's process. Each outcome is shown
+    # (and saved) as soon as it and those before it are in.
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for (board, kind, seed), outcome in zip(todo, pool.map(outcome_of, todo)):
+            if outcome is None:
+                print(f"{board} {kind}: no build in {args.build / f'{board}_{kind}'}")
+                continue
             if "refused" in outcome:
                 print(f"{board} {kind}: refused: {outcome['refused']}")
             else:
@@ -140,11 +150,11 @@ def main(argv=None) -> int:
                 stalled = outcome.get("stalled_seeds")
                 seed_note = (f" (seed {outcome['seed']}; the router stalled at seed "
                              f"{', '.join(map(str, stalled))})" if stalled else "")
-                print(f"{board} {kind}: {clocks}{seed_note}")
+                print(f"{board} {kind}: {clocks}{seed_note}", flush=True)
             if args.save:
                 path = SAVED / saved_name(board, kind, seed)
                 path.write_text(json.dumps(outcome, indent=2) + "\n")
-                print(f"  saved {shown(path)}")
+                print(f"  saved {shown(path)}", flush=True)
     return 0
 
 

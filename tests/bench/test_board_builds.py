@@ -5,6 +5,7 @@ kept as a saved result, and read back as a row of ``--summary`` and of the table
 from __future__ import annotations
 
 import json
+import threading
 
 from bench import board_builds
 from bench.board_builds import board_outcome, default_seed, main, saved_name
@@ -105,6 +106,36 @@ def test_the_bench_runs_the_board_command_at_its_own_seeds_unless_given_one(
         assert main(["--build", str(tmp_path), "--boards", "versa_ecp5", "--kinds", "lda",
                      *extra]) == 0
     assert commands == [[], ["--seed", "4"]]
+
+
+def test_jobs_run_the_board_commands_at_once_and_report_in_order(tmp_path, monkeypatch,
+                                                                   capsys):
+    """``--jobs 2``: the two board commands run at the same time (each waits at a barrier
+    the two must reach together; one after the other, the first times out), and their
+    outcomes are printed and saved in the order asked."""
+    together = threading.Barrier(2, timeout=20)
+    real_run = board_builds.subprocess.run
+
+    def run(cmd, **kwargs):
+        if "--synopsis" not in cmd:                     # git, for the outcome's commit
+            return real_run(cmd, **kwargs)
+        together.wait()
+        kind = cmd[cmd.index("--synopsis") + 1]
+        return type("Done", (), {"returncode": 1,
+                                 "stderr": REFUSAL.replace("268", f"268 ({kind})")})()
+
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    monkeypatch.setattr(board_builds.subprocess, "run", run)
+    monkeypatch.setattr(board_builds, "SAVED", saved)
+    assert main(["--build", str(tmp_path / "build"), "--boards", "versa_ecp5", "--kinds",
+                 "rli", "opa", "--jobs", "2", "--save"]) == 0
+    shown = [line.split(":")[0] for line in capsys.readouterr().out.splitlines()
+             if not line.startswith("  saved")]
+    assert shown == ["versa_ecp5 rli", "versa_ecp5 opa"]
+    for kind in ("rli", "opa"):
+        outcome = json.loads((saved / saved_name("versa_ecp5", kind, 1)).read_text())
+        assert f"it needs 268 ({kind}) DP16KD" in outcome["refused"]
 
 
 def test_a_board_s_core_clock_is_core_whatever_nextpnr_names_it():
