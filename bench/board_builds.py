@@ -9,7 +9,8 @@ defaults: placement seeds, placer, router, directions, the 62.5 MHz core clock; 
 ``--seed N``, that seed alone) and keeps what came of it:
 
 * a build: the folder's ``summary.json`` (Fmax per clock, resources, kind, cores, core
-  clock, nextpnr's options) with the commit its gateware was built from;
+  clock, nextpnr's options) with the commit its gateware was built from and the tools'
+  versions (:func:`bench.synth_runner.tool_versions`);
 * a refusal (the design does not fit the device, or a step failed): the command's
   one-line message, exit status 1 — a board that cannot take a kind at its defaults says
   so, and the row says what it needs.
@@ -42,7 +43,7 @@ from pathlib import Path
 
 from bench import ROOT
 from bench.saved_results import SAVED, KINDS
-from bench.synth_runner import git_describe, shown
+from bench.synth_runner import git_describe, shown, tool_versions
 from boards.top import device_name
 
 __all__ = ["BOARDS", "board_outcome", "run_board", "saved_name", "main"]
@@ -70,11 +71,11 @@ def board_outcome(folder: Path, board: str, kind: str, seed: int, *, returncode:
         data = json.loads(summary.read_text())
         if data.get("kind") != kind:
             raise ValueError(f"{summary} is a {data.get('kind')} build, not {kind}")
-        return data | {"git": git}
+        return data | {"git": git, "tools": tool_versions()}
     message = (stderr.strip().splitlines() or [f"exit {returncode}"])[-1]
     message = re.sub(r"; see \S+$", "", message)        # the log's path is this machine's
     platform = importlib.import_module(f"boards.{board}").Platform()
-    return {"board": board, "kind": kind, "seed": seed, "git": git,
+    return {"board": board, "kind": kind, "seed": seed, "git": git, "tools": tool_versions(),
             "device": device_name(platform),
             "refused": message.removeprefix(f"python -m boards.{board}: ")}
 

@@ -89,7 +89,8 @@ from bench.synth_harness import RegisteredHarness
 from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_lpf, clock_net,
                                 critical_path_summary, first_error, fmax_mhz, git_describe,
                                 nextpnr_command, path_summary, placement_estimate, run,
-                                shown, used_resources, yosys_cells, yosys_command)
+                                shown, tool_versions, used_resources, yosys_cells,
+                                yosys_command)
 from boards.top import router_stall_figures
 
 #: The core kinds of the matrix (each at the defaults of
@@ -203,6 +204,7 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
         "control_domain": control_domain if two_clocks else "sync",
         "measurement_latency": core.measurement_latency,
         "target_mhz": freq,
+        "tools": tool_versions(),
     }
     if collect and not yosys_log.exists():
         return None

