@@ -239,6 +239,7 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
         # Only the clock pins are placed: the data pins may go anywhere.
         lpf = ("--lpf", str(lpf_path), "--lpf-allow-unconstrained")
         shown_lpf = ("--lpf", shown(lpf_path), "--lpf-allow-unconstrained")
+
     def place_and_route(speed, seed):
         """One seed's device entry (``None``: ``collect`` and never placed)."""
         device = SPEED_GRADES[speed]
@@ -413,7 +414,7 @@ def main(argv=None) -> int:
                             help=f"core size: {name} (default: the kind's)")
     parser.add_argument("--jobs", "-j", type=int, default=1,
                         help="place and routes at once (one nextpnr thread each; each "
-                             "needs some 2 GB of memory for a whole core)")
+                             "needs about 1 GB of memory for a whole core)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse netlists and reports already in the build folder")
     parser.add_argument("--collect", action="store_true",

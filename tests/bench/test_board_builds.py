@@ -5,8 +5,8 @@ kept as a saved result, and read back as a row of ``--summary`` and of the table
 from __future__ import annotations
 
 import json
-from importlib import metadata
 import threading
+from importlib import metadata
 
 from bench import board_builds
 from bench.board_builds import board_outcome, default_seed, main, saved_name
