@@ -149,8 +149,13 @@ def main(argv=None) -> int:
                 clocks = ", ".join(f"{net} {v['achieved']} / {v['constraint']} MHz"
                                    for net, v in outcome["fmax_mhz"].items())
                 stalled = outcome.get("stalled_seeds")
-                seed_note = (f" (seed {outcome['seed']}; the router stalled at seed "
-                             f"{', '.join(map(str, stalled))})" if stalled else "")
+                unrouted = outcome.get("unrouted_seeds")
+                before = ([f"the router stalled at seed {', '.join(map(str, stalled))}"]
+                          if stalled else []) + (
+                    [f"no route at seed {', '.join(map(str, unrouted))}"] if unrouted
+                    else [])
+                seed_note = (f" (seed {outcome['seed']}; {'; '.join(before)})" if before
+                             else "")
                 print(f"{board} {kind}: {clocks}{seed_note}", flush=True)
             if args.save:
                 path = SAVED / saved_name(board, kind, seed)

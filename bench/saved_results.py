@@ -135,6 +135,7 @@ def board_rows(folder: Path = SAVED) -> list[dict]:
         rows.append({
             "board": data["board"], "kind": data["kind"], "seed": data["seed"],
             "stalled_seeds": data.get("stalled_seeds", []),
+            "unrouted_seeds": data.get("unrouted_seeds", []),
             "device": data["device"], "file": path.name,
             "earlier_core": data.get("earlier_core"), "domains": domains,
             "met": all(d["achieved"] >= d["constraint"] for d in domains.values())
@@ -267,9 +268,11 @@ def figures_table(folder: Path = SAVED) -> str:
                   f"{margin}" + ("" if row["met"] else f", under the "
                                 f"{100 * CORE_MARGIN:.0f} % margin") + ")")
         res = row["resources"]
-        stalled = row["stalled_seeds"]
-        seed = f"seed {row['seed']}" + (
-            f" (the router stalled at {', '.join(map(str, stalled))})" if stalled else "")
+        stalled, unrouted = row["stalled_seeds"], row["unrouted_seeds"]
+        before = ([f"the router stalled at {', '.join(map(str, stalled))}"] if stalled
+                  else []) + ([f"no route at {', '.join(map(str, unrouted))}"] if unrouted
+                              else [])
+        seed = f"seed {row['seed']}" + (f" ({'; '.join(before)})" if before else "")
         lines.append(
             f"| board `{row['board']}`, {row['kind'].upper()} core(s), {seed} | "
             f"{row['device']} | {measured(row['earlier_core'])} | {clocks} | – | "

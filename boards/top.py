@@ -61,8 +61,8 @@ __all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "chec
            "device_csr", "write_csr_exports", "use_yowasp", "device_name", "build_board",
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
            "crowded_resources", "MAX_LOGIC_SHARE", "build_failure", "run_build_script",
-           "RouterStalled", "router_stall", "router_stall_figures", "ROUTER_STALL_ITERATIONS",
-           "SEED_ATTEMPTS"]
+           "RouterStalled", "RouteFailed", "router_stall", "router_stall_figures",
+           "ROUTER_STALL_ITERATIONS", "SEED_ATTEMPTS"]
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
@@ -380,6 +380,17 @@ class RouterStalled(BoardBuildFailed):
     (:func:`router_stall`): another seed may route."""
 
 
+class RouteFailed(BoardBuildFailed):
+    """nextpnr found no route for an arc of the build's placement (``ERROR: Failed to
+    route arc``): another seed may route. Seen here on the Versa, where the reset
+    synchroniser's flip-flop placed at X27/Y2 or X39/Y4 had no route to its global
+    buffer's input (LDA and RDA at seed 1) while the same design routed at other seeds."""
+
+
+#: nextpnr's error line: ``ERROR: Failed to route arc 0.0 of net '…', from … to ….``
+_NEXTPNR_ERROR = re.compile(r"^ERROR: (.*)$", re.M)
+
+
 #: A line of nextpnr's "Device utilisation" table: ``Info: <tab> DP16KD:  268/  108  248%``.
 _UTILISATION = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%\s*$", re.M)
 
@@ -424,8 +435,8 @@ def crowded_resources(nextpnr_log: str, max_share: float = MAX_LOGIC_SHARE
 #: minutes), and two RLI cores' overuse grew (to 10 656 and 1 801 wires) until stopped by
 #: hand, where other seeds of the same designs routed in minutes.
 ROUTER_STALL_ITERATIONS = 150
-#: Placement seeds a board command tries, in turn, while the router stalls (unless
-#: ``--seed`` names one).
+#: Placement seeds a board command tries, in turn, while the router stalls or finds no
+#: route (unless ``--seed`` names one).
 SEED_ATTEMPTS = 3
 #: A line of router2's progress: ``Info:     iter=26 wires=565435 overused=14 overuse=14``.
 _ROUTER_ITERATION = re.compile(r"iter=(\d+) wires=\d+ overused=(\d+)")
@@ -525,7 +536,12 @@ def build_failure(out_dir: Path, board: str, device: str, returncode: int,
         return RouterStalled(f"nextpnr's router did not converge: {stall}. Another "
                              f"placement seed (--seed) may route; see {tim}")
     if not (out_dir / f"{board}.config").exists():
-        return BoardBuildFailed(f"nextpnr failed (exit {returncode}); see {tim}")
+        error = _NEXTPNR_ERROR.search(log)
+        if error and error.group(1).startswith("Failed to route"):
+            return RouteFailed(f"nextpnr could not route this placement: {error.group(1)} "
+                               f"Another placement seed (--seed) may route; see {tim}")
+        said = f": {error.group(1)}" if error else ""
+        return BoardBuildFailed(f"nextpnr failed (exit {returncode}){said}; see {tim}")
     return BoardBuildFailed(f"ecppack failed (exit {returncode}); see {out_dir}")
 
 
@@ -562,8 +578,10 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     ``python -m bench.synth_core --summary``. ``max_logic_share``: the build stops when
     the design needs more of the device's flip-flops or LUT cells
     (:data:`MAX_LOGIC_SHARE`). ``more_seeds``: placement seeds to build with, in turn,
-    when the router stalls (:class:`RouterStalled`) at the seed of ``nextpnr_opts``
-    (``--seed``, else 1); the summary names the seeds that stalled (``stalled_seeds``).
+    when the router stalls (:class:`RouterStalled`) or finds no route
+    (:class:`RouteFailed`) at the seed of ``nextpnr_opts`` (``--seed``, else 1); the
+    summary names the seeds that stalled (``stalled_seeds``) and those that did not route
+    (``unrouted_seeds``).
     Each attempt runs the whole script again, Yosys included."""
     out_dir = Path(build_dir) / board
     written = write_csr_exports(top, out_dir, board=board)
@@ -588,7 +606,7 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
             f"(or set {', '.join(missing)} to native tools)")
     found = _SEED_OPTION.search(nextpnr_opts)
     first = int(found.group(1)) if found else 1
-    seeds, stalled = (first, *more_seeds), []
+    seeds, stalled, unrouted = (first, *more_seeds), [], []
     for seed in seeds:
         nextpnr_opts = " ".join([*_SEED_OPTION.sub("", nextpnr_opts).split(), "--seed",
                                  str(seed)])
@@ -602,16 +620,25 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
             break
         failure = build_failure(out_dir, board, summary["device"], returncode,
                                 max_share=max_logic_share)
-        if not isinstance(failure, RouterStalled) or seed == seeds[-1]:
-            if stalled:
-                failure = type(failure)(f"at seed {seed} (after {_seeds(stalled)} "
-                                        f"stalled): {failure}")
+        if not isinstance(failure, (RouterStalled, RouteFailed)) or seed == seeds[-1]:
+            before = [f"{_seeds(tried)} {what}" for tried, what in
+                      ((stalled, "stalled"), (unrouted, "did not route")) if tried]
+            if before:
+                failure = type(failure)(f"at seed {seed} (after {' and '.join(before)}): "
+                                        f"{failure}")
             raise failure
-        stalled.append(seed)
-        print(f"boards.{board}: the router stalled at seed {seed}; building again at the "
-              f"next seed", file=sys.stderr)
+        if isinstance(failure, RouterStalled):
+            stalled.append(seed)
+            print(f"boards.{board}: the router stalled at seed {seed}; building again at "
+                  f"the next seed", file=sys.stderr)
+        else:
+            unrouted.append(seed)
+            print(f"boards.{board}: nextpnr could not route seed {seed}; building again at "
+                  f"the next seed", file=sys.stderr)
     if stalled:
         summary["stalled_seeds"] = stalled
+    if unrouted:
+        summary["unrouted_seeds"] = unrouted
     options = dict(re.findall(r"--(seed|placer|router) (\S+)", nextpnr_opts))
     summary |= {"seed": int(options.get("seed", 1)), "placer": options.get("placer", "heap"),
                 "router": options.get("router", "router1")}
@@ -679,7 +706,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help="nextpnr router (default router2)")
     parser.add_argument("--seed", dest="pnr_seed", type=int, default=None,
                         help=f"nextpnr placement seed (default {seed}, then the next "
-                             f"{SEED_ATTEMPTS - 1} in turn while the router stalls; a seed "
+                             f"{SEED_ATTEMPTS - 1} in turn while the router stalls or "
+                             f"finds no route; a seed "
                              f"given is the only one tried)")
     parser.add_argument("--max-utilisation", type=float, default=100 * MAX_LOGIC_SHARE,
                         metavar="PERCENT",

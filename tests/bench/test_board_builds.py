@@ -103,6 +103,24 @@ def test_a_build_at_a_later_seed_says_where_the_router_stalled(tmp_path, monkeyp
         in figures_table(saved)
 
 
+def test_a_build_after_a_seed_without_a_route_says_so(tmp_path, monkeypatch, capsys):
+    """A board command that built at its third seed, the router having stalled at the
+    first and found no route at the second: the printed line and the table say both."""
+    build, saved = tmp_path / "build", tmp_path / "saved"
+    saved.mkdir()
+    _built(build / "versa_ecp5_lda", "versa_ecp5", "lda", 80.0)
+    summary = build / "versa_ecp5_lda" / "versa_ecp5" / "summary.json"
+    summary.write_text(json.dumps(json.loads(summary.read_text())
+                                  | {"seed": 3, "stalled_seeds": [1], "unrouted_seeds": [2]}))
+    monkeypatch.setattr(board_builds, "SAVED", saved)
+    assert main(["--collect", "--save", "--build", str(build), "--boards", "versa_ecp5",
+                 "--kinds", "lda"]) == 0
+    assert "versa_ecp5 lda: $glbnet$clk 80.0 / 62.5 MHz (seed 3; the router stalled at " \
+           "seed 1; no route at seed 2)" in capsys.readouterr().out
+    assert "| board `versa_ecp5`, LDA core(s), seed 3 (the router stalled at 1; no route " \
+           "at 2) |" in figures_table(saved)
+
+
 def test_the_bench_runs_the_board_command_at_its_own_seeds_unless_given_one(
         tmp_path, monkeypatch):
     commands = []

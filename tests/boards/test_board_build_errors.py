@@ -14,8 +14,8 @@ import pytest
 from boards import ecpix5
 from boards import top as top_module
 from boards.top import (MAX_LOGIC_SHARE, ROUTER_STALL_ITERATIONS, BoardBuildFailed,
-                        RouterStalled, build_board, crowded_resources, overused_resources,
-                        router_stall)
+                        RouteFailed, RouterStalled, build_board, crowded_resources,
+                        overused_resources, router_stall)
 from host_sw.contracts.config import LdaConfig
 
 #: The head of nextpnr-ecp5's utilisation table for two RLI cores on the Versa's 45F.
@@ -153,7 +153,9 @@ def test_the_failed_step_and_its_log(failing_build, tmp_path):
     folder = tmp_path / "versa"
     assert failing_build({".rpt": "ERROR: x\n"}) == \
         f"Yosys failed (exit 1); see {folder / 'versa.rpt'}"
-    assert failing_build({".rpt": "", ".tim": "ERROR: Failed to route\n"}) == \
+    assert failing_build({".rpt": "", ".tim": "Info: x\nERROR: Unable to place cell 'a'\n"}) \
+        == f"nextpnr failed (exit 1): Unable to place cell 'a'; see {folder / 'versa.tim'}"
+    assert failing_build({".rpt": "", ".tim": "Info: x\n"}) == \
         f"nextpnr failed (exit 1); see {folder / 'versa.tim'}"
     assert failing_build({".rpt": "", ".tim": "Info: done\n", ".config": ""}) == \
         f"ecppack failed (exit 1); see {folder}"
@@ -301,6 +303,57 @@ def test_a_build_whose_router_stalls_at_every_seed_says_so(tmp_path, monkeypatch
         f"overused wires at iteration {ROUTER_STALL_ITERATIONS + 2}, none fewer than 30 in "
         f"the last {ROUTER_STALL_ITERATIONS} iterations (stopped). Another placement seed "
         f"(--seed) may route; see ")
+
+
+#: nextpnr's log of a placement with an arc it cannot route (the Versa LDA build at seed 1).
+UNROUTABLE_LOG = ROUTED_LOG + (
+    "Info: Running router2...\n"
+    "ERROR: Failed to route arc 0.0 of net 'reset_sync_sync.global_buffer_CLKI', from "
+    "X27/Y2/Q5_SLICE to X0/Y0/G_CLKI_TDCC0.\n0 warnings, 1 error\n")
+
+
+def _unroutable_build(tmp_path, monkeypatch, routed_seeds):
+    """``build_board`` at seeds 1, 2, 3 where nextpnr finds no route at every seed but
+    ``routed_seeds``: the platform and the outcome (summary or failure)."""
+    import json
+
+    for var in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK"):
+        monkeypatch.setenv(var, sys.executable)
+    monkeypatch.setattr(top_module, "write_csr_exports", lambda top, out_dir, board: [])
+    report = {"fmax": {"$glbnet$clk": {"achieved": 71.0, "constraint": 62.5}},
+              "utilization": {}}
+    routed = {".tim": ROUTED_LOG, ".report.json": json.dumps(report)}
+    platform = _SeededPlatform(
+        {s: routed if s in routed_seeds else {".rpt": "", ".tim": UNROUTABLE_LOG}
+         for s in (1, 2, 3)},
+        {s: "exit 0\n" if s in routed_seeds else "exit 125\n" for s in (1, 2, 3)})
+    try:
+        outcome = build_board(platform, top=_TOP, board="versa", build_dir=tmp_path,
+                              nextpnr_opts="--router router2 --seed 1 --placer static",
+                              more_seeds=(2, 3))
+    except BoardBuildFailed as exc:
+        outcome = exc
+    return platform, outcome
+
+
+def test_a_placement_without_a_route_is_built_again_at_the_next_seed(
+        tmp_path, monkeypatch, capsys):
+    platform, summary = _unroutable_build(tmp_path, monkeypatch, routed_seeds={2})
+    assert platform.seeds == [1, 2]
+    assert summary["seed"] == 2 and summary["unrouted_seeds"] == [1]
+    assert "stalled_seeds" not in summary
+    assert "nextpnr could not route seed 1; building again" in capsys.readouterr().err
+
+
+def test_a_build_without_a_route_at_every_seed_names_the_arc(tmp_path, monkeypatch):
+    platform, failure = _unroutable_build(tmp_path, monkeypatch, routed_seeds=set())
+    assert platform.seeds == [1, 2, 3]
+    assert isinstance(failure, RouteFailed)
+    assert str(failure) == (
+        "at seed 3 (after seeds 1, 2 did not route): nextpnr could not route this "
+        "placement: Failed to route arc 0.0 of net 'reset_sync_sync.global_buffer_CLKI', "
+        "from X27/Y2/Q5_SLICE to X0/Y0/G_CLKI_TDCC0. Another placement seed (--seed) may "
+        f"route; see {tmp_path / 'versa' / 'versa.tim'}")
 
 
 def test_board_command_tries_the_next_seeds_unless_given_one(monkeypatch):
