@@ -28,7 +28,7 @@ Microchip KSZ9031 both), then released; the RGMII clock domains stay in reset un
 from dataclasses import dataclass
 
 from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Const, Elaboratable, Instance,
-                          Module, Signal)
+                          Module, ResetSignal, Signal)
 from amaranth.lib import data, io, wiring
 from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import Out
@@ -130,13 +130,8 @@ def _ddr(direction, port, domain, taps):
 
 
 class RGMIIPins(Elaboratable):
-    """DDR buffers of one ``lda_rgmii`` port and its receive clock domain ``eth_rx<k>``,
-    reset from ``rx_reset`` (:attr:`PHYReset.rgmii_reset`), which must be asserted while
-    ``sync`` is in reset (the sequence's count resets with ``sync``, asynchronously on
-    ECP5). Not ``sync``'s reset ORed in: that reset is on a global (a DCCA), and a LUT
-    among its loads, routed on fabric paths locked from the global's branch, left the
-    Versa's LDA and RDA builds without a route to the DCCA's own input
-    (``docs/HARDWARE.md``, "Limits of the board designs")."""
+    """DDR buffers of one ``lda_rgmii`` port and its receive clock domain ``eth_rx<k>``
+    (reset from ``sync``'s reset and ``rx_reset``, e.g. :attr:`PHYReset.rgmii_reset`)."""
 
     def __init__(self, platform, index: int, *, tx_domain: str | None,
                  skew: RGMIISkew = RGMIISkew()):
@@ -169,7 +164,8 @@ class RGMIIPins(Elaboratable):
         m = Module()
         m.domains += ClockDomain(self.rx_domain)
         m.d.comb += ClockSignal(self.rx_domain).eq(self.pins.rx_clk.i)
-        m.submodules.rst_sync = ResetSynchronizer(self.rx_reset, domain=self.rx_domain)
+        m.submodules.rst_sync = ResetSynchronizer(ResetSignal("sync") | self.rx_reset,
+                                                  domain=self.rx_domain)
         m.submodules.rx_ctl = self.rx_ctl
         m.submodules.rx_data = self.rx_data
         if self.tx_domain is not None:
@@ -188,9 +184,7 @@ class PHYReset(wiring.Component):
     phy_reset: Out(1)
         Drive the PHYs' (active-low) reset pins asserted while 1.
     rgmii_reset: Out(1)
-        Hold the RGMII clock domains in reset while 1; also while the core's domain is in
-        reset (the count resets with it), so it is the receive domains' only reset
-        (:class:`RGMIIPins`).
+        Hold the RGMII clock domains in reset while 1.
     """
 
     phy_reset: Out(1)
