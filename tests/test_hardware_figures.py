@@ -48,17 +48,17 @@ def test_summary_of_the_saved_results():
         'core rli core median=- min=- max=- seeds=0 unrouted=1 clocks=1 speed=8 measured=earlier',
         'core rli core median=109.2 min=108.9 max=122.5 seeds=3 clocks=2 speed=8 measured=current',
         'core rli ctrl median=133.8 min=122.2 max=136.0 seeds=3 clocks=2 speed=8 measured=current',
-        'board colorlight_5a75b lda met=no slack=- refused="the design does not fit the LFE5U-25F BG256 speed 6: it needs 25929 TRELLIS_FF (it has 24288). Build fewer cores (--directions on an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups)" measured=earlier',
+        'board colorlight_5a75b lda met=no slack=- refused="the design does not fit the LFE5U-25F BG256 speed 6: it needs 26588 TRELLIS_FF (it has 24288). Build fewer cores (--directions on an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups)" measured=current',
         'board ecpix5 lda met=yes slack=2.52 core_margin=150% measured=current',
         'board ecpix5 lds met=yes slack=2.92 core_margin=110% measured=current',
         'board ecpix5 opa met=yes slack=2.14 core_margin=39% measured=current',
         'board ecpix5 rda met=yes slack=3.62 core_margin=105% measured=current',
         'board ecpix5 rli met=yes slack=3.45 core_margin=88% measured=current',
-        'board versa_ecp5 lda met=yes slack=1.23 core_margin=15% measured=earlier',
-        'board versa_ecp5 lds met=yes slack=0.04 core_margin=68% measured=earlier',
-        'board versa_ecp5 opa met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 36442 TRELLIS_FF (83.1 % of its 43848), 38480 TRELLIS_COMB (87.8 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=earlier',
-        'board versa_ecp5 rda met=yes slack=0.74 core_margin=43% measured=earlier',
-        'board versa_ecp5 rli met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 34943 TRELLIS_FF (79.7 % of its 43848), 31611 TRELLIS_COMB (72.1 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=earlier',
+        'board versa_ecp5 lda met=no slack=- refused="nextpnr could not route this placement: Failed to route arc 0.0 of net \'reset_sync_sync.global_buffer_CLKI\', from X27/Y2/Q5_SLICE to X0/Y0/G_CLKI_TDCC0. Another placement seed (--seed) may route" measured=current',
+        'board versa_ecp5 lds met=no slack=-0.31 core_margin=93% measured=current',
+        'board versa_ecp5 opa met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 38468 TRELLIS_FF (87.7 % of its 43848), 39928 TRELLIS_COMB (91.1 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=current',
+        'board versa_ecp5 rda met=no slack=- refused="nextpnr could not route this placement: Failed to route arc 0.0 of net \'reset_sync_sync.global_buffer_CLKI\', from X39/Y4/Q6_SLICE to X0/Y0/G_CLKI_TDCC0. Another placement seed (--seed) may route" measured=current',
+        'board versa_ecp5 rli met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 36009 TRELLIS_FF (82.1 % of its 43848), 31884 TRELLIS_COMB (72.7 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=current',
     ]
 
 
