@@ -266,32 +266,40 @@ class _SeededPlatform(_Platform):
         return super().prepare(top, name=name, nextpnr_opts=nextpnr_opts)
 
 
-def _stalling_build(tmp_path, monkeypatch, routed_seeds):
-    """``build_board`` at seeds 1, 2, 3 where the router stalls at every seed but
-    ``routed_seeds`` (whose build succeeds at once): the platform and the outcome."""
+def _seeded_build(tmp_path, monkeypatch, routed_seeds, failing_log, failing_script):
+    """``build_board`` at seeds 1, 2, 3 where every seed but ``routed_seeds`` (whose build
+    succeeds at once) writes ``failing_log`` and runs ``failing_script``: the platform and
+    the outcome (summary or failure)."""
     import json
 
     for var in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK"):
         monkeypatch.setenv(var, sys.executable)
     monkeypatch.setattr(top_module, "write_csr_exports", lambda top, out_dir, board: [])
-    stalled_log = ROUTED_LOG + _router_log([9000, 30] + [35] * ROUTER_STALL_ITERATIONS)
     report = {"fmax": {"$glbnet$clk": {"achieved": 71.0, "constraint": 62.5}},
               "utilization": {}}
     routed = {".tim": ROUTED_LOG, ".report.json": json.dumps(report)}
-    stopped = tmp_path / "stopped"
     platform = _SeededPlatform(
-        {s: routed if s in routed_seeds else {".rpt": "", ".tim": stalled_log}
+        {s: routed if s in routed_seeds else {".rpt": "", ".tim": failing_log}
          for s in (1, 2, 3)},
-        {s: "exit 0\n" if s in routed_seeds else f"sleep 600; touch {stopped}\n"
-         for s in (1, 2, 3)})
+        {s: "exit 0\n" if s in routed_seeds else failing_script for s in (1, 2, 3)})
     try:
         outcome = build_board(platform, top=_TOP, board="versa", build_dir=tmp_path,
                               nextpnr_opts="--router router2 --seed 1 --placer static",
                               more_seeds=(2, 3))
     except BoardBuildFailed as exc:
         outcome = exc
-    assert not stopped.exists()
     return platform, outcome
+
+
+def _stalling_build(tmp_path, monkeypatch, routed_seeds):
+    """:func:`_seeded_build` where the router stalls at every seed but ``routed_seeds``
+    (each stalled build is stopped before its script would finish)."""
+    stopped = tmp_path / "stopped"
+    stalled_log = ROUTED_LOG + _router_log([9000, 30] + [35] * ROUTER_STALL_ITERATIONS)
+    outcome = _seeded_build(tmp_path, monkeypatch, routed_seeds, stalled_log,
+                            f"sleep 600; touch {stopped}\n")
+    assert not stopped.exists()
+    return outcome
 
 
 def test_a_build_whose_router_stalls_is_stopped_and_built_at_the_next_seed(
@@ -322,27 +330,9 @@ UNROUTABLE_LOG = ROUTED_LOG + (
 
 
 def _unroutable_build(tmp_path, monkeypatch, routed_seeds):
-    """``build_board`` at seeds 1, 2, 3 where nextpnr finds no route at every seed but
-    ``routed_seeds``: the platform and the outcome (summary or failure)."""
-    import json
-
-    for var in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK"):
-        monkeypatch.setenv(var, sys.executable)
-    monkeypatch.setattr(top_module, "write_csr_exports", lambda top, out_dir, board: [])
-    report = {"fmax": {"$glbnet$clk": {"achieved": 71.0, "constraint": 62.5}},
-              "utilization": {}}
-    routed = {".tim": ROUTED_LOG, ".report.json": json.dumps(report)}
-    platform = _SeededPlatform(
-        {s: routed if s in routed_seeds else {".rpt": "", ".tim": UNROUTABLE_LOG}
-         for s in (1, 2, 3)},
-        {s: "exit 0\n" if s in routed_seeds else "exit 125\n" for s in (1, 2, 3)})
-    try:
-        outcome = build_board(platform, top=_TOP, board="versa", build_dir=tmp_path,
-                              nextpnr_opts="--router router2 --seed 1 --placer static",
-                              more_seeds=(2, 3))
-    except BoardBuildFailed as exc:
-        outcome = exc
-    return platform, outcome
+    """:func:`_seeded_build` where nextpnr finds no route at every seed but
+    ``routed_seeds``."""
+    return _seeded_build(tmp_path, monkeypatch, routed_seeds, UNROUTABLE_LOG, "exit 125\n")
 
 
 def test_a_placement_without_a_route_is_built_again_at_the_next_seed(
