@@ -153,7 +153,11 @@ def main(argv=None) -> int:
                 before = ([f"the router stalled at seed {', '.join(map(str, stalled))}"]
                           if stalled else []) + (
                     [f"no route at seed {', '.join(map(str, unrouted))}"] if unrouted
-                    else [])
+                    else []) + [
+                    f"seed {m['seed']} missed " + ", ".join(
+                        f"{net} {f['achieved']} / {f['constraint']} MHz"
+                        for net, f in m["fmax_mhz"].items())
+                    for m in outcome.get("missed_seeds", [])]
                 seed_note = (f" (seed {outcome['seed']}; {'; '.join(before)})" if before
                              else "")
                 print(f"{board} {kind}: {clocks}{seed_note}", flush=True)

@@ -37,6 +37,7 @@ import statistics
 from pathlib import Path
 
 from bench import ROOT
+from boards.top import CORE_MARGIN, clock_domain
 
 __all__ = ["CORE_MARGIN", "KINDS", "SAVED", "board_rows", "clock_domain", "core_rows",
            "figures_table", "summary_lines"]
@@ -45,24 +46,6 @@ __all__ = ["CORE_MARGIN", "KINDS", "SAVED", "board_rows", "clock_domain", "core_
 SAVED = ROOT / "docs" / "hardware"
 #: The core kinds the table has a row for, measured or not (``bench.synth_core.CORES``).
 KINDS = ("lda", "rda", "lds", "opa", "rli")
-#: A board build's core clock must reach its constraint with this much to spare
-#: (achieved ≥ 1.1 × constraint): placement moves an Fmax by more than a few per cent.
-CORE_MARGIN = 0.10
-
-
-def clock_domain(net: str) -> str:
-    """The clock domain of a nextpnr clock net: ``$glbnet$clk`` (a board's) and
-    ``$glbnet$clk$TRELLIS_IO_IN`` (the harness's) are ``core``; so is a board's core clock
-    that nextpnr names after one of its loads, ``$glbnet$core0.bridge.clk`` (the name it
-    picks from the net's aliases changes from build to build);
-    ``$glbnet$port1.eth_rx0_clk`` is ``eth_rx0``."""
-    name = net.replace("$glbnet$", "").replace("$TRELLIS_IO_IN", "")
-    last = name.split(".")[-1]
-    if last == "clk":
-        return "core"
-    return last.removesuffix("_clk")
-
-
 def _cell(name: str | None) -> str:
     """A cell of a critical path without the harness prefix and the mapped cell suffix
     (``dut.now_delayed27_TRELLIS_FF_Q_34`` → ``now_delayed27``)."""
@@ -136,6 +119,7 @@ def board_rows(folder: Path = SAVED) -> list[dict]:
             "board": data["board"], "kind": data["kind"], "seed": data["seed"],
             "stalled_seeds": data.get("stalled_seeds", []),
             "unrouted_seeds": data.get("unrouted_seeds", []),
+            "missed_seeds": data.get("missed_seeds", []),
             "device": data["device"], "file": path.name,
             "earlier_core": data.get("earlier_core"), "domains": domains,
             "met": all(d["achieved"] >= d["constraint"] for d in domains.values())
@@ -271,7 +255,10 @@ def figures_table(folder: Path = SAVED) -> str:
         stalled, unrouted = row["stalled_seeds"], row["unrouted_seeds"]
         before = ([f"the router stalled at {', '.join(map(str, stalled))}"] if stalled
                   else []) + ([f"no route at {', '.join(map(str, unrouted))}"] if unrouted
-                              else [])
+                              else []) + [
+            f"missed at {m['seed']}: " + ", ".join(
+                f"{clock_domain(net)} {f['achieved']:.1f} / {f['constraint']:g}"
+                for net, f in m["fmax_mhz"].items()) for m in row["missed_seeds"]]
         seed = f"seed {row['seed']}" + (f" ({'; '.join(before)})" if before else "")
         lines.append(
             f"| board `{row['board']}`, {row['kind'].upper()} core(s), {seed} | "

@@ -63,7 +63,8 @@ __all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "chec
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
            "crowded_resources", "MAX_LOGIC_SHARE", "build_failure", "run_build_script",
            "RouterStalled", "RouteFailed", "router_stall", "router_stall_figures",
-           "ROUTER_STALL_ITERATIONS", "SEED_ATTEMPTS"]
+           "ROUTER_STALL_ITERATIONS", "SEED_ATTEMPTS", "CORE_MARGIN", "clock_domain",
+           "missed_clocks"]
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
@@ -436,9 +437,12 @@ def crowded_resources(nextpnr_log: str, max_share: float = MAX_LOGIC_SHARE
 #: minutes), and two RLI cores' overuse grew (to 10 656 and 1 801 wires) until stopped by
 #: hand, where other seeds of the same designs routed in minutes.
 ROUTER_STALL_ITERATIONS = 150
-#: Placement seeds a board command tries, in turn, while the router stalls or finds no
-#: route (unless ``--seed`` names one).
+#: Placement seeds a board command tries, in turn, while the router stalls, finds no
+#: route or a clock misses (:func:`missed_clocks`), unless ``--seed`` names one.
 SEED_ATTEMPTS = 3
+#: A board build's core clock must reach its constraint with this much to spare
+#: (achieved ≥ 1.1 × constraint): placement moves an Fmax by more than a few per cent.
+CORE_MARGIN = 0.10
 #: A line of router2's progress: ``Info:     iter=26 wires=565435 overused=14 overuse=14``.
 _ROUTER_ITERATION = re.compile(r"iter=(\d+) wires=\d+ overused=(\d+)")
 
@@ -558,6 +562,34 @@ def use_yowasp() -> None:
                 os.environ[var] = found
 
 
+def clock_domain(net: str) -> str:
+    """The clock domain of a nextpnr clock net: ``$glbnet$clk`` (a board's) and
+    ``$glbnet$clk$TRELLIS_IO_IN`` (the harness's) are ``core``; so is a board's core clock
+    that nextpnr names after one of its loads, ``$glbnet$core0.bridge.clk`` (the name it
+    picks from the net's aliases changes from build to build);
+    ``$glbnet$port1.eth_rx0_clk`` is ``eth_rx0``."""
+    name = net.replace("$glbnet$", "").replace("$TRELLIS_IO_IN", "")
+    last = name.split(".")[-1]
+    if last == "clk":
+        return "core"
+    return last.removesuffix("_clk")
+
+
+def missed_clocks(fmax_mhz: dict, core_margin: float = CORE_MARGIN) -> dict:
+    """The clocks of a build's ``fmax_mhz`` (:func:`board_summary`: ``{net: {"achieved",
+    "constraint"}}``) that miss: below their constraint, or the core clock
+    (:func:`clock_domain` ``core``) with less than ``core_margin`` to spare. A build is
+    met when none does."""
+    return {net: f for net, f in fmax_mhz.items()
+            if f["achieved"] < f["constraint"] * (
+                1 + core_margin if clock_domain(net) == "core" else 1)}
+
+
+def _missed_text(missed: dict) -> str:
+    return ", ".join(f"{clock_domain(net)} {f['achieved']:.1f} MHz of {f['constraint']:g}"
+                     for net, f in missed.items())
+
+
 def device_name(platform) -> str:
     """The board's FPGA as the summaries and the fit errors name it
     (``LFE5UM-45F BG381 speed 8``)."""
@@ -579,10 +611,12 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     ``python -m bench.synth_core --summary``. ``max_logic_share``: the build stops when
     the design needs more of the device's flip-flops or LUT cells
     (:data:`MAX_LOGIC_SHARE`). ``more_seeds``: placement seeds to build with, in turn,
-    when the router stalls (:class:`RouterStalled`) or finds no route
-    (:class:`RouteFailed`) at the seed of ``nextpnr_opts`` (``--seed``, else 1); the
-    summary names the seeds that stalled (``stalled_seeds``) and those that did not route
-    (``unrouted_seeds``).
+    when the router stalls (:class:`RouterStalled`), finds no route
+    (:class:`RouteFailed`) or a clock misses (:func:`missed_clocks`) at the seed of
+    ``nextpnr_opts`` (``--seed``, else 1); the summary names the seeds that stalled
+    (``stalled_seeds``), those that did not route (``unrouted_seeds``) and those that
+    routed with a clock missing, with its figures (``missed_seeds``). When every seed
+    misses, the build of the last one stands and says so in the summary.
     Each attempt runs the whole script again, Yosys included."""
     out_dir = Path(build_dir) / board
     written = write_csr_exports(top, out_dir, board=board)
@@ -607,7 +641,7 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
             f"(or set {', '.join(missing)} to native tools)")
     found = _SEED_OPTION.search(nextpnr_opts)
     first = int(found.group(1)) if found else 1
-    seeds, stalled, unrouted = (first, *more_seeds), [], []
+    seeds, stalled, unrouted, missed_seeds = (first, *more_seeds), [], [], []
     # An Amaranth platform prepares one design once (a second ``prepare`` fails an
     # assertion): each attempt prepares a copy of the platform as it was given.
     pristine = copy.deepcopy(platform) if more_seeds else None
@@ -623,12 +657,20 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
             (out_dir / f"{board}{stale}").unlink(missing_ok=True)
         returncode = run_build_script(plan, out_dir, board, max_share=max_logic_share)
         if not returncode:
-            break
+            missed = missed_clocks(board_summary(out_dir, board)["fmax_mhz"])
+            if not missed or seed == seeds[-1]:
+                break
+            missed_seeds.append({"seed": seed, "fmax_mhz": missed})
+            print(f"boards.{board}: seed {seed} routed with {_missed_text(missed)}; "
+                  f"building again at the next seed", file=sys.stderr)
+            continue
         failure = build_failure(out_dir, board, summary["device"], returncode,
                                 max_share=max_logic_share)
         if not isinstance(failure, (RouterStalled, RouteFailed)) or seed == seeds[-1]:
+            missed = [m["seed"] for m in missed_seeds]
             before = [f"{_seeds(tried)} {what}" for tried, what in
-                      ((stalled, "stalled"), (unrouted, "did not route")) if tried]
+                      ((stalled, "stalled"), (unrouted, "did not route"),
+                       (missed, "missed a clock")) if tried]
             if before:
                 failure = type(failure)(f"at seed {seed} (after {' and '.join(before)}): "
                                         f"{failure}")
@@ -645,6 +687,8 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
         summary["stalled_seeds"] = stalled
     if unrouted:
         summary["unrouted_seeds"] = unrouted
+    if missed_seeds:
+        summary["missed_seeds"] = missed_seeds
     options = dict(re.findall(r"--(seed|placer|router) (\S+)", nextpnr_opts))
     summary |= {"seed": int(options.get("seed", 1)), "placer": options.get("placer", "heap"),
                 "router": options.get("router", "router1")}
@@ -712,9 +756,10 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help="nextpnr router (default router2)")
     parser.add_argument("--seed", dest="pnr_seed", type=int, default=None,
                         help=f"nextpnr placement seed (default {seed}, then the next "
-                             f"{SEED_ATTEMPTS - 1} in turn while the router stalls or "
-                             f"finds no route; a seed "
-                             f"given is the only one tried)")
+                             f"{SEED_ATTEMPTS - 1} in turn while the router stalls, "
+                             f"finds no route or a clock misses its constraint (the core "
+                             f"clock needs {100 * CORE_MARGIN:g} %% to spare); a seed given is the only "
+                             f"one tried)")
     parser.add_argument("--max-utilisation", type=float, default=100 * MAX_LOGIC_SHARE,
                         metavar="PERCENT",
                         help=f"stop the build when the design needs more than PERCENT of "

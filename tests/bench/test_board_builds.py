@@ -121,6 +121,30 @@ def test_a_build_after_a_seed_without_a_route_says_so(tmp_path, monkeypatch, cap
            "at 2) |" in figures_table(saved)
 
 
+def test_a_build_after_a_seed_that_missed_a_clock_says_what_it_missed(
+        tmp_path, monkeypatch, capsys):
+    """A board command that met every clock at its second seed after the first routed
+    with a receive clock short: the printed line and the table name the seed and the
+    clock it missed, with its figures."""
+    build, saved = tmp_path / "build", tmp_path / "saved"
+    saved.mkdir()
+    _built(build / "versa_ecp5_lds", "versa_ecp5", "lds", 90.0)
+    summary = build / "versa_ecp5_lds" / "versa_ecp5" / "summary.json"
+    missed = {"seed": 1, "fmax_mhz": {
+        "$glbnet$port1.eth_rx0_clk": {"achieved": 120.3, "constraint": 125}}}
+    summary.write_text(json.dumps(json.loads(summary.read_text())
+                                  | {"seed": 2, "missed_seeds": [missed]}))
+    monkeypatch.setattr(board_builds, "SAVED", saved)
+    assert main(["--collect", "--save", "--build", str(build), "--boards", "versa_ecp5",
+                 "--kinds", "lds"]) == 0
+    assert "versa_ecp5 lds: $glbnet$clk 90.0 / 62.5 MHz (seed 2; seed 1 missed " \
+           "$glbnet$port1.eth_rx0_clk 120.3 / 125 MHz)" in capsys.readouterr().out
+    assert "| board `versa_ecp5`, LDS core(s), seed 2 (missed at 1: eth_rx0 120.3 / 125) |" \
+        in figures_table(saved)
+    (row,) = board_rows(saved)
+    assert row["met"] and row["seed"] == 2
+
+
 def test_the_bench_runs_the_board_command_at_its_own_seeds_unless_given_one(
         tmp_path, monkeypatch):
     commands = []

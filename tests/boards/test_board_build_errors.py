@@ -15,7 +15,7 @@ from boards import ecpix5
 from boards import top as top_module
 from boards.top import (MAX_LOGIC_SHARE, ROUTER_STALL_ITERATIONS, BoardBuildFailed,
                         RouteFailed, RouterStalled, build_board, crowded_resources,
-                        overused_resources, router_stall)
+                        missed_clocks, overused_resources, router_stall)
 from host_sw.contracts.config import LdaConfig
 
 #: The head of nextpnr-ecp5's utilisation table for two RLI cores on the Versa's 45F.
@@ -353,6 +353,74 @@ def test_a_build_without_a_route_at_every_seed_names_the_arc(tmp_path, monkeypat
         "placement: Failed to route arc 0.0 of net 'reset_sync_sync.global_buffer_CLKI', "
         "from X27/Y2/Q5_SLICE to X0/Y0/G_CLKI_TDCC0. Another placement seed (--seed) may "
         f"route; see {tmp_path / 'versa' / 'versa.tim'}")
+
+
+def test_missed_clocks_are_those_under_their_constraint_or_the_core_margin():
+    fmax = {"$glbnet$core0.bridge.clk": {"achieved": 68.0, "constraint": 62.5},
+            "$glbnet$port1.eth_rx0_clk": {"achieved": 120.3, "constraint": 125},
+            "$glbnet$port1.eth_rx1_clk": {"achieved": 145.5, "constraint": 125}}
+    # the core clock 8.8 % over its constraint: short of the 10 % margin
+    assert list(missed_clocks(fmax)) == ["$glbnet$core0.bridge.clk",
+                                         "$glbnet$port1.eth_rx0_clk"]
+    assert list(missed_clocks(fmax, core_margin=0.05)) == ["$glbnet$port1.eth_rx0_clk"]
+    fmax["$glbnet$port1.eth_rx0_clk"]["achieved"] = 125.0
+    fmax["$glbnet$core0.bridge.clk"]["achieved"] = 68.75
+    assert missed_clocks(fmax) == {}
+
+
+def _timed_build(tmp_path, monkeypatch, core_mhz_by_seed):
+    """``build_board`` at seeds 1, 2, 3 where each seed routes with its core clock at
+    ``core_mhz_by_seed[seed]`` of 62.5 MHz (a receive clock met): the platform and the
+    summary."""
+    import json
+
+    for var in ("YOSYS", "NEXTPNR_ECP5", "ECPPACK"):
+        monkeypatch.setenv(var, sys.executable)
+    monkeypatch.setattr(top_module, "write_csr_exports", lambda top, out_dir, board: [])
+
+    def routed(mhz):
+        report = {"fmax": {"$glbnet$clk": {"achieved": mhz, "constraint": 62.5},
+                           "$glbnet$port0.eth_rx0_clk": {"achieved": 150.0,
+                                                         "constraint": 125}},
+                  "utilization": {}}
+        return {".tim": ROUTED_LOG, ".report.json": json.dumps(report)}
+
+    platform = _SeededPlatform({s: routed(mhz) for s, mhz in core_mhz_by_seed.items()},
+                               {s: "exit 0\n" for s in core_mhz_by_seed})
+    summary = build_board(platform, top=_TOP, board="versa", build_dir=tmp_path,
+                          nextpnr_opts="--router router2 --seed 1 --placer static",
+                          more_seeds=(2, 3))
+    return platform, summary
+
+
+def test_a_build_that_misses_a_clock_is_built_again_at_the_next_seed(
+        tmp_path, monkeypatch, capsys):
+    """Seed 1 routes with the core clock 4 % over its constraint (under the margin), seed
+    2 with 14 %: the build stops at seed 2 and names seed 1's miss with its figures."""
+    platform, summary = _timed_build(tmp_path, monkeypatch, {1: 65.0, 2: 71.0, 3: 80.0})
+    assert platform.seeds == [1, 2]
+    assert summary["seed"] == 2
+    assert summary["fmax_mhz"]["$glbnet$clk"]["achieved"] == 71.0
+    assert summary["missed_seeds"] == [
+        {"seed": 1, "fmax_mhz": {"$glbnet$clk": {"achieved": 65.0, "constraint": 62.5}}}]
+    assert ("boards.versa: seed 1 routed with core 65.0 MHz of 62.5; building again at "
+            "the next seed") in capsys.readouterr().err
+
+
+def test_a_build_that_misses_at_every_seed_keeps_the_last_and_says_so(tmp_path, monkeypatch):
+    platform, summary = _timed_build(tmp_path, monkeypatch, {1: 65.0, 2: 66.0, 3: 67.0})
+    assert platform.seeds == [1, 2, 3]
+    assert summary["seed"] == 3
+    assert summary["fmax_mhz"]["$glbnet$clk"]["achieved"] == 67.0
+    assert [m["seed"] for m in summary["missed_seeds"]] == [1, 2]
+    assert missed_clocks(summary["fmax_mhz"]) == {
+        "$glbnet$clk": {"achieved": 67.0, "constraint": 62.5}}
+
+
+def test_a_met_build_at_the_first_seed_tries_no_other(tmp_path, monkeypatch):
+    platform, summary = _timed_build(tmp_path, monkeypatch, {1: 70.0, 2: 71.0, 3: 80.0})
+    assert platform.seeds == [1] and summary["seed"] == 1
+    assert "missed_seeds" not in summary
 
 
 def test_board_command_tries_the_next_seeds_unless_given_one(monkeypatch):
