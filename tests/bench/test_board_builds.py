@@ -25,13 +25,15 @@ def _installed(package):
         return None
 
 
-def _built(folder, board, kind, core_mhz):
+def _built(folder, board, kind, core_mhz, **fields):
+    """A board command's ``summary.json`` in ``folder``; ``fields`` replace or add to it
+    (a later seed and the seeds before it)."""
     (folder / board).mkdir(parents=True)
     (folder / board / "summary.json").write_text(json.dumps({
         "board": board, "kind": kind, "cores": 1, "core_clock_mhz": 62.5, "seed": 1,
         "placer": "heap", "router": "router2", "device": "LFE5UM5G-85F BG554 speed 8",
         "fmax_mhz": {"$glbnet$clk": {"achieved": core_mhz, "constraint": 62.5}},
-        "resources": {"TRELLIS_COMB": 30000, "TRELLIS_FF": 30000, "DP16KD": 57}}))
+        "resources": {"TRELLIS_COMB": 30000, "TRELLIS_FF": 30000, "DP16KD": 57}} | fields))
 
 
 def test_outcomes_are_saved_and_summarised(tmp_path, monkeypatch):
@@ -89,10 +91,7 @@ def test_a_build_at_a_later_seed_says_where_the_router_stalled(tmp_path, monkeyp
     the seed that built and the one at which the router stalled."""
     build, saved = tmp_path / "build", tmp_path / "saved"
     saved.mkdir()
-    _built(build / "ecpix5_rda", "ecpix5", "rda", 133.4)
-    summary = build / "ecpix5_rda" / "ecpix5" / "summary.json"
-    summary.write_text(json.dumps(json.loads(summary.read_text())
-                                  | {"seed": 2, "stalled_seeds": [1]}))
+    _built(build / "ecpix5_rda", "ecpix5", "rda", 133.4, seed=2, stalled_seeds=[1])
     monkeypatch.setattr(board_builds, "SAVED", saved)
     assert main(["--collect", "--save", "--build", str(build), "--boards", "ecpix5",
                  "--kinds", "rda"]) == 0
@@ -108,10 +107,8 @@ def test_a_build_after_a_seed_without_a_route_says_so(tmp_path, monkeypatch, cap
     first and found no route at the second: the printed line and the table say both."""
     build, saved = tmp_path / "build", tmp_path / "saved"
     saved.mkdir()
-    _built(build / "versa_ecp5_lda", "versa_ecp5", "lda", 80.0)
-    summary = build / "versa_ecp5_lda" / "versa_ecp5" / "summary.json"
-    summary.write_text(json.dumps(json.loads(summary.read_text())
-                                  | {"seed": 3, "stalled_seeds": [1], "unrouted_seeds": [2]}))
+    _built(build / "versa_ecp5_lda", "versa_ecp5", "lda", 80.0, seed=3, stalled_seeds=[1],
+           unrouted_seeds=[2])
     monkeypatch.setattr(board_builds, "SAVED", saved)
     assert main(["--collect", "--save", "--build", str(build), "--boards", "versa_ecp5",
                  "--kinds", "lda"]) == 0
@@ -128,12 +125,10 @@ def test_a_build_after_a_seed_that_missed_a_clock_says_what_it_missed(
     clock it missed, with its figures."""
     build, saved = tmp_path / "build", tmp_path / "saved"
     saved.mkdir()
-    _built(build / "versa_ecp5_lds", "versa_ecp5", "lds", 90.0)
-    summary = build / "versa_ecp5_lds" / "versa_ecp5" / "summary.json"
     missed = {"seed": 1, "fmax_mhz": {
         "$glbnet$port1.eth_rx0_clk": {"achieved": 120.3, "constraint": 125}}}
-    summary.write_text(json.dumps(json.loads(summary.read_text())
-                                  | {"seed": 2, "missed_seeds": [missed]}))
+    _built(build / "versa_ecp5_lds", "versa_ecp5", "lds", 90.0, seed=2,
+           missed_seeds=[missed])
     monkeypatch.setattr(board_builds, "SAVED", saved)
     assert main(["--collect", "--save", "--build", str(build), "--boards", "versa_ecp5",
                  "--kinds", "lds"]) == 0
