@@ -83,8 +83,8 @@ def board_outcome(folder: Path, board: str, kind: str, seed: int, *, returncode:
 def run_board(board: str, kind: str, seed: int, build: Path, *, own_seeds: bool = False
               ) -> dict:
     """Run one board command (at ``seed``, or with ``own_seeds`` at the command's own
-    seeds, the next tried while the router stalls, finds no route or a clock misses); its outcome, also written to the
-    folder's outcome.json."""
+    seeds, the next tried while the router stalls, finds no route or a clock misses); its
+    outcome, also written to the folder's outcome.json."""
     folder = build / f"{board}_{kind}"
     git = git_describe()
     seeds = [] if own_seeds else ["--seed", str(seed)]
@@ -118,7 +118,8 @@ def main(argv=None) -> int:
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--seed", type=int, default=None,
                         help="nextpnr placement seed, alone (default: the board command's "
-                             "own, the next tried while the router stalls, finds no route or a clock misses)")
+                             "own, the next tried while the router stalls, finds no route "
+                             "or a clock misses)")
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "boards")
     parser.add_argument("--collect", action="store_true",
                         help="run nothing: take the outcomes in the build folders")
