@@ -758,8 +758,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help=f"nextpnr placement seed (default {seed}, then the next "
                              f"{SEED_ATTEMPTS - 1} in turn while the router stalls, "
                              f"finds no route or a clock misses its constraint (the core "
-                             f"clock needs {100 * CORE_MARGIN:g} %% to spare); a seed given is the only "
-                             f"one tried)")
+                             f"clock needs {100 * CORE_MARGIN:g} %% to spare); a seed "
+                             f"given is the only one tried)")
     parser.add_argument("--max-utilisation", type=float, default=100 * MAX_LOGIC_SHARE,
                         metavar="PERCENT",
                         help=f"stop the build when the design needs more than PERCENT of "
