@@ -55,6 +55,9 @@ OUTCOME = "outcome.json"
 
 
 def saved_name(board: str, kind: str, seed: int) -> str:
+    """The saved outcome's file name: named after the seed its build stands at (a board
+    command that built at a later seed saves under that seed; the seeds before it are in
+    the outcome), as ``tests/test_hardware_figures.py`` checks."""
     return f"{board}_{kind}_summary_seed{seed}.json"
 
 
@@ -163,7 +166,7 @@ def main(argv=None) -> int:
                              else "")
                 print(f"{board} {kind}: {clocks}{seed_note}", flush=True)
             if args.save:
-                path = SAVED / saved_name(board, kind, seed)
+                path = SAVED / saved_name(board, kind, outcome.get("seed", seed))
                 path.write_text(json.dumps(outcome, indent=2) + "\n")
                 print(f"  saved {shown(path)}", flush=True)
     return 0

@@ -97,7 +97,7 @@ def test_a_build_at_a_later_seed_says_where_the_router_stalled(tmp_path, monkeyp
                  "--kinds", "rda"]) == 0
     assert "ecpix5 rda: $glbnet$clk 133.4 / 62.5 MHz (seed 2; the router stalled at " \
            "seed 1)" in capsys.readouterr().out
-    assert [p.name for p in saved.iterdir()] == [saved_name("ecpix5", "rda", 1)]
+    assert [p.name for p in saved.iterdir()] == [saved_name("ecpix5", "rda", 2)]
     assert "| board `ecpix5`, RDA core(s), seed 2 (the router stalled at 1) |" \
         in figures_table(saved)
 
