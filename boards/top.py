@@ -384,9 +384,9 @@ class RouterStalled(BoardBuildFailed):
 
 class RouteFailed(BoardBuildFailed):
     """nextpnr found no route for an arc of the build's placement (``ERROR: Failed to
-    route arc``): another seed may route it. Not always: the Versa's LDA and RDA builds
-    found no route from the reset synchroniser to its global buffer at seeds 1 and 2
-    (``docs/HARDWARE.md``, "Limits of the board designs")."""
+    route arc``): another seed may route it. Not always: the Versa's RDA build found no
+    route from the reset synchroniser to its global buffer at seeds 1, 2 and 3 (LDA at 1
+    and 2, then routed at 3; ``docs/HARDWARE.md``, "Limits of the board designs")."""
 
 
 #: nextpnr's error line: ``ERROR: Failed to route arc 0.0 of net '…', from … to ….``
