@@ -39,8 +39,7 @@ from pathlib import Path
 from bench import ROOT
 from boards.top import CORE_MARGIN, clock_domain
 
-__all__ = ["CORE_MARGIN", "KINDS", "SAVED", "board_rows", "clock_domain", "core_rows",
-           "figures_table", "summary_lines"]
+__all__ = ["KINDS", "SAVED", "board_rows", "core_rows", "figures_table", "summary_lines"]
 
 #: Where the saved results are.
 SAVED = ROOT / "docs" / "hardware"

@@ -84,14 +84,14 @@ from hw.lda_pipeline import MeasurementCore
 from hw.verilog_export import AxisTop
 
 from bench import OUT, ROOT
-from bench.saved_results import KINDS, SAVED, clock_domain, figures_table, summary_lines
+from bench.saved_results import KINDS, SAVED, figures_table, summary_lines
 from bench.synth_harness import RegisteredHarness
 from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_lpf, clock_net,
                                 critical_path_summary, first_error, fmax_mhz, git_describe,
                                 nextpnr_command, path_summary, placement_estimate, run,
                                 shown, tool_versions, used_resources, yosys_cells,
                                 yosys_command)
-from boards.top import router_stall_figures
+from boards.top import clock_domain, router_stall_figures
 
 #: The core kinds of the matrix (each at the defaults of
 #: :func:`host_sw.contracts.config_args.config_from_args` unless a size option is given).

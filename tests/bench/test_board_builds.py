@@ -10,7 +10,8 @@ from importlib import metadata
 
 from bench import board_builds
 from bench.board_builds import board_outcome, default_seed, main, saved_name
-from bench.saved_results import board_rows, clock_domain, figures_table, summary_lines
+from bench.saved_results import board_rows, figures_table, summary_lines
+from boards.top import clock_domain
 
 REFUSAL = ("python -m boards.versa_ecp5: the design does not fit the LFE5UM-45F BG381 "
            "speed 8: it needs 268 DP16KD (it has 108). Build fewer cores (--directions on "
