@@ -301,7 +301,7 @@ def unrouted_figures(log_text: str, failed: str | None = None) -> dict:
 
 def report_figures(report: dict) -> dict:
     """The figures a device entry keeps from a nextpnr JSON report: Fmax per clock net and
-    per clock domain (:func:`bench.saved_results.clock_domain`), the resources used (of
+    per clock domain (:func:`boards.top.clock_domain`), the resources used (of
     the whole device: nextpnr counts them per run, not per domain), the worst critical
     path, and per clock domain its Fmax, constraint, slack and own critical path (start,
     end, routing share; the report's path from that clock to itself). Paths between two
