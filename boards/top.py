@@ -667,10 +667,10 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
         failure = build_failure(out_dir, board, summary["device"], returncode,
                                 max_share=max_logic_share)
         if not isinstance(failure, (RouterStalled, RouteFailed)) or seed == seeds[-1]:
-            missed = [m["seed"] for m in missed_seeds]
+            missed_at = [m["seed"] for m in missed_seeds]
             before = [f"{_seeds(tried)} {what}" for tried, what in
                       ((stalled, "stalled"), (unrouted, "did not route"),
-                       (missed, "missed a clock")) if tried]
+                       (missed_at, "missed a clock")) if tried]
             if before:
                 failure = type(failure)(f"at seed {seed} (after {' and '.join(before)}): "
                                         f"{failure}")

@@ -87,15 +87,23 @@ def test_each_board_command_s_own_seed():
     assert default_seed("ecpix5") == default_seed("versa_ecp5") == 1
 
 
+def _collected(tmp_path, monkeypatch, board, kind, core_mhz, **fields):
+    """``bench.board_builds --collect --save`` of one board command's summary
+    (:func:`_built` with ``fields``) into a folder of saved results; that folder."""
+    build, saved = tmp_path / "build", tmp_path / "saved"
+    saved.mkdir()
+    _built(build / f"{board}_{kind}", board, kind, core_mhz, **fields)
+    monkeypatch.setattr(board_builds, "SAVED", saved)
+    assert main(["--collect", "--save", "--build", str(build), "--boards", board,
+                 "--kinds", kind]) == 0
+    return saved
+
+
 def test_a_build_at_a_later_seed_says_where_the_router_stalled(tmp_path, monkeypatch, capsys):
     """A board command that built at its second seed: the saved row and the table name
     the seed that built and the one at which the router stalled."""
-    build, saved = tmp_path / "build", tmp_path / "saved"
-    saved.mkdir()
-    _built(build / "ecpix5_rda", "ecpix5", "rda", 133.4, seed=2, stalled_seeds=[1])
-    monkeypatch.setattr(board_builds, "SAVED", saved)
-    assert main(["--collect", "--save", "--build", str(build), "--boards", "ecpix5",
-                 "--kinds", "rda"]) == 0
+    saved = _collected(tmp_path, monkeypatch, "ecpix5", "rda", 133.4, seed=2,
+                       stalled_seeds=[1])
     assert "ecpix5 rda: $glbnet$clk 133.4 / 62.5 MHz (seed 2; the router stalled at " \
            "seed 1)" in capsys.readouterr().out
     assert [p.name for p in saved.iterdir()] == [saved_name("ecpix5", "rda", 2)]
@@ -106,13 +114,8 @@ def test_a_build_at_a_later_seed_says_where_the_router_stalled(tmp_path, monkeyp
 def test_a_build_after_a_seed_without_a_route_says_so(tmp_path, monkeypatch, capsys):
     """A board command that built at its third seed, the router having stalled at the
     first and found no route at the second: the printed line and the table say both."""
-    build, saved = tmp_path / "build", tmp_path / "saved"
-    saved.mkdir()
-    _built(build / "versa_ecp5_lda", "versa_ecp5", "lda", 80.0, seed=3, stalled_seeds=[1],
-           unrouted_seeds=[2])
-    monkeypatch.setattr(board_builds, "SAVED", saved)
-    assert main(["--collect", "--save", "--build", str(build), "--boards", "versa_ecp5",
-                 "--kinds", "lda"]) == 0
+    saved = _collected(tmp_path, monkeypatch, "versa_ecp5", "lda", 80.0, seed=3,
+                       stalled_seeds=[1], unrouted_seeds=[2])
     assert "versa_ecp5 lda: $glbnet$clk 80.0 / 62.5 MHz (seed 3; the router stalled at " \
            "seed 1; no route at seed 2)" in capsys.readouterr().out
     assert "| board `versa_ecp5`, LDA core(s), seed 3 (the router stalled at 1; no route " \
@@ -124,15 +127,10 @@ def test_a_build_after_a_seed_that_missed_a_clock_says_what_it_missed(
     """A board command that met every clock at its second seed after the first routed
     with a receive clock short: the printed line and the table name the seed and the
     clock it missed, with its figures."""
-    build, saved = tmp_path / "build", tmp_path / "saved"
-    saved.mkdir()
     missed = {"seed": 1, "fmax_mhz": {
         "$glbnet$port1.eth_rx0_clk": {"achieved": 120.3, "constraint": 125}}}
-    _built(build / "versa_ecp5_lds", "versa_ecp5", "lds", 90.0, seed=2,
-           missed_seeds=[missed])
-    monkeypatch.setattr(board_builds, "SAVED", saved)
-    assert main(["--collect", "--save", "--build", str(build), "--boards", "versa_ecp5",
-                 "--kinds", "lds"]) == 0
+    saved = _collected(tmp_path, monkeypatch, "versa_ecp5", "lds", 90.0, seed=2,
+                       missed_seeds=[missed])
     assert "versa_ecp5 lds: $glbnet$clk 90.0 / 62.5 MHz (seed 2; seed 1 missed " \
            "$glbnet$port1.eth_rx0_clk 120.3 / 125 MHz)" in capsys.readouterr().out
     assert "| board `versa_ecp5`, LDS core(s), seed 2 (missed at 1: eth_rx0 120.3 / 125) |" \
