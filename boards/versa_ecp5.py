@@ -7,7 +7,7 @@ Where it sits: a board target (``boards.top.InlineTapTop``) — RGMII PHYs 0 and
 ways; by default one direction (port 0 → port 1) is measured: two default cores of any
 kind need more flip-flops than the LFE5UM-45F's 43 848 (``docs/HARDWARE.md``;
 ``--directions both`` builds both, for smaller core configurations). LDS defaults to 2
-rows. OPA and RLI are refused: one core of either needs more than the 72 % of the
+rows; RDA is routed by nextpnr's router1 (router2 found no route). OPA and RLI are refused: one core of either needs more than the 72 % of the
 device's flip-flops or LUT cells up to which nextpnr places and routes it here
 (``boards.top.MAX_LOGIC_SHARE``; ``docs/HARDWARE.md``, "Limits of the board designs") —
 build them on the ECPIX-5.
@@ -37,6 +37,11 @@ DIRECTIONS = ("port0_to_port1",)
 #: its flip-flops) did not route, router2's overuse growing from 3 398 to 6 249 wires,
 #: where 2 rows route and meet every clock (``docs/HARDWARE.md``).
 KIND_DEFAULTS = {"lds": {"rows": 2}, "rli": {"cells": 2048}}
+#: Per kind, the nextpnr router where router2 (the boards' default) did not route: the
+#: RDA core's placement (67 % of the flip-flops, 60 % of the LUT cells) found no route
+#: for the reset's global buffer input with router2 at seeds 1, 2 and 3; router1 routes
+#: it and meets every clock (``docs/HARDWARE.md``).
+KIND_ROUTERS = {"rda": "router1"}
 #: nextpnr placer: with ``heap`` the two cores (55 % of the LFE5UM-45F) did not route
 #: (router2 diverged on seeds 1 and 2); with ``static`` they route in ~9 minutes.
 PLACER = "static"
@@ -49,7 +54,7 @@ SKEW = RGMIISkew(rx_delay_ns=0.0, tx_delay_ns=0.0)
 def main(argv=None) -> int:
     return board_main(Platform, Top, board=BOARD, description=__doc__.splitlines()[0],
                       argv=argv, directions=DIRECTIONS, placer=PLACER, skew=SKEW,
-                      kind_defaults=KIND_DEFAULTS)
+                      kind_defaults=KIND_DEFAULTS, kind_routers=KIND_ROUTERS)
 
 
 if __name__ == "__main__":

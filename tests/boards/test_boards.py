@@ -346,6 +346,26 @@ def test_board_kind_defaults(tmp_path, capsys):
     assert "lds defaults to --rows 2; rli defaults to --cells 2048" in shown
 
 
+def test_board_kind_router(monkeypatch, capsys):
+    """On the Versa an RDA build is routed by router1 (router2 found no route for its
+    placements), every other kind by router2, ``--router`` given wins, and the help
+    says so."""
+    opts = []
+    monkeypatch.setattr(top_module, "build_board",
+                        lambda platform, top, **kw: opts.append(kw["nextpnr_opts"]) or {})
+    for options in (["--synopsis", "rda"], ["--synopsis", "rda", "--router", "router2"],
+                    ["--synopsis", "lda"], ["--synopsis", "opa", "--router", "router1"]):
+        assert versa_ecp5.main(options) == 0
+    assert [o.split()[1] for o in opts] == ["router1", "router2", "router2", "router1"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        versa_ecp5.main(["--help"])
+    assert exit_info.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "(default router2; rda: router1)" in shown
+    assert "rda is routed by --router router1 (router2 found no route)" in shown
+
+
 def test_written_build_csr_matches_regmap(tmp_path):
     """The csr.csv of a real build folder (if one was built) matches the register map;
     otherwise the exports written by write_csr_exports do."""
@@ -476,5 +496,7 @@ def test_board_command_builds_every_kind(board, kind, monkeypatch, capsys):
                                                          **board_defaults))
     assert [core.config for core in seen["top"].cores] == [expected] * len(seen["top"].cores)
     assert seen["do_build"] and "--seed 7 " in seen["opts"]
+    router = getattr(BOARDS[board], "KIND_ROUTERS", {}).get(kind, "router2")
+    assert f"--router {router} " in seen["opts"]
     assert seen["share"] == top_module.MAX_LOGIC_SHARE
     assert seen["more_seeds"] == ()             # --seed names the one seed tried
