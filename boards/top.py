@@ -724,31 +724,24 @@ def board_summary(out_dir, board: str) -> dict:
 def board_main(platform_factory, top_factory, *, board: str, description: str,
                argv=None, directions=None, seed: int = 1, placer: str = "heap",
                skew: RGMIISkew = RGMIISkew(), kind_defaults=None,
-               kind_routers=None) -> int:
+               router: str = "router2") -> int:
     """Command line of a board target: ``python -m boards.<board> [--synopsis ..]
     [--no-build] [--build-dir build]``; with ``directions`` (an inline tap's default
     measured directions) also ``--directions``. ``skew``: the RGMII delays the board's
     PHYs need from the FPGA (:class:`boards.rgmii_pins.RGMIISkew`). ``kind_defaults``:
     per kind, configuration options (:func:`add_config_arguments`' names) whose default
     on this board differs from the kind's, so that the kind's default core fits the
-    device; an option given on the command line wins. ``kind_routers``: per kind, the
-    nextpnr router that routes the kind's design on this board where the default
-    (router2) did not; ``--router`` given wins."""
+    device; an option given on the command line wins. ``placer``, ``router``: the
+    board's nextpnr placer and router unless told."""
     kind_defaults = dict(kind_defaults or {})
-    kind_routers = dict(kind_routers or {})
     epilog = "; ".join(
         f"{kind} defaults to " + ", ".join(f"--{name.replace('_', '-')} {value}"
                                           for name, value in options.items())
         for kind, options in sorted(kind_defaults.items()))
-    routers = "; ".join(f"{kind} is routed by --router {router}"
-                        for kind, router in sorted(kind_routers.items()))
     parser = argparse.ArgumentParser(
         prog=f"python -m boards.{board}", description=description,
-        epilog=" ".join(
-            ([f"On this board {epilog} (the kind's default core does not fit the "
-              f"device)."] if epilog else [])
-            + ([f"On this board {routers} (router2 found no route)."] if routers
-               else [])) or None)
+        epilog=f"On this board {epilog} (the kind's default core does not fit the "
+               f"device)." if epilog else None)
     add_config_arguments(parser, seed_flag="--hash-seed")
     parser.add_argument("--data-width", type=int, default=64)
     parser.add_argument("--uart-baud", type=int, default=UART_BAUD,
@@ -761,10 +754,9 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--no-build", action="store_true",
                         help="only elaborate and write the register map exports")
-    parser.add_argument("--router", choices=("router1", "router2"), default=None,
-                        help="nextpnr router (default router2"
-                             + "".join(f"; {kind}: {router}" for kind, router
-                                       in sorted(kind_routers.items())) + ")")
+    parser.add_argument("--router", choices=("router1", "router2"), default=router,
+                        help=f"nextpnr router (default {router}; a build stalled by "
+                             f"router2 is stopped, see --seed)")
     parser.add_argument("--seed", dest="pnr_seed", type=int, default=None,
                         help=f"nextpnr placement seed (default {seed}, then the next "
                              f"{SEED_ATTEMPTS - 1} in turn while the router stalls, "
@@ -793,8 +785,6 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     for name, value in kind_defaults.get(args.synopsis, {}).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.router is None:
-        args.router = kind_routers.get(args.synopsis, "router2")
     seeds = ((args.pnr_seed,) if args.pnr_seed is not None
              else tuple(range(seed, seed + SEED_ATTEMPTS)))
     platform = platform_factory()

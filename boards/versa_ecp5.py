@@ -7,8 +7,9 @@ Where it sits: a board target (``boards.top.InlineTapTop``) — RGMII PHYs 0 and
 ways; by default one direction (port 0 → port 1) is measured: two default cores of any
 kind need more flip-flops than the LFE5UM-45F's 43 848 (``docs/HARDWARE.md``;
 ``--directions both`` builds both, for smaller core configurations). LDS defaults to 2
-rows; RDA is routed by nextpnr's router1 (router2 found no route). OPA and RLI are refused: one core of either needs more than the 72 % of the
-device's flip-flops or LUT cells up to which nextpnr places and routes it here
+rows. nextpnr's router1 routes the design (router2 found no route for the RDA core). OPA
+and RLI are refused: one core of either needs more than the 72 % of the device's
+flip-flops or LUT cells up to which nextpnr places and routes it here
 (``boards.top.MAX_LOGIC_SHARE``; ``docs/HARDWARE.md``, "Limits of the board designs") —
 build them on the ECPIX-5.
 
@@ -37,14 +38,15 @@ DIRECTIONS = ("port0_to_port1",)
 #: its flip-flops) did not route, router2's overuse growing from 3 398 to 6 249 wires,
 #: where 2 rows route and meet every clock (``docs/HARDWARE.md``).
 KIND_DEFAULTS = {"lds": {"rows": 2}, "rli": {"cells": 2048}}
-#: Per kind, the nextpnr router where router2 (the boards' default) did not route: the
-#: RDA core's placement (67 % of the flip-flops, 60 % of the LUT cells) found no route
-#: for the reset's global buffer input with router2 at seeds 1, 2 and 3; router1 routes
-#: it and meets every clock (``docs/HARDWARE.md``).
-KIND_ROUTERS = {"rda": "router1"}
 #: nextpnr placer: with ``heap`` the two cores (55 % of the LFE5UM-45F) did not route
 #: (router2 diverged on seeds 1 and 2); with ``static`` they route in ~9 minutes.
 PLACER = "static"
+#: nextpnr router: with router2 the RDA core's placements (67 % of the flip-flops, 60 %
+#: of the LUT cells) found no route for the reset's global buffer input at seeds 1, 2
+#: and 3, and LDA's at seeds 1 and 2; router1 routes every kind's seed-1 placement that
+#: fits and meets every clock with more to spare than router2's builds
+#: (``docs/HARDWARE.md``).
+ROUTER = "router1"
 #: The 88E1512 PHYs are strapped for their internal RX and TX clock delays (RGMII-ID), as
 #: litex-boards' lattice_versa_ecp5 target has them (tx_delay = rx_delay = 0): the FPGA
 #: adds none.
@@ -54,7 +56,7 @@ SKEW = RGMIISkew(rx_delay_ns=0.0, tx_delay_ns=0.0)
 def main(argv=None) -> int:
     return board_main(Platform, Top, board=BOARD, description=__doc__.splitlines()[0],
                       argv=argv, directions=DIRECTIONS, placer=PLACER, skew=SKEW,
-                      kind_defaults=KIND_DEFAULTS, kind_routers=KIND_ROUTERS)
+                      kind_defaults=KIND_DEFAULTS, router=ROUTER)
 
 
 if __name__ == "__main__":
