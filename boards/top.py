@@ -602,8 +602,10 @@ def build_board(platform, top, *, board: str, build_dir="build", do_build: bool 
     """Elaborate (and with ``do_build`` synthesise, place, route and pack) ``top`` on
     ``platform`` into ``<build_dir>/<board>/``; write the register map exports there.
 
-    nextpnr runs with ``--router router2`` by default: the H3 XOR networks of two cores
-    congest a 45k part, where nextpnr-ecp5's default router1 did not converge.
+    nextpnr runs with ``--router router2`` unless ``nextpnr_opts`` say otherwise (each
+    board command passes its router: the Versa's is router1, which routes its one-core
+    designs where router2 found no route, ``docs/HARDWARE.md``; router2 became the
+    default when two cores of an earlier core did not converge with router1 there).
 
     Returns a summary: paths written, the cores' kind and clock, and with ``do_build``
     nextpnr's options, Fmax per clock and the resources used (:func:`board_summary`).
