@@ -63,7 +63,7 @@ __all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "chec
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
            "crowded_resources", "MAX_LOGIC_SHARE", "build_failure", "run_build_script",
            "RouterStalled", "RouteFailed", "router_stall", "router_stall_figures",
-           "ROUTER_STALL_ITERATIONS", "SEED_ATTEMPTS", "CORE_MARGIN", "clock_domain",
+           "ROUTER_STALL_ITERATIONS", "ROUTER1_STALL_ARCS", "SEED_ATTEMPTS", "CORE_MARGIN", "clock_domain",
            "missed_clocks"]
 
 #: RGMII clock at 1000 Mb/s.
@@ -443,23 +443,46 @@ SEED_ATTEMPTS = 3
 #: A board build's core clock must reach its constraint with this much to spare
 #: (achieved ≥ 1.1 × constraint): placement moves an Fmax by more than a few per cent.
 CORE_MARGIN = 0.10
+#: router1 (the Versa's router) prints a progress line every 1 000 arcs it routes, with
+#: the arcs still queued; a route whose queue has gone this many arcs without falling
+#: below its shortest so far is stopped (:func:`router_stall`). Measured here: the three
+#: router1 routes of the Versa's LDA, RDA and LDS cores (134–211 progress lines each)
+#: reached a new shortest queue at every line but one; 500 000 arcs is more than twice
+#: a whole route of theirs. router1 has no limit of its own: a route that does not
+#: converge rips up and reroutes until it is stopped.
+ROUTER1_STALL_ARCS = 500_000
 #: A line of router2's progress: ``Info:     iter=26 wires=565435 overused=14 overuse=14``.
 _ROUTER_ITERATION = re.compile(r"iter=(\d+) wires=\d+ overused=(\d+)")
+#: A line of router1's progress: ``Info:      47000 |     3930      42984 |   99   886 |
+#: 67379|       0.72      38.25|`` (arcs routed, with and without rip-up, the change
+#: since the last line, the arcs still queued, seconds).
+_ROUTER1_PROGRESS = re.compile(
+    r"Info:\s+(\d+) \|\s+\d+\s+\d+ \|\s+-?\d+\s+-?\d+ \|\s+(\d+)\|")
+
+
+def _no_new_fewest(progress, span: int) -> tuple[int, int, int] | None:
+    """``(step, count, fewest so far)`` at the first of ``progress``'s ``(step, count)``
+    pairs that comes ``span`` steps after the last new fewest count, with a count left;
+    else ``None``."""
+    fewest, since = None, 0
+    for step, count in progress:
+        step, count = int(step), int(count)
+        if fewest is None or count < fewest:
+            fewest, since = count, step
+        elif count and step - since >= span:
+            return step, count, fewest
+    return None
 
 
 def router_stall(nextpnr_log: str, iterations: int = ROUTER_STALL_ITERATIONS
                  ) -> tuple[int, int, int] | None:
     """``(iteration, overused wires, fewest so far)`` when nextpnr's router2 (its log
     ``nextpnr_log``) has gone ``iterations`` iterations without fewer overused wires than
-    its fewest so far, else ``None``."""
-    fewest, since = None, 0
-    for it, over in _ROUTER_ITERATION.findall(nextpnr_log):
-        it, over = int(it), int(over)
-        if fewest is None or over < fewest:
-            fewest, since = over, it
-        elif over and it - since >= iterations:
-            return it, over, fewest
-    return None
+    its fewest so far; for router1, ``(arcs routed, arcs queued, fewest queued so far)``
+    when it has routed :data:`ROUTER1_STALL_ARCS` arcs without a shorter queue than its
+    shortest so far; else ``None``."""
+    return (_no_new_fewest(_ROUTER_ITERATION.findall(nextpnr_log), iterations)
+            or _no_new_fewest(_ROUTER1_PROGRESS.findall(nextpnr_log), ROUTER1_STALL_ARCS))
 
 
 def router_stall_figures(nextpnr_log: str) -> str | None:
@@ -468,9 +491,12 @@ def router_stall_figures(nextpnr_log: str) -> str | None:
     stall = router_stall(nextpnr_log)
     if stall is None:
         return None
-    it, over, fewest = stall
-    return (f"{over} overused wires at iteration {it}, none fewer than {fewest} in the last "
-            f"{ROUTER_STALL_ITERATIONS} iterations (stopped)")
+    it, count, fewest = stall
+    if _ROUTER_ITERATION.search(nextpnr_log):
+        return (f"{count} overused wires at iteration {it}, none fewer than {fewest} in "
+                f"the last {ROUTER_STALL_ITERATIONS} iterations (stopped)")
+    return (f"{count} arcs still to route after {it} arcs, none fewer than {fewest} in the "
+            f"last {ROUTER1_STALL_ARCS} arcs (stopped)")
 
 
 def run_build_script(plan, out_dir: Path, board: str, poll_s: float = 1.0,

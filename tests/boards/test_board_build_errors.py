@@ -13,9 +13,10 @@ import pytest
 
 from boards import ecpix5
 from boards import top as top_module
-from boards.top import (MAX_LOGIC_SHARE, ROUTER_STALL_ITERATIONS, BoardBuildFailed,
-                        RouteFailed, RouterStalled, build_board, crowded_resources,
-                        missed_clocks, overused_resources, router_stall)
+from boards.top import (MAX_LOGIC_SHARE, ROUTER1_STALL_ARCS, ROUTER_STALL_ITERATIONS,
+                        BoardBuildFailed, RouteFailed, RouterStalled, build_board,
+                        crowded_resources, missed_clocks, overused_resources, router_stall,
+                        router_stall_figures)
 from host_sw.contracts.config import LdaConfig
 
 #: The head of nextpnr-ecp5's utilisation table for two RLI cores on the Versa's 45F.
@@ -240,6 +241,31 @@ def test_a_stalled_route_is_one_that_has_not_improved_for_the_iterations():
     diverging = [600, 150] + [150 + 40 * k for k in range(n)]
     assert router_stall(_router_log(diverging)) == (n + 2, 150 + 40 * (n - 1), 150)
     assert router_stall(_router_log(stuck), iterations=10) == (13, stuck[12], 14)
+
+
+def _router1_log(queued):
+    """router1's progress lines (nextpnr's format), one per 1 000 arcs routed, with these
+    counts of arcs still queued."""
+    return "".join(f"Info: {1000 * (k + 1):10d} | {100 * k:8d} {900 * k:10d} | {100:4d} "
+                   f"{900:5d} | {n:9d}| {0.7:10.02f} {0.7 * k:10.02f}|\n"
+                   for k, n in enumerate(queued))
+
+
+def test_a_stalled_router1_route_is_one_whose_queue_has_not_shrunk_for_the_arcs():
+    """router1 (no limit of its own) stalls when ``ROUTER1_STALL_ARCS`` arcs routed bring
+    no shorter queue than its shortest so far; a route whose queue shrinks (as the
+    Versa's did at every line but one) or empties does not, and the figures say so."""
+    lines = ROUTER1_STALL_ARCS // 1000
+    converging = [125000 - 600 * k for k in range(200)] + [900, 950, 400, 0]
+    assert router_stall(_router1_log(converging)) is None
+    stuck = [90000, 30000, 2100] + ([2300, 2150, 2500, 2101] * lines)[:lines]
+    assert router_stall(_router1_log(stuck[:lines + 2])) is None
+    assert router_stall(_router1_log(stuck)) == (1000 * (lines + 3), stuck[-1], 2100)
+    assert router_stall_figures(_router1_log(stuck)) == (
+        f"{stuck[-1]} arcs still to route after {1000 * (lines + 3)} arcs, none fewer "
+        f"than 2100 in the last {ROUTER1_STALL_ARCS} arcs (stopped)")
+    assert router_stall_figures(_router_log([600, 150] + [190] * ROUTER_STALL_ITERATIONS)
+                                ).startswith("190 overused wires at iteration")
 
 
 class _SeededPlatform(_Platform):
