@@ -63,8 +63,8 @@ __all__ = ["RGMII_CLOCK_HZ", "CORE_CLOCK_HZ", "UART_BAUD", "PHY_RESET_MS", "chec
            "board_summary", "board_main", "BoardBuildFailed", "overused_resources",
            "crowded_resources", "MAX_LOGIC_SHARE", "build_failure", "run_build_script",
            "RouterStalled", "RouteFailed", "router_stall", "router_stall_figures",
-           "ROUTER_STALL_ITERATIONS", "ROUTER1_STALL_ARCS", "SEED_ATTEMPTS", "CORE_MARGIN", "clock_domain",
-           "missed_clocks"]
+           "ROUTER_STALL_ITERATIONS", "ROUTER1_STALL_ARCS", "SEED_ATTEMPTS", "CORE_MARGIN",
+           "clock_domain", "missed_clocks"]
 
 #: RGMII clock at 1000 Mb/s.
 RGMII_CLOCK_HZ = 125e6
@@ -783,8 +783,7 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     parser.add_argument("--no-build", action="store_true",
                         help="only elaborate and write the register map exports")
     parser.add_argument("--router", choices=("router1", "router2"), default=router,
-                        help=f"nextpnr router (default {router}; a build stalled by "
-                             f"router2 is stopped, see --seed)")
+                        help=f"nextpnr router (default {router})")
     parser.add_argument("--seed", dest="pnr_seed", type=int, default=None,
                         help=f"nextpnr placement seed (default {seed}, then the next "
                              f"{SEED_ATTEMPTS - 1} in turn while the router stalls, "

@@ -43,8 +43,8 @@ KIND_DEFAULTS = {"lds": {"rows": 2}, "rli": {"cells": 2048}}
 PLACER = "static"
 #: nextpnr router: with router2 the RDA core's placements (67 % of the flip-flops, 60 %
 #: of the LUT cells) found no route for the reset's global buffer input at seeds 1, 2
-#: and 3, and LDA's at seeds 1 and 2; router1 routes every kind's seed-1 placement that
-#: fits and meets every clock with more to spare than router2's builds
+#: and 3, and LDA's at seeds 1 and 2; router1 routes the LDA, RDA and LDS cores' seed-1
+#: placements, each meeting every clock with more to spare than router2's builds
 #: (``docs/HARDWARE.md``).
 ROUTER = "router1"
 #: The 88E1512 PHYs are strapped for their internal RX and TX clock delays (RGMII-ID), as

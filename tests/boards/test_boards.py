@@ -363,7 +363,7 @@ def test_board_router(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_info:
         versa_ecp5.main(["--help"])
     assert exit_info.value.code == 0
-    assert "(default router1;" in " ".join(capsys.readouterr().out.split())
+    assert "nextpnr router (default router1)" in " ".join(capsys.readouterr().out.split())
 
 
 def test_written_build_csr_matches_regmap(tmp_path):
