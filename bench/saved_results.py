@@ -56,22 +56,34 @@ def _cell(name: str | None) -> str:
     return re.split(r"_TRELLIS_|\$", name)[0] or name
 
 
+#: The nextpnr router of a whole-core run unless its command names another
+#: (``bench.synth_core``'s default); a row of another router says which.
+DEFAULT_ROUTER = "router2"
+
+
+def run_router(entry: dict) -> str:
+    """The nextpnr router of one saved place-and-route run (from its command)."""
+    found = re.search(r"--router (\S+)", entry.get("command", ""))
+    return found.group(1) if found else DEFAULT_ROUTER
+
+
 def core_rows(folder: Path = SAVED) -> list[dict]:
-    """One row per (kind, speed grade, core measured), over the saved whole-core files:
-    Fmax per clock domain over the routed seeds, resources and critical path of the best
-    routed seed (else of the first), and the files."""
+    """One row per (kind, speed grade, core measured, clocks, router), over the saved
+    whole-core files: Fmax per clock domain over the routed seeds, resources and critical
+    path of the best routed seed (else of the first), and the files."""
     groups: dict[tuple, list] = {}
     for path in sorted(folder.glob("synth_core_*.json")):
         for res in json.loads(path.read_text())["results"]:
             for speed, entry in res["devices"].items():
                 key = (res["kind"], str(entry.get("speed", speed)), res.get("earlier_core"),
-                       res.get("control_domain", "sync"))
+                       res.get("control_domain", "sync"), run_router(entry))
                 groups.setdefault(key, []).append((path.name, res, entry))
     rows = []
-    for (kind, speed, earlier, control), items in sorted(
+    for (kind, speed, earlier, control, router), items in sorted(
             groups.items(), key=lambda kv: (KINDS.index(kv[0][0]) if kv[0][0] in KINDS
                                             else len(KINDS), kv[0][0], -int(kv[0][1]),
-                                            kv[0][3] != "sync", kv[0][2] or "")):
+                                            kv[0][3] != "sync", kv[0][2] or "",
+                                            kv[0][4] != DEFAULT_ROUTER, kv[0][4])):
         domains: dict[str, list] = {}
         for _, _, entry in items:
             for domain, mhz in entry.get("fmax_by_domain", {}).items():
@@ -83,7 +95,7 @@ def core_rows(folder: Path = SAVED) -> list[dict]:
         cells = res.get("yosys_cells", {})
         rows.append({
             "kind": kind, "speed": speed, "earlier_core": earlier, "control_domain": control,
-            "clocks": 1 if control == "sync" else 2,
+            "clocks": 1 if control == "sync" else 2, "router": router,
             "device": entry["device"], "files": [it[0] for it in items],
             "seeds": sorted(it[2]["seed"] for it in items),
             "routed_seeds": sorted(it[2]["seed"] for it in routed),
@@ -135,8 +147,9 @@ def _mhz(value) -> str:
 
 def summary_lines(folder: Path = SAVED) -> list[str]:
     """``core KIND DOMAIN median=… min=… max=… seeds=N [unrouted=K] clocks=C speed=S
-    measured=current|earlier`` per core kind, clocks of the core (1, or 2 with a control
-    domain), speed grade and clock domain, then ``board BOARD KIND met=yes|no slack=NS
+    [router=R] measured=current|earlier`` per core kind, clocks of the core (1, or 2 with
+    a control domain), speed grade, router (named when not :data:`DEFAULT_ROUTER`) and
+    clock domain, then ``board BOARD KIND met=yes|no slack=NS
     core_margin=P% measured=…`` per board build (slack: the worst clock's, ns; met: every
     clock met and the core clock with :data:`CORE_MARGIN` to spare).
 
@@ -155,7 +168,9 @@ def summary_lines(folder: Path = SAVED) -> list[str]:
                          f"max={_mhz(max(values, default=None))} seeds={len(values)} "
                          + (f"unrouted={unrouted} " if unrouted else "")
                          + f"clocks={row['clocks']} speed={row['speed']} "
-                         f"measured={measured}")
+                         + (f"router={row['router']} " if row["router"] != DEFAULT_ROUTER
+                            else "")
+                         + f"measured={measured}")
     for row in board_rows(folder):
         measured = "earlier" if row["earlier_core"] else "current"
         if row.get("refused"):
@@ -227,7 +242,8 @@ def figures_table(folder: Path = SAVED) -> str:
         lines.append(
             f"| {row['kind'].upper()} core"
             f"{' (two clocks)' if row['clocks'] == 2 else ''} "
-            f"(registered harness, 300 MHz constraint) | "
+            f"(registered harness, 300 MHz constraint"
+            f"{'' if row['router'] == DEFAULT_ROUTER else ', ' + row['router']}) | "
             f"{row['device']} | {measured(row['earlier_core'])} | {_core_fmax(row)} | "
             f"{_num(row['lut4'])} | {_num(row['trellis_comb'])} | {_num(row['ff'])} | "
             f"{_num(row['dp16kd'])} | {_num(row['mult18'])} | {_core_limit(row)} | {files} |")

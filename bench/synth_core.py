@@ -84,7 +84,8 @@ from hw.lda_pipeline import MeasurementCore
 from hw.verilog_export import AxisTop
 
 from bench import OUT, ROOT
-from bench.saved_results import KINDS, SAVED, figures_table, summary_lines
+from bench.saved_results import (DEFAULT_ROUTER, KINDS, SAVED, figures_table, run_router,
+                                 summary_lines)
 from bench.synth_harness import RegisteredHarness
 from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_lpf, clock_net,
                                 critical_path_summary, first_error, fmax_mhz, git_describe,
@@ -343,14 +344,16 @@ def report_figures(report: dict) -> dict:
 
 def save(result: dict, folder: Path = SAVED) -> list[Path]:
     """Copy each run (speed grade and seed) of ``result`` into ``folder`` as
-    ``synth_core_<kind>[_<control domain>]_speed<S>_seed<N>.json``, one device entry each
-    (the files ``--summary`` reads)."""
+    ``synth_core_<kind>[_<control domain>][_<router>]_speed<S>_seed<N>.json`` (the router
+    named when not router2), one device entry each (the files ``--summary`` reads)."""
     written = []
     two = result.get("control_domain", "sync") != "sync"
     stem = f"synth_core_{result['kind']}" + (f"_{result['control_domain']}" if two else "")
     base = {k: v for k, v in result.items() if k != "runs"}
     for entry in result["runs"]:
-        path = folder / f"{stem}_speed{entry['speed']}_seed{entry['seed']}.json"
+        router = run_router(entry)
+        path = folder / (f"{stem}{'' if router == DEFAULT_ROUTER else '_' + router}"
+                         f"_speed{entry['speed']}_seed{entry['seed']}.json")
         path.write_text(json.dumps({"results": [base | {"devices": {entry["speed"]: entry}}]},
                                    indent=2) + "\n")
         written.append(path)
@@ -399,8 +402,10 @@ def main(argv=None) -> int:
     parser.add_argument("--control-domain", choices=("sync", "ctrl"), default="sync",
                         help="ctrl: the two-clock core (datapath clk, control ctrl_clk; "
                              "MeasurementCore(control_domain='ctrl'))")
-    parser.add_argument("--router", choices=("router1", "router2"), default="router2",
-                        help="nextpnr router (router1 did not converge on the whole core)")
+    parser.add_argument("--router", choices=("router1", "router2"), default=DEFAULT_ROUTER,
+                        help=f"nextpnr router (default {DEFAULT_ROUTER}; router1 routed the "
+                             f"two-clock LDA core faster and to a higher Fmax, "
+                             f"docs/HARDWARE.md)")
     parser.add_argument("--harness", choices=("registered", "pads"), default="registered",
                         help="registered: the core behind bench/synth_harness.py's "
                              "registered boundary (two pins); pads: every port on a pin")

