@@ -42,6 +42,8 @@ def test_summary_of_the_saved_results():
         'core lda ctrl median=193.3 min=187.7 max=200.4 seeds=3 clocks=2 speed=8 router=router1 measured=current',
         'core rda core median=143.0 min=110.5 max=161.8 seeds=3 clocks=2 speed=8 measured=current',
         'core rda ctrl median=126.6 min=110.0 max=142.6 seeds=3 clocks=2 speed=8 measured=current',
+        'core rda core median=176.9 min=176.9 max=176.9 seeds=1 clocks=2 speed=8 router=router1 measured=current',
+        'core rda ctrl median=140.8 min=140.8 max=140.8 seeds=1 clocks=2 speed=8 router=router1 measured=current',
         'core lds core median=146.6 min=129.7 max=159.8 seeds=3 clocks=2 speed=8 measured=current',
         'core lds ctrl median=153.2 min=143.1 max=159.2 seeds=3 clocks=2 speed=8 measured=current',
         'core opa core median=90.4 min=90.4 max=90.4 seeds=1 clocks=1 speed=8 measured=earlier',
