@@ -33,7 +33,7 @@ from typing import ClassVar
 from host_sw.contracts.config_base import (ConfigMismatch,
                                            SynopsisConfig, ThresholdRegister, canonical_json,
                                            canonical_json_text, is_power_of_two)
-from host_sw.contracts.hashing import FLOW_KEY_BYTES, HashPurpose
+from host_sw.contracts.hashing import HashPurpose
 from host_sw.contracts.layouts import Field, WordLayout
 
 __all__ = ["KIND_CODES", "CONFIG_CLASSES", "config_class", "LdaConfig", "RdaConfig",
@@ -147,14 +147,7 @@ class LdsConfig(SynopsisConfig):
     row_thresholds: tuple[int, ...] = (0, 0, 0, 0)
 
     def __post_init__(self):
-        defaulted = [n for n in ("mask_flow_ipv4", "mask_flow_ipv6") if getattr(self, n) is None]
         super().__post_init__()
-        if defaulted and self.window_bytes < FLOW_KEY_BYTES:
-            raise ValueError(
-                f"a {self.window_bytes}-byte window cannot hold the LDS flow key (the default "
-                f"flow masks reach byte {FLOW_KEY_BYTES - 1}, the IPv6 destination port): use "
-                f"a window of at least {FLOW_KEY_BYTES} bytes or give "
-                f"{' and '.join(defaulted)} explicitly")
         if not 1 <= self.rows <= 8:
             raise ValueError(f"rows must be 1..8, not {self.rows}")
         if not 1 <= self.cells <= (1 << 24):

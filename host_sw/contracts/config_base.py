@@ -22,7 +22,8 @@ import numbers
 from dataclasses import dataclass, fields, replace
 from typing import ClassVar
 
-from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES, HashPurpose, default_masks
+from host_sw.contracts.hashing import (DEFAULT_WINDOW_BYTES, FLOW_KEY_BYTES, HashPurpose,
+                                       default_masks)
 from host_sw.contracts.layouts import WordLayout
 
 __all__ = ["SynopsisConfig", "ConfigMismatch", "ThresholdRegister", "THRESHOLD_BITS",
@@ -126,6 +127,7 @@ class SynopsisConfig:
     mask_flow_ipv6: int | None = None
 
     def __post_init__(self):
+        defaulted = [n for n in ("mask_flow_ipv4", "mask_flow_ipv6") if getattr(self, n) is None]
         self._canonicalise()
         if not 0 <= self.seed < (1 << 64):
             raise ValueError(f"seed must be a 64-bit unsigned integer, not {self.seed}")
@@ -141,6 +143,16 @@ class SynopsisConfig:
         for name in MASK_FIELDS:
             if not 0 <= getattr(self, name) < (1 << self.window_bytes):
                 raise ValueError(f"{name} must fit the {self.window_bytes}-byte window")
+        # A kind with flow hashes (LDS's cells, RLI's cell and digest) keys them on the
+        # 5-tuple; the default flow masks cut to a shorter window would drop the IPv6
+        # destination's last bytes and the ports, so flows would share counters unseen.
+        if (self.hash_count(HashPurpose.LDS_FLOW) and defaulted
+                and self.window_bytes < FLOW_KEY_BYTES):
+            raise ValueError(
+                f"a {self.window_bytes}-byte window cannot hold the {self.kind.upper()} flow "
+                f"key (the default flow masks reach byte {FLOW_KEY_BYTES - 1}, the IPv6 "
+                f"destination port): use a window of at least {FLOW_KEY_BYTES} bytes or give "
+                f"{' and '.join(defaulted)} explicitly")
 
     def _canonicalise(self) -> None:
         """Every field to its canonical type; unset masks to the window's defaults."""

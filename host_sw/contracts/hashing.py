@@ -351,8 +351,8 @@ def default_masks(window_bytes: int = DEFAULT_WINDOW_BYTES) -> dict[str, ByteMas
     header and payload, which no router rewrites — so a 72-byte window hashes bytes 64–71
     too; the flow masks are the same bytes whatever the window. A window shorter than a
     range cuts it: bytes at or past ``window_bytes`` are never kept (a window below
-    :data:`FLOW_KEY_BYTES` cuts the IPv6 flow key, which an LDS configuration refuses
-    unless its flow masks are given explicitly).
+    :data:`FLOW_KEY_BYTES` cuts the IPv6 flow key, which an LDS or RLI configuration
+    refuses unless its flow masks are given explicitly).
     """
     w = window_bytes
     return {

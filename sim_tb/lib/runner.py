@@ -285,11 +285,10 @@ SLOW_PARAMS += [q for q in (replace(p, control_domain="sync") for p in DEFAULT_P
 OPA_PARAMS = [CoreParams(kind="opa", data_width=512, banks=4, size=16, control_domain="ctrl",
                          window_bytes=24)]
 #: The RLI core's parameter sets (a sender and a receiver core,
-#: ``sim_tb/benches/test_rli_pair.py``), its bus bridge on a control clock of its own; a
-#: 48-byte header window, the least its reference watch takes (the reference header), which
-#: holds the bench's IPv4 flow keys.
-RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16, control_domain="ctrl",
-                         window_bytes=48)]
+#: ``sim_tb/benches/test_rli_pair.py``), its bus bridge on a control clock of its own; the
+#: default 64-byte header window, which holds the flow key of IPv4 and IPv6 frames alike
+#: (``RliConfig`` refuses a shorter window with the default flow masks).
+RLI_PARAMS = [CoreParams(kind="rli", data_width=64, size=16, control_domain="ctrl")]
 
 
 class SimFailure(AssertionError):

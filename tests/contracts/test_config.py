@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from host_sw.contracts.config import (
-    LdaConfig, LdsConfig, check_comparable, config_from_dict,
+    LdaConfig, LdsConfig, OpaConfig, RliConfig, check_comparable, config_from_dict,
 )
 from host_sw.contracts.config_base import canonical_json
 
@@ -70,6 +70,9 @@ def test_default_masks_follow_the_window():
     assert LdsConfig(window_bytes=40, mask_flow_ipv4=0x3FFC800000,
                      mask_flow_ipv6=0).window_bytes == 40
     assert LdsConfig(window_bytes=72).mask_packet_ipv4 == wide.mask_packet_ipv4
+    assert RliConfig(window_bytes=48, mask_flow_ipv4=0x3FFC800000,
+                     mask_flow_ipv6=0).window_bytes == 48
+    assert OpaConfig(window_bytes=24).window_bytes == 24     # no flow hash: no flow key
 
 
 def _spec_section_5():
@@ -84,7 +87,6 @@ def test_spec_config_id_vectors_are_the_code_s():
     import hashlib
     import json
     from bench.make_test_vectors import CONFIG_ID_BEGIN, CONFIG_ID_END, config_id_markdown
-    from host_sw.contracts.config import OpaConfig, RliConfig
     section = _spec_section_5()
     block = CONFIG_ID_BEGIN + section.partition(CONFIG_ID_BEGIN)[2].partition(
         CONFIG_ID_END)[0] + CONFIG_ID_END

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from host_sw.contracts.config_base import ConfigMismatch
 from host_sw.contracts.config import (
-    LdaConfig, LdsConfig, RdaConfig, check_comparable, config_from_dict,
+    LdaConfig, LdsConfig, RdaConfig, RliConfig, check_comparable, config_from_dict,
 )
 from host_sw.model.golden_lda_rda_lds import (Hashers, PacketHashes, _scatter, bucket_indices,
                                               hash_frames, hash_windows, update)
@@ -399,6 +399,8 @@ def test_config_dict_round_trip(config):
     (lambda: LdaConfig(window_bytes=16, mask_packet_ipv4=1 << 20),
      "mask_packet_ipv4 must fit the 16-byte window"),
     (lambda: LdsConfig(window_bytes=48), "a 48-byte window cannot hold the LDS flow key"),
+    # RLI keys its cell and its digest on the same flow key (flow hashes 0 and 1)
+    (lambda: RliConfig(window_bytes=48), "a 48-byte window cannot hold the RLI flow key"),
     (lambda: LdaConfig(rows=1024.5), "rows must be an integer, not 1024.5"),
     (lambda: LdaConfig(tick_ns=float("inf")), "tick_ns must be positive and finite"),
     (lambda: RdaConfig(banks=9), "banks must be 1..8, not 9"),
