@@ -284,9 +284,10 @@ def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
 
 def stalled_router(log_text: str) -> str | None:
     """The message that stops a place and route whose router stalls
-    (:func:`boards.top.router_stall`, the board commands' rule), else ``None``."""
+    (:func:`boards.top.router_stall`, the board commands' rule; router2's figures are
+    overused wires per iteration, router1's arcs still queued), else ``None``."""
     stall = router_stall_figures(log_text)
-    return f"router2 stalled: {stall}" if stall else None
+    return f"the router stalled: {stall}" if stall else None
 
 
 def unrouted_figures(log_text: str, failed: str | None = None) -> dict:

@@ -410,10 +410,22 @@ def test_a_place_and_route_whose_router_stalls_is_stopped(tmp_path):
             poll_s=0.2)
     assert time.perf_counter() - start < 30 and not done.exists()
     message = str(caught.value)
-    assert message == (f"router2 stalled: 40 overused wires at iteration "
+    assert message == (f"the router stalled: 40 overused wires at iteration "
                        f"{ROUTER_STALL_ITERATIONS + 1}, none fewer than 14 in the last "
                        f"{ROUTER_STALL_ITERATIONS} iterations (stopped); see {log}")
     assert unrouted_figures(log.read_text(), message)["error"] == message
+    # router1 (``--router router1``) is stopped by the same rule on its queue of arcs
+    from boards.top import ROUTER1_STALL_ARCS
+    queued = [9000, 2100] + [2300] * (ROUTER1_STALL_ARCS // 1000)
+
+    def router1_log(queued):
+        return "".join(f"Info: {1000 * (k + 1):10d} | {100 * k:8d} {900 * k:10d} | "
+                       f"{100:4d} {900:5d} | {n:9d}| {0.7:10.02f} {0.7 * k:10.02f}|\n"
+                       for k, n in enumerate(queued))
+    assert synth_core_module.stalled_router(router1_log(queued)) == (
+        f"the router stalled: 2300 arcs still to route after {1000 * len(queued)} arcs, "
+        f"none fewer than 2100 in the last {ROUTER1_STALL_ARCS} arcs (stopped)")
+    assert synth_core_module.stalled_router(router1_log(queued[:-1] + [2000])) is None
     # A watched tool that is not stopped ends with its own exit status.
     assert run([sys.executable, "-c", "pass"], tmp_path / "stdout", stop=lambda text: None,
                watch=log, poll_s=0.2) >= 0
