@@ -56,15 +56,17 @@ def _cell(name: str | None) -> str:
     return re.split(r"_TRELLIS_|\$", name)[0] or name
 
 
-#: The nextpnr router of a whole-core run unless its command names another
-#: (``bench.synth_core``'s default); a row of another router says which.
-DEFAULT_ROUTER = "router2"
+#: The nextpnr router that a saved whole-core file's name and its row leave unnamed
+#: (router2's runs, saved before ``bench.synth_core``'s default router became router1,
+#: ``ROUTER`` there); a file and a row of another router name it. Also the router of a
+#: run whose command names none.
+UNNAMED_ROUTER = "router2"
 
 
 def run_router(entry: dict) -> str:
     """The nextpnr router of one saved place-and-route run (from its command)."""
     found = re.search(r"--router (\S+)", entry.get("command", ""))
-    return found.group(1) if found else DEFAULT_ROUTER
+    return found.group(1) if found else UNNAMED_ROUTER
 
 
 def core_rows(folder: Path = SAVED) -> list[dict]:
@@ -83,7 +85,7 @@ def core_rows(folder: Path = SAVED) -> list[dict]:
             groups.items(), key=lambda kv: (KINDS.index(kv[0][0]) if kv[0][0] in KINDS
                                             else len(KINDS), kv[0][0], -int(kv[0][1]),
                                             kv[0][3] != "sync", kv[0][2] or "",
-                                            kv[0][4] != DEFAULT_ROUTER, kv[0][4])):
+                                            kv[0][4] != UNNAMED_ROUTER, kv[0][4])):
         domains: dict[str, list] = {}
         for _, _, entry in items:
             for domain, mhz in entry.get("fmax_by_domain", {}).items():
@@ -148,7 +150,7 @@ def _mhz(value) -> str:
 def summary_lines(folder: Path = SAVED) -> list[str]:
     """``core KIND DOMAIN median=… min=… max=… seeds=N [unrouted=K] clocks=C speed=S
     [router=R] measured=current|earlier`` per core kind, clocks of the core (1, or 2 with
-    a control domain), speed grade, router (named when not :data:`DEFAULT_ROUTER`) and
+    a control domain), speed grade, router (named when not :data:`UNNAMED_ROUTER`) and
     clock domain, then ``board BOARD KIND met=yes|no slack=NS
     core_margin=P% measured=…`` per board build (slack: the worst clock's, ns; met: every
     clock met and the core clock with :data:`CORE_MARGIN` to spare).
@@ -168,7 +170,7 @@ def summary_lines(folder: Path = SAVED) -> list[str]:
                          f"max={_mhz(max(values, default=None))} seeds={len(values)} "
                          + (f"unrouted={unrouted} " if unrouted else "")
                          + f"clocks={row['clocks']} speed={row['speed']} "
-                         + (f"router={row['router']} " if row["router"] != DEFAULT_ROUTER
+                         + (f"router={row['router']} " if row["router"] != UNNAMED_ROUTER
                             else "")
                          + f"measured={measured}")
     for row in board_rows(folder):
@@ -243,7 +245,7 @@ def figures_table(folder: Path = SAVED) -> str:
             f"| {row['kind'].upper()} core"
             f"{' (two clocks)' if row['clocks'] == 2 else ''} "
             f"(registered harness, 300 MHz constraint"
-            f"{'' if row['router'] == DEFAULT_ROUTER else ', ' + row['router']}) | "
+            f"{'' if row['router'] == UNNAMED_ROUTER else ', ' + row['router']}) | "
             f"{row['device']} | {measured(row['earlier_core'])} | {_core_fmax(row)} | "
             f"{_num(row['lut4'])} | {_num(row['trellis_comb'])} | {_num(row['ff'])} | "
             f"{_num(row['dp16kd'])} | {_num(row['mult18'])} | {_core_limit(row)} | {files} |")

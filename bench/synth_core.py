@@ -43,8 +43,9 @@ kept the same way. ``--control-domain ctrl`` builds the two-clock core
 (minutes per place-and-route on an 85k part): run it by hand, not in the test suite.
 ``--jobs N`` places and routes N seeds at once (one nextpnr thread each).
 ``--reuse`` keeps the netlist and the per-seed reports already in the build folder, so
-the matrix can be filled in pieces. ``--save`` copies each seed's result into
-``docs/hardware/synth_core_<kind>[_ctrl]_speed<S>_seed<N>.json``.
+the matrix can be filled in pieces. nextpnr routes with router1 (:data:`ROUTER`;
+``--router router2`` for the other). ``--save`` copies each seed's result into
+``docs/hardware/synth_core_<kind>[_ctrl][_router1]_speed<S>_seed<N>.json``.
 
 ``--summary`` runs no tool: it reads the saved results (``docs/hardware/``,
 :mod:`bench.saved_results`) and prints one line per core kind and clock domain and one
@@ -56,7 +57,7 @@ Usage::
 
     .venv/bin/python -m bench.synth_core [--cores lda rda lds opa rli] [--speeds 8 6]
         [--freq 300] [--seeds 1 2 3] [--control-domain sync|ctrl]
-        [--harness registered|pads] [--router router2] [--jobs 1] [--reuse]
+        [--harness registered|pads] [--router router1] [--jobs 1] [--reuse]
         [--placer heap|static|sa] [--placer-density 0.9] [--front-end] [--out-of-context]
         [--data-width 64] [--banks N --rows N ...] [--save]
     .venv/bin/python -m bench.synth_core --summary [--markdown]
@@ -84,7 +85,7 @@ from hw.lda_pipeline import MeasurementCore
 from hw.verilog_export import AxisTop
 
 from bench import OUT, ROOT
-from bench.saved_results import (DEFAULT_ROUTER, KINDS, SAVED, figures_table, run_router,
+from bench.saved_results import (UNNAMED_ROUTER, KINDS, SAVED, figures_table, run_router,
                                  summary_lines)
 from bench.synth_harness import RegisteredHarness
 from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_lpf, clock_net,
@@ -93,6 +94,11 @@ from bench.synth_runner import (SPEED_GRADES, ToolFailed, Toolchain, clock_lpf, 
                                 shown, tool_versions, used_resources, yosys_cells,
                                 yosys_command)
 from boards.top import clock_domain, router_stall_figures
+
+#: nextpnr's router for every place and route unless ``--router`` names another: on the
+#: two-clock core of every kind router1 reached a higher median than router2 in both
+#: clock domains, and in less time (docs/HARDWARE.md, "Current figures").
+ROUTER = "router1"
 
 #: The core kinds of the matrix (each at the defaults of
 #: :func:`host_sw.contracts.config_args.config_from_args` unless a size option is given).
@@ -174,7 +180,7 @@ def kind_config(name: str, sizes: dict | None = None):
 
 def synth_core(name: str, *, speeds, freq: float, seeds, build: Path,
                reuse: bool, tools: Toolchain, collect: bool = False,
-               router: str = "router2", harness: str = "registered",
+               router: str = ROUTER, harness: str = "registered",
                nextpnr_args: tuple = (), front_end: bool = False, data_width: int = 64,
                sizes: dict | None = None, control_domain: str = "sync",
                jobs: int = 1) -> dict:
@@ -346,14 +352,15 @@ def report_figures(report: dict) -> dict:
 def save(result: dict, folder: Path = SAVED) -> list[Path]:
     """Copy each run (speed grade and seed) of ``result`` into ``folder`` as
     ``synth_core_<kind>[_<control domain>][_<router>]_speed<S>_seed<N>.json`` (the router
-    named when not router2), one device entry each (the files ``--summary`` reads)."""
+    named when not :data:`bench.saved_results.UNNAMED_ROUTER`), one device entry each (the
+    files ``--summary`` reads)."""
     written = []
     two = result.get("control_domain", "sync") != "sync"
     stem = f"synth_core_{result['kind']}" + (f"_{result['control_domain']}" if two else "")
     base = {k: v for k, v in result.items() if k != "runs"}
     for entry in result["runs"]:
         router = run_router(entry)
-        path = folder / (f"{stem}{'' if router == DEFAULT_ROUTER else '_' + router}"
+        path = folder / (f"{stem}{'' if router == UNNAMED_ROUTER else '_' + router}"
                          f"_speed{entry['speed']}_seed{entry['seed']}.json")
         path.write_text(json.dumps({"results": [base | {"devices": {entry["speed"]: entry}}]},
                                    indent=2) + "\n")
@@ -403,9 +410,9 @@ def main(argv=None) -> int:
     parser.add_argument("--control-domain", choices=("sync", "ctrl"), default="sync",
                         help="ctrl: the two-clock core (datapath clk, control ctrl_clk; "
                              "MeasurementCore(control_domain='ctrl'))")
-    parser.add_argument("--router", choices=("router1", "router2"), default=DEFAULT_ROUTER,
-                        help=f"nextpnr router (default {DEFAULT_ROUTER}; router1 routed the "
-                             f"two-clock LDA core faster and to a higher Fmax, "
+    parser.add_argument("--router", choices=("router1", "router2"), default=ROUTER,
+                        help=f"nextpnr router (default {ROUTER}: it routes every two-clock "
+                             f"core faster and to a higher Fmax than router2, "
                              f"docs/HARDWARE.md)")
     parser.add_argument("--harness", choices=("registered", "pads"), default="registered",
                         help="registered: the core behind bench/synth_harness.py's "

@@ -287,11 +287,15 @@ def test_seed_loop_synthesises_once_and_places_once_per_seed(tmp_path, monkeypat
     saved = tmp_path / "saved"
     saved.mkdir()
     save(result, saved)
+    # routed with the bench's router, router1: its files and lines name it
+    assert all(c[c.index("--router") + 1] == "router1" for c in placed)
+    assert sorted(p.name for p in saved.iterdir()) == [
+        f"synth_core_lda_ctrl_router1_speed8_seed{s}.json" for s in (1, 2, 3)]
     assert summary_lines(saved) == [
         "core lda core median=202.0 min=201.0 max=203.0 seeds=2 unrouted=1 clocks=2 "
-        "speed=8 measured=current",
+        "speed=8 router=router1 measured=current",
         "core lda ctrl median=132.0 min=131.0 max=133.0 seeds=2 unrouted=1 clocks=2 "
-        "speed=8 measured=current"]
+        "speed=8 router=router1 measured=current"]
 
 
 def test_jobs_place_the_seeds_at_once_and_keep_their_order(tmp_path, monkeypatch):
