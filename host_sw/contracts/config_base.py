@@ -127,7 +127,8 @@ class SynopsisConfig:
     mask_flow_ipv6: int | None = None
 
     def __post_init__(self):
-        defaulted = [n for n in ("mask_flow_ipv4", "mask_flow_ipv6") if getattr(self, n) is None]
+        defaulted = [n for n in MASK_FIELDS if n.startswith("mask_flow")
+                     and getattr(self, n) is None]
         self._canonicalise()
         if not 0 <= self.seed < (1 << 64):
             raise ValueError(f"seed must be a 64-bit unsigned integer, not {self.seed}")

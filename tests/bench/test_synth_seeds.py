@@ -420,12 +420,8 @@ def test_a_place_and_route_whose_router_stalls_is_stopped(tmp_path):
     assert unrouted_figures(log.read_text(), message)["error"] == message
     # router1 (``--router router1``) is stopped by the same rule on its queue of arcs
     from boards.top import ROUTER1_STALL_ARCS
+    from tests.boards.test_board_build_errors import _router1_log as router1_log
     queued = [9000, 2100] + [2300] * (ROUTER1_STALL_ARCS // 1000)
-
-    def router1_log(queued):
-        return "".join(f"Info: {1000 * (k + 1):10d} | {100 * k:8d} {900 * k:10d} | "
-                       f"{100:4d} {900:5d} | {n:9d}| {0.7:10.02f} {0.7 * k:10.02f}|\n"
-                       for k, n in enumerate(queued))
     assert synth_core_module.stalled_router(router1_log(queued)) == (
         f"the router stalled: 2300 arcs still to route after {1000 * len(queued)} arcs, "
         f"none fewer than 2100 in the last {ROUTER1_STALL_ARCS} arcs (stopped)")
