@@ -5,8 +5,8 @@ Where it sits (``docs/DESIGN.md``, "Clock domains"): between the frame sources t
 the control domain of a two-domain core (the exporter's ports,
 :class:`hw.inband.exporter_crossing.ExporterCrossing`; the marker source,
 :class:`hw.inband.marker_crossing.MarkerSourceCrossing`) and the frame merger on the
-datapath clock. A frame's beats go into an :class:`amaranth.lib.fifo.AsyncFIFOBuffered`
-that holds a whole frame, and a token (one entry per frame, written one writer clock after
+datapath clock. A frame's beats go into a clock-crossing FIFO
+(:class:`hw.arith.async_fifo.RegisteredAsyncFIFO`) that holds a whole frame, and a token (one entry per frame, written one writer clock after
 the frame's last beat) tells the reading side that the frame is complete, so a frame
 leaves on consecutive clocks whatever the two clocks' ratio: the merger's output never has
 a gap inside a frame.
@@ -15,9 +15,9 @@ Hand-written: ``amaranth.lib.fifo`` crosses words, not whole frames, and neither
 ``stream.ClockDomainCrossing`` nor amaranth-soc has a store-and-forward crossing.
 """
 
-from amaranth.hdl import DomainRenamer, ResetSignal, Signal
-from amaranth.lib.fifo import AsyncFIFOBuffered
+from amaranth.hdl import DomainRenamer, Signal
 
+from hw.arith.async_fifo import RegisteredAsyncFIFO
 from hw.arith.stages import kept_reset_domain
 from hw.frames.frame import RegisterSlice, frame_beat_layout
 
@@ -26,13 +26,14 @@ __all__ = ["FrameDepths", "frame_depths", "store_and_forward"]
 
 class FrameDepths:
     """The depths of a crossing for frames of ``longest`` .. ``shortest`` beats: the beat
-    FIFO holds the longest frame (a power of two, at least 2), the token FIFO one token per
-    frame the beat FIFO can hold (its registered read side holds one token more)."""
+    FIFO holds the longest frame (a power of two, at least 2), the token FIFO a token per
+    frame the beat FIFO can hold and more (the writer takes no beat while it is full)."""
 
     def __init__(self, *, longest: int, shortest: int):
         if not 1 <= shortest <= longest:
             raise ValueError(f"need 1 <= shortest <= longest beats, not {shortest}, {longest}")
         self.frame_beats = longest
+        self.shortest = shortest
         self.beat_depth = max(2, 1 << (longest - 1).bit_length())
         self.token_depth = 1 << (self.beat_depth // shortest + 1).bit_length()
 
@@ -50,36 +51,39 @@ def store_and_forward(m, source, port, *, depths: FrameDepths, data_width: int,
     ``r_domain``) through a beat FIFO and a token FIFO, then a register slice (submodules
     ``<name>_beats``, ``<name>_tokens`` and ``<name>_slice``). Returns the ``r_domain``
     strobe of a frame's last beat leaving through ``port``."""
-    # Both read sides are registered (``r_rdy`` a flip-flop): unbuffered, the token FIFO's
-    # pointer comparison and the beat FIFO's read pointer update were one path, the
-    # two-clock LDS core's datapath critical path on ECP5 (10 LUT levels), and the beat
-    # FIFO's pointer comparison into the port's ``valid`` that of one LDA placement.
+    # The FIFOs' flags are registers and their pointers' next values ready
+    # (:class:`hw.arith.async_fifo.RegisteredAsyncFIFO`): with
+    # :class:`amaranth.lib.fifo.AsyncFIFOBuffered` here, the read pointers' comparison,
+    # increment and encoding in one clock was the datapath critical path of the two-clock
+    # LDA, RDA and LDS cores on ECP5 in eight of nine seeds.
     # Written in a domain of their own (``w_domain``'s clock, its reset a clock longer):
     # each crossing's FIFOs then synchronise the write side's reset into ``r_domain``
     # beside them, not through one flip-flop shared by every crossing
     # (:func:`hw.arith.stages.kept_reset_domain`).
     fifo_w = kept_reset_domain(m, w_domain, name=f"{name}_write")
-    beats = AsyncFIFOBuffered(width=frame_beat_layout(data_width).size,
-                              depth=depths.beat_depth + 1, w_domain=fifo_w,
-                              r_domain=r_domain, exact_depth=True)
-    tokens = AsyncFIFOBuffered(width=1, depth=depths.token_depth + 1, w_domain=fifo_w,
-                               r_domain=r_domain, exact_depth=True)
+    beats = RegisteredAsyncFIFO(width=frame_beat_layout(data_width).size,
+                                depth=depths.beat_depth, w_domain=fifo_w, r_domain=r_domain)
+    tokens = RegisteredAsyncFIFO(width=1, depth=depths.token_depth, w_domain=fifo_w,
+                                 r_domain=r_domain)
     m.submodules[f"{name}_beats"] = beats
     m.submodules[f"{name}_tokens"] = tokens
-    # No beat is taken while the FIFOs' own reset lasts (it outlasts ``w_domain``'s by a
-    # clock, and a FIFO in reset shows ``w_rdy`` but keeps nothing).
-    ready = Signal(name=f"{name}_write_ready")
+    # A token is written a clock after its frame's last beat, unchecked: the writer takes
+    # no beat while the token FIFO is full, and its ``w_rdy`` falls only at a token's
+    # write. A frame of two beats or more cannot end in the clock the previous token is
+    # written; where a frame can be one beat, no beat is taken in that clock.
     ended = Signal(name=f"{name}_frame_written")
+    ready = Signal(name=f"{name}_write_ready")
     m.d[w_domain] += ended.eq(source.valid & ready & source.payload.last)
-    m.d.comb += [ready.eq(beats.w_rdy & ~ResetSignal(fifo_w)),
+    m.d.comb += [ready.eq(beats.w_rdy & tokens.w_rdy
+                          & (~ended if depths.shortest == 1 else 1)),
                  beats.w_en.eq(source.valid & ready), beats.w_data.eq(source.payload),
                  source.ready.eq(ready),
                  tokens.w_en.eq(ended), tokens.w_data.eq(0)]
     # The frames leave through a register slice: the reader's ready (the frame merger's
     # grant) loads the slice, not the beat FIFO's read enable and through it the read
-    # data register of every bit (the merger's grant → the marker crossing's read data
-    # was the datapath critical path of two-clock LDA and LDS cores on ECP5). The slice
-    # keeps a frame's beats on consecutive clocks.
+    # pointer (the merger's grant → the marker crossing's read data was the datapath
+    # critical path of two-clock LDA and LDS cores on ECP5). The slice keeps a frame's
+    # beats on consecutive clocks.
     out = RegisterSlice(data_width=data_width)
     m.submodules[f"{name}_slice"] = DomainRenamer({"sync": r_domain})(out)
     entering = Signal(name=f"{name}_frame_entering")
