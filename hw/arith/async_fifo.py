@@ -93,6 +93,8 @@ class RegisteredAsyncFIFO(Elaboratable):
         r_rst = Signal()
         m.submodules.rst_cdc = AsyncFFSynchronizer(
             ResetSignal(w, allow_reset_less=True), r_rst, o_domain=r)
+        reset_ended = Signal(reset_less=True)
+        m.d[r] += reset_ended.eq(r_rst)
         do_read = Signal()
         m.d.comb += do_read.eq(self.r_rdy & self.r_en)
         with m.If(r_rst):
@@ -103,10 +105,15 @@ class RegisteredAsyncFIFO(Elaboratable):
                        self.r_rdy.eq(ahead_gry != produce_r_gry)]
         with m.Else():
             m.d[r] += self.r_rdy.eq(consume_gry != produce_r_gry)
-        # The pointer one ahead follows the read; otherwise it is the pointer's successor
-        # (which also repairs it the clock after ``r_rst``, while ``r_rdy`` is low).
-        after = Mux(do_read, ahead_bin, consume_bin) + 1
-        m.d[r] += [ahead_bin.eq(after), ahead_gry.eq(gray_encode(after[:bits]))]
+        # The pointer one ahead moves with a read, its increment from registers (the read
+        # selects it, it does not feed the adder); the clock after ``r_rst`` (``r_rdy``
+        # still low) it is set from the copied pointer.
+        with m.If(reset_ended):
+            m.d[r] += [ahead_bin.eq(consume_bin + 1),
+                       ahead_gry.eq(gray_encode((consume_bin + 1)[:bits]))]
+        with m.Elif(do_read):
+            m.d[r] += [ahead_bin.eq(ahead_bin + 1),
+                       ahead_gry.eq(gray_encode((ahead_bin + 1)[:bits]))]
         read = storage.read_port(domain=r)
         m.d.comb += [read.addr.eq(Mux(do_read, ahead_bin, consume_bin)[:-1]),
                      self.r_data.eq(read.data)]

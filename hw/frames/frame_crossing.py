@@ -6,10 +6,10 @@ the control domain of a two-domain core (the exporter's ports,
 :class:`hw.inband.exporter_crossing.ExporterCrossing`; the marker source,
 :class:`hw.inband.marker_crossing.MarkerSourceCrossing`) and the frame merger on the
 datapath clock. A frame's beats go into a clock-crossing FIFO
-(:class:`hw.arith.async_fifo.RegisteredAsyncFIFO`) that holds a whole frame, and a token (one entry per frame, written one writer clock after
-the frame's last beat) tells the reading side that the frame is complete, so a frame
-leaves on consecutive clocks whatever the two clocks' ratio: the merger's output never has
-a gap inside a frame.
+(:class:`hw.arith.async_fifo.RegisteredAsyncFIFO`) that holds a whole frame, and a token
+(one entry per frame, written one writer clock after the frame's last beat) tells the
+reading side that the frame is complete, so a frame leaves on consecutive clocks whatever
+the two clocks' ratio: the merger's output never has a gap inside a frame.
 
 Hand-written: ``amaranth.lib.fifo`` crosses words, not whole frames, and neither LiteX's
 ``stream.ClockDomainCrossing`` nor amaranth-soc has a store-and-forward crossing.
@@ -84,16 +84,25 @@ def store_and_forward(m, source, port, *, depths: FrameDepths, data_width: int,
     # pointer (the merger's grant → the marker crossing's read data was the datapath
     # critical path of two-clock LDA and LDS cores on ECP5). The slice keeps a frame's
     # beats on consecutive clocks.
+    # A frame's token is taken with its first beat; ``inside`` then lets the rest follow
+    # (it ends with the last beat). So the token FIFO's read enable is of registers only,
+    # not of the beat memory's output (``last``), which it was with the token taken at
+    # the last beat.
     out = RegisterSlice(data_width=data_width)
     m.submodules[f"{name}_slice"] = DomainRenamer({"sync": r_domain})(out)
-    entering = Signal(name=f"{name}_frame_entering")
+    inside = Signal(name=f"{name}_inside_frame")
+    released = Signal(name=f"{name}_frame_released")
+    entering = Signal(name=f"{name}_beat_entering")
     leaving = Signal(name=f"{name}_frame_leaving")
-    m.d.comb += [out.sink.valid.eq(tokens.r_rdy & beats.r_rdy),
+    m.d.comb += [released.eq(tokens.r_rdy | inside),
+                 out.sink.valid.eq(released & beats.r_rdy),
                  out.sink.payload.eq(beats.r_data),
-                 beats.r_en.eq(out.sink.ready & tokens.r_rdy),
-                 entering.eq(out.sink.valid & out.sink.ready & out.sink.payload.last),
-                 tokens.r_en.eq(entering),
-                 port.valid.eq(out.source.valid), port.payload.eq(out.source.payload),
+                 beats.r_en.eq(out.sink.ready & released),
+                 entering.eq(out.sink.valid & out.sink.ready),
+                 tokens.r_en.eq(entering & ~inside)]
+    with m.If(entering):
+        m.d[r_domain] += inside.eq(~out.sink.payload.last)
+    m.d.comb += [port.valid.eq(out.source.valid), port.payload.eq(out.source.payload),
                  out.source.ready.eq(port.ready),
                  leaving.eq(port.valid & port.ready & port.payload.last)]
     return leaving
