@@ -12,10 +12,10 @@ the synchronised write pointer with the read pointer, and a read adds ``r_rdy & 
 the read pointer and Gray-encodes the sum into a register and the memory's address, all
 in one clock: compare, enable, carry chain, encoding (6–12 LUT levels with the reader's
 own handshake). That path, in the frame crossings' beat and token FIFOs, was the datapath
-critical path of the two-clock LDA, RDA and LDS cores on ECP5 in eight of nine routed
-seeds (177–196 MHz; ``docs/HARDWARE.md``). Here each side keeps its pointer and the
-pointer one ahead (binary and Gray) in registers, a transfer selects the one ahead
-(one LUT after the enable), and the ready flag is registered from comparisons of both
+critical path of the two-clock LDA, RDA and LDS cores on ECP5 in seven of nine routed
+seeds (177–196 MHz with router1; ``docs/CHANGES.md``). Here each side keeps its pointer
+and the pointer one ahead (binary and Gray) in registers, a transfer selects the one
+ahead (one LUT after the enable), and the ready flag is registered from comparisons of both
 with the last synchronised pointer of the other side: a flag is a clock more
 conservative than :class:`~amaranth.lib.fifo.AsyncFIFO`'s, never optimistic, and a run of
 transfers still moves one entry a clock.

@@ -55,7 +55,7 @@ def store_and_forward(m, source, port, *, depths: FrameDepths, data_width: int,
     # (:class:`hw.arith.async_fifo.RegisteredAsyncFIFO`): with
     # :class:`amaranth.lib.fifo.AsyncFIFOBuffered` here, the read pointers' comparison,
     # increment and encoding in one clock was the datapath critical path of the two-clock
-    # LDA, RDA and LDS cores on ECP5 in eight of nine seeds.
+    # LDA, RDA and LDS cores on ECP5 in seven of nine seeds.
     # Written in a domain of their own (``w_domain``'s clock, its reset a clock longer):
     # each crossing's FIFOs then synchronise the write side's reset into ``r_domain``
     # beside them, not through one flip-flop shared by every crossing
