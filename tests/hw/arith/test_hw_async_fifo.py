@@ -8,10 +8,10 @@ write clock; the write domain's reset empties it."""
 import random
 
 import pytest
-from amaranth.hdl import ClockDomain, Module
+from amaranth.hdl import ClockDomain, Const, Module
 from amaranth.sim import Simulator
-
 from hw.arith.async_fifo import RegisteredAsyncFIFO, gray_decode, gray_encode
+from tests.hw.two_clocks import run_two_clocks
 
 
 def _top(depth, width=16):
@@ -21,16 +21,6 @@ def _top(depth, width=16):
     top.domains += [wr, ClockDomain("rd")]
     top.submodules.dut = dut
     return top, dut, wr
-
-
-def _run(top, w_ns, r_ns, phase, *benches):
-    sim = Simulator(top)
-    sim.add_clock(w_ns * 1e-9, domain="wr")
-    sim.add_clock(r_ns * 1e-9, domain="rd", phase=phase * r_ns * 1e-9)
-    for bench in benches[:-1]:
-        sim.add_testbench(bench, background=True)
-    sim.add_testbench(benches[-1])
-    sim.run()
 
 
 @pytest.mark.parametrize("depth,w_ns,r_ns,seed", [
@@ -71,7 +61,8 @@ def test_entries_cross_once_in_order(depth, w_ns, r_ns, seed):
             await ctx.tick("rd")
         ctx.set(dut.r_en, 0)
 
-    _run(top, w_ns, r_ns, rng.random(), writer, reader)
+    run_two_clocks(top, w_domain="wr", w_ns=w_ns, r_domain="rd", r_ns=r_ns,
+                   r_phase=rng.random(), main=reader, background=[writer])
     assert got == entries
     assert full_seen[0] > 0            # the writer was held back: the depth was reached
 
@@ -105,7 +96,8 @@ def test_a_run_of_transfers_moves_one_entry_a_clock(w_ns, r_ns):
             given.append(ctx.get(dut.r_data) if ctx.get(dut.r_rdy) else None)
             await ctx.tick("rd")
 
-    _run(top, w_ns, r_ns, 0.37, writer, reader)
+    run_two_clocks(top, w_domain="wr", w_ns=w_ns, r_domain="rd", r_ns=r_ns, r_phase=0.37,
+                   main=reader, background=[writer])
     assert taken == list(range(depth))                # full after depth writes, no gap
     assert given == list(range(depth)) + [None, None]
 
@@ -145,15 +137,13 @@ def test_the_write_domain_reset_empties_it():
                 got.append(ctx.get(dut.r_data))
             await ctx.tick("rd")
 
-    _run(top, 5.0, 7.0, 0.5, writer, reader)
+    run_two_clocks(top, w_domain="wr", w_ns=5.0, r_domain="rd", r_ns=7.0, r_phase=0.5,
+                   main=reader, background=[writer])
     assert got == [200, 201, 202]
 
 
 def test_gray_code_round_trip():
-    from amaranth.hdl import Const
-    from amaranth.sim import Simulator as Sim
-    m = Module()
-    sim = Sim(m)
+    sim = Simulator(Module())
     codes = []
 
     async def bench(ctx):

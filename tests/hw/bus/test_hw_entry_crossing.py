@@ -9,9 +9,9 @@ import random
 
 import pytest
 from amaranth.hdl import ClockDomain, Module
-from amaranth.sim import Simulator
 
 from hw.bus.entry_crossing import EntryCrossing
+from tests.hw.two_clocks import run_two_clocks
 
 
 @pytest.mark.parametrize("width,w_ns,r_ns,seed", [
@@ -55,12 +55,8 @@ def test_entries_cross_once_in_order(width, w_ns, r_ns, seed):
             await ctx.tick("rd")
         ctx.set(dut.r_en, 0)
 
-    sim = Simulator(top)
-    sim.add_clock(w_ns * 1e-9, domain="wr")
-    sim.add_clock(r_ns * 1e-9, domain="rd", phase=rng.random() * r_ns * 1e-9)
-    sim.add_testbench(writer, background=True)
-    sim.add_testbench(reader)
-    sim.run()
+    run_two_clocks(top, w_domain="wr", w_ns=w_ns, r_domain="rd", r_ns=r_ns,
+                   r_phase=rng.random(), main=reader, background=[writer])
     assert got == entries
     assert full_seen[0] > 0           # the writer was held back: the depth was reached
 

@@ -9,10 +9,10 @@ import random
 
 import pytest
 from amaranth.hdl import ClockDomain, Module
-from amaranth.sim import Simulator
 
 from hw.frames.frame import FrameStream
 from hw.frames.frame_crossing import FrameDepths, store_and_forward
+from tests.hw.two_clocks import run_two_clocks
 
 WIDTH = 16
 
@@ -67,11 +67,7 @@ def test_frames_cross_whole_and_leave_without_gaps(longest, shortest, w_ns, r_ns
                     current = []
             await ctx.tick("rd")
 
-    sim = Simulator(top)
-    sim.add_clock(w_ns * 1e-9, domain="wr")
-    sim.add_clock(r_ns * 1e-9, domain="rd", phase=rng.random() * r_ns * 1e-9)
-    sim.add_testbench(writer, background=True)
-    sim.add_testbench(reader)
-    sim.run()
+    run_two_clocks(top, w_domain="wr", w_ns=w_ns, r_domain="rd", r_ns=r_ns,
+                   r_phase=rng.random(), main=reader, background=[writer])
     assert got == frames
     assert gaps == []
