@@ -84,7 +84,7 @@ class MarkerWatch(wiring.Component):
 
     #: Cycles from a marker's EOF transfer to ``accepted`` / ``bad_tag``: the watched
     #: beat registered here (1), the decision on the header (2), then the tag of its 12
-    #: words (the engine's rounds), registered.
+    #: words (the engine's rounds) and its comparison in registered pieces.
     VERIFY_LATENCY = 1 + 2 + 44
 
     def __init__(self, *, data_width: int, frame_type: int = TYPE_MARKER):
@@ -202,11 +202,22 @@ class MarkerWatch(wiring.Component):
         with m.If(start):
             m.d.sync += checking.eq(1)
         tag = held[8 * HEADER_BYTES: 8 * CAPTURE_BYTES]
-        m.d.sync += [self.accepted.eq(0), self.bad_tag.eq(0)]
+        # The verdict: the tag compared in 16-bit pieces, each registered every clock
+        # (its value is read only the clock after ``done``, while ``held`` still holds the
+        # marker checked: it reloads a clock later), and ``accepted`` / ``bad_tag`` one
+        # LUT of those registers. The 64-bit comparison into one register (5 LUT levels,
+        # 80 % routing) was the two-clock LDA and RDA cores' datapath critical path on
+        # three placements (``docs/HARDWARE.md``); the verdict comes in the same clock.
+        tag_piece_equal = Signal(4, reset_less=True)
+        m.d.sync += tag_piece_equal.eq(Cat(
+            engine.tag[k:k + 16] == tag[k:k + 16] for k in range(0, len(tag), 16)))
+        verdict = Signal()
+        m.d.sync += verdict.eq(checking & engine.done)
         with m.If(checking & engine.done):
-            m.d.sync += [checking.eq(0), self.accepted.eq(engine.tag == tag),
-                         self.bad_tag.eq(engine.tag != tag)]
+            m.d.sync += checking.eq(0)
         m.d.comb += [
+            self.accepted.eq(verdict & tag_piece_equal.all()),
+            self.bad_tag.eq(verdict & ~tag_piece_equal.all()),
             self.rejected.eq(is_marker & (~good | checking)),
             self.runt.eq(is_marker & ~decided_complete),
             self.seq.eq(header_field(held, "seq")),
