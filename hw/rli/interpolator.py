@@ -154,12 +154,10 @@ class RliInterpolator(wiring.Component):
         cell1, digest1 = Signal(self._cell_bits), Signal(self.config.digest_bits)
         m.d.sync += [offset.eq(fetched.arrival - seg.a1), cell1.eq(fetched.cell),
                      digest1.eq(fetched.digest)]
-        # the slope holds through a drain and is first used three clocks into it: a copy
-        # that the placer can put beside the multipliers, away from the division's logic
-        slope = Signal.like(seg.slope, name="slope_at_dsp", reset_less=True)
-        m.d.sync += slope.eq(seg.slope)
-        # only the product's bits below f + dw reach the dw-bit delay (mod 2^dw)
-        product = product_mod(m, slope, offset, f + dw, name="product")
+        # only the product's bits below f + dw reach the dw-bit delay (mod 2^dw); the
+        # slope holds through a drain, and product_mod's registers of its pieces are the
+        # copies the placer can put beside the multipliers, away from the division's logic
+        product = product_mod(m, seg.slope, offset, f + dw, name="product")
         valids = [v1]
         for k in range(PRODUCT_LATENCY):
             valids.append(Signal(name=f"drain_v{k + 2}"))
