@@ -5,8 +5,8 @@ Where it sits (``docs/DESIGN.md``, "Clock domains"): in a two-domain core
 (:class:`hw.lda_pipeline.MeasurementCore` with ``control_domain="ctrl"``) in place of the
 :class:`hw.inband.exporter.Exporter`, with the same members, all in the datapath domain.
 Inside, the exporter (with its SipHash tagger) runs in the control domain and everything
-it exchanges with the datapath crosses through :mod:`amaranth.lib.fifo` and
-:mod:`amaranth.lib.cdc`:
+it exchanges with the datapath crosses through clock-crossing FIFOs
+(:class:`hw.arith.async_fifo.RegisteredAsyncFIFO`) and :mod:`amaranth.lib.cdc`:
 
 - **the start**: the export's parameters (the frozen interval's header fields, the MACs,
   the key, the ports), one entry per export, datapath → control
@@ -27,11 +27,11 @@ host port), ``read_error`` from the answers it passes. No value crosses otherwis
 
 from amaranth.hdl import Cat, DomainRenamer, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import AsyncFIFO
 
 from host_sw.contracts.hashing import MIN_FRAME_BYTES
 from host_sw.contracts.siphash import TAG_BYTES
 
+from hw.arith.async_fifo import RegisteredAsyncFIFO
 from hw.arith.stages import kept_reset_domain
 from hw.bus.entry_crossing import EntryCrossing, split_entry
 from hw.frames.frame import RegisterSlice
@@ -129,23 +129,38 @@ class ExporterCrossing(wiring.Component):
     def _reads(self, m, inner, ctrl, fast):
         """The exporter's reads: address control → datapath (issued on the shared port
         when the bus does not hold it), answer datapath → control."""
-        depth = inner.read_ahead
         port, out = inner.frozen, self.frozen
         word_bits = len(port.data.as_value())
-        # Written in a domain of its own, as the frame crossings' FIFOs
-        # (:func:`hw.arith.stages.kept_reset_domain`; the exporter reads only in an
+        # Both FIFOs have registered flags (:class:`hw.arith.async_fifo.RegisteredAsyncFIFO`):
+        # with :class:`amaranth.lib.fifo.AsyncFIFO`, a pointer's comparison, increment and
+        # Gray encoding in one clock were the critical paths of both domains on several
+        # placements of the two-clock LDS, RDA and LDA cores (``docs/HARDWARE.md``).
+        # Neither FIFO's writer looks at ``w_rdy``: the exporter bounds its reads in flight
+        # (issued, answer not yet taken) by ``read_ahead``, so neither FIFO holds more.
+        # A writer sees the other side's pointer late (its synchroniser, the registered
+        # flag), but a freed entry reaches it before the read that entry lets the
+        # exporter issue can come round; the FIFOs have twice ``read_ahead`` entries, so
+        # that ordering is margin, not a requirement. (With fewer entries than reads in
+        # flight, exports hang: ``tests/hw/inband/test_hw_exporter_crossing.py``.)
+        depth = 1 << (2 * inner.read_ahead - 1).bit_length()
+        # The requests' FIFO is written in a domain of its own, as the frame crossings'
+        # FIFOs (:func:`hw.arith.stages.kept_reset_domain`; the exporter reads only in an
         # export, which starts after its parameters have crossed, so never in the clock
         # the FIFO's reset outlasts ``ctrl``'s).
-        m.submodules.read_requests = requests = AsyncFIFO(
+        m.submodules.read_requests = requests = RegisteredAsyncFIFO(
             width=len(port.addr), depth=depth,
             w_domain=kept_reset_domain(m, ctrl, name="read_requests_write"), r_domain=fast)
-        m.submodules.read_answers = answers = AsyncFIFO(
+        m.submodules.read_answers = answers = RegisteredAsyncFIFO(
             width=word_bits + 1, depth=depth, w_domain=fast, r_domain=ctrl)
-        # Each answer registered once more before the FIFO: the route from the counter
-        # bank's read register by the RAMs to the FIFO's write data was the two-clock LDS
-        # core's datapath critical path on one placement (7.0 ns of routing,
-        # ``docs/HARDWARE.md``). The exporter bounds its reads in flight by ``read_ahead``
-        # (the FIFO's depth), so the register adds a clock, not an entry.
+        # Each request and each answer registered once more before its FIFO: the route
+        # from the counter bank's read register by the RAMs to the FIFO's write data was
+        # the two-clock LDS core's datapath critical path on one placement (7.0 ns of
+        # routing), the exporter's count of reads in flight into the FIFO's write pointer
+        # its control clock's on another (``docs/HARDWARE.md``). The reads in flight are
+        # counted as before, so the registers add a clock each, not an entry.
+        request_valid = Signal()
+        request = Signal(len(port.addr), reset_less=True)
+        m.d[ctrl] += [request_valid.eq(port.en), request.eq(port.addr)]
         answer_valid = Signal()
         answer = Signal(word_bits + 1, reset_less=True)
         m.d[fast] += [answer_valid.eq(out.valid),
@@ -158,7 +173,7 @@ class ExporterCrossing(wiring.Component):
         slot = RegisterSlice(shape=len(port.addr))
         m.submodules.read_slot = DomainRenamer({"sync": fast})(slot)
         m.d.comb += [
-            requests.w_en.eq(port.en), requests.w_data.eq(port.addr),
+            requests.w_en.eq(request_valid), requests.w_data.eq(request),
             requests.r_en.eq(slot.sink.ready), slot.sink.valid.eq(requests.r_rdy),
             slot.sink.payload.eq(requests.r_data),
             slot.source.ready.eq(~self.read_hold),
@@ -174,15 +189,20 @@ class ExporterCrossing(wiring.Component):
         """busy, done, release, frames and read_error in the datapath domain."""
         enabled, auto_release, starts = sampled
         count = self.frame_count
+        # A frame's leaving registered, then counted: the port's ready (the frame merger's
+        # grant) into EXPORT_FRAMES's enable was the two-clock LDS core's datapath critical
+        # path on one placement (5.4 ns, 89 % routing; ``docs/HARDWARE.md``).
+        gones = [Signal(name=f"{name}_frame_left") for name in ("inband", "host")]
+        m.d[fast] += [g.eq(now) for g, now in zip(gones, leaving)]
         left = [Signal(range(count + 1), name=f"{name}_frames_left")
                 for name in ("inband", "host")]
-        for k, (n, gone) in enumerate(zip(left, leaving)):
+        for k, (n, gone) in enumerate(zip(left, gones)):
             with m.If(starts):
                 m.d[fast] += n.eq(Cat(self.to_inband, self.to_host)[k] * count)
             with m.Elif(gone & (n != 0)):
                 m.d[fast] += n.eq(n - 1)
         counted = Signal()
-        m.d.comb += counted.eq(enabled[0] & leaving[0] | ~enabled[0] & leaving[1])
+        m.d.comb += counted.eq(enabled[0] & gones[0] | ~enabled[0] & gones[1])
         with m.If(self.busy & counted):
             m.d[fast] += self.frames.eq(self.frames + 1)
         m.d[fast] += [self.done.eq(0), self.release.eq(0)]

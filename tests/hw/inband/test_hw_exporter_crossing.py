@@ -29,21 +29,26 @@ KEY = bytes(range(16))
 
 
 CASES = [
-    # (config, data_width, mtu, sync period ns, ctrl period ns): small MTUs give several
-    # frames, the last one short
-    (LdaConfig(banks=2, rows=8, thresholds=(0, 3)), 64, 34 + 12 * 5, 6.4, 10.0),
-    (LdaConfig(banks=2, rows=8, thresholds=(0, 3)), 8, 34 + 12 * 5, 10.0, 4.0),
-    (RdaConfig(banks=2, buckets_per_bank=8), 64, 34 + 20 * 3, 7.0, 5.3),
+    # (config, data_width, mtu, sync period ns, ctrl period ns, read_ahead): small MTUs
+    # give several frames, the last one short
+    (LdaConfig(banks=2, rows=8, thresholds=(0, 3)), 64, 34 + 12 * 5, 6.4, 10.0, 16),
+    (LdaConfig(banks=2, rows=8, thresholds=(0, 3)), 8, 34 + 12 * 5, 10.0, 4.0, 16),
+    (RdaConfig(banks=2, buckets_per_bank=8), 64, 34 + 20 * 3, 7.0, 5.3, 16),
+    # one clock three times the other, and few reads ahead: the reads in flight reach
+    # read_ahead, while a FIFO's writer sees the other side's pointer clocks late
+    (LdaConfig(banks=2, rows=32, thresholds=(0, 3)), 64, 34 + 12 * 5, 3.1, 9.7, 4),
+    (RdaConfig(banks=2, buckets_per_bank=32), 64, 34 + 20 * 3, 9.7, 3.1, 4),
 ]
 
 
-@pytest.mark.parametrize("config,data_width,mtu,sync_ns,ctrl_ns", CASES)
-def test_crossing_exports_equal_the_builders(config, data_width, mtu, sync_ns, ctrl_ns):
+@pytest.mark.parametrize("config,data_width,mtu,sync_ns,ctrl_ns,read_ahead", CASES)
+def test_crossing_exports_equal_the_builders(config, data_width, mtu, sync_ns, ctrl_ns,
+                                             read_ahead):
     rng = random.Random(data_width * 7 + mtu)
     words = [rng.getrandbits(config.layout.width) for _ in range(config.buckets)]
     synopsis = Synopsis.from_words(config, words)
     dut = ExporterCrossing(Exporter(config=config, data_width=data_width, mtu=mtu,
-                                    read_ahead=16))
+                                    read_ahead=read_ahead))
     assert dut.frame_count > 2
     top = Module()
     top.domains.sync = ClockDomain("sync")
