@@ -35,7 +35,7 @@ def test_page_table_is_generated_from_the_saved_results():
 
 def test_summary_of_the_saved_results():
     assert summary_lines() == [
-        'core lda core median=152.6 min=150.9 max=166.9 seeds=3 clocks=1 speed=8 measured=current',
+        'core lda core median=152.6 min=150.9 max=166.9 seeds=3 clocks=1 speed=8 measured=earlier',
         'core lda core median=191.4 min=181.1 max=200.8 seeds=3 clocks=2 speed=8 router=router1 measured=current',
         'core lda ctrl median=204.3 min=179.3 max=222.2 seeds=3 clocks=2 speed=8 router=router1 measured=current',
         'core lda core median=143.3 min=136.7 max=153.4 seeds=3 clocks=2 speed=8 measured=earlier',
@@ -60,17 +60,17 @@ def test_summary_of_the_saved_results():
         'core rli ctrl median=133.8 min=122.2 max=136.0 seeds=3 clocks=2 speed=8 measured=earlier',
         'core rli core median=156.8 min=141.6 max=172.1 seeds=2 clocks=2 speed=8 router=router1 measured=earlier',
         'core rli ctrl median=164.6 min=160.1 max=169.2 seeds=2 clocks=2 speed=8 router=router1 measured=earlier',
-        'board colorlight_5a75b lda met=no slack=- refused="the design does not fit the LFE5U-25F BG256 speed 6: it needs 26588 TRELLIS_FF (it has 24288). Build fewer cores (--directions on an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups)" measured=current',
-        'board ecpix5 lda met=yes slack=2.52 core_margin=150% measured=current',
-        'board ecpix5 lds met=yes slack=2.92 core_margin=110% measured=current',
-        'board ecpix5 opa met=yes slack=2.14 core_margin=39% measured=current',
-        'board ecpix5 rda met=yes slack=3.62 core_margin=105% measured=current',
-        'board ecpix5 rli met=yes slack=3.45 core_margin=88% measured=current',
-        'board versa_ecp5 lda met=yes slack=1.92 core_margin=91% measured=current',
-        'board versa_ecp5 lds met=yes slack=1.48 core_margin=103% measured=current',
-        'board versa_ecp5 opa met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 38468 TRELLIS_FF (87.7 % of its 43848), 39928 TRELLIS_COMB (91.1 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=current',
-        'board versa_ecp5 rda met=yes slack=1.12 core_margin=90% measured=current',
-        'board versa_ecp5 rli met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 36009 TRELLIS_FF (82.1 % of its 43848), 31884 TRELLIS_COMB (72.7 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=current',
+        'board colorlight_5a75b lda met=no slack=- refused="the design does not fit the LFE5U-25F BG256 speed 6: it needs 26588 TRELLIS_FF (it has 24288). Build fewer cores (--directions on an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups)" measured=earlier',
+        'board ecpix5 lda met=yes slack=2.52 core_margin=150% measured=earlier',
+        'board ecpix5 lds met=yes slack=2.92 core_margin=110% measured=earlier',
+        'board ecpix5 opa met=yes slack=2.14 core_margin=39% measured=earlier',
+        'board ecpix5 rda met=yes slack=3.62 core_margin=105% measured=earlier',
+        'board ecpix5 rli met=yes slack=3.45 core_margin=88% measured=earlier',
+        'board versa_ecp5 lda met=yes slack=1.92 core_margin=91% measured=earlier',
+        'board versa_ecp5 lds met=yes slack=1.48 core_margin=103% measured=earlier',
+        'board versa_ecp5 opa met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 38468 TRELLIS_FF (87.7 % of its 43848), 39928 TRELLIS_COMB (91.1 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=earlier',
+        'board versa_ecp5 rda met=yes slack=1.12 core_margin=90% measured=earlier',
+        'board versa_ecp5 rli met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 36009 TRELLIS_FF (82.1 % of its 43848), 31884 TRELLIS_COMB (72.7 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=earlier',
     ]
 
 

@@ -160,6 +160,14 @@ class CsrBank(wiring.Component):
 
         # The request sequencer: latch, decode in two steps, then either the registers'
         # read path (three registered levels: EXEC, GATHER, ANSWER) or the counter window.
+        # The window's start is a register set in EXEC (the window starts a clock into
+        # WINDOW; the address it reads is held until the next request): decoded from the
+        # sequencer's state in the clock it is used, it reached the enables of the window's
+        # divider registers through four LUT levels, the two-clock LDA and RDA cores'
+        # datapath critical path on three placements (``docs/HARDWARE.md``).
+        window_start = Signal()
+        m.d.sync += window_start.eq(0)
+        m.d.comb += window.start.eq(window_start)
         with m.FSM(name="csr_bank"):
             with m.State("IDLE"):
                 with m.If((bus.r_stb | bus.w_stb) & ~ack):
@@ -174,7 +182,7 @@ class CsrBank(wiring.Component):
                 m.next = "EXEC"
             with m.State("EXEC"):
                 with m.If(decoder.window & ~req_write):
-                    m.d.comb += window.start.eq(1)
+                    m.d.sync += window_start.eq(1)
                     m.next = "WINDOW"
                 with m.Else():
                     m.next = "GATHER"
