@@ -5,7 +5,7 @@ Where it sits: a board target (``boards.top.InlineTapTop``) — the two Broadcom
 RGMII PHYs are the two ports; the core runs on 62.5 MHz from the PLL with a 64-bit data
 path. Frames pass both ways; by default one direction (port 0 → port 1) is measured.
 One core of any kind needs more flip-flops than the LFE5U-25F's 24 288 (an LDA core, the
-smallest kind, 25 929 with its MACs), so the command refuses every kind at its defaults
+smallest kind, 26 592 with its MACs), so the command refuses every kind at its defaults
 (``docs/HARDWARE.md``, "Limits of the board designs"); the target keeps the board's
 pins, PHY delays and UART, which the board-top simulation tests. The UART is the one
 amaranth-boards defines on the J19 LED/button pins (an external 3.3 V USB-serial adapter
