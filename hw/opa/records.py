@@ -457,7 +457,6 @@ class OpaRecordStreamer(wiring.Component):
                         c["on_break"]()
             if srt:
                 with m.Elif(use_s):
-                    m.d.comb += srt["take"].eq(1)
                     advance()
                     c["on_take"]()
                     with m.If(empty):
@@ -471,6 +470,14 @@ class OpaRecordStreamer(wiring.Component):
                         c["on_take"]()
                 with m.If(empty):
                     m.d.comb += based.eq(1)
+        if srt:
+            # the sorter's take, the chain above's decision when ``use_s`` holds, written
+            # from the registers it depends on then: decided through the chain, the
+            # head's facts and format were in its logic (it is the sorter's scan loop,
+            # 8 LUT levels, the OPA core's datapath critical path on every seed)
+            m.d.comb += srt["take"].eq(
+                use_s & ~closed & ~stale & c["ready"] & ~c["pending"]
+                & (empty | (c["fits"] & (srt["mode"] == f_recv))))
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
         # anything that changes the coder's record or state — a coded record taken (its
@@ -610,6 +617,10 @@ class OpaRecordStreamer(wiring.Component):
         s_base, s_q, s_mode = Signal(64), Signal(64), Signal(MODE_BITS)
         s_g, s_left = Signal(range(g + 1)), Signal(cbits)
         emit = Signal()
+        # whether the offered record is its group's last (``s_left`` is 1) and the group
+        # the last one, as registers beside ``s_left`` and ``s_g``: after the take, each
+        # decision of the scan is one LUT
+        s_one, s_final = Signal(), Signal()
         key = head.key
         group = (key[len(key) - gbits:] if len(key) == 64 else key[:gbits]) if gbits \
             else Const(0, 1)
@@ -672,16 +683,17 @@ class OpaRecordStreamer(wiring.Component):
                 # a group with records: the reads behind it are dropped and start again
                 # after it once its records are taken
                 m.d.sync += [s_left.eq(s_data), emit.eq(1), s_g.eq(g_reg),
-                             ahead.eq(g_reg + 1), in_ram.eq(0), in_reg.eq(0)]
+                             ahead.eq(g_reg + 1), in_ram.eq(0), in_reg.eq(0),
+                             s_one.eq(s_data == 1), s_final.eq(g_reg == g - 1)]
             with m.Elif(g_reg == g - 1):
                 m.d.sync += scanning.eq(0)
         with m.If(scanning & emit & take):
-            with m.If(s_left == 1):
+            with m.If(s_one):
                 m.d.sync += emit.eq(0)
-                with m.If(s_g == g - 1):
+                with m.If(s_final):
                     m.d.sync += scanning.eq(0)
             with m.Else():
-                m.d.sync += s_left.eq(s_left - 1)
+                m.d.sync += [s_left.eq(s_left - 1), s_one.eq(s_left == 2)]
         out_key = Signal(64)
         m.d.comb += out_key.eq(Cat(s_g[:gbits] if gbits else Const(0, 0), s_q))
         return {"valid": scanning & emit, "key": out_key, "group": s_g[:max(1, gbits)],
