@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The parts of the gateware built from Lattice ECP5 primitives: the counter RAM of DP16KD
-block RAMs and a domain's reset on the global clock network (DCCA).
+block RAMs, a domain's reset on the global clock network (DCCA) and a multiplier with its
+own registers (MULT18X18D).
 
 One copy of one lane of the counter bank (docs/DESIGN.md, "Data flow of a counter") on an
 ECP5: the DP16KD's own output register (``REGMODE_B="OUTREG"``) stands in for the generic
@@ -8,6 +9,11 @@ RAM's fabric register, which takes the block RAM's slow clock-to-output off the 
 paths (figures in docs/HARDWARE.md). Same ports and cycle behaviour as
 :class:`hw.backends.generic.GenericCounterRam`; ``sim_tb/benches/test_ecp5_memory.py`` checks the
 two against each other under a behavioural DP16KD model.
+
+:func:`registered_mult18x18d` is one piece product of :func:`hw.arith.multiply.product_mod`
+in the ECP5 build, its operands and product registered inside the sysDSP block;
+``sim_tb/benches/test_ecp5_multiply.py`` checks that build against the generic one and
+Python's product under a behavioural MULT18X18D model (``sim_tb/models/mult18x18d.v``).
 """
 
 from amaranth.hdl import ClockSignal, Const, Elaboratable, Instance, Module, ResetSignal, Signal
@@ -17,12 +23,14 @@ from amaranth.lib.cdc import AsyncFFSynchronizer
 from hw.backends.generic import check_counter_ram, counter_ram_signature
 
 __all__ = ["DP16KD_MODES", "DP16KD_MAX_DEPTH", "Ecp5CounterRam", "Ecp5ResetSynchronizer",
-           "dp16kd_slice_bits"]
+           "MULT18X18D_BITS", "dp16kd_slice_bits", "registered_mult18x18d"]
 
 #: DP16KD modes ``(depth, data width, lowest address pin)`` of one block, shallowest first.
 DP16KD_MODES = ((1024, 18, 4), (2048, 9, 3), (4096, 4, 2), (8192, 2, 1), (16384, 1, 0))
 #: The deepest counter RAM one column of DP16KDs holds.
 DP16KD_MAX_DEPTH = DP16KD_MODES[-1][0]
+#: Operand bits of one MULT18X18D; its product has twice as many.
+MULT18X18D_BITS = 18
 
 
 def dp16kd_slice_bits(depth: int) -> int:
@@ -129,3 +137,41 @@ class Ecp5ResetSynchronizer(Elaboratable):
                                               o_CLKO=buffered)
         m.d.comb += ResetSignal(self._domain).eq(buffered)
         return m
+
+
+def registered_mult18x18d(a, b, p, *, domain: str = "sync") -> Instance:
+    """One MULT18X18D forming the unsigned product ``p = a · b`` (``a``, ``b`` at most
+    :data:`MULT18X18D_BITS` bits, ``p`` at most twice that: its low bits), with the block's
+    A and B input registers and its output register on ``domain``'s clock: ``p`` follows
+    ``a`` and ``b`` two clock edges later; the registers have no reset.
+
+    Why: Yosys's ``synth_ecp5`` leaves the block's registers unused, and the route from a
+    fabric register through the bare multiplier (2.85 ns) to the product's fabric register
+    was the RLI core's critical path on two of three placements (6.1–6.6 ns, 3.3–3.8 ns of
+    it routing, ``docs/HARDWARE.md``); nextpnr times the block's own registers instead.
+    The parameters and pins are those of Yosys's own mapping
+    (``share/lattice/dsp_map_18x18.v``), with the three registers on CLK0."""
+    if len(a) > MULT18X18D_BITS or len(b) > MULT18X18D_BITS or len(p) > 2 * MULT18X18D_BITS:
+        raise ValueError(f"a MULT18X18D multiplies {MULT18X18D_BITS}-bit operands into "
+                         f"{2 * MULT18X18D_BITS} bits, not {len(a)} x {len(b)} into {len(p)}")
+    params = {"p_REG_INPUTA_CLK": "CLK0", "p_REG_INPUTB_CLK": "CLK0",
+              "p_REG_OUTPUT_CLK": "CLK0", "p_REG_INPUTC_CLK": "NONE",
+              "p_REG_PIPELINE_CLK": "NONE"}
+    for reg in ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT"):
+        params[f"p_REG_{reg}_CE"] = "CE0"
+        params[f"p_REG_{reg}_RST"] = "RST0"
+    params.update({f"p_CLK{k}_DIV": "ENABLED" for k in range(4)})
+    params.update({"p_HIGHSPEED_CLK": "NONE", "p_GSR": "DISABLED", "p_CAS_MATCH_REG": "FALSE",
+                   "p_SOURCEB_MODE": "B_SHIFT", "p_MULT_BYPASS": "DISABLED",
+                   "p_RESETMODE": "SYNC"})
+    ports = {"i_SIGNEDA": 0, "i_SIGNEDB": 0, "i_SOURCEA": 0, "i_SOURCEB": 0,
+             "i_CLK0": ClockSignal(domain), "i_CE0": 1, "i_RST0": 0}
+    for k in range(1, 4):
+        ports.update({f"i_CLK{k}": 0, f"i_CE{k}": 0, f"i_RST{k}": 0})
+    for i in range(MULT18X18D_BITS):
+        ports[f"i_A{i}"] = a[i] if i < len(a) else 0
+        ports[f"i_B{i}"] = b[i] if i < len(b) else 0
+        ports[f"i_C{i}"] = 0
+    for i in range(len(p)):
+        ports[f"o_P{i}"] = p[i]
+    return Instance("MULT18X18D", **params, **ports)

@@ -37,8 +37,9 @@ from host_sw.contracts.config import RliConfig
 from host_sw.contracts.config_base import is_power_of_two
 
 from hw.arith.divider import Divider
-from hw.arith.multiply import PRODUCT_LATENCY, product_mod
+from hw.arith.multiply import PRODUCT_KINDS, PRODUCT_LATENCY, product_mod
 from hw.arith.stages import delayed
+from hw.backends import platform_kind
 
 __all__ = ["RliInterpolator"]
 
@@ -51,6 +52,10 @@ class RliInterpolator(wiring.Component):
     config : RliConfig
         ``ts_bits`` (timestamps), ``cells``, ``digest_bits``, ``buffer_packets`` (a power
         of two), ``slope_frac_bits`` F.
+    memory : "auto" | "generic" | "ecp5"
+        The primitives of the core's build: ``"ecp5"`` forms the product in MULT18X18D
+        blocks with their own registers (:func:`hw.arith.multiply.product_mod`); ``"auto"``
+        is ``"ecp5"`` on an ECP5 platform (:func:`hw.backends.platform_kind`).
 
     Members
     -------
@@ -65,9 +70,13 @@ class RliInterpolator(wiring.Component):
     references, overflowed, unreferenced, refused : Out(32)
     """
 
-    def __init__(self, *, config):
+    def __init__(self, *, config, memory: str = "auto"):
         if not isinstance(config, RliConfig):
             raise ValueError(f"config must be an RliConfig, not {type(config).__name__}")
+        if memory not in ("auto", *PRODUCT_KINDS):
+            raise ValueError(f"memory must be one of auto, {', '.join(PRODUCT_KINDS)}, "
+                             f"not {memory!r}")
+        self.memory = memory
         if not is_power_of_two(config.buffer_packets):
             raise ValueError(f"the gateware needs buffer_packets a power of two, not "
                              f"{config.buffer_packets}")
@@ -100,7 +109,9 @@ class RliInterpolator(wiring.Component):
                        ptr=(depth - 1).bit_length())
         new_segment, reading = Signal(), Signal()
         self._elaborate_buffering(m, buffer.write_port(), seg, new_segment)
-        draining = self._elaborate_drain(m, buffer.read_port(domain="sync"), seg, reading)
+        kind = platform_kind(platform) if self.memory == "auto" else self.memory
+        draining = self._elaborate_drain(m, buffer.read_port(domain="sync"), seg, reading,
+                                         kind)
         self._elaborate_references(m, seg, divider, new_segment, reading, draining)
         return m
 
@@ -134,10 +145,10 @@ class RliInterpolator(wiring.Component):
         with m.Elif(accept):
             m.d.sync += count.eq(count + 1)
 
-    def _elaborate_drain(self, m, rp, seg, reading):
+    def _elaborate_drain(self, m, rp, seg, reading, kind):
         """Read ► register ► offset ► product (DSP pieces,
-        :func:`hw.arith.multiply.product_mod`) ► update, one buffered packet per clock while
-        ``reading``; returns "a packet in flight"."""
+        :func:`hw.arith.multiply.product_mod` of ``kind``) ► update, one buffered packet per
+        clock while ``reading``; returns "a packet in flight"."""
         f, dw = self.config.slope_frac_bits, self._dw
         # The read port is enabled every clock (``rd`` moves only while ``reading``, and
         # what it reads otherwise is never marked valid): no enable decoded from ``rd``
@@ -157,7 +168,7 @@ class RliInterpolator(wiring.Component):
         # only the product's bits below f + dw reach the dw-bit delay (mod 2^dw); the
         # slope holds through a drain, and product_mod's registers of its pieces are the
         # copies the placer can put beside the multipliers, away from the division's logic
-        product = product_mod(m, seg.slope, offset, f + dw, name="product")
+        product = product_mod(m, seg.slope, offset, f + dw, name="product", kind=kind)
         valids = [v1]
         for k in range(PRODUCT_LATENCY):
             valids.append(Signal(name=f"drain_v{k + 2}"))

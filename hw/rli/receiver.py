@@ -39,6 +39,7 @@ from hw.counters.bank_layout import frozen_read_signature
 from hw.arith.multiply import PRODUCT_LATENCY, product_mod
 from hw.rli.interpolator import RliInterpolator
 from hw.arith.stages import delayed
+from hw.backends import platform_kind
 
 __all__ = ["RliReceiver"]
 
@@ -53,7 +54,9 @@ class RliReceiver(wiring.Component):
     ----------
     config : RliConfig
     memory : "auto" | "generic" | "ecp5"
-        The counter bank's RAMs (:class:`hw.counters.counter_bank.CounterBank`).
+        The counter bank's RAMs (:class:`hw.counters.counter_bank.CounterBank`), and how
+        the interpolator's product and the squarer are formed (``"ecp5"``: MULT18X18D
+        blocks with their own registers, :func:`hw.arith.multiply.product_mod`).
 
     Members
     -------
@@ -85,7 +88,8 @@ class RliReceiver(wiring.Component):
         if not isinstance(config, RliConfig):
             raise ValueError(f"config must be an RliConfig, not {type(config).__name__}")
         self.config = config
-        self._interp = RliInterpolator(config=config)
+        self._memory = memory
+        self._interp = RliInterpolator(config=config, memory=memory)
         self._bank = CounterBank(config=config, drain_cycles=1, memory=memory)
         members = {name: In(port.shape()) for name, port in (
             ("packet_valid", self._interp.packet_valid),
@@ -118,7 +122,8 @@ class RliReceiver(wiring.Component):
         for name in ("frozen_copy", "other_clean", "clearing", "sweeping", "frozen_check",
                      "frozen_updates"):
             m.d.comb += getattr(self, name).eq(getattr(bank, name))
-        empty = self._elaborate_squarer(m, interp, bank)
+        kind = platform_kind(platform) if self._memory == "auto" else self._memory
+        empty = self._elaborate_squarer(m, interp, bank, kind)
         flush_taken, swap_now = self._elaborate_boundary(m, interp, bank, empty)
         self._elaborate_stats(m, interp, bank, flush_taken, swap_now)
         m.d.comb += [self.swapped.eq(swap_now & ~bank.swap_refused),
@@ -126,9 +131,10 @@ class RliReceiver(wiring.Component):
                      self.counted_copy.eq(bank.update.copy)]
         return m
 
-    def _elaborate_squarer(self, m, interp, bank):
-        """Update → (d, cell, digest) register → d·d register → bank request. Returns
-        "nothing in flight between the interpolator and the bank"."""
+    def _elaborate_squarer(self, m, interp, bank, kind):
+        """Update → (d, cell, digest) register → d·d (:func:`hw.arith.multiply.product_mod`
+        of ``kind``) → bank request. Returns "nothing in flight between the interpolator
+        and the bank"."""
         cfg = self.config
         v1 = Signal()
         d1 = Signal(signed(len(interp.update_delay)))
@@ -136,7 +142,7 @@ class RliReceiver(wiring.Component):
         g1 = Signal.like(interp.update_digest)
         m.d.sync += [v1.eq(interp.update_valid), d1.eq(interp.update_delay),
                      cell1.eq(interp.update_cell), g1.eq(interp.update_digest)]
-        sq = product_mod(m, d1, d1, cfg.sq_bits, name="square")
+        sq = product_mod(m, d1, d1, cfg.sq_bits, name="square", kind=kind)
         valids = [v1]
         for k in range(PRODUCT_LATENCY):
             valids.append(Signal(name=f"square_v{k + 2}"))

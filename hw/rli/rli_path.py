@@ -49,7 +49,7 @@ class RliPath(wiring.Component):
     ----------
     config : RliConfig
     memory : "auto" | "generic" | "ecp5"
-        The receiver's counter bank RAMs.
+        The receiver's counter bank RAMs and multipliers (:class:`hw.rli.receiver.RliReceiver`).
     data_width : int
         The core's frame width (the references' beats, the watch copy).
 

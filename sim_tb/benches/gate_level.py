@@ -19,6 +19,8 @@ cocotb module on it with the cells' simulation models:
   written as expressions (Icarus elaborates some 24 000 generate scopes in tens of
   minutes; the two models are compared in ``sim_tb/benches/test_gate_level.py``);
 * DP16KD: the project's model ``sim_tb/models/dp16kd.v`` (Yosys's is a black box);
+* MULT18X18D: the project's model ``sim_tb/models/mult18x18d.v`` (Yosys's is a black box;
+  ``synth_ecp5``'s own multipliers leave its registers unused, the RLI core's have them);
 * under Verilator, LUT4 and LUT2 from ``sim_tb/models/lut_2state.v``: the INIT bit the
   inputs index, the same function as Yosys's multiplexer tree on 0 and 1 (compared in
   ``sim_tb/benches/test_gate_level.py``) in one expression instead of four statements.
@@ -45,8 +47,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from sim_tb.lib.ecp5_cells import (DCCA_MODEL, DP16KD_MODEL, YosysModelMissing,
-                                   yosys_cell_models)
+from sim_tb.lib.ecp5_cells import (DCCA_MODEL, DP16KD_MODEL, MULT18X18D_MODEL,
+                                   YosysModelMissing, yosys_cell_models)
 from sim_tb.lib.runner import (BUILD_ROOT, CoreParams, ExportedCore, SimResults, _folder_lock,
                            export_if_stale, run_cocotb, run_core_tests, simulator_name)
 
@@ -83,7 +85,8 @@ GATE_VERILATOR_ARGS = ("--x-initial", "fast")
 #: build and run at ``-O0``, 381 s at the RTL's ``-O1``).
 GATE_VERILATOR_OPT = os.environ.get("LDA_GATE_VERILATOR_OPT", "-O0")
 #: Cells with a model here: Yosys's (:data:`GATE_CELLS`) and the project's.
-MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS} | {"DP16KD", "TRELLIS_FF", "DCCA"})
+MODELLED_CELLS = frozenset({m for _, m in GATE_CELLS}
+                           | {"DP16KD", "TRELLIS_FF", "DCCA", "MULT18X18D"})
 
 
 class GateCellMissing(RuntimeError):
@@ -196,8 +199,8 @@ def gate_netlist(params: CoreParams, *, force: bool = False) -> ExportedCore:
 
 def gate_model_sources(folder: Path = BUILD_ROOT / "models", *,
                        two_state: bool = False) -> list[Path]:
-    """The cell models of a netlist: the DP16KD, DCCA and TRELLIS_FF models and Yosys's
-    cells, the latter written to ``folder/yosys_ecp5_gate_cells.v`` (rewritten only when its
+    """The cell models of a netlist: the DP16KD, DCCA, MULT18X18D and TRELLIS_FF models and
+    Yosys's cells, the latter written to ``folder/yosys_ecp5_gate_cells.v`` (rewritten only when its
     text changes; atomically, so parallel workers can share it). ``two_state`` (Verilator):
     the LUTs from :data:`LUT_2STATE_MODEL` instead of Yosys's."""
     cells_used = tuple(c for c in GATE_CELLS if not (two_state and c[1] in LUT_2STATE_CELLS))
@@ -211,7 +214,7 @@ def gate_model_sources(folder: Path = BUILD_ROOT / "models", *,
         scratch = folder / f".{cells.name}.{os.getpid()}"
         scratch.write_text(text)
         os.replace(scratch, cells)
-    return [DP16KD_MODEL, DCCA_MODEL, TRELLIS_FF_MODEL,
+    return [DP16KD_MODEL, DCCA_MODEL, MULT18X18D_MODEL, TRELLIS_FF_MODEL,
             *([LUT_2STATE_MODEL] if two_state else []), cells]
 
 

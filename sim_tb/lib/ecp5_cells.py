@@ -2,7 +2,8 @@
 """Simulation models of the Lattice ECP5 primitives the core instantiates with
 ``memory="ecp5"`` (``hw.counters.counter_bank``: DP16KD block RAM; ``hw.arith.carry.MuxAdd``: CCU2C
 carry cells; ``hw.backends.ecp5.Ecp5ResetSynchronizer``: the DCCA clock-network buffer of
-the two-clock core's resets).
+the two-clock core's resets; ``hw.arith.multiply.product_mod``: the RLI core's MULT18X18D
+multipliers with their own registers).
 
 Where it sits (``docs/DESIGN.md``, "Testing"): test infrastructure for the exported core's
 ECP5 build (the second test level, the exported Verilog under cocotb), used by
@@ -18,6 +19,10 @@ ECP5 build (the second test level, the exported Verilog under cocotb), used by
   header; checked against Yosys's DP16KD mapping in ``sim_tb/benches/test_ecp5_memory.py``).
 * DCCA is the project's own too, ``sim_tb/models/dcca.v`` (Yosys declares it only as a
   black box).
+* MULT18X18D is the project's own too, ``sim_tb/models/mult18x18d.v`` (Yosys declares it
+  only as a black box; see its header for what it models: the A, B and output registers
+  on CLK0 or none, as the core and ``synth_ecp5`` use them; checked in
+  ``sim_tb/benches/test_ecp5_multiply.py``).
 """
 
 from __future__ import annotations
@@ -28,11 +33,12 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["DP16KD_MODEL", "DCCA_MODEL", "YosysModelMissing", "yosys_share_file",
-           "yosys_cell_models", "ecp5_model_sources"]
+__all__ = ["DP16KD_MODEL", "DCCA_MODEL", "MULT18X18D_MODEL", "YosysModelMissing",
+           "yosys_share_file", "yosys_cell_models", "ecp5_model_sources"]
 
 DP16KD_MODEL = Path(__file__).resolve().parents[1] / "models" / "dp16kd.v"
 DCCA_MODEL = DP16KD_MODEL.parent / "dcca.v"
+MULT18X18D_MODEL = DP16KD_MODEL.parent / "mult18x18d.v"
 
 #: (file under ``share/ecp5``, module) of the Yosys models extracted, in order.
 _YOSYS_CELLS = (("common_sim.vh", "LUT4"), ("common_sim.vh", "LUT2"),
@@ -82,9 +88,9 @@ def yosys_cell_models(cells=_YOSYS_CELLS) -> str:
 
 
 def ecp5_model_sources(folder: Path) -> list[Path]:
-    """The model files for a core with ECP5 primitives: the DP16KD and DCCA models and the
-    Yosys cells, the latter written to ``folder/yosys_ecp5_cells.v`` (rewritten only when its
-    text changes; atomically, so parallel test workers can share it).
+    """The model files for a core with ECP5 primitives: the DP16KD, DCCA and MULT18X18D
+    models and the Yosys cells, the latter written to ``folder/yosys_ecp5_cells.v``
+    (rewritten only when its text changes; atomically, so parallel test workers can share it).
 
     Raises
     ------
@@ -100,4 +106,4 @@ def ecp5_model_sources(folder: Path) -> list[Path]:
         scratch = folder / f".yosys_ecp5_cells.{os.getpid()}.v"
         scratch.write_text(text)
         os.replace(scratch, cells)
-    return [DP16KD_MODEL, DCCA_MODEL, cells]
+    return [DP16KD_MODEL, DCCA_MODEL, MULT18X18D_MODEL, cells]
