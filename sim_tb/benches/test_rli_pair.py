@@ -26,6 +26,7 @@ whose core (``hw/rli/rli_path.py``) needs frames from a sender core.
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import cocotb
@@ -177,4 +178,16 @@ pytestmark = [
 @pytest.mark.parametrize("params", RLI_PARAMS, ids=lambda p: p.param_id)
 def test_rli_sender_to_receiver(params):
     results = run_pair_bench(params, __name__, "rli_pair")
+    assert "references_through_a_queue" in results.tests, sorted(results.tests)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; LDA_SLOW=1")
+def test_rli_sender_to_receiver_ecp5():
+    """The same on the ECP5 build (``memory="ecp5"``, what boards elaborate): the
+    receiver's products in MULT18X18D blocks with their own registers
+    (``sim_tb/models/mult18x18d.v``) and its counters in DP16KD blocks, word for word."""
+    params = CoreParams(kind="rli", data_width=64, size=16, control_domain="ctrl",
+                        memory="ecp5")
+    results = run_pair_bench(params, __name__, "rli_pair_ecp5")
     assert "references_through_a_queue" in results.tests, sorted(results.tests)

@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 from host_sw.contracts.config import LdaConfig
 from host_sw.contracts.hashing import default_masks
-from sim_tb.lib.runner import export_core, run_cocotb
+from sim_tb.lib.runner import export_core, memory_model_sources, run_cocotb
 
 __all__ = ["TwoDeviceParams", "ExportedPair", "SimulationProcess", "write_wrapper",
            "build_pair", "start_simulation", "read_truth", "PORTS_FILE", "TRUTH_FILE",
@@ -222,10 +222,12 @@ def write_wrapper(core_verilog: Path, core_module: str, out: Path) -> Path:
 def run_pair_bench(params, test_module: str, results_name: str):
     """Export the core of ``params`` (:class:`sim_tb.lib.runner.CoreParams`), put it twice in
     the two-device top and run the cocotb ``test_module`` on it: the OPA and RLI two-core
-    benches. Returns the runner's results."""
+    benches, with the vendor cells' models of an ECP5 export
+    (:func:`sim_tb.lib.runner.memory_model_sources`). Returns the runner's results."""
     core = export_core(params)
     pair = write_wrapper(core.verilog, core.toplevel, core.build_dir / f"{TOPLEVEL}.v")
-    return run_cocotb(sources=[core.verilog, pair], toplevel=TOPLEVEL,
+    return run_cocotb(sources=[*memory_model_sources(params.memory), core.verilog, pair],
+                      toplevel=TOPLEVEL,
                       build_dir=core.build_dir, test_module=test_module,
                       extra_env={"LDA_SIM_PARAMS": params.to_json()},
                       results_name=results_name)
