@@ -803,24 +803,36 @@ class OpaRecordStreamer(wiring.Component):
         # frame's parameter, the smallest k with n·2**(k+1) > total, is chosen two clocks
         # later (``set_k``) from the comparisons, made in two registered stages every
         # clock: n·2**s > total exactly when n > total >> s, that is when n exceeds the
-        # shifted total's bits in n's width (``n_above``) and total has no bit above
-        # them (its bit length, ``total_len``, is at most s + len(n)); then ``above``,
-        # bit j for s = j + 1. In one clock with the choice they were 8–9 LUT levels, the
-        # OPA core's datapath critical path on every seed (``docs/HARDWARE.md``); in one
-        # clock without it, 8 (ABC chains the 25 tests of total's high bits). No code
-        # reads ``k`` sooner: the coder prepares the frame's first record meanwhile,
-        # whose code has no Rice part.
+        # shifted total's bits in n's width (``n_above``) and total has no bit from
+        # s + len(n) up; then ``above``, bit j for s = j + 1. In one clock with the
+        # choice they were 8–9 LUT levels, the OPA core's datapath critical path on every
+        # seed (``docs/HARDWARE.md``); in one clock without it, 8 (ABC chains the 25 tests
+        # of total's high bits). "No bit from p up" is therefore taken in pieces of 5
+        # bits: the first stage registers, per bit, whether its piece has a bit from it
+        # up (``total_from``) and, per piece, whether it has any (``total_pieces``); the
+        # second tests p's bit and the pieces above it. (As total's bit length, a chain
+        # of 10 LUT and multiplexer levels spread over the die, it was the OPA core's
+        # datapath critical path on one seed.) No code reads ``k`` sooner: the coder
+        # prepares the frame's first record meanwhile, whose code has no Rice part.
         brk, finish, choosing = Signal(), Signal(), Signal()
-        n_above, above = Signal(RICE_K_MAX + 1), Signal(RICE_K_MAX + 1)
-        total_len, total_len_now = Signal(range(_STAT_BITS + 1)), Signal(range(_STAT_BITS + 1))
-        m.d.comb += total_len_now.eq(0)
-        for i in range(_STAT_BITS):
-            with m.If(total[i]):
-                m.d.comb += total_len_now.eq(i + 1)
-        m.d.sync += total_len.eq(total_len_now)
+        n_above = Signal(RICE_K_MAX + 1, name="coder_n_above")
+        above = Signal(RICE_K_MAX + 1, name="coder_above")
+        piece = 5
+        total_from = Signal(_STAT_BITS, name="coder_total_from")
+        total_pieces = Signal(-(-_STAT_BITS // piece), name="coder_total_pieces")
+        for g, low in enumerate(range(0, _STAT_BITS, piece)):
+            top = min(low + piece, _STAT_BITS)
+            m.d.sync += total_pieces[g].eq(total[low:top].any())
+            m.d.sync += [total_from[i].eq(total[i:top].any()) for i in range(low, top)]
+
+        def none_from(p):
+            """total (as registered) has no bit from ``p`` up."""
+            if p >= _STAT_BITS:
+                return Const(1, 1)
+            return ~(total_from[p] | total_pieces[p // piece + 1:].any())
         for j in range(RICE_K_MAX + 1):
             m.d.sync += [n_above[j].eq(n > total[j + 1:][:len(n)]),
-                         above[j].eq(n_above[j] & (total_len <= j + 1 + len(n)))]
+                         above[j].eq(n_above[j] & none_from(j + 1 + len(n)))]
         # ``above`` is a thermometer code (a test that holds for j holds for every larger
         # j): the parameter is where it steps, ``edge`` (one-hot; RICE_K_MAX when it
         # never steps before it), each of its bits an OR of edges (a priority chain over

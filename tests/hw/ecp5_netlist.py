@@ -83,3 +83,25 @@ def fan_in_registers(module, registers, *, through: str | None = None) -> set:
             passed = passed or cell["type"] == through
             todo.extend((b, passed) for _, b in _pins(cell, "input"))
     return found
+
+
+def logic_levels(module, registers) -> int:
+    """The most combinational cells (LUTs, the slices' wide multiplexers, carry cells) on
+    a path from a register (or block RAM) to the inputs of ``registers``: the logic depth
+    that the placement then stretches with routing."""
+    cells = module["cells"]
+    driver = {bit: name for name, cell in cells.items() for _, bit in _pins(cell, "output")}
+    depth = {}
+
+    def level(bit):
+        if bit not in driver or cells[driver[bit]]["type"] in _SEQUENTIAL:
+            return 0
+        name = driver[bit]
+        if name not in depth:
+            depth[name] = 0                    # (a combinational loop counts once)
+            depth[name] = 1 + max((level(b) for _, b in _pins(cells[name], "input")),
+                                  default=0)
+        return depth[name]
+
+    return max((level(bit) for reg in registers
+                for port, bit in _pins(cells[reg], "input") if port != "CLK"), default=0)

@@ -415,8 +415,9 @@ def test_coder_statistics_and_parameter_from_registers(tmp_path):
     """After ``synth_ecp5`` (both points, as in the core): the Rice parameter loads from
     registered comparisons, not through them from the statistics (8–9 LUT levels, the
     OPA core's datapath critical path on ECP5), and the statistics load on registered
-    flags, not on the framer's decision from the head's select."""
-    from tests.hw.ecp5_netlist import fan_in_registers, registers_of, synthesized
+    flags, not on the framer's decision from the head's select; the parameter's size tests
+    are a few logic levels from registers."""
+    from tests.hw.ecp5_netlist import fan_in_registers, logic_levels, registers_of, synthesized
 
     module = synthesized(OpaRecordStreamer(config=OpaConfig(), point=None, data_width=64,
                                            depth=512),
@@ -427,6 +428,10 @@ def test_coder_statistics_and_parameter_from_registers(tmp_path):
     assert k and total and n and first
     assert not fan_in_registers(module, k) & (total | n)
     assert not fan_in_registers(module, total | n) & first
+    # the size tests of the statistics in 5-bit pieces: from registers, a few levels
+    # (total's bit length as a priority chain was 10, the core's path on one seed)
+    above = registers_of(module, "coder_above")
+    assert above and logic_levels(module, above) <= 4
 
 
 def test_head_facts_chosen_after_their_arithmetic(tmp_path):
@@ -435,7 +440,7 @@ def test_head_facts_chosen_after_their_arithmetic(tmp_path):
     choice of entry made after them, so the ring's load select (``head_free``,
     ``head_room``) reaches no fact register through a carry chain (it did, the OPA core's
     datapath critical path on one placement)."""
-    from tests.hw.ecp5_netlist import fan_in_registers, registers_of, synthesized
+    from tests.hw.ecp5_netlist import fan_in_registers, logic_levels, registers_of, synthesized
 
     module = synthesized(OpaRecordStreamer(config=OpaConfig(), point=None, data_width=64,
                                            depth=512),
