@@ -50,6 +50,7 @@ from host_sw.contracts.csr_export import write_csr_files
 from host_sw.contracts.uartbone import ROUTER_SELECT_BIT
 from hw.backends import add_reset_domain
 from hw.lda_pipeline import MeasurementCore
+from hw.hash_h3 import COMPACT_HASH_FAN_IN, HASH_FAN_IN
 from hw.bus.uart import UART
 
 from .bus_router import UARTBoneRouter
@@ -217,6 +218,10 @@ class InlineTapTop(Elaboratable):
     core_clock_hz:
         The cores' clock (default :data:`CORE_CLOCK_HZ`): the PLL makes it from the
         board's oscillator, unless it is the oscillator's frequency.
+    hash_fan_in:
+        The cores' hasher trees' fan-in (:class:`hw.lda_pipeline.MeasurementCore`);
+        :data:`hw.hash_h3.COMPACT_HASH_FAN_IN` where a kind's core would not fit the
+        device otherwise (at the board's core clock it has time to spare).
     """
 
     #: The two directions, by core name.
@@ -224,7 +229,8 @@ class InlineTapTop(Elaboratable):
 
     def __init__(self, *, config=None, data_width: int = 64, directions=DIRECTIONS,
                  uart_baud: int = UART_BAUD, skew: RGMIISkew = RGMIISkew(),
-                 phy_reset_ms=PHY_RESET_MS, core_clock_hz: float = CORE_CLOCK_HZ):
+                 phy_reset_ms=PHY_RESET_MS, core_clock_hz: float = CORE_CLOCK_HZ,
+                 hash_fan_in: int = HASH_FAN_IN):
         _check_board_options(self, skew, phy_reset_ms, uart_baud, core_clock_hz)
         directions = tuple(directions)
         if not directions or any(d not in self.DIRECTIONS for d in directions) \
@@ -235,7 +241,7 @@ class InlineTapTop(Elaboratable):
         self.data_width = data_width
         self.core_names = tuple(d for d in self.DIRECTIONS if d in directions)
         self.cores = [MeasurementCore(config=self.config, data_width=data_width,
-                                      clk_freq=self.core_clock_hz)
+                                      clk_freq=self.core_clock_hz, hash_fan_in=hash_fan_in)
                       for _ in self.core_names]
 
     def elaborate(self, platform):
@@ -296,12 +302,12 @@ class MonitorTop(Elaboratable):
 
     def __init__(self, *, config=None, data_width: int = 64, uart_baud: int = UART_BAUD,
                  skew: RGMIISkew = RGMIISkew(), phy_reset_ms=PHY_RESET_MS,
-                 core_clock_hz: float = CORE_CLOCK_HZ):
+                 core_clock_hz: float = CORE_CLOCK_HZ, hash_fan_in: int = HASH_FAN_IN):
         _check_board_options(self, skew, phy_reset_ms, uart_baud, core_clock_hz)
         self.config = config if config is not None else LdaConfig()
         self.data_width = data_width
         self.cores = [MeasurementCore(config=self.config, data_width=data_width,
-                                      clk_freq=self.core_clock_hz)]
+                                      clk_freq=self.core_clock_hz, hash_fan_in=hash_fan_in)]
 
     def elaborate(self, platform):
         m = Module()
@@ -757,9 +763,9 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     [--no-build] [--build-dir build]``; with ``directions`` (an inline tap's default
     measured directions) also ``--directions``. ``skew``: the RGMII delays the board's
     PHYs need from the FPGA (:class:`boards.rgmii_pins.RGMIISkew`). ``kind_defaults``:
-    per kind, configuration options (:func:`add_config_arguments`' names) whose default
-    on this board differs from the kind's, so that the kind's default core fits the
-    device; an option given on the command line wins. ``placer``, ``router``: the
+    per kind, configuration options (:func:`add_config_arguments`' names) and
+    ``hash_fan_in`` whose default on this board differs from the kind's, so that the
+    kind's default core fits the device; an option given on the command line wins. ``placer``, ``router``: the
     board's nextpnr placer and router unless told."""
     kind_defaults = dict(kind_defaults or {})
     epilog = "; ".join(
@@ -779,6 +785,10 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help=f"the cores' clock, made by the PLL from the board's "
                              f"oscillator (default {CORE_CLOCK_HZ / 1e6:g}; the "
                              f"oscillator's own frequency uses no PLL)")
+    parser.add_argument("--hash-fan-in", type=int, default=None, metavar="N",
+                        help=f"the hasher's XOR trees' fan-in (default {HASH_FAN_IN}; "
+                             f"{COMPACT_HASH_FAN_IN}: two register stages instead of five, "
+                             f"some 3 000 fewer flip-flops)")
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--no-build", action="store_true",
                         help="only elaborate and write the register map exports")
@@ -812,6 +822,10 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     for name, value in kind_defaults.get(args.synopsis, {}).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    if args.hash_fan_in is None:
+        args.hash_fan_in = HASH_FAN_IN
+    if args.hash_fan_in < 2:
+        parser.error(f"--hash-fan-in must be at least 2, not {args.hash_fan_in}")
     seeds = ((args.pnr_seed,) if args.pnr_seed is not None
              else tuple(range(seed, seed + SEED_ATTEMPTS)))
     platform = platform_factory()
@@ -821,7 +835,7 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
         extra = {} if directions is None else {"directions": choices[args.directions]}
         top = top_factory(config=config, data_width=args.data_width,
                           uart_baud=args.uart_baud, skew=skew, core_clock_hz=core_hz,
-                          **extra)
+                          hash_fan_in=args.hash_fan_in, **extra)
         if core_hz != platform.default_clk_frequency:
             pll_parameters(platform.default_clk_frequency, core_hz)
     except ValueError as exc:

@@ -21,7 +21,16 @@ from hw.frames.header_tap import FRAME_CLASS_BITS, TapRecord
 from hw.kinds import kind_gateware
 from hw.arith.stages import delayed
 
-__all__ = ["H3Pipeline", "hashed_record_layout", "HashedRecord", "PacketHasher"]
+__all__ = ["COMPACT_HASH_FAN_IN", "H3Pipeline", "HASH_FAN_IN", "hashed_record_layout",
+           "HashedRecord", "PacketHasher"]
+
+#: The trees' fan-in for the fast datapath clock: one LUT4 per group a stage
+#: (:class:`H3Pipeline`).
+HASH_FAN_IN = 4
+#: The trees' fan-in for a board's slow core clock on a device it would not fit
+#: otherwise: two register stages for a 64-byte window instead of five, some 3 000 fewer
+#: flip-flops in the Versa's RLI core (``docs/HARDWARE.md``, "Limits of the board designs").
+COMPACT_HASH_FAN_IN = 32
 
 
 class H3Pipeline(wiring.Component):
@@ -173,6 +182,10 @@ class PacketHasher(wiring.Component):
     config:
         An :class:`~host_sw.contracts.config.LdaConfig`, :class:`~host_sw.contracts.config.RdaConfig` or
         :class:`~host_sw.contracts.config.LdsConfig` (window size, seed, kind and dimensions).
+    fan_in:
+        Every tree's :class:`H3Pipeline` ``fan_in``. :data:`HASH_FAN_IN` for a fast clock; a
+        larger one (:data:`COMPACT_HASH_FAN_IN`) has fewer register stages, hence fewer
+        flip-flops, for a slow clock on a small device (the same hashes, fewer cycles).
 
     Members
     -------
@@ -186,10 +199,11 @@ class PacketHasher(wiring.Component):
         The record with its hashes, exactly :attr:`latency` cycles after ``record``.
     """
 
-    def __init__(self, *, config: SynopsisConfig):
+    def __init__(self, *, config: SynopsisConfig, fan_in: int = HASH_FAN_IN):
         kind = kind_gateware(config)
         hashes = kind.hashes(config)
         self.config = config
+        self.fan_in = fan_in
         w = config.window_bytes
         in_bits = w * 8
         # Every tree reset-less (data qualified by the record's valid bit): with a reset,
@@ -197,24 +211,24 @@ class PacketHasher(wiring.Component):
         # the hasher's critical path (docs/CHANGES.md, "Blocks").
         self._packet_tree = H3Pipeline(
             rows=h3_rows(config.seed, HashPurpose.PACKET, 0, in_bits, 64), out_bits=64,
-            reset_less=True)
+            fan_in=fan_in, reset_less=True)
         self._bucket_trees = [
             H3Pipeline(rows=h3_rows(config.seed, HashPurpose.RDA_BUCKET, l, 64, 32),
-                       out_bits=32, reset_less=True)
+                       out_bits=32, fan_in=fan_in, reset_less=True)
             for l in range(hashes.get(HashPurpose.RDA_BUCKET, 0))]
         self._flow_trees = [
             H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_FLOW, r, in_bits, 32),
-                       out_bits=32, reset_less=True)
+                       out_bits=32, fan_in=fan_in, reset_less=True)
             for r in range(hashes.get(HashPurpose.LDS_FLOW, 0))]
         field_bits = kind.field_bits(config)
         self._field_trees = [
             H3Pipeline(rows=[row & field_bits for row in
                              h3_rows(config.seed, HashPurpose.FIELD, 0, 64, 64)], out_bits=64,
-                       reset_less=True)
+                       fan_in=fan_in, reset_less=True)
             for _ in range(hashes.get(HashPurpose.FIELD, 0))]
         self._offset_trees = [
             H3Pipeline(rows=h3_rows(config.seed, HashPurpose.LDS_OFFSET, r, 64, 32),
-                       out_bits=32, reset_less=True)
+                       out_bits=32, fan_in=fan_in, reset_less=True)
             for r in range(hashes.get(HashPurpose.LDS_OFFSET, 0))]
         packet_latency = 3 + self._packet_tree.latency   # input, select, mask + tree
         sbox_trees = self._bucket_trees + self._field_trees + self._offset_trees

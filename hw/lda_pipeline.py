@@ -37,6 +37,7 @@ from hw.inband.exporter_crossing import ExporterCrossing
 from hw.frames.frame import FrameStream, check_data_width
 from hw.frames.frame_merger import FrameMerger
 from hw.frames.header_tap import HeaderTap
+from hw.hash_h3 import HASH_FAN_IN
 from hw.interval.interval_control import RECEIVE_LATENCY, IntervalControl
 from hw.interval.interval_ledger import IntervalLedger
 from hw.inband.marker_crossing import MarkerSourceCrossing
@@ -86,6 +87,10 @@ class MeasurementCore(wiring.Component):
         Counter RAM kind (:class:`hw.counters.counter_bank.CounterBank`): ``"auto"`` (ECP5 block
         RAM with output register when elaborated for an ECP5 platform, else generic),
         ``"generic"`` or ``"ecp5"``.
+    hash_fan_in:
+        The hasher's trees' fan-in (:class:`hw.hash_h3.PacketHasher`):
+        :data:`~hw.hash_h3.HASH_FAN_IN` (default) for the fast datapath clock,
+        :data:`~hw.hash_h3.COMPACT_HASH_FAN_IN` for fewer flip-flops at a slow one.
     control_domain:
         The clock domain of the control side: the UARTBone bridge and with it ``bus_rx`` /
         ``bus_tx``, and the exporter. ``"sync"`` (default): one clock for the whole core.
@@ -138,7 +143,8 @@ class MeasurementCore(wiring.Component):
 
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
                  bridge_timeout_cycles: int | None = None, clk_freq: float | None = None,
-                 memory: str = "auto", control_domain: str = "sync"):
+                 memory: str = "auto", control_domain: str = "sync",
+                 hash_fan_in: int = HASH_FAN_IN):
         if CONFIG_CLASSES.get(getattr(config, "kind", None)) is not type(config):
             raise ValueError(f"config must be a synopsis configuration "
                              f"(host_sw.contracts.config.CONFIG_CLASSES), "
@@ -160,7 +166,12 @@ class MeasurementCore(wiring.Component):
         self.regmap = register_map(config, data_width=data_width)   # validates the width
         self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
                               ts_bits=config.ts_bits)
-        self._path = measurement_path(config, memory=memory, data_width=data_width)
+        if not isinstance(hash_fan_in, int) or hash_fan_in < 2:
+            raise ValueError(f"hash_fan_in must be an integer of at least 2, "
+                             f"not {hash_fan_in!r}")
+        self.hash_fan_in = hash_fan_in
+        self._path = measurement_path(config, memory=memory, data_width=data_width,
+                                      hash_fan_in=hash_fan_in)
         # In a two-domain core the exporter's reads make a round trip through the
         # crossing (hw.inband.exporter_crossing): more of them in flight keep frames going.
         self._exporter = Exporter(config=config, data_width=data_width,

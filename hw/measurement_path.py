@@ -38,6 +38,7 @@ synopsis kind"). A path is a :class:`amaranth.lib.wiring.Component` built as
 """
 
 from hw.counters.counter_path import CounterPath
+from hw.hash_h3 import HASH_FAN_IN
 from hw.opa.opa_path import OpaPath
 from hw.rli.rli_path import RliPath
 
@@ -48,11 +49,13 @@ PATHS = {"lda": CounterPath, "rda": CounterPath, "lds": CounterPath, "opa": OpaP
          "rli": RliPath}
 
 
-def measurement_path(config, *, memory: str = "auto", data_width: int = 64):
+def measurement_path(config, *, memory: str = "auto", data_width: int = 64,
+                     hash_fan_in: int = HASH_FAN_IN):
     """The measurement path of ``config``'s kind (``ValueError`` for a kind without
-    one)."""
+    one); ``hash_fan_in``: its hasher's (:class:`hw.hash_h3.PacketHasher`)."""
     kind = getattr(config, "kind", None)
     if kind not in PATHS:
         raise ValueError(f"no core gateware for synopsis kind {kind!r} "
                          f"(kinds with one: {', '.join(sorted(PATHS))})")
-    return PATHS[kind](config=config, memory=memory, data_width=data_width)
+    return PATHS[kind](config=config, memory=memory, data_width=data_width,
+                       hash_fan_in=hash_fan_in)

@@ -34,6 +34,7 @@ from host_sw.contracts.config_args import add_config_arguments, config_from_args
 
 from hw.backends import add_reset_domain, platform_kind
 from hw.bus.uartbone import DEFAULT_TIMEOUT
+from hw.hash_h3 import COMPACT_HASH_FAN_IN, HASH_FAN_IN
 
 __all__ = ["AxisTop", "DEFAULT_MODULE_NAME", "export_verilog", "four_state_safe",
            "export_main"]
@@ -166,6 +167,10 @@ def export_main(argv=None, *, make_core) -> int:
                              "a second clock "
                              "(ctrl_clk; rst resets both, through a reset synchroniser "
                              "each), --clk-freq then being that clock's")
+    parser.add_argument("--hash-fan-in", type=int, default=HASH_FAN_IN, metavar="N",
+                        help=f"the hasher's XOR trees' fan-in (default {HASH_FAN_IN}, for "
+                             f"the fast datapath clock; {COMPACT_HASH_FAN_IN}: fewer "
+                             f"register stages and flip-flops, for a slow clock)")
     parser.add_argument("--module-name", default=DEFAULT_MODULE_NAME, metavar="NAME",
                         help="Verilog module name (submodules are prefixed with it, so "
                              f"two exports can share a simulation; default "
@@ -179,7 +184,8 @@ def export_main(argv=None, *, make_core) -> int:
         config = config_from_args(args)
         core = make_core(config=config, data_width=args.data_width,
                          bridge_timeout_cycles=args.uart_timeout, clk_freq=args.clk_freq,
-                         memory=args.memory, control_domain=args.control_domain)
+                         memory=args.memory, control_domain=args.control_domain,
+                         hash_fan_in=args.hash_fan_in)
     except ValueError as exc:
         parser.error(str(exc))
     written = export_verilog(core, args.output, name=args.module_name)

@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out, connect
 from hw.counters.bucket_select import BucketSelector
 from hw.counters.counter_bank import CounterBank
 from hw.counters.bank_layout import frozen_read_signature
-from hw.hash_h3 import PacketHasher
+from hw.hash_h3 import HASH_FAN_IN, PacketHasher
 from hw.frames.header_tap import TapRecord
 
 __all__ = ["CounterPath", "path_members", "PATH_STATUS"]
@@ -63,6 +63,8 @@ class CounterPath(wiring.Component):
         The counter bank's RAMs (:class:`hw.counters.counter_bank.CounterBank`).
     data_width : int
         The core's frame width (part of the path interface; this path inserts no frames).
+    hash_fan_in : int
+        The hasher's trees' fan-in (:class:`hw.hash_h3.PacketHasher`).
 
     Members
     -------
@@ -77,10 +79,11 @@ class CounterPath(wiring.Component):
         Cycles from a tap record to its update request at the counter bank.
     """
 
-    def __init__(self, *, config, memory: str = "auto", data_width: int = 64):
+    def __init__(self, *, config, memory: str = "auto", data_width: int = 64,
+                 hash_fan_in: int = HASH_FAN_IN):
         self.config = config
         self.memory = memory
-        self._hasher = PacketHasher(config=config)
+        self._hasher = PacketHasher(config=config, fan_in=hash_fan_in)
         self._selector = BucketSelector(config=config)
         self.latency = self._hasher.latency + self._selector.latency
         members = path_members(config)

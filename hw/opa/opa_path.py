@@ -46,7 +46,7 @@ from hw.counters.counter_path import PATH_STATUS, path_members
 from hw.bus.csr import register_layout
 from hw.frames.frame import FrameStream
 from hw.frames.frame_route import FrameRoute
-from hw.hash_h3 import PacketHasher
+from hw.hash_h3 import HASH_FAN_IN, PacketHasher
 from hw.opa.cah import OpaCah
 from hw.opa.records import OpaRecordStreamer
 from hw.arith.stages import delayed
@@ -72,6 +72,8 @@ class OpaPath(wiring.Component):
         The words' RAMs (:class:`hw.opa.cah.OpaCah`).
     data_width : int
         The core's frame width (the record frames' ``insert`` stream).
+    hash_fan_in : int
+        The hasher's trees' fan-in (:class:`hw.hash_h3.PacketHasher`).
 
     Members
     -------
@@ -92,13 +94,14 @@ class OpaPath(wiring.Component):
         Cycles from a tap record to its packet entering the words' pipeline.
     """
 
-    def __init__(self, *, config, memory: str = "auto", data_width: int = 64):
+    def __init__(self, *, config, memory: str = "auto", data_width: int = 64,
+                 hash_fan_in: int = HASH_FAN_IN):
         if not isinstance(config, OpaConfig):
             raise TypeError(f"config must be an OpaConfig, not {config!r}")
         self.config = config
         self.memory = memory
         self._data_width = data_width
-        self._hasher = PacketHasher(config=config)
+        self._hasher = PacketHasher(config=config, fan_in=hash_fan_in)
         self._words = OpaCah(config=config, double_buffered=True, memory=memory)
         self._records = OpaRecordStreamer(config=config, point=None, data_width=data_width,
                                           record_from_reset=False)

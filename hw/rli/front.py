@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out, connect
 
 from host_sw.contracts.config import RliConfig
 
-from hw.hash_h3 import PacketHasher
+from hw.hash_h3 import HASH_FAN_IN, PacketHasher
 from hw.frames.header_tap import TapRecord
 from hw.rli.reference_watch import ReferenceWatch
 from hw.arith.stages import delayed, range_reduce
@@ -43,11 +43,11 @@ class RliFront(wiring.Component):
         :class:`hw.rli.reference_watch.ReferenceWatch`'s.
     """
 
-    def __init__(self, *, config):
+    def __init__(self, *, config, hash_fan_in: int = HASH_FAN_IN):
         if not isinstance(config, RliConfig):
             raise ValueError(f"config must be an RliConfig, not {type(config).__name__}")
         self.config = config
-        self._hasher = PacketHasher(config=config)
+        self._hasher = PacketHasher(config=config, fan_in=hash_fan_in)
         self.latency = self._hasher.latency + 2
         w, ts = config.window_bytes, config.ts_bits
         members = {"record": In(TapRecord(w, ts)), "tag_ok": In(1, init=1)}

@@ -26,6 +26,7 @@ from hw.frames.frame import FrameMonitor, FrameStream
 from hw.interval.interval_control import RECEIVE_LATENCY
 from hw.inband.marker_watch import MarkerWatch
 from hw.rli.reference_source import ReferenceFrameSource
+from hw.hash_h3 import HASH_FAN_IN
 from hw.rli.front import RliFront
 from hw.rli.receiver import RliReceiver
 from hw.arith.stages import delayed
@@ -52,6 +53,8 @@ class RliPath(wiring.Component):
         The receiver's counter bank RAMs and multipliers (:class:`hw.rli.receiver.RliReceiver`).
     data_width : int
         The core's frame width (the references' beats, the watch copy).
+    hash_fan_in : int
+        The hasher's trees' fan-in (:class:`hw.hash_h3.PacketHasher`).
 
     Members
     -------
@@ -71,11 +74,12 @@ class RliPath(wiring.Component):
         :data:`WATCH_LEAD`, which the core checks.
     """
 
-    def __init__(self, *, config, memory: str = "auto", data_width: int = 64):
+    def __init__(self, *, config, memory: str = "auto", data_width: int = 64,
+                 hash_fan_in: int = HASH_FAN_IN):
         if not isinstance(config, RliConfig):
             raise ValueError(f"config must be an RliConfig, not {type(config).__name__}")
         self.config = config
-        self._front = RliFront(config=config)
+        self._front = RliFront(config=config, hash_fan_in=hash_fan_in)
         self._receiver = RliReceiver(config=config, memory=memory)
         self._source = ReferenceFrameSource(config=config, data_width=data_width)
         self._check = MarkerWatch(data_width=data_width, frame_type=TYPE_REFERENCE)

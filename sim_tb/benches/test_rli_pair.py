@@ -39,6 +39,7 @@ from host_sw.contracts.frames.reference_frame import TYPE_REFERENCE, parse_refer
 from host_sw.model.golden_lda_rda_lds import Hashers, hash_frames
 from host_sw.model.golden_rli import receiver_synopsis
 from host_sw.model.traffic import synthetic_trace
+from hw.hash_h3 import COMPACT_HASH_FAN_IN
 
 from sim_tb.demo.cocotb_two_device import SimulatedCore, start_pair
 from sim_tb.lib.core_harness import golden_header, golden_identity
@@ -184,10 +185,11 @@ def test_rli_sender_to_receiver(params):
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("LDA_SLOW"), reason="minutes; LDA_SLOW=1")
 def test_rli_sender_to_receiver_ecp5():
-    """The same on the ECP5 build (``memory="ecp5"``, what boards elaborate): the
-    receiver's products in MULT18X18D blocks with their own registers
-    (``sim_tb/models/mult18x18d.v``) and its counters in DP16KD blocks, word for word."""
+    """The same on the core the Versa board builds: the ECP5 primitives
+    (``memory="ecp5"``: the receiver's products in MULT18X18D blocks with their own
+    registers, ``sim_tb/models/mult18x18d.v``, its counters in DP16KD blocks) and the
+    compact hasher (:data:`hw.hash_h3.COMPACT_HASH_FAN_IN`), word for word."""
     params = CoreParams(kind="rli", data_width=64, size=16, control_domain="ctrl",
-                        memory="ecp5")
+                        memory="ecp5", hash_fan_in=COMPACT_HASH_FAN_IN)
     results = run_pair_bench(params, __name__, "rli_pair_ecp5")
     assert "references_through_a_queue" in results.tests, sorted(results.tests)

@@ -45,6 +45,7 @@ from xml.etree import ElementTree
 from host_sw.contracts.config import LdaConfig, LdsConfig, OpaConfig, RdaConfig, RliConfig
 from host_sw.contracts.config_base import SynopsisConfig
 from host_sw.contracts.hashing import DEFAULT_WINDOW_BYTES
+from hw.hash_h3 import HASH_FAN_IN
 from sim_tb.lib.verilator_build import (
     drop_other_builds, keep_runtime_objects, lean_verilator, runtime_store,
     verilator_build_args, verilator_digest, verilator_env,
@@ -154,6 +155,9 @@ class CoreParams:
         the product's default, or smaller where a bench does not need the fields beyond
         it (the hasher is the largest block of a small core: its export, build and
         netlist shrink with it).
+    hash_fan_in : int
+        The hasher's trees' fan-in (``hw.lda_pipeline --hash-fan-in``): the default, or
+        :data:`hw.hash_h3.COMPACT_HASH_FAN_IN` as boards build a core that would not fit.
     """
     kind: str
     data_width: int
@@ -165,6 +169,7 @@ class CoreParams:
     memory: str = "generic"
     control_domain: str = "sync"
     window_bytes: int = DEFAULT_WINDOW_BYTES
+    hash_fan_in: int = HASH_FAN_IN
 
     def __post_init__(self):
         if self.kind not in CORE_KINDS:
@@ -195,6 +200,8 @@ class CoreParams:
             pid += f"-{self.control_domain}"
         if self.window_bytes != DEFAULT_WINDOW_BYTES:
             pid += f"-h{self.window_bytes}"
+        if self.hash_fan_in != HASH_FAN_IN:
+            pid += f"-f{self.hash_fan_in}"
         return pid
 
     def config(self) -> SynopsisConfig:
@@ -224,6 +231,8 @@ class CoreParams:
             del d["control_domain"]
         if d["window_bytes"] == DEFAULT_WINDOW_BYTES:   # and of earlier full-window sets
             del d["window_bytes"]
+        if d["hash_fan_in"] == HASH_FAN_IN:             # and of the fast clock's hasher
+            del d["hash_fan_in"]
         return json.dumps(d, sort_keys=True)
 
     @classmethod
@@ -360,7 +369,8 @@ def _export_command(params: CoreParams, out: Path) -> list[str]:
     cmd = [sys.executable, "-m", "hw.lda_pipeline", "--synopsis", params.kind,
            "--data-width", str(params.data_width), "--uart-timeout", str(params.uart_timeout),
            "--memory", params.memory, "--control-domain", params.control_domain,
-           "--window-bytes", str(params.window_bytes), "-o", str(out)]
+           "--window-bytes", str(params.window_bytes), "--hash-fan-in", str(params.hash_fan_in),
+           "-o", str(out)]
     if params.kind == "lda":
         cmd += ["--banks", str(config.banks), "--rows", str(config.rows),
                 "--thresholds", ",".join(map(str, config.thresholds))]

@@ -20,6 +20,7 @@ from host_sw.contracts.synopsis import Synopsis
 from host_sw.contracts.hashing import FrameClass, classify_frame, default_masks
 from host_sw.contracts.regmap import register_map
 from hw.frames.frame import beats_to_frames, frame_to_beats
+from hw.hash_h3 import COMPACT_HASH_FAN_IN, HASH_FAN_IN
 from hw.lda_pipeline import PASSTHROUGH_LATENCY, MeasurementCore
 from sim_tb.lib.amaranth_host import SimulatedHost
 
@@ -54,10 +55,11 @@ class CoreTraffic:
     (background testbenches) and the golden model of what was sent. Its bus is reached by
     the host driver (:class:`sim_tb.lib.amaranth_host.SimulatedHost`)."""
 
-    def __init__(self, config, data_width, *, seed):
+    def __init__(self, config, data_width, *, seed, hash_fan_in=HASH_FAN_IN):
         self.config = config
         self.data_width = data_width
-        self.dut = MeasurementCore(config=config, data_width=data_width, bridge_timeout_cycles=64)
+        self.dut = MeasurementCore(config=config, data_width=data_width, bridge_timeout_cycles=64,
+                                   hash_fan_in=hash_fan_in)
         self.rng = random.Random(seed)
         self.to_send = []          # (frame, error) queue for the source
         self.sent = []             # (frame, error, sof_cycle) in input order
@@ -236,12 +238,16 @@ def test_lda_core_counters_status_and_passthrough():
         classify_frame(f, error=e) in (FrameClass.IPV4, FrameClass.IPV6) for f, e, _ in sent1)
 
 
-@pytest.mark.parametrize("config,data_width", [
-    (RdaConfig(banks=2, buckets_per_bank=12, window_bytes=40), 8),
-    (LdsConfig(rows=2, cells=10, vlda_cells=3, row_thresholds=(0, 1)), 32),
-], ids=["rda-w8", "lds-w32"])
-def test_rda_lds_core_counters(config, data_width):
-    bench = CoreTraffic(config, data_width, seed=3)
+@pytest.mark.parametrize("config,data_width,hash_fan_in", [
+    (RdaConfig(banks=2, buckets_per_bank=12, window_bytes=40), 8, HASH_FAN_IN),
+    (LdsConfig(rows=2, cells=10, vlda_cells=3, row_thresholds=(0, 1)), 32, HASH_FAN_IN),
+    (LdsConfig(rows=2, cells=10, vlda_cells=3, row_thresholds=(0, 1)), 32,
+     COMPACT_HASH_FAN_IN),
+], ids=["rda-w8", "lds-w32", "lds-w32-compact-hasher"])
+def test_rda_lds_core_counters(config, data_width, hash_fan_in):
+    """The counters equal the golden model's; also with the boards' compact hasher
+    (``hash_fan_in``), whose shorter latency the core's boundaries follow."""
+    bench = CoreTraffic(config, data_width, seed=3, hash_fan_in=hash_fan_in)
     host = SimulatedHost(bench.dut)
     bench.p_ready = 0.7
     frames = mixed_frames(random.Random(4), 14)

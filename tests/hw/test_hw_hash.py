@@ -11,14 +11,14 @@ from host_sw.contracts.config import LdaConfig, LdsConfig, RdaConfig
 from host_sw.model.golden_lda_rda_lds import Hashers, hash_windows
 from host_sw.contracts.hashing import H3, FrameClass, HashPurpose, h3_rows
 from host_sw.contracts.hash_fields import field_hash
-from hw.hash_h3 import H3Pipeline, PacketHasher
+from hw.hash_h3 import COMPACT_HASH_FAN_IN, HASH_FAN_IN, H3Pipeline, PacketHasher
 from hw.kinds import kind_gateware
 
 
-def run_hasher(config, windows, classes, masks, *, gaps=()):
+def run_hasher(config, windows, classes, masks, *, gaps=(), fan_in=HASH_FAN_IN):
     """Feed one window per clock (idle cycles at the indices in ``gaps``) and collect
     every valid output."""
-    dut = PacketHasher(config=config)
+    dut = PacketHasher(config=config, fan_in=fan_in)
     outputs = []
 
     async def testbench(ctx):
@@ -100,7 +100,10 @@ def test_h3_pipeline_matches_reference(out_bits, in_bytes):
     RdaConfig(seed=77, banks=3, buckets_per_bank=1000),
     LdsConfig(seed=5, rows=2, cells=100, vlda_cells=4, row_thresholds=(0, 1)),
 ], ids=["lda", "rda", "lds"])
-def test_hasher_matches_golden_random_windows_and_masks(config):
+@pytest.mark.parametrize("fan_in", [HASH_FAN_IN, COMPACT_HASH_FAN_IN])
+def test_hasher_matches_golden_random_windows_and_masks(config, fan_in):
+    """Both builds of the trees (the fast clock's and the boards' compact one) give the
+    contract's hashes; the compact one in fewer cycles."""
     rng = np.random.default_rng(config.seed)
     w = config.window_bytes
     n = 24
@@ -112,8 +115,13 @@ def test_hasher_matches_golden_random_windows_and_masks(config):
         names += ["mask_flow_ipv4", "mask_flow_ipv6"]
     masks = random_masks(rng, w, names)
     config = config.replace(**masks)         # the golden model takes the same masks
-    dut, out = run_hasher(config, windows, classes, masks, gaps={3, 4, 10})
+    dut, out = run_hasher(config, windows, classes, masks, gaps={3, 4, 10}, fan_in=fan_in)
     assert len(out) == n
+    # a 64-byte window: five tree stages at fan-in 4, two at 32 (+ 1 behind the S-box)
+    assert dut.latency == {(HASH_FAN_IN, "lda"): 12, (COMPACT_HASH_FAN_IN, "lda"): 8,
+                           (HASH_FAN_IN, "rda"): 12, (COMPACT_HASH_FAN_IN, "rda"): 8,
+                           (HASH_FAN_IN, "lds"): 12,
+                           (COMPACT_HASH_FAN_IN, "lds"): 8}[fan_in, config.kind]
 
     counted = np.isin(classes, [FrameClass.IPV4, FrameClass.IPV6])
     golden = hash_windows(config, windows, np.where(counted, classes, FrameClass.IPV4))
