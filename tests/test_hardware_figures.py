@@ -61,14 +61,14 @@ def test_summary_of_the_saved_results():
         'board colorlight_5a75b lda met=no slack=- refused="the design does not fit the LFE5U-25F BG256 speed 6: it needs 26592 TRELLIS_FF (it has 24288). Build fewer cores (--directions on an inline tap) or smaller ones (--banks, --rows, --cells, --buckets, --groups)" measured=current',
         'board ecpix5 lda met=yes slack=3.46 core_margin=134% measured=current',
         'board ecpix5 lds met=yes slack=3.45 core_margin=150% measured=current',
-        'board ecpix5 opa met=yes slack=3.00 core_margin=76% measured=current',
+        'board ecpix5 opa met=yes slack=3.00 core_margin=76% measured=earlier',
         'board ecpix5 rda met=yes slack=3.02 core_margin=118% measured=current',
-        'board ecpix5 rli met=yes slack=3.39 core_margin=87% measured=current',
+        'board ecpix5 rli met=yes slack=3.39 core_margin=87% measured=earlier',
         'board versa_ecp5 lda met=yes slack=1.79 core_margin=91% measured=current',
         'board versa_ecp5 lds met=yes slack=1.25 core_margin=85% measured=current',
-        'board versa_ecp5 opa met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 38472 TRELLIS_FF (87.7 % of its 43848), 39882 TRELLIS_COMB (91.0 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=current',
+        'board versa_ecp5 opa met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 38472 TRELLIS_FF (87.7 % of its 43848), 39882 TRELLIS_COMB (91.0 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=earlier',
         'board versa_ecp5 rda met=yes slack=1.23 core_margin=85% measured=current',
-        'board versa_ecp5 rli met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 36187 TRELLIS_FF (82.5 % of its 43848), 31859 TRELLIS_COMB (72.7 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=current',
+        'board versa_ecp5 rli met=no slack=- refused="the design is too full to place and route on the LFE5UM-45F BG381 speed 8: it needs 36187 TRELLIS_FF (82.5 % of its 43848), 31859 TRELLIS_COMB (72.7 % of its 43848), and nextpnr here places and routes up to 72 % of a device\'s flip-flops and LUT cells (docs/HARDWARE.md, \\"Limits of the board designs\\"). Build smaller cores (--banks, --rows, --cells, --buckets, --groups) or use a larger FPGA, or give --max-utilisation 100 to try anyway" measured=earlier',
     ]
 
 
