@@ -824,8 +824,6 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
             setattr(args, name, value)
     if args.hash_fan_in is None:
         args.hash_fan_in = HASH_FAN_IN
-    if args.hash_fan_in < 2:
-        parser.error(f"--hash-fan-in must be at least 2, not {args.hash_fan_in}")
     seeds = ((args.pnr_seed,) if args.pnr_seed is not None
              else tuple(range(seed, seed + SEED_ATTEMPTS)))
     platform = platform_factory()

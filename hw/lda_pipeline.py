@@ -166,10 +166,7 @@ class MeasurementCore(wiring.Component):
         self.regmap = register_map(config, data_width=data_width)   # validates the width
         self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
                               ts_bits=config.ts_bits)
-        if not isinstance(hash_fan_in, int) or hash_fan_in < 2:
-            raise ValueError(f"hash_fan_in must be an integer of at least 2, "
-                             f"not {hash_fan_in!r}")
-        self.hash_fan_in = hash_fan_in
+        self.hash_fan_in = hash_fan_in         # (checked by the hasher's trees)
         self._path = measurement_path(config, memory=memory, data_width=data_width,
                                       hash_fan_in=hash_fan_in)
         # In a two-domain core the exporter's reads make a round trip through the
