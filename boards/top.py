@@ -222,6 +222,10 @@ class InlineTapTop(Elaboratable):
         The cores' hasher trees' fan-in (:class:`hw.lda_pipeline.MeasurementCore`);
         :data:`hw.hash_h3.COMPACT_HASH_FAN_IN` where a kind's core would not fit the
         device otherwise (at the board's core clock it has time to spare).
+    compact_reads:
+        The cores' CSR read multiplexer with its first level unregistered
+        (:class:`hw.lda_pipeline.MeasurementCore`), where a kind's core would not fit the
+        device otherwise.
     """
 
     #: The two directions, by core name.
@@ -230,7 +234,7 @@ class InlineTapTop(Elaboratable):
     def __init__(self, *, config=None, data_width: int = 64, directions=DIRECTIONS,
                  uart_baud: int = UART_BAUD, skew: RGMIISkew = RGMIISkew(),
                  phy_reset_ms=PHY_RESET_MS, core_clock_hz: float = CORE_CLOCK_HZ,
-                 hash_fan_in: int = HASH_FAN_IN):
+                 hash_fan_in: int = HASH_FAN_IN, compact_reads: bool = False):
         _check_board_options(self, skew, phy_reset_ms, uart_baud, core_clock_hz)
         directions = tuple(directions)
         if not directions or any(d not in self.DIRECTIONS for d in directions) \
@@ -241,7 +245,8 @@ class InlineTapTop(Elaboratable):
         self.data_width = data_width
         self.core_names = tuple(d for d in self.DIRECTIONS if d in directions)
         self.cores = [MeasurementCore(config=self.config, data_width=data_width,
-                                      clk_freq=self.core_clock_hz, hash_fan_in=hash_fan_in)
+                                      clk_freq=self.core_clock_hz, hash_fan_in=hash_fan_in,
+                                      compact_reads=compact_reads)
                       for _ in self.core_names]
 
     def elaborate(self, platform):
@@ -302,12 +307,14 @@ class MonitorTop(Elaboratable):
 
     def __init__(self, *, config=None, data_width: int = 64, uart_baud: int = UART_BAUD,
                  skew: RGMIISkew = RGMIISkew(), phy_reset_ms=PHY_RESET_MS,
-                 core_clock_hz: float = CORE_CLOCK_HZ, hash_fan_in: int = HASH_FAN_IN):
+                 core_clock_hz: float = CORE_CLOCK_HZ, hash_fan_in: int = HASH_FAN_IN,
+                 compact_reads: bool = False):
         _check_board_options(self, skew, phy_reset_ms, uart_baud, core_clock_hz)
         self.config = config if config is not None else LdaConfig()
         self.data_width = data_width
         self.cores = [MeasurementCore(config=self.config, data_width=data_width,
-                                      clk_freq=self.core_clock_hz, hash_fan_in=hash_fan_in)]
+                                      clk_freq=self.core_clock_hz, hash_fan_in=hash_fan_in,
+                                      compact_reads=compact_reads)]
 
     def elaborate(self, platform):
         m = Module()
@@ -764,12 +771,17 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     measured directions) also ``--directions``. ``skew``: the RGMII delays the board's
     PHYs need from the FPGA (:class:`boards.rgmii_pins.RGMIISkew`). ``kind_defaults``:
     per kind, configuration options (:func:`add_config_arguments`' names) and
-    ``hash_fan_in`` whose default on this board differs from the kind's, so that the
-    kind's default core fits the device; an option given on the command line wins. ``placer``, ``router``: the
-    board's nextpnr placer and router unless told."""
+    ``hash_fan_in`` or ``compact_reads`` whose default on this board differs from the
+    kind's, so that the kind's default core fits the device; an option given on the
+    command line wins. ``placer``, ``router``: the board's nextpnr placer and router
+    unless told."""
     kind_defaults = dict(kind_defaults or {})
+
+    def option(name, value):
+        flag = f"--{name.replace('_', '-')}"
+        return flag if value is True else f"{flag} {value}"
     epilog = "; ".join(
-        f"{kind} defaults to " + ", ".join(f"--{name.replace('_', '-')} {value}"
+        f"{kind} defaults to " + ", ".join(option(name, value)
                                           for name, value in options.items())
         for kind, options in sorted(kind_defaults.items()))
     parser = argparse.ArgumentParser(
@@ -789,6 +801,10 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
                         help=f"the hasher's XOR trees' fan-in (default {HASH_FAN_IN}; "
                              f"{COMPACT_HASH_FAN_IN}: two register stages instead of five, "
                              f"some 3 000 fewer flip-flops)")
+    parser.add_argument("--compact-reads", action=argparse.BooleanOptionalAction,
+                        default=None,
+                        help="the CSR read multiplexer's first level without registers: "
+                             "some 3 500 fewer flip-flops (default: off)")
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--no-build", action="store_true",
                         help="only elaborate and write the register map exports")
@@ -824,6 +840,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
             setattr(args, name, value)
     if args.hash_fan_in is None:
         args.hash_fan_in = HASH_FAN_IN
+    if args.compact_reads is None:
+        args.compact_reads = False
     seeds = ((args.pnr_seed,) if args.pnr_seed is not None
              else tuple(range(seed, seed + SEED_ATTEMPTS)))
     platform = platform_factory()
@@ -833,7 +851,8 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
         extra = {} if directions is None else {"directions": choices[args.directions]}
         top = top_factory(config=config, data_width=args.data_width,
                           uart_baud=args.uart_baud, skew=skew, core_clock_hz=core_hz,
-                          hash_fan_in=args.hash_fan_in, **extra)
+                          hash_fan_in=args.hash_fan_in, compact_reads=args.compact_reads,
+                          **extra)
         if core_hz != platform.default_clk_frequency:
             pll_parameters(platform.default_clk_frequency, core_hz)
     except ValueError as exc:

@@ -91,6 +91,10 @@ class MeasurementCore(wiring.Component):
         The hasher's trees' fan-in (:class:`hw.hash_h3.PacketHasher`):
         :data:`~hw.hash_h3.HASH_FAN_IN` (default) for the fast datapath clock,
         :data:`~hw.hash_h3.COMPACT_HASH_FAN_IN` for fewer flip-flops at a slow one.
+    compact_reads:
+        The CSR bank's read multiplexer with its first level unregistered
+        (:class:`hw.bus.csr_decode.CsrReadMux`'s ``compact``): some 3 500 fewer flip-flops,
+        for a bank clocked slowly (the boards' 62.5 MHz); default ``False``.
     control_domain:
         The clock domain of the control side: the UARTBone bridge and with it ``bus_rx`` /
         ``bus_tx``, and the exporter. ``"sync"`` (default): one clock for the whole core.
@@ -144,7 +148,7 @@ class MeasurementCore(wiring.Component):
     def __init__(self, *, config: SynopsisConfig, data_width: int = 64,
                  bridge_timeout_cycles: int | None = None, clk_freq: float | None = None,
                  memory: str = "auto", control_domain: str = "sync",
-                 hash_fan_in: int = HASH_FAN_IN):
+                 hash_fan_in: int = HASH_FAN_IN, compact_reads: bool = False):
         if CONFIG_CLASSES.get(getattr(config, "kind", None)) is not type(config):
             raise ValueError(f"config must be a synopsis configuration "
                              f"(host_sw.contracts.config.CONFIG_CLASSES), "
@@ -167,6 +171,9 @@ class MeasurementCore(wiring.Component):
         self._tap = HeaderTap(data_width=data_width, window_bytes=config.window_bytes,
                               ts_bits=config.ts_bits)
         self.hash_fan_in = hash_fan_in         # (checked by the hasher's trees)
+        if not isinstance(compact_reads, bool):
+            raise ValueError(f"compact_reads must be a bool, not {compact_reads!r}")
+        self.compact_reads = compact_reads
         self._path = measurement_path(config, memory=memory, data_width=data_width,
                                       hash_fan_in=hash_fan_in)
         # In a two-domain core the exporter's reads make a round trip through the
@@ -234,7 +241,7 @@ class MeasurementCore(wiring.Component):
         # control domain is not the datapath's).
         bridge = UARTBoneBridge(timeout_cycles=self.bridge_timeout_for(platform))
         m.submodules.bridge = bridge if one_clock else DomainRenamer(self.control_domain)(bridge)
-        m.submodules.csr = csr = CsrBank(regmap=self.regmap)
+        m.submodules.csr = csr = CsrBank(regmap=self.regmap, compact_reads=self.compact_reads)
         connect(m, wiring.flipped(self.bus_rx), bridge.rx)
         connect(m, bridge.tx, wiring.flipped(self.bus_tx))
         if one_clock:

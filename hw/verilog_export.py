@@ -171,6 +171,9 @@ def export_main(argv=None, *, make_core) -> int:
                         help=f"the hasher's XOR trees' fan-in (default {HASH_FAN_IN}, for "
                              f"the fast datapath clock; {COMPACT_HASH_FAN_IN}: fewer "
                              f"register stages and flip-flops, for a slow clock)")
+    parser.add_argument("--compact-reads", action="store_true",
+                        help="the CSR read multiplexer's first level without registers: "
+                             "some 3 500 fewer flip-flops, for a slow control clock")
     parser.add_argument("--module-name", default=DEFAULT_MODULE_NAME, metavar="NAME",
                         help="Verilog module name (submodules are prefixed with it, so "
                              f"two exports can share a simulation; default "
@@ -185,7 +188,7 @@ def export_main(argv=None, *, make_core) -> int:
         core = make_core(config=config, data_width=args.data_width,
                          bridge_timeout_cycles=args.uart_timeout, clk_freq=args.clk_freq,
                          memory=args.memory, control_domain=args.control_domain,
-                         hash_fan_in=args.hash_fan_in)
+                         hash_fan_in=args.hash_fan_in, compact_reads=args.compact_reads)
     except ValueError as exc:
         parser.error(str(exc))
     written = export_verilog(core, args.output, name=args.module_name)

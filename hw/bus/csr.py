@@ -98,6 +98,9 @@ class CsrBank(wiring.Component):
         Width of ``counters.addr`` (default: enough for ``regmap.window.buckets`` words).
     window_timeout : int
         Cycles to wait for the counter read port before answering 0.
+    compact_reads : bool
+        The read multiplexer's first level without registers
+        (:class:`hw.bus.csr_decode.CsrReadMux`'s ``compact``; default ``False``).
 
     Members
     -------
@@ -108,7 +111,7 @@ class CsrBank(wiring.Component):
     """
 
     def __init__(self, *, regmap: RegisterMap, counter_addr_bits: int | None = None,
-                 window_timeout: int = 256):
+                 window_timeout: int = 256, compact_reads: bool = False):
         if not isinstance(regmap, RegisterMap):
             raise ValueError(f"regmap must be a host_sw.contracts.regmap.RegisterMap, not {regmap!r}")
         if counter_addr_bits is None:
@@ -118,6 +121,9 @@ class CsrBank(wiring.Component):
                                      timeout=window_timeout)
         self.regmap = regmap
         self.window_timeout = window_timeout
+        if not isinstance(compact_reads, bool):
+            raise ValueError(f"compact_reads must be a bool, not {compact_reads!r}")
+        self.compact_reads = compact_reads
         members = {
             "bus": In(csr_bus_signature()),
             "counters": Out(counter_read_signature(
@@ -135,7 +141,8 @@ class CsrBank(wiring.Component):
         m = Module()
         bus = self.bus
         m.submodules.decoder = decoder = CsrDecoder(regmap=self.regmap)
-        m.submodules.read_mux = read_mux = CsrReadMux(regmap=self.regmap)
+        m.submodules.read_mux = read_mux = CsrReadMux(regmap=self.regmap,
+                                                      compact=self.compact_reads)
         m.submodules.window = window = self._window
         wiring.connect(m, wiring.flipped(self.counters), window.counters)
 

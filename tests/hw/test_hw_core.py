@@ -55,11 +55,12 @@ class CoreTraffic:
     (background testbenches) and the golden model of what was sent. Its bus is reached by
     the host driver (:class:`sim_tb.lib.amaranth_host.SimulatedHost`)."""
 
-    def __init__(self, config, data_width, *, seed, hash_fan_in=HASH_FAN_IN):
+    def __init__(self, config, data_width, *, seed, hash_fan_in=HASH_FAN_IN,
+                 compact_reads=False):
         self.config = config
         self.data_width = data_width
         self.dut = MeasurementCore(config=config, data_width=data_width, bridge_timeout_cycles=64,
-                                   hash_fan_in=hash_fan_in)
+                                   hash_fan_in=hash_fan_in, compact_reads=compact_reads)
         self.rng = random.Random(seed)
         self.to_send = []          # (frame, error) queue for the source
         self.sent = []             # (frame, error, sof_cycle) in input order
@@ -238,16 +239,18 @@ def test_lda_core_counters_status_and_passthrough():
         classify_frame(f, error=e) in (FrameClass.IPV4, FrameClass.IPV6) for f, e, _ in sent1)
 
 
-@pytest.mark.parametrize("config,data_width,hash_fan_in", [
-    (RdaConfig(banks=2, buckets_per_bank=12, window_bytes=40), 8, HASH_FAN_IN),
-    (LdsConfig(rows=2, cells=10, vlda_cells=3, row_thresholds=(0, 1)), 32, HASH_FAN_IN),
-    (LdsConfig(rows=2, cells=10, vlda_cells=3, row_thresholds=(0, 1)), 32,
-     COMPACT_HASH_FAN_IN),
-], ids=["rda-w8", "lds-w32", "lds-w32-compact-hasher"])
-def test_rda_lds_core_counters(config, data_width, hash_fan_in):
+@pytest.mark.parametrize("config,data_width,compact", [
+    (RdaConfig(banks=2, buckets_per_bank=12, window_bytes=40), 8, False),
+    (LdsConfig(rows=2, cells=10, vlda_cells=3, row_thresholds=(0, 1)), 32, False),
+    (LdsConfig(rows=2, cells=10, vlda_cells=3, row_thresholds=(0, 1)), 32, True),
+], ids=["rda-w8", "lds-w32", "lds-w32-compact"])
+def test_rda_lds_core_counters(config, data_width, compact):
     """The counters equal the golden model's; also with the boards' compact hasher
-    (``hash_fan_in``), whose shorter latency the core's boundaries follow."""
-    bench = CoreTraffic(config, data_width, seed=3, hash_fan_in=hash_fan_in)
+    (``hash_fan_in``), whose shorter latency the core's boundaries follow, and compact
+    CSR reads (``compact_reads``), whose reads the driver makes."""
+    bench = CoreTraffic(config, data_width, seed=3,
+                        hash_fan_in=COMPACT_HASH_FAN_IN if compact else HASH_FAN_IN,
+                        compact_reads=compact)
     host = SimulatedHost(bench.dut)
     bench.p_ready = 0.7
     frames = mixed_frames(random.Random(4), 14)
@@ -351,3 +354,8 @@ def test_design_doc_states_the_default_cores_latencies():
     assert stated and tuple(map(int, stated.groups())) == (
         latency["lda"], latency["opa"], latency["rli"])
     assert f"`RECEIVE_LATENCY` + 1 = {MeasurementCore.TAP_WATCH_DELAY}" in section
+
+
+def test_core_compact_reads_must_be_a_bool():
+    with pytest.raises(ValueError, match="compact_reads must be a bool"):
+        MeasurementCore(config=LdaConfig(), compact_reads="yes")

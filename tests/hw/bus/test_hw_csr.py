@@ -61,10 +61,10 @@ async def write_reg(ctx, bank, name, value):
 
 
 def run(testbench, *, port_latency=2, port_answers=True, processes=(), watch=(), rmap=RMAP,
-        word=fake_word):
+        word=fake_word, compact_reads=False):
     """Run ``testbench(ctx, bank)``; return a log of counter-port reads (``en``) and, for
     each register in ``watch``, the values present in the cycles its ``written`` was 1."""
-    bank = CsrBank(regmap=rmap, window_timeout=50)
+    bank = CsrBank(regmap=rmap, window_timeout=50, compact_reads=compact_reads)
     log = {"en": [], "pulses": []}
     for name in watch:
         log[name] = []
@@ -111,23 +111,25 @@ def run(testbench, *, port_latency=2, port_answers=True, processes=(), watch=(),
     return log
 
 
-def test_constant_registers_serve_id_version_config():
+@pytest.mark.parametrize("compact_reads", [False, True])
+def test_constant_registers_serve_id_version_config(compact_reads):
     async def tb(ctx, bank):
         assert await read_reg(ctx, bank, "id") == RMAP.id_value
         assert await read_reg(ctx, bank, "version") == RMAP["version"].reset
         cfg = RMAP["config"].decode(await read_reg(ctx, bank, "config"))
         assert cfg["kind"] == 1 and cfg["dim0"] == 2 and cfg["dim1"] == 8
         assert cfg["chunks"] == 3 and cfg["data_width"] == 64 and cfg["window_bytes"] == 64
-    run(tb)
+    run(tb, compact_reads=compact_reads)
 
 
-def test_rw_register_value_strobe_and_readback():
+@pytest.mark.parametrize("compact_reads", [False, True])
+def test_rw_register_value_strobe_and_readback(compact_reads):
     async def tb(ctx, bank):
         assert ctx.get(bank.config_id.value) == 0
         await bus_write(ctx, bank.bus, RMAP["config_id"].address, 0xCAFEF00D)
         assert ctx.get(bank.config_id.value) == 0xCAFEF00D
         assert await read_reg(ctx, bank, "config_id") == 0xCAFEF00D
-    log = run(tb, watch=("config_id",))
+    log = run(tb, watch=("config_id",), compact_reads=compact_reads)
     # `written` is 1 for exactly one cycle, the one in which the new value first appears.
     assert log["config_id"] == [0xCAFEF00D]
 
@@ -173,7 +175,8 @@ def test_pulse_fields_strobe_one_cycle_and_read_zero():
     assert log["control"] == [1, 2]
 
 
-def test_ro_registers_read_core_values_and_ignore_writes():
+@pytest.mark.parametrize("compact_reads", [False, True])
+def test_ro_registers_read_core_values_and_ignore_writes(compact_reads):
     async def tb(ctx, bank):
         ctx.set(bank.status.value.active_copy, 1)
         ctx.set(bank.status.value.frozen_overrun, 1)
@@ -188,7 +191,7 @@ def test_ro_registers_read_core_values_and_ignore_writes():
         await bus_write(ctx, bank.bus, RMAP["id"].address, 0)
         assert await read_reg(ctx, bank, "frames_seen") == 0xFEDCBA98
         assert await read_reg(ctx, bank, "id") == RMAP.id_value
-    run(tb)
+    run(tb, compact_reads=compact_reads)
 
 
 def test_unmapped_reads_return_zero_and_ack():
@@ -202,7 +205,8 @@ def test_unmapped_reads_return_zero_and_ack():
     run(tb)
 
 
-def test_timebase_read_is_atomic_and_write_sets_it():
+@pytest.mark.parametrize("compact_reads", [False, True])
+def test_timebase_read_is_atomic_and_write_sets_it(compact_reads):
     def ticking(bank):
         async def proc(ctx):
             n = 0
@@ -220,7 +224,7 @@ def test_timebase_read_is_atomic_and_write_sets_it():
             await ctx.tick().repeat(3)
         await write_reg(ctx, bank, "timebase", 0x0000_0123_4567_89AB)
         assert ctx.get(bank.timebase.value.ticks) == 0x0000_0123_4567_89AB
-    log = run(tb, processes=(ticking,), watch=("timebase",))
+    log = run(tb, processes=(ticking,), watch=("timebase",), compact_reads=compact_reads)
     assert log["timebase"] == [0x0000_0123_4567_89AB]
 
 

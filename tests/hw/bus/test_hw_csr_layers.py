@@ -3,6 +3,7 @@
 registered read multiplexer and the counter window (``hw.bus.csr_decode``,
 ``hw.bus.counter_window``). ``tests/hw/bus/test_hw_csr.py`` tests the bank they compose."""
 
+import pytest
 from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
@@ -102,14 +103,18 @@ def test_decoder_window_and_unmapped_addresses():
 
 # -- CsrReadMux ---------------------------------------------------------------------------
 
-def test_read_mux_answers_three_cycles_after_the_select():
-    dut = CsrReadMux(regmap=RMAP)
+@pytest.mark.parametrize("compact", [False, True])
+def test_read_mux_answers_three_cycles_after_the_select(compact):
+    """Three registered levels; compact, two (the bank's sequencer answers at the third
+    clock either way)."""
+    dut = CsrReadMux(regmap=RMAP, compact=compact)
+    levels = 2 if compact else 3
 
     async def tb(ctx):
         ctx.set(dut.sources.frames_seen, 0xFEDCBA98)
         ctx.set(dut.sources.config_id, 0x12345678)
         ctx.set(dut.select, 1 << slot_of("frames_seen"))
-        for _ in range(2):
+        for _ in range(levels - 1):
             await ctx.tick()
             assert ctx.get(dut.r_data) == 0
         await ctx.tick()
@@ -123,8 +128,9 @@ def test_read_mux_answers_three_cycles_after_the_select():
     simulate(dut, tb)
 
 
-def test_read_mux_wide_register_reads_are_atomic():
-    dut = CsrReadMux(regmap=RMAP)
+@pytest.mark.parametrize("compact", [False, True])
+def test_read_mux_wide_register_reads_are_atomic(compact):
+    dut = CsrReadMux(regmap=RMAP, compact=compact)
     masks = RMAP["masks"]
     value = masks.encode(packet_ipv4=0x0123456789ABCDEF, packet_ipv6=0xFFFF,
                          flow_ipv4=1 << 63, flow_ipv6=0x5555_0000_AAAA)
@@ -147,8 +153,9 @@ def test_read_mux_wide_register_reads_are_atomic():
     simulate(dut, tb)
 
 
-def test_read_mux_window_answer_takes_precedence():
-    dut = CsrReadMux(regmap=RMAP)
+@pytest.mark.parametrize("compact", [False, True])
+def test_read_mux_window_answer_takes_precedence(compact):
+    dut = CsrReadMux(regmap=RMAP, compact=compact)
 
     async def tb(ctx):
         ctx.set(dut.sources.frames_seen, 7)
@@ -247,3 +254,24 @@ def test_window_timeout_answers_zero_and_drops_the_capture():
     assert [word for word, _ in results] == [
         word_of(2, width) & 0xFFFF_FFFF, (word_of(2, width) >> 32) & 0xFFFF_FFFF, 0, 0]
     assert log == [2, 3]
+
+
+def test_compact_read_mux_has_no_first_level_registers(tmp_path):
+    """``compact`` drops level 1's flip-flops, one per readable register bit, and keeps
+    the rest (the groups' words, the answer, the shadow) as they were."""
+    from tests.hw.ecp5_netlist import synthesized
+
+    def flip_flops(compact):
+        module = synthesized(CsrReadMux(regmap=RMAP, compact=compact),
+                             tmp_path / str(compact))
+        return sum(cell["type"] == "TRELLIS_FF" for cell in module["cells"].values())
+    (tmp_path / "False").mkdir()
+    (tmp_path / "True").mkdir()
+    parts = sum(reg.width for reg in RMAP if not reg.constant)
+    registered, compact = flip_flops(False), flip_flops(True)
+    assert registered - compact >= parts - 32, (registered, compact, parts)
+
+
+def test_read_mux_compact_must_be_a_bool():
+    with pytest.raises(ValueError, match="compact must be a bool"):
+        CsrReadMux(regmap=RMAP, compact=1)
