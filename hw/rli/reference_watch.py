@@ -51,9 +51,9 @@ class ReferenceWatch(wiring.Component):
     is_ref : Out(1); arrival, send : Out(ts_bits)
         The record's tick; a reference's carried send tick (low ``ts_bits`` bits).
     references_seen : Out(32)
-        References taken.
+        References taken (counted two cycles after the record).
     references_bad_tag : Out(32)
-        References not taken: their check failed.
+        References not taken: their check failed (counted two cycles after the record).
     """
 
     def __init__(self, *, window_bytes: int, ts_bits: int):
@@ -87,8 +87,16 @@ class ReferenceWatch(wiring.Component):
             self.arrival.eq(rec.timestamp),
             self.send.eq(header_field(header, "timestamp")[:self.ts_bits]),
         ]
-        with m.If(self.record.valid & is_ref):
+        # The counts count registered strobes, a clock later: the record's class and
+        # header, from the tap's registers across the die, reach one flip-flop each
+        # instead of the enables of a 32-bit count (the path from the tap's runt flag to
+        # the bad-tag count was the RLI core's datapath critical path on one placement,
+        # ``docs/HARDWARE.md``).
+        seen, bad = Signal(), Signal()
+        m.d.sync += [seen.eq(self.record.valid & is_ref),
+                     bad.eq(self.record.valid & looks_ref & ~self.tag_ok)]
+        with m.If(seen):
             m.d.sync += self.references_seen.eq(self.references_seen + 1)
-        with m.If(self.record.valid & looks_ref & ~self.tag_ok):
+        with m.If(bad):
             m.d.sync += self.references_bad_tag.eq(self.references_bad_tag + 1)
         return m

@@ -68,7 +68,9 @@ def test_a_reference_whose_check_failed_is_not_taken_and_counted():
             ctx.set(dut.record.payload.frame_class, FrameClass.CONTROL)
             await ctx.tick()
             ctx.set(dut.record.valid, 0)
-            got.append((ctx.get(dut.valid), ctx.get(dut.references_seen),
+            valid = ctx.get(dut.valid)          # a clock after the record
+            await ctx.tick()                    # the counts: a clock later
+            got.append((valid, ctx.get(dut.references_seen),
                         ctx.get(dut.references_bad_tag)))
 
     sim = Simulator(dut)
