@@ -38,8 +38,7 @@ DIRECTIONS = ("port0_to_port1",)
 #: its flip-flops) did not route, router2's overuse growing from 3 398 to 6 249 wires,
 #: where 2 rows route and meet every clock (``docs/HARDWARE.md``).
 KIND_DEFAULTS = {"lds": {"rows": 2},
-                 "rli": {"cells": 2048, "hash_fan_in": 32, "compact_reads": True},
-                 "opa": {"hash_fan_in": 32, "compact_reads": True}}
+                 "rli": {"cells": 2048, "hash_fan_in": 32, "compact_reads": True}}
 #: nextpnr placer: with ``heap`` the two cores (55 % of the LFE5UM-45F) did not route
 #: (router2 diverged on seeds 1 and 2); with ``static`` they route in ~9 minutes.
 PLACER = "static"

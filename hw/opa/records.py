@@ -751,8 +751,6 @@ class OpaRecordStreamer(wiring.Component):
         # the bits after the code's tail in its 64, registered with the lengths (the
         # subtraction before the shift was on the streamer's longest path)
         room = Signal(range(65))
-        # the code's bits, with a receiver record's hash (64 bits) before it
-        need = head_bits + tail_len + Mux(recv, 64, 0)
         with m.If(clear):
             m.d.sync += [s1.eq(0), s2.eq(0), s3.eq(0), ready.eq(0)]
         with m.Else():
@@ -773,23 +771,28 @@ class OpaRecordStreamer(wiring.Component):
                 thermo = ((Const(1, RICE_UNARY_LIMIT + 1) << u) - 1)[:RICE_UNARY_LIMIT]
                 t_len = Mux(first, 0, u + 1 + k)
                 h_bits = Mux(recv, 0, Mux(first | ~lossy, gbits, 0))
+                # the code's bits, with a receiver record's hash (64 bits) before it
+                need = h_bits + t_len + Mux(recv, 64, 0)
                 m.d.sync += [s3.eq(1), u_ok.eq(u_wide[4:] == 0),
                              tail.eq((thermo << (k + 1)) | rem),
                              tail_len.eq(t_len), head_bits.eq(h_bits),
-                             room.eq(64 - h_bits - t_len)]
+                             room.eq(64 - h_bits - t_len),
+                             over.eq(need > cap_bits), space.eq(cap_bits - need)]
             with m.If(s3 & ~ready):
                 group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
                 m.d.sync += [ready.eq(1), length.eq(head_bits + tail_len),
-                             over.eq(need > cap_bits), space.eq(cap_bits - need),
                              code.eq(Mux(recv, Mux(first, 0, tail << room),
                                          Mux(first, group_la,
                                              Mux(lossy, 0, group_la) | (tail << room))))]
         used = Signal(range(cap_bits + 65))
         m.d.comb += used.eq(Cat(fill, nwords))     # nwords·64 + fill
         # the record fits when ``used`` + ``need`` is at most ``cap_bits``: ``space``
-        # (``cap_bits`` less ``need``) is prepared with the code. The answer is
-        # registered: the framer takes it (``settled``) when no append, take or frame end
-        # changed what it depends on in the clock it was computed.
+        # (``cap_bits`` less ``need``) and ``over`` are registered with the code's lengths,
+        # a clock before the code, so that the test is one compare of registers in every
+        # clock (summing the lengths and ``used`` in the clock the code was prepared, it
+        # was the OPA core's datapath critical path on one seed, ``docs/HARDWARE.md``).
+        # The answer is registered: the framer takes it (``settled``) when no append, take
+        # or frame end changed what it depends on in the clock it was computed.
         fits, settled = Signal(), Signal()
         total_sat = Signal(_STAT_BITS + 1)
         big = delta[_STAT_BITS:] != 0
@@ -857,11 +860,8 @@ class OpaRecordStreamer(wiring.Component):
         # the next record's code may already be prepared: the coder's state is final)
         pending, p_code, p_len = Signal(), Signal(64), Signal(7)
         pending2, p2_code, p2_len, second = Signal(), Signal(64), Signal(7), Signal()
-        # (in the clock the code is prepared, from its parts; after it, from ``space``)
         preparing = s3 & ~ready
-        m.d.sync += [fits.eq(u_ok & (count < MAX_RECORDS)
-                             & Mux(preparing, used + need <= cap_bits,
-                                   ~over & (used <= space))),
+        m.d.sync += [fits.eq(u_ok & (count < MAX_RECORDS) & ~over & (used <= space)),
                      settled.eq((ready | preparing) & ~pending & ~clear)]
         wide = Signal(128)
         m.d.comb += wide.eq(Cat(Const(0, 64), p_code) >> fill)

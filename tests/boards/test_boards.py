@@ -27,6 +27,7 @@ from host_sw.contracts.config_args import config_from_args, default_config_names
 from host_sw.contracts.config_args import KIND_PARAMETERS
 from host_sw.contracts.csr_export import parse_csr_csv, parse_csr_json
 from host_sw.contracts.uartbone import encode_read, encode_write
+from hw.hash_h3 import HASH_FAN_IN
 
 ROOT = Path(__file__).resolve().parents[2]
 BOARDS = {"versa_ecp5": versa_ecp5, "colorlight_5a75b": colorlight_5a75b, "ecpix5": ecpix5}
@@ -322,15 +323,34 @@ def test_board_command_directions_option(tmp_path, capsys):
 
 
 def test_board_kind_defaults(tmp_path, capsys):
-    """On the Versa an RLI core defaults to 2 048 cells (4 096 do not fit its block RAM)
-    and an LDS core to 2 rows (4 did not route on its flip-flops and LUTs), the options
-    given still win, other kinds keep their defaults, and the help says so."""
+    """On the Versa an RLI core defaults to 2 048 cells (4 096 do not fit its block RAM),
+    an LDS core to 2 rows (4 did not route on its flip-flops and LUTs), an RLI core to
+    the compact hasher and CSR reads, the options given still win, other kinds keep
+    their defaults, and the help says so."""
     def built_constants(*options):
         folder = tmp_path / "_".join(options)
         assert versa_ecp5.main(["--no-build", "--build-dir", str(folder), *options]) == 0
         csr = json.loads((folder / "versa_ecp5" / "port0_to_port1" / "csr.json").read_text())
         return csr["constants"]
 
+    def cores(*options):
+        tops = []
+        monkey = pytest.MonkeyPatch()
+        monkey.setattr(top_module, "build_board",
+                       lambda platform, top, **kw: tops.append(top) or {})
+        try:
+            assert versa_ecp5.main(list(options)) == 0
+        finally:
+            monkey.undo()
+        return tops[0].cores[0]
+
+    # RLI: the compact hasher and CSR reads (the options given still win)
+    core = cores("--synopsis", "rli")
+    assert (core.hash_fan_in, core.compact_reads) == (32, True)
+    core = cores("--synopsis", "rli", "--hash-fan-in", "4", "--no-compact-reads")
+    assert (core.hash_fan_in, core.compact_reads) == (4, False)
+    assert cores("--synopsis", "opa").compact_reads is False
+    assert cores("--synopsis", "lda", "--compact-reads").compact_reads is True
     rli = built_constants("--synopsis", "rli")
     assert (rli["config_synopsis_kind"], rli["config_dim1"]) == ("rli", 2048)
     assert built_constants("--synopsis", "rli", "--cells", "4096")["config_dim1"] == 4096
@@ -343,7 +363,9 @@ def test_board_kind_defaults(tmp_path, capsys):
         versa_ecp5.main(["--help"])
     assert exit_info.value.code == 0
     shown = " ".join(capsys.readouterr().out.split())
-    assert "lds defaults to --rows 2; rli defaults to --cells 2048" in shown
+    shown = shown.replace("- ", "-")            # argparse wraps lines at hyphens
+    assert ("lds defaults to --rows 2; rli defaults to --cells 2048, --hash-fan-in 32, "
+            "--compact-reads") in shown
 
 
 def test_board_router(monkeypatch, capsys):
@@ -498,5 +520,8 @@ def test_board_command_builds_every_kind(board, kind, monkeypatch, capsys):
     assert seen["do_build"] and "--seed 7 " in seen["opts"]
     router = getattr(BOARDS[board], "ROUTER", "router2")
     assert f"--router {router} " in seen["opts"]
+    core = seen["top"].cores[0]
+    assert core.hash_fan_in == board_defaults.get("hash_fan_in", HASH_FAN_IN)
+    assert core.compact_reads == board_defaults.get("compact_reads", False)
     assert seen["share"] == top_module.MAX_LOGIC_SHARE
     assert seen["more_seeds"] == ()             # --seed names the one seed tried
