@@ -804,7 +804,7 @@ def board_main(platform_factory, top_factory, *, board: str, description: str,
     parser.add_argument("--compact-reads", action=argparse.BooleanOptionalAction,
                         default=None,
                         help="the CSR read multiplexer's first level without registers: "
-                             "some 3 500 fewer flip-flops (default: off)")
+                             "one flip-flop fewer per readable register bit (default: off)")
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--no-build", action="store_true",
                         help="only elaborate and write the register map exports")

@@ -93,8 +93,9 @@ class MeasurementCore(wiring.Component):
         :data:`~hw.hash_h3.COMPACT_HASH_FAN_IN` for fewer flip-flops at a slow one.
     compact_reads:
         The CSR bank's read multiplexer with its first level unregistered
-        (:class:`hw.bus.csr_decode.CsrReadMux`'s ``compact``): some 3 500 fewer flip-flops,
-        for a bank clocked slowly (the boards' 62.5 MHz); default ``False``.
+        (:class:`hw.bus.csr_decode.CsrReadMux`'s ``compact``): one flip-flop fewer per
+        readable register bit, for a bank clocked slowly (the boards' 62.5 MHz); default
+        ``False``.
     control_domain:
         The clock domain of the control side: the UARTBone bridge and with it ``bus_rx`` /
         ``bus_tx``, and the exporter. ``"sync"`` (default): one clock for the whole core.

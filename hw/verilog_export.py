@@ -173,7 +173,8 @@ def export_main(argv=None, *, make_core) -> int:
                              f"register stages and flip-flops, for a slow clock)")
     parser.add_argument("--compact-reads", action="store_true",
                         help="the CSR read multiplexer's first level without registers: "
-                             "some 3 500 fewer flip-flops, for a slow control clock")
+                             "one flip-flop fewer per readable register bit, for a slow "
+                             "control clock")
     parser.add_argument("--module-name", default=DEFAULT_MODULE_NAME, metavar="NAME",
                         help="Verilog module name (submodules are prefixed with it, so "
                              f"two exports can share a simulation; default "

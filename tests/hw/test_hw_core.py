@@ -359,3 +359,17 @@ def test_design_doc_states_the_default_cores_latencies():
 def test_core_compact_reads_must_be_a_bool():
     with pytest.raises(ValueError, match="compact_reads must be a bool"):
         MeasurementCore(config=LdaConfig(), compact_reads="yes")
+
+
+def test_export_builds_the_options_it_is_given(monkeypatch, capsys):
+    """``--hash-fan-in`` and ``--compact-reads`` reach the exported core."""
+    from hw import verilog_export
+    from hw.lda_pipeline import main
+    cores = []
+    monkeypatch.setattr(verilog_export, "export_verilog",
+                        lambda core, output, name: cores.append(core) or [output])
+    assert main(["--synopsis", "lda", "--hash-fan-in", str(COMPACT_HASH_FAN_IN),
+                 "--compact-reads"]) == 0
+    assert main(["--synopsis", "lda"]) == 0
+    assert [(c.hash_fan_in, c.compact_reads) for c in cores] == [(COMPACT_HASH_FAN_IN, True),
+                                                              (HASH_FAN_IN, False)]
