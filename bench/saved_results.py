@@ -282,7 +282,7 @@ def figures_table(folder: Path = SAVED) -> str:
             f"| board `{row['board']}`, {row['kind'].upper()} core(s), {seed} | "
             f"{row['device']} | {measured(row['earlier_core'])} | {clocks} | – | "
             f"{_num(res.get('TRELLIS_COMB'))} | {_num(res.get('TRELLIS_FF'))} | "
-            f"{_num(res.get('DP16KD'))} | {_num(res.get('MULT18X18D', 0))} | {limit} | "
+            f"{_num(res.get('DP16KD'))} | {_num(res.get('MULT18X18D'))} | {limit} | "
             f"`docs/hardware/{row['file']}` |")
     if notes:
         lines += ["", "Earlier cores, each by the oldest change it lacks (it lacks every later "

@@ -758,7 +758,7 @@ def board_summary(out_dir, board: str) -> dict:
                            "constraint": round(v["constraint"], 1)}
                      for clk, v in report["fmax"].items()},
         "resources": {k: util[k]["used"] for k in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD",
-                                                   "TRELLIS_IO") if k in util},
+                                                   "MULT18X18D", "TRELLIS_IO") if k in util},
     }
 
 

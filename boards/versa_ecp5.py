@@ -7,11 +7,11 @@ Where it sits: a board target (``boards.top.InlineTapTop``) — RGMII PHYs 0 and
 ways; by default one direction (port 0 → port 1) is measured: two default cores of any
 kind need more flip-flops than the LFE5UM-45F's 43 848 (``docs/HARDWARE.md``;
 ``--directions both`` builds both, for smaller core configurations). LDS defaults to 2
-rows. nextpnr's router1 routes the design (router2 found no route for the RDA core). OPA
-and RLI are refused: one core of either needs more than the 72 % of the device's
-flip-flops or LUT cells up to which nextpnr places and routes it here
-(``boards.top.MAX_LOGIC_SHARE``; ``docs/HARDWARE.md``, "Limits of the board designs") —
-build them on the ECPIX-5.
+rows; RLI to 2 048 cells, the compact hasher and compact CSR reads. nextpnr's router1
+routes the design (router2 found no route for the RDA core). OPA is refused: one core
+needs more than the 72 % of the device's flip-flops or LUT cells up to which nextpnr
+places and routes it here (``boards.top.MAX_LOGIC_SHARE``; ``docs/HARDWARE.md``, "Limits
+of the board designs") — build it on the ECPIX-5.
 
 Usage::
 
@@ -33,10 +33,11 @@ Top = InlineTapTop
 #: The directions measured by default.
 DIRECTIONS = ("port0_to_port1",)
 #: Per kind, the options whose default differs on this board (the kind's default core
-#: does not fit the device): RLI's 4 096 cells need 134 DP16KD of its 108 (at 2 048 the
-#: core still needs 79 % of the flip-flops: refused, see above); LDS's 4 rows (75 % of
-#: its flip-flops) did not route, router2's overuse growing from 3 398 to 6 249 wires,
-#: where 2 rows route and meet every clock (``docs/HARDWARE.md``).
+#: does not fit the device): RLI's 4 096 cells need 134 DP16KD of its 108, and at 2 048
+#: the core needs 82.5 % of the flip-flops; with the compact hasher (fan-in 32) and CSR
+#: reads (``compact_reads``) it needs 70 % and meets every clock at 62.5 MHz. LDS's 4
+#: rows (75 % of its flip-flops) did not route, router2's overuse growing from 3 398 to
+#: 6 249 wires, where 2 rows route and meet every clock (``docs/HARDWARE.md``).
 KIND_DEFAULTS = {"lds": {"rows": 2},
                  "rli": {"cells": 2048, "hash_fan_in": 32, "compact_reads": True}}
 #: nextpnr placer: with ``heap`` the two cores (55 % of the LFE5UM-45F) did not route
