@@ -170,10 +170,10 @@ class CsrReadMux(wiring.Component):
     ``compact``: level 1 without its registers, for a bank whose clock has time for the
     sources' routes and the group's OR in one cycle (the boards' 62.5 MHz): one flip-flop
     per readable register bit fewer and fewer LUTs, the AND packed into the OR (the
-    Versa's RLI core: 1 883 flip-flops and 1 163 LUT cells fewer, ``docs/HARDWARE.md``). The shadow then
-    samples the wide registers in ``capture``'s clock itself, and every word of a wide
-    register, its first too, reads the shadow: the same values in the same clocks as the
-    registered form (the tests run both).
+    Versa's RLI core: some 1 900 flip-flops and 1 100 LUT cells fewer,
+    ``docs/HARDWARE.md``). The shadow then samples the wide registers in ``capture``'s
+    clock itself, and every word of a wide register, its first too, reads the shadow: the
+    same values in the same clocks as the registered form (the tests run both).
 
     Parameters
     ----------
