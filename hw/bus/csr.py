@@ -121,8 +121,7 @@ class CsrBank(wiring.Component):
                                      timeout=window_timeout)
         self.regmap = regmap
         self.window_timeout = window_timeout
-        if not isinstance(compact_reads, bool):
-            raise ValueError(f"compact_reads must be a bool, not {compact_reads!r}")
+        self._read_mux = CsrReadMux(regmap=regmap, compact=compact_reads)   # checks it
         self.compact_reads = compact_reads
         members = {
             "bus": In(csr_bus_signature()),
@@ -141,8 +140,7 @@ class CsrBank(wiring.Component):
         m = Module()
         bus = self.bus
         m.submodules.decoder = decoder = CsrDecoder(regmap=self.regmap)
-        m.submodules.read_mux = read_mux = CsrReadMux(regmap=self.regmap,
-                                                      compact=self.compact_reads)
+        m.submodules.read_mux = read_mux = self._read_mux
         m.submodules.window = window = self._window
         wiring.connect(m, wiring.flipped(self.counters), window.counters)
 

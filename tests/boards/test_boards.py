@@ -322,7 +322,7 @@ def test_board_command_directions_option(tmp_path, capsys):
     assert colorlight_5a75b.DIRECTIONS == ("port0_to_port1",)
 
 
-def test_board_kind_defaults(tmp_path, capsys):
+def test_board_kind_defaults(tmp_path, capsys, monkeypatch):
     """On the Versa an RLI core defaults to 2 048 cells (4 096 do not fit its block RAM),
     an LDS core to 2 rows (4 did not route on its flip-flops and LUTs), an RLI core to
     the compact hasher and CSR reads, the options given still win, other kinds keep
@@ -335,13 +335,10 @@ def test_board_kind_defaults(tmp_path, capsys):
 
     def cores(*options):
         tops = []
-        monkey = pytest.MonkeyPatch()
-        monkey.setattr(top_module, "build_board",
-                       lambda platform, top, **kw: tops.append(top) or {})
-        try:
+        with monkeypatch.context() as patch:
+            patch.setattr(top_module, "build_board",
+                          lambda platform, top, **kw: tops.append(top) or {})
             assert versa_ecp5.main(list(options)) == 0
-        finally:
-            monkey.undo()
         return tops[0].cores[0]
 
     # RLI: the compact hasher and CSR reads (the options given still win)
