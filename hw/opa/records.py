@@ -276,9 +276,10 @@ class OpaRecordStreamer(wiring.Component):
             entry.end_recv.eq(Mux(pend, pend_recv, recv_now)),
             fifo.w_data.eq(entry.as_value()),
         ]
-        room_for_record = fifo.w_level < self.depth - 1
-        write = Mux(end, fifo.w_rdy, rec & room_for_record)
-        m.d.comb += fifo.w_en.eq(write)
+        write = Signal()
+        room_for_record = self._room_for_record(m, fifo, write)
+        m.d.comb += [write.eq(Mux(end, fifo.w_rdy, rec & room_for_record)),
+                     fifo.w_en.eq(write)]
         lost = rec & ~write
         base_drops = Mux(boundary, 0, count_drops)
 
@@ -302,6 +303,28 @@ class OpaRecordStreamer(wiring.Component):
             m.d.sync += pend.eq(0)
             with m.If(boundary & pend):   # a waiting end and a new one, written merged
                 m.d.sync += self.merged.eq(self.merged + 1)
+
+    def _room_for_record(self, m, fifo, write):
+        """Whether a record may be written: two entries or more free in ``fifo`` (one is
+        kept for an end), as a register of its own.
+
+        ``fifo.w_level`` is a sum (``SyncFIFOBuffered``'s inner level and output
+        register); compared in the clock of the decision it was, on ECP5, the start of the
+        path through the write and the loss to the drop count on every placement of the
+        OPA core (``docs/HARDWARE.md``). The entries held are counted here instead
+        (``write`` is every write, the FIFO's reads are its own), and the next clock's
+        room is chosen from three compares of that register with constants by whether
+        this clock writes and reads: the same value as ``w_level < depth - 1`` in every
+        clock (``tests/hw/opa/test_hw_opa_records.py`` checks it in each)."""
+        held = Signal(range(self.depth + 1))
+        room = Signal(init=1)
+        took = fifo.r_en & fifo.r_rdy
+        m.d.sync += [
+            held.eq(held + write - took),
+            room.eq(Mux(write == took, held < self.depth - 1,
+                        Mux(write, held < self.depth - 2, held < self.depth))),
+        ]
+        return room
 
     def _record_bytes(self, key, offset, recv):
         """A record in its byte layout (lane order) from its key (the group, or the

@@ -7,6 +7,7 @@ time beyond the offset field (a new frame and base)."""
 
 import numpy as np
 import pytest
+from amaranth.hdl import Assert, Signal
 
 from host_sw.contracts.config import OpaConfig
 from host_sw.contracts.opa.records import (RecordReassembler, build_record_frames,
@@ -17,6 +18,29 @@ from sim_tb.lib.amaranth_streams import Sink, simulate
 W = 64
 SRC, DST = 0x020000000001, 0x020000000002
 CONFIG = OpaConfig(groups=16, rows=4)
+
+
+class RoomChecked(OpaRecordStreamer):
+    """The streamer with its registered room checked, in every clock of the run, against
+    the entry FIFO's own level (``w_level < depth - 1``, what it stands for)."""
+
+    def _room_for_record(self, m, fifo, write):
+        room = super()._room_for_record(m, fifo, write)
+        m.d.sync += Assert(room == (fifo.w_level < self.depth - 1), "room is not the FIFO's")
+        return room
+
+
+class _RoomALate(OpaRecordStreamer):
+    """Planted bug: the room test registered as it is, so it is a clock late."""
+
+    def _room_for_record(self, m, fifo, write):
+        room = Signal(init=1)
+        m.d.sync += room.eq(fifo.w_level < self.depth - 1)
+        return room
+
+
+class RoomALateChecked(RoomChecked, _RoomALate):
+    """The planted bug under the same check."""
 
 
 def _traffic(rng, intervals, per_interval, gap_p, step=40):
@@ -44,8 +68,8 @@ def _traffic(rng, intervals, per_interval, gap_p, step=40):
 
 def _run(point, clocks, *, record_groups=0, p_ready=1.0, depth=64, mtu=200, tail=2500,
          key=None, enables=None, runtime=False, receivers=None, from_reset=True,
-         rice=0, shift=0):
-    dut = OpaRecordStreamer(config=CONFIG, point=None if runtime else point, data_width=W,
+         rice=0, shift=0, streamer=RoomChecked):
+    dut = streamer(config=CONFIG, point=None if runtime else point, data_width=W,
                             mtu=mtu, depth=depth, record_from_reset=from_reset)
     out = Sink(dut.source, W, np.random.default_rng(3), p_ready=p_ready)
     counters = {}
@@ -328,6 +352,13 @@ def test_overflow_drops_counted_never_silent():
     assert drops > 0 and counters["dropped"] == drops
 
 
+def test_the_room_check_refutes_a_late_room():
+    """The check every run makes of the registered room fails on a room a clock late."""
+    clocks, _ = _traffic(np.random.default_rng(8), intervals=1, per_interval=150, gap_p=0.0)
+    with pytest.raises(AssertionError, match="room is not the FIFO's"):
+        _run("receiver", clocks, p_ready=0.3, depth=8, tail=50, streamer=RoomALateChecked)
+
+
 def test_authenticated_mode_tags_under_the_key():
     key = bytes(range(16))
     clocks, packets = _traffic(np.random.default_rng(2), intervals=1, per_interval=20,
@@ -355,7 +386,7 @@ def test_stalled_output_ends_wait_and_merge():
     dut_run = {}
 
     def stall_then_drain(point):
-        dut = OpaRecordStreamer(config=CONFIG, point=point, data_width=W, mtu=200, depth=8)
+        dut = RoomChecked(config=CONFIG, point=point, data_width=W, mtu=200, depth=8)
         out = Sink(dut.source, W, np.random.default_rng(3), p_ready=0.0)
 
         async def main(ctx):
