@@ -91,22 +91,18 @@ class ReferenceFrameSource(wiring.Component):
         datapath limit on both routed placements (docs/CHANGES.md). The stamp is taken
         from the timebase itself when the registered trigger starts the frame, so it
         stays exact (:data:`STAMP_AHEAD` counts from there)."""
-        # counted frames since the last reference, plus one: kept as its own register
-        # (set to 1, counted up) so that the rule is one compare of registers, not an
-        # add and then a compare (the RLI core's datapath limit on a placement,
-        # ``docs/HARDWARE.md``)
-        since_1 = Signal(32, init=1)
+        since = Signal(32)
         due = Signal(64)
         now = Signal(64, reset_less=True)  # the timebase a clock late, beside the compare
         armed = Signal()               # ``due`` holds a deadline of the current period
         by_count, by_time = Signal(), Signal()
         m.d.sync += now.eq(self.now)
         with m.If(self.counted & (self.every_packets != 0)):
-            with m.If(since_1 >= self.every_packets):
+            with m.If(since + 1 >= self.every_packets):
                 m.d.comb += by_count.eq(1)
-                m.d.sync += since_1.eq(1)
+                m.d.sync += since.eq(0)
             with m.Else():
-                m.d.sync += since_1.eq(since_1 + 1)
+                m.d.sync += since.eq(since + 1)
         with m.If(self.period_ticks == 0):
             m.d.sync += armed.eq(0)
         with m.Elif(~armed):
