@@ -139,11 +139,14 @@ class Ecp5ResetSynchronizer(Elaboratable):
         return m
 
 
-def registered_mult18x18d(a, b, p, *, domain: str = "sync") -> Instance:
+def registered_mult18x18d(a, b, p, *, domain: str = "sync",
+                          input_registers: bool = True) -> Instance:
     """One MULT18X18D forming the unsigned product ``p = a · b`` (``a``, ``b`` at most
     :data:`MULT18X18D_BITS` bits, ``p`` at most twice that: its low bits), with the block's
     A and B input registers and its output register on ``domain``'s clock: ``p`` follows
-    ``a`` and ``b`` two clock edges later; the registers have no reset.
+    ``a`` and ``b`` two clock edges later; the registers have no reset. With
+    ``input_registers=False`` only the output register: ``p`` follows one edge later, the
+    latency of a fabric product register (OPA's CAH, :mod:`hw.opa.cah`).
 
     Why: Yosys's ``synth_ecp5`` leaves the block's registers unused, and the route from a
     fabric register through the bare multiplier (2.85 ns) to the product's fabric register
@@ -154,7 +157,8 @@ def registered_mult18x18d(a, b, p, *, domain: str = "sync") -> Instance:
     if len(a) > MULT18X18D_BITS or len(b) > MULT18X18D_BITS or len(p) > 2 * MULT18X18D_BITS:
         raise ValueError(f"a MULT18X18D multiplies {MULT18X18D_BITS}-bit operands into "
                          f"{2 * MULT18X18D_BITS} bits, not {len(a)} x {len(b)} into {len(p)}")
-    params = {"p_REG_INPUTA_CLK": "CLK0", "p_REG_INPUTB_CLK": "CLK0",
+    inputs = "CLK0" if input_registers else "NONE"
+    params = {"p_REG_INPUTA_CLK": inputs, "p_REG_INPUTB_CLK": inputs,
               "p_REG_OUTPUT_CLK": "CLK0", "p_REG_INPUTC_CLK": "NONE",
               "p_REG_PIPELINE_CLK": "NONE"}
     for reg in ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT"):

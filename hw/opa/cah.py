@@ -23,7 +23,7 @@ from host_sw.contracts.hashing import RDA_SBOX
 from host_sw.contracts.opa.words import OPA_FIELD_BITS, OPA_PRIME, position_hash_rows
 
 from hw.backends import COUNTER_RAMS, counter_ram
-from hw.backends.ecp5 import DP16KD_MAX_DEPTH
+from hw.backends.ecp5 import DP16KD_MAX_DEPTH, registered_mult18x18d
 from hw.arith.carry import MuxAdd
 from hw.counters.copy_control import CopyControl
 from hw.counters.freeze_check import Crc32Words, FreezeCheck
@@ -156,7 +156,7 @@ class OpaCah(wiring.Component):
         j = Cat(j, Const(0, max(0, 32 - len(j))))
         stage = self._register(m, {n: stage[n] for n in ("valid", "group", "hash", "copy")},
                                "h0", j=j)
-        stage = self._terms(m, stage)
+        stage = self._terms(m, stage, kind)
         # CAH loop: S_r + t_r, plain sums (reduced on read-out, hw.opa.readout).
         self._rmw(m, cah, stage, "b",
                   [(sum_bits(cfg), f"t{r}") for r in range(cfg.rows)], copies, kind)
@@ -179,11 +179,17 @@ class OpaCah(wiring.Component):
             m.submodules[f"cah{suffix}"] = cah[c]
         return counts, cah
 
-    def _terms(self, m, stage):
+    def _terms(self, m, stage, kind):
         """The feed-forward pipeline from H0's ``j``: H1 ``P ^ pos(j)``, H2 the S-box and
         the first fold, H3 the second fold → ``t0 = h``; then per row
         ``t_r = t_{r−1}·j mod p`` in four stages (partial products, their sum, two folds).
-        Returns the last stage (``t0 .. t_{k−1}``)."""
+        Returns the last stage (``t0 .. t_{k−1}``).
+
+        In the ECP5 build (``kind="ecp5"``) each partial product is a MULT18X18D with its
+        output register as the stage's register (:func:`registered_mult18x18d`, no input
+        registers: the same latency): Yosys leaves the block's registers unused, and the
+        route through the bare multiplier to a fabric register (7.9 ns, 64 % routing) was
+        the OPA core's datapath critical path on a placement (``docs/HARDWARE.md``)."""
         rows = position_hash_rows(self._config.seed)
         stage = self._register(m, {n: stage[n] for n in ("valid", "group", "j", "copy")}, "h1",
                                x=stage["hash"] ^ _xor_rows(stage["j"], rows))
@@ -198,9 +204,17 @@ class OpaCah(wiring.Component):
             t, jj = stage[f"t{r - 1}"], stage["j"]
             # four 16×16 partial products, one DSP each, registered at the DSP output;
             # summed in the next stage (a 31×32 product in one cycle limited Fmax)
-            parts = {f"pp{a}{b}": t[16 * a:16 * a + 16] * jj[16 * b:16 * b + 16]
-                     for a in range(2) for b in range(2)}
-            stage = self._register(m, stage, f"m{r}p", **parts)
+            pieces = {f"pp{a}{b}": (t[16 * a:16 * a + 16], jj[16 * b:16 * b + 16])
+                      for a in range(2) for b in range(2)}
+            if kind == "ecp5":
+                stage = self._register(m, stage, f"m{r}p")
+                for name, (x, y) in pieces.items():
+                    stage[name] = Signal(32, name=f"m{r}p_{name}")
+                    m.submodules[f"m{r}_mult_{name}"] = registered_mult18x18d(
+                        x, y, stage[name], input_registers=False)
+            else:
+                stage = self._register(m, stage, f"m{r}p",
+                                       **{n: x * y for n, (x, y) in pieces.items()})
             prod = sum(stage[f"pp{a}{b}"] << (16 * (a + b)) for a in range(2) for b in range(2))
             keep = {n: v for n, v in stage.items() if not n.startswith("pp")}
             stage = self._register(m, keep, f"m{r}a", prod=prod[:64])

@@ -30,7 +30,8 @@ from host_sw.contracts.check_value import words_check
 from host_sw.contracts.config import OpaConfig
 from host_sw.model.golden_opa import opa_synopsis
 from hw.opa.cah import OpaCah
-from sim_tb.lib.runner import BUILD_ROOT, run_cocotb
+from sim_tb.lib.ecp5_cells import ecp5_model_sources
+from sim_tb.lib.runner import BUILD_ROOT, ecp5_models_missing, run_cocotb
 
 #: Edges from the last packet to its B write, with margin (the block's ``latency``).
 _DRAIN = 32
@@ -173,14 +174,21 @@ def test_opa_cah_words_equal_golden(groups, rows):
     assert len(results.tests) == 1 and not results.failed
 
 
-def test_opa_double_buffered_intervals_equal_golden():
+@pytest.mark.parametrize("memory", ["generic", "ecp5"])
+def test_opa_double_buffered_intervals_equal_golden(memory):
+    """Also the ECP5 build (DP16KD copies, each partial product a MULT18X18D with its
+    output register) under the primitives' behavioural models."""
+    if memory == "ecp5" and ecp5_models_missing():
+        pytest.skip("ECP5 simulation models unavailable: " + ecp5_models_missing())
     groups, rows = 8, 3
-    build = BUILD_ROOT / f"opa-double-g{groups}-k{rows}"
+    build = BUILD_ROOT / f"opa-double-g{groups}-k{rows}-{memory}"
     build.mkdir(parents=True, exist_ok=True)
     source = build / "opa_double.v"
-    core = OpaCah(config=OpaConfig(groups=groups, rows=rows), double_buffered=True)
+    core = OpaCah(config=OpaConfig(groups=groups, rows=rows), double_buffered=True,
+                  memory=memory)
     source.write_text(verilog.convert(core, name="opa_double"))
-    results = run_cocotb(sources=[source], toplevel="opa_double", build_dir=build,
+    models = ecp5_model_sources(build) if memory == "ecp5" else []
+    results = run_cocotb(sources=[source, *models], toplevel="opa_double", build_dir=build,
                          test_module=__name__, testcase="intervals_equal_golden", seed=1,
                          extra_env={"OPA_GROUPS": str(groups), "OPA_ROWS": str(rows)})
     assert len(results.tests) == 1 and not results.failed

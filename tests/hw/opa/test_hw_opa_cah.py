@@ -130,9 +130,16 @@ def test_memory_choice_is_checked_and_built():
         OpaCah(config=OpaConfig(groups=8), memory="bram")
     with pytest.raises(ValueError, match="up to 16384 groups"):
         OpaCah(config=OpaConfig(groups=1 << 15), memory="ecp5")
-    text = rtlil.convert(OpaCah(config=OpaConfig(groups=8, rows=2), memory="ecp5"),
+    text = rtlil.convert(OpaCah(config=OpaConfig(groups=8, rows=3), memory="ecp5"),
                          name="opa")
     assert "cell \\DP16KD " in text
+    # each row's four partial products: a MULT18X18D with its output register only
+    assert text.count("cell \\MULT18X18D ") == 4 * 2
+    assert text.count('parameter \\REG_INPUTA_CLK "NONE"') == 4 * 2
+    assert text.count('parameter \\REG_OUTPUT_CLK "CLK0"') == 4 * 2
+    generic = rtlil.convert(OpaCah(config=OpaConfig(groups=8, rows=3), memory="generic"),
+                            name="opa")
+    assert "MULT18X18D" not in generic
 
 
 def test_double_buffered_intervals_equal_golden():
