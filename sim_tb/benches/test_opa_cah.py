@@ -178,8 +178,9 @@ def test_opa_cah_words_equal_golden(groups, rows):
 def test_opa_double_buffered_intervals_equal_golden(memory):
     """Also the ECP5 build (DP16KD copies, each partial product a MULT18X18D with its
     output register) under the primitives' behavioural models."""
-    if memory == "ecp5" and ecp5_models_missing():
-        pytest.skip("ECP5 simulation models unavailable: " + ecp5_models_missing())
+    missing = ecp5_models_missing() if memory == "ecp5" else ""
+    if missing:
+        pytest.skip("ECP5 simulation models unavailable: " + missing)
     groups, rows = 8, 3
     build = BUILD_ROOT / f"opa-double-g{groups}-k{rows}-{memory}"
     build.mkdir(parents=True, exist_ok=True)
