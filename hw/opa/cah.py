@@ -228,7 +228,7 @@ class OpaCah(wiring.Component):
 
     def _read_out(self, m, counts, cah, copies):
         """The read port and the freeze check's reads: the RAMs answer two edges after
-        the address, :class:`hw.opa.readout.OpaReadout` reduces the sums in two more
+        the address, :class:`hw.opa.readout.OpaReadout` reduces the sums in three more
         (:attr:`READ_LATENCY`). Double buffered: the frozen copy's word (the inactive
         one), zeroed with ``read_error`` when it was not FROZEN at the read; the check
         sweep's reads (while the copy is not yet FROZEN) go to ``FreezeCheck``."""

@@ -186,7 +186,7 @@ class OpaPath(wiring.Component):
     def _frozen_port(self, m, words):
         """The frozen read port at the counter bank's latency: ``OpaCah``'s read (its
         RAMs, then the read-out's reduction: :attr:`~hw.opa.cah.OpaCah.READ_LATENCY`),
-        then registers up to :attr:`CounterBank.READ_LATENCY` (one today); an address
+        then registers up to :attr:`CounterBank.READ_LATENCY` (none today); an address
         beyond the groups (only ``groups == 1`` has one: the port's address is at least
         one bit) answers ``error``."""
         port, groups = self.frozen, self.config.groups

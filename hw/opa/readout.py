@@ -16,9 +16,10 @@ A sum holds at most ``2**count_bits − 1`` terms (the count's range), each belo
 
 Why hand-written: the reduction of a wide value modulo a Mersenne prime is a fold
 (``2**31 ≡ 1``: the 31-bit chunks add up) that no published Amaranth library provides,
-and its cut into two registered stages (chunks added per copy straight from the RAM
-output, then the copy select, a last fold and one conditional subtraction) is what
-keeps the read-out off the critical paths.
+and its cut into three registered stages (chunks added per copy straight from the RAM
+output; the copy select; a last fold and one conditional subtraction) is what keeps the
+read-out off the critical paths: with the copy select in front of the fold's carry
+chains, the two were the OPA words' critical path on ECP5 (6.4 ns, ``docs/HARDWARE.md``).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -83,7 +84,7 @@ class OpaReadout(wiring.Component):
     """
 
     #: Cycles from ``stored`` to ``value``/``data``.
-    LATENCY = 2
+    LATENCY = 3
 
     def __init__(self, *, config, copies: int = 1):
         if not isinstance(config, OpaConfig):
@@ -122,17 +123,27 @@ class OpaReadout(wiring.Component):
         m.d.sync += [zero.eq(self.zero),
                      count.eq(self.stored[0][:cb] if self._copies == 1 else
                               Mux(self.copy, self.stored[1][:cb], self.stored[0][:cb]))]
-        # Stage B: the copy's folded sum y (below 2**33) = lo + 2**31·hi ≡ lo + hi =: f,
-        # below p + 4, so f mod p is f or f − p = the low bits of f + 1 when f + 1 reaches
-        # 2**31: both sums side by side (two carry chains from the same inputs, one
-        # deep), then a multiplexer.
-        reduced = []
+        # Stage B: the copy's folded sums, registered (the select alone in this stage).
+        chosen = []
         for r in range(cfg.rows):
             y = (firsts[0][r] if self._copies == 1
                  else Mux(copies[r], firsts[1][r], firsts[0][r]))
+            reg = Signal(len(y), name=f"b_y{r}", reset_less=True)
+            m.d.sync += reg.eq(y)
+            chosen.append(reg)
+        count_b = Signal(cb, reset_less=True)
+        zero_b = Signal()
+        m.d.sync += [count_b.eq(count), zero_b.eq(zero)]
+        # Stage C: the folded sum y (below 2**33) = lo + 2**31·hi ≡ lo + hi =: f, below
+        # p + 4, so f mod p is f or f − p = the low bits of f + 1 when f + 1 reaches
+        # 2**31: both sums side by side (two carry chains from the same inputs, one
+        # deep), then a multiplexer.
+        reduced = []
+        for y in chosen:
             lo, hi = y[:OPA_FIELD_BITS], y[OPA_FIELD_BITS:]
             f, f1 = lo + hi, lo + (hi + 1)
             reduced.append(Mux(f1[OPA_FIELD_BITS], f1[:OPA_FIELD_BITS], f[:OPA_FIELD_BITS]))
+        count, zero = count_b, zero_b
         word = Cat(count, *reduced)
         m.d.sync += [self.value.eq(word), self.data.eq(Mux(zero, 0, word))]
         return m

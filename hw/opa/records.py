@@ -406,25 +406,33 @@ class OpaRecordStreamer(wiring.Component):
         stale = Signal()
         m.d.sync += stale.eq(based)
         offset = facts["offset"]
-        offset_fits = self._by_point(head.recv, {p: facts["fits"][b]
-                                                 for p, b in off_bits.items()})
+        offset_fits = facts["point_fits"]
         full = self._by_point(head.recv, full_at)
         coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
         # the quantum sorter's record (lossy coded), served before the FIFO's head
-        srt = (self._sorter(m, head, entries, has_end, facts["quantum_base"])
+        srt = (self._sorter(m, head, entries, has_end, facts["quantum_base"],
+                            facts["lossy"])
                if Point.SENDER in self.points else None)
         use_s = srt["valid"] if srt else Const(0, 1)
         binned = srt["binned_head"] if srt else Const(0, 1)
         # a coded record waits (the sorter's, or a lossless coded head): the coder
         # prepares its code first
-        coded_cand = use_s | (entries.valid & ~has_end & coded & ~binned)
+        coded_cand = use_s | (entries.valid & ~has_end & facts["lossless"])
         clear = Signal()
         c = (self._coder(m, head, count, srt, coded_cand, clear)
              if self.coded_words else None)
         plain_fits = ~full & offset_fits
         record_fits = Mux(coded | use_s, c["fits"], plain_fits) if c else plain_fits
-        same_mode = (Mux(use_s, srt["mode"] == f_recv, facts["same_mode"]) if srt
+        # the sorter's format against the frame's, as a register: it is used only where
+        # both were set a clock before or more (the frame's is set at its first record's
+        # take, followed by a ``stale`` clock, or while it is empty, where ``fits`` holds
+        # anyway; the sorter's when its scan starts, two clocks or more before it offers
+        # a record); a 7-bit compare in the decision was a LUT level of its longest path
+        if srt:
+            s_same_mode = Signal(name="sorter_same_mode")
+            m.d.sync += s_same_mode.eq(srt["mode"] == f_recv)
+        same_mode = (Mux(use_s, s_same_mode, facts["same_mode"]) if srt
                      else facts["same_mode"])
         fits = empty | (record_fits & same_mode)
         plain_data = self._record_bytes(head.key, Mux(empty, 0, offset), head.recv)
@@ -500,7 +508,7 @@ class OpaRecordStreamer(wiring.Component):
             # 8 LUT levels, the OPA core's datapath critical path on every seed)
             m.d.comb += srt["take"].eq(
                 use_s & ~closed & ~stale & c["ready"] & ~c["pending"]
-                & (empty | (c["fits"] & (srt["mode"] == f_recv))))
+                & (empty | (c["fits"] & s_same_mode)))
         with m.If(entries.valid & entries.ready):      # (also the sorter's takes)
             m.d.sync += end_taken.eq(0)
         # anything that changes the coder's record or state — a coded record taken (its
@@ -541,10 +549,15 @@ class OpaRecordStreamer(wiring.Component):
         """The framer's head: ``source``'s entries in a ring of two registers, the head the
         one ``first`` points at, with its facts against the open frame (``offset``,
         ``ts - base`` in the offset field's bits; ``fits``, per field width, whether
-        ``ts - base < 2**bits``; ``same_mode``, whether its format is the frame's;
+        ``ts - base < 2**bits``; ``point_fits``, whether ``ts - base`` fits the offset
+        field of its own point's format; ``same_mode``, whether its format is the frame's;
         ``quantum_base``, ``ts`` with its format's ``shift`` low bits cleared, the lossy
         sorter's quantum: masked after the head's select, it was on the streamer's
-        critical path on ECP5), each register's in registers of its own, computed every
+        critical path on ECP5; ``lossy`` and ``lossless``, whether it is a coded record
+        with or without a ``shift``: the sorter's and the coder's, each from the framer's
+        take decision's inputs, where the format's select and tests were LUT levels of
+        the OPA core's datapath critical path on ECP5), each register's in registers of
+        its own, computed every
         clock for what it holds in the next one against the base and format of this clock
         (so the framer decides nothing in the clock after it set the base or format). A
         take moves ``first`` and the level only: the ring's registers and their facts load
@@ -560,21 +573,26 @@ class OpaRecordStreamer(wiring.Component):
         payload = Signal(layout)
         m.d.comb += payload.eq(Mux(first, ring[1], ring[0]))
         facts = {"offset": Signal(max(off_bits.values()), name="head_offset"),
-                 "fits": {b: Signal(name=f"head_fits_{b}") for b in set(off_bits.values())},
+                 "point_fits": Signal(name="head_point_fits"),
                  "same_mode": Signal(name="head_same_mode"),
-                 "quantum_base": Signal(64, name="head_quantum_base")}
+                 "quantum_base": Signal(64, name="head_quantum_base"),
+                 "lossy": Signal(name="head_lossy"), "lossless": Signal(name="head_lossless")}
 
         def facts_of(entry):
             ts = entry.ts
             # ``ts - base < 2**b``: the low ``b`` bits subtracted, the high part compared
             # with ``base``'s, or with it plus one (``base_hi1``) when the low part borrows
-            out = {"offset": ts[:len(facts["offset"])] - base[:len(facts["offset"])],
-                   "same_mode": entry.recv == f_recv,
-                   "quantum_base": ts & ~((Const(1, 65) << entry.recv[2:7]) - 1)}
+            fits = {}
             for b, hi1 in base_hi1.items():
                 borrow = ts[:b] < base[:b]
-                out[b] = Mux(borrow, ts[b:] == hi1, ts[b:] == base[b:])
-            return out
+                fits[b] = Mux(borrow, ts[b:] == hi1, ts[b:] == base[b:])
+            coded, shifted = self._coded(entry.recv), entry.recv[2:7] != 0
+            return {"offset": ts[:len(facts["offset"])] - base[:len(facts["offset"])],
+                    "point_fits": self._by_point(entry.recv, {p: fits[b]
+                                                              for p, b in off_bits.items()}),
+                    "same_mode": entry.recv == f_recv,
+                    "quantum_base": ts & ~((Const(1, 65) << entry.recv[2:7]) - 1),
+                    "lossy": coded & shifted, "lossless": coded & ~shifted}
 
         take = valid & ready
         push = source.valid & room
@@ -600,17 +618,14 @@ class OpaRecordStreamer(wiring.Component):
         for i in range(2):
             loads = push & (free == i)
             held = facts_of(data.View(layout, ring[i]))
-            regs = {key: Signal.like(facts["fits"][key] if isinstance(key, int)
-                                     else facts[key], name=f"head_ring{i}_{key}")
-                    for key in held}
+            regs = {key: Signal.like(facts[key], name=f"head_ring{i}_{key}") for key in held}
             m.d.sync += [regs[key].eq(Mux(loads, arriving[key], held[key])) for key in held]
             for key, reg in regs.items():
-                target = facts["fits"][key] if isinstance(key, int) else facts[key]
                 with m.If(first == i):
-                    m.d.comb += target.eq(reg)
+                    m.d.comb += facts[key].eq(reg)
         return SimpleNamespace(valid=valid, ready=ready, payload=payload), facts
 
-    def _sorter(self, m, head, entries, has_end, h_base):
+    def _sorter(self, m, head, entries, has_end, h_base, h_lossy):
         """Lossy coded records (``mode``: coded, ``shift`` > 0) as the set of each
         quantum ``q = t >> shift``: the head's records counted per group in one of two
         count RAMs (a read, then the write: one record per three clocks); a record of a
@@ -647,10 +662,8 @@ class OpaRecordStreamer(wiring.Component):
         key = head.key
         group = (key[len(key) - gbits:] if len(key) == 64 else key[:gbits]) if gbits \
             else Const(0, 1)
-        shift = head.recv[2:7]
         binned_head = Signal()
-        m.d.comb += binned_head.eq(entries.valid & ~has_end & self._coded(head.recv)
-                                   & (shift != 0))
+        m.d.comb += binned_head.eq(entries.valid & ~has_end & h_lossy)
         new_quantum = have & ((h_base != cur_base) | (head.recv != cur_mode))
         start_scan = Signal()
         # counting: clock 0 looks at the head (its group, quantum and whether that is a

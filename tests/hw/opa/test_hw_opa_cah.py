@@ -101,7 +101,8 @@ def test_readout_reduces_every_sum(count_bits, copies):
     got = []
 
     async def bench(ctx):
-        for n, (stored, copy, zero, _) in enumerate(reads + [(0, 0, 0, 0)] * 2):
+        flush = [(0, 0, 0, 0)] * OpaReadout.LATENCY
+        for n, (stored, copy, zero, _) in enumerate(reads + flush):
             for c in range(copies):   # the other copy holds noise
                 ctx.set(dut.stored[c], stored if c == copy else n * 0x9E3779B97F4A7C15)
             ctx.set(dut.copy, copy)
