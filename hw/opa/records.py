@@ -42,7 +42,7 @@ Two halves joined by one block-RAM FIFO of entries (``amaranth.lib.fifo``):
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -406,7 +406,8 @@ class OpaRecordStreamer(wiring.Component):
         stale = Signal()
         m.d.sync += stale.eq(based)
         offset = facts["offset"]
-        offset_fits = facts["point_fits"]
+        offset_fits = self._by_point(head.recv, {p: facts[f"fits_{b}"]
+                                                 for p, b in off_bits.items()})
         full = self._by_point(head.recv, full_at)
         coded = self._coded(head.recv)
         has_end = head.end & ~end_taken
@@ -549,8 +550,7 @@ class OpaRecordStreamer(wiring.Component):
         """The framer's head: ``source``'s entries in a ring of two registers, the head the
         one ``first`` points at, with its facts against the open frame (``offset``,
         ``ts - base`` in the offset field's bits; ``fits``, per field width, whether
-        ``ts - base < 2**bits``; ``point_fits``, whether ``ts - base`` fits the offset
-        field of its own point's format; ``same_mode``, whether its format is the frame's;
+        ``ts - base < 2**bits``; ``same_mode``, whether its format is the frame's;
         ``quantum_base``, ``ts`` with its format's ``shift`` low bits cleared, the lossy
         sorter's quantum: masked after the head's select, it was on the streamer's
         critical path on ECP5; ``lossy`` and ``lossless``, whether it is a coded record
@@ -573,7 +573,8 @@ class OpaRecordStreamer(wiring.Component):
         payload = Signal(layout)
         m.d.comb += payload.eq(Mux(first, ring[1], ring[0]))
         facts = {"offset": Signal(max(off_bits.values()), name="head_offset"),
-                 "point_fits": Signal(name="head_point_fits"),
+                 **{f"fits_{b}": Signal(name=f"head_fits_{b}")
+                    for b in set(off_bits.values())},
                  "same_mode": Signal(name="head_same_mode"),
                  "quantum_base": Signal(64, name="head_quantum_base"),
                  "lossy": Signal(name="head_lossy"), "lossless": Signal(name="head_lossless")}
@@ -582,17 +583,15 @@ class OpaRecordStreamer(wiring.Component):
             ts = entry.ts
             # ``ts - base < 2**b``: the low ``b`` bits subtracted, the high part compared
             # with ``base``'s, or with it plus one (``base_hi1``) when the low part borrows
-            fits = {}
+            coded, shifted = self._coded(entry.recv), entry.recv[2:7] != 0
+            out = {"offset": ts[:len(facts["offset"])] - base[:len(facts["offset"])],
+                   "same_mode": entry.recv == f_recv,
+                   "quantum_base": ts & ~((Const(1, 65) << entry.recv[2:7]) - 1),
+                   "lossy": coded & shifted, "lossless": coded & ~shifted}
             for b, hi1 in base_hi1.items():
                 borrow = ts[:b] < base[:b]
-                fits[b] = Mux(borrow, ts[b:] == hi1, ts[b:] == base[b:])
-            coded, shifted = self._coded(entry.recv), entry.recv[2:7] != 0
-            return {"offset": ts[:len(facts["offset"])] - base[:len(facts["offset"])],
-                    "point_fits": self._by_point(entry.recv, {p: fits[b]
-                                                              for p, b in off_bits.items()}),
-                    "same_mode": entry.recv == f_recv,
-                    "quantum_base": ts & ~((Const(1, 65) << entry.recv[2:7]) - 1),
-                    "lossy": coded & shifted, "lossless": coded & ~shifted}
+                out[f"fits_{b}"] = Mux(borrow, ts[b:] == hi1, ts[b:] == base[b:])
+            return out
 
         take = valid & ready
         push = source.valid & room
@@ -749,8 +748,9 @@ class OpaRecordStreamer(wiring.Component):
         code of its arrival difference.
 
         Timing: the code is prepared in four registered steps (the difference; its
-        quotient and remainder; the unary part and remainder joined, whether the
-        quotient fits, the code's lengths and the room after it; the code left-aligned)
+        quotient and remainder, with the code's lengths less the unary part; the unary
+        part and remainder joined, whether the quotient fits, the code's lengths and the
+        room after it; the code left-aligned)
         while ``candidate`` (a coded record waits) holds; ``ready`` says it is prepared for
         the framer's state now, ``clear`` (any take, frame end or state change) starts
         it again; the fit is registered (``settled``). A record takes about six clocks
@@ -787,6 +787,15 @@ class OpaRecordStreamer(wiring.Component):
         # the bits after the code's tail in its 64, registered with the lengths (the
         # subtraction before the shift was on the streamer's longest path)
         room = Signal(range(65))
+        # step 2 also registers what step 3's lengths and fit need besides the unary
+        # part ``u`` — ``k + 1``; ``fixed``, the code's length less ``u``; the code's
+        # bits, the room after it and the space left, each less ``u`` — so that step 3
+        # subtracts or adds ``u`` once (its lengths in one carry chain: summed there,
+        # then compared with and subtracted from the capacity, they were four chains in
+        # a row, the OPA core's datapath critical path on one seed, ``docs/HARDWARE.md``)
+        k1, fixed = Signal(range(RICE_K_MAX + 2)), Signal(range(RICE_K_MAX + 2))
+        room0 = Signal(range(65))
+        space0 = Signal(signed(cap_bits.bit_length() + 1))
         with m.If(clear):
             m.d.sync += [s1.eq(0), s2.eq(0), s3.eq(0), ready.eq(0)]
         with m.Else():
@@ -799,21 +808,29 @@ class OpaRecordStreamer(wiring.Component):
                 if Point.RECEIVER in self.points:
                     m.d.sync += [recv.eq(head.recv[0] & ~use_s), pkt.eq(key)]
             with m.If(s1 & ~s2):
+                h_bits = Mux(recv, 0, Mux(first | ~lossy, gbits, 0))
+                t_fixed = Mux(first, 0, k + 1)
+                # the code's bits less ``u``, with a receiver record's hash (64 bits)
+                # before it
+                need0 = h_bits + t_fixed + Mux(recv, 64, 0)
                 m.d.sync += [s2.eq(1), u_wide.eq(delta >> k),
                              rem.eq(delta[:RICE_K_MAX]
-                                    & ((Const(1, RICE_K_MAX + 1) << k) - 1))]
+                                    & ((Const(1, RICE_K_MAX + 1) << k) - 1)),
+                             k1.eq(k + 1), fixed.eq(t_fixed), head_bits.eq(h_bits),
+                             room0.eq(64 - h_bits - t_fixed),
+                             space0.eq(cap_bits - need0)]
             with m.If(s2 & ~s3):
                 u = u_wide[:4]
-                thermo = ((Const(1, RICE_UNARY_LIMIT + 1) << u) - 1)[:RICE_UNARY_LIMIT]
-                t_len = Mux(first, 0, u + 1 + k)
-                h_bits = Mux(recv, 0, Mux(first | ~lossy, gbits, 0))
-                # the code's bits, with a receiver record's hash (64 bits) before it
-                need = h_bits + t_len + Mux(recv, 64, 0)
+                # ``u`` ones, bit ``i`` set when ``u > i``: one LUT per bit (as
+                # ``(1 << u) - 1``, a 17-bit carry chain in front of the shift by ``k + 1``:
+                # 14 logic levels into ``tail``, the coder's deepest)
+                thermo = Cat(*(u > i for i in range(RICE_UNARY_LIMIT)))
+                # the unary part's share of the code's length (none in a frame's first)
+                u_len = Mux(first, 0, u)
                 m.d.sync += [s3.eq(1), u_ok.eq(u_wide[4:] == 0),
-                             tail.eq((thermo << (k + 1)) | rem),
-                             tail_len.eq(t_len), head_bits.eq(h_bits),
-                             room.eq(64 - h_bits - t_len),
-                             over.eq(need > cap_bits), space.eq(cap_bits - need)]
+                             tail.eq((thermo << k1) | rem),
+                             tail_len.eq(fixed + u_len), room.eq(room0 - u_len),
+                             over.eq(u_len > space0), space.eq(space0 - u_len)]
             with m.If(s3 & ~ready):
                 group_la = (group << (64 - gbits)) if gbits else Const(0, 64)
                 m.d.sync += [ready.eq(1), length.eq(head_bits + tail_len),

@@ -120,6 +120,24 @@ def test_readout_reduces_every_sum(count_bits, copies):
     assert fold_chunks(94) == [(0, 31), (31, 62), (62, 94)]
 
 
+def test_readout_copy_select_in_a_stage_of_its_own(tmp_path):
+    """After ``synth_ecp5``: the copy select's registers (``b_y*``) load from the chunk
+    sums (``a*_y*``) and the select through no carry chain, and the fold's carry chains
+    start at them, so no path has the select in front of the fold (that path was the
+    OPA words' critical path on ECP5)."""
+    from tests.hw.ecp5_netlist import fan_in_registers, registers_of, synthesized
+
+    module = synthesized(OpaReadout(config=OpaConfig(groups=4), copies=2), tmp_path)
+    chosen = set().union(*(registers_of(module, f"b_y{r}") for r in range(4)))
+    sums = set().union(*(registers_of(module, f"a{c}_y{r}") for c in range(2)
+                         for r in range(4)))
+    assert chosen and sums
+    assert fan_in_registers(module, chosen) & sums
+    assert not fan_in_registers(module, chosen, through="CCU2C")
+    out = registers_of(module, "value")
+    assert out and not fan_in_registers(module, out, through="CCU2C") & sums
+
+
 def test_rejects_other_configs():
     from host_sw.contracts.config import LdaConfig
     with pytest.raises(TypeError, match="OpaConfig"):

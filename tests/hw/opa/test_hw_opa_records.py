@@ -447,7 +447,7 @@ def test_coder_statistics_and_parameter_from_registers(tmp_path):
     registered comparisons, not through them from the statistics (8–9 LUT levels, the
     OPA core's datapath critical path on ECP5), and the statistics load on registered
     flags, not on the framer's decision from the head's select; the parameter's size tests
-    are a few logic levels from registers."""
+    are a few logic levels from registers; the code's tail is a shift of registers."""
     from tests.hw.ecp5_netlist import fan_in_registers, logic_levels, registers_of, synthesized
 
     module = synthesized(OpaRecordStreamer(config=OpaConfig(), point=None, data_width=64,
@@ -463,6 +463,12 @@ def test_coder_statistics_and_parameter_from_registers(tmp_path):
     # (total's bit length as a priority chain was 10, the core's path on one seed)
     above = registers_of(module, "coder_above")
     assert above and logic_levels(module, above) <= 4
+    # the code's unary part as one compare per bit, then the shift by ``k + 1`` from a
+    # register: no carry chain (``(1 << u) - 1`` and ``k + 1``) in front of the shift
+    # (14 levels, the coder's deepest)
+    tail = registers_of(module, "tail")
+    assert tail and logic_levels(module, tail) <= 8
+    assert not fan_in_registers(module, tail, through="CCU2C")
 
 
 def test_head_facts_chosen_after_their_arithmetic(tmp_path):
