@@ -442,17 +442,26 @@ def test_an_mtu_below_one_record_is_refused():
                              mtu=54).per_frames == {"sender": 3, "receiver": 1}
 
 
-def test_coder_statistics_and_parameter_from_registers(tmp_path):
+@pytest.fixture(scope="module")
+def streamer_netlist(tmp_path_factory):
+    """The ``synth_ecp5`` netlist of a streamer with both points, as in the core
+    (synthesised once for the tests that read it)."""
+    from tests.hw.ecp5_netlist import synthesized
+
+    return synthesized(OpaRecordStreamer(config=OpaConfig(), point=None, data_width=64,
+                                         depth=512),
+                       tmp_path_factory.mktemp("streamer"))
+
+
+def test_coder_statistics_and_parameter_from_registers(streamer_netlist):
     """After ``synth_ecp5`` (both points, as in the core): the Rice parameter loads from
     registered comparisons, not through them from the statistics (8–9 LUT levels, the
     OPA core's datapath critical path on ECP5), and the statistics load on registered
     flags, not on the framer's decision from the head's select; the parameter's size tests
     are a few logic levels from registers; the code's tail is a shift of registers."""
-    from tests.hw.ecp5_netlist import fan_in_registers, logic_levels, registers_of, synthesized
+    from tests.hw.ecp5_netlist import fan_in_registers, logic_levels, registers_of
 
-    module = synthesized(OpaRecordStreamer(config=OpaConfig(), point=None, data_width=64,
-                                           depth=512),
-                         tmp_path)
+    module = streamer_netlist
     k, total, n = (registers_of(module, name)
                    for name in ("coder_k", "coder_total", "coder_n"))
     first = registers_of(module, "head_first")
@@ -471,17 +480,15 @@ def test_coder_statistics_and_parameter_from_registers(tmp_path):
     assert not fan_in_registers(module, tail, through="CCU2C")
 
 
-def test_head_facts_chosen_after_their_arithmetic(tmp_path):
+def test_head_facts_chosen_after_their_arithmetic(streamer_netlist):
     """After ``synth_ecp5`` (both points, as in the core): the head registers' facts
     (``ts - base`` and its comparisons, carry chains) are formed from the entries and the
     choice of entry made after them, so the ring's load select (``head_free``,
     ``head_room``) reaches no fact register through a carry chain (it did, the OPA core's
     datapath critical path on one placement)."""
-    from tests.hw.ecp5_netlist import fan_in_registers, logic_levels, registers_of, synthesized
+    from tests.hw.ecp5_netlist import fan_in_registers, registers_of
 
-    module = synthesized(OpaRecordStreamer(config=OpaConfig(), point=None, data_width=64,
-                                           depth=512),
-                         tmp_path)
+    module = streamer_netlist
     facts = set().union(*(registers_of(module, f"head_ring{i}_offset") for i in range(2)))
     select = registers_of(module, "head_free") | registers_of(module, "head_room")
     assert facts and select
