@@ -788,8 +788,8 @@ class OpaRecordStreamer(wiring.Component):
         # subtraction before the shift was on the streamer's longest path)
         room = Signal(range(65))
         # step 2 also registers what step 3's lengths and fit need besides the unary
-        # part ``u`` — ``k + 1``; ``fixed``, the code's length less ``u``; the code's
-        # bits, the room after it and the space left, each less ``u`` — so that step 3
+        # part ``u`` — ``k + 1``; ``fixed``, the code's length less ``u``; the room after
+        # the code and the space left after it, each before ``u`` — so that step 3
         # subtracts or adds ``u`` once (its lengths in one carry chain: summed there,
         # then compared with and subtracted from the capacity, they were four chains in
         # a row, the OPA core's datapath critical path on one seed, ``docs/HARDWARE.md``)
@@ -808,17 +808,28 @@ class OpaRecordStreamer(wiring.Component):
                 if Point.RECEIVER in self.points:
                     m.d.sync += [recv.eq(head.recv[0] & ~use_s), pkt.eq(key)]
             with m.If(s1 & ~s2):
-                h_bits = Mux(recv, 0, Mux(first | ~lossy, gbits, 0))
-                t_fixed = Mux(first, 0, k + 1)
-                # the code's bits less ``u``, with a receiver record's hash (64 bits)
-                # before it
-                need0 = h_bits + t_fixed + Mux(recv, 64, 0)
+                grouped = first | ~lossy             # the code starts with the group
+                h_bits = Mux(recv, 0, Mux(grouped, gbits, 0))
+
+                def less_code(bits, hash_bits):
+                    """``bits`` less the code's bits but ``u``'s: the group's (a receiver
+                    record's ``hash_bits``), then ``k + 1`` unless first. The constants
+                    are chosen by the format, so ``k`` is subtracted once (in one carry
+                    chain; the lengths summed first were three in a row)."""
+                    wide = signed(cap_bits.bit_length() + 2)
+
+                    def by_format(less):
+                        return Mux(recv, Const(bits - hash_bits - less, wide),
+                                   Mux(grouped, Const(bits - gbits - less, wide),
+                                       Const(bits - less, wide)))
+                    return Mux(first, by_format(0), by_format(1) - k)
                 m.d.sync += [s2.eq(1), u_wide.eq(delta >> k),
                              rem.eq(delta[:RICE_K_MAX]
                                     & ((Const(1, RICE_K_MAX + 1) << k) - 1)),
-                             k1.eq(k + 1), fixed.eq(t_fixed), head_bits.eq(h_bits),
-                             room0.eq(64 - h_bits - t_fixed),
-                             space0.eq(cap_bits - need0)]
+                             k1.eq(k + 1), fixed.eq(Mux(first, 0, k + 1)),
+                             head_bits.eq(h_bits),
+                             room0.eq(less_code(64, 0)),
+                             space0.eq(less_code(cap_bits, 64))]
             with m.If(s2 & ~s3):
                 u = u_wide[:4]
                 # ``u`` ones, bit ``i`` set when ``u > i``: one LUT per bit (as
@@ -984,7 +995,21 @@ class OpaRecordStreamer(wiring.Component):
         index = Signal(range(max(max(self.per_frames.values()), self.coded_words) + 1))
         fresh = Signal()                     # the read port shows record ``index``
         coded = self._coded(recv)
+        # Whether the frame has no item, one, or ``index`` + 1 is its last, as registers:
+        # ``count``, ``words`` and ``recv`` hold from the close on, and the first item
+        # these are read for is the header's last piece, clocks later; ``is_last`` (the
+        # record at ``index`` is the last) is set before the records from ``one_item``
+        # and at each record's take from ``index == n_items - 2``. (``n_items - 1`` and
+        # its compare with ``index`` in the clock of the take, two carry chains into the
+        # counters' enables, was the OPA core's datapath critical path on one seed,
+        # ``docs/HARDWARE.md``.)
+        assert _HEADER_PIECES >= 2
         n_items = Mux(coded, words, count)
+        before_last = Signal.like(index, name="send_before_last")
+        no_items, one_item = Signal(name="send_no_items"), Signal(name="send_one_item")
+        is_last = Signal(name="send_is_last")
+        m.d.sync += [before_last.eq(n_items - 2), no_items.eq(n_items == 0),
+                     one_item.eq(n_items == 1)]
         # coded: one more piece, the coding word, after the header's
         pieces = Mux(coded, _HEADER_PIECES + 1, _HEADER_PIECES)
         in_records = piece == pieces
@@ -997,19 +1022,23 @@ class OpaRecordStreamer(wiring.Component):
                 m.d.comb += [items.valid.eq(emitting),
                              items.payload.data.eq(coding),
                              items.payload.size.eq(CODING_BYTES),
-                             items.payload.last.eq(n_items == 0)]
+                             items.payload.last.eq(no_items)]
             with m.Else():
                 m.d.comb += [items.valid.eq(emitting),
                              items.payload.data.eq(header.word_select(piece, 8 * ITEM_BYTES)),
                              items.payload.size.eq(ITEM_BYTES),
                              items.payload.last.eq((piece == _HEADER_PIECES - 1)
-                                                   & (n_items == 0) & ~coded)]
+                                                   & no_items & ~coded)]
         with m.Else():
             m.d.comb += [items.valid.eq(emitting & fresh),
                          items.payload.data.eq(rport.data),
                          items.payload.size.eq(Mux(coded, CODED_WORD_BYTES, size)),
-                         items.payload.last.eq(index == n_items - 1)]
+                         items.payload.last.eq(is_last)]
         done = take & items.payload.last
+        with m.If(~in_records):
+            m.d.sync += is_last.eq(one_item)
+        with m.Elif(take):
+            m.d.sync += is_last.eq(index == before_last)
         with m.If(take & ~in_records):
             m.d.sync += piece.eq(piece + 1)
         with m.If(take & in_records):

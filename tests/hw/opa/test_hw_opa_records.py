@@ -494,3 +494,19 @@ def test_head_facts_chosen_after_their_arithmetic(streamer_netlist):
     assert facts and select
     assert select & fan_in_registers(module, facts)
     assert not select & fan_in_registers(module, facts, through="CCU2C")
+
+
+def test_frame_sender_counts_items_from_registers(streamer_netlist):
+    """After ``synth_ecp5``: the frame sender's piece and item counters load from
+    ``is_last`` and registered item counts, not through ``n_items - 1`` and its compare
+    from the frame's held count and words (two carry chains into the counters' enables,
+    the OPA core's datapath critical path on one seed)."""
+    from tests.hw.ecp5_netlist import fan_in_registers, registers_of
+
+    module = streamer_netlist
+    counters = registers_of(module, "piece") | registers_of(module, "index")
+    held = registers_of(module, "h_count") | registers_of(module, "h_words")
+    is_last = registers_of(module, "send_is_last")
+    assert counters and held and is_last
+    assert is_last <= fan_in_registers(module, counters)
+    assert not fan_in_registers(module, counters) & held
