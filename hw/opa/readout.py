@@ -143,7 +143,6 @@ class OpaReadout(wiring.Component):
             lo, hi = y[:OPA_FIELD_BITS], y[OPA_FIELD_BITS:]
             f, f1 = lo + hi, lo + (hi + 1)
             reduced.append(Mux(f1[OPA_FIELD_BITS], f1[:OPA_FIELD_BITS], f[:OPA_FIELD_BITS]))
-        count, zero = count_b, zero_b
-        word = Cat(count, *reduced)
-        m.d.sync += [self.value.eq(word), self.data.eq(Mux(zero, 0, word))]
+        word = Cat(count_b, *reduced)
+        m.d.sync += [self.value.eq(word), self.data.eq(Mux(zero_b, 0, word))]
         return m
